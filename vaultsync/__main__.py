@@ -1,0 +1,5 @@
+"""``python -m vaultsync``."""
+
+from .cli import main
+
+main()

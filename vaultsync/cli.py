@@ -1,0 +1,305 @@
+"""The command line: thin click commands over ``Vault``."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .config import default_db_path
+from .errors import VaultsyncError
+from .times import ACCEPTED, format_time
+
+
+class Context:
+    """Global options, and the vault opened from them on demand."""
+
+    def __init__(self, db: Path, vault: str | None) -> None:
+        self.db = db
+        self.vault_name = vault
+        self._open: list[Any] = []
+
+    def vault(self, root: str | None = None, readonly: bool = True):  # -> Vault
+        from .vault import Vault
+
+        vault = Vault.open(self.db, root=root, name=self.vault_name, readonly=readonly)
+        self._open.append(vault)
+        return vault
+
+    def close(self) -> None:
+        for vault in self._open:
+            vault.close()
+
+
+pass_ctx = click.make_pass_decorator(Context)
+
+
+def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")(fn)
+
+
+def as_of_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--as-of", help=f"Knowledge cutoff: {ACCEPTED}. Default: now.")(fn)
+
+
+def echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Expected failures become one line on stderr and exit status 1, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except VaultsyncError as exc:
+            raise click.ClickException(str(exc)) from None
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), envvar="VAULTSYNC_DB",
+              help="Database file. Default: $VAULTSYNC_DB, else vaultsync.db in the user data directory.")
+@click.option("--vault", "vault_name", metavar="NAME", help="Which vault, when the database holds several.")
+@click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
+@click.version_option(package_name="vaultsync")
+@click.pass_context
+def cli(ctx: click.Context, db: Path | None, vault_name: str | None, verbose: int) -> None:
+    """vaultsync: a time machine for a Markdown vault, served to AI assistants over MCP.
+
+    \b
+    Example:
+        vaultsync import ~/notes
+        vaultsync read "Projects/Atlas.md" --as-of 2025-03-01
+    """
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    ctx.obj = Context(db or default_db_path(), vault_name)
+    ctx.call_on_close(ctx.obj.close)
+
+
+class Bar:
+    """A progress bar on a terminal (stderr), nothing otherwise."""
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label, self.enabled, self.bar, self.shown = label, enabled and sys.stderr.isatty(), None, 0
+
+    def __call__(self, done: int, total: int, *_: Any) -> None:
+        if not self.enabled or total < 50:
+            return
+        if self.bar is None:
+            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.shown)
+        self.shown = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+@cli.command("import")
+@click.argument("vault_dir", metavar="VAULT", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--known-at", help=f"Assert when this state was known (loading history): {ACCEPTED}.")
+@click.option("--from-git", is_flag=True, help="Replay the vault's git history (first parent), one batch per commit.")
+@click.option("--strict", is_flag=True, help="Refuse the whole batch if any file cannot be read.")
+@json_option
+@pass_ctx
+@friendly
+def import_(obj: Context, vault_dir: Path, known_at: str | None, from_git: bool, strict: bool, as_json: bool) -> None:
+    """Record the vault's current state (or its git history) as one atomic batch.
+
+    \b
+    Example:
+        vaultsync import ~/notes
+        vaultsync import ~/notes --from-git
+    """
+    vault = obj.vault(root=str(vault_dir), readonly=False)
+    bar = Bar("importing", not as_json)
+    try:
+        if from_git:
+            if known_at:
+                raise click.UsageError("--known-at cannot be combined with --from-git (commit times are used)")
+            result = vault.import_git(strict=strict, progress=bar)
+            summary, payload = result.summary, result.to_json()
+        else:
+            summary = vault.sync(known_at=known_at, strict=strict, progress=bar)
+            payload = summary.to_json()
+    finally:
+        bar.close()
+    for error in summary.errors:
+        click.echo(f"warning: skipped {error.path}: {error.reason}", err=True)
+    if as_json:
+        echo_json(payload)
+        return
+    where = f"batch {summary.batch_id} known at {format_time(summary.known_at)}" if summary.batch_id else "no change"
+    click.echo(
+        f"{vault.name}: {where}: {summary.added} added, {summary.modified} modified, {summary.renamed} renamed, "
+        f"{summary.deleted} deleted, {summary.unchanged} unchanged, {len(summary.errors)} errors"
+    )
+    if from_git:
+        click.echo(f"{payload['commits']} commits imported, {payload['already_imported']} already imported"
+                   + (f", {payload['lifted']} commit times lifted (clock skew)" if payload["lifted"] else ""))
+
+
+@cli.command()
+@click.argument("note")
+@as_of_option
+@json_option
+@pass_ctx
+@friendly
+def read(obj: Context, note: str, as_of: str | None, as_json: bool) -> None:
+    """Print a note's exact text as of a time.
+
+    \b
+    Example:
+        vaultsync read "Projects/Atlas.md" --as-of 2025-03-01
+    """
+    found = obj.vault().read(note, as_of=as_of)
+    if as_json:
+        echo_json(found.to_json())
+    else:
+        sys.stdout.buffer.write(found.content.encode("utf-8"))
+        sys.stdout.flush()
+
+
+@cli.command()
+@as_of_option
+@click.option("--prefix", default="", help="Only paths starting with this (e.g. a folder: Projects/).")
+@json_option
+@pass_ctx
+@friendly
+def ls(obj: Context, as_of: str | None, prefix: str, as_json: bool) -> None:
+    """List the notes that existed at a time.
+
+    \b
+    Example:
+        vaultsync ls --as-of 2025-01-01 --prefix Projects/
+    """
+    revisions = obj.vault().ls(as_of=as_of, prefix=prefix)
+    if as_json:
+        echo_json([{"path": r.path, "known_at": format_time(r.known_at), "content_hash": r.content_hash,
+                    "size": r.size, "title": r.title} for r in revisions])
+        return
+    for r in revisions:
+        click.echo(f"{format_time(r.known_at)}  {r.size:>8}  {r.path}")
+
+
+@cli.command()
+@click.argument("note")
+@json_option
+@pass_ctx
+@friendly
+def history(obj: Context, note: str, as_json: bool) -> None:
+    """Every revision of a note, following renames.
+
+    \b
+    Example:
+        vaultsync history "Projects/Atlas.md"
+    """
+    revisions = obj.vault().history(note)
+    if as_json:
+        echo_json([r.summary() for r in revisions])
+        return
+    for r in revisions:
+        extra = f" (from {r.renamed_from})" if r.renamed_from else f" (to {r.renamed_to})" if r.renamed_to else ""
+        size = "" if r.size is None else f"{r.size} bytes"
+        click.echo(f"{format_time(r.known_at)}  {r.kind:<8}  {r.path}{extra}  {size}".rstrip())
+
+
+@cli.command()
+@click.argument("note")
+@click.option("--from", "since", required=True, help=f"Earlier time: {ACCEPTED}.")
+@click.option("--to", "until", help="Later time (default now).")
+@pass_ctx
+@friendly
+def diff(obj: Context, note: str, since: str, until: str | None) -> None:
+    """Unified diff of a note between two times.
+
+    \b
+    Example:
+        vaultsync diff "Projects/Atlas.md" --from 2025-01-01 --to 2025-06-01
+    """
+    click.echo(obj.vault().diff(note, since, until), nl=False)
+
+
+@cli.command()
+@click.option("--since", required=True, help=f"Start of the window (exclusive): {ACCEPTED}.")
+@click.option("--until", help="End of the window (inclusive, default now).")
+@json_option
+@pass_ctx
+@friendly
+def changes(obj: Context, since: str, until: str | None, as_json: bool) -> None:
+    """Notes created, modified, renamed or deleted in a time window.
+
+    \b
+    Example:
+        vaultsync changes --since 2025-03-01 --until 2025-03-08
+    """
+    revisions = obj.vault().changes(since, until)
+    if as_json:
+        echo_json([{"path": r.path, "kind": r.kind, "known_at": format_time(r.known_at),
+                    "renamed_from": r.renamed_from, "content_hash": r.content_hash} for r in revisions])
+        return
+    for r in revisions:
+        extra = f" (from {r.renamed_from})" if r.renamed_from else ""
+        click.echo(f"{format_time(r.known_at)}  {r.kind:<8}  {r.path}{extra}")
+
+
+@cli.command()
+@json_option
+@pass_ctx
+@friendly
+def stats(obj: Context, as_json: bool) -> None:
+    """Counts and times for a vault in the database.
+
+    \b
+    Example:
+        vaultsync stats --json
+    """
+    result = obj.vault().stats()
+    if as_json:
+        echo_json(result)
+        return
+    for key, value in result.items():
+        click.echo(f"{key:>16}: {value}")
+
+
+@cli.command()
+@json_option
+@pass_ctx
+@friendly
+def check(obj: Context, as_json: bool) -> None:
+    """Verify the store: SQLite integrity, content hashes, batch order, append-only triggers.
+
+    \b
+    Example:
+        vaultsync check
+    """
+    vault = obj.vault()
+    problems = vault.check()
+    if as_json:
+        echo_json({"vault": vault.name, "ok": not problems, "problems": problems})
+    else:
+        for problem in problems:
+            click.echo(f"problem: {problem}", err=True)
+        if not problems:
+            click.echo(f"{vault.name}: ok")
+    if problems:
+        sys.exit(1)
+
+
+def main() -> None:
+    cli(prog_name="vaultsync")
+
+
+if __name__ == "__main__":
+    main()

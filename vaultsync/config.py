@@ -1,0 +1,25 @@
+"""Where things live by default: the database path and the writer's limits."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+
+def data_dir() -> Path:
+    """``$VAULTSYNC_HOME``, else the platform's user data directory for vaultsync."""
+    home = os.environ.get("VAULTSYNC_HOME")
+    if home:
+        return Path(home)
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "vaultsync"
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / "vaultsync"
+    return Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "vaultsync"
+
+
+def default_db_path() -> Path:
+    """``$VAULTSYNC_DB``, else ``vaultsync.db`` in the user data directory (never inside a vault)."""
+    env = os.environ.get("VAULTSYNC_DB")
+    return Path(env) if env else data_dir() / "vaultsync.db"

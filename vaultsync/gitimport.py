@@ -1,0 +1,131 @@
+"""Backfill a vault's history from git: first-parent commits, oldest first, one batch each."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError
+from .sync import Absent, Observed, Present, is_note_path, nfc
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    sha: str
+    committed_at: int
+    """Committer time, UTC microseconds."""
+
+
+def _git(cwd: str, *args: str) -> bytes:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    except FileNotFoundError:
+        raise ConfigError("--from-git needs the `git` command, which is not installed") from None
+    if done.returncode != 0:
+        message = done.stderr.decode(errors="replace").strip().splitlines()
+        raise ConfigError(f"git {args[0]} failed: {message[-1] if message else 'unknown error'}")
+    return done.stdout
+
+
+class GitHistory:
+    """The first-parent history of the repository holding ``vault`` (which may be a subfolder)."""
+
+    def __init__(self, vault: Path) -> None:
+        self.vault = vault
+        try:
+            top = _git(str(vault), "rev-parse", "--show-toplevel").decode().strip()
+        except ConfigError:
+            raise ConfigError(f"{vault} is not inside a git repository (needed for --from-git)") from None
+        self.top = top
+        prefix = os.path.relpath(os.path.realpath(vault), os.path.realpath(top)).replace(os.sep, "/")
+        self.prefix = "" if prefix == "." else prefix + "/"
+        self._cat: subprocess.Popen[bytes] | None = None
+
+    def commits(self) -> list[Commit]:
+        out = _git(self.top, "log", "--first-parent", "--reverse", "--format=%H %ct", "HEAD")
+        commits = []
+        for line in out.decode().splitlines():
+            sha, seconds = line.split()
+            commits.append(Commit(sha, int(seconds) * 1_000_000))
+        return commits
+
+    def changes(self, parent: str | None, commit: str) -> dict[str, Observed]:
+        """Vault-relative note paths changed from ``parent`` to ``commit``: blob or Absent."""
+        args = ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", parent or EMPTY_TREE, commit]
+        if self.prefix:
+            args += ["--", self.prefix]
+        fields = _git(self.top, *args).split(b"\0")
+        out: dict[str, Observed] = {}
+        for meta, raw_path in zip(fields[0::2], fields[1::2]):
+            if not meta:
+                continue
+            _, new_mode, _, new_sha, status = meta.decode().split()
+            path = raw_path.decode("utf-8", "surrogateescape")
+            if not path.startswith(self.prefix):
+                continue
+            rel = nfc(path[len(self.prefix):])
+            if not is_note_path(rel):
+                continue
+            if status == "D" or new_mode not in ("100644", "100755"):
+                out[rel] = Absent()
+            else:
+                data = self.blob(new_sha)
+                out[rel] = Present(size=len(data), data=data)
+        return out
+
+    def tree(self, commit: str) -> dict[str, Observed]:
+        """Every note in ``commit``'s tree, as blobs."""
+        args = ["ls-tree", "-r", "-z", commit]
+        if self.prefix:
+            args += ["--", self.prefix]
+        out: dict[str, Observed] = {}
+        for entry in _git(self.top, *args).split(b"\0"):
+            if not entry:
+                continue
+            meta, raw_path = entry.split(b"\t", 1)
+            mode, kind, sha = meta.decode().split()
+            path = raw_path.decode("utf-8", "surrogateescape")
+            rel = nfc(path[len(self.prefix):])
+            if kind != "blob" or mode not in ("100644", "100755") or not is_note_path(rel):
+                continue
+            data = self.blob(sha)
+            out[rel] = Present(size=len(data), data=data)
+        return out
+
+    def blob(self, sha: str) -> bytes:
+        if self._cat is None:
+            self._cat = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self.top,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self._cat.stdin is not None and self._cat.stdout is not None
+        self._cat.stdin.write(sha.encode() + b"\n")
+        self._cat.stdin.flush()
+        header = self._cat.stdout.readline().split()
+        if len(header) < 3 or header[1] != b"blob":
+            raise ConfigError(f"git object {sha} is not a blob")
+        data = self._cat.stdout.read(int(header[2]))
+        self._cat.stdout.read(1)  # the newline after the object
+        return data
+
+    def close(self) -> None:
+        if self._cat is not None:
+            assert self._cat.stdin is not None
+            self._cat.stdin.close()
+            self._cat.wait()
+            self._cat = None
+
+
+def pending(history: GitHistory, imported: set[str]) -> Iterator[tuple[str | None, Commit]]:
+    """(parent, commit) pairs not yet imported, oldest first; the parent is the previous first-parent commit."""
+    parent: str | None = None
+    for commit in history.commits():
+        if commit.sha not in imported:
+            yield parent, commit
+        parent = commit.sha
+
+
+OnCommit = Callable[[int, int, Commit], None]

@@ -1,0 +1,88 @@
+"""Opening the SQLite database: one binding (apsw), one place that sets pragmas and loads sqlite-vec."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+
+from ..errors import ConfigError, StoreError
+
+logger = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+def connect(path: str | os.PathLike[str], *, readonly: bool = False, create: bool = True) -> apsw.Connection:
+    """Open the database with vaultsync's pragmas and the sqlite-vec extension loaded.
+
+    Read-only opening never creates a file: a missing database is a ConfigError naming the path.
+    """
+    db_path = Path(path)
+    if str(path) != ":memory:" and not db_path.exists() and (readonly or not create):
+        raise ConfigError(f"no vaultsync database at {db_path} (run `vaultsync import VAULT` first, or pass --db)")
+    if str(path) != ":memory:" and not readonly:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    try:
+        con = apsw.Connection(str(path), flags=flags)
+        con.set_busy_timeout(BUSY_TIMEOUT_MS)
+        if not readonly:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+        con.execute("PRAGMA foreign_keys=ON")
+        con.execute("PRAGMA cache_size=-65536")
+        _load_vec(con)
+    except apsw.Error as exc:
+        raise StoreError(f"cannot open database {path}: {exc}") from None
+    return con
+
+
+def _load_vec(con: apsw.Connection) -> None:
+    try:
+        import sqlite_vec
+    except ImportError:  # pragma: no cover - a declared dependency
+        logger.debug("sqlite-vec not installed; vector search unavailable")
+        return
+    con.enable_load_extension(True)
+    try:
+        con.load_extension(sqlite_vec.loadable_path())
+    finally:
+        con.enable_load_extension(False)
+
+
+class Database:
+    """A connection plus a re-entrant transaction helper (savepoints when nested)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False, create: bool = True) -> None:
+        self.path = str(path)
+        self.readonly = readonly
+        self.con = connect(path, readonly=readonly, create=create)
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        self.con.close()
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[apsw.Connection]:
+        """One transaction: everything inside lands, or nothing does. Also a consistent read snapshot."""
+        with self._lock:
+            with self.con:
+                yield self.con
+
+    def query(self, sql: str, params: tuple | dict = ()) -> list[tuple]:
+        with self._lock:
+            return self.con.execute(sql, params).fetchall()
+
+    def one(self, sql: str, params: tuple | dict = ()) -> tuple | None:
+        with self._lock:
+            return self.con.execute(sql, params).fetchone()
+
+    def scalar(self, sql: str, params: tuple | dict = ()):
+        row = self.one(sql, params)
+        return None if row is None else row[0]

@@ -1,0 +1,77 @@
+"""One writer per vault: an advisory file lock that the OS releases when the holder dies."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+from ..errors import LockedError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+class WriterLock:
+    """Exclusive lock on ``<db>.<vault>.lock``; its content names the holder for error messages."""
+
+    def __init__(self, db_path: str, vault: str) -> None:
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in vault)
+        self.path = Path(f"{db_path}.{safe}.lock")
+        self.vault = vault
+        self._file: IO[str] | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._file is not None
+
+    def acquire(self, command: str | None = None) -> None:
+        if self._file is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+", encoding="utf-8")
+        if fcntl is not None:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.seek(0)
+                holder = _describe(handle.read())
+                handle.close()
+                raise LockedError(f"vault '{self.vault}' is already being written by {holder}; stop it first") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps({
+            "pid": os.getpid(),
+            "command": command or " ".join(["vaultsync", *sys.argv[1:]]),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }))
+        handle.flush()
+        self._file = handle
+
+    def release(self) -> None:
+        if self._file is None:
+            return
+        if fcntl is not None:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
+        self._file.close()
+        self._file = None
+
+    def __enter__(self) -> WriterLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _describe(text: str) -> str:
+    try:
+        info = json.loads(text)
+        return f"pid {info['pid']} ({info['command']}, since {info['started']})"
+    except (ValueError, KeyError, TypeError):
+        return "another process"

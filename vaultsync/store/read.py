@@ -1,0 +1,160 @@
+"""Temporal reads: what the store knew as of a batch cutoff (batch ids grow with known_at per vault)."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from ..times import format_time
+
+_NOTE_COLUMNS = """n.id, n.path, n.kind, n.prev_id, n.renamed_from, n.renamed_to, n.content_hash, n.size,
+    n.title, n.frontmatter, n.tags, n.aliases, n.links, n.warnings, n.valid_from, n.valid_to,
+    n.batch_id, b.known_at"""
+
+
+@dataclass(slots=True)
+class Revision:
+    """One note revision (or tombstone) as stored."""
+
+    note_id: int
+    path: str
+    kind: str
+    prev_id: int | None
+    renamed_from: str | None
+    renamed_to: str | None
+    content_hash: str | None
+    size: int | None
+    title: str | None
+    frontmatter: dict[str, Any] | None
+    tags: list[str]
+    aliases: list[str]
+    links: list[dict[str, Any]]
+    warnings: list[str]
+    valid_from: int | None
+    valid_to: int | None
+    batch_id: int
+    known_at: int
+
+    @property
+    def deleted(self) -> bool:
+        return self.kind == "deleted"
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON fields shared by ls, history and changes."""
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "known_at": format_time(self.known_at),
+            "content_hash": self.content_hash,
+            "size": self.size,
+            "renamed_from": self.renamed_from,
+        }
+
+
+def _revision(row: tuple) -> Revision:
+    (note_id, path, kind, prev_id, renamed_from, renamed_to, content_hash, size, title, frontmatter,
+     tags, aliases, links, warnings, valid_from, valid_to, batch_id, known_at) = row
+    return Revision(
+        note_id, path, kind, prev_id, renamed_from, renamed_to, content_hash, size, title,
+        json.loads(frontmatter) if frontmatter else None,
+        json.loads(tags) if tags else [], json.loads(aliases) if aliases else [],
+        json.loads(links) if links else [], json.loads(warnings) if warnings else [],
+        valid_from, valid_to, batch_id, known_at,
+    )
+
+
+def cutoff(con: apsw.Connection, vault_id: int, as_of: int | None) -> int:
+    """The last batch id of the vault with known_at <= as_of (0 when none); None means now."""
+    if as_of is None:
+        row = con.execute("SELECT max(id) FROM batches WHERE vault_id = ?", (vault_id,)).fetchone()
+    else:
+        row = con.execute(
+            "SELECT max(id) FROM batches WHERE vault_id = ? AND known_at <= ?", (vault_id, as_of)
+        ).fetchone()
+    return row[0] or 0
+
+
+def revision_at(con: apsw.Connection, vault_id: int, path: str, batch: int) -> Revision | None:
+    """The latest revision (possibly a tombstone) of ``path`` at or before ``batch``."""
+    row = con.execute(
+        f"""SELECT {_NOTE_COLUMNS} FROM notes n JOIN batches b ON b.id = n.batch_id
+            WHERE n.vault_id = ? AND n.path = ? AND n.batch_id <= ?
+            ORDER BY n.batch_id DESC, n.id DESC LIMIT 1""",
+        (vault_id, path, batch),
+    ).fetchone()
+    return None if row is None else _revision(row)
+
+
+def revisions_at(con: apsw.Connection, vault_id: int, batch: int, prefix: str = "") -> list[Revision]:
+    """Every note that existed at ``batch``, by path."""
+    rows = con.execute(
+        f"""SELECT {_NOTE_COLUMNS} FROM notes n JOIN batches b ON b.id = n.batch_id
+            LEFT JOIN note_ends e ON e.note_id = n.id
+            WHERE n.vault_id = ? AND n.batch_id <= ? AND n.kind != 'deleted'
+              AND (e.batch_id IS NULL OR e.batch_id > ?) AND substr(n.path, 1, ?) = ?
+            ORDER BY n.path""",
+        (vault_id, batch, batch, len(prefix), prefix),
+    ).fetchall()
+    return [_revision(r) for r in rows]
+
+
+def revisions_of_path(con: apsw.Connection, vault_id: int, path: str, before_batch: int | None = None) -> list[Revision]:
+    """All revisions ever stored at ``path`` (up to and including ``before_batch``), oldest first."""
+    rows = con.execute(
+        f"""SELECT {_NOTE_COLUMNS} FROM notes n JOIN batches b ON b.id = n.batch_id
+            WHERE n.vault_id = ? AND n.path = ? AND n.batch_id <= ? ORDER BY n.batch_id, n.id""",
+        (vault_id, path, before_batch if before_batch is not None else 1 << 62),
+    ).fetchall()
+    return [_revision(r) for r in rows]
+
+
+def revisions_between(con: apsw.Connection, vault_id: int, after_batch: int, upto_batch: int) -> list[Revision]:
+    """Revisions written in batches ``after_batch < id <= upto_batch``, in order; rename tombstones left out."""
+    rows = con.execute(
+        f"""SELECT {_NOTE_COLUMNS} FROM notes n JOIN batches b ON b.id = n.batch_id
+            WHERE n.vault_id = ? AND n.batch_id > ? AND n.batch_id <= ?
+              AND NOT (n.kind = 'deleted' AND n.renamed_to IS NOT NULL)
+            ORDER BY n.batch_id, n.path""",
+        (vault_id, after_batch, upto_batch),
+    ).fetchall()
+    return [_revision(r) for r in rows]
+
+
+def unpack(body: bytes) -> str:
+    """A stored chunk text (zlib-compressed UTF-8) as text."""
+    return zlib.decompress(body).decode("utf-8", "surrogatepass")
+
+
+def text(con: apsw.Connection, text_id: int) -> str:
+    return unpack(con.execute("SELECT body FROM texts WHERE id = ?", (text_id,)).fetchone()[0])
+
+
+def content(con: apsw.Connection, note_id: int) -> str:
+    """A revision's exact text: its chunks joined in order."""
+    rows = con.execute(
+        "SELECT t.body FROM chunks c JOIN texts t ON t.id = c.text_id WHERE c.note_id = ? ORDER BY c.ord",
+        (note_id,),
+    ).fetchall()
+    return "".join(unpack(r[0]) for r in rows)
+
+
+def current_state(con: apsw.Connection, vault_id: int) -> dict[str, tuple[int, str]]:
+    """Path → (live revision id, content hash) for every note that exists now."""
+    rows = con.execute(
+        """SELECT n.path, n.id, n.content_hash FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
+           WHERE n.vault_id = ? AND n.kind != 'deleted' AND e.note_id IS NULL""",
+        (vault_id,),
+    ).fetchall()
+    return {path: (note_id, content_hash) for path, note_id, content_hash in rows}
+
+
+def file_states(con: apsw.Connection, vault_id: int) -> dict[str, tuple[int, int, str]]:
+    """Path → (size, mtime_ns, content hash) as last read from disk."""
+    rows = con.execute(
+        "SELECT path, size, mtime_ns, content_hash FROM file_state WHERE vault_id = ?", (vault_id,)
+    ).fetchall()
+    return {path: (size, mtime_ns, h) for path, size, mtime_ns, h in rows}

@@ -1,0 +1,138 @@
+"""Versioned migrations: ordered functions ``m001_…`` applied once each, tracked in PRAGMA user_version."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import apsw
+
+Migration = Callable[[apsw.Connection], None]
+MIGRATIONS: list[Migration] = []
+migration = MIGRATIONS.append
+
+# Revision data is append-only: these tables refuse UPDATE and DELETE.
+APPEND_ONLY_TABLES = ["batches", "texts", "notes", "note_ends", "chunks", "git_commits"]
+
+
+def append_only_triggers(table: str) -> str:
+    return f"""
+    CREATE TRIGGER IF NOT EXISTS {table}_no_update BEFORE UPDATE ON {table}
+    BEGIN SELECT RAISE(ABORT, 'append-only: {table} rows are never updated'); END;
+    CREATE TRIGGER IF NOT EXISTS {table}_no_delete BEFORE DELETE ON {table}
+    BEGIN SELECT RAISE(ABORT, 'append-only: {table} rows are never deleted'); END;
+    """
+
+
+@migration
+def m001_core(con: apsw.Connection) -> None:
+    con.execute(
+        """
+        CREATE TABLE vaults (
+            id          INTEGER PRIMARY KEY,
+            name        TEXT NOT NULL UNIQUE,
+            root        TEXT NOT NULL,
+            created_at  INTEGER NOT NULL
+        );
+        -- One atomic batch of observations; known_at never decreases within a vault.
+        CREATE TABLE batches (
+            id          INTEGER PRIMARY KEY,
+            vault_id    INTEGER NOT NULL REFERENCES vaults(id),
+            known_at    INTEGER NOT NULL,          -- UTC microseconds: when vaultsync learned it
+            source      TEXT NOT NULL,             -- import | watch | git | write
+            detail      TEXT,                      -- e.g. the git commit
+            created_at  INTEGER NOT NULL           -- wall clock when written (information only)
+        );
+        CREATE INDEX batches_by_time ON batches(vault_id, known_at, id);
+        CREATE TRIGGER batches_monotonic BEFORE INSERT ON batches
+        WHEN NEW.known_at < (SELECT max(known_at) FROM batches WHERE vault_id = NEW.vault_id)
+        BEGIN SELECT RAISE(ABORT, 'known_at earlier than the vault''s last batch'); END;
+
+        -- Distinct chunk texts, stored once whatever notes or revisions use them.
+        CREATE TABLE texts (
+            id          INTEGER PRIMARY KEY,
+            hash        BLOB NOT NULL UNIQUE,      -- blake2b-128 of the UTF-8 text
+            body        BLOB NOT NULL              -- zlib-compressed UTF-8
+        );
+
+        -- Note revisions. A deletion is a tombstone row (content_hash NULL).
+        CREATE TABLE notes (
+            id           INTEGER PRIMARY KEY,
+            vault_id     INTEGER NOT NULL REFERENCES vaults(id),
+            batch_id     INTEGER NOT NULL REFERENCES batches(id),
+            path         TEXT NOT NULL,            -- vault-relative POSIX path, NFC
+            kind         TEXT NOT NULL CHECK (kind IN ('created','modified','renamed','deleted')),
+            prev_id      INTEGER REFERENCES notes(id),   -- revision this one follows (same path, or rename source)
+            renamed_from TEXT,                     -- kind='renamed': the old path
+            renamed_to   TEXT,                     -- a tombstone left by a rename: the new path
+            content_hash TEXT,                     -- sha256 hex of the file bytes
+            size         INTEGER,
+            title        TEXT,
+            frontmatter  TEXT,                     -- JSON object, or NULL
+            tags         TEXT,                     -- JSON array
+            aliases      TEXT,                     -- JSON array
+            links        TEXT,                     -- JSON array of link objects
+            warnings     TEXT,                     -- JSON array
+            valid_from   INTEGER,                  -- validity overlay from frontmatter (UTC micros)
+            valid_to     INTEGER,
+            mtime_ns     INTEGER                   -- information only, never evidence of knowledge
+        );
+        CREATE INDEX notes_by_path ON notes(vault_id, path, batch_id);
+        CREATE INDEX notes_by_batch ON notes(vault_id, batch_id);
+        CREATE INDEX notes_by_hash ON notes(content_hash);
+
+        -- When a live revision stopped being current (modified, deleted or renamed away).
+        CREATE TABLE note_ends (
+            note_id     INTEGER PRIMARY KEY REFERENCES notes(id),
+            batch_id    INTEGER NOT NULL REFERENCES batches(id)
+        );
+
+        -- Chunk revisions: the ordered chunks of each note revision.
+        CREATE TABLE chunks (
+            id           INTEGER PRIMARY KEY,
+            note_id      INTEGER NOT NULL REFERENCES notes(id),
+            ord          INTEGER NOT NULL,
+            chunk_id     TEXT NOT NULL,            -- stable ID within the note
+            text_id      INTEGER NOT NULL REFERENCES texts(id),
+            heading_path TEXT NOT NULL,            -- JSON array of headings
+            line_start   INTEGER NOT NULL,
+            line_end     INTEGER NOT NULL,
+            kind         TEXT NOT NULL
+        );
+        CREATE INDEX chunks_by_note ON chunks(note_id, ord);
+
+        CREATE TABLE git_commits (
+            vault_id     INTEGER NOT NULL REFERENCES vaults(id),
+            sha          TEXT NOT NULL,
+            committed_at INTEGER NOT NULL,
+            batch_id     INTEGER REFERENCES batches(id),   -- NULL when the commit changed nothing here
+            PRIMARY KEY (vault_id, sha)
+        );
+
+        -- A cache of what each file looked like when last read (size, mtime), to skip unchanged
+        -- files cheaply. Not history: rewritten freely, always inside the batch's transaction.
+        CREATE TABLE file_state (
+            vault_id     INTEGER NOT NULL,
+            path         TEXT NOT NULL,
+            size         INTEGER NOT NULL,
+            mtime_ns     INTEGER NOT NULL,
+            content_hash TEXT NOT NULL,
+            PRIMARY KEY (vault_id, path)
+        ) WITHOUT ROWID;
+        """
+    )
+    for table in APPEND_ONLY_TABLES:
+        con.execute(append_only_triggers(table))
+
+
+def migrate(con: apsw.Connection) -> int:
+    """Apply pending migrations in one transaction each; return the schema version."""
+    version = con.execute("PRAGMA user_version").fetchone()[0]
+    for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
+        with con:
+            step(con)
+            con.execute(f"PRAGMA user_version={number}")
+    return len(MIGRATIONS)
+
+
+def schema_version(con: apsw.Connection) -> int:
+    return int(con.execute("PRAGMA user_version").fetchone()[0])

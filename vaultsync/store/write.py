@@ -1,0 +1,183 @@
+"""The one write path: a batch of note revisions and tombstones appended in one transaction."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import apsw
+
+from ..parsers import ParsedNote
+from ..times import now_micros
+
+
+def text_hash(text: str) -> bytes:
+    """The key under which a chunk text is stored once."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def pack(text: str) -> bytes:
+    """Chunk texts are stored zlib-compressed (level 6); see ``read.unpack``."""
+    return zlib.compress(text.encode("utf-8", "surrogatepass"), 6)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+
+
+@dataclass(slots=True)
+class ChunkRow:
+    """A chunk revision as written, handed to indexers inside the batch's transaction."""
+
+    row_id: int
+    note_id: int
+    path: str
+    chunk_id: str
+    text_id: int
+    text: str
+    text_is_new: bool
+    heading_path: tuple[str, ...]
+    title: str
+    aliases: tuple[str, ...]
+
+
+class Indexer(Protocol):
+    """Derived indexes (keyword, vectors) kept in lock-step with the revision tables."""
+
+    def on_revision(self, con: apsw.Connection, batch_id: int, note_id: int, chunks: list[ChunkRow]) -> None: ...
+
+    def on_end(self, con: apsw.Connection, batch_id: int, note_id: int) -> None: ...
+
+
+@dataclass
+class BatchWriter:
+    """Collects one batch inside an open transaction. The batch row is created on first change."""
+
+    con: apsw.Connection
+    vault_id: int
+    known_at: int
+    source: str
+    detail: str | None = None
+    indexers: list[Indexer] = field(default_factory=list)
+    batch_id: int | None = None
+    counts: dict[str, int] = field(default_factory=lambda: {"created": 0, "modified": 0, "renamed": 0, "deleted": 0})
+
+    def _batch(self) -> int:
+        if self.batch_id is None:
+            self.con.execute(
+                "INSERT INTO batches (vault_id, known_at, source, detail, created_at) VALUES (?,?,?,?,?)",
+                (self.vault_id, self.known_at, self.source, self.detail, now_micros()),
+            )
+            self.batch_id = self.con.last_insert_rowid()
+        return self.batch_id
+
+    def _end(self, note_id: int | None) -> None:
+        if note_id is None:
+            return
+        batch_id = self._batch()
+        self.con.execute("INSERT INTO note_ends (note_id, batch_id) VALUES (?, ?)", (note_id, batch_id))
+        for indexer in self.indexers:
+            indexer.on_end(self.con, batch_id, note_id)
+
+    def _text_id(self, text: str) -> tuple[int, bool]:
+        key = text_hash(text)
+        row = self.con.execute("SELECT id FROM texts WHERE hash = ?", (key,)).fetchone()
+        if row is not None:
+            return row[0], False
+        self.con.execute("INSERT INTO texts (hash, body) VALUES (?, ?)", (key, pack(text)))
+        return self.con.last_insert_rowid(), True
+
+    def add_revision(
+        self,
+        path: str,
+        kind: str,
+        parsed: ParsedNote,
+        content_hash: str,
+        size: int,
+        *,
+        prev_id: int | None,
+        live_id: int | None,
+        renamed_from: str | None = None,
+        mtime_ns: int | None = None,
+        valid_from: int | None = None,
+        valid_to: int | None = None,
+    ) -> int:
+        """Append a revision of ``path``; ``live_id`` is the revision it replaces at that path, if any."""
+        batch_id = self._batch()
+        self._end(live_id)
+        self.con.execute(
+            """INSERT INTO notes (vault_id, batch_id, path, kind, prev_id, renamed_from, content_hash, size,
+                   title, frontmatter, tags, aliases, links, warnings, valid_from, valid_to, mtime_ns)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+            (
+                self.vault_id, batch_id, path, kind, prev_id, renamed_from, content_hash, size,
+                parsed.title,
+                None if parsed.frontmatter is None else dumps(parsed.frontmatter),
+                dumps(list(parsed.tags)), dumps(list(parsed.aliases)),
+                dumps([link_dict(link) for link in parsed.links]),
+                dumps(list(parsed.warnings)), valid_from, valid_to, mtime_ns,
+            ),
+        )
+        note_id = self.con.last_insert_rowid()
+        rows: list[ChunkRow] = []
+        for ord_, chunk in enumerate(parsed.chunks):
+            text_id, is_new = self._text_id(chunk.text)
+            self.con.execute(
+                """INSERT INTO chunks (note_id, ord, chunk_id, text_id, heading_path, line_start, line_end, kind)
+                   VALUES (?,?,?,?,?,?,?,?)""",
+                (note_id, ord_, chunk.chunk_id, text_id, dumps(list(chunk.heading_path)),
+                 chunk.line_start, chunk.line_end, chunk.kind),
+            )
+            rows.append(ChunkRow(self.con.last_insert_rowid(), note_id, path, chunk.chunk_id, text_id, chunk.text,
+                                 is_new, chunk.heading_path, parsed.title, parsed.aliases))
+        for indexer in self.indexers:
+            indexer.on_revision(self.con, batch_id, note_id, rows)
+        self.counts[kind] += 1
+        return note_id
+
+    def add_tombstone(self, path: str, live_id: int, renamed_to: str | None = None) -> int:
+        """Record that ``path`` stopped existing (or was renamed to ``renamed_to``)."""
+        batch_id = self._batch()
+        self._end(live_id)
+        self.con.execute(
+            "INSERT INTO notes (vault_id, batch_id, path, kind, prev_id, renamed_to) VALUES (?,?,?,?,?,?)",
+            (self.vault_id, batch_id, path, "deleted", live_id, renamed_to),
+        )
+        if renamed_to is None:
+            self.counts["deleted"] += 1
+        return self.con.last_insert_rowid()
+
+    def set_file_state(self, path: str, size: int, mtime_ns: int, content_hash: str) -> None:
+        self.con.execute(
+            "INSERT OR REPLACE INTO file_state (vault_id, path, size, mtime_ns, content_hash) VALUES (?,?,?,?,?)",
+            (self.vault_id, path, size, mtime_ns, content_hash),
+        )
+
+    def drop_file_state(self, path: str) -> None:
+        self.con.execute("DELETE FROM file_state WHERE vault_id = ? AND path = ?", (self.vault_id, path))
+
+    def record_git_commit(self, sha: str, committed_at: int) -> None:
+        self.con.execute(
+            "INSERT INTO git_commits (vault_id, sha, committed_at, batch_id) VALUES (?,?,?,?)",
+            (self.vault_id, sha, committed_at, self.batch_id),
+        )
+
+
+def link_dict(link: Any) -> dict[str, Any]:
+    """A Link as a compact JSON object (empty fields left out)."""
+    out: dict[str, Any] = {"target": link.target, "kind": link.kind}
+    for name in ("heading", "block", "alias"):
+        value = getattr(link, name)
+        if value:
+            out[name] = value
+    if link.embed:
+        out["embed"] = True
+    out["line"] = link.line
+    return out
+
+
+OnProgress = Callable[[int, int], None]

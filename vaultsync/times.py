@@ -1,0 +1,67 @@
+"""Knowledge and validity times: parsing the accepted forms, storing as UTC microseconds."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from .errors import ConfigError
+
+ACCEPTED = "YYYY-MM-DD (midnight UTC) or ISO 8601 with an explicit offset, e.g. 2024-03-01T12:00:00Z or 2024-03-01T12:00:00+02:00"
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATETIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|z|[+-]\d{2}:?\d{2})"
+)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def parse_time(value: str, what: str = "time") -> int:
+    """Parse an accepted time form into UTC microseconds since the epoch.
+
+    Anything else, including impossible dates, raises ConfigError naming the accepted forms.
+    """
+    text = str(value).strip()
+    try:
+        if _DATE.fullmatch(text):
+            moment = dt.datetime.fromisoformat(text).replace(tzinfo=dt.timezone.utc)
+        elif _DATETIME.fullmatch(text):
+            moment = dt.datetime.fromisoformat(text.replace("z", "Z"))
+        else:
+            raise ValueError("unrecognised form")
+    except ValueError as exc:
+        reason = "" if str(exc) == "unrecognised form" else f" ({exc})"
+        raise ConfigError(f"invalid {what} {value!r}{reason}: use {ACCEPTED}") from None
+    return to_micros(moment)
+
+
+def to_micros(moment: dt.datetime) -> int:
+    """An aware datetime as integer microseconds since the Unix epoch (UTC)."""
+    delta = moment.astimezone(dt.timezone.utc) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_micros(micros: int) -> dt.datetime:
+    """Integer microseconds since the epoch as an aware UTC datetime."""
+    return _EPOCH + dt.timedelta(microseconds=micros)
+
+
+def format_time(micros: int | None) -> str | None:
+    """ISO 8601 in UTC with a trailing Z; microseconds shown only when present."""
+    if micros is None:
+        return None
+    moment = from_micros(micros)
+    spec = "microseconds" if moment.microsecond else "seconds"
+    return moment.isoformat(timespec=spec).replace("+00:00", "Z")
+
+
+def now_micros() -> int:
+    """The current wall-clock time in UTC microseconds."""
+    return to_micros(dt.datetime.now(dt.timezone.utc))
+
+
+def optional_time(value: str | int | None, what: str = "time") -> int | None:
+    """None stays None, integers are taken as microseconds, strings are parsed."""
+    if value is None or isinstance(value, int):
+        return value
+    return parse_time(value, what)
