@@ -95,6 +95,8 @@ class BatchSummary:
     errors: list[FileError] = field(default_factory=list)
     lifted: int = 0
     seconds: float = 0.0
+    paths: list[str] = field(default_factory=list)
+    """Vault-relative paths whose revision this batch wrote (renames: old and new path)."""
 
     @property
     def changed(self) -> int:
@@ -121,6 +123,7 @@ class BatchSummary:
         self.errors.extend(other.errors)
         if other.batch_id is not None:
             self.batch_id, self.known_at = other.batch_id, other.known_at
+            self.paths.extend(other.paths)
 
 
 # ---------------------------------------------------------------- scanning the disk
@@ -381,6 +384,7 @@ def apply(
             writer.set_file_state(*update)
         if on_write is not None:
             on_write(writer)
+    summary.paths = sorted({c.path for c in changes} | set(gone)) if writer.batch_id is not None else []
     summary.batch_id = writer.batch_id
     summary.known_at = known_at if writer.batch_id is not None else None
     summary.added = writer.counts["created"]

@@ -53,6 +53,19 @@ class WriterLock:
         handle.flush()
         self._file = handle
 
+    def holder(self) -> str | None:
+        """Who holds the lock now (another process), or None when it is free or ours."""
+        if self._file is not None or not self.path.exists() or fcntl is None:
+            return None
+        with open(self.path, "a+", encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                handle.seek(0)
+                return _describe(handle.read())
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            return None
+
     def release(self) -> None:
         if self._file is None:
             return
