@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import gitimport
+from . import edit, gitimport
 from .config import default_db_path
 from .errors import ConfigError, NoteNotFound, PathError, StoreError
+from .links import LinkReport, link_report
 from .store import Store
 from .store import read as q
 from .store.read import Revision
@@ -295,6 +296,26 @@ class Vault:
             raise ConfigError("--until is earlier than --since")
         with self.store.db.atomic() as con:
             return q.revisions_between(con, self.id, q.cutoff(con, self.id, start), q.cutoff(con, self.id, end))
+
+    def links(self, path: str, as_of: TimeLike = None) -> LinkReport:
+        """The note's outgoing links (resolved) and the notes linking to it, both as of ``as_of``."""
+        when = as_micros(as_of, "--as-of")
+        with self.store.db.atomic() as con:
+            batch = q.cutoff(con, self.id, when)
+            rev = self._lookup(path, batch)
+            if rev is None or rev.deleted:
+                at = f" as of {format_time(when)}" if when is not None else ""
+                raise NoteNotFound(f"note {path!r} did not exist{at} in vault '{self.name}'")
+            notes = q.revisions_at(con, self.id, batch)
+        return link_report(rev, notes, when)
+
+    def create_note(self, path: str, content: str) -> BatchSummary:
+        """Create a new note file (never overwriting one) atomically, then record it as one batch."""
+        return self.sync([edit.create_file(self.root, path, content)], source="write")
+
+    def append_to_note(self, path: str, text: str) -> BatchSummary:
+        """Append text to an existing note file atomically, then record it as one batch."""
+        return self.sync([edit.append_file(self.root, path, text)], source="write")
 
     # ------------------------------------------------------------ upkeep
 
