@@ -7,6 +7,7 @@ import difflib
 import hashlib
 import os
 import posixpath
+import threading
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -72,6 +73,7 @@ class Vault:
         self.id = vault_id
         self.root = root
         self.lock = store.writer_lock(name)
+        self._sync_lock = threading.RLock()
 
     # ------------------------------------------------------------ opening
 
@@ -153,9 +155,10 @@ class Vault:
         deletion. This is the one function both ``import`` and the watcher call.
         """
         when = as_micros(known_at, "--known-at")
+        self._sync_lock.acquire()  # one batch at a time in this process (watcher thread, write tools)
         held = self.lock.held
-        self.lock.acquire()
         try:
+            self.lock.acquire()
             con = self.store.db.con
             if paths is None:
                 observed, errors = scan(self.root)
@@ -170,6 +173,7 @@ class Vault:
         finally:
             if not held:
                 self.lock.release()
+            self._sync_lock.release()
 
     def import_git(self, *, strict: bool = False, progress: gitimport.OnCommit | None = None) -> GitImport:
         """Replay the first-parent git history of the vault's repository, one batch per commit."""
