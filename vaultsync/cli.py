@@ -297,6 +297,49 @@ def check(obj: Context, as_json: bool) -> None:
         sys.exit(1)
 
 
+@cli.command()
+@click.argument("vault_dir", metavar="VAULT", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--polling", is_flag=True, envvar="VAULTSYNC_FORCE_POLLING",
+              help="Poll the folder every second instead of OS events (network shares, some containers).")
+@click.option("--step-ms", type=click.IntRange(min=1), default=300, show_default=True,
+              help="Quiet period: a batch is written once no change arrived for this long.")
+@click.option("--debounce-ms", type=click.IntRange(min=1), default=3000, show_default=True,
+              help="Maximum wait: a batch is written at the latest this long after its first change.")
+@click.option("--reconcile-s", type=click.FloatRange(min=0), default=300.0, show_default=True,
+              help="Full rescan this often to repair changes the OS did not report (0: never).")
+@click.option("-v", "--verbose", count=True, help="Also log every path each batch wrote.")
+@click.option("--json", "as_json", is_flag=True, help="Print each batch as one JSON line on stdout.")
+@pass_ctx
+@friendly
+def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_ms: int, reconcile_s: float,
+          verbose: int, as_json: bool) -> None:
+    """Keep the store current while you write: one atomic batch per burst of changes.
+
+    Catches up on what changed since the last run, then watches until SIGINT or SIGTERM, which
+    write the pending batch and exit 0. One log line per batch on stderr.
+
+    \b
+    Example:
+        vaultsync watch ~/notes
+        vaultsync watch ~/notes --polling --step-ms 1000
+    """
+    import threading
+
+    from .watcher import stop_on_signals
+    from .watcher import watch as watch_vault
+
+    log = logging.getLogger("vaultsync")
+    log.setLevel(min(log.getEffectiveLevel(), logging.DEBUG if verbose else logging.INFO))
+    vault = obj.vault(root=str(vault_dir), readonly=False)
+    stop = threading.Event()
+    restore = stop_on_signals(stop)
+    try:
+        watch_vault(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling, reconcile_s=reconcile_s,
+                    stop_event=stop, on_batch=(lambda s: click.echo(json.dumps(s.to_json()))) if as_json else None)
+    finally:
+        restore()
+
+
 def main() -> None:
     cli(prog_name="vaultsync")
 

@@ -1,0 +1,234 @@
+"""The one seam around watchdog: turn file-system events into dirty vault-relative paths.
+
+Everything watchdog-specific lives here, so the watcher (and tests replaying scripted events) only
+sees "these paths may have changed". Paths are re-checked on disk at flush time; event types are
+never trusted beyond choosing which paths to mark.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import queue
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+from watchdog.observers.polling import PollingObserverVFS
+
+from .sync import is_note_path, nfc
+
+logger = logging.getLogger(__name__)
+
+Record = Callable[[Iterable[str]], None]
+"""Where dirty paths go (the debouncer's ``add``)."""
+
+POLL_INTERVAL_S = 1.0
+"""How often the polling observer walks the vault."""
+
+_NOISE = frozenset({"opened", "closed_no_write"})
+_WATCH_ERRORS = (errno.ENOSPC, errno.EMFILE, errno.ENFILE, errno.ENOMEM)
+
+
+class NoteFilter:
+    """Which event paths can matter: notes and folders, never dot-places, exactly as ``import`` sees them.
+
+    Dot-files and dot-folders (``.obsidian/``, ``.trash/``, ``.git/``, ``.a.md.tmp``, ``.a.md.swp``) and
+    every non-Markdown name (``a.md~``, ``a.md.swp``, ``4913``, ``x.png``) are ignored; an ignored name
+    here that ``import`` stores would make the watcher and a reconcile scan disagree.
+    """
+
+    def __call__(self, rel: str, is_directory: bool) -> bool:
+        if not rel or rel == "." or rel.startswith("../"):
+            return False
+        if is_directory:
+            return not any(part.startswith(".") or part == "" for part in rel.split("/"))
+        return is_note_path(rel)
+
+
+class DirtyHandler(FileSystemEventHandler):
+    """Runs on watchdog's dispatcher thread: O(1) per event, records paths, nothing else.
+
+    Every event arrives in ``on_any_event`` (no pattern handler: its default ignore policy drops an
+    atomic save whose temp name is ignored). Moves mark both ends; a folder event marks the folder,
+    which the batch re-scans (present) or treats as "everything under it is gone" (vanished).
+    """
+
+    def __init__(self, root: str | os.PathLike[str], record: Record, accept: NoteFilter | None = None) -> None:
+        self.root = os.fspath(root).rstrip(os.sep) + os.sep
+        self.record = record
+        self.accept = accept or NoteFilter()
+
+    def rel(self, path: str | bytes) -> str | None:
+        text = os.fsdecode(path)
+        if not text.startswith(self.root):
+            return None
+        return nfc(text[len(self.root):].replace(os.sep, "/").strip("/"))
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        kind = event.event_type
+        if kind in _NOISE or (event.is_directory and kind not in ("created", "deleted", "moved")):
+            return
+        dirty = []
+        for raw in (event.src_path, getattr(event, "dest_path", "")):
+            rel = self.rel(raw) if raw else None
+            if rel is not None and self.accept(rel, event.is_directory):
+                dirty.append(rel)
+        if dirty:
+            self.record(dirty)
+
+
+class RunningObserver(Protocol):
+    """What the watcher needs from an observer: its kind, whether it still runs, and stopping it."""
+
+    kind: str
+
+    def alive(self) -> bool: ...
+
+    def stop(self) -> None: ...
+
+
+ObserverFactory = Callable[[Path, Record, bool], RunningObserver]
+"""``(root, record, polling) -> a started observer``; the seam tests can replace."""
+
+
+@dataclass
+class WatchdogObserver:
+    """A started watchdog observer and its handler."""
+
+    observer: BaseObserver
+    handler: DirtyHandler
+    kind: str
+
+    def alive(self) -> bool:
+        return self.observer.is_alive()
+
+    def stop(self) -> None:
+        """Stop and join every thread, then hand over events still queued for dispatch."""
+        self.observer.stop()
+        with contextlib.suppress(RuntimeError):
+            self.observer.join(timeout=10)
+        events = self.observer.event_queue
+        while True:
+            try:
+                item = events.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, tuple):
+                self.handler.dispatch(item[0])
+
+
+def start_observer(root: Path, record: Record, polling: bool = False) -> WatchdogObserver:
+    """Start the native observer (inotify, FSEvents, kqueue, Windows) or, if it cannot watch, polling.
+
+    A native observer that fails to start (watch or instance limit) or that watches fewer folders
+    than the vault has (Linux skips folders past ``max_user_watches`` silently) is replaced by the
+    polling observer, with one warning line saying why.
+    """
+    handler = DirtyHandler(root, record)
+    if not polling:
+        reason = _too_many_folders(root)
+        if reason is None:
+            native = Observer()
+            try:
+                native.schedule(handler, str(root), recursive=True)
+                native.start()
+            except OSError as exc:
+                _stop_quietly(native)
+                if exc.errno not in _WATCH_ERRORS:
+                    raise
+                reason = f"{exc.strerror or exc} ({_limits_hint()})"
+            else:
+                reason = _unwatched_folders(native, root)
+                if reason is None:
+                    return WatchdogObserver(native, handler, _kind(native))
+                _stop_quietly(native)
+        logger.warning("the native observer cannot watch %s: %s; falling back to polling every %.0f s",
+                       root, reason, POLL_INTERVAL_S)
+    poller = PollingObserverVFS(os.stat, _note_entries, polling_interval=POLL_INTERVAL_S)
+    poller.schedule(handler, str(root), recursive=True)
+    poller.start()
+    return WatchdogObserver(poller, handler, "polling")
+
+
+def _note_entries(path: str | None) -> Iterator[os.DirEntry[str]]:
+    """The polling observer's listdir: only non-dot folders (not symlinked) and ``.md`` files."""
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False) or (entry.name.endswith(".md") and not entry.is_dir()):
+                    yield entry
+            except OSError:
+                continue
+
+
+def _kind(observer: BaseObserver) -> str:
+    name = type(observer).__name__.removesuffix("Observer").lower()
+    return {"windowsapi": "windows", "fsevents": "fsevents"}.get(name, name)
+
+
+def _stop_quietly(observer: BaseObserver) -> None:
+    with contextlib.suppress(Exception):
+        observer.stop()
+    with contextlib.suppress(Exception):
+        observer.join(timeout=10)
+
+
+def inotify_limit() -> int | None:
+    """The smallest inotify watch limit that applies to this process (Linux), else None."""
+    limits = []
+    for name in ("/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"):
+        with contextlib.suppress(OSError, ValueError):
+            limits.append(int(Path(name).read_text().strip()))
+    return min(limits) if limits else None
+
+
+def _limits_hint() -> str:
+    limit = inotify_limit()
+    return f"fs.inotify.max_user_watches = {limit}" if limit is not None else "watch limit reached"
+
+
+def count_folders(root: Path) -> int:
+    """Folders an inotify observer needs a watch for: the root and every folder under it (no symlinks)."""
+    count, stack = 0, [os.fspath(root)]
+    while stack:
+        count += 1
+        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
+            stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
+    return count
+
+
+def _too_many_folders(root: Path) -> str | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    limit = inotify_limit()
+    if limit is None:
+        return None
+    folders = count_folders(root)
+    if folders > limit:
+        return f"the vault has {folders} folders, more than fs.inotify.max_user_watches ({limit})"
+    return None
+
+
+def _unwatched_folders(observer: BaseObserver, root: Path) -> str | None:
+    """Linux only: compare the kernel's watch count for this observer with the vault's folders."""
+    fd = getattr(getattr(observer, "_inotify_fd", None), "_inotify_fd", None)
+    if not isinstance(fd, int):
+        return None
+    try:
+        watches = Path(f"/proc/self/fdinfo/{fd}").read_text().count("inotify wd:")
+    except OSError:
+        return None
+    folders = count_folders(root)
+    if watches >= folders or watches >= count_folders(root):  # recount: a folder may just have gone
+        return None
+    return f"only {watches} of its {folders} folders could be watched ({_limits_hint()})"

@@ -1,0 +1,279 @@
+"""Live sync: watch a vault, debounce changes, and record each flush as one atomic batch.
+
+Usage::
+
+    with Vault.open(db, root="~/notes") as vault, Watcher(vault, on_batch=print) as watcher:
+        ...                      # batches are written in the background
+        watcher.status()         # {"running": True, "observer": "inotify", "pending": 0, ...}
+
+``step_ms`` is the quiet period (a set is flushed once no change arrived for that long) and
+``debounce_ms`` the maximum wait (a set is flushed at the latest that long after its first change,
+even while changes keep coming), as in watchfiles.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+from .debounce import Debouncer, Pending, collapse
+from .errors import StoreError, VaultsyncError
+from .observe import ObserverFactory, RunningObserver, start_observer
+from .sync import BatchSummary
+from .times import format_time
+from .vault import Vault
+
+logger = logging.getLogger(__name__)
+
+OnBatch = Callable[[BatchSummary], None]
+MAX_BACKOFF_S = 30.0
+
+
+class Watcher:
+    """Keeps a vault's store current in background threads; the only writer while it runs.
+
+    ``start`` takes the vault's writer lock (a second ``watch`` or ``import`` is refused), starts the
+    observer, records everything that changed while nothing was watching (one catch-up batch), then
+    flushes debounced sets of paths on its own thread. Every ``reconcile_s`` seconds (0 disables) a
+    full scan, cheap when nothing changed, repairs events the OS never reported. A batch that fails
+    (database busy, vault folder gone) keeps its paths dirty and is retried with a backoff.
+    ``on_batch`` is called, on the watcher's thread, after each batch that wrote something.
+    """
+
+    def __init__(self, vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling: bool = False,
+                 reconcile_s: float = 300.0, on_batch: OnBatch | None = None,
+                 observer_factory: ObserverFactory = start_observer) -> None:
+        if step_ms <= 0 or debounce_ms <= 0:
+            raise ValueError("step_ms and debounce_ms must be positive")
+        self.vault = vault
+        self.step_ms, self.debounce_ms, self.polling = step_ms, max(debounce_ms, step_ms), polling
+        self.reconcile_s = reconcile_s
+        self.on_batch = on_batch
+        self._factory = observer_factory
+        self._debouncer = Debouncer(step_ms / 1000, self.debounce_ms / 1000)
+        self._observer: RunningObserver | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._own_lock = False
+        self._root_id: tuple[int, int] | None = None
+        self.batches = 0
+        self.failures = 0
+        self.last_batch_at: int | None = None
+        self.last_latency_ms: float | None = None
+        self.last_error: str | None = None
+        self._next_reconcile = 0.0
+
+    # ------------------------------------------------------------ life
+
+    def start(self) -> None:
+        """Lock the vault, start observing, write the catch-up batch, then run in the background."""
+        if self._thread is not None:
+            raise RuntimeError("this watcher is already running")
+        self._debouncer = Debouncer(self.step_ms / 1000, self.debounce_ms / 1000)
+        self._own_lock = not self.vault.lock.held
+        self.vault.lock.acquire()
+        try:
+            self._root_id = _identity(self.vault.root)
+            if self._root_id is None:
+                raise StoreError(f"the vault folder {self.vault.root} is gone")
+            self._observer = self._factory(self.vault.root, self._debouncer.add, self.polling)
+            self._flush(None, "catch-up", raise_errors=True)
+        except BaseException:
+            self._shutdown_observer()
+            self._release()
+            raise
+        self._stop.clear()
+        self._next_reconcile = time.monotonic() + self.reconcile_s
+        self._thread = threading.Thread(target=self._run, name="vaultsync-watcher", daemon=True)
+        self._thread.start()
+        logger.info("watching %s (%s): quiet period %d ms, max wait %d ms, reconcile %s", self.vault.root,
+                    self.observer_kind, self.step_ms, self.debounce_ms,
+                    f"every {self.reconcile_s:g} s" if self.reconcile_s > 0 else "off")
+
+    def stop(self) -> None:
+        """Flush what is pending as one batch, stop and join every thread, release the lock."""
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._debouncer.close()
+        self._thread.join()
+        self._thread = None
+        try:
+            self._shutdown_observer()
+            pending = self._debouncer.drain()
+            if pending is not None and not self._flush(pending, "final"):
+                logger.error("%d changed paths could not be recorded; the next start will catch them up",
+                             len(pending.paths))
+        finally:
+            self._release()
+        logger.info("stopped watching %s (%d batches written)", self.vault.root, self.batches)
+
+    def __enter__(self) -> Watcher:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def observer_kind(self) -> str | None:
+        return self._observer.kind if self._observer is not None else None
+
+    def healthy(self) -> bool:
+        """Running, and the observer still watches (it stops when the vault folder is deleted)."""
+        return self.running and self._observer is not None and self._observer.alive()
+
+    def status(self) -> dict[str, Any]:
+        pending, first = self._debouncer.snapshot()
+        return {
+            "running": self.running,
+            "vault": self.vault.name,
+            "root": str(self.vault.root),
+            "observer": self.observer_kind,
+            "pending": pending,
+            "lag_ms": round((time.monotonic() - first) * 1000) if first is not None else 0,
+            "batches": self.batches,
+            "last_batch_at": format_time(self.last_batch_at),
+            "last_latency_ms": None if self.last_latency_ms is None else round(self.last_latency_ms),
+            "failures": self.failures,
+            "last_error": self.last_error,
+            "step_ms": self.step_ms,
+            "debounce_ms": self.debounce_ms,
+            "reconcile_s": self.reconcile_s,
+        }
+
+    # ------------------------------------------------------------ the flushing thread
+
+    def _run(self) -> None:
+        backoff = 0.0
+        while not self._stop.is_set():
+            if backoff:
+                if self._stop.wait(backoff):
+                    return
+            wait = None if self.reconcile_s <= 0 else max(0.0, self._next_reconcile - time.monotonic())
+            pending = self._debouncer.get(timeout=wait)
+            if self._stop.is_set():
+                if pending is not None:
+                    self._debouncer.put_back(pending)
+                return
+            if pending is not None:
+                ok = self._flush(pending, "batch")
+            elif self.reconcile_s > 0 and time.monotonic() >= self._next_reconcile:
+                everything = self._debouncer.drain()  # a full scan covers every pending path
+                ok = self._flush(None, "reconcile")
+                if not ok and everything is not None:
+                    self._debouncer.put_back(everything)
+                if ok:
+                    self._next_reconcile = time.monotonic() + self.reconcile_s
+            else:
+                continue
+            backoff = 0.0 if ok else min(MAX_BACKOFF_S, max(0.5, backoff * 2))
+
+    def _flush(self, pending: Pending | None, reason: str, raise_errors: bool = False) -> bool:
+        """Write one batch (``pending`` paths, or a full scan); False if it failed and must be retried."""
+        paths = None if pending is None else collapse(pending.paths)
+        started = time.monotonic()
+        try:
+            if _identity(self.vault.root) != self._root_id:
+                raise StoreError(f"the vault folder {self.vault.root} is gone or was replaced (unmounted?)")
+            summary = self.vault.sync(paths, source="watch")
+        except Exception as exc:
+            if raise_errors:
+                raise
+            self.failures += 1
+            self.last_error = str(exc) if isinstance(exc, VaultsyncError) else f"{type(exc).__name__}: {exc}"
+            logger.warning("%s failed, will retry (%d paths kept): %s", reason, len(paths or ()), self.last_error)
+            if pending is not None:
+                self._debouncer.put_back(pending)
+            return False
+        self.last_error = None
+        latency_ms = (time.monotonic() - (pending.first if pending else started)) * 1000
+        self._report(summary, reason, len(paths) if paths is not None else None, latency_ms)
+        return True
+
+    def _report(self, summary: BatchSummary, reason: str, checked: int | None, latency_ms: float) -> None:
+        for error in summary.errors:
+            logger.warning("skipped %s: %s", error.path, error.reason)
+        scope = f"{checked} paths" if checked is not None else "full scan"
+        if summary.batch_id is None:
+            logger.debug("%s: no change (%s, %d ms)", reason, scope, summary.seconds * 1000)
+            return
+        self.batches += 1
+        self.last_batch_at = summary.known_at
+        self.last_latency_ms = latency_ms
+        after = f", {latency_ms:.0f} ms after the first change" if checked is not None else ""
+        logger.info("%s %d: %d added, %d modified, %d renamed, %d deleted, %d errors (%s) in %d ms%s", reason,
+                    summary.batch_id, summary.added, summary.modified, summary.renamed, summary.deleted,
+                    len(summary.errors), scope, summary.seconds * 1000, after)
+        logger.debug("batch %d wrote %s", summary.batch_id, ", ".join(summary.paths))
+        if self.on_batch is not None:
+            try:
+                self.on_batch(summary)
+            except Exception:
+                logger.exception("the on_batch callback failed")
+
+    def _shutdown_observer(self) -> None:
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer = None
+
+    def _release(self) -> None:
+        if self._own_lock:
+            self.vault.lock.release()
+            self._own_lock = False
+
+
+def _identity(root: os.PathLike[str]) -> tuple[int, int] | None:
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def watch(vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling: bool = False,
+          reconcile_s: float = 300.0, on_batch: OnBatch | None = None,
+          stop_event: threading.Event | None = None) -> Watcher:
+    """Watch until ``stop_event`` is set, then flush and return the stopped watcher.
+
+    Raises StoreError if the vault folder disappears (watching stops after a final flush).
+    """
+    stop_event = stop_event or threading.Event()
+    watcher = Watcher(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling,
+                      reconcile_s=reconcile_s, on_batch=on_batch)
+    with watcher:
+        while not stop_event.wait(1.0):
+            if not watcher.healthy():
+                raise StoreError(f"stopped watching {vault.root}: the vault folder is gone or the observer died")
+    return watcher
+
+
+def stop_on_signals(stop_event: threading.Event) -> Callable[[], None]:
+    """SIGINT/SIGTERM set ``stop_event`` (a second one aborts); returns a function restoring the handlers."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if stop_event.is_set():
+            raise KeyboardInterrupt
+        logger.info("%s received: flushing and stopping", signal.Signals(signum).name)
+        stop_event.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore
+
+
+__all__ = ["Watcher", "stop_on_signals", "watch"]
