@@ -340,6 +340,49 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
         restore()
 
 
+@cli.command()
+@click.argument("vault_dir", metavar="VAULT", type=click.Path(path_type=Path))
+@click.option("--http", "bind", metavar="HOST:PORT", help="Serve streamable HTTP at http://HOST:PORT/mcp instead of "
+              "stdio. Loopback (127.0.0.1) unless you name another address; then a bearer token is required.")
+@click.option("--watch", is_flag=True, help="Run the watcher in this process so answers always reflect the folder.")
+@click.option("--allow-writes", is_flag=True, help="Offer create_note and append_to_note (inside the vault only).")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Require the bearer token in this file (--http). Beyond loopback one is generated if omitted.")
+@pass_ctx
+@friendly
+def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_writes: bool,
+          token_file: Path | None) -> None:
+    """Serve the vault to AI assistants over MCP (stdio by default; only protocol on stdout).
+
+    VAULT is the vault folder (or, read-only, a vault name in the database). The database is
+    opened read-only unless --watch or --allow-writes is given.
+
+    \b
+    Example:
+        vaultsync serve ~/notes
+        vaultsync serve ~/notes --watch --http 127.0.0.1:8765
+    """
+    import anyio
+
+    from .server import ServeConfig, build_server
+    from .server import transports as t
+
+    folder = vault_dir.expanduser()
+    config = ServeConfig(db=obj.db, root=folder if folder.is_dir() else None,
+                         vault=obj.vault_name or (None if folder.is_dir() else str(vault_dir)),
+                         allow_writes=allow_writes, watch=watch)
+    host, port = t.parse_bind(bind) if bind else ("", 0)
+    token, generated = t.resolve_token(host, token_file) if bind else (None, False)
+    mcp = build_server(config)
+    if not bind:
+        anyio.run(t.serve_stdio, mcp)
+        return
+    click.echo(f"vaultsync: serving vault '{mcp.runtime.reader.name}' at http://{host}:{port}/mcp", err=True)
+    if generated:
+        click.echo(f"vaultsync: bearer token (shown once; send 'Authorization: Bearer <token>'): {token}", err=True)
+    anyio.run(lambda: t.serve_http(mcp, host, port, token=token))
+
+
 def main() -> None:
     cli(prog_name="vaultsync")
 

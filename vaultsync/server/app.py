@@ -1,0 +1,76 @@
+"""``build_server``: the one entry point that turns a vault into an MCP server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server import CacheHint, MCPServer
+
+from ..vault import Vault
+from .resources import register_resources
+from .runtime import Runtime, ServeConfig
+from .tools import register_read_tools
+from .writes import register_write_tools
+
+INSTRUCTIONS = """\
+vaultsync serves a Markdown vault (Obsidian-style notes) and its full history. Every tool that reads
+takes an optional as_of time (YYYY-MM-DD or ISO 8601 with an offset) to see the vault exactly as it
+was known then. Start with search_notes, then read_note the paths it finds; note_history, diff_note
+and list_changes show what changed and when; get_links shows links and backlinks."""
+
+
+def build_server(
+    vault_or_config: Vault | ServeConfig,
+    *,
+    allow_writes: bool = False,
+    watch: bool = False,
+    page_size: int = 100,
+    watcher_options: dict[str, Any] | None = None,
+    name: str = "vaultsync",
+) -> MCPServer:
+    """An MCP server over one vault: read-only time-travel tools, ``note://`` resources, opt-in writes.
+
+    Args:
+        vault_or_config: an open ``Vault`` (kept open; handy in tests) or a ``ServeConfig`` (vaults
+            opened at once, so bad options fail before serving, and closed when the server stops).
+        allow_writes: register ``create_note`` and ``append_to_note`` (also ``ServeConfig.allow_writes``).
+        watch: run the watcher inside the server process (also ``ServeConfig.watch``).
+        page_size: notes per ``resources/list`` page.
+
+    Example:
+        >>> from mcp import Client
+        >>> async with Client(build_server(Vault.open(db, name="notes"))) as client:  # doctest: +SKIP
+        ...     await client.call_tool("search_notes", {"query": "kickoff", "as_of": "2025-03-01"})
+    """
+    rt = Runtime(vault_or_config, allow_writes=allow_writes, watch=watch, watcher_options=watcher_options)
+    if isinstance(vault_or_config, ServeConfig):
+        rt.open()
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[Runtime]:
+        async with rt.running():
+            yield rt
+
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        pkg_version = version("vaultsync")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        pkg_version = "0"
+    mcp = MCPServer(
+        name,
+        title="vaultsync",
+        version=pkg_version,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        subscriptions=rt.bus,
+        cache_hints={"tools/list": CacheHint(ttl_ms=60_000, scope="private")},
+    )
+    register_read_tools(mcp, rt)
+    if rt.allow_writes:
+        register_write_tools(mcp, rt)
+    register_resources(mcp, rt, page_size=page_size)
+    mcp.runtime = rt  # type: ignore[attr-defined]  # for transports and tests
+    return mcp

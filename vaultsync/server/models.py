@@ -1,0 +1,154 @@
+"""Structured tool results: pydantic models whose field names are the CLI's ``--json`` names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchHit(_Out):
+    """One matching chunk, as ``vaultsync search --json`` prints it."""
+
+    model_config = ConfigDict(extra="allow")
+    path: str = Field(description="Vault-relative path of the note")
+    chunk_id: str = Field(description="Stable id of the chunk within the note")
+    heading_path: Any = Field(default=None, description="Headings the chunk sits under, outermost first")
+    lines: Any = Field(default=None, description="First and last line of the chunk (1-based)")
+    text: str = Field(description="The chunk's exact text (may be cut; see truncated)")
+    score: float = Field(description="Fused score (higher is better)")
+    keyword: Any = Field(default=None, description="Keyword (BM25) component, if it matched")
+    vector: Any = Field(default=None, description="Vector (cosine) component, if it matched")
+    known_at: str | None = Field(default=None, description="When vaultsync learned this revision (UTC)")
+    content_hash: str | None = Field(default=None, description="SHA-256 of the note revision")
+    uri: str | None = Field(default=None, description="note:// URI of the note")
+
+
+class SearchResult(_Out):
+    """Search hits, best first."""
+
+    query: str
+    as_of: str | None = Field(description="Knowledge cutoff used (null = now)")
+    mode: str
+    hits: list[SearchHit]
+    truncated: bool = Field(default=False, description="True when hit texts were cut to keep the result small")
+
+
+class Link(_Out):
+    """A link found in a note."""
+
+    model_config = ConfigDict(extra="allow")
+    target: str
+    kind: str = Field(description="wikilink or markdown")
+    line: int = 0
+
+
+class NoteResult(_Out):
+    """A note's exact text as of a time, with its revision's facts (``vaultsync read --json``)."""
+
+    path: str
+    content: str = Field(description="The note's exact text, or the slice [offset, offset+max_chars)")
+    known_at: str | None = Field(description="When vaultsync learned this revision (UTC)")
+    content_hash: str | None = Field(description="SHA-256 of the whole revision's UTF-8 bytes")
+    size: int | None = Field(description="Size of the whole note in bytes")
+    title: str | None = None
+    frontmatter: dict[str, Any] | None = None
+    tags: list[str] = Field(default_factory=list)
+    aliases: list[str] = Field(default_factory=list)
+    links: list[dict[str, Any]] = Field(default_factory=list)
+    renamed_from: str | None = None
+    offset: int = Field(description="Character offset of content within the note")
+    total_chars: int = Field(description="Length of the whole note in characters")
+    next_offset: int | None = Field(description="Pass as offset to read the rest; null when content reaches the end")
+    truncated: bool = Field(description="True when content stops before the end of the note")
+
+
+class RevisionOut(_Out):
+    """One revision (``vaultsync history --json`` / ``changes --json``)."""
+
+    path: str
+    kind: str = Field(description="created, modified, renamed or deleted")
+    known_at: str | None
+    content_hash: str | None = None
+    size: int | None = None
+    renamed_from: str | None = None
+
+
+class HistoryResult(_Out):
+    path: str
+    revisions: list[RevisionOut] = Field(description="Oldest first, following renames back to the first name")
+    truncated: bool = Field(default=False, description="True when older revisions were left out (see limit)")
+
+
+class DiffResult(_Out):
+    path: str
+    from_: str = Field(alias="from", serialization_alias="from")
+    to: str | None = Field(description="Later time (null = now)")
+    diff: str = Field(description="Unified diff; empty when the note was identical at both times")
+    truncated: bool = False
+
+
+class ChangesResult(_Out):
+    since: str
+    until: str | None
+    changes: list[RevisionOut] = Field(description="In the order vaultsync learned them")
+    counts: dict[str, int] = Field(description="How many of each kind (all of them, even when truncated)")
+    truncated: bool = Field(default=False, description="True when only the first `limit` changes are listed")
+
+
+class NoteEntry(_Out):
+    """One note in a listing (``vaultsync ls --json``)."""
+
+    path: str
+    known_at: str | None
+    content_hash: str | None
+    size: int | None
+    title: str | None
+    tags: list[str] = Field(default_factory=list)
+
+
+class NoteList(_Out):
+    as_of: str | None
+    notes: list[NoteEntry]
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page")
+
+
+class LinksResult(_Out):
+    path: str
+    as_of: str | None
+    outgoing: list[dict[str, Any]] = Field(description="Links in the note; resolved = the note path it points to")
+    backlinks: list[dict[str, Any]] = Field(description="Links in other notes that point to this note (source = from)")
+    truncated: bool = False
+
+
+class WatcherStatus(_Out):
+    model_config = ConfigDict(extra="allow")
+    running: bool = Field(description="A watcher keeps the index current (in this process or another)")
+    in_process: bool = Field(description="The watcher runs inside this server (serve --watch)")
+    other_process: str | None = Field(default=None, description="Another process writing this vault, if any")
+    lag_seconds: float | None = Field(default=None, description="How far the index may be behind the folder")
+
+
+class StatusResult(_Out):
+    vault: str
+    root: str
+    notes: int
+    revisions: int
+    batches: int
+    first_batch: str | None
+    last_batch: str | None
+    writes_enabled: bool
+    watcher: WatcherStatus
+
+
+class WriteResult(_Out):
+    path: str
+    known_at: str | None = Field(description="When the new revision was recorded (null when not yet ingested)")
+    content_hash: str | None
+    size: int | None
+    ingested: bool = Field(description="True when the change is already searchable")
+    uri: str

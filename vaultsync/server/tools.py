@@ -1,0 +1,307 @@
+"""The read-only time-travel tools: each a few lines over ``Vault``, with bounded, structured results."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
+
+from mcp import MCPError
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import INVALID_PARAMS, ToolAnnotations
+from pydantic import Field
+
+from ..errors import NoteNotFound, VaultsyncError
+from ..times import ACCEPTED, format_time
+from ..vault import as_micros
+from .models import (
+    ChangesResult,
+    DiffResult,
+    HistoryResult,
+    LinksResult,
+    NoteEntry,
+    NoteList,
+    NoteResult,
+    RevisionOut,
+    SearchResult,
+    StatusResult,
+    WatcherStatus,
+)
+from .runtime import Runtime, note_uri
+
+MAX_NOTE_CHARS = 262_144
+"""read_note returns the whole note up to this many characters; page with offset beyond it."""
+MAX_RESULT_CHARS = 120_000
+"""Other results are cut to stay under about this many characters, and say so (truncated)."""
+MAX_HIT_CHARS = 4_000
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+TimeArg = Annotated[str | None, Field(description=f"Knowledge cutoff: {ACCEPTED}. Omit for now.", max_length=64)]
+PathArg = Annotated[str, Field(description="Vault-relative note path, e.g. 'Projects/Atlas.md' ('.md' optional)",
+                               min_length=1, max_length=1024)]
+
+
+def friendly(fn: F) -> F:
+    """Expected failures become a ToolError whose message tells the model what to fix."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except NoteNotFound as exc:
+            raise ToolError(f"{exc}. Find the right path with list_notes or search_notes "
+                            "(paths are case-sensitive and relative to the vault).") from None
+        except VaultsyncError as exc:
+            raise ToolError(str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def when(value: str | None, name: str) -> int | None:
+    """A time argument as UTC microseconds; a bad one names the argument and the accepted forms."""
+    return as_micros(value, name) if value is not None else None
+
+
+def encode_cursor(after: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"after": after}).encode()).decode()
+
+
+def decode_cursor(cursor: str | None) -> str:
+    """The last path of the previous page ('' for the first page); a bad cursor is a ToolError."""
+    if not cursor:
+        return ""
+    try:
+        after = json.loads(base64.urlsafe_b64decode(cursor.encode()))["after"]
+        if isinstance(after, str):
+            return after
+    except (ValueError, KeyError, TypeError):
+        pass
+    raise ValueError("invalid cursor: pass the next_cursor of the previous page unchanged, or omit it to start over")
+
+
+def page(paths_sorted: list[Any], after: str, limit: int, key: Callable[[Any], str]) -> tuple[list[Any], str | None]:
+    """Keyset pagination over items sorted by ``key``: the items after ``after`` and the next cursor."""
+    items = [x for x in paths_sorted if key(x) > after] if after else paths_sorted
+    chunk = items[:limit]
+    nxt = encode_cursor(key(chunk[-1])) if len(items) > limit else None
+    return chunk, nxt
+
+
+def _revision(r: Any) -> RevisionOut:
+    return RevisionOut(**r.summary())
+
+
+def register_read_tools(mcp: MCPServer, rt: Runtime) -> None:
+    """Add search, read, history, diff, changes, listing, links and status tools to ``mcp``."""
+
+    @mcp.tool(title="Search notes (now or as of a date)", annotations=READ_ONLY)
+    @friendly
+    def search_notes(
+        query: Annotated[str, Field(description="Words or a phrase to look for", min_length=1, max_length=1000)],
+        as_of: TimeArg = None,
+        valid_at: Annotated[str | None, Field(description="Only notes valid at this time (frontmatter "
+                                              "valid_from/valid_to); default: the cutoff", max_length=64)] = None,
+        mode: Annotated[Literal["hybrid", "keyword", "vector"], Field(description="hybrid (default) fuses "
+                        "keyword and vector ranking")] = "hybrid",
+        limit: Annotated[int, Field(ge=1, le=50, description="Most hits to return")] = 10,
+        prefix: Annotated[str | None, Field(description="Only paths starting with this, e.g. 'Projects/'",
+                                            max_length=1024)] = None,
+        tags: Annotated[list[Annotated[str, Field(max_length=200)]] | None,
+                        Field(description="Only notes with all these tags (without #)", max_length=20)] = None,
+    ) -> SearchResult:
+        """Search the vault's notes by meaning and keywords, as they are now or as they were at a past time.
+
+        Returns the best-matching chunks (sections) with their note path, heading path and line range.
+        Pass as_of (e.g. '2025-03-01') to search only what the vault contained then. Read a whole
+        note with read_note(path, as_of).
+        """
+        if not hasattr(rt.reader or rt._given, "search"):
+            raise ToolError("search is not available in this build of vaultsync; use list_notes and read_note")
+        cutoff, valid = when(as_of, "as_of"), when(valid_at, "valid_at")
+        with rt.reading() as vault:
+            result = vault.search(query, as_of=cutoff, valid_at=valid, mode=mode, limit=limit,
+                                  prefix=prefix or None, tags=tags or None)
+        hits, budget, cut = [], MAX_RESULT_CHARS, False
+        for hit in result["hits"]:
+            hit = dict(hit)
+            text = str(hit.get("text") or "")
+            room = max(200, min(MAX_HIT_CHARS, budget))
+            if len(text) > room:
+                hit["text"], cut = text[:room] + " …[truncated]", True
+            hit.setdefault("uri", note_uri(hit["path"]))
+            budget -= len(hit["text"]) + 300
+            hits.append(hit)
+            if budget <= 0:
+                cut = cut or len(hits) < len(result["hits"])
+                break
+        return SearchResult(query=result.get("query", query), as_of=_stamp(result.get("as_of")),
+                            mode=str(result.get("mode", mode)), hits=hits, truncated=cut)
+
+    @mcp.tool(title="Read a note (now or as of a date)", annotations=READ_ONLY)
+    @friendly
+    def read_note(
+        path: PathArg,
+        as_of: TimeArg = None,
+        offset: Annotated[int, Field(ge=0, description="Character offset to start at (for notes over 256K chars)")] = 0,
+        max_chars: Annotated[int, Field(ge=1, le=MAX_NOTE_CHARS, description="Most characters to return")] = MAX_NOTE_CHARS,
+    ) -> NoteResult:
+        """Read a note's exact Markdown text, now or as it was at a past time, with its title, tags,
+        links, known_at (when vaultsync learned that version) and content hash.
+
+        Notes up to 256K characters come back whole; for longer ones, call again with
+        offset=next_offset until next_offset is null.
+        """
+        cutoff = when(as_of, "as_of")
+        with rt.reading() as vault:
+            note = vault.read(path, as_of=cutoff)
+        data = note.to_json()
+        text = note.content
+        if offset > len(text):
+            raise ToolError(f"offset {offset} is past the end of the note ({len(text)} characters); use offset=0")
+        end = min(len(text), offset + max_chars)
+        data.pop("warnings", None)
+        data.pop("kind", None)
+        return NoteResult(**{**data, "content": text[offset:end], "offset": offset, "total_chars": len(text),
+                             "next_offset": end if end < len(text) else None, "truncated": end < len(text)})
+
+    @mcp.tool(title="History of a note", annotations=READ_ONLY)
+    @friendly
+    def note_history(
+        path: PathArg,
+        since: Annotated[str | None, Field(description=f"Only revisions learned after this time: {ACCEPTED}",
+                                           max_length=64)] = None,
+        until: Annotated[str | None, Field(description="Only revisions learned at or before this time",
+                                           max_length=64)] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Most revisions to return (the latest)")] = 200,
+    ) -> HistoryResult:
+        """List every recorded revision of a note (created, modified, renamed, deleted), oldest first,
+        following renames back to the note's earlier names. Use diff_note to see what changed."""
+        start, end = when(since, "since"), when(until, "until")
+        with rt.reading() as vault:
+            revisions = vault.history(path)
+        chosen = [r for r in revisions if (start is None or r.known_at > start) and (end is None or r.known_at <= end)]
+        return HistoryResult(path=revisions[-1].path, revisions=[_revision(r) for r in chosen[-limit:]],
+                             truncated=len(chosen) > limit)
+
+    @mcp.tool(title="Diff a note between two times", annotations=READ_ONLY)
+    @friendly
+    def diff_note(
+        path: PathArg,
+        from_: Annotated[str, Field(alias="from", description=f"Earlier time: {ACCEPTED}", max_length=64)],
+        to: Annotated[str | None, Field(description="Later time (omit for now)", max_length=64)] = None,
+    ) -> DiffResult:
+        """Show how a note changed between two times, as a unified diff (empty when it did not change)."""
+        start, end = when(from_, "from"), when(to, "to")
+        with rt.reading() as vault:
+            diff = vault.diff(path, start, end)
+        cut = len(diff) > MAX_RESULT_CHARS
+        if cut:
+            diff = diff[:MAX_RESULT_CHARS] + "\n…[truncated: narrow the time window or read_note both versions]\n"
+        return DiffResult.model_validate({"path": path, "from": from_, "to": to, "diff": diff, "truncated": cut})
+
+    @mcp.tool(title="What changed in a time window", annotations=READ_ONLY)
+    @friendly
+    def list_changes(
+        since: Annotated[str, Field(description=f"Start of the window (exclusive): {ACCEPTED}", max_length=64)],
+        until: Annotated[str | None, Field(description="End of the window (inclusive); omit for now",
+                                           max_length=64)] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Most changes to list")] = 200,
+    ) -> ChangesResult:
+        """List the notes created, modified, renamed or deleted between two times, in the order
+        vaultsync learned of them."""
+        start, end = when(since, "since"), when(until, "until")
+        if start is not None and end is not None and end < start:
+            raise ToolError("until is earlier than since; swap them")
+        with rt.reading() as vault:
+            revisions = vault.changes(start, end)
+        counts: dict[str, int] = {}
+        for r in revisions:
+            counts[r.kind] = counts.get(r.kind, 0) + 1
+        return ChangesResult(since=since, until=until, changes=[_revision(r) for r in revisions[:limit]],
+                             counts=counts, truncated=len(revisions) > limit)
+
+    @mcp.tool(title="List notes (now or as of a date)", annotations=READ_ONLY)
+    @friendly
+    def list_notes(
+        prefix: Annotated[str | None, Field(description="Only paths starting with this, e.g. 'Projects/'",
+                                            max_length=1024)] = None,
+        tag: Annotated[str | None, Field(description="Only notes with this tag (without #)", max_length=200)] = None,
+        as_of: TimeArg = None,
+        cursor: Annotated[str | None, Field(description="next_cursor from the previous page", max_length=2048)] = None,
+        limit: Annotated[int, Field(ge=1, le=500, description="Notes per page")] = 100,
+    ) -> NoteList:
+        """List the notes that existed at a time (default now), by path, a page at a time.
+        Pass next_cursor back as cursor to get the next page."""
+        cutoff = when(as_of, "as_of")
+        try:
+            after = decode_cursor(cursor)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        with rt.reading() as vault:
+            revisions = vault.ls(as_of=cutoff, prefix=prefix or "")
+        if tag:
+            wanted = tag.lstrip("#").casefold()
+            revisions = [r for r in revisions if any(t.casefold() == wanted for t in r.tags)]
+        chosen, nxt = page(revisions, after, limit, key=lambda r: r.path)
+        notes = [NoteEntry(path=r.path, known_at=format_time(r.known_at), content_hash=r.content_hash, size=r.size,
+                           title=r.title, tags=r.tags) for r in chosen]
+        return NoteList(as_of=format_time(cutoff), notes=notes, next_cursor=nxt)
+
+    @mcp.tool(title="Links and backlinks of a note", annotations=READ_ONLY)
+    @friendly
+    def get_links(path: PathArg, as_of: TimeArg = None) -> LinksResult:
+        """Show a note's outgoing links (and which note each resolves to) and its backlinks
+        (the notes linking to it), as of a time (default now)."""
+        cutoff = when(as_of, "as_of")
+        with rt.reading() as vault:
+            report = vault.links(path, as_of=cutoff).to_json()
+        cap = 500
+        cut = len(report["outgoing"]) > cap or len(report["backlinks"]) > cap
+        return LinksResult(path=report["path"], as_of=report["as_of"], outgoing=report["outgoing"][:cap],
+                           backlinks=report["backlinks"][:cap], truncated=cut)
+
+    @mcp.tool(title="Vault status", annotations=READ_ONLY)
+    @friendly
+    def vault_status() -> StatusResult:
+        """How many notes and revisions the vault has, when it last changed, whether writes are
+        enabled, and whether a watcher keeps the index current (and its lag)."""
+        with rt.reading() as vault:
+            stats = vault.stats()
+        return StatusResult(vault=stats["vault"], root=stats["root"], notes=stats["notes"],
+                            revisions=stats["revisions"], batches=stats["batches"], first_batch=stats["first_batch"],
+                            last_batch=stats["last_batch"], writes_enabled=rt.allow_writes,
+                            watcher=WatcherStatus(**rt.watcher_status()))
+
+    _wire_alias(mcp, "diff_note", {"from": "from_"})
+
+
+def _stamp(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return format_time(int(value))
+
+
+def _wire_alias(mcp: MCPServer, name: str, renames: dict[str, str]) -> None:
+    """Let a tool take a wire argument named like a Python keyword (``from``)."""
+    tool = mcp._tool_manager.get_tool(name)  # noqa: SLF001 - no public hook for keyword-named arguments
+    assert tool is not None
+    inner = tool.fn
+
+    @functools.wraps(inner)
+    def call(**kwargs: Any) -> Any:
+        for wire, py in renames.items():
+            if wire in kwargs:
+                kwargs[py] = kwargs.pop(wire)
+        return inner(**kwargs)
+
+    tool.fn = call
+
+
+def invalid_params(message: str) -> MCPError:
+    return MCPError(INVALID_PARAMS, message)
