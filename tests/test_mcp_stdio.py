@@ -1,0 +1,195 @@
+"""``vaultsync serve`` over a real stdio subprocess: the official client in both eras, the watcher
+beside the server, and protocol abuse answered on the wire while the server keeps serving."""
+
+from __future__ import annotations
+
+import json
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from mcp_helpers import (
+    Updates,
+    check_big_note,
+    check_errors,
+    check_read_tools,
+    check_resources,
+    check_tool_listing,
+    make_history_vault,
+    next_update,
+    sc,
+)
+
+MODES = ["2026-07-28", "legacy"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    base = tmp_path_factory.mktemp("mcp-stdio")
+    facts = make_history_vault(base / "vault", base / "db" / "vaultsync.db")
+    return {**facts, "root": base / "vault", "db": base / "db" / "vaultsync.db"}
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> dict:
+    """A private history vault and database, for tests that write."""
+    facts = make_history_vault(tmp_path / "vault", tmp_path / "db" / "vaultsync.db")
+    return {**facts, "root": tmp_path / "vault", "db": tmp_path / "db" / "vaultsync.db"}
+
+
+def stdio(facts: dict, *flags: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "--db", str(facts["db"]), "serve",
+                                                               str(facts["root"]), *flags])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_stdio_every_tool(history: dict, mode: str) -> None:
+    async with Client(stdio(history), mode=mode) as c:
+        assert c.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+        await check_tool_listing(c, writes=False)
+        await check_read_tools(c, history["root"], history["notes"])
+        await check_errors(c)
+        await check_big_note(c, history["root"])
+        await check_resources(c, history["notes"], 100)
+        status = sc(await c.call_tool("vault_status", {}))
+        assert status["writes_enabled"] is False and status["watcher"]["running"] is False
+
+
+@pytest.mark.anyio
+async def test_stdio_watch_notifies_listeners_of_file_edits_and_writes(copy: dict) -> None:
+    async with Client(stdio(copy, "--watch", "--allow-writes")) as c:
+        status = sc(await c.call_tool("vault_status", {}))
+        assert status["watcher"]["running"] is True and status["watcher"]["in_process"] is True
+        await check_tool_listing(c, writes=True)
+        async with c.listen(resource_subscriptions=["note://Inbox.md", "note://Notes/Filler%2003.md"]) as sub:
+            (copy["root"] / "Inbox.md").write_text("# Inbox\n\n- edited in the editor\n", encoding="utf-8")
+            await next_update(sub, "note://Inbox.md")
+            note = sc(await c.call_tool("read_note", {"path": "Inbox.md"}))
+            assert "edited in the editor" in note["content"]
+            sc(await c.call_tool("append_to_note", {"path": "Notes/Filler 03.md", "text": "appended"}))
+            await next_update(sub, "note://Notes/Filler%2003.md")
+        made = sc(await c.call_tool("create_note", {"path": "New/Idea.md", "content": "# Idea\n"}))
+        assert made["ingested"] is True
+        assert sc(await c.call_tool("read_note", {"path": "New/Idea.md"}))["content"] == "# Idea\n"
+
+
+@pytest.mark.anyio
+@pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")
+async def test_stdio_watch_notifies_legacy_subscribers(copy: dict) -> None:
+    updates = Updates()
+    async with Client(stdio(copy, "--watch", "--allow-writes"), mode="legacy", message_handler=updates) as c:
+        assert c.server_capabilities.resources.subscribe is True
+        await c.session.subscribe_resource("note://People/Ana.md")
+        await c.session.subscribe_resource("note://Inbox.md")
+        (copy["root"] / "People" / "Ana.md").write_text("# Ana\n\nNow leads Atlas.\n", encoding="utf-8")
+        await updates.wait_for("note://People/Ana.md")
+        sc(await c.call_tool("append_to_note", {"path": "Inbox.md", "text": "- from the assistant"}))
+        await updates.wait_for("note://Inbox.md")
+        assert "Now leads Atlas" in sc(await c.call_tool("read_note", {"path": "People/Ana.md"}))["content"]
+
+
+@pytest.mark.anyio
+async def test_stdio_refuses_to_watch_twice(copy: dict) -> None:
+    """A second server with --watch on the same vault is refused up front with one clear line."""
+    async with Client(stdio(copy, "--watch")) as c:
+        assert sc(await c.call_tool("vault_status", {}))["watcher"]["in_process"] is True
+        done = subprocess.run([sys.executable, "-m", "vaultsync", "--db", str(copy["db"]), "serve", str(copy["root"]),
+                               "--watch"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert done.returncode == 1 and done.stdout == ""
+        assert done.stderr.startswith("Error: vault 'vault' is already being watched by pid")
+        async with Client(stdio(copy)) as reader:
+            status = sc(await reader.call_tool("vault_status", {}))
+            assert status["watcher"]["running"] is True and status["watcher"]["other_process"].startswith("pid ")
+
+
+# ---------------------------------------------------------------- raw protocol abuse
+
+
+class RawServer:
+    """The stdio server driven line by line, to send what no well-behaved client would."""
+
+    def __init__(self, facts: dict) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "vaultsync", "--db", str(facts["db"]), "serve", str(facts["root"])],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        self.lines: list[bytes] = []
+
+    def send(self, data: bytes | dict[str, Any]) -> None:
+        raw = data if isinstance(data, bytes) else json.dumps(data).encode()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(raw + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self, timeout: float = 30) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        assert ready, "no reply from the server"
+        line = self.proc.stdout.readline()
+        self.lines.append(line)
+        return json.loads(line)
+
+    def request(self, ident: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.send({"jsonrpc": "2.0", "id": ident, "method": method, **({"params": params} if params else {})})
+        return self.receive()
+
+    def close(self) -> str:
+        assert self.proc.stdin is not None and self.proc.stderr is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+        return self.proc.stderr.read().decode()
+
+
+def test_stdio_protocol_abuse(history: dict) -> None:
+    server = RawServer(history)
+    try:
+        init = server.request(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                "clientInfo": {"name": "raw", "version": "0"}})
+        assert init["result"]["protocolVersion"] == "2025-11-25"
+        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+        server.send(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"')  # cut short
+        reply = server.receive()
+        assert reply["id"] is None and reply["error"]["code"] == -32700
+
+        server.send({"hello": "world", "id": 3})
+        reply = server.receive()
+        assert reply["id"] == 3 and reply["error"]["code"] == -32600
+
+        server.send(b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "read_note", '
+                    b'"arguments": {"path": "' + b"x" * (5 * 1024 * 1024) + b'"}}}')
+        reply = server.receive()
+        assert reply["id"] is None and reply["error"]["code"] == -32600 and "too large" in reply["error"]["message"]
+
+        reply = server.request(5, "vault/explode")
+        assert reply["id"] == 5 and reply["error"]["code"] == -32601
+
+        reply = server.request(6, "tools/call", {"name": "no_such_tool", "arguments": {}})
+        assert reply["id"] == 6 and (reply.get("error") or reply["result"]["isError"])
+
+        reply = server.request(7, "tools/call", {"name": "list_notes", "arguments": {"limit": [1, 2]}})
+        assert reply["result"]["isError"] is True and "limit" in reply["result"]["content"][0]["text"]
+
+        reply = server.request(8, "tools/call", {"name": "read_note", "arguments": "not an object"})
+        assert reply["id"] == 8 and reply["error"]["code"] == -32602
+
+        reply = server.request(9, "tools/call", {"name": "read_note", "arguments": {"path": "Inbox.md"}})
+        assert reply["result"]["structuredContent"]["content"].startswith("# Inbox")
+    finally:
+        stderr = server.close()
+    assert all(json.loads(line)["jsonrpc"] == "2.0" for line in server.lines), "stdout carries only protocol"
+    assert "Traceback" not in stderr
