@@ -9,7 +9,7 @@ import os
 import posixpath
 import threading
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from . import edit, gitimport
 from .config import default_db_path
 from .errors import ConfigError, NoteNotFound, PathError, StoreError
 from .links import LinkReport, link_report
+from .search import api as search_api
 from .store import Store
 from .store import read as q
 from .store.read import Revision
@@ -74,6 +75,8 @@ class Vault:
         self.root = root
         self.lock = store.writer_lock(name)
         self._sync_lock = threading.RLock()
+        if not store.readonly:
+            search_api.attach(store)  # keyword + vector indexes, kept in each batch's transaction
 
     # ------------------------------------------------------------ opening
 
@@ -320,6 +323,37 @@ class Vault:
     def append_to_note(self, path: str, text: str) -> BatchSummary:
         """Append text to an existing note file atomically, then record it as one batch."""
         return self.sync([edit.append_file(self.root, path, text)], source="write")
+
+    def search(
+        self,
+        query: str,
+        *,
+        as_of: TimeLike = None,
+        valid_at: TimeLike = None,
+        mode: str = "hybrid",
+        limit: int = 10,
+        prefix: str | None = None,
+        tags: list[str] | None = None,
+        where: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Hybrid search of the chunks visible at ``as_of`` (default now); see vaultsync.search.
+
+        Returns ``{"query", "as_of", "mode", "hits": [...]}``, exactly what ``search --json`` prints.
+        """
+        return search_api.search(self, query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit,
+                                 prefix=prefix, tags=tags, where=where)
+
+    def export(self, as_of: TimeLike = None, valid_at: TimeLike = None) -> Iterator[dict[str, Any]]:
+        """A header, then every chunk visible at ``as_of`` with the exact text the keyword index tokenizes."""
+        return search_api.export(self, as_of=as_of, valid_at=valid_at)
+
+    def reindex(self, *, full: bool = False) -> dict[str, Any]:
+        """Bring the search index up to date (``full``: rebuild it from the revision tables)."""
+        return search_api.reindex(self, full=full)
+
+    def reembed(self, embedder: str) -> dict[str, Any]:
+        """Re-embed every chunk text with another embedder (the store never mixes embedders)."""
+        return search_api.reembed_vault(self, embedder)
 
     # ------------------------------------------------------------ upkeep
 

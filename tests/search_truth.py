@@ -1,0 +1,61 @@
+"""Ground truth for search, rebuilt independently from ``export`` output: a fresh FTS5 table, a brute force."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import apsw
+
+from vaultsync.embed import Embedder, quantize
+from vaultsync.store.db import connect
+
+
+def fresh_keyword(header: dict[str, Any], chunks: list[dict[str, Any]], expression: str,
+                  limit: int | None = None) -> list[tuple[str, str, float]]:
+    """(path, chunk_id, bm25) of a fresh FTS5 table over exactly the exported ``indexed_text``,
+    ordered by bm25 then path then chunk position."""
+    con = apsw.Connection(":memory:")
+    con.execute(f"CREATE VIRTUAL TABLE gt USING fts5(indexed_text, tokenize='{header['tokenizer']}')")
+    with con:
+        con.executemany("INSERT INTO gt (rowid, indexed_text) VALUES (?, ?)",
+                        [(i, c["indexed_text"]) for i, c in enumerate(chunks)])
+    rows = con.execute("SELECT rowid, bm25(gt) FROM gt WHERE gt MATCH ?", (expression,)).fetchall()
+    con.close()
+    ranked = sorted(rows, key=lambda r: (r[1], chunks[r[0]]["path"], chunks[r[0]]["ord"]))
+    out = [(chunks[i]["path"], chunks[i]["chunk_id"], score) for i, score in ranked]
+    return out if limit is None else out[:limit]
+
+
+def brute_vector(chunks: list[dict[str, Any]], embedder: Embedder, query: str,
+                 limit: int | None = None) -> list[tuple[str, str, float]]:
+    """(path, chunk_id, cosine similarity) by exhaustive comparison of the exported chunks' vectors."""
+    q = quantize(embedder.embed_batch([query])[0])
+    if not any(q):
+        return []
+    con = connect(":memory:")
+    scored = []
+    vectors = list(embedder.embed_many(c["indexed_text"] for c in chunks))
+    for chunk, vec in zip(chunks, vectors):
+        blob = quantize(vec)
+        if not any(blob):
+            continue
+        d = con.execute("SELECT vec_distance_cosine(vec_int8(?), vec_int8(?))", (blob, q)).fetchone()[0]
+        scored.append((-(1.0 - d), chunk["path"], chunk["ord"], chunk["chunk_id"]))
+    con.close()
+    scored.sort()
+    out = [(p, cid, -s) for s, p, _, cid in scored]
+    return out if limit is None else out[:limit]
+
+
+def split_export(lines: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    items = list(lines)
+    return items[0], items[1:]
+
+
+def same_ranking(got: list[tuple[str, str, float]], want: list[tuple[str, str, float]], rel: float = 1e-9,
+                 abs_: float = 0.0) -> None:
+    """Assert the same chunks in the same order with scores equal to ``rel`` (relative) or ``abs_``."""
+    assert [(p, c) for p, c, _ in got] == [(p, c) for p, c, _ in want], (got[:5], want[:5])
+    for (_, _, a), (_, _, b) in zip(got, want):
+        assert abs(a - b) <= max(rel * max(abs(a), abs(b)), abs_), (a, b)

@@ -1,0 +1,149 @@
+"""Exactness: at every cutoff, keyword search equals a fresh FTS5 table over `export`, vectors a brute force."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from search_truth import brute_vector, fresh_keyword, same_ranking, split_export
+from vaultsync.embed import HashEmbedder
+from vaultsync.search import parse_query
+from vaultsync.vault import Vault
+
+WORDS = ["alpha", "beta", "gamma", "budget", "budget", "kickoff", "東京で会議", "会議室", "서울에서 회의", "e-mail",
+         "C++", "café", "ﬁle", "Ünïcode", "plan", "plan", "risk"]
+PATHS = ["a.md", "b.md", "d/c.md", "d/e.md"]
+DAYS = [f"2024-01-{d:02d}" for d in range(1, 20)]
+QUERIES = ["budget", "alpha beta", "東京", "会議", "e-mail", "C++", "gam*", '"budget plan"', "서울", "cafe", "file",
+           "risk OR", "ünicode", "nothing-matches-this"]
+
+paragraph = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(" ".join)
+section = st.tuples(st.sampled_from(["Plan", "Risks", "会議", "Notes"]), st.lists(paragraph, min_size=1, max_size=3))
+
+
+@st.composite
+def note(draw: st.DrawFn) -> str:
+    lines = []
+    fm = []
+    if draw(st.booleans()):
+        fm.append(f"tags: [{draw(st.sampled_from(['project', 'project/x', 'misc']))}]")
+    if draw(st.booleans()):
+        fm.append(f"aliases: [{draw(st.sampled_from(['Budget plan', '東京メモ', 'alpha']))}]")
+    if draw(st.integers(0, 3)) == 0:
+        fm.append(f"valid_from: {draw(st.sampled_from(DAYS))}")
+    if draw(st.integers(0, 3)) == 0:
+        fm.append(f"valid_to: {draw(st.sampled_from(DAYS))}")
+    if fm:
+        lines += ["---", *fm, "---"]
+    if draw(st.booleans()):
+        lines.append(f"# {draw(st.sampled_from(['Title', 'Budget', '東京']))}")
+    lines.append(draw(paragraph))
+    for heading, paras in draw(st.lists(section, max_size=3)):
+        lines += ["", f"## {heading}", ""] + paras
+    return "\n".join(lines) + "\n"
+
+
+op = st.one_of(
+    st.tuples(st.just("write"), st.sampled_from(PATHS), note()),
+    st.tuples(st.just("delete"), st.sampled_from(PATHS), st.none()),
+    st.tuples(st.just("rename"), st.sampled_from(PATHS), st.sampled_from(PATHS)),
+    st.tuples(st.just("copy"), st.sampled_from(PATHS), st.sampled_from(PATHS)),
+)
+
+
+def apply_op(root: Path, step: tuple) -> None:
+    kind, path, arg = step
+    target = root / path
+    if kind == "write":
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(arg, encoding="utf-8")
+    elif kind == "delete":
+        target.unlink(missing_ok=True)
+    elif target.exists() and arg != path and not (root / arg).exists():
+        (root / arg).parent.mkdir(parents=True, exist_ok=True)
+        if kind == "rename":
+            target.rename(root / arg)
+        else:
+            shutil.copyfile(target, root / arg)
+
+
+def disk_state(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in root.rglob("*.md")}
+
+
+def _validity(content: str) -> tuple[str | None, str | None]:
+    found: dict[str, str] = {}
+    if content.startswith("---\n"):
+        for line in content.split("---\n")[1].splitlines():
+            key, _, value = line.partition(": ")
+            found[key] = value
+    return found.get("valid_from"), found.get("valid_to")
+
+
+def expected_notes(chains: dict[str, list[str]], valid_day: str) -> dict[str, str]:
+    """A model of the validity overlay: per path, the newest revision (since it appeared there) valid then."""
+    out = {}
+    for path, chain in chains.items():
+        for content in reversed(chain):
+            start, end = _validity(content)
+            if (start is None or start <= valid_day) and (end is None or valid_day < end):
+                out[path] = content
+                break
+    return out
+
+
+def check_export_model(vault: Vault, as_of: str, valid_day: str, chains: dict[str, list[str]]) -> None:
+    _, chunks = split_export(vault.export(as_of=as_of, valid_at=valid_day))
+    got: dict[str, str] = {}
+    for chunk in chunks:
+        got[chunk["path"]] = got.get(chunk["path"], "") + chunk["text"]
+    assert got == expected_notes(chains, valid_day)
+
+
+def check_cutoff(vault: Vault, as_of: str | None, valid_at: str | None) -> None:
+    header, chunks = split_export(vault.export(as_of=as_of, valid_at=valid_at))
+    for query in QUERIES:
+        expression = parse_query(query).expression
+        want = fresh_keyword(header, chunks, expression) if expression else []
+        for limit in (1000, 3):
+            got = vault.search(query, as_of=as_of, valid_at=valid_at, mode="keyword", limit=limit)
+            assert got["match"] == expression
+            same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]], want[:limit])
+        got = vault.search(query, as_of=as_of, valid_at=valid_at, mode="vector", limit=1000)
+        same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
+                     brute_vector(chunks, HashEmbedder(), query), rel=0.0, abs_=1e-12)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(steps=st.lists(st.lists(op, min_size=1, max_size=3), min_size=1, max_size=6),
+       valid_day=st.sampled_from([None, *DAYS]))
+def test_keyword_and_vector_exact_at_every_cutoff(tmp_path_factory, steps, valid_day) -> None:
+    base = tmp_path_factory.mktemp("h")
+    root = base / "vault"
+    root.mkdir()
+    times = []
+    chains: dict[str, list[str]] = {}
+    with Vault.open(base / "db.sqlite", root=root) as vault:
+        for i, batch in enumerate(steps):
+            for step in batch:
+                apply_op(root, step)
+            when = dt.datetime(2024, 1, 2 + 2 * i, tzinfo=dt.timezone.utc)
+            vault.sync(known_at=when)
+            times.append(when.isoformat())
+            state = disk_state(root)
+            chains = {p: (chains[p] + [c] if chains[p][-1] != c else chains[p]) if p in chains else [c]
+                      for p, c in state.items()}
+            check_export_model(vault, when.isoformat(), valid_day or when.date().isoformat(), chains)
+        for as_of in [None, "2024-01-01", *times]:
+            check_cutoff(vault, as_of, valid_day)
+
+
+def test_one_word_query_is_the_plain_fts5_phrase() -> None:
+    for word in ["budget", "C++", "e-mail", "AND", "NEAR", "x\"y"]:
+        expression = parse_query(word).expression
+        assert expression == '"' + word.replace('"', "") + '"' or expression == '"' + word.replace('"', '""') + '"'

@@ -1,0 +1,49 @@
+"""Exact cosine ranking over the vectors of exactly the chunks visible in a snapshot (sqlite-vec, brute force).
+
+Each distinct doc has one int8 vector; every visible chunk row using that doc shares its similarity.
+Order: similarity descending (distance ascending), then path, then chunk position.
+"""
+
+from __future__ import annotations
+
+import json
+
+import apsw
+
+from ..embed import Embedder, quantize
+from .keyword import Scored, order_key
+from .snapshot import Snapshot, rows_source
+
+DISTANCE = "vec_distance_cosine(vec_int8(v.embedding), vec_int8(:q))"
+
+
+def query_vector(embedder: Embedder, query: str) -> bytes:
+    return quantize(embedder.embed_batch([query])[0])
+
+
+def rank(con: apsw.Connection, snap: Snapshot, embedder: Embedder, query: str, allowed: set[int] | None,
+         limit: int) -> list[Scored]:
+    """The ``limit`` visible chunks (of allowed notes) nearest the query; ``score`` is the cosine similarity."""
+    if limit <= 0 or (allowed is not None and not allowed):
+        return []
+    q = query_vector(embedder, query)
+    if not any(q):
+        return []
+    source, params = rows_source(snap, allowed)
+    params = {**params, "q": q}
+    nearest = f"SELECT v.doc_id, {DISTANCE} AS d FROM search_vectors v WHERE v.doc_id IN (SELECT doc_id FROM ({source}))"
+    docs = con.execute(f"{nearest} ORDER BY d LIMIT :n", {**params, "n": limit + 1}).fetchall()
+    if len(docs) > limit and docs[limit - 1][1] == docs[limit][1]:
+        edge = docs[limit - 1][1]
+        docs = [d for d in docs if d[1] < edge] + con.execute(
+            f"SELECT doc_id, d FROM ({nearest}) WHERE d = :edge", {**params, "edge": edge}).fetchall()
+    if not docs:
+        return []
+    distance = dict(docs)
+    rows = con.execute(
+        f"SELECT s.id, s.doc_id FROM ({source}) s WHERE s.doc_id IN (SELECT value FROM json_each(:docs))",
+        {**params, "docs": json.dumps(sorted(distance))}).fetchall()
+    scored = [Scored(row_id, 1.0 - distance[doc_id]) for row_id, doc_id in rows]
+    keys = order_key(con, scored)
+    scored.sort(key=lambda s: (-s.score, keys[s.row_id]))
+    return scored[:limit]
