@@ -57,10 +57,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_http(db: Path, vault: Path, port: int, *extra: str) -> subprocess.Popen[str]:
+def start_http(db: Path, vault: Path, port: int, *extra: str, host: str = "127.0.0.1") -> subprocess.Popen[str]:
     """``vaultsync serve --http`` as a subprocess, returned once it accepts connections."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vaultsync", "--db", str(db), "serve", str(vault), "--http", f"127.0.0.1:{port}", *extra],
+        [sys.executable, "-m", "vaultsync", "--db", str(db), "serve", str(vault), "--http", f"{host}:{port}", *extra],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     deadline = time.monotonic() + 30
