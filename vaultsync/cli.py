@@ -383,6 +383,9 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
     anyio.run(lambda: t.serve_http(mcp, host, port, token=token))
 
 
+from . import cli_search  # noqa: E402,F401  (registers search, export, reindex, reembed)
+
+
 def main() -> None:
     cli(prog_name="vaultsync")
 

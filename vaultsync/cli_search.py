@@ -1,0 +1,131 @@
+"""The search commands (search, export, reindex, reembed): thin click commands over ``Vault``."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import click
+
+from .cli import Context, as_of_option, cli, echo_json, friendly, json_option, pass_ctx
+from .embed import EMBEDDERS
+from .errors import ConfigError
+from .search.engine import DEFAULT_MODE, MODES
+from .times import ACCEPTED
+
+
+def valid_at_option(fn):  # type: ignore[no-untyped-def]
+    return click.option("--valid-at", help=f"Validity time for notes declaring valid_from/valid_to: {ACCEPTED}. "
+                                           "Default: the --as-of time.")(fn)
+
+
+def _where(pairs: tuple[str, ...]) -> dict[str, str] | None:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--where takes key=value, not {pair!r}")
+        out[key.strip()] = value
+    return out or None
+
+
+def _bold(snippet: str) -> str:
+    if not sys.stdout.isatty():
+        return snippet
+    return re.sub(r"\*\*(.+?)\*\*", lambda m: click.style(m.group(1), bold=True), snippet)
+
+
+@cli.command()
+@click.argument("query")
+@as_of_option
+@valid_at_option
+@click.option("--mode", type=click.Choice(MODES), default=DEFAULT_MODE, show_default=True,
+              help="keyword (BM25), vector (cosine) or hybrid (reciprocal rank fusion of both).")
+@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="How many chunks.")
+@click.option("--prefix", help="Only notes whose path starts with this (a folder: Projects/).")
+@click.option("--tag", "tags", multiple=True, help="Only notes with this tag (nested tags count); repeatable.")
+@click.option("--where", "where", multiple=True, metavar="KEY=VALUE", help="Only notes whose frontmatter KEY is VALUE; repeatable.")
+@json_option
+@pass_ctx
+@friendly
+def search(obj: Context, query: str, as_of: str | None, valid_at: str | None, mode: str, limit: int,
+           prefix: str | None, tags: tuple[str, ...], where: tuple[str, ...], as_json: bool) -> None:
+    """Search the vault's chunks as they were at a time (words, "a phrase", prefix*).
+
+    \b
+    Example:
+        vaultsync search "project kickoff"
+        vaultsync search budget --as-of 2025-03-01 --mode keyword --prefix Projects/ --json
+    """
+    result = obj.vault().search(query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit, prefix=prefix,
+                                tags=list(tags) or None, where=_where(where))
+    if as_json:
+        echo_json(result)
+        return
+    if not result["hits"]:
+        click.echo("no matches", err=True)
+    for n, hit in enumerate(result["hits"], start=1):
+        where_in = " › ".join(hit["heading_path"])
+        lines = f"lines {hit['lines'][0]}-{hit['lines'][1]}"
+        click.echo(f"{n:>2}. {click.style(hit['path'], fg='cyan') if sys.stdout.isatty() else hit['path']}"
+                   f"{'  › ' + where_in if where_in else ''}  ({lines})")
+        click.echo(f"    {_bold(hit['snippet'])}")
+
+
+@cli.command()
+@as_of_option
+@valid_at_option
+@click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
+@pass_ctx
+@friendly
+def export(obj: Context, as_of: str | None, valid_at: str | None, fmt: str) -> None:
+    """Every chunk visible at a time, as JSON lines, with the exact text the keyword index tokenizes.
+
+    The first line is a header naming the FTS5 tokenizer, so anyone can rebuild the keyword ranking.
+
+    \b
+    Example:
+        vaultsync export --as-of 2025-03-01 > vault-2025-03-01.jsonl
+    """
+    for line in obj.vault().export(as_of=as_of, valid_at=valid_at):
+        click.echo(json.dumps(line, ensure_ascii=False))
+
+
+@cli.command()
+@click.option("--full", is_flag=True, help="Drop the search index and rebuild it from the stored history.")
+@json_option
+@pass_ctx
+@friendly
+def reindex(obj: Context, full: bool, as_json: bool) -> None:
+    """Bring the search index up to date (e.g. a database made before search existed).
+
+    \b
+    Example:
+        vaultsync reindex
+        vaultsync reindex --full
+    """
+    result = obj.vault(readonly=False).reindex(full=full)
+    if as_json:
+        echo_json(result)
+    else:
+        click.echo(f"{result['vault']}: {result['batches_indexed']} batches indexed")
+
+
+@cli.command()
+@click.option("--embedder", "name", type=click.Choice(sorted(EMBEDDERS)), required=True, help="The embedder to switch to.")
+@json_option
+@pass_ctx
+@friendly
+def reembed(obj: Context, name: str, as_json: bool) -> None:
+    """Re-embed every stored chunk text with another embedder (the store never mixes two).
+
+    \b
+    Example:
+        vaultsync reembed --embedder hash
+    """
+    result = obj.vault(readonly=False).reembed(name)
+    if as_json:
+        echo_json(result)
+    else:
+        click.echo(f"{result['docs_embedded']} texts embedded with {result['embedder']}")
