@@ -15,7 +15,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-test: $(STAMP)
+# The TypeScript MCP SDK, a second independent client for tests/test_mcp_js.py (skipped without Node.js).
+JS := tests/js
+$(JS)/node_modules/.package-lock.json: $(JS)/package.json $(JS)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then cd $(JS) && npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: tests/test_mcp_js.py (TypeScript MCP client) will be skipped"; fi
+
+test: $(STAMP) $(JS)/node_modules/.package-lock.json
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 clean:

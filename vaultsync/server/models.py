@@ -11,21 +11,30 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class Component(_Out):
+    """One ranking's view of a hit."""
+
+    rank: int = Field(description="Rank in this ranking (1 = best; ties share a rank)")
+    score: float = Field(description="The ranking's own score (BM25 is lower-is-better, cosine higher-is-better)")
+
+
 class SearchHit(_Out):
-    """One matching chunk, as ``vaultsync search --json`` prints it."""
+    """One matching chunk, exactly as ``vaultsync search --json`` prints it."""
 
     model_config = ConfigDict(extra="allow")
     path: str = Field(description="Vault-relative path of the note")
     chunk_id: str = Field(description="Stable id of the chunk within the note")
-    heading_path: Any = Field(default=None, description="Headings the chunk sits under, outermost first")
-    lines: Any = Field(default=None, description="First and last line of the chunk (1-based)")
-    text: str = Field(description="The chunk's exact text (may be cut; see truncated)")
-    score: float = Field(description="Fused score (higher is better)")
-    keyword: Any = Field(default=None, description="Keyword (BM25) component, if it matched")
-    vector: Any = Field(default=None, description="Vector (cosine) component, if it matched")
-    known_at: str | None = Field(default=None, description="When vaultsync learned this revision (UTC)")
-    content_hash: str | None = Field(default=None, description="SHA-256 of the note revision")
-    uri: str | None = Field(default=None, description="note:// URI of the note")
+    heading_path: list[str] = Field(description="Headings the chunk sits under, outermost first")
+    lines: list[int] = Field(description="First and last line of the chunk (1-based, inclusive)")
+    text: str = Field(description="The chunk's exact text (cut when very long; see truncated)")
+    score: float = Field(description="Fused reciprocal-rank score (higher is better)")
+    keyword: Component | None = Field(default=None, description="Keyword (BM25) ranking, if it matched")
+    vector: Component | None = Field(default=None, description="Vector (cosine) ranking, if it matched")
+    known_at: str | None = Field(description="When vaultsync learned this revision (UTC)")
+    content_hash: str | None = Field(description="SHA-256 of the note revision")
+    uri: str | None = Field(default=None, description="Link that opens the note in Obsidian")
+    title: str | None = None
+    snippet: str | None = Field(default=None, description="The matching words in context")
 
 
 class SearchResult(_Out):

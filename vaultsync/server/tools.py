@@ -30,7 +30,7 @@ from .models import (
     StatusResult,
     WatcherStatus,
 )
-from .runtime import Runtime, note_uri
+from .runtime import Runtime
 
 MAX_NOTE_CHARS = 262_144
 """read_note returns the whole note up to this many characters; page with offset beyond it."""
@@ -121,8 +121,6 @@ def register_read_tools(mcp: MCPServer, rt: Runtime) -> None:
         Pass as_of (e.g. '2025-03-01') to search only what the vault contained then. Read a whole
         note with read_note(path, as_of).
         """
-        if not hasattr(rt.reader or rt._given, "search"):
-            raise ToolError("search is not available in this build of vaultsync; use list_notes and read_note")
         cutoff, valid = when(as_of, "as_of"), when(valid_at, "valid_at")
         with rt.reading() as vault:
             result = vault.search(query, as_of=cutoff, valid_at=valid, mode=mode, limit=limit,
@@ -134,7 +132,6 @@ def register_read_tools(mcp: MCPServer, rt: Runtime) -> None:
             room = max(200, min(MAX_HIT_CHARS, budget))
             if len(text) > room:
                 hit["text"], cut = text[:room] + " …[truncated]", True
-            hit.setdefault("uri", note_uri(hit["path"]))
             budget -= len(hit["text"]) + 300
             hits.append(hit)
             if budget <= 0:
