@@ -285,3 +285,14 @@ async def check_resources(c: Any, notes: int, page_size: int) -> None:
     assert text.startswith("# Filler 0")
     templates = (await c.list_resource_templates()).resource_templates
     assert [t.uri_template for t in templates] == ["note://{+path}"]
+
+
+async def watching(c: Any, timeout: float = 30) -> dict[str, Any]:
+    """Wait until the server's in-process watcher has caught up and is watching; its status."""
+    with anyio.fail_after(timeout):
+        while True:
+            status = sc(await c.call_tool("vault_status", {}))["watcher"]
+            if status["in_process"] and status["running"] and not status.get("starting"):
+                return status
+            assert not status.get("last_error"), status
+            await anyio.sleep(0.05)

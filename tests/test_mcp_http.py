@@ -22,6 +22,7 @@ from mcp_helpers import (
     free_port,
     make_history_vault,
     next_update,
+    watching,
     sc,
     start_http,
     stop,
@@ -91,7 +92,7 @@ async def test_http_every_tool(server: str, history: dict, mode: str) -> None:
 async def test_http_watch_and_writes_notify_listeners(live: dict) -> None:
     async with Client(authed(live["url"])) as c:
         await check_tool_listing(c, writes=True)
-        assert sc(await c.call_tool("vault_status", {}))["watcher"]["in_process"] is True
+        await watching(c)
         async with c.listen(resource_subscriptions=["note://Inbox.md", "note://Made%20Here.md"]) as sub:
             (live["root"] / "Inbox.md").write_text("# Inbox\n\n- typed in the editor\n", encoding="utf-8")
             await next_update(sub, "note://Inbox.md")
@@ -105,6 +106,7 @@ async def test_http_watch_and_writes_notify_listeners(live: dict) -> None:
 async def test_http_watch_notifies_legacy_subscribers(live: dict) -> None:
     updates = Updates()
     async with Client(authed(live["url"]), mode="legacy", message_handler=updates) as c:
+        await watching(c)
         await c.session.subscribe_resource("note://People/Ana.md")
         await anyio.sleep(0.3)  # let the client open its standalone GET stream
         (live["root"] / "People" / "Ana.md").write_text("# Ana\n\nEdited over HTTP.\n", encoding="utf-8")

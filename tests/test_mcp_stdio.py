@@ -25,6 +25,7 @@ from mcp_helpers import (
     check_tool_listing,
     make_history_vault,
     next_update,
+    watching,
     sc,
 )
 
@@ -72,8 +73,8 @@ async def test_stdio_every_tool(history: dict, mode: str) -> None:
 @pytest.mark.anyio
 async def test_stdio_watch_notifies_listeners_of_file_edits_and_writes(copy: dict) -> None:
     async with Client(stdio(copy, "--watch", "--allow-writes")) as c:
-        status = sc(await c.call_tool("vault_status", {}))
-        assert status["watcher"]["running"] is True and status["watcher"]["in_process"] is True
+        status = await watching(c)
+        assert status["observer"] and status["lag_seconds"] is not None
         await check_tool_listing(c, writes=True)
         async with c.listen(resource_subscriptions=["note://Inbox.md", "note://Notes/Filler%2003.md"]) as sub:
             (copy["root"] / "Inbox.md").write_text("# Inbox\n\n- edited in the editor\n", encoding="utf-8")
@@ -93,6 +94,7 @@ async def test_stdio_watch_notifies_legacy_subscribers(copy: dict) -> None:
     updates = Updates()
     async with Client(stdio(copy, "--watch", "--allow-writes"), mode="legacy", message_handler=updates) as c:
         assert c.server_capabilities.resources.subscribe is True
+        await watching(c)
         await c.session.subscribe_resource("note://People/Ana.md")
         await c.session.subscribe_resource("note://Inbox.md")
         (copy["root"] / "People" / "Ana.md").write_text("# Ana\n\nNow leads Atlas.\n", encoding="utf-8")
@@ -106,7 +108,7 @@ async def test_stdio_watch_notifies_legacy_subscribers(copy: dict) -> None:
 async def test_stdio_refuses_to_watch_twice(copy: dict) -> None:
     """A second server with --watch on the same vault is refused up front with one clear line."""
     async with Client(stdio(copy, "--watch")) as c:
-        assert sc(await c.call_tool("vault_status", {}))["watcher"]["in_process"] is True
+        await watching(c)
         done = subprocess.run([sys.executable, "-m", "vaultsync", "--db", str(copy["db"]), "serve", str(copy["root"]),
                                "--watch"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
         assert done.returncode == 1 and done.stdout == ""

@@ -71,6 +71,8 @@ class Runtime:
         self.reader: Vault | None = None
         self.writer: Vault | None = None
         self.watcher: Any = None
+        self._starter: threading.Thread | None = None
+        self.watcher_error: str | None = None
         self.bus = InMemorySubscriptionBus()
         self.legacy: dict[str, dict[int, Any]] = {}
         self._read_lock = threading.Lock()
@@ -126,14 +128,16 @@ class Runtime:
             if self._users == 1:
                 await anyio.to_thread.run_sync(self.open)
                 self._token = anyio.lowlevel.current_token()
-                if self.watch:
-                    await anyio.to_thread.run_sync(self._start_watcher)
+                if self.watch:  # in the background: the first catch-up of a big vault takes a while
+                    self._starter = threading.Thread(target=self._start_watcher, name="vaultsync-watcher-start",
+                                                     daemon=True)
+                    self._starter.start()
             yield self
         finally:
             self._users -= 1
             if self._users == 0:
                 with anyio.CancelScope(shield=True):
-                    if self.watcher is not None:
+                    if self._starter is not None:
                         await anyio.to_thread.run_sync(self._stop_watcher)
                     self._token = None
                     self.legacy.clear()
@@ -145,11 +149,19 @@ class Runtime:
 
         assert self.writer is not None
         watcher = Watcher(self.writer, on_batch=self.on_batch, **self.watcher_options)
-        watcher.start()  # takes the writer lock and records what changed while nobody watched
+        try:
+            watcher.start()  # takes the writer lock and records what changed while nobody watched
+        except Exception as exc:  # reported by vault_status; the server keeps answering from the store
+            logger.error("the watcher could not start: %s", exc)
+            self.watcher_error = str(exc)
+            return
         self.watcher = watcher
         logger.info("watching %s", self.writer.root)
 
     def _stop_watcher(self) -> None:
+        starter, self._starter = self._starter, None
+        if starter is not None:
+            starter.join()
         watcher, self.watcher = self.watcher, None
         if watcher is not None:
             watcher.stop()
@@ -167,6 +179,10 @@ class Runtime:
 
     def watcher_status(self) -> dict[str, Any]:
         status: dict[str, Any] = {"running": False, "in_process": False, "other_process": None, "lag_seconds": None}
+        if self._starter is not None and self.watcher is None:
+            starting = self.watcher_error is None
+            status.update(running=starting, in_process=True, starting=starting, last_error=self.watcher_error)
+            return status
         if self.watcher is not None:
             extra = dict(self.watcher.status()) if hasattr(self.watcher, "status") else {}
             status.update({k: v for k, v in extra.items() if k not in status or v is not None})

@@ -1,0 +1,124 @@
+"""search_notes round-trip latency through the MCP server over stdio, now and at past dates.
+
+    .venv/bin/python benchmarks/bench_mcp.py [--work /tmp/vs-bench-mcp] [--queries 100] [--corpus hub help]
+
+Each corpus (a git bundle in ../shared/corpora, read at run time) is cloned and its whole first-parent
+history imported, one batch per commit at its committer time (the same states replay_history.py
+replays). Then ``vaultsync serve`` runs as a real stdio subprocess and the official Python client
+calls ``search_notes`` once per query and date; the time is the client-side round trip (JSON-RPC
+over pipes, argument validation, the as-of search, result serialisation). Queries: the hub's
+labelled retrieval queries; for help, note titles at HEAD (a fixed random sample).
+Targets: p50 <= 50 ms now, <= 250 ms at a past date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from common import CORPORA, clone, machine, save, summary_ms
+from vaultsync.times import format_time
+from vaultsync.vault import Vault
+
+TARGET_NOW_MS, TARGET_PAST_MS = 50.0, 250.0
+
+
+def build(work: Path, name: str) -> tuple[Path, Path, dict[str, Any]]:
+    root = clone(f"obsidian-{name}.bundle", work / name)
+    db = work / f"{name}-history.db"
+    info: dict[str, Any] = {}
+    if not db.exists():
+        started = time.perf_counter()
+        with Vault.open(db, root=root, name=name) as vault:
+            result = vault.import_git()
+        info["import_seconds"] = round(time.perf_counter() - started, 1)
+        info["commits"] = result.commits
+    with Vault.open(db, name=name, readonly=True) as vault:
+        stats = vault.stats()
+        info.update(notes=stats["notes"], revisions=stats["revisions"], batches=stats["batches"],
+                    first_batch=stats["first_batch"], last_batch=stats["last_batch"])
+    return root, db, info
+
+
+def queries(name: str, db: Path, count: int) -> list[str]:
+    rng = random.Random(5)
+    if name == "hub":
+        rows = [json.loads(line) for line in (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()]
+        picked = [r["query"] for r in rows]
+    else:
+        with Vault.open(db, name=name, readonly=True) as vault:
+            picked = sorted({r.title for r in vault.ls() if r.title})
+    rng.shuffle(picked)
+    return picked[:count]
+
+
+def past_dates(info: dict[str, Any]) -> list[str]:
+    """Three cutoffs at 25, 50 and 75 % of the history's span."""
+    from vaultsync.times import parse_time
+
+    first, last = parse_time(info["first_batch"]), parse_time(info["last_batch"])
+    return [format_time(first + (last - first) * k // 4) for k in (1, 2, 3)]
+
+
+async def measure(db: Path, root: Path, items: list[str], dates: list[str | None], mode: str) -> dict[str, Any]:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "--db", str(db), "serve", str(root)])
+    out: dict[str, Any] = {}
+    async with Client(params, mode=mode) as client:
+        for query in items[:5]:  # warm caches and the embedder
+            await client.call_tool("search_notes", {"query": query})
+        for date in dates:
+            times, empty = [], 0
+            for query in items:
+                args = {"query": query} if date is None else {"query": query, "as_of": date}
+                started = time.perf_counter()
+                result = await client.call_tool("search_notes", args)
+                times.append((time.perf_counter() - started) * 1000)
+                if result.is_error:
+                    raise RuntimeError(result.content[0].text)
+                empty += not result.structured_content["hits"]
+            out[date or "now"] = {**summary_ms(times), "empty_results": empty}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/vs-bench-mcp"))
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--corpus", nargs="+", default=["hub", "help"], choices=["hub", "help"])
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    payload: dict[str, Any] = {"machine": machine(), "queries_per_date": args.queries, "corpora": {}}
+    lines = ["# search_notes over MCP stdio: round-trip latency", "",
+             f"Command: `.venv/bin/python benchmarks/bench_mcp.py --queries {args.queries}`. "
+             f"Client: official `mcp` Python client, a real `vaultsync serve` subprocess; {args.queries} queries per "
+             f"date, each called once after 5 warm-up calls. Targets: p50 <= {TARGET_NOW_MS:g} ms now, "
+             f"<= {TARGET_PAST_MS:g} ms at a past date.", "",
+             "| corpus | era | as of | p50 ms | p95 ms | empty results | target |", "|---|---|---|---|---|---|---|"]
+    for name in args.corpus:
+        root, db, info = build(args.work, name)
+        items = queries(name, db, args.queries)
+        dates: list[str | None] = [None, *past_dates(info)]
+        results = {mode: anyio.run(measure, db, root, items, dates, mode) for mode in ("2026-07-28", "legacy")}
+        payload["corpora"][name] = {"history": info, "latency": results}
+        for mode, per_date in results.items():
+            for date, fig in per_date.items():
+                target = TARGET_NOW_MS if date == "now" else TARGET_PAST_MS
+                verdict = "met" if fig["p50_ms"] <= target else "MISSED"
+                lines.append(f"| {name} ({info['notes']} notes, {info['batches']} batches) | {mode} | {date} | "
+                             f"{fig['p50_ms']} | {fig['p95_ms']} | {fig['empty_results']}/{fig['n']} | "
+                             f"{verdict} (p50 <= {target:g}) |")
+    lines += ["", f"Machine: {payload['machine']}", ""]
+    save("bench_mcp", payload, "\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

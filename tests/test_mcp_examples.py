@@ -1,0 +1,47 @@
+"""Every client configuration in examples/mcp starts a working server (run as its client would)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from mcp_helpers import READ_TOOLS, make_history_vault, sc, watching
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "mcp"
+CONFIGS = sorted(EXAMPLES.glob("*.json"))
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def test_every_client_has_a_config() -> None:
+    assert [p.name for p in CONFIGS] == ["claude_code.mcp.json", "claude_desktop_config.json", "cursor.mcp.json",
+                                         "vscode.mcp.json"]
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "An MCP server in one line" in readme
+    for client in ("Claude Desktop", "Claude Code", "Cursor", "VS Code"):
+        assert client in readme
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
+async def test_example_config_starts_a_server(config: Path, tmp_path: Path) -> None:
+    data = json.loads(config.read_text(encoding="utf-8"))
+    entry = (data.get("mcpServers") or data["servers"])["vaultsync"]
+    assert entry["command"] == "vaultsync" and entry["args"][:2] == ["serve", "~/notes"]
+    home = tmp_path / "home"
+    make_history_vault(home / "notes", tmp_path / "db" / "v.db")
+    env = {**os.environ, **entry.get("env", {}), "HOME": str(home), "VAULTSYNC_DB": str(tmp_path / "db" / "v.db")}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", *entry["args"]], env=env)
+    async with Client(params, mode="legacy") as c:
+        assert [t.name for t in (await c.list_tools()).tools] == READ_TOOLS
+        await watching(c)
+        assert sc(await c.call_tool("read_note", {"path": "Inbox.md"}))["content"].startswith("# Inbox")
