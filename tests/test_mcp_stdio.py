@@ -124,9 +124,9 @@ async def test_stdio_refuses_to_watch_twice(copy: dict) -> None:
 class RawServer:
     """The stdio server driven line by line, to send what no well-behaved client would."""
 
-    def __init__(self, facts: dict) -> None:
+    def __init__(self, facts: dict, *flags: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "vaultsync", "--db", str(facts["db"]), "serve", str(facts["root"])],
+            [sys.executable, "-m", "vaultsync", "--db", str(facts["db"]), "serve", str(facts["root"]), *flags],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         self.lines: list[bytes] = []
@@ -195,3 +195,27 @@ def test_stdio_protocol_abuse(history: dict) -> None:
         stderr = server.close()
     assert all(json.loads(line)["jsonrpc"] == "2.0" for line in server.lines), "stdout carries only protocol"
     assert "Traceback" not in stderr
+
+
+def test_stdio_sigterm_flushes_the_watcher_and_exits_cleanly(copy: dict) -> None:
+    import signal
+
+    from vaultsync import Vault
+
+    server = RawServer(copy, "--watch")
+    init = server.request(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                            "clientInfo": {"name": "raw", "version": "0"}})
+    assert "result" in init
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    for _ in range(300):  # until the watcher is watching
+        reply = server.request(2, "tools/call", {"name": "vault_status", "arguments": {}})
+        watcher = reply["result"]["structuredContent"]["watcher"]
+        if watcher["running"] and not watcher.get("starting"):
+            break
+        time.sleep(0.1)
+    (copy["root"] / "Inbox.md").write_text("# Inbox\n\nwritten just before shutdown\n", encoding="utf-8")
+    time.sleep(0.05)
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(timeout=30) == 0
+    with Vault.open(copy["db"], name="vault", readonly=True) as vault:
+        assert vault.read("Inbox.md").content == "# Inbox\n\nwritten just before shutdown\n"

@@ -6,15 +6,18 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import os
 import secrets
 import signal
 import socket
 import sys
+import threading
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import anyio
-import anyio.to_thread
+import anyio.from_thread
+import anyio.lowlevel
 from mcp.server import MCPServer
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
@@ -39,28 +42,59 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 class GuardedLines:
     """stdin as JSON-RPC lines: oversized lines and malformed JSON are answered with a JSON-RPC
-    error (``id: null`` when it cannot be known) instead of being dropped, and never buffered whole."""
+    error (``id: null`` when it cannot be known) instead of being dropped, and never buffered whole.
+
+    Lines are read on a daemon thread, so a blocked read never keeps the process from exiting.
+    """
+
+    _OVERSIZED = b"\x00oversized"
 
     def __init__(self, raw: BinaryIO, limit: int = MAX_MESSAGE_BYTES) -> None:
         self.raw = raw
         self.limit = limit
         self.reply: Any = None
         self.ready = anyio.Event()
+        self._send, self._recv = anyio.create_memory_object_stream[bytes](16)
 
     def __aiter__(self) -> Any:
         return self._lines()
 
+    def _pump(self, token: Any) -> None:
+        """Split fd reads into lines (os.read holds no Python lock, so exiting never waits on it)."""
+        fd = self.raw.fileno()
+        pending, skipping = bytearray(), False
+        try:
+            while chunk := os.read(fd, 1 << 16):
+                start = 0
+                while (end := chunk.find(b"\n", start)) >= 0:
+                    if not skipping:
+                        pending += chunk[start:end + 1]
+                    line = self._OVERSIZED if skipping or len(pending) > self.limit else bytes(pending)
+                    pending.clear()
+                    skipping = False
+                    anyio.from_thread.run(self._send.send, line, token=token)
+                    start = end + 1
+                if not skipping:
+                    pending += chunk[start:]
+                    if len(pending) > self.limit:  # too long already: drop it and skip to its end
+                        pending.clear()
+                        skipping = True
+            if pending or skipping:
+                anyio.from_thread.run(self._send.send, self._OVERSIZED if skipping else bytes(pending), token=token)
+        except Exception:  # the event loop is gone: nobody is listening any more
+            logger.debug("stdin reader stopped", exc_info=True)
+        finally:
+            try:
+                anyio.from_thread.run_sync(self._send.close, token=token)
+            except Exception:
+                pass
+
     async def _lines(self) -> Any:
         await self.ready.wait()
-        while True:
-            line = await self._readline(self.limit + 1)
-            if not line:
-                return
-            if len(line) > self.limit and not line.endswith(b"\n"):
-                while True:  # skip the rest of the oversized line without keeping it
-                    more = await self._readline(1 << 16)
-                    if not more or more.endswith(b"\n"):
-                        break
+        token = anyio.lowlevel.current_token()
+        threading.Thread(target=self._pump, args=(token,), name="vaultsync-stdin", daemon=True).start()
+        async for line in self._recv:
+            if line is self._OVERSIZED:
                 await self._error(None, INVALID_REQUEST, f"message too large: the limit is {self.limit} bytes")
                 continue
             text = line.decode("utf-8", "replace")
@@ -80,9 +114,6 @@ class GuardedLines:
                                   "notification or response object")
                 continue
             yield text
-
-    async def _readline(self, size: int) -> bytes:
-        return await anyio.to_thread.run_sync(self.raw.readline, size, abandon_on_cancel=True)
 
     async def _error(self, ident: str | int | None, code: int, message: str) -> None:
         logger.info("refused a stdio message: %s", message)
