@@ -183,3 +183,31 @@ async def test_legacy_subscribe_notified_after_a_write(writable: Vault) -> None:
         assert updates.uris == ["note://People/Ana.md"]
         with pytest.raises(MCPError):
             await c.session.subscribe_resource("file:///etc/passwd")
+
+
+@pytest.mark.anyio
+async def test_queries_never_see_a_half_applied_batch(tmp_path: Path) -> None:
+    """The server reads on its own connection: a batch being written is seen whole or not at all."""
+    root, db = tmp_path / "vault", tmp_path / "db" / "v.db"
+    make_history_vault(root, db)
+    server = build_server(ServeConfig(db=db, root=root, allow_writes=True))
+    writer = server.runtime.writer
+    assert writer is not server.runtime.reader
+    for i in range(300):
+        (root / "Bulk").mkdir(exist_ok=True)
+        (root / "Bulk" / f"n{i:03d}.md").write_text(f"# Bulk {i}\n\n" + "words " * 200, encoding="utf-8")
+    seen: set[int] = set()
+    async with Client(server) as c:
+        async with anyio.create_task_group() as tg:
+            done = anyio.Event()
+
+            async def write_batch() -> None:
+                summary = await anyio.to_thread.run_sync(lambda: writer.sync(["Bulk"]))
+                assert summary.added == 300
+                done.set()
+
+            tg.start_soon(write_batch)
+            while not done.is_set():
+                listing = sc(await c.call_tool("list_notes", {"prefix": "Bulk/", "limit": 500}))
+                seen.add(len(listing["notes"]))
+    assert seen <= {0, 300} and 0 in seen, seen
