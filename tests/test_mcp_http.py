@@ -4,7 +4,6 @@ streamable HTTP, the watcher beside it, Origin/Host checks, bearer tokens and re
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import anyio

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters

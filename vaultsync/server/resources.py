@@ -22,7 +22,7 @@ from mcp.types import (
 
 from ..errors import VaultsyncError
 from ..times import format_time
-from .runtime import NOTE_TEMPLATE, Runtime, note_uri, uri_path
+from .runtime import NOTE_TEMPLATE, Runtime, note_uri
 from .tools import decode_cursor, page
 
 
@@ -74,5 +74,3 @@ def register_resources(mcp: MCPServer, rt: Runtime, *, page_size: int = 100) -> 
     lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
     lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
 
-
-__all__ = ["register_resources", "uri_path"]

@@ -8,10 +8,9 @@ import json
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
-from mcp import MCPError
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import INVALID_PARAMS, ToolAnnotations
+from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from ..errors import NoteNotFound, VaultsyncError
@@ -298,7 +297,3 @@ def _wire_alias(mcp: MCPServer, name: str, renames: dict[str, str]) -> None:
         return inner(**kwargs)
 
     tool.fn = call
-
-
-def invalid_params(message: str) -> MCPError:
-    return MCPError(INVALID_PARAMS, message)
