@@ -155,6 +155,7 @@ async def check_tool_listing(c: Any, *, writes: bool) -> None:
         a = tools[name].annotations
         assert (a.read_only_hint, a.idempotent_hint, a.open_world_hint) == (True, True, False), name
         assert tools[name].output_schema and tools[name].output_schema["type"] == "object", name
+        assert "$ref" not in str(tools[name].output_schema) and "anyOf" not in str(tools[name].output_schema)
         assert len(tools[name].description or "") > 40, name
     assert tools["diff_note"].input_schema["required"] == ["path", "from"]
     limit = tools["list_notes"].input_schema["properties"]["limit"]

@@ -10,6 +10,7 @@ from mcp.server import CacheHint, MCPServer
 
 from ..vault import Vault
 from .resources import register_resources
+from .models import flat_schema
 from .runtime import Runtime, ServeConfig
 from .tools import register_read_tools
 from .writes import register_write_tools
@@ -72,5 +73,8 @@ def build_server(
     if rt.allow_writes:
         register_write_tools(mcp, rt)
     register_resources(mcp, rt, page_size=page_size)
+    for tool in mcp._tool_manager.list_tools():  # noqa: SLF001 - publish flat schemas
+        if tool.fn_metadata.output_schema is not None:
+            tool.fn_metadata.output_schema = flat_schema(tool.fn_metadata.output_schema)
     mcp.runtime = rt  # type: ignore[attr-defined]  # for transports and tests
     return mcp

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -161,3 +162,32 @@ class WriteResult(_Out):
     size: int | None
     ingested: bool = Field(description="True when the change is already searchable")
     uri: str
+
+
+def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The same JSON Schema with ``$ref``s inlined, nullable ``anyOf``s folded into ``type`` lists and
+    titles dropped: equivalent, smaller, and several times faster for clients to validate."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            target = copy.deepcopy(defs[node["$ref"].rsplit("/", 1)[1]])
+            node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        out = {k: ({name: walk(sub) for name, sub in v.items()} if k == "properties" else walk(v))
+               for k, v in node.items() if k not in ("title", "$defs")}
+        options = out.get("anyOf")
+        if options and all(set(o) == {"type"} and isinstance(o["type"], str) for o in options):
+            out.pop("anyOf")
+            out["type"] = [o["type"] for o in options]
+        elif options and len(options) == 2 and {"type": "null"} in options:
+            (other,) = [o for o in options if o != {"type": "null"}]
+            if isinstance(other.get("type"), str):  # X or null: keywords of X only constrain an X
+                out.pop("anyOf")
+                out = {**other, **out, "type": [other["type"], "null"]}
+        return out
+
+    return walk(schema)
