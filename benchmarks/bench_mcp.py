@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import random
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,11 +29,40 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from common import CORPORA, clone, machine, save, summary_ms
 from vaultsync.times import format_time
 from vaultsync.vault import Vault
 
 TARGET_NOW_MS, TARGET_PAST_MS = 50.0, 250.0
+REPO = Path(__file__).resolve().parents[1]
+CORPORA = REPO.parent / "shared" / "corpora"
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def clone(bundle: str, dest: Path) -> Path:
+    """A fresh clone of a corpus bundle (read at run time only; never copied into the repo)."""
+    if not (dest / ".git").exists():
+        subprocess.run(["git", "clone", "-q", str(CORPORA / bundle), str(dest)], check=True)
+    return dest
+
+
+def summary_ms(values: list[float]) -> dict[str, Any]:
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * 0.95
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    p95 = ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+    return {"n": len(values), "p50_ms": round(statistics.median(values), 2), "p95_ms": round(p95, 2)}
+
+
+def machine() -> dict[str, Any]:
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
+            "load_average": [round(x, 2) for x in os.getloadavg()]}
+
+
+def save(name: str, payload: dict[str, Any], markdown: str) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (RESULTS / f"{name}.md").write_text(markdown, encoding="utf-8")
+    print(markdown)
 
 
 def build(work: Path, name: str) -> tuple[Path, Path, dict[str, Any]]:
