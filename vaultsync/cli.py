@@ -368,6 +368,8 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
     from .server import transports as t
 
     folder = vault_dir.expanduser()
+    if not folder.is_dir() and (len(vault_dir.parts) > 1 or str(vault_dir).startswith((".", "~"))):
+        raise click.ClickException(f"vault folder {vault_dir} does not exist or is not a folder")
     config = ServeConfig(db=obj.db, root=folder if folder.is_dir() else None,
                          vault=obj.vault_name or (None if folder.is_dir() else str(vault_dir)),
                          allow_writes=allow_writes, watch=watch)

@@ -108,7 +108,7 @@ class Runtime:
         try:
             self.reader = Vault.open(cfg.db, name=name, readonly=True)
         except ConfigError as exc:
-            if cfg.root is not None and "no vault" in str(exc):
+            if cfg.root is not None and str(exc).startswith("no vault '"):
                 raise ConfigError(f"{exc}; import it first (vaultsync import {cfg.root}) or serve with --watch") from None
             raise
 
