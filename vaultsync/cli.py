@@ -110,7 +110,7 @@ class Bar:
 @click.argument("vault_dir", metavar="VAULT", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--known-at", help=f"Assert when this state was known (loading history): {ACCEPTED}.")
 @click.option("--from-git", is_flag=True, help="Replay the vault's git history (first parent), one batch per commit.")
-@click.option("--strict", is_flag=True, help="Refuse the whole batch if any file cannot be read.")
+@click.option("--strict", is_flag=True, help="Refuse the whole batch if any file cannot be read or has broken frontmatter.")
 @json_option
 @pass_ctx
 @friendly
@@ -137,6 +137,8 @@ def import_(obj: Context, vault_dir: Path, known_at: str | None, from_git: bool,
         bar.close()
     for error in summary.errors:
         click.echo(f"warning: skipped {error.path}: {error.reason}", err=True)
+    for warning in summary.warnings:
+        click.echo(f"warning: {warning.path}: {warning.reason}", err=True)
     if as_json:
         echo_json(payload)
         return

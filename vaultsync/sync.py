@@ -93,6 +93,8 @@ class BatchSummary:
     deleted: int = 0
     unchanged: int = 0
     errors: list[FileError] = field(default_factory=list)
+    warnings: list[FileError] = field(default_factory=list)
+    """Notes stored with a warning (e.g. broken YAML frontmatter kept as text)."""
     lifted: int = 0
     seconds: float = 0.0
     paths: list[str] = field(default_factory=list)
@@ -113,6 +115,7 @@ class BatchSummary:
             "deleted": self.deleted,
             "unchanged": self.unchanged,
             "errors": [{"path": e.path, "reason": e.reason} for e in self.errors],
+            "warnings": [{"path": w.path, "reason": w.reason} for w in self.warnings],
             "seconds": round(self.seconds, 3),
         }
 
@@ -121,6 +124,8 @@ class BatchSummary:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.unchanged = other.unchanged
         self.errors.extend(other.errors)
+        self.warnings.extend(other.warnings)
+        self.seconds += other.seconds
         if other.batch_id is not None:
             self.batch_id, self.known_at = other.batch_id, other.known_at
             self.paths.extend(other.paths)
@@ -363,6 +368,9 @@ def apply(
             warnings = list(parsed.warnings)
             valid_from, valid_to = _validity(parsed.frontmatter, warnings)
             parsed.warnings = tuple(warnings)
+            summary.warnings.extend(FileError(change.path, w) for w in warnings)
+            if strict and warnings:  # raising here rolls the whole transaction back
+                raise ParseError(f"refusing the whole batch (--strict): {change.path}: {warnings[0]}")
             writer.add_revision(
                 change.path, change.kind, parsed, change.hash, len(change.obs.read()),
                 prev_id=change.prev_id, live_id=change.live_id, renamed_from=change.renamed_from,
