@@ -13,6 +13,7 @@ import logging
 import os
 import queue
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,11 @@ from watchdog.observers.polling import PollingObserverVFS
 from .sync import is_note_path, nfc
 
 logger = logging.getLogger(__name__)
+
+# A folder moved out of the vault and back in keeps its inotify watch (same inode); watchdog then warns
+# that it re-registers its own callback. Harmless for us (paths are re-checked on disk), so keep it quiet.
+warnings.filterwarnings("ignore", message="Callback with id .* already exists", category=RuntimeWarning,
+                        module="watchdog")
 
 Record = Callable[[Iterable[str]], None]
 """Where dirty paths go (the debouncer's ``add``)."""

@@ -204,7 +204,7 @@ class Watcher:
     def _report(self, summary: BatchSummary, reason: str, checked: int | None, latency_ms: float) -> None:
         for error in summary.errors:
             logger.warning("skipped %s: %s", error.path, error.reason)
-        scope = f"{checked} paths" if checked is not None else "full scan"
+        scope = f"{checked} path{'s' * (checked != 1)}" if checked is not None else "full scan"
         if summary.batch_id is None:
             logger.debug("%s: no change (%s, %d ms)", reason, scope, summary.seconds * 1000)
             return
