@@ -31,9 +31,6 @@ from .text import TEXT_VERSION, TOKENIZE, indexed_text
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
-
-
 def live_table(vault_id: int) -> str:
     return f"search_live_{int(vault_id)}"
 
@@ -55,8 +52,17 @@ def set_meta(con: apsw.Connection, key: str, value: str) -> None:
     con.execute("INSERT OR REPLACE INTO search_meta (key, value) VALUES (?, ?)", (key, value))
 
 
+UPGRADES = [
+    # 2: covering indexes for the visible rows at a cutoff (vectors scan them) and now
+    """DROP INDEX IF EXISTS search_rows_by_born;
+    CREATE INDEX IF NOT EXISTS search_rows_at ON search_rows(vault_id, born, died, doc_id, note_id);
+    CREATE INDEX IF NOT EXISTS search_rows_live ON search_rows(vault_id, doc_id, note_id) WHERE died IS NULL;""",
+]
+"""Schema changes after version 1, applied in order (``search_meta.schema_version`` counts them)."""
+
+
 def ensure_schema(con: apsw.Connection) -> None:
-    """Create the search tables if missing (idempotent); refuse an index built another way."""
+    """Create or upgrade the search tables (idempotent); refuse an index built another way."""
     if has_schema(con):
         stored = (meta(con, "tokenizer"), meta(con, "text_version"))
         if stored != (TOKENIZE, str(TEXT_VERSION)):
@@ -64,7 +70,21 @@ def ensure_schema(con: apsw.Connection) -> None:
                 f"the search index was built with tokenizer {stored[0]!r}, text version {stored[1]}; "
                 "run `vaultsync reindex --full` to rebuild it"
             )
+        _upgrade(con)
         return
+    _create(con)
+    _upgrade(con)
+
+
+def _upgrade(con: apsw.Connection) -> None:
+    version = int(meta(con, "schema_version") or 1)
+    for number, step in enumerate(UPGRADES[version - 1:], start=version + 1):
+        with con:
+            con.execute(step)
+            set_meta(con, "schema_version", str(number))
+
+
+def _create(con: apsw.Connection) -> None:
     with con:
         con.execute(
             f"""
@@ -87,7 +107,6 @@ def ensure_schema(con: apsw.Connection) -> None:
             );
             CREATE INDEX search_rows_by_doc ON search_rows(doc_id, born, died, vault_id, note_id);
             CREATE INDEX search_rows_by_note ON search_rows(note_id);
-            CREATE INDEX search_rows_by_born ON search_rows(vault_id, born);
             CREATE TABLE search_stats (
                 vault_id INTEGER NOT NULL,
                 batch_id INTEGER NOT NULL,
@@ -101,7 +120,7 @@ def ensure_schema(con: apsw.Connection) -> None:
             CREATE TABLE search_bounded (note_id INTEGER PRIMARY KEY, vault_id INTEGER NOT NULL);
             """
         )
-        set_meta(con, "schema_version", str(SCHEMA_VERSION))
+        set_meta(con, "schema_version", "1")
         set_meta(con, "tokenizer", TOKENIZE)
         set_meta(con, "text_version", str(TEXT_VERSION))
 

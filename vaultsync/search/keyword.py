@@ -143,10 +143,8 @@ def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, allo
             candidates[doc_id] = length
     if not candidates:
         return []
-    source, params = rows_source(snap, None)
-    visible = con.execute(
-        f"SELECT s.id, s.doc_id, s.note_id FROM ({source}) s WHERE s.doc_id IN (SELECT value FROM json_each(:docs))",
-        {**params, "docs": json.dumps(sorted(candidates))}).fetchall()
+    source, params = rows_source(snap, None, docs=True)
+    visible = con.execute(source, {**params, "docs": json.dumps(sorted(candidates))}).fetchall()
     per_doc_rows: dict[int, int] = defaultdict(int)
     for _, doc_id, _ in visible:
         per_doc_rows[doc_id] += 1

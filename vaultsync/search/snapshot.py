@@ -134,20 +134,35 @@ def allowed_notes(con: apsw.Connection, snap: Snapshot, prefix: str | None, tags
     return out
 
 
-def rows_source(snap: Snapshot, allowed: set[int] | None) -> tuple[str, dict[str, Any]]:
-    """SQL selecting ``(id, doc_id, note_id)`` of the visible chunk rows (of allowed notes, if given)."""
+def rows_source(snap: Snapshot, allowed: set[int] | None, *, docs: bool = False) -> tuple[str, dict[str, Any]]:
+    """SQL selecting ``(id, doc_id, note_id)`` of the visible chunk rows (of allowed notes, if given).
+
+    With ``docs``, only rows whose doc is in the JSON array bound to ``:docs`` (looked up by doc).
+    """
     if allowed is not None:
-        return ("SELECT id, doc_id, note_id FROM search_rows WHERE note_id IN (SELECT value FROM json_each(:allowed))",
-                {"allowed": _ids(allowed)})
+        sql = "SELECT id, doc_id, note_id FROM search_rows WHERE note_id IN (SELECT value FROM json_each(:allowed))"
+        if docs:
+            sql += " AND doc_id IN (SELECT value FROM json_each(:docs))"
+        return sql, {"allowed": _ids(allowed)}
+    if docs:
+        head = ("SELECT r.id, r.doc_id, r.note_id FROM json_each(:docs) j "
+                "JOIN search_rows r INDEXED BY search_rows_by_doc ON r.doc_id = j.value WHERE r.vault_id = :v")
+    elif snap.live:
+        head = "SELECT r.id, r.doc_id, r.note_id FROM search_rows r INDEXED BY search_rows_live WHERE r.vault_id = :v"
+    else:
+        head = "SELECT r.id, r.doc_id, r.note_id FROM search_rows r INDEXED BY search_rows_at WHERE r.vault_id = :v"
+    params: dict[str, Any] = {"v": snap.vault_id}
     if snap.live:
-        return "SELECT id, doc_id, note_id FROM search_rows WHERE vault_id = :v AND died IS NULL", {"v": snap.vault_id}
-    sql = "SELECT id, doc_id, note_id FROM search_rows WHERE vault_id = :v AND born <= :b AND (died IS NULL OR died > :b)"
-    params: dict[str, Any] = {"v": snap.vault_id, "b": snap.batch}
+        return head + " AND r.died IS NULL", params
+    sql = head + " AND r.born <= :b AND (r.died IS NULL OR r.died > :b)"
+    params["b"] = snap.batch
     if snap.removed:
-        sql += " AND note_id NOT IN (SELECT value FROM json_each(:rm))"
+        sql += " AND r.note_id NOT IN (SELECT value FROM json_each(:rm))"
         params["rm"] = _ids(snap.removed)
     if snap.added:
         sql += " UNION ALL SELECT id, doc_id, note_id FROM search_rows WHERE note_id IN (SELECT value FROM json_each(:add))"
+        if docs:
+            sql += " AND doc_id IN (SELECT value FROM json_each(:docs))"
         params["add"] = _ids(snap.added)
     return sql, params
 

@@ -49,6 +49,7 @@ def indexed_text(title: str | None, aliases: Sequence[str], heading_path: Sequen
 # ---------------------------------------------------------------- queries
 
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,7 @@ def parse_query(query: str) -> KeywordQuery:
     single word becomes the FTS5 query ``"word"`` on the normalized text.
     """
     phrases: list[Phrase] = []
+    query = _CONTROL.sub(" ", query)  # FTS5 query strings end at NUL
     for match in _TERM.finditer(query):
         quoted, bare = match.group(1), match.group(2)
         prefix = False

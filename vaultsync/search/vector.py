@@ -31,7 +31,10 @@ def rank(con: apsw.Connection, snap: Snapshot, embedder: Embedder, query: str, a
         return []
     source, params = rows_source(snap, allowed)
     params = {**params, "q": q}
-    nearest = f"SELECT v.doc_id, {DISTANCE} AS d FROM search_vectors v WHERE v.doc_id IN (SELECT doc_id FROM ({source}))"
+    # Unfiltered, the visible docs are most of the table: scan it in order and test membership
+    # (``+`` keeps SQLite from seeking each doc); a filter's few docs are looked up one by one.
+    member = "v.doc_id" if allowed is not None else "+v.doc_id"
+    nearest = f"SELECT v.doc_id, {DISTANCE} AS d FROM search_vectors v WHERE {member} IN (SELECT doc_id FROM ({source}))"
     docs = con.execute(f"{nearest} ORDER BY d LIMIT :n", {**params, "n": limit + 1}).fetchall()
     if len(docs) > limit and docs[limit - 1][1] == docs[limit][1]:
         edge = docs[limit - 1][1]
@@ -40,10 +43,9 @@ def rank(con: apsw.Connection, snap: Snapshot, embedder: Embedder, query: str, a
     if not docs:
         return []
     distance = dict(docs)
-    rows = con.execute(
-        f"SELECT s.id, s.doc_id FROM ({source}) s WHERE s.doc_id IN (SELECT value FROM json_each(:docs))",
-        {**params, "docs": json.dumps(sorted(distance))}).fetchall()
-    scored = [Scored(row_id, 1.0 - distance[doc_id]) for row_id, doc_id in rows]
+    by_doc, by_doc_params = rows_source(snap, allowed, docs=True)
+    rows = con.execute(by_doc, {**by_doc_params, "docs": json.dumps(sorted(distance))}).fetchall()
+    scored = [Scored(row_id, 1.0 - distance[doc_id]) for row_id, doc_id, _ in rows]
     keys = order_key(con, scored)
     scored.sort(key=lambda s: (-s.score, keys[s.row_id]))
     return scored[:limit]

@@ -1,0 +1,56 @@
+"""Shared helpers for the search benchmarks: corpora, clones, timing, saving results."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+CORPORA = REPO.parent / "shared" / "corpora"
+RESULTS = REPO / "benchmarks" / "results"
+sys.path.insert(0, str(REPO / "tests"))  # search_truth: the independent ground truth
+
+
+def clone(bundle: str, dest: Path) -> Path:
+    """A fresh clone of a corpus bundle (read at run time only; never copied into the repo)."""
+    if not (dest / ".git").exists():
+        subprocess.run(["git", "clone", "-q", str(CORPORA / bundle), str(dest)], check=True)
+    return dest
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * p
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def timed(fn, *args, **kwargs) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return (time.perf_counter() - start) * 1000.0, out
+
+
+def summary_ms(values: list[float]) -> dict[str, float]:
+    return {"n": len(values), "p50_ms": round(statistics.median(values), 2) if values else None,
+            "p95_ms": round(percentile(values, 0.95), 2) if values else None}
+
+
+def machine() -> dict[str, Any]:
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()}
+
+
+def save(name: str, payload: dict[str, Any], markdown: str) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (RESULTS / f"{name}.md").write_text(markdown, encoding="utf-8")
+    print(markdown)
