@@ -25,7 +25,7 @@ from mcp_helpers import (
 from vaultsync import Vault
 from vaultsync.server import ServeConfig, build_server
 
-MODES = ["2026-07-28", "legacy"]
+MODES = ["auto", "legacy"]  # auto: the client default, which negotiates 2026-07-28
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from mcp_helpers import (
     stop,
 )
 
-MODES = ["2026-07-28", "legacy"]
+MODES = ["auto", "legacy"]  # auto: the client default, which negotiates 2026-07-28
 TOKEN = "test-token-0123456789abcdef"
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
            "MCP-Protocol-Version": "2025-11-25"}

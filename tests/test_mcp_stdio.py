@@ -28,7 +28,7 @@ from mcp_helpers import (
     sc,
 )
 
-MODES = ["2026-07-28", "legacy"]
+MODES = ["auto", "legacy"]  # auto: the client default, which negotiates 2026-07-28
 
 
 @pytest.fixture
