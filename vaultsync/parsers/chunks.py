@@ -1,0 +1,164 @@
+"""Cutting a note into bounded chunks at block boundaries, with IDs stable under edits elsewhere.
+
+Rules:
+
+* Sections start at the frontmatter (its own section), at line 0 (text before the first
+  heading) and at every top-level heading; a section runs to the next one.
+* A section is a run of *units*: each top-level block, and each gap between blocks (blank
+  lines, link reference definitions). Units are packed greedily, in order, while the piece
+  stays within ``max_chars``; a gap therefore goes with the preceding block when it fits.
+* A unit over ``max_chars`` (a huge fence, table, list, or gap) is cut at line boundaries,
+  lines packed greedily the same way, in pieces of its own. A single line over ``max_chars``
+  becomes a chunk of exactly that one line.
+* A chunk's ID hashes its section key (heading path + occurrence number of that path in the
+  note; ``frontmatter`` for the frontmatter) and its part number within the section, or the
+  first Obsidian block id (``^id``) inside it instead of the part number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import Chunk
+from .scan import Block
+
+_ID_VERSION = "vaultsync-chunk/1"
+_OWN_KINDS = frozenset({"code", "table", "callout"})
+
+
+@dataclass(slots=True)
+class Section:
+    """A heading's span (or the frontmatter, or the text before the first heading)."""
+
+    start: int
+    """First line, 0-based."""
+    end: int
+    """Line after the last, 0-based."""
+    path: tuple[str, ...]
+    """Heading path of every chunk in the section."""
+    key: list[Any]
+    """JSON-able identity of the section, independent of its position."""
+    kind: str
+    """``frontmatter``, ``preamble`` or ``heading``."""
+    blocks: list[Block] = field(default_factory=list)
+    """Top-level blocks inside the section, in order."""
+
+
+def build_sections(blocks: list[Block], n_lines: int) -> list[Section]:
+    """Group monotone top-level ``blocks`` of a note of ``n_lines`` lines into sections."""
+    sections: list[Section] = []
+    body = blocks
+    current = Section(0, n_lines, (), ["section", [], 0], "preamble")
+    if blocks and blocks[0].kind == "frontmatter":
+        sections.append(Section(0, blocks[0].end, (), ["frontmatter"], "frontmatter", [blocks[0]]))
+        current.start, body = blocks[0].end, blocks[1:]
+    stack: list[tuple[int, str]] = []
+    seen: dict[tuple[str, ...], int] = {}
+    for block in body:
+        if block.kind != "heading":
+            current.blocks.append(block)
+            continue
+        current.end = block.start
+        if current.start < current.end:
+            sections.append(current)
+        while stack and stack[-1][0] >= block.level:
+            stack.pop()
+        stack.append((block.level, block.text))
+        path = tuple(text for _, text in stack)
+        occurrence = seen.get(path, 0)
+        seen[path] = occurrence + 1
+        current = Section(block.start, n_lines, path, ["section", list(path), occurrence], "heading", [block])
+    current.end = n_lines
+    if current.start < current.end:
+        sections.append(current)
+    return sections
+
+
+def pack_section(section: Section, offsets: list[int], max_chars: int) -> list[tuple[int, int, Block | None]]:
+    """Cut ``section`` into ``(start, end, sole_block)`` pieces; ``sole_block`` is the only
+    block a piece touches, else None."""
+    units: list[tuple[int, int, Block | None]] = []
+    pos = section.start
+    for block in section.blocks:
+        if block.start > pos:
+            units.append((pos, block.start, None))
+        units.append((block.start, block.end, block))
+        pos = block.end
+    if pos < section.end:
+        units.append((pos, section.end, None))
+
+    pieces: list[tuple[int, int, Block | None]] = []
+    cur_start = cur_end = -1
+    cur_blocks: list[Block] = []
+    for start, end, block in units:
+        if offsets[end] - offsets[start] <= max_chars:
+            if cur_start >= 0 and offsets[end] - offsets[cur_start] <= max_chars:
+                cur_end = end
+            else:
+                if cur_start >= 0:
+                    pieces.append((cur_start, cur_end, cur_blocks[0] if len(cur_blocks) == 1 else None))
+                cur_start, cur_end, cur_blocks = start, end, []
+            if block is not None:
+                cur_blocks.append(block)
+            continue
+        if cur_start >= 0:
+            pieces.append((cur_start, cur_end, cur_blocks[0] if len(cur_blocks) == 1 else None))
+            cur_start, cur_blocks = -1, []
+        first = start
+        for stop in range(start + 2, end + 1):
+            if offsets[stop] - offsets[first] > max_chars:
+                pieces.append((first, stop - 1, block))
+                first = stop - 1
+        pieces.append((first, end, block))
+    if cur_start >= 0:
+        pieces.append((cur_start, cur_end, cur_blocks[0] if len(cur_blocks) == 1 else None))
+    return pieces
+
+
+def build_chunks(
+    text: str, offsets: list[int], blocks: list[Block], block_ids: list[tuple[int, str]], max_chars: int
+) -> tuple[Chunk, ...]:
+    """Partition ``text`` (whose line starts are ``offsets``) into chunks with stable IDs.
+
+    ``block_ids`` are ``(0-based line, id)`` pairs sorted by line.
+    """
+    id_lines = [line for line, _ in block_ids]
+    chunks: list[Chunk] = []
+    used: set[str] = set()
+    for section in build_sections(blocks, len(offsets) - 1):
+        block_seen: dict[str, int] = {}
+        for part, (start, end, sole) in enumerate(pack_section(section, offsets, max_chars)):
+            if section.kind == "frontmatter":
+                kind = "frontmatter"
+            elif part == 0 and section.kind == "heading":
+                kind = "heading"
+            elif sole is not None and sole.kind in _OWN_KINDS:
+                kind = sole.kind
+            else:
+                kind = "text"
+            k = bisect_left(id_lines, start)
+            if k < len(id_lines) and id_lines[k] < end:
+                block_id = block_ids[k][1]
+                repeat = block_seen.get(block_id, 0)
+                block_seen[block_id] = repeat + 1
+                key = [_ID_VERSION, *section.key, "block", block_id, repeat]
+            else:
+                key = [_ID_VERSION, *section.key, "part", part]
+            chunk_id = _unique_id(key, used)
+            chunks.append(Chunk(chunk_id, text[offsets[start] : offsets[end]], section.path, start + 1, end, kind))
+    return tuple(chunks)
+
+
+def _unique_id(key: list[Any], used: set[str]) -> str:
+    salt = 0
+    while True:
+        payload = json.dumps(key if salt == 0 else [*key, "salt", salt], ensure_ascii=False)
+        chunk_id = hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+        if chunk_id not in used:
+            used.add(chunk_id)
+            return chunk_id
+        salt += 1

@@ -1,0 +1,102 @@
+"""``parse_note``: one markdown-it parse per note, turned into chunks and note-level facts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .chunks import build_chunks
+from .engine import MD
+from .frontmatter import load_frontmatter
+from .lines import line_offsets, split_lines
+from .model import ParsedNote
+from .scan import Scan, scan_tokens
+from .tags import frontmatter_tags
+
+__all__ = ["DEFAULT_MAX_CHUNK_CHARS", "parse_note", "split_lines"]
+
+DEFAULT_MAX_CHUNK_CHARS = 2000
+"""Default bound on a chunk's length in characters (a single longer line is kept whole)."""
+
+
+def parse_note(text: str, path: str, max_chunk_chars: int = DEFAULT_MAX_CHUNK_CHARS) -> ParsedNote:
+    """Parse one note. Pure and deterministic; never raises on any ``str``.
+
+    Args:
+        text: The note's full text (any line endings).
+        path: Vault-relative POSIX path; only used for the title fallback (file name without ``.md``).
+        max_chunk_chars: Bound on chunk length in characters (values below 1 count as 1).
+
+    Returns:
+        A ``ParsedNote`` whose chunks, joined in order, give back ``text`` exactly.
+
+    Example:
+        >>> note = parse_note("# Atlas\\n\\nSee [[Plan#Goals|goals]] #project\\n", "Projects/Atlas.md")
+        >>> note.title, note.tags, note.links[0].target, note.links[0].heading
+        ('Atlas', ('project',), 'Plan', 'Goals')
+    """
+    lines = split_lines(text)
+    offsets = line_offsets(lines)
+    warnings: list[str] = []
+    try:
+        tokens = MD.parse(text, {})
+    except Exception as exc:  # noqa: BLE001 - a parser bug must not lose the note
+        tokens = []
+        warnings.append(f"markdown parse failed, note kept as plain text: {type(exc).__name__}: {exc}"[:300])
+    scan = scan_tokens(tokens, len(lines))
+
+    frontmatter: dict[str, Any] | None = None
+    frontmatter_text: str | None = None
+    if scan.blocks and scan.blocks[0].kind == "frontmatter":
+        frontmatter_text = scan.blocks[0].text
+        frontmatter, warning = load_frontmatter(frontmatter_text)
+        if warning is not None:
+            warnings.append(warning)
+
+    block_ids = sorted(scan.block_ids)
+    return ParsedNote(
+        title=_title(scan, path),
+        chunks=build_chunks(text, offsets, scan.blocks, block_ids, max(1, max_chunk_chars)),
+        frontmatter=frontmatter,
+        frontmatter_text=frontmatter_text,
+        tags=_unique(_tags(frontmatter, scan)),
+        aliases=_unique(_aliases(frontmatter)),
+        links=tuple(sorted(scan.links, key=lambda link: link.line)),
+        block_ids=_unique(block_id for _, block_id in block_ids),
+        callouts=tuple(scan.callouts),
+        warnings=tuple(warnings),
+    )
+
+
+def _title(scan: Scan, path: str) -> str:
+    for block in scan.blocks:
+        if block.kind == "heading" and block.level == 1 and block.text.strip():
+            return block.text.strip()
+    name = path.rsplit("/", 1)[-1]
+    return name[:-3] if name.lower().endswith(".md") else name
+
+
+def _tags(frontmatter: dict[str, Any] | None, scan: Scan) -> Iterable[str]:
+    if frontmatter:
+        for key in ("tags", "tag"):
+            if key in frontmatter:
+                yield from frontmatter_tags(frontmatter[key])
+    for _, tag in sorted(scan.tags, key=lambda item: item[0]):
+        yield tag
+
+
+def _aliases(frontmatter: dict[str, Any] | None) -> Iterable[str]:
+    if not frontmatter:
+        return
+    for key in ("aliases", "alias"):
+        value = frontmatter.get(key)
+        for item in value if isinstance(value, list) else [value]:
+            if item is None or isinstance(item, (dict, list)):
+                continue
+            alias = str(item).strip()
+            if alias:
+                yield alias
+
+
+def _unique(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
