@@ -342,7 +342,9 @@ def apply(
     if full:
         gone.extend(p for p in live if p not in observed)
     error_paths = {e.path for e in summary.errors}
-    gone = sorted(p for p in set(gone) if p not in error_paths)
+    # a folder that could not be listed hides its notes; they are not deleted ("." is the vault itself)
+    unlisted = ("",) if "." in error_paths else tuple(p + "/" for p in error_paths)
+    gone = sorted(p for p in set(gone) if p not in error_paths and not p.startswith(unlisted))
 
     # a path that disappeared and a new path with the same content in one batch: a rename
     by_hash: dict[str, list[str]] = {}
