@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import logging
 import os
@@ -216,8 +217,11 @@ def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tupl
                 errors.append(FileError(rel, obs.reason))
         # whatever is gone, every live note under a vanished folder is gone too
         prefix = rel + "/"
-        for path in live_paths:
-            if path.startswith(prefix) and path not in observed:
+        at = bisect.bisect_left(live_paths, prefix)  # live_paths is sorted: those under prefix are contiguous
+        while at < len(live_paths) and live_paths[at].startswith(prefix):
+            path = live_paths[at]
+            at += 1
+            if path not in observed:
                 observed[path] = observe_file(root, real_root, os.path.join(root, path))
     return observed, errors
 
