@@ -1,0 +1,141 @@
+"""Search speed at scale: keyword and hybrid p50/p95, now and at historical cutoffs, beside the simple
+correct approach (a temporary FTS5 table over the visible chunks, rebuilt for each query).
+
+    .venv/bin/python benchmarks/bench_search.py [--work /tmp/vs-bench] [--queries 200] [--simple 5]
+
+The vault (built once into --work) holds the real histories of both corpora, merged by commit time:
+obsidian-help under help/ and obsidian-hub under hub/, one batch per commit, then one more batch adding
+the hub's newest tree again under hub-copy/ (so that over 100,000 chunks are visible at the end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+import apsw
+
+from common import CORPORA, clone, machine, save, summary_ms, timed
+from vaultsync.gitimport import GitHistory
+from vaultsync.search.snapshot import export_rows, take
+from vaultsync.search.text import TOKENIZE, parse_query
+from vaultsync.store import read as q
+from vaultsync.sync import apply
+from vaultsync.times import format_time
+from vaultsync.vault import Vault
+
+
+def build(work: Path) -> Path:
+    db = work / "big.db"
+    if db.exists():
+        return db
+    histories = {"help": GitHistory(clone("obsidian-help.bundle", work / "help")),
+                 "hub": GitHistory(clone("obsidian-hub.bundle", work / "hub"))}
+    root = work / "vault"
+    root.mkdir(exist_ok=True)
+    steps = []
+    for name, history in histories.items():
+        parent = None
+        for commit in history.commits():
+            steps.append((commit.committed_at, name, parent, commit.sha))
+            parent = commit.sha
+    steps.sort()
+    started = time.perf_counter()
+    with Vault.open(db, root=root, name="big") as vault:
+        last = 0
+        for n, (when, name, parent, sha) in enumerate(steps, 1):
+            history = histories[name]
+            observed = history.tree(sha) if parent is None else history.changes(parent, sha)
+            observed = {f"{name}/{path}": obs for path, obs in observed.items()}
+            last = max(last, when)
+            apply(vault.store, vault.id, vault.name, observed, live=q.current_state(vault.store.db.con, vault.id),
+                  known_at=last, source="git", detail=sha)
+            if n % 200 == 0:
+                print(f"{n}/{len(steps)} commits, {time.perf_counter() - started:.0f} s", flush=True)
+        head = steps[-1][0] if steps[-1][1] == "hub" else max(s[0] for s in steps if s[1] == "hub")
+        hub_head = [s for s in steps if s[1] == "hub"][-1][3]
+        observed = {f"hub-copy/{p}": o for p, o in histories["hub"].tree(hub_head).items()}
+        apply(vault.store, vault.id, vault.name, observed, live=q.current_state(vault.store.db.con, vault.id),
+              known_at=max(last, head) + 1_000_000, source="git", detail="hub-copy")
+    for history in histories.values():
+        history.close()
+    print(f"built in {time.perf_counter() - started:.0f} s")
+    return db
+
+
+def simple_search(con: apsw.Connection, vault_id: int, as_of: int | None, expression: str) -> list[tuple]:
+    """The simple correct approach: a temporary FTS5 table over exactly the visible chunks, per query."""
+    snap = take(con, vault_id, as_of, None)
+    con.execute(f"CREATE VIRTUAL TABLE temp.simple USING fts5(indexed_text, tokenize='{TOKENIZE}')")
+    try:
+        con.executemany("INSERT INTO temp.simple (rowid, indexed_text) VALUES (?, ?)",
+                        ((i, rec["indexed_text"]) for i, rec in enumerate(export_rows(con, snap))))
+        return con.execute("SELECT rowid, bm25(simple) FROM simple WHERE simple MATCH ? ORDER BY rank LIMIT 10",
+                           (expression,)).fetchall()
+    finally:
+        con.execute("DROP TABLE temp.simple")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/vs-bench"))
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--simple", type=int, default=5, help="queries for the rebuild-per-query approach")
+    parser.add_argument("--seed", type=int, default=11)
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    db = build(args.work)
+    rng = random.Random(args.seed)
+    hub_queries = [json.loads(line)["query"] for line in (CORPORA / "retrieval-hub.jsonl").read_text().splitlines()]
+    with Vault.open(db, readonly=True) as vault:
+        con = vault.store.db.con
+        stats = vault.stats()
+        visible = con.execute("SELECT count(*), count(DISTINCT doc_id) FROM search_rows WHERE died IS NULL").fetchone()
+        times = [r[0] for r in con.execute("SELECT known_at FROM batches WHERE vault_id = ? ORDER BY id", (vault.id,))]
+        words = [w for (t,) in con.execute("SELECT title FROM notes WHERE title IS NOT NULL ORDER BY random() LIMIT 2000")
+                 for w in t.split() if len(w) > 3]
+        queries = [rng.choice(hub_queries) if i % 2 else " ".join(rng.sample(words, rng.randint(1, 2)))
+                   for i in range(args.queries)]
+        cutoffs = [rng.choice(times[len(times) // 10:-1]) for _ in queries]
+        lat: dict[str, list[float]] = {k: [] for k in ("keyword_now", "hybrid_now", "keyword_past", "hybrid_past",
+                                                       "vector_now", "vector_past")}
+        for query, cutoff in zip(queries, cutoffs):
+            for mode in ("keyword", "hybrid", "vector"):
+                lat[f"{mode}_now"].append(timed(vault.search, query, mode=mode)[0])
+                lat[f"{mode}_past"].append(timed(vault.search, query, mode=mode, as_of=cutoff)[0])
+        simple_now, simple_past, ours_now, ours_past = [], [], [], []
+        for query, cutoff in list(zip(queries, cutoffs))[: args.simple]:
+            expression = parse_query(query).expression
+            ms, rows = timed(simple_search, con, vault.id, None, expression)
+            simple_now.append(ms)
+            ours_now.append(timed(vault.search, query, mode="keyword")[0])
+            ms, rows = timed(simple_search, con, vault.id, cutoff, expression)
+            simple_past.append(ms)
+            ours_past.append(timed(vault.search, query, mode="keyword", as_of=cutoff)[0])
+    results = {k: summary_ms(v) for k, v in lat.items()}
+    simple = {"now": summary_ms(simple_now), "past": summary_ms(simple_past),
+              "ours_now_same_queries": summary_ms(ours_now), "ours_past_same_queries": summary_ms(ours_past)}
+    ratio_now = simple["now"]["p50_ms"] / simple["ours_now_same_queries"]["p50_ms"]
+    ratio_past = simple["past"]["p50_ms"] / simple["ours_past_same_queries"]["p50_ms"]
+    payload = {"vault": {"visible_chunks": visible[0], "visible_distinct_texts": visible[1],
+                         "chunk_revisions": stats["chunk_revisions"], "batches": stats["batches"],
+                         "note_revisions": stats["revisions"], "database_bytes": stats["database_bytes"],
+                         "first_batch": stats["first_batch"], "last_batch": stats["last_batch"]},
+               "queries": len(queries), "latency": results, "simple_rebuild": simple,
+               "speedup_vs_simple": {"now": round(ratio_now, 1), "past": round(ratio_past, 1)}, "machine": machine()}
+    rows = [f"| {name.replace('_', ' ')} | {r['p50_ms']} | {r['p95_ms']} |" for name, r in results.items()]
+    md = (f"Search latency, {len(queries)} queries (half human-written hub queries, half 1–2 title words), limit 10\n\n"
+          f"Vault: {visible[0]:,} visible chunks ({visible[1]:,} distinct texts), {stats['chunk_revisions']:,} chunk "
+          f"revisions, {stats['batches']:,} batches, database {stats['database_bytes'] / 1e6:.0f} MB\n\n"
+          "| query | p50 ms | p95 ms |\n|---|---:|---:|\n" + "\n".join(rows) + "\n\n"
+          f"Simple correct approach (temporary FTS5 table over the visible chunks, rebuilt per query), "
+          f"{len(simple_now)} queries: p50 {simple['now']['p50_ms']:.0f} ms now, {simple['past']['p50_ms']:.0f} ms "
+          f"historical; this store is {ratio_now:.0f}× / {ratio_past:.0f}× faster on the same queries.\n")
+    save("search_speed", payload, md)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Exactness on a real history: a replayed slice of obsidian-help (15 languages, including zh, ja and ko)."""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import corpus
+from search_truth import brute_vector, fresh_keyword, same_ranking, split_export
+from vaultsync.embed import HashEmbedder
+from vaultsync.gitimport import GitHistory
+from vaultsync.search import parse_query
+from vaultsync.search.text import CJK_RUN
+from vaultsync.store import read as q
+from vaultsync.sync import apply
+from vaultsync.times import parse_time
+from vaultsync.vault import Vault
+
+pytestmark = [pytest.mark.corpus, pytest.mark.slow]
+
+SINCE, UNTIL, EVERY = "2024-01-01", "2024-06-01", 8
+
+
+@pytest.fixture(scope="module")
+def help_history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int]]:
+    """Every 8th commit of the first five months of 2024, one batch each, known at its committer time."""
+    bundle = corpus("obsidian-help.bundle")
+    base = tmp_path_factory.mktemp("help")
+    repo = base / "help"
+    subprocess.run(["git", "clone", "-q", str(bundle), str(repo)], check=True)
+    history = GitHistory(repo)
+    window = [c for c in history.commits() if parse_time(SINCE) <= c.committed_at < parse_time(UNTIL)]
+    picked = window[::EVERY] + ([window[-1]] if (len(window) - 1) % EVERY else [])
+    times = []
+    with Vault.open(base / "db.sqlite", root=repo, name="help") as vault:
+        parent = None
+        for commit in picked:
+            observed = history.tree(commit.sha) if parent is None else history.changes(parent, commit.sha)
+            apply(vault.store, vault.id, vault.name, observed, live=q.current_state(vault.store.db.con, vault.id),
+                  known_at=commit.committed_at, source="git", detail=commit.sha, full=parent is None)
+            parent = commit.sha
+            times.append(commit.committed_at)
+    history.close()
+    return base / "db.sqlite", times
+
+
+def queries_for(chunks: list[dict], rng: random.Random) -> list[str]:
+    """Words from chunks of every top folder, plus two-to-four-character pieces of CJK runs in zh, ja and ko."""
+    by_folder: dict[str, list[dict]] = {}
+    for chunk in chunks:
+        by_folder.setdefault(chunk["path"].split("/")[0], []).append(chunk)
+    out = []
+    for folder, items in sorted(by_folder.items()):
+        words = re.findall(r"[^\W\d_]{3,}", rng.choice(items)["text"])
+        if words:
+            out.append(" ".join(rng.sample(words, min(2, len(words)))))
+        if folder in ("zh", "ja", "ko"):
+            runs = [r for c in rng.sample(items, min(20, len(items))) for r in CJK_RUN.findall(c["text"]) if len(r) >= 2]
+            for run in rng.sample(runs, min(3, len(runs))):
+                start = rng.randrange(0, len(run) - 1)
+                out.append(run[start:start + rng.randint(2, 4)])
+    return out
+
+
+def test_keyword_exact_on_real_history_all_languages(help_history: tuple[Path, list[int]]) -> None:
+    db, times = help_history
+    rng = random.Random(5)
+    cutoffs = [times[0], times[len(times) // 2], times[len(times) // 2] + 1, times[-1], None]
+    checked_cjk = 0
+    with Vault.open(db, readonly=True) as vault:
+        for as_of in cutoffs:
+            header, chunks = split_export(vault.export(as_of=as_of))
+            assert {c["path"].split("/")[0] for c in chunks} >= {"en", "zh", "ja"}
+            for query in queries_for(chunks, rng):
+                expression = parse_query(query).expression
+                want = fresh_keyword(header, chunks, expression, 20)
+                got = vault.search(query, as_of=as_of, mode="keyword", limit=20)
+                same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]], want)
+                if CJK_RUN.fullmatch(query):
+                    assert got["hits"], f"CJK piece {query!r} found nothing"
+                    checked_cjk += 1
+    assert checked_cjk >= 9
+
+
+def test_vector_exact_on_real_history(help_history: tuple[Path, list[int]]) -> None:
+    db, times = help_history
+    with Vault.open(db, readonly=True) as vault:
+        for as_of in (times[1], None):
+            _, chunks = split_export(vault.export(as_of=as_of))
+            for query in ("embed a file", "同期", "plugin settings"):
+                got = vault.search(query, as_of=as_of, mode="vector", limit=20)
+                same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
+                             brute_vector(chunks, HashEmbedder(), query, 20), rel=0.0, abs_=1e-12)
