@@ -53,9 +53,13 @@ def atomic_write(path: Path, text: str) -> None:
 class WatchProcess:
     """``vaultsync watch`` in a real subprocess, its stderr collected line by line."""
 
-    def __init__(self, db: Path, vault: Path, *args: str, prefix: list[str] | None = None) -> None:
-        command = [*(prefix or []), sys.executable, "-m", "vaultsync", "--db", str(db), "watch", str(vault), *args]
-        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def __init__(self, db: Path, vault: Path, *args: str, prefix: list[str] | None = None,
+                 command: list[str] | None = None) -> None:
+        """``command`` replaces the whole command line (the database then comes from $VAULTSYNC_DB)."""
+        if command is None:
+            command = [*(prefix or []), sys.executable, "-m", "vaultsync", "--db", str(db), "watch", str(vault), *args]
+        env = {**os.environ, "VAULTSYNC_DB": str(db)}
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, name="stderr-reader", daemon=True)
         self._reader.start()

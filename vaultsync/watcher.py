@@ -97,7 +97,7 @@ class Watcher:
                     f"every {self.reconcile_s:g} s" if self.reconcile_s > 0 else "off")
 
     def stop(self) -> None:
-        """Flush what is pending as one batch, stop and join every thread, release the lock."""
+        """Stop observing, record everything still unrecorded as one batch, join every thread, release the lock."""
         if self._thread is None:
             return
         self._stop.set()
@@ -106,10 +106,11 @@ class Watcher:
         self._thread = None
         try:
             self._shutdown_observer()
+            # a full scan, cheap when little changed: it also covers events the OS had not delivered yet
             pending = self._debouncer.drain()
-            if pending is not None and not self._flush(pending, "final"):
+            if not self._flush(None, "final"):
                 logger.error("%d changed paths could not be recorded; the next start will catch them up",
-                             len(pending.paths))
+                             len(pending.paths) if pending is not None else 0)
         finally:
             self._release()
         logger.info("stopped watching %s (%d batches written)", self.vault.root, self.batches)
@@ -204,6 +205,8 @@ class Watcher:
     def _report(self, summary: BatchSummary, reason: str, checked: int | None, latency_ms: float) -> None:
         for error in summary.errors:
             logger.warning("skipped %s: %s", error.path, error.reason)
+        for warning in summary.warnings:
+            logger.warning("stored %s with a warning: %s", warning.path, warning.reason)
         scope = f"{checked} path{'s' * (checked != 1)}" if checked is not None else "full scan"
         if summary.batch_id is None:
             logger.debug("%s: no change (%s, %d ms)", reason, scope, summary.seconds * 1000)
