@@ -51,6 +51,23 @@ def test_signal_flushes_pending_batch_and_second_writer_is_refused(sig: int, db_
     assert cli("import", str(vault_dir), db=db_path).returncode == 0, "the lock was released"
 
 
+def test_vault_folder_removed_stops_with_one_clear_line(db_path: Path, vault_dir: Path, tmp_path: Path) -> None:
+    watcher = WatchProcess(db_path, vault_dir, "--step-ms", "50")
+    try:
+        watcher.wait_for(READY)
+        os.rename(vault_dir, tmp_path / "renamed")
+        code = watcher.finish(timeout=30)
+    finally:
+        if watcher.proc.poll() is None:
+            watcher.proc.kill()
+            watcher.finish()
+    assert code == 1
+    assert watcher.lines[-1] == f"Error: stopped watching {vault_dir}: the vault folder is gone or was replaced"
+    assert "Traceback" not in watcher.stderr
+    with readonly(db_path) as vault:
+        assert len(vault.ls()) == 2, "nothing was recorded as deleted"
+
+
 def note_text(i: int) -> str:
     sections = "".join(f"## Section {s}\n\nNote {i}, section {s}. " + "lorem ipsum " * 40 + "\n\n" for s in range(12))
     return f"# Burst note {i}\n\n{sections}"

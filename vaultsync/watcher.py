@@ -22,8 +22,10 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+import apsw
+
 from .debounce import Debouncer, Pending, collapse
-from .errors import StoreError, VaultsyncError
+from .errors import ConfigError, StoreError, VaultsyncError
 from .observe import ObserverFactory, RunningObserver, start_observer
 from .sync import BatchSummary
 from .times import format_time
@@ -75,6 +77,8 @@ class Watcher:
         """Lock the vault, start observing, write the catch-up batch, then run in the background."""
         if self._thread is not None:
             raise RuntimeError("this watcher is already running")
+        if self.vault.store.readonly:
+            raise ConfigError("the watcher needs a vault opened for writing (Vault.open(db, root=FOLDER))")
         self._debouncer = Debouncer(self.step_ms / 1000, self.debounce_ms / 1000)
         self._own_lock = not self.vault.lock.held
         self.vault.lock.acquire()
@@ -84,6 +88,10 @@ class Watcher:
                 raise StoreError(f"the vault folder {self.vault.root} is gone")
             self._observer = self._factory(self.vault.root, self._debouncer.add, self.polling)
             self._flush(None, "catch-up", raise_errors=True)
+        except (OSError, apsw.Error) as exc:
+            self._shutdown_observer()
+            self._release()
+            raise StoreError(f"could not start watching {self.vault.root}: {exc}") from exc
         except BaseException:
             self._shutdown_observer()
             self._release()
@@ -131,8 +139,9 @@ class Watcher:
         return self._observer.kind if self._observer is not None else None
 
     def healthy(self) -> bool:
-        """Running, and the observer still watches (it stops when the vault folder is deleted)."""
-        return self.running and self._observer is not None and self._observer.alive()
+        """Running, the observer alive, and the vault folder still the one it started on."""
+        return (self.running and self._observer is not None and self._observer.alive()
+                and _identity(self.vault.root) == self._root_id)
 
     def status(self) -> dict[str, Any]:
         pending, first = self._debouncer.snapshot()
@@ -193,7 +202,8 @@ class Watcher:
                 raise
             self.failures += 1
             self.last_error = str(exc) if isinstance(exc, VaultsyncError) else f"{type(exc).__name__}: {exc}"
-            logger.warning("%s failed, will retry (%d paths kept): %s", reason, len(paths or ()), self.last_error)
+            kept = "" if reason == "final" else ", will retry" + (f" ({len(paths)} paths kept)" if paths else "")
+            logger.warning("%s failed%s: %s", reason, kept, self.last_error)
             if pending is not None:
                 self._debouncer.put_back(pending)
             return False
@@ -257,7 +267,9 @@ def watch(vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling:
     with watcher:
         while not stop_event.wait(1.0):
             if not watcher.healthy():
-                raise StoreError(f"stopped watching {vault.root}: the vault folder is gone or the observer died")
+                gone = _identity(vault.root) != watcher._root_id
+                raise StoreError(f"stopped watching {vault.root}: " + (
+                    "the vault folder is gone or was replaced" if gone else "the file-system observer stopped"))
     return watcher
 
 
