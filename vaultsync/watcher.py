@@ -117,8 +117,8 @@ class Watcher:
             # a full scan, cheap when little changed: it also covers events the OS had not delivered yet
             pending = self._debouncer.drain()
             if not self._flush(None, "final"):
-                logger.error("%d changed paths could not be recorded; the next start will catch them up",
-                             len(pending.paths) if pending is not None else 0)
+                logger.error("the final batch could not be written (%d paths pending); the next start will catch "
+                             "them up", len(pending.paths) if pending is not None else 0)
         finally:
             self._release()
         logger.info("stopped watching %s (%d batches written)", self.vault.root, self.batches)
