@@ -46,11 +46,7 @@ def register_resources(mcp: MCPServer, rt: Runtime, *, page_size: int = 100) -> 
         except ValueError as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from None
 
-        def listing() -> list[Any]:
-            with rt.reading() as vault:
-                return vault.ls()
-
-        revisions = await anyio.to_thread.run_sync(listing)
+        revisions = await anyio.to_thread.run_sync(rt.listing)
         chosen, nxt = page(revisions, after, page_size, key=lambda r: r.path)
         resources = [
             Resource(uri=note_uri(r.path), name=r.path, title=r.title, mime_type="text/markdown", size=r.size,

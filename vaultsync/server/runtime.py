@@ -76,6 +76,7 @@ class Runtime:
         self.bus = InMemorySubscriptionBus()
         self.legacy: dict[str, dict[int, Any]] = {}
         self._read_lock = threading.Lock()
+        self._listings: dict[tuple[Any, ...], list[Any]] = {}
         self.write_lock = threading.Lock()
         self._token: Any = None
         self._users = 0
@@ -176,6 +177,19 @@ class Runtime:
         assert self.reader is not None
         with self._read_lock:
             yield self.reader
+
+    def listing(self, as_of: int | None = None, prefix: str = "") -> list[Any]:
+        """``Vault.ls`` with a small cache: the store is append-only, so a listing stays valid until
+        the next batch (``last_known_at`` moves); paging through a big vault lists it once."""
+        with self.reading() as vault:
+            key = (as_of, prefix, vault.store.last_known_at(vault.id))
+            found = self._listings.get(key)
+            if found is None:
+                found = vault.ls(as_of=as_of, prefix=prefix)
+                if len(self._listings) >= 4:
+                    self._listings.pop(next(iter(self._listings)))
+                self._listings[key] = found
+            return found
 
     def watcher_status(self) -> dict[str, Any]:
         status: dict[str, Any] = {"running": False, "in_process": False, "other_process": None, "lag_seconds": None}

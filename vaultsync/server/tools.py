@@ -239,8 +239,7 @@ def register_read_tools(mcp: MCPServer, rt: Runtime) -> None:
             after = decode_cursor(cursor)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        with rt.reading() as vault:
-            revisions = vault.ls(as_of=cutoff, prefix=prefix or "")
+        revisions = rt.listing(cutoff, prefix or "")
         if tag:
             wanted = tag.lstrip("#").casefold()
             revisions = [r for r in revisions if any(t.casefold() == wanted for t in r.tags)]
