@@ -132,7 +132,11 @@ def test_changes_while_stopped_are_caught_up_on_start(vault: Vault, vault_dir: P
 
 
 def test_concurrent_readers_never_see_a_partial_batch(vault: Vault, vault_dir: Path, db_path: Path) -> None:
-    """Groups of notes appear by renaming a staged folder in; every state a reader sees holds whole groups."""
+    """Groups of notes appear by renaming a staged folder in; every state a reader sees holds whole groups.
+
+    One reader has its own connection (like the MCP server); the other reads through the very Vault
+    the watcher writes with.
+    """
     group_size, groups = 6, 40
     staging = vault_dir / ".staging"
     (vault_dir / "groups").mkdir()
@@ -140,25 +144,35 @@ def test_concurrent_readers_never_see_a_partial_batch(vault: Vault, vault_dir: P
     observed: set[int] = set()
     done = threading.Event()
 
-    def reader() -> None:
-        with Vault.open(db_path, name=vault.name, readonly=True) as mine:
+    def reader(shared: bool) -> None:
+        with Vault.open(db_path, name=vault.name, readonly=True) as own:
+            mine = vault if shared else own  # the watcher's own Vault, or a connection of its own
             while not done.is_set():
-                revs = mine.ls(prefix="groups/")
-                found: dict[int, int] = {}
-                for rev in revs:
-                    found[int(rev.path.split("/")[1][1:])] = found.get(int(rev.path.split("/")[1][1:]), 0) + 1
-                partial = {g: n for g, n in found.items() if n != group_size}
-                if partial:
-                    failures.append(f"partial groups {partial}")
-                observed.add(len(revs))
-                if revs:
-                    note = mine.read(revs[-1].path)
-                    if f"group {revs[-1].path.split('/')[1][1:]}" not in note.content:
-                        failures.append(f"{revs[-1].path} has the wrong content")
+                try:
+                    check(mine)
+                except Exception as exc:  # noqa: BLE001 - reported by the test
+                    failures.append(f"{'shared' if shared else 'own'} reader: {exc!r}")
+                    return
 
-    thread = threading.Thread(target=reader, name="reader")
+    def check(mine: Vault) -> None:
+        revs = mine.ls(prefix="groups/")
+        found: dict[str, int] = {}
+        for rev in revs:
+            group = rev.path.split("/")[1][1:]
+            found[group] = found.get(group, 0) + 1
+        partial = {g: n for g, n in found.items() if n != group_size}
+        if partial:
+            failures.append(f"partial groups {partial}")
+        observed.add(len(revs))
+        if revs:
+            group = revs[-1].path.split("/")[1][1:]
+            if f"group {group}" not in mine.read(revs[-1].path).content:
+                failures.append(f"{revs[-1].path} has the wrong content")
+
+    threads = [threading.Thread(target=reader, args=(shared,), name=f"reader-{shared}") for shared in (False, True)]
     with Watcher(vault, step_ms=20, debounce_ms=200):
-        thread.start()
+        for thread in threads:
+            thread.start()
         try:
             for g in range(groups):
                 folder = staging / f"g{g:02}"
@@ -172,7 +186,8 @@ def test_concurrent_readers_never_see_a_partial_batch(vault: Vault, vault_dir: P
             wait_until(lambda: len(paths(vault, "groups/")) == group_size * groups, timeout=60, what="every group")
         finally:
             done.set()
-            thread.join()
+            for thread in threads:
+                thread.join()
     assert not failures, failures[:5]
     assert all(n % group_size == 0 for n in observed)
     assert len(observed) > 2, "the reader saw the store while it was being written"

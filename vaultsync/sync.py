@@ -305,7 +305,8 @@ def apply(
         )
 
     summary = BatchSummary(vault=vault_name, errors=list(errors or []))
-    states = q.file_states(store.db.con, vault_id)
+    with store.db.atomic() as con:  # the connection's lock: other threads may read through the same store
+        states = q.file_states(con, vault_id)
     now_ns = time.time_ns()
     changes: list[_Change] = []
     gone: list[str] = []

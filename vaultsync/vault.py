@@ -162,13 +162,14 @@ class Vault:
         held = self.lock.held
         try:
             self.lock.acquire()
-            con = self.store.db.con
             if paths is None:
                 observed, errors = scan(self.root)
-                live = q.current_state(con, self.id)
+                with self.store.db.atomic() as con:  # the connection's lock: other threads may read this Vault
+                    live = q.current_state(con, self.id)
                 full = True
             else:
-                live = q.current_state(con, self.id)
+                with self.store.db.atomic() as con:
+                    live = q.current_state(con, self.id)
                 observed, errors = observe_paths(self.root, paths, live)
                 full = False
             return apply(self.store, self.id, self.name, observed, live=live, known_at=when, source=source,
