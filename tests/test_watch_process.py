@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -27,7 +28,7 @@ def readonly(db: Path) -> Vault:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_flushes_pending_batch_and_second_writer_is_refused(sig: int, db_path: Path, vault_dir: Path,
                                                                     cli) -> None:
-    watcher = WatchProcess(db_path, vault_dir, "--step-ms", "20000", "--debounce-ms", "60000")
+    watcher = WatchProcess(db_path, vault_dir, "--step-ms", "20000", "--debounce-ms", "60000", "--json", "-v")
     try:
         watcher.wait_for(READY)
         for command in (["import", str(vault_dir)], ["watch", str(vault_dir)]):
@@ -46,6 +47,9 @@ def test_signal_flushes_pending_batch_and_second_writer_is_refused(sig: int, db_
             watcher.proc.kill()
             watcher.finish()
     assert any(line.split(": ", 1)[-1].startswith("final ") for line in watcher.lines), watcher.stderr
+    assert any(line.endswith(" wrote Pending.md") for line in watcher.lines), "-v names the paths"
+    batches = [json.loads(line) for line in watcher.stdout.splitlines()]  # --json: one line per batch
+    assert [(b["added"], b["modified"]) for b in batches] == [(2, 0), (1, 0)]
     assert "Traceback" not in watcher.stderr
     assert cli("read", "Pending.md", db=db_path).stdout == "# waiting for the quiet period\n"
     assert cli("import", str(vault_dir), db=db_path).returncode == 0, "the lock was released"

@@ -61,6 +61,7 @@ class WatchProcess:
         env = {**os.environ, "VAULTSYNC_DB": str(db)}
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         self.lines: list[str] = []
+        self.stdout = ""
         self._reader = threading.Thread(target=self._read, name="stderr-reader", daemon=True)
         self._reader.start()
 
@@ -91,6 +92,7 @@ class WatchProcess:
                 self.proc.wait()
             self._reader.join(timeout=5)
             assert self.proc.stdout is not None
+            self.stdout = self.proc.stdout.read()
             self.proc.stdout.close()
             if self.proc.stderr is not None:
                 self.proc.stderr.close()
