@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
 from dataclasses import dataclass
 
 import apsw
@@ -109,55 +108,75 @@ def cutoff_stats(con: apsw.Connection, snap: Snapshot) -> tuple[int, int, int]:
 
 
 def phrase_freqs(con: apsw.Connection, fts_phrase: str, max_doc: int) -> dict[int, tuple[int, int]]:
-    """doc id → (occurrences of the phrase, doc length) for docs up to ``max_doc`` containing it.
+    """doc id → (occurrences of the phrase, doc length) for docs up to ``max_doc`` containing it."""
+    out: dict[int, tuple[int, int]] = {}
+    sql, params = _freqs_sql(con, fts_phrase, max_doc)
+    for doc_id, tf, length in con.execute(sql, params):
+        out[doc_id] = (int(tf), length)
+    return out
 
-    FTS5 gives the occurrence counts through ``bm25()`` of the one-phrase query on the table of
-    distinct docs, whose statistics are known, so the count is recovered exactly (it is an integer).
+
+def _freqs_sql(con: apsw.Connection, fts_phrase: str, max_doc: int) -> tuple[str, dict[str, object]]:
+    """SQL giving (doc, occurrences, length) for each doc up to ``max_doc`` containing the phrase.
+
+    FTS5 exposes a phrase's occurrence count in a row only through ``bm25()``: for the one-phrase
+    query on the table of distinct docs, whose statistics are known, the count is solved for exactly
+    (it is an integer; the solution is rounded).
     """
     n_docs, total = con.execute("SELECT docs, tokens FROM search_doc_totals WHERE id = 1").fetchone()
     n_hit = con.execute("SELECT count(*) FROM search_fts WHERE search_fts MATCH ?", (fts_phrase,)).fetchone()[0]
     if n_hit == 0 or n_docs == 0:
-        return {}
-    doc_idf = idf(n_docs, n_hit)
-    avgdl = total / n_docs
-    out: dict[int, tuple[int, int]] = {}
-    for doc_id, score, length in con.execute(
-        """SELECT search_fts.rowid, bm25(search_fts), d.length FROM search_fts
-           JOIN search_docs d ON d.id = search_fts.rowid
-           WHERE search_fts MATCH ? AND search_fts.rowid <= ?""", (fts_phrase, max_doc)):
-        g = -score / doc_idf
-        k = K1 * (1 - B + B * length / avgdl)
-        out[doc_id] = (round(g * k / (K1 + 1.0 - g)), length)
-    return out
+        return "SELECT NULL AS doc, NULL AS tf, NULL AS length WHERE 0", {}
+    g = "(-bm25(search_fts) / :didf)"
+    k = ":k1 * (:omb + :b * d.length / :davgdl)"
+    sql = (f"SELECT search_fts.rowid AS doc, round({g} * ({k}) / (:k1p1 - {g})) AS tf, d.length AS length FROM search_fts "
+           "JOIN search_docs d ON d.id = search_fts.rowid WHERE search_fts MATCH :phrase AND search_fts.rowid <= :maxdoc")
+    return sql, {"didf": idf(n_docs, n_hit), "davgdl": total / n_docs, "phrase": fts_phrase, "maxdoc": max_doc,
+                 **CONSTANTS}
+
+
+CONSTANTS = {"k1": K1, "b": B, "omb": 1 - B, "k1p1": K1 + 1.0}
 
 
 def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, allowed: set[int] | None,
                  limit: int) -> list[Scored]:
+    """BM25 at a cutoff, computed inside SQLite: occurrences per doc, visible rows, frequencies, scores."""
     n_rows, tokens, max_doc = cutoff_stats(con, snap)
     if n_rows <= 0:
         return []
-    freqs = [phrase_freqs(con, p.fts(), max_doc) for p in query.phrases]
-    candidates: dict[int, int] = {}
-    for per_doc in freqs:
-        for doc_id, (_, length) in per_doc.items():
-            candidates[doc_id] = length
-    if not candidates:
-        return []
-    source, params = rows_source(snap, None, docs=True)
-    visible = con.execute(source, {**params, "docs": json.dumps(sorted(candidates))}).fetchall()
-    per_doc_rows: dict[int, int] = defaultdict(int)
-    for _, doc_id, _ in visible:
-        per_doc_rows[doc_id] += 1
-    idfs = [idf(n_rows, sum(per_doc_rows.get(d, 0) for d in per_doc)) for per_doc in freqs]
-    avgdl = tokens / n_rows
-    scores: dict[int, float] = {}
-    scored = []
-    for row_id, doc_id, note_id in visible:
-        if allowed is not None and note_id not in allowed:
-            continue
-        score = scores.get(doc_id)
-        if score is None:
-            f = [float(per_doc[doc_id][0]) if doc_id in per_doc else 0.0 for per_doc in freqs]
-            score = scores[doc_id] = bm25(f, idfs, float(candidates[doc_id]), avgdl)
-        scored.append(Scored(row_id, score))
-    return _top(con, scored, limit)
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_tf (doc INTEGER, phrase INTEGER, tf REAL, "
+                "PRIMARY KEY (doc, phrase)) WITHOUT ROWID")
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_rows (id INTEGER PRIMARY KEY, doc INTEGER, note INTEGER)")
+    con.execute("DELETE FROM temp.kw_tf")
+    con.execute("DELETE FROM temp.kw_rows")
+    try:
+        for i, phrase in enumerate(query.phrases):
+            sql, params = _freqs_sql(con, phrase.fts(), max_doc)
+            con.execute(f"INSERT INTO temp.kw_tf (doc, tf, phrase) SELECT doc, tf, {i} FROM ({sql})", params)
+        source, params = rows_source(snap, None, docs="SELECT DISTINCT doc AS value FROM temp.kw_tf")
+        con.execute(f"INSERT OR IGNORE INTO temp.kw_rows (id, doc, note) {source}", params)
+        df = dict(con.execute("SELECT t.phrase, count(*) FROM temp.kw_rows r JOIN temp.kw_tf t ON t.doc = r.doc "
+                              "GROUP BY t.phrase").fetchall())
+        idfs = {f"i{i}": idf(n_rows, df.get(i, 0)) for i in range(len(query.phrases))}
+        terms, joins = [], []
+        for i in range(len(query.phrases)):
+            f = f"coalesce(t{i}.tf, 0.0)"
+            terms.append(f":i{i} * (({f} * :k1p1) / ({f} + :k1 * (:omb + :b * d.length / :avgdl)))")
+            joins.append(f"LEFT JOIN temp.kw_tf t{i} ON t{i}.doc = r.doc AND t{i}.phrase = {i}")
+        where = ""
+        extra: dict[str, object] = {}
+        if allowed is not None:
+            where = "WHERE r.note IN (SELECT value FROM json_each(:allowed))"
+            extra["allowed"] = json.dumps(sorted(allowed))
+        inner = (f"SELECT r.id AS id, -1.0 * (0.0 + {' + '.join(terms)}) AS s FROM temp.kw_rows r "
+                 f"JOIN search_docs d ON d.id = r.doc {' '.join(joins)} {where}")
+        params = {**idfs, **CONSTANTS, "avgdl": tokens / n_rows, **extra}
+        rows = con.execute(f"{inner} ORDER BY s LIMIT :n", {**params, "n": limit + 1}).fetchall()
+        if len(rows) > limit and rows[limit - 1][1] == rows[limit][1]:
+            edge = rows[limit - 1][1]
+            rows = [r for r in rows if r[1] < edge] + con.execute(
+                f"SELECT id, s FROM ({inner}) WHERE s = :edge", {**params, "edge": edge}).fetchall()
+    finally:
+        con.execute("DELETE FROM temp.kw_tf")
+        con.execute("DELETE FROM temp.kw_rows")
+    return _top(con, [Scored(r[0], r[1]) for r in rows], limit)

@@ -134,18 +134,22 @@ def allowed_notes(con: apsw.Connection, snap: Snapshot, prefix: str | None, tags
     return out
 
 
-def rows_source(snap: Snapshot, allowed: set[int] | None, *, docs: bool = False) -> tuple[str, dict[str, Any]]:
+DOCS_PARAM = "SELECT value FROM json_each(:docs)"
+
+
+def rows_source(snap: Snapshot, allowed: set[int] | None, *, docs: str | None = None) -> tuple[str, dict[str, Any]]:
     """SQL selecting ``(id, doc_id, note_id)`` of the visible chunk rows (of allowed notes, if given).
 
-    With ``docs``, only rows whose doc is in the JSON array bound to ``:docs`` (looked up by doc).
+    With ``docs`` (SQL selecting one column ``value``, e.g. ``DOCS_PARAM``), only rows using those docs,
+    looked up by doc.
     """
     if allowed is not None:
         sql = "SELECT id, doc_id, note_id FROM search_rows WHERE note_id IN (SELECT value FROM json_each(:allowed))"
         if docs:
-            sql += " AND doc_id IN (SELECT value FROM json_each(:docs))"
+            sql += f" AND doc_id IN ({docs})"
         return sql, {"allowed": _ids(allowed)}
     if docs:
-        head = ("SELECT r.id, r.doc_id, r.note_id FROM json_each(:docs) j "
+        head = (f"SELECT r.id, r.doc_id, r.note_id FROM ({docs}) j "
                 "JOIN search_rows r INDEXED BY search_rows_by_doc ON r.doc_id = j.value WHERE r.vault_id = :v")
     elif snap.live:
         head = "SELECT r.id, r.doc_id, r.note_id FROM search_rows r INDEXED BY search_rows_live WHERE r.vault_id = :v"
@@ -162,7 +166,7 @@ def rows_source(snap: Snapshot, allowed: set[int] | None, *, docs: bool = False)
     if snap.added:
         sql += " UNION ALL SELECT id, doc_id, note_id FROM search_rows WHERE note_id IN (SELECT value FROM json_each(:add))"
         if docs:
-            sql += " AND doc_id IN (SELECT value FROM json_each(:docs))"
+            sql += f" AND doc_id IN ({docs})"
         params["add"] = _ids(snap.added)
     return sql, params
 

@@ -12,7 +12,7 @@ import apsw
 
 from ..embed import Embedder, quantize
 from .keyword import Scored, order_key
-from .snapshot import Snapshot, rows_source
+from .snapshot import DOCS_PARAM, Snapshot, rows_source
 
 DISTANCE = "vec_distance_cosine(vec_int8(v.embedding), vec_int8(:q))"
 
@@ -43,7 +43,7 @@ def rank(con: apsw.Connection, snap: Snapshot, embedder: Embedder, query: str, a
     if not docs:
         return []
     distance = dict(docs)
-    by_doc, by_doc_params = rows_source(snap, allowed, docs=True)
+    by_doc, by_doc_params = rows_source(snap, allowed, docs=DOCS_PARAM)
     rows = con.execute(by_doc, {**by_doc_params, "docs": json.dumps(sorted(distance))}).fetchall()
     scored = [Scored(row_id, 1.0 - distance[doc_id]) for row_id, doc_id, _ in rows]
     keys = order_key(con, scored)
