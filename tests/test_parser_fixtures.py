@@ -22,6 +22,7 @@ from vaultsync.parsers import ParsedNote, parse_note
 
 FIXTURES = Path(__file__).parent / "fixtures" / "parser"
 _OPTIONS = re.compile(r"\s+(\{.*\})\s*$")
+_YAML_REASON = re.compile(r"^(invalid YAML frontmatter: ).*( \(line \d+\))$")
 
 
 def read_fixtures(path: Path) -> list[tuple[int, int, int]]:
@@ -41,7 +42,8 @@ def project(note: ParsedNote, with_ids: bool = False) -> dict[str, Any]:
     if note.frontmatter_text is not None:
         out["frontmatter"] = note.frontmatter
         out["frontmatter_text"] = note.frontmatter_text
-    out["warnings"] = list(note.warnings)
+    # PyYAML words its reasons differently with and without libyaml; the line must match exactly
+    out["warnings"] = [_YAML_REASON.sub(r"\1...\2", w) for w in note.warnings]
     out["block_ids"] = list(note.block_ids)
     out["callouts"] = [[c.type, c.title, c.fold, c.line] for c in note.callouts]
     out["links"] = [_link(link) for link in note.links]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import doctest
+import importlib
 import re
 import shutil
 import subprocess
@@ -249,6 +251,12 @@ def test_alias_bomb_is_refused_not_expanded() -> None:
     note = parse_note("---\n" + "\n".join(yaml_lines) + "\n---\nbody\n", "n.md")
     assert note.frontmatter is None
     assert note.warnings and "invalid YAML frontmatter" in note.warnings[0]
+
+
+@pytest.mark.parametrize("module", ["note", "lines", "wikilinks", "tags", "frontmatter"])
+def test_docstring_examples_run(module: str) -> None:
+    result = doctest.testmod(importlib.import_module(f"vaultsync.parsers.{module}"))
+    assert result.attempted > 0 and result.failed == 0
 
 
 # --- the real corpus, read at run time -----------------------------------------------------

@@ -10,9 +10,17 @@ Rules:
 * A unit over ``max_chars`` (a huge fence, table, list, or gap) is cut at line boundaries,
   lines packed greedily the same way, in pieces of its own. A single line over ``max_chars``
   becomes a chunk of exactly that one line.
-* A chunk's ID hashes its section key (heading path + occurrence number of that path in the
-  note; ``frontmatter`` for the frontmatter) and its part number within the section, or the
-  first Obsidian block id (``^id``) inside it instead of the part number.
+* Kinds: ``frontmatter``; ``heading`` for a section's first chunk (it starts at the heading);
+  ``code``/``table``/``callout`` for a chunk whose only block (gaps aside) is a fence or
+  indented code, a table, or a callout, including the line-cut pieces of one; else ``text``.
+* A chunk's ID is the first 16 hex digits of blake2b over the JSON key
+  ``["vaultsync-chunk/1", "section", heading_path, occurrence, "part", n]``: ``occurrence``
+  counts earlier sections with the same full heading path, ``n`` is the chunk's index within
+  its section. A chunk holding an Obsidian block id uses ``"block", id, repeat`` instead of
+  ``"part", n`` (its first id; ``repeat`` counts the same id earlier in the section). The
+  frontmatter's key is ``[..., "frontmatter", "part", n]``. Nothing in a key depends on line
+  numbers or on other sections' text; a hash collision within the note (never seen) is
+  resolved by re-hashing with a salt, in order.
 """
 
 from __future__ import annotations
@@ -78,9 +86,12 @@ def build_sections(blocks: list[Block], n_lines: int) -> list[Section]:
     return sections
 
 
-def pack_section(section: Section, offsets: list[int], max_chars: int) -> list[tuple[int, int, Block | None]]:
-    """Cut ``section`` into ``(start, end, sole_block)`` pieces; ``sole_block`` is the only
-    block a piece touches, else None."""
+Piece = tuple[int, int, Block | None]
+"""``(start, end, sole_block)``: a chunk's line range and the only block it touches, if one."""
+
+
+def pack_section(section: Section, offsets: list[int], max_chars: int) -> list[Piece]:
+    """Cut ``section`` into pieces: units packed greedily, oversized units cut by lines."""
     units: list[tuple[int, int, Block | None]] = []
     pos = section.start
     for block in section.blocks:
@@ -91,32 +102,50 @@ def pack_section(section: Section, offsets: list[int], max_chars: int) -> list[t
     if pos < section.end:
         units.append((pos, section.end, None))
 
-    pieces: list[tuple[int, int, Block | None]] = []
-    cur_start = cur_end = -1
-    cur_blocks: list[Block] = []
-    for start, end, block in units:
+    packer = _Packer(offsets, max_chars)
+    for start, end, unit_block in units:
         if offsets[end] - offsets[start] <= max_chars:
-            if cur_start >= 0 and offsets[end] - offsets[cur_start] <= max_chars:
-                cur_end = end
-            else:
-                if cur_start >= 0:
-                    pieces.append((cur_start, cur_end, cur_blocks[0] if len(cur_blocks) == 1 else None))
-                cur_start, cur_end, cur_blocks = start, end, []
-            if block is not None:
-                cur_blocks.append(block)
-            continue
-        if cur_start >= 0:
-            pieces.append((cur_start, cur_end, cur_blocks[0] if len(cur_blocks) == 1 else None))
-            cur_start, cur_blocks = -1, []
+            packer.add(start, end, unit_block)
+        else:
+            packer.cut_lines(start, end, unit_block)
+    packer.flush()
+    return packer.pieces
+
+
+class _Packer:
+    """Greedy packing of consecutive units into pieces of at most ``max_chars`` characters."""
+
+    __slots__ = ("blocks", "end", "max_chars", "offsets", "pieces", "start")
+
+    def __init__(self, offsets: list[int], max_chars: int) -> None:
+        self.offsets, self.max_chars = offsets, max_chars
+        self.pieces: list[Piece] = []
+        self.start = self.end = -1
+        self.blocks: list[Block] = []
+
+    def add(self, start: int, end: int, block: Block | None) -> None:
+        """Append a unit that fits the bound to the open piece, or open a new piece with it."""
+        if self.start < 0 or self.offsets[end] - self.offsets[self.start] > self.max_chars:
+            self.flush()
+            self.start = start
+        self.end = end
+        if block is not None:
+            self.blocks.append(block)
+
+    def cut_lines(self, start: int, end: int, block: Block | None) -> None:
+        """Cut an oversized unit into pieces of its own, packing whole lines up to the bound."""
+        self.flush()
         first = start
         for stop in range(start + 2, end + 1):
-            if offsets[stop] - offsets[first] > max_chars:
-                pieces.append((first, stop - 1, block))
+            if self.offsets[stop] - self.offsets[first] > self.max_chars:
+                self.pieces.append((first, stop - 1, block))
                 first = stop - 1
-        pieces.append((first, end, block))
-    if cur_start >= 0:
-        pieces.append((cur_start, cur_end, cur_blocks[0] if len(cur_blocks) == 1 else None))
-    return pieces
+        self.pieces.append((first, end, block))
+
+    def flush(self) -> None:
+        if self.start >= 0:
+            self.pieces.append((self.start, self.end, self.blocks[0] if len(self.blocks) == 1 else None))
+        self.start, self.blocks = -1, []
 
 
 def build_chunks(

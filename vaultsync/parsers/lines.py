@@ -38,6 +38,7 @@ def inline_line(state: StateInline, pos: int) -> int:
     env: Any = state.env
     src = state.src
     cache = env.get(_LINE_CACHE_KEY)
+    count: int
     if cache is not None and cache[0] is src and cache[1] <= pos:
         count = cache[2] + src.count("\n", cache[1], pos)
     else:

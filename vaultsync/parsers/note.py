@@ -30,6 +30,13 @@ def parse_note(text: str, path: str, max_chunk_chars: int = DEFAULT_MAX_CHUNK_CH
     Returns:
         A ``ParsedNote`` whose chunks, joined in order, give back ``text`` exactly.
 
+    Chunking and chunk IDs are described in ``vaultsync.parsers.chunks``. Other choices:
+    the title and heading paths are the headings' inline source text (``# A *b*`` gives
+    ``A *b*``); links, tags and block ids inside code, HTML blocks and ``%%comments%%`` are not
+    extracted; links are in line order; ``frontmatter_text`` has newlines normalised to ``\\n``;
+    Markdown link targets are percent-decoded with ``#heading``/``#^block`` split off, except
+    URLs with a scheme, which are kept whole.
+
     Example:
         >>> note = parse_note("# Atlas\\n\\nSee [[Plan#Goals|goals]] #project\\n", "Projects/Atlas.md")
         >>> note.title, note.tags, note.links[0].target, note.links[0].heading

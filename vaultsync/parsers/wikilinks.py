@@ -13,10 +13,14 @@ inside them are not seen. It emits one ``wikilink`` token whose ``meta`` holds `
 
 from __future__ import annotations
 
+import re
+
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 
 from .lines import inline_line
+
+_STOP = re.compile(r"[\[\]\n]")
 
 
 def wikilinks_plugin(md: MarkdownIt) -> None:
@@ -63,13 +67,11 @@ def _wikilink_rule(state: StateInline, silent: bool) -> bool:
         embed, start = True, pos + 3
     else:
         return False
-    end = src.find("]]", start, state.posMax)
-    if end < 0:
+    stop = _STOP.search(src, start, state.posMax)  # the inner text has no brackets or newline,
+    if stop is None or not src.startswith("]]", stop.start()):  # so the scan ends at the next one
         return False
-    inner = src[start:end]
-    if "\n" in inner or "[" in inner or "]" in inner:
-        return False
-    parts = split_wikilink(inner)
+    end = stop.start()
+    parts = split_wikilink(src[start:end])
     if parts is None:
         return False
     if not silent:
