@@ -24,6 +24,7 @@ from .store import read as q
 from .store.read import Revision
 from .store.schema import APPEND_ONLY_TABLES
 from .store.write import text_hash
+from .parsers import split_lines
 from .sync import BatchSummary, FileError, Progress, apply, nfc, observe_paths, scan
 from .times import format_time, optional_time, to_micros
 
@@ -293,7 +294,7 @@ class Vault:
                     labels.append(f"{rev.path} @ {stamp}")
             if labels[0].endswith(")") and labels[1].endswith(")") and not texts[0] and not texts[1]:
                 raise NoteNotFound(f"note {path!r} existed at neither time in vault '{self.name}'")
-        lines = difflib.unified_diff(texts[0].splitlines(keepends=True), texts[1].splitlines(keepends=True),
+        lines = difflib.unified_diff(split_lines(texts[0]), split_lines(texts[1]),
                                      labels[0], labels[1])
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
