@@ -147,7 +147,9 @@ def test_embedders_are_never_mixed_and_reembed_switches(history: Path, monkeypat
         store.close()
     monkeypatch.setitem(EMBEDDERS, "other", OtherEmbedder)
     with Vault.open(history) as vault:
-        assert vault.reembed("other")["embedder"] == "other/1/64"
+        assert vault.reembed("other")["embedder"] == f"other/{OtherEmbedder.version}/64"
+        (vault.root / "New.md").write_text("# New\n\nbudget meeting tomorrow\n", encoding="utf-8")
+        vault.sync(known_at="2024-03-01")  # later batches keep using the store's embedder
         header, chunks = split_export(vault.export())
         got = vault.search("budget meeting", mode="vector", limit=100)
         same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
@@ -158,6 +160,11 @@ def test_embedders_are_never_mixed_and_reembed_switches(history: Path, monkeypat
             SearchIndexer(store.db.con, HashEmbedder())
     finally:
         store.close()
+    monkeypatch.delitem(EMBEDDERS, "other")  # a vaultsync without that embedder: a clear error, keyword still works
+    with Vault.open(history, readonly=True) as vault:
+        with pytest.raises(ProviderError, match="reembed"):
+            vault.search("budget", mode="vector")
+        assert vault.search("budget", mode="keyword")["hits"]
 
 
 def test_database_from_before_search_is_reindexed(tmp_path: Path) -> None:

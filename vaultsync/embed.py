@@ -50,8 +50,8 @@ class HashEmbedder(Embedder):
     """
 
     embedder_id = "hash"
-    version = "1"
-    dims = 256
+    version = "2"
+    dims = 128
     pair_weight = 0.5
 
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:

@@ -10,11 +10,11 @@ from urllib.parse import quote
 
 import apsw
 
-from ..embed import Embedder, get_embedder
+from ..embed import Embedder
 from ..errors import ConfigError, StoreError
 from ..times import format_time
 from . import keyword, vector
-from .index import index_lag, store_embedder
+from .index import index_lag, query_embedder
 from .keyword import Scored
 from .snapshot import CHUNK_COLUMNS, Snapshot, allowed_notes, bounded_from_core, chunk_record, export_rows, take
 from .text import TOKENIZE, parse_query
@@ -93,7 +93,8 @@ def search(
     kw = keyword.rank(con, snap, parsed, allowed, depth) if mode in ("hybrid", "keyword") else []
     vec: list[Scored] = []
     if mode in ("hybrid", "vector"):
-        vec = vector.rank(con, snap, embedder or get_embedder(store_embedder(con)), query, allowed, depth)
+        embedder = embedder or query_embedder(con)
+        vec = vector.rank(con, snap, embedder, query, allowed, depth)
     fused: dict[int, float] = {}
     parts: dict[int, dict[str, Any]] = {}
     for name, scored, tied in (("keyword", kw, _kw_tied), ("vector", vec, _vec_tied)):

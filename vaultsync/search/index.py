@@ -23,7 +23,7 @@ from collections.abc import Iterable
 
 import apsw
 
-from ..embed import DEFAULT_EMBEDDER, Embedder, get_embedder, quantize
+from ..embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder, quantize
 from ..errors import ProviderError, StoreError
 from ..store.read import unpack
 from ..store.write import ChunkRow
@@ -52,11 +52,25 @@ def set_meta(con: apsw.Connection, key: str, value: str) -> None:
     con.execute("INSERT OR REPLACE INTO search_meta (key, value) VALUES (?, ?)", (key, value))
 
 
+LIVE_VECTORS_REBUILD = """
+    DELETE FROM search_live_vectors;
+    INSERT INTO search_live_vectors (vault_id, doc_id, refs, embedding)
+    SELECT r.vault_id, r.doc_id, count(*), v.embedding FROM search_rows r INDEXED BY search_rows_live
+    JOIN search_vectors v ON v.doc_id = r.doc_id WHERE r.died IS NULL GROUP BY r.vault_id, r.doc_id;"""
+
 UPGRADES = [
     # 2: covering indexes for the visible rows at a cutoff (vectors scan them) and now
     """DROP INDEX IF EXISTS search_rows_by_born;
     CREATE INDEX IF NOT EXISTS search_rows_at ON search_rows(vault_id, born, died, doc_id, note_id);
     CREATE INDEX IF NOT EXISTS search_rows_live ON search_rows(vault_id, doc_id, note_id) WHERE died IS NULL;""",
+    # 3: the vectors of the docs visible now, per vault, so that a query now scans only those
+    """CREATE TABLE IF NOT EXISTS search_live_vectors (
+        vault_id  INTEGER NOT NULL,
+        doc_id    INTEGER NOT NULL,
+        refs      INTEGER NOT NULL,               -- visible chunk rows using the doc
+        embedding BLOB NOT NULL,
+        PRIMARY KEY (vault_id, doc_id)
+    ) WITHOUT ROWID;""" + LIVE_VECTORS_REBUILD,
 ]
 """Schema changes after version 1, applied in order (``search_meta.schema_version`` counts them)."""
 
@@ -151,6 +165,32 @@ def _varint(blob: bytes) -> int:
     return value
 
 
+def check_embedder(con: apsw.Connection, embedder: Embedder) -> str | None:
+    """Why ``embedder``'s vectors may not join the store's (None when they may)."""
+    recorded = meta(con, "embedder_signature")
+    if recorded is None or recorded == embedder.signature:
+        return None
+    return (f"this store's vectors were made by embedder {recorded}, not {embedder.signature}; vectors are never "
+            f"mixed: run `vaultsync reembed --embedder {embedder.embedder_id}` to switch")
+
+
+def unknown_embedder(name: str) -> str:
+    return (f"this store's vectors were made by embedder {name!r}, which this vaultsync does not have; "
+            f"run `vaultsync reembed --embedder {DEFAULT_EMBEDDER}` to switch")
+
+
+def query_embedder(con: apsw.Connection) -> Embedder:
+    """The embedder that made the store's vectors (ProviderError when it is missing or has changed)."""
+    name = store_embedder(con)
+    if name not in EMBEDDERS:
+        raise ProviderError(unknown_embedder(name))
+    embedder = get_embedder(name)
+    problem = check_embedder(con, embedder)
+    if problem:
+        raise ProviderError(problem)
+    return embedder
+
+
 def store_embedder(con: apsw.Connection) -> str:
     """The registry name of the embedder whose vectors the store holds (recording the default if none)."""
     return meta(con, "embedder") or DEFAULT_EMBEDDER
@@ -167,19 +207,22 @@ class SearchIndexer:
                 name = DEFAULT_EMBEDDER if embedder is None else embedder.embedder_id
                 set_meta(con, "embedder", name)
                 set_meta(con, "embedder_signature", (embedder or get_embedder(name)).signature)
-        self.embedder = embedder or get_embedder(name)
-        recorded = meta(con, "embedder_signature")
-        if recorded != self.embedder.signature:
-            raise ProviderError(
-                f"this store's vectors were made by embedder {recorded}, not {self.embedder.signature}; "
-                f"vectors are never mixed: run `vaultsync reembed --embedder {self.embedder.embedder_id}` to switch"
-            )
+        if embedder is None and name not in EMBEDDERS:
+            self.embedder = get_embedder(DEFAULT_EMBEDDER)
+            self.mismatch: str | None = unknown_embedder(name)
+        else:
+            self.embedder = embedder or get_embedder(name)
+            self.mismatch = check_embedder(con, self.embedder)
+        if embedder is not None and self.mismatch:
+            raise ProviderError(self.mismatch)
         self._checked: int | None = None
         self._live_ready: set[int] = set()
 
     # ------------------------------------------------------------ the Indexer hooks
 
     def on_revision(self, con: apsw.Connection, batch_id: int, note_id: int, chunks: list[ChunkRow]) -> None:
+        if self.mismatch:
+            raise ProviderError(self.mismatch)
         vault_id, valid_from, valid_to = con.execute(
             "SELECT vault_id, valid_from, valid_to FROM notes WHERE id = ?", (note_id,)).fetchone()
         self._catch_up_before(con, vault_id, batch_id)
@@ -221,14 +264,20 @@ class SearchIndexer:
         live = self._live(con, vault_id)
         new_docs: list[tuple[int, str]] = []
         tokens = 0
-        for row_id, text in rows:
-            doc_id, length = self._doc(con, text, new_docs)
+        docs = []
+        for _, text in rows:
+            docs.append(self._doc(con, text, new_docs))
+        if new_docs:
+            _write_vectors(con, self.embedder, new_docs)
+        for (row_id, text), (doc_id, length) in zip(rows, docs):
             tokens += length
             con.execute("INSERT INTO search_rows (id, vault_id, note_id, doc_id, born) VALUES (?,?,?,?,?)",
                         (row_id, vault_id, note_id, doc_id, batch_id))
             con.execute(f"INSERT INTO {live} (rowid, indexed_text) VALUES (?, ?)", (row_id, text))
-        if new_docs:
-            _write_vectors(con, self.embedder, new_docs)
+            con.execute(
+                """INSERT INTO search_live_vectors (vault_id, doc_id, refs, embedding)
+                   SELECT ?, doc_id, 1, embedding FROM search_vectors WHERE doc_id = ?
+                   ON CONFLICT (vault_id, doc_id) DO UPDATE SET refs = refs + 1""", (vault_id, doc_id))
         if bounded:
             con.execute("INSERT OR IGNORE INTO search_bounded (note_id, vault_id) VALUES (?, ?)", (note_id, vault_id))
         self._stats(con, vault_id, batch_id, len(rows), tokens)
@@ -236,17 +285,20 @@ class SearchIndexer:
     def _end(self, con: apsw.Connection, vault_id: int, batch_id: int, note_id: int) -> None:
         live = self._live(con, vault_id)
         rows = con.execute(
-            """SELECT c.id, c.heading_path, t.body, n.title, n.aliases, d.length
+            """SELECT c.id, c.heading_path, t.body, n.title, n.aliases, d.length, d.id
                FROM chunks c JOIN texts t ON t.id = c.text_id JOIN notes n ON n.id = c.note_id
                JOIN search_rows r ON r.id = c.id JOIN search_docs d ON d.id = r.doc_id
                WHERE c.note_id = ? AND r.died IS NULL""",
             (note_id,),
         ).fetchall()
         tokens = 0
-        for row_id, heading_path, body, title, aliases, length in rows:
+        for row_id, heading_path, body, title, aliases, length, doc_id in rows:
             text = indexed_text(title, json.loads(aliases or "[]"), json.loads(heading_path), unpack(body))
             con.execute(f"INSERT INTO {live} ({live}, rowid, indexed_text) VALUES ('delete', ?, ?)", (row_id, text))
+            con.execute("UPDATE search_live_vectors SET refs = refs - 1 WHERE vault_id = ? AND doc_id = ?",
+                        (vault_id, doc_id))
             tokens += length
+        con.execute("DELETE FROM search_live_vectors WHERE vault_id = ? AND refs <= 0", (vault_id,))
         con.execute("UPDATE search_rows SET died = ? WHERE note_id = ? AND died IS NULL", (batch_id, note_id))
         self._stats(con, vault_id, batch_id, -len(rows), -tokens)
 
@@ -334,6 +386,7 @@ def reembed(con: apsw.Connection, embedder: Embedder) -> int:
                 count, batch = count + len(batch), []
         _write_vectors(con, embedder, batch)
         count += len(batch)
+        con.execute(LIVE_VECTORS_REBUILD)
         set_meta(con, "embedder", embedder.embedder_id)
         set_meta(con, "embedder_signature", embedder.signature)
     return count

@@ -31,10 +31,15 @@ def rank(con: apsw.Connection, snap: Snapshot, embedder: Embedder, query: str, a
         return []
     source, params = rows_source(snap, allowed)
     params = {**params, "q": q}
+    if snap.live and allowed is None:  # the current docs' vectors, kept apart: scan only those
+        nearest = f"SELECT v.doc_id, {DISTANCE} AS d FROM search_live_vectors v WHERE v.vault_id = :vault"
+        params["vault"] = snap.vault_id
+    else:
+        nearest = ""
     # Unfiltered, the visible docs are most of the table: scan it in order and test membership
     # (``+`` keeps SQLite from seeking each doc); a filter's few docs are looked up one by one.
     member = "v.doc_id" if allowed is not None else "+v.doc_id"
-    nearest = f"SELECT v.doc_id, {DISTANCE} AS d FROM search_vectors v WHERE {member} IN (SELECT doc_id FROM ({source}))"
+    nearest = nearest or f"SELECT v.doc_id, {DISTANCE} AS d FROM search_vectors v WHERE {member} IN (SELECT doc_id FROM ({source}))"
     docs = con.execute(f"{nearest} ORDER BY d LIMIT :n", {**params, "n": limit + 1}).fetchall()
     if len(docs) > limit and docs[limit - 1][1] == docs[limit][1]:
         edge = docs[limit - 1][1]
