@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -73,7 +74,8 @@ def build_server(
     if rt.allow_writes:
         register_write_tools(mcp, rt)
     register_resources(mcp, rt, page_size=page_size)
-    for tool in mcp._tool_manager.list_tools():  # noqa: SLF001 - publish flat schemas
+    for tool in mcp._tool_manager.list_tools():  # noqa: SLF001 - publish tidy descriptions and flat schemas
+        tool.description = inspect.cleandoc(tool.description or "")
         if tool.fn_metadata.output_schema is not None:
             tool.fn_metadata.output_schema = flat_schema(tool.fn_metadata.output_schema)
     mcp.runtime = rt  # type: ignore[attr-defined]  # for transports and tests
