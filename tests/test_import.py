@@ -206,3 +206,26 @@ def test_crlf_and_cr_files_read_back_byte_for_byte(db_path: Path, vault_dir: Pat
     with open_vault(db_path, vault_dir) as vault:
         vault.sync(known_at=T1)
         assert vault.read("Endings.md").content.encode("utf-8") == raw
+
+
+def test_links_are_stored_per_chunk_and_read_back_exactly(db_path: Path, vault_dir: Path) -> None:
+    from vaultsync.parsers import parse_note
+    from vaultsync.store.write import link_dict
+
+    note = vault_dir / "Linked.md"
+    body = "# Top\n\n[[A]] and [[B#H|b]]\n\n## Second\n\n![[img.png]] [web](https://example.org)\n\n## Third\n\n[[C^blk]]\n"
+    note.write_text(body, encoding="utf-8")
+    with open_vault(db_path, vault_dir) as vault:
+        vault.sync(known_at=T1)
+        expected = [link_dict(link) for link in parse_note(body, "Linked.md").links]
+        assert vault.read("Linked.md").revision.links == expected and len(expected) == 5
+        # lines shift in later sections; their stored link lists are reused, lines still exact
+        shifted = body.replace("[[A]] and", "one\ntwo\n[[A]] and")
+        note.write_text(shifted, encoding="utf-8")
+        vault.sync(known_at=T2)
+        assert vault.read("Linked.md").revision.links == [link_dict(x) for x in parse_note(shifted, "Linked.md").links]
+        assert vault.read("Linked.md", as_of=T1).revision.links == expected
+        blobs = vault.store.db.con.execute(
+            "SELECT count(DISTINCT c.links_id) FROM chunks c JOIN notes n ON n.id = c.note_id WHERE n.path = 'Linked.md'"
+        ).fetchone()[0]
+        assert blobs == 4  # three chunks' link lists, plus the first chunk's again after its edit

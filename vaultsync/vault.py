@@ -251,6 +251,7 @@ class Vault:
                 at = f" as of {format_time(when)}" if when is not None else ""
                 extra = f" (it was renamed to {rev.renamed_to})" if rev is not None and rev.renamed_to else ""
                 raise NoteNotFound(f"note {path!r} did not exist{at} in vault '{self.name}'{extra}")
+            q.attach_links(con, [rev])
             return Note(rev, q.content(con, rev.note_id))
 
     def ls(self, as_of: TimeLike = None, prefix: str = "") -> list[Revision]:
@@ -315,7 +316,8 @@ class Vault:
             if rev is None or rev.deleted:
                 at = f" as of {format_time(when)}" if when is not None else ""
                 raise NoteNotFound(f"note {path!r} did not exist{at} in vault '{self.name}'")
-            notes = q.revisions_at(con, self.id, batch)
+            notes = q.attach_links(con, q.revisions_at(con, self.id, batch))
+            q.attach_links(con, [rev])
         return link_report(rev, notes, when)
 
     def create_note(self, path: str, content: str) -> BatchSummary:
@@ -399,13 +401,14 @@ class Vault:
                 if previous is not None and known_at < previous:
                     problems.append(f"batch {batch_id} goes back in time ({format_time(known_at)})")
                 previous = known_at
-            for hash_, body in con.execute("SELECT hash, body FROM texts"):
-                try:
-                    intact = text_hash(q.unpack(body)) == hash_
-                except (ValueError, zlib.error):
-                    intact = False
-                if not intact:
-                    problems.append(f"chunk text {hash_.hex()} does not match its hash")
+            for table, what in (("texts", "chunk text"), ("blobs", "stored value")):
+                for hash_, body in con.execute(f"SELECT hash, body FROM {table}"):
+                    try:
+                        intact = text_hash(q.unpack(body)) == hash_
+                    except (ValueError, zlib.error):
+                        intact = False
+                    if not intact:
+                        problems.append(f"{what} {hash_.hex()} does not match its hash")
             for note_id, path, expected, size in con.execute(
                 "SELECT id, path, content_hash, size FROM notes WHERE vault_id = ? AND kind != 'deleted'", (self.id,)
             ).fetchall():

@@ -12,7 +12,7 @@ import apsw
 from ..times import format_time
 
 _NOTE_COLUMNS = """n.id, n.path, n.kind, n.prev_id, n.renamed_from, n.renamed_to, n.content_hash, n.size,
-    n.title, n.frontmatter, n.tags, n.aliases, n.links, n.warnings, n.valid_from, n.valid_to,
+    n.title, n.frontmatter, n.tags, n.aliases, n.warnings, n.valid_from, n.valid_to,
     n.batch_id, b.known_at"""
 
 
@@ -33,6 +33,7 @@ class Revision:
     tags: list[str]
     aliases: list[str]
     links: list[dict[str, Any]]
+    """Outgoing links; filled only by ``attach_links`` (reads that need them)."""
     warnings: list[str]
     valid_from: int | None
     valid_to: int | None
@@ -57,12 +58,12 @@ class Revision:
 
 def _revision(row: tuple) -> Revision:
     (note_id, path, kind, prev_id, renamed_from, renamed_to, content_hash, size, title, frontmatter,
-     tags, aliases, links, warnings, valid_from, valid_to, batch_id, known_at) = row
+     tags, aliases, warnings, valid_from, valid_to, batch_id, known_at) = row
     return Revision(
         note_id, path, kind, prev_id, renamed_from, renamed_to, content_hash, size, title,
         json.loads(frontmatter) if frontmatter else None,
         json.loads(tags) if tags else [], json.loads(aliases) if aliases else [],
-        json.loads(links) if links else [], json.loads(warnings) if warnings else [],
+        [], json.loads(warnings) if warnings else [],
         valid_from, valid_to, batch_id, known_at,
     )
 
@@ -140,6 +141,25 @@ def content(con: apsw.Connection, note_id: int) -> str:
         (note_id,),
     ).fetchall()
     return "".join(unpack(r[0]) for r in rows)
+
+
+def attach_links(con: apsw.Connection, revisions: list[Revision]) -> list[Revision]:
+    """Fill each revision's ``links`` from its chunks' stored link lists (absolute lines again)."""
+    by_id = {r.note_id: r for r in revisions}
+    if not by_id:
+        return revisions
+    for r in revisions:
+        r.links = []
+    rows = con.execute(
+        """SELECT c.note_id, c.line_start, b.body FROM chunks c JOIN blobs b ON b.id = c.links_id
+           WHERE c.note_id IN (SELECT value FROM json_each(?)) ORDER BY c.note_id, c.ord""",
+        (json.dumps(list(by_id)),),
+    ).fetchall()
+    for note_id, line_start, body in rows:
+        for link in json.loads(unpack(body)):
+            link["line"] += line_start - 1
+            by_id[note_id].links.append(link)
+    return revisions
 
 
 def current_state(con: apsw.Connection, vault_id: int) -> dict[str, tuple[int, str]]:

@@ -11,7 +11,7 @@ MIGRATIONS: list[Migration] = []
 migration = MIGRATIONS.append
 
 # Revision data is append-only: these tables refuse UPDATE and DELETE.
-APPEND_ONLY_TABLES = ["batches", "texts", "notes", "note_ends", "chunks", "git_commits"]
+APPEND_ONLY_TABLES = ["batches", "texts", "blobs", "notes", "note_ends", "chunks", "git_commits"]
 
 
 def append_only_triggers(table: str) -> str:
@@ -54,6 +54,13 @@ def m001_core(con: apsw.Connection) -> None:
             body        BLOB NOT NULL              -- zlib-compressed UTF-8
         );
 
+        -- Other distinct values stored once, compressed JSON: the links found in a chunk.
+        CREATE TABLE blobs (
+            id          INTEGER PRIMARY KEY,
+            hash        BLOB NOT NULL UNIQUE,      -- blake2b-128 of the UTF-8 JSON
+            body        BLOB NOT NULL              -- zlib-compressed UTF-8 JSON
+        );
+
         -- Note revisions. A deletion is a tombstone row (content_hash NULL).
         CREATE TABLE notes (
             id           INTEGER PRIMARY KEY,
@@ -70,7 +77,6 @@ def m001_core(con: apsw.Connection) -> None:
             frontmatter  TEXT,                     -- JSON object, or NULL
             tags         TEXT,                     -- JSON array
             aliases      TEXT,                     -- JSON array
-            links        TEXT,                     -- JSON array of link objects
             warnings     TEXT,                     -- JSON array
             valid_from   INTEGER,                  -- validity overlay from frontmatter (UTC micros)
             valid_to     INTEGER,
@@ -78,7 +84,6 @@ def m001_core(con: apsw.Connection) -> None:
         );
         CREATE INDEX notes_by_path ON notes(vault_id, path, batch_id);
         CREATE INDEX notes_by_batch ON notes(vault_id, batch_id);
-        CREATE INDEX notes_by_hash ON notes(content_hash);
 
         -- When a live revision stopped being current (modified, deleted or renamed away).
         CREATE TABLE note_ends (
@@ -96,7 +101,8 @@ def m001_core(con: apsw.Connection) -> None:
             heading_path TEXT NOT NULL,            -- JSON array of headings
             line_start   INTEGER NOT NULL,
             line_end     INTEGER NOT NULL,
-            kind         TEXT NOT NULL
+            kind         TEXT NOT NULL,
+            links_id     INTEGER REFERENCES blobs(id)   -- links in this chunk, lines relative to it
         );
         CREATE INDEX chunks_by_note ON chunks(note_id, ord);
 

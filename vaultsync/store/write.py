@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -91,6 +92,14 @@ class BatchWriter:
         self.con.execute("INSERT INTO texts (hash, body) VALUES (?, ?)", (key, pack(text)))
         return self.con.last_insert_rowid(), True
 
+    def _blob_id(self, value: str) -> int:
+        key = text_hash(value)
+        row = self.con.execute("SELECT id FROM blobs WHERE hash = ?", (key,)).fetchone()
+        if row is not None:
+            return int(row[0])
+        self.con.execute("INSERT INTO blobs (hash, body) VALUES (?, ?)", (key, pack(value)))
+        return self.con.last_insert_rowid()
+
     def add_revision(
         self,
         path: str,
@@ -111,26 +120,27 @@ class BatchWriter:
         self._end(live_id)
         self.con.execute(
             """INSERT INTO notes (vault_id, batch_id, path, kind, prev_id, renamed_from, content_hash, size,
-                   title, frontmatter, tags, aliases, links, warnings, valid_from, valid_to, mtime_ns)
-               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                   title, frontmatter, tags, aliases, warnings, valid_from, valid_to, mtime_ns)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
             (
                 self.vault_id, batch_id, path, kind, prev_id, renamed_from, content_hash, size,
                 parsed.title,
                 None if parsed.frontmatter is None else dumps(parsed.frontmatter),
                 dumps(list(parsed.tags)), dumps(list(parsed.aliases)),
-                dumps([link_dict(link) for link in parsed.links]),
                 dumps(list(parsed.warnings)), valid_from, valid_to, mtime_ns,
             ),
         )
         note_id = self.con.last_insert_rowid()
         rows: list[ChunkRow] = []
+        links = links_by_chunk(parsed)
         for ord_, chunk in enumerate(parsed.chunks):
             text_id, is_new = self._text_id(chunk.text)
+            links_id = self._blob_id(dumps(links[ord_])) if links[ord_] else None
             self.con.execute(
-                """INSERT INTO chunks (note_id, ord, chunk_id, text_id, heading_path, line_start, line_end, kind)
-                   VALUES (?,?,?,?,?,?,?,?)""",
+                """INSERT INTO chunks (note_id, ord, chunk_id, text_id, heading_path, line_start, line_end, kind,
+                       links_id) VALUES (?,?,?,?,?,?,?,?,?)""",
                 (note_id, ord_, chunk.chunk_id, text_id, dumps(list(chunk.heading_path)),
-                 chunk.line_start, chunk.line_end, chunk.kind),
+                 chunk.line_start, chunk.line_end, chunk.kind, links_id),
             )
             rows.append(ChunkRow(self.con.last_insert_rowid(), note_id, path, chunk.chunk_id, text_id, chunk.text,
                                  is_new, chunk.heading_path, parsed.title, parsed.aliases))
@@ -165,6 +175,24 @@ class BatchWriter:
             "INSERT INTO git_commits (vault_id, sha, committed_at, batch_id) VALUES (?,?,?,?)",
             (self.vault_id, sha, committed_at, self.batch_id),
         )
+
+
+def links_by_chunk(parsed: ParsedNote) -> list[list[dict[str, Any]]]:
+    """Each chunk's links, their ``line`` made relative to the chunk (1 = its first line).
+
+    Stored per chunk, an unchanged chunk's links are the same value in every revision and so
+    are stored once; ``read.attach_links`` puts them back together.
+    """
+    out: list[list[dict[str, Any]]] = [[] for _ in parsed.chunks]
+    starts = [chunk.line_start for chunk in parsed.chunks]
+    for link in parsed.links:
+        if not starts:
+            break
+        index = max(bisect_right(starts, link.line) - 1, 0)
+        entry = link_dict(link)
+        entry["line"] = link.line - starts[index] + 1
+        out[index].append(entry)
+    return out
 
 
 def link_dict(link: Any) -> dict[str, Any]:
