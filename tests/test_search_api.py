@@ -213,3 +213,22 @@ def test_cli_search_and_export_in_a_subprocess(history: Path, cli) -> None:
     assert bad.returncode == 1 and bad.stderr.startswith("Error: invalid --as-of") and "Traceback" not in bad.stderr
     bad = cli("search", "budget", "--where", "status", db=history)
     assert bad.returncode == 1 and "key=value" in bad.stderr
+
+
+def test_vaults_sharing_a_database_are_searched_apart(tmp_path: Path) -> None:
+    db = tmp_path / "shared.sqlite"
+    roots = {}
+    for name, notes in (("one", NOTES), ("two", {"Other.md": "# Other\n\nbudget budget budget elsewhere\n"})):
+        roots[name] = tmp_path / name
+        write(roots[name], notes)
+        with Vault.open(db, root=roots[name]) as vault:
+            vault.sync(known_at="2024-01-01")
+    for name in roots:
+        with Vault.open(db, name=name, readonly=True) as vault:
+            header, chunks = split_export(vault.export())
+            for mode in ("keyword", "vector"):
+                got = vault.search("budget", mode=mode, limit=100)
+                assert {h["path"] for h in got["hits"]} <= {c["path"] for c in chunks}
+            got = vault.search("budget", mode="keyword", limit=100)
+            same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
+                         fresh_keyword(header, chunks, '"budget"'))
