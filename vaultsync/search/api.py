@@ -60,6 +60,9 @@ def reindex(vault: Vault, *, full: bool = False) -> dict[str, Any]:
         indexer = attach(vault.store)
         with vault.store.db.atomic():
             done = indexer.catch_up(con, vault.id)
+            if full:  # the index is shared: rebuild the other vaults of the database too
+                for (other,) in con.execute("SELECT id FROM vaults WHERE id != ?", (vault.id,)).fetchall():
+                    indexer.catch_up(con, other)
     finally:
         if not held:
             vault.lock.release()
