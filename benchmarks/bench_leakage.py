@@ -25,7 +25,7 @@ from pathlib import Path
 
 from common import clone, machine, save
 from search_truth import fresh_keyword, split_export
-from vaultsync.search.index import doc_hash
+from vaultsync.search.schema import doc_hash
 from vaultsync.search.keyword import bm25, idf, phrase_freqs
 from vaultsync.search.text import parse_query
 from vaultsync.vault import Vault
@@ -112,9 +112,9 @@ def main() -> None:
         for batch, known_at in picks:
             header, chunks = split_export(vault.export(as_of=known_at))
             for _ in range(args.per_cutoff):
-                words = [w for w in re.findall(r"\w{3,}", rng.choice(chunks)["indexed_text"]) if not w.isdigit()]
-                if not words:
-                    continue
+                words: list[str] = []
+                while not words:  # a chunk with words in it (some hold only a table, an image or front matter)
+                    words = [w for w in re.findall(r"\w{3,}", rng.choice(chunks)["indexed_text"]) if not w.isdigit()]
                 query = " ".join(rng.sample(words, min(len(words), rng.choice([1, 2]))))
                 expression = parse_query(query).expression
                 truth = [(p, c) for p, c, _ in fresh_keyword(header, chunks, expression, TOP)]

@@ -24,7 +24,6 @@ from vaultsync.search.snapshot import export_rows, take
 from vaultsync.search.text import TOKENIZE, parse_query
 from vaultsync.store import read as q
 from vaultsync.sync import apply
-from vaultsync.times import format_time
 from vaultsync.vault import Vault
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from .engine import DEFAULT_MODE, MODES, export, search
-from .index import SearchIndexer, ensure_schema, index_lag, reembed
+from .embedding import reembed
+from .index import SearchIndexer, index_lag
+from .schema import ensure_schema
 from .text import TOKENIZE, indexed_text, normalize, parse_query
 
 __all__ = ["DEFAULT_MODE", "MODES", "SearchIndexer", "TOKENIZE", "ensure_schema", "export", "index_lag",

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 from ..embed import get_embedder
 from ..errors import ConfigError
 from . import engine
-from .index import SearchIndexer, drop_schema, ensure_schema, reembed
+from .embedding import reembed
+from .index import SearchIndexer
+from .schema import drop_schema, ensure_schema
 
 if TYPE_CHECKING:
     from ..store import Store

@@ -14,7 +14,8 @@ from ..embed import Embedder
 from ..errors import ConfigError, StoreError
 from ..times import format_time
 from . import keyword, vector
-from .index import index_lag, query_embedder
+from .embedding import query_embedder
+from .index import index_lag
 from .keyword import Scored
 from .snapshot import CHUNK_COLUMNS, Snapshot, allowed_notes, bounded_from_core, chunk_record, export_rows, take
 from .text import TOKENIZE, parse_query

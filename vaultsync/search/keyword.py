@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from .index import live_table
+from .schema import live_table
 from .snapshot import Snapshot, rows_source
 from .text import KeywordQuery
 

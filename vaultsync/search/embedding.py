@@ -1,0 +1,83 @@
+"""Which embedder made the store's vectors, and replacing them all with another's (``reembed``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+import apsw
+
+from ..embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder, quantize
+from ..errors import ProviderError
+from ..store.read import unpack
+from .schema import LIVE_VECTORS_REBUILD, ensure_schema, meta, set_meta
+from .text import indexed_text
+
+
+def check_embedder(con: apsw.Connection, embedder: Embedder) -> str | None:
+    """Why ``embedder``'s vectors may not join the store's (None when they may)."""
+    recorded = meta(con, "embedder_signature")
+    if recorded is None or recorded == embedder.signature:
+        return None
+    return (f"this store's vectors were made by embedder {recorded}, not {embedder.signature}; vectors are never "
+            f"mixed: run `vaultsync reembed --embedder {embedder.embedder_id}` to switch")
+
+
+def unknown_embedder(name: str) -> str:
+    return (f"this store's vectors were made by embedder {name!r}, which this vaultsync does not have; "
+            f"run `vaultsync reembed --embedder {DEFAULT_EMBEDDER}` to switch")
+
+
+def query_embedder(con: apsw.Connection) -> Embedder:
+    """The embedder that made the store's vectors (ProviderError when it is missing or has changed)."""
+    name = store_embedder(con)
+    if name not in EMBEDDERS:
+        raise ProviderError(unknown_embedder(name))
+    embedder = get_embedder(name)
+    problem = check_embedder(con, embedder)
+    if problem:
+        raise ProviderError(problem)
+    return embedder
+
+
+def store_embedder(con: apsw.Connection) -> str:
+    """The registry name of the embedder whose vectors the store holds (recording the default if none)."""
+    return meta(con, "embedder") or DEFAULT_EMBEDDER
+
+
+def doc_texts(con: apsw.Connection) -> Iterable[tuple[int, str]]:
+    """Every indexed doc with its ``indexed_text``, regenerated from one chunk revision that uses it."""
+    rows = con.execute(
+        """SELECT r.doc_id, c.heading_path, t.body, n.title, n.aliases
+           FROM (SELECT doc_id, min(id) AS id FROM search_rows GROUP BY doc_id) r
+           JOIN chunks c ON c.id = r.id JOIN texts t ON t.id = c.text_id JOIN notes n ON n.id = c.note_id
+           ORDER BY r.doc_id""")
+    for doc_id, heading_path, body, title, aliases in rows:
+        yield doc_id, indexed_text(title, json.loads(aliases or "[]"), json.loads(heading_path), unpack(body))
+
+
+def reembed(con: apsw.Connection, embedder: Embedder) -> int:
+    """Replace every vector with ``embedder``'s, in one transaction; return how many docs were embedded."""
+    ensure_schema(con)
+    with con:
+        con.execute("DELETE FROM search_vectors")
+        count = 0
+        batch: list[tuple[int, str]] = []
+        for doc in list(doc_texts(con)):
+            batch.append(doc)
+            if len(batch) >= 512:
+                write_vectors(con, embedder, batch)
+                count, batch = count + len(batch), []
+        write_vectors(con, embedder, batch)
+        count += len(batch)
+        con.execute(LIVE_VECTORS_REBUILD)
+        set_meta(con, "embedder", embedder.embedder_id)
+        set_meta(con, "embedder_signature", embedder.signature)
+    return count
+
+
+def write_vectors(con: apsw.Connection, embedder: Embedder, docs: list[tuple[int, str]]) -> None:
+    for (doc_id, _), vector in zip(docs, embedder.embed_many(t for _, t in docs)):
+        blob = quantize(vector)
+        if any(blob):
+            con.execute("INSERT INTO search_vectors (doc_id, embedding) VALUES (?, ?)", (doc_id, blob))
