@@ -232,3 +232,21 @@ def test_vaults_sharing_a_database_are_searched_apart(tmp_path: Path) -> None:
             got = vault.search("budget", mode="keyword", limit=100)
             same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
                          fresh_keyword(header, chunks, '"budget"'))
+
+
+def test_validity_is_an_interval_overlay(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    write(root, {"Plan.md": "# Plan\n\nThe budget is open.\n"})
+    with Vault.open(tmp_path / "db.sqlite", root=root) as vault:
+        vault.sync(known_at="2024-01-01")
+        write(root, {"Plan.md": "---\nvalid_from: 2024-03-01\nvalid_to: 2024-04-01\n---\n# Plan\n\nThe budget is frozen.\n"})
+        vault.sync(known_at="2024-02-01")
+
+        def words(valid_at: str | None, as_of: str | None = None) -> list[str]:
+            hits = vault.search("budget", as_of=as_of, valid_at=valid_at, mode="keyword")["hits"]
+            return [w for h in hits for w in ("open", "frozen") if w in h["text"]]
+
+        assert words("2024-03-15") == ["frozen"]            # inside the interval: the bounded revision
+        assert words("2024-05-01") == ["open"]              # outside: the revision it replaced
+        assert words("2024-03-15", as_of="2024-01-15") == ["open"]  # not known yet at that cutoff
+        assert words(None, as_of="2024-03-15") == ["frozen"]        # valid_at defaults to the cutoff
