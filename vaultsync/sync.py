@@ -369,6 +369,7 @@ def apply(
     total = len(changes) + len(gone)
     with store.db.atomic() as con:
         writer = BatchWriter(con, vault_id, known_at, source, detail, store.indexers)
+        writer.prepare_dictionary([c.text for c in changes])
         done = 0
         for change in changes:
             parsed = parse_note(change.text, change.path)

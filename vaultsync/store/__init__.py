@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..times import now_micros
+from . import codec
 from .db import Database
 from .lock import WriterLock
 from .schema import migrate, schema_version
@@ -27,6 +28,7 @@ class Store:
                 raise ConfigError(f"{path} is not a vaultsync database (or is empty)")
         else:
             migrate(self.db.con)
+        codec.load(self.db.con)
         self.indexers: list[Indexer] = []
 
     def close(self) -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
 import apsw
 
 from ..times import format_time
+from .codec import unpack
 
 _NOTE_COLUMNS = """n.id, n.path, n.kind, n.prev_id, n.renamed_from, n.renamed_to, n.content_hash, n.size,
     n.title, n.frontmatter, n.tags, n.aliases, n.warnings, n.valid_from, n.valid_to,
@@ -123,11 +123,6 @@ def revisions_between(con: apsw.Connection, vault_id: int, after_batch: int, upt
         (vault_id, after_batch, upto_batch),
     ).fetchall()
     return [_revision(r) for r in rows]
-
-
-def unpack(body: bytes) -> str:
-    """A stored chunk text (zlib-compressed UTF-8) as text."""
-    return zlib.decompress(body).decode("utf-8", "surrogatepass")
 
 
 def text(con: apsw.Connection, text_id: int) -> str:

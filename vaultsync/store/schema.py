@@ -11,7 +11,7 @@ MIGRATIONS: list[Migration] = []
 migration = MIGRATIONS.append
 
 # Revision data is append-only: these tables refuse UPDATE and DELETE.
-APPEND_ONLY_TABLES = ["batches", "texts", "blobs", "notes", "note_ends", "chunks", "git_commits"]
+APPEND_ONLY_TABLES = ["batches", "dictionaries", "texts", "blobs", "notes", "note_ends", "chunks", "git_commits"]
 
 
 def append_only_triggers(table: str) -> str:
@@ -47,18 +47,25 @@ def m001_core(con: apsw.Connection) -> None:
         WHEN NEW.known_at < (SELECT max(known_at) FROM batches WHERE vault_id = NEW.vault_id)
         BEGIN SELECT RAISE(ABORT, 'known_at earlier than the vault''s last batch'); END;
 
+        -- Compression dictionaries trained on the vault's own text (see store/codec.py).
+        CREATE TABLE dictionaries (
+            id          INTEGER PRIMARY KEY,
+            hash        BLOB NOT NULL UNIQUE,      -- blake2b-64: the key stored bodies name
+            body        BLOB NOT NULL
+        );
+
         -- Distinct chunk texts, stored once whatever notes or revisions use them.
         CREATE TABLE texts (
             id          INTEGER PRIMARY KEY,
             hash        BLOB NOT NULL UNIQUE,      -- blake2b-128 of the UTF-8 text
-            body        BLOB NOT NULL              -- zlib-compressed UTF-8
+            body        BLOB NOT NULL              -- compressed UTF-8 (store/codec.py)
         );
 
         -- Other distinct values stored once, compressed JSON: the links found in a chunk.
         CREATE TABLE blobs (
             id          INTEGER PRIMARY KEY,
             hash        BLOB NOT NULL UNIQUE,      -- blake2b-128 of the UTF-8 JSON
-            body        BLOB NOT NULL              -- zlib-compressed UTF-8 JSON
+            body        BLOB NOT NULL              -- compressed UTF-8 JSON (store/codec.py)
         );
 
         -- Note revisions. A deletion is a tombstone row (content_hash NULL).

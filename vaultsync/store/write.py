@@ -12,6 +12,8 @@ from typing import Any, Protocol
 
 import apsw
 
+from . import codec
+
 from ..parsers import ParsedNote
 from ..times import now_micros
 
@@ -19,11 +21,6 @@ from ..times import now_micros
 def text_hash(text: str) -> bytes:
     """The key under which a chunk text is stored once."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
-def pack(text: str) -> bytes:
-    """Chunk texts are stored zlib-compressed (level 6); see ``read.unpack``."""
-    return zlib.compress(text.encode("utf-8", "surrogatepass"), 6)
 
 
 def dumps(value: Any) -> str:
@@ -65,6 +62,8 @@ class BatchWriter:
     detail: str | None = None
     indexers: list[Indexer] = field(default_factory=list)
     batch_id: int | None = None
+    text_dict: bytes | None = None
+    """Key of the dictionary new chunk texts are compressed with (see ``codec``)."""
     counts: dict[str, int] = field(default_factory=lambda: {"created": 0, "modified": 0, "renamed": 0, "deleted": 0})
 
     def _batch(self) -> int:
@@ -75,6 +74,15 @@ class BatchWriter:
             )
             self.batch_id = self.con.last_insert_rowid()
         return self.batch_id
+
+    def prepare_dictionary(self, texts: list[str]) -> None:
+        """Use the database's dictionary, or train one from this batch's texts if it has none."""
+        self.text_dict = codec.load(self.con)
+        if self.text_dict is None:
+            trained = codec.train(texts)
+            if trained is not None:
+                self.con.execute("INSERT INTO dictionaries (hash, body) VALUES (?, ?)", (codec.key_of(trained), trained))
+                self.text_dict = codec.register(trained)
 
     def _end(self, note_id: int | None) -> None:
         if note_id is None:
@@ -89,7 +97,7 @@ class BatchWriter:
         row = self.con.execute("SELECT id FROM texts WHERE hash = ?", (key,)).fetchone()
         if row is not None:
             return row[0], False
-        self.con.execute("INSERT INTO texts (hash, body) VALUES (?, ?)", (key, pack(text)))
+        self.con.execute("INSERT INTO texts (hash, body) VALUES (?, ?)", (key, codec.pack(text, self.text_dict)))
         return self.con.last_insert_rowid(), True
 
     def _blob_id(self, value: str) -> int:
@@ -97,7 +105,7 @@ class BatchWriter:
         row = self.con.execute("SELECT id FROM blobs WHERE hash = ?", (key,)).fetchone()
         if row is not None:
             return int(row[0])
-        self.con.execute("INSERT INTO blobs (hash, body) VALUES (?, ?)", (key, pack(value)))
+        self.con.execute("INSERT INTO blobs (hash, body) VALUES (?, ?)", (key, codec.pack(value, codec.LINKS_KEY)))
         return self.con.last_insert_rowid()
 
     def add_revision(
