@@ -229,3 +229,28 @@ def test_links_are_stored_per_chunk_and_read_back_exactly(db_path: Path, vault_d
             "SELECT count(DISTINCT c.links_id) FROM chunks c JOIN notes n ON n.id = c.note_id WHERE n.path = 'Linked.md'"
         ).fetchone()[0]
         assert blobs == 4  # three chunks' link lists, plus the first chunk's again after its edit
+
+
+def test_texts_compress_with_a_dictionary_trained_on_the_vault(db_path: Path, vault_dir: Path) -> None:
+    from vaultsync.store import codec
+
+    for i in range(120):  # enough text (>= 64 KB) to train a dictionary in the first batch
+        (vault_dir / f"Daily {i:03}.md").write_text(
+            f"# Day {i}\n\n" + f"Met the Atlas crew about sync, offline maps and field notes, item {i}.\n" * 12,
+            encoding="utf-8")
+    with open_vault(db_path, vault_dir) as vault:
+        vault.sync(known_at=T1)
+        con = vault.store.db.con
+        assert con.execute("SELECT count(*) FROM dictionaries").fetchone()[0] == 1
+        bodies = [r[0] for r in con.execute("SELECT body FROM texts")]
+        assert all(b[:1] == b"\x01" for b in bodies)
+        assert vault.read("Daily 007.md").content == (vault_dir / "Daily 007.md").read_text(encoding="utf-8")
+        # a later batch reuses the stored dictionary; a new process finds it in the database
+        (vault_dir / "Daily 007.md").write_text("# Day 7\n\nrewritten\n", encoding="utf-8")
+        vault.sync(known_at=T2)
+        assert con.execute("SELECT count(*) FROM dictionaries").fetchone()[0] == 1
+    codec._DICTS.clear()
+    with Vault.open(db_path, readonly=True) as reader:
+        assert reader.read("Daily 007.md").content == "# Day 7\n\nrewritten\n"
+        assert reader.read("Daily 007.md", as_of=T1).content.startswith("# Day 7\n\nMet the Atlas crew")
+        assert reader.check() == []

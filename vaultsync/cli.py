@@ -135,10 +135,11 @@ def import_(obj: Context, vault_dir: Path, known_at: str | None, from_git: bool,
             payload = summary.to_json()
     finally:
         bar.close()
-    for error in summary.errors:
-        click.echo(f"warning: skipped {error.path}: {error.reason}", err=True)
-    for warning in summary.warnings:
-        click.echo(f"warning: {warning.path}: {warning.reason}", err=True)
+    # a git backfill meets the same bad file in many commits: name each problem once
+    for path, reason in dict.fromkeys((e.path, e.reason) for e in summary.errors):
+        click.echo(f"warning: skipped {path}: {reason}", err=True)
+    for path, reason in dict.fromkeys((w.path, w.reason) for w in summary.warnings):
+        click.echo(f"warning: {path}: {reason}", err=True)
     if as_json:
         echo_json(payload)
         return

@@ -49,6 +49,7 @@ LINKS_KEY = register(LINKS_DICT)
 
 def load(con: apsw.Connection) -> bytes | None:
     """Register every dictionary the database holds; return the newest one's key (None: none yet)."""
+    register(LINKS_DICT)
     key = None
     for (body,) in con.execute("SELECT body FROM dictionaries ORDER BY id"):
         key = register(body)
