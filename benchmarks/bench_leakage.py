@@ -63,13 +63,18 @@ class Rows:
             self.key[row_id] = (path, ord_, chunk_id, h)
             self.length[doc_id] = length
 
-    def rank(self, freqs: list[dict], counted, listed) -> list[tuple[float, int]]:
-        """bm25 of every row ``listed`` matching, with statistics over the rows ``counted`` (row predicates)."""
+    def totals(self, counted) -> tuple[int, int]:
+        """(rows, tokens) over the rows ``counted`` (a row predicate)."""
         n_rows = tokens = 0
         for doc_id, rows in self.by_doc.items():
             k = sum(1 for r in rows if counted(r))
             n_rows += k
             tokens += k * self.length[doc_id]
+        return n_rows, tokens
+
+    def rank(self, freqs: list[dict], counted, listed, totals: tuple[int, int]) -> list[tuple[float, int]]:
+        """bm25 of every row ``listed`` matching, with statistics over the rows ``counted`` (row predicates)."""
+        n_rows, tokens = totals
         idfs = [idf(n_rows, sum(sum(1 for r in self.by_doc[d] if counted(r)) for d in per)) for per in freqs]
         out = []
         docs = set().union(*freqs) if freqs else set()
@@ -109,8 +114,10 @@ def main() -> None:
         batches = con.execute("SELECT id, known_at FROM batches WHERE vault_id = ? ORDER BY id", (vault.id,)).fetchall()
         max_doc = con.execute("SELECT max(id) FROM search_docs").fetchone()[0]
         picks = sorted(rng.sample(batches[:-1], args.cutoffs))
+        everything = rows.totals(lambda r: True)
         for batch, known_at in picks:
             header, chunks = split_export(vault.export(as_of=known_at))
+            known_totals = rows.totals(lambda r, b=batch: r[1] <= b)
             for _ in range(args.per_cutoff):
                 words: list[str] = []
                 while not words:  # a chunk with words in it (some hold only a table, an image or front matter)
@@ -126,12 +133,12 @@ def main() -> None:
                 now = vault.search(query, mode="keyword", limit=TOP)["hits"]
                 got["latest only"] = [(h["path"], h["chunk_id"], current_hash(con, h)) for h in now]
                 freqs = [phrase_freqs(con, p.fts(), max_doc) for p in parse_query(query).phrases]
-                ranked = rows.rank(freqs, lambda r: True, lambda r: True)
+                ranked = rows.rank(freqs, lambda r: True, lambda r: True, everything)
                 for n in (20, 50, 100, None):
                     top = ranked if n is None else ranked[:n]
                     got[f"global top {n}" if n else "global all"] = [
                         rows.ident(rid) for _, rid in top if rows.visible(rid, batch)][:TOP]
-                known = rows.rank(freqs, lambda r: r[1] <= batch, lambda r: r[1] <= batch)
+                known = rows.rank(freqs, lambda r: r[1] <= batch, lambda r: r[1] <= batch, known_totals)
                 got["known by cutoff"] = [rows.ident(rid) for _, rid in known if rows.visible(rid, batch)][:TOP]
                 for name in systems:
                     if got[name] != truth_ids:
