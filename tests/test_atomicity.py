@@ -28,7 +28,7 @@ import pytest
 
 from vaultsync import Vault
 
-NOTES = 1200
+NOTES = 1000
 WORDS = ("alpha beta gamma delta river stone cloud ledger orbit maple quartz harbor lantern meadow signal "
          "copper tundra violet whisper anchor 雨 東京 café").split()
 PERCENT = re.compile(rb"(\d+)%")
