@@ -54,3 +54,25 @@ def test_an_unlistable_vault_deletes_nothing(db_path: Path, vault_dir: Path, mon
             vault_dir.chmod(0o755)
         assert summary.batch_id is None and summary.deleted == 0 and summary.errors
         assert [r.path for r in vault.ls()] == ["Inbox.md", "Projects/Atlas.md"]
+
+
+def test_nfd_file_names_are_not_lost_by_targeted_syncs(db_path: Path, tmp_path: Path) -> None:
+    """Names written in NFD (macOS) are stored as NFC; the watcher's path syncs must still find the files."""
+    root = tmp_path / "nfd-vault"
+    (root / "E\u0301te\u0301").mkdir(parents=True)
+    cafe, nu = root / "Cafe\u0301.md", root / "E\u0301te\u0301" / "Nu\u0308.md"
+    cafe.write_text("# Café\n", encoding="utf-8")
+    nu.write_text("# Nü\n", encoding="utf-8")
+    with Vault.open(db_path, root=root) as vault:
+        vault.sync(known_at=T1)
+        assert [r.path for r in vault.ls()] == ["Café.md", "Été/Nü.md"]
+        cafe.write_text("# Café\n\nmore\n", encoding="utf-8")
+        nu.write_text("# Nü\n\nmore\n", encoding="utf-8")
+        summary = vault.sync(["Café.md", "Été/Nü.md"], known_at=T2)  # NFC, as the watcher passes them
+        assert (summary.modified, summary.deleted) == (2, 0)
+        assert vault.sync(["Été"], known_at=T2).changed == 0  # a folder event re-scans the NFD folder
+        assert vault.sync(["Cafe\u0301.md"]).changed == 0  # the raw NFD name works too
+        assert [r.path for r in vault.ls()] == ["Café.md", "Été/Nü.md"]
+        assert vault.read("Été/Nü.md").content == "# Nü\n\nmore\n"
+        nu.unlink()
+        assert vault.sync(["Été/Nü.md"]).deleted == 1  # a real deletion is still one

@@ -175,6 +175,28 @@ def _rel(root: Path, path: str) -> str:
     return os.path.relpath(path, root).replace(os.sep, "/")
 
 
+def disk_path(root: Path, rel: str) -> str:
+    """The file system path of an NFC vault-relative path, whatever normalization its names have on disk.
+
+    A file named in NFD (as macOS writes them) is stored under its NFC path; on file systems that
+    keep names as bytes the NFC path does not open it, so each missing part is matched by its NFC form.
+    """
+    direct = os.path.join(root, rel)
+    if rel.isascii() or os.path.lexists(direct):
+        return direct
+    current = str(root)
+    for part in rel.split("/"):
+        candidate = os.path.join(current, part)
+        if not os.path.lexists(candidate):
+            try:
+                with os.scandir(current) as entries:
+                    candidate = next((e.path for e in entries if nfc(e.name) == part), candidate)
+            except OSError:
+                pass
+        current = candidate
+    return current
+
+
 def observe_file(root: Path, real_root: str, fs_path: str) -> Observed:
     """Stat one file: Present, Absent, or Unreadable with the reason."""
     try:
@@ -204,10 +226,10 @@ def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tupl
         rel = nfc(raw.replace(os.sep, "/").strip("/"))
         if rel in ("", ".") or rel.startswith("../"):
             continue
-        fs_path = os.path.join(root, rel)
+        fs_path = disk_path(root, rel)
         if os.path.isdir(fs_path) and not os.path.islink(fs_path):
             if not any(p.startswith(".") for p in rel.split("/")):
-                sub, sub_errors = scan(root, rel)
+                sub, sub_errors = scan(root, _rel(root, fs_path))
                 observed.update(sub)
                 errors.extend(sub_errors)
         elif is_note_path(rel):
@@ -222,7 +244,7 @@ def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tupl
             path = live_paths[at]
             at += 1
             if path not in observed:
-                observed[path] = observe_file(root, real_root, os.path.join(root, path))
+                observed[path] = observe_file(root, real_root, disk_path(root, path))
     return observed, errors
 
 
