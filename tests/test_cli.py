@@ -93,7 +93,8 @@ def test_read_only_commands_never_create_a_database(tmp_path: Path, args: list[s
     assert not (home / "vaultsync.db").exists()
 
 
-@pytest.mark.parametrize("bad", ["2024-02-30", "yesterday", "2024-01-01T10:00", "2024-13-01", "01/02/2024"])
+@pytest.mark.parametrize("bad", ["2024-02-30", "yesterday", "2024-01-01T10:00", "2024-13-01", "01/02/2024",
+                                 "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
 def test_impossible_as_of_is_refused(history: tuple[Path, Path], bad: str) -> None:
     db, _ = history
     line = one_line_error(run_cli("read", "Projects/Atlas.md", "--as-of", bad, db=db), bad, "YYYY-MM-DD")

@@ -29,10 +29,10 @@ def parse_time(value: str, what: str = "time") -> int:
             moment = dt.datetime.fromisoformat(text.replace("z", "Z"))
         else:
             raise ValueError("unrecognised form")
-    except ValueError as exc:
+        return to_micros(moment)
+    except (ValueError, OverflowError) as exc:  # OverflowError: shifting by the offset leaves years 1-9999
         reason = "" if str(exc) == "unrecognised form" else f" ({exc})"
         raise ConfigError(f"invalid {what} {value!r}{reason}: use {ACCEPTED}") from None
-    return to_micros(moment)
 
 
 def to_micros(moment: dt.datetime) -> int:
