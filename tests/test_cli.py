@@ -93,6 +93,27 @@ def test_read_only_commands_never_create_a_database(tmp_path: Path, args: list[s
     assert not (home / "vaultsync.db").exists()
 
 
+def test_files_that_are_not_our_database(tmp_path: Path, vault_dir: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n", encoding="utf-8")
+    one_line_error(run_cli("ls", db=text), "not a database")
+    one_line_error(run_cli("import", str(vault_dir), db=text), "not a database")
+    assert text.read_text(encoding="utf-8") == "hello\n"
+    foreign = tmp_path / "other.sqlite"
+    con = apsw.Connection(str(foreign))
+    con.execute("CREATE TABLE mine (x)")
+    con.close()
+    one_line_error(run_cli("ls", db=foreign), "not a vaultsync database")
+    one_line_error(run_cli("import", str(vault_dir), db=foreign), "another program's SQLite database")
+    newer = tmp_path / "newer.db"
+    run_cli("import", str(vault_dir), db=newer, check=True)
+    con = apsw.Connection(str(newer))
+    con.execute("PRAGMA user_version = 999")
+    con.close()
+    one_line_error(run_cli("ls", db=newer), "newer vaultsync")
+    one_line_error(run_cli("import", str(vault_dir), db=newer), "newer vaultsync")
+
+
 @pytest.mark.parametrize("bad", ["2024-02-30", "yesterday", "2024-01-01T10:00", "2024-13-01", "01/02/2024",
                                  "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
 def test_impossible_as_of_is_refused(history: tuple[Path, Path], bad: str) -> None:

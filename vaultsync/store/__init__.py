@@ -10,7 +10,7 @@ from ..times import now_micros
 from . import codec
 from .db import Database
 from .lock import WriterLock
-from .schema import migrate, schema_version
+from .schema import MIGRATIONS, migrate, schema_version
 from .write import BatchWriter, ChunkRow, Indexer
 
 __all__ = ["BatchWriter", "ChunkRow", "Database", "Indexer", "Store", "WriterLock"]
@@ -23,11 +23,23 @@ class Store:
         self.path = str(path)
         self.readonly = readonly
         self.db = Database(path, readonly=readonly)
-        if readonly:
-            if schema_version(self.db.con) == 0:
-                raise ConfigError(f"{path} is not a vaultsync database (or is empty)")
-        else:
-            migrate(self.db.con)
+        version = schema_version(self.db.con)
+        try:
+            if version > len(MIGRATIONS):
+                raise ConfigError(f"{path} was written by a newer vaultsync (schema {version}); upgrade vaultsync")
+            if readonly:
+                if version == 0:
+                    raise ConfigError(f"{path} is not a vaultsync database (or is empty)")
+                if version < len(MIGRATIONS):
+                    raise ConfigError(f"{path} was written by an older vaultsync (schema {version}); "
+                                      "run `vaultsync import VAULT` once to upgrade it")
+            else:
+                if version == 0 and self.db.scalar("SELECT count(*) FROM sqlite_schema"):
+                    raise ConfigError(f"{path} is another program's SQLite database; pass --db a new file")
+                migrate(self.db.con)
+        except BaseException:
+            self.db.close()
+            raise
         codec.load(self.db.con)
         self.indexers: list[Indexer] = []
 
