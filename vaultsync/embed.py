@@ -7,6 +7,7 @@ import re
 import struct
 import zlib
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 
@@ -43,31 +44,64 @@ _WORD = re.compile(r"\w+")
 
 
 class HashEmbedder(Embedder):
-    """Deterministic and offline: signed feature hashing of lower-cased words and adjacent word pairs.
+    """Deterministic and offline: signed feature hashing of lower-cased words, adjacent word pairs and
+    the character trigrams of each word (``<word>`` → ``<wo``, ``wor``, ``ord``, ``rd>``), so that
+    ``2hop`` meets ``2-hop`` and plurals meet singulars.
 
     Text goes through the keyword index's normalization first (NFKC, CJK runs as character pairs),
-    so a CJK query shares features with the text it appears in.
+    so a CJK query shares features with the text it appears in. Weights are multiples of 1/4, so
+    sums are exact and a text's vector never depends on the order of the work.
     """
 
     embedder_id = "hash"
-    version = "2"
+    version = "3"
     dims = 128
     pair_weight = 0.5
+    trigram_weight = 0.25
+    _CACHE_LIMIT = 500_000
+
+    def __init__(self) -> None:
+        self._words: dict[str, list[tuple[int, float]]] = {}
+        self._pairs: dict[str, tuple[int, float]] = {}
 
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         from .search.text import normalize
 
         return [self._one(normalize(t)) for t in texts]
 
+    def _slot(self, feature: str, weight: float) -> tuple[int, float]:
+        h = zlib.crc32(feature.encode("utf-8", "surrogatepass"))
+        return h % self.dims, weight if (h >> 31) & 1 else -weight
+
+    def _word(self, word: str) -> list[tuple[int, float]]:
+        found = self._words.get(word)
+        if found is None:
+            marked = f"<{word}>"
+            found = [self._slot(word, 1.0)] + [self._slot(marked[i:i + 3], self.trigram_weight)
+                                                for i in range(len(marked) - 2)]
+            if len(self._words) > self._CACHE_LIMIT:
+                self._words.clear()
+            self._words[word] = found
+        return found
+
+    def _pair(self, pair: str) -> tuple[int, float]:
+        found = self._pairs.get(pair)
+        if found is None:
+            found = self._slot(pair, self.pair_weight)
+            if len(self._pairs) > self._CACHE_LIMIT:
+                self._pairs.clear()
+            self._pairs[pair] = found
+        return found
+
     def _one(self, text: str) -> list[float]:
         vec = [0.0] * self.dims
         words = _WORD.findall(text.lower())
-        features = [(w, 1.0) for w in words]
-        features += [(f"{a} {b}", self.pair_weight) for a, b in zip(words, words[1:])]
-        dims = self.dims
-        for feature, weight in features:
-            h = zlib.crc32(feature.encode("utf-8", "surrogatepass"))
-            vec[h % dims] += weight if (h >> 31) & 1 else -weight
+        for word, count in Counter(words).items():
+            for slot, weight in self._word(word):
+                vec[slot] += count * weight
+        for pair, count in Counter(f"{a} {b}" for a, b in zip(words, words[1:])).items():
+            slot, weight = self._pair(pair)
+            vec[slot] += count * weight
         return vec
 
 
@@ -90,11 +124,13 @@ def quantize(vector: Sequence[float]) -> bytes:
 
     Cosine similarity ignores the scale, so only rounding is lost. An all-zero vector stays zero.
     """
-    peak = max((abs(x) for x in vector), default=0.0)
+    if not vector:
+        return b""
+    peak = max(max(vector), -min(vector))
     if peak == 0.0 or not math.isfinite(peak):
         return bytes(len(vector))
     scale = 127.0 / peak
-    return struct.pack(f"{len(vector)}b", *(max(-127, min(127, round(x * scale))) for x in vector))
+    return struct.pack(f"{len(vector)}b", *[round(x * scale) for x in vector])
 
 
 def dequantize(blob: bytes) -> list[int]:
