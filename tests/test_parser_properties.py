@@ -286,3 +286,24 @@ def test_obsidian_help_corpus(tmp_path: Path) -> None:
             check_chunks(text, note, bound)
             check_cuts_between_blocks(text, note, bound)
             assert note.title and not note.warnings, path
+
+
+def test_inserting_into_a_long_list_keeps_most_chunk_texts() -> None:
+    """Content-defined cut points: one inserted line changes the pieces around it, not every
+    piece after it (greedy packing would shift every later cut, so every later text would change)."""
+    import random
+    import statistics
+
+    rng = random.Random(7)
+    words = ["sync", "graph", "calendar", "kanban", "tasks", "excalidraw", "dataview", "git", "outliner", "zotero"]
+    items = [f"- [[{rng.choice(words)} {rng.choice(words)} {i}]] by author{rng.randrange(999)}\n" for i in range(300)]
+    before = "# Plugins\n\n" + "".join(items)
+    old_chunks = parse_note(before, "P.md").chunks
+    old = {c.text for c in old_chunks}
+    changed_counts = []
+    for _ in range(40):
+        at = rng.randrange(len(items))
+        after = "# Plugins\n\n" + "".join(items[:at] + ["- [[a freshly inserted plugin]] by someone\n"] + items[at:])
+        changed_counts.append(sum(1 for c in parse_note(after, "P.md").chunks if c.text not in old))
+    assert statistics.median(changed_counts) <= 2 and max(changed_counts) <= 5, changed_counts
+    assert len(old_chunks) >= 12

@@ -5,11 +5,15 @@ Rules:
 * Sections start at the frontmatter (its own section), at line 0 (text before the first
   heading) and at every top-level heading; a section runs to the next one.
 * A section is a run of *units*: each top-level block, and each gap between blocks (blank
-  lines, link reference definitions). Units are packed greedily, in order, while the piece
-  stays within ``max_chars``; a gap therefore goes with the preceding block when it fits.
+  lines, link reference definitions). Units are packed in order while the piece stays within
+  ``max_chars``; a gap therefore goes with the preceding block when it fits.
 * A unit over ``max_chars`` (a huge fence, table, list, or gap) is cut at line boundaries,
-  lines packed greedily the same way, in pieces of its own. A single line over ``max_chars``
-  becomes a chunk of exactly that one line.
+  lines packed the same way, in pieces of its own. A single line over ``max_chars`` becomes a
+  chunk of exactly that one line.
+* Where a piece ends is decided by content, not only by size: a piece also closes after a
+  unit (or line) whose text hashes to a *boundary* (1 in ``_BOUNDARY_EVERY``) once it holds at
+  least a quarter of ``max_chars``. Inserting a line into a long list then changes the piece
+  around it and not every piece after it, so the unchanged pieces keep their stored text.
 * Kinds: ``frontmatter``; ``heading`` for a section's first chunk (it starts at the heading);
   ``code``/``table``/``callout`` for a chunk whose only block (gaps aside) is a fence or
   indented code, a table, or a callout, including the line-cut pieces of one; else ``text``.
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +41,12 @@ from .scan import Block
 
 _ID_VERSION = "vaultsync-chunk/1"
 _OWN_KINDS = frozenset({"code", "table", "callout"})
+_BOUNDARY_EVERY = 8
+
+
+def _is_boundary(text: str) -> bool:
+    """Content-defined cut point: about one line (or block) in ``_BOUNDARY_EVERY``."""
+    return zlib.crc32(text.encode("utf-8", "surrogatepass")) % _BOUNDARY_EVERY == 0
 
 
 @dataclass(slots=True)
@@ -90,8 +101,8 @@ Piece = tuple[int, int, Block | None]
 """``(start, end, sole_block)``: a chunk's line range and the only block it touches, if one."""
 
 
-def pack_section(section: Section, offsets: list[int], max_chars: int) -> list[Piece]:
-    """Cut ``section`` into pieces: units packed greedily, oversized units cut by lines."""
+def pack_section(section: Section, offsets: list[int], max_chars: int, text: str) -> list[Piece]:
+    """Cut ``section`` into pieces: units packed up to the bound, oversized units cut by lines."""
     units: list[tuple[int, int, Block | None]] = []
     pos = section.start
     for block in section.blocks:
@@ -102,7 +113,7 @@ def pack_section(section: Section, offsets: list[int], max_chars: int) -> list[P
     if pos < section.end:
         units.append((pos, section.end, None))
 
-    packer = _Packer(offsets, max_chars)
+    packer = _Packer(offsets, max_chars, text)
     for start, end, unit_block in units:
         if offsets[end] - offsets[start] <= max_chars:
             packer.add(start, end, unit_block)
@@ -113,12 +124,14 @@ def pack_section(section: Section, offsets: list[int], max_chars: int) -> list[P
 
 
 class _Packer:
-    """Greedy packing of consecutive units into pieces of at most ``max_chars`` characters."""
+    """Packing of consecutive units into pieces of at most ``max_chars`` characters, closing a
+    piece early at content-defined boundaries."""
 
-    __slots__ = ("blocks", "end", "max_chars", "offsets", "pieces", "start")
+    __slots__ = ("blocks", "end", "max_chars", "min_chars", "offsets", "pieces", "start", "text")
 
-    def __init__(self, offsets: list[int], max_chars: int) -> None:
-        self.offsets, self.max_chars = offsets, max_chars
+    def __init__(self, offsets: list[int], max_chars: int, text: str) -> None:
+        self.offsets, self.max_chars, self.text = offsets, max_chars, text
+        self.min_chars = max_chars // 4
         self.pieces: list[Piece] = []
         self.start = self.end = -1
         self.blocks: list[Block] = []
@@ -131,15 +144,23 @@ class _Packer:
         self.end = end
         if block is not None:
             self.blocks.append(block)
+        if self._closes(self.start, end):
+            self.flush()
+
+    def _closes(self, start: int, end: int) -> bool:
+        """True when lines ``start:end`` are big enough and their last line is a boundary."""
+        offsets = self.offsets
+        return (offsets[end] - offsets[start] >= self.min_chars
+                and _is_boundary(self.text[offsets[end - 1] : offsets[end]]))
 
     def cut_lines(self, start: int, end: int, block: Block | None) -> None:
         """Cut an oversized unit into pieces of its own, packing whole lines up to the bound."""
         self.flush()
         first = start
-        for stop in range(start + 2, end + 1):
-            if self.offsets[stop] - self.offsets[first] > self.max_chars:
-                self.pieces.append((first, stop - 1, block))
-                first = stop - 1
+        for stop in range(start + 1, end):
+            if self.offsets[stop + 1] - self.offsets[first] > self.max_chars or self._closes(first, stop):
+                self.pieces.append((first, stop, block))
+                first = stop
         self.pieces.append((first, end, block))
 
     def flush(self) -> None:
@@ -160,7 +181,7 @@ def build_chunks(
     used: set[str] = set()
     for section in build_sections(blocks, len(offsets) - 1):
         block_seen: dict[str, int] = {}
-        for part, (start, end, sole) in enumerate(pack_section(section, offsets, max_chars)):
+        for part, (start, end, sole) in enumerate(pack_section(section, offsets, max_chars, text)):
             if section.kind == "frontmatter":
                 kind = "frontmatter"
             elif part == 0 and section.kind == "heading":
