@@ -147,8 +147,9 @@ class SearchIndexer:
             con.execute(f"INSERT INTO {live} ({live}, rowid, indexed_text) VALUES ('delete', ?, ?)", (row_id, text))
             con.execute("UPDATE search_live_vectors SET refs = refs - 1 WHERE vault_id = ? AND doc_id = ?",
                         (vault_id, doc_id))
+            con.execute("DELETE FROM search_live_vectors WHERE vault_id = ? AND doc_id = ? AND refs <= 0",
+                        (vault_id, doc_id))
             tokens += length
-        con.execute("DELETE FROM search_live_vectors WHERE vault_id = ? AND refs <= 0", (vault_id,))
         con.execute("UPDATE search_rows SET died = ? WHERE note_id = ? AND died IS NULL", (batch_id, note_id))
         self._stats(con, vault_id, batch_id, -len(rows), -tokens)
 
