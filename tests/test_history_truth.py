@@ -236,6 +236,7 @@ def test_replayed_reads_match_git(replayed: tuple[Path, Truth, list[int]]) -> No
         wrong = check_pairs(truth, {"help": vault}, pairs)
         exists = [p.path in set(truth.listings[p.date][1]) for p in pairs]
         seen = coverage(pairs, exists, head)
+        print(f"{len(dates)} dates, coverage {seen}")
         assert not wrong, f"{len(wrong)} of {len(pairs)} reads differ from git:\n" + "\n".join(wrong[:20])
         assert seen["pairs"] >= 500 and seen["existing"] >= 200 and seen["absent"] >= 100, seen
         assert seen["non_ascii"] >= 50 and seen["gone_by_head"] >= 100 and seen["years"] == 7, seen
@@ -318,6 +319,7 @@ def test_from_git_reads_match_git(backfilled: tuple[Path, Path, Truth]) -> None:
         wrong = check_pairs(truth, vaults, pairs)
         exists = [p.repo_path in set(truth.listings[p.date][1]) for p in pairs]
         seen = coverage(pairs, exists, head)
+        print(f"{len(dates)} dates, coverage {seen}")
         assert not wrong, f"{len(wrong)} of {len(pairs)} reads differ from git:\n" + "\n".join(wrong[:20])
         assert seen["pairs"] >= 500 and seen["existing"] >= 150 and seen["absent"] >= 100, seen
         assert seen["non_ascii"] >= 50 and seen["gone_by_head"] >= 50, seen
@@ -345,3 +347,26 @@ def test_second_from_git_imports_nothing(backfilled: tuple[Path, Path, Truth], s
         assert (after["batches"], after["revisions"]) == (before["batches"], before["revisions"])
     check = vaultsync(env, db, "--vault", "zh", "check")
     assert check.returncode == 0, check.stderr
+
+
+def test_from_git_cli_matches_truth_tool(backfilled: tuple[Path, Path, Truth], setting) -> None:
+    """A sample of the backfilled vaults through the real command line against replay_history.py --truth."""
+    db, clone, truth = backfilled
+    _, env = setting
+    rng = random.Random(SEED + 3)
+    log = subprocess.run(["git", "-C", str(clone), "log", "--first-parent", "--format=%ct", "HEAD", "--", "zh"],
+                         capture_output=True, text=True, check=True).stdout
+    dates = sample_dates(rng, sorted(int(t) for t in log.split()))
+    ever = sorted(truth.ever())
+    for date in rng.sample(dates, 12):
+        name = rng.choice(GIT_VAULTS)
+        existing = [p for p in truth.list_at(date)[1] if p.startswith(name + "/")]
+        repo_path = rng.choice(existing) if existing and rng.random() < 0.7 else rng.choice(
+            [p for p in ever if p.startswith(name + "/")])
+        told = truth.tool("--truth", date, repo_path)
+        read = vaultsync(env, db, "--vault", name, "read", repo_path[len(name) + 1:], "--as-of", date)
+        assert (read.returncode, read.stdout) == (told.returncode, told.stdout), (repo_path, date, read.stderr)
+    date = rng.choice(dates)
+    listed = vaultsync(env, db, "--vault", "zh", "ls", "--as-of", date, "--json")
+    want = sorted(p[3:] for p in truth.tool("--list-at", date).stdout.decode().split("\n") if p.startswith("zh/"))
+    assert [r["path"] for r in json.loads(listed.stdout)] == want
