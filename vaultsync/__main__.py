@@ -2,4 +2,5 @@
 
 from .cli import main
 
-main()
+if __name__ == "__main__":  # worker processes (spawn) import this module without running the CLI
+    main()

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import logging
+import multiprocessing
 import os
+import threading
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, ParseError
-from .parsers import parse_note
+from .parsers import ParsedNote, parse_note
 from .store import Store
 from .store import read as q
 from .store.write import BatchWriter
@@ -295,6 +299,41 @@ class _Change:
     renamed_from: str | None = None
 
 
+PARALLEL_MIN_NOTES = 200
+"""A batch with at least this many notes to parse parses them in worker processes."""
+
+
+def parse_all(changes: list[_Change], stack: contextlib.ExitStack) -> Iterator[ParsedNote]:
+    """Parsed notes in the order of ``changes``.
+
+    Large batches (an import, a git checkout) parse in worker processes while this process
+    writes and indexes what is already parsed; small ones (the watcher's) parse in line.
+    """
+    workers = min(4, (os.cpu_count() or 1) - 1)
+    if len(changes) < PARALLEL_MIN_NOTES or workers < 1:
+        return (parse_note(c.text, c.path) for c in changes)
+    pool = stack.enter_context(
+        ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                            initializer=_exit_with_parent, initargs=(os.getpid(),))
+    )
+    return pool.map(_parse, [(c.text, c.path) for c in changes], chunksize=16)
+
+
+def _parse(args: tuple[str, str]) -> ParsedNote:
+    return parse_note(*args)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """In a worker: end when the process that started it is gone (killed with -9, say)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def apply(
     store: Store,
     vault_id: int,
@@ -389,12 +428,12 @@ def apply(
         raise ParseError("refusing the whole batch (--strict): " + "; ".join(map(str, summary.errors)))
 
     total = len(changes) + len(gone)
-    with store.db.atomic() as con:
+    with contextlib.ExitStack() as stack, store.db.atomic() as con:
+        parsed_notes = parse_all(changes, stack)
         writer = BatchWriter(con, vault_id, known_at, source, detail, store.indexers)
         writer.prepare_dictionary([c.text for c in changes])
         done = 0
-        for change in changes:
-            parsed = parse_note(change.text, change.path)
+        for change, parsed in zip(changes, parsed_notes):
             warnings = list(parsed.warnings)
             valid_from, valid_to = _validity(parsed.frontmatter, warnings)
             parsed.warnings = tuple(warnings)
