@@ -77,7 +77,11 @@ def reembed(con: apsw.Connection, embedder: Embedder) -> int:
 
 
 def write_vectors(con: apsw.Connection, embedder: Embedder, docs: list[tuple[int, str]]) -> None:
-    for (doc_id, _), vector in zip(docs, embedder.embed_many(t for _, t in docs)):
-        blob = quantize(vector)
-        if any(blob):
-            con.execute("INSERT INTO search_vectors (doc_id, embedding) VALUES (?, ?)", (doc_id, blob))
+    """Embed and store the docs' ``indexed_text`` (already normalized: an embedder may skip that step)."""
+    texts = [t for _, t in docs]
+    fast = getattr(embedder, "embed_normalized", None)
+    vectors = fast(texts) if fast is not None else list(embedder.embed_many(texts))
+    if len(vectors) != len(texts):
+        raise ProviderError(f"embedder {embedder.embedder_id} returned {len(vectors)} vectors for {len(texts)} texts")
+    rows = [(doc_id, blob) for (doc_id, _), blob in zip(docs, map(quantize, vectors)) if any(blob)]
+    con.executemany("INSERT INTO search_vectors (doc_id, embedding) VALUES (?, ?)", rows)

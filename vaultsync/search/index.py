@@ -66,6 +66,7 @@ class SearchIndexer:
         if embedder is not None and self.mismatch:
             raise ProviderError(self.mismatch)
         self._checked: int | None = None
+        self._new_tokens = 0
         self._live_ready: set[int] = set()
 
     # ------------------------------------------------------------ the Indexer hooks
@@ -105,29 +106,31 @@ class SearchIndexer:
         size = con.execute("SELECT sz FROM search_fts_docsize WHERE id = ?", (doc_id,)).fetchone()
         length = _varint(size[0]) if size else 0
         con.execute("INSERT INTO search_docs (id, hash, length) VALUES (?, ?, ?)", (doc_id, key, length))
-        con.execute("UPDATE search_doc_totals SET docs = docs + 1, tokens = tokens + ? WHERE id = 1", (length,))
         new_docs.append((doc_id, text))
+        self._new_tokens += length
         return doc_id, length
 
     def _add(self, con: apsw.Connection, vault_id: int, batch_id: int, note_id: int,
              rows: list[tuple[int, str]], *, bounded: bool) -> None:
         live = self._live(con, vault_id)
         new_docs: list[tuple[int, str]] = []
-        tokens = 0
         docs = []
         for _, text in rows:
             docs.append(self._doc(con, text, new_docs))
         if new_docs:
             write_vectors(con, self.embedder, new_docs)
-        for (row_id, text), (doc_id, length) in zip(rows, docs):
-            tokens += length
-            con.execute("INSERT INTO search_rows (id, vault_id, note_id, doc_id, born) VALUES (?,?,?,?,?)",
-                        (row_id, vault_id, note_id, doc_id, batch_id))
-            con.execute(f"INSERT INTO {live} (rowid, indexed_text) VALUES (?, ?)", (row_id, text))
-            con.execute(
-                """INSERT INTO search_live_vectors (vault_id, doc_id, refs, embedding)
-                   SELECT ?, doc_id, 1, embedding FROM search_vectors WHERE doc_id = ?
-                   ON CONFLICT (vault_id, doc_id) DO UPDATE SET refs = refs + 1""", (vault_id, doc_id))
+            con.execute("UPDATE search_doc_totals SET docs = docs + ?, tokens = tokens + ? WHERE id = 1",
+                        (len(new_docs), self._new_tokens))
+        self._new_tokens = 0
+        tokens = sum(length for _, length in docs)
+        con.executemany("INSERT INTO search_rows (id, vault_id, note_id, doc_id, born) VALUES (?,?,?,?,?)",
+                        [(row_id, vault_id, note_id, doc_id, batch_id) for (row_id, _), (doc_id, _) in zip(rows, docs)])
+        con.executemany(f"INSERT INTO {live} (rowid, indexed_text) VALUES (?, ?)", rows)
+        con.executemany(
+            """INSERT INTO search_live_vectors (vault_id, doc_id, refs, embedding)
+               SELECT ?, doc_id, 1, embedding FROM search_vectors WHERE doc_id = ?
+               ON CONFLICT (vault_id, doc_id) DO UPDATE SET refs = refs + 1""",
+            [(vault_id, doc_id) for doc_id, _ in docs])
         if bounded:
             con.execute("INSERT OR IGNORE INTO search_bounded (note_id, vault_id) VALUES (?, ?)", (note_id, vault_id))
         self._stats(con, vault_id, batch_id, len(rows), tokens)
@@ -154,7 +157,7 @@ class SearchIndexer:
         self._stats(con, vault_id, batch_id, -len(rows), -tokens)
 
     def _stats(self, con: apsw.Connection, vault_id: int, batch_id: int, rows: int, tokens: int) -> None:
-        max_doc = con.execute("SELECT coalesce(max(id), 0) FROM search_docs").fetchone()[0]
+        max_doc = con.execute("SELECT max(id) FROM search_docs").fetchone()[0] or 0
         con.execute(
             """INSERT INTO search_stats (vault_id, batch_id, rows, tokens, max_doc) VALUES (?,?,?,?,?)
                ON CONFLICT (vault_id, batch_id) DO UPDATE SET rows = rows + excluded.rows,
