@@ -79,6 +79,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/vs-index"))
     parser.add_argument("--history", action="store_true")
+    parser.add_argument("--out", default="index_size_speed", help="results file name (benchmarks/results/OUT.json)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     root = clone("obsidian-hub.bundle", args.work / "hub")
@@ -103,7 +104,7 @@ def main() -> None:
                      f"| {r['search_index_bytes'] / 1e6:.1f} MB |")
     text = (f"Import speed and size with the search indexes (hub Markdown at HEAD: {md / 1e6:.1f} MB; "
             f"5× is {5 * md / 1e6:.0f} MB)\n\n" + "\n".join(lines) + "\n")
-    save("index_size_speed", out, text)
+    save(args.out, out, text)
 
 
 if __name__ == "__main__":
