@@ -82,6 +82,9 @@ def cli(ctx: click.Context, db: Path | None, vault_name: str | None, verbose: in
     """
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .sync import enable_parallel_parsing
+
+    enable_parallel_parsing()  # our entry points guard their main module, as "spawn" needs
     ctx.obj = Context(db or default_db_path(), vault_name)
     ctx.call_on_close(ctx.obj.close)
 

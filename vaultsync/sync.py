@@ -302,25 +302,50 @@ class _Change:
 PARALLEL_MIN_NOTES = 200
 """A batch with at least this many notes to parse parses them in worker processes."""
 
+parallel_workers = 0
+"""Worker processes for large batches; 0 parses in line. Programs opt in (the CLI does, with
+``enable_parallel_parsing``) because workers are started with "spawn", which re-imports the
+main module: only safe where it is guarded by ``if __name__ == "__main__"``."""
 
-def parse_all(changes: list[_Change], stack: contextlib.ExitStack) -> Iterator[ParsedNote]:
+
+def enable_parallel_parsing(workers: int | None = None) -> None:
+    global parallel_workers
+    cores = os.cpu_count() or 1
+    parallel_workers = workers if workers is not None else (min(4, cores) if cores > 1 else 0)
+
+
+def parse_all(changes: list[_Change], stack: contextlib.ExitStack, indexers: list[Any]) -> Iterator[ParsedNote]:
     """Parsed notes in the order of ``changes``.
 
     Large batches (an import, a git checkout) parse in worker processes while this process
-    writes and indexes what is already parsed; small ones (the watcher's) parse in line.
+    writes and indexes what is already parsed; small ones (the watcher's) parse in line. A
+    worker also does each indexer's ``ahead`` work (e.g. embedding), handed to ``take_ahead``.
     """
-    workers = min(4, (os.cpu_count() or 1) - 1)
+    workers = parallel_workers
     if len(changes) < PARALLEL_MIN_NOTES or workers < 1:
         return (parse_note(c.text, c.path) for c in changes)
     pool = stack.enter_context(
         ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                             initializer=_exit_with_parent, initargs=(os.getpid(),))
     )
-    return pool.map(_parse, [(c.text, c.path) for c in changes], chunksize=16)
+    ahead = [ix for ix in indexers if getattr(ix, "ahead", None) is not None]
+    for indexer in ahead:
+        stack.callback(indexer.forget_ahead)  # whatever the batch did not use
+    jobs = [(c.text, c.path, tuple(ix.ahead for ix in ahead)) for c in changes]
+
+    def results() -> Iterator[ParsedNote]:
+        for parsed, payloads in pool.map(_parse, jobs, chunksize=16):
+            for indexer, payload in zip(ahead, payloads):
+                indexer.take_ahead(payload)
+            yield parsed
+
+    return results()
 
 
-def _parse(args: tuple[str, str]) -> ParsedNote:
-    return parse_note(*args)
+def _parse(job: tuple[str, str, tuple[Callable[[ParsedNote], Any], ...]]) -> tuple[ParsedNote, list[Any]]:
+    text, path, ahead = job
+    parsed = parse_note(text, path)
+    return parsed, [work(parsed) for work in ahead]
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -429,7 +454,7 @@ def apply(
 
     total = len(changes) + len(gone)
     with contextlib.ExitStack() as stack, store.db.atomic() as con:
-        parsed_notes = parse_all(changes, stack)
+        parsed_notes = parse_all(changes, stack, store.indexers)
         writer = BatchWriter(con, vault_id, known_at, source, detail, store.indexers)
         writer.prepare_dictionary([c.text for c in changes])
         done = 0

@@ -9,6 +9,7 @@ import apsw
 
 from ..embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder, quantize
 from ..errors import ProviderError
+from ..parsers import ParsedNote
 from ..store.read import unpack
 from .schema import LIVE_VECTORS_REBUILD, ensure_schema, meta, set_meta
 from .text import indexed_text
@@ -76,12 +77,37 @@ def reembed(con: apsw.Connection, embedder: Embedder) -> int:
     return count
 
 
-def write_vectors(con: apsw.Connection, embedder: Embedder, docs: list[tuple[int, str]]) -> None:
-    """Embed and store the docs' ``indexed_text`` (already normalized: an embedder may skip that step)."""
-    texts = [t for _, t in docs]
+AHEAD: dict[tuple[str, str], bytes] = {}
+"""(embedder signature, indexed_text) → quantized vector, computed ahead by parse workers
+(``embed_ahead``) for the batch being written; ``write_vectors`` takes them out."""
+
+
+def embed_ahead(parsed: ParsedNote) -> tuple[str, dict[str, bytes]]:
+    """In a parse worker: the default embedder's vectors for a parsed note's chunks, so a large
+    import embeds in parallel with writing. Only a speed-up: a miss is embedded as usual."""
+    embedder = get_embedder(DEFAULT_EMBEDDER)
+    texts = [indexed_text(parsed.title, parsed.aliases, c.heading_path, c.text) for c in parsed.chunks]
     fast = getattr(embedder, "embed_normalized", None)
     vectors = fast(texts) if fast is not None else list(embedder.embed_many(texts))
-    if len(vectors) != len(texts):
-        raise ProviderError(f"embedder {embedder.embedder_id} returned {len(vectors)} vectors for {len(texts)} texts")
-    rows = [(doc_id, blob) for (doc_id, _), blob in zip(docs, map(quantize, vectors)) if any(blob)]
+    return embedder.signature, {t: quantize(v) for t, v in zip(texts, vectors)}
+
+
+def take_ahead(payload: tuple[str, dict[str, bytes]]) -> None:
+    signature, vectors = payload
+    AHEAD.update(((signature, text), blob) for text, blob in vectors.items())
+
+
+def write_vectors(con: apsw.Connection, embedder: Embedder, docs: list[tuple[int, str]]) -> None:
+    """Embed and store the docs' ``indexed_text`` (already normalized: an embedder may skip that step)."""
+    signature = embedder.signature
+    blobs: list[bytes | None] = [AHEAD.pop((signature, t), None) for _, t in docs]
+    texts = [t for (_, t), blob in zip(docs, blobs) if blob is None]
+    if texts:
+        fast = getattr(embedder, "embed_normalized", None)
+        vectors = fast(texts) if fast is not None else list(embedder.embed_many(texts))
+        if len(vectors) != len(texts):
+            raise ProviderError(f"embedder {embedder.embedder_id} returned {len(vectors)} vectors for {len(texts)} texts")
+        computed = iter(map(quantize, vectors))
+        blobs = [next(computed) if blob is None else blob for blob in blobs]
+    rows = [(doc_id, blob) for (doc_id, _), blob in zip(docs, blobs) if blob is not None and any(blob)]
     con.executemany("INSERT INTO search_vectors (doc_id, embedding) VALUES (?, ?)", rows)

@@ -25,7 +25,7 @@ from ..embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
 from ..errors import ProviderError
 from ..store.read import unpack
 from ..store.write import ChunkRow
-from .embedding import check_embedder, unknown_embedder, write_vectors
+from .embedding import AHEAD, check_embedder, embed_ahead, take_ahead, unknown_embedder, write_vectors
 from .schema import doc_hash, ensure_schema, has_schema, live_table, meta, set_meta
 from .text import TOKENIZE, indexed_text
 
@@ -48,6 +48,11 @@ def _varint(blob: bytes) -> int:
 
 class SearchIndexer:
     """The ``Indexer`` the batch writer calls: docs, rows, live table, statistics and vectors."""
+
+    ahead = staticmethod(embed_ahead)
+    """Work a parse worker may do for this indexer (see ``sync.parse_all``); ``take_ahead`` receives it."""
+    take_ahead = staticmethod(take_ahead)
+    forget_ahead = staticmethod(AHEAD.clear)
 
     def __init__(self, con: apsw.Connection, embedder: Embedder | None = None) -> None:
         ensure_schema(con)
