@@ -181,8 +181,7 @@ def test_concurrent_readers_never_see_a_partial_batch(vault: Vault, vault_dir: P
                     (folder / f"n{i}.md").write_text(f"# group {g:02}\n\nmember {i} of group {g:02}\n" * 20,
                                                      encoding="utf-8")
                 os.rename(folder, vault_dir / "groups" / f"g{g:02}")
-                if g % 3 == 0:
-                    time.sleep(0.03)
+                time.sleep(0.05)  # spread over many batches (max wait 200 ms), however loaded the machine
             wait_until(lambda: len(paths(vault, "groups/")) == group_size * groups, timeout=60, what="every group")
         finally:
             done.set()
