@@ -241,16 +241,20 @@ class Vault:
             rev = q.revision_at(con, self.id, rel + ".md", batch)
         return rev
 
+    def _existing(self, path: str, batch: int, when: int | None) -> Revision:
+        """The live revision of ``path`` at ``batch``, or NoteNotFound saying when (and any rename)."""
+        rev = self._lookup(path, batch)
+        if rev is None or rev.deleted:
+            at = f" as of {format_time(when)}" if when is not None else ""
+            extra = f" (it was renamed to {rev.renamed_to})" if rev is not None and rev.renamed_to else ""
+            raise NoteNotFound(f"note {path!r} did not exist{at} in vault '{self.name}'{extra}")
+        return rev
+
     def read(self, path: str, as_of: TimeLike = None) -> Note:
         """The note's exact text as of ``as_of`` (default now); NoteNotFound if it did not exist then."""
         when = as_micros(as_of, "--as-of")
         with self.store.db.atomic() as con:
-            batch = q.cutoff(con, self.id, when)
-            rev = self._lookup(path, batch)
-            if rev is None or rev.deleted:
-                at = f" as of {format_time(when)}" if when is not None else ""
-                extra = f" (it was renamed to {rev.renamed_to})" if rev is not None and rev.renamed_to else ""
-                raise NoteNotFound(f"note {path!r} did not exist{at} in vault '{self.name}'{extra}")
+            rev = self._existing(path, q.cutoff(con, self.id, when), when)
             q.attach_links(con, [rev])
             return Note(rev, q.content(con, rev.note_id))
 
@@ -312,10 +316,7 @@ class Vault:
         when = as_micros(as_of, "--as-of")
         with self.store.db.atomic() as con:
             batch = q.cutoff(con, self.id, when)
-            rev = self._lookup(path, batch)
-            if rev is None or rev.deleted:
-                at = f" as of {format_time(when)}" if when is not None else ""
-                raise NoteNotFound(f"note {path!r} did not exist{at} in vault '{self.name}'")
+            rev = self._existing(path, batch, when)
             notes = q.attach_links(con, q.revisions_at(con, self.id, batch))
             q.attach_links(con, [rev])
         return link_report(rev, notes, when)
