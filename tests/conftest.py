@@ -23,6 +23,12 @@ def env_setup(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
 
 
 @pytest.fixture
+def anyio_backend() -> str:
+    """Async tests (the MCP client) run on asyncio."""
+    return "asyncio"
+
+
+@pytest.fixture
 def vault_dir(tmp_path: Path) -> Path:
     """A small vault of our own notes."""
     root = tmp_path / "vault"

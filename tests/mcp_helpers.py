@@ -51,6 +51,12 @@ def make_history_vault(root: Path, db: Path) -> dict[str, Any]:
     return {"notes": notes, "name": root.name}
 
 
+def history_under(base: Path) -> dict[str, Any]:
+    """``make_history_vault`` in ``base/vault`` with its database in ``base/db``, plus both paths."""
+    db = base / "db" / "vaultsync.db"
+    return {**make_history_vault(base / "vault", db), "root": base / "vault", "db": db}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -18,6 +18,7 @@ from mcp_helpers import (
     check_resources,
     check_tool_listing,
     error_text,
+    history_under,
     make_history_vault,
     next_update,
     sc,
@@ -28,16 +29,10 @@ from vaultsync.server import ServeConfig, build_server
 MODES = ["auto", "legacy"]  # auto: the client default, which negotiates 2026-07-28
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> dict:
     base = tmp_path_factory.mktemp("mcp-inproc")
-    facts = make_history_vault(base / "vault", base / "db" / "vaultsync.db")
-    return {**facts, "root": base / "vault", "db": base / "db" / "vaultsync.db"}
+    return history_under(base)
 
 
 @pytest.fixture(scope="module")

@@ -17,11 +17,6 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "mcp"
 CONFIGS = sorted(EXAMPLES.glob("*.json"))
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def test_every_client_has_a_config() -> None:
     assert [p.name for p in CONFIGS] == ["claude_code.mcp.json", "claude_desktop_config.json", "cursor.mcp.json",
                                          "vscode.mcp.json"]

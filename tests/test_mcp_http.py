@@ -19,6 +19,7 @@ from mcp_helpers import (
     check_resources,
     check_tool_listing,
     free_port,
+    history_under,
     make_history_vault,
     next_update,
     watching,
@@ -35,16 +36,10 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> dict:
     base = tmp_path_factory.mktemp("mcp-http")
-    facts = make_history_vault(base / "vault", base / "db" / "vaultsync.db")
-    return {**facts, "root": base / "vault", "db": base / "db" / "vaultsync.db"}
+    return history_under(base)
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from mcp_helpers import (
     check_read_tools,
     check_resources,
     check_tool_listing,
+    history_under,
     make_history_vault,
     next_update,
     watching,
@@ -31,16 +32,10 @@ from mcp_helpers import (
 MODES = ["auto", "legacy"]  # auto: the client default, which negotiates 2026-07-28
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> dict:
     base = tmp_path_factory.mktemp("mcp-stdio")
-    facts = make_history_vault(base / "vault", base / "db" / "vaultsync.db")
-    return {**facts, "root": base / "vault", "db": base / "db" / "vaultsync.db"}
+    return history_under(base)
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -43,12 +44,7 @@ def register_write_tools(mcp: MCPServer, rt: Runtime) -> None:
         """Create a new Markdown note inside the vault. Refuses to overwrite an existing note (use
         append_to_note), paths outside the vault and names not ending in .md. The note is
         searchable when this returns."""
-        writer = _writer(rt)
-        try:
-            summary = writer.create_note(path, content)
-        except LockedError:
-            return _wait_for_other_writer(rt, checked_path(writer.root, path)[0])
-        return _result(rt, summary, checked_path(writer.root, path)[0])
+        return _write(rt, path, lambda writer: writer.create_note(path, content))
 
     @mcp.tool(title="Append to a note", annotations=WRITE)
     @friendly
@@ -60,12 +56,18 @@ def register_write_tools(mcp: MCPServer, rt: Runtime) -> None:
     ) -> WriteResult:
         """Append text to the end of an existing note in the vault. The change is searchable when
         this returns."""
-        writer = _writer(rt)
-        try:
-            summary = writer.append_to_note(path, text)
-        except LockedError:
-            return _wait_for_other_writer(rt, checked_path(writer.root, path)[0])
-        return _result(rt, summary, checked_path(writer.root, path)[0])
+        return _write(rt, path, lambda writer: writer.append_to_note(path, text))
+
+
+def _write(rt: Runtime, path: str, action: Callable[[Any], BatchSummary]) -> WriteResult:
+    """Run ``action(writer)`` (a create or append that ingests its batch), or, when another
+    process's watcher holds the vault, wait for it to ingest the file."""
+    writer = _writer(rt)
+    try:
+        summary = action(writer)
+    except LockedError:
+        return _wait_for_other_writer(rt, checked_path(writer.root, path)[0])
+    return _result(rt, summary, checked_path(writer.root, path)[0])
 
 
 def _writer(rt: Runtime):  # -> Vault
