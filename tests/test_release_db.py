@@ -1,0 +1,48 @@
+"""A database written by the previous release opens with today's code, every note and past state intact."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vaultsync import NoteNotFound, Vault
+
+FIXTURE = Path(__file__).parent / "fixtures" / "release_db"
+
+
+@pytest.fixture
+def release_db(tmp_path: Path) -> Path:
+    """A copy of the release fixture (opening for writing migrates it in place)."""
+    db = tmp_path / "release-0.1.0.db"
+    shutil.copyfile(FIXTURE / "release-0.1.0.db", db)
+    return db
+
+
+def truth() -> dict[str, dict[str, str]]:
+    return json.loads((FIXTURE / "release-0.1.0.truth.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+def test_every_note_and_every_past_state_survive(release_db: Path, readonly: bool) -> None:
+    if readonly:  # an old schema read-only is refused with a message; open it for writing once first
+        Vault.open(release_db, name="notes").close()
+    expected = truth()
+    everything = set().union(*expected.values())
+    with Vault.open(release_db, name="notes", readonly=readonly) as vault:
+        assert vault.check() == []
+        for when, notes in expected.items():
+            assert [r.path for r in vault.ls(as_of=when)] == sorted(notes), when
+            for path in sorted(everything):
+                if path in notes:
+                    content = vault.read(path, as_of=when).content
+                    assert hashlib.sha256(content.encode("utf-8")).hexdigest() == notes[path], (when, path)
+                else:
+                    with pytest.raises(NoteNotFound):
+                        vault.read(path, as_of=when)
+        history = vault.history("Recipes/Chili for Twelve.md")
+        assert [r.path for r in history][0] == "Recipes/Team Lunch Chili.md"
+        assert vault.search("ferry timetable", mode="keyword")["hits"][0]["path"] == "Home.md"
