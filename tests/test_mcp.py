@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -206,3 +208,35 @@ async def test_queries_never_see_a_half_applied_batch(tmp_path: Path) -> None:
                 listing = sc(await c.call_tool("list_notes", {"prefix": "Bulk/", "limit": 500}))
                 seen.add(len(listing["notes"]))
     assert seen <= {0, 300} and 0 in seen, seen
+
+
+HOLD_LOCK = """
+import sys
+from vaultsync import Vault
+vault = Vault.open(sys.argv[1], root=sys.argv[2])
+vault.lock.acquire("vaultsync import (a test holding the lock)")
+print("holding", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.anyio
+async def test_a_write_while_another_process_holds_the_lock_names_it(writable: Vault, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process holds the vault's writer lock and records nothing: the write tool's error is one
+    line naming that process (pid and command), and the server keeps serving."""
+    from vaultsync.server import writes
+
+    monkeypatch.setattr(writes, "WAIT_FOR_OTHER_WRITER_S", 0.5)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path / "db" / "w.db"), str(writable.root)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+        async with Client(build_server(writable, allow_writes=True)) as c:
+            message = error_text(await c.call_tool("append_to_note", {"path": "Inbox.md", "text": "- more"}))
+            assert "\n" not in message
+            assert f"pid {holder.pid} (vaultsync import (a test holding the lock), since " in message, message
+            assert "Inbox.md" in message and "not recorded" in message
+            assert sc(await c.call_tool("vault_status", {}))["watcher"]["other_process"].startswith(f"pid {holder.pid} ")
+    finally:
+        holder.communicate("", timeout=30)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .app import build_server
-from .runtime import ServeConfig, note_uri
+from .notifications import note_uri
+from .vaults import ServeConfig
 
 __all__ = ["ServeConfig", "build_server", "note_uri"]

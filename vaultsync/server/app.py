@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from mcp.server import CacheHint, MCPServer
 
 from ..vault import Vault
 from .resources import register_resources
-from .models import flat_schema
-from .runtime import Runtime, ServeConfig
-from .tools import register_read_tools
-from .writes import register_write_tools
+from .runtime import Runtime
+from .toolkit import ToolSet
+from .tools import add_read_tools
+from .vaults import ServeConfig
+from .writes import add_write_tools
 
 INSTRUCTIONS = """\
 vaultsync serves a Markdown vault (Obsidian-style notes) and its full history. Every tool that reads
@@ -55,8 +56,10 @@ def build_server(
         async with rt.running():
             yield rt
 
-    from importlib.metadata import PackageNotFoundError, version
-
+    tools = ToolSet()
+    add_read_tools(tools, rt)
+    if rt.allow_writes:
+        add_write_tools(tools, rt)
     try:
         pkg_version = version("vaultsync")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
@@ -67,16 +70,10 @@ def build_server(
         version=pkg_version,
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
-        subscriptions=rt.bus,
+        tools=tools.tools,
+        subscriptions=rt.notifier.bus,
         cache_hints={"tools/list": CacheHint(ttl_ms=60_000, scope="private")},
     )
-    register_read_tools(mcp, rt)
-    if rt.allow_writes:
-        register_write_tools(mcp, rt)
     register_resources(mcp, rt, page_size=page_size)
-    for tool in mcp._tool_manager.list_tools():  # noqa: SLF001 - publish tidy descriptions and flat schemas
-        tool.description = inspect.cleandoc(tool.description or "")
-        if tool.fn_metadata.output_schema is not None:
-            tool.fn_metadata.output_schema = flat_schema(tool.fn_metadata.output_schema)
     mcp.runtime = rt  # type: ignore[attr-defined]  # for transports and tests
     return mcp

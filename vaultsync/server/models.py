@@ -157,10 +157,10 @@ class StatusResult(_Out):
 
 class WriteResult(_Out):
     path: str
-    known_at: str | None = Field(description="When the new revision was recorded (null when not yet ingested)")
+    known_at: str | None = Field(description="When the new revision was recorded")
     content_hash: str | None
     size: int | None
-    ingested: bool = Field(description="True when the change is already searchable")
+    ingested: bool = Field(description="True: a write returns once the change is searchable (else it is a tool error)")
     uri: str
 
 

@@ -22,8 +22,10 @@ from mcp.types import (
 
 from ..errors import VaultsyncError
 from ..times import format_time
-from .runtime import NOTE_TEMPLATE, Runtime, note_uri
-from .tools import decode_cursor, page
+from .notifications import NOTE_TEMPLATE, note_uri
+from .runtime import Runtime
+from .sdk import lowlevel_server
+from .toolkit import decode_cursor, page
 
 
 def register_resources(mcp: MCPServer, rt: Runtime, *, page_size: int = 100) -> None:
@@ -38,7 +40,7 @@ def register_resources(mcp: MCPServer, rt: Runtime, *, page_size: int = 100) -> 
         except VaultsyncError as exc:
             raise ResourceNotFoundError(str(exc)) from None
 
-    lowlevel = mcp._lowlevel_server  # noqa: SLF001 - the SDK's documented route to pagination and legacy subscribe
+    lowlevel = lowlevel_server(mcp)  # MCPServer has no paginated resources/list and no resources/subscribe
 
     async def list_resources(ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None) -> ListResourcesResult:
         try:
@@ -57,13 +59,13 @@ def register_resources(mcp: MCPServer, rt: Runtime, *, page_size: int = 100) -> 
 
     async def subscribe(ctx: ServerRequestContext[Any], params: SubscribeRequestParams) -> EmptyResult:
         try:
-            rt.subscribe_legacy(str(params.uri), ctx.session)
+            rt.notifier.subscribe_legacy(str(params.uri), ctx.session)
         except ValueError as exc:
             raise MCPError(INVALID_PARAMS, f"{exc}; subscribe to a note://Folder/Note.md URI from resources/list")
         return EmptyResult()
 
     async def unsubscribe(ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams) -> EmptyResult:
-        rt.unsubscribe_legacy(str(params.uri), ctx.session)
+        rt.notifier.unsubscribe_legacy(str(params.uri), ctx.session)
         return EmptyResult()
 
     lowlevel.add_request_handler("resources/list", PaginatedRequestParams, list_resources)

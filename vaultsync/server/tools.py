@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import base64
-import functools
-import json
-from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from ..errors import NoteNotFound, VaultsyncError
 from ..times import ACCEPTED, format_time
-from ..vault import as_micros
 from .models import (
     ChangesResult,
     DiffResult,
@@ -30,76 +22,27 @@ from .models import (
     WatcherStatus,
 )
 from .runtime import Runtime
+from .toolkit import READ_ONLY, PathArg, TimeArg, ToolSet, decode_cursor, friendly, page, when, wire_names
 
 MAX_NOTE_CHARS = 262_144
 """read_note returns the whole note up to this many characters; page with offset beyond it."""
 MAX_RESULT_CHARS = 120_000
 """Other results are cut to stay under about this many characters, and say so (truncated)."""
 MAX_HIT_CHARS = 4_000
-
-READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-TimeArg = Annotated[str | None, Field(description=f"Knowledge cutoff: {ACCEPTED}. Omit for now.", max_length=64)]
-PathArg = Annotated[str, Field(description="Vault-relative note path, e.g. 'Projects/Atlas.md' ('.md' optional)",
-                               min_length=1, max_length=1024)]
+"""A search hit's text is cut to at most this many characters."""
+MAX_LINKS = 500
+"""get_links lists at most this many outgoing links and this many backlinks."""
 
 
-def friendly(fn: F) -> F:
-    """Expected failures become a ToolError whose message tells the model what to fix."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except NoteNotFound as exc:
-            raise ToolError(f"{exc}. Find the right path with list_notes or search_notes "
-                            "(paths are case-sensitive and relative to the vault).") from None
-        except VaultsyncError as exc:
-            raise ToolError(str(exc)) from None
-
-    return wrapper  # type: ignore[return-value]
+def add_read_tools(tools: ToolSet, rt: Runtime) -> None:
+    """Search, read, history, diff, changes, listing, links and status, in the order tools/list shows them."""
+    for add in (add_search_notes, add_read_note, add_note_history, add_diff_note, add_list_changes, add_list_notes,
+                add_get_links, add_vault_status):
+        add(tools, rt)
 
 
-def when(value: str | None, name: str) -> int | None:
-    """A time argument as UTC microseconds; a bad one names the argument and the accepted forms."""
-    return as_micros(value, name) if value is not None else None
-
-
-def encode_cursor(after: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"after": after}).encode()).decode()
-
-
-def decode_cursor(cursor: str | None) -> str:
-    """The last path of the previous page ('' for the first page); a bad cursor is a ToolError."""
-    if not cursor:
-        return ""
-    try:
-        after = json.loads(base64.urlsafe_b64decode(cursor.encode()))["after"]
-        if isinstance(after, str):
-            return after
-    except (ValueError, KeyError, TypeError):
-        pass
-    raise ValueError("invalid cursor: pass the next_cursor of the previous page unchanged, or omit it to start over")
-
-
-def page(paths_sorted: list[Any], after: str, limit: int, key: Callable[[Any], str]) -> tuple[list[Any], str | None]:
-    """Keyset pagination over items sorted by ``key``: the items after ``after`` and the next cursor."""
-    items = [x for x in paths_sorted if key(x) > after] if after else paths_sorted
-    chunk = items[:limit]
-    nxt = encode_cursor(key(chunk[-1])) if len(items) > limit else None
-    return chunk, nxt
-
-
-def _revision(r: Any) -> RevisionOut:
-    return RevisionOut(**r.summary())
-
-
-def register_read_tools(mcp: MCPServer, rt: Runtime) -> None:
-    """Add search, read, history, diff, changes, listing, links and status tools to ``mcp``."""
-
-    @mcp.tool(title="Search notes (now or as of a date)", annotations=READ_ONLY)
+def add_search_notes(tools: ToolSet, rt: Runtime) -> None:
+    @tools.add("Search notes (now or as of a date)", READ_ONLY)
     @friendly
     def search_notes(
         query: Annotated[str, Field(description="Words or a phrase to look for", min_length=1, max_length=1000)],
@@ -124,22 +67,13 @@ def register_read_tools(mcp: MCPServer, rt: Runtime) -> None:
         with rt.reading() as vault:
             result = vault.search(query, as_of=cutoff, valid_at=valid, mode=mode, limit=limit,
                                   prefix=prefix or None, tags=tags or None)
-        hits, budget, cut = [], MAX_RESULT_CHARS, False
-        for hit in result["hits"]:
-            hit = dict(hit)
-            text = str(hit.get("text") or "")
-            room = max(200, min(MAX_HIT_CHARS, budget))
-            if len(text) > room:
-                hit["text"], cut = text[:room] + " …[truncated]", True
-            budget -= len(hit["text"]) + 300
-            hits.append(hit)
-            if budget <= 0:
-                cut = cut or len(hits) < len(result["hits"])
-                break
+        hits, cut = _fit_hits(result["hits"])
         return SearchResult(query=result.get("query", query), as_of=_stamp(result.get("as_of")),
                             mode=str(result.get("mode", mode)), hits=hits, truncated=cut)
 
-    @mcp.tool(title="Read a note (now or as of a date)", annotations=READ_ONLY)
+
+def add_read_note(tools: ToolSet, rt: Runtime) -> None:
+    @tools.add("Read a note (now or as of a date)", READ_ONLY)
     @friendly
     def read_note(
         path: PathArg,
@@ -166,7 +100,9 @@ def register_read_tools(mcp: MCPServer, rt: Runtime) -> None:
         return NoteResult(**{**data, "content": text[offset:end], "offset": offset, "total_chars": len(text),
                              "next_offset": end if end < len(text) else None, "truncated": end < len(text)})
 
-    @mcp.tool(title="History of a note", annotations=READ_ONLY)
+
+def add_note_history(tools: ToolSet, rt: Runtime) -> None:
+    @tools.add("History of a note", READ_ONLY)
     @friendly
     def note_history(
         path: PathArg,
@@ -185,7 +121,10 @@ def register_read_tools(mcp: MCPServer, rt: Runtime) -> None:
         return HistoryResult(path=revisions[-1].path, revisions=[_revision(r) for r in chosen[-limit:]],
                              truncated=len(chosen) > limit)
 
-    @mcp.tool(title="Diff a note between two times", annotations=READ_ONLY)
+
+def add_diff_note(tools: ToolSet, rt: Runtime) -> None:
+    @tools.add("Diff a note between two times", READ_ONLY)
+    @wire_names({"from": "from_"})
     @friendly
     def diff_note(
         path: PathArg,
@@ -201,7 +140,9 @@ def register_read_tools(mcp: MCPServer, rt: Runtime) -> None:
             diff = diff[:MAX_RESULT_CHARS] + "\n…[truncated: narrow the time window or read_note both versions]\n"
         return DiffResult.model_validate({"path": path, "from": from_, "to": to, "diff": diff, "truncated": cut})
 
-    @mcp.tool(title="What changed in a time window", annotations=READ_ONLY)
+
+def add_list_changes(tools: ToolSet, rt: Runtime) -> None:
+    @tools.add("What changed in a time window", READ_ONLY)
     @friendly
     def list_changes(
         since: Annotated[str, Field(description=f"Start of the window (exclusive): {ACCEPTED}", max_length=64)],
@@ -222,7 +163,9 @@ def register_read_tools(mcp: MCPServer, rt: Runtime) -> None:
         return ChangesResult(since=since, until=until, changes=[_revision(r) for r in revisions[:limit]],
                              counts=counts, truncated=len(revisions) > limit)
 
-    @mcp.tool(title="List notes (now or as of a date)", annotations=READ_ONLY)
+
+def add_list_notes(tools: ToolSet, rt: Runtime) -> None:
+    @tools.add("List notes (now or as of a date)", READ_ONLY)
     @friendly
     def list_notes(
         prefix: Annotated[str | None, Field(description="Only paths starting with this, e.g. 'Projects/'",
@@ -248,7 +191,9 @@ def register_read_tools(mcp: MCPServer, rt: Runtime) -> None:
                            title=r.title, tags=r.tags) for r in chosen]
         return NoteList(as_of=format_time(cutoff), notes=notes, next_cursor=nxt)
 
-    @mcp.tool(title="Links and backlinks of a note", annotations=READ_ONLY)
+
+def add_get_links(tools: ToolSet, rt: Runtime) -> None:
+    @tools.add("Links and backlinks of a note", READ_ONLY)
     @friendly
     def get_links(path: PathArg, as_of: TimeArg = None) -> LinksResult:
         """Show a note's outgoing links (and which note each resolves to) and its backlinks
@@ -256,12 +201,13 @@ def register_read_tools(mcp: MCPServer, rt: Runtime) -> None:
         cutoff = when(as_of, "as_of")
         with rt.reading() as vault:
             report = vault.links(path, as_of=cutoff).to_json()
-        cap = 500
-        cut = len(report["outgoing"]) > cap or len(report["backlinks"]) > cap
-        return LinksResult(path=report["path"], as_of=report["as_of"], outgoing=report["outgoing"][:cap],
-                           backlinks=report["backlinks"][:cap], truncated=cut)
+        cut = len(report["outgoing"]) > MAX_LINKS or len(report["backlinks"]) > MAX_LINKS
+        return LinksResult(path=report["path"], as_of=report["as_of"], outgoing=report["outgoing"][:MAX_LINKS],
+                           backlinks=report["backlinks"][:MAX_LINKS], truncated=cut)
 
-    @mcp.tool(title="Vault status", annotations=READ_ONLY)
+
+def add_vault_status(tools: ToolSet, rt: Runtime) -> None:
+    @tools.add("Vault status", READ_ONLY)
     @friendly
     def vault_status() -> StatusResult:
         """How many notes and revisions the vault has, when it last changed, whether writes are
@@ -273,26 +219,29 @@ def register_read_tools(mcp: MCPServer, rt: Runtime) -> None:
                             last_batch=stats["last_batch"], writes_enabled=rt.allow_writes,
                             watcher=WatcherStatus(**rt.watcher_status()))
 
-    _wire_alias(mcp, "diff_note", {"from": "from_"})
+
+def _fit_hits(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+    """Search hits cut to about MAX_RESULT_CHARS in all (each text to MAX_HIT_CHARS), and whether any were cut."""
+    hits, budget, cut = [], MAX_RESULT_CHARS, False
+    for hit in found:
+        hit = dict(hit)
+        text = str(hit.get("text") or "")
+        room = max(200, min(MAX_HIT_CHARS, budget))
+        if len(text) > room:
+            hit["text"], cut = text[:room] + " …[truncated]", True
+        budget -= len(hit["text"]) + 300
+        hits.append(hit)
+        if budget <= 0:
+            cut = cut or len(hits) < len(found)
+            break
+    return hits, cut
+
+
+def _revision(r: Any) -> RevisionOut:
+    return RevisionOut(**r.summary())
 
 
 def _stamp(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     return format_time(int(value))
-
-
-def _wire_alias(mcp: MCPServer, name: str, renames: dict[str, str]) -> None:
-    """Let a tool take a wire argument named like a Python keyword (``from``)."""
-    tool = mcp._tool_manager.get_tool(name)  # noqa: SLF001 - no public hook for keyword-named arguments
-    assert tool is not None
-    inner = tool.fn
-
-    @functools.wraps(inner)
-    def call(**kwargs: Any) -> Any:
-        for wire, py in renames.items():
-            if wire in kwargs:
-                kwargs[py] = kwargs.pop(wire)
-        return inner(**kwargs)
-
-    tool.fn = call

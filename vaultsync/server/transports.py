@@ -28,6 +28,7 @@ from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, jso
 from pydantic import ValidationError
 
 from ..errors import ConfigError
+from .sdk import lowlevel_server
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ class GuardedLines:
 async def serve_stdio(mcp: MCPServer, *, limit: int = MAX_MESSAGE_BYTES) -> None:
     """Serve one client on stdin/stdout until stdin closes or SIGINT/SIGTERM arrives."""
     stdin = GuardedLines(sys.stdin.buffer, limit)
-    lowlevel = mcp._lowlevel_server  # noqa: SLF001 - run_stdio_async has no hook for the guarded reader
+    lowlevel = lowlevel_server(mcp)  # MCPServer.run_stdio_async takes no streams: run ours on the low-level server
     async with anyio.create_task_group() as tg:
         tg.start_soon(_cancel_on_signals, tg.cancel_scope)
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
@@ -214,10 +215,10 @@ def http_app(mcp: MCPServer, host: str, port: int, *, token: str | None, limit: 
         auth = AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp",  # type: ignore[arg-type]
                             validate_token_resource=False, required_scopes=["vault"])
         verifier = StaticTokenVerifier(token)
-    lowlevel = mcp._lowlevel_server  # noqa: SLF001 - auth without rebuilding the MCPServer
-    return lowlevel.streamable_http_app(
+    # MCPServer takes a token verifier only in its constructor; the low-level app takes one here
+    return lowlevel_server(mcp).streamable_http_app(
         streamable_http_path="/mcp", max_request_body_size=limit, transport_security=security, host=host,
-        auth=auth, token_verifier=verifier, custom_starlette_routes=mcp._custom_starlette_routes,  # noqa: SLF001
+        auth=auth, token_verifier=verifier,
     )
 
 

@@ -1,4 +1,9 @@
-"""Opt-in write tools: create a note or append to one, then ingest it before returning."""
+"""Opt-in write tools: create a note or append to one, then ingest it before returning.
+
+When another process holds the vault's writer lock (a watcher, an import), the file is written and
+the tool waits for that process to record it; if it does not within ``WAIT_FOR_OTHER_WRITER_S``, the
+tool error names the holder (pid, command, since when).
+"""
 
 from __future__ import annotations
 
@@ -8,34 +13,32 @@ import time
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from ..edit import MAX_WRITE_CHARS, checked_path
 from ..errors import LockedError, NoteNotFound
 from ..sync import BatchSummary
 from ..times import format_time
+from ..vault import Vault
 from .models import WriteResult
-from .runtime import Runtime, note_uri
-from .tools import friendly
+from .notifications import note_uri
+from .runtime import Runtime
+from .toolkit import WRITE, ToolSet, friendly
 
 logger = logging.getLogger(__name__)
 
 WAIT_FOR_OTHER_WRITER_S = 10.0
-"""How long a write waits for another process's watcher to ingest it."""
-
-WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+"""How long a write waits for the process holding the writer lock (e.g. its watcher) to ingest it."""
 
 NewPath = Annotated[str, Field(description="Vault-relative path ending in .md, e.g. 'Inbox/Idea.md'",
                                min_length=4, max_length=1024)]
 
 
-def register_write_tools(mcp: MCPServer, rt: Runtime) -> None:
+def add_write_tools(tools: ToolSet, rt: Runtime) -> None:
     """Add create_note and append_to_note (only when the server allows writes)."""
 
-    @mcp.tool(title="Create a note", annotations=WRITE)
+    @tools.add("Create a note", WRITE)
     @friendly
     def create_note(
         path: NewPath,
@@ -46,7 +49,7 @@ def register_write_tools(mcp: MCPServer, rt: Runtime) -> None:
         searchable when this returns."""
         return _write(rt, path, lambda writer: writer.create_note(path, content))
 
-    @mcp.tool(title="Append to a note", annotations=WRITE)
+    @tools.add("Append to a note", WRITE)
     @friendly
     def append_to_note(
         path: Annotated[str, Field(description="Vault-relative path of an existing note, e.g. 'Inbox.md'",
@@ -61,16 +64,16 @@ def register_write_tools(mcp: MCPServer, rt: Runtime) -> None:
 
 def _write(rt: Runtime, path: str, action: Callable[[Any], BatchSummary]) -> WriteResult:
     """Run ``action(writer)`` (a create or append that ingests its batch), or, when another
-    process's watcher holds the vault, wait for it to ingest the file."""
+    process holds the writer lock, wait for that process to ingest the file."""
     writer = _writer(rt)
     try:
         summary = action(writer)
-    except LockedError:
-        return _wait_for_other_writer(rt, checked_path(writer.root, path)[0])
+    except LockedError as exc:
+        return _wait_for_other_writer(rt, writer, checked_path(writer.root, path)[0], exc)
     return _result(rt, summary, checked_path(writer.root, path)[0])
 
 
-def _writer(rt: Runtime):  # -> Vault
+def _writer(rt: Runtime) -> Vault:
     if rt.writer is None:
         rt.open()
     if rt.writer is None:
@@ -81,27 +84,31 @@ def _writer(rt: Runtime):  # -> Vault
 def _result(rt: Runtime, summary: BatchSummary, rel: str) -> WriteResult:
     rt.on_batch(summary)
     with rt.reading() as vault:
-        note = vault.read(rel)
-    r = note.revision
+        return _recorded(vault.read(rel).revision)
+
+
+def _recorded(r: Any) -> WriteResult:
     return WriteResult(path=r.path, known_at=format_time(r.known_at), content_hash=r.content_hash, size=r.size,
                        ingested=True, uri=note_uri(r.path))
 
 
-def _wait_for_other_writer(rt: Runtime, rel: str) -> WriteResult:
-    """Another process owns the writer (its watcher will ingest the file): wait until it has."""
-    assert rt.writer is not None
-    digest = hashlib.sha256((rt.writer.root / rel).read_bytes()).hexdigest()
+def _wait_for_other_writer(rt: Runtime, writer: Vault, rel: str, refused: LockedError) -> WriteResult:
+    """Another process holds the writer lock (a watcher ingests the file soon): wait until it has
+    recorded the file, or fail with one line naming that process."""
+    digest = hashlib.sha256((writer.root / rel).read_bytes()).hexdigest()
     deadline = time.monotonic() + WAIT_FOR_OTHER_WRITER_S
     while time.monotonic() < deadline:
         try:
             with rt.reading() as vault:
                 note = vault.read(rel)
             if note.revision.content_hash == digest:
-                r = note.revision
-                return WriteResult(path=r.path, known_at=format_time(r.known_at), content_hash=r.content_hash,
-                                   size=r.size, ingested=True, uri=note_uri(r.path))
+                return _recorded(note.revision)
         except NoteNotFound:
             pass
         time.sleep(0.2)
-    logger.warning("%s written, but the process holding the writer has not ingested it yet", rel)
-    return WriteResult(path=rel, known_at=None, content_hash=digest, size=None, ingested=False, uri=note_uri(rel))
+    holder = writer.lock.holder()
+    why = (f"vault '{writer.name}' is being written by {holder}, which has not recorded it within "
+           f"{WAIT_FOR_OTHER_WRITER_S:g} s" if holder else str(refused))
+    logger.warning("%s written, but not recorded: %s", rel, why)
+    raise ToolError(f"wrote {rel} in the vault folder, but it is not recorded yet: {why}; it becomes searchable "
+                    "once that process records it or the vault is synced again (do not write it again)")

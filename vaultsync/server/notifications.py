@@ -1,0 +1,93 @@
+"""``note://`` URIs and who to tell when notes change: 2026 listen streams and 2025-era subscribers."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import unquote
+
+import anyio.from_thread
+import anyio.lowlevel
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
+from mcp.shared.uri_template import UriTemplate
+
+from ..sync import BatchSummary
+from .sdk import connection_key
+
+logger = logging.getLogger(__name__)
+
+NOTE_TEMPLATE = "note://{+path}"
+_TEMPLATE = UriTemplate.parse(NOTE_TEMPLATE)
+
+
+def note_uri(path: str) -> str:
+    """The canonical ``note://`` URI of a vault path (RFC 6570 reserved expansion)."""
+    return _TEMPLATE.expand({"path": path})
+
+
+def uri_path(uri: str) -> str | None:
+    """The vault path a ``note://`` URI names, or None for any other URI."""
+    text = str(uri)
+    if not text.startswith("note://") or len(text) <= len("note://"):
+        return None
+    return unquote(text[len("note://"):])
+
+
+class Notifier:
+    """Tells subscribers which notes a batch changed: the SDK's bus carries 2026 ``subscriptions/listen``
+    streams; 2025-era ``resources/subscribe`` sessions are kept here, one per connection and URI."""
+
+    def __init__(self) -> None:
+        self.bus = InMemorySubscriptionBus()
+        self.legacy: dict[str, dict[int, ServerSession]] = {}
+        self.token: Any = None
+        """The server's event loop (set while it runs), so worker threads can publish on it."""
+
+    def attach(self) -> None:
+        """Publish on the current event loop from now on (call inside the server's lifespan)."""
+        self.token = anyio.lowlevel.current_token()
+
+    def detach(self) -> None:
+        self.token = None
+        self.legacy.clear()
+
+    def on_batch(self, summary: BatchSummary) -> None:
+        """Called on any worker thread after a batch: tell subscribers which notes changed."""
+        if not summary.paths or self.token is None:
+            return
+        listed = bool(summary.added or summary.deleted or summary.renamed)
+        try:
+            anyio.from_thread.run(self.publish, list(summary.paths), listed, token=self.token)
+        except Exception:  # the loop is gone or closing: nobody is left to tell
+            logger.debug("could not publish batch notifications", exc_info=True)
+
+    async def publish(self, paths: list[str], list_changed: bool = False) -> None:
+        """Send resource-updated events to 2026 listen streams and legacy subscribers."""
+        for path in paths:
+            uri = note_uri(path)
+            await self.bus.publish(ResourceUpdated(uri=uri))
+            if ("note://" + path) != uri:
+                await self.bus.publish(ResourceUpdated(uri="note://" + path))
+            for key, session in list(self.legacy.get(uri, {}).items()):
+                try:
+                    await session.send_resource_updated(uri)
+                except Exception:
+                    logger.debug("dropping a legacy subscriber of %s", uri, exc_info=True)
+                    self.legacy.get(uri, {}).pop(key, None)
+        if list_changed:
+            await self.bus.publish(ResourcesListChanged())
+
+    def subscribe_legacy(self, uri: str, session: ServerSession) -> str:
+        """Subscribe the connection behind ``session`` to a note; its canonical URI (ValueError if not a note)."""
+        path = uri_path(uri)
+        if path is None:
+            raise ValueError(f"{uri!r} is not a note:// URI")
+        canonical = note_uri(path)
+        self.legacy.setdefault(canonical, {})[connection_key(session)] = session
+        return canonical
+
+    def unsubscribe_legacy(self, uri: str, session: ServerSession) -> None:
+        path = uri_path(uri)
+        if path is not None:
+            self.legacy.get(note_uri(path), {}).pop(connection_key(session), None)

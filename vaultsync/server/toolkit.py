@@ -1,0 +1,117 @@
+"""What every tool shares: registration (``ToolSet``), errors for the model, time and path arguments, cursors."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import inspect
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from ..errors import NoteNotFound, VaultsyncError
+from ..times import ACCEPTED
+from ..vault import as_micros
+from .models import flat_schema
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+
+TimeArg = Annotated[str | None, Field(description=f"Knowledge cutoff: {ACCEPTED}. Omit for now.", max_length=64)]
+PathArg = Annotated[str, Field(description="Vault-relative note path, e.g. 'Projects/Atlas.md' ('.md' optional)",
+                               min_length=1, max_length=1024)]
+
+
+class ToolSet:
+    """Tools built before the server (``MCPServer(tools=...)``), each published with its docstring
+    tidied (``inspect.cleandoc``) and its output schema flattened (``flat_schema``)."""
+
+    def __init__(self) -> None:
+        self.tools: list[Tool] = []
+
+    def add(self, title: str, annotations: ToolAnnotations) -> Callable[[F], F]:
+        """Decorator: register ``fn`` as a tool named after it."""
+
+        def register(fn: F) -> F:
+            tool = Tool.from_function(fn, title=title, description=inspect.cleandoc(fn.__doc__ or ""),
+                                      annotations=annotations)
+            if tool.fn_metadata.output_schema is not None:  # a public field, read on every tools/list
+                tool.fn_metadata.output_schema = flat_schema(tool.fn_metadata.output_schema)
+            self.tools.append(tool)
+            return fn
+
+        return register
+
+
+def friendly(fn: F) -> F:
+    """Expected failures become a ToolError whose message tells the model what to fix."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except NoteNotFound as exc:
+            raise ToolError(f"{exc}. Find the right path with list_notes or search_notes "
+                            "(paths are case-sensitive and relative to the vault).") from None
+        except VaultsyncError as exc:
+            raise ToolError(str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def wire_names(renames: dict[str, str]) -> Callable[[F], F]:
+    """Let a tool take a wire argument named like a Python keyword: the parameter ``from_`` declared
+    with ``Field(alias="from")`` is passed by the SDK as ``from``; this passes it on as ``from_``.
+
+    The wrapper keeps the tool's signature (``functools.wraps``), so the SDK still builds the
+    arguments' schema from the function it wraps.
+    """
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def call(**kwargs: Any) -> Any:
+            for wire, py in renames.items():
+                if wire in kwargs:
+                    kwargs[py] = kwargs.pop(wire)
+            return fn(**kwargs)
+
+        return call  # type: ignore[return-value]
+
+    return decorate
+
+
+def when(value: str | None, name: str) -> int | None:
+    """A time argument as UTC microseconds; a bad one names the argument and the accepted forms."""
+    return as_micros(value, name) if value is not None else None
+
+
+def encode_cursor(after: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"after": after}).encode()).decode()
+
+
+def decode_cursor(cursor: str | None) -> str:
+    """The last path of the previous page ('' for the first page); ValueError for a bad cursor."""
+    if not cursor:
+        return ""
+    try:
+        after = json.loads(base64.urlsafe_b64decode(cursor.encode()))["after"]
+        if isinstance(after, str):
+            return after
+    except (ValueError, KeyError, TypeError):
+        pass
+    raise ValueError("invalid cursor: pass the next_cursor of the previous page unchanged, or omit it to start over")
+
+
+def page(items_sorted: list[Any], after: str, limit: int, key: Callable[[Any], str]) -> tuple[list[Any], str | None]:
+    """Keyset pagination over items sorted by ``key``: the items after ``after`` and the next cursor."""
+    items = [x for x in items_sorted if key(x) > after] if after else items_sorted
+    chunk = items[:limit]
+    nxt = encode_cursor(key(chunk[-1])) if len(items) > limit else None
+    return chunk, nxt
