@@ -1,4 +1,5 @@
-"""Structured tool results: pydantic models whose field names are the CLI's ``--json`` names."""
+"""Structured tool results: pydantic models (fields named as in the CLI's ``--json`` output wherever the CLI
+prints the same fact) and ``flat_schema``, the compact output schema each tool publishes."""
 
 from __future__ import annotations
 

@@ -15,8 +15,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from ..errors import NoteNotFound, VaultsyncError
-from ..times import ACCEPTED
-from ..vault import as_micros
+from ..times import ACCEPTED, parse_time
 from .models import flat_schema
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -89,7 +88,7 @@ def wire_names(renames: dict[str, str]) -> Callable[[F], F]:
 
 def when(value: str | None, name: str) -> int | None:
     """A time argument as UTC microseconds; a bad one names the argument and the accepted forms."""
-    return as_micros(value, name) if value is not None else None
+    return parse_time(value, name) if value is not None else None
 
 
 def encode_cursor(after: str) -> str:
