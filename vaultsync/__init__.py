@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import ConfigError, LockedError, NoteNotFound, ParseError, PathError, StoreError, VaultsyncError
-from .vault import Note, Vault
+
+if TYPE_CHECKING:
+    from .vault import Note, Vault
 
 __all__ = [
     "ConfigError", "LockedError", "Note", "NoteNotFound", "ParseError", "PathError", "StoreError",
     "Vault", "VaultsyncError",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Vault and Note load the store and the parsers: import them on first use, so that
+    # ``python -m vaultsync --help`` (which imports this package first) stays fast.
+    if name in ("Note", "Vault"):
+        from . import vault
+
+        return getattr(vault, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -2,67 +2,18 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
+from . import cli_search
+from .cli_base import Context, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option
 from .config import default_db_path
-from .errors import VaultsyncError
 from .times import ACCEPTED, format_time
-
-
-class Context:
-    """Global options, and the vault opened from them on demand."""
-
-    def __init__(self, db: Path, vault: str | None) -> None:
-        self.db = db
-        self.vault_name = vault
-        self._open: list[Any] = []
-
-    def vault(self, root: str | None = None, readonly: bool = True):  # -> Vault
-        from .vault import Vault
-
-        vault = Vault.open(self.db, root=root, name=self.vault_name, readonly=readonly)
-        self._open.append(vault)
-        return vault
-
-    def close(self) -> None:
-        for vault in self._open:
-            vault.close()
-
-
-pass_ctx = click.make_pass_decorator(Context)
-
-
-def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")(fn)
-
-
-def as_of_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--as-of", help=f"Knowledge cutoff: {ACCEPTED}. Default: now.")(fn)
-
-
-def echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
-
-
-def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Expected failures become one line on stderr and exit status 1, never a traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except VaultsyncError as exc:
-            raise click.ClickException(str(exc)) from None
-
-    return wrapper
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -82,9 +33,6 @@ def cli(ctx: click.Context, db: Path | None, vault_name: str | None, verbose: in
     """
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from .sync import enable_parallel_parsing
-
-    enable_parallel_parsing()  # our entry points guard their main module, as "spawn" needs
     ctx.obj = Context(db or default_db_path(), vault_name)
     ctx.call_on_close(ctx.obj.close)
 
@@ -111,13 +59,13 @@ class Bar:
 
 @cli.command("import")
 @click.argument("vault_dir", metavar="VAULT", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--known-at", help=f"Assert when this state was known (loading history): {ACCEPTED}.")
+@time_option("--known-at", help=f"Assert when this state was known (loading history): {ACCEPTED}.")
 @click.option("--from-git", is_flag=True, help="Replay the vault's git history (first parent), one batch per commit.")
 @click.option("--strict", is_flag=True, help="Refuse the whole batch if any file cannot be read or has broken frontmatter.")
 @json_option
 @pass_ctx
 @friendly
-def import_(obj: Context, vault_dir: Path, known_at: str | None, from_git: bool, strict: bool, as_json: bool) -> None:
+def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool, strict: bool, as_json: bool) -> None:
     """Record the vault's current state (or its git history) as one atomic batch.
 
     \b
@@ -162,7 +110,7 @@ def import_(obj: Context, vault_dir: Path, known_at: str | None, from_git: bool,
 @json_option
 @pass_ctx
 @friendly
-def read(obj: Context, note: str, as_of: str | None, as_json: bool) -> None:
+def read(obj: Context, note: str, as_of: int | None, as_json: bool) -> None:
     """Print a note's exact text as of a time.
 
     \b
@@ -183,7 +131,7 @@ def read(obj: Context, note: str, as_of: str | None, as_json: bool) -> None:
 @json_option
 @pass_ctx
 @friendly
-def ls(obj: Context, as_of: str | None, prefix: str, as_json: bool) -> None:
+def ls(obj: Context, as_of: int | None, prefix: str, as_json: bool) -> None:
     """List the notes that existed at a time.
 
     \b
@@ -223,11 +171,11 @@ def history(obj: Context, note: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("note")
-@click.option("--from", "since", required=True, help=f"Earlier time: {ACCEPTED}.")
-@click.option("--to", "until", help="Later time (default now).")
+@time_option("--from", "since", required=True, help=f"Earlier time: {ACCEPTED}.")
+@time_option("--to", "until", help="Later time (default now).")
 @pass_ctx
 @friendly
-def diff(obj: Context, note: str, since: str, until: str | None) -> None:
+def diff(obj: Context, note: str, since: int, until: int | None) -> None:
     """Unified diff of a note between two times.
 
     \b
@@ -238,12 +186,12 @@ def diff(obj: Context, note: str, since: str, until: str | None) -> None:
 
 
 @cli.command()
-@click.option("--since", required=True, help=f"Start of the window (exclusive): {ACCEPTED}.")
-@click.option("--until", help="End of the window (inclusive, default now).")
+@time_option("--since", required=True, help=f"Start of the window (exclusive): {ACCEPTED}.")
+@time_option("--until", help="End of the window (inclusive, default now).")
 @json_option
 @pass_ctx
 @friendly
-def changes(obj: Context, since: str, until: str | None, as_json: bool) -> None:
+def changes(obj: Context, since: int, until: int | None, as_json: bool) -> None:
     """Notes created, modified, renamed or deleted in a time window.
 
     \b
@@ -391,7 +339,8 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
     anyio.run(lambda: t.serve_http(mcp, host, port, token=token))
 
 
-from . import cli_search  # noqa: E402,F401  (registers search, export, reindex, reembed)
+for _command in cli_search.COMMANDS:  # search, export, reindex, reembed
+    cli.add_command(_command)
 
 
 def main() -> None:

@@ -1,22 +1,37 @@
-"""The search commands (search, export, reindex, reembed): thin click commands over ``Vault``."""
+"""The search commands (search, export, reindex, reembed): thin click commands over ``Vault``.
+
+``cli.py`` adds ``COMMANDS`` to its group; this module does not import ``cli.py``. The search engine and
+the embedders are imported only when a command here runs or shows its help (``LazyChoice``, ``Lazy``).
+"""
 
 from __future__ import annotations
 
 import json
 import re
 import sys
+from types import ModuleType
 
 import click
 
-from .cli import Context, as_of_option, cli, echo_json, friendly, json_option, pass_ctx
-from .embed import EMBEDDERS
+from .cli_base import Context, Lazy, LazyChoice, as_of_option, time_option, echo_json, friendly, json_option, pass_ctx
 from .errors import ConfigError
-from .search.engine import DEFAULT_MODE, MODES
 from .times import ACCEPTED
 
 
+def _engine() -> ModuleType:
+    from .store.search import engine
+
+    return engine
+
+
+def _embedder_names() -> list[str]:
+    from .embed import EMBEDDERS
+
+    return sorted(EMBEDDERS)
+
+
 def valid_at_option(fn):  # type: ignore[no-untyped-def]
-    return click.option("--valid-at", help=f"Validity time for notes declaring valid_from/valid_to: {ACCEPTED}. "
+    return time_option("--valid-at", help=f"Validity time for notes declaring valid_from/valid_to: {ACCEPTED}. "
                                            "Default: the --as-of time.")(fn)
 
 
@@ -36,11 +51,12 @@ def _bold(snippet: str) -> str:
     return re.sub(r"\*\*(.+?)\*\*", lambda m: click.style(m.group(1), bold=True), snippet)
 
 
-@cli.command()
+@click.command()
 @click.argument("query")
 @as_of_option
 @valid_at_option
-@click.option("--mode", type=click.Choice(MODES), default=DEFAULT_MODE, show_default=True,
+@click.option("--mode", type=LazyChoice(lambda: _engine().MODES), default=Lazy(lambda: _engine().DEFAULT_MODE),
+              show_default=True,
               help="keyword (BM25), vector (cosine) or hybrid (reciprocal rank fusion of both).")
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="How many chunks.")
 @click.option("--prefix", help="Only notes whose path starts with this (a folder: Projects/).")
@@ -49,7 +65,7 @@ def _bold(snippet: str) -> str:
 @json_option
 @pass_ctx
 @friendly
-def search(obj: Context, query: str, as_of: str | None, valid_at: str | None, mode: str, limit: int,
+def search(obj: Context, query: str, as_of: int | None, valid_at: int | None, mode: str, limit: int,
            prefix: str | None, tags: tuple[str, ...], where: tuple[str, ...], as_json: bool) -> None:
     """Search the vault's chunks as they were at a time (words, "a phrase", prefix*).
 
@@ -73,13 +89,13 @@ def search(obj: Context, query: str, as_of: str | None, valid_at: str | None, mo
         click.echo(f"    {_bold(hit['snippet'])}")
 
 
-@cli.command()
+@click.command()
 @as_of_option
 @valid_at_option
 @click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
 @pass_ctx
 @friendly
-def export(obj: Context, as_of: str | None, valid_at: str | None, fmt: str) -> None:
+def export(obj: Context, as_of: int | None, valid_at: int | None, fmt: str) -> None:
     """Every chunk visible at a time, as JSON lines, with the exact text the keyword index tokenizes.
 
     The first line is a header naming the FTS5 tokenizer, so anyone can rebuild the keyword ranking.
@@ -92,7 +108,7 @@ def export(obj: Context, as_of: str | None, valid_at: str | None, fmt: str) -> N
         click.echo(json.dumps(line, ensure_ascii=False))
 
 
-@cli.command()
+@click.command()
 @click.option("--full", is_flag=True, help="Drop the search index and rebuild it from the stored history.")
 @json_option
 @pass_ctx
@@ -112,8 +128,8 @@ def reindex(obj: Context, full: bool, as_json: bool) -> None:
         click.echo(f"{result['vault']}: {result['batches_indexed']} batches indexed")
 
 
-@cli.command()
-@click.option("--embedder", "name", type=click.Choice(sorted(EMBEDDERS)), required=True, help="The embedder to switch to.")
+@click.command()
+@click.option("--embedder", "name", type=LazyChoice(_embedder_names), required=True, help="The embedder to switch to.")
 @json_option
 @pass_ctx
 @friendly
@@ -129,3 +145,6 @@ def reembed(obj: Context, name: str, as_json: bool) -> None:
         echo_json(result)
     else:
         click.echo(f"{result['docs_embedded']} texts embedded with {result['embedder']}")
+
+
+COMMANDS = (search, export, reindex, reembed)

@@ -1,0 +1,123 @@
+"""What every CLI command module shares: the group's ``Context``, option decorators, output and errors.
+
+Command modules (``cli.py``, ``cli_search.py``) import this module and nothing of each other's, so the
+command line has no import cycle. Like them it imports only click and light modules at load time:
+``vaultsync --help`` must not pay for the store, the parsers or the MCP SDK, so those are imported
+inside the commands (or, for option choices, by ``LazyChoice``/``Lazy`` when a command is used).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from .errors import VaultsyncError
+from .times import ACCEPTED
+
+if TYPE_CHECKING:
+    from .vault import Vault
+
+
+class Context:
+    """Global options, and the vault opened from them on demand."""
+
+    def __init__(self, db: Path, vault: str | None) -> None:
+        self.db = db
+        self.vault_name = vault
+        self._open: list[Vault] = []
+
+    def vault(self, root: str | None = None, readonly: bool = True) -> Vault:
+        from .sync import default_workers
+        from .vault import Vault
+
+        # our entry points guard their main module, as the parse workers' "spawn" needs
+        vault = Vault.open(self.db, root=root, name=self.vault_name, readonly=readonly,
+                           parse_workers=default_workers())
+        self._open.append(vault)
+        return vault
+
+    def close(self) -> None:
+        for vault in self._open:
+            vault.close()
+
+
+pass_ctx = click.make_pass_decorator(Context)
+
+
+def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")(fn)
+
+
+def parse_time_option(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """Click callback: a time option's value as UTC microseconds; a bad one is one ``Error:`` line naming the flag."""
+    if value is None:
+        return None
+    from .times import parse_time
+
+    try:
+        return parse_time(value, param.opts[0])
+    except VaultsyncError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def time_option(*decls: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A ``click.option`` taking one of the accepted time forms, handed to the command as UTC microseconds."""
+    return click.option(*decls, callback=parse_time_option, **kwargs)
+
+
+def as_of_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return time_option("--as-of", help=f"Knowledge cutoff: {ACCEPTED}. Default: now.")(fn)
+
+
+def echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Expected failures become one line on stderr and exit status 1, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except VaultsyncError as exc:
+            raise click.ClickException(str(exc)) from None
+
+    return wrapper
+
+
+class LazyChoice(click.Choice[str]):
+    """A ``click.Choice`` whose choices come from a (heavy) module only when the option is used or shown."""
+
+    def __init__(self, load: Callable[[], Iterable[str]], case_sensitive: bool = True) -> None:
+        self._load: Callable[[], Iterable[str]] | None = load
+        self._choices: tuple[str, ...] = ()
+        self.case_sensitive = case_sensitive
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        if self._load is not None:
+            self._choices, self._load = tuple(self._load()), None
+        return self._choices
+
+    @choices.setter
+    def choices(self, value: Iterable[str]) -> None:
+        self._choices, self._load = tuple(value), None
+
+
+class Lazy:
+    """A click default loaded on first use; ``--help`` shows its value (not "(dynamic)", as for a function)."""
+
+    def __init__(self, load: Callable[[], Any]) -> None:
+        self._load = load
+
+    def __call__(self) -> Any:
+        return self._load()
+
+    def __str__(self) -> str:
+        return str(self._load())
