@@ -100,7 +100,7 @@ class ServedVaults:
         """``Vault.ls`` with a small cache: the store is append-only, so a listing stays valid until
         the next batch (``last_known_at`` moves); paging through a big vault lists it once."""
         with self.reading() as vault:
-            key = (as_of, prefix, vault.store.last_known_at(vault.id))
+            key = (as_of, prefix, vault.last_known_at)
             found = self._listings.get(key)
             if found is None:
                 found = vault.ls(as_of=as_of, prefix=prefix)
