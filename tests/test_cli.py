@@ -1,4 +1,9 @@
-"""The command line in real subprocesses: help, exit codes, one-line errors, bad input, --json shapes."""
+"""The command line: help, exit codes, one-line errors, bad input, --json shapes.
+
+Behaviour runs in this process through click's runner (``invoke``); a few tests keep a real subprocess
+where the process boundary is the point: the installed script and ``python -m``, usage exit status 2,
+``check``'s own exit status, byte-exact stdout of ``read``, and the demo.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, Ran, invoke, run_cli
 from vaultsync.cli import cli as cli_group
 
 T1, T2, T3 = "2024-01-01", "2024-02-01T12:00:00Z", "2024-03-01T00:00:00+02:00"
@@ -22,11 +27,11 @@ READ_ONLY = [
 
 
 def raw(*args: str, db: Path) -> subprocess.CompletedProcess[bytes]:
-    """The command with bytes output (for byte-exact reads)."""
+    """The installed command with bytes output (byte-exact stdout through a real process)."""
     return subprocess.run([sys.executable, "-m", "vaultsync", "--db", str(db), *args], capture_output=True, timeout=120)
 
 
-def one_line_error(done: subprocess.CompletedProcess[str], *needles: str) -> str:
+def one_line_error(done: Ran | subprocess.CompletedProcess[str], *needles: str) -> str:
     """Exit status 1 and exactly one `Error: …` line on stderr, naming every needle."""
     assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
     lines = done.stderr.strip().splitlines()
@@ -40,15 +45,15 @@ def one_line_error(done: subprocess.CompletedProcess[str], *needles: str) -> str
 @pytest.fixture
 def history(db_path: Path, vault_dir: Path) -> tuple[Path, Path]:
     """The shared small vault imported at T1, then edited, renamed and pruned and imported at T2."""
-    run_cli("import", str(vault_dir), "--known-at", T1, db=db_path, check=True)
+    invoke("import", str(vault_dir), "--known-at", T1, db=db_path, check=True)
     atlas = vault_dir / "Projects" / "Atlas.md"
     atlas.write_text(atlas.read_text(encoding="utf-8") + "\n## Later\n\nAdded in February.\n", encoding="utf-8")
     os.replace(vault_dir / "Inbox.md", vault_dir / "Inbox 2024.md")
     (vault_dir / "Notes").mkdir()
     (vault_dir / "Notes" / "Idea.md").write_text("# Idea\n\ntemporary\n", encoding="utf-8")
-    run_cli("import", str(vault_dir), "--known-at", T2, db=db_path, check=True)
+    invoke("import", str(vault_dir), "--known-at", T2, db=db_path, check=True)
     (vault_dir / "Notes" / "Idea.md").unlink()
-    run_cli("import", str(vault_dir), "--known-at", T3, db=db_path, check=True)
+    invoke("import", str(vault_dir), "--known-at", T3, db=db_path, check=True)
     return db_path, vault_dir
 
 
@@ -57,7 +62,7 @@ def history(db_path: Path, vault_dir: Path) -> tuple[Path, Path]:
 
 @pytest.mark.parametrize("command", [None, *sorted(cli_group.commands)])
 def test_every_command_has_help_with_an_example(command: str | None) -> None:
-    done = run_cli(*([command] if command else []), "--help")
+    done = invoke(*([command] if command else []), "--help")
     assert done.returncode == 0, done.stderr
     assert "Usage: vaultsync" in done.stdout and "Example:" in done.stdout
     example = done.stdout.split("Example:", 1)[1]
@@ -85,68 +90,68 @@ def test_usage_mistakes_exit_2(db_path: Path, vault_dir: Path) -> None:
 @pytest.mark.parametrize("args", READ_ONLY, ids=[a[0] for a in READ_ONLY])
 def test_read_only_commands_never_create_a_database(tmp_path: Path, args: list[str]) -> None:
     missing = tmp_path / "nowhere" / "missing.db"
-    one_line_error(run_cli(*args, db=missing), str(missing), "vaultsync import")
+    one_line_error(invoke(*args, db=missing), str(missing), "vaultsync import")
     assert not missing.parent.exists()
     # the default location ($VAULTSYNC_HOME) is not created either
     home = Path(os.environ["VAULTSYNC_HOME"])
-    one_line_error(run_cli(*args), "no vaultsync database")
+    one_line_error(invoke(*args), "no vaultsync database")
     assert not (home / "vaultsync.db").exists()
 
 
 def test_files_that_are_not_our_database(tmp_path: Path, vault_dir: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("hello\n", encoding="utf-8")
-    one_line_error(run_cli("ls", db=text), "not a database")
-    one_line_error(run_cli("import", str(vault_dir), db=text), "not a database")
+    one_line_error(invoke("ls", db=text), "not a database")
+    one_line_error(invoke("import", str(vault_dir), db=text), "not a database")
     assert text.read_text(encoding="utf-8") == "hello\n"
     foreign = tmp_path / "other.sqlite"
     con = apsw.Connection(str(foreign))
     con.execute("CREATE TABLE mine (x)")
     con.close()
-    one_line_error(run_cli("ls", db=foreign), "not a vaultsync database")
-    one_line_error(run_cli("import", str(vault_dir), db=foreign), "another program's SQLite database")
+    one_line_error(invoke("ls", db=foreign), "not a vaultsync database")
+    one_line_error(invoke("import", str(vault_dir), db=foreign), "another program's SQLite database")
     newer = tmp_path / "newer.db"
-    run_cli("import", str(vault_dir), db=newer, check=True)
+    invoke("import", str(vault_dir), db=newer, check=True)
     con = apsw.Connection(str(newer))
     con.execute("PRAGMA user_version = 999")
     con.close()
-    one_line_error(run_cli("ls", db=newer), "newer vaultsync")
-    one_line_error(run_cli("import", str(vault_dir), db=newer), "newer vaultsync")
+    one_line_error(invoke("ls", db=newer), "newer vaultsync")
+    one_line_error(invoke("import", str(vault_dir), db=newer), "newer vaultsync")
 
 
 @pytest.mark.parametrize("bad", ["2024-02-30", "yesterday", "2024-01-01T10:00", "2024-13-01", "01/02/2024",
                                  "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
 def test_impossible_as_of_is_refused(history: tuple[Path, Path], bad: str) -> None:
     db, _ = history
-    line = one_line_error(run_cli("read", "Projects/Atlas.md", "--as-of", bad, db=db), bad, "YYYY-MM-DD")
+    line = one_line_error(invoke("read", "Projects/Atlas.md", "--as-of", bad, db=db), bad, "YYYY-MM-DD")
     assert "--as-of" in line
-    one_line_error(run_cli("ls", "--as-of", bad, db=db), bad)
+    one_line_error(invoke("ls", "--as-of", bad, db=db), bad)
 
 
 def test_known_at_earlier_than_last_batch_changes_nothing(history: tuple[Path, Path]) -> None:
     db, vault = history
-    before = json.loads(run_cli("stats", "--json", db=db, check=True).stdout)
+    before = json.loads(invoke("stats", "--json", db=db, check=True).stdout)
     (vault / "Projects" / "Atlas.md").write_text("# Atlas\n\nrewritten\n", encoding="utf-8")
-    one_line_error(run_cli("import", str(vault), "--known-at", "2024-02-01", db=db),
-                   "--known-at 2024-02-01T00:00:00Z", "earlier than the vault's last batch", "2024-02-29T22:00:00Z")
-    after = json.loads(run_cli("stats", "--json", db=db, check=True).stdout)
+    one_line_error(invoke("import", str(vault), "--known-at", "2024-02-01", db=db),
+                   "known_at 2024-02-01T00:00:00Z", "--known-at", "earlier than the vault's last batch", "2024-02-29T22:00:00Z")
+    after = json.loads(invoke("stats", "--json", db=db, check=True).stdout)
     assert (after["batches"], after["revisions"]) == (before["batches"], before["revisions"])
-    assert "rewritten" not in run_cli("read", "Projects/Atlas.md", db=db).stdout
+    assert "rewritten" not in invoke("read", "Projects/Atlas.md", db=db).stdout
 
 
 def test_missing_notes_and_paths_outside_the_vault(history: tuple[Path, Path]) -> None:
     db, _ = history
-    one_line_error(run_cli("read", "Nope.md", db=db), "'Nope.md' did not exist")
-    one_line_error(run_cli("read", "Projects/Atlas.md", "--as-of", "2023-06-01", db=db), "as of 2023-06-01")
-    one_line_error(run_cli("read", "Inbox.md", db=db), "renamed to Inbox 2024.md")
-    one_line_error(run_cli("read", "Notes/Idea.md", db=db), "did not exist")
-    one_line_error(run_cli("history", "Nope.md", db=db), "no history")
-    one_line_error(run_cli("diff", "Nope.md", "--from", T1, db=db), "Nope.md")
+    one_line_error(invoke("read", "Nope.md", db=db), "'Nope.md' did not exist")
+    one_line_error(invoke("read", "Projects/Atlas.md", "--as-of", "2023-06-01", db=db), "as of 2023-06-01")
+    one_line_error(invoke("read", "Inbox.md", db=db), "renamed to Inbox 2024.md")
+    one_line_error(invoke("read", "Notes/Idea.md", db=db), "did not exist")
+    one_line_error(invoke("history", "Nope.md", db=db), "no history")
+    one_line_error(invoke("diff", "Nope.md", "--from", T1, db=db), "Nope.md")
     for bad in ("../secret.md", "Projects/../../secret.md", "/etc/passwd"):
-        one_line_error(run_cli("read", bad, db=db), bad)
-    one_line_error(run_cli("changes", "--since", T2, "--until", T1, db=db), "--until is earlier than --since")
-    one_line_error(run_cli("--vault", "other", "ls", db=db), "no vault 'other'")
-    one_line_error(run_cli("import", "/no/such/folder", db=db), "/no/such/folder")
+        one_line_error(invoke("read", bad, db=db), bad)
+    one_line_error(invoke("changes", "--since", T2, "--until", T1, db=db), "until is earlier than since")
+    one_line_error(invoke("--vault", "other", "ls", db=db), "no vault 'other'")
+    one_line_error(invoke("import", "/no/such/folder", db=db), "/no/such/folder")
 
 
 def test_several_vaults_need_a_name(history: tuple[Path, Path], tmp_path: Path) -> None:
@@ -154,9 +159,9 @@ def test_several_vaults_need_a_name(history: tuple[Path, Path], tmp_path: Path) 
     second = tmp_path / "second"
     second.mkdir()
     (second / "A.md").write_text("# A\n", encoding="utf-8")
-    run_cli("import", str(second), db=db, check=True)
-    one_line_error(run_cli("ls", db=db), "holds 2 vaults", "--vault NAME")
-    assert run_cli("--vault", "second", "read", "A.md", db=db, check=True).stdout == "# A\n"
+    invoke("import", str(second), db=db, check=True)
+    one_line_error(invoke("ls", db=db), "holds 2 vaults", "--vault NAME")
+    assert invoke("--vault", "second", "read", "A.md", db=db, check=True).stdout == "# A\n"
 
 
 # ---------------------------------------------------------------- bad input
@@ -183,12 +188,12 @@ def write_bad(vault: Path, kind: str, outside: Path) -> str:
 
 def test_bad_files_are_named_and_the_rest_lands(history: tuple[Path, Path], tmp_path: Path) -> None:
     db, vault = history
-    good_before = raw("read", "Projects/Atlas.md", db=db).stdout
+    good_before = invoke("read", "Projects/Atlas.md", db=db).stdout_bytes
     for kind in BAD_FILES:
         write_bad(vault, kind, tmp_path / "outside.md")
     (vault / "Projects" / "Atlas.md").write_bytes(b"# Atlas\n\xff\xfe\n")  # a good note turns bad
     (vault / "Fine.md").write_text("# Fine\n", encoding="utf-8")
-    done = run_cli("import", str(vault), "--json", db=db)
+    done = invoke("import", str(vault), "--json", db=db)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     problems = {e["path"]: e["reason"] for e in summary["errors"] + summary["warnings"]}
@@ -197,11 +202,11 @@ def test_bad_files_are_named_and_the_rest_lands(history: tuple[Path, Path], tmp_
         assert name in done.stderr and reason in done.stderr
     assert "Projects/Atlas.md" in problems and summary["added"] == 2  # Fine.md and Broken.md (kept as text)
     assert "Traceback" not in done.stderr
-    listed = [r["path"] for r in json.loads(run_cli("ls", "--json", db=db, check=True).stdout)]
+    listed = [r["path"] for r in json.loads(invoke("ls", "--json", db=db, check=True).stdout)]
     assert "Fine.md" in listed and "Broken.md" in listed
     assert not {"Latin1.md", "Binary.md", "Huge.md", "Escape.md"} & set(listed)
-    assert raw("read", "Projects/Atlas.md", db=db).stdout == good_before  # last good revision stays
-    broken = json.loads(run_cli("read", "Broken.md", "--json", db=db, check=True).stdout)
+    assert invoke("read", "Projects/Atlas.md", db=db).stdout_bytes == good_before  # last good revision stays
+    broken = json.loads(invoke("read", "Broken.md", "--json", db=db, check=True).stdout)
     assert broken["frontmatter"] is None and "invalid YAML" in broken["warnings"][0]
     assert broken["content"].encode() == BAD_FILES["frontmatter"][1]
 
@@ -209,15 +214,15 @@ def test_bad_files_are_named_and_the_rest_lands(history: tuple[Path, Path], tmp_
 @pytest.mark.parametrize("kind", sorted(BAD_FILES))
 def test_strict_refuses_the_whole_batch(history: tuple[Path, Path], tmp_path: Path, kind: str) -> None:
     db, vault = history
-    before = json.loads(run_cli("stats", "--json", db=db, check=True).stdout)
+    before = json.loads(invoke("stats", "--json", db=db, check=True).stdout)
     name = write_bad(vault, kind, tmp_path / "outside.md")
     (vault / "Fine.md").write_text("# Fine\n", encoding="utf-8")
-    one_line_error(run_cli("import", str(vault), "--strict", db=db), "--strict", name)
-    after = json.loads(run_cli("stats", "--json", db=db, check=True).stdout)
+    one_line_error(invoke("import", str(vault), "--strict", db=db), "strict", name)
+    after = json.loads(invoke("stats", "--json", db=db, check=True).stdout)
     assert (after["batches"], after["revisions"]) == (before["batches"], before["revisions"])
-    assert run_cli("read", "Fine.md", db=db).returncode == 1
+    assert invoke("read", "Fine.md", db=db).returncode == 1
     # without --strict the same folder imports, naming the file
-    loose = run_cli("import", str(vault), db=db)
+    loose = invoke("import", str(vault), db=db)
     assert loose.returncode == 0 and name in loose.stderr
 
 
@@ -225,52 +230,52 @@ def test_strict_refuses_the_whole_batch(history: tuple[Path, Path], tmp_path: Pa
 
 
 def test_import_json(db_path: Path, vault_dir: Path) -> None:
-    first = json.loads(run_cli("import", str(vault_dir), "--known-at", T1, "--json", db=db_path, check=True).stdout)
+    first = json.loads(invoke("import", str(vault_dir), "--known-at", T1, "--json", db=db_path, check=True).stdout)
     assert set(first) >= {"vault", "batch_id", "known_at", "added", "modified", "renamed", "deleted", "unchanged",
                           "errors", "warnings"}
     assert (first["vault"], first["known_at"], first["added"], first["errors"]) == (vault_dir.name, "2024-01-01T00:00:00Z", 2, [])
-    again = json.loads(run_cli("import", str(vault_dir), "--json", db=db_path, check=True).stdout)
+    again = json.loads(invoke("import", str(vault_dir), "--json", db=db_path, check=True).stdout)
     assert (again["batch_id"], again["unchanged"], again["added"]) == (None, 2, 0)
-    human = run_cli("import", str(vault_dir), db=db_path, check=True).stdout
+    human = invoke("import", str(vault_dir), db=db_path, check=True).stdout
     assert human.startswith(f"{vault_dir.name}: no change") and "2 unchanged" in human
 
 
 def test_read_json_and_bytes(history: tuple[Path, Path]) -> None:
     db, vault = history
-    old = json.loads(run_cli("read", "Projects/Atlas.md", "--as-of", T1, "--json", db=db, check=True).stdout)
+    old = json.loads(invoke("read", "Projects/Atlas.md", "--as-of", T1, "--json", db=db, check=True).stdout)
     assert set(old) >= {"path", "content", "known_at", "content_hash", "size", "kind", "renamed_from", "title",
                         "tags", "links", "frontmatter"}
     assert (old["path"], old["known_at"], old["kind"]) == ("Projects/Atlas.md", "2024-01-01T00:00:00Z", "created")
     assert "Added in February" not in old["content"] and old["size"] == len(old["content"].encode())
     now = raw("read", "Projects/Atlas.md", db=db)
     assert now.returncode == 0 and now.stdout == (vault / "Projects" / "Atlas.md").read_bytes()
-    moved = json.loads(run_cli("read", "Inbox 2024.md", "--json", db=db, check=True).stdout)
+    moved = json.loads(invoke("read", "Inbox 2024.md", "--json", db=db, check=True).stdout)
     assert (moved["kind"], moved["renamed_from"]) == ("renamed", "Inbox.md")
     assert raw("read", "Inbox 2024", db=db).stdout == (vault / "Inbox 2024.md").read_bytes()  # .md optional
 
 
 def test_ls_json(history: tuple[Path, Path]) -> None:
     db, _ = history
-    rows = json.loads(run_cli("ls", "--as-of", T2, "--json", db=db, check=True).stdout)
+    rows = json.loads(invoke("ls", "--as-of", T2, "--json", db=db, check=True).stdout)
     assert [r["path"] for r in rows] == ["Inbox 2024.md", "Notes/Idea.md", "Projects/Atlas.md"]
     assert all({"path", "known_at", "content_hash", "size"} <= set(r) for r in rows)
-    assert [r["path"] for r in json.loads(run_cli("ls", "--as-of", T1, "--json", db=db).stdout)] == \
+    assert [r["path"] for r in json.loads(invoke("ls", "--as-of", T1, "--json", db=db).stdout)] == \
         ["Inbox.md", "Projects/Atlas.md"]
-    assert json.loads(run_cli("ls", "--as-of", "2023-01-01", "--json", db=db).stdout) == []
-    assert [r["path"] for r in json.loads(run_cli("ls", "--prefix", "Projects/", "--json", db=db).stdout)] == \
+    assert json.loads(invoke("ls", "--as-of", "2023-01-01", "--json", db=db).stdout) == []
+    assert [r["path"] for r in json.loads(invoke("ls", "--prefix", "Projects/", "--json", db=db).stdout)] == \
         ["Projects/Atlas.md"]
-    human = run_cli("ls", db=db, check=True).stdout.splitlines()
+    human = invoke("ls", db=db, check=True).stdout.splitlines()
     assert len(human) == 2 and human[0].endswith("Inbox 2024.md")
 
 
 def test_history_json_follows_renames(history: tuple[Path, Path]) -> None:
     db, _ = history
-    rows = json.loads(run_cli("history", "Inbox 2024.md", "--json", db=db, check=True).stdout)
+    rows = json.loads(invoke("history", "Inbox 2024.md", "--json", db=db, check=True).stdout)
     assert [(r["path"], r["kind"], r["renamed_from"]) for r in rows] == [
         ("Inbox.md", "created", None), ("Inbox 2024.md", "renamed", "Inbox.md")]
     assert all({"path", "known_at", "kind", "content_hash", "size", "renamed_from"} <= set(r) for r in rows)
     assert rows[0]["content_hash"] == rows[1]["content_hash"]
-    idea = json.loads(run_cli("history", "Notes/Idea.md", "--json", db=db, check=True).stdout)
+    idea = json.loads(invoke("history", "Notes/Idea.md", "--json", db=db, check=True).stdout)
     assert [(r["kind"], r["known_at"]) for r in idea] == [("created", "2024-02-01T12:00:00Z"),
                                                           ("deleted", "2024-02-29T22:00:00Z")]
     assert idea[1]["size"] is None and idea[1]["content_hash"] is None
@@ -278,35 +283,35 @@ def test_history_json_follows_renames(history: tuple[Path, Path]) -> None:
 
 def test_changes_json(history: tuple[Path, Path]) -> None:
     db, _ = history
-    rows = json.loads(run_cli("changes", "--since", T1, "--json", db=db, check=True).stdout)
+    rows = json.loads(invoke("changes", "--since", T1, "--json", db=db, check=True).stdout)
     assert [(r["path"], r["kind"], r["renamed_from"]) for r in rows] == [
         ("Inbox 2024.md", "renamed", "Inbox.md"), ("Notes/Idea.md", "created", None),
         ("Projects/Atlas.md", "modified", None), ("Notes/Idea.md", "deleted", None)]
     assert all({"path", "kind", "known_at", "renamed_from"} <= set(r) for r in rows)
-    window = json.loads(run_cli("changes", "--since", T1, "--until", T2, "--json", db=db, check=True).stdout)
+    window = json.loads(invoke("changes", "--since", T1, "--until", T2, "--json", db=db, check=True).stdout)
     assert len(window) == 3 and all(r["known_at"] == "2024-02-01T12:00:00Z" for r in window)
-    assert json.loads(run_cli("changes", "--since", T3, "--json", db=db, check=True).stdout) == []
+    assert json.loads(invoke("changes", "--since", T3, "--json", db=db, check=True).stdout) == []
 
 
 def test_diff(history: tuple[Path, Path]) -> None:
     db, _ = history
-    done = run_cli("diff", "Projects/Atlas.md", "--from", T1, "--to", T2, db=db, check=True)
+    done = invoke("diff", "Projects/Atlas.md", "--from", T1, "--to", T2, db=db, check=True)
     assert done.stdout.startswith("--- Projects/Atlas.md @ 2024-01-01T00:00:00Z\n+++ Projects/Atlas.md @ 2024-02-01T12:00:00Z\n")
     assert "+Added in February.\n" in done.stdout and "\n-" not in done.stdout
-    assert run_cli("diff", "Projects/Atlas.md", "--from", T2, "--to", T3, db=db, check=True).stdout == ""
-    gone = run_cli("diff", "Notes/Idea.md", "--from", T2, "--to", T3, db=db, check=True).stdout
+    assert invoke("diff", "Projects/Atlas.md", "--from", T2, "--to", T3, db=db, check=True).stdout == ""
+    gone = invoke("diff", "Notes/Idea.md", "--from", T2, "--to", T3, db=db, check=True).stdout
     assert "-temporary\n" in gone and "(absent" in gone
 
 
 def test_stats_and_check_json(history: tuple[Path, Path]) -> None:
     db, vault = history
-    stats = json.loads(run_cli("stats", "--json", db=db, check=True).stdout)
+    stats = json.loads(invoke("stats", "--json", db=db, check=True).stdout)
     assert (stats["vault"], stats["notes"], stats["batches"]) == (vault.name, 2, 3)
     assert {"revisions", "chunk_revisions", "first_batch", "last_batch", "database_bytes"} <= set(stats)
     assert stats["first_batch"] == "2024-01-01T00:00:00Z" and stats["last_batch"] == "2024-02-29T22:00:00Z"
-    check = run_cli("check", "--json", db=db, check=True)
+    check = invoke("check", "--json", db=db, check=True)
     assert json.loads(check.stdout) == {"vault": vault.name, "ok": True, "problems": []}
-    assert run_cli("check", db=db, check=True).stdout.strip() == f"{vault.name}: ok"
+    assert invoke("check", db=db, check=True).stdout.strip() == f"{vault.name}: ok"
 
 
 def test_check_detects_tampering(history: tuple[Path, Path]) -> None:

@@ -19,8 +19,8 @@ TABLES = {
 }
 
 
-def snapshot(db: Path, root: Path) -> dict[str, list[tuple]]:
-    with Vault.open(db, root=root) as vault:
+def snapshot(db: Path, root: Path, workers: int = 0) -> dict[str, list[tuple]]:
+    with Vault.open(db, root=root, parse_workers=workers) as vault:
         vault.sync(known_at="2024-01-01")
         con = vault.store.db.con
         return {name: con.execute(sql).fetchall() for name, sql in TABLES.items()}
@@ -31,8 +31,7 @@ def test_parallel_parsing_gives_the_same_store(tmp_path: Path, monkeypatch: pyte
     shutil.copytree(REPO / "notes", root)
     inline = snapshot(tmp_path / "inline.db", root)
     monkeypatch.setattr(sync, "PARALLEL_MIN_NOTES", 1)
-    monkeypatch.setattr(sync, "parallel_workers", 2)
-    parallel = snapshot(tmp_path / "parallel.db", root)
+    parallel = snapshot(tmp_path / "parallel.db", root, workers=2)
     assert len(inline["vectors"]) > 100 and len(inline["notes"]) == 30
     assert parallel == inline
-    assert not __import__("vaultsync.search.embedding", fromlist=["AHEAD"]).AHEAD  # nothing left behind
+    assert not __import__("vaultsync.store.search.embedding", fromlist=["AHEAD"]).AHEAD  # nothing left behind

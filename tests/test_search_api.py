@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 from search_truth import brute_vector, fresh_keyword, same_ranking, split_export
 from vaultsync.embed import EMBEDDERS, HashEmbedder
 from vaultsync.errors import ConfigError, ProviderError, StoreError
-from vaultsync.search import parse_query
-from vaultsync.search.engine import RRF_K, shared_ranks
-from vaultsync.search.index import SearchIndexer
-from vaultsync.search.keyword import Scored
+from vaultsync.store.search.engine import RRF_K, shared_ranks
+from vaultsync.store.search.index import SearchIndexer
+from vaultsync.store.search.keyword import Scored
+from vaultsync.text import parse_query
 from vaultsync.store import Store
-from vaultsync.store import read as q
-from vaultsync.sync import apply, scan
+from vaultsync.folder import scan
+from vaultsync.sync import Plan, record
 from vaultsync.vault import Vault
 
 NOTES = {
@@ -171,10 +171,10 @@ def test_database_from_before_search_is_reindexed(tmp_path: Path) -> None:
     root = tmp_path / "vault"
     write(root, NOTES)
     db = tmp_path / "old.sqlite"
-    store = Store(db)  # the core alone: no search indexer registered
+    store = Store(db, search=False)  # the core alone: no search indexer registered
     vault_id = store.ensure_vault("vault", root)
     observed, _ = scan(root)
-    apply(store, vault_id, "vault", observed, live=q.current_state(store.db.con, vault_id), known_at=1, full=True)
+    record(store, vault_id, "vault", Plan(observed, store.live_state(vault_id), {}, full=True), known_at=1)
     store.close()
     with Vault.open(db, readonly=True) as vault:
         with pytest.raises(StoreError, match="reindex"):
@@ -193,11 +193,11 @@ def test_bad_arguments_are_clear_errors(history: Path) -> None:
     with Vault.open(history, readonly=True) as vault:
         with pytest.raises(ConfigError, match="mode"):
             vault.search("x", mode="fuzzy")
-        with pytest.raises(ConfigError, match="as-of"):
+        with pytest.raises(ConfigError, match="as_of"):
             vault.search("x", as_of="last tuesday")
 
 
-def test_cli_search_and_export_in_a_subprocess(history: Path, cli) -> None:
+def test_cli_search_and_export(history: Path, cli) -> None:
     done = cli("search", "budget", "--mode", "keyword", "--json", "--as-of", "2024-01-15", db=history, check=True)
     result = json.loads(done.stdout)
     assert result["mode"] == "keyword" and result["as_of"] == "2024-01-15T00:00:00Z" and result["hits"]

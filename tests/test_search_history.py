@@ -1,51 +1,34 @@
-"""Exactness on a real history: a replayed slice of obsidian-help (15 languages, including zh, ja and ko)."""
+"""Exactness on a real history: obsidian-help (15 languages, including zh, ja and ko) as replayed for the
+history truth suite (every 8th commit, each imported at its commit time), searched at cutoffs in 2024."""
 
 from __future__ import annotations
 
 import random
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import corpus
+from conftest import Replayed
 from search_truth import brute_vector, fresh_keyword, same_ranking, split_export
 from vaultsync.embed import HashEmbedder
-from vaultsync.gitimport import GitHistory
-from vaultsync.search import parse_query
-from vaultsync.search.text import CJK_RUN
-from vaultsync.store import read as q
-from vaultsync.sync import apply
+from vaultsync.text import CJK_RUN, parse_query
 from vaultsync.times import parse_time
 from vaultsync.vault import Vault
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
-SINCE, UNTIL, EVERY = "2024-01-01", "2024-06-01", 8
+SINCE, UNTIL = "2024-01-01", "2024-06-01"
 
 
 @pytest.fixture(scope="module")
-def help_history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int]]:
-    """Every 8th commit of the first five months of 2024, one batch each, known at its committer time."""
-    bundle = corpus("obsidian-help.bundle")
-    base = tmp_path_factory.mktemp("help")
-    repo = base / "help"
-    subprocess.run(["git", "clone", "-q", str(bundle), str(repo)], check=True)
-    history = GitHistory(repo)
-    window = [c for c in history.commits() if parse_time(SINCE) <= c.committed_at < parse_time(UNTIL)]
-    picked = window[::EVERY] + ([window[-1]] if (len(window) - 1) % EVERY else [])
-    times = []
-    with Vault.open(base / "db.sqlite", root=repo, name="help") as vault:
-        parent = None
-        for commit in picked:
-            observed = history.tree(commit.sha) if parent is None else history.changes(parent, commit.sha)
-            apply(vault.store, vault.id, vault.name, observed, live=q.current_state(vault.store.db.con, vault.id),
-                  known_at=commit.committed_at, source="git", detail=commit.sha, full=parent is None)
-            parent = commit.sha
-            times.append(commit.committed_at)
-    history.close()
-    return base / "db.sqlite", times
+def help_history(help_replayed: Replayed) -> tuple[Path, list[int]]:
+    """The session's replay of the Help history (conftest.py ``help_replayed``, read-only here) and the
+    knowledge times (UTC microseconds) of its batches in the first five months of 2024."""
+    times = [t * 1_000_000 for t in help_replayed.commit_times]
+    window = [t for t in times if parse_time(SINCE) <= t < parse_time(UNTIL)]
+    assert len(window) >= 4, window
+    return help_replayed.db, window
 
 
 def queries_for(chunks: list[dict], rng: random.Random) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from vaultsync import Vault
-from vaultsync import sync as sync_module
+from vaultsync import folder as folder_module
 
 T1, T2 = "2024-01-01", "2024-02-01"
 
@@ -25,7 +25,7 @@ def make_unlistable(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             raise PermissionError(13, "Permission denied", str(path))
         return real(path)
 
-    monkeypatch.setattr(sync_module.os, "scandir", scandir)
+    monkeypatch.setattr(folder_module.os, "scandir", scandir)
 
 
 def test_an_unlistable_folder_does_not_delete_its_notes(db_path: Path, vault_dir: Path,

@@ -1,9 +1,12 @@
-"""The watcher's pure parts: the debouncer, path collapsing, and the handler fed scripted watchdog events."""
+"""The watcher's pure parts: the debouncer (on a clock the test drives), path collapsing, the handler fed
+scripted watchdog events, and the note rules of every door (scanner, watcher, targeted sync, git backfill)."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import threading
-import time
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -23,9 +26,12 @@ from watchdog.events import (
     FileSystemEvent,
 )
 
+from vaultsync import debounce
 from vaultsync.debounce import Debouncer, Pending, collapse
+from vaultsync.folder import observe_paths, scan
+from vaultsync.gitimport import GitHistory
 from vaultsync.observe import DirtyHandler, NoteFilter
-from vaultsync.sync import is_note_path
+from vaultsync.paths import is_note_path, nfc
 
 
 def test_collapse_keeps_folders_and_drops_what_they_cover() -> None:
@@ -34,37 +40,63 @@ def test_collapse_keeps_folders_and_drops_what_they_cover() -> None:
     assert collapse([]) == []
 
 
-def test_debouncer_waits_for_quiet() -> None:
+class ManualClock:
+    """Stands in for the ``time`` module inside ``vaultsync.debounce``: time moves only when the test says."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> ManualClock:
+    """The debouncer's clock, driven by the test (``get(timeout=0)`` then never waits)."""
+    manual = ManualClock()
+    monkeypatch.setattr(debounce, "time", manual)
+    return manual
+
+
+def test_debouncer_waits_for_quiet(clock: ManualClock) -> None:
     deb = Debouncer(step_s=0.1, max_s=5.0)
     deb.add(["a.md"])
+    clock.advance(0.06)
     deb.add(["b.md", "a.md"])
-    assert deb.get(timeout=0.01) is None, "not quiet yet"
-    got = deb.get(timeout=5)
+    clock.advance(0.06)  # 0.12 s after the first change, 0.06 s after the last
+    assert deb.get(timeout=0) is None, "not quiet yet"
+    deb.add(["a.md"])  # a path already pending still restarts the quiet period
+    clock.advance(0.09)
+    assert deb.get(timeout=0) is None, "not quiet yet"
+    clock.advance(0.02)
+    got = deb.get(timeout=0)
     assert got is not None and got.paths == {"a.md", "b.md"}
+    assert got.first == pytest.approx(1000.0) and got.last == pytest.approx(1000.12)
     assert deb.snapshot() == (0, None)
+    assert deb.get(timeout=0) is None
 
 
-def test_debouncer_maximum_wait_under_constant_writes() -> None:
+def test_debouncer_maximum_wait_under_constant_writes(clock: ManualClock) -> None:
     deb = Debouncer(step_s=0.2, max_s=0.4)
-    stop = threading.Event()
-
-    def writer() -> None:
-        i = 0
-        while not stop.is_set():
-            deb.add([f"n{i}.md"])
-            i += 1
-            time.sleep(0.01)  # never quiet for 0.2 s
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
-        sets = [deb.get(timeout=10) for _ in range(3)]
-        assert thread.is_alive(), "sets were released while changes kept coming"
-    finally:
-        stop.set()
-        thread.join()
-    assert all(s is not None and s.paths for s in sets)
-    assert not set.intersection(*(s.paths for s in sets if s))
+    sets: list[tuple[float, Pending]] = []
+    written = 0
+    while len(sets) < 3:
+        assert written < 1000, "no set was released under constant writes"
+        deb.add([f"n{written}.md"])
+        written += 1
+        clock.advance(0.01)  # never quiet for 0.2 s
+        got = deb.get(timeout=0)
+        if got is not None:
+            sets.append((clock.now, got))
+    for released, got in sets:
+        assert got.paths
+        assert released - got.last < deb.step_s, "sets were released while changes kept coming"
+        assert deb.max_s <= released - got.first < deb.max_s + 0.011, "released at the maximum wait"
+    assert not set.intersection(*(got.paths for _, got in sets))
+    assert set.union(*(got.paths for _, got in sets)) == {f"n{i}.md" for i in range(written)}
 
 
 def test_debouncer_put_back_drain_and_close() -> None:
@@ -120,6 +152,94 @@ def test_handler_marks_only_paths_that_can_matter(event: FileSystemEvent, dirty:
     assert recorded == dirty
 
 
-@pytest.mark.parametrize("rel", ["a.md", "A/b.md", "a.MD", ".a.md", "A/.b/c.md", "a.md.tmp", "a b/ü.md", "x.txt"])
-def test_file_filter_agrees_with_import(rel: str) -> None:
-    assert NoteFilter()(rel, False) == is_note_path(rel)
+# ---------------------------------------------------------------- every door, one rule
+
+NFD_FOLDER, NFD_NAME = unicodedata.normalize("NFD", "Café"), unicodedata.normalize("NFD", "Résumé.md")
+TRICKY = {
+    # file as named on disk: is it a note?  (its NFC path is the note's path)
+    "a.md": True,
+    "Sub/b.md": True,
+    "a/b/c/d/deep.md": True,
+    "notes.md.md": True,
+    "folder.md/inside.md": True,  # a folder named like a note is a folder
+    "a b/ü.md": True,
+    f"{NFD_FOLDER}/{NFD_NAME}": True,  # as macOS writes names
+    f"{NFD_NAME}": True,
+    "a.MD": False,  # the suffix is exactly .md
+    "Upper.Md": False,
+    ".a.md": False,
+    ".md": False,
+    "Sub/..md": False,
+    ".obsidian/workspace.md": False,
+    "Sub/.trash/old.md": False,
+    f".hidden/{NFD_NAME}": False,
+    "a.md.tmp": False,
+    "a.md~": False,
+    "a.md.swp": False,
+    "x.txt": False,
+}
+FOLDERS = {
+    # folder event path (trailing slash as some tools send it): the notes below it
+    "Sub": ["Sub/b.md"],
+    "Sub/": ["Sub/b.md"],
+    "a/b/": ["a/b/c/d/deep.md"],
+    "folder.md": ["folder.md/inside.md"],
+    NFD_FOLDER + "/": [nfc("Café/Résumé.md")],
+    ".obsidian/": [],
+    "Sub/.trash": [],
+}
+EXPECTED = sorted(nfc(path) for path, note in TRICKY.items() if note)
+
+
+@pytest.fixture
+def tricky_vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    for path in TRICKY:
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(f"# {path}\n", encoding="utf-8")
+    return root
+
+
+def watched(root: Path, event: FileSystemEvent) -> list[str]:
+    """What the watcher writes for one event: the paths its handler marks, observed as its batch does."""
+    dirty: list[str] = []
+    DirtyHandler(root, dirty.extend).dispatch(event)
+    return sorted(observe_paths(root, dirty, live=())[0])
+
+
+def test_every_door_applies_the_same_note_rules(tricky_vault: Path) -> None:
+    """The scanner (import, reconcile), the watcher (its event filter, then the paths it marks as its batch
+    observes them), a targeted sync of given paths, the git backfill and ``is_note_path`` each decide
+    on the same files; each must find exactly the notes the table says, under their NFC paths."""
+    root = tricky_vault
+    found = {
+        "scanner": sorted(scan(root)[0]),
+        "watcher": sorted(p for path in TRICKY for p in watched(root, FileCreatedEvent(str(root / path)))),
+        "targeted sync": sorted(p for path in TRICKY for p in observe_paths(root, [path], live=())[0]),
+        "is_note_path": sorted(nfc(path) for path in TRICKY if is_note_path(nfc(path))),
+        "event filter": sorted(nfc(path) for path in TRICKY if NoteFilter()(nfc(path), False)),
+    }
+    if shutil.which("git") is not None:
+        git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+        subprocess.run([*git, "init", "-q"], check=True)
+        subprocess.run([*git, "add", "--all", "--force"], check=True)
+        subprocess.run([*git, "commit", "-q", "-m", "tricky"], check=True)
+        history = GitHistory(root)
+        try:
+            found["git backfill"] = sorted(history.tree(history.commits()[-1].sha))
+        finally:
+            history.close()
+    wrong = {door: (sorted(set(got) - set(EXPECTED)), sorted(set(EXPECTED) - set(got)))
+             for door, got in found.items() if got != EXPECTED}
+    assert not wrong, f"doors disagreeing with the table (extra, missing): {wrong}"
+
+
+@pytest.mark.parametrize("folder", sorted(FOLDERS))
+def test_folder_events_cover_exactly_the_notes_below(tricky_vault: Path, folder: str) -> None:
+    root = tricky_vault
+    want = FOLDERS[folder]
+    for event in (DirCreatedEvent(f"{root}/{folder}"), DirMovedEvent(f"{root}.elsewhere/x", f"{root}/{folder}")):
+        assert watched(root, event) == want, event
+    under = nfc(folder.rstrip("/"))
+    assert sorted(observe_paths(root, [folder], live=())[0]) == want
+    assert sorted(p for p in scan(root)[0] if p.startswith(under + "/")) == want

@@ -86,9 +86,14 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except VaultsyncError as exc:
-            raise click.ClickException(str(exc)) from None
+            flag = OPTIONS.get(exc.argument or "")
+            raise click.ClickException(f"{exc} ({flag})" if flag else str(exc)) from None
 
     return wrapper
+
+
+OPTIONS = {"known_at": "--known-at", "name": "--vault NAME"}
+"""The command line's option for a library argument named in an error."""
 
 
 class LazyChoice(click.Choice[str]):

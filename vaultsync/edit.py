@@ -9,7 +9,8 @@ import tempfile
 from pathlib import Path
 
 from .errors import NoteNotFound, PathError
-from .sync import MAX_FILE_BYTES, is_note_path, nfc
+from .folder import MAX_FILE_BYTES
+from .paths import is_note_path, nfc
 
 logger = logging.getLogger(__name__)
 

@@ -65,7 +65,7 @@ class HashEmbedder(Embedder):
         self._pairs: dict[tuple[str, str], tuple[int, float]] = {}
 
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
-        from .search.text import normalize
+        from .text import normalize
 
         return [self._one(normalize(t)) for t in texts]
 

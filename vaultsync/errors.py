@@ -5,8 +5,12 @@
      ├── NoteNotFound       the note did not exist at that time
      ├── PathError          a path outside the vault or not a Markdown note
      ├── ParseError         a file that cannot be read as a note
-     ├── StoreError         the database refused or is damaged
-     │    └── LockedError   another writer holds the vault
+     ├── StoreError         the database refused the operation
+     │    ├── LockedError   another writer holds the vault
+     │    ├── BusyError     another connection holds SQLite's write lock
+     │    ├── CorruptError  the file is damaged or not a database
+     │    ├── ReadOnlyError the database cannot be written (opened read-only, or file permissions)
+     │    └── SchemaError   written by a newer vaultsync, or another program's file
      └── ProviderError      an embedder failed or does not match the store
 """
 
@@ -16,8 +20,10 @@ from __future__ import annotations
 class VaultsyncError(Exception):
     """vaultsync failed."""
 
-    def __init__(self, message: str | None = None) -> None:
+    def __init__(self, message: str | None = None, *, argument: str | None = None) -> None:
         super().__init__(message or (self.__doc__ or "vaultsync failed.").strip())
+        self.argument = argument
+        """The library argument the error is about, if one is (a door may name its own option for it)."""
 
 
 class ConfigError(VaultsyncError):
@@ -42,6 +48,22 @@ class StoreError(VaultsyncError):
 
 class LockedError(StoreError):
     """Another process is writing to this vault."""
+
+
+class BusyError(StoreError):
+    """The database is busy: another connection is writing; try again."""
+
+
+class CorruptError(StoreError):
+    """The database file is damaged or is not a database."""
+
+
+class ReadOnlyError(StoreError):
+    """The database cannot be written."""
+
+
+class SchemaError(StoreError, ConfigError):
+    """The database was written by another program or a newer vaultsync."""
 
 
 class ProviderError(VaultsyncError):

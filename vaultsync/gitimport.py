@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigError
-from .sync import Absent, Observed, Present, is_note_path, nfc
+from .folder import Absent, Observed, Present
+from .paths import is_note_path, nfc
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
@@ -25,7 +26,7 @@ def _git(cwd: str, *args: str) -> bytes:
     try:
         done = subprocess.run(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
     except FileNotFoundError:
-        raise ConfigError("--from-git needs the `git` command, which is not installed") from None
+        raise ConfigError("importing git history needs the `git` command, which is not installed") from None
     if done.returncode != 0:
         message = done.stderr.decode(errors="replace").strip().splitlines()
         raise ConfigError(f"git {args[0]} failed: {message[-1] if message else 'unknown error'}")
@@ -40,7 +41,7 @@ class GitHistory:
         try:
             top = _git(str(vault), "rev-parse", "--show-toplevel").decode().strip()
         except ConfigError:
-            raise ConfigError(f"{vault} is not inside a git repository (needed for --from-git)") from None
+            raise ConfigError(f"{vault} is not inside a git repository (needed to import its history)") from None
         self.top = top
         prefix = os.path.relpath(os.path.realpath(vault), os.path.realpath(top)).replace(os.sep, "/")
         self.prefix = "" if prefix == "." else prefix + "/"

@@ -24,7 +24,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserverVFS
 
-from .sync import is_note_path, nfc
+from .paths import is_note_path, nfc
 
 logger = logging.getLogger(__name__)
 

@@ -60,8 +60,18 @@ def now_micros() -> int:
     return to_micros(dt.datetime.now(dt.timezone.utc))
 
 
-def optional_time(value: str | int | None, what: str = "time") -> int | None:
-    """None stays None, integers are taken as microseconds, strings are parsed."""
-    if value is None or isinstance(value, int):
+TimeLike = str | int | dt.datetime | None
+"""What the library accepts as a time: an accepted string form, UTC microseconds, an aware datetime, or None."""
+
+
+def as_micros(value: TimeLike, what: str = "time") -> int | None:
+    """A ``TimeLike`` as UTC microseconds (None stays None); ``what`` names the argument in errors."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
         return value
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            raise ConfigError(f"{what} needs a time zone")
+        return to_micros(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"invalid {what} {value!r}: use {ACCEPTED}")
     return parse_time(value, what)

@@ -22,8 +22,6 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-import apsw
-
 from .debounce import Debouncer, Pending, collapse
 from .errors import ConfigError, StoreError, VaultsyncError
 from .observe import ObserverFactory, RunningObserver, start_observer
@@ -88,7 +86,7 @@ class Watcher:
                 raise StoreError(f"the vault folder {self.vault.root} is gone")
             self._observer = self._factory(self.vault.root, self._debouncer.add, self.polling)
             self._flush(None, "catch-up", raise_errors=True)
-        except (OSError, apsw.Error) as exc:
+        except (OSError, StoreError) as exc:
             self._shutdown_observer()
             self._release()
             raise StoreError(f"could not start watching {self.vault.root}: {exc}") from exc

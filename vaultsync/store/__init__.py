@@ -1,73 +1,193 @@
-"""The append-only temporal store: SQLite schema, batch writes, as-of reads."""
+"""The append-only temporal store: the one owner of the SQLite connection.
+
+Everything the product asks of the database goes through ``Store``: ``batch()`` appends one
+atomic batch, ``view()`` reads a vault as of a cutoff, and a few upkeep methods (vaults, the
+sync bookkeeping, reindex, reembed). Nothing outside this package imports apsw or writes SQL,
+and every apsw error leaves it as one of the store errors in ``vaultsync.errors``.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ..errors import ConfigError
-from ..times import now_micros
+from ..errors import ConfigError, SchemaError
+from ..times import format_time, now_micros
 from . import codec
+from . import read as q
 from .db import Database
 from .lock import WriterLock
-from .schema import MIGRATIONS, migrate, schema_version
-from .write import BatchWriter, ChunkRow, Indexer
+from .read import Revision
+from .schema import MIGRATIONS, migrate, readable, schema_version
+from .view import View
+from .write import BatchWriter, Indexer
 
-__all__ = ["BatchWriter", "ChunkRow", "Database", "Indexer", "Store", "WriterLock"]
+__all__ = ["BatchWriter", "Revision", "Store", "VaultRecord", "View", "WriterLock"]
+
+
+@dataclass(frozen=True, slots=True)
+class VaultRecord:
+    """A vault registered in the store."""
+
+    id: int
+    name: str
+    root: str
 
 
 class Store:
-    """One database file holding any number of vaults."""
+    """One database file holding any number of vaults.
 
-    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False) -> None:
+    Opened for writing, it keeps the search index in step with every batch (``search=False``
+    writes the revision tables alone, as a database from before search was written).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False, search: bool = True) -> None:
         self.path = str(path)
         self.readonly = readonly
         self.db = Database(path, readonly=readonly)
-        version = schema_version(self.db.con)
         try:
-            if version > len(MIGRATIONS):
-                raise ConfigError(f"{path} was written by a newer vaultsync (schema {version}); upgrade vaultsync")
-            if readonly:
-                if version == 0:
-                    raise ConfigError(f"{path} is not a vaultsync database (or is empty)")
-                if version < len(MIGRATIONS):
-                    raise ConfigError(f"{path} was written by an older vaultsync (schema {version}); "
-                                      "run `vaultsync import VAULT` once to upgrade it")
-            else:
-                if version == 0 and self.db.scalar("SELECT count(*) FROM sqlite_schema"):
-                    raise ConfigError(f"{path} is another program's SQLite database; pass --db a new file")
-                migrate(self.db.con)
+            self._open_schema(path)
+            with self.db.atomic() as con:
+                codec.load(con)
+            self.indexers: list[Indexer] = []
+            if search and not readonly:
+                self._attach_search()
         except BaseException:
             self.db.close()
             raise
-        codec.load(self.db.con)
-        self.indexers: list[Indexer] = []
+
+    def _open_schema(self, path: str | os.PathLike[str]) -> None:
+        with self.db.atomic() as con:
+            version = schema_version(con)
+            if version > len(MIGRATIONS):
+                raise SchemaError(f"{path} was written by a newer vaultsync (schema {version}); upgrade vaultsync")
+            if self.readonly:
+                if version == 0:
+                    raise SchemaError(f"{path} is not a vaultsync database (or is empty)")
+                if not readable(con, version):
+                    raise SchemaError(f"{path} was written by an older vaultsync (schema {version}); "
+                                      "run `vaultsync import VAULT` once to upgrade it")
+                return
+            if version == 0 and con.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]:
+                raise SchemaError(f"{path} is another program's SQLite database; use a new database file")
+        with self.db.atomic() as con:  # the lock and error translation; migrate opens its own transactions
+            migrate(con)
+
+    def _attach_search(self, embedder: Any = None) -> None:
+        from .search.index import SearchIndexer
+
+        self.indexers[:] = [i for i in self.indexers if not isinstance(i, SearchIndexer)]
+        with self.db.atomic() as con:
+            self.indexers.append(SearchIndexer(con, embedder))
 
     def close(self) -> None:
         self.db.close()
 
-    def vault_names(self) -> list[str]:
-        return [r[0] for r in self.db.query("SELECT name FROM vaults ORDER BY name")]
+    # ------------------------------------------------------------ vaults
 
-    def vault(self, name: str) -> tuple[int, str] | None:
-        """(id, root) of the vault called ``name``."""
-        row = self.db.one("SELECT id, root FROM vaults WHERE name = ?", (name,))
-        return None if row is None else (row[0], row[1])
+    def vaults(self) -> list[VaultRecord]:
+        return [VaultRecord(*row) for row in self.db.query("SELECT id, name, root FROM vaults ORDER BY name")]
+
+    def vault(self, name: str) -> VaultRecord | None:
+        row = self.db.one("SELECT id, name, root FROM vaults WHERE name = ?", (name,))
+        return None if row is None else VaultRecord(*row)
 
     def ensure_vault(self, name: str, root: Path) -> int:
-        found = self.vault(name)
-        if found is not None:
-            vault_id, known_root = found
-            if known_root != str(root):
-                with self.db.atomic() as con:
-                    con.execute("UPDATE vaults SET root = ? WHERE id = ?", (str(root), vault_id))
-            return vault_id
+        """The id of the vault called ``name``, registered (or its root updated) as living at ``root``."""
         with self.db.atomic() as con:
-            con.execute("INSERT INTO vaults (name, root, created_at) VALUES (?,?,?)", (name, str(root), now_micros()))
-            return con.last_insert_rowid()
-
-    def last_known_at(self, vault_id: int) -> int | None:
-        return self.db.scalar("SELECT max(known_at) FROM batches WHERE vault_id = ?", (vault_id,))
+            row = con.execute("SELECT id, root FROM vaults WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                con.execute("INSERT INTO vaults (name, root, created_at) VALUES (?,?,?)", (name, str(root), now_micros()))
+                return con.last_insert_rowid()
+            if row[1] != str(root):
+                con.execute("UPDATE vaults SET root = ? WHERE id = ?", (str(root), row[0]))
+            return int(row[0])
 
     def writer_lock(self, vault: str) -> WriterLock:
         return WriterLock(self.path, vault)
+
+    # ------------------------------------------------------------ writing
+
+    @contextlib.contextmanager
+    def batch(self, vault_id: int, *, known_at: int | None = None, source: str = "import",
+              detail: str | None = None) -> Iterator[BatchWriter]:
+        """One atomic batch: everything the writer adds lands, or nothing does.
+
+        ``known_at`` None means now (kept from going before the last batch when the clock steps
+        back); an explicit time earlier than the vault's last batch is refused. The batch row is
+        written only if the writer adds something.
+        """
+        with self.db.atomic() as con:
+            last = con.execute("SELECT max(known_at) FROM batches WHERE vault_id = ?", (vault_id,)).fetchone()[0]
+            if known_at is None:
+                known_at = now_micros() if last is None else max(now_micros(), last)
+            elif last is not None and known_at < last:
+                raise ConfigError(f"known_at {format_time(known_at)} is earlier than the vault's last batch "
+                                  f"at {format_time(last)}", argument="known_at")
+            yield BatchWriter(con, vault_id, known_at, source, detail, self.indexers)
+
+    def live_state(self, vault_id: int) -> dict[str, tuple[int, str]]:
+        """Path → (live revision id, content hash) of every note that exists now."""
+        with self.db.atomic() as con:
+            return q.current_state(con, vault_id)
+
+    def file_states(self, vault_id: int) -> dict[str, tuple[int, int, str]]:
+        """Path → (size, mtime_ns, content hash) as last read from disk."""
+        with self.db.atomic() as con:
+            return q.file_states(con, vault_id)
+
+    def last_batch(self, vault_id: int) -> tuple[int, str] | None:
+        """(known_at, source) of the vault's last batch, None before the first."""
+        row = self.db.one("SELECT known_at, source FROM batches WHERE vault_id = ? ORDER BY id DESC LIMIT 1",
+                          (vault_id,))
+        return None if row is None else (row[0], row[1])
+
+    def git_commits(self, vault_id: int) -> set[str]:
+        """The commits already imported into the vault by ``import --from-git``."""
+        return {r[0] for r in self.db.query("SELECT sha FROM git_commits WHERE vault_id = ?", (vault_id,))}
+
+    # ------------------------------------------------------------ reading
+
+    @contextlib.contextmanager
+    def view(self, vault_id: int, vault_name: str, *, as_of: int | None = None,
+             valid_at: int | None = None) -> Iterator[View]:
+        """The vault as known at ``as_of`` (None: now), inside one read transaction."""
+        with self.db.atomic() as con:
+            yield View(con, self.path, vault_id, vault_name, as_of, valid_at)
+
+    # ------------------------------------------------------------ search upkeep
+
+    def reindex(self, vault_id: int, *, full: bool = False) -> int:
+        """Index every batch the search index has not seen (``full``: drop and rebuild it for every vault)."""
+        from .search import schema as search_schema
+
+        if self.readonly:
+            raise ConfigError("reindex needs the database opened for writing")
+        if full:
+            with self.db.atomic() as con:
+                search_schema.drop_schema(con)
+                search_schema.create(con)
+        self._attach_search()
+        indexer = self.indexers[-1]
+        with self.db.atomic() as con:
+            done = indexer.catch_up(con, vault_id)
+            if full:  # the index is shared: rebuild the other vaults of the database too
+                for (other,) in con.execute("SELECT id FROM vaults WHERE id != ?", (vault_id,)).fetchall():
+                    indexer.catch_up(con, other)
+        return done
+
+    def reembed(self, embedder_name: str) -> tuple[str, int]:
+        """Replace every vector with those of another embedder: (its signature, docs embedded)."""
+        from ..embed import get_embedder
+        from .search.embedding import reembed
+
+        embedder = get_embedder(embedder_name)
+        with self.db.atomic() as con:
+            count = reembed(con, embedder)
+        if not self.readonly:
+            self._attach_search()
+        return embedder.signature, count

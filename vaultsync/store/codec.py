@@ -33,6 +33,12 @@ LINKS_DICT = (
 )
 
 
+def content_key(text: str) -> bytes:
+    """The one content hash of the store: the key under which a text (a chunk, a link list, an
+    indexed search document) is stored once."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 def key_of(dictionary: bytes) -> bytes:
     return hashlib.blake2b(dictionary, digest_size=8).digest()
 

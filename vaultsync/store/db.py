@@ -1,4 +1,5 @@
-"""Opening the SQLite database: one binding (apsw), one place that sets pragmas and loads sqlite-vec."""
+"""Opening the SQLite database: one binding (apsw), one place that sets pragmas, loads sqlite-vec
+and turns apsw's exceptions into the store errors of ``vaultsync.errors``."""
 
 from __future__ import annotations
 
@@ -11,11 +12,35 @@ from pathlib import Path
 
 import apsw
 
-from ..errors import ConfigError, StoreError
+from ..errors import BusyError, ConfigError, CorruptError, ReadOnlyError, StoreError
 
 logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
+
+
+@contextlib.contextmanager
+def translated(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Turn any apsw error raised inside into the store error that says what happened, in one line."""
+    try:
+        yield
+    except apsw.BusyError:
+        raise BusyError(f"the database {path} is busy: {_writers(str(path))} is writing to it; "
+                        "try again when it has finished") from None
+    except (apsw.CorruptError, apsw.NotADBError):
+        raise CorruptError(f"{path} is damaged or is not a database") from None
+    except (apsw.ReadOnlyError, apsw.CantOpenError, apsw.PermissionsError) as exc:
+        raise ReadOnlyError(f"cannot write the database {path} ({exc})") from None
+    except apsw.Error as exc:
+        raise StoreError(f"the database {path} refused: {exc}") from None
+
+
+def _writers(path: str) -> str:
+    """Who holds a vault's writer lock on this database, for a busy message ('another connection' if nobody)."""
+    from .lock import holders
+
+    found = holders(path)
+    return ", ".join(found) if found else "another connection"
 
 
 def connect(path: str | os.PathLike[str], *, readonly: bool = False, create: bool = True) -> apsw.Connection:
@@ -29,7 +54,7 @@ def connect(path: str | os.PathLike[str], *, readonly: bool = False, create: boo
     if str(path) != ":memory:" and not readonly:
         db_path.parent.mkdir(parents=True, exist_ok=True)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-    try:
+    with translated(path):
         con = apsw.Connection(str(path), flags=flags)
         con.set_busy_timeout(BUSY_TIMEOUT_MS)
         if not readonly:
@@ -38,8 +63,6 @@ def connect(path: str | os.PathLike[str], *, readonly: bool = False, create: boo
         con.execute("PRAGMA foreign_keys=ON")
         con.execute("PRAGMA cache_size=-65536")
         _load_vec(con)
-    except apsw.Error as exc:
-        raise StoreError(f"cannot open database {path}: {exc}") from None
     return con
 
 
@@ -71,16 +94,16 @@ class Database:
     @contextlib.contextmanager
     def atomic(self) -> Iterator[apsw.Connection]:
         """One transaction: everything inside lands, or nothing does. Also a consistent read snapshot."""
-        with self._lock:
+        with self._lock, translated(self.path):
             with self.con:
                 yield self.con
 
     def query(self, sql: str, params: tuple | dict = ()) -> list[tuple]:
-        with self._lock:
+        with self._lock, translated(self.path):
             return self.con.execute(sql, params).fetchall()
 
     def one(self, sql: str, params: tuple | dict = ()) -> tuple | None:
-        with self._lock:
+        with self._lock, translated(self.path):
             return self.con.execute(sql, params).fetchone()
 
     def scalar(self, sql: str, params: tuple | dict = ()):

@@ -82,6 +82,24 @@ class WriterLock:
         self.release()
 
 
+def holders(db_path: str) -> list[str]:
+    """Every process holding a vault's writer lock on the database ``db_path``, described."""
+    folder = Path(db_path).parent
+    prefix = Path(db_path).name + "."
+    found = []
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".lock"))
+    except OSError:
+        return []
+    for name in names:
+        lock = WriterLock(db_path, "")
+        lock.path = folder / name
+        holder = lock.holder()
+        if holder is not None:
+            found.append(holder)
+    return found
+
+
 def _describe(text: str) -> str:
     try:
         info = json.loads(text)

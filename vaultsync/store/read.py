@@ -11,6 +11,12 @@ import apsw
 from ..times import format_time
 from .codec import unpack
 
+VISIBLE = "n.batch_id <= :b AND n.kind != 'deleted' AND (e.batch_id IS NULL OR e.batch_id > :b)"
+"""The one visibility rule: revision ``n`` (joined to its end ``e`` in ``note_ends``) exists at batch ``:b``."""
+
+LATEST = 1 << 62
+"""A batch id after every batch: ``VISIBLE`` at it means "exists now"."""
+
 _NOTE_COLUMNS = """n.id, n.path, n.kind, n.prev_id, n.renamed_from, n.renamed_to, n.content_hash, n.size,
     n.title, n.frontmatter, n.tags, n.aliases, n.warnings, n.valid_from, n.valid_to,
     n.batch_id, b.known_at"""
@@ -95,10 +101,9 @@ def revisions_at(con: apsw.Connection, vault_id: int, batch: int, prefix: str = 
     rows = con.execute(
         f"""SELECT {_NOTE_COLUMNS} FROM notes n JOIN batches b ON b.id = n.batch_id
             LEFT JOIN note_ends e ON e.note_id = n.id
-            WHERE n.vault_id = ? AND n.batch_id <= ? AND n.kind != 'deleted'
-              AND (e.batch_id IS NULL OR e.batch_id > ?) AND substr(n.path, 1, ?) = ?
+            WHERE n.vault_id = :v AND {VISIBLE} AND substr(n.path, 1, :n) = :p
             ORDER BY n.path""",
-        (vault_id, batch, batch, len(prefix), prefix),
+        {"v": vault_id, "b": batch, "n": len(prefix), "p": prefix},
     ).fetchall()
     return [_revision(r) for r in rows]
 
@@ -108,7 +113,7 @@ def revisions_of_path(con: apsw.Connection, vault_id: int, path: str, before_bat
     rows = con.execute(
         f"""SELECT {_NOTE_COLUMNS} FROM notes n JOIN batches b ON b.id = n.batch_id
             WHERE n.vault_id = ? AND n.path = ? AND n.batch_id <= ? ORDER BY n.batch_id, n.id""",
-        (vault_id, path, before_batch if before_batch is not None else 1 << 62),
+        (vault_id, path, before_batch if before_batch is not None else LATEST),
     ).fetchall()
     return [_revision(r) for r in rows]
 
@@ -160,9 +165,9 @@ def attach_links(con: apsw.Connection, revisions: list[Revision]) -> list[Revisi
 def current_state(con: apsw.Connection, vault_id: int) -> dict[str, tuple[int, str]]:
     """Path → (live revision id, content hash) for every note that exists now."""
     rows = con.execute(
-        """SELECT n.path, n.id, n.content_hash FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
-           WHERE n.vault_id = ? AND n.kind != 'deleted' AND e.note_id IS NULL""",
-        (vault_id,),
+        f"""SELECT n.path, n.id, n.content_hash FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
+            WHERE n.vault_id = :v AND {VISIBLE}""",
+        {"v": vault_id, "b": LATEST},
     ).fetchall()
     return {path: (note_id, content_hash) for path, note_id, content_hash in rows}
 

@@ -137,6 +137,23 @@ def m001_core(con: apsw.Connection) -> None:
         con.execute(append_only_triggers(table))
 
 
+@migration
+def m002_search(con: apsw.Connection) -> None:
+    """The search index's tables (vaultsync 0.1.0 created them outside this list, on first write)."""
+    from .search import schema as search_schema
+
+    search_schema.create(con)
+
+
+def readable(con: apsw.Connection, version: int) -> bool:
+    """Whether a database at schema ``version`` can be read as it is, without migrating (read-only)."""
+    if version == len(MIGRATIONS):
+        return True
+    from .search import schema as search_schema
+
+    return version == 1 and search_schema.current(con)  # 0.1.0 with its search tables: nothing to add
+
+
 def migrate(con: apsw.Connection) -> int:
     """Apply pending migrations in one transaction each; return the schema version."""
     version = con.execute("PRAGMA user_version").fetchone()[0]

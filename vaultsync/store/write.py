@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import zlib
 from bisect import bisect_right
@@ -16,11 +15,6 @@ from . import codec
 
 from ..parsers import ParsedNote
 from ..times import now_micros
-
-
-def text_hash(text: str) -> bytes:
-    """The key under which a chunk text is stored once."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def dumps(value: Any) -> str:
@@ -75,14 +69,20 @@ class BatchWriter:
             self.batch_id = self.con.last_insert_rowid()
         return self.batch_id
 
-    def prepare_dictionary(self, texts: list[str]) -> None:
-        """Use the database's dictionary, or train one from this batch's texts if it has none."""
+    def __post_init__(self) -> None:
         self.text_dict = codec.load(self.con)
-        if self.text_dict is None:
-            trained = codec.train(texts)
-            if trained is not None:
-                self.con.execute("INSERT INTO dictionaries (hash, body) VALUES (?, ?)", (codec.key_of(trained), trained))
-                self.text_dict = codec.register(trained)
+
+    @property
+    def needs_dictionary(self) -> bool:
+        """True while the database has no compression dictionary (see ``codec``)."""
+        return self.text_dict is None
+
+    def train_dictionary(self, texts: list[str]) -> None:
+        """Train the database's dictionary from ``texts`` (nothing when they are too few to train on)."""
+        trained = codec.train(texts)
+        if trained is not None:
+            self.con.execute("INSERT INTO dictionaries (hash, body) VALUES (?, ?)", (codec.key_of(trained), trained))
+            self.text_dict = codec.register(trained)
 
     def _end(self, note_id: int | None) -> None:
         if note_id is None:
@@ -93,7 +93,7 @@ class BatchWriter:
             indexer.on_end(self.con, batch_id, note_id)
 
     def _text_id(self, text: str) -> tuple[int, bool]:
-        key = text_hash(text)
+        key = codec.content_key(text)
         row = self.con.execute("SELECT id FROM texts WHERE hash = ?", (key,)).fetchone()
         if row is not None:
             return row[0], False
@@ -101,7 +101,7 @@ class BatchWriter:
         return self.con.last_insert_rowid(), True
 
     def _blob_id(self, value: str) -> int:
-        key = text_hash(value)
+        key = codec.content_key(value)
         row = self.con.execute("SELECT id FROM blobs WHERE hash = ?", (key,)).fetchone()
         if row is not None:
             return int(row[0])

@@ -7,12 +7,12 @@ from collections.abc import Iterable
 
 import apsw
 
-from ..embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder, quantize
-from ..errors import ProviderError
-from ..parsers import ParsedNote
-from ..store.read import unpack
-from .schema import LIVE_VECTORS_REBUILD, ensure_schema, meta, set_meta
-from .text import indexed_text
+from ...embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder, quantize
+from ...errors import ProviderError
+from ...parsers import ParsedNote
+from ..codec import unpack
+from .schema import LIVE_VECTORS_REBUILD, meta, set_meta
+from ...text import indexed_text
 
 
 def check_embedder(con: apsw.Connection, embedder: Embedder) -> str | None:
@@ -59,7 +59,6 @@ def doc_texts(con: apsw.Connection) -> Iterable[tuple[int, str]]:
 
 def reembed(con: apsw.Connection, embedder: Embedder) -> int:
     """Replace every vector with ``embedder``'s, in one transaction; return how many docs were embedded."""
-    ensure_schema(con)
     with con:
         con.execute("DELETE FROM search_vectors")
         count = 0

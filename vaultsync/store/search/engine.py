@@ -10,15 +10,15 @@ from urllib.parse import quote
 
 import apsw
 
-from ..embed import Embedder
-from ..errors import ConfigError, StoreError
-from ..times import format_time
+from ...embed import Embedder
+from ...errors import ConfigError, StoreError
+from ...times import format_time
 from . import keyword, vector
 from .embedding import query_embedder
 from .index import index_lag
 from .keyword import Scored
 from .snapshot import CHUNK_COLUMNS, Snapshot, allowed_notes, bounded_from_core, chunk_record, export_rows, take
-from .text import TOKENIZE, parse_query
+from ...text import TOKENIZE, parse_query
 
 MODES = ("hybrid", "keyword", "vector")
 DEFAULT_MODE = "hybrid"
@@ -85,7 +85,7 @@ def search(
     if mode not in MODES:
         raise ConfigError(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
     if limit < 1:
-        raise ConfigError("--limit must be at least 1")
+        raise ConfigError("limit must be at least 1")
     check_index(con, vault_id, vault_name)
     snap = take(con, vault_id, as_of, valid_at)
     allowed = allowed_notes(con, snap, prefix, tags, where)
@@ -166,7 +166,7 @@ def snippet(text: str, words: list[str], width: int = 160) -> str:
 def export(con: apsw.Connection, vault_id: int, vault_name: str, *, as_of: int | None = None,
            valid_at: int | None = None) -> Iterator[dict[str, Any]]:
     """A header, then every chunk visible at ``as_of`` with its ``indexed_text`` (revision tables only)."""
-    from ..store.read import cutoff
+    from ..read import cutoff
 
     batch = cutoff(con, vault_id, as_of)
     snap: Snapshot = take(con, vault_id, as_of, valid_at, bounded=bounded_from_core(con, vault_id, batch))

@@ -21,13 +21,14 @@ import logging
 
 import apsw
 
-from ..embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
-from ..errors import ProviderError
-from ..store.read import unpack
-from ..store.write import ChunkRow
+from ...embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
+from ...errors import ProviderError
+from ..codec import unpack
+from ..write import ChunkRow
 from .embedding import AHEAD, check_embedder, embed_ahead, take_ahead, unknown_embedder, write_vectors
-from .schema import doc_hash, ensure_schema, has_schema, live_table, meta, set_meta
-from .text import TOKENIZE, indexed_text
+from ..codec import content_key
+from .schema import check_text_version, has_schema, live_table, meta, set_meta
+from ...text import TOKENIZE, indexed_text
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class SearchIndexer:
     forget_ahead = staticmethod(AHEAD.clear)
 
     def __init__(self, con: apsw.Connection, embedder: Embedder | None = None) -> None:
-        ensure_schema(con)
+        check_text_version(con)
         with con:
             name = meta(con, "embedder")
             if name is None:
@@ -102,7 +103,7 @@ class SearchIndexer:
         return name
 
     def _doc(self, con: apsw.Connection, text: str, new_docs: list[tuple[int, str]]) -> tuple[int, int]:
-        key = doc_hash(text)
+        key = content_key(text)
         row = con.execute("SELECT id, length FROM search_docs WHERE hash = ?", (key,)).fetchone()
         if row is not None:
             return row[0], row[1]

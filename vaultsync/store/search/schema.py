@@ -1,21 +1,17 @@
-"""The search index's tables: creation, upgrades, the metadata record; see ``index`` for what each holds."""
+"""The search index's tables (created by the store's migration ``m002_search``) and its metadata record.
+
+See ``index`` for what each table holds."""
 
 from __future__ import annotations
 
-import hashlib
-
 import apsw
 
-from ..errors import StoreError
-from .text import TEXT_VERSION, TOKENIZE
+from ...errors import StoreError
+from ...text import TEXT_VERSION, TOKENIZE
 
 
 def live_table(vault_id: int) -> str:
     return f"search_live_{int(vault_id)}"
-
-
-def doc_hash(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def has_schema(con: apsw.Connection) -> bool:
@@ -37,85 +33,83 @@ LIVE_VECTORS_REBUILD = """
     SELECT r.vault_id, r.doc_id, count(*), v.embedding FROM search_rows r INDEXED BY search_rows_live
     JOIN search_vectors v ON v.doc_id = r.doc_id WHERE r.died IS NULL GROUP BY r.vault_id, r.doc_id;"""
 
-UPGRADES = [
-    # 2: covering indexes for the visible rows at a cutoff (vectors scan them) and now
-    """DROP INDEX IF EXISTS search_rows_by_born;
-    CREATE INDEX IF NOT EXISTS search_rows_at ON search_rows(vault_id, born, died, doc_id, note_id);
-    CREATE INDEX IF NOT EXISTS search_rows_live ON search_rows(vault_id, doc_id, note_id) WHERE died IS NULL;""",
-    # 3: the vectors of the docs visible now, per vault, so that a query now scans only those
-    """CREATE TABLE IF NOT EXISTS search_live_vectors (
-        vault_id  INTEGER NOT NULL,
-        doc_id    INTEGER NOT NULL,
-        refs      INTEGER NOT NULL,               -- visible chunk rows using the doc
-        embedding BLOB NOT NULL,
-        PRIMARY KEY (vault_id, doc_id)
-    ) WITHOUT ROWID;""" + LIVE_VECTORS_REBUILD,
-]
-"""Schema changes after version 1, applied in order (``search_meta.schema_version`` counts them)."""
+def create(con: apsw.Connection) -> None:
+    """Create the search tables, or bring those of an older vaultsync up to date (idempotent).
 
-
-def ensure_schema(con: apsw.Connection) -> None:
-    """Create or upgrade the search tables (idempotent); refuse an index built another way."""
-    if has_schema(con):
-        stored = (meta(con, "tokenizer"), meta(con, "text_version"))
-        if stored != (TOKENIZE, str(TEXT_VERSION)):
-            raise StoreError(
-                f"the search index was built with tokenizer {stored[0]!r}, text version {stored[1]}; "
-                "run `vaultsync reindex --full` to rebuild it"
-            )
-        _upgrade(con)
-        return
-    _create(con)
-    _upgrade(con)
-
-
-def _upgrade(con: apsw.Connection) -> None:
-    version = int(meta(con, "schema_version") or 1)
-    for number, step in enumerate(UPGRADES[version - 1:], start=version + 1):
-        with con:
-            con.execute(step)
-            set_meta(con, "schema_version", str(number))
-
-
-def _create(con: apsw.Connection) -> None:
-    with con:
-        con.execute(
-            f"""
-            CREATE TABLE search_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-            CREATE TABLE search_docs (
-                id      INTEGER PRIMARY KEY,           -- = search_fts rowid; grows with time
-                hash    BLOB NOT NULL UNIQUE,          -- blake2b-128 of indexed_text
-                length  INTEGER NOT NULL               -- tokens, as FTS5 counted them
-            );
-            CREATE TABLE search_doc_totals (id INTEGER PRIMARY KEY CHECK (id = 1), docs INTEGER, tokens INTEGER);
-            INSERT INTO search_doc_totals VALUES (1, 0, 0);
-            CREATE VIRTUAL TABLE search_fts USING fts5(indexed_text, content='', tokenize='{TOKENIZE}');
-            CREATE TABLE search_rows (
-                id       INTEGER PRIMARY KEY,          -- = chunks.id
-                vault_id INTEGER NOT NULL,
-                note_id  INTEGER NOT NULL,
-                doc_id   INTEGER NOT NULL,
-                born     INTEGER NOT NULL,             -- batch in which it became visible
-                died     INTEGER                       -- batch in which it stopped being visible
-            );
-            CREATE INDEX search_rows_by_doc ON search_rows(doc_id, born, died, vault_id, note_id);
-            CREATE INDEX search_rows_by_note ON search_rows(note_id);
-            CREATE TABLE search_stats (
-                vault_id INTEGER NOT NULL,
-                batch_id INTEGER NOT NULL,
-                rows     INTEGER NOT NULL,             -- change in visible chunk rows
-                tokens   INTEGER NOT NULL,             -- change in their total tokens
-                max_doc  INTEGER NOT NULL,             -- highest doc id after the batch
-                PRIMARY KEY (vault_id, batch_id)
-            ) WITHOUT ROWID;
-            CREATE TABLE search_vectors (doc_id INTEGER PRIMARY KEY, embedding BLOB NOT NULL);
-            CREATE TABLE search_state (vault_id INTEGER PRIMARY KEY, last_batch INTEGER NOT NULL);
-            CREATE TABLE search_bounded (note_id INTEGER PRIMARY KEY, vault_id INTEGER NOT NULL);
-            """
-        )
-        set_meta(con, "schema_version", "1")
+    Called inside a transaction: by the migration ``m002_search`` and after ``drop_schema``.
+    """
+    existed = has_schema(con)
+    con.execute(
+        f"""
+        CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS search_docs (
+            id      INTEGER PRIMARY KEY,           -- = search_fts rowid; grows with time
+            hash    BLOB NOT NULL UNIQUE,          -- content_key() of indexed_text
+            length  INTEGER NOT NULL               -- tokens, as FTS5 counted them
+        );
+        CREATE TABLE IF NOT EXISTS search_doc_totals (id INTEGER PRIMARY KEY CHECK (id = 1), docs INTEGER,
+                                                      tokens INTEGER);
+        INSERT OR IGNORE INTO search_doc_totals VALUES (1, 0, 0);
+        CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(indexed_text, content='', tokenize='{TOKENIZE}');
+        CREATE TABLE IF NOT EXISTS search_rows (
+            id       INTEGER PRIMARY KEY,          -- = chunks.id
+            vault_id INTEGER NOT NULL,
+            note_id  INTEGER NOT NULL,
+            doc_id   INTEGER NOT NULL,
+            born     INTEGER NOT NULL,             -- batch in which it became visible
+            died     INTEGER                       -- batch in which it stopped being visible
+        );
+        CREATE INDEX IF NOT EXISTS search_rows_by_doc ON search_rows(doc_id, born, died, vault_id, note_id);
+        CREATE INDEX IF NOT EXISTS search_rows_by_note ON search_rows(note_id);
+        DROP INDEX IF EXISTS search_rows_by_born;
+        CREATE INDEX IF NOT EXISTS search_rows_at ON search_rows(vault_id, born, died, doc_id, note_id);
+        CREATE INDEX IF NOT EXISTS search_rows_live ON search_rows(vault_id, doc_id, note_id) WHERE died IS NULL;
+        CREATE TABLE IF NOT EXISTS search_stats (
+            vault_id INTEGER NOT NULL,
+            batch_id INTEGER NOT NULL,
+            rows     INTEGER NOT NULL,             -- change in visible chunk rows
+            tokens   INTEGER NOT NULL,             -- change in their total tokens
+            max_doc  INTEGER NOT NULL,             -- highest doc id after the batch
+            PRIMARY KEY (vault_id, batch_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS search_vectors (doc_id INTEGER PRIMARY KEY, embedding BLOB NOT NULL);
+        CREATE TABLE IF NOT EXISTS search_live_vectors (
+            vault_id  INTEGER NOT NULL,
+            doc_id    INTEGER NOT NULL,
+            refs      INTEGER NOT NULL,               -- visible chunk rows using the doc
+            embedding BLOB NOT NULL,
+            PRIMARY KEY (vault_id, doc_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS search_state (vault_id INTEGER PRIMARY KEY, last_batch INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS search_bounded (note_id INTEGER PRIMARY KEY, vault_id INTEGER NOT NULL);
+        """
+    )
+    if existed and int(meta(con, "schema_version") or 1) < CURRENT:
+        con.execute(LIVE_VECTORS_REBUILD)  # made before search_live_vectors existed (search schema 1 or 2)
+    if not existed:
         set_meta(con, "tokenizer", TOKENIZE)
         set_meta(con, "text_version", str(TEXT_VERSION))
+    set_meta(con, "schema_version", str(CURRENT))
+
+
+CURRENT = 3
+"""The search tables' own version, as vaultsync 0.1.0 counted it (kept so that an older database
+read-only is known to be readable as it is)."""
+
+
+def check_text_version(con: apsw.Connection) -> None:
+    """Refuse an index tokenized another way than this vaultsync tokenizes."""
+    stored = (meta(con, "tokenizer"), meta(con, "text_version"))
+    if stored != (TOKENIZE, str(TEXT_VERSION)):
+        raise StoreError(
+            f"the search index was built with tokenizer {stored[0]!r}, text version {stored[1]}; "
+            "run `vaultsync reindex --full` to rebuild it"
+        )
+
+
+def current(con: apsw.Connection) -> bool:
+    """True when the search tables exist at the current layout (an older database may be read as it is)."""
+    return has_schema(con) and int(meta(con, "schema_version") or 1) >= CURRENT
 
 
 def drop_schema(con: apsw.Connection) -> None:

@@ -9,11 +9,12 @@ from typing import Any
 
 import apsw
 
-from ..store.read import cutoff, unpack
-from ..times import format_time, now_micros
-from .text import indexed_text
+from ..read import VISIBLE
+from ..codec import unpack
+from ..read import cutoff
+from ...times import format_time, now_micros
+from ...text import indexed_text
 
-_VISIBLE = "n.batch_id <= :b AND n.kind != 'deleted' AND (e.batch_id IS NULL OR e.batch_id > :b)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +53,7 @@ def take(con: apsw.Connection, vault_id: int, as_of: int | None, valid_at: int |
     if bounded is None:
         bounded = [r[0] for r in con.execute(
             f"""SELECT n.id FROM search_bounded s JOIN notes n ON n.id = s.note_id
-                LEFT JOIN note_ends e ON e.note_id = n.id WHERE s.vault_id = :v AND {_VISIBLE}""",
+                LEFT JOIN note_ends e ON e.note_id = n.id WHERE s.vault_id = :v AND {VISIBLE}""",
             {"v": vault_id, "b": batch})]
     removed: set[int] = set()
     added: set[int] = set()
@@ -79,7 +80,7 @@ def bounded_from_core(con: apsw.Connection, vault_id: int, batch: int) -> list[i
     """Visible revisions declaring validity, read from the revision tables alone (no search index)."""
     return [r[0] for r in con.execute(
         f"""SELECT n.id FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
-            WHERE n.vault_id = :v AND {_VISIBLE} AND (n.valid_from IS NOT NULL OR n.valid_to IS NOT NULL)""",
+            WHERE n.vault_id = :v AND {VISIBLE} AND (n.valid_from IS NOT NULL OR n.valid_to IS NOT NULL)""",
         {"v": vault_id, "b": batch})]
 
 
@@ -93,7 +94,7 @@ def visible_notes(con: apsw.Connection, snap: Snapshot, prefix: str = "") -> lis
               "n": len(prefix), "p": prefix}
     return con.execute(
         f"""SELECT n.id, n.path, n.tags, n.frontmatter FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
-            WHERE n.vault_id = :v AND {_VISIBLE} AND substr(n.path, 1, :n) = :p
+            WHERE n.vault_id = :v AND {VISIBLE} AND substr(n.path, 1, :n) = :p
               AND n.id NOT IN (SELECT value FROM json_each(:rm))
             UNION ALL
             SELECT n.id, n.path, n.tags, n.frontmatter FROM notes n
@@ -197,7 +198,7 @@ def export_rows(con: apsw.Connection, snap: Snapshot) -> Iterator[dict[str, Any]
         f"""SELECT {CHUNK_COLUMNS} FROM notes n JOIN batches b ON b.id = n.batch_id
               LEFT JOIN note_ends e ON e.note_id = n.id
               JOIN chunks c ON c.note_id = n.id JOIN texts t ON t.id = c.text_id
-            WHERE n.vault_id = :v AND (({_VISIBLE} AND n.id NOT IN (SELECT value FROM json_each(:rm)))
+            WHERE n.vault_id = :v AND (({VISIBLE} AND n.id NOT IN (SELECT value FROM json_each(:rm)))
                   OR n.id IN (SELECT value FROM json_each(:add)))
             ORDER BY n.path, c.ord""",
         params)

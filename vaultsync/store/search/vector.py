@@ -10,7 +10,7 @@ import json
 
 import apsw
 
-from ..embed import Embedder, quantize
+from ...embed import Embedder, quantize
 from .keyword import Scored, order_key
 from .snapshot import DOCS_PARAM, Snapshot, rows_source
 

@@ -1,0 +1,176 @@
+"""What is on disk: scanning the vault folder, observing given paths, reading a note file's bytes.
+
+A file is read once, with its size checked first from ``fstat`` and then a plain ``read``, so
+no large buffer is allocated per file.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ParseError
+from .paths import disk_path, inside, is_hidden, is_note_path, is_visible_folder, nfc, relative
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+"""Files larger than this are not read as notes."""
+
+
+def _too_large(size: int) -> str:
+    return f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 2**20} MB limit for a note"
+
+
+@dataclass(slots=True)
+class Present:
+    """A file as found on disk (content read when needed) or as given (git blobs)."""
+
+    size: int
+    mtime_ns: int | None = None
+    fs_path: str | None = None
+    data: bytes | None = None
+
+    def read(self) -> bytes:
+        """The file's bytes (ParseError when it grew past the limit since it was seen; OSError as raised)."""
+        if self.data is not None:
+            return self.data
+        assert self.fs_path is not None
+        with open(self.fs_path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_FILE_BYTES:
+                raise ParseError(_too_large(size))
+            data = handle.read(size + 1)  # one more byte: a file still growing is read to its current end
+            if len(data) > MAX_FILE_BYTES:
+                raise ParseError(_too_large(len(data)))
+        return data
+
+
+@dataclass(slots=True)
+class Absent:
+    """The path does not exist (any more)."""
+
+
+@dataclass(slots=True)
+class Unreadable:
+    """The path exists but cannot be taken as a note."""
+
+    reason: str
+
+
+Observed = Present | Absent | Unreadable
+
+
+@dataclass
+class FileError:
+    """A file that could not be taken as a note, and why."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+def decode(data: bytes) -> str:
+    """The note text of a file's bytes, or ParseError saying what is wrong with them."""
+    if len(data) > MAX_FILE_BYTES:
+        raise ParseError(f"over the {MAX_FILE_BYTES // 2**20} MB limit for a note")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise ParseError(f"contains NUL bytes (binary file?), first at byte {nul}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"invalid UTF-8 at byte {exc.start}") from None
+
+
+def scan(root: Path, under: str = "") -> tuple[dict[str, Observed], list[FileError]]:
+    """Every note file below ``root`` (or below the folder ``under``), by NFC vault-relative path.
+
+    Dot-folders and dot-files are skipped, symlinked folders are not entered, and a symlinked
+    file counts only when it resolves inside the vault.
+    """
+    found: dict[str, Observed] = {}
+    errors: list[FileError] = []
+    real_root = os.path.realpath(root)
+    start = os.path.join(root, under) if under else str(root)
+    stack = [start]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            errors.append(FileError(relative(root, folder) or ".", f"cannot list folder: {exc.strerror}"))
+            continue
+        for entry in entries:
+            if is_hidden(entry.name):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                    continue
+            except OSError:
+                continue
+            if not is_note_path(entry.name):
+                continue
+            rel = nfc(relative(root, entry.path))
+            found[rel] = observe_file(real_root, entry.path)
+            if isinstance(found[rel], Unreadable):
+                errors.append(FileError(rel, found[rel].reason))  # type: ignore[union-attr]
+    return found, errors
+
+
+def observe_file(real_root: str, fs_path: str) -> Observed:
+    """Stat one file: Present, Absent, or Unreadable with the reason."""
+    try:
+        if os.path.islink(fs_path):
+            target = os.path.realpath(fs_path)
+            if not inside(real_root, target):
+                return Unreadable(f"symlink points outside the vault ({target})")
+        st = os.stat(fs_path)
+    except FileNotFoundError:
+        return Absent()
+    except OSError as exc:
+        return Unreadable(f"cannot read: {exc.strerror}")
+    if not os.path.isfile(fs_path):
+        return Absent()
+    if st.st_size > MAX_FILE_BYTES:
+        return Unreadable(_too_large(st.st_size))
+    return Present(size=st.st_size, mtime_ns=st.st_mtime_ns, fs_path=fs_path)
+
+
+def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tuple[dict[str, Observed], list[FileError]]:
+    """Observe exactly the given vault-relative paths; a folder stands for everything under it.
+
+    ``live`` lists the notes that exist now: those under a folder that vanished are observed too.
+    """
+    real_root = os.path.realpath(root)
+    live_paths = sorted(live)
+    observed: dict[str, Observed] = {}
+    errors: list[FileError] = []
+    for raw in paths:
+        rel = nfc(raw.replace(os.sep, "/").strip("/"))
+        if rel in ("", ".") or rel.startswith("../"):
+            continue
+        fs_path = disk_path(root, rel)
+        if os.path.isdir(fs_path) and not os.path.islink(fs_path):
+            if is_visible_folder(rel):
+                sub, sub_errors = scan(root, relative(root, fs_path))
+                observed.update(sub)
+                errors.extend(sub_errors)
+        elif is_note_path(rel):
+            obs = observe_file(real_root, fs_path)
+            observed[rel] = obs
+            if isinstance(obs, Unreadable):
+                errors.append(FileError(rel, obs.reason))
+        # whatever is gone, every live note under a vanished folder is gone too
+        prefix = rel + "/"
+        at = bisect.bisect_left(live_paths, prefix)  # live_paths is sorted: those under prefix are contiguous
+        while at < len(live_paths) and live_paths[at].startswith(prefix):
+            path = live_paths[at]
+            at += 1
+            if path not in observed:
+                observed[path] = observe_file(real_root, disk_path(root, path))
+    return observed, errors

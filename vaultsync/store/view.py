@@ -1,0 +1,151 @@
+"""A vault as the store knew it at one knowledge cutoff: every read the library makes, in one read transaction."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import zlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import apsw
+
+from ..times import format_time
+from . import read as q
+from .codec import content_key, unpack
+from .read import Revision
+from .schema import APPEND_ONLY_TABLES
+from .search import engine
+
+
+class View:
+    """Reads of one vault as of ``as_of`` (None: now), valid at ``valid_at``; see ``Store.view``.
+
+    ``batch`` is the cutoff: the last batch known at ``as_of`` (0 when none). Every method reads
+    inside the same transaction, so a view never sees a batch land halfway through.
+    """
+
+    def __init__(self, con: apsw.Connection, db_path: str, vault_id: int, vault_name: str,
+                 as_of: int | None, valid_at: int | None) -> None:
+        self._con = con
+        self._db_path = db_path
+        self.vault_id = vault_id
+        self.vault_name = vault_name
+        self.as_of = as_of
+        self.valid_at = valid_at
+        self.batch = q.cutoff(con, vault_id, as_of)
+
+    def at(self, as_of: int | None) -> View:
+        """The same vault at another cutoff, in the same transaction."""
+        return View(self._con, self._db_path, self.vault_id, self.vault_name, as_of, self.valid_at)
+
+    # ------------------------------------------------------------ notes
+
+    def revision(self, path: str) -> Revision | None:
+        """The latest revision of ``path`` at the cutoff: a live one, a tombstone, or None if never seen."""
+        return q.revision_at(self._con, self.vault_id, path, self.batch)
+
+    def content(self, revision: Revision) -> str:
+        """A revision's exact text."""
+        return q.content(self._con, revision.note_id)
+
+    def ls(self, prefix: str = "") -> list[Revision]:
+        """Every note that existed at the cutoff, by path."""
+        return q.revisions_at(self._con, self.vault_id, self.batch, prefix)
+
+    def with_links(self, revisions: list[Revision]) -> list[Revision]:
+        """Fill each revision's ``links``."""
+        return q.attach_links(self._con, revisions)
+
+    def revisions_of(self, path: str, before_batch: int | None = None) -> list[Revision]:
+        """Every revision ever stored at ``path`` (up to ``before_batch``), oldest first, whatever the cutoff."""
+        return q.revisions_of_path(self._con, self.vault_id, path, before_batch)
+
+    def history(self, path: str) -> list[Revision]:
+        """Every revision of the note at ``path``, oldest first, following renames back to its first name."""
+        revs = self.revisions_of(path)
+        seen = {path}
+        while revs and revs[0].kind == "renamed" and revs[0].renamed_from and revs[0].renamed_from not in seen:
+            old = revs[0].renamed_from
+            seen.add(old)
+            earlier = [r for r in self.revisions_of(old, revs[0].batch_id)
+                       if not (r.deleted and r.renamed_to == revs[0].path and r.batch_id == revs[0].batch_id)]
+            revs = earlier + revs
+        return revs
+
+    def changes(self, since: View) -> list[Revision]:
+        """Revisions learned after ``since``'s cutoff up to and including this one, in order."""
+        return q.revisions_between(self._con, self.vault_id, since.batch, self.batch)
+
+    # ------------------------------------------------------------ search
+
+    def search(self, query: str, *, mode: str = engine.DEFAULT_MODE, limit: int = 10, prefix: str | None = None,
+               tags: Sequence[str] | None = None, where: dict[str, str] | None = None) -> dict[str, Any]:
+        """Hybrid search of the chunks visible at the cutoff (see ``vaultsync.store.search.engine``)."""
+        return engine.search(self._con, self.vault_id, self.vault_name, query, as_of=self.as_of,
+                             valid_at=self.valid_at, mode=mode, limit=limit, prefix=prefix, tags=tags, where=where)
+
+    def export(self) -> Iterator[dict[str, Any]]:
+        """A header, then every chunk visible at the cutoff with the exact text the keyword index tokenizes."""
+        return engine.export(self._con, self.vault_id, self.vault_name, as_of=self.as_of, valid_at=self.valid_at)
+
+    # ------------------------------------------------------------ upkeep
+
+    def stats(self) -> dict[str, Any]:
+        """Counts of notes, revisions, batches and stored texts, and the database's size."""
+        con, vault = self._con, {"v": self.vault_id}
+
+        def one(sql: str) -> Any:
+            return con.execute(sql, vault).fetchone()[0]
+
+        return {
+            "vault": self.vault_name,
+            "database": self._db_path,
+            "notes": len(q.current_state(con, self.vault_id)),
+            "revisions": one("SELECT count(*) FROM notes WHERE vault_id = :v"),
+            "batches": one("SELECT count(*) FROM batches WHERE vault_id = :v"),
+            "chunk_revisions": one("SELECT count(*) FROM chunks c JOIN notes n ON n.id = c.note_id WHERE n.vault_id = :v"),
+            "first_batch": format_time(one("SELECT min(known_at) FROM batches WHERE vault_id = :v")),
+            "last_batch": format_time(one("SELECT max(known_at) FROM batches WHERE vault_id = :v")),
+            "distinct_texts": con.execute("SELECT count(*) FROM texts").fetchone()[0],
+            "database_bytes": sum(os.path.getsize(p) for p in (self._db_path, self._db_path + "-wal")
+                                  if os.path.exists(p)),
+        }
+
+    def check(self) -> list[str]:
+        """Verify the store; return the problems found (empty when healthy)."""
+        con = self._con
+        problems: list[str] = []
+        result = [r[0] for r in con.execute("PRAGMA integrity_check").fetchall()]
+        if result != ["ok"]:
+            problems += [f"SQLite integrity: {r}" for r in result]
+        triggers = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        for table in APPEND_ONLY_TABLES:
+            for action in ("update", "delete"):
+                if f"{table}_no_{action}" not in triggers:
+                    problems.append(f"append-only trigger {table}_no_{action} is missing")
+        previous = None
+        for batch_id, known_at in con.execute(
+            "SELECT id, known_at FROM batches WHERE vault_id = ? ORDER BY id", (self.vault_id,)
+        ):
+            if previous is not None and known_at < previous:
+                problems.append(f"batch {batch_id} goes back in time ({format_time(known_at)})")
+            previous = known_at
+        for table, what in (("texts", "chunk text"), ("blobs", "stored value")):
+            for hash_, body in con.execute(f"SELECT hash, body FROM {table}"):
+                try:
+                    intact = content_key(unpack(body)) == hash_
+                except (ValueError, zlib.error):
+                    intact = False
+                if not intact:
+                    problems.append(f"{what} {hash_.hex()} does not match its hash")
+        for note_id, path, expected, size in con.execute(
+            "SELECT id, path, content_hash, size FROM notes WHERE vault_id = ? AND kind != 'deleted'", (self.vault_id,)
+        ).fetchall():
+            try:
+                data = q.content(con, note_id).encode("utf-8", "surrogatepass")
+            except (ValueError, zlib.error):
+                data = b"\0unreadable"
+            if hashlib.sha256(data).hexdigest() != expected or len(data) != size:
+                problems.append(f"revision {note_id} of {path} does not match its content hash")
+        return problems
