@@ -17,6 +17,13 @@ from ..errors import BusyError, ConfigError, CorruptError, ReadOnlyError, StoreE
 logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
+"""How long a connection waits for another's write transaction before the store reports it busy
+(``$VAULTSYNC_BUSY_TIMEOUT_MS`` overrides it)."""
+
+
+def busy_timeout_ms() -> int:
+    value = os.environ.get("VAULTSYNC_BUSY_TIMEOUT_MS", "")
+    return int(value) if value.isdigit() else BUSY_TIMEOUT_MS
 
 
 @contextlib.contextmanager
@@ -56,7 +63,7 @@ def connect(path: str | os.PathLike[str], *, readonly: bool = False, create: boo
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     with translated(path):
         con = apsw.Connection(str(path), flags=flags)
-        con.set_busy_timeout(BUSY_TIMEOUT_MS)
+        con.set_busy_timeout(busy_timeout_ms())
         if not readonly:
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA synchronous=NORMAL")
