@@ -40,14 +40,14 @@ PARSE_ONLY = """
 import json, sys, time
 from pathlib import Path
 from vaultsync.parsers import parse_note
-from vaultsync.sync import Present, decode, scan
+from vaultsync.folder import Present, decode, scan
 started = time.perf_counter()
 found, errors = scan(Path(sys.argv[1]))
 notes = chunks = size = 0
 for path, obs in sorted(found.items()):
     if isinstance(obs, Present):
         data = obs.read()
-        parsed = parse_note(decode(path, data), path)
+        parsed = parse_note(decode(data), path)
         notes, chunks, size = notes + 1, chunks + len(parsed.chunks), size + len(data)
 print(json.dumps({"seconds": time.perf_counter() - started, "notes": notes, "chunks": chunks, "bytes": size}))
 """
@@ -55,15 +55,15 @@ print(json.dumps({"seconds": time.perf_counter() - started, "notes": notes, "chu
 CORE_ONLY = """
 import json, sys, time
 from pathlib import Path
+from vaultsync.folder import scan
 from vaultsync.store import Store
-from vaultsync.store import read as q
-from vaultsync.sync import apply, scan
+from vaultsync.sync import Plan, record
 started = time.perf_counter()
-root, store = Path(sys.argv[1]), Store(sys.argv[2])  # no search indexers attached, unlike Vault
+root, store = Path(sys.argv[1]), Store(sys.argv[2], search=False)  # the revision tables alone, unlike Vault
 vault_id = store.ensure_vault(root.name, root)
 found, errors = scan(root)
-summary = apply(store, vault_id, root.name, found, live=q.current_state(store.db.con, vault_id), errors=errors,
-                full=True)
+plan = Plan(found, store.live_state(vault_id), store.file_states(vault_id), full=True, errors=errors)
+summary = record(store, vault_id, root.name, plan)  # parsed in line, as before parse workers existed
 store.close()
 print(json.dumps({"seconds": time.perf_counter() - started, "added": summary.added}))
 """

@@ -26,8 +26,8 @@ from pathlib import Path
 from common import clone, machine, save
 from search_truth import fresh_keyword, split_export
 from vaultsync.store.codec import content_key as doc_hash
-from vaultsync.search.keyword import bm25, idf, phrase_freqs
-from vaultsync.search.text import parse_query
+from vaultsync.store.search.keyword import bm25, idf, phrase_freqs
+from vaultsync.text import parse_query
 from vaultsync.vault import Vault
 
 TOP = 5

@@ -20,10 +20,9 @@ import apsw
 
 from common import CORPORA, clone, machine, save, summary_ms, timed
 from vaultsync.gitimport import GitHistory
-from vaultsync.search.snapshot import export_rows, take
-from vaultsync.search.text import TOKENIZE, parse_query
-from vaultsync.store import read as q
-from vaultsync.sync import apply
+from vaultsync.store.search.snapshot import export_rows, take
+from vaultsync.sync import Plan, record
+from vaultsync.text import TOKENIZE, parse_query
 from vaultsync.vault import Vault
 
 
@@ -50,15 +49,15 @@ def build(work: Path) -> Path:
             observed = history.tree(sha) if parent is None else history.changes(parent, sha)
             observed = {f"{name}/{path}": obs for path, obs in observed.items()}
             last = max(last, when)
-            apply(vault.store, vault.id, vault.name, observed, live=q.current_state(vault.store.db.con, vault.id),
-                  known_at=last, source="git", detail=sha)
+            record(vault.store, vault.id, vault.name, Plan(observed, vault.store.live_state(vault.id), {}),
+                   known_at=last, source="git", detail=sha)
             if n % 200 == 0:
                 print(f"{n}/{len(steps)} commits, {time.perf_counter() - started:.0f} s", flush=True)
         head = steps[-1][0] if steps[-1][1] == "hub" else max(s[0] for s in steps if s[1] == "hub")
         hub_head = [s for s in steps if s[1] == "hub"][-1][3]
         observed = {f"hub-copy/{p}": o for p, o in histories["hub"].tree(hub_head).items()}
-        apply(vault.store, vault.id, vault.name, observed, live=q.current_state(vault.store.db.con, vault.id),
-              known_at=max(last, head) + 1_000_000, source="git", detail="hub-copy")
+        record(vault.store, vault.id, vault.name, Plan(observed, vault.store.live_state(vault.id), {}),
+               known_at=max(last, head) + 1_000_000, source="git", detail="hub-copy")
     for history in histories.values():
         history.close()
     print(f"built in {time.perf_counter() - started:.0f} s")

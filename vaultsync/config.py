@@ -1,4 +1,4 @@
-"""Where things live by default: the database path and the writer's limits."""
+"""Where things live by default: the user data directory and the database path."""
 
 from __future__ import annotations
 

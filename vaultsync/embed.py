@@ -137,7 +137,3 @@ def quantize(vector: Sequence[float]) -> bytes:
         return bytes(len(vector))
     scale = 127.0 / peak
     return struct.pack(f"{len(vector)}b", *map(round, map(scale.__mul__, vector)))
-
-
-def dequantize(blob: bytes) -> list[int]:
-    return list(struct.unpack(f"{len(blob)}b", blob))

@@ -24,9 +24,6 @@ _CJK = (
 CJK_RUN = re.compile(f"[{_CJK}]+")
 
 
-def has_cjk(text: str) -> bool:
-    return CJK_RUN.search(text) is not None
-
 
 def _pairs(match: re.Match[str]) -> str:
     run = match.group(0)

@@ -113,6 +113,3 @@ class Database:
         with self._lock, translated(self.path):
             return self.con.execute(sql, params).fetchone()
 
-    def scalar(self, sql: str, params: tuple | dict = ()):
-        row = self.one(sql, params)
-        return None if row is None else row[0]

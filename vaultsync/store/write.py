@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import zlib
 from bisect import bisect_right
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -31,7 +30,6 @@ class ChunkRow:
     chunk_id: str
     text_id: int
     text: str
-    text_is_new: bool
     heading_path: tuple[str, ...]
     title: str
     aliases: tuple[str, ...]
@@ -92,13 +90,13 @@ class BatchWriter:
         for indexer in self.indexers:
             indexer.on_end(self.con, batch_id, note_id)
 
-    def _text_id(self, text: str) -> tuple[int, bool]:
+    def _text_id(self, text: str) -> int:
         key = codec.content_key(text)
         row = self.con.execute("SELECT id FROM texts WHERE hash = ?", (key,)).fetchone()
         if row is not None:
-            return row[0], False
+            return int(row[0])
         self.con.execute("INSERT INTO texts (hash, body) VALUES (?, ?)", (key, codec.pack(text, self.text_dict)))
-        return self.con.last_insert_rowid(), True
+        return self.con.last_insert_rowid()
 
     def _blob_id(self, value: str) -> int:
         key = codec.content_key(value)
@@ -142,7 +140,7 @@ class BatchWriter:
         rows: list[ChunkRow] = []
         links = links_by_chunk(parsed)
         for ord_, chunk in enumerate(parsed.chunks):
-            text_id, is_new = self._text_id(chunk.text)
+            text_id = self._text_id(chunk.text)
             links_id = self._blob_id(dumps(links[ord_])) if links[ord_] else None
             self.con.execute(
                 """INSERT INTO chunks (note_id, ord, chunk_id, text_id, heading_path, line_start, line_end, kind,
@@ -151,7 +149,7 @@ class BatchWriter:
                  chunk.line_start, chunk.line_end, chunk.kind, links_id),
             )
             rows.append(ChunkRow(self.con.last_insert_rowid(), note_id, path, chunk.chunk_id, text_id, chunk.text,
-                                 is_new, chunk.heading_path, parsed.title, parsed.aliases))
+                                 chunk.heading_path, parsed.title, parsed.aliases))
         for indexer in self.indexers:
             indexer.on_revision(self.con, batch_id, note_id, rows)
         self.counts[kind] += 1
@@ -215,5 +213,3 @@ def link_dict(link: Any) -> dict[str, Any]:
     out["line"] = link.line
     return out
 
-
-OnProgress = Callable[[int, int], None]

@@ -1,4 +1,4 @@
-"""Point-in-time hybrid search and export: what ``Vault.search`` and ``Vault.export`` run."""
+"""Point-in-time hybrid search and export: what ``View.search`` and ``View.export`` run, in one read transaction."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ class SearchIndexer:
     """The ``Indexer`` the batch writer calls: docs, rows, live table, statistics and vectors."""
 
     ahead = staticmethod(embed_ahead)
-    """Work a parse worker may do for this indexer (see ``sync.parse_all``); ``take_ahead`` receives it."""
+    """Work a parse worker may do for this indexer (see ``sync.parse_stream``); ``take_ahead`` receives it."""
     take_ahead = staticmethod(take_ahead)
     forget_ahead = staticmethod(AHEAD.clear)
 
