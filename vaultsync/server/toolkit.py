@@ -87,7 +87,12 @@ def wire_names(renames: dict[str, str]) -> Callable[[F], F]:
 
 
 def when(value: str | None, name: str) -> int | None:
-    """A time argument as UTC microseconds; a bad one names the argument and the accepted forms."""
+    """A time argument as UTC microseconds; a bad one names the argument and the accepted forms.
+
+    Most tools pass their time strings to ``Vault``, whose messages name the same arguments; this is
+    for tools that use the time themselves (history windows, listing pages) or whose argument names
+    differ from the ``Vault`` method's (``diff_note``'s ``from``/``to``).
+    """
     return parse_time(value, name) if value is not None else None
 
 

@@ -63,9 +63,8 @@ def add_search_notes(tools: ToolSet, rt: Runtime) -> None:
         Pass as_of (e.g. '2025-03-01') to search only what the vault contained then. Read a whole
         note with read_note(path, as_of).
         """
-        cutoff, valid = when(as_of, "as_of"), when(valid_at, "valid_at")
         with rt.reading() as vault:
-            result = vault.search(query, as_of=cutoff, valid_at=valid, mode=mode, limit=limit,
+            result = vault.search(query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit,
                                   prefix=prefix or None, tags=tags or None)
         hits, cut = _fit_hits(result["hits"])
         return SearchResult(query=result.get("query", query), as_of=_stamp(result.get("as_of")),
@@ -87,9 +86,8 @@ def add_read_note(tools: ToolSet, rt: Runtime) -> None:
         Notes up to 256K characters come back whole; for longer ones, call again with
         offset=next_offset until next_offset is null.
         """
-        cutoff = when(as_of, "as_of")
         with rt.reading() as vault:
-            note = vault.read(path, as_of=cutoff)
+            note = vault.read(path, as_of=as_of)
         data = note.to_json()
         text = note.content
         if offset > len(text):
@@ -132,7 +130,7 @@ def add_diff_note(tools: ToolSet, rt: Runtime) -> None:
         to: Annotated[str | None, Field(description="Later time (omit for now)", max_length=64)] = None,
     ) -> DiffResult:
         """Show how a note changed between two times, as a unified diff (empty when it did not change)."""
-        start, end = when(from_, "from"), when(to, "to")
+        start, end = when(from_, "from"), when(to, "to")  # named as the client named them, not since/until
         with rt.reading() as vault:
             diff = vault.diff(path, start, end)
         cut = len(diff) > MAX_RESULT_CHARS
@@ -152,11 +150,8 @@ def add_list_changes(tools: ToolSet, rt: Runtime) -> None:
     ) -> ChangesResult:
         """List the notes created, modified, renamed or deleted between two times, in the order
         vaultsync learned of them."""
-        start, end = when(since, "since"), when(until, "until")
-        if start is not None and end is not None and end < start:
-            raise ToolError("until is earlier than since; swap them")
         with rt.reading() as vault:
-            revisions = vault.changes(start, end)
+            revisions = vault.changes(since, until)
         counts: dict[str, int] = {}
         for r in revisions:
             counts[r.kind] = counts.get(r.kind, 0) + 1
@@ -198,9 +193,8 @@ def add_get_links(tools: ToolSet, rt: Runtime) -> None:
     def get_links(path: PathArg, as_of: TimeArg = None) -> LinksResult:
         """Show a note's outgoing links (and which note each resolves to) and its backlinks
         (the notes linking to it), as of a time (default now)."""
-        cutoff = when(as_of, "as_of")
         with rt.reading() as vault:
-            report = vault.links(path, as_of=cutoff).to_json()
+            report = vault.links(path, as_of=as_of).to_json()
         cut = len(report["outgoing"]) > MAX_LINKS or len(report["backlinks"]) > MAX_LINKS
         return LinksResult(path=report["path"], as_of=report["as_of"], outgoing=report["outgoing"][:MAX_LINKS],
                            backlinks=report["backlinks"][:MAX_LINKS], truncated=cut)
