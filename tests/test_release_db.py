@@ -28,8 +28,7 @@ def truth() -> dict[str, dict[str, str]]:
 
 @pytest.mark.parametrize("readonly", [False, True])
 def test_every_note_and_every_past_state_survive(release_db: Path, readonly: bool) -> None:
-    if readonly:  # an old schema read-only is refused with a message; open it for writing once first
-        Vault.open(release_db, name="notes").close()
+    # read-only, the 0.1.0 database is read as it is (its search tables are current); for writing it is migrated
     expected = truth()
     everything = set().union(*expected.values())
     with Vault.open(release_db, name="notes", readonly=readonly) as vault:
@@ -46,3 +45,13 @@ def test_every_note_and_every_past_state_survive(release_db: Path, readonly: boo
         history = vault.history("Recipes/Chili for Twelve.md")
         assert [r.path for r in history][0] == "Recipes/Team Lunch Chili.md"
         assert vault.search("ferry timetable", mode="keyword")["hits"][0]["path"] == "Home.md"
+
+
+def test_opening_for_writing_migrates_once_and_keeps_reading(release_db: Path) -> None:
+    from vaultsync.store.schema import MIGRATIONS
+
+    with Vault.open(release_db, name="notes") as vault:
+        assert vault.store.db.one("PRAGMA user_version")[0] == len(MIGRATIONS)
+        before = vault.search("ferry timetable", mode="keyword")
+    with Vault.open(release_db, name="notes", readonly=True) as vault:
+        assert vault.search("ferry timetable", mode="keyword") == before and vault.check() == []

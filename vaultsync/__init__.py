@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, LockedError, NoteNotFound, ParseError, PathError, StoreError, VaultsyncError
+from .errors import (BusyError, ConfigError, CorruptError, LockedError, NoteNotFound, ParseError, PathError,
+                     ProviderError, ReadOnlyError, SchemaError, StoreError, VaultNotFound, VaultsyncError)
 
 if TYPE_CHECKING:
     from .vault import Note, Vault
 
 __all__ = [
-    "ConfigError", "LockedError", "Note", "NoteNotFound", "ParseError", "PathError", "StoreError",
-    "Vault", "VaultsyncError",
+    "BusyError", "ConfigError", "CorruptError", "LockedError", "Note", "NoteNotFound", "ParseError", "PathError",
+    "ProviderError", "ReadOnlyError", "SchemaError", "StoreError", "Vault", "VaultNotFound", "VaultsyncError",
 ]
 
 

@@ -1,7 +1,8 @@
 """Exceptions vaultsync raises on purpose; each docstring doubles as the user message.
 
     VaultsyncError
-     ├── ConfigError        bad option, bad time, unknown vault, database missing
+     ├── ConfigError        bad option, bad time, database missing
+     │    └── VaultNotFound the database does not hold that vault
      ├── NoteNotFound       the note did not exist at that time
      ├── PathError          a path outside the vault or not a Markdown note
      ├── ParseError         a file that cannot be read as a note
@@ -28,6 +29,10 @@ class VaultsyncError(Exception):
 
 class ConfigError(VaultsyncError):
     """Invalid configuration or argument."""
+
+
+class VaultNotFound(ConfigError):
+    """The database does not hold that vault."""
 
 
 class NoteNotFound(VaultsyncError):

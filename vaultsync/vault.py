@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import edit
 from .config import default_db_path
-from .errors import ConfigError, NoteNotFound, StoreError
+from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound
 from .folder import FileError, observe_paths, scan
 from .links import LinkReport, link_report
 from .parsers import split_lines
@@ -101,7 +101,7 @@ class Vault:
                                       "give this one another name", argument="name")
                 if readonly:
                     if found is None:
-                        raise ConfigError(f"no vault '{vault_name}' in {db}")
+                        raise VaultNotFound(f"no vault '{vault_name}' in {db}")
                     vault_id = found.id
                 else:
                     vault_id = store.ensure_vault(vault_name, vault_root)
@@ -114,7 +114,7 @@ class Vault:
                 name = names[0]
             record_ = store.vault(name)
             if record_ is None:
-                raise ConfigError(f"no vault '{name}' in {db} (known: {', '.join(names) or 'none'})")
+                raise VaultNotFound(f"no vault '{name}' in {db} (known: {', '.join(names) or 'none'})")
         except BaseException:
             store.close()
             raise

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, LockedError, StoreError
+from ..errors import ConfigError, LockedError, VaultNotFound
 from ..vault import Vault
 
 
@@ -75,11 +75,11 @@ class ServedVaults:
             name = cfg.vault or (cfg.root.expanduser().resolve().name if cfg.root is not None else None)
         try:
             self.reader = Vault.open(cfg.db, name=name, readonly=True)
-        except ConfigError as exc:
+        except VaultNotFound as exc:
             # the database exists but does not hold this vault: say how to fill it
-            if cfg.root is None or isinstance(exc, StoreError) or not Path(cfg.db).exists():
+            if cfg.root is None:
                 raise
-            raise ConfigError(f"{exc}; import it first (vaultsync import {cfg.root}) or serve with --watch") from None
+            raise VaultNotFound(f"{exc}; import it first (vaultsync import {cfg.root}) or serve with --watch") from None
 
     def close(self) -> None:
         if self.owned:
