@@ -52,6 +52,6 @@ def test_opening_for_writing_migrates_once_and_keeps_reading(release_db: Path) -
 
     with Vault.open(release_db, name="notes") as vault:
         assert vault.store.db.one("PRAGMA user_version")[0] == len(MIGRATIONS)
-        before = vault.search("ferry timetable", mode="keyword")
+        before = vault.search("ferry timetable", mode="keyword")["hits"]
     with Vault.open(release_db, name="notes", readonly=True) as vault:
-        assert vault.search("ferry timetable", mode="keyword") == before and vault.check() == []
+        assert vault.search("ferry timetable", mode="keyword")["hits"] == before and vault.check() == []
