@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import errno
+import json
+import logging
 import os
+import select
+import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -61,9 +72,65 @@ def run_cli(*args: str, db: Path | None = None, check: bool = False, input: str 
     return done
 
 
+@dataclass
+class Ran:
+    """What a command did in-process, shaped like the text ``subprocess.CompletedProcess`` of ``run_cli``."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    stdout_bytes: bytes
+
+
+class _CurrentStderr(logging.Handler):
+    """Log records to whatever ``sys.stderr`` is now (the runner's), as the CLI's own handler would."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:  # noqa: BLE001 - logging must never break the command
+            self.handleError(record)
+
+
+def invoke(*args: str, db: Path | None = None, check: bool = False, input: str | bytes | None = None,
+           env: dict[str, str] | None = None, timeout: float | None = None) -> Ran:
+    """Run a command in this process with click's runner: same arguments and result shape as ``run_cli``.
+
+    Exceptions other than the CLI's own ``Error: ...`` exits propagate (``catch_exceptions=False``), so a
+    traceback fails the test. Warnings logged by the library reach ``stderr`` as the CLI's handler would
+    write them, and the CLI's process-wide settings (parallel parsing) do not outlive the call.
+    """
+    from click.testing import CliRunner
+
+    from vaultsync import sync
+    from vaultsync.cli import cli as group
+
+    argv = [*(["--db", str(db)] if db is not None else []), *args]
+    root = logging.getLogger()
+    handler = _CurrentStderr()
+    root.addHandler(handler)  # also keeps the CLI's logging.basicConfig from binding the runner's stream
+    workers = getattr(sync, "parallel_workers", None)
+    try:
+        result = CliRunner().invoke(group, argv, input=input, env=env, catch_exceptions=False, prog_name="vaultsync")
+    finally:
+        root.removeHandler(handler)
+        if workers is not None:
+            sync.parallel_workers = workers
+    code = result.exit_code
+    if check and code != 0:
+        raise AssertionError(f"vaultsync {' '.join(args)} failed ({code}):\n{result.stderr}")
+    return Ran(argv, code, result.stdout, result.stderr, result.stdout_bytes)
+
+
 @pytest.fixture
 def cli():
-    return run_cli
+    """The command line in this process (``invoke``); ``run_cli`` where the process boundary is the point."""
+    return invoke
 
 
 def corpus(name: str) -> Path:
@@ -71,3 +138,178 @@ def corpus(name: str) -> Path:
     if not path.exists():
         pytest.skip(f"corpus {path} not available")
     return path
+
+
+# ---------------------------------------------------------------- real histories, built once per run
+#
+# Each corpus database is built once per test run (session scope) and shared by every test that reads
+# it. Readers open it read-only; a test that writes works on a copy (``copy_db``).
+
+HELP_BUNDLE = CORPORA / "obsidian-help.bundle"
+REPLAY_TOOL = SHARED / "tools" / "replay_history.py"
+HELP_SELECTION = ["--every", "8"]
+"""The replay's commit selection (every 8th commit, 2020-2026, every language folder); truth uses the same."""
+HELP_GIT_VAULTS = ("en", "zh")
+"""Language folders imported with --from-git, each its own vault (a subfolder of the repository)."""
+
+
+@dataclass(frozen=True)
+class HelpCorpus:
+    """The Obsidian Help bundle, and a work folder whose environment gives replay_history.py one clone cache."""
+
+    work: Path
+    env: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """Every 8th commit of the Help history imported with ``vaultsync import --known-at "$COMMIT_TIME"``."""
+
+    db: Path
+    commit_times: list[int]
+    """Unix committer times of the replayed commits, oldest first."""
+    summaries: list[dict]
+    """The ``--json`` summary of each import."""
+
+
+@dataclass(frozen=True)
+class Backfilled:
+    """Two language folders of a clone of the Help bundle, each imported as its own vault with --from-git."""
+
+    db: Path
+    clone: Path
+
+
+def copy_db(src: Path, dst: Path) -> Path:
+    """A private copy of a (closed) database file, for a test that writes to a shared one."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal"):
+        if Path(f"{src}{suffix}").exists():
+            shutil.copyfile(f"{src}{suffix}", f"{dst}{suffix}")
+    return dst
+
+
+def _unix(text: str) -> int:
+    return int(dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+
+
+@pytest.fixture(scope="session")
+def help_corpus(tmp_path_factory: pytest.TempPathFactory) -> HelpCorpus:
+    if not HELP_BUNDLE.exists() or not REPLAY_TOOL.exists():
+        pytest.skip(f"{HELP_BUNDLE} or {REPLAY_TOOL} not available")
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    work = tmp_path_factory.mktemp("help-corpus")
+    env = {**os.environ, "VAULTSYNC_HOME": str(work / "home"), "REPLAY_HISTORY_CACHE": str(work / "cache")}
+    env.pop("VAULTSYNC_DB", None)
+    return HelpCorpus(work, env)
+
+
+@pytest.fixture(scope="session")
+def help_clone(help_corpus: HelpCorpus) -> Path:
+    """A clone (with a work tree) of the Help bundle; read it, never change it."""
+    clone = help_corpus.work / "clone"
+    subprocess.run(["git", "clone", "-q", str(HELP_BUNDLE), str(clone)], check=True, env=help_corpus.env, timeout=300)
+    return clone
+
+
+def replay(corpus: HelpCorpus, vault: Path, selection: list[str], on_commit: Callable[[str], None]) -> None:
+    """Run replay_history.py into ``vault``; after each commit it waits while ``on_commit(COMMIT_TIME)`` runs here.
+
+    The tool's ``--exec`` command hands the commit over through a FIFO and waits for the answer on
+    another, so each state of the folder is imported in this process (no Python start per commit).
+    """
+    channel = Path(tempfile.mkdtemp(dir=corpus.work, prefix="replay-"))
+    ask, answer = channel / "ask", channel / "answer"
+    os.mkfifo(ask)
+    os.mkfifo(answer)
+    command = (f'printf "%s\\n" "$COMMIT_TIME" > {shlex.quote(str(ask))} '
+               f'&& read -r reply < {shlex.quote(str(answer))} && [ "$reply" = ok ]')
+    errors = channel / "stderr"
+    reader = os.open(ask, os.O_RDONLY | os.O_NONBLOCK)
+    keep_open = os.open(ask, os.O_WRONLY)  # so that reads wait for lines instead of seeing end-of-file
+    with open(errors, "wb") as err:
+        tool = subprocess.Popen([sys.executable, str(REPLAY_TOOL), str(HELP_BUNDLE), "--vault", str(vault),
+                                 *selection, "-q", "--exec", command], stdout=subprocess.DEVNULL, stderr=err,
+                                env=corpus.env)
+    buffered = b""
+    try:
+        while True:
+            ready, _, _ = select.select([reader], [], [], 0.5)
+            if not ready:
+                if tool.poll() is not None:
+                    break
+                continue
+            buffered += os.read(reader, 4096)
+            while b"\n" in buffered:
+                line, buffered = buffered.split(b"\n", 1)
+                reply = b"ok\n"
+                try:
+                    on_commit(line.decode())
+                except BaseException:
+                    reply = b"failed\n"
+                    raise
+                finally:
+                    _answer(answer, reply, tool)
+        assert tool.wait(timeout=60) == 0, errors.read_text(errors="replace")[-2000:]
+    finally:
+        os.close(keep_open)
+        os.close(reader)
+        if tool.poll() is None:
+            tool.kill()
+            tool.wait()
+
+
+def _answer(fifo: Path, reply: bytes, tool: subprocess.Popen[bytes]) -> None:
+    """Write ``reply`` once the waiting ``--exec`` command has opened ``fifo`` (or the tool has exited)."""
+    while True:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO or tool.poll() is not None:  # ENXIO: no reader yet
+                return
+            time.sleep(0.001)
+            continue
+        try:
+            os.write(fd, reply)
+        finally:
+            os.close(fd)
+        return
+
+
+@pytest.fixture(scope="session")
+def help_replayed(help_corpus: HelpCorpus) -> Replayed:
+    """Replay every 8th commit of the Help history, importing each state at its commit time."""
+    work = help_corpus.work
+    db, vault = work / "replay.db", work / "help"
+    summaries: list[dict] = []
+    times: list[int] = []
+
+    def import_state(commit_time: str) -> None:
+        done = invoke("import", str(vault), "--known-at", commit_time, "--json", db=db,
+                      env={"VAULTSYNC_HOME": str(work / "home")})
+        assert done.returncode == 0, done.stderr
+        summaries.append(json.loads(done.stdout))
+        times.append(_unix(commit_time))
+
+    replay(help_corpus, vault, HELP_SELECTION, import_state)
+    assert len(summaries) == len(times) > 200
+    assert all(s["errors"] == [] for s in summaries)
+    assert sum(s["renamed"] for s in summaries) > 50 and sum(s["deleted"] for s in summaries) > 50
+    return Replayed(db, times, summaries)
+
+
+@pytest.fixture(scope="session")
+def help_backfilled(help_corpus: HelpCorpus, help_clone: Path) -> Backfilled:
+    """Two language folders of the clone, each imported as its own vault with ``import --from-git``."""
+    db = help_corpus.work / "git.db"
+    commits = len(subprocess.run(["git", "-C", str(help_clone), "rev-list", "--first-parent", "HEAD"],
+                                 capture_output=True, text=True, check=True).stdout.split())
+    for name in HELP_GIT_VAULTS:
+        done = invoke("import", str(help_clone / name), "--from-git", "--json", db=db,
+                      env={"VAULTSYNC_HOME": str(help_corpus.work / "home")})
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        assert (result["vault"], result["commits"], result["already_imported"]) == (name, commits, 0)
+        assert result["errors"] == [] and result["added"] >= 173
+    return Backfilled(db, help_clone)

@@ -11,41 +11,69 @@ from vaultsync.embed import Embedder, quantize
 from vaultsync.store.db import connect
 
 
+class FreshKeyword:
+    """A fresh FTS5 table over exactly the exported ``indexed_text``, built once and asked many queries."""
+
+    def __init__(self, header: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
+        self.chunks = chunks
+        self.con = apsw.Connection(":memory:")
+        self.con.execute(f"CREATE VIRTUAL TABLE gt USING fts5(indexed_text, tokenize='{header['tokenizer']}')")
+        with self.con:
+            self.con.executemany("INSERT INTO gt (rowid, indexed_text) VALUES (?, ?)",
+                                 [(i, c["indexed_text"]) for i, c in enumerate(chunks)])
+
+    def search(self, expression: str, limit: int | None = None) -> list[tuple[str, str, float]]:
+        """(path, chunk_id, bm25), ordered by bm25 then path then chunk position."""
+        chunks = self.chunks
+        rows = self.con.execute("SELECT rowid, bm25(gt) FROM gt WHERE gt MATCH ?", (expression,)).fetchall()
+        ranked = sorted(rows, key=lambda r: (r[1], chunks[r[0]]["path"], chunks[r[0]]["ord"]))
+        out = [(chunks[i]["path"], chunks[i]["chunk_id"], score) for i, score in ranked]
+        return out if limit is None else out[:limit]
+
+    def close(self) -> None:
+        self.con.close()
+
+
 def fresh_keyword(header: dict[str, Any], chunks: list[dict[str, Any]], expression: str,
                   limit: int | None = None) -> list[tuple[str, str, float]]:
     """(path, chunk_id, bm25) of a fresh FTS5 table over exactly the exported ``indexed_text``,
     ordered by bm25 then path then chunk position."""
-    con = apsw.Connection(":memory:")
-    con.execute(f"CREATE VIRTUAL TABLE gt USING fts5(indexed_text, tokenize='{header['tokenizer']}')")
-    with con:
-        con.executemany("INSERT INTO gt (rowid, indexed_text) VALUES (?, ?)",
-                        [(i, c["indexed_text"]) for i, c in enumerate(chunks)])
-    rows = con.execute("SELECT rowid, bm25(gt) FROM gt WHERE gt MATCH ?", (expression,)).fetchall()
-    con.close()
-    ranked = sorted(rows, key=lambda r: (r[1], chunks[r[0]]["path"], chunks[r[0]]["ord"]))
-    out = [(chunks[i]["path"], chunks[i]["chunk_id"], score) for i, score in ranked]
-    return out if limit is None else out[:limit]
+    index = FreshKeyword(header, chunks)
+    try:
+        return index.search(expression, limit)
+    finally:
+        index.close()
+
+
+class BruteVector:
+    """Exhaustive cosine comparison with the exported chunks' vectors, embedded once."""
+
+    def __init__(self, chunks: list[dict[str, Any]], embedder: Embedder) -> None:
+        self.chunks, self.embedder = chunks, embedder
+        self.blobs = [quantize(vec) for vec in embedder.embed_many(c["indexed_text"] for c in chunks)]
+
+    def search(self, query: str, limit: int | None = None) -> list[tuple[str, str, float]]:
+        """(path, chunk_id, cosine similarity), best first, then by path and chunk position."""
+        q = quantize(self.embedder.embed_batch([query])[0])
+        if not any(q):
+            return []
+        con = connect(":memory:")
+        scored = []
+        for chunk, blob in zip(self.chunks, self.blobs):
+            if not any(blob):
+                continue
+            d = con.execute("SELECT vec_distance_cosine(vec_int8(?), vec_int8(?))", (blob, q)).fetchone()[0]
+            scored.append((-(1.0 - d), chunk["path"], chunk["ord"], chunk["chunk_id"]))
+        con.close()
+        scored.sort()
+        out = [(p, cid, -s) for s, p, _, cid in scored]
+        return out if limit is None else out[:limit]
 
 
 def brute_vector(chunks: list[dict[str, Any]], embedder: Embedder, query: str,
                  limit: int | None = None) -> list[tuple[str, str, float]]:
     """(path, chunk_id, cosine similarity) by exhaustive comparison of the exported chunks' vectors."""
-    q = quantize(embedder.embed_batch([query])[0])
-    if not any(q):
-        return []
-    con = connect(":memory:")
-    scored = []
-    vectors = list(embedder.embed_many(c["indexed_text"] for c in chunks))
-    for chunk, vec in zip(chunks, vectors):
-        blob = quantize(vec)
-        if not any(blob):
-            continue
-        d = con.execute("SELECT vec_distance_cosine(vec_int8(?), vec_int8(?))", (blob, q)).fetchone()[0]
-        scored.append((-(1.0 - d), chunk["path"], chunk["ord"], chunk["chunk_id"]))
-    con.close()
-    scored.sort()
-    out = [(p, cid, -s) for s, p, _, cid in scored]
-    return out if limit is None else out[:limit]
+    return BruteVector(chunks, embedder).search(query, limit)
 
 
 def split_export(lines: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:

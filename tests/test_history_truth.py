@@ -3,20 +3,19 @@
 The Obsidian Help history (../shared/corpora/obsidian-help.bundle) is imported two ways: replayed
 commit by commit into a folder with ``vaultsync import --known-at "$COMMIT_TIME"`` (every 8th commit,
 2020–2026, every language folder), and backfilled with ``vaultsync import --from-git`` for two
-language folders (vaults that are subfolders of the repository). Ground truth comes from
-../shared/tools/replay_history.py: one ``--list-at DATE`` per date (which names the commit in force)
-and ``git cat-file`` of ``COMMIT:PATH`` for the bytes; a sample is cross-checked against the tool's
-own ``--truth`` and against the CLI (``read --as-of``, ``ls --as-of --json``).
+language folders (vaults that are subfolders of the repository). Both databases are built once per
+test run by session fixtures in conftest.py (``help_replayed``, ``help_backfilled``), the commands
+running in this process. Ground truth comes from ../shared/tools/replay_history.py: one
+``--list-at DATE`` per date (which names the commit in force) and ``git cat-file`` of ``COMMIT:PATH``
+for the bytes; a sample is cross-checked against the tool's own ``--truth`` and against the CLI
+(``read --as-of``, ``ls --as-of --json``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import random
-import shlex
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -26,17 +25,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import (HELP_BUNDLE, HELP_GIT_VAULTS, HELP_SELECTION, REPLAY_TOOL, Backfilled, HelpCorpus, Ran,
+                      Replayed, copy_db, invoke)
 from vaultsync import NoteNotFound, Vault
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-BUNDLE = SHARED / "corpora" / "obsidian-help.bundle"
-TOOL = SHARED / "tools" / "replay_history.py"
-SELECTION = ["--every", "8"]
-"""The replay's commit selection; the truth commands get the same flags."""
-GIT_VAULTS = ("en", "zh")
-"""Language folders imported with --from-git, each its own vault (a subfolder of the repository)."""
+BUNDLE, TOOL, SELECTION, GIT_VAULTS = HELP_BUNDLE, REPLAY_TOOL, HELP_SELECTION, HELP_GIT_VAULTS
 SEED = 20260830
 
 
@@ -45,10 +40,6 @@ def iso(seconds: int, offset_minutes: int = 0) -> str:
     zone = dt.timezone(dt.timedelta(minutes=offset_minutes))
     text = dt.datetime.fromtimestamp(seconds, zone).isoformat()
     return text.replace("+00:00", "Z")
-
-
-def unix(text: str) -> int:
-    return int(dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
 
 
 def hidden(path: str) -> bool:
@@ -117,32 +108,9 @@ class Truth:
         return {p for p in paths if not hidden(p)}
 
 
-@pytest.fixture(scope="module")
-def setting(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    if not BUNDLE.exists() or not TOOL.exists():
-        pytest.skip(f"{BUNDLE} or {TOOL} not available")
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
-    work = tmp_path_factory.mktemp("history")
-    env = {**os.environ, "VAULTSYNC_HOME": str(work / "home"), "REPLAY_HISTORY_CACHE": str(work / "cache")}
-    env.pop("VAULTSYNC_DB", None)
-    return work, env
-
-
-def vaultsync(env: dict[str, str], db: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "vaultsync", "--db", str(db), *args], capture_output=True,
-                          env=env, timeout=900)
-
-
-def json_stream(text: str) -> list[dict]:
-    decoder, pos, out = json.JSONDecoder(), 0, []
-    text = text.strip()
-    while pos < len(text):
-        value, pos = decoder.raw_decode(text, pos)
-        out.append(value)
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-    return out
+def vaultsync(db: Path, *args: str) -> Ran:
+    """The command line, in this process (``stdout_bytes`` for byte-exact reads)."""
+    return invoke(*args, db=db)
 
 
 def sample_dates(rng: random.Random, commit_times: list[int], extra: int = 25) -> list[str]:
@@ -197,22 +165,9 @@ def coverage(pairs: list[Pair], truth_exists: list[bool], head: set[str]) -> dic
 
 
 @pytest.fixture(scope="module")
-def replayed(setting: tuple[Path, dict[str, str]]) -> tuple[Path, Truth, list[int]]:
-    """Replay every 8th commit of the Help history, importing each state at its commit time."""
-    work, env = setting
-    db, vault, times, out = work / "replay.db", work / "help", work / "times.txt", work / "summaries.json"
-    command = (f'{shlex.quote(sys.executable)} -m vaultsync --db {shlex.quote(str(db))} import "$VAULT" '
-               f'--known-at "$COMMIT_TIME" --json >> {shlex.quote(str(out))} '
-               f'&& printf "%s\\n" "$COMMIT_TIME" >> {shlex.quote(str(times))}')
-    done = subprocess.run([sys.executable, str(TOOL), str(BUNDLE), "--vault", str(vault), *SELECTION, "-q",
-                           "--exec", command], capture_output=True, text=True, env=env, timeout=1200)
-    assert done.returncode == 0, done.stderr[-2000:]
-    summaries = json_stream(out.read_text(encoding="utf-8"))
-    commit_times = [unix(t) for t in times.read_text().split()]
-    assert len(summaries) == len(commit_times) > 200
-    assert all(s["errors"] == [] for s in summaries)
-    assert sum(s["renamed"] for s in summaries) > 50 and sum(s["deleted"] for s in summaries) > 50
-    return db, Truth(env, SELECTION), commit_times
+def replayed(help_corpus: HelpCorpus, help_replayed: Replayed) -> tuple[Path, Truth, list[int]]:
+    """The session's replay of every 8th commit (conftest.py ``help_replayed``), with git's answers for it."""
+    return help_replayed.db, Truth(help_corpus.env, SELECTION), help_replayed.commit_times
 
 
 def test_replayed_reads_match_git(replayed: tuple[Path, Truth, list[int]]) -> None:
@@ -247,10 +202,9 @@ def test_replayed_reads_match_git(replayed: tuple[Path, Truth, list[int]]) -> No
             assert listed == sorted(truth.listings[date][1]), f"ls as of {date} differs from --list-at"
 
 
-def test_replayed_cli_matches_truth_tool(replayed: tuple[Path, Truth, list[int]], setting) -> None:
-    """A sample through the real command line against replay_history.py --truth / --list-at themselves."""
+def test_replayed_cli_matches_truth_tool(replayed: tuple[Path, Truth, list[int]]) -> None:
+    """A sample through the command line against replay_history.py --truth / --list-at themselves."""
     db, truth, commit_times = replayed
-    _, env = setting
     rng = random.Random(SEED + 1)
     dates = rng.sample(sample_dates(rng, commit_times), 20)
     truth.load(dates)
@@ -259,14 +213,14 @@ def test_replayed_cli_matches_truth_tool(replayed: tuple[Path, Truth, list[int]]
         existing = truth.listings[date][1]
         path = rng.choice(existing) if existing and index % 3 else rng.choice(ever)
         told = truth.tool("--truth", date, path)
-        read = vaultsync(env, db, "read", path, "--as-of", date)
-        assert (read.returncode, read.stdout) == (told.returncode, told.stdout), (path, date, read.stderr)
+        read = vaultsync(db, "read", path, "--as-of", date)
+        assert (read.returncode, read.stdout_bytes) == (told.returncode, told.stdout), (path, date, read.stderr)
         if read.returncode:
-            assert read.stderr.decode().startswith("Error: ") and b"Traceback" not in read.stderr
+            assert read.stderr.startswith("Error: ") and "Traceback" not in read.stderr
         # the batched truth used for the bulk agrees with the tool's own --truth
         assert truth.contents([(truth.listings[date][0], path)])[0] == (told.stdout if told.returncode == 0 else None)
     for date in dates[:4]:
-        listed = vaultsync(env, db, "ls", "--as-of", date, "--json")
+        listed = vaultsync(db, "ls", "--as-of", date, "--json")
         assert listed.returncode == 0, listed.stderr
         rows = json.loads(listed.stdout)
         told = truth.tool("--list-at", date).stdout.decode().split("\n")
@@ -278,20 +232,9 @@ def test_replayed_cli_matches_truth_tool(replayed: tuple[Path, Truth, list[int]]
 
 
 @pytest.fixture(scope="module")
-def backfilled(setting: tuple[Path, dict[str, str]]) -> tuple[Path, Path, Truth]:
-    """Two language folders of a clone of the bundle, each imported as its own vault with --from-git."""
-    work, env = setting
-    clone, db = work / "clone", work / "git.db"
-    subprocess.run(["git", "clone", "-q", str(BUNDLE), str(clone)], check=True, env=env, timeout=300)
-    commits = len(subprocess.run(["git", "-C", str(clone), "rev-list", "--first-parent", "HEAD"],
-                                 capture_output=True, text=True, check=True).stdout.split())
-    for name in GIT_VAULTS:
-        done = vaultsync(env, db, "import", str(clone / name), "--from-git", "--json")
-        assert done.returncode == 0, done.stderr
-        result = json.loads(done.stdout)
-        assert (result["vault"], result["commits"], result["already_imported"]) == (name, commits, 0)
-        assert result["errors"] == [] and result["added"] >= 173
-    return db, clone, Truth(env, [])
+def backfilled(help_corpus: HelpCorpus, help_backfilled: Backfilled) -> tuple[Path, Path, Truth]:
+    """The session's --from-git backfill of two language folders (conftest.py ``help_backfilled``)."""
+    return help_backfilled.db, help_backfilled.clone, Truth(help_corpus.env, [])
 
 
 def test_from_git_reads_match_git(backfilled: tuple[Path, Path, Truth]) -> None:
@@ -334,25 +277,24 @@ def test_from_git_reads_match_git(backfilled: tuple[Path, Path, Truth]) -> None:
             vault.close()
 
 
-def test_second_from_git_imports_nothing(backfilled: tuple[Path, Path, Truth], setting) -> None:
-    db, clone, _ = backfilled
-    _, env = setting
+def test_second_from_git_imports_nothing(backfilled: tuple[Path, Path, Truth], tmp_path: Path) -> None:
+    shared, clone, _ = backfilled
+    db = copy_db(shared, tmp_path / "git.db")  # this test opens the database for writing
     for name in GIT_VAULTS:
-        before = json.loads(vaultsync(env, db, "--vault", name, "stats", "--json").stdout)
-        again = vaultsync(env, db, "import", str(clone / name), "--from-git", "--json")
+        before = json.loads(vaultsync(db, "--vault", name, "stats", "--json").stdout)
+        again = vaultsync(db, "import", str(clone / name), "--from-git", "--json")
         assert again.returncode == 0, again.stderr
         result = json.loads(again.stdout)
         assert result["commits"] == 0 and result["already_imported"] > 1000 and result["batch_id"] is None
-        after = json.loads(vaultsync(env, db, "--vault", name, "stats", "--json").stdout)
+        after = json.loads(vaultsync(db, "--vault", name, "stats", "--json").stdout)
         assert (after["batches"], after["revisions"]) == (before["batches"], before["revisions"])
-    check = vaultsync(env, db, "--vault", "zh", "check")
+    check = vaultsync(db, "--vault", "zh", "check")
     assert check.returncode == 0, check.stderr
 
 
-def test_from_git_cli_matches_truth_tool(backfilled: tuple[Path, Path, Truth], setting) -> None:
-    """A sample of the backfilled vaults through the real command line against replay_history.py --truth."""
+def test_from_git_cli_matches_truth_tool(backfilled: tuple[Path, Path, Truth]) -> None:
+    """A sample of the backfilled vaults through the command line against replay_history.py --truth."""
     db, clone, truth = backfilled
-    _, env = setting
     rng = random.Random(SEED + 3)
     log = subprocess.run(["git", "-C", str(clone), "log", "--first-parent", "--format=%ct", "HEAD", "--", "zh"],
                          capture_output=True, text=True, check=True).stdout
@@ -364,9 +306,9 @@ def test_from_git_cli_matches_truth_tool(backfilled: tuple[Path, Path, Truth], s
         repo_path = rng.choice(existing) if existing and rng.random() < 0.7 else rng.choice(
             [p for p in ever if p.startswith(name + "/")])
         told = truth.tool("--truth", date, repo_path)
-        read = vaultsync(env, db, "--vault", name, "read", repo_path[len(name) + 1:], "--as-of", date)
-        assert (read.returncode, read.stdout) == (told.returncode, told.stdout), (repo_path, date, read.stderr)
+        read = vaultsync(db, "--vault", name, "read", repo_path[len(name) + 1:], "--as-of", date)
+        assert (read.returncode, read.stdout_bytes) == (told.returncode, told.stdout), (repo_path, date, read.stderr)
     date = rng.choice(dates)
-    listed = vaultsync(env, db, "--vault", "zh", "ls", "--as-of", date, "--json")
+    listed = vaultsync(db, "--vault", "zh", "ls", "--as-of", date, "--json")
     want = sorted(p[3:] for p in truth.tool("--list-at", date).stdout.decode().split("\n") if p.startswith("zh/"))
     assert [r["path"] for r in json.loads(listed.stdout)] == want

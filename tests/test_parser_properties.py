@@ -5,7 +5,6 @@ from __future__ import annotations
 import doctest
 import importlib
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,7 +17,6 @@ from vaultsync.parsers.engine import MD
 
 BOUNDS = (1, 40, 200, 2000)
 HEX16 = re.compile(r"[0-9a-f]{16}")
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 def check_chunks(text: str, note: ParsedNote, bound: int) -> None:
@@ -263,12 +261,9 @@ def test_docstring_examples_run(module: str) -> None:
 
 
 @pytest.mark.corpus
-def test_obsidian_help_corpus(tmp_path: Path) -> None:
-    bundle = SHARED / "corpora" / "obsidian-help.bundle"
-    if not bundle.exists() or shutil.which("git") is None:
-        pytest.skip("needs ../shared/corpora/obsidian-help.bundle and git")
-    clone = tmp_path / "help"
-    subprocess.run(["git", "clone", "-q", "--bare", str(bundle), str(clone)], check=True)
+def test_obsidian_help_corpus(help_clone: Path) -> None:
+    """Every English note of the Help vault at HEAD, from the session's clone of the bundle (conftest.py)."""
+    clone = help_clone / ".git"
     listing = subprocess.run(["git", "--git-dir", str(clone), "ls-tree", "-r", "-z", "HEAD", "en/"],
                              check=True, capture_output=True).stdout.decode("utf-8").split("\0")
     blobs = [(entry.split("\t", 1)[1], entry.split()[2]) for entry in listing if entry.endswith(".md")]

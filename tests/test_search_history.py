@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Replayed
-from search_truth import brute_vector, fresh_keyword, same_ranking, split_export
+from search_truth import BruteVector, FreshKeyword, same_ranking, split_export
 from vaultsync.embed import HashEmbedder
 from vaultsync.text import CJK_RUN, parse_query
 from vaultsync.times import parse_time
@@ -52,29 +52,35 @@ def queries_for(chunks: list[dict], rng: random.Random) -> list[str]:
 def test_keyword_exact_on_real_history_all_languages(help_history: tuple[Path, list[int]]) -> None:
     db, times = help_history
     rng = random.Random(5)
+    # None: the default cutoff, here the vault at the end of its history (every language folder of today)
     cutoffs = [times[0], times[len(times) // 2], times[len(times) // 2] + 1, times[-1], None]
     checked_cjk = 0
     with Vault.open(db, readonly=True) as vault:
         for as_of in cutoffs:
             header, chunks = split_export(vault.export(as_of=as_of))
             assert {c["path"].split("/")[0] for c in chunks} >= {"en", "zh", "ja"}
+            fresh = FreshKeyword(header, chunks)
             for query in queries_for(chunks, rng):
                 expression = parse_query(query).expression
-                want = fresh_keyword(header, chunks, expression, 20)
+                want = fresh.search(expression, 20)
                 got = vault.search(query, as_of=as_of, mode="keyword", limit=20)
                 same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]], want)
                 if CJK_RUN.fullmatch(query):
                     assert got["hits"], f"CJK piece {query!r} found nothing"
                     checked_cjk += 1
+            fresh.close()
     assert checked_cjk >= 9
 
 
 def test_vector_exact_on_real_history(help_history: tuple[Path, list[int]]) -> None:
     db, times = help_history
+    # the window's first and last states; the default cutoff (today's far larger vault: 64k chunks for a
+    # brute force to embed) is checked exactly by the keyword test above and in test_search_exact.py
     with Vault.open(db, readonly=True) as vault:
-        for as_of in (times[1], None):
+        for as_of in (times[1], times[-1]):
             _, chunks = split_export(vault.export(as_of=as_of))
+            brute = BruteVector(chunks, HashEmbedder())
             for query in ("embed a file", "同期", "plugin settings"):
                 got = vault.search(query, as_of=as_of, mode="vector", limit=20)
                 same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
-                             brute_vector(chunks, HashEmbedder(), query, 20), rel=0.0, abs_=1e-12)
+                             brute.search(query, 20), rel=0.0, abs_=1e-12)
