@@ -6,13 +6,12 @@ import hashlib
 import os
 import shutil
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import apsw
 import pytest
-from watch_helpers import atomic_write, no_thread_leaks, wait_until  # noqa: F401  (autouse fixture)
+from watch_helpers import HeldClock, atomic_write, debounce_clock, no_thread_leaks, wait_until  # noqa: F401  (fixtures)
 
 from vaultsync import LockedError, NoteNotFound, Vault
 from vaultsync.sync import BatchSummary
@@ -61,7 +60,7 @@ def test_edit_new_and_deleted_notes_become_readable(vault: Vault, vault_dir: Pat
 
 
 def test_atomic_save_and_ignored_places(vault: Vault, vault_dir: Path) -> None:
-    with Watcher(vault, **FAST):
+    with Watcher(vault, **FAST) as watcher:
         atomic_write(vault_dir / "Inbox.md", "# Inbox\n\nsaved atomically\n")
         wait_until(lambda: content(vault, "Inbox.md") == "# Inbox\n\nsaved atomically\n", what="the atomic save")
         (vault_dir / ".obsidian" / "workspace.md").write_text("changed\n", encoding="utf-8")
@@ -73,7 +72,8 @@ def test_atomic_save_and_ignored_places(vault: Vault, vault_dir: Path) -> None:
             (vault_dir / name).write_text("noise\n", encoding="utf-8")
         (vault_dir / "marker.md").write_text("# marker\n", encoding="utf-8")  # written last
         wait_until(lambda: "marker.md" in paths(vault), what="the marker note")
-        time.sleep(0.2)
+        # events arrive in order: the noise came before the marker, so it has been filtered or written by now
+        wait_until(lambda: watcher.status()["pending"] == 0, what="nothing left pending")
         assert paths(vault) == ["Inbox.md", "Projects/Atlas.md", "marker.md"]
     history = vault.history("Inbox.md")
     assert [r.kind for r in history] == ["created", "modified"], "an atomic save is an edit, not delete + create"
@@ -99,17 +99,21 @@ def test_folder_rename_move_out_and_new_nested_folders(vault: Vault, vault_dir: 
     assert [r.kind for r in vault.history("Inbox.md")] == ["created"]
 
 
-def test_burst_of_1000_new_files_is_a_few_batches(vault: Vault, vault_dir: Path) -> None:
+def test_burst_of_1000_new_files_is_a_few_batches(vault: Vault, vault_dir: Path, debounce_clock: HeldClock) -> None:
+    """Events that come faster than the quiet period coalesce: the debouncer's clock is held while the
+    files are written (a slow machine cannot split the burst by taking longer than the maximum wait)."""
     seen: list[BatchSummary] = []
     burst = vault_dir / "burst"
-    with Watcher(vault, step_ms=100, debounce_ms=1000, on_batch=seen.append):
+    with Watcher(vault, step_ms=100, debounce_ms=1000, on_batch=seen.append) as watcher:
         caught_up = len(seen)
+        debounce_clock.hold()
         for sub in range(10):
             (burst / f"d{sub}").mkdir(parents=True)
             for i in range(100):
                 (burst / f"d{sub}" / f"n{i:03}.md").write_text(f"# Note {sub}-{i}\n\nbody {i}\n", encoding="utf-8")
+        wait_until(lambda: watcher.status()["pending"] > 0, what="the burst's first event")
+        debounce_clock.release()
         wait_until(lambda: len(paths(vault, "burst/")) == 1000, timeout=60, what="1000 notes")
-        time.sleep(0.3)
     batches = seen[caught_up:]
     assert sum(s.added for s in batches) == 1000
     assert len(batches) <= 10, [s.added for s in batches]
@@ -181,7 +185,9 @@ def test_concurrent_readers_never_see_a_partial_batch(vault: Vault, vault_dir: P
                     (folder / f"n{i}.md").write_text(f"# group {g:02}\n\nmember {i} of group {g:02}\n" * 20,
                                                      encoding="utf-8")
                 os.rename(folder, vault_dir / "groups" / f"g{g:02}")
-                time.sleep(0.05)  # spread over many batches (max wait 200 ms), however loaded the machine
+                if g % 4 == 3:  # spread over many batches: let them land and a reader see them, then go on
+                    landed = (g + 1) * group_size
+                    wait_until(lambda n=landed: n in observed or failures, timeout=60, what=f"a reader seeing {landed} notes")
             wait_until(lambda: len(paths(vault, "groups/")) == group_size * groups, timeout=60, what="every group")
         finally:
             done.set()

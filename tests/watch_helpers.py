@@ -1,4 +1,4 @@
-"""Shared pieces for the watcher tests: a no-thread-leak guard, polling waits, a live CLI process."""
+"""Shared pieces for the watcher tests: a no-thread-leak guard, polling waits, a held debouncer clock, a live CLI process."""
 
 from __future__ import annotations
 
@@ -38,6 +38,40 @@ def wait_until(predicate: Callable[[], T], timeout: float = 15.0, what: str = "c
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.02)
+
+
+class HeldClock:
+    """The debouncer's clock: real time, except while the test holds it (then no quiet period or maximum
+    wait can pass, however slow the machine). Patched in as the ``time`` module of ``vaultsync.debounce``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: float | None = None
+        self._offset = 0.0
+
+    def monotonic(self) -> float:
+        with self._lock:
+            return self._held if self._held is not None else time.monotonic() + self._offset
+
+    def hold(self) -> None:
+        now = self.monotonic()
+        with self._lock:
+            self._held = now
+
+    def release(self) -> None:
+        """Time goes on from where it was held."""
+        with self._lock:
+            if self._held is not None:
+                self._offset, self._held = self._held - time.monotonic(), None
+
+
+@pytest.fixture
+def debounce_clock(monkeypatch: pytest.MonkeyPatch) -> HeldClock:
+    from vaultsync import debounce
+
+    clock = HeldClock()
+    monkeypatch.setattr(debounce, "time", clock)
+    return clock
 
 
 def atomic_write(path: Path, text: str) -> None:
