@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import Ran, invoke
 from vaultsync import Vault
 
 NOTES = 1000
@@ -131,9 +132,10 @@ def store_state(db: Path) -> tuple[dict[str, str], dict[str, str], int]:
         return listed, reads, vault.stats()["batches"]
 
 
-def vaultsync(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "vaultsync", "--db", str(db), *args], capture_output=True,
-                          text=True, timeout=300)
+def vaultsync(db: Path, *args: str) -> Ran:
+    """The command line in this process, for the imports and checks between kills (only the killed
+    imports need a process of their own)."""
+    return invoke(*args, db=db)
 
 
 @pytest.mark.slow
