@@ -298,7 +298,8 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
 @click.argument("vault_dir", metavar="VAULT", type=click.Path(path_type=Path))
 @click.option("--http", "bind", metavar="HOST:PORT", help="Serve streamable HTTP at http://HOST:PORT/mcp instead of "
               "stdio. Loopback (127.0.0.1) unless you name another address; then a bearer token is required.")
-@click.option("--watch", is_flag=True, help="Run the watcher in this process so answers always reflect the folder.")
+@click.option("--watch", is_flag=True, help="Run the watcher in this process so answers always reflect the folder "
+              "(if another process watches this vault, serve as a reader and take over when it stops).")
 @click.option("--allow-writes", is_flag=True, help="Offer create_note and append_to_note (inside the vault only).")
 @click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Require the bearer token in this file (--http). Beyond loopback one is generated if omitted.")
@@ -330,6 +331,9 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
     host, port = t.parse_bind(bind) if bind else ("", 0)
     token, generated = t.resolve_token(host, token_file) if bind else (None, False)
     mcp = build_server(config)
+    standby = mcp.runtime.watcher.describe()
+    if standby:
+        click.echo(f"vaultsync: {standby}", err=True)
     if not bind:
         anyio.run(t.serve_stdio, mcp)
         return
