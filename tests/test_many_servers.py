@@ -204,3 +204,28 @@ async def _close_all(exits: list[contextlib.AsyncExitStack]) -> None:
         except Exception:  # the server process was killed under it
             pass
     exits.clear()
+
+
+def test_watch_wait_stands_by_and_takes_over(facts: dict[str, Any]) -> None:
+    """``vaultsync watch --wait`` (the service's command) waits while another process watches, then takes over."""
+    first = WatchProcess(facts["db"], facts["root"])
+    first.wait_for("watching ")
+    second = WatchProcess(facts["db"], facts["root"], "--wait")
+    try:
+        line = second.wait_for("waiting to take over")
+        assert f"is being watched by pid {first.proc.pid} (" in line and second.proc.poll() is None
+        first.proc.kill()
+        first.finish()
+        (facts["root"] / "Inbox.md").write_text("# Inbox\n\nwhile nobody watched\n", encoding="utf-8")
+        second.wait_for("taking over vault")
+        second.wait_for(f"watching {facts['root']}")
+        with Vault.open(facts["db"], name=facts["name"], readonly=True) as vault:
+            assert vault.read("Inbox.md").content == "# Inbox\n\nwhile nobody watched\n"
+        second.proc.send_signal(signal.SIGTERM)
+        assert second.finish() == 0, second.stderr
+    finally:
+        for proc in (first, second):
+            if proc.proc.poll() is None:
+                proc.proc.kill()
+                proc.finish()
+    check_store_matches_folder(facts)

@@ -263,10 +263,12 @@ def check(obj: Context, as_json: bool) -> None:
               help="Full rescan this often to repair changes the OS did not report (0: never).")
 @click.option("-v", "--verbose", count=True, help="Also log every path each batch wrote.")
 @click.option("--json", "as_json", is_flag=True, help="Print each batch as one JSON line on stdout.")
+@click.option("--wait", is_flag=True, help="If another process watches the vault (e.g. serve --watch), wait and "
+              "take over when it stops, instead of exiting with an error.")
 @pass_ctx
 @friendly
 def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_ms: int, reconcile_s: float,
-          verbose: int, as_json: bool) -> None:
+          verbose: int, as_json: bool, wait: bool) -> None:
     """Keep the store current while you write: one atomic batch per burst of changes.
 
     Catches up on what changed since the last run, then watches until SIGINT or SIGTERM, which
@@ -276,6 +278,7 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
     Example:
         vaultsync watch ~/notes
         vaultsync watch ~/notes --polling --step-ms 1000
+        vaultsync watch ~/notes --wait
     """
     import threading
 
@@ -288,6 +291,13 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
     stop = threading.Event()
     restore = stop_on_signals(stop)
     try:
+        if wait and not vault.hold_lock():
+            click.echo(f"vaultsync: vault '{vault.name}' is being watched by {vault.lock.holder() or 'another process'}; "
+                       "waiting to take over when it stops", err=True)
+            while not vault.hold_lock():
+                if stop.wait(1.0):
+                    return
+            click.echo(f"vaultsync: the other watcher stopped; taking over vault '{vault.name}'", err=True)
         watch_vault(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling, reconcile_s=reconcile_s,
                     stop_event=stop, on_batch=(lambda s: click.echo(json.dumps(s.to_json()))) if as_json else None)
     finally:
