@@ -95,7 +95,10 @@ class InProcessWatcher:
                 continue
             if taken:
                 self._holding = True
-                follower.catch_up()  # the previous watcher's last batches are told before ours
+                try:
+                    follower.catch_up()  # the previous watcher's last batches are told before ours
+                except Exception as exc:  # the next poll tells them
+                    logger.debug("could not tell the previous watcher's last batches: %s", exc)
                 logger.warning("vault '%s': the watching process stopped; this server watches it now",
                                self._writer.name)
                 self.took_over_at = time.time()
