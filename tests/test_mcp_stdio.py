@@ -99,17 +99,25 @@ async def test_stdio_watch_notifies_legacy_subscribers(copy: dict) -> None:
 
 
 @pytest.mark.anyio
-async def test_stdio_refuses_to_watch_twice(copy: dict) -> None:
-    """A second server with --watch on the same vault is refused up front with one clear line."""
+async def test_stdio_a_second_watch_serves_as_a_reader(copy: dict) -> None:
+    """A second server with --watch on the same vault serves at once as a reader and says who watches."""
     async with Client(stdio(copy, "--watch")) as c:
-        await watching(c)
-        done = subprocess.run([sys.executable, "-m", "vaultsync", "--db", str(copy["db"]), "serve", str(copy["root"]),
-                               "--watch"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-        assert done.returncode == 1 and done.stdout == ""
-        assert done.stderr.startswith("Error: vault 'vault' is already being watched by pid")
-        async with Client(stdio(copy)) as reader:
-            status = sc(await reader.call_tool("vault_status", {}))
-            assert status["watcher"]["running"] is True and status["watcher"]["other_process"].startswith("pid ")
+        assert (await watching(c))["role"] == "watcher"
+        second = subprocess.Popen([sys.executable, "-m", "vaultsync", "--db", str(copy["db"]), "serve",
+                                   str(copy["root"]), "--watch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            assert second.stderr is not None
+            line = second.stderr.readline()
+        finally:
+            second.kill()
+            second.communicate(timeout=30)
+        assert line.startswith("vaultsync: vault 'vault' is being watched by pid "), line
+        assert "serving it as a reader" in line
+        async with Client(stdio(copy, "--watch")) as reader:
+            status = sc(await reader.call_tool("vault_status", {}))["watcher"]
+            assert (status["role"], status["standby"], status["in_process"]) == ("reader", True, False)
+            assert status["running"] is True and status["other_process"].startswith("pid ")
 
 
 # ---------------------------------------------------------------- raw protocol abuse

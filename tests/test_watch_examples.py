@@ -55,7 +55,7 @@ def test_systemd_user_unit(tmp_path: Path, vault_dir: Path, db_path: Path, cli) 
             assert checked.returncode == 0 and not checked.stderr.strip(), checked.stderr
     exec_start = next(line for line in resolved.splitlines() if line.startswith("ExecStart="))
     command = shlex.split(exec_start.removeprefix("ExecStart="))
-    assert command[1:] == ["watch", str(home / "notes")]
+    assert command[1:] == ["watch", str(home / "notes"), "--wait"]
     assert "KillSignal=SIGTERM" in unit and "Restart=on-failure" in unit
     run_until_stopped(command, db_path, home, cli)
 
@@ -66,5 +66,5 @@ def test_launchd_agent(tmp_path: Path, vault_dir: Path, db_path: Path, cli) -> N
     agent = plistlib.loads(text.replace("/Users/YOU", str(home)).encode("utf-8"))
     assert agent["Label"] == "com.vaultsync.watch" and agent["RunAtLoad"] is True
     assert agent["KeepAlive"] == {"SuccessfulExit": False}, "restart after a crash, not after a clean stop"
-    assert agent["ProgramArguments"][1:] == ["watch", str(home / "notes")]
+    assert agent["ProgramArguments"][1:] == ["watch", str(home / "notes"), "--wait"]
     run_until_stopped(agent["ProgramArguments"], db_path, home, cli)

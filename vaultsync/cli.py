@@ -263,10 +263,12 @@ def check(obj: Context, as_json: bool) -> None:
               help="Full rescan this often to repair changes the OS did not report (0: never).")
 @click.option("-v", "--verbose", count=True, help="Also log every path each batch wrote.")
 @click.option("--json", "as_json", is_flag=True, help="Print each batch as one JSON line on stdout.")
+@click.option("--wait", is_flag=True, help="If another process watches the vault (e.g. serve --watch), wait and "
+              "take over when it stops, instead of exiting with an error.")
 @pass_ctx
 @friendly
 def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_ms: int, reconcile_s: float,
-          verbose: int, as_json: bool) -> None:
+          verbose: int, as_json: bool, wait: bool) -> None:
     """Keep the store current while you write: one atomic batch per burst of changes.
 
     Catches up on what changed since the last run, then watches until SIGINT or SIGTERM, which
@@ -276,6 +278,7 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
     Example:
         vaultsync watch ~/notes
         vaultsync watch ~/notes --polling --step-ms 1000
+        vaultsync watch ~/notes --wait
     """
     import threading
 
@@ -288,6 +291,13 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
     stop = threading.Event()
     restore = stop_on_signals(stop)
     try:
+        if wait and not vault.hold_lock():
+            click.echo(f"vaultsync: vault '{vault.name}' is being watched by {vault.lock.holder() or 'another process'}; "
+                       "waiting to take over when it stops", err=True)
+            while not vault.hold_lock():
+                if stop.wait(1.0):
+                    return
+            click.echo(f"vaultsync: the other watcher stopped; taking over vault '{vault.name}'", err=True)
         watch_vault(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling, reconcile_s=reconcile_s,
                     stop_event=stop, on_batch=(lambda s: click.echo(json.dumps(s.to_json()))) if as_json else None)
     finally:
@@ -298,7 +308,8 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
 @click.argument("vault_dir", metavar="VAULT", type=click.Path(path_type=Path))
 @click.option("--http", "bind", metavar="HOST:PORT", help="Serve streamable HTTP at http://HOST:PORT/mcp instead of "
               "stdio. Loopback (127.0.0.1) unless you name another address; then a bearer token is required.")
-@click.option("--watch", is_flag=True, help="Run the watcher in this process so answers always reflect the folder.")
+@click.option("--watch", is_flag=True, help="Run the watcher in this process so answers always reflect the folder "
+              "(if another process watches this vault, serve as a reader and take over when it stops).")
 @click.option("--allow-writes", is_flag=True, help="Offer create_note and append_to_note (inside the vault only).")
 @click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Require the bearer token in this file (--http). Beyond loopback one is generated if omitted.")
@@ -330,6 +341,9 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
     host, port = t.parse_bind(bind) if bind else ("", 0)
     token, generated = t.resolve_token(host, token_file) if bind else (None, False)
     mcp = build_server(config)
+    standby = mcp.runtime.watcher.describe()
+    if standby:
+        click.echo(f"vaultsync: {standby}", err=True)
     if not bind:
         anyio.run(t.serve_stdio, mcp)
         return

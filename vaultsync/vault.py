@@ -18,7 +18,7 @@ from .folder import FileError, observe_paths, scan
 from .links import LinkReport, link_report
 from .parsers import split_lines
 from .paths import nfc, note_path
-from .store import Revision, Store, View
+from .store import BatchNews, Revision, Store, View
 from .sync import BatchSummary, Plan, Progress, record
 from .times import TimeLike, as_micros, format_time
 
@@ -136,7 +136,34 @@ class Vault:
         last = self.store.last_batch(self.id)
         return None if last is None else last[0]
 
+    @property
+    def last_batch_id(self) -> int:
+        """The id of the vault's last batch (0 before the first); it grows with every batch."""
+        return self.store.last_batch_id(self.id)
+
+    def batches_after(self, batch_id: int, *, limit: int = 1000) -> list[BatchNews]:
+        """The batches written after ``batch_id`` (by any process), oldest first, with the paths each wrote."""
+        return self.store.batches_after(self.id, batch_id, limit=limit)
+
+    def data_version(self) -> int:
+        """Changes whenever another connection commits to the database: poll it to notice new batches cheaply."""
+        return self.store.data_version()
+
     # ------------------------------------------------------------ writing
+
+    def hold_lock(self, command: str | None = None) -> bool:
+        """Take the vault's writer lock for good if it is free (never waits); True when held afterwards.
+
+        Taken between batches of this process, so a write in progress never loses the lock it
+        borrowed; ``close()`` releases it.
+        """
+        with self._sync_lock:
+            return self.lock.try_acquire(command)
+
+    def release_lock(self) -> None:
+        """Give up the writer lock taken with ``hold_lock`` (between batches of this process)."""
+        with self._sync_lock:
+            self.lock.release()
 
     def sync(
         self,

@@ -141,6 +141,10 @@ class WatcherStatus(_Out):
     running: bool = Field(description="A watcher keeps the index current (in this process or another)")
     in_process: bool = Field(description="The watcher runs inside this server (serve --watch)")
     other_process: str | None = Field(default=None, description="Another process writing this vault, if any")
+    role: str = Field(default="reader", description="watcher: this server records the folder's changes; reader: "
+                      "it only reads the store (another process, other_process, may be watching)")
+    standby: bool = Field(default=False, description="Asked to watch (serve --watch): a reader takes over "
+                          "watching within seconds when the watching process stops")
     lag_seconds: float | None = Field(default=None, description="How far the index may be behind the folder")
 
 

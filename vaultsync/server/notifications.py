@@ -12,7 +12,7 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
 from mcp.shared.uri_template import UriTemplate
 
-from ..sync import BatchSummary
+from ..store import BatchNews
 from .sdk import connection_key
 
 logger = logging.getLogger(__name__)
@@ -52,15 +52,12 @@ class Notifier:
         self.token = None
         self.legacy.clear()
 
-    def on_batch(self, summary: BatchSummary) -> None:
-        """Called on any worker thread after a batch: tell subscribers which notes changed."""
-        if not summary.paths or self.token is None:
+    def tell(self, news: list[BatchNews]) -> None:
+        """Called on any worker thread with the batches the store gained: tell subscribers which notes changed."""
+        paths = list(dict.fromkeys(path for batch in news for path in batch.paths))
+        if not paths or self.token is None:
             return
-        listed = bool(summary.added or summary.deleted or summary.renamed)
-        try:
-            anyio.from_thread.run(self.publish, list(summary.paths), listed, token=self.token)
-        except Exception:  # the loop is gone or closing: nobody is left to tell
-            logger.debug("could not publish batch notifications", exc_info=True)
+        anyio.from_thread.run(self.publish, paths, any(b.listed for b in news), token=self.token)
 
     async def publish(self, paths: list[str], list_changed: bool = False) -> None:
         """Send resource-updated events to 2026 listen streams and legacy subscribers."""

@@ -11,14 +11,16 @@ import anyio.to_thread
 
 from ..sync import BatchSummary
 from ..vault import Vault
+from .follow import BatchFollower
 from .notifications import Notifier
 from .vaults import ServeConfig, ServedVaults
 from .watching import InProcessWatcher
 
 
 class Runtime:
-    """One server process: ``vaults`` (reader and writer), ``watcher`` (``serve --watch``) and
-    ``notifier`` (subscribers), started and stopped together by ``running()``, the server's lifespan.
+    """One server process: ``vaults`` (reader and writer), ``watcher`` (its part in watching, see
+    ``watching``), ``follower`` (the batch log) and ``notifier`` (subscribers), started and stopped
+    together by ``running()``, the server's lifespan.
     """
 
     def __init__(self, source: Vault | ServeConfig, *, allow_writes: bool = False, watch: bool = False,
@@ -26,9 +28,10 @@ class Runtime:
         config = source if isinstance(source, ServeConfig) else None
         self.allow_writes = allow_writes or (config.allow_writes if config else False)
         self.watch = watch or (config.watch if config else False)
-        self.vaults = ServedVaults(source, need_writer=self.allow_writes or self.watch, watch=self.watch)
+        self.vaults = ServedVaults(source, need_writer=self.allow_writes or self.watch)
         self.watcher = InProcessWatcher(watcher_options)
         self.notifier = Notifier()
+        self.follower = BatchFollower(self.vaults.reading, self.notifier.tell)
         self._users = 0
 
     # the parts the tools use, by their short names
@@ -42,7 +45,11 @@ class Runtime:
         return self.vaults.writer
 
     def open(self) -> None:
+        """Open the vaults and, with ``watch``, claim the watcher role (idempotent)."""
         self.vaults.open()
+        if self.watch and not self.watcher.standby:
+            assert self.vaults.writer is not None
+            self.watcher.claim(self.vaults.writer)
 
     def reading(self) -> contextlib.AbstractContextManager[Vault]:
         return self.vaults.reading()
@@ -51,7 +58,8 @@ class Runtime:
         return self.vaults.listing(as_of, prefix)
 
     def on_batch(self, summary: BatchSummary) -> None:
-        self.notifier.on_batch(summary)
+        """After this process wrote a batch: tell subscribers (through the batch log, so each batch once)."""
+        self.follower.catch_up()
 
     def watcher_status(self) -> dict[str, Any]:
         return self.watcher.status(self.vaults.writer_lock)
@@ -65,11 +73,10 @@ class Runtime:
         self._users += 1
         try:
             if self._users == 1:
-                await anyio.to_thread.run_sync(self.vaults.open)
+                await anyio.to_thread.run_sync(self.open)
+                await anyio.to_thread.run_sync(self.follower.start)
                 self.notifier.attach()
-                if self.watch:
-                    assert self.vaults.writer is not None
-                    self.watcher.start(self.vaults.writer, self.notifier.on_batch)
+                self.watcher.start(self.follower, self.on_batch)
             yield self
         finally:
             self._users -= 1

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, LockedError, VaultNotFound
+from ..errors import ConfigError, VaultNotFound
 from ..vault import Vault
 
 
@@ -35,10 +35,9 @@ class ServedVaults:
     serves as both and is left open.
     """
 
-    def __init__(self, source: Vault | ServeConfig, *, need_writer: bool, watch: bool) -> None:
+    def __init__(self, source: Vault | ServeConfig, *, need_writer: bool) -> None:
         self.config = source if isinstance(source, ServeConfig) else None
         self.need_writer = need_writer
-        self.watch = watch
         self.reader: Vault | None = None
         self.writer: Vault | None = None
         self._given = source if isinstance(source, Vault) else None
@@ -65,12 +64,6 @@ class ServedVaults:
                 raise ConfigError("writes and the watcher need the vault folder: vaultsync serve VAULT")
             self.writer = Vault.open(cfg.db, root=cfg.root, name=cfg.vault)
             name = self.writer.name
-            holder = self.writer.lock.holder() if self.watch else None
-            if holder:
-                self.writer.close()
-                self.writer = None
-                raise LockedError(f"vault '{name}' is already being watched by {holder}; stop it, or serve "
-                                  "without --watch (that watcher keeps the index current)")
         else:
             name = cfg.vault or (cfg.root.expanduser().resolve().name if cfg.root is not None else None)
         try:

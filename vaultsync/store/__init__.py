@@ -21,12 +21,12 @@ from . import codec
 from . import read as q
 from .db import Database
 from .lock import WriterLock
-from .read import Revision
+from .read import BatchNews, Revision
 from .schema import MIGRATIONS, migrate, readable, schema_version
 from .view import View
 from .write import BatchWriter, Indexer
 
-__all__ = ["BatchWriter", "Revision", "Store", "VaultRecord", "View", "WriterLock"]
+__all__ = ["BatchNews", "BatchWriter", "Revision", "Store", "VaultRecord", "View", "WriterLock"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +145,23 @@ class Store:
         row = self.db.one("SELECT known_at, source FROM batches WHERE vault_id = ? ORDER BY id DESC LIMIT 1",
                           (vault_id,))
         return None if row is None else (row[0], row[1])
+
+    def last_batch_id(self, vault_id: int) -> int:
+        """The id of the vault's last batch (0 before the first)."""
+        row = self.db.one("SELECT max(id) FROM batches WHERE vault_id = ?", (vault_id,))
+        return int(row[0]) if row is not None and row[0] is not None else 0
+
+    def batches_after(self, vault_id: int, batch_id: int, *, limit: int = 1000) -> list[BatchNews]:
+        """The vault's batches after ``batch_id`` (oldest first, at most ``limit``) and the paths each wrote."""
+        with self.db.atomic() as con:
+            return q.batches_after(con, vault_id, batch_id, limit)
+
+    def data_version(self) -> int:
+        """A number that changes when another connection (this process or another) commits to the
+        database: SQLite's ``PRAGMA data_version``, a cheap "anything new?" that reads no table."""
+        row = self.db.one("PRAGMA data_version")
+        assert row is not None
+        return int(row[0])
 
     def git_commits(self, vault_id: int) -> set[str]:
         """The commits already imported into the vault by ``import --from-git``."""

@@ -31,18 +31,23 @@ class WriterLock:
         return self._file is not None
 
     def acquire(self, command: str | None = None) -> None:
+        """Take the lock, or raise LockedError naming the process that holds it."""
+        if not self.try_acquire(command):
+            raise LockedError(f"vault '{self.vault}' is already being written by {self.holder() or 'another process'}; "
+                              "stop it first")
+
+    def try_acquire(self, command: str | None = None) -> bool:
+        """Take the lock if it is free (never waits); True when this object holds it afterwards."""
         if self._file is not None:
-            return
+            return True
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(self.path, "a+", encoding="utf-8")
         if fcntl is not None:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                handle.seek(0)
-                holder = _describe(handle.read())
                 handle.close()
-                raise LockedError(f"vault '{self.vault}' is already being written by {holder}; stop it first") from None
+                return False
         handle.seek(0)
         handle.truncate()
         handle.write(json.dumps({
@@ -52,6 +57,7 @@ class WriterLock:
         }))
         handle.flush()
         self._file = handle
+        return True
 
     def holder(self) -> str | None:
         """Who holds the lock now (another process), or None when it is free or ours."""

@@ -130,6 +130,33 @@ def revisions_between(con: apsw.Connection, vault_id: int, after_batch: int, upt
     return [_revision(r) for r in rows]
 
 
+@dataclass(frozen=True, slots=True)
+class BatchNews:
+    """What one batch touched, for telling subscribers: its paths, and whether the note list changed."""
+
+    batch_id: int
+    paths: tuple[str, ...]
+    """Every path the batch wrote a revision for (a rename: old and new path)."""
+    listed: bool
+    """True when a note appeared, disappeared or moved (the listing changed)."""
+
+
+def batches_after(con: apsw.Connection, vault_id: int, after_batch: int, limit: int) -> list[BatchNews]:
+    """The vault's batches with ``id > after_batch``, oldest first, at most ``limit`` of them."""
+    ids = [r[0] for r in con.execute("SELECT id FROM batches WHERE vault_id = ? AND id > ? ORDER BY id LIMIT ?",
+                                     (vault_id, after_batch, limit))]
+    if not ids:
+        return []
+    found: dict[int, tuple[list[str], bool]] = {i: ([], False) for i in ids}
+    rows = con.execute("SELECT batch_id, path, kind FROM notes WHERE vault_id = ? AND batch_id BETWEEN ? AND ? "
+                       "ORDER BY batch_id, path", (vault_id, ids[0], ids[-1]))
+    for batch_id, path, kind in rows:
+        paths, listed = found[batch_id]
+        paths.append(path)
+        found[batch_id] = (paths, listed or kind != "modified")
+    return [BatchNews(i, tuple(found[i][0]), found[i][1]) for i in ids]
+
+
 def text(con: apsw.Connection, text_id: int) -> str:
     return unpack(con.execute("SELECT body FROM texts WHERE id = ?", (text_id,)).fetchone()[0])
 
