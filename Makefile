@@ -21,8 +21,11 @@ $(JS)/node_modules/.package-lock.json: $(JS)/package.json $(JS)/package-lock.jso
 	@if command -v npm >/dev/null 2>&1; then cd $(JS) && npm ci --no-audit --no-fund --loglevel=error; \
 	else echo "npm not found: tests/test_mcp_js.py (TypeScript MCP client) will be skipped"; fi
 
+# Two pytest-xdist workers, module by module; the corpus modules share one (see tests/conftest.py).
+# PYTEST_WORKERS=0 runs everything in one process.
+PYTEST_WORKERS ?= 2
 test: $(STAMP) $(JS)/node_modules/.package-lock.json
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -19,10 +19,46 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 CORPORA = SHARED / "corpora"
+
+
+# No wall-clock limit on a property example: a loaded machine is not a failure (per-test settings keep theirs).
+settings.register_profile("vaultsync", deadline=None)
+settings.load_profile("vaultsync")
+
+CORPUS_MODULES = {"tests/test_history_truth.py", "tests/test_search_history.py"}
+"""Modules that read the session's corpus databases (``help_replayed``, ``help_backfilled``)."""
+CORPUS_DATABASES = {"help_replayed", "help_backfilled"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test reading a corpus database must sit in CORPUS_MODULES (else pytest-xdist builds it twice)."""
+    for item in items:
+        if CORPUS_DATABASES & set(getattr(item, "fixturenames", ())) and item.nodeid.split("::")[0] not in CORPUS_MODULES:
+            raise pytest.UsageError(f"{item.nodeid} reads a corpus database: add its module to CORPUS_MODULES in "
+                                    "tests/conftest.py, so that one pytest-xdist worker builds it once")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``make test`` runs two pytest-xdist workers with ``--dist loadscope``: tests go to them module by module
+    (module-scoped fixtures are built once), and every module of CORPUS_MODULES to the same worker (the
+    session-scoped corpus databases are built once). xdist's ``xdist_group`` marks cannot do it with pytest 9
+    (xdist 3.8 renames node ids through an attribute pytest 9 no longer reads)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class CorpusAwareScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "corpus" if module in CORPUS_MODULES else module
+
+    return CorpusAwareScheduling(config, log)
 
 
 @pytest.fixture(autouse=True)
