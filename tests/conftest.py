@@ -349,3 +349,18 @@ def help_backfilled(help_corpus: HelpCorpus, help_clone: Path) -> Backfilled:
         assert (result["vault"], result["commits"], result["already_imported"]) == (name, commits, 0)
         assert result["errors"] == [] and result["added"] >= 173
     return Backfilled(db, help_clone)
+
+@pytest.fixture(scope="session")
+def planted_history(tmp_path_factory: pytest.TempPathFactory):
+    """A slice of the Obsidian Help history with secrets planted across many revisions (tests/purge_history.py)."""
+    from purge_history import BUNDLE, TOOL, build
+
+    if not BUNDLE.exists() or not TOOL.exists() or shutil.which("git") is None:
+        pytest.skip(f"{BUNDLE}, {TOOL} or git not available")
+    return build(tmp_path_factory.mktemp("planted"))
+
+
+@pytest.fixture
+def planted_db(planted_history, tmp_path: Path) -> Path:
+    """A private copy of the planted history's database, to purge."""
+    return copy_db(planted_history.db, tmp_path / "purge.db")

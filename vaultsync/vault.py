@@ -150,6 +150,11 @@ class Vault:
         """Changes whenever another connection commits to the database: poll it to notice new batches cheaply."""
         return self.store.data_version()
 
+    @property
+    def generation(self) -> tuple[int | None, int]:
+        """Changes whenever an answer about the past may have changed: a new batch, or a purge."""
+        return self.last_known_at, self.store.purge_count(self.id)
+
     # ------------------------------------------------------------ writing
 
     def hold_lock(self, command: str | None = None) -> bool:

@@ -256,6 +256,11 @@ class Store:
         with self.db.atomic() as con:
             return purging.horizon(con, vault_id)
 
+    def purge_count(self, vault_id: int) -> int:
+        """How many purges the vault has had (0 before the purges table existed)."""
+        with self.db.atomic() as con:
+            return purging.count(con, vault_id)
+
     def size(self) -> int:
         """Bytes of the database file and its WAL."""
         return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))

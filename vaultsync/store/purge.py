@@ -340,6 +340,12 @@ def horizon(con: apsw.Connection, vault_id: int) -> int | None:
     return row[0]
 
 
+def count(con: apsw.Connection, vault_id: int) -> int:
+    if not has_table(con, "purges"):
+        return 0
+    return int(con.execute("SELECT count(*) FROM purges WHERE vault_id = ?", (vault_id,)).fetchone()[0])
+
+
 def scrub_pending(con: apsw.Connection) -> bool:
     """True when a purge committed but its VACUUM and WAL truncation did not complete."""
     return has_table(con, "purges") and con.execute(
