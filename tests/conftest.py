@@ -350,6 +350,7 @@ def help_backfilled(help_corpus: HelpCorpus, help_clone: Path) -> Backfilled:
         assert result["errors"] == [] and result["added"] >= 173
     return Backfilled(db, help_clone)
 
+
 @pytest.fixture(scope="session")
 def planted_history(tmp_path_factory: pytest.TempPathFactory):
     """A slice of the Obsidian Help history with secrets planted across many revisions (tests/purge_history.py)."""

@@ -3,6 +3,7 @@ compression dictionary, the command line."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -11,10 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
+from conftest import invoke
 from purge_history import S_ASCII, S_CJK, S_STASH, SECRETS, STASH, History, find_traces, redact
-from vaultsync.cli import cli
 from vaultsync.errors import ConfigError, LockedError
 from vaultsync.store.codec import MIN_SAMPLE
 from vaultsync.vault import Vault
@@ -203,22 +203,19 @@ def test_cli_purge(tmp_path: Path) -> None:
     root = _vault(tmp_path, {"a.md": "# A\n\nold 12345-secret\n", STASH: f"# S\n\n{S_STASH}\n"})
     (root / ".git").mkdir()  # the vault is a git work tree: the output points at git filter-repo
     db = tmp_path / "db"
-    runner = CliRunner()
-    assert runner.invoke(cli, ["--db", str(db), "import", str(root), "--known-at", "2024-01-01"]).exit_code == 0
+    invoke("import", str(root), "--known-at", "2024-01-01", db=db, check=True)
     (root / "a.md").write_text("# A\n\nnew\n", encoding="utf-8")
     (root / STASH).unlink()
-    assert runner.invoke(cli, ["--db", str(db), "import", str(root), "--known-at", "2024-01-02"]).exit_code == 0
+    invoke("import", str(root), "--known-at", "2024-01-02", db=db, check=True)
     secrets = tmp_path / "secrets.txt"
     secrets.write_text("12345-secret\n", encoding="utf-8")
-    done = runner.invoke(cli, ["--db", str(db), "purge", "--text-file", str(secrets)])
-    assert done.exit_code == 0, done.output
-    assert "1 revisions rewritten" in done.output and "git filter-repo" in done.output
-    done = runner.invoke(cli, ["--db", str(db), "purge", "--note", STASH, "--json"])
-    assert done.exit_code == 0 and '"revisions_removed": 2' in done.output
-    done = runner.invoke(cli, ["--db", str(db), "purge", "--note", "a.md"])
-    assert done.exit_code == 1 and done.output.startswith("Error: the note file a.md is still in the vault")
-    assert "(--also-current)" in done.output
-    done = runner.invoke(cli, ["--db", str(db), "purge", "--note", "a.md", "--before", "2024-01-01"])
-    assert done.exit_code == 2 and "exactly one" in done.output
-    done = runner.invoke(cli, ["--db", str(db), "read", "a.md", "--as-of", "2024-01-01"])
-    assert done.output == "# A\n\nold [purged]\n"
+    done = invoke("purge", "--text-file", str(secrets), db=db, check=True)
+    assert "1 revisions rewritten" in done.stdout and "git filter-repo" in done.stderr
+    done = invoke("purge", "--note", STASH, "--json", db=db, check=True)
+    assert json.loads(done.stdout)["revisions_removed"] == 2
+    done = invoke("purge", "--note", "a.md", db=db)
+    assert done.returncode == 1 and done.stderr.startswith("Error: the note file a.md is still in the vault")
+    assert "(--also-current)" in done.stderr and "Traceback" not in done.stderr
+    done = invoke("purge", "--note", "a.md", "--before", "2024-01-01", db=db)
+    assert done.returncode == 2 and "exactly one" in done.stderr
+    assert invoke("read", "a.md", "--as-of", "2024-01-01", db=db, check=True).stdout == "# A\n\nold [purged]\n"

@@ -8,13 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import invoke
 from search_truth import fresh_keyword, same_ranking, split_export
 from vaultsync import NoteNotFound
-from vaultsync.cli import cli
 from vaultsync.text import parse_query
 from vaultsync.vault import Vault
 
@@ -152,20 +151,18 @@ def test_worked_example_through_every_read(policy: Vault) -> None:
 
 
 def test_cli_valid_at(policy: Vault) -> None:
-    db = str(policy.store.path)
-    runner = CliRunner()
-    done = runner.invoke(cli, ["--db", db, "read", "Travel policy.md", "--valid-at", "2025-06-01"])
-    assert done.exit_code == 0 and "40 EUR" in done.output
-    done = runner.invoke(cli, ["--db", db, "ls", "--valid-at", "2024-12-01", "--json"])
-    assert done.exit_code == 0 and json.loads(done.output) == []
-    done = runner.invoke(cli, ["--db", db, "changes", "--since", "2025-02-01", "--valid-at", "2025-06-01", "--json"])
-    assert done.exit_code == 0 and json.loads(done.output) == []
-    done = runner.invoke(cli, ["--db", db, "history", "Travel policy.md", "--valid-at", "2025-06-01", "--json"])
-    assert done.exit_code == 0 and len(json.loads(done.output)) == 1
-    done = runner.invoke(cli, ["--db", db, "diff", "Travel policy.md", "--from", "2025-04-01", "--valid-at", "2025-03-15"])
-    assert done.exit_code == 0 and "+Economy class. Per diem 45" in done.output
-    done = runner.invoke(cli, ["--db", db, "read", "Travel policy.md", "--valid-at", "soon"])
-    assert done.exit_code != 0 and "invalid --valid-at" in done.output
+    db = Path(policy.store.path)
+    done = invoke("read", "Travel policy.md", "--valid-at", "2025-06-01", db=db, check=True)
+    assert "40 EUR" in done.stdout
+    assert json.loads(invoke("ls", "--valid-at", "2024-12-01", "--json", db=db, check=True).stdout) == []
+    done = invoke("changes", "--since", "2025-02-01", "--valid-at", "2025-06-01", "--json", db=db, check=True)
+    assert json.loads(done.stdout) == []
+    done = invoke("history", "Travel policy.md", "--valid-at", "2025-06-01", "--json", db=db, check=True)
+    assert len(json.loads(done.stdout)) == 1
+    done = invoke("diff", "Travel policy.md", "--from", "2025-04-01", "--valid-at", "2025-03-15", db=db, check=True)
+    assert "+Economy class. Per diem 45" in done.stdout
+    done = invoke("read", "Travel policy.md", "--valid-at", "soon", db=db)
+    assert done.returncode == 1 and done.stderr.startswith("Error: invalid --valid-at")
 
 
 @pytest.mark.anyio
