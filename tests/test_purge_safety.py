@@ -17,17 +17,18 @@ from conftest import invoke
 from purge_history import S_ASCII, S_CJK, S_STASH, SECRETS, STASH, History, find_traces, redact
 from vaultsync.errors import ConfigError, LockedError
 from vaultsync.store.codec import MIN_SAMPLE
+from vaultsync.times import as_micros
 from vaultsync.vault import Vault
 
 
 def observe(db: Path, history: History, k: int) -> tuple:
-    """What a reader sees at batch ``k``: two planted notes, the listing, and a keyword search."""
-    when = history.times[k]
+    """What a reader sees at batch ``k`` in one read transaction: two planted notes, the listing, a search."""
     with Vault.open(db, name="vault", readonly=True) as vault:
-        return (vault.read(history.planted["ascii"], as_of=when).content,
-                vault.read(history.planted["cjk"], as_of=when).content,
-                tuple(r.path for r in vault.ls(as_of=when)),
-                tuple(h["chunk_id"] for h in vault.search("quokka", as_of=when, mode="keyword")["hits"]))
+        with vault.store.view(vault.id, vault.name, as_of=as_micros(history.times[k])) as view:
+            return (view.content(view.revision(history.planted["ascii"])),
+                    view.content(view.revision(history.planted["cjk"])),
+                    tuple(r.path for r in view.ls()),
+                    tuple(h["chunk_id"] for h in view.search("quokka", mode="keyword")["hits"]))
 
 
 @pytest.mark.corpus

@@ -199,7 +199,6 @@ def _paths(con: apsw.Connection, ids: Iterable[int]) -> set[str]:
 def purge_strings(con: apsw.Connection, writer: BatchWriter, vault_id: int, strings: Sequence[str],
                   result: PurgeResult) -> None:
     affected: dict[int, tuple[str, str]] = {}
-    children: set[int] = set()
     for note_id, path, _kind, _prev, text in revision_texts(con, vault_id):
         if any(s in text for s in strings):
             affected[note_id] = (path, redact(text, strings))
@@ -294,6 +293,9 @@ def _rebuild_search(con: apsw.Connection) -> None:
     indexer = SearchIndexer(con, get_embedder(name) if name in EMBEDDERS else None)
     for (vault_id,) in con.execute("SELECT id FROM vaults ORDER BY id").fetchall():
         indexer.catch_up(con, vault_id)
+    for (name,) in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5(%'").fetchall():
+        con.execute(f'INSERT INTO "{name}" ("{name}") VALUES (\'optimize\')')  # one segment each: compact
 
 
 def run(con: apsw.Connection, vault_id: int, *, strings: Sequence[str] = (), note: str | None = None,
