@@ -1,23 +1,31 @@
-"""The `make demo` tour: import the sample vault, change it, import again, then look back in time.
+"""The `make demo` tour: a dated git history of the sample vault, imported, read, diffed and searched
+as of a past date next to today, then asked the same over MCP.
 
-Every step runs the real `vaultsync` command in a subprocess and shows it, so you can type the same.
+Every step runs the real `vaultsync` command in a subprocess and shows it, so you can type the same;
+the MCP step uses the official MCP client against `vaultsync serve`.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+EDITED = "Projects/Atlas/Atlas Overview.md"
+HELD_BACK = "Team/Remote Work Policy.md"
+RENAMED = ("Inbox.md", "Inbox (January).md")
+DECISION = "\n## Decision, February\n\nWe switch the offline sync to lighthouse beacons for the field crews.\n"
+COMMITS = [("2025-01-06T09:00:00Z", "First import of the team vault"),
+           ("2025-02-03T09:00:00Z", "Remote work policy; the February decision"),
+           ("2025-03-03T09:00:00Z", "Inbox renamed, decision refined")]
 
 
-def run(*args: str, show: bool = True, db: Path) -> str:
+def run(*args: str, db: Path, show: bool = True) -> str:
     command = [sys.executable, "-m", "vaultsync", "--db", str(db), *args]
     if show:
         print(f"\n$ vaultsync {' '.join(_quote(a) for a in args)}")
@@ -34,40 +42,79 @@ def _quote(arg: str) -> str:
     return f'"{arg}"' if (" " in arg or not arg) else arg
 
 
+def git(vault: Path, *args: str, when: str | None = None) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "Demo", "GIT_AUTHOR_EMAIL": "demo@example.org",
+           "GIT_COMMITTER_NAME": "Demo", "GIT_COMMITTER_EMAIL": "demo@example.org"}
+    if when:
+        env |= {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+    subprocess.run(["git", "-C", str(vault), *args], check=True, env=env, capture_output=True)
+
+
+def build_history(vault: Path) -> None:
+    """Three dated commits written from notes/: the vault without one note, then with it and an edit,
+    then a rename and a second edit."""
+    shutil.copytree(REPO / "notes", vault)
+    policy = (vault / HELD_BACK).read_text(encoding="utf-8")
+    (vault / HELD_BACK).unlink()
+    git(vault, "init", "-q", "-b", "main")
+    git(vault, "add", "-A")
+    git(vault, "commit", "-q", "-m", COMMITS[0][1], when=COMMITS[0][0])
+    (vault / HELD_BACK).write_text(policy, encoding="utf-8")
+    with open(vault / EDITED, "a", encoding="utf-8") as handle:
+        handle.write(DECISION)
+    git(vault, "add", "-A")
+    git(vault, "commit", "-q", "-m", COMMITS[1][1], when=COMMITS[1][0])
+    git(vault, "mv", *RENAMED)
+    with open(vault / EDITED, "a", encoding="utf-8") as handle:
+        handle.write("Beacons go to two crews first; the rest follow in April.\n")
+    git(vault, "commit", "-qam", COMMITS[2][1], when=COMMITS[2][0])
+
+
+async def mcp_round_trip(db: Path, vault: Path) -> None:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    server = StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "--db", str(db), "serve",
+                                                                 str(vault)])
+    print(f"\n# MCP: the official client starts `vaultsync serve {vault}` over stdio")
+    async with Client(server) as client:
+        for name, arguments in (("search_notes", {"query": "beacons", "as_of": "2025-02-10", "limit": 3}),
+                                ("read_note", {"path": EDITED, "as_of": "2025-01-10"})):
+            result = await client.call_tool(name, arguments)
+            data = result.structured_content or {}
+            print(f"> {name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})")
+            if name == "search_notes":
+                for hit in data.get("hits", []):
+                    print(f"  {hit['path']} › {' › '.join(hit.get('heading_path') or [])}  (known {hit['known_at']})")
+            else:
+                text = data.get("content", "")
+                print(f"  {data.get('path')} as known {data.get('known_at')}: {len(text)} characters, "
+                      f"{'with' if 'Decision, February' in text else 'without'} the February decision")
+
+
 def main() -> None:
+    if shutil.which("git") is None:
+        raise SystemExit("the demo needs git (it builds a small git history of the sample vault)")
     work = Path(tempfile.mkdtemp(prefix="vaultsync-demo-"))
     vault, db = work / "notes", work / "vaultsync.db"
-    shutil.copytree(REPO / "notes", vault)
-    print(f"Demo vault: a copy of notes/ in {vault}\nDatabase:   {db}")
+    build_history(vault)
+    print(f"Demo vault: notes/ with three dated git commits, in {vault}\nDatabase:   {db}")
+    for when, message in COMMITS:
+        print(f"  {when}  {message}")
 
-    first = json.loads(run("import", str(vault), "--json", db=db, show=False))
-    print(f"\n$ vaultsync import {vault}\n{vault.name}: batch {first['batch_id']} known at {first['known_at']}: "
-          f"{first['added']} notes added")
-    t1 = first["known_at"]
-    time.sleep(1.1)
-
-    # Change the vault the way a person would: edit, rename, add, delete.
-    notes = sorted(p for p in vault.rglob("*.md") if ".obsidian" not in p.parts)
-    edited, renamed, deleted = notes[0], notes[1], notes[2]
-    with open(edited, "a", encoding="utf-8") as handle:
-        handle.write("\n## Added later\n\nThis paragraph was written after the first import.\n")
-    renamed_to = renamed.with_name("Renamed " + renamed.name)
-    os.replace(renamed, renamed_to)
-    deleted.unlink()
-    (vault / "New idea.md").write_text("# New idea\n\nWritten between the two imports. #idea\n", encoding="utf-8")
-    print("\nEdited:  ", edited.relative_to(vault), "\nRenamed: ", renamed.relative_to(vault), "->",
-          renamed_to.relative_to(vault), "\nDeleted: ", deleted.relative_to(vault), "\nAdded:    New idea.md")
-
-    run("import", str(vault), db=db)
-    rel = lambda p: str(p.relative_to(vault))  # noqa: E731
-    run("ls", "--as-of", t1, "--prefix", rel(deleted).split("/")[0] + "/" if "/" in rel(deleted) else "", db=db)
-    run("read", rel(edited), "--as-of", t1, db=db)
-    run("diff", rel(edited), "--from", t1, db=db)
-    run("history", rel(renamed_to), db=db)
-    run("read", rel(deleted), db=db)
-    run("read", rel(deleted), "--as-of", t1, db=db)
-    run("changes", "--since", t1, db=db)
-    run("stats", db=db)
+    run("import", str(vault), "--from-git", db=db)
+    run("ls", "--as-of", "2025-01-10", "--prefix", "Team/", db=db)
+    run("read", RENAMED[0], "--as-of", "2025-01-10", db=db)
+    run("diff", EDITED, "--from", "2025-01-10", db=db)
+    run("history", RENAMED[1], db=db)
+    print("\n# Search the vault as it was in January, next to today:")
+    run("search", "beacons", "--as-of", "2025-01-10", "--mode", "keyword", db=db)
+    run("search", "beacons", "--mode", "keyword", db=db)
+    print("\n# Two notes declare valid_from/valid_to: which Team notes apply in March 2025, and in June 2026?")
+    run("ls", "--prefix", "Team/", "--valid-at", "2025-03-15", db=db)
+    run("ls", "--prefix", "Team/", "--valid-at", "2026-06-01", db=db)
+    asyncio.run(mcp_round_trip(db, vault))
+    run("changes", "--since", "2025-01-10", db=db)
     print(f"\nDone. Try more with: vaultsync --db {db} --help")
 
 

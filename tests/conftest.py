@@ -33,6 +33,8 @@ settings.load_profile("vaultsync")
 CORPUS_MODULES = {"tests/test_history_truth.py", "tests/test_search_history.py"}
 """Modules that read the session's corpus databases (``help_replayed``, ``help_backfilled``)."""
 CORPUS_DATABASES = {"help_replayed", "help_backfilled"}
+PLANTED_MODULES = {"tests/test_purge.py", "tests/test_purge_safety.py"}
+"""Modules that read the session's ``planted_history`` (a Help slice with planted secrets): one worker builds it."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -41,6 +43,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if CORPUS_DATABASES & set(getattr(item, "fixturenames", ())) and item.nodeid.split("::")[0] not in CORPUS_MODULES:
             raise pytest.UsageError(f"{item.nodeid} reads a corpus database: add its module to CORPUS_MODULES in "
                                     "tests/conftest.py, so that one pytest-xdist worker builds it once")
+        if "planted_history" in set(getattr(item, "fixturenames", ())) and item.nodeid.split("::")[0] not in PLANTED_MODULES:
+            raise pytest.UsageError(f"{item.nodeid} reads the planted history: add its module to PLANTED_MODULES")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -56,7 +60,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     class CorpusAwareScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return "corpus" if module in CORPUS_MODULES else module
+            return "corpus" if module in CORPUS_MODULES else "planted" if module in PLANTED_MODULES else module
 
     return CorpusAwareScheduling(config, log)
 
@@ -349,3 +353,19 @@ def help_backfilled(help_corpus: HelpCorpus, help_clone: Path) -> Backfilled:
         assert (result["vault"], result["commits"], result["already_imported"]) == (name, commits, 0)
         assert result["errors"] == [] and result["added"] >= 173
     return Backfilled(db, help_clone)
+
+
+@pytest.fixture(scope="session")
+def planted_history(tmp_path_factory: pytest.TempPathFactory):
+    """A slice of the Obsidian Help history with secrets planted across many revisions (tests/purge_history.py)."""
+    from purge_history import BUNDLE, TOOL, build
+
+    if not BUNDLE.exists() or not TOOL.exists() or shutil.which("git") is None:
+        pytest.skip(f"{BUNDLE}, {TOOL} or git not available")
+    return build(tmp_path_factory.mktemp("planted"))
+
+
+@pytest.fixture
+def planted_db(planted_history, tmp_path: Path) -> Path:
+    """A private copy of the planted history's database, to purge."""
+    return copy_db(planted_history.db, tmp_path / "purge.db")

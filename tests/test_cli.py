@@ -335,8 +335,12 @@ def test_the_demo_runs(tmp_path: Path) -> None:
                           timeout=300, env={**os.environ, "TMPDIR": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    for step in ("$ vaultsync import", "$ vaultsync ls --as-of", "$ vaultsync read", "$ vaultsync diff",
-                 "$ vaultsync history", "$ vaultsync changes --since", "$ vaultsync stats", "Done."):
+    for step in ("$ vaultsync import", "--from-git", "$ vaultsync ls --as-of", "$ vaultsync read", "$ vaultsync diff",
+                 "$ vaultsync history", "$ vaultsync search beacons --as-of", "--valid-at", "> search_notes(",
+                 "> read_note(", "$ vaultsync changes --since", "Done."):
         assert step in out, step
-    assert "did not exist" in out and "+This paragraph was written after the first import." in out
+    past, today = out.split("$ vaultsync search beacons")[1:3]
+    assert "Decision, February" not in past and "Decision, February" in today
+    assert "+We switch the offline sync to lighthouse beacons" in out
+    assert "without the February decision" in out and "known 2025-02-03" in out
     assert "renamed" in out and "Traceback" not in out + done.stderr

@@ -11,7 +11,9 @@ from typing import Any
 import click
 
 from . import cli_search
-from .cli_base import Context, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option
+from . import cli_purge
+from .cli_base import (Context, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option,
+                       validity_option)
 from .config import default_db_path
 from .times import ACCEPTED, format_time
 
@@ -107,17 +109,19 @@ def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool,
 @cli.command()
 @click.argument("note")
 @as_of_option
+@validity_option
 @json_option
 @pass_ctx
 @friendly
-def read(obj: Context, note: str, as_of: int | None, as_json: bool) -> None:
-    """Print a note's exact text as of a time.
+def read(obj: Context, note: str, as_of: int | None, valid_at: int | None, as_json: bool) -> None:
+    """Print a note's exact text as of a time (and, with --valid-at, the revision valid then).
 
     \b
     Example:
         vaultsync read "Projects/Atlas.md" --as-of 2025-03-01
+        vaultsync read "Team/Remote Work Policy.md" --valid-at 2025-06-01
     """
-    found = obj.vault().read(note, as_of=as_of)
+    found = obj.vault().read(note, as_of=as_of, valid_at=valid_at)
     if as_json:
         echo_json(found.to_json())
     else:
@@ -127,18 +131,19 @@ def read(obj: Context, note: str, as_of: int | None, as_json: bool) -> None:
 
 @cli.command()
 @as_of_option
+@validity_option
 @click.option("--prefix", default="", help="Only paths starting with this (e.g. a folder: Projects/).")
 @json_option
 @pass_ctx
 @friendly
-def ls(obj: Context, as_of: int | None, prefix: str, as_json: bool) -> None:
+def ls(obj: Context, as_of: int | None, valid_at: int | None, prefix: str, as_json: bool) -> None:
     """List the notes that existed at a time.
 
     \b
     Example:
         vaultsync ls --as-of 2025-01-01 --prefix Projects/
     """
-    revisions = obj.vault().ls(as_of=as_of, prefix=prefix)
+    revisions = obj.vault().ls(as_of=as_of, prefix=prefix, valid_at=valid_at)
     if as_json:
         echo_json([{"path": r.path, "known_at": format_time(r.known_at), "content_hash": r.content_hash,
                     "size": r.size, "title": r.title} for r in revisions])
@@ -149,17 +154,18 @@ def ls(obj: Context, as_of: int | None, prefix: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("note")
+@validity_option
 @json_option
 @pass_ctx
 @friendly
-def history(obj: Context, note: str, as_json: bool) -> None:
-    """Every revision of a note, following renames.
+def history(obj: Context, note: str, valid_at: int | None, as_json: bool) -> None:
+    """Every revision of a note, following renames (with --valid-at: those that in turn applied then).
 
     \b
     Example:
         vaultsync history "Projects/Atlas.md"
     """
-    revisions = obj.vault().history(note)
+    revisions = obj.vault().history(note, valid_at=valid_at)
     if as_json:
         echo_json([r.summary() for r in revisions])
         return
@@ -173,32 +179,34 @@ def history(obj: Context, note: str, as_json: bool) -> None:
 @click.argument("note")
 @time_option("--from", "since", required=True, help=f"Earlier time: {ACCEPTED}.")
 @time_option("--to", "until", help="Later time (default now).")
+@validity_option
 @pass_ctx
 @friendly
-def diff(obj: Context, note: str, since: int, until: int | None) -> None:
+def diff(obj: Context, note: str, since: int, until: int | None, valid_at: int | None) -> None:
     """Unified diff of a note between two times.
 
     \b
     Example:
         vaultsync diff "Projects/Atlas.md" --from 2025-01-01 --to 2025-06-01
     """
-    click.echo(obj.vault().diff(note, since, until), nl=False)
+    click.echo(obj.vault().diff(note, since, until, valid_at=valid_at), nl=False)
 
 
 @cli.command()
 @time_option("--since", required=True, help=f"Start of the window (exclusive): {ACCEPTED}.")
 @time_option("--until", help="End of the window (inclusive, default now).")
+@validity_option
 @json_option
 @pass_ctx
 @friendly
-def changes(obj: Context, since: int, until: int | None, as_json: bool) -> None:
+def changes(obj: Context, since: int, until: int | None, valid_at: int | None, as_json: bool) -> None:
     """Notes created, modified, renamed or deleted in a time window.
 
     \b
     Example:
         vaultsync changes --since 2025-03-01 --until 2025-03-08
     """
-    revisions = obj.vault().changes(since, until)
+    revisions = obj.vault().changes(since, until, valid_at=valid_at)
     if as_json:
         echo_json([{"path": r.path, "kind": r.kind, "known_at": format_time(r.known_at),
                     "renamed_from": r.renamed_from, "content_hash": r.content_hash} for r in revisions])
@@ -353,7 +361,7 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
     anyio.run(lambda: t.serve_http(mcp, host, port, token=token))
 
 
-for _command in cli_search.COMMANDS:  # search, export, reindex, reembed
+for _command in (*cli_search.COMMANDS, *cli_purge.COMMANDS):  # search, export, reindex, reembed; purge
     cli.add_command(_command)
 
 

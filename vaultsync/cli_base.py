@@ -74,6 +74,12 @@ def as_of_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return time_option("--as-of", help=f"Knowledge cutoff: {ACCEPTED}. Default: now.")(fn)
 
 
+def validity_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return time_option("--valid-at", help=f"Validity time: the revision that applies then, for notes declaring "
+                       f"valid_from/valid_to (an interval overlay): {ACCEPTED}. Default: the revisions as "
+                       "recorded.")(fn)
+
+
 def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, ensure_ascii=False, indent=2))
 
@@ -92,7 +98,8 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-OPTIONS = {"known_at": "--known-at", "name": "--vault NAME"}
+OPTIONS = {"known_at": "--known-at", "name": "--vault NAME", "also_current": "--also-current", "as_of": "--as-of",
+           "before": "--before", "texts": "--text"}
 """The command line's option for a library argument named in an error."""
 
 

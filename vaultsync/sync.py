@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from .errors import ConfigError, ParseError
 from .folder import Absent, FileError, Observed, Present, Unreadable, decode
 from .parsers import ParsedNote, parse_note
-from .times import format_time, parse_time
+from .times import format_time
+from .times import validity as _validity
 
 if TYPE_CHECKING:
     from .store import BatchWriter, Store
@@ -295,21 +296,6 @@ def record(
 
 DICTIONARY_SAMPLE = 1024
 """A database without a compression dictionary trains one from up to this many of the batch's first notes."""
-
-
-def _validity(frontmatter: Mapping[str, Any] | None, warnings: list[str]) -> tuple[int | None, int | None]:
-    out: list[int | None] = []
-    for key in ("valid_from", "valid_to"):
-        value = (frontmatter or {}).get(key)
-        if value in (None, ""):
-            out.append(None)
-            continue
-        try:
-            out.append(parse_time(str(value), key))
-        except ConfigError as exc:
-            warnings.append(str(exc))
-            out.append(None)
-    return out[0], out[1]
 
 
 def parse_stream(changes: Iterator[Change], writer: BatchWriter,

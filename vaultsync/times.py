@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from .errors import ConfigError
 
@@ -75,3 +77,22 @@ def as_micros(value: TimeLike, what: str = "time") -> int | None:
     if not isinstance(value, str):
         raise ConfigError(f"invalid {what} {value!r}: use {ACCEPTED}")
     return parse_time(value, what)
+
+
+def validity(frontmatter: Mapping[str, Any] | None, warnings: list[str]) -> tuple[int | None, int | None]:
+    """A note's validity interval from its frontmatter ``valid_from`` / ``valid_to`` (half-open; None: open).
+
+    A value that is not an accepted time form is ignored, with a warning appended to ``warnings``.
+    """
+    out: list[int | None] = []
+    for key in ("valid_from", "valid_to"):
+        value = (frontmatter or {}).get(key)
+        if value in (None, ""):
+            out.append(None)
+            continue
+        try:
+            out.append(parse_time(str(value), key))
+        except ConfigError as exc:
+            warnings.append(str(exc))
+            out.append(None)
+    return out[0], out[1]

@@ -13,14 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from . import edit
 from .config import default_db_path
-from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound
+from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound, VaultsyncError
 from .folder import FileError, observe_paths, scan
 from .links import LinkReport, link_report
 from .parsers import split_lines
 from .paths import nfc, note_path
 from .store import BatchNews, Revision, Store, View
 from .sync import BatchSummary, Plan, Progress, record
-from .times import TimeLike, as_micros, format_time
+from .store.purge import check_strings as purge_strings_checked
+from .times import TimeLike, as_micros, format_time, now_micros
 
 if TYPE_CHECKING:
     from . import gitimport
@@ -149,6 +150,11 @@ class Vault:
         """Changes whenever another connection commits to the database: poll it to notice new batches cheaply."""
         return self.store.data_version()
 
+    @property
+    def generation(self) -> tuple[int | None, int]:
+        """Changes whenever an answer about the past may have changed: a new batch, or a purge."""
+        return self.last_known_at, self.store.purge_count(self.id)
+
     # ------------------------------------------------------------ writing
 
     def hold_lock(self, command: str | None = None) -> bool:
@@ -230,11 +236,12 @@ class Vault:
         return result
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
-        """Hold this process's batch lock and the vault's writer lock (re-entrant) while writing."""
+    def _writing(self, command: str | None = None) -> Iterator[None]:
+        """Hold this process's batch lock and the vault's writer lock (re-entrant) while writing
+        (``command``: how the lock names its holder, instead of this process's arguments)."""
         with self._sync_lock:  # one batch at a time in this process (watcher thread, write tools)
             held = self.lock.held
-            self.lock.acquire()
+            self.lock.acquire(command)
             try:
                 yield
             finally:
@@ -266,36 +273,54 @@ class Vault:
             raise NoteNotFound(f"note {path!r} did not exist{at} in vault '{self.name}'{extra}")
         return rev
 
-    def read(self, path: str, as_of: TimeLike = None) -> Note:
-        """The note's exact text as of ``as_of`` (default now); NoteNotFound if it did not exist then."""
-        with self._view(as_micros(as_of, "as_of")) as view:
-            rev = self._existing(view, path)
+    def _applying(self, view: View, path: str) -> Revision:
+        """The revision of ``path`` that applies in ``view`` (at its ``valid_at``), or NoteNotFound saying why."""
+        rev = view.applies(self._existing(view, path))
+        if rev is None:
+            at = f" as of {format_time(view.as_of)}" if view.as_of is not None else ""
+            raise NoteNotFound(f"no revision of note {path!r} known{at} in vault '{self.name}' is valid at "
+                               f"{format_time(view.valid_at)} (see its history)")
+        return rev
+
+    def read(self, path: str, as_of: TimeLike = None, valid_at: TimeLike = None) -> Note:
+        """The note's exact text as of ``as_of`` (default now); NoteNotFound if it did not exist then.
+
+        With ``valid_at``, the revision that applies at that validity time (frontmatter ``valid_from`` /
+        ``valid_to``, an interval overlay: see ``View``).
+        """
+        with self._view(as_micros(as_of, "as_of"), as_micros(valid_at, "valid_at")) as view:
+            rev = self._applying(view, path)
             view.with_links([rev])
             return Note(rev, view.content(rev))
 
-    def ls(self, as_of: TimeLike = None, prefix: str = "") -> list[Revision]:
-        """The notes that existed as of ``as_of``, by path."""
-        with self._view(as_micros(as_of, "as_of")) as view:
+    def ls(self, as_of: TimeLike = None, prefix: str = "", valid_at: TimeLike = None) -> list[Revision]:
+        """The notes that existed as of ``as_of`` (with ``valid_at``: the revisions applying then), by path."""
+        with self._view(as_micros(as_of, "as_of"), as_micros(valid_at, "valid_at")) as view:
             return view.ls(nfc(prefix))
 
-    def history(self, path: str) -> list[Revision]:
-        """Every revision of the note, oldest first, following renames back to its first name."""
+    def history(self, path: str, valid_at: TimeLike = None) -> list[Revision]:
+        """Every revision of the note, oldest first, following renames back to its first name.
+
+        With ``valid_at``: the revisions that in turn applied at that validity time as knowledge grew.
+        """
         rel = note_path(path)
-        with self._view() as view:
-            revs = view.history(rel)
+        with self._view(None, as_micros(valid_at, "valid_at")) as view:
+            pick = view.history if view.valid_at is None else view.history_valid
+            revs = pick(rel)
             if not revs and not rel.endswith(".md"):
-                revs = view.history(rel + ".md")
+                revs = pick(rel + ".md")
         if not revs:
             raise NoteNotFound(f"vault '{self.name}' has no history for {path!r}")
         return revs
 
-    def diff(self, path: str, since: TimeLike, until: TimeLike = None) -> str:
-        """Unified diff of the note between two times ('' when identical)."""
+    def diff(self, path: str, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None) -> str:
+        """Unified diff of the note between two times ('' when identical); with ``valid_at``, of the
+        revisions applying at that validity time as known at each."""
         start, end = as_micros(since, "since"), as_micros(until, "until")
-        with self._view(start) as before:
+        with self._view(start, as_micros(valid_at, "valid_at")) as before:
             texts, labels = [], []
             for view in (before, before.at(end)):
-                rev = self._lookup(view, path)
+                rev = view.applies(self._lookup(view, path))
                 stamp = format_time(view.as_of) if view.as_of is not None else "now"
                 if rev is None or rev.deleted:
                     texts.append("")
@@ -309,12 +334,18 @@ class Vault:
                                      labels[0], labels[1])
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
-    def changes(self, since: TimeLike, until: TimeLike = None) -> list[Revision]:
-        """Revisions learned after ``since`` up to and including ``until`` (default now), in order."""
+    def changes(self, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None) -> list[Revision]:
+        """Revisions learned after ``since`` up to and including ``until`` (default now), in order.
+
+        With ``valid_at``: only those that changed which revision applies at that validity time.
+        A ``since`` before the vault's retention horizon means the horizon.
+        """
         start, end = as_micros(since, "since"), as_micros(until, "until")
         if start is not None and end is not None and end < start:
             raise ConfigError("until is earlier than since", argument="until")
-        with self._view(end) as view:
+        with self._view(end, as_micros(valid_at, "valid_at")) as view:
+            if start is not None and view.horizon is not None:
+                start = max(start, view.horizon)
             return view.changes(view.at(start))
 
     def links(self, path: str, as_of: TimeLike = None) -> LinkReport:
@@ -373,6 +404,54 @@ class Vault:
             signature, count = self.store.reembed(embedder)
         return {"embedder": signature, "docs_embedded": count}
 
+    # ------------------------------------------------------------ forgetting
+
+    def purge(self, *, texts: list[str] | None = None, note: str | None = None, before: TimeLike = None,
+              also_current: bool = False) -> dict[str, Any]:
+        """Forget on purpose (exactly one of): every occurrence of ``texts`` in every stored revision
+        (replaced by ``[purged]``), every revision of the note at ``note``, or every revision no longer
+        visible at ``before``. See ``vaultsync.store.purge`` for what is recomputed and wiped.
+
+        Text still in a note file, or a note file still on disk, is refused unless ``also_current``
+        (the next sync would store it again). The vault's own git history is not rewritten.
+        """
+        when = as_micros(before, "before")
+        if when is not None and when > now_micros():
+            raise ConfigError("before is in the future: retention keeps what was visible at a past time",
+                              argument="before")
+        rel = note_path(note) if note is not None else None
+        with self._writing(command="vaultsync purge"):
+            if texts and not also_current:
+                found = self._files_containing(purge_strings_checked(texts))
+                if found:
+                    raise ConfigError(f"{len(found)} note file(s) in the vault still contain that text "
+                                      f"({', '.join(found[:3])}{', …' if len(found) > 3 else ''}); the next sync "
+                                      "would store it again: remove it from the files first, or purge the "
+                                      "current revisions too", argument="also_current")
+            if rel is not None and not also_current and (self.root / rel).exists():
+                raise ConfigError(f"the note file {rel} is still in the vault; the next sync would store it "
+                                  "again: delete it first, or purge it anyway", argument="also_current")
+            result = self.store.purge(self.id, strings=texts, note=rel, before=when).to_json()
+        result["vault"] = self.name
+        if _in_git(self.root):
+            result["git"] = GIT_NOTE
+        return result
+
+    def _files_containing(self, strings: list[str]) -> list[str]:
+        """Note files in the vault folder (as on disk now) that contain one of ``strings``."""
+        if not self.root.is_dir():
+            return []
+        observed, _ = scan(self.root)
+        found = []
+        for path, seen in sorted(observed.items()):
+            try:
+                text = seen.read().decode("utf-8", "replace") if hasattr(seen, "read") else ""
+            except (OSError, VaultsyncError):
+                continue
+            if any(s in text for s in strings):
+                found.append(path)
+        return found
+
     # ------------------------------------------------------------ upkeep
 
     def stats(self) -> dict[str, Any]:
@@ -385,6 +464,14 @@ class Vault:
         """Verify the store; return the problems found (empty when healthy)."""
         with self._view() as view:
             return view.check()
+
+
+GIT_NOTE = ("vaultsync does not rewrite the vault's own git history, which still holds what was purged here; "
+            "rewrite it with git filter-repo (--replace-text, --invert-paths) and force-push every clone")
+
+
+def _in_git(root: Path) -> bool:
+    return any((folder / ".git").exists() for folder in (root, *root.parents))
 
 
 @dataclass

@@ -24,6 +24,10 @@ from .models import (
 from .runtime import Runtime
 from .toolkit import READ_ONLY, PathArg, TimeArg, ToolSet, decode_cursor, friendly, page, when, wire_names
 
+ValidArg = Annotated[str | None, Field(description="Validity time: for notes declaring valid_from/valid_to in "
+                                       "frontmatter, the revision that applies at this time (an interval overlay); "
+                                       "omit for the revisions as recorded", max_length=64)]
+
 MAX_NOTE_CHARS = 262_144
 """read_note returns the whole note up to this many characters; page with offset beyond it."""
 MAX_RESULT_CHARS = 120_000
@@ -77,6 +81,7 @@ def add_read_note(tools: ToolSet, rt: Runtime) -> None:
     def read_note(
         path: PathArg,
         as_of: TimeArg = None,
+        valid_at: ValidArg = None,
         offset: Annotated[int, Field(ge=0, description="Character offset to start at (for notes over 256K chars)")] = 0,
         max_chars: Annotated[int, Field(ge=1, le=MAX_NOTE_CHARS, description="Most characters to return")] = MAX_NOTE_CHARS,
     ) -> NoteResult:
@@ -87,7 +92,7 @@ def add_read_note(tools: ToolSet, rt: Runtime) -> None:
         offset=next_offset until next_offset is null.
         """
         with rt.reading() as vault:
-            note = vault.read(path, as_of=as_of)
+            note = vault.read(path, as_of=as_of, valid_at=valid_at)
         data = note.to_json()
         text = note.content
         if offset > len(text):
@@ -109,12 +114,13 @@ def add_note_history(tools: ToolSet, rt: Runtime) -> None:
         until: Annotated[str | None, Field(description="Only revisions learned at or before this time",
                                            max_length=64)] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most revisions to return (the latest)")] = 200,
+        valid_at: ValidArg = None,
     ) -> HistoryResult:
         """List every recorded revision of a note (created, modified, renamed, deleted), oldest first,
         following renames back to the note's earlier names. Use diff_note to see what changed."""
         start, end = when(since, "since"), when(until, "until")
         with rt.reading() as vault:
-            revisions = vault.history(path)
+            revisions = vault.history(path, valid_at=valid_at)
         chosen = [r for r in revisions if (start is None or r.known_at > start) and (end is None or r.known_at <= end)]
         return HistoryResult(path=revisions[-1].path, revisions=[_revision(r) for r in chosen[-limit:]],
                              truncated=len(chosen) > limit)
@@ -128,11 +134,12 @@ def add_diff_note(tools: ToolSet, rt: Runtime) -> None:
         path: PathArg,
         from_: Annotated[str, Field(alias="from", description=f"Earlier time: {ACCEPTED}", max_length=64)],
         to: Annotated[str | None, Field(description="Later time (omit for now)", max_length=64)] = None,
+        valid_at: ValidArg = None,
     ) -> DiffResult:
         """Show how a note changed between two times, as a unified diff (empty when it did not change)."""
         start, end = when(from_, "from"), when(to, "to")  # named as the client named them, not since/until
         with rt.reading() as vault:
-            diff = vault.diff(path, start, end)
+            diff = vault.diff(path, start, end, valid_at=valid_at)
         cut = len(diff) > MAX_RESULT_CHARS
         if cut:
             diff = diff[:MAX_RESULT_CHARS] + "\n…[truncated: narrow the time window or read_note both versions]\n"
@@ -147,11 +154,12 @@ def add_list_changes(tools: ToolSet, rt: Runtime) -> None:
         until: Annotated[str | None, Field(description="End of the window (inclusive); omit for now",
                                            max_length=64)] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most changes to list")] = 200,
+        valid_at: ValidArg = None,
     ) -> ChangesResult:
         """List the notes created, modified, renamed or deleted between two times, in the order
         vaultsync learned of them."""
         with rt.reading() as vault:
-            revisions = vault.changes(since, until)
+            revisions = vault.changes(since, until, valid_at=valid_at)
         counts: dict[str, int] = {}
         for r in revisions:
             counts[r.kind] = counts.get(r.kind, 0) + 1
@@ -167,6 +175,7 @@ def add_list_notes(tools: ToolSet, rt: Runtime) -> None:
                                             max_length=1024)] = None,
         tag: Annotated[str | None, Field(description="Only notes with this tag (without #)", max_length=200)] = None,
         as_of: TimeArg = None,
+        valid_at: ValidArg = None,
         cursor: Annotated[str | None, Field(description="next_cursor from the previous page", max_length=2048)] = None,
         limit: Annotated[int, Field(ge=1, le=500, description="Notes per page")] = 100,
     ) -> NoteList:
@@ -177,7 +186,7 @@ def add_list_notes(tools: ToolSet, rt: Runtime) -> None:
             after = decode_cursor(cursor)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        revisions = rt.listing(cutoff, prefix or "")
+        revisions = rt.listing(cutoff, prefix or "", when(valid_at, "valid_at"))
         if tag:
             wanted = tag.lstrip("#").casefold()
             revisions = [r for r in revisions if any(t.casefold() == wanted for t in r.tags)]

@@ -18,15 +18,17 @@ from typing import Any
 from ..errors import ConfigError, SchemaError
 from ..times import format_time, now_micros
 from . import codec
+from . import purge as purging
 from . import read as q
 from .db import Database
 from .lock import WriterLock
+from .purge import PurgeResult
 from .read import BatchNews, Revision
 from .schema import MIGRATIONS, migrate, readable, schema_version
 from .view import View
 from .write import BatchWriter, Indexer
 
-__all__ = ["BatchNews", "BatchWriter", "Revision", "Store", "VaultRecord", "View", "WriterLock"]
+__all__ = ["BatchNews", "BatchWriter", "PurgeResult", "Revision", "Store", "VaultRecord", "View", "WriterLock"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,10 @@ class Store:
                 raise SchemaError(f"{path} is another program's SQLite database; use a new database file")
         with self.db.atomic() as con:  # the lock and error translation; migrate opens its own transactions
             migrate(con)
+        with self.db.atomic() as con:
+            pending = purging.scrub_pending(con)
+        if pending:  # a purge committed but was stopped before its free pages and WAL were wiped
+            self.scrub()
 
     def _attach_search(self, embedder: Any = None) -> None:
         from .search.index import SearchIndexer
@@ -174,6 +180,7 @@ class Store:
              valid_at: int | None = None) -> Iterator[View]:
         """The vault as known at ``as_of`` (None: now), inside one read transaction."""
         with self.db.atomic() as con:
+            codec.refresh(con)  # a purge may have retrained the dictionary since this process loaded it
             yield View(con, self.path, vault_id, vault_name, as_of, valid_at)
 
     # ------------------------------------------------------------ search upkeep
@@ -208,3 +215,52 @@ class Store:
         if not self.readonly:
             self._attach_search()
         return embedder.signature, count
+
+    # ------------------------------------------------------------ forgetting (see store/purge.py)
+
+    def purge(self, vault_id: int, *, strings: list[str] | None = None, note: str | None = None,
+              before: int | None = None) -> PurgeResult:
+        """Rewrite the vault's history without ``strings``, without the note at ``note``, or without what
+        was no longer visible at ``before`` (exactly one); then wipe free pages and the WAL."""
+        if self.readonly:
+            raise ConfigError("purge needs the database opened for writing")
+        if sum((bool(strings), note is not None, before is not None)) != 1:
+            raise ConfigError("purge takes exactly one of: texts, a note, a time before which to forget")
+        chosen = purging.check_strings(strings) if strings else []
+        size_before = self.size()
+        self.db.query("PRAGMA secure_delete=ON")
+        try:
+            with self.db.atomic() as con:
+                result = purging.run(con, vault_id, strings=chosen, note=note, before=before)
+            self._attach_search()
+            result.scrubbed = self.scrub()
+        finally:
+            self.db.query("PRAGMA secure_delete=OFF")
+        result.database_bytes_before, result.database_bytes_after = size_before, self.size()
+        return result
+
+    def scrub(self) -> bool:
+        """VACUUM and truncate the WAL, so no free page or old frame keeps purged bytes; False when a reader
+        kept the WAL from being truncated (the next purge or write-open tries again)."""
+        self.db.query("VACUUM")
+        busy = self.db.one("PRAGMA wal_checkpoint(TRUNCATE)")
+        if busy is not None and busy[0]:
+            return False
+        with self.db.atomic() as con:
+            purging.mark_scrubbed(con)
+        self.db.one("PRAGMA wal_checkpoint(TRUNCATE)")
+        return True
+
+    def horizon(self, vault_id: int) -> int | None:
+        """The vault's retention horizon (history before it was purged), None when it has none."""
+        with self.db.atomic() as con:
+            return purging.horizon(con, vault_id)
+
+    def purge_count(self, vault_id: int) -> int:
+        """How many purges the vault has had (0 before the purges table existed)."""
+        with self.db.atomic() as con:
+            return purging.count(con, vault_id)
+
+    def size(self) -> int:
+        """Bytes of the database file and its WAL."""
+        return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))

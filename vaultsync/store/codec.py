@@ -62,6 +62,14 @@ def load(con: apsw.Connection) -> bytes | None:
     return key
 
 
+def refresh(con: apsw.Connection) -> None:
+    """Register any dictionary the database holds that this process has not seen (cheap when none)."""
+    for (key,) in con.execute("SELECT hash FROM dictionaries"):
+        if bytes(key) not in _DICTS:
+            load(con)
+            return
+
+
 def train(texts: list[str]) -> bytes | None:
     """A dictionary from a sample spread evenly over ``texts`` (None when there is too little text)."""
     encoded = [t.encode("utf-8", "surrogatepass") for t in texts if t.strip()]

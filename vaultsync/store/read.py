@@ -96,6 +96,35 @@ def revision_at(con: apsw.Connection, vault_id: int, path: str, batch: int) -> R
     return None if row is None else _revision(row)
 
 
+def revision_by_id(con: apsw.Connection, note_id: int) -> Revision | None:
+    row = con.execute(
+        f"SELECT {_NOTE_COLUMNS} FROM notes n JOIN batches b ON b.id = n.batch_id WHERE n.id = ?", (note_id,)
+    ).fetchone()
+    return None if row is None else _revision(row)
+
+
+def valid(revision: Revision, at: int) -> bool:
+    """Whether ``revision``'s validity interval (half-open; open ends unbounded) contains ``at``."""
+    return ((revision.valid_from is None or revision.valid_from <= at)
+            and (revision.valid_to is None or at < revision.valid_to))
+
+
+def effective(con: apsw.Connection, revision: Revision | None, at: int) -> Revision | None:
+    """The revision that applies at validity time ``at`` when ``revision`` is the one visible: itself if
+    valid then, else the newest earlier revision at the same path (since the note last appeared there)
+    that is; None when none is. The interval overlay of ``search.snapshot.take``, for one note."""
+    while revision is not None and not revision.deleted:
+        if valid(revision, at):
+            return revision
+        if revision.prev_id is None:
+            return None
+        earlier = revision_by_id(con, revision.prev_id)
+        if earlier is None or earlier.path != revision.path:
+            return None
+        revision = earlier
+    return None
+
+
 def revisions_at(con: apsw.Connection, vault_id: int, batch: int, prefix: str = "") -> list[Revision]:
     """Every note that existed at ``batch``, by path."""
     rows = con.execute(

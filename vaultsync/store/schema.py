@@ -145,13 +145,53 @@ def m002_search(con: apsw.Connection) -> None:
     search_schema.create(con)
 
 
+@migration
+def m003_purges(con: apsw.Connection) -> None:
+    """The record of every purge: the one sanctioned exception to append-only (see store/purge.py).
+
+    It says when, which kind of purge and how much it touched; never the purged text, a path or a
+    hash of either. ``scrubbed_at`` is set once free pages and the WAL were wiped after it.
+    """
+    con.execute(
+        """
+        CREATE TABLE purges (
+            id                 INTEGER PRIMARY KEY,
+            vault_id           INTEGER NOT NULL REFERENCES vaults(id),
+            at                 INTEGER NOT NULL,     -- wall clock, UTC micros
+            command            TEXT NOT NULL,        -- 'text' | 'note' | 'before'
+            detail             TEXT,                 -- e.g. '2 strings', or the retention horizon for 'before'
+            horizon            INTEGER,              -- 'before': history earlier than this was dropped
+            revisions_changed  INTEGER NOT NULL,
+            revisions_removed  INTEGER NOT NULL,
+            notes              INTEGER NOT NULL,     -- distinct notes (paths) affected
+            batches_removed    INTEGER NOT NULL,
+            scrubbed_at        INTEGER              -- when VACUUM and the WAL truncation completed
+        );
+        CREATE TRIGGER purges_no_delete BEFORE DELETE ON purges
+        BEGIN SELECT RAISE(ABORT, 'append-only: purges rows are never deleted'); END;
+        CREATE TRIGGER purges_no_update BEFORE UPDATE ON purges
+        WHEN OLD.scrubbed_at IS NOT NULL OR NEW.id IS NOT OLD.id OR NEW.vault_id IS NOT OLD.vault_id
+          OR NEW.at IS NOT OLD.at OR NEW.command IS NOT OLD.command OR NEW.detail IS NOT OLD.detail
+          OR NEW.horizon IS NOT OLD.horizon OR NEW.revisions_changed IS NOT OLD.revisions_changed
+          OR NEW.revisions_removed IS NOT OLD.revisions_removed OR NEW.notes IS NOT OLD.notes
+          OR NEW.batches_removed IS NOT OLD.batches_removed
+        BEGIN SELECT RAISE(ABORT, 'append-only: a purge record is only ever marked scrubbed'); END;
+        """
+    )
+
+
+def has_table(con: apsw.Connection, name: str) -> bool:
+    return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
 def readable(con: apsw.Connection, version: int) -> bool:
     """Whether a database at schema ``version`` can be read as it is, without migrating (read-only)."""
     if version == len(MIGRATIONS):
         return True
     from .search import schema as search_schema
 
-    return version == 1 and search_schema.current(con)  # 0.1.0 with its search tables: nothing to add
+    # 0.1.0 with its search tables, or a database before purges: reads need nothing that is missing
+    return version in (1, 2) and search_schema.current(con)
 
 
 def migrate(con: apsw.Connection) -> int:

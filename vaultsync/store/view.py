@@ -10,8 +10,10 @@ from typing import Any
 
 import apsw
 
+from ..errors import ConfigError
 from ..times import format_time
 from . import read as q
+from .purge import horizon
 from .codec import content_key, unpack
 from .read import Revision
 from .schema import APPEND_ONLY_TABLES
@@ -23,6 +25,13 @@ class View:
 
     ``batch`` is the cutoff: the last batch known at ``as_of`` (0 when none). Every method reads
     inside the same transaction, so a view never sees a batch land halfway through.
+
+    With ``valid_at``, notes read, listed, followed in history and reported as changes are those
+    that apply at that validity time under the interval overlay (``read.effective``: a revision
+    declaring ``valid_from``/``valid_to`` applies only inside its half-open interval; outside it,
+    the newest earlier revision of the same note that is valid then applies). Without it, those
+    reads are the revisions exactly as recorded. Search and export always apply the overlay, at
+    ``valid_at`` or by default at the cutoff (see ``search.snapshot``).
     """
 
     def __init__(self, con: apsw.Connection, db_path: str, vault_id: int, vault_name: str,
@@ -34,6 +43,12 @@ class View:
         self.as_of = as_of
         self.valid_at = valid_at
         self.batch = q.cutoff(con, vault_id, as_of)
+        self.horizon = horizon(con, vault_id)
+        """History before this time was removed by a retention purge (None: none was)."""
+        if as_of is not None and self.horizon is not None and as_of < self.horizon:
+            raise ConfigError(f"vault '{vault_name}' forgot its history before {format_time(self.horizon)} "
+                              f"(a retention purge); ask about {format_time(self.horizon)} or later",
+                              argument="as_of")
 
     def at(self, as_of: int | None) -> View:
         """The same vault at another cutoff, in the same transaction."""
@@ -49,9 +64,19 @@ class View:
         """A revision's exact text."""
         return q.content(self._con, revision.note_id)
 
+    def applies(self, revision: Revision | None) -> Revision | None:
+        """The revision that applies at ``valid_at`` when ``revision`` is the one visible (itself without
+        ``valid_at``; None when no revision of the note is valid then)."""
+        if self.valid_at is None or revision is None or revision.deleted:
+            return revision
+        return q.effective(self._con, revision, self.valid_at)
+
     def ls(self, prefix: str = "") -> list[Revision]:
-        """Every note that existed at the cutoff, by path."""
-        return q.revisions_at(self._con, self.vault_id, self.batch, prefix)
+        """Every note that existed at the cutoff (and, with ``valid_at``, applied then), by path."""
+        found = q.revisions_at(self._con, self.vault_id, self.batch, prefix)
+        if self.valid_at is None:
+            return found
+        return [r for r in map(self.applies, found) if r is not None]
 
     def with_links(self, revisions: list[Revision]) -> list[Revision]:
         """Fill each revision's ``links``."""
@@ -73,9 +98,45 @@ class View:
             revs = earlier + revs
         return revs
 
+    def history_valid(self, path: str) -> list[Revision]:
+        """With ``valid_at``: the revisions that in turn applied at that validity time as knowledge grew
+        (each when it started to apply; a deletion when the note went), oldest first."""
+        out: list[Revision] = []
+        for r in self.history(path):
+            if r.deleted and r.renamed_to:
+                continue  # the renamed revision that follows carries the note on
+            now = r if r.deleted else self.applies(r)
+            if now is not None and (not out or out[-1].note_id != now.note_id):
+                out.append(now)
+        return out
+
     def changes(self, since: View) -> list[Revision]:
-        """Revisions learned after ``since``'s cutoff up to and including this one, in order."""
-        return q.revisions_between(self._con, self.vault_id, since.batch, self.batch)
+        """Revisions learned after ``since``'s cutoff up to and including this one, in order.
+
+        With ``valid_at``: only those that changed which revision applies at that validity time
+        (the revision that applies from then on, or the deletion or rename that ended the note)."""
+        found = q.revisions_between(self._con, self.vault_id, since.batch, self.batch)
+        if self.valid_at is None:
+            return found
+        state: dict[str, int | None] = {}
+
+        def applying(path: str) -> int | None:
+            if path not in state:
+                now = since.applies(q.revision_at(self._con, self.vault_id, path, since.batch))
+                state[path] = None if now is None or now.deleted else now.note_id
+            return state[path]
+
+        out: list[Revision] = []
+        for r in found:
+            before = applying(r.path)
+            gone = r.kind == "renamed" and r.renamed_from is not None and applying(r.renamed_from) is not None
+            if r.kind == "renamed" and r.renamed_from is not None:
+                state[r.renamed_from] = None
+            now = None if r.deleted else self.applies(r)
+            state[r.path] = None if now is None else now.note_id
+            if state[r.path] != before or gone:
+                out.append(now if now is not None else r)
+        return out
 
     # ------------------------------------------------------------ search
 

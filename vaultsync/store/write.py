@@ -137,6 +137,14 @@ class BatchWriter:
             ),
         )
         note_id = self.con.last_insert_rowid()
+        rows = self.write_chunks(note_id, path, parsed)
+        for indexer in self.indexers:
+            indexer.on_revision(self.con, batch_id, note_id, rows)
+        self.counts[kind] += 1
+        return note_id
+
+    def write_chunks(self, note_id: int, path: str, parsed: ParsedNote) -> list[ChunkRow]:
+        """Store the chunks (texts, link lists) of revision ``note_id``; the rows handed to indexers."""
         rows: list[ChunkRow] = []
         links = links_by_chunk(parsed)
         for ord_, chunk in enumerate(parsed.chunks):
@@ -150,10 +158,7 @@ class BatchWriter:
             )
             rows.append(ChunkRow(self.con.last_insert_rowid(), note_id, path, chunk.chunk_id, text_id, chunk.text,
                                  chunk.heading_path, parsed.title, parsed.aliases))
-        for indexer in self.indexers:
-            indexer.on_revision(self.con, batch_id, note_id, rows)
-        self.counts[kind] += 1
-        return note_id
+        return rows
 
     def add_tombstone(self, path: str, live_id: int, renamed_to: str | None = None) -> int:
         """Record that ``path`` stopped existing (or was renamed to ``renamed_to``)."""

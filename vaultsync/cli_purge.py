@@ -1,0 +1,73 @@
+"""The ``purge`` command: forgetting on purpose, a thin door over ``Vault.purge``.
+
+``cli.py`` adds ``COMMANDS`` to its group; this module does not import ``cli.py``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .cli_base import Context, echo_json, friendly, json_option, pass_ctx, time_option
+from .times import ACCEPTED
+
+
+@click.command()
+@click.option("--text", "texts", multiple=True, metavar="STRING",
+              help="Replace every occurrence in every stored revision by [purged] (repeatable).")
+@click.option("--text-file", type=click.File("r", encoding="utf-8"),
+              help="Read the strings to purge from this file, one per line ('-': stdin), keeping them out of "
+                   "your shell history and the process list.")
+@click.option("--note", metavar="PATH", help="Remove every revision of this note, under every name it had.")
+@time_option("--before", help=f"Retention: drop the revisions no longer visible at this time: {ACCEPTED}.")
+@click.option("--also-current", is_flag=True,
+              help="Purge even though the vault's files still hold the text (or the note file still exists).")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation on a terminal.")
+@json_option
+@pass_ctx
+@friendly
+def purge(obj: Context, texts: tuple[str, ...], text_file: click.utils.LazyFile | None, note: str | None,
+          before: int | None, also_current: bool, yes: bool, as_json: bool) -> None:
+    """Forget on purpose: rewrite the stored history without a text, a note, or old revisions.
+
+    The one exception to append-only. Every historical answer afterwards is what the redacted
+    history implies; nothing recoverable stays in the database file, its WAL or its indexes.
+    A purge record keeps when, which kind and how much, never the text. The vault's own git
+    history is not touched (use git filter-repo for that).
+
+    \b
+    Example:
+        vaultsync purge --text-file secrets.txt
+        vaultsync purge --note "Private/Salaries.md"
+        vaultsync purge --before 2023-01-01
+    """
+    strings = list(texts)
+    if text_file is not None:
+        strings += [line.rstrip("\r\n") for line in text_file if line.strip()]
+    if sum((bool(strings), note is not None, before is not None)) != 1:
+        raise click.UsageError("give exactly one of --text/--text-file, --note, --before")
+    vault = obj.vault(readonly=False)
+    if not yes and sys.stdin.isatty() and not click.confirm(
+            f"Rewrite the stored history of vault '{vault.name}' for good?", err=True):
+        raise click.Abort()
+    result = vault.purge(texts=strings or None, note=note, before=before, also_current=also_current)
+    if as_json:
+        echo_json(result)
+        return
+    click.echo(f"{result['vault']}: purge ({result['command']}): {result['revisions_changed']} revisions rewritten, "
+               f"{result['revisions_removed']} removed, {result['notes']} notes, {result['batches_removed']} "
+               f"batches removed; database {_mb(result['database_bytes_before'])} -> "
+               f"{_mb(result['database_bytes_after'])} in {result['seconds']:.1f} s")
+    if not result["scrubbed"]:
+        click.echo("warning: a reader kept the WAL from being truncated; old pages may remain until the next "
+                   "purge or the next time the database is opened for writing", err=True)
+    if "git" in result:
+        click.echo(f"note: {result['git']}", err=True)
+
+
+def _mb(size: object) -> str:
+    return f"{int(size) / 2**20:.1f} MB"  # type: ignore[call-overload]
+
+
+COMMANDS = (purge,)
