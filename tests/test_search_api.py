@@ -250,3 +250,16 @@ def test_validity_is_an_interval_overlay(tmp_path: Path) -> None:
         assert words("2024-05-01") == ["open"]              # outside: the revision it replaced
         assert words("2024-03-15", as_of="2024-01-15") == ["open"]  # not known yet at that cutoff
         assert words(None, as_of="2024-03-15") == ["frozen"]        # valid_at defaults to the cutoff
+
+
+def test_a_full_reindex_keeps_the_stores_embedder(history: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(EMBEDDERS, "other", OtherEmbedder)
+    with Vault.open(history) as vault:
+        vault.reembed("other")
+        before = vault.search("budget meeting", mode="vector", limit=20)["hits"]
+        assert vault.reindex(full=True)["batches_indexed"] >= 1
+        assert vault.search("budget meeting", mode="vector", limit=20)["hits"] == before
+    with Vault.open(history) as vault:  # a later writer finds the same embedder recorded, not the default
+        (vault.root / "Later.md").write_text("# Later\n\nbudget review\n", encoding="utf-8")
+        vault.sync(known_at="2024-03-01")
+        assert vault.search("budget review", mode="vector", limit=5)["hits"]

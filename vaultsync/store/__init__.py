@@ -186,23 +186,20 @@ class Store:
     # ------------------------------------------------------------ search upkeep
 
     def reindex(self, vault_id: int, *, full: bool = False) -> int:
-        """Index every batch the search index has not seen (``full``: drop and rebuild it for every vault)."""
-        from .search import schema as search_schema
+        """Index every batch the search index has not seen (``full``: drop and rebuild it for every vault,
+        with the same embedder); return how many of this vault's batches were indexed."""
+        from .search.index import rebuild_search
 
         if self.readonly:
             raise ConfigError("reindex needs the database opened for writing")
         if full:
             with self.db.atomic() as con:
-                search_schema.drop_schema(con)
-                search_schema.create(con)
+                done = rebuild_search(con).get(vault_id, 0)
+            self._attach_search()
+            return done
         self._attach_search()
-        indexer = self.indexers[-1]
         with self.db.atomic() as con:
-            done = indexer.catch_up(con, vault_id)
-            if full:  # the index is shared: rebuild the other vaults of the database too
-                for (other,) in con.execute("SELECT id FROM vaults WHERE id != ?", (vault_id,)).fetchall():
-                    indexer.catch_up(con, other)
-        return done
+            return self.indexers[-1].catch_up(con, vault_id)
 
     def reembed(self, embedder_name: str) -> tuple[str, int]:
         """Replace every vector with those of another embedder: (its signature, docs embedded)."""

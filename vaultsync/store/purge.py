@@ -40,6 +40,7 @@ from ..times import format_time, now_micros, validity
 from . import codec
 from .read import cutoff
 from .schema import APPEND_ONLY_TABLES, append_only_triggers, has_table
+from .search.index import rebuild_search
 from .write import BatchWriter, dumps
 
 MARKER = "[purged]"
@@ -279,25 +280,6 @@ def _retrain_dictionary(con: apsw.Connection, writer: BatchWriter, strings: Sequ
     return True
 
 
-def _rebuild_search(con: apsw.Connection) -> None:
-    """Drop every search table (FTS5 shadow tables with them) and index every vault again, same embedder."""
-    from ..embed import EMBEDDERS, get_embedder
-    from .search import schema as search_schema
-    from .search.index import SearchIndexer
-
-    if not search_schema.has_schema(con):
-        return
-    name = search_schema.meta(con, "embedder")
-    search_schema.drop_schema(con)
-    search_schema.create(con)
-    indexer = SearchIndexer(con, get_embedder(name) if name in EMBEDDERS else None)
-    for (vault_id,) in con.execute("SELECT id FROM vaults ORDER BY id").fetchall():
-        indexer.catch_up(con, vault_id)
-    for (name,) in con.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5(%'").fetchall():
-        con.execute(f'INSERT INTO "{name}" ("{name}") VALUES (\'optimize\')')  # one segment each: compact
-
-
 def run(con: apsw.Connection, vault_id: int, *, strings: Sequence[str] = (), note: str | None = None,
         before: int | None = None) -> PurgeResult:
     """Carry out one purge inside the caller's transaction (exactly one of the three kinds)."""
@@ -320,7 +302,7 @@ def run(con: apsw.Connection, vault_id: int, *, strings: Sequence[str] = (), not
     touched = result.revisions_changed or result.revisions_removed
     if touched:
         result.dictionary_retrained = _retrain_dictionary(con, writer, strings if strings else None)
-        _rebuild_search(con)
+        rebuild_search(con)
     for table in APPEND_ONLY_TABLES:
         con.execute(append_only_triggers(table))
     detail = (f"{len(strings)} string{'s' * (len(strings) != 1)}" if strings else

@@ -219,3 +219,23 @@ def index_lag(con: apsw.Connection, vault_id: int) -> int:
     row = con.execute("SELECT last_batch FROM search_state WHERE vault_id = ?", (vault_id,)).fetchone()
     last = row[0] if row else 0
     return con.execute("SELECT count(*) FROM batches WHERE vault_id = ? AND id > ?", (vault_id, last)).fetchone()[0]
+
+
+def rebuild_search(con: apsw.Connection) -> dict[int, int]:
+    """Drop every search table (FTS5 shadow tables with them) and index every vault again with the
+    same embedder, then compact each FTS5 index; return the batches indexed per vault id."""
+    from ...embed import EMBEDDERS, get_embedder
+    from . import schema as search_schema
+
+    if not search_schema.has_schema(con):
+        return {}
+    name = search_schema.meta(con, "embedder")
+    search_schema.drop_schema(con)
+    search_schema.create(con)
+    indexer = SearchIndexer(con, get_embedder(name) if name in EMBEDDERS else None)
+    done = {vault_id: indexer.catch_up(con, vault_id)
+            for (vault_id,) in con.execute("SELECT id FROM vaults ORDER BY id").fetchall()}
+    for (table,) in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5(%'").fetchall():
+        con.execute(f'INSERT INTO "{table}" ("{table}") VALUES (\'optimize\')')  # one segment each: compact
+    return done
