@@ -114,6 +114,8 @@ def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[st
         except OSError as exc:
             errors.append(FileError(relative(root, folder) or ".", f"cannot list folder: {exc.strerror}"))
             continue
+        base = relative(root, folder)  # once per folder: relpath per file was half a no-change scan
+        prefix = "" if base == "." else base + "/"
         for entry in entries:
             if is_hidden(entry.name):
                 continue
@@ -125,7 +127,7 @@ def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[st
                 continue
             if not is_note_path(entry.name):
                 continue
-            rel = nfc(relative(root, entry.path))
+            rel = nfc(prefix + entry.name)
             obs = _observe_entry(real_root, entry)
             if isinstance(obs, Unreadable):
                 errors.append(FileError(rel, obs.reason))
