@@ -233,7 +233,7 @@ def live_index(con: apsw.Connection, vault_id: int) -> dict[str, int]:
     """Path → ``file_stamp`` of every live note whose file, as last read, had its live content.
 
     A live note without such a file state (never read from disk, or read with other content) maps
-    to ``UNSTAMPED``. One small int per note: a 66,000-note vault's index is about 15 MB.
+    to ``UNSTAMPED``. One small int per note: 12 MB for a 65,710-note vault.
     """
     rows = con.execute(
         f"""SELECT n.path, f.size, f.mtime_ns FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
