@@ -9,7 +9,7 @@ of benchmarks/work/scale/vault-{k}x, and measured in one run:
 * ``vaultsync import`` (CLI, its default parse workers): wall time, per-note cost and its ratio to
   1x, peak RSS (the largest process, from ``wait4``; and the sampled sum over the process and its
   workers), database size;
-* ``vaultsync import`` again with nothing changed (CLI wall time, and the batch's own seconds);
+* ``vaultsync import`` again with nothing changed (CLI wall time, and ``Vault.sync()`` in-process);
 * ``vaultsync watch``: start-up (lock, observer on every folder, catch-up scan) until it logs that
   it is watching; RSS after 10 s idle; one edit → readable (p50 over 10 spaced edits, polled with
   a read-only ``Vault.read``); a ``git pull``-like burst (up to ``--burst`` notes modified as fast as
