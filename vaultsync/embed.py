@@ -58,7 +58,9 @@ class HashEmbedder(Embedder):
     dims = 128
     pair_weight = 0.5
     trigram_weight = 0.25
-    _CACHE_LIMIT = 500_000
+    _CACHE_LIMIT = 65_536
+    """Entries per feature cache (words, word pairs), emptied when full: a cached word costs ~0.6 kB,
+    so 500,000 let a large vault's vocabulary hold hundreds of MB; this bounds both caches near 50 MB."""
 
     def __init__(self) -> None:
         self._words: dict[str, list[tuple[int, float]]] = {}

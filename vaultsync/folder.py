@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +61,14 @@ class Unreadable:
 
 Observed = Present | Absent | Unreadable
 
+Keep = Callable[[str, Observed], bool]
+"""A scan's filter, called with each note file found: False leaves it out of the result."""
+
+
+def file_stamp(size: int, mtime_ns: int) -> int:
+    """One exact int for a file's (size, mtime_ns): what a full scan compares, compactly."""
+    return (size << 64) | (mtime_ns & 0xFFFF_FFFF_FFFF_FFFF)
+
 
 @dataclass
 class FileError:
@@ -86,11 +94,12 @@ def decode(data: bytes) -> str:
         raise ParseError(f"invalid UTF-8 at byte {exc.start}") from None
 
 
-def scan(root: Path, under: str = "") -> tuple[dict[str, Observed], list[FileError]]:
+def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[str, Observed], list[FileError]]:
     """Every note file below ``root`` (or below the folder ``under``), by NFC vault-relative path.
 
     Dot-folders and dot-files are skipped, symlinked folders are not entered, and a symlinked
-    file counts only when it resolves inside the vault.
+    file counts only when it resolves inside the vault. ``keep`` sees every note file found and
+    may leave it out (a full sync drops unchanged files as it goes, so they cost no memory).
     """
     found: dict[str, Observed] = {}
     errors: list[FileError] = []
@@ -100,10 +109,13 @@ def scan(root: Path, under: str = "") -> tuple[dict[str, Observed], list[FileErr
     while stack:
         folder = stack.pop()
         try:
-            entries = list(os.scandir(folder))
+            with os.scandir(folder) as listing:
+                entries = list(listing)
         except OSError as exc:
             errors.append(FileError(relative(root, folder) or ".", f"cannot list folder: {exc.strerror}"))
             continue
+        base = relative(root, folder)  # once per folder: relpath per file was half a no-change scan
+        prefix = "" if base == "." else base + "/"
         for entry in entries:
             if is_hidden(entry.name):
                 continue
@@ -115,11 +127,27 @@ def scan(root: Path, under: str = "") -> tuple[dict[str, Observed], list[FileErr
                 continue
             if not is_note_path(entry.name):
                 continue
-            rel = nfc(relative(root, entry.path))
-            found[rel] = observe_file(real_root, entry.path)
-            if isinstance(found[rel], Unreadable):
-                errors.append(FileError(rel, found[rel].reason))  # type: ignore[union-attr]
+            rel = nfc(prefix + entry.name)
+            obs = _observe_entry(real_root, entry)
+            if isinstance(obs, Unreadable):
+                errors.append(FileError(rel, obs.reason))
+            if keep is None or keep(rel, obs):
+                found[rel] = obs
     return found, errors
+
+
+def _observe_entry(real_root: str, entry: os.DirEntry[str]) -> Observed:
+    """``observe_file`` for a listed entry: a plain regular file costs one ``lstat``, not three calls."""
+    try:
+        plain = entry.is_file(follow_symlinks=False) and not entry.is_symlink()
+        st = entry.stat(follow_symlinks=False) if plain else None
+    except OSError:
+        plain, st = False, None
+    if st is None or not plain:
+        return observe_file(real_root, entry.path)
+    if st.st_size > MAX_FILE_BYTES:
+        return Unreadable(_too_large(st.st_size))
+    return Present(size=st.st_size, mtime_ns=st.st_mtime_ns, fs_path=entry.path)
 
 
 def observe_file(real_root: str, fs_path: str) -> Observed:
@@ -141,18 +169,25 @@ def observe_file(real_root: str, fs_path: str) -> Observed:
     return Present(size=st.st_size, mtime_ns=st.st_mtime_ns, fs_path=fs_path)
 
 
+def dirty_rel(raw: str) -> str | None:
+    """A given path as the vault-relative NFC path ``observe_paths`` observes (None: not one)."""
+    rel = nfc(raw.replace(os.sep, "/").strip("/"))
+    return None if rel in ("", ".") or rel.startswith("../") else rel
+
+
 def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tuple[dict[str, Observed], list[FileError]]:
     """Observe exactly the given vault-relative paths; a folder stands for everything under it.
 
-    ``live`` lists the notes that exist now: those under a folder that vanished are observed too.
+    ``live`` lists the notes that exist now (at least those below the given paths): those under a
+    folder that vanished are observed too.
     """
     real_root = os.path.realpath(root)
     live_paths = sorted(live)
     observed: dict[str, Observed] = {}
     errors: list[FileError] = []
     for raw in paths:
-        rel = nfc(raw.replace(os.sep, "/").strip("/"))
-        if rel in ("", ".") or rel.startswith("../"):
+        rel = dirty_rel(raw)
+        if rel is None:
             continue
         fs_path = disk_path(root, rel)
         if os.path.isdir(fs_path) and not os.path.islink(fs_path):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, ParseError
-from .folder import Absent, FileError, Observed, Present, Unreadable, decode
+from .folder import Absent, FileError, Observed, Present, Unreadable, decode, file_stamp
 from .parsers import ParsedNote, parse_note
 from .times import format_time
 from .times import validity as _validity
@@ -141,10 +141,11 @@ class Plan:
 
     def __init__(self, observed: Mapping[str, Observed], live: Mapping[str, tuple[int, str]],
                  states: Mapping[str, tuple[int, int, str]], *, full: bool = False,
-                 errors: Iterable[FileError] = (), now_ns: int | None = None) -> None:
+                 errors: Iterable[FileError] = (), now_ns: int | None = None, unchanged: int = 0) -> None:
         self.live = live
         self.refused: list[FileError] = list(errors)
-        self.unchanged = 0
+        self.unchanged = unchanged
+        """Notes found unchanged (``unchanged`` counts those already left out of ``observed``)."""
         self.state_updates: list[tuple[str, int, int, str]] = []
         """Files found unchanged by hash whose size or mtime moved: remembered so the next sync skips them."""
         self.renames: dict[str, str] = {}
@@ -211,6 +212,33 @@ class Plan:
                 change.kind, change.renamed_from, change.prev_id = "renamed", old, self.live[old][0]
                 self.renames[old] = path
             yield change
+
+
+class LiveIndex:
+    """A full scan's view of the live state: path → file stamp (``Store.live_index``), consumed as it goes.
+
+    ``keep`` is the scan's filter: each file found is struck off, and one whose size and mtime
+    are those last read of its live revision (and not racy) is counted unchanged and left out,
+    so a no-change scan holds nothing per file but this index. What is left after the scan is
+    the live notes the scan did not see.
+    """
+
+    def __init__(self, stamps: dict[str, int], now_ns: int | None = None) -> None:
+        self.stamps = stamps
+        self.unchanged = 0
+        self.now = time.time_ns() if now_ns is None else now_ns
+
+    def keep(self, path: str, obs: Observed) -> bool:
+        stamp = self.stamps.pop(path, None)
+        if (stamp is not None and isinstance(obs, Present) and obs.mtime_ns is not None
+                and stamp == file_stamp(obs.size, obs.mtime_ns) and self.now - obs.mtime_ns > RACY_NS):
+            self.unchanged += 1
+            return False
+        return True
+
+    def unseen(self) -> dict[str, Observed]:
+        """The live notes the scan did not find, as absent observations."""
+        return dict.fromkeys(self.stamps, Absent())
 
 
 # ---------------------------------------------------------------- carrying a plan out

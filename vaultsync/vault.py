@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 from . import edit
 from .config import default_db_path
 from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound, VaultsyncError
-from .folder import FileError, observe_paths, scan
+from .folder import FileError, dirty_rel, observe_paths, scan
 from .links import LinkReport, link_report
 from .parsers import split_lines
 from .paths import nfc, note_path
 from .store import BatchNews, Revision, Store, View
-from .sync import BatchSummary, Plan, Progress, record
 from .store.purge import check_strings as purge_strings_checked
+from .sync import BatchSummary, LiveIndex, Plan, Progress, record
 from .times import TimeLike, as_micros, format_time, now_micros
 
 if TYPE_CHECKING:
@@ -187,12 +187,18 @@ class Vault:
         """
         when = as_micros(known_at, "known_at")
         with self._writing():
-            live = self.store.live_state(self.id)
-            if paths is None:
-                observed, errors = scan(self.root)
-            else:
-                observed, errors = observe_paths(self.root, paths, live)
-            plan = Plan(observed, live, self.store.file_states(self.id), full=paths is None, errors=errors)
+            unchanged = 0
+            if paths is None:  # a full scan: unchanged files are dropped as found, against a compact index
+                index = LiveIndex(self.store.live_index(self.id))
+                observed, errors = scan(self.root, keep=index.keep)
+                observed.update(index.unseen())
+                unchanged = index.unchanged
+            else:  # only what the batch touches: its paths and the live notes below those that are folders
+                given = [rel for rel in map(dirty_rel, paths) if rel is not None]
+                observed, errors = observe_paths(self.root, given, self.store.live_under(self.id, given))
+            wanted = list(observed)
+            plan = Plan(observed, self.store.live_state(self.id, wanted), self.store.file_states(self.id, wanted),
+                        errors=errors, unchanged=unchanged)
             return record(self.store, self.id, self.name, plan, known_at=when, source=source, strict=strict,
                           workers=self.parse_workers, progress=progress)
 
@@ -221,7 +227,8 @@ class Vault:
                     last_at = self.last_known_at
                     if last_at is not None and when < last_at:
                         when, result.lifted = last_at, result.lifted + 1
-                    plan = Plan(observed, self.store.live_state(self.id), {}, full=first)
+                    live = self.store.live_state(self.id, None if first else list(observed))
+                    plan = Plan(observed, live, {}, full=first)
                     summary = record(
                         self.store, self.id, self.name, plan, known_at=when, source="git", detail=commit.sha,
                         strict=strict, workers=self.parse_workers,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,12 +23,13 @@ from . import read as q
 from .db import Database
 from .lock import WriterLock
 from .purge import PurgeResult
-from .read import BatchNews, Revision
+from .read import UNSTAMPED, BatchNews, Revision
 from .schema import MIGRATIONS, migrate, readable, schema_version
 from .view import View
 from .write import BatchWriter, Indexer
 
-__all__ = ["BatchNews", "BatchWriter", "PurgeResult", "Revision", "Store", "VaultRecord", "View", "WriterLock"]
+__all__ = ["UNSTAMPED", "BatchNews", "BatchWriter", "PurgeResult", "Revision", "Store", "VaultRecord", "View",
+           "WriterLock"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,15 +137,32 @@ class Store:
                                   f"at {format_time(last)}", argument="known_at")
             yield BatchWriter(con, vault_id, known_at, source, detail, self.indexers)
 
-    def live_state(self, vault_id: int) -> dict[str, tuple[int, str]]:
-        """Path → (live revision id, content hash) of every note that exists now."""
-        with self.db.atomic() as con:
-            return q.current_state(con, vault_id)
+    def live_state(self, vault_id: int, paths: Iterable[str] | None = None) -> dict[str, tuple[int, str]]:
+        """Path → (live revision id, content hash) of every note that exists now, or of those among ``paths``.
 
-    def file_states(self, vault_id: int) -> dict[str, tuple[int, int, str]]:
-        """Path → (size, mtime_ns, content hash) as last read from disk."""
+        With ``paths`` the cost follows their number, not the vault's size (a watcher batch).
+        """
         with self.db.atomic() as con:
-            return q.file_states(con, vault_id)
+            return q.current_state(con, vault_id, None if paths is None else list(paths))
+
+    def live_under(self, vault_id: int, folders: Iterable[str]) -> list[str]:
+        """The notes that exist now below any of ``folders`` (vault-relative), by path."""
+        wanted = list(folders)
+        if not wanted:
+            return []
+        with self.db.atomic() as con:
+            return q.live_under(con, vault_id, wanted)
+
+    def live_index(self, vault_id: int) -> dict[str, int]:
+        """Path → ``folder.file_stamp(size, mtime_ns)`` of each live note as last read, or ``UNSTAMPED``:
+        what a full scan needs to skip unchanged files, one small int per note."""
+        with self.db.atomic() as con:
+            return q.live_index(con, vault_id)
+
+    def file_states(self, vault_id: int, paths: Iterable[str] | None = None) -> dict[str, tuple[int, int, str]]:
+        """Path → (size, mtime_ns, content hash) as last read from disk (of ``paths`` only, when given)."""
+        with self.db.atomic() as con:
+            return q.file_states(con, vault_id, None if paths is None else list(paths))
 
     def last_batch(self, vault_id: int) -> tuple[int, str] | None:
         """(known_at, source) of the vault's last batch, None before the first."""

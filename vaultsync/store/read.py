@@ -8,6 +8,7 @@ from typing import Any
 
 import apsw
 
+from ..folder import file_stamp
 from ..times import format_time
 from .codec import unpack
 
@@ -218,19 +219,70 @@ def attach_links(con: apsw.Connection, revisions: list[Revision]) -> list[Revisi
     return revisions
 
 
-def current_state(con: apsw.Connection, vault_id: int) -> dict[str, tuple[int, str]]:
-    """Path → (live revision id, content hash) for every note that exists now."""
-    rows = con.execute(
-        f"""SELECT n.path, n.id, n.content_hash FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
-            WHERE n.vault_id = :v AND {VISIBLE}""",
-        {"v": vault_id, "b": LATEST},
-    ).fetchall()
+def current_state(con: apsw.Connection, vault_id: int, paths: list[str] | None = None) -> dict[str, tuple[int, str]]:
+    """Path → (live revision id, content hash) for every note that exists now (or for those of ``paths``)."""
+    if paths is None:
+        rows = con.execute(
+            f"""SELECT n.path, n.id, n.content_hash FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
+                WHERE n.vault_id = :v AND {VISIBLE}""",
+            {"v": vault_id, "b": LATEST},
+        ).fetchall()
+    else:  # one index probe per path (notes_by_path), whatever the vault's size: CROSS JOIN keeps the
+        # paths the outer loop (a plain JOIN lets the planner scan the vault's notes instead)
+        rows = con.execute(
+            f"""SELECT n.path, n.id, n.content_hash FROM json_each(:paths) j
+                CROSS JOIN notes n ON n.vault_id = :v AND n.path = j.value LEFT JOIN note_ends e ON e.note_id = n.id
+                WHERE {VISIBLE}""",
+            {"v": vault_id, "b": LATEST, "paths": json.dumps(paths)},
+        ).fetchall()
     return {path: (note_id, content_hash) for path, note_id, content_hash in rows}
 
 
-def file_states(con: apsw.Connection, vault_id: int) -> dict[str, tuple[int, int, str]]:
-    """Path → (size, mtime_ns, content hash) as last read from disk."""
+def live_under(con: apsw.Connection, vault_id: int, folders: list[str]) -> list[str]:
+    """The live notes below any of ``folders`` (vault-relative, no trailing slash), by path.
+
+    ``folder/`` .. ``folder0`` is exactly the range of paths starting with ``folder/`` ('0' follows
+    '/'), so each folder is one index range (notes_by_path), not a scan of the vault.
+    """
     rows = con.execute(
-        "SELECT path, size, mtime_ns, content_hash FROM file_state WHERE vault_id = ?", (vault_id,)
+        f"""SELECT DISTINCT n.path FROM json_each(:folders) j
+            CROSS JOIN notes n ON n.vault_id = :v AND n.path > j.value || '/' AND n.path < j.value || '0'
+            LEFT JOIN note_ends e ON e.note_id = n.id
+            WHERE {VISIBLE} ORDER BY n.path""",
+        {"v": vault_id, "b": LATEST, "folders": json.dumps(folders)},
     ).fetchall()
+    return [r[0] for r in rows]
+
+
+UNSTAMPED = -1
+"""``live_index`` value of a live note with no usable file state: it must be read."""
+
+
+def live_index(con: apsw.Connection, vault_id: int) -> dict[str, int]:
+    """Path → ``file_stamp`` of every live note whose file, as last read, had its live content.
+
+    A live note without such a file state (never read from disk, or read with other content) maps
+    to ``UNSTAMPED``. One small int per note: 12 MB for a 65,710-note vault.
+    """
+    rows = con.execute(
+        f"""SELECT n.path, f.size, f.mtime_ns FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
+            LEFT JOIN file_state f ON f.vault_id = n.vault_id AND f.path = n.path
+                                  AND f.content_hash = n.content_hash
+            WHERE n.vault_id = :v AND {VISIBLE}""",
+        {"v": vault_id, "b": LATEST},
+    )
+    return {path: UNSTAMPED if size is None else file_stamp(size, mtime_ns) for path, size, mtime_ns in rows}
+
+
+def file_states(con: apsw.Connection, vault_id: int, paths: list[str] | None = None) -> dict[str, tuple[int, int, str]]:
+    """Path → (size, mtime_ns, content hash) as last read from disk (of ``paths`` only, when given)."""
+    if paths is None:
+        rows = con.execute(
+            "SELECT path, size, mtime_ns, content_hash FROM file_state WHERE vault_id = ?", (vault_id,)
+        ).fetchall()
+    else:
+        rows = con.execute(
+            """SELECT f.path, f.size, f.mtime_ns, f.content_hash FROM json_each(?) j
+               CROSS JOIN file_state f ON f.vault_id = ? AND f.path = j.value""", (json.dumps(paths), vault_id)
+        ).fetchall()
     return {path: (size, mtime_ns, h) for path, size, mtime_ns, h in rows}
