@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import edit
+from . import edit, vaultfs
 from .config import default_db_path
 from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound, VaultsyncError
-from .folder import FileError, dirty_rel, observe_paths, scan
+from .folder import MAX_FILE_BYTES, FileError, dirty_rel, observe_paths, scan
 from .links import LinkReport, link_report
 from .parsers import split_lines
 from .paths import nfc, note_path
@@ -365,12 +365,31 @@ class Vault:
         return link_report(rev, notes, when)
 
     def create_note(self, path: str, content: str) -> BatchSummary:
-        """Create a new note file (never overwriting one) atomically, then record it as one batch."""
-        return self.sync([edit.create_file(self.root, path, content)], source="write")
+        """Create a new note file (never overwriting anything) atomically, then record it as one batch.
+
+        Serialized with every other write and batch of this process; LockedError, with nothing
+        written, while another process holds the vault's writer lock (see ``write_file``).
+        """
+        with self._writing():
+            return self.sync([edit.create_file(str(self.root), path, content)], source="write")
 
     def append_to_note(self, path: str, text: str) -> BatchSummary:
-        """Append text to an existing note file atomically, then record it as one batch."""
-        return self.sync([edit.append_file(self.root, path, text)], source="write")
+        """Append text to an existing note file atomically, then record it as one batch (as ``create_note``)."""
+        with self._writing():
+            return self.sync([edit.append_file(str(self.root), path, text)], source="write")
+
+    def read_file(self, path: str) -> bytes:
+        """The bytes of a note file in the vault folder now (read without following symlinks)."""
+        return vaultfs.read_note(str(self.root), note_path(path), MAX_FILE_BYTES)[0]
+
+    def write_file(self, path: str, text: str, *, append: bool) -> str:
+        """Only write the file (create, or append to it), serialized with this process's writes and
+        batches, without recording it: for when another process holds the writer lock and watches
+        the vault (it records the file). Returns the vault-relative path."""
+        with self._sync_lock:
+            if append:
+                return edit.append_file(str(self.root), path, text)
+            return edit.create_file(str(self.root), path, text)
 
     def search(
         self,

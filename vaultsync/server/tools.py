@@ -22,7 +22,8 @@ from .models import (
     WatcherStatus,
 )
 from .runtime import Runtime
-from .toolkit import READ_ONLY, PathArg, TimeArg, ToolSet, decode_cursor, friendly, page, when, wire_names
+from .toolkit import (READ_ONLY, PathArg, TimeArg, ToolSet, decode_cursor, friendly, page, public_holder, when,
+                      wire_names)
 
 ValidArg = Annotated[str | None, Field(description="Validity time: for notes declaring valid_from/valid_to in "
                                        "frontmatter, the revision that applies at this time (an interval overlay); "
@@ -217,10 +218,24 @@ def add_vault_status(tools: ToolSet, rt: Runtime) -> None:
         enabled, and whether a watcher keeps the index current (and its lag)."""
         with rt.reading() as vault:
             stats = vault.stats()
-        return StatusResult(vault=stats["vault"], root=stats["root"], notes=stats["notes"],
+        return StatusResult(vault=stats["vault"], notes=stats["notes"],
                             revisions=stats["revisions"], batches=stats["batches"], first_batch=stats["first_batch"],
                             last_batch=stats["last_batch"], writes_enabled=rt.allow_writes,
-                            watcher=WatcherStatus(**rt.watcher_status()))
+                            watcher=WatcherStatus(**_public_watcher(rt)))
+
+
+PRIVATE_STATUS = frozenset({"root", "vault"})
+"""Watcher status fields a client does not need (the absolute folder path; the vault name is said once)."""
+
+
+def _public_watcher(rt: Runtime) -> dict[str, Any]:
+    """The watcher's status without absolute paths, and another process only as what it does (its pid
+    and command line stay in the server's log)."""
+    status = {k: v for k, v in rt.watcher_status().items() if k not in PRIVATE_STATUS}
+    if status.get("other_process"):
+        lock = rt.vaults.writer_lock
+        status["other_process"] = public_holder(lock.holder_info() if lock is not None else None)
+    return status
 
 
 def _fit_hits(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
