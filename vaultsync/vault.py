@@ -370,13 +370,18 @@ class Vault:
         Serialized with every other write and batch of this process; LockedError, with nothing
         written, while another process holds the vault's writer lock (see ``write_file``).
         """
-        with self._writing():
-            return self.sync([edit.create_file(str(self.root), path, content)], source="write")
+        return self.write_note(path, content)[0]
 
     def append_to_note(self, path: str, text: str) -> BatchSummary:
         """Append text to an existing note file atomically, then record it as one batch (as ``create_note``)."""
+        return self.write_note(path, text, append=True)[0]
+
+    def write_note(self, path: str, text: str, *, append: bool = False) -> tuple[BatchSummary, Note]:
+        """Create (or append to) a note file, record it, and read back the note as that batch left it."""
         with self._writing():
-            return self.sync([edit.append_file(str(self.root), path, text)], source="write")
+            write = edit.append_file if append else edit.create_file
+            rel = write(str(self.root), path, text)
+            return self.sync([rel], source="write"), self.read(rel)
 
     def read_file(self, path: str) -> bytes:
         """The bytes of a note file in the vault folder now (read without following symlinks)."""

@@ -78,11 +78,9 @@ def _write(rt: Runtime, path: str, text: str, *, append: bool) -> WriteResult:
     deadline = time.monotonic() + WAIT_FOR_LOCK_S
     while True:
         try:
-            if append:
-                summary = writer.append_to_note(rel, text)
-            else:
-                summary = writer.create_note(rel, text)
-            return _result(rt, summary, rel)
+            summary, note = writer.write_note(rel, text, append=append)
+            rt.on_batch(summary)
+            return _recorded(note.revision)
         except LockedError as refused:
             holder = writer.lock.holder_info()
             if holder and holder.get("watching"):
