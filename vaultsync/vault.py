@@ -341,19 +341,39 @@ class Vault:
                                      labels[0], labels[1])
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
-    def changes(self, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None) -> list[Revision]:
-        """Revisions learned after ``since`` up to and including ``until`` (default now), in order.
+    def changes(self, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None, *,
+                limit: int | None = None) -> list[Revision]:
+        """Revisions learned after ``since`` up to and including ``until`` (default now), in order
+        (the first ``limit``).
 
         With ``valid_at``: only those that changed which revision applies at that validity time.
         A ``since`` before the vault's retention horizon means the horizon.
         """
+        with self._changes_views(since, until, valid_at) as (start, end):
+            return end.changes(start, limit)
+
+    def changes_page(self, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None, *,
+                     limit: int) -> tuple[list[Revision], dict[str, int], bool]:
+        """The first ``limit`` of ``changes``, how many of each kind there are in all (counted in the
+        store, not loaded), and whether there are more; one consistent read."""
+        with self._changes_views(since, until, valid_at) as (start, end):
+            revisions = end.changes(start, limit + 1)
+            if len(revisions) <= limit:
+                counts: dict[str, int] = {}
+                for r in revisions:
+                    counts[r.kind] = counts.get(r.kind, 0) + 1
+                return revisions, counts, False
+            return revisions[:limit], end.change_counts(start), True
+
+    @contextlib.contextmanager
+    def _changes_views(self, since: TimeLike, until: TimeLike, valid_at: TimeLike) -> Iterator[tuple[View, View]]:
         start, end = as_micros(since, "since"), as_micros(until, "until")
         if start is not None and end is not None and end < start:
             raise ConfigError("until is earlier than since", argument="until")
         with self._view(end, as_micros(valid_at, "valid_at")) as view:
             if start is not None and view.horizon is not None:
                 start = max(start, view.horizon)
-            return view.changes(view.at(start))
+            yield view.at(start), view
 
     def links(self, path: str, as_of: TimeLike = None) -> LinkReport:
         """The note's outgoing links (resolved) and the notes linking to it, both as of ``as_of``."""
@@ -381,7 +401,11 @@ class Vault:
         with self._writing():
             write = edit.append_file if append else edit.create_file
             rel = write(str(self.root), path, text)
-            return self.sync([rel], source="write"), self.read(rel)
+            try:
+                return self.sync([rel], source="write"), self.read(rel)
+            except StoreError as exc:
+                raise type(exc)(f"wrote {rel} in the vault folder, but could not record it: {exc}; it is recorded "
+                                "at the next sync (do not write it again)") from None
 
     def read_file(self, path: str) -> bytes:
         """The bytes of a note file in the vault folder now (read without following symlinks)."""

@@ -160,12 +160,9 @@ def add_list_changes(tools: ToolSet, rt: Runtime) -> None:
         """List the notes created, modified, renamed or deleted between two times, in the order
         vaultsync learned of them."""
         with rt.reading() as vault:
-            revisions = vault.changes(since, until, valid_at=valid_at)
-        counts: dict[str, int] = {}
-        for r in revisions:
-            counts[r.kind] = counts.get(r.kind, 0) + 1
-        return ChangesResult(since=since, until=until, changes=[_revision(r) for r in revisions[:limit]],
-                             counts=counts, truncated=len(revisions) > limit)
+            revisions, counts, more = vault.changes_page(since, until, valid_at=valid_at, limit=limit)
+        return ChangesResult(since=since, until=until, changes=[_revision(r) for r in revisions],
+                             counts=counts, truncated=more)
 
 
 def add_list_notes(tools: ToolSet, rt: Runtime) -> None:
