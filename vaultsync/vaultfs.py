@@ -190,9 +190,7 @@ def create(root: str | os.PathLike[str], rel: str, data: bytes) -> None:
             raise FileExistsError(errno.EEXIST, "exists", rel)
         tmp = _temp(dir_fd, data, None)
         try:
-            os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
-        except FileExistsError:
-            raise
+            os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)  # EEXIST if taken
         except OSError as exc:  # no hard links here (some FUSE and network file systems)
             if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.ENOSYS):
                 raise
