@@ -164,7 +164,7 @@ class Vault:
         borrowed; ``close()`` releases it.
         """
         with self._sync_lock:
-            return self.lock.try_acquire(command)
+            return self.lock.try_acquire(command, watching=True)  # held for good: by a watcher
 
     def release_lock(self) -> None:
         """Give up the writer lock taken with ``hold_lock`` (between batches of this process)."""
