@@ -172,7 +172,7 @@ BAD_FILES = {
     "nul": ("Binary.md", b"# x\n\x00\x01\x02", "NUL bytes"),
     "oversized": ("Huge.md", b"x" * (5 * 2**20 + 1), "MB limit"),
     "frontmatter": ("Broken.md", b"---\ntags: [unclosed\n  bad: : yaml\n---\n# Broken\n", "invalid YAML frontmatter"),
-    "symlink": ("Escape.md", None, "symlink points outside the vault"),
+    "symlink": ("Escape.md", None, "a symlink, not followed"),
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -136,7 +137,7 @@ async def test_writes_refuse_unsafe_paths(writable: Vault, tmp_path: Path) -> No
         cases = {
             "../evil.md": "'..'",
             "/tmp/evil.md": "absolute",
-            "escape/evil.md": "outside the vault",
+            "escape/evil.md": "escape is a symlink",
             "notes.txt": "must end in .md",
             ".obsidian/x.md": "hidden folder",
             "Inbox.md": "already exists",
@@ -221,22 +222,33 @@ sys.stdin.read()
 
 
 @pytest.mark.anyio
-async def test_a_write_while_another_process_holds_the_lock_names_it(writable: Vault, tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """Another process holds the vault's writer lock and records nothing: the write tool's error is one
-    line naming that process (pid and command), and the server keeps serving."""
+async def test_a_write_while_an_import_holds_the_lock_is_refused_untouched(writable: Vault, tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process holds the vault's writer lock without watching (an import): the write waits
+    WAIT_FOR_LOCK_S, then is refused in one line before touching the file; the client sees what the
+    holder does, not its pid or command line (there or in vault_status); the server keeps serving."""
     from vaultsync.server import writes
 
-    monkeypatch.setattr(writes, "WAIT_FOR_OTHER_WRITER_S", 0.5)
+    monkeypatch.setattr(writes, "WAIT_FOR_LOCK_S", 0.5)
     holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path / "db" / "w.db"), str(writable.root)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    before = (writable.root / "Inbox.md").read_bytes()
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
         async with Client(build_server(writable, allow_writes=True)) as c:
-            message = error_text(await c.call_tool("append_to_note", {"path": "Inbox.md", "text": "- more"}))
-            assert "\n" not in message
-            assert f"pid {holder.pid} (vaultsync import (a test holding the lock), since " in message, message
-            assert "Inbox.md" in message and "not recorded" in message
-            assert sc(await c.call_tool("vault_status", {}))["watcher"]["other_process"].startswith(f"pid {holder.pid} ")
+            for tool, args in (("append_to_note", {"path": "Inbox.md", "text": "- more"}),
+                               ("create_note", {"path": "New.md", "content": "# New"})):
+                message = error_text(await c.call_tool(tool, args))
+                assert "\n" not in message
+                assert "another process (an import or a writer), since " in message, message
+                assert "nothing was written" in message
+                assert str(holder.pid) not in message and "a test holding the lock" not in message
+            status = sc(await c.call_tool("vault_status", {}))
+            assert status["watcher"]["other_process"].startswith("another process (an import or a writer), since ")
+            assert str(holder.pid) not in json.dumps(status) and str(writable.root) not in json.dumps(status)
+            assert (writable.root / "Inbox.md").read_bytes() == before
+            assert not (writable.root / "New.md").exists()
+            history = sc(await c.call_tool("note_history", {"path": "Inbox.md"}))
+            assert len(history["revisions"]) == 1
     finally:
         holder.communicate("", timeout=30)

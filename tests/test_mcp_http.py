@@ -59,6 +59,7 @@ def live(tmp_path_factory: pytest.TempPathFactory):
     facts = make_history_vault(base / "vault", base / "db" / "vaultsync.db")
     token_file = base / "token"
     token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
     port = free_port()
     proc = start_http(base / "db" / "vaultsync.db", base / "vault", port, "--watch", "--allow-writes",
                       "--token-file", str(token_file))
@@ -151,9 +152,10 @@ def test_http_beyond_loopback_generates_a_token(history: dict) -> None:
     proc = start_http(history["db"], history["root"], port, host="0.0.0.0")
     try:
         assert proc.stderr is not None
-        lines = [proc.stderr.readline(), proc.stderr.readline()]
-        token = lines[1].rsplit(" ", 1)[1].strip()
-        assert "bearer token" in lines[1] and len(token) >= 32
+        lines = [proc.stderr.readline() for _ in range(3)]
+        assert "WARNING: serving plain HTTP on 0.0.0.0" in lines[1] and "clear text" in lines[1]
+        token = lines[2].rsplit(" ", 1)[1].strip()
+        assert "bearer token" in lines[2] and len(token) >= 32
         url = f"http://127.0.0.1:{port}/mcp"
         assert httpx2.post(url, json=INIT, headers=HEADERS).status_code == 401
         assert httpx2.post(url, json=INIT, headers={**HEADERS, "Authorization": f"Bearer {token}"}).status_code == 200

@@ -78,3 +78,23 @@ def test_a_busy_database_names_the_process_writing(holder, db_path: Path, vault_
     with Vault.open(db_path, root=vault_dir) as vault:  # once the writer is gone, nothing was lost or half-written
         vault.sync()
         assert "changed" in vault.read("Inbox.md").content and vault.check() == []
+
+
+@pytest.mark.anyio
+async def test_a_busy_database_is_one_line_tool_error_over_mcp(holder, db_path: Path, vault_dir: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same busy database reaches an MCP client as a tool error of one line (the write tool), while
+    reads keep answering from their snapshot."""
+    from mcp import Client
+
+    from mcp_helpers import error_text, sc
+    from vaultsync.server import ServeConfig, build_server
+
+    monkeypatch.setenv("VAULTSYNC_BUSY_TIMEOUT_MS", "300")
+    server = build_server(ServeConfig(db=db_path, root=vault_dir, allow_writes=True))
+    holder("other-vault", "write")
+    async with Client(server) as c:
+        message = error_text(await c.call_tool("append_to_note", {"path": "Inbox.md", "text": "- more"}))
+        assert "\n" not in message and "is busy" in message and "Traceback" not in message, message
+        assert "wrote Inbox.md in the vault folder, but could not record it" in message
+        assert sc(await c.call_tool("read_note", {"path": "Inbox.md"}))["content"].startswith("# Inbox")

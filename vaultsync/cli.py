@@ -320,11 +320,15 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
               "(if another process watches this vault, serve as a reader and take over when it stops).")
 @click.option("--allow-writes", is_flag=True, help="Offer create_note and append_to_note (inside the vault only).")
 @click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Require the bearer token in this file (--http). Beyond loopback one is generated if omitted.")
+              help="Require the bearer token in this file (--http; mode 600). Beyond loopback one is generated "
+              "if omitted.")
+@click.option("--tls-cert", type=click.Path(dir_okay=False, path_type=Path),
+              help="Serve HTTPS with this certificate (PEM; with --tls-key and --http).")
+@click.option("--tls-key", type=click.Path(dir_okay=False, path_type=Path), help="The certificate's private key (PEM).")
 @pass_ctx
 @friendly
 def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_writes: bool,
-          token_file: Path | None) -> None:
+          token_file: Path | None, tls_cert: Path | None, tls_key: Path | None) -> None:
     """Serve the vault to AI assistants over MCP (stdio by default; only protocol on stdout).
 
     VAULT is the vault folder (or, read-only, a vault name in the database). The database is
@@ -334,6 +338,7 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
     Example:
         vaultsync serve ~/notes
         vaultsync serve ~/notes --watch --http 127.0.0.1:8765
+        vaultsync serve ~/notes --http 0.0.0.0:8765 --token-file token --tls-cert c.pem --tls-key k.pem
     """
     import anyio
 
@@ -347,6 +352,9 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
                          vault=obj.vault_name or (None if folder.is_dir() else str(vault_dir)),
                          allow_writes=allow_writes, watch=watch)
     host, port = t.parse_bind(bind) if bind else ("", 0)
+    tls = t.check_tls(tls_cert, tls_key)
+    if tls is not None and not bind:
+        raise click.ClickException("--tls-cert and --tls-key serve HTTPS: add --http HOST:PORT")
     token, generated = t.resolve_token(host, token_file) if bind else (None, False)
     mcp = build_server(config)
     standby = mcp.runtime.watcher.describe()
@@ -355,10 +363,14 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
     if not bind:
         anyio.run(t.serve_stdio, mcp)
         return
-    click.echo(f"vaultsync: serving vault '{mcp.runtime.reader.name}' at http://{host}:{port}/mcp", err=True)
+    scheme = "https" if tls else "http"
+    click.echo(f"vaultsync: serving vault '{mcp.runtime.reader.name}' at {scheme}://{host}:{port}/mcp", err=True)
+    warning = t.clear_text_warning(host, tls)
+    if warning:
+        click.secho(f"vaultsync: {warning}", err=True, fg="red", bold=True)
     if generated:
         click.echo(f"vaultsync: bearer token (shown once; send 'Authorization: Bearer <token>'): {token}", err=True)
-    anyio.run(lambda: t.serve_http(mcp, host, port, token=token))
+    anyio.run(lambda: t.serve_http(mcp, host, port, token=token, tls=tls))
 
 
 for _command in (*cli_search.COMMANDS, *cli_purge.COMMANDS):  # search, export, reindex, reembed; purge

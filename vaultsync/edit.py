@@ -1,111 +1,73 @@
-"""Opt-in writes into the vault folder: create or append to a note, atomically, never outside the vault."""
+"""Opt-in writes into the vault folder: create or append to a note, atomically, never outside the vault.
+
+Every write goes through ``vaultfs``: no symlink is followed at any component, the file written is
+a regular ``.md`` file inside the vault and outside dot-folders, an existing note keeps its mode,
+and an append that finds the note changed under it (an editor saving at the same moment) reads it
+again instead of overwriting the other writer's change.
+"""
 
 from __future__ import annotations
 
+import errno
 import logging
-import os
-import posixpath
-import tempfile
-from pathlib import Path
 
+from . import vaultfs
 from .errors import NoteNotFound, PathError
 from .folder import MAX_FILE_BYTES
-from .paths import is_note_path, nfc
+from .paths import writable_note_path
 
 logger = logging.getLogger(__name__)
 
 MAX_WRITE_CHARS = 1_000_000
 """The most text one create or append may write."""
 
-
-def checked_path(root: Path, path: str) -> tuple[str, Path]:
-    """The vault-relative NFC path and the real file path for a note to write.
-
-    Refuses absolute paths, ``..``, dot-folders, names not ending in ``.md`` and anything that
-    resolves outside the vault through a symlink.
-    """
-    raw = str(path)
-    if "\x00" in raw:
-        raise PathError("a note path cannot contain NUL bytes")
-    rel = nfc(raw.replace("\\", "/").strip())
-    if not rel or rel.startswith("/") or (len(rel) > 1 and rel[1] == ":"):
-        raise PathError(f"{path!r} is absolute; give a vault-relative path like Folder/Note.md")
-    if ".." in rel.split("/"):
-        raise PathError(f"{path!r} contains '..'; give a path inside the vault like Folder/Note.md")
-    rel = posixpath.normpath(rel)
-    if not rel.endswith(".md"):
-        raise PathError(f"{path!r} is not a Markdown note; the name must end in .md")
-    if not is_note_path(rel):
-        raise PathError(f"{path!r} is inside a hidden folder or has an empty part; choose a visible folder")
-    real_root = root.resolve()
-    target = (real_root / rel).resolve()
-    if not target.is_relative_to(real_root):
-        raise PathError(f"{path!r} leads outside the vault (through a symlink); choose another path")
-    return rel, target
+APPEND_TRIES = 20
+"""How many times an append reads the note again when another writer changed it meanwhile."""
 
 
-def atomic_write(target: Path, data: bytes) -> None:
-    """Write ``data`` to ``target`` through a temp file in the same folder and ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(prefix=".vaultsync-", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def create_file(root: Path, path: str, content: str) -> str:
-    """Create a new note file; refuses to overwrite. Returns the vault-relative path."""
+def create_file(root: str, path: str, content: str) -> str:
+    """Create a new note file; refuses to overwrite anything. Returns the vault-relative NFC path."""
     _check_size(content)
-    rel, target = checked_path(root, path)
-    if target.exists() or target.is_symlink():
-        raise PathError(f"{rel} already exists; use append_to_note to add to it, or pick a new path")
-    real_root = root.resolve()
-    parent = target.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    if not parent.resolve().is_relative_to(real_root):
-        raise PathError(f"{path!r} leads outside the vault (through a symlink); choose another path")
-    fd, tmp = tempfile.mkstemp(prefix=".vaultsync-", suffix=".tmp", dir=parent)
+    rel = writable_note_path(path)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(tmp, target)  # atomic, and never replaces an existing file
-        except FileExistsError:
-            raise PathError(f"{rel} already exists; use append_to_note to add to it, or pick a new path") from None
-        except OSError:  # no hard links on this file system: check, then rename
-            if target.exists():
-                raise PathError(f"{rel} already exists; use append_to_note to add to it, or pick a new path") from None
-            os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        vaultfs.create(root, rel, content.encode("utf-8"))
+    except FileExistsError:
+        raise PathError(f"{rel} already exists; use append_to_note to add to it, or pick a new path") from None
+    except vaultfs.NotANote:
+        raise
+    except OSError as exc:
+        raise PathError(f"cannot create {rel}: {exc.strerror}") from None
     logger.info("created %s (%d chars)", rel, len(content))
     return rel
 
 
-def append_file(root: Path, path: str, text: str) -> str:
+def append_file(root: str, path: str, text: str) -> str:
     """Append ``text`` to an existing note file (a newline is put before it if the note lacks one)."""
     _check_size(text)
-    rel, target = checked_path(root, path)
-    if not target.is_file():
-        raise NoteNotFound(f"{rel} does not exist in the vault folder; use create_note to make it")
-    old = target.read_bytes()
-    if len(old) + len(text.encode("utf-8")) + 1 > MAX_FILE_BYTES:
-        raise PathError(f"{rel} would grow past {MAX_FILE_BYTES // 2**20} MB; start a new note instead")
-    sep = b"" if not old or old.endswith(b"\n") else b"\n"
-    atomic_write(target, old + sep + text.encode("utf-8"))
-    logger.info("appended %d chars to %s", len(text), rel)
-    return rel
+    rel = writable_note_path(path)
+    added = text.encode("utf-8")
+
+    def appended(old: bytes) -> bytes:
+        if len(old) + len(added) + 1 > MAX_FILE_BYTES:
+            raise PathError(f"{rel} would grow past {MAX_FILE_BYTES // 2**20} MB; start a new note instead")
+        return old + (b"" if not old or old.endswith(b"\n") else b"\n") + added
+
+    for attempt in range(1, APPEND_TRIES + 1):
+        try:
+            vaultfs.edit(root, rel, MAX_FILE_BYTES, appended)
+        except vaultfs.Changed:
+            logger.info("%s changed while appending to it (try %d); reading it again", rel, attempt)
+            continue
+        except (FileNotFoundError, NotADirectoryError):
+            raise NoteNotFound(f"{rel} does not exist in the vault folder; use create_note to make it") from None
+        except vaultfs.NotANote:
+            raise
+        except OSError as exc:
+            reason = "it is too large" if exc.errno == errno.EFBIG else exc.strerror
+            raise PathError(f"cannot append to {rel}: {reason}") from None
+        logger.info("appended %d chars to %s", len(text), rel)
+        return rel
+    raise PathError(f"{rel} kept changing while appending ({APPEND_TRIES} tries); nothing was written, try again")
 
 
 def _check_size(text: str) -> None:

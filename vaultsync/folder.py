@@ -7,16 +7,24 @@ no large buffer is allocated per file.
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ParseError
-from .paths import disk_path, inside, is_hidden, is_note_path, is_visible_folder, nfc, relative
+from . import vaultfs
+from .paths import disk_path, is_hidden, is_note_path, is_visible_folder, nfc, relative
+
+logger = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 """Files larger than this are not read as notes."""
+
+
+SYMLINK = "a symlink, not followed (vaultsync reads only real files inside the vault)"
+"""Why a symlinked note file is not read (import, watcher and write tools alike)."""
 
 
 def _too_large(size: int) -> str:
@@ -31,19 +39,21 @@ class Present:
     mtime_ns: int | None = None
     fs_path: str | None = None
     data: bytes | None = None
+    root: str | None = None
+    """The vault folder ``fs_path`` lies in: the file is read from it without following symlinks."""
 
     def read(self) -> bytes:
-        """The file's bytes (ParseError when it grew past the limit since it was seen; OSError as raised)."""
+        """The file's bytes (ParseError when it grew past the limit since it was seen, or became a
+        symlink; OSError as raised)."""
         if self.data is not None:
             return self.data
-        assert self.fs_path is not None
-        with open(self.fs_path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size > MAX_FILE_BYTES:
-                raise ParseError(_too_large(size))
-            data = handle.read(size + 1)  # one more byte: a file still growing is read to its current end
-            if len(data) > MAX_FILE_BYTES:
-                raise ParseError(_too_large(len(data)))
+        assert self.fs_path is not None and self.root is not None
+        try:
+            data, _ = vaultfs.read_note(self.root, relative(self.root, self.fs_path), MAX_FILE_BYTES)
+        except vaultfs.NotANote as exc:
+            raise ParseError(str(exc)) from None
+        if len(data) > MAX_FILE_BYTES:
+            raise ParseError(_too_large(len(data)))
         return data
 
 
@@ -97,13 +107,13 @@ def decode(data: bytes) -> str:
 def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[str, Observed], list[FileError]]:
     """Every note file below ``root`` (or below the folder ``under``), by NFC vault-relative path.
 
-    Dot-folders and dot-files are skipped, symlinked folders are not entered, and a symlinked
-    file counts only when it resolves inside the vault. ``keep`` sees every note file found and
+    Dot-folders and dot-files are skipped; symlinks are not notes (see ``paths``): a symlinked
+    folder is not entered, a symlinked ``.md`` file is named as a file that cannot be a note. ``keep`` sees every note file found and
     may leave it out (a full sync drops unchanged files as it goes, so they cost no memory).
     """
     found: dict[str, Observed] = {}
     errors: list[FileError] = []
-    real_root = os.path.realpath(root)
+    real_root = str(root)  # fs paths below are root + relative parts: vaultfs walks them from root
     start = os.path.join(root, under) if under else str(root)
     stack = [start]
     while stack:
@@ -136,37 +146,40 @@ def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[st
     return found, errors
 
 
-def _observe_entry(real_root: str, entry: os.DirEntry[str]) -> Observed:
-    """``observe_file`` for a listed entry: a plain regular file costs one ``lstat``, not three calls."""
+def _observe_entry(root: str, entry: os.DirEntry[str]) -> Observed:
+    """``observe_file`` for a listed entry: a plain regular file costs one ``lstat``, not three calls;
+    a symlink is named, not followed."""
     try:
-        plain = entry.is_file(follow_symlinks=False) and not entry.is_symlink()
+        if entry.is_symlink():
+            return Unreadable(SYMLINK)
+        plain = entry.is_file(follow_symlinks=False)
         st = entry.stat(follow_symlinks=False) if plain else None
     except OSError:
         plain, st = False, None
     if st is None or not plain:
-        return observe_file(real_root, entry.path)
+        return observe_file(root, entry.path)
     if st.st_size > MAX_FILE_BYTES:
         return Unreadable(_too_large(st.st_size))
-    return Present(size=st.st_size, mtime_ns=st.st_mtime_ns, fs_path=entry.path)
+    return Present(size=st.st_size, mtime_ns=st.st_mtime_ns, fs_path=entry.path, root=root)
 
 
-def observe_file(real_root: str, fs_path: str) -> Observed:
-    """Stat one file: Present, Absent, or Unreadable with the reason."""
+def observe_file(root: str, fs_path: str) -> Observed:
+    """Stat one file below the vault folder ``root``: Present, Absent (also below a symlinked folder,
+    which is not entered), or Unreadable with the reason (a symlink itself, as ``scan`` says)."""
+    rel = relative(root, fs_path)
     try:
-        if os.path.islink(fs_path):
-            target = os.path.realpath(fs_path)
-            if not inside(real_root, target):
-                return Unreadable(f"symlink points outside the vault ({target})")
-        st = os.stat(fs_path)
-    except FileNotFoundError:
+        st = vaultfs.stat_note(root, rel)
+    except (FileNotFoundError, NotADirectoryError):
         return Absent()
+    except vaultfs.NotANote:
+        folder, _, _ = rel.rpartition("/")
+        real_folder = folder == "" or vaultfs.kind(root, folder) == "folder"
+        return Unreadable(SYMLINK) if real_folder and os.path.islink(fs_path) else Absent()
     except OSError as exc:
         return Unreadable(f"cannot read: {exc.strerror}")
-    if not os.path.isfile(fs_path):
-        return Absent()
     if st.st_size > MAX_FILE_BYTES:
         return Unreadable(_too_large(st.st_size))
-    return Present(size=st.st_size, mtime_ns=st.st_mtime_ns, fs_path=fs_path)
+    return Present(size=st.st_size, mtime_ns=st.st_mtime_ns, fs_path=fs_path, root=root)
 
 
 def dirty_rel(raw: str) -> str | None:
@@ -181,7 +194,7 @@ def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tupl
     ``live`` lists the notes that exist now (at least those below the given paths): those under a
     folder that vanished are observed too.
     """
-    real_root = os.path.realpath(root)
+    real_root = str(root)
     live_paths = sorted(live)
     observed: dict[str, Observed] = {}
     errors: list[FileError] = []
@@ -190,7 +203,7 @@ def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tupl
         if rel is None:
             continue
         fs_path = disk_path(root, rel)
-        if os.path.isdir(fs_path) and not os.path.islink(fs_path):
+        if vaultfs.kind(real_root, rel) == "folder":
             if is_visible_folder(rel):
                 sub, sub_errors = scan(root, relative(root, fs_path))
                 observed.update(sub)

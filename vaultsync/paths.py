@@ -2,7 +2,13 @@
 
 Every door asks these functions: the scanner and the path observer (``folder``), the watcher's
 event filter (``observe``), the git backfill (``gitimport``), the write tools (``edit``) and the
-readers (``Vault``).
+readers (``Vault``). How a note path is opened on disk (never through a symlink) is ``vaultfs``.
+
+Symlinks: a note is a regular file reached through real folders inside the vault. A symlinked
+file or folder is not a note and is not entered, by import, the watcher and the write tools alike
+(Obsidian itself ignores folder symlinks that point back into the vault and does not support file
+symlinks; vaultsync also skips those pointing out of it, since a cloned vault's committed symlinks
+can point anywhere, including into ``.git``).
 """
 
 from __future__ import annotations
@@ -54,9 +60,26 @@ def note_path(path: str) -> str:
     return normal
 
 
-def inside(real_root: str, target: str) -> bool:
-    """Whether the resolved path ``target`` lies within the resolved vault root."""
-    return os.path.commonpath([real_root, target]) == real_root
+def writable_note_path(path: str) -> str:
+    """A user-given path for a write as the vault-relative NFC note path, or PathError saying why not.
+
+    Absolute paths, ``..``, names not ending in ``.md``, dot-files and dot-folders are refused
+    (the write itself then refuses symlinks and non-regular files on the way: ``vaultfs``).
+    """
+    raw = str(path)
+    if "\x00" in raw:
+        raise PathError("a note path cannot contain NUL bytes")
+    rel = nfc(raw.replace("\\", "/").strip())
+    if not rel or rel.startswith("/") or (len(rel) > 1 and rel[1] == ":"):
+        raise PathError(f"{path!r} is absolute; give a vault-relative path like Folder/Note.md")
+    if ".." in rel.split("/"):
+        raise PathError(f"{path!r} contains '..'; give a path inside the vault like Folder/Note.md")
+    rel = posixpath.normpath(rel)
+    if not rel.endswith(NOTE_SUFFIX):
+        raise PathError(f"{path!r} is not a Markdown note; the name must end in .md")
+    if not is_note_path(rel):
+        raise PathError(f"{path!r} is inside a hidden folder or has an empty part; choose a visible folder")
+    return rel
 
 
 def disk_path(root: str | os.PathLike[str], rel: str) -> str:
@@ -81,5 +104,19 @@ def disk_path(root: str | os.PathLike[str], rel: str) -> str:
     return current
 
 
-__all__ = ["NOTE_SUFFIX", "disk_path", "inside", "is_hidden", "is_note_path", "is_visible_folder", "nfc",
-           "note_path", "relative"]
+def disk_name(dir_fd: int, part: str) -> str:
+    """The name in the open folder ``dir_fd`` of the NFC path part ``part``: itself when it exists,
+    else an entry whose NFC form it is (a name macOS wrote in NFD), else ``part`` (a new name)."""
+    if part.isascii():
+        return part
+    try:
+        os.stat(part, dir_fd=dir_fd, follow_symlinks=False)
+        return part
+    except FileNotFoundError:
+        pass
+    with os.scandir(dir_fd) as entries:
+        return next((e.name for e in entries if nfc(e.name) == part), part)
+
+
+__all__ = ["NOTE_SUFFIX", "disk_name", "disk_path", "is_hidden", "is_note_path", "is_visible_folder", "nfc",
+           "note_path", "relative", "writable_note_path"]

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import edit
+from . import edit, vaultfs
 from .config import default_db_path
 from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound, VaultsyncError
-from .folder import FileError, dirty_rel, observe_paths, scan
+from .folder import MAX_FILE_BYTES, FileError, dirty_rel, observe_paths, scan
 from .links import LinkReport, link_report
 from .parsers import split_lines
 from .paths import nfc, note_path
@@ -164,7 +164,7 @@ class Vault:
         borrowed; ``close()`` releases it.
         """
         with self._sync_lock:
-            return self.lock.try_acquire(command)
+            return self.lock.try_acquire(command, watching=True)  # held for good: by a watcher
 
     def release_lock(self) -> None:
         """Give up the writer lock taken with ``hold_lock`` (between batches of this process)."""
@@ -341,19 +341,39 @@ class Vault:
                                      labels[0], labels[1])
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
-    def changes(self, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None) -> list[Revision]:
-        """Revisions learned after ``since`` up to and including ``until`` (default now), in order.
+    def changes(self, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None, *,
+                limit: int | None = None) -> list[Revision]:
+        """Revisions learned after ``since`` up to and including ``until`` (default now), in order
+        (the first ``limit``).
 
         With ``valid_at``: only those that changed which revision applies at that validity time.
         A ``since`` before the vault's retention horizon means the horizon.
         """
+        with self._changes_views(since, until, valid_at) as (start, end):
+            return end.changes(start, limit)
+
+    def changes_page(self, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None, *,
+                     limit: int) -> tuple[list[Revision], dict[str, int], bool]:
+        """The first ``limit`` of ``changes``, how many of each kind there are in all (counted in the
+        store, not loaded), and whether there are more; one consistent read."""
+        with self._changes_views(since, until, valid_at) as (start, end):
+            revisions = end.changes(start, limit + 1)
+            if len(revisions) <= limit:
+                counts: dict[str, int] = {}
+                for r in revisions:
+                    counts[r.kind] = counts.get(r.kind, 0) + 1
+                return revisions, counts, False
+            return revisions[:limit], end.change_counts(start), True
+
+    @contextlib.contextmanager
+    def _changes_views(self, since: TimeLike, until: TimeLike, valid_at: TimeLike) -> Iterator[tuple[View, View]]:
         start, end = as_micros(since, "since"), as_micros(until, "until")
         if start is not None and end is not None and end < start:
             raise ConfigError("until is earlier than since", argument="until")
         with self._view(end, as_micros(valid_at, "valid_at")) as view:
             if start is not None and view.horizon is not None:
                 start = max(start, view.horizon)
-            return view.changes(view.at(start))
+            yield view.at(start), view
 
     def links(self, path: str, as_of: TimeLike = None) -> LinkReport:
         """The note's outgoing links (resolved) and the notes linking to it, both as of ``as_of``."""
@@ -365,12 +385,40 @@ class Vault:
         return link_report(rev, notes, when)
 
     def create_note(self, path: str, content: str) -> BatchSummary:
-        """Create a new note file (never overwriting one) atomically, then record it as one batch."""
-        return self.sync([edit.create_file(self.root, path, content)], source="write")
+        """Create a new note file (never overwriting anything) atomically, then record it as one batch.
+
+        Serialized with every other write and batch of this process; LockedError, with nothing
+        written, while another process holds the vault's writer lock (see ``write_file``).
+        """
+        return self.write_note(path, content)[0]
 
     def append_to_note(self, path: str, text: str) -> BatchSummary:
-        """Append text to an existing note file atomically, then record it as one batch."""
-        return self.sync([edit.append_file(self.root, path, text)], source="write")
+        """Append text to an existing note file atomically, then record it as one batch (as ``create_note``)."""
+        return self.write_note(path, text, append=True)[0]
+
+    def write_note(self, path: str, text: str, *, append: bool = False) -> tuple[BatchSummary, Note]:
+        """Create (or append to) a note file, record it, and read back the note as that batch left it."""
+        with self._writing():
+            write = edit.append_file if append else edit.create_file
+            rel = write(str(self.root), path, text)
+            try:
+                return self.sync([rel], source="write"), self.read(rel)
+            except StoreError as exc:
+                raise type(exc)(f"wrote {rel} in the vault folder, but could not record it: {exc}; it is recorded "
+                                "at the next sync (do not write it again)") from None
+
+    def read_file(self, path: str) -> bytes:
+        """The bytes of a note file in the vault folder now (read without following symlinks)."""
+        return vaultfs.read_note(str(self.root), note_path(path), MAX_FILE_BYTES)[0]
+
+    def write_file(self, path: str, text: str, *, append: bool) -> str:
+        """Only write the file (create, or append to it), serialized with this process's writes and
+        batches, without recording it: for when another process holds the writer lock and watches
+        the vault (it records the file). Returns the vault-relative path."""
+        with self._sync_lock:
+            if append:
+                return edit.append_file(str(self.root), path, text)
+            return edit.create_file(str(self.root), path, text)
 
     def search(
         self,

@@ -79,7 +79,7 @@ class Watcher:
             raise ConfigError("the watcher needs a vault opened for writing (Vault.open(db, root=FOLDER))")
         self._debouncer = Debouncer(self.step_ms / 1000, self.debounce_ms / 1000)
         self._own_lock = not self.vault.lock.held
-        self.vault.lock.acquire()
+        self.vault.lock.acquire(watching=True)
         try:
             self._root_id = _identity(self.vault.root)
             if self._root_id is None:

@@ -140,7 +140,8 @@ class WatcherStatus(_Out):
     model_config = ConfigDict(extra="allow")
     running: bool = Field(description="A watcher keeps the index current (in this process or another)")
     in_process: bool = Field(description="The watcher runs inside this server (serve --watch)")
-    other_process: str | None = Field(default=None, description="Another process writing this vault, if any")
+    other_process: str | None = Field(default=None, description="Another process writing this vault, if any (what "
+                                      "it does and since when)")
     role: str = Field(default="reader", description="watcher: this server records the folder's changes; reader: "
                       "it only reads the store (another process, other_process, may be watching)")
     standby: bool = Field(default=False, description="Asked to watch (serve --watch): a reader takes over "
@@ -150,7 +151,6 @@ class WatcherStatus(_Out):
 
 class StatusResult(_Out):
     vault: str
-    root: str
     notes: int
     revisions: int
     batches: int

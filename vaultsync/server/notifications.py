@@ -17,6 +17,11 @@ from .sdk import connection_key
 
 logger = logging.getLogger(__name__)
 
+MAX_SUBSCRIPTIONS = 1000
+"""Legacy ``resources/subscribe`` subscriptions one client connection may hold."""
+MAX_URI_CHARS = 2048
+"""Longest URI a client may subscribe to."""
+
 NOTE_TEMPLATE = "note://{+path}"
 _TEMPLATE = UriTemplate.parse(NOTE_TEMPLATE)
 
@@ -41,6 +46,8 @@ class Notifier:
     def __init__(self) -> None:
         self.bus = InMemorySubscriptionBus()
         self.legacy: dict[str, dict[int, ServerSession]] = {}
+        self.per_connection: dict[int, int] = {}
+        """How many legacy subscriptions each connection holds (bounded by MAX_SUBSCRIPTIONS)."""
         self.token: Any = None
         """The server's event loop (set while it runs), so worker threads can publish on it."""
 
@@ -51,6 +58,7 @@ class Notifier:
     def detach(self) -> None:
         self.token = None
         self.legacy.clear()
+        self.per_connection.clear()
 
     def tell(self, news: list[BatchNews]) -> None:
         """Called on any worker thread with the batches the store gained: tell subscribers which notes changed."""
@@ -71,20 +79,40 @@ class Notifier:
                     await session.send_resource_updated(uri)
                 except Exception:
                     logger.debug("dropping a legacy subscriber of %s", uri, exc_info=True)
-                    self.legacy.get(uri, {}).pop(key, None)
+                    self._drop(uri, key)
         if list_changed:
             await self.bus.publish(ResourcesListChanged())
 
     def subscribe_legacy(self, uri: str, session: ServerSession) -> str:
         """Subscribe the connection behind ``session`` to a note; its canonical URI (ValueError if not a note)."""
+        if len(uri) > MAX_URI_CHARS:
+            raise ValueError(f"the URI is {len(uri)} characters long; at most {MAX_URI_CHARS}")
         path = uri_path(uri)
         if path is None:
             raise ValueError(f"{uri!r} is not a note:// URI")
         canonical = note_uri(path)
-        self.legacy.setdefault(canonical, {})[connection_key(session)] = session
+        key = connection_key(session)
+        subscribers = self.legacy.setdefault(canonical, {})
+        if key not in subscribers:
+            if self.per_connection.get(key, 0) >= MAX_SUBSCRIPTIONS:
+                if not subscribers:
+                    del self.legacy[canonical]
+                raise ValueError(f"this connection already holds {MAX_SUBSCRIPTIONS} subscriptions (the most one "
+                                 "may hold); unsubscribe from some first")
+            self.per_connection[key] = self.per_connection.get(key, 0) + 1
+        subscribers[key] = session
         return canonical
 
     def unsubscribe_legacy(self, uri: str, session: ServerSession) -> None:
         path = uri_path(uri)
         if path is not None:
-            self.legacy.get(note_uri(path), {}).pop(connection_key(session), None)
+            self._drop(note_uri(path), connection_key(session))
+
+    def _drop(self, uri: str, key: int) -> None:
+        subscribers = self.legacy.get(uri, {})
+        if subscribers.pop(key, None) is not None:
+            self.per_connection[key] -= 1
+            if not self.per_connection[key]:
+                del self.per_connection[key]
+        if not subscribers:
+            self.legacy.pop(uri, None)

@@ -22,7 +22,8 @@ from .models import (
     WatcherStatus,
 )
 from .runtime import Runtime
-from .toolkit import READ_ONLY, PathArg, TimeArg, ToolSet, decode_cursor, friendly, page, when, wire_names
+from .toolkit import (READ_ONLY, PathArg, TimeArg, ToolSet, decode_cursor, friendly, page, public_holder, when,
+                      wire_names)
 
 ValidArg = Annotated[str | None, Field(description="Validity time: for notes declaring valid_from/valid_to in "
                                        "frontmatter, the revision that applies at this time (an interval overlay); "
@@ -159,12 +160,9 @@ def add_list_changes(tools: ToolSet, rt: Runtime) -> None:
         """List the notes created, modified, renamed or deleted between two times, in the order
         vaultsync learned of them."""
         with rt.reading() as vault:
-            revisions = vault.changes(since, until, valid_at=valid_at)
-        counts: dict[str, int] = {}
-        for r in revisions:
-            counts[r.kind] = counts.get(r.kind, 0) + 1
-        return ChangesResult(since=since, until=until, changes=[_revision(r) for r in revisions[:limit]],
-                             counts=counts, truncated=len(revisions) > limit)
+            revisions, counts, more = vault.changes_page(since, until, valid_at=valid_at, limit=limit)
+        return ChangesResult(since=since, until=until, changes=[_revision(r) for r in revisions],
+                             counts=counts, truncated=more)
 
 
 def add_list_notes(tools: ToolSet, rt: Runtime) -> None:
@@ -217,10 +215,24 @@ def add_vault_status(tools: ToolSet, rt: Runtime) -> None:
         enabled, and whether a watcher keeps the index current (and its lag)."""
         with rt.reading() as vault:
             stats = vault.stats()
-        return StatusResult(vault=stats["vault"], root=stats["root"], notes=stats["notes"],
+        return StatusResult(vault=stats["vault"], notes=stats["notes"],
                             revisions=stats["revisions"], batches=stats["batches"], first_batch=stats["first_batch"],
                             last_batch=stats["last_batch"], writes_enabled=rt.allow_writes,
-                            watcher=WatcherStatus(**rt.watcher_status()))
+                            watcher=WatcherStatus(**_public_watcher(rt)))
+
+
+PRIVATE_STATUS = frozenset({"root", "vault"})
+"""Watcher status fields a client does not need (the absolute folder path; the vault name is said once)."""
+
+
+def _public_watcher(rt: Runtime) -> dict[str, Any]:
+    """The watcher's status without absolute paths, and another process only as what it does (its pid
+    and command line stay in the server's log)."""
+    status = {k: v for k, v in rt.watcher_status().items() if k not in PRIVATE_STATUS}
+    if status.get("other_process"):
+        lock = rt.vaults.writer_lock
+        status["other_process"] = public_holder(lock.holder_info() if lock is not None else None)
+    return status
 
 
 def _fit_hits(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:

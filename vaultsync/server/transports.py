@@ -1,5 +1,7 @@
-"""Serving: stdio (protocol only on stdout, bad input answered, size-limited) and streamable HTTP
-(loopback by default, Origin/Host checked, bearer token beyond loopback, request size limit)."""
+"""Serving: stdio (protocol only on stdout, bad input answered, size- and depth-limited, requests in
+flight bounded) and streamable HTTP (loopback by default, Origin/Host checked, bearer token beyond
+loopback, request size limit, connections and request time bounded, HTTPS with a certificate).
+The limits themselves are in ``guards``."""
 
 from __future__ import annotations
 
@@ -24,10 +26,13 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import SessionMessage
-from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, jsonrpc_message_adapter
+from mcp.types import (INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCResponse,
+                       jsonrpc_message_adapter)
 from pydantic import ValidationError
 
 from ..errors import ConfigError
+from .guards import (KEEP_ALIVE_S, MAX_HTTP_CONNECTIONS, MAX_JSON_DEPTH, InFlight, depth, guarded_h11,
+                     valid_id)
 from .sdk import lowlevel_server
 
 logger = logging.getLogger(__name__)
@@ -54,6 +59,7 @@ class GuardedLines:
         self.raw = raw
         self.limit = limit
         self.reply: Any = None
+        self.in_flight = InFlight()
         self.ready = anyio.Event()
         self._send, self._recv = anyio.create_memory_object_stream[bytes](16)
 
@@ -106,20 +112,50 @@ class GuardedLines:
             except ValueError as exc:
                 await self._error(None, PARSE_ERROR, f"Parse error: not valid JSON ({exc.msg} at column {exc.colno})")
                 continue
-            try:
-                jsonrpc_message_adapter.validate_python(data, by_name=False)
-            except ValidationError:
-                ident = data.get("id") if isinstance(data, dict) else None
-                ident = ident if isinstance(ident, str | int) and not isinstance(ident, bool) else None
-                await self._error(ident, INVALID_REQUEST, "Invalid Request: expected a JSON-RPC 2.0 request, "
-                                  "notification or response object")
+            except RecursionError:
+                await self._error(None, INVALID_REQUEST, f"message nested too deeply: at most {MAX_JSON_DEPTH} levels")
                 continue
+            refusal = self._refusal(data)
+            if refusal is not None:
+                ident = data.get("id") if isinstance(data, dict) else None
+                await self._error(ident if valid_id(ident) else None, INVALID_REQUEST, refusal)
+                continue
+            method, ident = data.get("method"), data.get("id")
+            if method is not None and ident is not None:
+                if self.in_flight.full:
+                    await self._error(ident, INVALID_REQUEST, f"too many requests in flight: at most "
+                                      f"{self.in_flight.limit} unanswered at once; wait for replies")
+                    continue
+                self.in_flight.sent(ident)
+            elif method == "notifications/cancelled" and isinstance(data.get("params"), dict):
+                self.in_flight.answered(data["params"].get("requestId"))
             yield text
+
+    @staticmethod
+    def _refusal(data: Any) -> str | None:
+        """Why a parsed message is not one the server takes (None when it is)."""
+        if depth(data) > MAX_JSON_DEPTH:
+            return f"message nested too deeply: at most {MAX_JSON_DEPTH} levels"
+        if isinstance(data, dict) and "id" in data and not valid_id(data["id"]):
+            return "Invalid Request: the id must be a string or an integer"
+        try:
+            jsonrpc_message_adapter.validate_python(data, by_name=False)
+        except (ValidationError, RecursionError):
+            return "Invalid Request: expected a JSON-RPC 2.0 request, notification or response object"
+        return None
 
     async def _error(self, ident: str | int | None, code: int, message: str) -> None:
         logger.info("refused a stdio message: %s", message)
         error = JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(code=code, message=message))
         await self.reply.send(SessionMessage(error))
+
+    async def forward(self, from_server: Any, stdout: Any) -> None:
+        """Pass the server's messages to stdout, counting each response as its request answered."""
+        async with from_server, stdout:  # closing stdout's stream lets the SDK's writer finish
+            async for message in from_server:
+                if isinstance(message.message, JSONRPCResponse | JSONRPCError):
+                    self.in_flight.answered(message.message.id)
+                await stdout.send(message)
 
 
 async def serve_stdio(mcp: MCPServer, *, limit: int = MAX_MESSAGE_BYTES) -> None:
@@ -130,8 +166,11 @@ async def serve_stdio(mcp: MCPServer, *, limit: int = MAX_MESSAGE_BYTES) -> None
         tg.start_soon(_cancel_on_signals, tg.cancel_scope)
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
             stdin.reply = write_stream
+            server_out, to_stdout = anyio.create_memory_object_stream[SessionMessage](0)
+            tg.start_soon(stdin.forward, to_stdout, write_stream)
             stdin.ready.set()
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+            async with server_out:
+                await lowlevel.run(read_stream, server_out, lowlevel.create_initialization_options())
         tg.cancel_scope.cancel()
 
 
@@ -175,10 +214,16 @@ def parse_bind(value: str) -> tuple[str, int]:
 
 
 def read_token(path: Path) -> str:
+    """The bearer token in ``path``; refused when other users may read or change the file."""
     try:
-        token = path.read_text(encoding="utf-8").strip()
+        with open(path, encoding="utf-8") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            token = handle.read().strip()
     except OSError as exc:
         raise ConfigError(f"cannot read --token-file {path}: {exc.strerror}") from None
+    if os.name == "posix" and mode & 0o077:
+        raise ConfigError(f"the token file {path} is readable or writable by other users (mode {mode & 0o777:o}); "
+                          f"make it private: chmod 600 {path}")
     if len(token) < 16:
         raise ConfigError(f"the token in {path} is too short; use at least 16 characters (e.g. openssl rand -hex 32)")
     return token
@@ -200,7 +245,8 @@ def _host_names(host: str) -> list[str]:
     return sorted(names)
 
 
-def http_app(mcp: MCPServer, host: str, port: int, *, token: str | None, limit: int = MAX_MESSAGE_BYTES) -> Any:
+def http_app(mcp: MCPServer, host: str, port: int, *, token: str | None, limit: int = MAX_MESSAGE_BYTES,
+             tls: bool = False) -> Any:
     """The Starlette app for ``/mcp``: DNS-rebinding checks always on, bearer auth when ``token``."""
     names = _host_names(host)
     security = TransportSecuritySettings(
@@ -211,7 +257,7 @@ def http_app(mcp: MCPServer, host: str, port: int, *, token: str | None, limit: 
     auth = verifier = None
     if token is not None:
         shown = f"[{host}]" if ":" in host else host
-        base = f"http://{shown}:{port}"
+        base = f"{'https' if tls else 'http'}://{shown}:{port}"
         auth = AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp",  # type: ignore[arg-type]
                             validate_token_resource=False, required_scopes=["vault"])
         verifier = StaticTokenVerifier(token)
@@ -231,12 +277,36 @@ def resolve_token(host: str, token_file: Path | None) -> tuple[str | None, bool]
     return secrets.token_urlsafe(32), True
 
 
-async def serve_http(mcp: MCPServer, host: str, port: int, *, token: str | None,
-                     limit: int = MAX_MESSAGE_BYTES) -> None:
-    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until SIGINT/SIGTERM."""
-    import uvicorn
+def check_tls(cert: Path | None, key: Path | None) -> tuple[str, str] | None:
+    """The certificate and key files for HTTPS (both or neither), checked readable."""
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise ConfigError("HTTPS needs both --tls-cert and --tls-key")
+    for name, path in (("--tls-cert", cert), ("--tls-key", key)):
+        if not path.is_file():
+            raise ConfigError(f"{name} {path} is not a readable file")
+    return str(cert), str(key)
 
-    app = http_app(mcp, host, port, token=token, limit=limit)
+
+def clear_text_warning(host: str, tls: tuple[str, str] | None) -> str | None:
+    """The warning to show when the bearer token would cross the network unencrypted (None when it does not)."""
+    if tls is not None or host in LOOPBACK:
+        return None
+    return (f"WARNING: serving plain HTTP on {host}, beyond this machine: the bearer token and every note travel "
+            "in clear text; give --tls-cert and --tls-key, or put a TLS proxy in front")
+
+
+async def serve_http(mcp: MCPServer, host: str, port: int, *, token: str | None,
+                     limit: int = MAX_MESSAGE_BYTES, tls: tuple[str, str] | None = None) -> None:
+    """Serve streamable HTTP at ``http(s)://HOST:PORT/mcp`` until SIGINT/SIGTERM (limits: ``guards``)."""
+    import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    app = http_app(mcp, host, port, token=token, limit=limit, tls=tls is not None)
+    cert, key = tls if tls is not None else (None, None)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
-                            h11_max_incomplete_event_size=64 * 1024)
+                            http=guarded_h11(H11Protocol), h11_max_incomplete_event_size=64 * 1024,
+                            limit_concurrency=MAX_HTTP_CONNECTIONS, timeout_keep_alive=KEEP_ALIVE_S,
+                            ssl_certfile=cert, ssl_keyfile=key)
     await uvicorn.Server(config).serve()

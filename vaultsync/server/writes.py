@@ -1,8 +1,14 @@
 """Opt-in write tools: create a note or append to one, then ingest it before returning.
 
-When another process holds the vault's writer lock (a watcher, an import), the file is written and
-the tool waits for that process to record it; if it does not within ``WAIT_FOR_OTHER_WRITER_S``, the
-tool error names the holder (pid, command, since when).
+A write either returns once the change is recorded (searchable, in ``note_history``) or fails:
+
+* this process holds the writer lock (or takes it): write and record, one batch, serialized with
+  the watcher's batches and every other write (``Vault._writing``);
+* another process holds it and watches the vault (``watch``, ``serve --watch``): write the file,
+  then wait until that process has recorded it (``WAIT_FOR_OTHER_WRITER_S``); if it stops
+  meanwhile, this process takes the lock and records the file itself;
+* another process holds it without watching (an import): wait up to ``WAIT_FOR_LOCK_S`` for the
+  lock, then refuse with the holder named, before touching the file.
 """
 
 from __future__ import annotations
@@ -10,26 +16,29 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from ..edit import MAX_WRITE_CHARS, checked_path
+from ..edit import MAX_WRITE_CHARS
 from ..errors import LockedError, NoteNotFound
+from ..paths import writable_note_path
 from ..sync import BatchSummary
 from ..times import format_time
 from ..vault import Vault
 from .models import WriteResult
 from .notifications import note_uri
 from .runtime import Runtime
-from .toolkit import WRITE, ToolSet, friendly
+from .toolkit import WRITE, ToolSet, friendly, public_holder
 
 logger = logging.getLogger(__name__)
 
 WAIT_FOR_OTHER_WRITER_S = 10.0
 """How long a write waits for the process holding the writer lock (e.g. its watcher) to ingest it."""
+
+WAIT_FOR_LOCK_S = 5.0
+"""How long a write waits for a process holding the writer lock without watching (an import) to finish."""
 
 NewPath = Annotated[str, Field(description="Vault-relative path ending in .md, e.g. 'Inbox/Idea.md'",
                                min_length=4, max_length=1024)]
@@ -47,7 +56,7 @@ def add_write_tools(tools: ToolSet, rt: Runtime) -> None:
         """Create a new Markdown note inside the vault. Refuses to overwrite an existing note (use
         append_to_note), paths outside the vault and names not ending in .md. The note is
         searchable when this returns."""
-        return _write(rt, path, lambda writer: writer.create_note(path, content))
+        return _write(rt, path, content, append=False)
 
     @tools.add("Append to a note", WRITE)
     @friendly
@@ -59,18 +68,28 @@ def add_write_tools(tools: ToolSet, rt: Runtime) -> None:
     ) -> WriteResult:
         """Append text to the end of an existing note in the vault. The change is searchable when
         this returns."""
-        return _write(rt, path, lambda writer: writer.append_to_note(path, text))
+        return _write(rt, path, text, append=True)
 
 
-def _write(rt: Runtime, path: str, action: Callable[[Any], BatchSummary]) -> WriteResult:
-    """Run ``action(writer)`` (a create or append that ingests its batch), or, when another
-    process holds the writer lock, wait for that process to ingest the file."""
+def _write(rt: Runtime, path: str, text: str, *, append: bool) -> WriteResult:
+    """Write and record (see the module docstring for who records, and when a write is refused)."""
     writer = _writer(rt)
-    try:
-        summary = action(writer)
-    except LockedError as exc:
-        return _wait_for_other_writer(rt, writer, checked_path(writer.root, path)[0], exc)
-    return _result(rt, summary, checked_path(writer.root, path)[0])
+    rel = writable_note_path(path)  # a bad path is refused before anything else
+    deadline = time.monotonic() + WAIT_FOR_LOCK_S
+    while True:
+        try:
+            summary, note = writer.write_note(rel, text, append=append)
+            rt.on_batch(summary)
+            return _recorded(note.revision)
+        except LockedError as refused:
+            holder = writer.lock.holder_info()
+            if holder and holder.get("watching"):
+                writer.write_file(rel, text, append=append)
+                return _wait_for_other_writer(rt, writer, rel, refused)
+            if time.monotonic() >= deadline:
+                raise ToolError(f"vault '{writer.name}' is being written by {public_holder(holder)}; nothing was "
+                                "written, try again when it has finished") from None
+        time.sleep(0.1)
 
 
 def _writer(rt: Runtime) -> Vault:
@@ -93,9 +112,10 @@ def _recorded(r: Any) -> WriteResult:
 
 
 def _wait_for_other_writer(rt: Runtime, writer: Vault, rel: str, refused: LockedError) -> WriteResult:
-    """Another process holds the writer lock (a watcher ingests the file soon): wait until it has
-    recorded the file, or fail with one line naming that process."""
-    digest = hashlib.sha256((writer.root / rel).read_bytes()).hexdigest()
+    """Another process that watches the vault holds the writer lock: wait until it has recorded the
+    file as written (or later), take over when it stops, or fail with one line naming it."""
+    written = writer.root / rel
+    digest = hashlib.sha256(writer.read_file(rel)).hexdigest()
     deadline = time.monotonic() + WAIT_FOR_OTHER_WRITER_S
     while time.monotonic() < deadline:
         try:
@@ -105,10 +125,15 @@ def _wait_for_other_writer(rt: Runtime, writer: Vault, rel: str, refused: Locked
                 return _recorded(note.revision)
         except NoteNotFound:
             pass
-        time.sleep(0.2)
-    holder = writer.lock.holder()
-    why = (f"vault '{writer.name}' is being written by {holder}, which has not recorded it within "
-           f"{WAIT_FOR_OTHER_WRITER_S:g} s" if holder else str(refused))
-    logger.warning("%s written, but not recorded: %s", rel, why)
+        if writer.lock.holder_info() is None:  # the watcher stopped: record it here
+            try:
+                return _result(rt, writer.sync([rel], source="write"), rel)
+            except LockedError:
+                pass
+        time.sleep(0.1)
+    holder = writer.lock.holder_info()
+    why = (f"vault '{writer.name}' is being written by {public_holder(holder)}, which has not recorded it within "
+           f"{WAIT_FOR_OTHER_WRITER_S:g} s" if holder is not None else "the vault's watcher stopped")
+    logger.warning("%s written, but not recorded: %s (%s)", written, why, writer.lock.holder() or refused)
     raise ToolError(f"wrote {rel} in the vault folder, but it is not recorded yet: {why}; it becomes searchable "
                     "once that process records it or the vault is synced again (do not write it again)")

@@ -59,7 +59,8 @@ def connect(path: str | os.PathLike[str], *, readonly: bool = False, create: boo
     if str(path) != ":memory:" and not db_path.exists() and (readonly or not create):
         raise ConfigError(f"no vaultsync database at {db_path} (run `vaultsync import VAULT` first, or pass --db)")
     if str(path) != ":memory:" and not readonly:
-        db_path.parent.mkdir(parents=True, exist_ok=True)
+        db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _create_private(db_path)
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     with translated(path):
         con = apsw.Connection(str(path), flags=flags)
@@ -71,6 +72,18 @@ def connect(path: str | os.PathLike[str], *, readonly: bool = False, create: boo
         con.execute("PRAGMA cache_size=-65536")
         _load_vec(con)
     return con
+
+
+def _create_private(db_path: Path) -> None:
+    """Create a new database file readable by its owner only: it holds the vault's whole history.
+    SQLite gives the WAL and shared-memory files the database file's mode, so they are private too."""
+    try:
+        fd = os.open(db_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except FileExistsError:
+        return
+    except OSError:
+        return  # apsw reports what is wrong with the path in one line
+    os.close(fd)
 
 
 def _load_vec(con: apsw.Connection) -> None:

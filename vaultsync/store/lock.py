@@ -30,18 +30,23 @@ class WriterLock:
     def held(self) -> bool:
         return self._file is not None
 
-    def acquire(self, command: str | None = None) -> None:
-        """Take the lock, or raise LockedError naming the process that holds it."""
-        if not self.try_acquire(command):
+    def acquire(self, command: str | None = None, *, watching: bool = False) -> None:
+        """Take the lock, or raise LockedError naming the process that holds it (see ``try_acquire``)."""
+        if not self.try_acquire(command, watching=watching):
             raise LockedError(f"vault '{self.vault}' is already being written by {self.holder() or 'another process'}; "
                               "stop it first")
 
-    def try_acquire(self, command: str | None = None) -> bool:
-        """Take the lock if it is free (never waits); True when this object holds it afterwards."""
+    def try_acquire(self, command: str | None = None, *, watching: bool = False) -> bool:
+        """Take the lock if it is free (never waits); True when this object holds it afterwards.
+
+        ``watching``: this process records every change in the folder while it holds the lock, so
+        another process's write tool may write a note and wait for it to be recorded here.
+        """
         if self._file is not None:
             return True
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+", encoding="utf-8")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)  # the holder's argv: private
+        handle = open(fd, "a+", encoding="utf-8")
         if fcntl is not None:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -54,6 +59,7 @@ class WriterLock:
             "pid": os.getpid(),
             "command": command or " ".join(["vaultsync", *sys.argv[1:]]),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "watching": watching,
         }))
         handle.flush()
         self._file = handle
@@ -61,14 +67,26 @@ class WriterLock:
 
     def holder(self) -> str | None:
         """Who holds the lock now (another process), or None when it is free or ours."""
-        if self._file is not None or not self.path.exists() or fcntl is None:
+        info = self.holder_info()
+        return None if info is None else _describe(info)
+
+    def holder_info(self) -> dict[str, object] | None:
+        """What the holder (another process) wrote into the lock file ({} if unreadable), or None when free or ours."""
+        if self._file is not None or fcntl is None:
             return None
-        with open(self.path, "a+", encoding="utf-8") as handle:
+        try:
+            handle = open(self.path, encoding="utf-8")
+        except OSError:
+            return None
+        with handle:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
             except OSError:
-                handle.seek(0)
-                return _describe(handle.read())
+                try:
+                    info = json.loads(handle.read())
+                except ValueError:
+                    return {}
+                return info if isinstance(info, dict) else {}
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
             return None
 
@@ -106,9 +124,8 @@ def holders(db_path: str) -> list[str]:
     return found
 
 
-def _describe(text: str) -> str:
+def _describe(info: dict[str, object]) -> str:
     try:
-        info = json.loads(text)
         return f"pid {info['pid']} ({info['command']}, since {info['started']})"
-    except (ValueError, KeyError, TypeError):
+    except KeyError:
         return "another process"

@@ -148,14 +148,18 @@ def revisions_of_path(con: apsw.Connection, vault_id: int, path: str, before_bat
     return [_revision(r) for r in rows]
 
 
-def revisions_between(con: apsw.Connection, vault_id: int, after_batch: int, upto_batch: int) -> list[Revision]:
-    """Revisions written in batches ``after_batch < id <= upto_batch``, in order; rename tombstones left out."""
+_BETWEEN = """n.vault_id = ? AND n.batch_id > ? AND n.batch_id <= ?
+              AND NOT (n.kind = 'deleted' AND n.renamed_to IS NOT NULL)"""
+
+
+def revisions_between(con: apsw.Connection, vault_id: int, after_batch: int, upto_batch: int,
+                      limit: int | None = None) -> list[Revision]:
+    """Revisions written in batches ``after_batch < id <= upto_batch``, in order (the first ``limit``);
+    rename tombstones left out."""
     rows = con.execute(
         f"""SELECT {_NOTE_COLUMNS} FROM notes n JOIN batches b ON b.id = n.batch_id
-            WHERE n.vault_id = ? AND n.batch_id > ? AND n.batch_id <= ?
-              AND NOT (n.kind = 'deleted' AND n.renamed_to IS NOT NULL)
-            ORDER BY n.batch_id, n.path""",
-        (vault_id, after_batch, upto_batch),
+            WHERE {_BETWEEN} ORDER BY n.batch_id, n.path LIMIT ?""",
+        (vault_id, after_batch, upto_batch, -1 if limit is None else limit),
     ).fetchall()
     return [_revision(r) for r in rows]
 
@@ -185,6 +189,13 @@ def batches_after(con: apsw.Connection, vault_id: int, after_batch: int, limit: 
         paths.append(path)
         found[batch_id] = (paths, listed or kind != "modified")
     return [BatchNews(i, tuple(found[i][0]), found[i][1]) for i in ids]
+
+
+def kinds_between(con: apsw.Connection, vault_id: int, after_batch: int, upto_batch: int) -> dict[str, int]:
+    """How many revisions of each kind ``revisions_between`` holds (counted, not loaded)."""
+    rows = con.execute(f"SELECT n.kind, count(*) FROM notes n WHERE {_BETWEEN} GROUP BY n.kind",
+                       (vault_id, after_batch, upto_batch)).fetchall()
+    return {kind: count for kind, count in rows}
 
 
 def text(con: apsw.Connection, text_id: int) -> str:

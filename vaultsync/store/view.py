@@ -110,14 +110,15 @@ class View:
                 out.append(now)
         return out
 
-    def changes(self, since: View) -> list[Revision]:
-        """Revisions learned after ``since``'s cutoff up to and including this one, in order.
+    def changes(self, since: View, limit: int | None = None) -> list[Revision]:
+        """Revisions learned after ``since``'s cutoff up to and including this one, in order (the first
+        ``limit``, taken in the store when there is no ``valid_at``).
 
         With ``valid_at``: only those that changed which revision applies at that validity time
         (the revision that applies from then on, or the deletion or rename that ended the note)."""
-        found = q.revisions_between(self._con, self.vault_id, since.batch, self.batch)
         if self.valid_at is None:
-            return found
+            return q.revisions_between(self._con, self.vault_id, since.batch, self.batch, limit)
+        found = q.revisions_between(self._con, self.vault_id, since.batch, self.batch)
         state: dict[str, int | None] = {}
 
         def applying(path: str) -> int | None:
@@ -136,7 +137,18 @@ class View:
             state[r.path] = None if now is None else now.note_id
             if state[r.path] != before or gone:
                 out.append(now if now is not None else r)
+                if limit is not None and len(out) >= limit:
+                    break
         return out
+
+    def change_counts(self, since: View) -> dict[str, int]:
+        """How many of ``changes(since)`` are of each kind (created, modified, renamed, deleted)."""
+        if self.valid_at is None:
+            return q.kinds_between(self._con, self.vault_id, since.batch, self.batch)
+        counts: dict[str, int] = {}
+        for r in self.changes(since):
+            counts[r.kind] = counts.get(r.kind, 0) + 1
+        return counts
 
     # ------------------------------------------------------------ search
 

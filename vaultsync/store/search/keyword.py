@@ -146,7 +146,8 @@ def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, allo
         return []
     con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_tf (doc INTEGER, phrase INTEGER, tf REAL, "
                 "PRIMARY KEY (doc, phrase)) WITHOUT ROWID")
-    con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_rows (id INTEGER PRIMARY KEY, doc INTEGER, note INTEGER)")
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_rows (id INTEGER PRIMARY KEY, doc INTEGER, note INTEGER, "
+                "s REAL NOT NULL DEFAULT 0.0)")
     con.execute("DELETE FROM temp.kw_tf")
     con.execute("DELETE FROM temp.kw_rows")
     try:
@@ -157,25 +158,27 @@ def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, allo
         con.execute(f"INSERT OR IGNORE INTO temp.kw_rows (id, doc, note) {source}", params)
         df = dict(con.execute("SELECT t.phrase, count(*) FROM temp.kw_rows r JOIN temp.kw_tf t ON t.doc = r.doc "
                               "GROUP BY t.phrase").fetchall())
-        idfs = {f"i{i}": idf(n_rows, df.get(i, 0)) for i in range(len(query.phrases))}
-        terms, joins = [], []
+        # The score is summed phrase by phrase, in query order, as fts5Bm25Function adds its terms: one
+        # UPDATE per phrase (a phrase absent from a row adds exactly 0.0), so no statement joins more
+        # than three tables whatever the number of phrases (SQLite allows 64 per join).
+        avgdl = tokens / n_rows
         for i in range(len(query.phrases)):
-            f = f"coalesce(t{i}.tf, 0.0)"
-            terms.append(f":i{i} * (({f} * :k1p1) / ({f} + :k1 * (:omb + :b * d.length / :avgdl)))")
-            joins.append(f"LEFT JOIN temp.kw_tf t{i} ON t{i}.doc = r.doc AND t{i}.phrase = {i}")
+            con.execute(
+                """UPDATE temp.kw_rows SET s = s + :idf * ((t.tf * :k1p1) / (t.tf + :k1 * (:omb + :b * d.length / :avgdl)))
+                   FROM temp.kw_tf t, search_docs d
+                   WHERE t.doc = kw_rows.doc AND t.phrase = :phrase AND d.id = kw_rows.doc""",
+                {"idf": idf(n_rows, df.get(i, 0)), "phrase": i, "avgdl": avgdl, **CONSTANTS})
         where = ""
         extra: dict[str, object] = {}
         if allowed is not None:
             where = "WHERE r.note IN (SELECT value FROM json_each(:allowed))"
             extra["allowed"] = json.dumps(sorted(allowed))
-        inner = (f"SELECT r.id AS id, -1.0 * (0.0 + {' + '.join(terms)}) AS s FROM temp.kw_rows r "
-                 f"JOIN search_docs d ON d.id = r.doc {' '.join(joins)} {where}")
-        params = {**idfs, **CONSTANTS, "avgdl": tokens / n_rows, **extra}
-        rows = con.execute(f"{inner} ORDER BY s LIMIT :n", {**params, "n": limit + 1}).fetchall()
+        inner = f"SELECT r.id AS id, -1.0 * r.s AS s FROM temp.kw_rows r {where}"
+        rows = con.execute(f"{inner} ORDER BY s LIMIT :n", {**extra, "n": limit + 1}).fetchall()
         if len(rows) > limit and rows[limit - 1][1] == rows[limit][1]:
             edge = rows[limit - 1][1]
             rows = [r for r in rows if r[1] < edge] + con.execute(
-                f"SELECT id, s FROM ({inner}) WHERE s = :edge", {**params, "edge": edge}).fetchall()
+                f"SELECT id, s FROM ({inner}) WHERE s = :edge", {**extra, "edge": edge}).fetchall()
     finally:
         con.execute("DELETE FROM temp.kw_tf")
         con.execute("DELETE FROM temp.kw_rows")
