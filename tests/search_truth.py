@@ -12,10 +12,11 @@ from vaultsync.store.db import connect
 
 
 class FreshKeyword:
-    """A fresh FTS5 table over exactly the exported ``indexed_text``, built once and asked many queries."""
+    """A fresh FTS5 table over exactly the exported ``indexed_text`` of the chunks the index holds
+    (``"indexed": true``), built once and asked many queries."""
 
     def __init__(self, header: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
-        self.chunks = chunks
+        self.chunks = chunks = [c for c in chunks if c["indexed"]]
         self.con = apsw.Connection(":memory:")
         self.con.execute(f"CREATE VIRTUAL TABLE gt USING fts5(indexed_text, tokenize='{header['tokenizer']}')")
         with self.con:
@@ -46,9 +47,10 @@ def fresh_keyword(header: dict[str, Any], chunks: list[dict[str, Any]], expressi
 
 
 class BruteVector:
-    """Exhaustive cosine comparison with the exported chunks' vectors, embedded once."""
+    """Exhaustive cosine comparison with the vectors of the exported chunks the index holds, embedded once."""
 
     def __init__(self, chunks: list[dict[str, Any]], embedder: Embedder) -> None:
+        chunks = [c for c in chunks if c["indexed"]]
         self.chunks, self.embedder = chunks, embedder
         self.blobs = [quantize(vec) for vec in embedder.embed_many(c["indexed_text"] for c in chunks)]
 

@@ -18,7 +18,7 @@ from .embedding import query_embedder
 from .index import index_lag
 from .keyword import Scored
 from .snapshot import CHUNK_COLUMNS, Snapshot, allowed_notes, bounded_from_core, chunk_record, export_rows, take
-from ...text import TOKENIZE, parse_query
+from ...text import TOKENIZE, indexable, parse_query
 
 MODES = ("hybrid", "keyword", "vector")
 DEFAULT_MODE = "hybrid"
@@ -165,14 +165,22 @@ def snippet(text: str, words: list[str], width: int = 160) -> str:
 
 def export(con: apsw.Connection, vault_id: int, vault_name: str, *, as_of: int | None = None,
            valid_at: int | None = None) -> Iterator[dict[str, Any]]:
-    """A header, then every chunk visible at ``as_of`` with its ``indexed_text`` (revision tables only)."""
+    """A header, then every chunk visible at ``as_of`` with its ``indexed_text`` and whether the search index
+    holds it (``indexed``: see ``text.indexable``), read from the revision tables only."""
     from ..read import cutoff
 
     batch = cutoff(con, vault_id, as_of)
     snap: Snapshot = take(con, vault_id, as_of, valid_at, bounded=bounded_from_core(con, vault_id, batch))
     yield {"tokenizer": TOKENIZE, "vault": vault_name, "as_of": format_time(as_of),
            "valid_at": format_time(snap.valid_at), "batch": snap.batch}
-    for rec in export_rows(con, snap):
-        rec.pop("_row")
-        rec.pop("_note")
-        yield rec
+    note: list[dict[str, Any]] = []
+    for rec in [*export_rows(con, snap), None]:
+        if note and (rec is None or rec["_note"] != note[0]["_note"]):
+            for item, keep in zip(note, indexable([r["text"] for r in note])):
+                item.pop("_row")
+                item.pop("_note")
+                item["indexed"] = keep
+                yield item
+            note = []
+        if rec is not None:
+            note.append(rec)
