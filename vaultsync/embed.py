@@ -8,7 +8,7 @@ import struct
 import zlib
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 
 from .errors import ProviderError
@@ -21,6 +21,9 @@ class Embedder(ABC):
     version: str = "1"
     dims: int = 0
     batch_size: int = 256
+    fuse: bool = False
+    """Whether the default search mode fuses this embedder's vector ranking with the keyword ranking:
+    only where that was measured not to make any evaluation set worse (see README, search quality)."""
 
     @abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
@@ -113,8 +116,14 @@ class HashEmbedder(Embedder):
         return vec
 
 
-EMBEDDERS: dict[str, type[Embedder]] = {"hash": HashEmbedder}
-"""Built-in embedders by name (``--embedder NAME``)."""
+def _minilm() -> Embedder:
+    from .semantic import MiniLMEmbedder  # imports nothing heavy until it embeds
+
+    return MiniLMEmbedder()
+
+
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {"hash": HashEmbedder, "minilm": _minilm}
+"""Built-in embedders by name (``--embedder NAME``); ``minilm`` needs the ``semantic`` extra."""
 
 DEFAULT_EMBEDDER = "hash"
 

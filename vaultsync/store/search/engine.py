@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -13,12 +12,13 @@ import apsw
 from ...embed import Embedder
 from ...errors import ConfigError, StoreError
 from ...times import format_time
-from . import keyword, vector
+from . import keyword, signals, vector
 from .embedding import query_embedder
 from .index import index_lag
 from .keyword import Scored
 from .snapshot import CHUNK_COLUMNS, Snapshot, allowed_notes, bounded_from_core, chunk_record, export_rows, take
-from ...text import TOKENIZE, indexable, parse_query
+from ...text import TOKENIZE, KeywordQuery, indexable, parse_query
+from .snippets import snippet
 
 MODES = ("hybrid", "keyword", "vector")
 DEFAULT_MODE = "hybrid"
@@ -58,6 +58,14 @@ def _vec_tied(a: float, b: float) -> bool:
     return abs(a - b) <= VECTOR_TIE
 
 
+def _fuses(con: apsw.Connection, embedder: Embedder | None) -> bool:
+    """Whether the default mode fuses the vector ranking: only for an embedder measured to help."""
+    import os
+    if os.environ.get("VS_FUSE"):
+        return os.environ["VS_FUSE"] == "1"
+    return bool(getattr(embedder or query_embedder(con), "fuse", False))
+
+
 def check_index(con: apsw.Connection, vault_id: int, vault_name: str) -> None:
     lag = index_lag(con, vault_id)
     if lag < 0:
@@ -91,9 +99,14 @@ def search(
     allowed = allowed_notes(con, snap, prefix, tags, where)
     parsed = parse_query(query)
     depth = limit if mode != "hybrid" else max(limit, CANDIDATES)
-    kw = keyword.rank(con, snap, parsed, allowed, depth) if mode in ("hybrid", "keyword") else []
+    kw = keyword.rank(con, snap, parsed, allowed, depth) if mode == "keyword" else []
+    found: dict[int, dict[str, float]] = {}
+    if mode == "hybrid":
+        ranked = signals.rerank(con, keyword.rank(con, snap, parsed, allowed, max(limit, signals.POOL)), parsed)
+        kw = [item for item, _ in ranked[:depth]]
+        found = {item.row_id: sig for item, sig in ranked[:depth]}
     vec: list[Scored] = []
-    if mode in ("hybrid", "vector"):
+    if mode == "vector" or (mode == "hybrid" and _fuses(con, embedder)):
         embedder = embedder or query_embedder(con)
         vec = vector.rank(con, snap, embedder, query, allowed, depth)
     fused: dict[int, float] = {}
@@ -109,7 +122,10 @@ def search(
     else:
         keys = keyword.order_key(con, [Scored(r, 0.0) for r in fused])
         order = sorted(fused, key=lambda r: (-fused[r], keys[r]))[:limit]
-    hits = _hits(con, vault_name, order, fused, parts, parsed.words)
+    for row_id, sig in found.items():
+        if row_id in parts:
+            parts[row_id]["signals"] = sig
+    hits = _hits(con, vault_name, order, fused, parts, parsed)
     return {
         "query": query,
         "as_of": format_time(as_of),
@@ -121,7 +137,7 @@ def search(
 
 
 def _hits(con: apsw.Connection, vault_name: str, order: list[int], fused: dict[int, float],
-          parts: dict[int, dict[str, Any]], words: list[str]) -> list[dict[str, Any]]:
+          parts: dict[int, dict[str, Any]], query: KeywordQuery) -> list[dict[str, Any]]:
     if not order:
         return []
     rows = con.execute(
@@ -138,29 +154,17 @@ def _hits(con: apsw.Connection, vault_name: str, order: list[int], fused: dict[i
             "heading_path": rec["heading_path"],
             "lines": rec["lines"],
             "text": rec["text"],
-            "snippet": snippet(rec["text"], words),
+            "snippet": snippet(rec["text"], query),
             "score": fused[row_id],
             "keyword": parts[row_id].get("keyword"),
             "vector": parts[row_id].get("vector"),
+            **({"signals": parts[row_id]["signals"]} if "signals" in parts[row_id] else {}),
             "known_at": rec["known_at"],
             "content_hash": rec["content_hash"],
             "title": rec["title"],
             "uri": obsidian_uri(vault_name, rec["path"]),
         })
     return hits
-
-
-def snippet(text: str, words: list[str], width: int = 160) -> str:
-    """A short excerpt around the first query word found, words marked ``**like this**``."""
-    flat = " ".join(text.split())
-    terms = sorted({w for w in (re.sub(r"\W+", " ", w).strip() for w in words) if w}, key=len, reverse=True)
-    pattern = re.compile("|".join(re.escape(t) for t in terms), re.IGNORECASE) if terms else None
-    first = pattern.search(flat) if pattern else None
-    start = max(0, (first.start() if first else 0) - width // 3)
-    piece = flat[start:start + width]
-    if pattern:
-        piece = pattern.sub(lambda m: f"**{m.group(0)}**", piece)
-    return ("…" if start > 0 else "") + piece + ("…" if start + width < len(flat) else "")
 
 
 def export(con: apsw.Connection, vault_id: int, vault_name: str, *, as_of: int | None = None,

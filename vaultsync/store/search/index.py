@@ -16,6 +16,7 @@ Tables (all derived from the revision tables; ``vaultsync reindex --full`` rebui
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 
@@ -50,8 +51,6 @@ def _varint(blob: bytes) -> int:
 class SearchIndexer:
     """The ``Indexer`` the batch writer calls: docs, rows, live table, statistics and vectors."""
 
-    ahead = staticmethod(embed_ahead)
-    """Work a parse worker may do for this indexer (see ``sync.parse_stream``); ``take_ahead`` receives it."""
     take_ahead = staticmethod(take_ahead)
     forget_ahead = staticmethod(AHEAD.clear)
 
@@ -71,6 +70,8 @@ class SearchIndexer:
             self.mismatch = check_embedder(con, self.embedder)
         if embedder is not None and self.mismatch:
             raise ProviderError(self.mismatch)
+        self.ahead = functools.partial(embed_ahead, self.embedder.embedder_id)
+        """Work a parse worker may do for this indexer (see ``sync.parse_stream``); ``take_ahead`` receives it."""
         self._checked: int | None = None
         self._new_tokens = 0
         self._live_ready: set[int] = set()
