@@ -89,3 +89,22 @@ def same_ranking(got: list[tuple[str, str, float]], want: list[tuple[str, str, f
     assert [(p, c) for p, c, _ in got] == [(p, c) for p, c, _ in want], (got[:5], want[:5])
     for (_, _, a), (_, _, b) in zip(got, want):
         assert abs(a - b) <= max(rel * max(abs(a), abs(b)), abs_), (a, b)
+
+
+def fresh_default(header: dict[str, Any], chunks: list[dict[str, Any]], query: str,
+                  limit: int | None = None) -> list[tuple[str, str, float]]:
+    """(path, chunk_id, final score) of the default mode's pipeline over a fresh FTS5 table: its best
+    ``POOL`` chunks by bm25, re-ranked by the documented signals of their exported ``indexed_text``."""
+    from vaultsync.store.search.signals import POOL, QueryTokens, combine, signals
+    from vaultsync.text import parse_query
+
+    parsed = parse_query(query)
+    if not parsed.phrases:
+        return []
+    pool = fresh_keyword(header, chunks, parsed.expression, max(POOL, limit or 0))
+    text = {(c["path"], c["chunk_id"]): c for c in chunks}
+    wanted = QueryTokens.of(parsed)
+    final = combine([s for _, _, s in pool], [signals(text[p, c]["indexed_text"], wanted) for p, c, _ in pool])
+    ranked = sorted(zip(pool, final), key=lambda x: (-x[1], x[0][0], text[x[0][0], x[0][1]]["ord"]))
+    out = [(p, c, f) for (p, c, _), f in ranked]
+    return out if limit is None else out[:limit]

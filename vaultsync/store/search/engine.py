@@ -1,4 +1,9 @@
-"""Point-in-time hybrid search and export: what ``View.search`` and ``View.export`` run, in one read transaction."""
+"""Point-in-time search and export: what ``View.search`` and ``View.export`` run, in one read transaction.
+
+Modes: ``hybrid`` (the default: BM25 candidates re-ranked by phrase, proximity and title/heading signals,
+joined by the vector ranking for an embedder that fuses; see ``signals``), ``keyword`` (FTS5 ``bm25()``
+exactly) and ``vector`` (cosine similarity only).
+"""
 
 from __future__ import annotations
 
@@ -22,14 +27,12 @@ from .snippets import snippet
 
 MODES = ("hybrid", "keyword", "vector")
 DEFAULT_MODE = "hybrid"
-RRF_K = 60
-"""Reciprocal rank fusion: a chunk scores the sum over components of ``1 / (RRF_K + rank)``."""
 CANDIDATES = 50
-"""Each component ranks at least this many chunks (or ``limit``) before fusion."""
+"""The default mode joins this many nearest chunks (or ``limit``) to its BM25 candidates, when it fuses."""
 KEYWORD_TIE = 1e-9
-"""Keyword scores within this relative distance share a rank in fusion."""
+"""Keyword scores within this relative distance share a rank (the rank a hit reports)."""
 VECTOR_TIE = 1e-6
-"""Cosine similarities within this distance share a rank in fusion (int8 vectors, float32 arithmetic)."""
+"""Cosine similarities within this distance share a rank (int8 vectors, float32 arithmetic)."""
 
 
 def obsidian_uri(vault: str, path: str) -> str:
@@ -58,12 +61,26 @@ def _vec_tied(a: float, b: float) -> bool:
     return abs(a - b) <= VECTOR_TIE
 
 
-def _fuses(con: apsw.Connection, embedder: Embedder | None) -> bool:
-    """Whether the default mode fuses the vector ranking: only for an embedder measured to help."""
-    import os
-    if os.environ.get("VS_FUSE"):
-        return os.environ["VS_FUSE"] == "1"
-    return bool(getattr(embedder or query_embedder(con), "fuse", False))
+def _default(con: apsw.Connection, snap: Snapshot, parsed: KeywordQuery, query: str, allowed: set[int] | None,
+             limit: int, embedder: Embedder | None, parts: dict[int, dict[str, Any]]) -> list[Scored]:
+    """The default mode (``signals``): BM25 candidates, joined by the nearest vectors when the store's
+    embedder fuses, ranked by the documented signals."""
+    pool = keyword.rank(con, snap, parsed, allowed, max(limit, signals.POOL))
+    for item, r in zip(pool, shared_ranks(pool, _kw_tied)):
+        parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
+    cosines: dict[int, float] | None = None
+    embedder = embedder or query_embedder(con)
+    if embedder.fuse:
+        near = vector.rank(con, snap, embedder, query, allowed, max(limit, CANDIDATES))
+        for item, r in zip(near, shared_ranks(near, _vec_tied)):
+            parts.setdefault(item.row_id, {})["vector"] = {"rank": r, "score": item.score}
+        known = {s.row_id for s in pool}
+        pool = pool + [Scored(s.row_id, 0.0) for s in near if s.row_id not in known]
+        cosines = vector.similarities(con, embedder, query, [s.row_id for s in pool])
+    ranked = signals.rerank(con, pool, parsed, cosines)[:limit]
+    for item, found in ranked:
+        parts.setdefault(item.row_id, {})["signals"] = found
+    return [item for item, _ in ranked]
 
 
 def check_index(con: apsw.Connection, vault_id: int, vault_name: str) -> None:
@@ -98,34 +115,18 @@ def search(
     snap = take(con, vault_id, as_of, valid_at)
     allowed = allowed_notes(con, snap, prefix, tags, where)
     parsed = parse_query(query)
-    depth = limit if mode != "hybrid" else max(limit, CANDIDATES)
-    kw = keyword.rank(con, snap, parsed, allowed, depth) if mode == "keyword" else []
-    found: dict[int, dict[str, float]] = {}
-    if mode == "hybrid":
-        ranked = signals.rerank(con, keyword.rank(con, snap, parsed, allowed, max(limit, signals.POOL)), parsed)
-        kw = [item for item, _ in ranked[:depth]]
-        found = {item.row_id: sig for item, sig in ranked[:depth]}
-    vec: list[Scored] = []
-    if mode == "vector" or (mode == "hybrid" and _fuses(con, embedder)):
-        embedder = embedder or query_embedder(con)
-        vec = vector.rank(con, snap, embedder, query, allowed, depth)
-    fused: dict[int, float] = {}
     parts: dict[int, dict[str, Any]] = {}
-    for name, scored, tied in (("keyword", kw, _kw_tied), ("vector", vec, _vec_tied)):
-        for item, r in zip(scored, shared_ranks(scored, tied)):
-            fused[item.row_id] = fused.get(item.row_id, 0.0) + 1.0 / (RRF_K + r)
-            parts.setdefault(item.row_id, {})[name] = {"rank": r, "score": item.score}
     if mode == "keyword":
-        order = [s.row_id for s in kw]
+        ranked = keyword.rank(con, snap, parsed, allowed, limit)
+        for item, r in zip(ranked, shared_ranks(ranked, _kw_tied)):
+            parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
     elif mode == "vector":
-        order = [s.row_id for s in vec]
+        ranked = vector.rank(con, snap, embedder or query_embedder(con), query, allowed, limit)
+        for item, r in zip(ranked, shared_ranks(ranked, _vec_tied)):
+            parts[item.row_id] = {"vector": {"rank": r, "score": item.score}}
     else:
-        keys = keyword.order_key(con, [Scored(r, 0.0) for r in fused])
-        order = sorted(fused, key=lambda r: (-fused[r], keys[r]))[:limit]
-    for row_id, sig in found.items():
-        if row_id in parts:
-            parts[row_id]["signals"] = sig
-    hits = _hits(con, vault_name, order, fused, parts, parsed)
+        ranked = _default(con, snap, parsed, query, allowed, limit, embedder, parts)
+    hits = _hits(con, vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked}, parts, parsed)
     return {
         "query": query,
         "as_of": format_time(as_of),
@@ -136,7 +137,7 @@ def search(
     }
 
 
-def _hits(con: apsw.Connection, vault_name: str, order: list[int], fused: dict[int, float],
+def _hits(con: apsw.Connection, vault_name: str, order: list[int], scores: dict[int, float],
           parts: dict[int, dict[str, Any]], query: KeywordQuery) -> list[dict[str, Any]]:
     if not order:
         return []
@@ -155,10 +156,10 @@ def _hits(con: apsw.Connection, vault_name: str, order: list[int], fused: dict[i
             "lines": rec["lines"],
             "text": rec["text"],
             "snippet": snippet(rec["text"], query),
-            "score": fused[row_id],
+            "score": scores[row_id],
             "keyword": parts[row_id].get("keyword"),
             "vector": parts[row_id].get("vector"),
-            **({"signals": parts[row_id]["signals"]} if "signals" in parts[row_id] else {}),
+            "signals": parts[row_id].get("signals"),
             "known_at": rec["known_at"],
             "content_hash": rec["content_hash"],
             "title": rec["title"],

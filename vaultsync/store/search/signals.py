@@ -8,7 +8,6 @@ over a fresh index of exactly the visible chunks.
 For a query of tokens ``q`` (its phrases in order; ``n`` distinct tokens) and a chunk whose indexed text
 is a *head* (its first three lines: title, aliases, heading path) and a *body* (the chunk's text):
 
-* ``coverage``: the share of the ``n`` tokens found anywhere in the chunk;
 * ``phrase``: the longest run of consecutive query tokens found consecutively, in order, in the body,
   as a share of the query's length (0 unless the run has at least two tokens);
 * ``proximity``: the most distinct query tokens inside any window of ``WINDOW`` body tokens, as a share
@@ -36,9 +35,14 @@ POOL = 200
 """BM25 candidates re-ranked."""
 WINDOW = 12
 """Tokens in the proximity window."""
-WEIGHTS = {"coverage": 1.0, "phrase": 1.0, "proximity": 0.5, "head": 0.5}
-"""Weight of each signal beside the normalized BM25 score (whose best value is 1)."""
+WEIGHTS = {"phrase": 0.5, "proximity": 0.5, "head": 0.5, "vector": 1.0}
+"""Weight of each signal beside the normalized BM25 score (whose best value is 1); ``vector`` (the cosine
+similarity to the query) counts only for an embedder that fuses. Chosen on the Hub evaluation
+(``benchmarks/bench_quality.py``): the weights that keep every set at least as good as BM25 alone on
+recall@10 and MRR@10 and gain most on known-item success@1. (A share-of-query-words signal was tried
+and left out: it made the anchor set worse.)"""
 
+SIGNALS = ("phrase", "proximity", "head")
 _TOKENIZER = apsw.Connection(":memory:").fts5_tokenizer(TOKENIZE.split()[0], TOKENIZE.split()[1:])
 
 
@@ -102,17 +106,15 @@ def _matches(toks: Sequence[str], distinct: list[tuple[str, bool]]) -> list[list
 
 
 def signals(indexed_text: str, query: QueryTokens) -> dict[str, float]:
-    """The four signals of one chunk (see the module docstring)."""
+    """The three text signals of one chunk (see the module docstring)."""
     distinct = query.matcher()
     n = len(distinct)
     if n == 0:
-        return dict.fromkeys(WEIGHTS, 0.0)
+        return dict.fromkeys(SIGNALS, 0.0)
     parts = indexed_text.split("\n", 3)
     head_found = {i for m in _matches(tokens("\n".join(parts[:3])), distinct) for i in m}
     hits = _matches(tokens(parts[3]) if len(parts) > 3 else [], distinct)
-    found = head_found | {i for h in hits for i in h}
     return {
-        "coverage": len(found) / n,
         "phrase": _phrase(hits, query, distinct) / len(query.sequence),
         "proximity": _proximity(hits, n) / n if n > 1 else 0.0,
         "head": len(head_found) / n,
@@ -155,11 +157,12 @@ def _proximity(hits: list[list[int]], n: int) -> int:
 def combine(bm25_scores: Sequence[float], found: Sequence[dict[str, float]]) -> list[float]:
     """Final scores (higher is better) of candidates given their ``bm25()`` values (lower is better)."""
     best = max((-s for s in bm25_scores), default=0.0)
-    return [(-s / best if best > 0 else 0.0) + sum(WEIGHTS[k] * v[k] for k in WEIGHTS)
+    return [(-s / best if best > 0 else 0.0) + sum(WEIGHTS[k] * v.get(k, 0.0) for k in WEIGHTS)
             for s, v in zip(bm25_scores, found)]
 
 
-def rerank(con: apsw.Connection, pool: list[Scored], query: KeywordQuery) -> list[tuple[Scored, dict[str, float]]]:
+def rerank(con: apsw.Connection, pool: list[Scored], query: KeywordQuery,
+           cosines: dict[int, float] | None = None) -> list[tuple[Scored, dict[str, float]]]:
     """The BM25 candidates ``pool`` ordered by their final score (``Scored.score``), with their signals
     and ``bm25`` (the candidate's ``bm25()``)."""
     if not pool:
@@ -171,6 +174,9 @@ def rerank(con: apsw.Connection, pool: list[Scored], query: KeywordQuery) -> lis
                     JOIN texts t ON t.id = c.text_id JOIN notes n ON n.id = c.note_id
                     WHERE c.id IN (SELECT value FROM json_each(?))""", (json.dumps([s.row_id for s in pool]),))}
     found = [signals(texts[s.row_id], wanted) for s in pool]
+    if cosines is not None:
+        for s, sig in zip(pool, found):
+            sig["vector"] = cosines.get(s.row_id, 0.0)
     final = combine([s.score for s in pool], found)
     keys = order_key(con, pool)
     out = [(Scored(s.row_id, f), {"bm25": s.score, **sig}) for s, f, sig in zip(pool, final, found)]
