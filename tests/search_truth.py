@@ -92,19 +92,29 @@ def same_ranking(got: list[tuple[str, str, float]], want: list[tuple[str, str, f
 
 
 def fresh_default(header: dict[str, Any], chunks: list[dict[str, Any]], query: str,
-                  limit: int | None = None) -> list[tuple[str, str, float]]:
+                  limit: int | None = None, fused: Embedder | None = None) -> list[tuple[str, str, float]]:
     """(path, chunk_id, final score) of the default mode's pipeline over a fresh FTS5 table: its best
-    ``POOL`` chunks by bm25, re-ranked by the documented signals of their exported ``indexed_text``."""
+    ``POOL`` chunks by bm25 (joined, with ``fused``, by the brute force's nearest ``CANDIDATES``),
+    re-ranked by the documented signals of their exported ``indexed_text``."""
+    from vaultsync.store.search.engine import CANDIDATES
     from vaultsync.store.search.signals import POOL, QueryTokens, combine, signals
     from vaultsync.text import parse_query
 
     parsed = parse_query(query)
-    if not parsed.phrases:
-        return []
-    pool = fresh_keyword(header, chunks, parsed.expression, max(POOL, limit or 0))
+    pool = fresh_keyword(header, chunks, parsed.expression, max(POOL, limit or 0)) if parsed.phrases else []
+    cosines: dict[tuple[str, str], float] = {}
+    if fused is not None:
+        nearest = brute_vector(chunks, fused, query)
+        cosines = {(p, c): s for p, c, s in nearest}
+        known = {(p, c) for p, c, _ in pool}
+        pool += [(p, c, 0.0) for p, c, _ in nearest[:max(CANDIDATES, limit or 0)] if (p, c) not in known]
     text = {(c["path"], c["chunk_id"]): c for c in chunks}
     wanted = QueryTokens.of(parsed)
-    final = combine([s for _, _, s in pool], [signals(text[p, c]["indexed_text"], wanted) for p, c, _ in pool])
+    found = [signals(text[p, c]["indexed_text"], wanted) for p, c, _ in pool]
+    if fused is not None:
+        for (p, c, _), sig in zip(pool, found):
+            sig["vector"] = cosines.get((p, c), 0.0)
+    final = combine([s for _, _, s in pool], found)
     ranked = sorted(zip(pool, final), key=lambda x: (-x[1], x[0][0], text[x[0][0], x[0][1]]["ord"]))
     out = [(p, c, f) for (p, c, _), f in ranked]
     return out if limit is None else out[:limit]

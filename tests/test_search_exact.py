@@ -154,3 +154,36 @@ def test_one_word_query_is_the_plain_fts5_phrase() -> None:
     for word, phrase in [("budget", "budget"), ("C++", "C++"), ("e-mail", "e-mail"), ("AND", "AND"),
                          ("NEAR", "NEAR"), ('x"y', "xy"), ('"budget', "budget")]:
         assert parse_query(word).expression == f'"{phrase}"', word
+
+
+class FusedHash(HashEmbedder):
+    """The hashed embedder, marked as one the default mode fuses (to check the fused pipeline's exactness)."""
+
+    embedder_id = "hash-fused"
+    fuse = True
+
+
+def test_fused_default_mode_exact_at_every_cutoff(tmp_path: Path, monkeypatch) -> None:
+    from vaultsync import embed
+
+    monkeypatch.setitem(embed.EMBEDDERS, "hash-fused", FusedHash)
+    root = tmp_path / "vault"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "notes", root)
+    times = []
+    with Vault.open(tmp_path / "db.sqlite", root=root, embedder="hash-fused") as vault:
+        for day, edit in [(2, None), (4, "Meetings"), (6, "Projects")]:
+            if edit:  # a later batch: one folder's notes change, so older cutoffs see other text
+                for note in sorted((root / edit).rglob("*.md"))[:3]:
+                    note.write_text(note.read_text(encoding="utf-8") + "\nlater words: sync budget review\n",
+                                    encoding="utf-8")
+            when = dt.datetime(2024, 1, day, tzinfo=dt.timezone.utc).isoformat()
+            vault.sync(known_at=when)
+            times.append(when)
+        for as_of in [None, *times]:
+            header, chunks = split_export(vault.export(as_of=as_of))
+            for query in ["sync ate my notes", "budget review", "chili", "kickoff decisions", "会議"]:
+                for limit in (5, 60):
+                    got = vault.search(query, as_of=as_of, limit=limit)["hits"]
+                    assert got and all(h["vector"] is not None or h["keyword"] is not None for h in got)
+                    same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
+                                 fresh_default(header, chunks, query, limit, fused=FusedHash()), rel=1e-9, abs_=1e-9)
