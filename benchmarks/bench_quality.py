@@ -152,6 +152,11 @@ def evaluate(vault: Vault, base: apsw.Connection, queries: list[dict], modes: li
     return results
 
 
+def _fusing(embedder):  # type: ignore[no-untyped-def]
+    embedder.fuse = True
+    return embedder
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/vs-quality"))
@@ -160,6 +165,8 @@ def main() -> None:
     parser.add_argument("--modes", default="keyword,hybrid,vector")
     parser.add_argument("--embedder", default="hash")
     parser.add_argument("--name", default="quality", help="results file name")
+    parser.add_argument("--fuse", action="store_true", help="fuse the embedder's vectors into the default mode "
+                        "(to measure whether it earns it: Embedder.fuse)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     _, db, info = build(args.work, args.embedder)
@@ -168,14 +175,20 @@ def main() -> None:
     if args.sample:
         sets = {k: random.Random(7).sample(v, min(args.sample, len(v))) for k, v in sets.items()}
     modes = args.modes.split(",")
+    if args.fuse:
+        from vaultsync import embed
+
+        made = embed.EMBEDDERS[args.embedder]
+        embed.EMBEDDERS[args.embedder] = lambda: _fusing(made())
     with Vault.open(db, readonly=True) as vault:
         sets["known-item"] = known_items(vault, args.known)
         base = baseline_index(vault)
         results = {name: evaluate(vault, base, queries, modes) for name, queries in sets.items()}
     payload = {"sets": {k: len(v) for k, v in sets.items()}, "corpus": "obsidian-hub HEAD", "vault": info,
                "results": results, "machine": machine()}
+    fused = f"fused: {args.embedder}" if args.fuse else "no vectors fused"
     labels = {"baseline": "baseline: FTS5 BM25 over whole notes, any term", "keyword": "keyword (`--mode keyword`)",
-              "vector": f"vector only ({args.embedder})", "hybrid": f"default (`hybrid`, vectors: {args.embedder})"}
+              "vector": f"vector only ({args.embedder})", "hybrid": f"default (`hybrid`, {fused})"}
     lines = ["| set | system | recall@10 | MRR@10 | success@1 | p50 ms |", "|---|---|---:|---:|---:|---:|"]
     for set_name, by_mode in results.items():
         for name, r in by_mode.items():

@@ -58,8 +58,10 @@ class MiniLMEmbedder(Embedder):
     (padded) tokens: 2 texts of 256 tokens, 16 of 32. Peak memory grows with rows × length², so the
     budget holds it down (32 rows of 256 tokens took a process from 300 MB to 790 MB; on two cores
     larger runs were not faster either)."""
-    fuse = True
-    """The default search mode fuses its vectors with the keyword ranking (measured to help)."""
+    fuse = False
+    """Not fused into the default mode until measured not to make any evaluation set worse (its Hub
+    import did not finish on the shared machine it was built on; ``bench_quality.py --embedder minilm
+    --fuse`` measures it). Its vectors serve ``--mode vector``."""
 
     def __init__(self, threads: int | None = None) -> None:
         self.threads = threads
