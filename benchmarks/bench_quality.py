@@ -1,10 +1,18 @@
-"""Retrieval quality on the hub's real queries: note-level recall@10 and MRR@10 per search mode, beside a
-plain baseline measured in the same run (FTS5 BM25 over whole notes, title + text, any-term query).
+"""Retrieval quality on the Hub vault at its newest commit, three query sets reported separately.
 
-    .venv/bin/python benchmarks/bench_quality.py [--work /tmp/vs-quality] [--sample N]
+    .venv/bin/python benchmarks/bench_quality.py [--work /tmp/vs-quality] [--sample N] [--known N]
+        [--modes keyword,hybrid,vector] [--embedder hash]
 
-Queries: ../shared/corpora/retrieval-hub.jsonl (read at run time). A hit on one of a query's source
-notes (which contain the link text) is neither a hit nor a miss: those notes are left out of its ranking.
+Sets (note level; a query's ``sources`` notes, which contain its link text, are left out of its ranking):
+
+* ``title``: the ``alias`` rows of ../shared/corpora/retrieval-hub.jsonl (titles and aliases);
+* ``anchor``: its ``anchor`` rows (link display texts whose words differ from the target's title);
+* ``known-item``: 4–6 consecutive words sampled (seed 10) from a paragraph of a note (no headings,
+  tables, code or links, and only phrases found in exactly one note); the note holding them is relevant.
+
+Reported per mode: recall@10, MRR@10 and success@1, beside a plain baseline measured in the same run
+(FTS5 BM25 over whole notes, title + text, any-term query). ``--embedder`` builds (or reuses) a
+database whose vectors that embedder made (``import --embedder``), so ``vector`` and ``hybrid`` use it.
 """
 
 from __future__ import annotations
@@ -12,32 +20,40 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import time
 from pathlib import Path
 
 import apsw
+from markdown_it import MarkdownIt
+from mdit_py_plugins.front_matter import front_matter_plugin
 
 from common import CORPORA, clone, machine, save, summary_ms, timed
 from vaultsync.vault import Vault
 
 K = 10
+SEED = 10
+_WORD = re.compile(r"^[\w'’-]+[.,;:!?]?$")
+_LINKY = re.compile(r"\[|\]|\(|\)|https?:|www\.|`|<|>|\||\*|_{2}|==|#|\^|%%|\$")
 
 
-def build(work: Path) -> tuple[Path, dict]:
+def build(work: Path, embedder: str) -> tuple[Path, Path, dict]:
     root = clone("obsidian-hub.bundle", work / "hub")
-    db = work / "hub-head.db"
-    info: dict = {}
+    db = work / ("hub-head.db" if embedder == "hash" else f"hub-head-{embedder}.db")
+    info: dict = {"embedder": embedder}
     if not db.exists():
         started = time.perf_counter()
-        with Vault.open(db, root=root, name="hub") as vault:
+        extra = {} if embedder == "hash" else {"embedder": embedder}
+        with Vault.open(db, root=root, name="hub", **extra) as vault:
             summary = vault.sync(known_at="2026-06-01")
         info["import_seconds"] = round(time.perf_counter() - started, 1)
         info["notes"] = summary.added
     md_bytes = sum(p.stat().st_size for p in root.rglob("*.md") if ".github" not in p.parts and ".git" not in p.parts)
     info["markdown_bytes"] = md_bytes
-    info["database_bytes"] = db.stat().st_size + (Path(str(db) + "-wal").stat().st_size if Path(str(db) + "-wal").exists() else 0)
+    wal = Path(str(db) + "-wal")
+    info["database_bytes"] = db.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
     info["size_ratio"] = round(info["database_bytes"] / md_bytes, 2)
-    return db, info
+    return root, db, info
 
 
 def any_term(query: str) -> str:
@@ -55,7 +71,51 @@ def baseline_index(vault: Vault) -> apsw.Connection:
     return con
 
 
-def score(ranked_paths: list[str], relevant: str, sources: set[str]) -> tuple[float, float]:
+def paragraphs(text: str) -> list[str]:
+    """Text of the note's paragraphs (top level or in lists and quotes), never of headings, tables or code."""
+    md = MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
+    tokens = md.parse(text)
+    out = []
+    for i, token in enumerate(tokens):
+        if token.type == "inline" and i > 0 and tokens[i - 1].type == "paragraph_open":
+            out.append(token.content)
+    return out
+
+
+def known_items(vault: Vault, count: int) -> list[dict]:
+    """``count`` queries of 4–6 consecutive plain words from one paragraph of one note, found in no other note."""
+    rng = random.Random(SEED)
+    texts = {rev.path: vault.read(rev.path).content for rev in vault.ls()}
+    flat = {path: " ".join(text.split()) for path, text in texts.items()}
+    candidates: list[tuple[str, list[str]]] = []
+    for path in sorted(texts):
+        for para in paragraphs(texts[path]):
+            if _LINKY.search(para):
+                continue
+            words = para.split()
+            if len(words) >= 6 and all(_WORD.match(w) for w in words):
+                candidates.append((path, words))
+    rng.shuffle(candidates)
+    out: list[dict] = []
+    used: set[str] = set()
+    for path, words in candidates:
+        if path in used:
+            continue
+        n = rng.randint(4, 6)
+        start = rng.randint(0, len(words) - n)
+        query = " ".join(w.rstrip(".,;:!?") for w in words[start:start + n])
+        exact = " ".join(words[start:start + n])
+        if sum(exact in body for body in flat.values()) != 1:
+            continue
+        used.add(path)
+        out.append({"query": query, "relevant_path": path, "sources": [], "kind": "known-item"})
+        if len(out) == count:
+            break
+    return out
+
+
+def score(ranked_paths: list[str], relevant: str, sources: set[str]) -> tuple[float, float, float]:
+    """(hit in the top 10, reciprocal rank in the top 10, hit at rank 1) over distinct notes."""
     seen: list[str] = []
     for path in ranked_paths:
         if path in sources or path in seen:
@@ -64,52 +124,79 @@ def score(ranked_paths: list[str], relevant: str, sources: set[str]) -> tuple[fl
         if len(seen) == K:
             break
     if relevant in seen:
-        return 1.0, 1.0 / (seen.index(relevant) + 1)
-    return 0.0, 0.0
+        rank = seen.index(relevant) + 1
+        return 1.0, 1.0 / rank, 1.0 if rank == 1 else 0.0
+    return 0.0, 0.0, 0.0
+
+
+def evaluate(vault: Vault, base: apsw.Connection, queries: list[dict], modes: list[str]) -> dict[str, dict]:
+    per: dict[str, list[tuple[float, float, float]]] = {m: [] for m in ["baseline", *modes]}
+    latency: dict[str, list[float]] = {m: [] for m in ["baseline", *modes]}
+    for item in queries:
+        sources = set(item["sources"])
+        ms, rows = timed(lambda q: base.execute(
+            "SELECT path FROM notes WHERE notes MATCH ? ORDER BY rank LIMIT ?", (any_term(q), 4 * K + len(sources))
+        ).fetchall(), item["query"])
+        latency["baseline"].append(ms)
+        per["baseline"].append(score([r[0] for r in rows], item["relevant_path"], sources))
+        for mode in modes:
+            ms, out = timed(vault.search, item["query"], mode=mode, limit=5 * K + 3 * len(sources))
+            latency[mode].append(ms)
+            per[mode].append(score([h["path"] for h in out["hits"]], item["relevant_path"], sources))
+    results = {}
+    for name, values in per.items():
+        n = len(values) or 1
+        results[name] = {"recall@10": round(sum(v[0] for v in values) / n, 4),
+                         "mrr@10": round(sum(v[1] for v in values) / n, 4),
+                         "success@1": round(sum(v[2] for v in values) / n, 4), **summary_ms(latency[name])}
+    return results
+
+
+def _fusing(embedder):  # type: ignore[no-untyped-def]
+    embedder.fuse = True
+    return embedder
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/vs-quality"))
-    parser.add_argument("--sample", type=int, default=0, help="use N random queries (0: all)")
-    parser.add_argument("--modes", default="keyword,vector,hybrid")
+    parser.add_argument("--sample", type=int, default=0, help="use N random title/anchor queries each (0: all)")
+    parser.add_argument("--known", type=int, default=500, help="known-item queries to sample")
+    parser.add_argument("--modes", default="keyword,hybrid,vector")
+    parser.add_argument("--embedder", default="hash")
+    parser.add_argument("--name", default="quality", help="results file name")
+    parser.add_argument("--fuse", action="store_true", help="fuse the embedder's vectors into the default mode "
+                        "(to measure whether it earns it: Embedder.fuse)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    db, info = build(args.work)
-    queries = [json.loads(line) for line in (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()]
+    _, db, info = build(args.work, args.embedder)
+    rows = [json.loads(line) for line in (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()]
+    sets = {"title": [r for r in rows if r["kind"] == "alias"], "anchor": [r for r in rows if r["kind"] == "anchor"]}
     if args.sample:
-        queries = random.Random(7).sample(queries, args.sample)
+        sets = {k: random.Random(7).sample(v, min(args.sample, len(v))) for k, v in sets.items()}
     modes = args.modes.split(",")
-    results: dict[str, dict] = {}
+    if args.fuse:
+        from vaultsync import embed
+
+        made = embed.EMBEDDERS[args.embedder]
+        embed.EMBEDDERS[args.embedder] = lambda: _fusing(made())
     with Vault.open(db, readonly=True) as vault:
+        sets["known-item"] = known_items(vault, args.known)
         base = baseline_index(vault)
-        per: dict[str, list[tuple[float, float]]] = {m: [] for m in ["baseline", *modes]}
-        latency: dict[str, list[float]] = {m: [] for m in ["baseline", *modes]}
-        for item in queries:
-            sources = set(item["sources"])
-            ms, rows = timed(lambda q: base.execute(
-                "SELECT path FROM notes WHERE notes MATCH ? ORDER BY rank LIMIT ?", (any_term(q), 4 * K + len(sources))
-            ).fetchall(), item["query"])
-            latency["baseline"].append(ms)
-            per["baseline"].append(score([r[0] for r in rows], item["relevant_path"], sources))
-            for mode in modes:
-                ms, out = timed(vault.search, item["query"], mode=mode, limit=5 * K + 3 * len(sources))
-                latency[mode].append(ms)
-                per[mode].append(score([h["path"] for h in out["hits"]], item["relevant_path"], sources))
-        for name, values in per.items():
-            results[name] = {"recall@10": round(sum(v[0] for v in values) / len(values), 4),
-                             "mrr@10": round(sum(v[1] for v in values) / len(values), 4), **summary_ms(latency[name])}
-    payload = {"queries": len(queries), "corpus": "retrieval-hub.jsonl on obsidian-hub HEAD", "vault": info,
+        results = {name: evaluate(vault, base, queries, modes) for name, queries in sets.items()}
+    payload = {"sets": {k: len(v) for k, v in sets.items()}, "corpus": "obsidian-hub HEAD", "vault": info,
                "results": results, "machine": machine()}
-    lines = ["| system | recall@10 | MRR@10 | p50 ms |", "|---|---:|---:|---:|"]
-    labels = {"baseline": "baseline: FTS5 BM25 over whole notes, any term", "keyword": "vaultsync keyword (chunks)",
-              "vector": "vaultsync vector (hashed embedder)", "hybrid": "vaultsync hybrid (RRF)"}
-    for name, r in results.items():
-        lines.append(f"| {labels.get(name, name)} | {r['recall@10']:.3f} | {r['mrr@10']:.3f} | {r['p50_ms']} |")
-    md = (f"Quality on {len(queries)} hub queries (note level; source notes left out)\n\n" + "\n".join(lines) + "\n\n"
-          + f"Hub at HEAD: {info['markdown_bytes']:,} Markdown bytes, database {info['database_bytes']:,} bytes "
-          + f"({info['size_ratio']}×) with every index.\n")
-    save("quality", payload, md)
+    fused = f"fused: {args.embedder}" if args.fuse else "no vectors fused"
+    labels = {"baseline": "baseline: FTS5 BM25 over whole notes, any term", "keyword": "keyword (`--mode keyword`)",
+              "vector": f"vector only ({args.embedder})", "hybrid": f"default (`hybrid`, {fused})"}
+    lines = ["| set | system | recall@10 | MRR@10 | success@1 | p50 ms |", "|---|---|---:|---:|---:|---:|"]
+    for set_name, by_mode in results.items():
+        for name, r in by_mode.items():
+            lines.append(f"| {set_name} ({len(sets[set_name])}) | {labels.get(name, name)} | {r['recall@10']:.3f} | "
+                         f"{r['mrr@10']:.3f} | {r['success@1']:.3f} | {r['p50_ms']} |")
+    md = ("Quality on the Hub at HEAD (note level; source notes left out)\n\n" + "\n".join(lines) + "\n\n"
+          + f"Database {info['database_bytes']:,} bytes ({info['size_ratio']}× the Markdown), embedder {args.embedder}.\n")
+    save(args.name, payload, md)
 
 
 if __name__ == "__main__":

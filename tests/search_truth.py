@@ -12,10 +12,11 @@ from vaultsync.store.db import connect
 
 
 class FreshKeyword:
-    """A fresh FTS5 table over exactly the exported ``indexed_text``, built once and asked many queries."""
+    """A fresh FTS5 table over exactly the exported ``indexed_text`` of the chunks the index holds
+    (``"indexed": true``), built once and asked many queries."""
 
     def __init__(self, header: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
-        self.chunks = chunks
+        self.chunks = chunks = [c for c in chunks if c["indexed"]]
         self.con = apsw.Connection(":memory:")
         self.con.execute(f"CREATE VIRTUAL TABLE gt USING fts5(indexed_text, tokenize='{header['tokenizer']}')")
         with self.con:
@@ -46,9 +47,10 @@ def fresh_keyword(header: dict[str, Any], chunks: list[dict[str, Any]], expressi
 
 
 class BruteVector:
-    """Exhaustive cosine comparison with the exported chunks' vectors, embedded once."""
+    """Exhaustive cosine comparison with the vectors of the exported chunks the index holds, embedded once."""
 
     def __init__(self, chunks: list[dict[str, Any]], embedder: Embedder) -> None:
+        chunks = [c for c in chunks if c["indexed"]]
         self.chunks, self.embedder = chunks, embedder
         self.blobs = [quantize(vec) for vec in embedder.embed_many(c["indexed_text"] for c in chunks)]
 
@@ -87,3 +89,32 @@ def same_ranking(got: list[tuple[str, str, float]], want: list[tuple[str, str, f
     assert [(p, c) for p, c, _ in got] == [(p, c) for p, c, _ in want], (got[:5], want[:5])
     for (_, _, a), (_, _, b) in zip(got, want):
         assert abs(a - b) <= max(rel * max(abs(a), abs(b)), abs_), (a, b)
+
+
+def fresh_default(header: dict[str, Any], chunks: list[dict[str, Any]], query: str,
+                  limit: int | None = None, fused: Embedder | None = None) -> list[tuple[str, str, float]]:
+    """(path, chunk_id, final score) of the default mode's pipeline over a fresh FTS5 table: its best
+    ``POOL`` chunks by bm25 (joined, with ``fused``, by the brute force's nearest ``CANDIDATES``),
+    re-ranked by the documented signals of their exported ``indexed_text``."""
+    from vaultsync.store.search.engine import CANDIDATES
+    from vaultsync.store.search.signals import POOL, QueryTokens, combine, signals
+    from vaultsync.text import parse_query
+
+    parsed = parse_query(query)
+    pool = fresh_keyword(header, chunks, parsed.expression, max(POOL, limit or 0)) if parsed.phrases else []
+    cosines: dict[tuple[str, str], float] = {}
+    if fused is not None:
+        nearest = brute_vector(chunks, fused, query)
+        cosines = {(p, c): s for p, c, s in nearest}
+        known = {(p, c) for p, c, _ in pool}
+        pool += [(p, c, 0.0) for p, c, _ in nearest[:max(CANDIDATES, limit or 0)] if (p, c) not in known]
+    text = {(c["path"], c["chunk_id"]): c for c in chunks}
+    wanted = QueryTokens.of(parsed)
+    found = [signals(text[p, c]["indexed_text"], wanted) for p, c, _ in pool]
+    if fused is not None:
+        for (p, c, _), sig in zip(pool, found):
+            sig["vector"] = cosines.get((p, c), 0.0)
+    final = combine([s for _, _, s in pool], found)
+    ranked = sorted(zip(pool, final), key=lambda x: (-x[1], x[0][0], text[x[0][0], x[0][1]]["ord"]))
+    out = [(p, c, f) for (p, c, _), f in ranked]
+    return out if limit is None else out[:limit]

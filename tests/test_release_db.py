@@ -55,3 +55,24 @@ def test_opening_for_writing_migrates_once_and_keeps_reading(release_db: Path) -
         before = vault.search("ferry timetable", mode="keyword")["hits"]
     with Vault.open(release_db, name="notes", readonly=True) as vault:
         assert vault.search("ferry timetable", mode="keyword")["hits"] == before and vault.check() == []
+
+
+def test_migrated_index_equals_a_fresh_one_without_blank_or_heading_only_chunks(release_db: Path) -> None:
+    """m003 takes the 0.1.0 index's blank and heading-only chunk rows out: at every cutoff, keyword search
+    equals a fresh FTS5 table over exactly the chunks `export` marks indexed, and none of those is bare."""
+    from search_truth import fresh_keyword, same_ranking, split_export
+    from vaultsync.text import has_content, parse_query
+
+    with Vault.open(release_db, name="notes") as vault:
+        cutoffs = [None, *truth()]
+        dropped = 0
+        for as_of in cutoffs:
+            header, chunks = split_export(vault.export(as_of=as_of))
+            dropped += sum(not c["indexed"] for c in chunks)
+            assert all(has_content(c["text"]) for c in chunks if c["indexed"])
+            for query in ["ferry timetable", "the", "chili", "notes"]:
+                expression = parse_query(query).expression
+                got = vault.search(query, as_of=as_of, mode="keyword", limit=1000)["hits"]
+                same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got],
+                             fresh_keyword(header, chunks, expression))
+        assert dropped > 0  # the fixture has such chunks: the migration had work to do

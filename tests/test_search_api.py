@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from search_truth import brute_vector, fresh_keyword, same_ranking, split_export
 from vaultsync.embed import EMBEDDERS, HashEmbedder
 from vaultsync.errors import ConfigError, ProviderError, StoreError
-from vaultsync.store.search.engine import RRF_K, shared_ranks
+from vaultsync.store.search.engine import shared_ranks
+from vaultsync.store.search.signals import WEIGHTS
 from vaultsync.store.search.index import SearchIndexer
 from vaultsync.store.search.keyword import Scored
 from vaultsync.text import parse_query
@@ -113,15 +114,19 @@ def test_cjk_partial_phrases_match(history: Path) -> None:
             assert [h["path"] for h in hits] == [path], query
 
 
-def test_hit_fields_and_fusion(history: Path) -> None:
+def test_hit_fields_and_signals(history: Path) -> None:
     with Vault.open(history, readonly=True) as vault:
         result = vault.search("budget kickoff", limit=5)
     assert set(result) >= {"query", "as_of", "mode", "hits"} and result["mode"] == "hybrid"
+    best = max(-h["keyword"]["score"] for h in result["hits"])
     for hit in result["hits"]:
         assert set(hit) >= {"path", "chunk_id", "heading_path", "lines", "text", "score", "keyword", "vector",
-                            "known_at", "content_hash", "uri"}
-        parts = [hit[k]["rank"] for k in ("keyword", "vector") if hit[k]]
-        assert hit["score"] == pytest.approx(sum(1 / (RRF_K + r) for r in parts))
+                            "signals", "known_at", "content_hash", "uri"}
+        assert hit["vector"] is None  # the hashed embedder is not fused into the default mode
+        found = hit["signals"]
+        assert found["bm25"] == hit["keyword"]["score"]
+        # the documented score: normalized bm25 (the best candidate here is among the hits) plus weighted signals
+        assert hit["score"] == pytest.approx(-found["bm25"] / best + sum(WEIGHTS[k] * found.get(k, 0.0) for k in WEIGHTS))
         assert hit["uri"].startswith("obsidian://open?vault=vault&file=")
         assert not hit["uri"].endswith(".md")
     fused = [h["score"] for h in result["hits"]]

@@ -1,4 +1,5 @@
-"""Exactness: at every cutoff, keyword search equals a fresh FTS5 table over `export`, vectors a brute force."""
+"""Exactness: at every cutoff, keyword search equals a fresh FTS5 table over `export`, the default mode the same
+re-ranking over that fresh table, vectors a brute force."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from search_truth import brute_vector, fresh_keyword, same_ranking, split_export
+from search_truth import brute_vector, fresh_default, fresh_keyword, same_ranking, split_export
 from vaultsync.embed import HashEmbedder
 from vaultsync.text import parse_query
 from vaultsync.vault import Vault
@@ -113,6 +114,10 @@ def check_cutoff(vault: Vault, as_of: str | None, valid_at: str | None) -> None:
             got = vault.search(query, as_of=as_of, valid_at=valid_at, mode="keyword", limit=limit)
             assert got["match"] == expression
             same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]], want[:limit])
+        for limit in (1000, 3):  # the default mode: the same pipeline over a fresh index (vectors not fused)
+            got = vault.search(query, as_of=as_of, valid_at=valid_at, limit=limit)
+            same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got["hits"]],
+                         fresh_default(header, chunks, query, limit))
         got = vault.search(query, as_of=as_of, valid_at=valid_at, mode="vector", limit=1000)
         same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
                      brute_vector(chunks, HashEmbedder(), query), rel=0.0, abs_=1e-12)
@@ -122,7 +127,7 @@ def check_cutoff(vault: Vault, as_of: str | None, valid_at: str | None) -> None:
                                                                   HealthCheck.too_slow])
 @given(steps=st.lists(st.lists(op, min_size=1, max_size=3), min_size=1, max_size=6),
        valid_day=st.sampled_from([None, *DAYS]))
-def test_keyword_and_vector_exact_at_every_cutoff(tmp_path_factory, steps, valid_day) -> None:
+def test_keyword_default_and_vector_exact_at_every_cutoff(tmp_path_factory, steps, valid_day) -> None:
     base = tmp_path_factory.mktemp("h")
     root = base / "vault"
     root.mkdir()
@@ -149,3 +154,36 @@ def test_one_word_query_is_the_plain_fts5_phrase() -> None:
     for word, phrase in [("budget", "budget"), ("C++", "C++"), ("e-mail", "e-mail"), ("AND", "AND"),
                          ("NEAR", "NEAR"), ('x"y', "xy"), ('"budget', "budget")]:
         assert parse_query(word).expression == f'"{phrase}"', word
+
+
+class FusedHash(HashEmbedder):
+    """The hashed embedder, marked as one the default mode fuses (to check the fused pipeline's exactness)."""
+
+    embedder_id = "hash-fused"
+    fuse = True
+
+
+def test_fused_default_mode_exact_at_every_cutoff(tmp_path: Path, monkeypatch) -> None:
+    from vaultsync import embed
+
+    monkeypatch.setitem(embed.EMBEDDERS, "hash-fused", FusedHash)
+    root = tmp_path / "vault"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "notes", root)
+    times = []
+    with Vault.open(tmp_path / "db.sqlite", root=root, embedder="hash-fused") as vault:
+        for day, edit in [(2, None), (4, "Meetings"), (6, "Projects")]:
+            if edit:  # a later batch: one folder's notes change, so older cutoffs see other text
+                for note in sorted((root / edit).rglob("*.md"))[:3]:
+                    note.write_text(note.read_text(encoding="utf-8") + "\nlater words: sync budget review\n",
+                                    encoding="utf-8")
+            when = dt.datetime(2024, 1, day, tzinfo=dt.timezone.utc).isoformat()
+            vault.sync(known_at=when)
+            times.append(when)
+        for as_of in [None, *times]:
+            header, chunks = split_export(vault.export(as_of=as_of))
+            for query in ["sync ate my notes", "budget review", "chili", "kickoff decisions", "会議"]:
+                for limit in (5, 60):
+                    got = vault.search(query, as_of=as_of, limit=limit)["hits"]
+                    assert got and all(h["vector"] is not None or h["keyword"] is not None for h in got)
+                    same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
+                                 fresh_default(header, chunks, query, limit, fused=FusedHash()), rel=1e-9, abs_=1e-9)

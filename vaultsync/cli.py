@@ -64,18 +64,22 @@ class Bar:
 @time_option("--known-at", help=f"Assert when this state was known (loading history): {ACCEPTED}.")
 @click.option("--from-git", is_flag=True, help="Replay the vault's git history (first parent), one batch per commit.")
 @click.option("--strict", is_flag=True, help="Refuse the whole batch if any file cannot be read or has broken frontmatter.")
+@click.option("--embedder", default=None, metavar="NAME",
+              help="Embedder of a new database's vectors: hash (built in) or minilm (the semantic extra).")
 @json_option
 @pass_ctx
 @friendly
-def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool, strict: bool, as_json: bool) -> None:
+def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool, strict: bool,
+            embedder: str | None, as_json: bool) -> None:
     """Record the vault's current state (or its git history) as one atomic batch.
 
     \b
     Example:
         vaultsync import ~/notes
         vaultsync import ~/notes --from-git
+        vaultsync import ~/notes --embedder minilm
     """
-    vault = obj.vault(root=str(vault_dir), readonly=False)
+    vault = obj.vault(root=str(vault_dir), readonly=False, embedder=embedder)
     bar = Bar("importing", not as_json)
     try:
         if from_git:

@@ -31,13 +31,13 @@ class Context:
         self.vault_name = vault
         self._open: list[Vault] = []
 
-    def vault(self, root: str | None = None, readonly: bool = True) -> Vault:
+    def vault(self, root: str | None = None, readonly: bool = True, embedder: str | None = None) -> Vault:
         from .sync import default_workers
         from .vault import Vault
 
         # our entry points guard their main module, as the parse workers' "spawn" needs
         vault = Vault.open(self.db, root=root, name=self.vault_name, readonly=readonly,
-                           parse_workers=default_workers())
+                           parse_workers=default_workers(), embedder=embedder)
         self._open.append(vault)
         return vault
 

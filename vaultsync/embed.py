@@ -6,38 +6,13 @@ import math
 import re
 import struct
 import zlib
-from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from itertools import islice
+from collections.abc import Callable, Sequence
 
+from .embedder import Embedder
 from .errors import ProviderError
 
-
-class Embedder(ABC):
-    """Turns texts into vectors. Subclasses set ``embedder_id``, ``version``, ``dims`` and ``embed_batch``."""
-
-    embedder_id: str = ""
-    version: str = "1"
-    dims: int = 0
-    batch_size: int = 256
-
-    @abstractmethod
-    def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector of ``dims`` floats per text, in order."""
-
-    @property
-    def signature(self) -> str:
-        """What the store records: vectors of different signatures are never mixed."""
-        return f"{self.embedder_id}/{self.version}/{self.dims}"
-
-    def embed_many(self, texts: Iterable[str]) -> Iterator[list[float]]:
-        iterator = iter(texts)
-        while batch := list(islice(iterator, self.batch_size)):
-            vectors = self.embed_batch(batch)
-            if len(vectors) != len(batch) or any(len(v) != self.dims for v in vectors):
-                raise ProviderError(f"embedder {self.embedder_id} returned vectors of the wrong shape")
-            yield from vectors
+__all__ = ["DEFAULT_EMBEDDER", "EMBEDDERS", "Embedder", "HashEmbedder", "get_embedder", "quantize"]
 
 
 _WORD = re.compile(r"\w+")
@@ -113,8 +88,14 @@ class HashEmbedder(Embedder):
         return vec
 
 
-EMBEDDERS: dict[str, type[Embedder]] = {"hash": HashEmbedder}
-"""Built-in embedders by name (``--embedder NAME``)."""
+def _minilm() -> Embedder:
+    from .semantic import MiniLMEmbedder  # imports nothing heavy until it embeds
+
+    return MiniLMEmbedder()
+
+
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {"hash": HashEmbedder, "minilm": _minilm}
+"""Built-in embedders by name (``--embedder NAME``); ``minilm`` needs the ``semantic`` extra."""
 
 DEFAULT_EMBEDDER = "hash"
 

@@ -37,6 +37,30 @@ def normalize(text: str) -> str:
     return CJK_RUN.sub(_pairs, unicodedata.normalize("NFKC", text))
 
 
+# A line that carries no searchable content of its own: blank, an ATX heading (its words are already in
+# every chunk's heading path), or a thematic break (``---``, ``***``, ``___``), indented at most 3 spaces
+# as CommonMark allows. (A setext heading's text line counts as content.)
+_BARE_LINE = re.compile(
+    r" {0,3}(?:#{1,6}(?:[ \t].*)?|(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})[ \t\r]*|[ \t\r]*")
+
+
+def has_content(text: str) -> bool:
+    """True when a chunk holds more than blank lines, headings and thematic breaks."""
+    return any(_BARE_LINE.fullmatch(line) is None for line in text.split("\n"))
+
+
+def indexable(texts: Sequence[str]) -> list[bool]:
+    """Which of a note's chunks (texts in order) the search index holds: those with content.
+
+    A note with no such chunk (only headings, say) keeps its non-blank chunks, so that it can still
+    be found by its title; a note of blank lines only has nothing indexed.
+    """
+    flags = [has_content(t) for t in texts]
+    if not any(flags):
+        flags = [bool(t.strip()) for t in texts]
+    return flags
+
+
 def indexed_text(title: str | None, aliases: Sequence[str], heading_path: Sequence[str], text: str) -> str:
     """The one FTS5 column of a chunk: title, aliases and heading path beside the chunk's text."""
     head = [title or "", " ; ".join(aliases), " > ".join(heading_path)]

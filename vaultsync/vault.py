@@ -81,8 +81,13 @@ class Vault:
         name: str | None = None,
         readonly: bool = False,
         parse_workers: int = 0,
+        embedder: str | None = None,
     ) -> Vault:
-        """Open a vault for writing (``root`` given: registered if new) or for reading (by ``name``)."""
+        """Open a vault for writing (``root`` given: registered if new) or for reading (by ``name``).
+
+        ``embedder`` (for writing) names the embedder of a new database's vectors; a database whose
+        vectors another embedder made is refused (``reembed`` switches).
+        """
         db = Path(db_path) if db_path is not None else default_db_path()
         vault_root: Path | None = None
         if root is not None:
@@ -92,7 +97,7 @@ class Vault:
             if db.resolve().is_relative_to(vault_root):
                 raise ConfigError(f"the database {db} must not live inside the vault (sync services corrupt it); "
                                   "choose a database path elsewhere")
-        store = Store(db, readonly=readonly)
+        store = Store(db, readonly=readonly, embedder=embedder)
         try:
             if vault_root is not None:
                 vault_name = name or vault_root.name

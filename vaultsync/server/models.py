@@ -29,7 +29,8 @@ class SearchHit(_Out):
     heading_path: list[str] = Field(description="Headings the chunk sits under, outermost first")
     lines: list[int] = Field(description="First and last line of the chunk (1-based, inclusive)")
     text: str = Field(description="The chunk's exact text (cut when very long; see truncated)")
-    score: float = Field(description="Fused reciprocal-rank score (higher is better)")
+    score: float = Field(description="The mode's score: hybrid, higher is better (BM25 plus phrase, "
+                                     "proximity and heading signals); keyword, bm25 (lower is better); vector, cosine")
     keyword: Component | None = Field(default=None, description="Keyword (BM25) ranking, if it matched")
     vector: Component | None = Field(default=None, description="Vector (cosine) ranking, if it matched")
     known_at: str | None = Field(description="When vaultsync learned this revision (UTC)")

@@ -54,8 +54,9 @@ def add_search_notes(tools: ToolSet, rt: Runtime) -> None:
         as_of: TimeArg = None,
         valid_at: Annotated[str | None, Field(description="Only notes valid at this time (frontmatter "
                                               "valid_from/valid_to); default: the cutoff", max_length=64)] = None,
-        mode: Annotated[Literal["hybrid", "keyword", "vector"], Field(description="hybrid (default) fuses "
-                        "keyword and vector ranking")] = "hybrid",
+        mode: Annotated[Literal["hybrid", "keyword", "vector"], Field(description="hybrid (default) ranks "
+                        "keyword matches by phrase, proximity and headings (and meaning, with a semantic model); "
+                        "keyword is plain BM25; vector is similarity only")] = "hybrid",
         limit: Annotated[int, Field(ge=1, le=50, description="Most hits to return")] = 10,
         prefix: Annotated[str | None, Field(description="Only paths starting with this, e.g. 'Projects/'",
                                             max_length=1024)] = None,

@@ -45,10 +45,12 @@ class Store:
     """One database file holding any number of vaults.
 
     Opened for writing, it keeps the search index in step with every batch (``search=False``
-    writes the revision tables alone, as a database from before search was written).
+    writes the revision tables alone, as a database from before search was written). ``embedder``
+    names the embedder of a new search index (an existing index made by another refuses to mix).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False, search: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False, search: bool = True,
+                 embedder: str | None = None) -> None:
         self.path = str(path)
         self.readonly = readonly
         self.db = Database(path, readonly=readonly)
@@ -58,7 +60,9 @@ class Store:
                 codec.load(con)
             self.indexers: list[Indexer] = []
             if search and not readonly:
-                self._attach_search()
+                from ..embed import get_embedder
+
+                self._attach_search(None if embedder is None else get_embedder(embedder))
         except BaseException:
             self.db.close()
             raise

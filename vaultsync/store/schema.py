@@ -180,18 +180,30 @@ def m003_purges(con: apsw.Connection) -> None:
     )
 
 
+@migration
+def m004_contentless_out(con: apsw.Connection) -> None:
+    """Blank and heading-only chunks leave the search index (``text.indexable``); their revisions stay."""
+    from .search.index import drop_unindexable
+
+    drop_unindexable(con)
+
+
 def has_table(con: apsw.Connection, name: str) -> bool:
     return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
 
 def readable(con: apsw.Connection, version: int) -> bool:
-    """Whether a database at schema ``version`` can be read as it is, without migrating (read-only)."""
+    """Whether a database at schema ``version`` can be read as it is, without migrating (read-only).
+
+    Before ``m004`` an index may still hold blank or heading-only chunks: read-only, they stay searchable.
+    """
     if version == len(MIGRATIONS):
         return True
     from .search import schema as search_schema
 
-    # 0.1.0 with its search tables, or a database before purges: reads need nothing that is missing
-    return version in (1, 2) and search_schema.current(con)
+    # 0.1.0 with its search tables, a database before purges, or one whose index may still hold blank
+    # or heading-only chunks (before m004): reads need nothing that is missing
+    return version in (1, 2, 3) and search_schema.current(con)
 
 
 def migrate(con: apsw.Connection) -> int:

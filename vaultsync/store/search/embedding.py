@@ -12,7 +12,7 @@ from ...errors import ProviderError
 from ...parsers import ParsedNote
 from ..codec import unpack
 from .schema import LIVE_VECTORS_REBUILD, meta, set_meta
-from ...text import indexed_text
+from ...text import indexable, indexed_text
 
 
 def check_embedder(con: apsw.Connection, embedder: Embedder) -> str | None:
@@ -81,11 +81,21 @@ AHEAD: dict[tuple[str, str], bytes] = {}
 (``embed_ahead``) for the batch being written; ``write_vectors`` takes them out."""
 
 
-def embed_ahead(parsed: ParsedNote) -> tuple[str, dict[str, bytes]]:
-    """In a parse worker: the default embedder's vectors for a parsed note's chunks, so a large
-    import embeds in parallel with writing. Only a speed-up: a miss is embedded as usual."""
-    embedder = get_embedder(DEFAULT_EMBEDDER)
-    texts = [indexed_text(parsed.title, parsed.aliases, c.heading_path, c.text) for c in parsed.chunks]
+_WORKER_EMBEDDERS: dict[str, Embedder] = {}
+
+
+def embed_ahead(name: str, parsed: ParsedNote) -> tuple[str, dict[str, bytes]]:
+    """In a parse worker: embedder ``name``'s vectors for a parsed note's indexed chunks, so a large
+    import embeds in parallel with writing (one thread per worker, the model loaded once per worker
+    process). Only a speed-up: a miss is embedded as usual."""
+    embedder = _WORKER_EMBEDDERS.get(name)
+    if embedder is None:
+        embedder = _WORKER_EMBEDDERS[name] = get_embedder(name)
+        if hasattr(embedder, "threads"):
+            embedder.threads = 1
+    keep = indexable([c.text for c in parsed.chunks])
+    texts = [indexed_text(parsed.title, parsed.aliases, c.heading_path, c.text)
+             for c, k in zip(parsed.chunks, keep) if k]
     fast = getattr(embedder, "embed_normalized", None)
     vectors = fast(texts) if fast is not None else list(embedder.embed_many(texts))
     return embedder.signature, {t: quantize(v) for t, v in zip(texts, vectors)}

@@ -1,9 +1,13 @@
-"""Point-in-time hybrid search and export: what ``View.search`` and ``View.export`` run, in one read transaction."""
+"""Point-in-time search and export: what ``View.search`` and ``View.export`` run, in one read transaction.
+
+Modes: ``hybrid`` (the default: BM25 candidates re-ranked by phrase, proximity and title/heading signals,
+joined by the vector ranking for an embedder that fuses; see ``signals``), ``keyword`` (FTS5 ``bm25()``
+exactly) and ``vector`` (cosine similarity only).
+"""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -13,23 +17,22 @@ import apsw
 from ...embed import Embedder
 from ...errors import ConfigError, StoreError
 from ...times import format_time
-from . import keyword, vector
+from . import keyword, signals, vector
 from .embedding import query_embedder
 from .index import index_lag
 from .keyword import Scored
 from .snapshot import CHUNK_COLUMNS, Snapshot, allowed_notes, bounded_from_core, chunk_record, export_rows, take
-from ...text import TOKENIZE, parse_query
+from ...text import TOKENIZE, KeywordQuery, indexable, parse_query
+from .snippets import snippet
 
 MODES = ("hybrid", "keyword", "vector")
 DEFAULT_MODE = "hybrid"
-RRF_K = 60
-"""Reciprocal rank fusion: a chunk scores the sum over components of ``1 / (RRF_K + rank)``."""
 CANDIDATES = 50
-"""Each component ranks at least this many chunks (or ``limit``) before fusion."""
+"""The default mode joins this many nearest chunks (or ``limit``) to its BM25 candidates, when it fuses."""
 KEYWORD_TIE = 1e-9
-"""Keyword scores within this relative distance share a rank in fusion."""
+"""Keyword scores within this relative distance share a rank (the rank a hit reports)."""
 VECTOR_TIE = 1e-6
-"""Cosine similarities within this distance share a rank in fusion (int8 vectors, float32 arithmetic)."""
+"""Cosine similarities within this distance share a rank (int8 vectors, float32 arithmetic)."""
 
 
 def obsidian_uri(vault: str, path: str) -> str:
@@ -56,6 +59,28 @@ def _kw_tied(a: float, b: float) -> bool:
 
 def _vec_tied(a: float, b: float) -> bool:
     return abs(a - b) <= VECTOR_TIE
+
+
+def _default(con: apsw.Connection, snap: Snapshot, parsed: KeywordQuery, query: str, allowed: set[int] | None,
+             limit: int, embedder: Embedder | None, parts: dict[int, dict[str, Any]]) -> list[Scored]:
+    """The default mode (``signals``): BM25 candidates, joined by the nearest vectors when the store's
+    embedder fuses, ranked by the documented signals."""
+    pool = keyword.rank(con, snap, parsed, allowed, max(limit, signals.POOL))
+    for item, r in zip(pool, shared_ranks(pool, _kw_tied)):
+        parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
+    cosines: dict[int, float] | None = None
+    embedder = embedder or query_embedder(con)
+    if embedder.fuse:
+        near = vector.rank(con, snap, embedder, query, allowed, max(limit, CANDIDATES))
+        for item, r in zip(near, shared_ranks(near, _vec_tied)):
+            parts.setdefault(item.row_id, {})["vector"] = {"rank": r, "score": item.score}
+        known = {s.row_id for s in pool}
+        pool = pool + [Scored(s.row_id, 0.0) for s in near if s.row_id not in known]
+        cosines = vector.similarities(con, embedder, query, [s.row_id for s in pool])
+    ranked = signals.rerank(con, pool, parsed, cosines)[:limit]
+    for item, found in ranked:
+        parts.setdefault(item.row_id, {})["signals"] = found
+    return [item for item, _ in ranked]
 
 
 def check_index(con: apsw.Connection, vault_id: int, vault_name: str) -> None:
@@ -90,26 +115,18 @@ def search(
     snap = take(con, vault_id, as_of, valid_at)
     allowed = allowed_notes(con, snap, prefix, tags, where)
     parsed = parse_query(query)
-    depth = limit if mode != "hybrid" else max(limit, CANDIDATES)
-    kw = keyword.rank(con, snap, parsed, allowed, depth) if mode in ("hybrid", "keyword") else []
-    vec: list[Scored] = []
-    if mode in ("hybrid", "vector"):
-        embedder = embedder or query_embedder(con)
-        vec = vector.rank(con, snap, embedder, query, allowed, depth)
-    fused: dict[int, float] = {}
     parts: dict[int, dict[str, Any]] = {}
-    for name, scored, tied in (("keyword", kw, _kw_tied), ("vector", vec, _vec_tied)):
-        for item, r in zip(scored, shared_ranks(scored, tied)):
-            fused[item.row_id] = fused.get(item.row_id, 0.0) + 1.0 / (RRF_K + r)
-            parts.setdefault(item.row_id, {})[name] = {"rank": r, "score": item.score}
     if mode == "keyword":
-        order = [s.row_id for s in kw]
+        ranked = keyword.rank(con, snap, parsed, allowed, limit)
+        for item, r in zip(ranked, shared_ranks(ranked, _kw_tied)):
+            parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
     elif mode == "vector":
-        order = [s.row_id for s in vec]
+        ranked = vector.rank(con, snap, embedder or query_embedder(con), query, allowed, limit)
+        for item, r in zip(ranked, shared_ranks(ranked, _vec_tied)):
+            parts[item.row_id] = {"vector": {"rank": r, "score": item.score}}
     else:
-        keys = keyword.order_key(con, [Scored(r, 0.0) for r in fused])
-        order = sorted(fused, key=lambda r: (-fused[r], keys[r]))[:limit]
-    hits = _hits(con, vault_name, order, fused, parts, parsed.words)
+        ranked = _default(con, snap, parsed, query, allowed, limit, embedder, parts)
+    hits = _hits(con, vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked}, parts, parsed)
     return {
         "query": query,
         "as_of": format_time(as_of),
@@ -120,8 +137,8 @@ def search(
     }
 
 
-def _hits(con: apsw.Connection, vault_name: str, order: list[int], fused: dict[int, float],
-          parts: dict[int, dict[str, Any]], words: list[str]) -> list[dict[str, Any]]:
+def _hits(con: apsw.Connection, vault_name: str, order: list[int], scores: dict[int, float],
+          parts: dict[int, dict[str, Any]], query: KeywordQuery) -> list[dict[str, Any]]:
     if not order:
         return []
     rows = con.execute(
@@ -138,10 +155,11 @@ def _hits(con: apsw.Connection, vault_name: str, order: list[int], fused: dict[i
             "heading_path": rec["heading_path"],
             "lines": rec["lines"],
             "text": rec["text"],
-            "snippet": snippet(rec["text"], words),
-            "score": fused[row_id],
+            "snippet": snippet(rec["text"], query),
+            "score": scores[row_id],
             "keyword": parts[row_id].get("keyword"),
             "vector": parts[row_id].get("vector"),
+            "signals": parts[row_id].get("signals"),
             "known_at": rec["known_at"],
             "content_hash": rec["content_hash"],
             "title": rec["title"],
@@ -150,29 +168,24 @@ def _hits(con: apsw.Connection, vault_name: str, order: list[int], fused: dict[i
     return hits
 
 
-def snippet(text: str, words: list[str], width: int = 160) -> str:
-    """A short excerpt around the first query word found, words marked ``**like this**``."""
-    flat = " ".join(text.split())
-    terms = sorted({w for w in (re.sub(r"\W+", " ", w).strip() for w in words) if w}, key=len, reverse=True)
-    pattern = re.compile("|".join(re.escape(t) for t in terms), re.IGNORECASE) if terms else None
-    first = pattern.search(flat) if pattern else None
-    start = max(0, (first.start() if first else 0) - width // 3)
-    piece = flat[start:start + width]
-    if pattern:
-        piece = pattern.sub(lambda m: f"**{m.group(0)}**", piece)
-    return ("…" if start > 0 else "") + piece + ("…" if start + width < len(flat) else "")
-
-
 def export(con: apsw.Connection, vault_id: int, vault_name: str, *, as_of: int | None = None,
            valid_at: int | None = None) -> Iterator[dict[str, Any]]:
-    """A header, then every chunk visible at ``as_of`` with its ``indexed_text`` (revision tables only)."""
+    """A header, then every chunk visible at ``as_of`` with its ``indexed_text`` and whether the search index
+    holds it (``indexed``: see ``text.indexable``), read from the revision tables only."""
     from ..read import cutoff
 
     batch = cutoff(con, vault_id, as_of)
     snap: Snapshot = take(con, vault_id, as_of, valid_at, bounded=bounded_from_core(con, vault_id, batch))
     yield {"tokenizer": TOKENIZE, "vault": vault_name, "as_of": format_time(as_of),
            "valid_at": format_time(snap.valid_at), "batch": snap.batch}
-    for rec in export_rows(con, snap):
-        rec.pop("_row")
-        rec.pop("_note")
-        yield rec
+    note: list[dict[str, Any]] = []
+    for rec in [*export_rows(con, snap), None]:
+        if note and (rec is None or rec["_note"] != note[0]["_note"]):
+            for item, keep in zip(note, indexable([r["text"] for r in note])):
+                item.pop("_row")
+                item.pop("_note")
+                item["indexed"] = keep
+                yield item
+            note = []
+        if rec is not None:
+            note.append(rec)

@@ -16,6 +16,7 @@ Tables (all derived from the revision tables; ``vaultsync reindex --full`` rebui
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 
@@ -28,7 +29,7 @@ from ..write import ChunkRow
 from .embedding import AHEAD, check_embedder, embed_ahead, take_ahead, unknown_embedder, write_vectors
 from ..codec import content_key
 from .schema import check_text_version, has_schema, live_table, meta, set_meta
-from ...text import TOKENIZE, indexed_text
+from ...text import TOKENIZE, indexable, indexed_text
 
 logger = logging.getLogger(__name__)
 
@@ -50,8 +51,6 @@ def _varint(blob: bytes) -> int:
 class SearchIndexer:
     """The ``Indexer`` the batch writer calls: docs, rows, live table, statistics and vectors."""
 
-    ahead = staticmethod(embed_ahead)
-    """Work a parse worker may do for this indexer (see ``sync.parse_stream``); ``take_ahead`` receives it."""
     take_ahead = staticmethod(take_ahead)
     forget_ahead = staticmethod(AHEAD.clear)
 
@@ -71,6 +70,8 @@ class SearchIndexer:
             self.mismatch = check_embedder(con, self.embedder)
         if embedder is not None and self.mismatch:
             raise ProviderError(self.mismatch)
+        self.ahead = functools.partial(embed_ahead, self.embedder.embedder_id)
+        """Work a parse worker may do for this indexer (see ``sync.parse_stream``); ``take_ahead`` receives it."""
         self._checked: int | None = None
         self._new_tokens = 0
         self._live_ready: set[int] = set()
@@ -84,7 +85,8 @@ class SearchIndexer:
             "SELECT vault_id, valid_from, valid_to FROM notes WHERE id = ?", (note_id,)).fetchone()
         self._catch_up_before(con, vault_id, batch_id)
         self._add(con, vault_id, batch_id, note_id,
-                  [(c.row_id, indexed_text(c.title, c.aliases, c.heading_path, c.text)) for c in chunks],
+                  [(c.row_id, indexed_text(c.title, c.aliases, c.heading_path, c.text))
+                   for c, keep in zip(chunks, indexable([c.text for c in chunks])) if keep],
                   bounded=valid_from is not None or valid_to is not None)
 
     def on_end(self, con: apsw.Connection, batch_id: int, note_id: int) -> None:
@@ -204,10 +206,11 @@ class SearchIndexer:
                WHERE batch_id = ? AND kind != 'deleted' ORDER BY id""", (batch_id,)).fetchall()
         for note_id, title, aliases, valid_from, valid_to in notes:
             alias_list = json.loads(aliases or "[]")
-            rows = [(row_id, indexed_text(title, alias_list, json.loads(heading_path), unpack(body)))
-                    for row_id, heading_path, body in con.execute(
-                        """SELECT c.id, c.heading_path, t.body FROM chunks c JOIN texts t ON t.id = c.text_id
-                           WHERE c.note_id = ? ORDER BY c.ord""", (note_id,))]
+            found = [(row_id, json.loads(heading_path), unpack(body)) for row_id, heading_path, body in con.execute(
+                """SELECT c.id, c.heading_path, t.body FROM chunks c JOIN texts t ON t.id = c.text_id
+                   WHERE c.note_id = ? ORDER BY c.ord""", (note_id,))]
+            rows = [(row_id, indexed_text(title, alias_list, heading, text))
+                    for (row_id, heading, text), keep in zip(found, indexable([f[2] for f in found])) if keep]
             self._add(con, vault_id, batch_id, note_id, rows,
                       bounded=valid_from is not None or valid_to is not None)
 
@@ -239,3 +242,45 @@ def rebuild_search(con: apsw.Connection) -> dict[int, int]:
             "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5(%'").fetchall():
         con.execute(f'INSERT INTO "{table}" ("{table}") VALUES (\'optimize\')')  # one segment each: compact
     return done
+
+
+def drop_unindexable(con: apsw.Connection) -> int:
+    """Take out of an existing index the chunk rows ``text.indexable`` leaves out (blank, heading-only),
+    as if they had never been indexed: live table, live vectors and per-batch statistics; return how many.
+
+    Indexes written before that rule held them (migration ``m004_contentless_out``).
+    """
+    if not has_schema(con):
+        return 0
+    by_note: dict[int, list[tuple]] = {}
+    for row in con.execute(
+            """SELECT r.note_id, r.id, r.vault_id, r.doc_id, r.born, r.died, d.length, c.heading_path, t.body,
+                      n.title, n.aliases
+               FROM search_rows r JOIN search_docs d ON d.id = r.doc_id JOIN chunks c ON c.id = r.id
+               JOIN texts t ON t.id = c.text_id JOIN notes n ON n.id = r.note_id ORDER BY r.note_id, c.ord"""):
+        by_note.setdefault(row[0], []).append(row[1:])
+    dropped = 0
+    for rows in by_note.values():
+        texts = [unpack(row[7]) for row in rows]
+        for row, text, keep in zip(rows, texts, indexable(texts)):
+            if keep:
+                continue
+            row_id, vault_id, doc_id, born, died, length, heading_path, _, title, aliases = row
+            deltas = [(born, -1, -length)] + ([(died, 1, length)] if died is not None else [])
+            for batch_id, n, tokens in deltas:
+                con.execute("UPDATE search_stats SET rows = rows + ?, tokens = tokens + ? "
+                            "WHERE vault_id = ? AND batch_id = ?", (n, tokens, vault_id, batch_id))
+            if died is None:
+                live = live_table(vault_id)
+                full = indexed_text(title, json.loads(aliases or "[]"), json.loads(heading_path), text)
+                con.execute(f"INSERT INTO {live} ({live}, rowid, indexed_text) VALUES ('delete', ?, ?)",
+                            (row_id, full))
+                con.execute("UPDATE search_live_vectors SET refs = refs - 1 WHERE vault_id = ? AND doc_id = ?",
+                            (vault_id, doc_id))
+                con.execute("DELETE FROM search_live_vectors WHERE vault_id = ? AND doc_id = ? AND refs <= 0",
+                            (vault_id, doc_id))
+            con.execute("DELETE FROM search_rows WHERE id = ?", (row_id,))
+            dropped += 1
+    if dropped:
+        logger.info("search index: %d blank or heading-only chunk rows taken out", dropped)
+    return dropped

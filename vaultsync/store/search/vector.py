@@ -54,3 +54,13 @@ def rank(con: apsw.Connection, snap: Snapshot, embedder: Embedder, query: str, a
     keys = order_key(con, scored)
     scored.sort(key=lambda s: (-s.score, keys[s.row_id]))
     return scored[:limit]
+
+
+def similarities(con: apsw.Connection, embedder: Embedder, query: str, row_ids: list[int]) -> dict[int, float]:
+    """row id → cosine similarity of its doc's vector to the query (rows without a vector are left out)."""
+    q = query_vector(embedder, query)
+    if not any(q) or not row_ids:
+        return {}
+    rows = con.execute(f"""SELECT r.id, {DISTANCE} FROM search_rows r JOIN search_vectors v ON v.doc_id = r.doc_id
+                           WHERE r.id IN (SELECT value FROM json_each(:ids))""", {"q": q, "ids": json.dumps(row_ids)})
+    return {row_id: 1.0 - d for row_id, d in rows}

