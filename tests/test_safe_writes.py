@@ -175,6 +175,45 @@ async def test_forty_concurrent_appends_all_land_on_disk_and_in_the_store(setup:
 
 
 @pytest.mark.anyio
+async def test_an_editor_saving_during_a_burst_of_appends_keeps_every_line(setup: dict[str, Path]) -> None:
+    """Against a real server: an editor saves the note (atomically, as Obsidian-style editors that
+    write a temp file and rename do) while 20 appends are in flight; every editor line and every
+    appended line ends on disk and in the last recorded revision. The exact in-window interleaving
+    is pinned deterministically by test_an_editor_saving_between_read_and_replace_is_kept."""
+    root = setup["root"]
+    note = root / "Journal.md"
+    note.write_text("# Journal\n", encoding="utf-8")
+    lines = [f"- assistant {i:02d}" for i in range(20)]
+    edits = [f"- typed {i}" for i in range(2)]
+
+    def editor_saves(text: str) -> None:
+        tmp = note.with_name(".Journal.md.swp")
+        tmp.write_text(note.read_text(encoding="utf-8").rstrip("\n") + "\n" + text + "\n", encoding="utf-8")
+        os.replace(tmp, note)
+
+    async with Client(server(setup["db"], root)) as c:
+        async def append(line: str) -> None:
+            sc(await c.call_tool("append_to_note", {"path": "Journal.md", "text": line}))
+
+        async def editor() -> None:
+            for text in edits:
+                await anyio.sleep(0.05)
+                await anyio.to_thread.run_sync(editor_saves, text)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(editor)
+            for line in lines:
+                tg.start_soon(append, line)
+        on_disk = note.read_text(encoding="utf-8")
+        appended = sc(await c.call_tool("append_to_note", {"path": "Journal.md", "text": "- last"}))
+        stored = sc(await c.call_tool("read_note", {"path": "Journal.md"}))["content"]
+    body = on_disk.splitlines()[1:]
+    assert sorted(line for line in body if "assistant" in line) == lines
+    assert [line for line in body if "typed" in line] == edits, "every editor save survived"
+    assert stored == note.read_text(encoding="utf-8") and appended["ingested"]
+
+
+@pytest.mark.anyio
 async def test_an_nfd_named_note_is_found_by_its_nfc_name_and_never_twinned(setup: dict[str, Path]) -> None:
     root = setup["root"]
     nfc_name, nfd_name = "Café.md", unicodedata.normalize("NFD", "Café.md")
