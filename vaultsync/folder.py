@@ -222,3 +222,21 @@ def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tupl
             if path not in observed:
                 observed[path] = observe_file(real_root, disk_path(root, path))
     return observed, errors
+
+
+def files_containing(root: Path, strings: list[str]) -> list[str]:
+    """Note files in the vault folder (as on disk now) that contain one of ``strings``, by path."""
+    if not root.is_dir():
+        return []
+    observed, _ = scan(root)
+    found = []
+    for path, seen in sorted(observed.items()):
+        if not isinstance(seen, Present):
+            continue
+        try:
+            text = seen.read().decode("utf-8", "replace")
+        except (OSError, ParseError):
+            continue
+        if any(s in text for s in strings):
+            found.append(path)
+    return found

@@ -8,9 +8,26 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import ConfigError
 from .folder import Absent, Observed, Present
 from .paths import is_note_path, nfc
+from .sync import BatchSummary, Plan, record
+from .times import format_time
+
+if TYPE_CHECKING:
+    from .vault import Vault
+
+GIT_HISTORY_NOT_REWRITTEN = (
+    "vaultsync does not rewrite the vault's own git history, which still holds what was purged here; "
+    "rewrite it with git filter-repo (--replace-text, --invert-paths) and force-push every clone")
+
+
+def in_git(root: Path) -> bool:
+    """Whether the vault folder is inside a git work tree (it or a parent holds ``.git``)."""
+    return any((folder / ".git").exists() for folder in (root, *root.parents))
+
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
@@ -130,3 +147,60 @@ def pending(history: GitHistory, imported: set[str]) -> Iterator[tuple[str | Non
 
 
 OnCommit = Callable[[int, int, Commit], None]
+
+
+@dataclass
+class GitImport:
+    """What a git backfill did."""
+
+    summary: BatchSummary
+    commits: int = 0
+    skipped: int = 0
+    lifted: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.summary.to_json(), "commits": self.commits, "already_imported": self.skipped,
+                "lifted": self.lifted}
+
+
+def backfill(vault: Vault, *, strict: bool = False, progress: OnCommit | None = None) -> GitImport:
+    """Replay the commits of ``vault``'s repository not imported yet, one batch each, at commit time.
+
+    The caller holds the vault's writer lock. A commit older than the vault's last batch is
+    recorded at that batch's time (``lifted``); a vault whose batches came from the folder and
+    are later than the first commit to import is refused.
+    """
+    store, vault_id = vault.store, vault.id
+    history = GitHistory(vault.root)
+    result = GitImport(BatchSummary(vault=vault.name))
+    try:
+        imported = store.git_commits(vault_id)
+        todo = list(pending(history, imported))
+        result.skipped = len(imported)
+        last = store.last_batch(vault_id)
+        if todo and last is not None and last[1] != "git" and todo[0][1].committed_at < last[0]:
+            raise ConfigError(
+                f"this vault already has batches up to {format_time(last[0])}, later than the first commit "
+                f"to import ({format_time(todo[0][1].committed_at)}); import the git history into a new "
+                "vault name or database"
+            )
+        for index, (parent, commit) in enumerate(todo, start=1):
+            first = index == 1
+            observed = history.tree(commit.sha) if first else history.changes(parent, commit.sha)
+            when = commit.committed_at
+            last_at = vault.last_known_at
+            if last_at is not None and when < last_at:
+                when, result.lifted = last_at, result.lifted + 1
+            live = store.live_state(vault_id, None if first else list(observed))
+            summary = record(
+                store, vault_id, vault.name, Plan(observed, live, {}, full=first), known_at=when, source="git",
+                detail=commit.sha, strict=strict, workers=vault.parse_workers,
+                on_write=lambda w, c=commit: w.record_git_commit(c.sha, c.committed_at),
+            )
+            result.summary.merge(summary)
+            result.commits += 1
+            if progress:
+                progress(index, len(todo), commit)
+    finally:
+        history.close()
+    return result

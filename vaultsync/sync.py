@@ -23,7 +23,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, ParseError
+from .errors import ParseError
 from .folder import Absent, FileError, Observed, Present, Unreadable, decode, file_stamp
 from .parsers import ParsedNote, parse_note
 from .times import format_time

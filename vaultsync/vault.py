@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import edit, vaultfs
 from .config import default_db_path
-from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound, VaultsyncError
-from .folder import MAX_FILE_BYTES, FileError, dirty_rel, observe_paths, scan
+from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound
+from .folder import MAX_FILE_BYTES, FileError, dirty_rel, files_containing, observe_paths, scan
 from .links import LinkReport, link_report
 from .parsers import split_lines
 from .paths import nfc, note_path
@@ -25,6 +25,7 @@ from .times import TimeLike, as_micros, format_time, now_micros
 
 if TYPE_CHECKING:
     from . import gitimport
+    from .gitimport import GitImport
 
 
 @dataclass(slots=True)
@@ -211,41 +212,8 @@ class Vault:
         """Replay the first-parent git history of the vault's repository, one batch per commit."""
         from . import gitimport
 
-        history = gitimport.GitHistory(self.root)
-        result = GitImport(BatchSummary(vault=self.name))
-        try:
-            with self._writing():
-                imported = self.store.git_commits(self.id)
-                todo = list(gitimport.pending(history, imported))
-                result.skipped = len(imported)
-                last = self.store.last_batch(self.id)
-                if todo and last is not None and last[1] != "git" and todo[0][1].committed_at < last[0]:
-                    raise ConfigError(
-                        f"this vault already has batches up to {format_time(last[0])}, later than the first commit "
-                        f"to import ({format_time(todo[0][1].committed_at)}); import the git history into a new "
-                        "vault name or database"
-                    )
-                for index, (parent, commit) in enumerate(todo, start=1):
-                    first = index == 1
-                    observed = history.tree(commit.sha) if first else history.changes(parent, commit.sha)
-                    when = commit.committed_at
-                    last_at = self.last_known_at
-                    if last_at is not None and when < last_at:
-                        when, result.lifted = last_at, result.lifted + 1
-                    live = self.store.live_state(self.id, None if first else list(observed))
-                    plan = Plan(observed, live, {}, full=first)
-                    summary = record(
-                        self.store, self.id, self.name, plan, known_at=when, source="git", detail=commit.sha,
-                        strict=strict, workers=self.parse_workers,
-                        on_write=lambda w, c=commit: w.record_git_commit(c.sha, c.committed_at),
-                    )
-                    result.summary.merge(summary)
-                    result.commits += 1
-                    if progress:
-                        progress(index, len(todo), commit)
-        finally:
-            history.close()
-        return result
+        with self._writing():
+            return gitimport.backfill(self, strict=strict, progress=progress)
 
     @contextlib.contextmanager
     def _writing(self, command: str | None = None) -> Iterator[None]:
@@ -482,7 +450,7 @@ class Vault:
         rel = note_path(note) if note is not None else None
         with self._writing(command="vaultsync purge"):
             if texts and not also_current:
-                found = self._files_containing(purge_strings_checked(texts))
+                found = files_containing(self.root, purge_strings_checked(texts))
                 if found:
                     raise ConfigError(f"{len(found)} note file(s) in the vault still contain that text "
                                       f"({', '.join(found[:3])}{', …' if len(found) > 3 else ''}); the next sync "
@@ -493,24 +461,11 @@ class Vault:
                                   "again: delete it first, or purge it anyway", argument="also_current")
             result = self.store.purge(self.id, strings=texts, note=rel, before=when).to_json()
         result["vault"] = self.name
-        if _in_git(self.root):
-            result["git"] = GIT_NOTE
-        return result
+        from .gitimport import GIT_HISTORY_NOT_REWRITTEN, in_git
 
-    def _files_containing(self, strings: list[str]) -> list[str]:
-        """Note files in the vault folder (as on disk now) that contain one of ``strings``."""
-        if not self.root.is_dir():
-            return []
-        observed, _ = scan(self.root)
-        found = []
-        for path, seen in sorted(observed.items()):
-            try:
-                text = seen.read().decode("utf-8", "replace") if hasattr(seen, "read") else ""
-            except (OSError, VaultsyncError):
-                continue
-            if any(s in text for s in strings):
-                found.append(path)
-        return found
+        if in_git(self.root):
+            result["git"] = GIT_HISTORY_NOT_REWRITTEN
+        return result
 
     # ------------------------------------------------------------ upkeep
 
@@ -526,26 +481,4 @@ class Vault:
             return view.check()
 
 
-GIT_NOTE = ("vaultsync does not rewrite the vault's own git history, which still holds what was purged here; "
-            "rewrite it with git filter-repo (--replace-text, --invert-paths) and force-push every clone")
-
-
-def _in_git(root: Path) -> bool:
-    return any((folder / ".git").exists() for folder in (root, *root.parents))
-
-
-@dataclass
-class GitImport:
-    """What a git backfill did."""
-
-    summary: BatchSummary
-    commits: int = 0
-    skipped: int = 0
-    lifted: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {**self.summary.to_json(), "commits": self.commits, "already_imported": self.skipped,
-                "lifted": self.lifted}
-
-
-__all__ = ["BatchSummary", "FileError", "GitImport", "Note", "Vault", "StoreError", "as_micros"]
+__all__ = ["BatchSummary", "FileError", "Note", "Vault", "StoreError", "as_micros"]

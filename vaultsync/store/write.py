@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import zlib
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Protocol
