@@ -61,7 +61,10 @@ class BatchFollower:
             while self.told is not None:
                 with self._reading() as vault:
                     news = vault.batches_after(self.told)
+                    last = vault.last_batch_id if not news else self.told
                 if not news:
+                    if last < self.told:  # a purge removed the last batches told: their ids come back
+                        self.told = last
                     return
                 try:
                     self._tell(news)
