@@ -118,3 +118,26 @@ def fresh_default(header: dict[str, Any], chunks: list[dict[str, Any]], query: s
     ranked = sorted(zip(pool, final), key=lambda x: (-x[1], x[0][0], text[x[0][0], x[0][1]]["ord"]))
     out = [(p, c, f) for (p, c, _), f in ranked]
     return out if limit is None else out[:limit]
+
+
+def validity_bounds(content: str) -> tuple[str | None, str | None]:
+    """``valid_from`` and ``valid_to`` as written in a test note's simple ``key: value`` frontmatter."""
+    found: dict[str, str] = {}
+    if content.startswith("---\n"):
+        for line in content.split("---\n")[1].splitlines():
+            key, _, value = line.partition(": ")
+            found[key] = value
+    return found.get("valid_from"), found.get("valid_to")
+
+
+def overlay_oracle(chains: dict[str, list[str]], day: str) -> dict[str, str]:
+    """Brute force of the validity overlay: per path, the newest revision (since the note last appeared
+    there) that is valid on ``day``; a path with none is absent."""
+    out = {}
+    for path, chain in chains.items():
+        for content in reversed(chain):
+            start, end = validity_bounds(content)
+            if (start is None or start <= day) and (end is None or day < end):
+                out[path] = content
+                break
+    return out

@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from search_truth import brute_vector, fresh_default, fresh_keyword, same_ranking, split_export
+from search_truth import brute_vector, fresh_default, fresh_keyword, overlay_oracle, same_ranking, split_export
 from vaultsync.embed import HashEmbedder
 from vaultsync.text import parse_query
 from vaultsync.vault import Vault
@@ -76,33 +76,12 @@ def disk_state(root: Path) -> dict[str, str]:
     return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in root.rglob("*.md")}
 
 
-def _validity(content: str) -> tuple[str | None, str | None]:
-    found: dict[str, str] = {}
-    if content.startswith("---\n"):
-        for line in content.split("---\n")[1].splitlines():
-            key, _, value = line.partition(": ")
-            found[key] = value
-    return found.get("valid_from"), found.get("valid_to")
-
-
-def expected_notes(chains: dict[str, list[str]], valid_day: str) -> dict[str, str]:
-    """A model of the validity overlay: per path, the newest revision (since it appeared there) valid then."""
-    out = {}
-    for path, chain in chains.items():
-        for content in reversed(chain):
-            start, end = _validity(content)
-            if (start is None or start <= valid_day) and (end is None or valid_day < end):
-                out[path] = content
-                break
-    return out
-
-
 def check_export_model(vault: Vault, as_of: str, valid_day: str, chains: dict[str, list[str]]) -> None:
     _, chunks = split_export(vault.export(as_of=as_of, valid_at=valid_day))
     got: dict[str, str] = {}
     for chunk in chunks:
         got[chunk["path"]] = got.get(chunk["path"], "") + chunk["text"]
-    assert got == expected_notes(chains, valid_day)
+    assert got == overlay_oracle(chains, valid_day)
 
 
 def check_cutoff(vault: Vault, as_of: str | None, valid_at: str | None) -> None:

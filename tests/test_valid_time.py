@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import invoke
-from search_truth import fresh_keyword, same_ranking, split_export
+from search_truth import fresh_keyword, overlay_oracle, same_ranking, split_export
 from vaultsync import NoteNotFound
 from vaultsync.text import parse_query
 from vaultsync.vault import Vault
@@ -42,27 +42,6 @@ op = st.one_of(st.tuples(st.just("write"), st.sampled_from(PATHS), revision()),
                st.tuples(st.just("delete"), st.sampled_from(PATHS), st.none()))
 
 
-def bounds(content: str) -> tuple[str | None, str | None]:
-    found: dict[str, str] = {}
-    if content.startswith("---\n"):
-        for line in content.split("---\n")[1].splitlines():
-            key, _, value = line.partition(": ")
-            found[key] = value
-    return found.get("valid_from"), found.get("valid_to")
-
-
-def oracle(chains: dict[str, list[str]], day: str) -> dict[str, str]:
-    """Brute force: per path, the newest revision since the note last appeared there that is valid on ``day``."""
-    out = {}
-    for path, chain in chains.items():
-        for content in reversed(chain):
-            start, end = bounds(content)
-            if (start is None or start <= day) and (end is None or day < end):
-                out[path] = content
-                break
-    return out
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(steps=st.lists(st.lists(op, min_size=1, max_size=3), min_size=1, max_size=6),
@@ -90,7 +69,7 @@ def test_read_ls_and_search_follow_the_overlay_oracle(tmp_path_factory, steps, d
             known.append((when, {p: list(c) for p, c in chains.items()}))
         for when, state in known:
             for day in days:
-                want = oracle(state, day)
+                want = overlay_oracle(state, day)
                 assert {r.path: vault.read(r.path, as_of=when, valid_at=day).content
                         for r in vault.ls(as_of=when, valid_at=day)} == want
                 for path in PATHS:

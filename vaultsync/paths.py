@@ -47,12 +47,22 @@ def relative(root: str | os.PathLike[str], fs_path: str) -> str:
     return os.path.relpath(fs_path, root).replace(os.sep, "/")
 
 
-def note_path(path: str) -> str:
-    """A user-given note path as the vault-relative NFC path the store uses (PathError if it leaves the vault)."""
+def _given(path: str) -> str:
+    """A user-given path with forward slashes, trimmed, in NFC (PathError on NUL bytes)."""
     if "\x00" in str(path):
         raise PathError("a note path cannot contain NUL bytes")
-    rel = nfc(str(path).replace("\\", "/").strip())
-    if not rel or rel.startswith("/") or (len(rel) > 1 and rel[1] == ":"):
+    return nfc(str(path).replace("\\", "/").strip())
+
+
+def _absolute(rel: str) -> bool:
+    """Empty, rooted (``/x``) or with a drive letter (``C:x``): not vault-relative."""
+    return not rel or rel.startswith("/") or (len(rel) > 1 and rel[1] == ":")
+
+
+def note_path(path: str) -> str:
+    """A user-given note path as the vault-relative NFC path the store uses (PathError if it leaves the vault)."""
+    rel = _given(path)
+    if _absolute(rel):
         raise PathError(f"{path!r} is not a vault-relative note path (like Folder/Note.md)")
     normal = posixpath.normpath(rel)
     if normal == ".." or normal.startswith("../"):
@@ -66,11 +76,8 @@ def writable_note_path(path: str) -> str:
     Absolute paths, ``..``, names not ending in ``.md``, dot-files and dot-folders are refused
     (the write itself then refuses symlinks and non-regular files on the way: ``vaultfs``).
     """
-    raw = str(path)
-    if "\x00" in raw:
-        raise PathError("a note path cannot contain NUL bytes")
-    rel = nfc(raw.replace("\\", "/").strip())
-    if not rel or rel.startswith("/") or (len(rel) > 1 and rel[1] == ":"):
+    rel = _given(path)
+    if _absolute(rel):
         raise PathError(f"{path!r} is absolute; give a vault-relative path like Folder/Note.md")
     if ".." in rel.split("/"):
         raise PathError(f"{path!r} contains '..'; give a path inside the vault like Folder/Note.md")

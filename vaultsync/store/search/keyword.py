@@ -84,13 +84,19 @@ def _rank_live(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, allowe
     if allowed is not None:
         where += " AND rowid IN (SELECT id FROM search_rows WHERE note_id IN (SELECT value FROM json_each(:allowed)))"
         params["allowed"] = json.dumps(sorted(allowed))
-    inner = f"SELECT rowid AS id, bm25({table}) AS s FROM {table} WHERE {where}"
+    rows = _lowest(con, f"SELECT rowid AS id, bm25({table}) AS s FROM {table} WHERE {where}", params, limit)
+    return _top(con, [Scored(r[0], r[1]) for r in rows], limit)
+
+
+def _lowest(con: apsw.Connection, inner: str, params: dict[str, object], limit: int) -> list[tuple]:
+    """The ``limit`` rows of ``inner`` (columns ``id, s``) with the lowest ``s``, plus every row tied
+    with the last of them, so that ``_top`` breaks ties the same way whatever SQLite returned first."""
     rows = con.execute(f"{inner} ORDER BY s LIMIT :n", {**params, "n": limit + 1}).fetchall()
     if len(rows) > limit and rows[limit - 1][1] == rows[limit][1]:
         edge = rows[limit - 1][1]
         rows = [r for r in rows if r[1] < edge] + con.execute(
             f"SELECT id, s FROM ({inner}) WHERE s = :edge", {**params, "edge": edge}).fetchall()
-    return _top(con, [Scored(r[0], r[1]) for r in rows], limit)
+    return rows
 
 
 def cutoff_stats(con: apsw.Connection, snap: Snapshot) -> tuple[int, int, int]:
@@ -173,12 +179,7 @@ def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, allo
         if allowed is not None:
             where = "WHERE r.note IN (SELECT value FROM json_each(:allowed))"
             extra["allowed"] = json.dumps(sorted(allowed))
-        inner = f"SELECT r.id AS id, -1.0 * r.s AS s FROM temp.kw_rows r {where}"
-        rows = con.execute(f"{inner} ORDER BY s LIMIT :n", {**extra, "n": limit + 1}).fetchall()
-        if len(rows) > limit and rows[limit - 1][1] == rows[limit][1]:
-            edge = rows[limit - 1][1]
-            rows = [r for r in rows if r[1] < edge] + con.execute(
-                f"SELECT id, s FROM ({inner}) WHERE s = :edge", {**extra, "edge": edge}).fetchall()
+        rows = _lowest(con, f"SELECT r.id AS id, -1.0 * r.s AS s FROM temp.kw_rows r {where}", extra, limit)
     finally:
         con.execute("DELETE FROM temp.kw_tf")
         con.execute("DELETE FROM temp.kw_rows")
