@@ -176,20 +176,19 @@ async def test_forty_concurrent_appends_all_land_on_disk_and_in_the_store(setup:
 
 @pytest.mark.anyio
 async def test_an_editor_saving_during_a_burst_of_appends_keeps_every_line(setup: dict[str, Path]) -> None:
-    """Against a real server: an editor saves the note (atomically, as Obsidian-style editors that
-    write a temp file and rename do) while 20 appends are in flight; every editor line and every
-    appended line ends on disk and in the last recorded revision. The exact in-window interleaving
-    is pinned deterministically by test_an_editor_saving_between_read_and_replace_is_kept."""
+    """Against a real server: another program adds to the note (in place, as a plugin or a shell's
+    ``>>`` does) while 20 appends are in flight; every line of both ends on disk and in the last
+    recorded revision. The exact in-window interleavings are pinned deterministically by
+    test_an_editor_saving_between_read_and_replace_is_kept."""
     root = setup["root"]
     note = root / "Journal.md"
     note.write_text("# Journal\n", encoding="utf-8")
     lines = [f"- assistant {i:02d}" for i in range(20)]
-    edits = [f"- typed {i}" for i in range(2)]
+    edits = [f"- typed {i}" for i in range(4)]
 
     def editor_saves(text: str) -> None:
-        tmp = note.with_name(".Journal.md.swp")
-        tmp.write_text(note.read_text(encoding="utf-8").rstrip("\n") + "\n" + text + "\n", encoding="utf-8")
-        os.replace(tmp, note)
+        with open(note, "a", encoding="utf-8") as handle:
+            handle.write("\n" + text + "\n")  # on a line of its own, whatever the note ended with
 
     async with Client(server(setup["db"], root)) as c:
         async def append(line: str) -> None:
@@ -207,7 +206,7 @@ async def test_an_editor_saving_during_a_burst_of_appends_keeps_every_line(setup
         on_disk = note.read_text(encoding="utf-8")
         appended = sc(await c.call_tool("append_to_note", {"path": "Journal.md", "text": "- last"}))
         stored = sc(await c.call_tool("read_note", {"path": "Journal.md"}))["content"]
-    body = on_disk.splitlines()[1:]
+    body = [line for line in on_disk.splitlines()[1:] if line]
     assert sorted(line for line in body if "assistant" in line) == lines
     assert [line for line in body if "typed" in line] == edits, "every editor save survived"
     assert stored == note.read_text(encoding="utf-8") and appended["ingested"]
@@ -280,6 +279,31 @@ def test_an_editor_saving_between_read_and_replace_is_kept(tmp_path: Path, save)
         append_file(str(tmp_path), "Daily.md", "from the assistant")
     finally:
         vaultfs._temp = real_temp  # type: ignore[assignment]
+    assert note.read_text(encoding="utf-8") == "# Daily\ntyped in the editor\nfrom the assistant"
+    assert [p.name for p in tmp_path.iterdir()] == ["Daily.md"], "no temp file left behind"
+
+
+@pytest.mark.skipif(vaultfs._renameat2 is None, reason="no renameat2 here: the plain rename is used")
+@pytest.mark.parametrize("save", [_save_in_place, _save_atomically])
+def test_an_editor_saving_between_the_last_check_and_the_swap_is_kept(tmp_path: Path, save) -> None:
+    """The narrowest window: the editor saves after the append's last check, just before its swap.
+    The swap is an exchange, so the append sees what it replaced, swaps back and tries again."""
+    note = tmp_path / "Daily.md"
+    note.write_text("# Daily\n", encoding="utf-8")
+    real_exchange = vaultfs._exchange
+    saves = []
+
+    def editor_saves_then_exchange(dir_fd: int, a: str, b: str) -> bool:
+        if not saves:  # the first swap only: the editor saves right now
+            save(note, "typed in the editor\n")
+            saves.append(1)
+        return real_exchange(dir_fd, a, b)
+
+    vaultfs._exchange = editor_saves_then_exchange  # type: ignore[assignment]
+    try:
+        append_file(str(tmp_path), "Daily.md", "from the assistant")
+    finally:
+        vaultfs._exchange = real_exchange  # type: ignore[assignment]
     assert note.read_text(encoding="utf-8") == "# Daily\ntyped in the editor\nfrom the assistant"
     assert [p.name for p in tmp_path.iterdir()] == ["Daily.md"], "no temp file left behind"
 

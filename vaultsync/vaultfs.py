@@ -18,6 +18,7 @@ renames it over the note after checking that the note is still the file that was
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import os
 import secrets
@@ -210,6 +211,28 @@ def _exists(dir_fd: int, name: str) -> bool:
     return True
 
 
+RENAME_EXCHANGE = 2
+"""``renameat2`` flag: swap two names atomically (Linux 3.15+, most local file systems)."""
+
+try:
+    _renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    _renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+except (AttributeError, OSError):  # not glibc / not Linux: a plain rename, checked just before
+    _renameat2 = None
+
+
+def _exchange(dir_fd: int, a: str, b: str) -> bool:
+    """Swap the names ``a`` and ``b`` in ``dir_fd`` atomically; False where the system cannot."""
+    if _renameat2 is None:
+        return False
+    if _renameat2(dir_fd, os.fsencode(a), dir_fd, os.fsencode(b), RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), b)
+
+
 class Changed(Exception):
     """The note changed on disk between reading it and replacing it."""
 
@@ -234,7 +257,23 @@ def edit(root: str | os.PathLike[str], rel: str, limit: int, change: Callable[[b
                 current = handle.read(min(now.st_size, limit) + 1)
             if identity(now) != before or current != old:
                 raise Changed(rel)
-            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            if _exchange(dir_fd, tmp, name):
+                # the note is ours now and what it replaced sits at ``tmp``: if another writer got in
+                # between the check and the swap, swap back (their version returns) and try again
+                try:
+                    fd, gone = _open_file(dir_fd, tmp, rel, device)
+                except NotANote:  # swapped for a link or a folder meanwhile: put it back, refuse next try
+                    gone, replaced = None, b""
+                else:
+                    with os.fdopen(fd, "rb") as handle:
+                        replaced = handle.read(min(gone.st_size, limit) + 1)
+                # (its ctime moved with the swap itself, so the inode, mtime, size and bytes decide)
+                if (gone is None or (gone.st_ino, gone.st_mtime_ns, gone.st_size)
+                        != (before.inode, before.mtime_ns, before.size) or replaced != old):
+                    _exchange(dir_fd, tmp, name)
+                    raise Changed(rel)
+            else:
+                os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         finally:
             _unlink(dir_fd, tmp)
         os.fsync(dir_fd)
