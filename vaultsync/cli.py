@@ -329,10 +329,13 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
 @click.option("--tls-cert", type=click.Path(dir_okay=False, path_type=Path),
               help="Serve HTTPS with this certificate (PEM; with --tls-key and --http).")
 @click.option("--tls-key", type=click.Path(dir_okay=False, path_type=Path), help="The certificate's private key (PEM).")
+@click.option("--manifest", "manifest_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Hardened mode: every privileged setting comes from this TOML file (see examples/manifest.toml); "
+              "no other option may set them.")
 @pass_ctx
 @friendly
 def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_writes: bool,
-          token_file: Path | None, tls_cert: Path | None, tls_key: Path | None) -> None:
+          token_file: Path | None, tls_cert: Path | None, tls_key: Path | None, manifest_path: Path | None) -> None:
     """Serve the vault to AI assistants over MCP (stdio by default; only protocol on stdout).
 
     VAULT is the vault folder (or, read-only, a vault name in the database). The database is
@@ -343,7 +346,22 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
         vaultsync serve ~/notes
         vaultsync serve ~/notes --watch --http 127.0.0.1:8765
         vaultsync serve ~/notes --http 0.0.0.0:8765 --token-file token --tls-cert c.pem --tls-key k.pem
+        vaultsync serve ~/notes --manifest /etc/vaultsync/manifest.toml
     """
+    if manifest_path is not None:
+        from .hardened import serve as hardened
+
+        root = click.get_current_context().find_root()
+        given = [env if source.name == "ENVIRONMENT" else flag
+                 for flag, env, source in (("--db", "VAULTSYNC_DB", root.get_parameter_source("db")),
+                                           ("--vault", "--vault", root.get_parameter_source("vault_name")))
+                 if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")]
+        given += [name for name, value in (("--http", bind), ("--watch", watch), ("--allow-writes", allow_writes),
+                                           ("--token-file", token_file), ("--tls-cert", tls_cert),
+                                           ("--tls-key", tls_key)) if value]
+        manifest = hardened.prepare(manifest_path, given)
+        hardened.serve_hardened(manifest, vault_dir, echo=lambda line: click.echo(line, err=True))
+        return
     import anyio
 
     from .server import ServeConfig, build_server

@@ -9,6 +9,7 @@ from typing import Any
 
 from mcp.server import CacheHint, MCPServer
 
+from ..hardened.manifest import Manifest
 from ..vault import Vault
 from .resources import register_resources
 from .runtime import Runtime
@@ -32,6 +33,7 @@ def build_server(
     page_size: int = 100,
     watcher_options: dict[str, Any] | None = None,
     name: str = "vaultsync",
+    manifest: Manifest | None = None,
 ) -> MCPServer:
     """An MCP server over one vault: read-only time-travel tools, ``note://`` resources, opt-in writes.
 
@@ -41,6 +43,8 @@ def build_server(
         allow_writes: register ``create_note`` and ``append_to_note`` (also ``ServeConfig.allow_writes``).
         watch: run the watcher inside the server process (also ``ServeConfig.watch``).
         page_size: notes per ``resources/list`` page.
+        manifest: the hardened mode's operator manifest (``vaultsync.hardened.manifest``); None: the
+            plain server, unchanged.
 
     Example:
         >>> from mcp import Client
@@ -76,4 +80,5 @@ def build_server(
     )
     register_resources(mcp, rt, page_size=page_size)
     mcp.runtime = rt  # type: ignore[attr-defined]  # for transports and tests
+    mcp.manifest = manifest  # type: ignore[attr-defined]
     return mcp

@@ -5,6 +5,7 @@ The limits themselves are in ``guards``."""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
@@ -197,6 +198,24 @@ class StaticTokenVerifier:
         return None
 
 
+class HashedTokenVerifier:
+    """Accepts the bearer tokens whose SHA-256 a manifest lists (``TokenRule``); each token stands for
+    its own caller (``client_id`` = the rule's ``caller_id``). Tokens are never held in clear."""
+
+    def __init__(self, rules: Any) -> None:
+        self.rules = tuple(rules)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        found = None
+        for rule in self.rules:  # every rule compared, in constant time each
+            if hmac.compare_digest(digest, rule.sha256):
+                found = rule
+        if found is None:
+            return None
+        return AccessToken(token=token, client_id=found.caller_id, scopes=["vault"])
+
+
 def parse_bind(value: str) -> tuple[str, int]:
     """``HOST:PORT``, ``[::1]:PORT`` or just ``PORT`` (loopback)."""
     text = value.strip()
@@ -246,21 +265,22 @@ def _host_names(host: str) -> list[str]:
 
 
 def http_app(mcp: MCPServer, host: str, port: int, *, token: str | None, limit: int = MAX_MESSAGE_BYTES,
-             tls: bool = False) -> Any:
-    """The Starlette app for ``/mcp``: DNS-rebinding checks always on, bearer auth when ``token``."""
+             tls: bool = False, verifier: Any = None) -> Any:
+    """The Starlette app for ``/mcp``: DNS-rebinding checks always on, bearer auth when ``token`` (or
+    a ``verifier`` of several tokens, ``HashedTokenVerifier``)."""
     names = _host_names(host)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{n}:*" for n in names],
         allowed_origins=[f"{scheme}://{n}:*" for n in names for scheme in ("http", "https")],
     )
-    auth = verifier = None
-    if token is not None:
+    auth = None
+    if token is not None or verifier is not None:
         shown = f"[{host}]" if ":" in host else host
         base = f"{'https' if tls else 'http'}://{shown}:{port}"
         auth = AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp",  # type: ignore[arg-type]
                             validate_token_resource=False, required_scopes=["vault"])
-        verifier = StaticTokenVerifier(token)
+        verifier = verifier or StaticTokenVerifier(token)
     # MCPServer takes a token verifier only in its constructor; the low-level app takes one here
     return lowlevel_server(mcp).streamable_http_app(
         streamable_http_path="/mcp", max_request_body_size=limit, transport_security=security, host=host,
@@ -298,12 +318,12 @@ def clear_text_warning(host: str, tls: tuple[str, str] | None) -> str | None:
 
 
 async def serve_http(mcp: MCPServer, host: str, port: int, *, token: str | None,
-                     limit: int = MAX_MESSAGE_BYTES, tls: tuple[str, str] | None = None) -> None:
+                     limit: int = MAX_MESSAGE_BYTES, tls: tuple[str, str] | None = None, verifier: Any = None) -> None:
     """Serve streamable HTTP at ``http(s)://HOST:PORT/mcp`` until SIGINT/SIGTERM (limits: ``guards``)."""
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    app = http_app(mcp, host, port, token=token, limit=limit, tls=tls is not None)
+    app = http_app(mcp, host, port, token=token, limit=limit, tls=tls is not None, verifier=verifier)
     cert, key = tls if tls is not None else (None, None)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
                             http=guarded_h11(H11Protocol), h11_max_incomplete_event_size=64 * 1024,

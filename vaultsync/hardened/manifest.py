@@ -1,0 +1,211 @@
+"""The operator's manifest for ``vaultsync serve VAULT --manifest PATH``: every privileged setting in
+one TOML file the operator controls, checked strictly before anything else happens.
+
+Refused, each with the key named: a key the schema does not know, a value of the wrong type, a
+manifest writable by group or others (or owned by another user than the caller or root). Relative
+paths in the manifest are relative to the manifest's folder. See ``examples/manifest.toml``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+DEFAULT_SECRET_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN",
+                      "VAULTSYNC_SIGNING_KEY")
+"""Environment variables whose presence refuses a hardened start (``reject_env`` adds more)."""
+
+
+@dataclass(frozen=True)
+class TokenRule:
+    """One HTTP bearer token: only its SHA-256 is stored; the caller it stands for and its roles."""
+
+    sha256: str
+    caller_id: str
+    roles: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    bind: str
+    """``HOST:PORT`` for streamable HTTP at ``/mcp`` (no ``[http]`` table: stdio)."""
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tokens: tuple[TokenRule, ...] = ()
+
+
+@dataclass(frozen=True)
+class RoleFilter:
+    """Which caller may use which tool. Deny always wins; then an allow naming one of the caller's
+    roles; otherwise ``default``."""
+
+    caller_roles: tuple[str, ...] = ()
+    """The roles of the stdio caller (over HTTP each token carries its own)."""
+    default: str = "allow_all"
+    """``allow_all`` or ``deny_all``: for a tool no rule decides."""
+    allow: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    deny: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def allows(self, tool: str, roles: tuple[str, ...] | frozenset[str]) -> bool:
+        held = set(roles)
+        if held & set(self.deny.get(tool, ())):
+            return False
+        if held & set(self.allow.get(tool, ())):
+            return True
+        return self.default == "allow_all"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: Path
+    db_path: Path
+    """The database (required: no default, no ``--db``, no ``VAULTSYNC_DB``)."""
+    vault_name: str | None = None
+    """The vault's name in the database (default: the folder's name)."""
+    keystore_path: Path | None = None
+    """Signing keys for audit HMACs and provenance receipts (mode 600)."""
+    audit_log_path: Path | None = None
+    """Where the audit log (JSON lines, hash-chained) goes; none: nothing is audited."""
+    allowed_tools: tuple[str, ...] | None = None
+    """Only these tools exist (none: every tool the other settings enable)."""
+    allowed_parents: tuple[str, ...] = ()
+    """Accepted values of ``VAULTSYNC_PARENT_BASENAME`` when stdin is not a terminal."""
+    allow_writes: bool = False
+    watch: bool = False
+    reject_env: tuple[str, ...] = ()
+    """More environment variables that refuse a start, beside ``DEFAULT_SECRET_ENV``."""
+    http: HttpSettings | None = None
+    role_filter: RoleFilter | None = None
+
+    @property
+    def secret_env(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((*DEFAULT_SECRET_ENV, *self.reject_env)))
+
+
+# ------------------------------------------------------------------ reading and checking
+
+_TOP = {"db_path": "path", "vault_name": "str", "keystore_path": "path", "audit_log_path": "path",
+        "allowed_tools": "names", "allowed_parents": "names", "allow_writes": "bool", "watch": "bool",
+        "reject_env": "names", "http": "table", "role_filter": "table"}
+_HTTP = {"bind": "str", "tls_cert": "path", "tls_key": "path", "tokens": "tables"}
+_TOKEN = {"sha256": "str", "caller_id": "str", "roles": "names"}
+_ROLES = {"caller_roles": "names", "default": "str", "allow": "table", "deny": "table"}
+_KINDS = {"str": "a string", "path": "a path (string)", "bool": "true or false", "names": "a list of strings",
+          "table": "a table", "tables": "an array of tables"}
+
+
+def _fail(path: Path, key: str, problem: str) -> ConfigError:
+    return ConfigError(f"manifest {path}: {key}: {problem}")
+
+
+def _check_table(path: Path, data: dict[str, Any], schema: dict[str, str], prefix: str) -> None:
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        kind = schema.get(key)
+        if kind is None:
+            raise _fail(path, name, f"unknown key (known here: {', '.join(sorted(schema))})")
+        ok = {"str": isinstance(value, str), "path": isinstance(value, str), "bool": isinstance(value, bool),
+              "names": isinstance(value, list) and all(isinstance(v, str) and v for v in value),
+              "table": isinstance(value, dict),
+              "tables": isinstance(value, list) and all(isinstance(v, dict) for v in value)}[kind]
+        if not ok:
+            raise _fail(path, name, f"must be {_KINDS[kind]}, not {type(value).__name__} {value!r}"[:300])
+        if kind in ("str", "path") and not value:
+            raise _fail(path, name, "must not be empty")
+
+
+def check_private(path: Path, what: str, *, readable: bool) -> os.stat_result:
+    """Refuse ``path`` when group or others may write it (``readable``: or read it), or when it is
+    owned by another user than the caller or root. Returns its stat (the file itself, no symlink)."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the {what} {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"the {what} {path} is not a regular file")
+    loose = info.st_mode & (0o077 if readable else 0o022)
+    if os.name == "posix" and loose:
+        who = "read or written" if readable else "written"
+        raise ConfigError(f"the {what} {path} may be {who} by other users (mode {info.st_mode & 0o777:o}); "
+                          f"chmod {'600' if readable else 'go-w'} {path}")
+    if os.name == "posix" and info.st_uid not in (0, os.getuid()):
+        raise ConfigError(f"the {what} {path} belongs to another user (uid {info.st_uid}); it must be yours or root's")
+    return info
+
+
+def load_manifest(path: Path) -> Manifest:
+    """Read and check the manifest at ``path`` (ConfigError naming the key or the problem)."""
+    path = Path(path).expanduser().absolute()
+    check_private(path, "manifest", readable=False)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the manifest {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"manifest {path} is not valid TOML: {exc}") from None
+    _check_table(path, data, _TOP, "")
+    if "db_path" not in data:
+        raise _fail(path, "db_path", "missing: the hardened mode names its database (no default, no VAULTSYNC_DB)")
+    base = path.parent
+
+    def where(value: str | None) -> Path | None:
+        return None if value is None else (base / Path(value).expanduser()).absolute()
+
+    http = None
+    if "http" in data:
+        table = data["http"]
+        _check_table(path, table, _HTTP, "http.")
+        if "bind" not in table:
+            raise _fail(path, "http.bind", "missing (HOST:PORT); leave out the [http] table to serve stdio")
+        tokens = []
+        for i, entry in enumerate(table.get("tokens", [])):
+            _check_table(path, entry, _TOKEN, f"http.tokens[{i}].")
+            digest = entry.get("sha256", "").lower()
+            if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+                raise _fail(path, f"http.tokens[{i}].sha256", "must be the 64 hex digits of the token's SHA-256 "
+                            "(printf %s \"$TOKEN\" | sha256sum)")
+            if not entry.get("caller_id"):
+                raise _fail(path, f"http.tokens[{i}].caller_id", "missing: name the client this token is for")
+            tokens.append(TokenRule(digest, entry["caller_id"], tuple(entry.get("roles", ()))))
+        if len({t.sha256 for t in tokens}) != len(tokens):
+            raise _fail(path, "http.tokens", "the same token is listed twice")
+        if ("tls_cert" in table) != ("tls_key" in table):
+            raise _fail(path, "http.tls_key" if "tls_cert" in table else "http.tls_cert", "give both tls_cert and tls_key")
+        http = HttpSettings(table["bind"], where(table.get("tls_cert")), where(table.get("tls_key")), tuple(tokens))
+
+    roles = None
+    if "role_filter" in data:
+        table = data["role_filter"]
+        _check_table(path, table, _ROLES, "role_filter.")
+        default = table.get("default", "allow_all")
+        if default not in ("allow_all", "deny_all"):
+            raise _fail(path, "role_filter.default", f"must be \"allow_all\" or \"deny_all\", not {default!r}")
+        rules: dict[str, dict[str, tuple[str, ...]]] = {}
+        for kind in ("allow", "deny"):
+            rules[kind] = {}
+            for tool, names in table.get(kind, {}).items():
+                if not (isinstance(names, list) and all(isinstance(v, str) and v for v in names)):
+                    raise _fail(path, f"role_filter.{kind}.{tool}", "must be a list of role names")
+                rules[kind][tool] = tuple(names)
+        roles = RoleFilter(tuple(table.get("caller_roles", ())), default, rules["allow"], rules["deny"])
+
+    return Manifest(
+        path=path,
+        db_path=where(data["db_path"]),  # type: ignore[arg-type]
+        vault_name=data.get("vault_name"),
+        keystore_path=where(data.get("keystore_path")),
+        audit_log_path=where(data.get("audit_log_path")),
+        allowed_tools=tuple(data["allowed_tools"]) if "allowed_tools" in data else None,
+        allowed_parents=tuple(data.get("allowed_parents", ())),
+        allow_writes=data.get("allow_writes", False),
+        watch=data.get("watch", False),
+        reject_env=tuple(data.get("reject_env", ())),
+        http=http,
+        role_filter=roles,
+    )
