@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test compat-doc test-semantic bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tests/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c tests/constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
