@@ -12,8 +12,10 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -165,6 +167,7 @@ def test_the_hardened_unit_starts_a_working_server(tmp_path: Path) -> None:
         assert proc.stderr is not None
         line = proc.stderr.readline()
         assert f"(hardened) at http://127.0.0.1:{port}/mcp" in line, line + proc.stderr.read()
+        accepting(proc, port)  # the line comes just before uvicorn binds
         hits = anyio.run(search, f"http://127.0.0.1:{port}/mcp")
         assert hits == ["Atlas.md"]
         proc.send_signal(signal.SIGTERM)  # systemctl stop
@@ -175,6 +178,18 @@ def test_the_hardened_unit_starts_a_working_server(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def accepting(proc: subprocess.Popen[str], port: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError("the hardened server did not accept connections within 60 s")
 
 
 async def search(url: str) -> list[str]:
