@@ -15,6 +15,7 @@ from . import cli_purge
 from .cli_base import (Context, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option,
                        validity_option)
 from .config import default_db_path
+from .errors import VaultsyncError
 from .times import ACCEPTED, format_time
 
 
@@ -359,7 +360,7 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
         given += [name for name, value in (("--http", bind), ("--watch", watch), ("--allow-writes", allow_writes),
                                            ("--token-file", token_file), ("--tls-cert", tls_cert),
                                            ("--tls-key", tls_key)) if value]
-        manifest = hardened.prepare(manifest_path, given)
+        manifest = hardened.prepare(manifest_path, given, echo=lambda line: click.echo(line, err=True))
         hardened.serve_hardened(manifest, vault_dir, echo=lambda line: click.echo(line, err=True))
         return
     import anyio
@@ -400,6 +401,16 @@ for _command in (*cli_search.COMMANDS, *cli_purge.COMMANDS):  # search, export, 
 
 
 def main() -> None:
+    argv = sys.argv[1:]
+    if any(arg.startswith("--manifest") for arg in argv):  # hardened: refuse argv configuration before click
+        from .hardened import spawn
+
+        if spawn.wants_hardened(argv):
+            try:
+                spawn.check_argv(argv)
+            except VaultsyncError as exc:
+                click.echo(f"Error: {exc}", err=True)
+                sys.exit(1)
     cli(prog_name="vaultsync")
 
 

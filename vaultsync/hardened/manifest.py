@@ -80,6 +80,9 @@ class Manifest:
     watch: bool = False
     reject_env: tuple[str, ...] = ()
     """More environment variables that refuse a start, beside ``DEFAULT_SECRET_ENV``."""
+    pass_env: tuple[str, ...] = ()
+    """Environment variables kept for the server and its children beside ``spawn.KEEP_ENV`` (every
+    other one is removed after the checks; a name of ``secret_env`` never is kept)."""
     http: HttpSettings | None = None
     role_filter: RoleFilter | None = None
 
@@ -92,7 +95,7 @@ class Manifest:
 
 _TOP = {"db_path": "path", "vault_name": "str", "keystore_path": "path", "audit_log_path": "path",
         "allowed_tools": "names", "allowed_parents": "names", "allow_writes": "bool", "watch": "bool",
-        "reject_env": "names", "http": "table", "role_filter": "table"}
+        "reject_env": "names", "pass_env": "names", "http": "table", "role_filter": "table"}
 _HTTP = {"bind": "str", "tls_cert": "path", "tls_key": "path", "tokens": "tables"}
 _TOKEN = {"sha256": "str", "caller_id": "str", "roles": "names"}
 _ROLES = {"caller_roles": "names", "default": "str", "allow": "table", "deny": "table"}
@@ -206,6 +209,7 @@ def load_manifest(path: Path) -> Manifest:
         allow_writes=data.get("allow_writes", False),
         watch=data.get("watch", False),
         reject_env=tuple(data.get("reject_env", ())),
+        pass_env=tuple(data.get("pass_env", ())),
         http=http,
         role_filter=roles,
     )

@@ -6,10 +6,17 @@ vault folder and the manifest, and an option that would set a privileged value i
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ConfigError
+from . import spawn
 from .manifest import Manifest, load_manifest
+
+LOCK_COMMAND = "vaultsync serve (hardened)"
+"""How the writer lock names this server: never its arguments."""
+
 
 def refuse_options(given: list[str]) -> None:
     """``given``: the options (or ``VAULTSYNC_DB``) that would set what the manifest sets."""
@@ -19,10 +26,27 @@ def refuse_options(given: list[str]) -> None:
                           f"(see examples/manifest.toml)")
 
 
-def prepare(manifest_path: Path, given: list[str]) -> Manifest:
-    """The checks that run before any state is built: options, then the manifest itself."""
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def prepare(manifest_path: Path, given: list[str], echo: Callable[[str], object] = _stderr) -> Manifest:
+    """The checks that run before any state is built (``check_argv`` ran before click, in
+    ``vaultsync.cli.main``): options, the manifest, the environment's secrets, the parent, the
+    keystore. Then **this process's** ``os.environ`` is scrubbed (``spawn.scrub_environment``):
+    call it in the server process only, never in a test's own process."""
     refuse_options(given)
-    return load_manifest(manifest_path)
+    manifest = load_manifest(manifest_path)
+    warning = spawn.check_environment(manifest)
+    spawn.check_parent(manifest)
+    if manifest.keystore_path is not None:
+        from .keystore import load_keystore
+
+        load_keystore(manifest.keystore_path)  # a loose or broken keystore is refused now, not at first use
+    spawn.scrub_environment(manifest)
+    if warning:
+        echo(f"vaultsync: {warning}")
+    return manifest
 
 
 def serve_hardened(manifest: Manifest, vault_dir: Path, echo: object = print) -> None:
@@ -36,7 +60,7 @@ def serve_hardened(manifest: Manifest, vault_dir: Path, echo: object = print) ->
     if not folder.is_dir():
         raise ConfigError(f"vault folder {vault_dir} does not exist or is not a folder")
     config = ServeConfig(db=manifest.db_path, root=folder, vault=manifest.vault_name,
-                         allow_writes=manifest.allow_writes, watch=manifest.watch)
+                         allow_writes=manifest.allow_writes, watch=manifest.watch, lock_command=LOCK_COMMAND)
     http = manifest.http
     if http is not None:
         host, port = t.parse_bind(http.bind)

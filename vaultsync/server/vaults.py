@@ -24,6 +24,9 @@ class ServeConfig:
     """Vault name in the database (default: the folder's name, or the only vault)."""
     allow_writes: bool = False
     watch: bool = False
+    lock_command: str | None = None
+    """How the writer lock file names this server (None: its command line; the hardened mode never
+    records argv)."""
 
 
 class ServedVaults:
@@ -63,6 +66,7 @@ class ServedVaults:
             if cfg.root is None:
                 raise ConfigError("writes and the watcher need the vault folder: vaultsync serve VAULT")
             self.writer = Vault.open(cfg.db, root=cfg.root, name=cfg.vault)
+            self.writer.lock.command = cfg.lock_command
             name = self.writer.name
         else:
             name = cfg.vault or (cfg.root.expanduser().resolve().name if cfg.root is not None else None)

@@ -24,6 +24,8 @@ class WriterLock:
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in vault)
         self.path = Path(f"{db_path}.{safe}.lock")
         self.vault = vault
+        self.command: str | None = None
+        """How the lock file names the holder when a caller names nothing (None: this process's arguments)."""
         self._file: IO[str] | None = None
 
     @property
@@ -57,7 +59,7 @@ class WriterLock:
         handle.truncate()
         handle.write(json.dumps({
             "pid": os.getpid(),
-            "command": command or " ".join(["vaultsync", *sys.argv[1:]]),
+            "command": command or self.command or " ".join(["vaultsync", *sys.argv[1:]]),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "watching": watching,
         }))
