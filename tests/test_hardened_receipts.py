@@ -193,6 +193,8 @@ def test_cli_verify_valid_and_edited(served: dict[str, Any], tmp_path: Path) -> 
         assert ran.returncode == 0 and ran.stdout.startswith("valid: revision"), ran.stdout + ran.stderr
     every = verify_cli(tmp_path, db, answers["search_now"], keys)
     assert every.returncode == 0 and every.stdout.count("valid: ") == len(answers["search_now"]["hits"])
+    mixed = verify_cli(tmp_path, db, [note, {**note["receipt"], "as_of": None}], keys, "--json")
+    assert mixed.returncode == 1 and [v["status"] for v in json.loads(mixed.stdout)] == ["valid", "bad_mac"]
 
     edited = verify_cli(tmp_path, db, {**note, "content": note["content"].replace("Monday", "Friday")}, keys)
     assert edited.returncode == 1 and edited.stdout.startswith("content differs from the store"), edited.stdout

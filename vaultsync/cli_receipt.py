@@ -35,8 +35,8 @@ def verify(obj: Context, source: Any, keystore_path: Path | None, manifest_path:
     """Check receipts: the MAC under the named key, and the revision in the store (--db).
 
     FILE ('-' or omitted: stdin) holds a receipt, or a whole answer carrying one (a read_note result
-    or a search hit: its text is checked against the stored revision too), or a search result (every
-    hit is checked). Prints one line per receipt: valid, or why not (bad MAC, unknown key id, purged,
+    or a search hit: its text is checked against the stored revision too), or a search result or a
+    JSON array of any of those (each is checked). Prints one line per receipt: valid, or why not (bad MAC, unknown key id, purged,
     content differs from the store, not in this store). Exit status 0 only when every one is valid.
 
     \b
@@ -66,7 +66,8 @@ def verify(obj: Context, source: Any, keystore_path: Path | None, manifest_path:
         data = json.loads(source.read())
     except (ValueError, UnicodeDecodeError) as exc:
         raise click.ClickException(f"{source.name} is not JSON: {exc}") from None
-    answers = data["hits"] if isinstance(data, dict) and isinstance(data.get("hits"), list) else [data]
+    answers = (data if isinstance(data, list) else data["hits"] if isinstance(data, dict)
+               and isinstance(data.get("hits"), list) else [data])
     vaults: dict[str, Vault | None] = {}
 
     def vault_for(answer: object) -> Vault | None:

@@ -101,8 +101,11 @@ def check(data: object, keystore: Keystore, vault: Vault | None, presented: Pres
     if not keystore.verify(receipt.message(), receipt.key_id, receipt.mac):
         return Verdict("bad_mac", f"bad MAC: the receipt was changed after it was signed, or key "
                                   f"{receipt.key_id!r} is not the key that signed it")
-    if vault is None or vault.name != receipt.vault:
+    if vault is None:
         return Verdict("not_in_store", f"not in this store: it holds no vault {receipt.vault!r}")
+    if vault.name != receipt.vault:
+        return Verdict("not_in_store", f"not in this store: the receipt is for vault {receipt.vault!r}, "
+                                       f"this is vault {vault.name!r}")
     with vault.store.view(vault.id, vault.name) as view:
         return _against_store(view, receipt, presented, keystore)
 
