@@ -19,7 +19,12 @@ if TYPE_CHECKING:
 
 @click.group()
 def receipt() -> None:
-    """Provenance receipts: what a hardened server (a manifest with keystore_path) signs."""
+    """Provenance receipts: what a hardened server (a manifest with keystore_path) signs.
+
+    \b
+    Example:
+        vaultsync receipt verify answer.json --keystore /etc/vaultsync/keys.toml
+    """
 
 
 @receipt.command()
