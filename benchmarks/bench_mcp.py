@@ -9,6 +9,11 @@ calls ``search_notes`` once per query and date; the time is the client-side roun
 over pipes, argument validation, the as-of search, result serialisation). Queries: the hub's
 labelled retrieval queries; for help, note titles at HEAD (a fixed random sample).
 Targets: p50 <= 50 ms now, <= 250 ms at a past date.
+
+``--receipts`` measures instead what provenance receipts cost: two hardened servers (``serve --manifest``)
+over the same database, one whose manifest names a keystore (every hit signed) and one without, called
+in turn with the same query (same moment, same load); saved as ``bench_mcp_receipts``. Target: p50 at
+most 10 % more with receipts.
 """
 
 from __future__ import annotations
@@ -136,13 +141,82 @@ async def measure(db: Path, root: Path, name: str, items: list[str], dates: list
     return out
 
 
+def hardened(work: Path, db: Path, root: Path, receipts: bool) -> StdioServerParameters:
+    """A ``serve --manifest`` server over ``db``, signing hits when ``receipts`` (files mode 600 in ``work``)."""
+    import secrets
+
+    manifest = work / f"manifest-{'receipts' if receipts else 'plain'}.toml"
+    text = f'db_path = "{db}"\n'
+    if receipts:
+        keys = work / "keys.toml"
+        keys.write_text(f'key_id = "bench"\nkey_hex = "{secrets.token_hex(32)}"\n', encoding="utf-8")
+        keys.chmod(0o600)
+        text += f'keystore_path = "{keys}"\n'
+    manifest.write_text(text, encoding="utf-8")
+    manifest.chmod(0o600)
+    return StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "serve", str(root), "--manifest",
+                                                               str(manifest)])
+
+
+async def measure_receipts(work: Path, db: Path, root: Path, items: list[str],
+                           dates: list[str | None]) -> dict[str, Any]:
+    """search_notes round trips with receipts off and on, alternating per query: {date: {off, on}}."""
+    out: dict[str, Any] = {}
+    async with Client(hardened(work, db, root, False)) as off, Client(hardened(work, db, root, True)) as on:
+        for query in items[:5]:
+            for client in (off, on):
+                await client.call_tool("search_notes", {"query": query})
+        for date in dates:
+            times: dict[str, list[float]] = {"off": [], "on": []}
+            for query in items:
+                args: dict[str, Any] = {"query": query, **({"as_of": date} if date else {})}
+                for label, client in (("off", off), ("on", on)):
+                    started = time.perf_counter()
+                    result = await client.call_tool("search_notes", args)
+                    times[label].append((time.perf_counter() - started) * 1000)
+                    if result.is_error:
+                        raise RuntimeError(result.content[0].text)
+                    hits = result.structured_content["hits"]
+                    assert all(("receipt" in h) == (label == "on") for h in hits)
+            out[date or "now"] = {label: summary_ms(values) for label, values in times.items()}
+    return out
+
+
+def main_receipts(args: argparse.Namespace) -> None:
+    payload: dict[str, Any] = {"machine": machine(), "queries_per_date": args.queries, "corpora": {}}
+    lines = ["# search_notes with provenance receipts on vs off", "",
+             f"Command: `.venv/bin/python benchmarks/bench_mcp.py --receipts --queries {args.queries} --corpus "
+             f"{' '.join(args.corpus)}`. Two `serve --manifest` subprocesses over one database (one manifest names "
+             "a keystore), the official client calling each in turn with the same query. Target: p50 at most 10 % "
+             "more with receipts.", "",
+             "| corpus | as of | off p50 ms | on p50 ms | change | off p95 ms | on p95 ms | target |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name in args.corpus:
+        root, db, info = build(args.work, name)
+        items = queries(name, db, args.queries)
+        dates: list[str | None] = [None, past_dates(info)[1]]
+        results = anyio.run(measure_receipts, args.work, db, root, items, dates)
+        payload["corpora"][name] = {"history": info, "latency": results}
+        for date, fig in results.items():
+            change = (fig["on"]["p50_ms"] / fig["off"]["p50_ms"] - 1) * 100
+            lines.append(f"| {name} ({info['notes']} notes) | {date} | {fig['off']['p50_ms']} | {fig['on']['p50_ms']} "
+                         f"| {change:+.1f} % | {fig['off']['p95_ms']} | {fig['on']['p95_ms']} | "
+                         f"{'met' if change <= 10 else 'MISSED'} |")
+    lines += ["", f"Machine: {payload['machine']}", ""]
+    save("bench_mcp_receipts", payload, "\n".join(lines) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/vs-bench-mcp"))
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--corpus", nargs="+", default=["hub", "help"], choices=["hub", "help"])
+    parser.add_argument("--receipts", action="store_true", help="Measure receipts on vs off (hardened servers).")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.receipts:
+        main_receipts(args)
+        return
     payload: dict[str, Any] = {"machine": machine(), "queries_per_date": args.queries, "corpora": {}}
     lines = ["# search_notes over MCP stdio: round-trip latency", "",
              f"Command: `.venv/bin/python benchmarks/bench_mcp.py --queries {args.queries} --corpus {' '.join(args.corpus)}`. "

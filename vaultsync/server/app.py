@@ -9,6 +9,7 @@ from typing import Any
 
 from mcp.server import CacheHint, MCPServer
 
+from ..hardened.keystore import load_keystore
 from ..hardened.manifest import Manifest
 from ..vault import Vault
 from .resources import register_resources
@@ -51,6 +52,7 @@ def build_server(
         >>> async with Client(build_server(Vault.open(db, name="notes"))) as client:  # doctest: +SKIP
         ...     await client.call_tool("search_notes", {"query": "kickoff", "as_of": "2025-03-01"})
     """
+    keystore = load_keystore(manifest.keystore_path) if manifest is not None and manifest.keystore_path else None
     rt = Runtime(vault_or_config, allow_writes=allow_writes, watch=watch, watcher_options=watcher_options)
     if isinstance(vault_or_config, ServeConfig):
         rt.open()
@@ -62,6 +64,10 @@ def build_server(
 
     tools = ToolSet()
     add_read_tools(tools, rt)
+    if keystore is not None:  # hardened mode with keys: answers carry provenance receipts
+        from .receipts import add_receipts
+
+        add_receipts(tools, rt, keystore)
     if rt.allow_writes:
         add_write_tools(tools, rt)
     try:
@@ -81,4 +87,5 @@ def build_server(
     register_resources(mcp, rt, page_size=page_size)
     mcp.runtime = rt  # type: ignore[attr-defined]  # for transports and tests
     mcp.manifest = manifest  # type: ignore[attr-defined]
+    mcp.keystore = keystore  # type: ignore[attr-defined]  # loaded once, before the vaults were opened
     return mcp

@@ -22,14 +22,15 @@ from . import purge as purging
 from . import read as q
 from .db import Database
 from .lock import WriterLock
+from .provenance import PurgeRecord
 from .purge import PurgeResult
 from .read import UNSTAMPED, BatchNews, Revision
 from .schema import MIGRATIONS, migrate, readable, schema_version
 from .view import View
 from .write import BatchWriter, Indexer
 
-__all__ = ["UNSTAMPED", "BatchNews", "BatchWriter", "PurgeResult", "Revision", "Store", "VaultRecord", "View",
-           "WriterLock"]
+__all__ = ["UNSTAMPED", "BatchNews", "BatchWriter", "PurgeRecord", "PurgeResult", "Revision", "Store", "VaultRecord",
+           "View", "WriterLock"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from ..times import format_time
 from . import read as q
 from .purge import horizon
 from .codec import content_key, unpack
+from .provenance import PurgeRecord, locate, purge_records, revision_in_vault
 from .read import Revision
 from .schema import APPEND_ONLY_TABLES
 from .search import engine
@@ -149,6 +150,20 @@ class View:
         for r in self.changes(since):
             counts[r.kind] = counts.get(r.kind, 0) + 1
         return counts
+
+    # ------------------------------------------------------------ provenance (whatever the cutoff)
+
+    def locate(self, keys: Sequence[tuple[str, str, int]]) -> list[int | None]:
+        """The id of the revision stored at each ``(path, content hash, known_at)``; None where none is."""
+        return locate(self._con, self.vault_id, keys)
+
+    def revision_by_id(self, note_id: int) -> Revision | None:
+        """Revision ``note_id`` of this vault, whatever the cutoff (None: not in this vault's store)."""
+        return revision_in_vault(self._con, self.vault_id, note_id)
+
+    def purges(self) -> list[PurgeRecord]:
+        """The vault's purge records, oldest first."""
+        return purge_records(self._con, self.vault_id)
 
     # ------------------------------------------------------------ search
 
