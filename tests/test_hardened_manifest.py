@@ -104,6 +104,21 @@ def test_a_world_readable_manifest_is_fine_but_a_keystore_is_not(tmp_path: Path)
         load_keystore(keys)
 
 
+def test_a_manifest_in_a_folder_others_may_change_is_refused_even_through_a_symlink(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    real = manifest_at(shared, 'db_path = "v.db"\n')
+    shared.chmod(0o777)  # anyone could rename m.toml away and put theirs in its place
+    with pytest.raises(ConfigError, match=r"is in .*shared, which other users may change \(mode 777"):
+        load_manifest(real)
+    link = tmp_path / "m.toml"
+    link.symlink_to(real)
+    with pytest.raises(ConfigError, match="which other users may change"):
+        load_manifest(link)
+    shared.chmod(0o1777)  # sticky, like /tmp: others cannot rename what is ours
+    assert load_manifest(link).db_path == tmp_path / "v.db"  # relative to where the manifest was named
+
+
 # ------------------------------------------------------------------ the safe-spawn checks
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
-from .manifest import check_private
+from .manifest import read_private
 
 
 @dataclass(frozen=True)
@@ -59,10 +59,10 @@ def _key(path: Path, where: str, entry: object) -> tuple[str, bytes]:
 
 def load_keystore(path: Path) -> Keystore:
     """Read ``path`` (refused when group or others may read or write it; ConfigError naming the key)."""
-    check_private(path, "keystore", readable=True)
+    text = read_private(path, "keystore", readable=True)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"cannot read the keystore {path}: {exc}") from None
     unknown = set(data) - {"key_id", "key_hex", "retired"}
     if unknown:

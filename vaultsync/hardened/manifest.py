@@ -123,33 +123,52 @@ def _check_table(path: Path, data: dict[str, Any], schema: dict[str, str], prefi
             raise _fail(path, name, "must not be empty")
 
 
-def check_private(path: Path, what: str, *, readable: bool) -> os.stat_result:
-    """Refuse ``path`` when group or others may write it (``readable``: or read it), or when it is
-    owned by another user than the caller or root. Returns its stat (the file itself, no symlink)."""
+def _check_mode(path: Path, info: os.stat_result, what: str, mask: int) -> None:
+    if info.st_mode & mask:
+        who = "read or written" if mask & 0o044 else "written"
+        raise ConfigError(f"the {what} {path} may be {who} by other users (mode {info.st_mode & 0o777:o}); "
+                          f"chmod {'600' if mask & 0o044 else 'go-w'} {path}")
+    if info.st_uid not in (0, os.getuid()):
+        raise ConfigError(f"the {what} {path} belongs to another user (uid {info.st_uid}); it must be yours or root's")
+
+
+def read_private(path: Path, what: str, *, readable: bool) -> str:
+    """The text of ``path``, refused when group or others may write it (``readable``: or read it),
+    when it belongs to another user than the caller or root, or when a folder on its way may be
+    changed by others (writable by group or others without the sticky bit, or another user's): whoever
+    can rename a folder on the way can swap the file. Checked on the file actually opened (fstat)."""
     try:
-        info = os.stat(path)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise ConfigError(f"cannot read the {what} {path}: {exc.strerror}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ConfigError(f"the {what} {path} is not a regular file")
-    loose = info.st_mode & (0o077 if readable else 0o022)
-    if os.name == "posix" and loose:
-        who = "read or written" if readable else "written"
-        raise ConfigError(f"the {what} {path} may be {who} by other users (mode {info.st_mode & 0o777:o}); "
-                          f"chmod {'600' if readable else 'go-w'} {path}")
-    if os.name == "posix" and info.st_uid not in (0, os.getuid()):
-        raise ConfigError(f"the {what} {path} belongs to another user (uid {info.st_uid}); it must be yours or root's")
-    return info
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"the {what} {path} is not a regular file")
+        if os.name == "posix":
+            _check_mode(path, info, what, 0o077 if readable else 0o022)
+            real = Path(os.path.realpath(path))
+            for folder in real.parents:
+                st = os.stat(folder)
+                if (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX) or st.st_uid not in (0, os.getuid()):
+                    raise ConfigError(f"the {what} {path} is in {folder}, which other users may change "
+                                      f"(mode {st.st_mode & 0o7777:o}, uid {st.st_uid}); keep it in a folder only "
+                                      "you (or root) can write")
+        data = os.read(fd, 1 << 20)
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"cannot read the {what} {path}: it is not UTF-8 text") from None
 
 
 def load_manifest(path: Path) -> Manifest:
     """Read and check the manifest at ``path`` (ConfigError naming the key or the problem)."""
     path = Path(path).expanduser().absolute()
-    check_private(path, "manifest", readable=False)
+    text = read_private(path, "manifest", readable=False)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the manifest {path}: {exc}") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"manifest {path} is not valid TOML: {exc}") from None
     _check_table(path, data, _TOP, "")
