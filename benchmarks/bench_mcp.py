@@ -1,6 +1,6 @@
 """search_notes round-trip latency through the MCP server over stdio, now and at past dates.
 
-    .venv/bin/python benchmarks/bench_mcp.py [--work /tmp/vs-bench-mcp] [--queries 100] [--corpus hub help]
+    .venv/bin/python benchmarks/bench_mcp.py [--work /tmp/vs-bench-mcp] [--queries 100] [--corpus hub help] [--audit]
 
 Each corpus (a git bundle in ../shared/corpora, read at run time) is cloned and its whole first-parent
 history imported, one batch per commit at its committer time (the same states replay_history.py
@@ -9,6 +9,11 @@ calls ``search_notes`` once per query and date; the time is the client-side roun
 over pipes, argument validation, the as-of search, result serialisation). Queries: the hub's
 labelled retrieval queries; for help, note titles at HEAD (a fixed random sample).
 Targets: p50 <= 50 ms now, <= 250 ms at a past date.
+
+``--audit`` measures instead the cost of the hardened mode's audit log (and receipts, which a keystore
+turns on): a plain server and one started with a manifest holding ``audit_log_path`` and
+``keystore_path`` run side by side, calls alternating between them, ``search_notes`` now (2026-07-28
+era, hybrid). Target: under 10% more at p50.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from vaultsync.times import format_time
 from vaultsync.vault import Vault
 
 TARGET_NOW_MS, TARGET_PAST_MS = 50.0, 250.0
+TARGET_AUDIT_INCREASE = 0.10
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "corpora"
 RESULTS = REPO / "benchmarks" / "results"
@@ -136,13 +142,82 @@ async def measure(db: Path, root: Path, name: str, items: list[str], dates: list
     return out
 
 
+def hardened(db: Path, root: Path, work: Path) -> tuple[StdioServerParameters, Path]:
+    """A server through a manifest with an audit log and a keystore (a new log each run); the log's path."""
+    import secrets
+
+    folder = work / f"hardened-{int(time.time() * 1000)}"
+    folder.mkdir(mode=0o700, parents=True)
+    keystore = folder / "keys.toml"
+    keystore.write_text(f'key_id = "bench"\nkey_hex = "{secrets.token_hex(32)}"\n', encoding="utf-8")
+    keystore.chmod(0o600)
+    log = folder / "audit.jsonl"
+    manifest = folder / "manifest.toml"
+    manifest.write_text(f"db_path = {json.dumps(str(db))}\naudit_log_path = {json.dumps(str(log))}\n"
+                        f"keystore_path = {json.dumps(str(keystore))}\n", encoding="utf-8")
+    manifest.chmod(0o600)
+    return StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "serve", str(root), "--manifest",
+                                                               str(manifest)]), log
+
+
+async def measure_audit(db: Path, root: Path, items: list[str], work: Path) -> dict[str, Any]:
+    """search_notes now through a plain server and an audited one, calls alternating: {"off", "on", ...}."""
+    plain = StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "--db", str(db), "serve", str(root)])
+    audited, log = hardened(db, root, work)
+    times: dict[str, list[float]] = {"off": [], "on": []}
+    async with Client(plain) as off, Client(audited) as on:
+        clients = {"off": off, "on": on}
+        for query in items[:5]:
+            for client in clients.values():
+                await client.call_tool("search_notes", {"query": query})
+        for i, query in enumerate(items):
+            for which in (("off", "on") if i % 2 == 0 else ("on", "off")):
+                started = time.perf_counter()
+                result = await clients[which].call_tool("search_notes", {"query": query})
+                times[which].append((time.perf_counter() - started) * 1000)
+                if result.is_error:
+                    raise RuntimeError(result.content[0].text)
+    records = len(log.read_text(encoding="utf-8").splitlines())
+    off_p50, on_p50 = statistics.median(times["off"]), statistics.median(times["on"])
+    return {"off": summary_ms(times["off"]), "on": summary_ms(times["on"]), "audit_records": records,
+            "p50_increase": round(on_p50 / off_p50 - 1, 4)}
+
+
+def main_audit(args: argparse.Namespace) -> None:
+    payload: dict[str, Any] = {"machine": machine(), "queries": args.queries, "corpora": {}}
+    lines = ["# search_notes over MCP stdio: the hardened mode's audit log and receipts, on vs off", "",
+             f"Command: `.venv/bin/python benchmarks/bench_mcp.py --audit --queries {args.queries} --corpus "
+             f"{' '.join(args.corpus)}`. A plain `vaultsync serve` and one started with a manifest holding "
+             "`audit_log_path` and `keystore_path` (every call hash-chained, HMAC-signed, fsynced, its head moved "
+             "in the store; receipts on every hit), side by side, calls alternating; `search_notes` now, "
+             f"hybrid, 2026-07-28 era, after 5 warm-up calls each. Target: p50 under "
+             f"{TARGET_AUDIT_INCREASE:.0%} more.", "",
+             "| corpus | off p50 ms | on p50 ms | increase | off p95 ms | on p95 ms | records | target |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name in args.corpus:
+        root, db, info = build(args.work, name)
+        items = queries(name, db, args.queries)
+        fig = anyio.run(measure_audit, db, root, items, args.work)
+        payload["corpora"][name] = {"history": info, "audit": fig}
+        verdict = "met" if fig["p50_increase"] < TARGET_AUDIT_INCREASE else "MISSED"
+        lines.append(f"| {name} ({info['notes']} notes) | {fig['off']['p50_ms']} | {fig['on']['p50_ms']} | "
+                     f"{fig['p50_increase']:+.1%} | {fig['off']['p95_ms']} | {fig['on']['p95_ms']} | "
+                     f"{fig['audit_records']} | {verdict} |")
+    lines += ["", f"Machine: {payload['machine']}", ""]
+    save("bench_mcp_audit" + ("" if len(args.corpus) > 1 else f"_{args.corpus[0]}"), payload, "\n".join(lines) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/vs-bench-mcp"))
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--corpus", nargs="+", default=["hub", "help"], choices=["hub", "help"])
+    parser.add_argument("--audit", action="store_true", help="audit log and receipts on vs off (see above)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.audit:
+        main_audit(args)
+        return
     payload: dict[str, Any] = {"machine": machine(), "queries_per_date": args.queries, "corpora": {}}
     lines = ["# search_notes over MCP stdio: round-trip latency", "",
              f"Command: `.venv/bin/python benchmarks/bench_mcp.py --queries {args.queries} --corpus {' '.join(args.corpus)}`. "
