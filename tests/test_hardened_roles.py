@@ -164,3 +164,16 @@ async def test_without_the_block_the_server_is_unchanged_and_audits_nothing(hist
     assert [t["name"] for t in listings[0]["tools"]] == READ_TOOLS
     assert listings[1] == listings[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.toml"]  # no audit log anywhere near
+
+
+def test_the_refusal_reason_agrees_with_the_manifest_rule() -> None:
+    from itertools import product
+
+    from vaultsync.hardened.manifest import RoleFilter
+    from vaultsync.hardened.roles import refusal
+
+    for default in ("allow_all", "deny_all"):
+        rules = RoleFilter(("a",), default, allow={"t": ("a", "b"), "u": ("c",)}, deny={"t": ("b",), "v": ("a",)})
+        for tool, roles in product("tuvw", [(), ("a",), ("b",), ("a", "b"), ("c",), ("a", "c")]):
+            assert (refusal(rules, tool, roles) is None) == rules.allows(tool, roles), (default, tool, roles)
+    assert "deny.t" in (refusal(rules, "t", ("a", "b")) or "")
