@@ -11,6 +11,7 @@ from mcp.server import CacheHint, MCPServer
 
 from ..hardened.keystore import load_keystore
 from ..hardened.manifest import Manifest
+from ..hardened.roles import guard, restrict
 from ..vault import Vault
 from .resources import register_resources
 from .runtime import Runtime
@@ -70,6 +71,10 @@ def build_server(
         add_receipts(tools, rt, keystore)
     if rt.allow_writes:
         add_write_tools(tools, rt)
+    if manifest is not None:  # hardened: only the allowed_tools, every tool name the manifest gives checked
+        scratch = ToolSet()
+        add_write_tools(scratch, rt)  # names a manifest may give though writes are off
+        tools.tools = restrict(tools.tools, manifest, (t.name for t in scratch.tools))
     try:
         pkg_version = version("vaultsync")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
@@ -83,6 +88,7 @@ def build_server(
         tools=tools.tools,
         subscriptions=rt.notifier.bus,
         cache_hints={"tools/list": CacheHint(ttl_ms=60_000, scope="private")},
+        middleware=guard(manifest),  # role filter and audit log: none without a manifest asking for them
     )
     register_resources(mcp, rt, page_size=page_size)
     mcp.runtime = rt  # type: ignore[attr-defined]  # for transports and tests

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SchemaError
 from ..times import format_time, now_micros
+from . import audit as audit_heads
 from . import codec
 from . import purge as purging
 from . import read as q
 from .db import Database
 from .lock import WriterLock
+from .audit import AuditHead
 from .provenance import PurgeRecord
 from .purge import PurgeResult
 from .read import UNSTAMPED, BatchNews, Revision
@@ -29,8 +31,8 @@ from .schema import MIGRATIONS, migrate, readable, schema_version
 from .view import View
 from .write import BatchWriter, Indexer
 
-__all__ = ["UNSTAMPED", "BatchNews", "BatchWriter", "PurgeRecord", "PurgeResult", "Revision", "Store", "VaultRecord",
-           "View", "WriterLock"]
+__all__ = ["UNSTAMPED", "AuditHead", "BatchNews", "BatchWriter", "PurgeRecord", "PurgeResult", "Revision", "Store",
+           "VaultRecord", "View", "WriterLock"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +282,22 @@ class Store:
         """How many purges the vault has had (0 before the purges table existed)."""
         with self.db.atomic() as con:
             return purging.count(con, vault_id)
+
+    # ------------------------------------------------------------ audit log heads (see store/audit.py)
+
+    def audit_head(self, *, log_id: str | None = None, path: str | None = None) -> AuditHead | None:
+        """Where the audit log ``log_id`` (else the last one appended at ``path``) ends, None if unknown."""
+        with self.db.atomic() as con:
+            return audit_heads.head(con, log_id=log_id, path=path)
+
+    def audit_append(self, log_id: str, path: str, write: Callable[[int, str], str]) -> AuditHead:
+        """Append one record to an audit log and move its head in one step: ``write(records, head)``
+        appends the record after the head it is given and returns the new record's hash; if it
+        raises, the head stays where it was."""
+        if self.readonly:
+            raise ConfigError("the audit log needs the database opened for writing")
+        with self.db.atomic() as con:
+            return audit_heads.advance(con, log_id, path, now_micros(), write)
 
     def size(self) -> int:
         """Bytes of the database file and its WAL."""

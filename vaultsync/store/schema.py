@@ -188,6 +188,29 @@ def m004_contentless_out(con: apsw.Connection) -> None:
     drop_unindexable(con)
 
 
+@migration
+def m005_audit(con: apsw.Connection) -> None:
+    """The hardened mode's audit log heads (see store/audit.py): where each log's chain ends, kept
+    outside the log so that a truncated or rewritten log shows."""
+    con.execute(
+        """
+        CREATE TABLE audit_heads (
+            log_id      TEXT PRIMARY KEY,         -- the id every record of the log carries
+            path        TEXT NOT NULL,            -- the log's absolute path at its last append
+            records     INTEGER NOT NULL,         -- how many records the log holds
+            head        TEXT NOT NULL,            -- SHA-256 hex of the last record's canonical JSON
+            updated_at  INTEGER NOT NULL          -- wall clock of the last append, UTC micros
+        );
+        CREATE INDEX audit_heads_by_path ON audit_heads(path, updated_at);
+        CREATE TRIGGER audit_heads_no_delete BEFORE DELETE ON audit_heads
+        BEGIN SELECT RAISE(ABORT, 'append-only: an audit head is never deleted'); END;
+        CREATE TRIGGER audit_heads_forward BEFORE UPDATE ON audit_heads
+        WHEN NEW.records < OLD.records OR NEW.log_id IS NOT OLD.log_id
+        BEGIN SELECT RAISE(ABORT, 'append-only: an audit head only moves forward'); END;
+        """
+    )
+
+
 def has_table(con: apsw.Connection, name: str) -> bool:
     return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
@@ -196,14 +219,16 @@ def readable(con: apsw.Connection, version: int) -> bool:
     """Whether a database at schema ``version`` can be read as it is, without migrating (read-only).
 
     Before ``m004`` an index may still hold blank or heading-only chunks: read-only, they stay searchable.
+    Before ``m005`` there are no audit heads: read-only, ``store.audit.head`` finds none.
     """
     if version == len(MIGRATIONS):
         return True
     from .search import schema as search_schema
 
-    # 0.1.0 with its search tables, a database before purges, or one whose index may still hold blank
-    # or heading-only chunks (before m004): reads need nothing that is missing
-    return version in (1, 2, 3) and search_schema.current(con)
+    # 0.1.0 with its search tables, a database before purges, one whose index may still hold blank
+    # or heading-only chunks (before m004), or one without audit heads (before m005): reads need
+    # nothing that is missing
+    return version in (1, 2, 3, 4) and search_schema.current(con)
 
 
 def migrate(con: apsw.Connection) -> int:

@@ -1,0 +1,196 @@
+"""The hardened mode's audit log: one JSON line per tool call and per refused call, hash-chained,
+HMAC-signed when a keystore is configured, fsynced, its chain head also kept in the store.
+
+A record (canonical JSON: sorted keys, no spaces, UTF-8) is::
+
+    {"v": 1, "log": LOG_ID, "seq": N, "prev": SHA-256 of record N-1 (64 zeros for the first),
+     "event": "call", "at": ..., "caller_id": ..., "tool": ..., "arguments_sha256": ..., "as_of": ...,
+     "result_count": ..., "duration_ms": ..., "outcome": "ok" | "error",
+     "key_id": ..., "hmac": HMAC-SHA256 of the record without "hmac"}
+
+or, for a refused call, ``"event": "denial"`` with ``caller_id, tool_name, attempted_at, reason``.
+Arguments are never written, only the SHA-256 of their canonical JSON. A record's hash is the
+SHA-256 of its canonical JSON (``hmac`` included); the store's head (``vaultsync/store/audit.py``)
+holds the record count and the last hash, moved in the same step as each append, so a log that
+was truncated or rewritten, even consistently, no longer ends where the store says. ``verify.py``
+checks a log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..store import Store
+from ..times import format_time, now_micros
+from .keystore import Keystore
+
+GENESIS = "0" * 64
+"""The ``prev`` of a log's first record."""
+FORMAT = 1
+COUNTED = ("hits", "notes", "revisions", "changes", "outgoing", "backlinks")
+"""The lists a tool result counts as its result count (a result without one counts 1)."""
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(record: dict[str, Any]) -> str:
+    """A record's hash: SHA-256 hex of its canonical JSON."""
+    return hashlib.sha256(canonical(record).encode("utf-8")).hexdigest()
+
+
+def signed_part(record: dict[str, Any]) -> bytes:
+    """What a record's HMAC covers: the record without ``hmac`` (its ``key_id`` included)."""
+    return canonical({k: v for k, v in record.items() if k != "hmac"}).encode("utf-8")
+
+
+def arguments_digest(arguments: Any) -> str:
+    return hashlib.sha256(canonical(arguments if arguments is not None else {}).encode("utf-8")).hexdigest()
+
+
+def result_count(result: Any) -> int:
+    """Hits, notes, revisions, changes or links in a tools/call result (wire form); 1 for another result."""
+    if not isinstance(result, dict) or result.get("isError"):
+        return 0
+    content = result.get("structuredContent")
+    if not isinstance(content, dict):
+        return 1
+    lists = [content[k] for k in COUNTED if isinstance(content.get(k), list)]
+    return sum(len(x) for x in lists) if lists else 1
+
+
+def check_folder(folder: Path) -> None:
+    """The audit log's folder must exist, be a real folder, and be writable by its owner only."""
+    try:
+        info = os.lstat(folder)
+    except OSError as exc:
+        raise ConfigError(f"the audit log's folder {folder} cannot be used: {exc.strerror}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise ConfigError(f"the audit log's folder {folder} is not a folder (a symlink or a file)")
+    if info.st_mode & 0o022:
+        raise ConfigError(f"the audit log's folder {folder} may be written by other users (mode "
+                          f"{info.st_mode & 0o777:o}): they could replace the log; chmod go-w {folder}")
+    if info.st_uid not in (0, os.getuid()):
+        raise ConfigError(f"the audit log's folder {folder} belongs to another user (uid {info.st_uid})")
+
+
+def read_lines(path: Path) -> list[bytes]:
+    """The log's lines (each with its newline; a last line without one is kept as it is)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        return f.readlines()
+
+
+def parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class AuditLog:
+    """Appends records to the log at ``path``, each in one step with the store's head (thread-safe; several
+    processes appending to one log take turns through the store's write lock).
+
+    Opening checks the folder and the file (mode 600, no symlink) and that the log ends where the store
+    says; a log that does not (truncated, emptied, rewritten) is refused: check it with
+    ``vaultsync audit verify`` and give the server a new log file.
+    """
+
+    def __init__(self, path: Path, db_path: Path, keystore: Keystore | None = None) -> None:
+        self.path = Path(path).absolute()
+        self.keystore = keystore
+        self._lock = threading.Lock()
+        check_folder(self.path.parent)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            self._fd = os.open(self.path, flags, 0o600)
+        except OSError as exc:
+            raise ConfigError(f"cannot open the audit log {self.path}: {exc.strerror}") from None
+        try:
+            info = os.fstat(self._fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077 or info.st_uid != os.getuid():
+                raise ConfigError(f"the audit log {self.path} must be a regular file of yours with mode 600 "
+                                  f"(it is mode {info.st_mode & 0o777:o}, uid {info.st_uid}); chmod 600 {self.path}")
+            self.store = Store(db_path, search=False)
+            try:
+                self.log_id = self._resume()
+            except BaseException:
+                self.store.close()
+                raise
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def _resume(self) -> str:
+        """The log's id: the one its records carry, after checking it ends at the store's head; a new one for
+        a new (empty) file the store does not know."""
+        lines = read_lines(self.path)
+        where = f"the audit log {self.path}"
+        advice = "check it with `vaultsync audit verify` and point audit_log_path at a new file"
+        if not lines:
+            known = self.store.audit_head(path=str(self.path))
+            if known is not None:
+                raise ConfigError(f"{where} is empty but the store's head says it held {known.records} records: "
+                                  f"it was truncated or replaced; {advice}")
+            return uuid.uuid4().hex
+        first, last = parse(lines[0]), parse(lines[-1])
+        log_id = first.get("log") if first else None
+        head = self.store.audit_head(log_id=log_id) if isinstance(log_id, str) else None
+        if head is None:
+            raise ConfigError(f"{where} is not a log the store knows (no head for its first record's log id); {advice}")
+        if not lines[-1].endswith(b"\n") or last is None or len(lines) != head.records or digest(last) != head.head:
+            raise ConfigError(f"{where} does not end where the store's head says ({head.records} records); {advice}")
+        return log_id  # type: ignore[return-value]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+                self.store.close()
+
+    def call(self, *, caller_id: str, tool: str, arguments: Any, started: int, duration_ms: float,
+             result: Any, ok: bool) -> None:
+        """Record a tool call that ran (``ok``: it returned a result that is not an error)."""
+        event: dict[str, Any] = {"event": "call", "at": format_time(started), "caller_id": caller_id, "tool": tool,
+                                 "arguments_sha256": arguments_digest(arguments)}
+        as_of = arguments.get("as_of") if isinstance(arguments, dict) else None
+        if as_of is not None:
+            event["as_of"] = str(as_of)
+        event.update(result_count=result_count(result) if ok else 0, duration_ms=round(duration_ms, 3),
+                     outcome="ok" if ok else "error")
+        self.append(event)
+
+    def denial(self, *, caller_id: str, tool_name: str, reason: str) -> None:
+        """Record a refused call."""
+        self.append({"event": "denial", "caller_id": caller_id, "tool_name": tool_name,
+                     "attempted_at": format_time(now_micros()), "reason": reason})
+
+    def append(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            if self._fd < 0:
+                raise ConfigError(f"the audit log {self.path} is closed")
+            self.store.audit_append(self.log_id, str(self.path), lambda records, head: self._write(event, records, head))
+
+    def _write(self, event: dict[str, Any], records: int, head: str) -> str:
+        record = {"v": FORMAT, "log": self.log_id, "seq": records + 1, "prev": head or GENESIS, **event}
+        if self.keystore is not None:
+            record["key_id"] = self.keystore.current_id
+            record["hmac"] = self.keystore.sign(signed_part(record))[1]
+        line = canonical(record)
+        data = (line + "\n").encode("utf-8")
+        while data:
+            data = data[os.write(self._fd, data):]
+        os.fsync(self._fd)
+        return hashlib.sha256(line.encode("utf-8")).hexdigest()

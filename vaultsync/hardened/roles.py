@@ -1,0 +1,171 @@
+"""Who may use which tool, and the record of what they did: the manifest's ``allowed_tools`` and
+``[role_filter]``, and the audit log, applied to a server.
+
+``allowed_tools``: a tool it does not name is not registered at all. ``[role_filter]``: every
+``tools/list`` shows the caller only the tools its roles allow, and a ``tools/call`` of any other
+is refused with JSON-RPC -32601 (method not found: as if the tool did not exist), in both protocol
+eras. Deny always wins, then an allow naming one of the caller's roles, then ``default``.
+
+The caller: over HTTP, the bearer token's ``[[http.tokens]]`` entry (``caller_id``, ``roles``); without
+a token (stdio, or loopback HTTP without tokens), ``role_filter.caller_roles`` under the caller id
+``stdio`` (``local`` over HTTP).
+
+Both run as one SDK server middleware (``MCPServer(middleware=...)``, public API of mcp 2.x), built
+only when the manifest has a ``[role_filter]`` or an ``audit_log_path``: without them the server is
+exactly the plain one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+from mcp import MCPError
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.types import INTERNAL_ERROR, METHOD_NOT_FOUND
+
+from ..errors import ConfigError, VaultsyncError
+from ..times import now_micros
+from .audit import AuditLog
+from .manifest import Manifest, RoleFilter
+
+logger = logging.getLogger(__name__)
+
+OPTIONAL_TOOLS = ("verify_receipt",)
+"""Tools a manifest may name although this server's settings do not register them (with the write
+tools, which ``known`` adds)."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    caller_id: str
+    roles: tuple[str, ...]
+
+
+def refusal(rules: RoleFilter, tool: str, roles: Iterable[str]) -> str | None:
+    """Why ``rules`` refuse ``tool`` to a caller holding ``roles`` (None: allowed). Same decision as
+    ``RoleFilter.allows``, with the rule that made it."""
+    held = set(roles)
+    denied = sorted(held & set(rules.deny.get(tool, ())))
+    if denied:
+        return f"role_filter.deny.{tool} names the caller's role {denied[0]!r}"
+    if held & set(rules.allow.get(tool, ())):
+        return None
+    if rules.default == "allow_all":
+        return None
+    return f"no role_filter.allow.{tool} entry names the caller's roles and the default is deny_all"
+
+
+def check_tool_names(manifest: Manifest, known: Iterable[str]) -> None:
+    """Every tool the manifest names (``allowed_tools``, ``role_filter.allow``/``deny``) must exist: a
+    typo would silently allow or hide a tool. ConfigError naming the first unknown one."""
+    names = set(known)
+    named: list[tuple[str, str]] = [("allowed_tools", t) for t in manifest.allowed_tools or ()]
+    if manifest.role_filter is not None:
+        for kind in ("allow", "deny"):
+            named += [(f"role_filter.{kind}.{t}", t) for t in getattr(manifest.role_filter, kind)]
+    for key, tool in named:
+        if tool not in names:
+            raise ConfigError(f"manifest {manifest.path}: {key}: unknown tool {tool!r} "
+                              f"(known: {', '.join(sorted(names))})")
+
+
+def restrict(tools: list[Any], manifest: Manifest | None, known: Iterable[str]) -> list[Any]:
+    """``tools`` (SDK ``Tool`` objects) without those the manifest's ``allowed_tools`` leaves out; names checked."""
+    if manifest is None:
+        return tools
+    check_tool_names(manifest, {*known, *(t.name for t in tools), *OPTIONAL_TOOLS})
+    if manifest.allowed_tools is None:
+        return tools
+    allowed = set(manifest.allowed_tools)
+    return [t for t in tools if t.name in allowed]
+
+
+class Guard:
+    """The SDK server middleware that filters tools per caller and audits calls and refusals."""
+
+    def __init__(self, manifest: Manifest, audit: AuditLog | None) -> None:
+        self.rules = manifest.role_filter
+        self.audit = audit
+        self.anonymous = Caller("stdio" if manifest.http is None else "local",
+                                self.rules.caller_roles if self.rules else ())
+        tokens = manifest.http.tokens if manifest.http else ()
+        self.by_token = {t.sha256: Caller(t.caller_id, t.roles) for t in tokens}
+
+    def caller(self) -> Caller:
+        token = get_access_token()  # set by the SDK's auth middleware for this request (HTTP with tokens)
+        if token is None:
+            return self.anonymous
+        found = self.by_token.get(hashlib.sha256(token.token.encode()).hexdigest())
+        return found if found is not None else Caller(token.client_id, ())
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method == "tools/list" and self.rules is not None:
+            return self._listed(await call_next(ctx), self.caller())
+        if ctx.method != "tools/call":
+            return await call_next(ctx)
+        params = ctx.params if isinstance(ctx.params, dict) else {}
+        name = params.get("name")
+        caller = self.caller()
+        if isinstance(name, str) and self.rules is not None:
+            reason = refusal(self.rules, name, caller.roles)
+            if reason is not None:
+                if self.audit is not None:
+                    audit = self.audit
+                    await self._record(lambda: audit.denial(caller_id=caller.caller_id, tool_name=name, reason=reason))
+                raise MCPError(code=METHOD_NOT_FOUND, message=f"Unknown tool: {name}")
+        if self.audit is None:
+            return await call_next(ctx)
+        audit = self.audit
+        started, clock = now_micros(), time.perf_counter()
+
+        def record(result: Any, ok: bool) -> None:
+            audit.call(caller_id=caller.caller_id, tool=str(name), arguments=params.get("arguments"), started=started,
+                       duration_ms=(time.perf_counter() - clock) * 1000, result=result, ok=ok)
+
+        try:
+            result = await call_next(ctx)
+        except BaseException:
+            await self._record(lambda: record(None, False))
+            raise
+        await self._record(lambda: record(result, isinstance(result, dict) and not result.get("isError")))
+        return result
+
+    @staticmethod
+    async def _record(append: Callable[[], None]) -> None:
+        """Append to the audit log off the event loop; a call that cannot be audited is not answered."""
+        try:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(append)
+        except (VaultsyncError, OSError) as exc:
+            logger.error("vaultsync: the audit log refused a record: %s", exc)
+            raise MCPError(code=INTERNAL_ERROR, message="the call could not be audited; the server's log says why") from None
+
+    def _listed(self, result: HandlerResult, caller: Caller) -> HandlerResult:
+        assert self.rules is not None
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(tools, list):
+            return result
+        shown = [t for t in tools if refusal(self.rules, str(t.get("name")), caller.roles) is None]
+        return {**result, "tools": shown}
+
+
+def guard(manifest: Manifest | None) -> list[Guard]:
+    """The middleware the manifest asks for: none without ``[role_filter]`` and ``audit_log_path``."""
+    if manifest is None or (manifest.role_filter is None and manifest.audit_log_path is None):
+        return []
+    audit = None
+    if manifest.audit_log_path is not None:
+        keystore = None
+        if manifest.keystore_path is not None:
+            from .keystore import load_keystore
+
+            keystore = load_keystore(manifest.keystore_path)
+        audit = AuditLog(manifest.audit_log_path, manifest.db_path, keystore)
+    return [Guard(manifest, audit)]
