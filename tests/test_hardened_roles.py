@@ -117,9 +117,18 @@ async def test_http_each_token_sees_its_own_tools(two_tokens: dict[str, Any], mo
         await refused(bob, "read_note", {"path": "Inbox.md"})  # alice's tool, bob's token
         await refused(alice, "list_changes", {"since": "2024-01-01"})  # allowed to "reader", denied to it too
         assert sc(await bob.call_tool("list_changes", {"since": "2024-01-01"}))["changes"]
+        # the note:// resources are read_note's: alice may read them, bob may not (not even list them)
+        assert "plumber" in (await alice.read_resource("note://Inbox.md")).contents[0].text
+        for attempt in (bob.read_resource("note://Inbox.md"), bob.list_resources()):
+            with pytest.raises(MCPError) as caught:
+                await attempt
+            assert caught.value.error.code == -32601
+    records = audit_records(two_tokens["log"])
+    assert ("alice", "resources/read") in [(r["caller_id"], r.get("tool")) for r in records if r["event"] == "call"]
     denials = [r for r in audit_records(two_tokens["log"]) if r["event"] == "denial"]
-    assert [(r["caller_id"], r["tool_name"]) for r in denials][-3:] == [
-        ("alice", "vault_status"), ("bob", "read_note"), ("alice", "list_changes")]
+    assert [(r["caller_id"], r["tool_name"]) for r in denials][-5:] == [
+        ("alice", "vault_status"), ("bob", "read_note"), ("alice", "list_changes"), ("bob", "resources/read"),
+        ("bob", "resources/list")]
 
 
 @pytest.mark.anyio
@@ -131,6 +140,16 @@ async def test_allowed_tools_are_the_only_tools(history: dict[str, Any], tmp_pat
         gone = await c.call_tool("list_notes", {})  # not registered at all: the SDK's unknown tool
         assert gone.is_error and "Unknown tool" in gone.content[0].text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.toml"]
+
+
+@pytest.mark.anyio
+async def test_without_read_note_the_resources_are_gone_too(history: dict[str, Any], tmp_path: Path) -> None:
+    manifest = write_manifest(tmp_path / "m.toml", history["db"], allowed_tools=["search_notes"])
+    async with Client(hardened_stdio(history["root"], manifest)) as c:
+        assert await tool_names(c) == ["search_notes"]
+        with pytest.raises(MCPError) as caught:
+            await c.read_resource("note://Inbox.md")  # the same text read_note would give
+        assert caught.value.error.code == -32601 and "resources/read" in caught.value.error.message
 
 
 @pytest.mark.parametrize("key, body, top", [

@@ -10,6 +10,10 @@ The caller: over HTTP, the bearer token's ``[[http.tokens]]`` entry (``caller_id
 a token (stdio, or loopback HTTP without tokens), ``role_filter.caller_roles`` under the caller id
 ``stdio`` (``local`` over HTTP).
 
+Resources (``resources/*``, ``subscriptions/listen``) serve the same note text as ``read_note``, so
+they are ``read_note``'s: a caller who may not use it (or a server whose ``allowed_tools`` leaves it
+out) is answered -32601 for them too, and every ``resources/read`` is audited like a tool call.
+
 Both run as one SDK server middleware (``MCPServer(middleware=...)``, public API of mcp 2.x), built
 only when the manifest has a ``[role_filter]`` or an ``audit_log_path``: without them the server is
 exactly the plain one.
@@ -36,6 +40,9 @@ from .audit import AuditLog
 from .manifest import Manifest, RoleFilter
 
 logger = logging.getLogger(__name__)
+
+READS = "read_note"
+"""The tool whose permission the note:// resources follow."""
 
 OPTIONAL_TOOLS = ("verify_receipt",)
 """Tools a manifest may name although this server's settings do not register them (with the write
@@ -93,6 +100,7 @@ class Guard:
     def __init__(self, manifest: Manifest, audit: AuditLog | None) -> None:
         self.rules = manifest.role_filter
         self.audit = audit
+        self.reads_listed = manifest.allowed_tools is None or READS in manifest.allowed_tools
         self.anonymous = Caller("stdio" if manifest.http is None else "local",
                                 self.rules.caller_roles if self.rules else ())
         tokens = manifest.http.tokens if manifest.http else ()
@@ -108,25 +116,52 @@ class Guard:
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method == "tools/list" and self.rules is not None:
             return self._listed(await call_next(ctx), self.caller())
+        params = ctx.params if isinstance(ctx.params, dict) else {}
+        if ctx.method.startswith("resources/") or ctx.method == "subscriptions/listen":
+            return await self._resource(ctx, call_next, params)
         if ctx.method != "tools/call":
             return await call_next(ctx)
-        params = ctx.params if isinstance(ctx.params, dict) else {}
         name = params.get("name")
         caller = self.caller()
         if isinstance(name, str) and self.rules is not None:
             reason = refusal(self.rules, name, caller.roles)
             if reason is not None:
-                if self.audit is not None:
-                    audit = self.audit
-                    await self._record(lambda: audit.denial(caller_id=caller.caller_id, tool_name=name, reason=reason))
+                await self._deny(caller, name, reason)
                 raise MCPError(code=METHOD_NOT_FOUND, message=f"Unknown tool: {name}")
+        return await self._audited(ctx, call_next, caller, str(name), params.get("arguments"))
+
+    async def _resource(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext,
+                        params: dict[str, Any]) -> HandlerResult:
+        """Resources are read_note's: refused as a method that does not exist when it is."""
+        caller = self.caller()
+        reason = None
+        if not self.reads_listed:
+            reason = f"allowed_tools leaves out {READS}, which the note:// resources stand for"
+        elif self.rules is not None:
+            why = refusal(self.rules, READS, caller.roles)
+            reason = None if why is None else f"the note:// resources are {READS}'s: {why}"
+        if reason is not None:
+            await self._deny(caller, ctx.method, reason)
+            raise MCPError(code=METHOD_NOT_FOUND, message=f"Method not found: {ctx.method}")
+        if ctx.method != "resources/read":
+            return await call_next(ctx)
+        return await self._audited(ctx, call_next, caller, ctx.method, {"uri": params.get("uri")})
+
+    async def _deny(self, caller: Caller, name: str, reason: str) -> None:
+        if self.audit is not None:
+            audit = self.audit
+            await self._record(lambda: audit.denial(caller_id=caller.caller_id, tool_name=name, reason=reason))
+
+    async def _audited(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext, caller: Caller, name: str,
+                       arguments: Any) -> HandlerResult:
+        """Run the request and, with an audit log, record it (caller, name, digest of the arguments, outcome)."""
         if self.audit is None:
             return await call_next(ctx)
         audit = self.audit
         started, clock = now_micros(), time.perf_counter()
 
         def record(result: Any, ok: bool) -> None:
-            audit.call(caller_id=caller.caller_id, tool=str(name), arguments=params.get("arguments"), started=started,
+            audit.call(caller_id=caller.caller_id, tool=name, arguments=arguments, started=started,
                        duration_ms=(time.perf_counter() - clock) * 1000, result=result, ok=ok)
 
         try:
@@ -157,8 +192,10 @@ class Guard:
 
 
 def guard(manifest: Manifest | None) -> list[Guard]:
-    """The middleware the manifest asks for: none without ``[role_filter]`` and ``audit_log_path``."""
-    if manifest is None or (manifest.role_filter is None and manifest.audit_log_path is None):
+    """The middleware the manifest asks for: none without ``[role_filter]``, ``audit_log_path`` and an
+    ``allowed_tools`` that leaves ``read_note`` out."""
+    if manifest is None or (manifest.role_filter is None and manifest.audit_log_path is None
+                            and (manifest.allowed_tools is None or READS in manifest.allowed_tools)):
         return []
     audit = None
     if manifest.audit_log_path is not None:
