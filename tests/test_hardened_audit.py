@@ -69,14 +69,28 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"log": log, "db": history["db"], "keystore": keystore, "records": audit_records(log)}
 
 
+def calls_with_results(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each call record merged with its result record (which names the call's seq)."""
+    results = {r["call"]: r for r in records if r["event"] == "result"}
+    assert len(results) == sum(r["event"] == "result" for r in records)  # one result per call
+    merged = []
+    for r in records:
+        if r["event"] == "call":
+            done = results[r["seq"]]
+            assert done["seq"] > r["seq"] and (done["caller_id"], done["tool"]) == (r["caller_id"], r["tool"])
+            merged.append({**r, **{k: done[k] for k in ("result_count", "duration_ms", "outcome")}})
+    return merged
+
+
 def test_every_call_and_refusal_is_recorded_without_its_arguments(served: dict[str, Any]) -> None:
     records = served["records"]
-    assert len(records) == 3 + PARALLEL + 2
+    assert len(records) == 2 * (3 + PARALLEL + 1) + 1  # a call and a result per call, one denial
     assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
     assert len({r["log"] for r in records}) == 1 and records[0]["prev"] == GENESIS
     assert all(r["prev"] == digest(p) for p, r in zip(records, records[1:]))
     assert all(r["key_id"] == "k1" and len(r["hmac"]) == 64 for r in records)
-    search, missing, listing = records[:3]
+    calls = calls_with_results(records)
+    search, missing, listing = calls[:3]
     assert SECRET_QUERY not in served["log"].read_text(encoding="utf-8")
     arguments = {"query": SECRET_QUERY, "as_of": "2024-02-01"}
     assert search["arguments_sha256"] == hashlib.sha256(canonical(arguments).encode()).hexdigest()
@@ -85,13 +99,15 @@ def test_every_call_and_refusal_is_recorded_without_its_arguments(served: dict[s
     assert search["result_count"] == 1 and search["duration_ms"] > 0 and search["at"].endswith("Z")
     assert (missing["tool"], missing["outcome"], missing["result_count"]) == ("read_note", "error", 0)
     assert (listing["result_count"], "as_of" in listing) == (5, False)
-    parallel = records[3:3 + PARALLEL]
+    parallel = calls[3:3 + PARALLEL]
     assert {(r["caller_id"], r["tool"], r["outcome"]) for r in parallel} == {("alice", "search_notes", "ok")}
-    denial = records[-2]
+    denial = [r for r in records if r["event"] == "denial"]
+    assert len(denial) == 1 and denial[0]["seq"] > max(r["seq"] for r in parallel)
+    denial = denial[0]
     assert {k: denial[k] for k in ("event", "caller_id", "tool_name")} == {
         "event": "denial", "caller_id": "guest", "tool_name": "vault_status"}
     assert "role_filter.deny.vault_status" in denial["reason"] and denial["attempted_at"].endswith("Z")
-    assert (records[-1]["caller_id"], records[-1]["tool"]) == ("guest", "read_note")
+    assert (calls[-1]["caller_id"], calls[-1]["tool"], calls[-1]["outcome"]) == ("guest", "read_note", "ok")
 
 
 def test_the_store_keeps_the_head(served: dict[str, Any]) -> None:

@@ -1,25 +1,31 @@
-"""The hardened mode's audit log: one JSON line per tool call and per refused call, hash-chained,
-HMAC-signed when a keystore is configured, fsynced, its chain head also kept in the store.
+"""The hardened mode's audit log: JSON lines, hash-chained, HMAC-signed when a keystore is configured,
+fsynced, its chain head also kept in the store.
 
+A tool call leaves two records: ``call`` when it starts (who, which tool, the digest of its
+arguments, ``as_of``), on disk (fsynced) before its answer leaves — the fsync runs while the tool
+works, so it adds little to the answer's time —, and ``result`` when it ends (its outcome, result
+count and duration), written before the answer leaves and fsynced by a background flush within
+milliseconds. A refused call leaves one ``denial`` record, fsynced before the refusal is sent.
 A record (canonical JSON: sorted keys, no spaces, UTF-8) is::
 
     {"v": 1, "log": LOG_ID, "seq": N, "prev": SHA-256 of record N-1 (64 zeros for the first),
      "event": "call", "at": ..., "caller_id": ..., "tool": ..., "arguments_sha256": ..., "as_of": ...,
-     "result_count": ..., "duration_ms": ..., "outcome": "ok" | "error",
      "key_id": ..., "hmac": HMAC-SHA256 of the record without "hmac"}
 
-or, for a refused call, ``"event": "denial"`` with ``caller_id, tool_name, attempted_at, reason``.
-Arguments are never written, only the SHA-256 of their canonical JSON. A record's hash is the
-SHA-256 of its canonical JSON (``hmac`` included); the store's head (``vaultsync/store/audit.py``)
-holds the record count and the last hash, moved in the same step as each append, so a log that
-was truncated or rewritten, even consistently, no longer ends where the store says. ``verify.py``
-checks a log.
+with ``"event": "result"`` and ``call`` (the call record's ``seq``), ``caller_id``, ``tool``,
+``result_count``, ``duration_ms``, ``outcome`` ("ok" | "error") for a result, or ``"event":
+"denial"`` with ``caller_id, tool_name, attempted_at, reason`` for a refused call. Arguments are
+never written, only the SHA-256 of their canonical JSON. A record's hash is the SHA-256 of its
+canonical JSON (``hmac`` included); the store's head (``vaultsync/store/audit.py``) holds the
+record count and the last hash, moved in the same step as each append, so a log that was truncated
+or rewritten, even consistently, no longer ends where the store says. ``verify.py`` checks a log.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import stat
 import threading
@@ -31,6 +37,8 @@ from ..errors import ConfigError
 from ..store import Store
 from ..times import format_time, now_micros
 from .keystore import Keystore
+
+logger = logging.getLogger(__name__)
 
 GENESIS = "0" * 64
 """The ``prev`` of a log's first record."""
@@ -111,6 +119,8 @@ class AuditLog:
         self.path = Path(path).absolute()
         self.keystore = keystore
         self._lock = threading.Lock()
+        self._closing = False
+        self._dirty = threading.Event()
         check_folder(self.path.parent)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
@@ -131,6 +141,8 @@ class AuditLog:
         except BaseException:
             os.close(self._fd)
             raise
+        self._flusher = threading.Thread(target=self._flush, name="vaultsync-audit-flush", daemon=True)
+        self._flusher.start()
 
     def _resume(self) -> str:
         """The log's id: the one its records carry, after checking it ends at the store's head; a new one for
@@ -155,33 +167,66 @@ class AuditLog:
 
     def close(self) -> None:
         with self._lock:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
-                self.store.close()
+            if self._fd < 0:
+                return
+            self._closing = True
+        self._dirty.set()
+        self._flusher.join()
+        with self._lock:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = -1
+            self.store.close()
 
-    def call(self, *, caller_id: str, tool: str, arguments: Any, started: int, duration_ms: float,
-             result: Any, ok: bool) -> None:
-        """Record a tool call that ran (``ok``: it returned a result that is not an error)."""
+    def begin(self, *, caller_id: str, tool: str, arguments: Any, started: int) -> int:
+        """Record that a call starts, on disk when this returns; its ``seq`` (for ``finish``)."""
         event: dict[str, Any] = {"event": "call", "at": format_time(started), "caller_id": caller_id, "tool": tool,
                                  "arguments_sha256": arguments_digest(arguments)}
         as_of = arguments.get("as_of") if isinstance(arguments, dict) else None
         if as_of is not None:
             event["as_of"] = str(as_of)
-        event.update(result_count=result_count(result) if ok else 0, duration_ms=round(duration_ms, 3),
-                     outcome="ok" if ok else "error")
-        self.append(event)
+        return self.append(event, durable=True)
+
+    def finish(self, call: int, *, caller_id: str, tool: str, duration_ms: float, result: Any, ok: bool) -> None:
+        """Record how call ``call`` ended (``ok``: a result that is not an error); flushed in the background."""
+        self.append({"event": "result", "call": call, "caller_id": caller_id, "tool": tool,
+                     "result_count": result_count(result) if ok else 0, "duration_ms": round(duration_ms, 3),
+                     "outcome": "ok" if ok else "error"}, durable=False)
 
     def denial(self, *, caller_id: str, tool_name: str, reason: str) -> None:
-        """Record a refused call."""
+        """Record a refused call (on disk when this returns)."""
         self.append({"event": "denial", "caller_id": caller_id, "tool_name": tool_name,
-                     "attempted_at": format_time(now_micros()), "reason": reason})
+                     "attempted_at": format_time(now_micros()), "reason": reason}, durable=True)
 
-    def append(self, event: dict[str, Any]) -> None:
+    def append(self, event: dict[str, Any], *, durable: bool = True) -> int:
+        """Append one record and move the store's head; its ``seq``. ``durable``: fsync before returning
+        (outside the lock, so calls starting together share the disk's flush); else the flusher does."""
         with self._lock:
-            if self._fd < 0:
+            if self._fd < 0 or self._closing:
                 raise ConfigError(f"the audit log {self.path} is closed")
-            self.store.audit_append(self.log_id, str(self.path), lambda records, head: self._write(event, records, head))
+            head = self.store.audit_append(self.log_id, str(self.path),
+                                           lambda records, last: self._write(event, records, last))
+            fd = self._fd
+        if durable:
+            os.fsync(fd)
+        else:
+            self._dirty.set()
+        return head.records
+
+    def _flush(self) -> None:
+        """The background flush of ``result`` records: fsync soon after each (one fsync for a burst)."""
+        while True:
+            self._dirty.wait()
+            self._dirty.clear()
+            with self._lock:
+                fd, closing = self._fd, self._closing
+            if fd >= 0:
+                try:
+                    os.fsync(fd)
+                except OSError as exc:  # the next durable append fails loudly; say it here too
+                    logger.error("vaultsync: cannot flush the audit log %s: %s", self.path, exc.strerror)
+            if closing:
+                return
 
     def _write(self, event: dict[str, Any], records: int, head: str) -> str:
         record = {"v": FORMAT, "log": self.log_id, "seq": records + 1, "prev": head or GENESIS, **event}
@@ -192,5 +237,4 @@ class AuditLog:
         data = (line + "\n").encode("utf-8")
         while data:
             data = data[os.write(self._fd, data):]
-        os.fsync(self._fd)
         return hashlib.sha256(line.encode("utf-8")).hexdigest()

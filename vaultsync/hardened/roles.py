@@ -97,9 +97,11 @@ def restrict(tools: list[Any], manifest: Manifest | None, known: Iterable[str]) 
 class Guard:
     """The SDK server middleware that filters tools per caller and audits calls and refusals."""
 
-    def __init__(self, manifest: Manifest, audit: AuditLog | None) -> None:
+    def __init__(self, manifest: Manifest, audit: AuditLog | None, sequential: Iterable[str] = ()) -> None:
         self.rules = manifest.role_filter
         self.audit = audit
+        self.sequential = frozenset(sequential)
+        """Tools that change the vault: their call is recorded before they start, not beside them."""
         self.reads_listed = manifest.allowed_tools is None or READS in manifest.allowed_tools
         self.anonymous = Caller("stdio" if manifest.http is None else "local",
                                 self.rules.caller_roles if self.rules else ())
@@ -154,30 +156,58 @@ class Guard:
 
     async def _audited(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext, caller: Caller, name: str,
                        arguments: Any) -> HandlerResult:
-        """Run the request and, with an audit log, record it (caller, name, digest of the arguments, outcome)."""
+        """Run the request and, with an audit log, record it: the ``call`` record is on disk before the
+        answer leaves (written while the tool works, or before it starts for a tool that changes the
+        vault), then the ``result`` record. A call that cannot be recorded is not answered."""
         if self.audit is None:
             return await call_next(ctx)
         audit = self.audit
         started, clock = now_micros(), time.perf_counter()
 
-        def record(result: Any, ok: bool) -> None:
-            audit.call(caller_id=caller.caller_id, tool=name, arguments=arguments, started=started,
-                       duration_ms=(time.perf_counter() - clock) * 1000, result=result, ok=ok)
+        def begin() -> int:
+            return audit.begin(caller_id=caller.caller_id, tool=name, arguments=arguments, started=started)
 
-        try:
-            result = await call_next(ctx)
-        except BaseException:
-            await self._record(lambda: record(None, False))
-            raise
-        await self._record(lambda: record(result, isinstance(result, dict) and not result.get("isError")))
+        def finish(seq: int, result: Any, ok: bool) -> None:
+            audit.finish(seq, caller_id=caller.caller_id, tool=name, result=result, ok=ok,
+                         duration_ms=(time.perf_counter() - clock) * 1000)
+
+        if name in self.sequential:
+            seq = await self._record(begin)
+            failure, result = await self._run(ctx, call_next)
+        else:
+            box: dict[str, Any] = {}
+
+            async def begin_beside() -> None:
+                try:
+                    box["seq"] = await self._record(begin)
+                except MCPError as exc:
+                    box["error"] = exc
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(begin_beside)
+                failure, result = await self._run(ctx, call_next)
+            if "error" in box:
+                raise box["error"]
+            seq = box["seq"]
+        await self._record(lambda: finish(seq, result, failure is None and isinstance(result, dict)
+                                          and not result.get("isError")))
+        if failure is not None:
+            raise failure
         return result
 
     @staticmethod
-    async def _record(append: Callable[[], None]) -> None:
+    async def _run(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> tuple[Exception | None, Any]:
+        try:
+            return None, await call_next(ctx)
+        except Exception as exc:  # recorded as an error, then raised as it was
+            return exc, None
+
+    @staticmethod
+    async def _record(append: Callable[[], Any]) -> Any:
         """Append to the audit log off the event loop; a call that cannot be audited is not answered."""
         try:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(append)
+                return await anyio.to_thread.run_sync(append)
         except (VaultsyncError, OSError) as exc:
             logger.error("vaultsync: the audit log refused a record: %s", exc)
             raise MCPError(code=INTERNAL_ERROR, message="the call could not be audited; the server's log says why") from None
@@ -191,7 +221,7 @@ class Guard:
         return {**result, "tools": shown}
 
 
-def guard(manifest: Manifest | None) -> list[Guard]:
+def guard(manifest: Manifest | None, sequential: Iterable[str] = ()) -> list[Guard]:
     """The middleware the manifest asks for: none without ``[role_filter]``, ``audit_log_path`` and an
     ``allowed_tools`` that leaves ``read_note`` out."""
     if manifest is None or (manifest.role_filter is None and manifest.audit_log_path is None
@@ -205,4 +235,4 @@ def guard(manifest: Manifest | None) -> list[Guard]:
 
             keystore = load_keystore(manifest.keystore_path)
         audit = AuditLog(manifest.audit_log_path, manifest.db_path, keystore)
-    return [Guard(manifest, audit)]
+    return [Guard(manifest, audit, sequential)]

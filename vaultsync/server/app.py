@@ -71,10 +71,12 @@ def build_server(
         add_receipts(tools, rt, keystore)
     if rt.allow_writes:
         add_write_tools(tools, rt)
+    writes: list[str] = []
     if manifest is not None:  # hardened: only the allowed_tools, every tool name the manifest gives checked
         scratch = ToolSet()
         add_write_tools(scratch, rt)  # names a manifest may give though writes are off
-        tools.tools = restrict(tools.tools, manifest, (t.name for t in scratch.tools))
+        writes = [t.name for t in scratch.tools]
+        tools.tools = restrict(tools.tools, manifest, writes)
     try:
         pkg_version = version("vaultsync")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
@@ -88,7 +90,7 @@ def build_server(
         tools=tools.tools,
         subscriptions=rt.notifier.bus,
         cache_hints={"tools/list": CacheHint(ttl_ms=60_000, scope="private")},
-        middleware=guard(manifest),  # role filter and audit log: none without a manifest asking for them
+        middleware=guard(manifest, sequential=writes),  # role filter and audit log: none without a manifest asking for them
     )
     register_resources(mcp, rt, page_size=page_size)
     mcp.runtime = rt  # type: ignore[attr-defined]  # for transports and tests
