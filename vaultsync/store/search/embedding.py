@@ -29,12 +29,20 @@ def unknown_embedder(name: str) -> str:
             f"run `vaultsync reembed --embedder {DEFAULT_EMBEDDER}` to switch")
 
 
+_QUERY_EMBEDDERS: dict[tuple[str, object], Embedder] = {}
+"""One embedder per registry name (and factory) for the queries of this process: a model loads once,
+not once per search."""
+
+
 def query_embedder(con: apsw.Connection) -> Embedder:
     """The embedder that made the store's vectors (ProviderError when it is missing or has changed)."""
     name = store_embedder(con)
     if name not in EMBEDDERS:
         raise ProviderError(unknown_embedder(name))
-    embedder = get_embedder(name)
+    key = (name, EMBEDDERS[name])
+    embedder = _QUERY_EMBEDDERS.get(key)
+    if embedder is None:
+        embedder = _QUERY_EMBEDDERS.setdefault(key, get_embedder(name))
     problem = check_embedder(con, embedder)
     if problem:
         raise ProviderError(problem)

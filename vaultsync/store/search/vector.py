@@ -6,6 +6,7 @@ Order: similarity descending (distance ascending), then path, then chunk positio
 
 from __future__ import annotations
 
+import functools
 import json
 
 import apsw
@@ -17,7 +18,9 @@ from .snapshot import DOCS_PARAM, Snapshot, rows_source
 DISTANCE = "vec_distance_cosine(vec_int8(v.embedding), vec_int8(:q))"
 
 
+@functools.lru_cache(maxsize=16)
 def query_vector(embedder: Embedder, query: str) -> bytes:
+    """The query's quantized vector (kept for a few queries: the default mode asks twice when it fuses)."""
     return quantize(embedder.embed_batch([query])[0])
 
 
