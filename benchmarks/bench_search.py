@@ -1,17 +1,21 @@
 """Search speed at scale: keyword and hybrid p50/p95, now and at historical cutoffs, beside the simple
 correct approach (a temporary FTS5 table over the visible chunks, rebuilt for each query).
 
-    .venv/bin/python benchmarks/bench_search.py [--work /tmp/vs-bench] [--queries 200] [--simple 5]
+    .venv/bin/python benchmarks/bench_search.py [--work /tmp/vs-bench] [--queries 200] [--simple 5] [--embedder hash]
 
 The vault (built once into --work) holds the real histories of both corpora, merged by commit time:
 obsidian-help under help/ and obsidian-hub under hub/, one batch per commit, then one more batch adding
 the hub's newest tree again under hub-copy/ (so that over 100,000 chunks are visible at the end).
+``--embedder minilm`` builds (or reuses) ``big-minilm.db``, whose vectors the semantic extra made
+(each distinct text embedded once, as it is first recorded), and saves ``search_speed_minilm``; when
+that embedder fuses, the default (``hybrid``) mode joins its vectors.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import time
 from pathlib import Path
@@ -20,14 +24,15 @@ import apsw
 
 from common import CORPORA, clone, machine, save, summary_ms, timed
 from vaultsync.gitimport import GitHistory
+from vaultsync.store.search.embedding import query_embedder
 from vaultsync.store.search.snapshot import export_rows, take
 from vaultsync.sync import Plan, record
 from vaultsync.text import TOKENIZE, parse_query
 from vaultsync.vault import Vault
 
 
-def build(work: Path) -> Path:
-    db = work / "big.db"
+def build(work: Path, embedder: str = "hash") -> Path:
+    db = work / ("big.db" if embedder == "hash" else f"big-{embedder}.db")
     if db.exists():
         return db
     histories = {"help": GitHistory(clone("obsidian-help.bundle", work / "help")),
@@ -42,7 +47,8 @@ def build(work: Path) -> Path:
             parent = commit.sha
     steps.sort()
     started = time.perf_counter()
-    with Vault.open(db, root=root, name="big") as vault:
+    extra = {} if embedder == "hash" else {"embedder": embedder}
+    with Vault.open(db, root=root, name="big", **extra) as vault:
         last = 0
         for n, (when, name, parent, sha) in enumerate(steps, 1):
             history = histories[name]
@@ -52,7 +58,8 @@ def build(work: Path) -> Path:
             record(vault.store, vault.id, vault.name, Plan(observed, vault.store.live_state(vault.id), {}),
                    known_at=last, source="git", detail=sha)
             if n % 200 == 0:
-                print(f"{n}/{len(steps)} commits, {time.perf_counter() - started:.0f} s", flush=True)
+                print(f"{n}/{len(steps)} commits, {time.perf_counter() - started:.0f} s, CPU {time.process_time():.0f} s, "
+                      f"load {os.getloadavg()[0]:.1f}", flush=True)
         head = steps[-1][0] if steps[-1][1] == "hub" else max(s[0] for s in steps if s[1] == "hub")
         hub_head = [s for s in steps if s[1] == "hub"][-1][3]
         observed = {f"hub-copy/{p}": o for p, o in histories["hub"].tree(hub_head).items()}
@@ -83,9 +90,10 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--simple", type=int, default=5, help="queries for the rebuild-per-query approach")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--embedder", default="hash")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    db = build(args.work)
+    db = build(args.work, args.embedder)
     rng = random.Random(args.seed)
     hub_queries = [json.loads(line)["query"] for line in (CORPORA / "retrieval-hub.jsonl").read_text().splitlines()]
     with Vault.open(db, readonly=True) as vault:
@@ -98,12 +106,19 @@ def main() -> None:
         queries = [rng.choice(hub_queries) if i % 2 else " ".join(rng.sample(words, rng.randint(1, 2)))
                    for i in range(args.queries)]
         cutoffs = [rng.choice(times[len(times) // 10:-1]) for _ in queries]
-        lat: dict[str, list[float]] = {k: [] for k in ("keyword_now", "hybrid_now", "keyword_past", "hybrid_past",
-                                                       "vector_now", "vector_past")}
+        kinds = ["keyword", "hybrid", "vector"]
+        embedder = query_embedder(con)  # the one instance this process's searches use
+        fuses = embedder.fuse
+        if args.embedder != "hash":  # the default mode both with and without the embedder's vectors fused
+            kinds[1:2] = ["hybrid_fused", "hybrid_unfused"]
+        lat: dict[str, list[float]] = {f"{k}_{when}": [] for k in kinds for when in ("now", "past")}
         for query, cutoff in zip(queries, cutoffs):
-            for mode in ("keyword", "hybrid", "vector"):
-                lat[f"{mode}_now"].append(timed(vault.search, query, mode=mode)[0])
-                lat[f"{mode}_past"].append(timed(vault.search, query, mode=mode, as_of=cutoff)[0])
+            for kind in kinds:
+                mode = kind.split("_")[0]
+                embedder.fuse = fuses if kind == "hybrid" else kind == "hybrid_fused"
+                lat[f"{kind}_now"].append(timed(vault.search, query, mode=mode)[0])
+                lat[f"{kind}_past"].append(timed(vault.search, query, mode=mode, as_of=cutoff)[0])
+        embedder.fuse = fuses
         simple_now, simple_past, ours_now, ours_past = [], [], [], []
         for query, cutoff in list(zip(queries, cutoffs))[: args.simple]:
             expression = parse_query(query).expression
@@ -125,14 +140,16 @@ def main() -> None:
                "queries": len(queries), "latency": results, "simple_rebuild": simple,
                "speedup_vs_simple": {"now": round(ratio_now, 1), "past": round(ratio_past, 1)}, "machine": machine()}
     rows = [f"| {name.replace('_', ' ')} | {r['p50_ms']} | {r['p95_ms']} |" for name, r in results.items()]
-    md = (f"Search latency, {len(queries)} queries (half human-written hub queries, half 1–2 title words), limit 10\n\n"
+    md = (f"Search latency, {len(queries)} queries (half human-written hub queries, half 1–2 title words), limit 10, "
+          f"embedder {args.embedder} (`.venv/bin/python benchmarks/bench_search.py --embedder {args.embedder}`; "
+          f"load average {os.getloadavg()[0]:.1f} at the end)\n\n"
           f"Vault: {visible[0]:,} visible chunks ({visible[1]:,} distinct texts), {stats['chunk_revisions']:,} chunk "
           f"revisions, {stats['batches']:,} batches, database {stats['database_bytes'] / 1e6:.0f} MB\n\n"
           "| query | p50 ms | p95 ms |\n|---|---:|---:|\n" + "\n".join(rows) + "\n\n"
           f"Simple correct approach (temporary FTS5 table over the visible chunks, rebuilt per query), "
           f"{len(simple_now)} queries: p50 {simple['now']['p50_ms']:.0f} ms now, {simple['past']['p50_ms']:.0f} ms "
           f"historical; this store is {ratio_now:.0f}× / {ratio_past:.0f}× faster on the same queries.\n")
-    save("search_speed", payload, md)
+    save("search_speed" if args.embedder == "hash" else f"search_speed_{args.embedder}", payload, md)
 
 
 if __name__ == "__main__":
