@@ -6,10 +6,8 @@ import hashlib
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import httpx2
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from mcp_helpers import listening
 from vaultsync.hardened.manifest import DEFAULT_SECRET_ENV
 
 SCRUBBED = (*DEFAULT_SECRET_ENV, "VAULTSYNC_PARENT_BASENAME", "VAULTSYNC_DB")
@@ -66,17 +65,7 @@ def start_hardened_http(vault: Path, manifest: Path, port: int) -> subprocess.Po
     proc = subprocess.Popen([sys.executable, "-m", "vaultsync", "serve", str(vault), "--manifest", str(manifest)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=clean_env())
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError("the hardened HTTP server did not start within 30 s")
+    return listening(proc, port, "the hardened HTTP server")
 
 
 def authed(url: str, token: str) -> Any:

@@ -69,6 +69,11 @@ def start_http(db: Path, vault: Path, port: int, *extra: str, host: str = "127.0
         [sys.executable, "-m", "vaultsync", "--db", str(db), "serve", str(vault), "--http", f"{host}:{port}", *extra],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
+    return listening(proc, port)
+
+
+def listening(proc: subprocess.Popen[str], port: int, what: str = "the HTTP server") -> subprocess.Popen[str]:
+    """``proc`` once it accepts connections on 127.0.0.1:``port`` (AssertionError with its stderr if it exits)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -79,7 +84,7 @@ def start_http(db: Path, vault: Path, port: int, *extra: str, host: str = "127.0
         except OSError:
             time.sleep(0.1)
     proc.kill()
-    raise AssertionError("the HTTP server did not start within 30 s")
+    raise AssertionError(f"{what} did not start within 30 s")
 
 
 def stop(proc: subprocess.Popen[str]) -> str:
