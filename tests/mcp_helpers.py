@@ -72,9 +72,10 @@ def start_http(db: Path, vault: Path, port: int, *extra: str, host: str = "127.0
     return listening(proc, port)
 
 
-def listening(proc: subprocess.Popen[str], port: int, what: str = "the HTTP server") -> subprocess.Popen[str]:
+def listening(proc: subprocess.Popen[str], port: int, what: str = "the HTTP server",
+              timeout: float = 30) -> subprocess.Popen[str]:
     """``proc`` once it accepts connections on 127.0.0.1:``port`` (AssertionError with its stderr if it exits)."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"server exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
@@ -84,7 +85,7 @@ def listening(proc: subprocess.Popen[str], port: int, what: str = "the HTTP serv
         except OSError:
             time.sleep(0.1)
     proc.kill()
-    raise AssertionError(f"{what} did not start within 30 s")
+    raise AssertionError(f"{what} did not start within {timeout:g} s")
 
 
 def stop(proc: subprocess.Popen[str]) -> str:

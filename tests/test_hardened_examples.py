@@ -10,16 +10,15 @@ import getpass
 import hashlib
 import re
 import shlex
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from mcp_helpers import listening
+from watch_helpers import systemd_verify
 from vaultsync.hardened.manifest import HttpSettings, Manifest, RoleFilter, TokenRule, load_manifest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -151,12 +150,7 @@ def test_the_hardened_unit_starts_a_working_server(tmp_path: Path) -> None:
     user = getpass.getuser()
     unit = UNIT.read_text(encoding="utf-8").replace("/home/YOU", str(home)).replace("User=YOU", f"User={user}")
     unit = unit.replace("/etc/vaultsync/manifest.toml", str(manifest))
-    if shutil.which("systemd-analyze"):
-        copy = tmp_path / "vaultsync-hardened.service"
-        copy.write_text(unit, encoding="utf-8")
-        checked = subprocess.run(["systemd-analyze", "verify", str(copy)], capture_output=True, text=True)
-        if "Failed to initialize manager" not in checked.stderr:
-            assert checked.returncode == 0 and not checked.stderr.strip(), checked.stderr
+    systemd_verify(unit, tmp_path / "vaultsync-hardened.service")
     service = unit_directives(unit)["Service"]
     env = dict(value.split("=", 1) for key, value in service if key == "Environment")
     env.update(HOME=str(home), USER=user, LOGNAME=user, SHELL="/bin/sh")  # what User= sets
@@ -167,7 +161,7 @@ def test_the_hardened_unit_starts_a_working_server(tmp_path: Path) -> None:
         assert proc.stderr is not None
         line = proc.stderr.readline()
         assert f"(hardened) at http://127.0.0.1:{port}/mcp" in line, line + proc.stderr.read()
-        accepting(proc, port)  # the line comes just before uvicorn binds
+        listening(proc, port, "the hardened server", timeout=60)  # the line comes just before uvicorn binds
         hits = anyio.run(search, f"http://127.0.0.1:{port}/mcp")
         assert hits == ["Atlas.md"]
         proc.send_signal(signal.SIGTERM)  # systemctl stop
@@ -178,18 +172,6 @@ def test_the_hardened_unit_starts_a_working_server(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-
-
-def accepting(proc: subprocess.Popen[str], port: int) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError("the hardened server did not accept connections within 60 s")
 
 
 async def search(url: str) -> list[str]:

@@ -6,12 +6,11 @@ import plistlib
 import shlex
 import shutil
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from watch_helpers import WatchProcess, no_thread_leaks  # noqa: F401  (autouse fixture)
+from watch_helpers import WatchProcess, no_thread_leaks, systemd_verify  # noqa: F401  (autouse fixture)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 INSTALLED = Path(sys.executable).parent / "vaultsync"
@@ -47,12 +46,7 @@ def test_systemd_user_unit(tmp_path: Path, vault_dir: Path, db_path: Path, cli) 
     unit = (EXAMPLES / "vaultsync-watch.service").read_text(encoding="utf-8")
     home = home_with_vault(tmp_path, vault_dir, Path(".local/bin/vaultsync"))
     resolved = unit.replace("%h", str(home))
-    if shutil.which("systemd-analyze"):
-        copy = tmp_path / "vaultsync-watch.service"
-        copy.write_text(resolved, encoding="utf-8")
-        checked = subprocess.run(["systemd-analyze", "verify", str(copy)], capture_output=True, text=True)
-        if "Failed to initialize manager" not in checked.stderr:
-            assert checked.returncode == 0 and not checked.stderr.strip(), checked.stderr
+    systemd_verify(resolved, tmp_path / "vaultsync-watch.service")
     exec_start = next(line for line in resolved.splitlines() if line.startswith("ExecStart="))
     command = shlex.split(exec_start.removeprefix("ExecStart="))
     assert command[1:] == ["watch", str(home / "notes"), "--wait"]

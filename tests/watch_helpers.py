@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -131,3 +132,13 @@ class WatchProcess:
             if self.proc.stderr is not None:
                 self.proc.stderr.close()
         return code
+
+
+def systemd_verify(unit_text: str, path: Path) -> None:
+    """Write ``unit_text`` to ``path`` and, where systemd-analyze exists and can run, check it verifies clean."""
+    if not shutil.which("systemd-analyze"):
+        return
+    path.write_text(unit_text, encoding="utf-8")
+    checked = subprocess.run(["systemd-analyze", "verify", str(path)], capture_output=True, text=True)
+    if "Failed to initialize manager" not in checked.stderr:
+        assert checked.returncode == 0 and not checked.stderr.strip(), checked.stderr

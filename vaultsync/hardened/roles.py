@@ -37,6 +37,7 @@ from mcp.types import INTERNAL_ERROR, METHOD_NOT_FOUND
 from ..errors import ConfigError, VaultsyncError
 from ..times import now_micros
 from .audit import AuditLog
+from .keystore import Keystore
 from .manifest import Manifest, RoleFilter
 
 logger = logging.getLogger(__name__)
@@ -221,18 +222,12 @@ class Guard:
         return {**result, "tools": shown}
 
 
-def guard(manifest: Manifest | None, sequential: Iterable[str] = ()) -> list[Guard]:
+def guard(manifest: Manifest | None, keystore: Keystore | None = None, sequential: Iterable[str] = ()) -> list[Guard]:
     """The middleware the manifest asks for: none without ``[role_filter]``, ``audit_log_path`` and an
-    ``allowed_tools`` that leaves ``read_note`` out."""
+    ``allowed_tools`` that leaves ``read_note`` out. ``keystore``: the manifest's, loaded once by the
+    caller, signs the audit records."""
     if manifest is None or (manifest.role_filter is None and manifest.audit_log_path is None
                             and (manifest.allowed_tools is None or READS in manifest.allowed_tools)):
         return []
-    audit = None
-    if manifest.audit_log_path is not None:
-        keystore = None
-        if manifest.keystore_path is not None:
-            from .keystore import load_keystore
-
-            keystore = load_keystore(manifest.keystore_path)
-        audit = AuditLog(manifest.audit_log_path, manifest.db_path, keystore)
+    audit = AuditLog(manifest.audit_log_path, manifest.db_path, keystore) if manifest.audit_log_path else None
     return [Guard(manifest, audit, sequential)]

@@ -90,7 +90,7 @@ def build_server(
         tools=tools.tools,
         subscriptions=rt.notifier.bus,
         cache_hints={"tools/list": CacheHint(ttl_ms=60_000, scope="private")},
-        middleware=guard(manifest, sequential=writes),  # role filter and audit log: none without a manifest asking for them
+        middleware=guard(manifest, keystore, sequential=writes),  # role filter and audit log: none without a manifest asking for them
     )
     register_resources(mcp, rt, page_size=page_size)
     mcp.runtime = rt  # type: ignore[attr-defined]  # for transports and tests
