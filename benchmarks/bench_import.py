@@ -57,13 +57,13 @@ import json, sys, time
 from pathlib import Path
 from vaultsync.folder import scan
 from vaultsync.store import Store
-from vaultsync.sync import Plan, record
+from vaultsync.sync import Plan, write_plan
 started = time.perf_counter()
 root, store = Path(sys.argv[1]), Store(sys.argv[2], search=False)  # the revision tables alone, unlike Vault
 vault_id = store.ensure_vault(root.name, root)
 found, errors = scan(root)
 plan = Plan(found, store.live_state(vault_id), store.file_states(vault_id), full=True, errors=errors)
-summary = record(store, vault_id, root.name, plan)  # parsed in line, as before parse workers existed
+summary = write_plan(store, vault_id, root.name, plan)  # parsed in line, as before parse workers existed
 store.close()
 print(json.dumps({"seconds": time.perf_counter() - started, "added": summary.added}))
 """

@@ -28,7 +28,7 @@ def size(db: Path) -> int:
 
 def dbstat(db: Path) -> dict[str, int]:
     with Vault.open(db, readonly=True) as vault:
-        rows = vault.store.db.query("SELECT name, sum(pgsize) FROM dbstat GROUP BY name")
+        rows = vault._store.db.query("SELECT name, sum(pgsize) FROM dbstat GROUP BY name")
     search = sum(b for n, b in rows if n.startswith("search_") or n.startswith("sqlite_autoindex_search"))
     return {"search_index_bytes": search, "core_bytes": sum(b for _, b in rows) - search}
 
@@ -64,14 +64,14 @@ def import_once(db: Path, root: Path, *, indexed: bool, history: bool) -> float:
     started = time.perf_counter()
     with Vault.open(db, root=root, name="hub") as vault:
         if not indexed:
-            vault.store.indexers.clear()
+            vault._store.indexers.clear()
         if history:
             vault.import_git()
         else:
             vault.sync(known_at="2026-06-01")
     elapsed = time.perf_counter() - started
     with Vault.open(db, name="hub") as vault:  # checkpoint the WAL so the file size is the database
-        vault.store.db.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        vault._store.db.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return elapsed
 
 

@@ -109,7 +109,7 @@ def main() -> None:
     differs = {s: 0 for s in systems}
     total = 0
     with Vault.open(db, readonly=True) as vault:
-        con = vault.store.db.con
+        con = vault._store.db.con
         rows = Rows(con, vault.id)
         batches = con.execute("SELECT id, known_at FROM batches WHERE vault_id = ? ORDER BY id", (vault.id,)).fetchall()
         max_doc = con.execute("SELECT max(id) FROM search_docs").fetchone()[0]

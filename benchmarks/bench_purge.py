@@ -81,7 +81,7 @@ def main() -> None:
 
     with Vault.open(target) as vault:
         stats = vault.stats()
-        before = vault.store.size()
+        before = vault._store.size()
         started = time.perf_counter()
         result = vault.purge(texts=[secret], also_current=True)
         wall = time.perf_counter() - started

@@ -26,7 +26,7 @@ from common import CORPORA, clone, machine, save, summary_ms, timed
 from vaultsync.gitimport import GitHistory
 from vaultsync.store.search.embedding import query_embedder
 from vaultsync.store.search.snapshot import export_rows, take
-from vaultsync.sync import Plan, record
+from vaultsync.sync import Plan, write_plan
 from vaultsync.text import TOKENIZE, parse_query
 from vaultsync.vault import Vault
 
@@ -55,7 +55,7 @@ def build(work: Path, embedder: str = "hash") -> Path:
             observed = history.tree(sha) if parent is None else history.changes(parent, sha)
             observed = {f"{name}/{path}": obs for path, obs in observed.items()}
             last = max(last, when)
-            record(vault.store, vault.id, vault.name, Plan(observed, vault.store.live_state(vault.id), {}),
+            write_plan(vault._store, vault.id, vault.name, Plan(observed, vault._store.live_state(vault.id), {}),
                    known_at=last, source="git", detail=sha)
             if n % 200 == 0:
                 print(f"{n}/{len(steps)} commits, {time.perf_counter() - started:.0f} s, CPU {time.process_time():.0f} s, "
@@ -63,7 +63,7 @@ def build(work: Path, embedder: str = "hash") -> Path:
         head = steps[-1][0] if steps[-1][1] == "hub" else max(s[0] for s in steps if s[1] == "hub")
         hub_head = [s for s in steps if s[1] == "hub"][-1][3]
         observed = {f"hub-copy/{p}": o for p, o in histories["hub"].tree(hub_head).items()}
-        record(vault.store, vault.id, vault.name, Plan(observed, vault.store.live_state(vault.id), {}),
+        write_plan(vault._store, vault.id, vault.name, Plan(observed, vault._store.live_state(vault.id), {}),
                known_at=max(last, head) + 1_000_000, source="git", detail="hub-copy")
     for history in histories.values():
         history.close()
@@ -97,7 +97,7 @@ def main() -> None:
     rng = random.Random(args.seed)
     hub_queries = [json.loads(line)["query"] for line in (CORPORA / "retrieval-hub.jsonl").read_text().splitlines()]
     with Vault.open(db, readonly=True) as vault:
-        con = vault.store.db.con
+        con = vault._store.db.con
         stats = vault.stats()
         visible = con.execute("SELECT count(*), count(DISTINCT doc_id) FROM search_rows WHERE died IS NULL").fetchone()
         times = [r[0] for r in con.execute("SELECT known_at FROM batches WHERE vault_id = ? ORDER BY id", (vault.id,))]

@@ -73,7 +73,7 @@ def test_identical_content_is_stored_once(db_path: Path, vault_dir: Path) -> Non
     (vault_dir / "Copy of Inbox.md").write_text(text, encoding="utf-8")
     with open_vault(db_path, vault_dir) as vault:
         vault.sync(known_at=T1)
-        con = vault.store.db.con
+        con = vault._store.db.con
         chunks = con.execute("SELECT count(*), count(DISTINCT text_id) FROM chunks").fetchone()
         assert chunks[0] > chunks[1]
 
@@ -154,7 +154,7 @@ def test_append_only_tables_refuse_rewrites(db_path: Path, vault_dir: Path) -> N
         vault.sync(known_at=T1)
         (vault_dir / "Inbox.md").write_text("changed\n", encoding="utf-8")
         vault.sync(known_at=T2)
-        con = vault.store.db.con
+        con = vault._store.db.con
         for sql in ["UPDATE notes SET path = 'x'", "DELETE FROM chunks", "UPDATE texts SET body = x''",
                     "DELETE FROM batches", "UPDATE note_ends SET batch_id = 0"]:
             with pytest.raises(apsw.ConstraintError, match="append-only"):
@@ -165,7 +165,7 @@ def test_append_only_tables_refuse_rewrites(db_path: Path, vault_dir: Path) -> N
 def test_check_finds_tampering(db_path: Path, vault_dir: Path) -> None:
     with open_vault(db_path, vault_dir) as vault:
         vault.sync(known_at=T1)
-        con = vault.store.db.con
+        con = vault._store.db.con
         con.execute("DROP TRIGGER texts_no_update")
         con.execute("UPDATE texts SET body = zeroblob(3) WHERE id = 1")
         problems = vault.check()
@@ -175,10 +175,10 @@ def test_check_finds_tampering(db_path: Path, vault_dir: Path) -> None:
 
 def test_second_writer_is_refused(db_path: Path, vault_dir: Path) -> None:
     with open_vault(db_path, vault_dir) as first, open_vault(db_path, vault_dir) as second:
-        first.lock.acquire(command="vaultsync watch test")
+        first.acquire_lock(command="vaultsync watch test")
         with pytest.raises(LockedError, match="vaultsync watch test"):
             second.sync()
-        first.lock.release()
+        first.release_lock()
         assert second.sync(known_at=T1).added == 2
 
 
@@ -225,7 +225,7 @@ def test_links_are_stored_per_chunk_and_read_back_exactly(db_path: Path, vault_d
         vault.sync(known_at=T2)
         assert vault.read("Linked.md").revision.links == [link_dict(x) for x in parse_note(shifted, "Linked.md").links]
         assert vault.read("Linked.md", as_of=T1).revision.links == expected
-        blobs = vault.store.db.con.execute(
+        blobs = vault._store.db.con.execute(
             "SELECT count(DISTINCT c.links_id) FROM chunks c JOIN notes n ON n.id = c.note_id WHERE n.path = 'Linked.md'"
         ).fetchone()[0]
         assert blobs == 4  # three chunks' link lists, plus the first chunk's again after its edit
@@ -240,7 +240,7 @@ def test_texts_compress_with_a_dictionary_trained_on_the_vault(db_path: Path, va
             encoding="utf-8")
     with open_vault(db_path, vault_dir) as vault:
         vault.sync(known_at=T1)
-        con = vault.store.db.con
+        con = vault._store.db.con
         assert con.execute("SELECT count(*) FROM dictionaries").fetchone()[0] == 1
         bodies = [r[0] for r in con.execute("SELECT body FROM texts")]
         assert all(b[:1] == b"\x01" for b in bodies)

@@ -97,7 +97,7 @@ async def test_resources_paginated(reader: Vault, history: dict, mode: str) -> N
 @pytest.mark.anyio
 async def test_server_from_config_opens_read_only(history: dict) -> None:
     server = build_server(ServeConfig(db=history["db"], root=history["root"]))
-    assert server.runtime.reader.store.readonly and server.runtime.writer is None
+    assert server.runtime.reader.readonly and server.runtime.writer is None
     async with Client(server) as c:
         assert sc(await c.call_tool("vault_status", {}))["writes_enabled"] is False
         await check_tool_listing(c, writes=False)
@@ -215,7 +215,7 @@ HOLD_LOCK = """
 import sys
 from vaultsync import Vault
 vault = Vault.open(sys.argv[1], root=sys.argv[2])
-vault.lock.acquire("vaultsync import (a test holding the lock)")
+vault.acquire_lock("vaultsync import (a test holding the lock)")
 print("holding", flush=True)
 sys.stdin.read()
 """

@@ -22,7 +22,7 @@ TABLES = {
 def snapshot(db: Path, root: Path, workers: int = 0) -> dict[str, list[tuple]]:
     with Vault.open(db, root=root, parse_workers=workers) as vault:
         vault.sync(known_at="2024-01-01")
-        con = vault.store.db.con
+        con = vault._store.db.con
         return {name: con.execute(sql).fetchall() for name, sql in TABLES.items()}
 
 

@@ -123,17 +123,17 @@ def test_an_unreadable_note_is_not_deleted() -> None:
 
 def test_strict_refuses_a_plan_with_refusals_before_anything_is_written(tmp_path) -> None:
     from vaultsync.store import Store
-    from vaultsync.sync import record
+    from vaultsync.sync import write_plan
 
     store = Store(tmp_path / "db.sqlite", search=False)
     try:
         vault_id = store.ensure_vault("v", tmp_path)
         plan = Plan({"a.md": Present(size=3, data=b"\xff\xfe!"), "b.md": blob("# B\n")}, {}, {}, now_ns=NOW)
         with pytest.raises(ParseError, match="strict.*a.md"):
-            record(store, vault_id, "v", plan, known_at=1, strict=True)
+            write_plan(store, vault_id, "v", plan, known_at=1, strict=True)
         assert store.last_batch(vault_id) is None and store.live_state(vault_id) == {}
         plan = Plan({"a.md": Present(size=3, data=b"\xff\xfe!"), "b.md": blob("# B\n")}, {}, {}, now_ns=NOW)
-        summary = record(store, vault_id, "v", plan, known_at=1)
+        summary = write_plan(store, vault_id, "v", plan, known_at=1)
         assert summary.added == 1 and [e.path for e in summary.errors] == ["a.md"]
         assert set(store.live_state(vault_id)) == {"b.md"}
     finally:

@@ -24,7 +24,7 @@ from vaultsync.vault import Vault
 def observe(db: Path, history: History, k: int) -> tuple:
     """What a reader sees at batch ``k`` in one read transaction: two planted notes, the listing, a search."""
     with Vault.open(db, name="vault", readonly=True) as vault:
-        with vault.store.view(vault.id, vault.name, as_of=as_micros(history.times[k])) as view:
+        with vault._store.view(vault.id, vault.name, as_of=as_micros(history.times[k])) as view:
             return (view.content(view.revision(history.planted["ascii"])),
                     view.content(view.revision(history.planted["cjk"])),
                     tuple(r.path for r in view.ls()),
@@ -143,18 +143,18 @@ def test_refusals_name_the_problem(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match="in the future"):
             vault.purge(before="2999-01-01")
         with pytest.raises(ConfigError, match="exactly one"):
-            vault.store.purge(vault.id, note="a.md", before=1)
+            vault._store.purge(vault.id, note="a.md", before=1)
         assert vault.purge(texts=["key: hunter2"], also_current=True)["revisions_changed"] == 1
         assert vault.read("a.md").content == "# A\n\n[purged]-secret\n"
         other = Vault.open(tmp_path / "db", root=root)
         try:
-            vault.lock.acquire()
+            vault.acquire_lock()
             with pytest.raises(LockedError):
                 other.purge(texts=["something"], also_current=True)
         finally:
-            vault.lock.release()
+            vault.release_lock()
             other.close()
-        lock_text = vault.lock.path.read_text()
+        lock_text = vault._lock.path.read_text()
     assert "hunter2" not in lock_text
 
 
@@ -188,11 +188,11 @@ def test_a_dictionary_holding_the_text_is_trained_again(tmp_path: Path) -> None:
         for rel in notes:
             (root / rel).write_text(notes[rel].replace("DICTSECRET-77aa", "nothing"), encoding="utf-8")
         vault.sync(known_at="2024-01-02")
-        held = vault.store.db.query("SELECT body FROM dictionaries")
+        held = vault._store.db.query("SELECT body FROM dictionaries")
         assert held and b"DICTSECRET-77aa" in held[0][0]
         result = vault.purge(texts=["DICTSECRET-77aa"])
         assert result["dictionary_retrained"] and result["revisions_changed"] == 120
-        held = vault.store.db.query("SELECT body FROM dictionaries")
+        held = vault._store.db.query("SELECT body FROM dictionaries")
         assert held and b"DICTSECRET-77aa" not in held[0][0]
         assert vault.read("n005.md", as_of="2024-01-01").content == notes["n005.md"].replace("DICTSECRET-77aa",
                                                                                                "[purged]")

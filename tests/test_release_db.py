@@ -51,7 +51,7 @@ def test_opening_for_writing_migrates_once_and_keeps_reading(release_db: Path) -
     from vaultsync.store.schema import MIGRATIONS
 
     with Vault.open(release_db, name="notes") as vault:
-        assert vault.store.db.one("PRAGMA user_version")[0] == len(MIGRATIONS)
+        assert vault._store.db.one("PRAGMA user_version")[0] == len(MIGRATIONS)
         before = vault.search("ferry timetable", mode="keyword")["hits"]
     with Vault.open(release_db, name="notes", readonly=True) as vault:
         assert vault.search("ferry timetable", mode="keyword")["hits"] == before and vault.check() == []

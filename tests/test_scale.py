@@ -107,7 +107,7 @@ def vm_steps(vault: Vault, paths: list[str]) -> tuple[int, int]:
         steps[0] += 1
         return False  # never interrupt
 
-    con = vault.store.db.con
+    con = vault._store.db.con
     con.set_progress_handler(count, 1)
     try:
         summary = vault.sync(paths)
@@ -154,7 +154,7 @@ def test_narrow_live_state_queries_agree_with_the_whole_state(tmp_path: Path) ->
         vault.sync()
         (root / "a/b/c.md").unlink()
         vault.sync()
-        store, whole = vault.store, vault.store.live_state(vault.id)
+        store, whole = vault._store, vault._store.live_state(vault.id)
         assert set(whole) == set(names) - {"a/b/c.md"}
         asked = ["a/b.md", "a/b/c.md", "missing.md", "é/ü.md"]
         assert store.live_state(vault.id, asked) == {p: whole[p] for p in asked if p in whole}

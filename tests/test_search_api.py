@@ -19,7 +19,7 @@ from vaultsync.store.search.keyword import Scored
 from vaultsync.text import parse_query
 from vaultsync.store import Store
 from vaultsync.folder import scan
-from vaultsync.sync import Plan, record
+from vaultsync.sync import Plan, write_plan
 from vaultsync.vault import Vault
 
 NOTES = {
@@ -179,7 +179,7 @@ def test_database_from_before_search_is_reindexed(tmp_path: Path) -> None:
     store = Store(db, search=False)  # the core alone: no search indexer registered
     vault_id = store.ensure_vault("vault", root)
     observed, _ = scan(root)
-    record(store, vault_id, "vault", Plan(observed, store.live_state(vault_id), {}, full=True), known_at=1)
+    write_plan(store, vault_id, "vault", Plan(observed, store.live_state(vault_id), {}, full=True), known_at=1)
     store.close()
     with Vault.open(db, readonly=True) as vault:
         with pytest.raises(StoreError, match="reindex"):

@@ -55,7 +55,7 @@ def test_edit_new_and_deleted_notes_become_readable(vault: Vault, vault_dir: Pat
         wait_until(lambda: paths(vault) == ["Ideas.md", "Inbox.md"], what="the new and deleted notes")
         assert any("Inbox.md" in s.paths for s in seen[1:]), "on_batch is told which paths each batch wrote"
         assert watcher.status()["batches"] == len(seen)
-    assert not watcher.running and not vault.lock.held
+    assert not watcher.running and not vault.lock_held
     assert [r.kind for r in vault.history("Inbox.md")] == ["created", "modified"]
 
 
@@ -211,7 +211,7 @@ def test_second_writer_is_refused_while_watching(vault: Vault, db_path: Path, va
 
 def test_failed_batch_keeps_paths_dirty_and_retries(vault: Vault, vault_dir: Path, db_path: Path) -> None:
     with Watcher(vault, **FAST) as watcher:
-        vault.store.db.con.set_busy_timeout(50)
+        vault._store.db.con.set_busy_timeout(50)
         blocker = apsw.Connection(str(db_path))
         blocker.execute("BEGIN IMMEDIATE")  # another connection holds SQLite's write lock
         try:

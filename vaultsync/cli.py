@@ -305,7 +305,7 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
     restore = stop_on_signals(stop)
     try:
         if wait and not vault.hold_lock():
-            click.echo(f"vaultsync: vault '{vault.name}' is being watched by {vault.lock.holder() or 'another process'}; "
+            click.echo(f"vaultsync: vault '{vault.name}' is being watched by {vault.lock_holder() or 'another process'}; "
                        "waiting to take over when it stops", err=True)
             while not vault.hold_lock():
                 if stop.wait(1.0):

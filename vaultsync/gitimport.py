@@ -1,4 +1,8 @@
-"""Backfill a vault's history from git: first-parent commits, oldest first, one batch each."""
+"""Backfill a vault's history from git: first-parent commits, oldest first, one batch each.
+
+This module reads git (the commits to import and what each changed, as observations); ``Vault.import_git``
+writes them through the same plan → batch path as every other sync.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +11,13 @@ import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import ConfigError
 from .folder import Absent, Observed, Present
 from .paths import is_note_path, nfc
-from .sync import BatchSummary, Plan, record
+from .sync import BatchSummary
 from .times import format_time
-
-if TYPE_CHECKING:
-    from .vault import Vault
 
 GIT_HISTORY_NOT_REWRITTEN = (
     "vaultsync does not rewrite the vault's own git history, which still holds what was purged here; "
@@ -115,6 +115,10 @@ class GitHistory:
             out[rel] = Present(size=len(data), data=data)
         return out
 
+    def observed(self, parent: str | None, commit: Commit, *, whole: bool) -> dict[str, Observed]:
+        """What ``commit`` holds (``whole``: its whole tree) or changed since ``parent``, as observations."""
+        return self.tree(commit.sha) if whole else self.changes(parent, commit.sha)
+
     def blob(self, sha: str) -> bytes:
         if self._cat is None:
             self._cat = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self.top,
@@ -163,44 +167,14 @@ class GitImport:
                 "lifted": self.lifted}
 
 
-def backfill(vault: Vault, *, strict: bool = False, progress: OnCommit | None = None) -> GitImport:
-    """Replay the commits of ``vault``'s repository not imported yet, one batch each, at commit time.
-
-    The caller holds the vault's writer lock. A commit older than the vault's last batch is
-    recorded at that batch's time (``lifted``); a vault whose batches came from the folder and
-    are later than the first commit to import is refused.
-    """
-    store, vault_id = vault.store, vault.id
-    history = GitHistory(vault.root)
-    result = GitImport(BatchSummary(vault=vault.name))
-    try:
-        imported = store.git_commits(vault_id)
-        todo = list(pending(history, imported))
-        result.skipped = len(imported)
-        last = store.last_batch(vault_id)
-        if todo and last is not None and last[1] != "git" and todo[0][1].committed_at < last[0]:
-            raise ConfigError(
-                f"this vault already has batches up to {format_time(last[0])}, later than the first commit "
-                f"to import ({format_time(todo[0][1].committed_at)}); import the git history into a new "
-                "vault name or database"
-            )
-        for index, (parent, commit) in enumerate(todo, start=1):
-            first = index == 1
-            observed = history.tree(commit.sha) if first else history.changes(parent, commit.sha)
-            when = commit.committed_at
-            last_at = vault.last_known_at
-            if last_at is not None and when < last_at:
-                when, result.lifted = last_at, result.lifted + 1
-            live = store.live_state(vault_id, None if first else list(observed))
-            summary = record(
-                store, vault_id, vault.name, Plan(observed, live, {}, full=first), known_at=when, source="git",
-                detail=commit.sha, strict=strict, workers=vault.parse_workers,
-                on_write=lambda w, c=commit: w.record_git_commit(c.sha, c.committed_at),
-            )
-            result.summary.merge(summary)
-            result.commits += 1
-            if progress:
-                progress(index, len(todo), commit)
-    finally:
-        history.close()
-    return result
+def to_import(history: GitHistory, imported: set[str], last: tuple[int, str] | None) -> list[tuple[str | None, Commit]]:
+    """The (parent, commit) pairs to import, oldest first; ConfigError when the vault's batches came from
+    the folder (``last``: its last batch's known_at and source) and are later than the first of them."""
+    todo = list(pending(history, imported))
+    if todo and last is not None and last[1] != "git" and todo[0][1].committed_at < last[0]:
+        raise ConfigError(
+            f"this vault already has batches up to {format_time(last[0])}, later than the first commit "
+            f"to import ({format_time(todo[0][1].committed_at)}); import the git history into a new "
+            "vault name or database"
+        )
+    return todo

@@ -2,7 +2,7 @@
 
 ``Plan`` is pure: it decides from observations (``folder``) and the store's live state alone
 what is added, modified, renamed, deleted, unchanged or refused, and unit tests build and
-inspect it without a database. ``record`` carries a plan out through ``Store.batch``: notes
+inspect it without a database. ``write_plan`` carries a plan out through ``Store.batch``: notes
 are read, parsed and written one at a time (in worker processes for a large batch), so memory
 does not grow with the batch, and the whole batch is still one transaction.
 """
@@ -244,7 +244,7 @@ class LiveIndex:
 # ---------------------------------------------------------------- carrying a plan out
 
 
-def record(
+def write_plan(
     store: Store,
     vault_id: int,
     vault_name: str,

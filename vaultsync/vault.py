@@ -6,7 +6,7 @@ import contextlib
 import difflib
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,12 +20,12 @@ from .parsers import split_lines
 from .paths import nfc, note_path
 from .store import BatchNews, Revision, Store, View
 from .store.purge import check_strings as purge_strings_checked
-from .sync import BatchSummary, LiveIndex, Plan, Progress, record
+from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitHistory, GitImport, OnCommit, in_git, to_import
+from .sync import BatchSummary, LiveIndex, Plan, Progress, write_plan
 from .times import TimeLike, as_micros, format_time, now_micros
 
 if TYPE_CHECKING:
-    from . import gitimport
-    from .gitimport import GitImport
+    from .store import BatchWriter, PurgeRecord
 
 
 @dataclass(slots=True)
@@ -54,6 +54,18 @@ class Note:
         }
 
 
+@dataclass(slots=True)
+class RevisionFacts:
+    """What the store holds about one revision id, read in one transaction (for checking a receipt)."""
+
+    revision: Revision | None
+    """The revision with that id (None: the store holds none)."""
+    content: str | None
+    """Its exact text (None when there is no revision or it is a deletion)."""
+    purges: list[PurgeRecord]
+    """Every purge of the vault, oldest first."""
+
+
 class Vault:
     """A vault's history in a store: sync it, read it as of any time.
 
@@ -62,13 +74,15 @@ class Vault:
     guarded by ``if __name__ == "__main__"`` should opt in (the CLI does).
     """
 
-    def __init__(self, store: Store, name: str, vault_id: int, root: Path, *, parse_workers: int = 0) -> None:
-        self.store = store
+    def __init__(self, store: Store, name: str, vault_id: int, root: Path, *, parse_workers: int = 0,
+                 lock_command: str | None = None) -> None:
+        self._store = store
         self.name = name
         self.id = vault_id
         self.root = root
         self.parse_workers = parse_workers
-        self.lock = store.writer_lock(name)
+        self._lock = store.writer_lock(name)
+        self._lock.command = lock_command
         self._sync_lock = threading.RLock()
 
     # ------------------------------------------------------------ opening
@@ -83,11 +97,13 @@ class Vault:
         readonly: bool = False,
         parse_workers: int = 0,
         embedder: str | None = None,
+        lock_command: str | None = None,
     ) -> Vault:
         """Open a vault for writing (``root`` given: registered if new) or for reading (by ``name``).
 
         ``embedder`` (for writing) names the embedder of a new database's vectors; a database whose
-        vectors another embedder made is refused (``reembed`` switches).
+        vectors another embedder made is refused (``reembed`` switches). ``lock_command`` is how the
+        writer lock names its holder (default: this process's arguments).
         """
         db = Path(db_path) if db_path is not None else default_db_path()
         vault_root: Path | None = None
@@ -112,7 +128,8 @@ class Vault:
                     vault_id = found.id
                 else:
                     vault_id = store.ensure_vault(vault_name, vault_root)
-                return cls(store, vault_name, vault_id, vault_root, parse_workers=parse_workers)
+                return cls(store, vault_name, vault_id, vault_root, parse_workers=parse_workers,
+                           lock_command=lock_command)
             names = [v.name for v in store.vaults()]
             if name is None:
                 if len(names) != 1:
@@ -125,11 +142,12 @@ class Vault:
         except BaseException:
             store.close()
             raise
-        return cls(store, name, record_.id, Path(record_.root), parse_workers=parse_workers)
+        return cls(store, name, record_.id, Path(record_.root), parse_workers=parse_workers,
+                   lock_command=lock_command)
 
     def close(self) -> None:
-        self.lock.release()
-        self.store.close()
+        self._lock.release()
+        self._store.close()
 
     def __enter__(self) -> Vault:
         return self
@@ -140,26 +158,44 @@ class Vault:
     @property
     def last_known_at(self) -> int | None:
         """When the store last learned something about this vault (None before the first batch)."""
-        last = self.store.last_batch(self.id)
+        last = self._store.last_batch(self.id)
         return None if last is None else last[0]
 
     @property
     def last_batch_id(self) -> int:
         """The id of the vault's last batch (0 before the first); it grows with every batch."""
-        return self.store.last_batch_id(self.id)
+        return self._store.last_batch_id(self.id)
 
     def batches_after(self, batch_id: int, *, limit: int = 1000) -> list[BatchNews]:
         """The batches written after ``batch_id`` (by any process), oldest first, with the paths each wrote."""
-        return self.store.batches_after(self.id, batch_id, limit=limit)
+        return self._store.batches_after(self.id, batch_id, limit=limit)
 
     def data_version(self) -> int:
         """Changes whenever another connection commits to the database: poll it to notice new batches cheaply."""
-        return self.store.data_version()
+        return self._store.data_version()
+
+    @property
+    def readonly(self) -> bool:
+        """Whether the vault was opened for reading only (no sync, writes, purge or upkeep)."""
+        return self._store.readonly
+
+    @property
+    def lock_held(self) -> bool:
+        """Whether this process holds the vault's writer lock."""
+        return self._lock.held
+
+    def lock_holder(self) -> str | None:
+        """Who holds the vault's writer lock, in one line (None when nobody does)."""
+        return self._lock.holder()
+
+    def lock_holder_info(self) -> dict[str, object] | None:
+        """The writer lock holder's facts (pid, command, started, watching), None when nobody holds it."""
+        return self._lock.holder_info()
 
     @property
     def generation(self) -> tuple[int | None, int]:
         """Changes whenever an answer about the past may have changed: a new batch, or a purge."""
-        return self.last_known_at, self.store.purge_count(self.id)
+        return self.last_known_at, self._store.purge_count(self.id)
 
     # ------------------------------------------------------------ writing
 
@@ -170,12 +206,17 @@ class Vault:
         borrowed; ``close()`` releases it.
         """
         with self._sync_lock:
-            return self.lock.try_acquire(command, watching=True)  # held for good: by a watcher
+            return self._lock.try_acquire(command, watching=True)  # held for good: by a watcher
+
+    def acquire_lock(self, command: str | None = None, *, watching: bool = False) -> None:
+        """Take the vault's writer lock now, or LockedError naming its holder (``release_lock`` gives it up)."""
+        with self._sync_lock:
+            self._lock.acquire(command, watching=watching)
 
     def release_lock(self) -> None:
         """Give up the writer lock taken with ``hold_lock`` (between batches of this process)."""
         with self._sync_lock:
-            self.lock.release()
+            self._lock.release()
 
     def sync(
         self,
@@ -195,38 +236,65 @@ class Vault:
         with self._writing():
             unchanged = 0
             if paths is None:  # a full scan: unchanged files are dropped as found, against a compact index
-                index = LiveIndex(self.store.live_index(self.id))
+                index = LiveIndex(self._store.live_index(self.id))
                 observed, errors = scan(self.root, keep=index.keep)
                 observed.update(index.unseen())
                 unchanged = index.unchanged
             else:  # only what the batch touches: its paths and the live notes below those that are folders
                 given = [rel for rel in map(dirty_rel, paths) if rel is not None]
-                observed, errors = observe_paths(self.root, given, self.store.live_under(self.id, given))
+                observed, errors = observe_paths(self.root, given, self._store.live_under(self.id, given))
             wanted = list(observed)
-            plan = Plan(observed, self.store.live_state(self.id, wanted), self.store.file_states(self.id, wanted),
+            plan = Plan(observed, self._store.live_state(self.id, wanted), self._store.file_states(self.id, wanted),
                         errors=errors, unchanged=unchanged)
-            return record(self.store, self.id, self.name, plan, known_at=when, source=source, strict=strict,
-                          workers=self.parse_workers, progress=progress)
+            return self._write_plan(plan, known_at=when, source=source, strict=strict, progress=progress)
 
-    def import_git(self, *, strict: bool = False, progress: gitimport.OnCommit | None = None) -> GitImport:
-        """Replay the first-parent git history of the vault's repository, one batch per commit."""
-        from . import gitimport
-
+    def import_git(self, *, strict: bool = False, progress: OnCommit | None = None) -> GitImport:
+        """Replay the first-parent git history of the vault's repository not imported yet, one batch per
+        commit at commit time (see ``gitimport``); a commit older than the vault's last batch is recorded
+        at that batch's time (``lifted``)."""
         with self._writing():
-            return gitimport.backfill(self, strict=strict, progress=progress)
+            history = GitHistory(self.root)
+            result = GitImport(BatchSummary(vault=self.name))
+            try:
+                imported = self._store.git_commits(self.id)
+                todo = to_import(history, imported, self._store.last_batch(self.id))
+                result.skipped = len(imported)
+                for index, (parent, commit) in enumerate(todo, start=1):
+                    first = index == 1
+                    observed = history.observed(parent, commit, whole=first)
+                    when, last_at = commit.committed_at, self.last_known_at
+                    if last_at is not None and when < last_at:
+                        when, result.lifted = last_at, result.lifted + 1
+                    live = self._store.live_state(self.id, None if first else list(observed))
+                    result.summary.merge(self._write_plan(
+                        Plan(observed, live, {}, full=first), known_at=when, source="git", detail=commit.sha,
+                        strict=strict, on_write=lambda w, c=commit: w.record_git_commit(c.sha, c.committed_at)))
+                    result.commits += 1
+                    if progress:
+                        progress(index, len(todo), commit)
+            finally:
+                history.close()
+            return result
+
+    def _write_plan(self, plan: Plan, *, known_at: int | None, source: str, detail: str | None = None,
+                    strict: bool = False, progress: Progress | None = None,
+                    on_write: Callable[[BatchWriter], None] | None = None) -> BatchSummary:
+        """The one plan → batch path (import, watch, writes, git backfill); the caller is ``_writing``."""
+        return write_plan(self._store, self.id, self.name, plan, known_at=known_at, source=source, detail=detail,
+                          strict=strict, workers=self.parse_workers, progress=progress, on_write=on_write)
 
     @contextlib.contextmanager
     def _writing(self, command: str | None = None) -> Iterator[None]:
         """Hold this process's batch lock and the vault's writer lock (re-entrant) while writing
         (``command``: how the lock names its holder, instead of this process's arguments)."""
         with self._sync_lock:  # one batch at a time in this process (watcher thread, write tools)
-            held = self.lock.held
-            self.lock.acquire(command)
+            held = self._lock.held
+            self._lock.acquire(command)
             try:
                 yield
             finally:
                 if not held:
-                    self.lock.release()
+                    self._lock.release()
 
     # ------------------------------------------------------------ reading
 
@@ -235,7 +303,7 @@ class Vault:
         return note_path(path)
 
     def _view(self, as_of: int | None = None, valid_at: int | None = None) -> Any:
-        return self.store.view(self.id, self.name, as_of=as_of, valid_at=valid_at)
+        return self._store.view(self.id, self.name, as_of=as_of, valid_at=valid_at)
 
     def _lookup(self, view: View, path: str) -> Revision | None:
         rel = note_path(path)
@@ -412,6 +480,18 @@ class Vault:
         with self._view(as_micros(as_of, "as_of"), as_micros(valid_at, "valid_at")) as view:
             return view.search(query, mode=mode, limit=limit, prefix=prefix, tags=tags, where=where)
 
+    def locate(self, keys: list[tuple[str, str, int]]) -> list[int | None]:
+        """The revision id of each (path, content hash, known_at), None for one the store does not hold."""
+        with self._view() as view:
+            return view.locate(keys)
+
+    def revision_facts(self, revision_id: int) -> RevisionFacts:
+        """The revision with id ``revision_id`` (any path, any time), its text, and the vault's purges."""
+        with self._view() as view:
+            rev = view.revision_by_id(revision_id)
+            content = view.content(rev) if rev is not None and not rev.deleted else None
+            return RevisionFacts(rev, content, view.purges())
+
     def export(self, as_of: TimeLike = None, valid_at: TimeLike = None) -> Iterator[dict[str, Any]]:
         """A header, then every chunk visible at ``as_of`` with the exact text the keyword index tokenizes."""
         when, at = as_micros(as_of, "as_of"), as_micros(valid_at, "valid_at")
@@ -420,16 +500,16 @@ class Vault:
 
     def reindex(self, *, full: bool = False) -> dict[str, Any]:
         """Bring the search index up to date (``full``: rebuild it from the revision tables)."""
-        if self.store.readonly:
+        if self._store.readonly:
             raise ConfigError("reindex needs the database opened for writing")
         with self._writing():
-            done = self.store.reindex(self.id, full=full)
+            done = self._store.reindex(self.id, full=full)
         return {"vault": self.name, "batches_indexed": done, "full": full}
 
     def reembed(self, embedder: str) -> dict[str, Any]:
         """Re-embed every chunk text with another embedder (the store never mixes embedders)."""
         with self._writing():
-            signature, count = self.store.reembed(embedder)
+            signature, count = self._store.reembed(embedder)
         return {"embedder": signature, "docs_embedded": count}
 
     # ------------------------------------------------------------ forgetting
@@ -459,10 +539,8 @@ class Vault:
             if rel is not None and not also_current and (self.root / rel).exists():
                 raise ConfigError(f"the note file {rel} is still in the vault; the next sync would store it "
                                   "again: delete it first, or purge it anyway", argument="also_current")
-            result = self.store.purge(self.id, strings=texts, note=rel, before=when).to_json()
+            result = self._store.purge(self.id, strings=texts, note=rel, before=when).to_json()
         result["vault"] = self.name
-        from .gitimport import GIT_HISTORY_NOT_REWRITTEN, in_git
-
         if in_git(self.root):
             result["git"] = GIT_HISTORY_NOT_REWRITTEN
         return result

@@ -75,11 +75,11 @@ class Watcher:
         """Lock the vault, start observing, write the catch-up batch, then run in the background."""
         if self._thread is not None:
             raise RuntimeError("this watcher is already running")
-        if self.vault.store.readonly:
+        if self.vault.readonly:
             raise ConfigError("the watcher needs a vault opened for writing (Vault.open(db, root=FOLDER))")
         self._debouncer = Debouncer(self.step_ms / 1000, self.debounce_ms / 1000)
-        self._own_lock = not self.vault.lock.held
-        self.vault.lock.acquire(watching=True)
+        self._own_lock = not self.vault.lock_held
+        self.vault.acquire_lock(watching=True)
         try:
             self._root_id = _identity(self.vault.root)
             if self._root_id is None:
@@ -240,7 +240,7 @@ class Watcher:
 
     def _release(self) -> None:
         if self._own_lock:
-            self.vault.lock.release()
+            self.vault.release_lock()
             self._own_lock = False
 
 

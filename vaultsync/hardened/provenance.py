@@ -32,9 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..store import PurgeRecord, Revision, View
+from ..store import PurgeRecord, Revision
 from ..times import format_time, parse_time
-from ..vault import Vault
+from ..vault import RevisionFacts, Vault
 from .keystore import Keystore
 from .receipts import Receipt, ReceiptError, parse, sign
 
@@ -74,8 +74,7 @@ def sign_answers(vault: Vault, keystore: Keystore, answers: Sequence[dict[str, A
                  as_of: str | None) -> list[dict[str, Any]]:
     """A receipt (JSON) for each answer (``path``, ``content_hash``, ``known_at`` as the tools give them)."""
     keys = [(a["path"], a["content_hash"], parse_time(a["known_at"])) for a in answers]
-    with vault.store.view(vault.id, vault.name) as view:
-        ids = view.locate(keys)
+    ids = vault.locate(keys)
     out = []
     for answer, revision in zip(answers, ids):
         if revision is None:  # a batch cannot remove what a read just saw; only a purge in between can
@@ -106,14 +105,13 @@ def check(data: object, keystore: Keystore, vault: Vault | None, presented: Pres
     if vault.name != receipt.vault:
         return Verdict("not_in_store", f"not in this store: the receipt is for vault {receipt.vault!r}, "
                                        f"this is vault {vault.name!r}")
-    with vault.store.view(vault.id, vault.name) as view:
-        return _against_store(view, receipt, presented, keystore)
+    return _against_store(vault.revision_facts(receipt.revision), receipt, presented, keystore)
 
 
-def _against_store(view: View, r: Receipt, presented: Presented | None, keystore: Keystore) -> Verdict:
-    rev = view.revision_by_id(r.revision)
+def _against_store(facts: RevisionFacts, r: Receipt, presented: Presented | None, keystore: Keystore) -> Verdict:
+    rev = facts.revision
     known = parse_time(r.known_at)
-    after = [p for p in view.purges() if p.at >= known]
+    after = [p for p in facts.purges if p.at >= known]
     what = f"revision {r.revision} of {r.path!r}"
     if rev is None or rev.deleted or rev.path != r.path or rev.known_at != known:
         removers = [p for p in after if p.revisions_removed and (p.command != "before" or known < (p.horizon or 0))]
@@ -133,7 +131,7 @@ def _against_store(view: View, r: Receipt, presented: Presented | None, keystore
                                      f"{_named(rewriters)} (its content hash is now {rev.content_hash})")
         return Verdict("content_differs", f"content differs from the store: {what} has content hash "
                                           f"{rev.content_hash}, the receipt says {r.content_sha256}")
-    if presented is not None and not _holds(view.content(rev), presented):
+    if presented is not None and not _holds(facts.content or "", presented):
         place = f"at offset {presented.offset}" if presented.offset is not None else "anywhere"
         return Verdict("content_differs", f"content differs from the store: the text given is not in {what} "
                                           f"{place} (edited after the answer?)")

@@ -232,7 +232,7 @@ def _public_watcher(rt: Runtime) -> dict[str, Any]:
     status = {k: v for k, v in rt.watcher_status().items() if k not in PRIVATE_STATUS}
     if status.get("other_process"):
         lock = rt.vaults.writer_lock
-        status["other_process"] = public_holder(lock.holder_info() if lock is not None else None)
+        status["other_process"] = public_holder(lock.lock_holder_info() if lock is not None else None)
     return status
 
 

@@ -65,8 +65,7 @@ class ServedVaults:
         if self.need_writer:
             if cfg.root is None:
                 raise ConfigError("writes and the watcher need the vault folder: vaultsync serve VAULT")
-            self.writer = Vault.open(cfg.db, root=cfg.root, name=cfg.vault)
-            self.writer.lock.command = cfg.lock_command
+            self.writer = Vault.open(cfg.db, root=cfg.root, name=cfg.vault, lock_command=cfg.lock_command)
             name = self.writer.name
         else:
             name = cfg.vault or (cfg.root.expanduser().resolve().name if cfg.root is not None else None)
@@ -107,7 +106,6 @@ class ServedVaults:
             return found
 
     @property
-    def writer_lock(self) -> Any:
-        """The vault's writer lock (to ask who holds it), or None before the vaults are open."""
-        vault = self.writer or self.reader
-        return vault.lock if vault is not None else None
+    def writer_lock(self) -> Vault | None:
+        """The vault to ask who holds its writer lock (``lock_holder``), or None before the vaults are open."""
+        return self.writer or self.reader

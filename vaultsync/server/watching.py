@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from .follow import POLL_S, BatchFollower
 
 if TYPE_CHECKING:
-    from ..store.lock import WriterLock
     from ..sync import BatchSummary
     from ..vault import Vault
 
@@ -147,7 +146,7 @@ class InProcessWatcher:
             self._writer.release_lock()
         self._holding, self.standby, self._writer = False, False, None
 
-    def status(self, lock: WriterLock | None) -> dict[str, Any]:
+    def status(self, lock: Vault | None) -> dict[str, Any]:
         """``vault_status``'s watcher fields: this process's role and watcher, or the other process watching."""
         status: dict[str, Any] = {"running": False, "in_process": False, "other_process": None, "lag_seconds": None,
                                   "role": self.role, "standby": self.standby}
@@ -167,7 +166,7 @@ class InProcessWatcher:
             return status
         if self.error is not None:
             status["last_error"] = self.error
-        holder = lock.holder() if lock is not None else None
+        holder = lock.lock_holder() if lock is not None else None
         if holder:
             status.update(running=True, other_process=holder)
         return status
@@ -176,6 +175,6 @@ class InProcessWatcher:
         """One line for the server's stderr when it serves as a reader in standby (None otherwise)."""
         if not self.standby or self._holding or self._writer is None:
             return None
-        holder = self._writer.lock.holder() or "another process"
+        holder = self._writer.lock_holder() or "another process"
         return (f"vault '{self._writer.name}' is being watched by {holder}; serving it as a reader, "
                 "and watching it here if that process stops")

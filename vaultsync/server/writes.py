@@ -82,7 +82,7 @@ def _write(rt: Runtime, path: str, text: str, *, append: bool) -> WriteResult:
             rt.on_batch(summary)
             return _recorded(note.revision)
         except LockedError as refused:
-            holder = writer.lock.holder_info()
+            holder = writer.lock_holder_info()
             if holder and holder.get("watching"):
                 writer.write_file(rel, text, append=append)
                 return _wait_for_other_writer(rt, writer, rel, refused)
@@ -125,15 +125,15 @@ def _wait_for_other_writer(rt: Runtime, writer: Vault, rel: str, refused: Locked
                 return _recorded(note.revision)
         except NoteNotFound:
             pass
-        if writer.lock.holder_info() is None:  # the watcher stopped: record it here
+        if writer.lock_holder_info() is None:  # the watcher stopped: record it here
             try:
                 return _result(rt, writer.sync([rel], source="write"), rel)
             except LockedError:
                 pass
         time.sleep(0.1)
-    holder = writer.lock.holder_info()
+    holder = writer.lock_holder_info()
     why = (f"vault '{writer.name}' is being written by {public_holder(holder)}, which has not recorded it within "
            f"{WAIT_FOR_OTHER_WRITER_S:g} s" if holder is not None else "the vault's watcher stopped")
-    logger.warning("%s written, but not recorded: %s (%s)", written, why, writer.lock.holder() or refused)
+    logger.warning("%s written, but not recorded: %s (%s)", written, why, writer.lock_holder() or refused)
     raise ToolError(f"wrote {rel} in the vault folder, but it is not recorded yet: {why}; it becomes searchable "
                     "once that process records it or the vault is synced again (do not write it again)")
