@@ -37,8 +37,17 @@ class Probe:
 
 
 class Writer:
+    """Stands in for a batch: its indexers' ``ahead`` work out, their results back (``store.contract.Batch``)."""
+
     def __init__(self) -> None:
         self.indexers = [Probe()]
+
+    def ahead(self) -> tuple[Any, ...]:
+        return tuple(ix.ahead for ix in self.indexers)
+
+    def take_ahead(self, payloads: list[Any]) -> None:
+        for indexer, payload in zip(self.indexers, payloads):
+            indexer.take_ahead(payload)
 
 
 def main(manifest_path: str, vault: str) -> None:

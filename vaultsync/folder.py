@@ -75,11 +75,6 @@ Keep = Callable[[str, Observed], bool]
 """A scan's filter, called with each note file found: False leaves it out of the result."""
 
 
-def file_stamp(size: int, mtime_ns: int) -> int:
-    """One exact int for a file's (size, mtime_ns): what a full scan compares, compactly."""
-    return (size << 64) | (mtime_ns & 0xFFFF_FFFF_FFFF_FFFF)
-
-
 @dataclass
 class FileError:
     """A file that could not be taken as a note, and why."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
 import logging
 import multiprocessing
 import os
@@ -21,16 +20,14 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import ParseError
-from .folder import Absent, FileError, Observed, Present, Unreadable, decode, file_stamp
+from .folder import Absent, FileError, Observed, Present, Unreadable, decode
 from .parsers import ParsedNote, parse_note
+from .store.contract import Batch, Change, Engine
+from .store.read import file_stamp
 from .times import format_time
-from .times import validity as _validity
-
-if TYPE_CHECKING:
-    from .store import BatchWriter, Store
 
 logger = logging.getLogger(__name__)
 
@@ -109,24 +106,6 @@ class BatchSummary:
 
 
 # ---------------------------------------------------------------- planning (pure)
-
-
-@dataclass(slots=True)
-class Change:
-    """A note revision to write: a new note, new content at a path, or a note under a new name."""
-
-    path: str
-    kind: str
-    """"created", "modified" or "renamed"."""
-    text: str
-    hash: str
-    size: int
-    mtime_ns: int | None
-    live_id: int | None
-    """The revision this one replaces at the same path."""
-    prev_id: int | None
-    """The revision this one follows (for a rename: the old path's)."""
-    renamed_from: str | None = None
 
 
 class Plan:
@@ -245,7 +224,7 @@ class LiveIndex:
 
 
 def write_plan(
-    store: Store,
+    store: Engine,
     vault_id: int,
     vault_name: str,
     plan: Plan,
@@ -256,59 +235,47 @@ def write_plan(
     strict: bool = False,
     workers: int = 0,
     progress: Progress | None = None,
-    on_write: Callable[[BatchWriter], None] | None = None,
+    on_write: Callable[[Batch], None] | None = None,
 ) -> BatchSummary:
     """Carry ``plan`` out as one atomic batch (nothing is written when nothing changed).
 
     ``strict`` refuses the whole batch when any file is refused or stored with a warning;
-    ``workers`` > 0 parses a large batch in that many worker processes.
+    ``workers`` > 0 parses a large batch in that many worker processes; ``on_write`` adds to the
+    batch before it ends (the git commit it imports).
     """
     started = time.perf_counter()
     summary = BatchSummary(vault=vault_name)
     if strict and plan.refused:
         raise ParseError("refusing the whole batch (strict): " + "; ".join(map(str, plan.refused)))
-    total = plan.size
+    progress = progress or (lambda done, total: None)
     written: list[str] = []
     with contextlib.ExitStack() as stack, store.batch(vault_id, known_at=known_at, source=source,
                                                       detail=detail) as writer:
         parallel = workers > 0 and len(plan.to_read) >= PARALLEL_MIN_NOTES
-        changes = plan.changes()
-        if writer.needs_dictionary:  # trained once per database, from the first notes it stores
-            head = list(itertools.islice(changes, DICTIONARY_SAMPLE))
-            writer.train_dictionary([c.text for c in head])
-            changes = itertools.chain(head, changes)
-        done = 0
-        for change, parsed in parse_stream(changes, writer, stack, workers if parallel else 0):
-            warnings = list(parsed.warnings)
-            valid_from, valid_to = _validity(parsed.frontmatter, warnings)
-            parsed.warnings = tuple(warnings)
-            summary.warnings.extend(FileError(change.path, w) for w in warnings)
-            if strict and warnings:  # raising here rolls the whole transaction back
-                raise ParseError(f"refusing the whole batch (strict): {change.path}: {warnings[0]}")
-            writer.add_revision(
-                change.path, change.kind, parsed, change.hash, change.size,
-                prev_id=change.prev_id, live_id=change.live_id, renamed_from=change.renamed_from,
-                mtime_ns=change.mtime_ns, valid_from=valid_from, valid_to=valid_to,
-            )
+        for change, parsed in parse_stream(plan.changes(), writer, stack, workers if parallel else 0):
+            summary.warnings.extend(FileError(change.path, w) for w in parsed.warnings)
+            if strict and parsed.warnings:  # raising here rolls the whole transaction back
+                raise ParseError(f"refusing the whole batch (strict): {change.path}: {parsed.warnings[0]}")
+            writer.add_revision(change, parsed)
             if change.mtime_ns is not None:
                 writer.set_file_state(change.path, change.size, change.mtime_ns, change.hash)
             written.append(change.path)
-            done += 1
-            if progress:
-                progress(done, total)
+            progress(len(written), plan.size)
         if strict and plan.refused:
             raise ParseError("refusing the whole batch (strict): " + "; ".join(map(str, plan.refused)))
         for path in plan.deletions:
             writer.add_tombstone(path, plan.live[path][0], renamed_to=plan.renames.get(path))
             writer.drop_file_state(path)
             written.append(path)
-            done += 1
-            if progress:
-                progress(done, total)
+            progress(len(written), plan.size)
         for update in plan.state_updates:
             writer.set_file_state(*update)
         if on_write is not None:
             on_write(writer)
+    return _summary(summary, plan, writer, written, started)
+
+
+def _summary(summary: BatchSummary, plan: Plan, writer: Batch, written: list[str], started: float) -> BatchSummary:
     summary.errors = list(plan.refused)
     summary.unchanged = plan.unchanged
     summary.paths = sorted(set(written)) if writer.batch_id is not None else []
@@ -322,17 +289,13 @@ def write_plan(
     return summary
 
 
-DICTIONARY_SAMPLE = 1024
-"""A database without a compression dictionary trains one from up to this many of the batch's first notes."""
-
-
-def parse_stream(changes: Iterator[Change], writer: BatchWriter,
+def parse_stream(changes: Iterator[Change], writer: Batch,
                  stack: contextlib.ExitStack, workers: int) -> Iterator[tuple[Change, ParsedNote]]:
     """Each change with its parsed note, in order.
 
     With ``workers`` the notes parse in worker processes, at most ``IN_FLIGHT`` ahead of the
-    writer; a worker also does each indexer's ``ahead`` work (e.g. embedding), handed to
-    ``take_ahead``. Without, they parse in line.
+    writer; a worker also does the batch's ``ahead`` work (e.g. embedding), handed back to the
+    batch's ``take_ahead``. Without, they parse in line.
     """
     if workers < 1:
         for change in changes:
@@ -342,25 +305,21 @@ def parse_stream(changes: Iterator[Change], writer: BatchWriter,
         ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                             initializer=_exit_with_parent, initargs=(os.getpid(),))
     )
-    ahead = [ix for ix in writer.indexers if getattr(ix, "ahead", None) is not None]
-    for indexer in ahead:
-        stack.callback(indexer.forget_ahead)  # whatever the batch did not use
-    work = tuple(ix.ahead for ix in ahead)
+    work = writer.ahead()
     pending: deque[tuple[Change, Future[tuple[ParsedNote, list[Any]]]]] = deque()
     for change in changes:
         pending.append((change, pool.submit(_parse, (change.text, change.path, work))))
         if len(pending) >= IN_FLIGHT:
-            yield _take(pending, ahead)
+            yield _take(pending, writer)
     while pending:
-        yield _take(pending, ahead)
+        yield _take(pending, writer)
 
 
 def _take(pending: deque[tuple[Change, Future[tuple[ParsedNote, list[Any]]]]],
-          ahead: list[Any]) -> tuple[Change, ParsedNote]:
+          writer: Batch) -> tuple[Change, ParsedNote]:
     change, future = pending.popleft()
     parsed, payloads = future.result()
-    for indexer, payload in zip(ahead, payloads):
-        indexer.take_ahead(payload)
+    writer.take_ahead(payloads)
     return change, parsed
 
 

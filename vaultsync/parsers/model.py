@@ -84,4 +84,8 @@ class ParsedNote:
     callouts: tuple[Callout, ...] = ()
     """Callouts in source order."""
     warnings: tuple[str, ...] = field(default_factory=tuple)
-    """Problems that did not stop parsing (e.g. invalid YAML frontmatter)."""
+    """Problems that did not stop parsing (e.g. invalid YAML frontmatter, an unreadable ``valid_from``)."""
+    valid_from: int | None = None
+    """Frontmatter ``valid_from`` (UTC microseconds): when what the note says starts to hold (None: open)."""
+    valid_to: int | None = None
+    """Frontmatter ``valid_to`` (UTC microseconds): when it stops holding, exclusive (None: open)."""

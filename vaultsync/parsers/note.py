@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..times import validity
 from .chunks import build_chunks
 from .engine import MD
 from .frontmatter import load_frontmatter
@@ -60,6 +61,7 @@ def parse_note(text: str, path: str, max_chunk_chars: int = DEFAULT_MAX_CHUNK_CH
         if warning is not None:
             warnings.append(warning)
 
+    valid_from, valid_to = validity(frontmatter, warnings)
     block_ids = sorted(scan.block_ids)
     return ParsedNote(
         title=_title(scan, path),
@@ -72,6 +74,8 @@ def parse_note(text: str, path: str, max_chunk_chars: int = DEFAULT_MAX_CHUNK_CH
         block_ids=_unique(block_id for _, block_id in block_ids),
         callouts=tuple(scan.callouts),
         warnings=tuple(warnings),
+        valid_from=valid_from,
+        valid_to=valid_to,
     )
 
 

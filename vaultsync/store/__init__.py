@@ -2,7 +2,8 @@
 
 Everything the product asks of the database goes through ``Store``: ``batch()`` appends one
 atomic batch, ``view()`` reads a vault as of a cutoff, and a few upkeep methods (vaults, the
-sync bookkeeping, reindex, reembed). Nothing outside this package imports apsw or writes SQL,
+sync bookkeeping, reindex, reembed). ``Store`` is the SQLite engine of the contract written in
+``store/contract.py``. Nothing outside this package imports apsw or writes SQL,
 and every apsw error leaves it as one of the store errors in ``vaultsync.errors``.
 """
 
@@ -26,13 +27,14 @@ from .lock import WriterLock
 from .audit import AuditHead
 from .provenance import PurgeRecord
 from .purge import PurgeResult
-from .read import UNSTAMPED, BatchNews, Revision
+from .read import UNSTAMPED, BatchNews, Revision, file_stamp
 from .schema import MIGRATIONS, migrate, readable, schema_version
 from .view import View
+from .contract import Change, Engine
 from .write import BatchWriter, Indexer
 
-__all__ = ["UNSTAMPED", "AuditHead", "BatchNews", "BatchWriter", "PurgeRecord", "PurgeResult", "Revision", "Store",
-           "VaultRecord", "View", "WriterLock"]
+__all__ = ["UNSTAMPED", "AuditHead", "BatchNews", "BatchWriter", "Change", "Engine", "PurgeRecord", "PurgeResult",
+           "Revision", "Store", "VaultRecord", "View", "WriterLock", "file_stamp"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +144,12 @@ class Store:
             elif last is not None and known_at < last:
                 raise ConfigError(f"known_at {format_time(known_at)} is earlier than the vault's last batch "
                                   f"at {format_time(last)}", argument="known_at")
-            yield BatchWriter(con, vault_id, known_at, source, detail, self.indexers)
+            writer = BatchWriter(con, vault_id, known_at, source, detail, self.indexers)
+            try:
+                yield writer
+                writer.finish()
+            finally:
+                writer.forget_ahead()
 
     def live_state(self, vault_id: int, paths: Iterable[str] | None = None) -> dict[str, tuple[int, str]]:
         """Path → (live revision id, content hash) of every note that exists now, or of those among ``paths``.
@@ -161,7 +168,7 @@ class Store:
             return q.live_under(con, vault_id, wanted)
 
     def live_index(self, vault_id: int) -> dict[str, int]:
-        """Path → ``folder.file_stamp(size, mtime_ns)`` of each live note as last read, or ``UNSTAMPED``:
+        """Path → ``file_stamp(size, mtime_ns)`` of each live note as last read, or ``UNSTAMPED``:
         what a full scan needs to skip unchanged files, one small int per note."""
         with self.db.atomic() as con:
             return q.live_index(con, vault_id)

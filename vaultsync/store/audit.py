@@ -12,24 +12,11 @@ Only ``Store`` calls these, on its own connection.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import apsw
 
 from .schema import has_table
-
-
-@dataclass(frozen=True, slots=True)
-class AuditHead:
-    """Where one audit log's chain ends, as the store knows it."""
-
-    log_id: str
-    path: str
-    """The log's absolute path at its last append."""
-    records: int
-    head: str
-    """SHA-256 hex of the last record's canonical JSON ('' before the first record)."""
-    updated_at: int
+from .values import AuditHead
 
 
 def head(con: apsw.Connection, *, log_id: str | None = None, path: str | None = None) -> AuditHead | None:

@@ -5,27 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import apsw
 
 from .read import Revision, revision_by_id
 from .schema import has_table
-
-
-@dataclass(frozen=True, slots=True)
-class PurgeRecord:
-    """One row of ``purges``: when, which kind, how much (never a path, a text or a hash: by design)."""
-
-    id: int
-    at: int
-    """Wall clock when the purge committed (UTC micros)."""
-    command: str
-    """``text``, ``note`` or ``before``."""
-    horizon: int | None
-    """``before``: history no longer visible at this time was dropped."""
-    revisions_changed: int
-    revisions_removed: int
+from .values import PurgeRecord
 
 
 def locate(con: apsw.Connection, vault_id: int, keys: Sequence[tuple[str, str, int]]) -> list[int | None]:

@@ -30,18 +30,18 @@ import hashlib
 import json
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
 
 import apsw
 
 from ..errors import ConfigError, NoteNotFound
 from ..parsers import parse_note
-from ..times import format_time, now_micros, validity
+from ..times import format_time, now_micros
 from . import codec
 from .read import cutoff
 from .schema import APPEND_ONLY_TABLES, append_only_triggers, has_table
 from .search.index import rebuild_search
 from .write import BatchWriter, dumps
+from .values import PurgeResult
 
 MARKER = "[purged]"
 """What every purged occurrence of a text becomes."""
@@ -49,25 +49,6 @@ MIN_TEXT_CHARS = 3
 """Shorter strings are refused: purging them would rewrite ordinary words everywhere."""
 _SAMPLE_TEXTS = 2048
 """How many stored texts, spread over the table, a retrained dictionary is drawn from."""
-
-
-@dataclass(slots=True)
-class PurgeResult:
-    """What a purge did (the same counts the ``purges`` record keeps)."""
-
-    command: str
-    revisions_changed: int = 0
-    revisions_removed: int = 0
-    notes: int = 0
-    batches_removed: int = 0
-    dictionary_retrained: bool = False
-    scrubbed: bool = False
-    database_bytes_before: int = 0
-    database_bytes_after: int = 0
-    seconds: float = 0.0
-
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def check_strings(strings: Sequence[str]) -> list[str]:
@@ -147,16 +128,13 @@ def note_component(con: apsw.Connection, vault_id: int, path: str) -> set[int]:
 def _rewrite(con: apsw.Connection, writer: BatchWriter, note_id: int, path: str, text: str) -> None:
     """Replace revision ``note_id``'s content by ``text``, with everything derived from it parsed again."""
     parsed = parse_note(text, path)
-    warnings = list(parsed.warnings)
-    valid_from, valid_to = validity(parsed.frontmatter, warnings)
-    parsed.warnings = tuple(warnings)
     data = text.encode("utf-8", "surrogatepass")
     con.execute(
         """UPDATE notes SET content_hash = ?, size = ?, title = ?, frontmatter = ?, tags = ?, aliases = ?,
                warnings = ?, valid_from = ?, valid_to = ? WHERE id = ?""",
         (hashlib.sha256(data).hexdigest(), len(data), parsed.title,
          None if parsed.frontmatter is None else dumps(parsed.frontmatter), dumps(list(parsed.tags)),
-         dumps(list(parsed.aliases)), dumps(list(parsed.warnings)), valid_from, valid_to, note_id))
+         dumps(list(parsed.aliases)), dumps(list(parsed.warnings)), parsed.valid_from, parsed.valid_to, note_id))
     con.execute("DELETE FROM chunks WHERE note_id = ?", (note_id,))
     writer.write_chunks(note_id, path, parsed)
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import apsw
 
-from ..folder import file_stamp
 from ..times import format_time
 from .codec import unpack
 
@@ -263,6 +262,11 @@ def live_under(con: apsw.Connection, vault_id: int, folders: list[str]) -> list[
         {"v": vault_id, "b": LATEST, "folders": json.dumps(folders)},
     ).fetchall()
     return [r[0] for r in rows]
+
+
+def file_stamp(size: int, mtime_ns: int) -> int:
+    """One exact int for a file's (size, mtime_ns): what a full scan compares, compactly (``live_index``)."""
+    return (size << 64) | (mtime_ns & 0xFFFF_FFFF_FFFF_FFFF)
 
 
 UNSTAMPED = -1

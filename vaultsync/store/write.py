@@ -1,18 +1,24 @@
-"""The one write path: a batch of note revisions and tombstones appended in one transaction."""
+"""The one write path: a batch of note revisions and tombstones appended in one transaction
+(the SQLite ``Batch`` of ``store.contract``)."""
 
 from __future__ import annotations
 
 import json
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import apsw
 
 from . import codec
+from .contract import AheadWork, Change, Indexer
 
 from ..parsers import ParsedNote
 from ..times import now_micros
+
+DICTIONARY_SAMPLE = 1024
+"""A database without a compression dictionary trains one from up to this many of a batch's first notes."""
 
 
 def dumps(value: Any) -> str:
@@ -34,17 +40,14 @@ class ChunkRow:
     aliases: tuple[str, ...]
 
 
-class Indexer(Protocol):
-    """Derived indexes (keyword, vectors) kept in lock-step with the revision tables."""
-
-    def on_revision(self, con: apsw.Connection, batch_id: int, note_id: int, chunks: list[ChunkRow]) -> None: ...
-
-    def on_end(self, con: apsw.Connection, batch_id: int, note_id: int) -> None: ...
-
-
 @dataclass
 class BatchWriter:
-    """Collects one batch inside an open transaction. The batch row is created on first change."""
+    """Collects one batch inside an open transaction. The batch row is created on first change.
+
+    While the database has no compression dictionary, the first ``DICTIONARY_SAMPLE`` revisions are held
+    back, a dictionary is trained from their texts, and then they are written (``finish`` writes what is
+    still held when the batch is smaller).
+    """
 
     con: apsw.Connection
     vault_id: int
@@ -66,20 +69,48 @@ class BatchWriter:
             self.batch_id = self.con.last_insert_rowid()
         return self.batch_id
 
+    _held: list[tuple[Change, ParsedNote]] | None = None
+    """Revisions held back to train the dictionary from (None: not holding)."""
+
     def __post_init__(self) -> None:
         self.text_dict = codec.load(self.con)
+        if self.text_dict is None:
+            self._held = []
 
-    @property
-    def needs_dictionary(self) -> bool:
-        """True while the database has no compression dictionary (see ``codec``)."""
-        return self.text_dict is None
-
-    def train_dictionary(self, texts: list[str]) -> None:
-        """Train the database's dictionary from ``texts`` (nothing when they are too few to train on)."""
-        trained = codec.train(texts)
+    def _train_dictionary(self) -> None:
+        """Train the database's dictionary from the held revisions' texts (none when they are too few to
+        train on), then write them."""
+        held, self._held = self._held or [], None
+        trained = codec.train([change.text for change, _ in held])
         if trained is not None:
             self.con.execute("INSERT INTO dictionaries (hash, body) VALUES (?, ?)", (codec.key_of(trained), trained))
             self.text_dict = codec.register(trained)
+        for change, parsed in held:
+            self._write_revision(change, parsed)
+
+    def finish(self) -> None:
+        """Write whatever is still held back (the engine calls this before the batch commits)."""
+        if self._held is not None:
+            self._train_dictionary()
+
+    # ------------------------------------------------------------ parse workers' pre-work
+
+    def ahead(self) -> tuple[AheadWork, ...]:
+        """The work parse workers may do per note for this batch's indexers (e.g. embedding its chunks)."""
+        return tuple(ix.ahead for ix in self._ahead_indexers())
+
+    def take_ahead(self, payloads: Sequence[Any]) -> None:
+        """One note's results of ``ahead()``'s work, in the same order."""
+        for indexer, payload in zip(self._ahead_indexers(), payloads):
+            indexer.take_ahead(payload)
+
+    def forget_ahead(self) -> None:
+        """Drop pre-work the batch did not use (the engine calls this when the batch ends, however it ends)."""
+        for indexer in self._ahead_indexers():
+            indexer.forget_ahead()
+
+    def _ahead_indexers(self) -> list[Indexer]:
+        return [ix for ix in self.indexers if getattr(ix, "ahead", None) is not None]
 
     def _end(self, note_id: int | None) -> None:
         if note_id is None:
@@ -105,34 +136,29 @@ class BatchWriter:
         self.con.execute("INSERT INTO blobs (hash, body) VALUES (?, ?)", (key, codec.pack(value, codec.LINKS_KEY)))
         return self.con.last_insert_rowid()
 
-    def add_revision(
-        self,
-        path: str,
-        kind: str,
-        parsed: ParsedNote,
-        content_hash: str,
-        size: int,
-        *,
-        prev_id: int | None,
-        live_id: int | None,
-        renamed_from: str | None = None,
-        mtime_ns: int | None = None,
-        valid_from: int | None = None,
-        valid_to: int | None = None,
-    ) -> int:
-        """Append a revision of ``path``; ``live_id`` is the revision it replaces at that path, if any."""
+    def add_revision(self, change: Change, parsed: ParsedNote) -> None:
+        """Append a revision of ``change.path``; ``change.live_id`` is the revision it replaces there, if any."""
+        if self._held is not None:
+            self._held.append((change, parsed))
+            if len(self._held) >= DICTIONARY_SAMPLE:
+                self._train_dictionary()
+            return
+        self._write_revision(change, parsed)
+
+    def _write_revision(self, change: Change, parsed: ParsedNote) -> int:
+        path, kind = change.path, change.kind
         batch_id = self._batch()
-        self._end(live_id)
+        self._end(change.live_id)
         self.con.execute(
             """INSERT INTO notes (vault_id, batch_id, path, kind, prev_id, renamed_from, content_hash, size,
                    title, frontmatter, tags, aliases, warnings, valid_from, valid_to, mtime_ns)
                VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
             (
-                self.vault_id, batch_id, path, kind, prev_id, renamed_from, content_hash, size,
+                self.vault_id, batch_id, path, kind, change.prev_id, change.renamed_from, change.hash, change.size,
                 parsed.title,
                 None if parsed.frontmatter is None else dumps(parsed.frontmatter),
                 dumps(list(parsed.tags)), dumps(list(parsed.aliases)),
-                dumps(list(parsed.warnings)), valid_from, valid_to, mtime_ns,
+                dumps(list(parsed.warnings)), parsed.valid_from, parsed.valid_to, change.mtime_ns,
             ),
         )
         note_id = self.con.last_insert_rowid()
@@ -161,6 +187,7 @@ class BatchWriter:
 
     def add_tombstone(self, path: str, live_id: int, renamed_to: str | None = None) -> int:
         """Record that ``path`` stopped existing (or was renamed to ``renamed_to``)."""
+        self.finish()  # after the revisions held back, as they came
         batch_id = self._batch()
         self._end(live_id)
         self.con.execute(
@@ -181,6 +208,7 @@ class BatchWriter:
         self.con.execute("DELETE FROM file_state WHERE vault_id = ? AND path = ?", (self.vault_id, path))
 
     def record_git_commit(self, sha: str, committed_at: int) -> None:
+        self.finish()  # the batch's id is known once its revisions are written
         self.con.execute(
             "INSERT INTO git_commits (vault_id, sha, committed_at, batch_id) VALUES (?,?,?,?)",
             (self.vault_id, sha, committed_at, self.batch_id),

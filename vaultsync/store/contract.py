@@ -1,0 +1,274 @@
+"""The store's seam, written down: what a storage engine implements for the rest of vaultsync.
+
+Today one engine implements it, SQLite (``vaultsync.store.Store`` with ``BatchWriter``, ``View`` and
+``WriterLock``); a second one (PostgreSQL, a later issue) implements these protocols and joins the
+contract tests (``tests/test_store_contract.py``, parametrized by engine). Everything above the store
+(``sync``, ``Vault``, the watcher, the server, hardened mode) uses only what is declared here; the tests
+check that the SQLite classes match these signatures.
+
+Five parts:
+
+- **batch** (``Engine.batch`` → ``Batch``): one atomic batch of note revisions and deletions at one
+  ``known_at``. The engine does all store work for it: it trains its compression (or anything else it
+  needs) from the batch's first notes, hands indexers their share of each revision inside the same
+  transaction, and lets parse workers do an indexer's pre-work (``ahead``/``take_ahead``). Nothing lands
+  unless the whole batch does; a batch that adds nothing leaves no trace.
+- **view** (``Engine.view`` → ``ReadView``): one vault as known at a cutoff (and valid at a time), every
+  read inside one consistent snapshot: notes, listings, history, changes, links, search, export,
+  provenance lookups, stats and checks.
+- **upkeep** (``Upkeep``): vaults, the sync bookkeeping a plan needs (live state, file stamps, git
+  commits), search upkeep (reindex, reembed), purges, and the hardened audit log heads.
+- **lock** (``Engine.writer_lock`` → ``Lock``): one writer per vault across processes, whose holder
+  can be named in a message.
+- **follow** (``Follow``): a cheap "anything new?" and the batches written after a given one, for
+  readers in other processes (the server's change feed).
+
+Values crossing the seam are plain: ``Change`` and ``ParsedNote`` in, ``Revision``, ``BatchNews``,
+``PurgeRecord``, ``PurgeResult``, ``AuditHead`` and dicts of JSON values out. Times are UTC
+microseconds; paths are vault-relative NFC strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..parsers import ParsedNote
+
+from .read import BatchNews, Revision
+from .values import AuditHead, PurgeRecord, PurgeResult
+
+AheadWork = Callable[[ParsedNote], Any]
+"""Work a parse worker may do for an indexer on a parsed note (e.g. embed its chunks): picklable, pure."""
+
+
+@dataclass(slots=True)
+class Change:
+    """A note revision to write: a new note, new content at a path, or a note under a new name."""
+
+    path: str
+    kind: str
+    """"created", "modified" or "renamed"."""
+    text: str
+    hash: str
+    size: int
+    mtime_ns: int | None
+    live_id: int | None
+    """The revision this one replaces at the same path."""
+    prev_id: int | None
+    """The revision this one follows (for a rename: the old path's)."""
+    renamed_from: str | None = None
+
+
+# ---------------------------------------------------------------- batch
+
+
+class Indexer(Protocol):
+    """A derived index (keyword, vectors) kept in lock-step with the revision tables, inside the engine.
+
+    ``ahead`` (None: none) is work a parse worker does per note before the writer reaches it; the batch
+    hands each result to ``take_ahead``; ``forget_ahead`` drops what the batch did not use when it ends.
+    """
+
+    ahead: AheadWork | None
+
+    def on_revision(self, con: Any, batch_id: int, note_id: int, chunks: list[Any]) -> None: ...
+
+    def on_end(self, con: Any, batch_id: int, note_id: int) -> None: ...
+
+    def take_ahead(self, payload: Any) -> None: ...
+
+    def forget_ahead(self) -> None: ...
+
+
+class Batch(Protocol):
+    """One open batch (``Engine.batch``): add revisions and deletions; all land when the block ends, or none."""
+
+    batch_id: int | None
+    """The batch's id once it has written something (None: nothing yet)."""
+    known_at: int
+    counts: dict[str, int]
+    """How many revisions of each kind ("created", "modified", "renamed", "deleted") it wrote."""
+
+    def add_revision(self, change: Change, parsed: ParsedNote) -> None:
+        """Append a revision of ``change.path`` with its parsed facts (chunks, links, validity…)."""
+        ...
+
+    def add_tombstone(self, path: str, live_id: int, renamed_to: str | None = None) -> None:
+        """Record that ``path`` (its live revision ``live_id``) stopped existing, or was renamed to ``renamed_to``."""
+        ...
+
+    def set_file_state(self, path: str, size: int, mtime_ns: int, content_hash: str) -> None:
+        """Remember the file's size and mtime as last read (what lets the next sync skip it)."""
+        ...
+
+    def drop_file_state(self, path: str) -> None: ...
+
+    def record_git_commit(self, sha: str, committed_at: int) -> None:
+        """Mark this batch as the import of git commit ``sha`` (``import --from-git`` skips it next time)."""
+        ...
+
+    def ahead(self) -> tuple[AheadWork, ...]:
+        """The work parse workers may do per note for this batch's indexers (empty: none)."""
+        ...
+
+    def take_ahead(self, payloads: Sequence[Any]) -> None:
+        """One note's results of ``ahead()``'s work, in order, before its ``add_revision``."""
+        ...
+
+
+# ---------------------------------------------------------------- view
+
+
+class ReadView(Protocol):
+    """One vault as known at ``as_of`` (None: now), valid at ``valid_at``, in one consistent snapshot."""
+
+    vault_id: int
+    vault_name: str
+    as_of: int | None
+    valid_at: int | None
+    horizon: int | None
+    """History before this time was removed by a retention purge (None: none was)."""
+
+    def at(self, as_of: int | None) -> ReadView: ...
+
+    def revision(self, path: str) -> Revision | None: ...
+
+    def content(self, revision: Revision) -> str: ...
+
+    def applies(self, revision: Revision | None) -> Revision | None: ...
+
+    def ls(self, prefix: str = "") -> list[Revision]: ...
+
+    def with_links(self, revisions: list[Revision]) -> list[Revision]: ...
+
+    def history(self, path: str) -> list[Revision]: ...
+
+    def history_valid(self, path: str) -> list[Revision]: ...
+
+    def changes(self, since: Any, limit: int | None = None) -> list[Revision]: ...
+
+    def change_counts(self, since: Any) -> dict[str, int]: ...
+
+    def locate(self, keys: Sequence[tuple[str, str, int]]) -> list[int | None]: ...
+
+    def revision_by_id(self, note_id: int) -> Revision | None: ...
+
+    def purges(self) -> list[PurgeRecord]: ...
+
+    def search(self, query: str, *, mode: str = ..., limit: int = 10, prefix: str | None = None,
+               tags: Sequence[str] | None = None, where: dict[str, str] | None = None) -> dict[str, Any]: ...
+
+    def export(self) -> Iterator[dict[str, Any]]: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+    def check(self) -> list[str]: ...
+
+
+# ---------------------------------------------------------------- lock
+
+
+class Lock(Protocol):
+    """The one-writer-per-vault lock, across processes; ``holder`` names another process holding it."""
+
+    command: str | None
+
+    @property
+    def held(self) -> bool: ...
+
+    def acquire(self, command: str | None = None, *, watching: bool = False) -> None: ...
+
+    def try_acquire(self, command: str | None = None, *, watching: bool = False) -> bool: ...
+
+    def release(self) -> None: ...
+
+    def holder(self) -> str | None: ...
+
+    def holder_info(self) -> dict[str, object] | None: ...
+
+
+# ---------------------------------------------------------------- follow
+
+
+class Follow(Protocol):
+    """What a reader in another process polls to learn of new batches."""
+
+    def data_version(self) -> int: ...
+
+    def last_batch_id(self, vault_id: int) -> int: ...
+
+    def batches_after(self, vault_id: int, batch_id: int, *, limit: int = 1000) -> list[BatchNews]: ...
+
+
+# ---------------------------------------------------------------- upkeep
+
+
+class Upkeep(Protocol):
+    """Vaults, sync bookkeeping, search upkeep, forgetting and audit heads."""
+
+    def vaults(self) -> list[Any]: ...
+
+    def vault(self, name: str) -> Any | None: ...
+
+    def ensure_vault(self, name: str, root: Path) -> int: ...
+
+    def live_state(self, vault_id: int, paths: Iterable[str] | None = None) -> dict[str, tuple[int, str]]: ...
+
+    def live_under(self, vault_id: int, folders: Iterable[str]) -> list[str]: ...
+
+    def live_index(self, vault_id: int) -> dict[str, int]: ...
+
+    def file_states(self, vault_id: int, paths: Iterable[str] | None = None) -> dict[str, tuple[int, int, str]]: ...
+
+    def last_batch(self, vault_id: int) -> tuple[int, str] | None: ...
+
+    def git_commits(self, vault_id: int) -> set[str]: ...
+
+    def reindex(self, vault_id: int, *, full: bool = False) -> int: ...
+
+    def reembed(self, embedder_name: str) -> tuple[str, int]: ...
+
+    def purge(self, vault_id: int, *, strings: list[str] | None = None, note: str | None = None,
+              before: int | None = None) -> PurgeResult: ...
+
+    def horizon(self, vault_id: int) -> int | None: ...
+
+    def purge_count(self, vault_id: int) -> int: ...
+
+    def audit_head(self, *, log_id: str | None = None, path: str | None = None) -> AuditHead | None: ...
+
+    def audit_append(self, log_id: str, path: str, write: Callable[[int, str], str]) -> AuditHead: ...
+
+    def size(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+# ---------------------------------------------------------------- the engine
+
+
+class Engine(Upkeep, Follow, Protocol):
+    """A storage engine: one database holding any number of vaults (``readonly``: reads only)."""
+
+    path: str
+    readonly: bool
+
+    def batch(self, vault_id: int, *, known_at: int | None = None, source: str = "import",
+              detail: str | None = None) -> AbstractContextManager[Batch]:
+        """One atomic batch (``known_at`` None: now, never before the vault's last batch; an explicit
+        earlier time is refused). ``source``/``detail`` say where it came from (import, watch, git + sha…)."""
+        ...
+
+    def view(self, vault_id: int, vault_name: str, *, as_of: int | None = None,
+             valid_at: int | None = None) -> AbstractContextManager[ReadView]: ...
+
+    def writer_lock(self, vault: str) -> Lock: ...
+
+
+PROTOCOLS: dict[str, type] = {"batch": Batch, "view": ReadView, "lock": Lock, "follow": Follow, "upkeep": Upkeep,
+                              "engine": Engine, "indexer": Indexer}
+"""Each part of the contract by name (the contract tests check an engine's classes against them)."""
