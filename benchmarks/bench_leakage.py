@@ -128,9 +128,9 @@ def main() -> None:
                 by_key = {(c["path"], c["chunk_id"]): doc_hash(c["indexed_text"]) for c in chunks}
                 truth_ids = [(p, c, by_key[(p, c)]) for p, c in truth]
                 total += 1
-                ours = vault.search(query, as_of=known_at, mode="keyword", limit=TOP)["hits"]
+                ours = vault.search(query, as_of=known_at, mode="keyword", limit=TOP).hits
                 got = {"this store": [(h["path"], h["chunk_id"], doc_hash(by_text(chunks, h))) for h in ours]}
-                now = vault.search(query, mode="keyword", limit=TOP)["hits"]
+                now = vault.search(query, mode="keyword", limit=TOP).hits
                 got["latest only"] = [(h["path"], h["chunk_id"], current_hash(con, h)) for h in now]
                 freqs = [phrase_freqs(con, p.fts(), max_doc) for p in parse_query(query).phrases]
                 ranked = rows.rank(freqs, lambda r: True, lambda r: True, everything)

@@ -80,10 +80,10 @@ def main() -> None:
     store.close()
 
     with Vault.open(target) as vault:
-        stats = vault.stats()
+        stats = vault.stats().to_json()
         before = vault._store.size()
         started = time.perf_counter()
-        result = vault.purge(texts=[secret], also_current=True)
+        result = vault.purge(texts=[secret], also_current=True).to_json()
         wall = time.perf_counter() - started
         problems = vault.check()
 

@@ -98,7 +98,7 @@ def main() -> None:
     hub_queries = [json.loads(line)["query"] for line in (CORPORA / "retrieval-hub.jsonl").read_text().splitlines()]
     with Vault.open(db, readonly=True) as vault:
         con = vault._store.db.con
-        stats = vault.stats()
+        stats = vault.stats().to_json()
         visible = con.execute("SELECT count(*), count(DISTINCT doc_id) FROM search_rows WHERE died IS NULL").fetchone()
         times = [r[0] for r in con.execute("SELECT known_at FROM batches WHERE vault_id = ? ORDER BY id", (vault.id,))]
         words = [w for (t,) in con.execute("SELECT title FROM notes WHERE title IS NOT NULL ORDER BY random() LIMIT 2000")

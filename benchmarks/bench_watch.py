@@ -260,7 +260,7 @@ def main() -> None:
         results["import_full_s"] = round(cli("--db", str(db), "import", str(root)), 2)
         time.sleep(2.5)
         with Vault.open(db, root=root) as vault:
-            results["notes"] = vault.stats()["notes"]
+            results["notes"] = vault.stats().notes
             scans = []
             for _ in range(3):
                 start = time.perf_counter()

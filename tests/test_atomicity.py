@@ -129,7 +129,7 @@ def store_state(db: Path) -> tuple[dict[str, str], dict[str, str], int]:
         listed = {r.path: r.content_hash for r in vault.ls()}
         sample = sorted(listed)[:: max(1, len(listed) // 40)]
         reads = {p: hashlib.sha256(vault.read(p).content.encode("utf-8")).hexdigest() for p in sample}
-        return listed, reads, vault.stats()["batches"]
+        return listed, reads, vault.stats().batches
 
 
 def vaultsync(db: Path, *args: str) -> Ran:

@@ -38,13 +38,13 @@ def test_import_then_read_as_of(db_path: Path, vault_dir: Path) -> None:
 def test_unchanged_import_adds_nothing(db_path: Path, vault_dir: Path) -> None:
     with open_vault(db_path, vault_dir) as vault:
         vault.sync(known_at=T1)
-        before = vault.stats()
+        before = vault.stats().to_json()
         again = vault.sync()
         assert again.batch_id is None and again.changed == 0 and again.unchanged == 2
         # a touched file with identical bytes is confirmed by hash and still adds nothing
         os.utime(vault_dir / "Inbox.md", ns=(1, 1))
         assert vault.sync().changed == 0
-        after = vault.stats()
+        after = vault.stats().to_json()
         assert (after["revisions"], after["batches"]) == (before["revisions"], before["batches"])
 
 

@@ -73,10 +73,10 @@ def check_exact(vault: Vault, history: History, expected: list[dict[str, str] | 
         assert by_note == want, when
         for query in QUERIES:
             expression = parse_query(query).expression
-            got = vault.search(query, as_of=when, mode="keyword", limit=1000)
+            got = vault.search(query, as_of=when, mode="keyword", limit=1000).to_json()
             same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
                          fresh_keyword(header, chunks, expression))
-        got = vault.search(QUERIES[2], as_of=when, mode="vector", limit=1000)
+        got = vault.search(QUERIES[2], as_of=when, mode="vector", limit=1000).to_json()
         same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
                      brute_vector(chunks, HashEmbedder(), QUERIES[2]), rel=0.0, abs_=1e-12)
 
@@ -104,7 +104,7 @@ def test_purged_texts_leave_no_trace_and_history_stays_exact(planted_history: Hi
         assert any(f.startswith(name) for f in before), (name, before)
 
     with Vault.open(planted_db, name="vault") as vault:
-        result = vault.purge(texts=SECRETS)
+        result = vault.purge(texts=SECRETS).to_json()
     assert result["command"] == "text" and result["revisions_changed"] >= planted_revisions - 5
     assert result["notes"] == 6 and result["scrubbed"] and result["database_bytes_after"] > 0
 
@@ -127,7 +127,7 @@ def test_purged_note_is_gone_under_every_name(planted_history: History, planted_
     with Vault.open(planted_db, name="vault", readonly=True) as vault:
         assert find_traces(planted_db, needles({"stash": S_STASH}), terms, vault, history.times)
     with Vault.open(planted_db, name="vault") as vault:
-        result = vault.purge(note=STASH_RENAMED)  # its later name: the earlier one goes too
+        result = vault.purge(note=STASH_RENAMED).to_json()  # its later name: the earlier one goes too
     assert (result["command"], result["notes"]) == ("note", 2) and result["revisions_removed"] >= 9
     with Vault.open(planted_db, name="vault", readonly=True) as vault:
         assert find_traces(planted_db, needles({"stash": S_STASH}), terms, vault, history.times) == []
@@ -151,7 +151,7 @@ def test_retention_keeps_exactly_what_was_visible_from_the_horizon_on(planted_hi
         assert set(gone) == {f.split(" in ")[0] for f in find_traces(planted_db, needles(gone), {}, vault,
                                                                       history.times[:k])}
     with Vault.open(planted_db, name="vault") as vault:
-        result = vault.purge(before=horizon)
+        result = vault.purge(before=horizon).to_json()
     assert result["command"] == "before" and result["revisions_removed"] > 0
     with Vault.open(planted_db, name="vault", readonly=True) as vault:
         assert find_traces(planted_db, needles(gone), {}, vault, history.times[k:]) == []

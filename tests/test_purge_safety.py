@@ -144,7 +144,7 @@ def test_refusals_name_the_problem(tmp_path: Path) -> None:
             vault.purge(before="2999-01-01")
         with pytest.raises(ConfigError, match="exactly one"):
             vault._store.purge(vault.id, note="a.md", before=1)
-        assert vault.purge(texts=["key: hunter2"], also_current=True)["revisions_changed"] == 1
+        assert vault.purge(texts=["key: hunter2"], also_current=True).revisions_changed == 1
         assert vault.read("a.md").content == "# A\n\n[purged]-secret\n"
         other = Vault.open(tmp_path / "db", root=root)
         try:
@@ -190,7 +190,7 @@ def test_a_dictionary_holding_the_text_is_trained_again(tmp_path: Path) -> None:
         vault.sync(known_at="2024-01-02")
         held = vault._store.db.query("SELECT body FROM dictionaries")
         assert held and b"DICTSECRET-77aa" in held[0][0]
-        result = vault.purge(texts=["DICTSECRET-77aa"])
+        result = vault.purge(texts=["DICTSECRET-77aa"]).to_json()
         assert result["dictionary_retrained"] and result["revisions_changed"] == 120
         held = vault._store.db.query("SELECT body FROM dictionaries")
         assert held and b"DICTSECRET-77aa" not in held[0][0]

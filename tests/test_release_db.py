@@ -44,7 +44,7 @@ def test_every_note_and_every_past_state_survive(release_db: Path, readonly: boo
                         vault.read(path, as_of=when)
         history = vault.history("Recipes/Chili for Twelve.md")
         assert [r.path for r in history][0] == "Recipes/Team Lunch Chili.md"
-        assert vault.search("ferry timetable", mode="keyword")["hits"][0]["path"] == "Home.md"
+        assert vault.search("ferry timetable", mode="keyword").hits[0]["path"] == "Home.md"
 
 
 def test_opening_for_writing_migrates_once_and_keeps_reading(release_db: Path) -> None:
@@ -52,9 +52,9 @@ def test_opening_for_writing_migrates_once_and_keeps_reading(release_db: Path) -
 
     with Vault.open(release_db, name="notes") as vault:
         assert vault._store.db.one("PRAGMA user_version")[0] == len(MIGRATIONS)
-        before = vault.search("ferry timetable", mode="keyword")["hits"]
+        before = vault.search("ferry timetable", mode="keyword").hits
     with Vault.open(release_db, name="notes", readonly=True) as vault:
-        assert vault.search("ferry timetable", mode="keyword")["hits"] == before and vault.check() == []
+        assert vault.search("ferry timetable", mode="keyword").hits == before and vault.check() == []
 
 
 def test_migrated_index_equals_a_fresh_one_without_blank_or_heading_only_chunks(release_db: Path) -> None:
@@ -72,7 +72,7 @@ def test_migrated_index_equals_a_fresh_one_without_blank_or_heading_only_chunks(
             assert all(has_content(c["text"]) for c in chunks if c["indexed"])
             for query in ["ferry timetable", "the", "chili", "notes"]:
                 expression = parse_query(query).expression
-                got = vault.search(query, as_of=as_of, mode="keyword", limit=1000)["hits"]
+                got = vault.search(query, as_of=as_of, mode="keyword", limit=1000).hits
                 same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got],
                              fresh_keyword(header, chunks, expression))
         assert dropped > 0  # the fixture has such chunks: the migration had work to do

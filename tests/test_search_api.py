@@ -60,8 +60,8 @@ def scores(result: dict) -> dict[tuple[str, str], float]:
                                      {"where": {"status": "done"}}, {"prefix": "Journal/", "tags": ["project"]}])
 def test_filters_narrow_results_without_changing_scores(history: Path, as_of: str | None, filters: dict) -> None:
     with Vault.open(history, readonly=True) as vault:
-        everything = vault.search("budget", as_of=as_of, mode="keyword", limit=100)
-        narrowed = vault.search("budget", as_of=as_of, mode="keyword", limit=100, **filters)
+        everything = vault.search("budget", as_of=as_of, mode="keyword", limit=100).to_json()
+        narrowed = vault.search("budget", as_of=as_of, mode="keyword", limit=100, **filters).to_json()
         notes = {r.path: r for r in vault.ls(as_of=as_of)}
     def keep(path: str) -> bool:
         rev = notes[path]
@@ -76,9 +76,9 @@ def test_filters_narrow_results_without_changing_scores(history: Path, as_of: st
 
 def test_historical_search_sees_only_what_was_known(history: Path) -> None:
     with Vault.open(history, readonly=True) as vault:
-        before = vault.search("plumber", as_of="2024-01-15", mode="keyword")
-        after = vault.search("plumber", mode="keyword")
-        nothing = vault.search("budget", as_of="2023-12-31")
+        before = vault.search("plumber", as_of="2024-01-15", mode="keyword").to_json()
+        after = vault.search("plumber", mode="keyword").to_json()
+        nothing = vault.search("budget", as_of="2023-12-31").to_json()
     assert [h["path"] for h in before["hits"]] == ["Inbox.md"]
     assert after["hits"] == [] and nothing["hits"] == []
     assert before["as_of"] == "2024-01-15T00:00:00Z"
@@ -90,7 +90,7 @@ def test_historical_search_sees_only_what_was_known(history: Path) -> None:
 def test_query_syntax_never_raises(history: Path, query: str) -> None:
     with Vault.open(history, readonly=True) as vault:
         for mode in ("keyword", "vector", "hybrid"):
-            result = vault.search(query, mode=mode, limit=3)
+            result = vault.search(query, mode=mode, limit=3).to_json()
             assert result["query"] == query and isinstance(result["hits"], list)
         vault.search(query, mode="keyword", as_of="2024-01-15")
 
@@ -99,7 +99,7 @@ def test_query_syntax_never_raises(history: Path, query: str) -> None:
 def test_awkward_queries_match_as_text(history: Path, query: str) -> None:
     with Vault.open(history, readonly=True) as vault:
         header, chunks = split_export(vault.export())
-        got = vault.search(query, mode="keyword", limit=50)
+        got = vault.search(query, mode="keyword", limit=50).to_json()
     want = fresh_keyword(header, chunks, parse_query(query).expression, 50)
     same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]], want)
     if query in ("C++", "e-mail", '"budget review"'):
@@ -110,13 +110,13 @@ def test_cjk_partial_phrases_match(history: Path) -> None:
     with Vault.open(history, readonly=True) as vault:
         for query, path in [("東京", "Projects/Borealis.md"), ("会議", "Projects/Borealis.md"),
                             ("京で会", "Projects/Borealis.md"), ("서울", "Journal/2024-01-01.md")]:
-            hits = vault.search(query, mode="keyword")["hits"]
+            hits = vault.search(query, mode="keyword").hits
             assert [h["path"] for h in hits] == [path], query
 
 
 def test_hit_fields_and_signals(history: Path) -> None:
     with Vault.open(history, readonly=True) as vault:
-        result = vault.search("budget kickoff", limit=5)
+        result = vault.search("budget kickoff", limit=5).to_json()
     assert set(result) >= {"query", "as_of", "mode", "hits"} and result["mode"] == "hybrid"
     best = max(-h["keyword"]["score"] for h in result["hits"])
     for hit in result["hits"]:
@@ -152,11 +152,11 @@ def test_embedders_are_never_mixed_and_reembed_switches(history: Path, monkeypat
         store.close()
     monkeypatch.setitem(EMBEDDERS, "other", OtherEmbedder)
     with Vault.open(history) as vault:
-        assert vault.reembed("other")["embedder"] == f"other/{OtherEmbedder.version}/64"
+        assert vault.reembed("other").embedder == f"other/{OtherEmbedder.version}/64"
         (vault.root / "New.md").write_text("# New\n\nbudget meeting tomorrow\n", encoding="utf-8")
         vault.sync(known_at="2024-03-01")  # later batches keep using the store's embedder
         header, chunks = split_export(vault.export())
-        got = vault.search("budget meeting", mode="vector", limit=100)
+        got = vault.search("budget meeting", mode="vector", limit=100).to_json()
         same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
                      brute_vector(chunks, OtherEmbedder(), "budget meeting"), rel=0.0, abs_=1e-12)
     store = Store(history)
@@ -169,7 +169,7 @@ def test_embedders_are_never_mixed_and_reembed_switches(history: Path, monkeypat
     with Vault.open(history, readonly=True) as vault:
         with pytest.raises(ProviderError, match="reembed"):
             vault.search("budget", mode="vector")
-        assert vault.search("budget", mode="keyword")["hits"]
+        assert vault.search("budget", mode="keyword").hits
 
 
 def test_database_from_before_search_is_reindexed(tmp_path: Path) -> None:
@@ -185,13 +185,13 @@ def test_database_from_before_search_is_reindexed(tmp_path: Path) -> None:
         with pytest.raises(StoreError, match="reindex"):
             vault.search("budget")
     with Vault.open(db) as vault:
-        assert vault.reindex()["batches_indexed"] == 1
+        assert vault.reindex().batches_indexed == 1
         header, chunks = split_export(vault.export())
-        got = vault.search("budget", mode="keyword", limit=100)
+        got = vault.search("budget", mode="keyword", limit=100).to_json()
         same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
                      fresh_keyword(header, chunks, '"budget"'))
-        assert vault.reindex(full=True)["batches_indexed"] == 1
-        assert vault.search("budget", mode="keyword", limit=100)["hits"] == got["hits"]
+        assert vault.reindex(full=True).batches_indexed == 1
+        assert vault.search("budget", mode="keyword", limit=100).hits == got["hits"]
 
 
 def test_bad_arguments_are_clear_errors(history: Path) -> None:
@@ -207,7 +207,7 @@ def test_cli_search_and_export(history: Path, cli) -> None:
     result = json.loads(done.stdout)
     assert result["mode"] == "keyword" and result["as_of"] == "2024-01-15T00:00:00Z" and result["hits"]
     with Vault.open(history, readonly=True) as vault:
-        assert result == {**vault.search("budget", mode="keyword", as_of="2024-01-15"), "valid_at": result["valid_at"]}
+        assert result == {**vault.search("budget", mode="keyword", as_of="2024-01-15").to_json(), "valid_at": result["valid_at"]}
     lines = [json.loads(line) for line in cli("export", "--as-of", "2024-01-15", db=history, check=True).stdout.splitlines()]
     assert lines[0]["tokenizer"] == "unicode61 remove_diacritics 2"
     same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in result["hits"]],
@@ -232,9 +232,9 @@ def test_vaults_sharing_a_database_are_searched_apart(tmp_path: Path) -> None:
         with Vault.open(db, name=name, readonly=True) as vault:
             header, chunks = split_export(vault.export())
             for mode in ("keyword", "vector"):
-                got = vault.search("budget", mode=mode, limit=100)
+                got = vault.search("budget", mode=mode, limit=100).to_json()
                 assert {h["path"] for h in got["hits"]} <= {c["path"] for c in chunks}
-            got = vault.search("budget", mode="keyword", limit=100)
+            got = vault.search("budget", mode="keyword", limit=100).to_json()
             same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
                          fresh_keyword(header, chunks, '"budget"'))
 
@@ -248,7 +248,7 @@ def test_validity_is_an_interval_overlay(tmp_path: Path) -> None:
         vault.sync(known_at="2024-02-01")
 
         def words(valid_at: str | None, as_of: str | None = None) -> list[str]:
-            hits = vault.search("budget", as_of=as_of, valid_at=valid_at, mode="keyword")["hits"]
+            hits = vault.search("budget", as_of=as_of, valid_at=valid_at, mode="keyword").hits
             return [w for h in hits for w in ("open", "frozen") if w in h["text"]]
 
         assert words("2024-03-15") == ["frozen"]            # inside the interval: the bounded revision
@@ -261,10 +261,10 @@ def test_a_full_reindex_keeps_the_stores_embedder(history: Path, monkeypatch: py
     monkeypatch.setitem(EMBEDDERS, "other", OtherEmbedder)
     with Vault.open(history) as vault:
         vault.reembed("other")
-        before = vault.search("budget meeting", mode="vector", limit=20)["hits"]
-        assert vault.reindex(full=True)["batches_indexed"] >= 1
-        assert vault.search("budget meeting", mode="vector", limit=20)["hits"] == before
+        before = vault.search("budget meeting", mode="vector", limit=20).hits
+        assert vault.reindex(full=True).batches_indexed >= 1
+        assert vault.search("budget meeting", mode="vector", limit=20).hits == before
     with Vault.open(history) as vault:  # a later writer finds the same embedder recorded, not the default
         (vault.root / "Later.md").write_text("# Later\n\nbudget review\n", encoding="utf-8")
         vault.sync(known_at="2024-03-01")
-        assert vault.search("budget review", mode="vector", limit=5)["hits"]
+        assert vault.search("budget review", mode="vector", limit=5).hits

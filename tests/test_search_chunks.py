@@ -54,7 +54,7 @@ def check_index(vault: Vault) -> int:
             else:  # a note of headings only keeps them, or it could not be found at all
                 assert chunk["indexed"], (path, chunk["text"])
     for query in ["the", "a", "notes", "sync", "budget"]:
-        for hit in vault.search(query, limit=50)["hits"]:
+        for hit in vault.search(query, limit=50).hits:
             assert has_content(hit["text"]) or not any(
                 has_content(c["text"]) for c in notes[hit["path"]]), (query, hit["text"])
     return left_out
@@ -67,7 +67,7 @@ def test_no_sample_vault_chunk_in_the_index_is_blank_or_heading_only(tmp_path: P
         vault.sync()
         assert check_index(vault) > 0  # the sample vault has heading-only sections: they were left out
         # the query: words a person remembers, in order, from one note
-        hits = vault.search("sync ate my notes")["hits"]
+        hits = vault.search("sync ate my notes").hits
         assert hits[0]["path"] == "Meetings/2025/2025-01-13 Atlas Kickoff.md"
         assert hits[0]["signals"]["phrase"] == 1.0
         assert "**sync** **ate** **my** **notes**" in hits[0]["snippet"]

@@ -90,14 +90,14 @@ def check_cutoff(vault: Vault, as_of: str | None, valid_at: str | None) -> None:
         expression = parse_query(query).expression
         want = fresh_keyword(header, chunks, expression) if expression else []
         for limit in (1000, 3):
-            got = vault.search(query, as_of=as_of, valid_at=valid_at, mode="keyword", limit=limit)
+            got = vault.search(query, as_of=as_of, valid_at=valid_at, mode="keyword", limit=limit).to_json()
             assert got["match"] == expression
             same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]], want[:limit])
         for limit in (1000, 3):  # the default mode: the same pipeline over a fresh index (vectors not fused)
-            got = vault.search(query, as_of=as_of, valid_at=valid_at, limit=limit)
+            got = vault.search(query, as_of=as_of, valid_at=valid_at, limit=limit).to_json()
             same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got["hits"]],
                          fresh_default(header, chunks, query, limit))
-        got = vault.search(query, as_of=as_of, valid_at=valid_at, mode="vector", limit=1000)
+        got = vault.search(query, as_of=as_of, valid_at=valid_at, mode="vector", limit=1000).to_json()
         same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
                      brute_vector(chunks, HashEmbedder(), query), rel=0.0, abs_=1e-12)
 
@@ -162,7 +162,7 @@ def test_fused_default_mode_exact_at_every_cutoff(tmp_path: Path, monkeypatch) -
             header, chunks = split_export(vault.export(as_of=as_of))
             for query in ["sync ate my notes", "budget review", "chili", "kickoff decisions", "会議"]:
                 for limit in (5, 60):
-                    got = vault.search(query, as_of=as_of, limit=limit)["hits"]
+                    got = vault.search(query, as_of=as_of, limit=limit).hits
                     assert got and all(h["vector"] is not None or h["keyword"] is not None for h in got)
                     same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
                                  fresh_default(header, chunks, query, limit, fused=FusedHash()), rel=1e-9, abs_=1e-9)

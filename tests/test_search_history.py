@@ -63,7 +63,7 @@ def test_keyword_exact_on_real_history_all_languages(help_history: tuple[Path, l
             for query in queries_for(chunks, rng):
                 expression = parse_query(query).expression
                 want = fresh.search(expression, 20)
-                got = vault.search(query, as_of=as_of, mode="keyword", limit=20)
+                got = vault.search(query, as_of=as_of, mode="keyword", limit=20).to_json()
                 same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]], want)
                 if CJK_RUN.fullmatch(query):
                     assert got["hits"], f"CJK piece {query!r} found nothing"
@@ -81,6 +81,6 @@ def test_vector_exact_on_real_history(help_history: tuple[Path, list[int]]) -> N
             _, chunks = split_export(vault.export(as_of=as_of))
             brute = BruteVector(chunks, HashEmbedder())
             for query in ("embed a file", "同期", "plugin settings"):
-                got = vault.search(query, as_of=as_of, mode="vector", limit=20)
+                got = vault.search(query, as_of=as_of, mode="vector", limit=20).to_json()
                 same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
                              brute.search(query, 20), rel=0.0, abs_=1e-12)

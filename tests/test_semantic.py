@@ -91,9 +91,9 @@ def test_import_with_minilm_searches_by_meaning_and_never_mixes_vectors(tmp_path
     db = tmp_path / "db.sqlite"
     cli("import", str(root), "--embedder", "minilm", db=db, check=True)
     with Vault.open(db, readonly=True) as vault:
-        hits = vault.search("sync ate my notes")["hits"]
+        hits = vault.search("sync ate my notes").hits
         assert hits[0]["path"] == "Meetings/2025/2025-01-13 Atlas Kickoff.md"
-        vec = vault.search("lunch for a big group", mode="vector", limit=3)["hits"]
+        vec = vault.search("lunch for a big group", mode="vector", limit=3).hits
         assert any("Chili" in h["path"] for h in vec), [h["path"] for h in vec]
     # the store's vectors are minilm's: another embedder is refused, with the way out named
     other = tmp_path / "db2.sqlite"
@@ -103,5 +103,5 @@ def test_import_with_minilm_searches_by_meaning_and_never_mixes_vectors(tmp_path
     assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
     cli("reembed", "--embedder", "minilm", db=other, check=True)
     with Vault.open(other, readonly=True) as a, Vault.open(db, readonly=True) as b:
-        assert [h["chunk_id"] for h in a.search("kickoff decisions")["hits"]] == \
-            [h["chunk_id"] for h in b.search("kickoff decisions")["hits"]]
+        assert [h["chunk_id"] for h in a.search("kickoff decisions").hits] == \
+            [h["chunk_id"] for h in b.search("kickoff decisions").hits]

@@ -37,14 +37,14 @@ def test_long_queries_work_and_stay_exact_at_every_cutoff(vault: Vault, words: i
     query = " ".join(WORDS[:words])
     header, chunks = split_export(vault.export(as_of=as_of))
     want = fresh_keyword(header, chunks, parse_query(query).expression)
-    got = vault.search(query, as_of=as_of, mode="keyword", limit=1000)
+    got = vault.search(query, as_of=as_of, mode="keyword", limit=1000).to_json()
     same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]], want)
     assert want, "the query matches something"
 
 
 def test_the_widest_query_the_tool_allows_works_at_a_past_cutoff(vault: Vault) -> None:
     query = " ".join("abcdefghijklmnopqrstuvwxyz"[i % 26] for i in range(500))[:1000]
-    assert vault.search(query, as_of="2024-01-02", mode="hybrid", limit=5)["hits"] is not None
+    assert vault.search(query, as_of="2024-01-02", mode="hybrid", limit=5).hits is not None
 
 
 def test_list_changes_limit_is_pushed_into_the_store(vault: Vault) -> None:

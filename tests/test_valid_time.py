@@ -82,7 +82,7 @@ def test_read_ls_and_search_follow_the_overlay_oracle(tmp_path_factory, steps, d
                     texts[chunk["path"]] = texts.get(chunk["path"], "") + chunk["text"]
                 assert texts == want
                 for query in ("budget", "frozen plan", "東京"):
-                    got = vault.search(query, as_of=when, valid_at=day, mode="keyword", limit=100)
+                    got = vault.search(query, as_of=when, valid_at=day, mode="keyword", limit=100).to_json()
                     same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
                                  fresh_keyword(header, chunks, parse_query(query).expression))
             # without valid_at, read and ls are the revisions exactly as recorded

@@ -232,7 +232,7 @@ def stats(obj: Context, as_json: bool) -> None:
     Example:
         vaultsync stats --json
     """
-    result = obj.vault().stats()
+    result = obj.vault().stats().to_json()
     if as_json:
         echo_json(result)
         return

@@ -53,17 +53,17 @@ def purge(obj: Context, texts: tuple[str, ...], text_file: click.utils.LazyFile 
         raise click.Abort()
     result = vault.purge(texts=strings or None, note=note, before=before, also_current=also_current)
     if as_json:
-        echo_json(result)
+        echo_json(result.to_json())
         return
-    click.echo(f"{result['vault']}: purge ({result['command']}): {result['revisions_changed']} revisions rewritten, "
-               f"{result['revisions_removed']} removed, {result['notes']} notes, {result['batches_removed']} "
-               f"batches removed; database {_mb(result['database_bytes_before'])} -> "
-               f"{_mb(result['database_bytes_after'])} in {result['seconds']:.1f} s")
-    if not result["scrubbed"]:
+    click.echo(f"{result.vault}: purge ({result.command}): {result.revisions_changed} revisions rewritten, "
+               f"{result.revisions_removed} removed, {result.notes} notes, {result.batches_removed} "
+               f"batches removed; database {_mb(result.database_bytes_before)} -> "
+               f"{_mb(result.database_bytes_after)} in {result.seconds:.1f} s")
+    if not result.scrubbed:
         click.echo("warning: a reader kept the WAL from being truncated; old pages may remain until the next "
                    "purge or the next time the database is opened for writing", err=True)
-    if "git" in result:
-        click.echo(f"note: {result['git']}", err=True)
+    if result.git is not None:
+        click.echo(f"note: {result.git}", err=True)
 
 
 def _mb(size: object) -> str:

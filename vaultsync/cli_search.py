@@ -77,11 +77,11 @@ def search(obj: Context, query: str, as_of: int | None, valid_at: int | None, mo
     result = obj.vault().search(query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit, prefix=prefix,
                                 tags=list(tags) or None, where=_where(where))
     if as_json:
-        echo_json(result)
+        echo_json(result.to_json())
         return
-    if not result["hits"]:
+    if not result.hits:
         click.echo("no matches", err=True)
-    for n, hit in enumerate(result["hits"], start=1):
+    for n, hit in enumerate(result.hits, start=1):
         where_in = " › ".join(hit["heading_path"])
         lines = f"lines {hit['lines'][0]}-{hit['lines'][1]}"
         click.echo(f"{n:>2}. {click.style(hit['path'], fg='cyan') if sys.stdout.isatty() else hit['path']}"
@@ -123,9 +123,9 @@ def reindex(obj: Context, full: bool, as_json: bool) -> None:
     """
     result = obj.vault(readonly=False).reindex(full=full)
     if as_json:
-        echo_json(result)
+        echo_json(result.to_json())
     else:
-        click.echo(f"{result['vault']}: {result['batches_indexed']} batches indexed")
+        click.echo(f"{result.vault}: {result.batches_indexed} batches indexed")
 
 
 @click.command()
@@ -142,9 +142,9 @@ def reembed(obj: Context, name: str, as_json: bool) -> None:
     """
     result = obj.vault(readonly=False).reembed(name)
     if as_json:
-        echo_json(result)
+        echo_json(result.to_json())
     else:
-        click.echo(f"{result['docs_embedded']} texts embedded with {result['embedder']}")
+        click.echo(f"{result.docs_embedded} texts embedded with {result.embedder}")
 
 
 COMMANDS = (search, export, reindex, reembed)

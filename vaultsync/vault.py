@@ -18,6 +18,7 @@ from .folder import MAX_FILE_BYTES, FileError, dirty_rel, files_containing, obse
 from .links import LinkReport, link_report
 from .parsers import split_lines
 from .paths import nfc, note_path
+from .results import Purged, Reembedded, Reindexed, SearchResult, Stats
 from .store import BatchNews, Revision, Store, View
 from .store.purge import check_strings as purge_strings_checked
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitHistory, GitImport, OnCommit, in_git, to_import
@@ -472,13 +473,14 @@ class Vault:
         prefix: str | None = None,
         tags: list[str] | None = None,
         where: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> SearchResult:
         """Hybrid search of the chunks visible at ``as_of`` (default now); see ``vaultsync.store.search``.
 
-        Returns ``{"query", "as_of", "mode", "hits": [...]}``, exactly what ``search --json`` prints.
+        Its ``to_json()`` is exactly what ``search --json`` prints.
         """
         with self._view(as_micros(as_of, "as_of"), as_micros(valid_at, "valid_at")) as view:
-            return view.search(query, mode=mode, limit=limit, prefix=prefix, tags=tags, where=where)
+            return SearchResult.from_json(view.search(query, mode=mode, limit=limit, prefix=prefix, tags=tags,
+                                                      where=where))
 
     def locate(self, keys: list[tuple[str, str, int]]) -> list[int | None]:
         """The revision id of each (path, content hash, known_at), None for one the store does not hold."""
@@ -498,24 +500,24 @@ class Vault:
         with self._view(when, at) as view:
             yield from view.export()
 
-    def reindex(self, *, full: bool = False) -> dict[str, Any]:
+    def reindex(self, *, full: bool = False) -> Reindexed:
         """Bring the search index up to date (``full``: rebuild it from the revision tables)."""
         if self._store.readonly:
             raise ConfigError("reindex needs the database opened for writing")
         with self._writing():
             done = self._store.reindex(self.id, full=full)
-        return {"vault": self.name, "batches_indexed": done, "full": full}
+        return Reindexed(self.name, done, full)
 
-    def reembed(self, embedder: str) -> dict[str, Any]:
+    def reembed(self, embedder: str) -> Reembedded:
         """Re-embed every chunk text with another embedder (the store never mixes embedders)."""
         with self._writing():
             signature, count = self._store.reembed(embedder)
-        return {"embedder": signature, "docs_embedded": count}
+        return Reembedded(signature, count)
 
     # ------------------------------------------------------------ forgetting
 
     def purge(self, *, texts: list[str] | None = None, note: str | None = None, before: TimeLike = None,
-              also_current: bool = False) -> dict[str, Any]:
+              also_current: bool = False) -> Purged:
         """Forget on purpose (exactly one of): every occurrence of ``texts`` in every stored revision
         (replaced by ``[purged]``), every revision of the note at ``note``, or every revision no longer
         visible at ``before``. See ``vaultsync.store.purge`` for what is recomputed and wiped.
@@ -539,19 +541,16 @@ class Vault:
             if rel is not None and not also_current and (self.root / rel).exists():
                 raise ConfigError(f"the note file {rel} is still in the vault; the next sync would store it "
                                   "again: delete it first, or purge it anyway", argument="also_current")
-            result = self._store.purge(self.id, strings=texts, note=rel, before=when).to_json()
-        result["vault"] = self.name
-        if in_git(self.root):
-            result["git"] = GIT_HISTORY_NOT_REWRITTEN
-        return result
+            result = self._store.purge(self.id, strings=texts, note=rel, before=when)
+        return Purged.of(result, self.name, GIT_HISTORY_NOT_REWRITTEN if in_git(self.root) else None)
 
     # ------------------------------------------------------------ upkeep
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Stats:
         """Counts of notes, revisions, batches and stored texts, and the database's size."""
         with self._view() as view:
             found = view.stats()
-        return {"vault": found.pop("vault"), "root": str(self.root), **found}
+        return Stats(root=str(self.root), **found)
 
     def check(self) -> list[str]:
         """Verify the store; return the problems found (empty when healthy)."""

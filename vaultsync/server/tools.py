@@ -72,9 +72,8 @@ def add_search_notes(tools: ToolSet, rt: Runtime) -> None:
         with rt.reading() as vault:
             result = vault.search(query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit,
                                   prefix=prefix or None, tags=tags or None)
-        hits, cut = _fit_hits(result["hits"])
-        return SearchResult(query=result.get("query", query), as_of=_stamp(result.get("as_of")),
-                            mode=str(result.get("mode", mode)), hits=hits, truncated=cut)
+        hits, cut = _fit_hits(result.hits)
+        return SearchResult(query=result.query, as_of=_stamp(result.as_of), mode=result.mode, hits=hits, truncated=cut)
 
 
 def add_read_note(tools: ToolSet, rt: Runtime) -> None:
@@ -216,9 +215,9 @@ def add_vault_status(tools: ToolSet, rt: Runtime) -> None:
         enabled, and whether a watcher keeps the index current (and its lag)."""
         with rt.reading() as vault:
             stats = vault.stats()
-        return StatusResult(vault=stats["vault"], notes=stats["notes"],
-                            revisions=stats["revisions"], batches=stats["batches"], first_batch=stats["first_batch"],
-                            last_batch=stats["last_batch"], writes_enabled=rt.allow_writes,
+        return StatusResult(vault=stats.vault, notes=stats.notes,
+                            revisions=stats.revisions, batches=stats.batches, first_batch=stats.first_batch,
+                            last_batch=stats.last_batch, writes_enabled=rt.allow_writes,
                             watcher=WatcherStatus(**_public_watcher(rt)))
 
 

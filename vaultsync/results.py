@@ -1,0 +1,97 @@
+"""Typed answers of ``Vault.search``, ``stats``, ``reindex``, ``reembed`` and ``purge``.
+
+Each ``to_json()`` is exactly what the command's ``--json`` prints (and what the MCP tools build on),
+field for field and in the same order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from .store import PurgeResult
+
+
+@dataclass(slots=True)
+class SearchResult:
+    """The hits of one search, best first (each hit a JSON object: path, chunk, lines, snippet, scores…)."""
+
+    query: str
+    as_of: str | None
+    """The knowledge cutoff searched (None: now)."""
+    valid_at: str | None
+    """The validity time the interval overlay applied (the cutoff's, unless asked)."""
+    mode: str
+    match: str
+    """The keyword expression the query became (FTS5 syntax)."""
+    hits: list[dict[str, Any]]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SearchResult:
+        return cls(data["query"], data["as_of"], data["valid_at"], data["mode"], data["match"], data["hits"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"query": self.query, "as_of": self.as_of, "valid_at": self.valid_at, "mode": self.mode,
+                "match": self.match, "hits": self.hits}
+
+
+@dataclass(slots=True)
+class Stats:
+    """Counts of a vault's notes, revisions, batches and stored texts, and its database's size."""
+
+    vault: str
+    root: str
+    database: str
+    notes: int
+    revisions: int
+    batches: int
+    chunk_revisions: int
+    first_batch: str | None
+    last_batch: str | None
+    distinct_texts: int
+    database_bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(slots=True)
+class Reindexed:
+    """What ``reindex`` did: how many of the vault's batches it indexed (``full``: after a rebuild)."""
+
+    vault: str
+    batches_indexed: int
+    full: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"vault": self.vault, "batches_indexed": self.batches_indexed, "full": self.full}
+
+
+@dataclass(slots=True)
+class Reembedded:
+    """What ``reembed`` did: the new embedder's signature and how many texts it embedded."""
+
+    embedder: str
+    docs_embedded: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"embedder": self.embedder, "docs_embedded": self.docs_embedded}
+
+
+@dataclass(slots=True)
+class Purged(PurgeResult):
+    """What a purge did to a vault's stored history (the counts of ``PurgeResult``), and ``git``: a note when
+    the vault's own git history still holds what was purged."""
+
+    vault: str = ""
+    git: str | None = None
+
+    @classmethod
+    def of(cls, result: PurgeResult, vault: str, git: str | None = None) -> Purged:
+        return cls(**asdict(result), vault=vault, git=git)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        if self.git is None:
+            del out["git"]
+        return out
