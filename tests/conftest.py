@@ -369,3 +369,12 @@ def planted_history(tmp_path_factory: pytest.TempPathFactory):
 def planted_db(planted_history, tmp_path: Path) -> Path:
     """A private copy of the planted history's database, to purge."""
     return copy_db(planted_history.db, tmp_path / "purge.db")
+
+
+from engines import ENGINES  # noqa: E402 - the store's engines, next to the fixture that runs them
+
+
+@pytest.fixture(params=sorted(ENGINES))
+def open_engine(request: pytest.FixtureRequest) -> Callable[..., object]:
+    """Opens a store of each engine (tests/engines.py; one engine today): the store's behaviour tests take this."""
+    return ENGINES[request.param]

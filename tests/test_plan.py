@@ -121,11 +121,10 @@ def test_an_unreadable_note_is_not_deleted() -> None:
     assert plan.deletions == [] and [e.path for e in plan.refused] == ["c.md"]
 
 
-def test_strict_refuses_a_plan_with_refusals_before_anything_is_written(tmp_path) -> None:
-    from vaultsync.store import Store
+def test_strict_refuses_a_plan_with_refusals_before_anything_is_written(tmp_path, open_engine) -> None:
     from vaultsync.sync import write_plan
 
-    store = Store(tmp_path / "db.sqlite", search=False)
+    store = open_engine(tmp_path / "db.sqlite", search=False)
     try:
         vault_id = store.ensure_vault("v", tmp_path)
         plan = Plan({"a.md": Present(size=3, data=b"\xff\xfe!"), "b.md": blob("# B\n")}, {}, {}, now_ns=NOW)
