@@ -1,4 +1,4 @@
-"""Typed answers of ``Vault.search``, ``stats``, ``reindex``, ``reembed`` and ``purge``.
+"""Typed answers of ``Vault.search``, ``stats``, ``reindex``, ``reembed``, ``purge`` and ``revision_facts``.
 
 Each ``to_json()`` is exactly what the command's ``--json`` prints (and what the MCP tools build on),
 field for field and in the same order.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from .store import PurgeResult
+from .store import PurgeRecord, PurgeResult, Revision
 
 
 @dataclass(slots=True)
@@ -95,3 +95,15 @@ class Purged(PurgeResult):
         if self.git is None:
             del out["git"]
         return out
+
+
+@dataclass(slots=True)
+class RevisionFacts:
+    """What the store holds about one revision id, read in one transaction (for checking a receipt)."""
+
+    revision: Revision | None
+    """The revision with that id (None: the store holds none)."""
+    content: str | None
+    """Its exact text (None when there is no revision or it is a deletion)."""
+    purges: list[PurgeRecord]
+    """Every purge of the vault, oldest first."""

@@ -18,7 +18,7 @@ from .folder import MAX_FILE_BYTES, FileError, dirty_rel, files_containing, obse
 from .links import LinkReport, link_report
 from .parsers import split_lines
 from .paths import nfc, note_path
-from .results import Purged, Reembedded, Reindexed, SearchResult, Stats
+from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
 from .store import BatchNews, Revision, Store, View
 from .store.purge import check_strings as purge_strings_checked
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitHistory, GitImport, OnCommit, in_git, to_import
@@ -26,7 +26,7 @@ from .sync import BatchSummary, LiveIndex, Plan, Progress, write_plan
 from .times import TimeLike, as_micros, format_time, now_micros
 
 if TYPE_CHECKING:
-    from .store import BatchWriter, PurgeRecord
+    from .store import BatchWriter
 
 
 @dataclass(slots=True)
@@ -53,18 +53,6 @@ class Note:
             "kind": r.kind,
             "renamed_from": r.renamed_from,
         }
-
-
-@dataclass(slots=True)
-class RevisionFacts:
-    """What the store holds about one revision id, read in one transaction (for checking a receipt)."""
-
-    revision: Revision | None
-    """The revision with that id (None: the store holds none)."""
-    content: str | None
-    """Its exact text (None when there is no revision or it is a deletion)."""
-    purges: list[PurgeRecord]
-    """Every purge of the vault, oldest first."""
 
 
 class Vault:

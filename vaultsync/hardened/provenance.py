@@ -34,7 +34,8 @@ from typing import Any
 
 from ..store import PurgeRecord, Revision
 from ..times import format_time, parse_time
-from ..vault import RevisionFacts, Vault
+from ..results import RevisionFacts
+from ..vault import Vault
 from .keystore import Keystore
 from .receipts import Receipt, ReceiptError, parse, sign
 
