@@ -15,18 +15,18 @@ from . import edit, vaultfs
 from .config import default_db_path
 from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound
 from .folder import MAX_FILE_BYTES, FileError, dirty_rel, files_containing, observe_paths, scan
+from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitHistory, GitImport, OnCommit, in_git, to_import
 from .links import LinkReport, link_report
 from .parsers import split_lines
 from .paths import nfc, note_path
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
 from .store import BatchNews, Revision, Store, View
 from .store.purge import check_strings as purge_strings_checked
-from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitHistory, GitImport, OnCommit, in_git, to_import
 from .sync import BatchSummary, LiveIndex, Plan, Progress, write_plan
 from .times import TimeLike, as_micros, format_time, now_micros
 
 if TYPE_CHECKING:
-    from .store import BatchWriter
+    from .store.contract import Batch
 
 
 @dataclass(slots=True)
@@ -267,7 +267,7 @@ class Vault:
 
     def _write_plan(self, plan: Plan, *, known_at: int | None, source: str, detail: str | None = None,
                     strict: bool = False, progress: Progress | None = None,
-                    on_write: Callable[[BatchWriter], None] | None = None) -> BatchSummary:
+                    on_write: Callable[[Batch], None] | None = None) -> BatchSummary:
         """The one plan → batch path (import, watch, writes, git backfill); the caller is ``_writing``."""
         return write_plan(self._store, self.id, self.name, plan, known_at=known_at, source=source, detail=detail,
                           strict=strict, workers=self.parse_workers, progress=progress, on_write=on_write)
