@@ -131,6 +131,7 @@ def test_a_batch_lands_whole_and_a_view_reads_it(engine: Engine, tmp_path: Path)
     live = engine.live_state(vid)
     assert sorted(live) == ["a.md", "b.md"]
     assert engine.file_states(vid, ["a.md"]) == {"a.md": (17, 5, live["a.md"][1])}
+    assert engine.plan_state(vid, ["a.md", "new.md"]) == ({"a.md": live["a.md"]}, {"a.md": (17, 5, live["a.md"][1])})
     assert engine.live_index(vid)["a.md"] == file_stamp(17, 5)
     with engine.view(vid, "v") as view:
         a, b = view.revision("a.md"), view.revision("b.md")

@@ -232,9 +232,8 @@ class Vault:
             else:  # only what the batch touches: its paths and the live notes below those that are folders
                 given = [rel for rel in map(dirty_rel, paths) if rel is not None]
                 observed, errors = observe_paths(self.root, given, self._store.live_under(self.id, given))
-            wanted = list(observed)
-            plan = Plan(observed, self._store.live_state(self.id, wanted), self._store.file_states(self.id, wanted),
-                        errors=errors, unchanged=unchanged)
+            live, states = self._store.plan_state(self.id, observed)
+            plan = Plan(observed, live, states, errors=errors, unchanged=unchanged)
             return self._write_plan(plan, known_at=when, source=source, strict=strict, progress=progress)
 
     def import_git(self, *, strict: bool = False, progress: OnCommit | None = None) -> GitImport:

@@ -159,6 +159,13 @@ class Store:
         with self.db.atomic() as con:
             return q.current_state(con, vault_id, None if paths is None else list(paths))
 
+    def plan_state(self, vault_id: int, paths: Iterable[str]) -> tuple[dict[str, tuple[int, str]],
+                                                                      dict[str, tuple[int, int, str]]]:
+        """``live_state`` and ``file_states`` of ``paths``, read in one transaction: what a plan needs."""
+        wanted = list(paths)
+        with self.db.atomic() as con:
+            return q.current_state(con, vault_id, wanted), q.file_states(con, vault_id, wanted)
+
     def live_under(self, vault_id: int, folders: Iterable[str]) -> list[str]:
         """The notes that exist now below any of ``folders`` (vault-relative), by path."""
         wanted = list(folders)
