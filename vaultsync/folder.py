@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ParseError
+from .errors import NotANote, ParseError
 from . import vaultfs
 from .paths import disk_path, is_hidden, is_note_path, is_visible_folder, nfc, relative
 
@@ -50,7 +50,7 @@ class Present:
         assert self.fs_path is not None and self.root is not None
         try:
             data, _ = vaultfs.read_note(self.root, relative(self.root, self.fs_path), MAX_FILE_BYTES)
-        except vaultfs.NotANote as exc:
+        except NotANote as exc:
             raise ParseError(str(exc)) from None
         if len(data) > MAX_FILE_BYTES:
             raise ParseError(_too_large(len(data)))
@@ -171,7 +171,7 @@ def observe_file(root: str, fs_path: str) -> Observed:
         st = vaultfs.stat_note(root, rel)
     except (FileNotFoundError, NotADirectoryError):
         return Absent()
-    except vaultfs.NotANote:
+    except NotANote:
         folder, _, _ = rel.rpartition("/")
         real_folder = folder == "" or vaultfs.kind(root, folder) == "folder"
         return Unreadable(SYMLINK) if real_folder and os.path.islink(fs_path) else Absent()

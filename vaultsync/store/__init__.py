@@ -80,7 +80,7 @@ class Store:
                     raise SchemaError(f"{path} is not a vaultsync database (or is empty)")
                 if not readable(con, version):
                     raise SchemaError(f"{path} was written by an older vaultsync (schema {version}); "
-                                      "run `vaultsync import VAULT` once to upgrade it")
+                                      "sync the vault into it once to upgrade it", remedy="sync")
                 return
             if version == 0 and con.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]:
                 raise SchemaError(f"{path} is another program's SQLite database; use a new database file")

@@ -86,9 +86,10 @@ def _default(con: apsw.Connection, snap: Snapshot, parsed: KeywordQuery, query: 
 def check_index(con: apsw.Connection, vault_id: int, vault_name: str) -> None:
     lag = index_lag(con, vault_id)
     if lag < 0:
-        raise StoreError(f"this database has no search index yet: run `vaultsync reindex` (vault '{vault_name}')")
+        raise StoreError(f"this database has no search index yet: reindex vault '{vault_name}'", remedy="reindex")
     if lag > 0:
-        raise StoreError(f"the search index of vault '{vault_name}' is {lag} batches behind: run `vaultsync reindex`")
+        raise StoreError(f"the search index of vault '{vault_name}' is {lag} batches behind: reindex it",
+                         remedy="reindex")
 
 
 def search(

@@ -64,12 +64,12 @@ class SearchIndexer:
                 set_meta(con, "embedder_signature", (embedder or get_embedder(name)).signature)
         if embedder is None and name not in EMBEDDERS:
             self.embedder = get_embedder(DEFAULT_EMBEDDER)
-            self.mismatch: str | None = unknown_embedder(name)
+            self.mismatch: ProviderError | None = unknown_embedder(name)
         else:
             self.embedder = embedder or get_embedder(name)
             self.mismatch = check_embedder(con, self.embedder)
         if embedder is not None and self.mismatch:
-            raise ProviderError(self.mismatch)
+            raise self.mismatch
         self.ahead = functools.partial(embed_ahead, self.embedder.embedder_id)
         """Work a parse worker may do for this indexer (see ``sync.parse_stream``); ``take_ahead`` receives it."""
         self._checked: int | None = None
@@ -80,7 +80,7 @@ class SearchIndexer:
 
     def on_revision(self, con: apsw.Connection, batch_id: int, note_id: int, chunks: list[ChunkRow]) -> None:
         if self.mismatch:
-            raise ProviderError(self.mismatch)
+            raise self.mismatch
         vault_id, valid_from, valid_to = con.execute(
             "SELECT vault_id, valid_from, valid_to FROM notes WHERE id = ?", (note_id,)).fetchone()
         self._catch_up_before(con, vault_id, batch_id)
