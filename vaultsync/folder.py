@@ -7,6 +7,7 @@ no large buffer is allocated per file.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import logging
 import os
 from collections.abc import Callable, Iterable
@@ -89,6 +90,11 @@ class FileError:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"
+
+
+def content_hash(data: bytes) -> str:
+    """A note revision's content hash: SHA-256 of its bytes, as users can check with sha256sum."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def decode(data: bytes) -> str:
@@ -182,14 +188,9 @@ def observe_file(root: str, fs_path: str) -> Observed:
     return Present(size=st.st_size, mtime_ns=st.st_mtime_ns, fs_path=fs_path, root=root)
 
 
-def dirty_rel(raw: str) -> str | None:
-    """A given path as the vault-relative NFC path ``observe_paths`` observes (None: not one)."""
-    rel = nfc(raw.replace(os.sep, "/").strip("/"))
-    return None if rel in ("", ".") or rel.startswith("../") else rel
-
-
 def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tuple[dict[str, Observed], list[FileError]]:
-    """Observe exactly the given vault-relative paths; a folder stands for everything under it.
+    """Observe exactly the given vault-relative NFC paths (``paths.changed_path``: normalised once, by
+    the caller); a folder stands for everything under it.
 
     ``live`` lists the notes that exist now (at least those below the given paths): those under a
     folder that vanished are observed too.
@@ -198,10 +199,7 @@ def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tupl
     live_paths = sorted(live)
     observed: dict[str, Observed] = {}
     errors: list[FileError] = []
-    for raw in paths:
-        rel = dirty_rel(raw)
-        if rel is None:
-            continue
+    for rel in paths:
         fs_path = disk_path(root, rel)
         if vaultfs.kind(real_root, rel) == "folder":
             if is_visible_folder(rel):

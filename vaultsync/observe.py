@@ -24,7 +24,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserverVFS
 
-from .paths import is_note_path, nfc
+from .paths import is_hidden, is_note_path, is_visible_folder
 
 logger = logging.getLogger(__name__)
 
@@ -54,9 +54,7 @@ class NoteFilter:
     def __call__(self, rel: str, is_directory: bool) -> bool:
         if not rel or rel == "." or rel.startswith("../"):
             return False
-        if is_directory:
-            return not any(part.startswith(".") or part == "" for part in rel.split("/"))
-        return is_note_path(rel)
+        return is_visible_folder(rel) if is_directory else is_note_path(rel)
 
 
 class DirtyHandler(FileSystemEventHandler):
@@ -73,10 +71,11 @@ class DirtyHandler(FileSystemEventHandler):
         self.accept = accept or NoteFilter()
 
     def rel(self, path: str | bytes) -> str | None:
+        """The vault-relative path of an event's path, as named on disk (``Vault.sync`` normalises it)."""
         text = os.fsdecode(path)
         if not text.startswith(self.root):
             return None
-        return nfc(text[len(self.root):].replace(os.sep, "/").strip("/"))
+        return text[len(self.root):].replace(os.sep, "/").strip("/")
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         kind = event.event_type
@@ -168,10 +167,10 @@ def _note_entries(path: str | None) -> Iterator[os.DirEntry[str]]:
     """The polling observer's listdir: only non-dot folders (not symlinked) and ``.md`` files."""
     with os.scandir(path) as entries:
         for entry in entries:
-            if entry.name.startswith("."):
+            if is_hidden(entry.name):
                 continue
             try:
-                if entry.is_dir(follow_symlinks=False) or (entry.name.endswith(".md") and not entry.is_dir()):
+                if entry.is_dir(follow_symlinks=False) or (is_note_path(entry.name) and not entry.is_dir()):
                     yield entry
             except OSError:
                 continue

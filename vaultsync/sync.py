@@ -10,7 +10,6 @@ does not grow with the batch, and the whole batch is still one transaction.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import itertools
 import logging
 import multiprocessing
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import ParseError
-from .folder import Absent, FileError, Observed, Present, Unreadable, decode, file_stamp
+from .folder import Absent, FileError, Observed, Present, Unreadable, content_hash, decode, file_stamp
 from .parsers import ParsedNote, parse_note
 from .times import format_time
 from .times import validity as _validity
@@ -50,11 +49,6 @@ def default_workers() -> int:
     """Parse workers for a program that opts in: one per core, at most 4, none on one core."""
     cores = os.cpu_count() or 1
     return min(4, cores) if cores > 1 else 0
-
-
-def content_hash(data: bytes) -> str:
-    """A note revision's content hash: SHA-256 of its bytes, as users can check with sha256sum."""
-    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass

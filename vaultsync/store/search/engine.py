@@ -16,6 +16,7 @@ import apsw
 
 from ...embed import Embedder
 from ...errors import ConfigError, StoreError
+from ...paths import note_name
 from ...times import format_time
 from . import keyword, signals, vector
 from .embedding import query_embedder
@@ -36,8 +37,7 @@ VECTOR_TIE = 1e-6
 
 
 def obsidian_uri(vault: str, path: str) -> str:
-    file = path[:-3] if path.endswith(".md") else path
-    return f"obsidian://open?vault={quote(vault, safe='')}&file={quote(file, safe='')}"
+    return f"obsidian://open?vault={quote(vault, safe='')}&file={quote(note_name(path), safe='')}"
 
 
 def shared_ranks(scored: Sequence[Scored], tied: Any) -> list[int]:
