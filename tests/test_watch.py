@@ -19,7 +19,7 @@ from vaultsync.watcher import Watcher
 
 FAST = {"step_ms": 50, "debounce_ms": 500}
 
-# watchdog re-registering the watch of a folder moved out and back in (silenced by vaultsync.observe
+# watchdog re-registering the watch of a folder moved out and back in (silenced by vaultsync.events
 # at import; pytest resets warning filters per test)
 pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
 
@@ -233,8 +233,8 @@ class Deaf:
 
     kind = "deaf"
 
-    def __init__(self, root: Path, record: object, polling: bool) -> None:
-        self.record = record
+    def __init__(self, root: Path, mark: object, polling: bool) -> None:
+        self.mark = mark
 
     def alive(self) -> bool:
         return True
@@ -254,13 +254,13 @@ def test_scripted_paths_and_a_vanished_vault_folder(vault: Vault, vault_dir: Pat
     """Replay dirty paths through the seam; a vault folder that disappears never becomes mass deletion."""
     observers: list[Deaf] = []
 
-    def factory(root: Path, record: object, polling: bool) -> Deaf:
-        observers.append(Deaf(root, record, polling))
+    def factory(root: Path, mark: object, polling: bool) -> Deaf:
+        observers.append(Deaf(root, mark, polling))
         return observers[-1]
 
     with Watcher(vault, **FAST, reconcile_s=0.3, observer_factory=factory) as watcher:
         (vault_dir / "Scripted.md").write_text("# scripted\n", encoding="utf-8")
-        observers[0].record(["Scripted.md"])  # type: ignore[operator]
+        observers[0].mark(["Scripted.md"])  # type: ignore[operator]
         wait_until(lambda: content(vault, "Scripted.md") == "# scripted\n", what="the scripted path")
         os.rename(vault_dir, tmp_path / "unmounted")
         wait_until(lambda: watcher.status()["failures"] >= 1, what="a refused reconcile")

@@ -30,7 +30,7 @@ from vaultsync import debounce
 from vaultsync.debounce import Debouncer, Pending, collapse
 from vaultsync.folder import observe_paths, scan
 from vaultsync.gitimport import GitHistory
-from vaultsync.observe import DirtyHandler, NoteFilter
+from vaultsync.events import DirtyHandler, NoteFilter
 from vaultsync.paths import changed_path, is_note_path, nfc
 
 

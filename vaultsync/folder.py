@@ -82,7 +82,7 @@ def file_stamp(size: int, mtime_ns: int) -> int:
 
 
 @dataclass
-class FileError:
+class FileProblem:
     """A file that could not be taken as a note, and why."""
 
     path: str
@@ -110,7 +110,7 @@ def decode(data: bytes) -> str:
         raise ParseError(f"invalid UTF-8 at byte {exc.start}") from None
 
 
-def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[str, Observed], list[FileError]]:
+def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[str, Observed], list[FileProblem]]:
     """Every note file below ``root`` (or below the folder ``under``), by NFC vault-relative path.
 
     Dot-folders and dot-files are skipped; symlinks are not notes (see ``paths``): a symlinked
@@ -118,7 +118,7 @@ def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[st
     may leave it out (a full sync drops unchanged files as it goes, so they cost no memory).
     """
     found: dict[str, Observed] = {}
-    errors: list[FileError] = []
+    errors: list[FileProblem] = []
     real_root = str(root)  # fs paths below are root + relative parts: vaultfs walks them from root
     start = os.path.join(root, under) if under else str(root)
     stack = [start]
@@ -128,7 +128,7 @@ def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[st
             with os.scandir(folder) as listing:
                 entries = list(listing)
         except OSError as exc:
-            errors.append(FileError(relative(root, folder) or ".", f"cannot list folder: {exc.strerror}"))
+            errors.append(FileProblem(relative(root, folder) or ".", f"cannot list folder: {exc.strerror}"))
             continue
         base = relative(root, folder)  # once per folder: relpath per file was half a no-change scan
         prefix = "" if base == "." else base + "/"
@@ -146,7 +146,7 @@ def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[st
             rel = nfc(prefix + entry.name)
             obs = _observe_entry(real_root, entry)
             if isinstance(obs, Unreadable):
-                errors.append(FileError(rel, obs.reason))
+                errors.append(FileProblem(rel, obs.reason))
             if keep is None or keep(rel, obs):
                 found[rel] = obs
     return found, errors
@@ -188,7 +188,7 @@ def observe_file(root: str, fs_path: str) -> Observed:
     return Present(size=st.st_size, mtime_ns=st.st_mtime_ns, fs_path=fs_path, root=root)
 
 
-def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tuple[dict[str, Observed], list[FileError]]:
+def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tuple[dict[str, Observed], list[FileProblem]]:
     """Observe exactly the given vault-relative NFC paths (``paths.changed_path``: normalised once, by
     the caller); a folder stands for everything under it.
 
@@ -198,7 +198,7 @@ def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tupl
     real_root = str(root)
     live_paths = sorted(live)
     observed: dict[str, Observed] = {}
-    errors: list[FileError] = []
+    errors: list[FileProblem] = []
     for rel in paths:
         fs_path = disk_path(root, rel)
         if vaultfs.kind(real_root, rel) == "folder":
@@ -210,7 +210,7 @@ def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tupl
             obs = observe_file(real_root, fs_path)
             observed[rel] = obs
             if isinstance(obs, Unreadable):
-                errors.append(FileError(rel, obs.reason))
+                errors.append(FileProblem(rel, obs.reason))
         # whatever is gone, every live note under a vanished folder is gone too
         prefix = rel + "/"
         at = bisect.bisect_left(live_paths, prefix)  # live_paths is sorted: those under prefix are contiguous

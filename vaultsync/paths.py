@@ -1,7 +1,7 @@
 """The one place that decides what is a note path: dot-folders, ``.md``, NFC/NFD names, paths given by users.
 
 Every door asks these functions: the scanner and the path observer (``folder``), the watcher's
-event filter (``observe``), the git backfill (``gitimport``), the write tools (``edit``), the
+event filter (``events``), the git backfill (``gitimport``), the write tools (``edit``), the
 readers (``Vault``) and link resolution (``links``); a changed path is normalised once
 (``changed_path``), and a note named without its optional ``.md`` is looked up one way
 (``note_candidates``). How a note path is opened on disk (never through a symlink) is ``vaultfs``.

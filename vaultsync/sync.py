@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import ParseError
-from .folder import Absent, FileError, Observed, Present, Unreadable, content_hash, decode, file_stamp
+from .folder import Absent, FileProblem, Observed, Present, Unreadable, content_hash, decode, file_stamp
 from .parsers import ParsedNote, parse_note
 from .times import format_time
 from .times import validity as _validity
@@ -63,8 +63,8 @@ class BatchSummary:
     renamed: int = 0
     deleted: int = 0
     unchanged: int = 0
-    errors: list[FileError] = field(default_factory=list)
-    warnings: list[FileError] = field(default_factory=list)
+    errors: list[FileProblem] = field(default_factory=list)
+    warnings: list[FileProblem] = field(default_factory=list)
     """Notes stored with a warning (e.g. broken YAML frontmatter kept as text)."""
     lifted: int = 0
     seconds: float = 0.0
@@ -135,9 +135,9 @@ class Plan:
 
     def __init__(self, observed: Mapping[str, Observed], live: Mapping[str, tuple[int, str]],
                  states: Mapping[str, tuple[int, int, str]], *, full: bool = False,
-                 errors: Iterable[FileError] = (), now_ns: int | None = None, unchanged: int = 0) -> None:
+                 errors: Iterable[FileProblem] = (), now_ns: int | None = None, unchanged: int = 0) -> None:
         self.live = live
-        self.refused: list[FileError] = list(errors)
+        self.refused: list[FileProblem] = list(errors)
         self.unchanged = unchanged
         """Notes found unchanged (``unchanged`` counts those already left out of ``observed``)."""
         self.state_updates: list[tuple[str, int, int, str]] = []
@@ -193,10 +193,10 @@ class Plan:
                     continue
                 text = decode(data)
             except ParseError as exc:
-                self.refused.append(FileError(path, str(exc)))
+                self.refused.append(FileProblem(path, str(exc)))
                 continue
             except OSError as exc:
-                self.refused.append(FileError(path, f"cannot read: {exc.strerror}"))
+                self.refused.append(FileProblem(path, f"cannot read: {exc.strerror}"))
                 continue
             change = Change(path, "modified" if live_rev else "created", text, digest, len(data), obs.mtime_ns,
                             live_id=live_rev[0] if live_rev else None, prev_id=live_rev[0] if live_rev else None)
@@ -276,7 +276,7 @@ def record(
             warnings = list(parsed.warnings)
             valid_from, valid_to = _validity(parsed.frontmatter, warnings)
             parsed.warnings = tuple(warnings)
-            summary.warnings.extend(FileError(change.path, w) for w in warnings)
+            summary.warnings.extend(FileProblem(change.path, w) for w in warnings)
             if strict and warnings:  # raising here rolls the whole transaction back
                 raise ParseError(f"refusing the whole batch (strict): {change.path}: {warnings[0]}")
             writer.add_revision(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import edit, vaultfs
 from .config import default_db_path
 from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound
-from .folder import MAX_FILE_BYTES, FileError, files_containing, observe_paths, scan
+from .folder import MAX_FILE_BYTES, FileProblem, files_containing, observe_paths, scan
 from .links import LinkReport, link_report
 from .parsers import split_lines
 from .paths import changed_path, nfc, note_candidates, note_path
@@ -479,4 +479,4 @@ class Vault:
             return view.check()
 
 
-__all__ = ["BatchSummary", "FileError", "Note", "Vault", "StoreError", "as_micros"]
+__all__ = ["BatchSummary", "FileProblem", "Note", "Vault", "StoreError", "as_micros"]

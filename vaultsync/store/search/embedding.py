@@ -7,12 +7,12 @@ from collections.abc import Iterable
 
 import apsw
 
-from ...embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder, quantize
+from ...embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder, quantize
 from ...errors import ProviderError
 from ...parsers import ParsedNote
 from ..codec import unpack
 from .schema import LIVE_VECTORS_REBUILD, meta, set_meta
-from ...text import indexable, indexed_text
+from ...tokenizer import indexable, indexed_text
 
 
 def check_embedder(con: apsw.Connection, embedder: Embedder) -> ProviderError | None:

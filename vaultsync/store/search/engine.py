@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import apsw
 
-from ...embed import Embedder
+from ...embedders import Embedder
 from ...errors import ConfigError, StoreError
 from ...paths import note_name
 from ...times import format_time
@@ -23,7 +23,7 @@ from .embedding import query_embedder
 from .index import index_lag
 from .keyword import Scored
 from .snapshot import CHUNK_COLUMNS, Snapshot, allowed_notes, bounded_from_core, chunk_record, export_rows, take
-from ...text import TOKENIZE, KeywordQuery, indexable, parse_query
+from ...tokenizer import TOKENIZE, KeywordQuery, indexable, parse_query
 from .snippets import snippet
 
 MODES = ("hybrid", "keyword", "vector")

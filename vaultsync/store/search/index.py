@@ -22,14 +22,14 @@ import logging
 
 import apsw
 
-from ...embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
+from ...embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
 from ...errors import ProviderError
 from ..codec import unpack
 from ..write import ChunkRow
 from .embedding import AHEAD, check_embedder, embed_ahead, take_ahead, unknown_embedder, write_vectors
 from ..codec import content_key
 from .schema import check_text_version, has_schema, live_table, meta, set_meta
-from ...text import TOKENIZE, indexable, indexed_text
+from ...tokenizer import TOKENIZE, indexable, indexed_text
 
 logger = logging.getLogger(__name__)
 
@@ -227,7 +227,7 @@ def index_lag(con: apsw.Connection, vault_id: int) -> int:
 def rebuild_search(con: apsw.Connection) -> dict[int, int]:
     """Drop every search table (FTS5 shadow tables with them) and index every vault again with the
     same embedder, then compact each FTS5 index; return the batches indexed per vault id."""
-    from ...embed import EMBEDDERS, get_embedder
+    from ...embedders import EMBEDDERS, get_embedder
     from . import schema as search_schema
 
     if not search_schema.has_schema(con):

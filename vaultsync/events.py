@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 warnings.filterwarnings("ignore", message="Callback with id .* already exists", category=RuntimeWarning,
                         module="watchdog")
 
-Record = Callable[[Iterable[str]], None]
+MarkDirty = Callable[[Iterable[str]], None]
 """Where dirty paths go (the debouncer's ``add``)."""
 
 POLL_INTERVAL_S = 1.0
@@ -58,16 +58,16 @@ class NoteFilter:
 
 
 class DirtyHandler(FileSystemEventHandler):
-    """Runs on watchdog's dispatcher thread: O(1) per event, records paths, nothing else.
+    """Runs on watchdog's dispatcher thread: O(1) per event, marks paths dirty, nothing else.
 
     Every event arrives in ``on_any_event`` (no pattern handler: its default ignore policy drops an
     atomic save whose temp name is ignored). Moves mark both ends; a folder event marks the folder,
     which the batch re-scans (present) or treats as "everything under it is gone" (vanished).
     """
 
-    def __init__(self, root: str | os.PathLike[str], record: Record, accept: NoteFilter | None = None) -> None:
+    def __init__(self, root: str | os.PathLike[str], mark: MarkDirty, accept: NoteFilter | None = None) -> None:
         self.root = os.fspath(root).rstrip(os.sep) + os.sep
-        self.record = record
+        self.mark = mark
         self.accept = accept or NoteFilter()
 
     def rel(self, path: str | bytes) -> str | None:
@@ -87,7 +87,7 @@ class DirtyHandler(FileSystemEventHandler):
             if rel is not None and self.accept(rel, event.is_directory):
                 dirty.append(rel)
         if dirty:
-            self.record(dirty)
+            self.mark(dirty)
 
 
 class RunningObserver(Protocol):
@@ -100,8 +100,8 @@ class RunningObserver(Protocol):
     def stop(self) -> None: ...
 
 
-ObserverFactory = Callable[[Path, Record, bool], RunningObserver]
-"""``(root, record, polling) -> a started observer``; the seam tests can replace."""
+ObserverFactory = Callable[[Path, MarkDirty, bool], RunningObserver]
+"""``(root, mark, polling) -> a started observer``; the seam tests can replace."""
 
 
 @dataclass
@@ -130,14 +130,14 @@ class WatchdogObserver:
                 self.handler.dispatch(item[0])
 
 
-def start_observer(root: Path, record: Record, polling: bool = False) -> WatchdogObserver:
+def start_observer(root: Path, mark: MarkDirty, polling: bool = False) -> WatchdogObserver:
     """Start the native observer (inotify, FSEvents, kqueue, Windows) or, if it cannot watch, polling.
 
     A native observer that fails to start (watch or instance limit) or that watches fewer folders
     than the vault has (Linux skips folders past ``max_user_watches`` silently) is replaced by the
     polling observer, with one warning line saying why.
     """
-    handler = DirtyHandler(root, record)
+    handler = DirtyHandler(root, mark)
     if not polling:
         reason = _too_many_folders(root)
         if reason is None:
