@@ -176,10 +176,10 @@ def main() -> None:
         sets = {k: random.Random(7).sample(v, min(args.sample, len(v))) for k, v in sets.items()}
     modes = args.modes.split(",")
     if args.fuse:
-        from vaultsync import embed
+        from vaultsync import embedders
 
-        made = embed.EMBEDDERS[args.embedder]
-        embed.EMBEDDERS[args.embedder] = lambda: _fusing(made())
+        made = embedders.EMBEDDERS[args.embedder]
+        embedders.EMBEDDERS[args.embedder] = lambda: _fusing(made())
     with Vault.open(db, readonly=True) as vault:
         sets["known-item"] = known_items(vault, args.known)
         base = baseline_index(vault)

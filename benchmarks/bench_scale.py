@@ -42,7 +42,7 @@ from typing import Any
 
 from common import CORPORA, REPO, clone, machine, save, summary_ms
 
-from vaultsync.observe import count_folders
+from vaultsync.events import count_folders
 from vaultsync.vault import Vault
 
 WORK = REPO / "benchmarks" / "work" / "scale"

@@ -27,7 +27,7 @@ from vaultsync.gitimport import GitHistory
 from vaultsync.store.search.embedding import query_embedder
 from vaultsync.store.search.snapshot import export_rows, take
 from vaultsync.sync import Plan, write_plan
-from vaultsync.text import TOKENIZE, parse_query
+from vaultsync.tokenizer import TOKENIZE, parse_query
 from vaultsync.vault import Vault
 
 

@@ -37,7 +37,7 @@ def sample_texts(root: Path, chunks: int) -> list[list[str]]:
     """Whole notes' indexed texts, notes drawn at random until ``chunks`` texts."""
     from vaultsync.folder import Present, decode, scan
     from vaultsync.parsers import parse_note
-    from vaultsync.text import indexable, indexed_text
+    from vaultsync.tokenizer import indexable, indexed_text
 
     found, _ = scan(root)
     paths = sorted(p for p, obs in found.items() if isinstance(obs, Present))

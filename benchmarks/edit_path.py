@@ -4,7 +4,7 @@
 
 Records one note, edits it, and counts (with ``sys.setprofile``, nothing patched) the calls made while
 ``Vault.sync([path])`` (what the watcher calls per debounced batch) and ``Vault.write_note`` (the write
-tools) run: path normalisations (``paths.nfc``, ``paths.note_path``, ``folder.dirty_rel``) and store
+tools) run: path normalisations (``paths.nfc``, ``paths.note_path``, ``paths.changed_path``) and store
 transactions (``Database.atomic``, ``query``, ``one``; the last ``atomic`` is the batch itself).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from vaultsync.vault import Vault
 
-COUNTED = {("paths.py", "nfc"), ("paths.py", "note_path"), ("folder.py", "dirty_rel"),
+COUNTED = {("paths.py", "nfc"), ("paths.py", "note_path"), ("paths.py", "changed_path"),
            ("db.py", "atomic"), ("db.py", "query"), ("db.py", "one")}
 
 

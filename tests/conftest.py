@@ -143,24 +143,20 @@ def invoke(*args: str, db: Path | None = None, check: bool = False, input: str |
 
     Exceptions other than the CLI's own ``Error: ...`` exits propagate (``catch_exceptions=False``), so a
     traceback fails the test. Warnings logged by the library reach ``stderr`` as the CLI's handler would
-    write them, and the CLI's process-wide settings (parallel parsing) do not outlive the call.
+    write them.
     """
     from click.testing import CliRunner
 
-    from vaultsync import sync
     from vaultsync.cli import cli as group
 
     argv = [*(["--db", str(db)] if db is not None else []), *args]
     root = logging.getLogger()
     handler = _CurrentStderr()
     root.addHandler(handler)  # also keeps the CLI's logging.basicConfig from binding the runner's stream
-    workers = getattr(sync, "parallel_workers", None)
     try:
         result = CliRunner().invoke(group, argv, input=input, env=env, catch_exceptions=False, prog_name="vaultsync")
     finally:
         root.removeHandler(handler)
-        if workers is not None:
-            sync.parallel_workers = workers
     code = result.exit_code
     if check and code != 0:
         raise AssertionError(f"vaultsync {' '.join(args)} failed ({code}):\n{result.stderr}")

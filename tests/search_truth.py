@@ -7,7 +7,7 @@ from typing import Any
 
 import apsw
 
-from vaultsync.embed import Embedder, quantize
+from vaultsync.embedders import Embedder, quantize
 from vaultsync.store.db import connect
 
 
@@ -98,7 +98,7 @@ def fresh_default(header: dict[str, Any], chunks: list[dict[str, Any]], query: s
     re-ranked by the documented signals of their exported ``indexed_text``."""
     from vaultsync.store.search.engine import CANDIDATES
     from vaultsync.store.search.signals import POOL, QueryTokens, combine, signals
-    from vaultsync.text import parse_query
+    from vaultsync.tokenizer import parse_query
 
     parsed = parse_query(query)
     pool = fresh_keyword(header, chunks, parsed.expression, max(POOL, limit or 0)) if parsed.phrases else []

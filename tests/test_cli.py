@@ -98,6 +98,26 @@ def test_read_only_commands_never_create_a_database(tmp_path: Path, args: list[s
     assert not (home / "vaultsync.db").exists()
 
 
+def test_library_errors_are_shown_in_the_command_lines_words(tmp_path: Path) -> None:
+    """The library names the argument an error is about and the operation that fixes it, never a flag or
+    a command; the command line adds its own option and command for them."""
+    from vaultsync.cli_base import message
+    from vaultsync.errors import ConfigError, ProviderError, StoreError
+
+    missing = tmp_path / "missing.db"
+    assert one_line_error(invoke("ls", db=missing)) == (
+        f"Error: no vaultsync database at {missing}: import a vault into it first, or open another database "
+        "(run `vaultsync import VAULT`; --db)")
+    assert message(ProviderError("switch embedders", remedy="reembed", remedy_args={"embedder": "minilm"})) == (
+        "switch embedders (run `vaultsync reembed --embedder minilm`)")
+    assert message(StoreError("rebuild", remedy="reindex", remedy_args={"full": True})) == (
+        "rebuild (run `vaultsync reindex --full`)")
+    assert message(ConfigError("not there", argument="watch", remedy="sync", remedy_args={"root": "/v"})) == (
+        "not there (run `vaultsync import /v`; --watch)")
+    assert message(ConfigError("too early", argument="known_at")) == "too early (--known-at)"
+    assert message(ConfigError("plain")) == "plain"
+
+
 def test_files_that_are_not_our_database(tmp_path: Path, vault_dir: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("hello\n", encoding="utf-8")

@@ -184,7 +184,8 @@ def test_stdio_protocol_abuse(history: dict) -> None:
         assert reply["id"] == 5 and reply["error"]["code"] == -32601
 
         reply = server.request(6, "tools/call", {"name": "no_such_tool", "arguments": {}})
-        assert reply["id"] == 6 and (reply.get("error") or reply["result"]["isError"])
+        assert reply == {"jsonrpc": "2.0", "id": 6, "result": {
+            "content": [{"type": "text", "text": "Unknown tool: no_such_tool"}], "isError": True}}
 
         reply = server.request(7, "tools/call", {"name": "list_notes", "arguments": {"limit": [1, 2]}})
         assert reply["result"]["isError"] is True and "limit" in reply["result"]["content"][0]["text"]

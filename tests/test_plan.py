@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from vaultsync.errors import ParseError
-from vaultsync.folder import Absent, FileError, Present, Unreadable
+from vaultsync.folder import Absent, FileProblem, Present, Unreadable
 from vaultsync.sync import RACY_NS, Plan
 
 NOW = 10**18
@@ -105,19 +105,19 @@ def test_bad_bytes_are_refused_with_the_reason_and_the_old_revision_kept(data: b
 
 def test_unreadable_paths_and_unlisted_folders_delete_nothing() -> None:
     now = live(Projects__a="a\n", Projects__b="b\n", c="c\n", d="d\n")
-    errors = [FileError("Projects", "cannot list folder: Permission denied")]
+    errors = [FileProblem("Projects", "cannot list folder: Permission denied")]
     observed = {"c.md": Unreadable("cannot read: Permission denied"), "d.md": blob("d\n")}
     plan = Plan(observed, now, {}, full=True, errors=errors, now_ns=NOW)
     # c.md was seen (unreadable), so it is not missing; the Projects notes hide behind the unlisted folder
     assert plan.deletions == []
-    everything = Plan({}, now, {}, full=True, errors=[FileError(".", "cannot list folder")], now_ns=NOW)
+    everything = Plan({}, now, {}, full=True, errors=[FileProblem(".", "cannot list folder")], now_ns=NOW)
     assert everything.deletions == []
 
 
 def test_an_unreadable_note_is_not_deleted() -> None:
     now = live(c="c\n")
     plan = Plan({"c.md": Unreadable("symlink points outside the vault (/etc/passwd)")}, now, {}, full=True,
-                errors=[FileError("c.md", "symlink points outside the vault (/etc/passwd)")], now_ns=NOW)
+                errors=[FileProblem("c.md", "symlink points outside the vault (/etc/passwd)")], now_ns=NOW)
     assert plan.deletions == [] and [e.path for e in plan.refused] == ["c.md"]
 
 

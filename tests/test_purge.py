@@ -29,9 +29,9 @@ from purge_history import (
 )
 from search_truth import brute_vector, fresh_keyword, same_ranking, split_export
 from vaultsync import NoteNotFound
-from vaultsync.embed import HashEmbedder
+from vaultsync.embedders import HashEmbedder
 from vaultsync.errors import ConfigError
-from vaultsync.text import parse_query
+from vaultsync.tokenizer import parse_query
 from vaultsync.vault import Vault
 
 pytestmark = [pytest.mark.corpus]

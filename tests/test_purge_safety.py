@@ -220,3 +220,14 @@ def test_cli_purge(tmp_path: Path) -> None:
     done = invoke("purge", "--note", "a.md", "--before", "2024-01-01", db=db)
     assert done.returncode == 2 and "exactly one" in done.stderr
     assert invoke("read", "a.md", "--as-of", "2024-01-01", db=db, check=True).stdout == "# A\n\nold [purged]\n"
+
+
+def test_cli_text_purge_of_a_path_points_at_the_note_purge(tmp_path: Path) -> None:
+    """A text that is part of a note's path is refused, and the way out named is the note purge's own flag."""
+    root = _vault(tmp_path, {"hunter2-secret notes.md": "# B\n"})
+    db = tmp_path / "db"
+    invoke("import", str(root), db=db, check=True)
+    done = invoke("purge", "--text", "hunter2-secret", "--also-current", db=db)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == ("Error: that text is part of a note's path, which a text purge does not rename; "
+                                   "remove that note with a note purge (--note)")

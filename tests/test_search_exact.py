@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from search_truth import brute_vector, fresh_default, fresh_keyword, overlay_oracle, same_ranking, split_export
-from vaultsync.embed import HashEmbedder
-from vaultsync.text import parse_query
+from vaultsync.embedders import HashEmbedder
+from vaultsync.tokenizer import parse_query
 from vaultsync.vault import Vault
 
 WORDS = ["alpha", "beta", "gamma", "budget", "budget", "kickoff", "東京で会議", "会議室", "서울에서 회의", "e-mail",
@@ -143,9 +143,9 @@ class FusedHash(HashEmbedder):
 
 
 def test_fused_default_mode_exact_at_every_cutoff(tmp_path: Path, monkeypatch) -> None:
-    from vaultsync import embed
+    from vaultsync import embedders
 
-    monkeypatch.setitem(embed.EMBEDDERS, "hash-fused", FusedHash)
+    monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
     root = tmp_path / "vault"
     shutil.copytree(Path(__file__).resolve().parents[1] / "notes", root)
     times = []

@@ -11,8 +11,8 @@ import pytest
 
 from conftest import Replayed
 from search_truth import BruteVector, FreshKeyword, same_ranking, split_export
-from vaultsync.embed import HashEmbedder
-from vaultsync.text import CJK_RUN, parse_query
+from vaultsync.embedders import HashEmbedder
+from vaultsync.tokenizer import CJK_RUN, parse_query
 from vaultsync.times import parse_time
 from vaultsync.vault import Vault
 

@@ -14,12 +14,13 @@ import pytest
 from watch_helpers import HeldClock, atomic_write, debounce_clock, no_thread_leaks, wait_until  # noqa: F401  (fixtures)
 
 from vaultsync import LockedError, NoteNotFound, Vault
+from vaultsync.store.lock import holders
 from vaultsync.sync import BatchSummary
 from vaultsync.watcher import Watcher
 
 FAST = {"step_ms": 50, "debounce_ms": 500}
 
-# watchdog re-registering the watch of a folder moved out and back in (silenced by vaultsync.observe
+# watchdog re-registering the watch of a folder moved out and back in (silenced by vaultsync.events
 # at import; pytest resets warning filters per test)
 pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
 
@@ -209,15 +210,19 @@ def test_second_writer_is_refused_while_watching(vault: Vault, db_path: Path, va
         assert other.sync().changed == 0, "the lock is released when the watcher stops"
 
 
-def test_failed_batch_keeps_paths_dirty_and_retries(vault: Vault, vault_dir: Path, db_path: Path) -> None:
-    with Watcher(vault, **FAST) as watcher:
-        vault._store.db.con.set_busy_timeout(50)
+def test_failed_batch_keeps_paths_dirty_and_retries(vault_dir: Path, db_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VAULTSYNC_BUSY_TIMEOUT_MS", "50")  # the documented knob: a blocked batch gives up fast
+    with Vault.open(db_path, root=vault_dir) as vault, Watcher(vault, **FAST) as watcher:
         blocker = apsw.Connection(str(db_path))
         blocker.execute("BEGIN IMMEDIATE")  # another connection holds SQLite's write lock
         try:
             (vault_dir / "Inbox.md").write_text("# Inbox\n\nwritten while the database was busy\n", encoding="utf-8")
             wait_until(lambda: watcher.status()["failures"] >= 1, what="a failed batch")
-            assert "locked" in watcher.status()["last_error"] or "busy" in watcher.status()["last_error"].lower()
+            [holder] = holders(str(db_path))  # the watcher itself holds the vault's writer lock
+            assert holder.startswith(f"pid {os.getpid()} (")
+            assert watcher.status()["last_error"] == (f"the database {db_path} is busy: {holder} is writing to it; "
+                                                      "try again when it has finished")
             wait_until(lambda: watcher.status()["pending"] >= 1, what="the failed paths to stay dirty")
             assert content(vault, "Inbox.md") != "# Inbox\n\nwritten while the database was busy\n"
         finally:
@@ -233,8 +238,8 @@ class Deaf:
 
     kind = "deaf"
 
-    def __init__(self, root: Path, record: object, polling: bool) -> None:
-        self.record = record
+    def __init__(self, root: Path, mark: object, polling: bool) -> None:
+        self.mark = mark
 
     def alive(self) -> bool:
         return True
@@ -254,13 +259,13 @@ def test_scripted_paths_and_a_vanished_vault_folder(vault: Vault, vault_dir: Pat
     """Replay dirty paths through the seam; a vault folder that disappears never becomes mass deletion."""
     observers: list[Deaf] = []
 
-    def factory(root: Path, record: object, polling: bool) -> Deaf:
-        observers.append(Deaf(root, record, polling))
+    def factory(root: Path, mark: object, polling: bool) -> Deaf:
+        observers.append(Deaf(root, mark, polling))
         return observers[-1]
 
     with Watcher(vault, **FAST, reconcile_s=0.3, observer_factory=factory) as watcher:
         (vault_dir / "Scripted.md").write_text("# scripted\n", encoding="utf-8")
-        observers[0].record(["Scripted.md"])  # type: ignore[operator]
+        observers[0].mark(["Scripted.md"])  # type: ignore[operator]
         wait_until(lambda: content(vault, "Scripted.md") == "# scripted\n", what="the scripted path")
         os.rename(vault_dir, tmp_path / "unmounted")
         wait_until(lambda: watcher.status()["failures"] >= 1, what="a refused reconcile")

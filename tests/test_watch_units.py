@@ -30,8 +30,8 @@ from vaultsync import debounce
 from vaultsync.debounce import Debouncer, Pending, collapse
 from vaultsync.folder import observe_paths, scan
 from vaultsync.gitimport import GitHistory
-from vaultsync.observe import DirtyHandler, NoteFilter
-from vaultsync.paths import is_note_path, nfc
+from vaultsync.events import DirtyHandler, NoteFilter
+from vaultsync.paths import changed_path, is_note_path, nfc
 
 
 def test_collapse_keeps_folders_and_drops_what_they_cover() -> None:
@@ -200,11 +200,16 @@ def tricky_vault(tmp_path: Path) -> Path:
     return root
 
 
+def targeted(root: Path, paths: list[str]) -> list[str]:
+    """What a targeted sync (``Vault.sync(paths)``) observes: the paths normalised once, then observed."""
+    return sorted(observe_paths(root, [rel for rel in map(changed_path, paths) if rel is not None], live=())[0])
+
+
 def watched(root: Path, event: FileSystemEvent) -> list[str]:
     """What the watcher writes for one event: the paths its handler marks, observed as its batch does."""
     dirty: list[str] = []
     DirtyHandler(root, dirty.extend).dispatch(event)
-    return sorted(observe_paths(root, dirty, live=())[0])
+    return targeted(root, dirty)
 
 
 def test_every_door_applies_the_same_note_rules(tricky_vault: Path) -> None:
@@ -215,7 +220,7 @@ def test_every_door_applies_the_same_note_rules(tricky_vault: Path) -> None:
     found = {
         "scanner": sorted(scan(root)[0]),
         "watcher": sorted(p for path in TRICKY for p in watched(root, FileCreatedEvent(str(root / path)))),
-        "targeted sync": sorted(p for path in TRICKY for p in observe_paths(root, [path], live=())[0]),
+        "targeted sync": sorted(p for path in TRICKY for p in targeted(root, [path])),
         "is_note_path": sorted(nfc(path) for path in TRICKY if is_note_path(nfc(path))),
         "event filter": sorted(nfc(path) for path in TRICKY if NoteFilter()(nfc(path), False)),
     }
@@ -241,5 +246,5 @@ def test_folder_events_cover_exactly_the_notes_below(tricky_vault: Path, folder:
     for event in (DirCreatedEvent(f"{root}/{folder}"), DirMovedEvent(f"{root}.elsewhere/x", f"{root}/{folder}")):
         assert watched(root, event) == want, event
     under = nfc(folder.rstrip("/"))
-    assert sorted(observe_paths(root, [folder], live=())[0]) == want
+    assert targeted(root, [folder]) == want
     assert sorted(p for p in scan(root)[0] if p.startswith(under + "/")) == want

@@ -92,15 +92,35 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except VaultsyncError as exc:
-            flag = OPTIONS.get(exc.argument or "")
-            raise click.ClickException(f"{exc} ({flag})" if flag else str(exc)) from None
+            raise click.ClickException(message(exc)) from None
 
     return wrapper
 
 
+def message(exc: VaultsyncError) -> str:
+    """An error's one line in the command line's words: its option for the error's argument, its
+    command for the error's remedy (``message(e)`` may read ``... (run `vaultsync reindex`; --db)``)."""
+    said = []
+    if exc.remedy in COMMANDS:
+        args = dict(exc.remedy_args)
+        words = [COMMANDS[exc.remedy].format(root=args.pop("root", "VAULT"))]
+        for name, value in args.items():
+            flag = OPTIONS.get(name, "--" + name.replace("_", "-"))
+            words.append(flag if value is True else f"{flag} {value}")
+        said.append(f"run `{' '.join(words)}`")
+    flag = OPTIONS.get(exc.argument or "")
+    if flag:
+        said.append(flag)
+    return f"{exc} ({'; '.join(said)})" if said else str(exc)
+
+
 OPTIONS = {"known_at": "--known-at", "name": "--vault NAME", "also_current": "--also-current", "as_of": "--as-of",
-           "before": "--before", "texts": "--text"}
+           "before": "--before", "texts": "--text", "note": "--note", "db": "--db", "watch": "--watch",
+           "root": "VAULT", "embedder": "--embedder", "full": "--full"}
 """The command line's option for a library argument named in an error."""
+
+COMMANDS = {"sync": "vaultsync import {root}", "reindex": "vaultsync reindex", "reembed": "vaultsync reembed"}
+"""The command line's command for a library remedy named in an error (``root``: the vault folder)."""
 
 
 class LazyChoice(click.Choice[str]):

@@ -25,7 +25,7 @@ def _engine() -> ModuleType:
 
 
 def _embedder_names() -> list[str]:
-    from .embed import EMBEDDERS
+    from .embedders import EMBEDDERS
 
     return sorted(EMBEDDERS)
 

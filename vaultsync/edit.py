@@ -12,7 +12,7 @@ import errno
 import logging
 
 from . import vaultfs
-from .errors import NoteNotFound, PathError
+from .errors import NotANote, NoteChanged, NoteNotFound, PathError
 from .folder import MAX_FILE_BYTES
 from .paths import writable_note_path
 
@@ -33,7 +33,7 @@ def create_file(root: str, path: str, content: str) -> str:
         vaultfs.create(root, rel, content.encode("utf-8"))
     except FileExistsError:
         raise PathError(f"{rel} already exists; use append_to_note to add to it, or pick a new path") from None
-    except vaultfs.NotANote:
+    except NotANote:
         raise
     except OSError as exc:
         raise PathError(f"cannot create {rel}: {exc.strerror}") from None
@@ -55,12 +55,12 @@ def append_file(root: str, path: str, text: str) -> str:
     for attempt in range(1, APPEND_TRIES + 1):
         try:
             vaultfs.edit(root, rel, MAX_FILE_BYTES, appended)
-        except vaultfs.Changed:
+        except NoteChanged:
             logger.info("%s changed while appending to it (try %d); reading it again", rel, attempt)
             continue
         except (FileNotFoundError, NotADirectoryError):
             raise NoteNotFound(f"{rel} does not exist in the vault folder; use create_note to make it") from None
-        except vaultfs.NotANote:
+        except NotANote:
             raise
         except OSError as exc:
             reason = "it is too large" if exc.errno == errno.EFBIG else exc.strerror

@@ -1,30 +1,49 @@
 """Exceptions vaultsync raises on purpose; each docstring doubles as the user message.
 
     VaultsyncError
-     ├── ConfigError        bad option, bad time, database missing
-     │    └── VaultNotFound the database does not hold that vault
-     ├── NoteNotFound       the note did not exist at that time
-     ├── PathError          a path outside the vault or not a Markdown note
-     ├── ParseError         a file that cannot be read as a note
-     ├── StoreError         the database refused the operation
-     │    ├── LockedError   another writer holds the vault
-     │    ├── BusyError     another connection holds SQLite's write lock
-     │    ├── CorruptError  the file is damaged or not a database
-     │    ├── ReadOnlyError the database cannot be written (opened read-only, or file permissions)
-     │    └── SchemaError   written by a newer vaultsync, or another program's file
-     └── ProviderError      an embedder failed or does not match the store
+     ├── ConfigError          bad option, bad time, database missing
+     │    ├── VaultNotFound   the database does not hold that vault
+     │    └── ReceiptError    not a vaultsync receipt (hardened mode)
+     ├── NoteNotFound         the note did not exist at that time
+     ├── PathError            a path outside the vault or not a Markdown note
+     │    ├── NotANote        the path leads through a symlink or to something not a regular file
+     │    └── NoteChanged     the note changed on disk between reading and replacing it (a write retries)
+     ├── ParseError           a file that cannot be read as a note
+     │    └── FrontmatterRefused  YAML that parsed but is no JSON-compatible data (the parser says why)
+     ├── StoreError           the database refused the operation
+     │    ├── LockedError     another writer holds the vault
+     │    ├── BusyError       another connection holds SQLite's write lock
+     │    ├── CorruptError    the file is damaged or not a database
+     │    ├── ReadOnlyError   the database cannot be written (opened read-only, or file permissions)
+     │    └── SchemaError     written by a newer vaultsync, or another program's file
+     └── ProviderError        an embedder failed or does not match the store
+
+    SDKChanged (a RuntimeError, not a VaultsyncError: a bug to fix in vaultsync, never a user's mistake)
+
+Library messages never name a door's own words (a CLI flag, a command): an error names the library
+``argument`` it is about and the library ``remedy`` that fixes it, and each door shows its own option
+and command for them (the CLI: ``cli_base.message``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 
 class VaultsyncError(Exception):
     """vaultsync failed."""
 
-    def __init__(self, message: str | None = None, *, argument: str | None = None) -> None:
+    def __init__(self, message: str | None = None, *, argument: str | None = None,
+                 remedy: str | None = None, remedy_args: Mapping[str, Any] | None = None) -> None:
         super().__init__(message or (self.__doc__ or "vaultsync failed.").strip())
         self.argument = argument
         """The library argument the error is about, if one is (a door may name its own option for it)."""
+        self.remedy = remedy
+        """The library operation that fixes it, if one does (``sync``, ``reindex``, ``reembed``: a door
+        may name its own command for it), called with ``remedy_args``."""
+        self.remedy_args: dict[str, Any] = dict(remedy_args or {})
+        """The arguments of ``remedy`` by library name (a door names its own options for them)."""
 
 
 class ConfigError(VaultsyncError):
@@ -35,6 +54,10 @@ class VaultNotFound(ConfigError):
     """The database does not hold that vault."""
 
 
+class ReceiptError(ConfigError):
+    """Not a vaultsync receipt."""
+
+
 class NoteNotFound(VaultsyncError):
     """No such note at that time."""
 
@@ -43,8 +66,20 @@ class PathError(VaultsyncError):
     """That path is not a note inside the vault."""
 
 
+class NotANote(PathError):
+    """The path leads through a symlink, or to something other than a regular file, in the vault."""
+
+
+class NoteChanged(PathError):
+    """The note changed on disk between reading it and replacing it."""
+
+
 class ParseError(VaultsyncError):
     """The file cannot be read as a note."""
+
+
+class FrontmatterRefused(ParseError):
+    """The YAML parsed but cannot be turned into JSON-compatible data."""
 
 
 class StoreError(VaultsyncError):
@@ -73,3 +108,7 @@ class SchemaError(StoreError, ConfigError):
 
 class ProviderError(VaultsyncError):
     """The embedding provider failed."""
+
+
+class SDKChanged(RuntimeError):
+    """The installed MCP SDK no longer has an attribute vaultsync relies on."""

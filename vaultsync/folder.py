@@ -7,13 +7,14 @@ no large buffer is allocated per file.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import logging
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ParseError
+from .errors import NotANote, ParseError
 from . import vaultfs
 from .paths import disk_path, is_hidden, is_note_path, is_visible_folder, nfc, relative
 
@@ -50,7 +51,7 @@ class Present:
         assert self.fs_path is not None and self.root is not None
         try:
             data, _ = vaultfs.read_note(self.root, relative(self.root, self.fs_path), MAX_FILE_BYTES)
-        except vaultfs.NotANote as exc:
+        except NotANote as exc:
             raise ParseError(str(exc)) from None
         if len(data) > MAX_FILE_BYTES:
             raise ParseError(_too_large(len(data)))
@@ -76,7 +77,7 @@ Keep = Callable[[str, Observed], bool]
 
 
 @dataclass
-class FileError:
+class FileProblem:
     """A file that could not be taken as a note, and why."""
 
     path: str
@@ -84,6 +85,11 @@ class FileError:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"
+
+
+def content_hash(data: bytes) -> str:
+    """A note revision's content hash: SHA-256 of its bytes, as users can check with sha256sum."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def decode(data: bytes) -> str:
@@ -99,7 +105,7 @@ def decode(data: bytes) -> str:
         raise ParseError(f"invalid UTF-8 at byte {exc.start}") from None
 
 
-def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[str, Observed], list[FileError]]:
+def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[str, Observed], list[FileProblem]]:
     """Every note file below ``root`` (or below the folder ``under``), by NFC vault-relative path.
 
     Dot-folders and dot-files are skipped; symlinks are not notes (see ``paths``): a symlinked
@@ -107,7 +113,7 @@ def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[st
     may leave it out (a full sync drops unchanged files as it goes, so they cost no memory).
     """
     found: dict[str, Observed] = {}
-    errors: list[FileError] = []
+    errors: list[FileProblem] = []
     real_root = str(root)  # fs paths below are root + relative parts: vaultfs walks them from root
     start = os.path.join(root, under) if under else str(root)
     stack = [start]
@@ -117,7 +123,7 @@ def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[st
             with os.scandir(folder) as listing:
                 entries = list(listing)
         except OSError as exc:
-            errors.append(FileError(relative(root, folder) or ".", f"cannot list folder: {exc.strerror}"))
+            errors.append(FileProblem(relative(root, folder) or ".", f"cannot list folder: {exc.strerror}"))
             continue
         base = relative(root, folder)  # once per folder: relpath per file was half a no-change scan
         prefix = "" if base == "." else base + "/"
@@ -135,7 +141,7 @@ def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[st
             rel = nfc(prefix + entry.name)
             obs = _observe_entry(real_root, entry)
             if isinstance(obs, Unreadable):
-                errors.append(FileError(rel, obs.reason))
+                errors.append(FileProblem(rel, obs.reason))
             if keep is None or keep(rel, obs):
                 found[rel] = obs
     return found, errors
@@ -166,7 +172,7 @@ def observe_file(root: str, fs_path: str) -> Observed:
         st = vaultfs.stat_note(root, rel)
     except (FileNotFoundError, NotADirectoryError):
         return Absent()
-    except vaultfs.NotANote:
+    except NotANote:
         folder, _, _ = rel.rpartition("/")
         real_folder = folder == "" or vaultfs.kind(root, folder) == "folder"
         return Unreadable(SYMLINK) if real_folder and os.path.islink(fs_path) else Absent()
@@ -177,14 +183,9 @@ def observe_file(root: str, fs_path: str) -> Observed:
     return Present(size=st.st_size, mtime_ns=st.st_mtime_ns, fs_path=fs_path, root=root)
 
 
-def dirty_rel(raw: str) -> str | None:
-    """A given path as the vault-relative NFC path ``observe_paths`` observes (None: not one)."""
-    rel = nfc(raw.replace(os.sep, "/").strip("/"))
-    return None if rel in ("", ".") or rel.startswith("../") else rel
-
-
-def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tuple[dict[str, Observed], list[FileError]]:
-    """Observe exactly the given vault-relative paths; a folder stands for everything under it.
+def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tuple[dict[str, Observed], list[FileProblem]]:
+    """Observe exactly the given vault-relative NFC paths (``paths.changed_path``: normalised once, by
+    the caller); a folder stands for everything under it.
 
     ``live`` lists the notes that exist now (at least those below the given paths): those under a
     folder that vanished are observed too.
@@ -192,11 +193,8 @@ def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tupl
     real_root = str(root)
     live_paths = sorted(live)
     observed: dict[str, Observed] = {}
-    errors: list[FileError] = []
-    for raw in paths:
-        rel = dirty_rel(raw)
-        if rel is None:
-            continue
+    errors: list[FileProblem] = []
+    for rel in paths:
         fs_path = disk_path(root, rel)
         if vaultfs.kind(real_root, rel) == "folder":
             if is_visible_folder(rel):
@@ -207,7 +205,7 @@ def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tupl
             obs = observe_file(real_root, fs_path)
             observed[rel] = obs
             if isinstance(obs, Unreadable):
-                errors.append(FileError(rel, obs.reason))
+                errors.append(FileProblem(rel, obs.reason))
         # whatever is gone, every live note under a vanished folder is gone too
         prefix = rel + "/"
         at = bisect.bisect_left(live_paths, prefix)  # live_paths is sorted: those under prefix are contiguous

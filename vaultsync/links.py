@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .paths import note_candidates
 from .store.read import Revision
 from .times import format_time
 
@@ -44,7 +45,7 @@ class Resolver:
         if _SCHEME.match(target):
             return None
         folder = posixpath.dirname(source)
-        candidates = [target] if target.lower().endswith(".md") else [target + ".md", target]
+        candidates = note_candidates(_key(target))  # every lookup below ignores case
         if link.get("kind") == "markdown" and not target.startswith("/"):
             relative = [posixpath.normpath(posixpath.join(folder, c)) for c in candidates]
             for cand in relative:

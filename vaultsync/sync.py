@@ -10,7 +10,6 @@ does not grow with the batch, and the whole batch is still one transaction.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import multiprocessing
 import os
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ParseError
-from .folder import Absent, FileError, Observed, Present, Unreadable, decode
+from .folder import Absent, FileProblem, Observed, Present, Unreadable, content_hash, decode
 from .parsers import ParsedNote, parse_note
 from .store.contract import Batch, Change, Engine
 from .store.read import file_stamp
@@ -49,11 +48,6 @@ def default_workers() -> int:
     return min(4, cores) if cores > 1 else 0
 
 
-def content_hash(data: bytes) -> str:
-    """A note revision's content hash: SHA-256 of its bytes, as users can check with sha256sum."""
-    return hashlib.sha256(data).hexdigest()
-
-
 @dataclass
 class BatchSummary:
     """What one sync did."""
@@ -66,8 +60,8 @@ class BatchSummary:
     renamed: int = 0
     deleted: int = 0
     unchanged: int = 0
-    errors: list[FileError] = field(default_factory=list)
-    warnings: list[FileError] = field(default_factory=list)
+    errors: list[FileProblem] = field(default_factory=list)
+    warnings: list[FileProblem] = field(default_factory=list)
     """Notes stored with a warning (e.g. broken YAML frontmatter kept as text)."""
     lifted: int = 0
     seconds: float = 0.0
@@ -120,9 +114,9 @@ class Plan:
 
     def __init__(self, observed: Mapping[str, Observed], live: Mapping[str, tuple[int, str]],
                  states: Mapping[str, tuple[int, int, str]], *, full: bool = False,
-                 errors: Iterable[FileError] = (), now_ns: int | None = None, unchanged: int = 0) -> None:
+                 errors: Iterable[FileProblem] = (), now_ns: int | None = None, unchanged: int = 0) -> None:
         self.live = live
-        self.refused: list[FileError] = list(errors)
+        self.refused: list[FileProblem] = list(errors)
         self.unchanged = unchanged
         """Notes found unchanged (``unchanged`` counts those already left out of ``observed``)."""
         self.state_updates: list[tuple[str, int, int, str]] = []
@@ -178,10 +172,10 @@ class Plan:
                     continue
                 text = decode(data)
             except ParseError as exc:
-                self.refused.append(FileError(path, str(exc)))
+                self.refused.append(FileProblem(path, str(exc)))
                 continue
             except OSError as exc:
-                self.refused.append(FileError(path, f"cannot read: {exc.strerror}"))
+                self.refused.append(FileProblem(path, f"cannot read: {exc.strerror}"))
                 continue
             change = Change(path, "modified" if live_rev else "created", text, digest, len(data), obs.mtime_ns,
                             live_id=live_rev[0] if live_rev else None, prev_id=live_rev[0] if live_rev else None)
@@ -253,7 +247,7 @@ def write_plan(
                                                       detail=detail) as writer:
         parallel = workers > 0 and len(plan.to_read) >= PARALLEL_MIN_NOTES
         for change, parsed in parse_stream(plan.changes(), writer, stack, workers if parallel else 0):
-            summary.warnings.extend(FileError(change.path, w) for w in parsed.warnings)
+            summary.warnings.extend(FileProblem(change.path, w) for w in parsed.warnings)
             if strict and parsed.warnings:  # raising here rolls the whole transaction back
                 raise ParseError(f"refusing the whole batch (strict): {change.path}: {parsed.warnings[0]}")
             writer.add_revision(change, parsed)

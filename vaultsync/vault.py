@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 from . import edit, vaultfs
 from .config import default_db_path
 from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound
-from .folder import MAX_FILE_BYTES, FileError, dirty_rel, files_containing, observe_paths, scan
+from .folder import MAX_FILE_BYTES, FileProblem, files_containing, observe_paths, scan
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitHistory, GitImport, OnCommit, in_git, to_import
 from .links import LinkReport, link_report
 from .parsers import split_lines
-from .paths import nfc, note_path
+from .paths import changed_path, nfc, note_candidates, note_path
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
 from .store import BatchNews, Revision, Store, View
 from .store.purge import check_strings as purge_strings_checked
@@ -230,7 +230,7 @@ class Vault:
                 observed.update(index.unseen())
                 unchanged = index.unchanged
             else:  # only what the batch touches: its paths and the live notes below those that are folders
-                given = [rel for rel in map(dirty_rel, paths) if rel is not None]
+                given = [rel for rel in map(changed_path, paths) if rel is not None]  # normalised once, here
                 observed, errors = observe_paths(self.root, given, self._store.live_under(self.id, given))
             live, states = self._store.plan_state(self.id, observed)
             plan = Plan(observed, live, states, errors=errors, unchanged=unchanged)
@@ -294,11 +294,11 @@ class Vault:
         return self._store.view(self.id, self.name, as_of=as_of, valid_at=valid_at)
 
     def _lookup(self, view: View, path: str) -> Revision | None:
-        rel = note_path(path)
-        rev = view.revision(rel)
-        if rev is None and not rel.endswith(".md"):
-            rev = view.revision(rel + ".md")
-        return rev
+        for rel in note_candidates(note_path(path)):
+            rev = view.revision(rel)
+            if rev is not None:
+                return rev
+        return None
 
     def _existing(self, view: View, path: str) -> Revision:
         """The live revision of ``path`` in ``view``, or NoteNotFound saying when (and any rename)."""
@@ -339,12 +339,10 @@ class Vault:
 
         With ``valid_at``: the revisions that in turn applied at that validity time as knowledge grew.
         """
-        rel = note_path(path)
+        names = note_candidates(note_path(path))
         with self._view(None, as_micros(valid_at, "valid_at")) as view:
             pick = view.history if view.valid_at is None else view.history_valid
-            revs = pick(rel)
-            if not revs and not rel.endswith(".md"):
-                revs = pick(rel + ".md")
+            revs = next((found for found in map(pick, names) if found), [])
         if not revs:
             raise NoteNotFound(f"vault '{self.name}' has no history for {path!r}")
         return revs
@@ -545,4 +543,4 @@ class Vault:
             return view.check()
 
 
-__all__ = ["BatchSummary", "FileError", "Note", "Vault", "StoreError", "as_micros"]
+__all__ = ["BatchSummary", "FileProblem", "Note", "Vault", "StoreError", "as_micros"]

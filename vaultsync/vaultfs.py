@@ -26,16 +26,12 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .errors import PathError
+from .errors import NoteChanged, NotANote, PathError
 from .paths import disk_name
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-
-
-class NotANote(PathError):
-    """The path leads through a symlink, or to something other than a regular file, in the vault."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,13 +229,9 @@ def _exchange(dir_fd: int, a: str, b: str) -> bool:
     raise OSError(code, os.strerror(code), b)
 
 
-class Changed(Exception):
-    """The note changed on disk between reading it and replacing it."""
-
-
 def edit(root: str | os.PathLike[str], rel: str, limit: int, change: Callable[[bytes], bytes]) -> bytes:
     """Read the note ``rel``, write ``change(old_bytes)`` in its place keeping its mode, and return
-    the new bytes. Changed when another writer touched the note meanwhile (nothing is written then).
+    the new bytes. NoteChanged when another writer touched the note meanwhile (nothing is written then).
     """
     *parts, last = rel.split("/")
     with folder(root, parts) as dir_fd:
@@ -256,7 +248,7 @@ def edit(root: str | os.PathLike[str], rel: str, limit: int, change: Callable[[b
             with os.fdopen(fd, "rb") as handle:
                 current = handle.read(min(now.st_size, limit) + 1)
             if identity(now) != before or current != old:
-                raise Changed(rel)
+                raise NoteChanged(rel)
             if _exchange(dir_fd, tmp, name):
                 # the note is ours now and what it replaced sits at ``tmp``: if another writer got in
                 # between the check and the swap, swap back (their version returns) and try again
@@ -271,7 +263,7 @@ def edit(root: str | os.PathLike[str], rel: str, limit: int, change: Callable[[b
                 if (gone is None or (gone.st_ino, gone.st_mtime_ns, gone.st_size)
                         != (before.inode, before.mtime_ns, before.size) or replaced != old):
                     _exchange(dir_fd, tmp, name)
-                    raise Changed(rel)
+                    raise NoteChanged(rel)
             else:
                 os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         finally:

@@ -24,7 +24,7 @@ from typing import Any
 
 from .debounce import Debouncer, Pending, collapse
 from .errors import ConfigError, StoreError, VaultsyncError
-from .observe import ObserverFactory, RunningObserver, start_observer
+from .events import ObserverFactory, RunningObserver, start_observer
 from .sync import BatchSummary
 from .times import format_time
 from .vault import Vault

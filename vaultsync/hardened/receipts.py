@@ -36,17 +36,13 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ReceiptError
 from ..times import parse_time
 from .keystore import Keystore
 
 VERSION = "vaultsync-receipt-v1"
 FIELDS = ("v", "vault", "path", "revision", "content_sha256", "as_of", "known_at", "key_id", "mac")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-
-
-class ReceiptError(ConfigError):
-    """Not a vaultsync receipt."""
 
 
 @dataclass(frozen=True, slots=True)

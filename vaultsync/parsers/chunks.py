@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .model import Chunk
-from .scan import Block
+from .tokens import Block
 
 _ID_VERSION = "vaultsync-chunk/1"
 _OWN_KINDS = frozenset({"code", "table", "callout"})

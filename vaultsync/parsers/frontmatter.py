@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from ..errors import FrontmatterRefused
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -28,10 +29,6 @@ MAX_NODES = 100_000
 """Frontmatter whose data has more values than this (e.g. an alias bomb) is refused."""
 MAX_DEPTH = 100
 """Nesting deeper than this is refused."""
-
-
-class _Refused(Exception):
-    """The YAML parsed but cannot be turned into JSON-compatible data."""
 
 
 def load_frontmatter(yaml_text: str, first_line: int = 2) -> tuple[dict[str, Any] | None, str | None]:
@@ -61,7 +58,7 @@ def load_frontmatter(yaml_text: str, first_line: int = 2) -> tuple[dict[str, Any
         return None, f"invalid YAML frontmatter: expected a mapping, got {_kind(raw)}"
     try:
         data: dict[str, Any] = _Converter().convert(raw, 0)
-    except (_Refused, RecursionError) as exc:
+    except (FrontmatterRefused, RecursionError) as exc:
         return None, f"invalid YAML frontmatter: {_short(exc)}"
     return data, None
 
@@ -91,7 +88,7 @@ class _Converter:
     def convert(self, value: Any, depth: int) -> Any:
         self.nodes += 1
         if self.nodes > MAX_NODES:
-            raise _Refused(f"more than {MAX_NODES} values")
+            raise FrontmatterRefused(f"more than {MAX_NODES} values")
         if value is None or isinstance(value, (str, bool, int)):
             return value
         if isinstance(value, float):
@@ -103,9 +100,9 @@ class _Converter:
         if not isinstance(value, (dict, list, tuple, set, frozenset)):
             return str(value)
         if depth >= MAX_DEPTH:
-            raise _Refused(f"nested deeper than {MAX_DEPTH} levels")
+            raise FrontmatterRefused(f"nested deeper than {MAX_DEPTH} levels")
         if id(value) in self.open:
-            raise _Refused("recursive alias")
+            raise FrontmatterRefused("recursive alias")
         self.open.add(id(value))
         try:
             if isinstance(value, dict):

@@ -11,7 +11,7 @@ from .engine import MD
 from .frontmatter import load_frontmatter
 from .lines import line_offsets, split_lines
 from .model import ParsedNote
-from .scan import Scan, scan_tokens
+from .tokens import TokenFacts, walk_tokens
 from .tags import frontmatter_tags
 
 __all__ = ["DEFAULT_MAX_CHUNK_CHARS", "parse_note", "split_lines"]
@@ -51,48 +51,48 @@ def parse_note(text: str, path: str, max_chunk_chars: int = DEFAULT_MAX_CHUNK_CH
     except Exception as exc:  # noqa: BLE001 - a parser bug must not lose the note
         tokens = []
         warnings.append(f"markdown parse failed, note kept as plain text: {type(exc).__name__}: {exc}"[:300])
-    scan = scan_tokens(tokens, len(lines))
+    found = walk_tokens(tokens, len(lines))
 
     frontmatter: dict[str, Any] | None = None
     frontmatter_text: str | None = None
-    if scan.blocks and scan.blocks[0].kind == "frontmatter":
-        frontmatter_text = scan.blocks[0].text
+    if found.blocks and found.blocks[0].kind == "frontmatter":
+        frontmatter_text = found.blocks[0].text
         frontmatter, warning = load_frontmatter(frontmatter_text)
         if warning is not None:
             warnings.append(warning)
 
     valid_from, valid_to = validity(frontmatter, warnings)
-    block_ids = sorted(scan.block_ids)
+    block_ids = sorted(found.block_ids)
     return ParsedNote(
-        title=_title(scan, path),
-        chunks=build_chunks(text, offsets, scan.blocks, block_ids, max(1, max_chunk_chars)),
+        title=_title(found, path),
+        chunks=build_chunks(text, offsets, found.blocks, block_ids, max(1, max_chunk_chars)),
         frontmatter=frontmatter,
         frontmatter_text=frontmatter_text,
-        tags=_unique(_tags(frontmatter, scan)),
+        tags=_unique(_tags(frontmatter, found)),
         aliases=_unique(_aliases(frontmatter)),
-        links=tuple(sorted(scan.links, key=lambda link: link.line)),
+        links=tuple(sorted(found.links, key=lambda link: link.line)),
         block_ids=_unique(block_id for _, block_id in block_ids),
-        callouts=tuple(scan.callouts),
+        callouts=tuple(found.callouts),
         warnings=tuple(warnings),
         valid_from=valid_from,
         valid_to=valid_to,
     )
 
 
-def _title(scan: Scan, path: str) -> str:
-    for block in scan.blocks:
+def _title(found: TokenFacts, path: str) -> str:
+    for block in found.blocks:
         if block.kind == "heading" and block.level == 1 and block.text.strip():
             return block.text.strip()
     name = path.rsplit("/", 1)[-1]
     return name[:-3] if name.lower().endswith(".md") else name
 
 
-def _tags(frontmatter: dict[str, Any] | None, scan: Scan) -> Iterable[str]:
+def _tags(frontmatter: dict[str, Any] | None, found: TokenFacts) -> Iterable[str]:
     if frontmatter:
         for key in ("tags", "tag"):
             if key in frontmatter:
                 yield from frontmatter_tags(frontmatter[key])
-    for _, tag in sorted(scan.tags, key=lambda item: item[0]):
+    for _, tag in sorted(found.tags, key=lambda item: item[0]):
         yield tag
 
 

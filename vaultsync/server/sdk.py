@@ -24,14 +24,12 @@ from mcp.server import MCPServer
 from mcp.server.lowlevel import Server
 from mcp.server.session import ServerSession
 
+from ..errors import SDKChanged
+
 LOWLEVEL_SERVER = "_lowlevel_server"
 """``MCPServer``'s low-level ``Server`` (mcp 2.3: set in ``MCPServer.__init__``)."""
 SESSION_CONNECTION = "_connection"
 """``ServerSession``'s per-client ``Connection`` (mcp 2.3: set in ``ServerSession.__init__``)."""
-
-
-class SDKChanged(RuntimeError):
-    """The installed MCP SDK no longer has an attribute vaultsync relies on."""
 
 
 def lowlevel_server(mcp: MCPServer) -> Server[Any]:

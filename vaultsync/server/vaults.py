@@ -64,7 +64,7 @@ class ServedVaults:
         assert cfg is not None
         if self.need_writer:
             if cfg.root is None:
-                raise ConfigError("writes and the watcher need the vault folder: vaultsync serve VAULT")
+                raise ConfigError("writes and the watcher need the vault folder", argument="root")
             self.writer = Vault.open(cfg.db, root=cfg.root, name=cfg.vault, lock_command=cfg.lock_command)
             name = self.writer.name
         else:
@@ -75,7 +75,8 @@ class ServedVaults:
             # the database exists but does not hold this vault: say how to fill it
             if cfg.root is None:
                 raise
-            raise VaultNotFound(f"{exc}; import it first (vaultsync import {cfg.root}) or serve with --watch") from None
+            raise VaultNotFound(f"{exc}; import it first, or watch the vault folder", argument="watch", remedy="sync",
+                                remedy_args={"root": cfg.root}) from None
 
     def close(self) -> None:
         if self.owned:

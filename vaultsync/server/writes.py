@@ -13,7 +13,6 @@ A write either returns once the change is recorded (searchable, in ``note_histor
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from typing import Annotated, Any
@@ -23,6 +22,7 @@ from pydantic import Field
 
 from ..edit import MAX_WRITE_CHARS
 from ..errors import LockedError, NoteNotFound
+from ..folder import content_hash
 from ..paths import writable_note_path
 from ..sync import BatchSummary
 from ..times import format_time
@@ -115,7 +115,7 @@ def _wait_for_other_writer(rt: Runtime, writer: Vault, rel: str, refused: Locked
     """Another process that watches the vault holds the writer lock: wait until it has recorded the
     file as written (or later), take over when it stops, or fail with one line naming it."""
     written = writer.root / rel
-    digest = hashlib.sha256(writer.read_file(rel)).hexdigest()
+    digest = content_hash(writer.read_file(rel))
     deadline = time.monotonic() + WAIT_FOR_OTHER_WRITER_S
     while time.monotonic() < deadline:
         try:

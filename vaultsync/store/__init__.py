@@ -34,11 +34,11 @@ from .contract import Change, Engine
 from .write import BatchWriter, Indexer
 
 __all__ = ["UNSTAMPED", "AuditHead", "BatchNews", "BatchWriter", "Change", "Engine", "PurgeRecord", "PurgeResult",
-           "Revision", "Store", "VaultRecord", "View", "WriterLock", "file_stamp"]
+           "Revision", "Store", "StoredVault", "View", "WriterLock", "file_stamp"]
 
 
 @dataclass(frozen=True, slots=True)
-class VaultRecord:
+class StoredVault:
     """A vault registered in the store."""
 
     id: int
@@ -65,7 +65,7 @@ class Store:
                 codec.load(con)
             self.indexers: list[Indexer] = []
             if search and not readonly:
-                from ..embed import get_embedder
+                from ..embedders import get_embedder
 
                 self._attach_search(None if embedder is None else get_embedder(embedder))
         except BaseException:
@@ -82,7 +82,7 @@ class Store:
                     raise SchemaError(f"{path} is not a vaultsync database (or is empty)")
                 if not readable(con, version):
                     raise SchemaError(f"{path} was written by an older vaultsync (schema {version}); "
-                                      "run `vaultsync import VAULT` once to upgrade it")
+                                      "sync the vault into it once to upgrade it", remedy="sync")
                 return
             if version == 0 and con.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]:
                 raise SchemaError(f"{path} is another program's SQLite database; use a new database file")
@@ -105,12 +105,12 @@ class Store:
 
     # ------------------------------------------------------------ vaults
 
-    def vaults(self) -> list[VaultRecord]:
-        return [VaultRecord(*row) for row in self.db.query("SELECT id, name, root FROM vaults ORDER BY name")]
+    def vaults(self) -> list[StoredVault]:
+        return [StoredVault(*row) for row in self.db.query("SELECT id, name, root FROM vaults ORDER BY name")]
 
-    def vault(self, name: str) -> VaultRecord | None:
+    def vault(self, name: str) -> StoredVault | None:
         row = self.db.one("SELECT id, name, root FROM vaults WHERE name = ?", (name,))
-        return None if row is None else VaultRecord(*row)
+        return None if row is None else StoredVault(*row)
 
     def ensure_vault(self, name: str, root: Path) -> int:
         """The id of the vault called ``name``, registered (or its root updated) as living at ``root``."""
@@ -242,7 +242,7 @@ class Store:
 
     def reembed(self, embedder_name: str) -> tuple[str, int]:
         """Replace every vector with those of another embedder: (its signature, docs embedded)."""
-        from ..embed import get_embedder
+        from ..embedders import get_embedder
         from .search.embedding import reembed
 
         embedder = get_embedder(embedder_name)

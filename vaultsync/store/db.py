@@ -57,7 +57,8 @@ def connect(path: str | os.PathLike[str], *, readonly: bool = False, create: boo
     """
     db_path = Path(path)
     if str(path) != ":memory:" and not db_path.exists() and (readonly or not create):
-        raise ConfigError(f"no vaultsync database at {db_path} (run `vaultsync import VAULT` first, or pass --db)")
+        raise ConfigError(f"no vaultsync database at {db_path}: import a vault into it first, or open another database",
+                          argument="db", remedy="sync")
     if str(path) != ":memory:" and not readonly:
         db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         _create_private(db_path)

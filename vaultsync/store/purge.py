@@ -268,7 +268,7 @@ def run(con: apsw.Connection, vault_id: int, *, strings: Sequence[str] = (), not
         con.execute(f"DROP TRIGGER IF EXISTS {table}_no_update; DROP TRIGGER IF EXISTS {table}_no_delete;")
     if strings and paths_containing(con, vault_id, strings):
         raise ConfigError("that text is part of a note's path, which a text purge does not rename; "
-                          "remove that note with a note purge", argument="texts")
+                          "remove that note with a note purge", argument="note")
     writer = BatchWriter(con, vault_id, 0, "purge")
     if strings:
         purge_strings(con, writer, vault_id, strings, result)

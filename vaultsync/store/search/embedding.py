@@ -7,26 +7,28 @@ from collections.abc import Iterable
 
 import apsw
 
-from ...embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder, quantize
+from ...embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder, quantize
 from ...errors import ProviderError
 from ...parsers import ParsedNote
 from ..codec import unpack
 from .schema import LIVE_VECTORS_REBUILD, meta, set_meta
-from ...text import indexable, indexed_text
+from ...tokenizer import indexable, indexed_text
 
 
-def check_embedder(con: apsw.Connection, embedder: Embedder) -> str | None:
+def check_embedder(con: apsw.Connection, embedder: Embedder) -> ProviderError | None:
     """Why ``embedder``'s vectors may not join the store's (None when they may)."""
     recorded = meta(con, "embedder_signature")
     if recorded is None or recorded == embedder.signature:
         return None
-    return (f"this store's vectors were made by embedder {recorded}, not {embedder.signature}; vectors are never "
-            f"mixed: run `vaultsync reembed --embedder {embedder.embedder_id}` to switch")
+    return ProviderError(f"this store's vectors were made by embedder {recorded}, not {embedder.signature}; vectors "
+                         f"are never mixed: reembed the store with {embedder.embedder_id!r} to switch",
+                         remedy="reembed", remedy_args={"embedder": embedder.embedder_id})
 
 
-def unknown_embedder(name: str) -> str:
-    return (f"this store's vectors were made by embedder {name!r}, which this vaultsync does not have; "
-            f"run `vaultsync reembed --embedder {DEFAULT_EMBEDDER}` to switch")
+def unknown_embedder(name: str) -> ProviderError:
+    return ProviderError(f"this store's vectors were made by embedder {name!r}, which this vaultsync does not have; "
+                         f"reembed the store with {DEFAULT_EMBEDDER!r} to switch",
+                         remedy="reembed", remedy_args={"embedder": DEFAULT_EMBEDDER})
 
 
 _QUERY_EMBEDDERS: dict[tuple[str, object], Embedder] = {}
@@ -38,14 +40,14 @@ def query_embedder(con: apsw.Connection) -> Embedder:
     """The embedder that made the store's vectors (ProviderError when it is missing or has changed)."""
     name = store_embedder(con)
     if name not in EMBEDDERS:
-        raise ProviderError(unknown_embedder(name))
+        raise unknown_embedder(name)
     key = (name, EMBEDDERS[name])
     embedder = _QUERY_EMBEDDERS.get(key)
     if embedder is None:
         embedder = _QUERY_EMBEDDERS.setdefault(key, get_embedder(name))
     problem = check_embedder(con, embedder)
     if problem:
-        raise ProviderError(problem)
+        raise problem
     return embedder
 
 

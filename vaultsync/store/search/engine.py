@@ -14,15 +14,16 @@ from urllib.parse import quote
 
 import apsw
 
-from ...embed import Embedder
+from ...embedders import Embedder
 from ...errors import ConfigError, StoreError
+from ...paths import note_name
 from ...times import format_time
 from . import keyword, signals, vector
 from .embedding import query_embedder
 from .index import index_lag
 from .keyword import Scored
 from .snapshot import CHUNK_COLUMNS, Snapshot, allowed_notes, bounded_from_core, chunk_record, export_rows, take
-from ...text import TOKENIZE, KeywordQuery, indexable, parse_query
+from ...tokenizer import TOKENIZE, KeywordQuery, indexable, parse_query
 from .snippets import snippet
 
 MODES = ("hybrid", "keyword", "vector")
@@ -36,8 +37,7 @@ VECTOR_TIE = 1e-6
 
 
 def obsidian_uri(vault: str, path: str) -> str:
-    file = path[:-3] if path.endswith(".md") else path
-    return f"obsidian://open?vault={quote(vault, safe='')}&file={quote(file, safe='')}"
+    return f"obsidian://open?vault={quote(vault, safe='')}&file={quote(note_name(path), safe='')}"
 
 
 def shared_ranks(scored: Sequence[Scored], tied: Any) -> list[int]:
@@ -86,9 +86,10 @@ def _default(con: apsw.Connection, snap: Snapshot, parsed: KeywordQuery, query: 
 def check_index(con: apsw.Connection, vault_id: int, vault_name: str) -> None:
     lag = index_lag(con, vault_id)
     if lag < 0:
-        raise StoreError(f"this database has no search index yet: run `vaultsync reindex` (vault '{vault_name}')")
+        raise StoreError(f"this database has no search index yet: reindex vault '{vault_name}'", remedy="reindex")
     if lag > 0:
-        raise StoreError(f"the search index of vault '{vault_name}' is {lag} batches behind: run `vaultsync reindex`")
+        raise StoreError(f"the search index of vault '{vault_name}' is {lag} batches behind: reindex it",
+                         remedy="reindex")
 
 
 def search(

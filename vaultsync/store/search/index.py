@@ -22,14 +22,14 @@ import logging
 
 import apsw
 
-from ...embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
+from ...embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
 from ...errors import ProviderError
 from ..codec import unpack
 from ..write import ChunkRow
 from .embedding import AHEAD, check_embedder, embed_ahead, take_ahead, unknown_embedder, write_vectors
 from ..codec import content_key
 from .schema import check_text_version, has_schema, live_table, meta, set_meta
-from ...text import TOKENIZE, indexable, indexed_text
+from ...tokenizer import TOKENIZE, indexable, indexed_text
 
 logger = logging.getLogger(__name__)
 
@@ -64,12 +64,12 @@ class SearchIndexer:
                 set_meta(con, "embedder_signature", (embedder or get_embedder(name)).signature)
         if embedder is None and name not in EMBEDDERS:
             self.embedder = get_embedder(DEFAULT_EMBEDDER)
-            self.mismatch: str | None = unknown_embedder(name)
+            self.mismatch: ProviderError | None = unknown_embedder(name)
         else:
             self.embedder = embedder or get_embedder(name)
             self.mismatch = check_embedder(con, self.embedder)
         if embedder is not None and self.mismatch:
-            raise ProviderError(self.mismatch)
+            raise self.mismatch
         self.ahead = functools.partial(embed_ahead, self.embedder.embedder_id)
         """Work a parse worker may do for this indexer (see ``sync.parse_stream``); ``take_ahead`` receives it."""
         self._checked: int | None = None
@@ -80,7 +80,7 @@ class SearchIndexer:
 
     def on_revision(self, con: apsw.Connection, batch_id: int, note_id: int, chunks: list[ChunkRow]) -> None:
         if self.mismatch:
-            raise ProviderError(self.mismatch)
+            raise self.mismatch
         vault_id, valid_from, valid_to = con.execute(
             "SELECT vault_id, valid_from, valid_to FROM notes WHERE id = ?", (note_id,)).fetchone()
         self._catch_up_before(con, vault_id, batch_id)
@@ -227,7 +227,7 @@ def index_lag(con: apsw.Connection, vault_id: int) -> int:
 def rebuild_search(con: apsw.Connection) -> dict[int, int]:
     """Drop every search table (FTS5 shadow tables with them) and index every vault again with the
     same embedder, then compact each FTS5 index; return the batches indexed per vault id."""
-    from ...embed import EMBEDDERS, get_embedder
+    from ...embedders import EMBEDDERS, get_embedder
     from . import schema as search_schema
 
     if not search_schema.has_schema(con):

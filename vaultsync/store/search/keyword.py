@@ -18,7 +18,7 @@ import apsw
 
 from .schema import live_table
 from .snapshot import Snapshot, rows_source
-from ...text import KeywordQuery
+from ...tokenizer import KeywordQuery
 
 K1 = 1.2
 B = 0.75

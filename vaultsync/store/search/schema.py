@@ -7,7 +7,7 @@ from __future__ import annotations
 import apsw
 
 from ...errors import StoreError
-from ...text import TEXT_VERSION, TOKENIZE
+from ...tokenizer import TEXT_VERSION, TOKENIZE
 
 
 def live_table(vault_id: int) -> str:
@@ -103,7 +103,7 @@ def check_text_version(con: apsw.Connection) -> None:
     if stored != (TOKENIZE, str(TEXT_VERSION)):
         raise StoreError(
             f"the search index was built with tokenizer {stored[0]!r}, text version {stored[1]}; "
-            "run `vaultsync reindex --full` to rebuild it"
+            "a full reindex rebuilds it", remedy="reindex", remedy_args={"full": True}
         )
 
 

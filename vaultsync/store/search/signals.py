@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from ...text import TOKENIZE, KeywordQuery, indexed_text
+from ...tokenizer import TOKENIZE, KeywordQuery, indexed_text
 from ..codec import unpack
 from .keyword import Scored, order_key
 

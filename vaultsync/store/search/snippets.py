@@ -10,7 +10,7 @@ tokens matches. The excerpt starts and ends between tokens; it is never empty wh
 
 from __future__ import annotations
 
-from ...text import KeywordQuery, normalize
+from ...tokenizer import KeywordQuery, normalize
 from .signals import token_spans, tokens
 
 WIDTH = 160

@@ -11,7 +11,7 @@ import json
 
 import apsw
 
-from ...embed import Embedder, quantize
+from ...embedders import Embedder, quantize
 from .keyword import Scored, order_key
 from .snapshot import DOCS_PARAM, Snapshot, rows_source
 

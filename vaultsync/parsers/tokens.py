@@ -40,7 +40,7 @@ class Block:
 
 
 @dataclass(slots=True)
-class Scan:
+class TokenFacts:
     """What one walk over the tokens found; lines are 1-based unless said otherwise."""
 
     blocks: list[Block] = field(default_factory=list)
@@ -55,13 +55,13 @@ class Scan:
     """Callouts at any depth."""
 
 
-def scan_tokens(tokens: Sequence[Token], n_lines: int) -> Scan:
+def walk_tokens(tokens: Sequence[Token], n_lines: int) -> TokenFacts:
     """Walk ``tokens`` once; block ranges are clamped to ``n_lines``.
 
     A top-level token whose range starts before the previous block's end is ignored, so the
     block list is monotone whatever a plugin does to token order.
     """
-    scan = Scan()
+    found = TokenFacts()
     last_end = 0
     for i, tok in enumerate(tokens):
         ttype = tok.type
@@ -69,13 +69,13 @@ def scan_tokens(tokens: Sequence[Token], n_lines: int) -> Scan:
         if span is None:
             continue
         if ttype == "inline":
-            _scan_inline(tok, span, tokens[i - 1].type == "paragraph_open", scan)
+            _walk_inline(tok, span, tokens[i - 1].type == "paragraph_open", found)
             continue
         kind = _BLOCK_KINDS.get(ttype, "other")
         if ttype == "blockquote_open" or ttype == "alert_open":
             callout = _callout(tokens, i)
             if callout is not None:
-                scan.callouts.append(callout)
+                found.callouts.append(callout)
                 kind = "callout"
         if tok.level != 0:
             continue
@@ -85,14 +85,14 @@ def scan_tokens(tokens: Sequence[Token], n_lines: int) -> Scan:
         if kind == "heading":
             level = int(tok.tag[1:]) if tok.tag[1:].isdigit() else 1
             text = tokens[i + 1].content if i + 1 < len(tokens) else ""
-            scan.blocks.append(Block(start, end, kind, level, text))
+            found.blocks.append(Block(start, end, kind, level, text))
         else:
-            scan.blocks.append(Block(start, end, kind, 0, tok.content if kind == "frontmatter" else ""))
+            found.blocks.append(Block(start, end, kind, 0, tok.content if kind == "frontmatter" else ""))
         last_end = end
-    return scan
+    return found
 
 
-def _scan_inline(tok: Token, span: list[int], in_paragraph: bool, scan: Scan) -> None:
+def _walk_inline(tok: Token, span: list[int], in_paragraph: bool, found: TokenFacts) -> None:
     base = span[0] + 1
     breaks = 0
     children = tok.children or []
@@ -102,22 +102,22 @@ def _scan_inline(tok: Token, span: list[int], in_paragraph: bool, scan: Scan) ->
             breaks += 1
         elif ctype == "wikilink":
             meta = child.meta
-            scan.links.append(
+            found.links.append(
                 Link(meta["target"], meta["heading"], meta["block"], meta["alias"], meta["embed"], "wikilink",
                      base + meta["line"])
             )
         elif ctype == "tag":
-            scan.tags.append((base + child.meta["line"], child.meta["tag"]))
+            found.tags.append((base + child.meta["line"], child.meta["tag"]))
         elif ctype == "link_open":
-            scan.links.append(_markdown_link(str(child.attrGet("href") or ""), _link_text(children, k + 1),
+            found.links.append(_markdown_link(str(child.attrGet("href") or ""), _link_text(children, k + 1),
                                              False, base + breaks))
         elif ctype == "image":
-            scan.links.append(_markdown_link(str(child.attrGet("src") or ""), child.content, True, base + breaks))
+            found.links.append(_markdown_link(str(child.attrGet("src") or ""), child.content, True, base + breaks))
     if in_paragraph:
         content = tok.content
         match = _BLOCK_ID.search(content, content.rfind("\n") + 1)
         if match is not None:
-            scan.block_ids.append((span[1] - 1, match.group(1)))
+            found.block_ids.append((span[1] - 1, match.group(1)))
 
 
 def _link_text(children: list[Token], start: int) -> str:

@@ -1,4 +1,8 @@
-"""What the keyword index tokenizes: NFKC text with CJK runs as overlapping pairs, and safe FTS5 queries."""
+"""What the keyword index tokenizes: NFKC text with CJK runs as overlapping pairs, and safe FTS5 queries.
+
+At the top level, not in ``store/search/``, because the hashed embedder (``embedders``) normalizes text
+the same way and the store imports the embedders: under ``store/`` it would close an import cycle.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Pluggable embedders: a batch of texts in, vectors out, each embedder named by an id and a version."""
+"""The embedders by name: the registry (``EMBEDDERS``, ``get_embedder``), the built-in hashed embedder, and
+``quantize``. Each implements ``provider.Embedder`` (a batch of texts in, vectors out), named by an id and a
+version; ``minilm`` is the semantic extra (``semantic``)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from .embedder import Embedder
+from .provider import Embedder
 from .errors import ProviderError
 
 __all__ = ["DEFAULT_EMBEDDER", "EMBEDDERS", "Embedder", "HashEmbedder", "get_embedder", "quantize"]
@@ -42,7 +44,7 @@ class HashEmbedder(Embedder):
         self._pairs: dict[tuple[str, str], tuple[int, float]] = {}
 
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
-        from .text import normalize
+        from .tokenizer import normalize
 
         return [self._one(normalize(t)) for t in texts]
 

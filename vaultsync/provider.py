@@ -1,4 +1,5 @@
-"""The embedder interface: a batch of texts in, vectors out (the built-in ones and the registry: ``embed``)."""
+"""The embedding provider interface every embedder implements: a batch of texts in, vectors out
+(the built-in embedders and the registry by name: ``embedders``; the semantic extra: ``semantic``)."""
 
 from __future__ import annotations
 

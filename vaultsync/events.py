@@ -24,7 +24,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserverVFS
 
-from .paths import is_note_path, nfc
+from .paths import is_hidden, is_note_path, is_visible_folder
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 warnings.filterwarnings("ignore", message="Callback with id .* already exists", category=RuntimeWarning,
                         module="watchdog")
 
-Record = Callable[[Iterable[str]], None]
+MarkDirty = Callable[[Iterable[str]], None]
 """Where dirty paths go (the debouncer's ``add``)."""
 
 POLL_INTERVAL_S = 1.0
@@ -54,29 +54,28 @@ class NoteFilter:
     def __call__(self, rel: str, is_directory: bool) -> bool:
         if not rel or rel == "." or rel.startswith("../"):
             return False
-        if is_directory:
-            return not any(part.startswith(".") or part == "" for part in rel.split("/"))
-        return is_note_path(rel)
+        return is_visible_folder(rel) if is_directory else is_note_path(rel)
 
 
 class DirtyHandler(FileSystemEventHandler):
-    """Runs on watchdog's dispatcher thread: O(1) per event, records paths, nothing else.
+    """Runs on watchdog's dispatcher thread: O(1) per event, marks paths dirty, nothing else.
 
     Every event arrives in ``on_any_event`` (no pattern handler: its default ignore policy drops an
     atomic save whose temp name is ignored). Moves mark both ends; a folder event marks the folder,
     which the batch re-scans (present) or treats as "everything under it is gone" (vanished).
     """
 
-    def __init__(self, root: str | os.PathLike[str], record: Record, accept: NoteFilter | None = None) -> None:
+    def __init__(self, root: str | os.PathLike[str], mark: MarkDirty, accept: NoteFilter | None = None) -> None:
         self.root = os.fspath(root).rstrip(os.sep) + os.sep
-        self.record = record
+        self.mark = mark
         self.accept = accept or NoteFilter()
 
     def rel(self, path: str | bytes) -> str | None:
+        """The vault-relative path of an event's path, as named on disk (``Vault.sync`` normalises it)."""
         text = os.fsdecode(path)
         if not text.startswith(self.root):
             return None
-        return nfc(text[len(self.root):].replace(os.sep, "/").strip("/"))
+        return text[len(self.root):].replace(os.sep, "/").strip("/")
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         kind = event.event_type
@@ -88,7 +87,7 @@ class DirtyHandler(FileSystemEventHandler):
             if rel is not None and self.accept(rel, event.is_directory):
                 dirty.append(rel)
         if dirty:
-            self.record(dirty)
+            self.mark(dirty)
 
 
 class RunningObserver(Protocol):
@@ -101,8 +100,8 @@ class RunningObserver(Protocol):
     def stop(self) -> None: ...
 
 
-ObserverFactory = Callable[[Path, Record, bool], RunningObserver]
-"""``(root, record, polling) -> a started observer``; the seam tests can replace."""
+ObserverFactory = Callable[[Path, MarkDirty, bool], RunningObserver]
+"""``(root, mark, polling) -> a started observer``; the seam tests can replace."""
 
 
 @dataclass
@@ -131,14 +130,14 @@ class WatchdogObserver:
                 self.handler.dispatch(item[0])
 
 
-def start_observer(root: Path, record: Record, polling: bool = False) -> WatchdogObserver:
+def start_observer(root: Path, mark: MarkDirty, polling: bool = False) -> WatchdogObserver:
     """Start the native observer (inotify, FSEvents, kqueue, Windows) or, if it cannot watch, polling.
 
     A native observer that fails to start (watch or instance limit) or that watches fewer folders
     than the vault has (Linux skips folders past ``max_user_watches`` silently) is replaced by the
     polling observer, with one warning line saying why.
     """
-    handler = DirtyHandler(root, record)
+    handler = DirtyHandler(root, mark)
     if not polling:
         reason = _too_many_folders(root)
         if reason is None:
@@ -168,10 +167,10 @@ def _note_entries(path: str | None) -> Iterator[os.DirEntry[str]]:
     """The polling observer's listdir: only non-dot folders (not symlinked) and ``.md`` files."""
     with os.scandir(path) as entries:
         for entry in entries:
-            if entry.name.startswith("."):
+            if is_hidden(entry.name):
                 continue
             try:
-                if entry.is_dir(follow_symlinks=False) or (entry.name.endswith(".md") and not entry.is_dir()):
+                if entry.is_dir(follow_symlinks=False) or (is_note_path(entry.name) and not entry.is_dir()):
                     yield entry
             except OSError:
                 continue
