@@ -51,7 +51,9 @@ class GuardedLines:
     """stdin as JSON-RPC lines: oversized lines and malformed JSON are answered with a JSON-RPC
     error (``id: null`` when it cannot be known) instead of being dropped, and never buffered whole.
 
-    Lines are read on a daemon thread, so a blocked read never keeps the process from exiting.
+    Lines are read on a daemon thread, so a blocked read never keeps the process from exiting. At
+    the end of the input the stream stays open until every request already read is answered: the
+    SDK stops serving when its input ends, and would drop a request still being handled.
     """
 
     _OVERSIZED = b"\x00oversized"
@@ -62,6 +64,7 @@ class GuardedLines:
         self.reply: Any = None
         self.in_flight = InFlight()
         self.ready = anyio.Event()
+        self._answered = anyio.Event()
         self._send, self._recv = anyio.create_memory_object_stream[bytes](16)
 
     def __aiter__(self) -> Any:
@@ -131,6 +134,9 @@ class GuardedLines:
             elif method == "notifications/cancelled" and isinstance(data.get("params"), dict):
                 self.in_flight.answered(data["params"].get("requestId"))
             yield text
+        while self.in_flight.pending:  # end of input: answer what was read before stopping
+            self._answered = anyio.Event()
+            await self._answered.wait()
 
     @staticmethod
     def _refusal(data: Any) -> str | None:
@@ -154,9 +160,10 @@ class GuardedLines:
         """Pass the server's messages to stdout, counting each response as its request answered."""
         async with from_server, stdout:  # closing stdout's stream lets the SDK's writer finish
             async for message in from_server:
+                await stdout.send(message)
                 if isinstance(message.message, JSONRPCResponse | JSONRPCError):
                     self.in_flight.answered(message.message.id)
-                await stdout.send(message)
+                    self._answered.set()
 
 
 async def serve_stdio(mcp: MCPServer, *, limit: int = MAX_MESSAGE_BYTES) -> None:
