@@ -148,10 +148,11 @@ def ls(obj: Context, as_of: int | None, valid_at: int | None, prefix: str, as_js
     Example:
         vaultsync ls --as-of 2025-01-01 --prefix Projects/
     """
+    from .store.read import LISTED_FIELDS
+
     revisions = obj.vault().ls(as_of=as_of, prefix=prefix, valid_at=valid_at)
     if as_json:
-        echo_json([{"path": r.path, "known_at": format_time(r.known_at), "content_hash": r.content_hash,
-                    "size": r.size, "title": r.title} for r in revisions])
+        echo_json([r.summary(LISTED_FIELDS) for r in revisions])
         return
     for r in revisions:
         click.echo(f"{format_time(r.known_at)}  {r.size:>8}  {r.path}")
@@ -211,10 +212,11 @@ def changes(obj: Context, since: int, until: int | None, valid_at: int | None, a
     Example:
         vaultsync changes --since 2025-03-01 --until 2025-03-08
     """
+    from .store.read import CHANGE_FIELDS
+
     revisions = obj.vault().changes(since, until, valid_at=valid_at)
     if as_json:
-        echo_json([{"path": r.path, "kind": r.kind, "known_at": format_time(r.known_at),
-                    "renamed_from": r.renamed_from, "content_hash": r.content_hash} for r in revisions])
+        echo_json([r.summary(CHANGE_FIELDS) for r in revisions])
         return
     for r in revisions:
         extra = f" (from {r.renamed_from})" if r.renamed_from else ""

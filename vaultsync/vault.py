@@ -273,10 +273,13 @@ class Vault:
             view.with_links([rev])
             return Note(rev, view.content(rev))
 
-    def ls(self, as_of: TimeLike = None, prefix: str = "", valid_at: TimeLike = None) -> list[Revision]:
-        """The notes that existed as of ``as_of`` (with ``valid_at``: the revisions applying then), by path."""
+    def ls(self, as_of: TimeLike = None, prefix: str = "", valid_at: TimeLike = None, *,
+           tag: str | None = None) -> list[Revision]:
+        """The notes that existed as of ``as_of`` (with ``valid_at``: the revisions applying then), by path
+        (with ``tag``: only those tagged so, see ``tagged``)."""
         with self._view(as_micros(as_of, "as_of"), as_micros(valid_at, "valid_at")) as view:
-            return view.ls(nfc(prefix))
+            found = view.ls(nfc(prefix))
+        return tagged(found, tag) if tag else found
 
     def history(self, path: str, valid_at: TimeLike = None) -> list[Revision]:
         """Every revision of the note, oldest first, following renames back to its first name.
@@ -292,6 +295,15 @@ class Vault:
         if not revs:
             raise NoteNotFound(f"vault '{self.name}' has no history for {path!r}")
         return revs
+
+    def history_window(self, path: str, since: TimeLike = None, until: TimeLike = None,
+                       valid_at: TimeLike = None) -> tuple[str, list[Revision]]:
+        """The note's latest path and those of its revisions (``history``) learned after ``since`` up to
+        and including ``until`` (each open when None), oldest first."""
+        start, end = as_micros(since, "since"), as_micros(until, "until")
+        revisions = self.history(path, valid_at=valid_at)
+        chosen = [r for r in revisions if (start is None or r.known_at > start) and (end is None or r.known_at <= end)]
+        return revisions[-1].path, chosen
 
     def diff(self, path: str, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None) -> str:
         """Unified diff of the note between two times ('' when identical); with ``valid_at``, of the
@@ -479,6 +491,12 @@ class Vault:
         """Verify the store; return the problems found (empty when healthy)."""
         with self._view() as view:
             return view.check()
+
+
+def tagged(revisions: list[Revision], tag: str) -> list[Revision]:
+    """The revisions carrying ``tag`` (a leading ``#`` ignored; compared case-insensitively, as Obsidian does)."""
+    wanted = tag.lstrip("#").casefold()
+    return [r for r in revisions if any(t.casefold() == wanted for t in r.tags)]
 
 
 __all__ = ["BatchSummary", "FileError", "Note", "Vault", "StoreError", "as_micros"]

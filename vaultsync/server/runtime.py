@@ -54,8 +54,9 @@ class Runtime:
     def reading(self) -> contextlib.AbstractContextManager[Vault]:
         return self.vaults.reading()
 
-    def listing(self, as_of: int | None = None, prefix: str = "", valid_at: int | None = None) -> list[Any]:
-        return self.vaults.listing(as_of, prefix, valid_at)
+    def listing(self, as_of: int | None = None, prefix: str = "", valid_at: int | None = None,
+                tag: str | None = None) -> list[Any]:
+        return self.vaults.listing(as_of, prefix, valid_at, tag)
 
     def on_batch(self, summary: BatchSummary) -> None:
         """After this process wrote a batch: tell subscribers (through the batch log, so each batch once)."""

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from ..store.read import LISTED_FIELDS
 from ..times import ACCEPTED, format_time
 from .models import (
     ChangesResult,
@@ -35,6 +36,8 @@ MAX_RESULT_CHARS = 120_000
 """Other results are cut to stay under about this many characters, and say so (truncated)."""
 MAX_HIT_CHARS = 4_000
 """A search hit's text is cut to at most this many characters."""
+NOTE_ENTRY_FIELDS = (*LISTED_FIELDS, "tags")
+"""A note in ``list_notes``: as ``ls --json``, with its tags."""
 MAX_LINKS = 500
 """get_links lists at most this many outgoing links and this many backlinks."""
 
@@ -120,11 +123,9 @@ def add_note_history(tools: ToolSet, rt: Runtime) -> None:
     ) -> HistoryResult:
         """List every recorded revision of a note (created, modified, renamed, deleted), oldest first,
         following renames back to the note's earlier names. Use diff_note to see what changed."""
-        start, end = when(since, "since"), when(until, "until")
         with rt.reading() as vault:
-            revisions = vault.history(path, valid_at=valid_at)
-        chosen = [r for r in revisions if (start is None or r.known_at > start) and (end is None or r.known_at <= end)]
-        return HistoryResult(path=revisions[-1].path, revisions=[_revision(r) for r in chosen[-limit:]],
+            latest, chosen = vault.history_window(path, since, until, valid_at=valid_at)
+        return HistoryResult(path=latest, revisions=[_revision(r) for r in chosen[-limit:]],
                              truncated=len(chosen) > limit)
 
 
@@ -185,13 +186,9 @@ def add_list_notes(tools: ToolSet, rt: Runtime) -> None:
             after = decode_cursor(cursor)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        revisions = rt.listing(cutoff, prefix or "", when(valid_at, "valid_at"))
-        if tag:
-            wanted = tag.lstrip("#").casefold()
-            revisions = [r for r in revisions if any(t.casefold() == wanted for t in r.tags)]
+        revisions = rt.listing(cutoff, prefix or "", when(valid_at, "valid_at"), tag=tag or None)
         chosen, nxt = page(revisions, after, limit, key=lambda r: r.path)
-        notes = [NoteEntry(path=r.path, known_at=format_time(r.known_at), content_hash=r.content_hash, size=r.size,
-                           title=r.title, tags=r.tags) for r in chosen]
+        notes = [NoteEntry(**r.summary(NOTE_ENTRY_FIELDS)) for r in chosen]
         return NoteList(as_of=format_time(cutoff), notes=notes, next_cursor=nxt)
 
 

@@ -93,14 +93,15 @@ class ServedVaults:
         with self._read_lock:
             yield self.reader
 
-    def listing(self, as_of: int | None = None, prefix: str = "", valid_at: int | None = None) -> list[Any]:
+    def listing(self, as_of: int | None = None, prefix: str = "", valid_at: int | None = None,
+                tag: str | None = None) -> list[Any]:
         """``Vault.ls`` with a small cache: the store is append-only, so a listing stays valid until
         the next batch or purge (``generation`` moves); paging through a big vault lists it once."""
         with self.reading() as vault:
-            key = (as_of, prefix, valid_at, vault.generation)
+            key = (as_of, prefix, valid_at, tag, vault.generation)
             found = self._listings.get(key)
             if found is None:
-                found = vault.ls(as_of=as_of, prefix=prefix, valid_at=valid_at)
+                found = vault.ls(as_of=as_of, prefix=prefix, valid_at=valid_at, tag=tag)
                 if len(self._listings) >= 4:
                     self._listings.pop(next(iter(self._listings)))
                 self._listings[key] = found
