@@ -172,10 +172,35 @@ class Vault:
         with self._sync_lock:
             return self.lock.try_acquire(command, watching=True)  # held for good: by a watcher
 
+    def take_lock(self) -> bool:
+        """``hold_lock`` for a watcher that starts: True when this call took the lock, False when this
+        process already held it; ConfigError for a read-only vault, LockedError naming the holder when
+        another process holds it."""
+        if self.store.readonly:
+            raise ConfigError("the watcher needs a vault opened for writing (Vault.open(db, root=FOLDER))")
+        with self._sync_lock:  # no batch of this process is borrowing it meanwhile
+            if self.lock.held:
+                return False
+            self.lock.acquire(watching=True)
+            return True
+
     def release_lock(self) -> None:
         """Give up the writer lock taken with ``hold_lock`` (between batches of this process)."""
         with self._sync_lock:
             self.lock.release()
+
+    def lock_holder(self) -> dict[str, object] | None:
+        """What the other process holding the writer lock wrote about itself ({} if unreadable): pid,
+        command, started, watching; None when the lock is free or this process holds it."""
+        return self.lock.holder_info()
+
+    def describe_lock_holder(self) -> str | None:
+        """The other process holding the writer lock in one phrase (pid, command, since), or None."""
+        return self.lock.holder()
+
+    def name_lock_holder(self, command: str | None) -> None:
+        """How the lock file names this process when it holds the lock (None: its command line)."""
+        self.lock.command = command
 
     def sync(
         self,

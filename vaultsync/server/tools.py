@@ -22,9 +22,8 @@ from .models import (
     StatusResult,
     WatcherStatus,
 )
-from .runtime import Runtime
-from .toolkit import (READ_ONLY, PathArg, TimeArg, ToolSet, decode_cursor, friendly, page, public_holder, when,
-                      wire_names)
+from .served import ServedVault
+from .toolkit import READ_ONLY, PathArg, TimeArg, ToolSet, decode_cursor, friendly, page, when, wire_names
 
 ValidArg = Annotated[str | None, Field(description="Validity time: for notes declaring valid_from/valid_to in "
                                        "frontmatter, the revision that applies at this time (an interval overlay); "
@@ -42,14 +41,14 @@ MAX_LINKS = 500
 """get_links lists at most this many outgoing links and this many backlinks."""
 
 
-def add_read_tools(tools: ToolSet, rt: Runtime) -> None:
+def add_read_tools(tools: ToolSet, rt: ServedVault) -> None:
     """Search, read, history, diff, changes, listing, links and status, in the order tools/list shows them."""
     for add in (add_search_notes, add_read_note, add_note_history, add_diff_note, add_list_changes, add_list_notes,
                 add_get_links, add_vault_status):
         add(tools, rt)
 
 
-def add_search_notes(tools: ToolSet, rt: Runtime) -> None:
+def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("Search notes (now or as of a date)", READ_ONLY)
     @friendly
     def search_notes(
@@ -80,7 +79,7 @@ def add_search_notes(tools: ToolSet, rt: Runtime) -> None:
                             mode=str(result.get("mode", mode)), hits=hits, truncated=cut)
 
 
-def add_read_note(tools: ToolSet, rt: Runtime) -> None:
+def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("Read a note (now or as of a date)", READ_ONLY)
     @friendly
     def read_note(
@@ -109,7 +108,7 @@ def add_read_note(tools: ToolSet, rt: Runtime) -> None:
                              "next_offset": end if end < len(text) else None, "truncated": end < len(text)})
 
 
-def add_note_history(tools: ToolSet, rt: Runtime) -> None:
+def add_note_history(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("History of a note", READ_ONLY)
     @friendly
     def note_history(
@@ -129,7 +128,7 @@ def add_note_history(tools: ToolSet, rt: Runtime) -> None:
                              truncated=len(chosen) > limit)
 
 
-def add_diff_note(tools: ToolSet, rt: Runtime) -> None:
+def add_diff_note(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("Diff a note between two times", READ_ONLY)
     @wire_names({"from": "from_"})
     @friendly
@@ -149,7 +148,7 @@ def add_diff_note(tools: ToolSet, rt: Runtime) -> None:
         return DiffResult.model_validate({"path": path, "from": from_, "to": to, "diff": diff, "truncated": cut})
 
 
-def add_list_changes(tools: ToolSet, rt: Runtime) -> None:
+def add_list_changes(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("What changed in a time window", READ_ONLY)
     @friendly
     def list_changes(
@@ -167,7 +166,7 @@ def add_list_changes(tools: ToolSet, rt: Runtime) -> None:
                              counts=counts, truncated=more)
 
 
-def add_list_notes(tools: ToolSet, rt: Runtime) -> None:
+def add_list_notes(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("List notes (now or as of a date)", READ_ONLY)
     @friendly
     def list_notes(
@@ -192,7 +191,7 @@ def add_list_notes(tools: ToolSet, rt: Runtime) -> None:
         return NoteList(as_of=format_time(cutoff), notes=notes, next_cursor=nxt)
 
 
-def add_get_links(tools: ToolSet, rt: Runtime) -> None:
+def add_get_links(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("Links and backlinks of a note", READ_ONLY)
     @friendly
     def get_links(path: PathArg, as_of: TimeArg = None) -> LinksResult:
@@ -205,7 +204,7 @@ def add_get_links(tools: ToolSet, rt: Runtime) -> None:
                            backlinks=report["backlinks"][:MAX_LINKS], truncated=cut)
 
 
-def add_vault_status(tools: ToolSet, rt: Runtime) -> None:
+def add_vault_status(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("Vault status", READ_ONLY)
     @friendly
     def vault_status() -> StatusResult:
@@ -223,14 +222,9 @@ PRIVATE_STATUS = frozenset({"root", "vault"})
 """Watcher status fields a client does not need (the absolute folder path; the vault name is said once)."""
 
 
-def _public_watcher(rt: Runtime) -> dict[str, Any]:
-    """The watcher's status without absolute paths, and another process only as what it does (its pid
-    and command line stay in the server's log)."""
-    status = {k: v for k, v in rt.watcher_status().items() if k not in PRIVATE_STATUS}
-    if status.get("other_process"):
-        lock = rt.vaults.writer_lock
-        status["other_process"] = public_holder(lock.holder_info() if lock is not None else None)
-    return status
+def _public_watcher(rt: ServedVault) -> dict[str, Any]:
+    """The watcher's status without absolute paths (another process appears only as what it does)."""
+    return {k: v for k, v in rt.watcher_status().items() if k not in PRIVATE_STATUS}
 
 
 def _fit_hits(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
