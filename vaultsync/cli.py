@@ -81,11 +81,11 @@ def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool,
         vaultsync import ~/notes --embedder minilm
     """
     vault = obj.vault(root=str(vault_dir), readonly=False, embedder=embedder)
+    if from_git and known_at:
+        raise click.UsageError("--known-at cannot be combined with --from-git (commit times are used)")
     bar = Bar("importing", not as_json)
     try:
         if from_git:
-            if known_at:
-                raise click.UsageError("--known-at cannot be combined with --from-git (commit times are used)")
             result = vault.import_git(strict=strict, progress=bar)
             summary, payload = result.summary, result.to_json()
         else:
@@ -93,6 +93,10 @@ def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool,
             payload = summary.to_json()
     finally:
         bar.close()
+    _print_import(vault.name, summary, payload, as_json=as_json, from_git=from_git)
+
+
+def _print_import(name: str, summary: Any, payload: dict[str, Any], *, as_json: bool, from_git: bool) -> None:
     # a git backfill meets the same bad file in many commits: name each problem once
     for path, reason in dict.fromkeys((e.path, e.reason) for e in summary.errors):
         click.echo(f"warning: skipped {path}: {reason}", err=True)
@@ -103,7 +107,7 @@ def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool,
         return
     where = f"batch {summary.batch_id} known at {format_time(summary.known_at)}" if summary.batch_id else "no change"
     click.echo(
-        f"{vault.name}: {where}: {summary.added} added, {summary.modified} modified, {summary.renamed} renamed, "
+        f"{name}: {where}: {summary.added} added, {summary.modified} modified, {summary.renamed} renamed, "
         f"{summary.deleted} deleted, {summary.unchanged} unchanged, {len(summary.errors)} errors"
     )
     if from_git:

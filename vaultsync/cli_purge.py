@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -42,9 +43,8 @@ def purge(obj: Context, texts: tuple[str, ...], text_file: click.utils.LazyFile 
         vaultsync purge --note "Private/Salaries.md"
         vaultsync purge --before 2023-01-01
     """
-    strings = list(texts)
-    if text_file is not None:
-        strings += [line.rstrip("\r\n") for line in text_file if line.strip()]
+    lines = [line.rstrip("\r\n") for line in text_file if line.strip()] if text_file is not None else []
+    strings = [*texts, *lines]
     if sum((bool(strings), note is not None, before is not None)) != 1:
         raise click.UsageError("give exactly one of --text/--text-file, --note, --before")
     vault = obj.vault(readonly=False)
@@ -54,7 +54,11 @@ def purge(obj: Context, texts: tuple[str, ...], text_file: click.utils.LazyFile 
     result = vault.purge(texts=strings or None, note=note, before=before, also_current=also_current)
     if as_json:
         echo_json(result)
-        return
+    else:
+        _print_purge(result)
+
+
+def _print_purge(result: dict[str, Any]) -> None:
     click.echo(f"{result['vault']}: purge ({result['command']}): {result['revisions_changed']} revisions rewritten, "
                f"{result['revisions_removed']} removed, {result['notes']} notes, {result['batches_removed']} "
                f"batches removed; database {_mb(result['database_bytes_before'])} -> "

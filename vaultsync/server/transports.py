@@ -362,9 +362,27 @@ async def serve_http(mcp: MCPServer, host: str, port: int, *, token: str | None,
                             http=guarded_h11(H11Protocol), h11_max_incomplete_event_size=64 * 1024,
                             limit_concurrency=MAX_HTTP_CONNECTIONS, timeout_keep_alive=KEEP_ALIVE_S,
                             ssl_certfile=cert, ssl_keyfile=key)
-    await uvicorn.Server(config).serve()
-    if failed:  # the vault could not be opened: nothing was served
-        raise failed[0]
+    quiet = _Unless(failed)  # uvicorn's own line for it: the error says it better
+    logging.getLogger("uvicorn.error").addFilter(quiet)
+    try:
+        await uvicorn.Server(config).serve()
+    except SystemExit:
+        if failed:  # the vault could not be opened: nothing was served
+            raise failed[0] from None
+        raise
+    finally:
+        logging.getLogger("uvicorn.error").removeFilter(quiet)
+
+
+class _Unless(logging.Filter):
+    """Drops log records once ``failed`` holds an error (it is reported instead)."""
+
+    def __init__(self, failed: list[VaultsyncError]) -> None:
+        super().__init__()
+        self.failed = failed
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not self.failed
 
 
 def _quiet_startup(app: Any, failed: list[VaultsyncError]) -> Any:
