@@ -1,4 +1,4 @@
-"""The batch follower tells every batch once, even after a purge removed the last batches it told."""
+"""The change feed tells every batch once, even after a purge removed the last batches it told."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vaultsync import Vault
-from vaultsync.server.follow import BatchFollower
+from vaultsync.server.feed import ChangeFeed
 
 
 def test_a_batch_after_a_purge_of_the_last_batches_is_still_told(db_path: Path, vault_dir: Path) -> None:
@@ -19,7 +19,7 @@ def test_a_batch_after_a_purge_of_the_last_batches_is_still_told(db_path: Path, 
         def reading() -> Iterator[Vault]:
             yield vault
 
-        follower = BatchFollower(reading, lambda news: told.extend((n.batch_id, n.paths) for n in news))
+        follower = ChangeFeed(reading, lambda news: told.extend((n.batch_id, n.paths) for n in news))
         follower.start()
         (vault_dir / "Scratch.md").write_text("# Scratch\n\nsomething pasted by mistake\n", encoding="utf-8")
         vault.sync(known_at="2024-01-02")

@@ -24,7 +24,7 @@ from vaultsync import Vault
 from vaultsync.hardened.keystore import load_keystore
 from vaultsync.hardened.manifest import Manifest
 from vaultsync.hardened.receipts import canonical, sign
-from vaultsync.server import build_server
+from vaultsync.server import ServeConfig, build_server
 
 K1, K2 = secrets.token_hex(32), secrets.token_hex(32)
 
@@ -137,7 +137,7 @@ def test_tool_listing_is_the_plain_one_plus_receipts(served: dict[str, Any], tmp
 
     async def listing(manifest: Manifest | None) -> dict[str, Any]:
         with Vault.open(facts["db"], name=facts["name"], readonly=True) as vault:
-            async with Client(build_server(vault, manifest=manifest)) as c:
+            async with Client(build_server(ServeConfig.of(vault, manifest=manifest))) as c:
                 return {t.name: t.model_dump(mode="json", by_alias=True) for t in (await c.list_tools()).tools}
 
     plain = anyio.run(listing, None)
@@ -162,7 +162,7 @@ def test_tool_listing_is_the_plain_one_plus_receipts(served: dict[str, Any], tmp
 def test_answers_are_the_plain_answers_plus_a_receipt(served: dict[str, Any]) -> None:
     async def plain() -> tuple[dict[str, Any], dict[str, Any]]:
         with Vault.open(served["db"], name=served["name"], readonly=True) as vault:
-            async with Client(build_server(vault)) as c:
+            async with Client(build_server(ServeConfig.of(vault))) as c:
                 return (sc(await c.call_tool("read_note", {"path": "Projects/Atlas", "as_of": "2024-01-15"})),
                         sc(await c.call_tool("search_notes", {"query": "plumber"})))
 
@@ -226,7 +226,7 @@ def test_cli_verify_wrong_key_rotation_and_unknown_key(served: dict[str, Any], t
     async def sign_with_b() -> dict[str, Any]:
         m = Manifest(path=tmp_path / "m.toml", db_path=db, keystore_path=keys_b)
         with Vault.open(db, name=served["name"], readonly=True) as vault:
-            async with Client(build_server(vault, manifest=m)) as c:
+            async with Client(build_server(ServeConfig.of(vault, manifest=m))) as c:
                 new = sc(await c.call_tool("read_note", {"path": "Projects/Atlas", "as_of": "2024-01-15"}))
                 hits = sc(await c.call_tool("search_notes", {"query": "plumber"}))["hits"]
                 assert {h["receipt"]["key_id"] for h in hits} == {"k2"}
@@ -275,7 +275,7 @@ def private(tmp_path: Path) -> dict[str, Any]:
     async def ask() -> dict[str, Any]:
         m = Manifest(path=tmp_path / "m.toml", db_path=db, keystore_path=keys)
         with Vault.open(db, name=facts["name"], readonly=True) as vault:
-            async with Client(build_server(vault, manifest=m)) as c:
+            async with Client(build_server(ServeConfig.of(vault, manifest=m))) as c:
                 return {
                     "doomed": sc(await c.call_tool("read_note", {"path": "Doomed.md", "as_of": T1})),
                     "atlas_t1": sc(await c.call_tool("read_note", {"path": "Projects/Atlas.md", "as_of": T1})),

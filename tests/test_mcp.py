@@ -27,7 +27,7 @@ from mcp_helpers import (
     sc,
 )
 from vaultsync import Vault
-from vaultsync.server import ServeConfig, build_server
+from vaultsync.server import ServeConfig, ServedVault, build_server, server_for
 
 MODES = ["auto", "legacy"]  # auto: the client default, which negotiates 2026-07-28
 
@@ -60,7 +60,7 @@ def connect(server, mode: str, **kw) -> Client:
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_every_read_tool(reader: Vault, history: dict, mode: str) -> None:
-    async with connect(build_server(reader), mode) as c:
+    async with connect(build_server(ServeConfig.of(reader)), mode) as c:
         assert c.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
         await check_tool_listing(c, writes=False)
         await check_read_tools(c, history["root"], history["notes"])
@@ -69,14 +69,14 @@ async def test_every_read_tool(reader: Vault, history: dict, mode: str) -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_errors_tell_the_model_what_to_fix(reader: Vault, mode: str) -> None:
-    async with connect(build_server(reader), mode) as c:
+    async with connect(build_server(ServeConfig.of(reader)), mode) as c:
         await check_errors(c)
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_big_note_pages(reader: Vault, history: dict, mode: str) -> None:
-    async with connect(build_server(reader), mode) as c:
+    async with connect(build_server(ServeConfig.of(reader)), mode) as c:
         await check_big_note(c, history["root"])
         assert "past the end" in error_text(await c.call_tool("read_note", {"path": "Inbox.md", "offset": 10**6}))
 
@@ -84,7 +84,7 @@ async def test_big_note_pages(reader: Vault, history: dict, mode: str) -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_resources_paginated(reader: Vault, history: dict, mode: str) -> None:
-    async with connect(build_server(reader, page_size=7), mode) as c:
+    async with connect(build_server(ServeConfig.of(reader, page_size=7)), mode) as c:
         await check_resources(c, history["notes"], 7)
         with pytest.raises(MCPError) as bad:
             await c.list_resources(cursor="not-a-cursor")
@@ -96,9 +96,11 @@ async def test_resources_paginated(reader: Vault, history: dict, mode: str) -> N
 
 @pytest.mark.anyio
 async def test_server_from_config_opens_read_only(history: dict) -> None:
-    server = build_server(ServeConfig(db=history["db"], root=history["root"]))
-    assert server.runtime.reader.readonly and server.runtime.writer is None
+    served = ServedVault(ServeConfig(db=history["db"], root=history["root"]))
+    server = server_for(served)
+    assert served.reader is None  # opened in the lifespan, not when built
     async with Client(server) as c:
+        assert served.reader.readonly and served.writer is None
         assert sc(await c.call_tool("vault_status", {}))["writes_enabled"] is False
         await check_tool_listing(c, writes=False)
 
@@ -106,7 +108,7 @@ async def test_server_from_config_opens_read_only(history: dict) -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_writes_off_by_default(writable: Vault, mode: str) -> None:
-    async with connect(build_server(writable), mode) as c:
+    async with connect(build_server(ServeConfig.of(writable)), mode) as c:
         result = await c.call_tool("create_note", {"path": "New.md", "content": "# New\n"})
         assert result.is_error and "Unknown tool" in result.content[0].text
     assert not (writable.root / "New.md").exists()
@@ -115,7 +117,7 @@ async def test_writes_off_by_default(writable: Vault, mode: str) -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_writes_are_ingested_before_returning(writable: Vault, mode: str) -> None:
-    async with connect(build_server(writable, allow_writes=True), mode) as c:
+    async with connect(build_server(ServeConfig.of(writable, allow_writes=True)), mode) as c:
         await check_tool_listing(c, writes=True)
         made = sc(await c.call_tool("create_note", {"path": "Ideas/Kite.md", "content": "# Kite\n\nFly it."}))
         assert made["ingested"] is True and made["uri"] == "note://Ideas/Kite.md"
@@ -133,7 +135,7 @@ async def test_writes_refuse_unsafe_paths(writable: Vault, tmp_path: Path) -> No
     outside.mkdir()
     os.symlink(outside, writable.root / "escape")
     before = sorted(p.name for p in outside.iterdir())
-    async with Client(build_server(writable, allow_writes=True)) as c:
+    async with Client(build_server(ServeConfig.of(writable, allow_writes=True))) as c:
         cases = {
             "../evil.md": "'..'",
             "/tmp/evil.md": "absolute",
@@ -153,7 +155,7 @@ async def test_writes_refuse_unsafe_paths(writable: Vault, tmp_path: Path) -> No
 
 @pytest.mark.anyio
 async def test_listen_notified_after_a_write(writable: Vault) -> None:
-    async with Client(build_server(writable, allow_writes=True)) as c:
+    async with Client(build_server(ServeConfig.of(writable, allow_writes=True))) as c:
         async with c.listen(resource_subscriptions=["note://Inbox.md"], resources_list_changed=True) as sub:
             sc(await c.call_tool("append_to_note", {"path": "Inbox.md", "text": "- buy milk"}))
             await next_update(sub, "note://Inbox.md")
@@ -169,16 +171,18 @@ async def test_listen_notified_after_a_write(writable: Vault) -> None:
 @pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")
 async def test_legacy_subscribe_notified_after_a_write(writable: Vault) -> None:
     updates = Updates()
-    async with Client(build_server(writable, allow_writes=True), mode="legacy", message_handler=updates) as c:
+    async with Client(build_server(ServeConfig.of(writable, allow_writes=True)), mode="legacy", message_handler=updates) as c:
         assert c.server_capabilities.resources.subscribe is True
         await c.session.subscribe_resource("note://People/Ana.md")
         sc(await c.call_tool("append_to_note", {"path": "People/Ana.md", "text": "Moved teams."}))
         await updates.wait_for("note://People/Ana.md")
         sc(await c.call_tool("append_to_note", {"path": "Inbox.md", "text": "- unrelated"}))
         await c.session.unsubscribe_resource("note://People/Ana.md")
+        await c.session.subscribe_resource("note://Inbox.md")
         sc(await c.call_tool("append_to_note", {"path": "People/Ana.md", "text": "Again."}))
-        await anyio.sleep(0.2)
-        assert updates.uris == ["note://People/Ana.md"]
+        sc(await c.call_tool("append_to_note", {"path": "Inbox.md", "text": "- a later batch"}))
+        await updates.wait_for("note://Inbox.md")  # batches are told in order: Ana's would have come first
+        assert updates.uris == ["note://People/Ana.md", "note://Inbox.md"]
         with pytest.raises(MCPError):
             await c.session.subscribe_resource("file:///etc/passwd")
 
@@ -188,14 +192,15 @@ async def test_queries_never_see_a_half_applied_batch(tmp_path: Path) -> None:
     """The server reads on its own connection: a batch being written is seen whole or not at all."""
     root, db = tmp_path / "vault", tmp_path / "db" / "v.db"
     make_history_vault(root, db)
-    server = build_server(ServeConfig(db=db, root=root, allow_writes=True))
-    writer = server.runtime.writer
-    assert writer is not server.runtime.reader
+    served = ServedVault(ServeConfig(db=db, root=root, allow_writes=True))
+    server = server_for(served)
     for i in range(300):
         (root / "Bulk").mkdir(exist_ok=True)
         (root / "Bulk" / f"n{i:03d}.md").write_text(f"# Bulk {i}\n\n" + "words " * 200, encoding="utf-8")
     seen: set[int] = set()
     async with Client(server) as c:
+        writer = served.writer
+        assert writer is not served.reader
         async with anyio.create_task_group() as tg:
             done = anyio.Event()
 
@@ -227,15 +232,15 @@ async def test_a_write_while_an_import_holds_the_lock_is_refused_untouched(writa
     """Another process holds the vault's writer lock without watching (an import): the write waits
     WAIT_FOR_LOCK_S, then is refused in one line before touching the file; the client sees what the
     holder does, not its pid or command line (there or in vault_status); the server keeps serving."""
-    from vaultsync.server import writes
+    from vaultsync import writer
 
-    monkeypatch.setattr(writes, "WAIT_FOR_LOCK_S", 0.5)
+    monkeypatch.setattr(writer, "WAIT_FOR_LOCK_S", 0.5)
     holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path / "db" / "w.db"), str(writable.root)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     before = (writable.root / "Inbox.md").read_bytes()
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
-        async with Client(build_server(writable, allow_writes=True)) as c:
+        async with Client(build_server(ServeConfig.of(writable, allow_writes=True))) as c:
             for tool, args in (("append_to_note", {"path": "Inbox.md", "text": "- more"}),
                                ("create_note", {"path": "New.md", "content": "# New"})):
                 message = error_text(await c.call_tool(tool, args))

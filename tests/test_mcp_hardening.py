@@ -300,15 +300,15 @@ def test_legacy_subscriptions_per_connection_are_bounded(history: dict) -> None:
     from mcp.shared.exceptions import MCPError
 
     from vaultsync import Vault
-    from vaultsync.server import build_server
-    from vaultsync.server import notifications as n
+    from vaultsync.server import ServeConfig, build_server
+    from vaultsync.server import feed as n
 
     limit = 20
     original, n.MAX_SUBSCRIPTIONS = n.MAX_SUBSCRIPTIONS, limit
 
     async def run() -> None:
         with Vault.open(history["db"], name="vault", readonly=True) as vault:
-            async with Client(build_server(vault), mode="legacy") as c:
+            async with Client(build_server(ServeConfig.of(vault)), mode="legacy") as c:
                 for i in range(limit):
                     await c.session.subscribe_resource(f"note://Notes/Filler {i:02d}.md")
                 await c.session.subscribe_resource("note://Notes/Filler 00.md")  # again: not one more

@@ -67,9 +67,17 @@ def live(tmp_path_factory: pytest.TempPathFactory):
     stop(proc)
 
 
-def authed(url: str, token: str = TOKEN) -> Any:
-    return streamable_http_client(url, http_client=httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
-                                                                       timeout=30))
+def authed(url: str, token: str = TOKEN, *, get_stream: anyio.Event | None = None) -> Any:
+    """A client transport with the bearer token; ``get_stream`` is set once the server has answered the
+    client's standalone GET (the stream legacy notifications arrive on) with 200."""
+
+    async def opened(response: httpx2.Response) -> None:
+        if get_stream is not None and response.request.method == "GET" and response.status_code == 200:
+            get_stream.set()
+
+    client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30,
+                                event_hooks={"response": [opened]})
+    return streamable_http_client(url, http_client=client)
 
 
 @pytest.mark.anyio
@@ -100,10 +108,12 @@ async def test_http_watch_and_writes_notify_listeners(live: dict) -> None:
 @pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")
 async def test_http_watch_notifies_legacy_subscribers(live: dict) -> None:
     updates = Updates()
-    async with Client(authed(live["url"]), mode="legacy", message_handler=updates) as c:
+    get_stream = anyio.Event()
+    async with Client(authed(live["url"], get_stream=get_stream), mode="legacy", message_handler=updates) as c:
         await watching(c)
         await c.session.subscribe_resource("note://People/Ana.md")
-        await anyio.sleep(0.3)  # let the client open its standalone GET stream
+        with anyio.fail_after(20):
+            await get_stream.wait()  # the client's standalone GET stream is open: notifications reach it
         (live["root"] / "People" / "Ana.md").write_text("# Ana\n\nEdited over HTTP.\n", encoding="utf-8")
         await updates.wait_for("note://People/Ana.md")
         sc(await c.call_tool("append_to_note", {"path": "People/Ana.md", "text": "And appended."}))

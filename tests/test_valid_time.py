@@ -148,9 +148,9 @@ def test_cli_valid_at(policy: Vault) -> None:
 async def test_mcp_tools_take_valid_at(policy: Vault) -> None:
     from mcp import Client
 
-    from vaultsync.server import build_server
+    from vaultsync.server import ServeConfig, build_server
 
-    async with Client(build_server(policy), raise_exceptions=True) as client:
+    async with Client(build_server(ServeConfig.of(policy)), raise_exceptions=True) as client:
         read = await client.call_tool("read_note", {"path": "Travel policy.md", "valid_at": "2025-03-15",
                                                     "as_of": "2025-04-01"})
         assert "40 EUR" in read.structured_content["content"]

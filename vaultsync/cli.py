@@ -81,11 +81,11 @@ def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool,
         vaultsync import ~/notes --embedder minilm
     """
     vault = obj.vault(root=str(vault_dir), readonly=False, embedder=embedder)
+    if from_git and known_at:
+        raise click.UsageError("--known-at cannot be combined with --from-git (commit times are used)")
     bar = Bar("importing", not as_json)
     try:
         if from_git:
-            if known_at:
-                raise click.UsageError("--known-at cannot be combined with --from-git (commit times are used)")
             result = vault.import_git(strict=strict, progress=bar)
             summary, payload = result.summary, result.to_json()
         else:
@@ -93,6 +93,10 @@ def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool,
             payload = summary.to_json()
     finally:
         bar.close()
+    _print_import(vault.name, summary, payload, as_json=as_json, from_git=from_git)
+
+
+def _print_import(name: str, summary: Any, payload: dict[str, Any], *, as_json: bool, from_git: bool) -> None:
     # a git backfill meets the same bad file in many commits: name each problem once
     for path, reason in dict.fromkeys((e.path, e.reason) for e in summary.errors):
         click.echo(f"warning: skipped {path}: {reason}", err=True)
@@ -103,7 +107,7 @@ def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool,
         return
     where = f"batch {summary.batch_id} known at {format_time(summary.known_at)}" if summary.batch_id else "no change"
     click.echo(
-        f"{vault.name}: {where}: {summary.added} added, {summary.modified} modified, {summary.renamed} renamed, "
+        f"{name}: {where}: {summary.added} added, {summary.modified} modified, {summary.renamed} renamed, "
         f"{summary.deleted} deleted, {summary.unchanged} unchanged, {len(summary.errors)} errors"
     )
     if from_git:
@@ -148,10 +152,11 @@ def ls(obj: Context, as_of: int | None, valid_at: int | None, prefix: str, as_js
     Example:
         vaultsync ls --as-of 2025-01-01 --prefix Projects/
     """
+    from .store.read import LISTED_FIELDS
+
     revisions = obj.vault().ls(as_of=as_of, prefix=prefix, valid_at=valid_at)
     if as_json:
-        echo_json([{"path": r.path, "known_at": format_time(r.known_at), "content_hash": r.content_hash,
-                    "size": r.size, "title": r.title} for r in revisions])
+        echo_json([r.summary(LISTED_FIELDS) for r in revisions])
         return
     for r in revisions:
         click.echo(f"{format_time(r.known_at)}  {r.size:>8}  {r.path}")
@@ -211,10 +216,11 @@ def changes(obj: Context, since: int, until: int | None, valid_at: int | None, a
     Example:
         vaultsync changes --since 2025-03-01 --until 2025-03-08
     """
+    from .store.read import CHANGE_FIELDS
+
     revisions = obj.vault().changes(since, until, valid_at=valid_at)
     if as_json:
-        echo_json([{"path": r.path, "kind": r.kind, "known_at": format_time(r.known_at),
-                    "renamed_from": r.renamed_from, "content_hash": r.content_hash} for r in revisions])
+        echo_json([r.summary(CHANGE_FIELDS) for r in revisions])
         return
     for r in revisions:
         extra = f" (from {r.renamed_from})" if r.renamed_from else ""
@@ -297,22 +303,19 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
 
     from .watcher import stop_on_signals
     from .watcher import watch as watch_vault
+    from .writer import WriterRole
 
     log = logging.getLogger("vaultsync")
     log.setLevel(min(log.getEffectiveLevel(), logging.DEBUG if verbose else logging.INFO))
     vault = obj.vault(root=str(vault_dir), readonly=False)
-    stop = threading.Event()
+    role, stop = WriterRole(vault), threading.Event()
     restore = stop_on_signals(stop)
     try:
-        if wait and not vault.hold_lock():
-            click.echo(f"vaultsync: vault '{vault.name}' is being watched by {vault.lock_holder() or 'another process'}; "
-                       "waiting to take over when it stops", err=True)
-            while not vault.hold_lock():
-                if stop.wait(1.0):
-                    return
-            click.echo(f"vaultsync: the other watcher stopped; taking over vault '{vault.name}'", err=True)
+        if wait and not role.wait(stop, say=lambda line: _say(f"vaultsync: {line}")):
+            return
         watch_vault(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling, reconcile_s=reconcile_s,
-                    stop_event=stop, on_batch=(lambda s: click.echo(json.dumps(s.to_json()))) if as_json else None)
+                    stop_event=stop, on_batch=(lambda s: click.echo(json.dumps(s.to_json()))) if as_json else None,
+                    role=role)
     finally:
         restore()
 
@@ -349,51 +352,32 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
         vaultsync serve ~/notes --http 0.0.0.0:8765 --token-file token --tls-cert c.pem --tls-key k.pem
         vaultsync serve ~/notes --manifest /etc/vaultsync/manifest.toml
     """
+    from .server import launch
+
     if manifest_path is not None:
         from .hardened import serve as hardened
 
-        root = click.get_current_context().find_root()
-        given = [env if source.name == "ENVIRONMENT" else flag
-                 for flag, env, source in (("--db", "VAULTSYNC_DB", root.get_parameter_source("db")),
-                                           ("--vault", "--vault", root.get_parameter_source("vault_name")))
-                 if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")]
-        given += [name for name, value in (("--http", bind), ("--watch", watch), ("--allow-writes", allow_writes),
-                                           ("--token-file", token_file), ("--tls-cert", tls_cert),
-                                           ("--tls-key", tls_key)) if value]
-        manifest = hardened.prepare(manifest_path, given, echo=lambda line: click.echo(line, err=True))
-        hardened.serve_hardened(manifest, vault_dir, echo=lambda line: click.echo(line, err=True))
+        given = _privileged_options(http=bind, watch=watch, allow_writes=allow_writes, token_file=token_file,
+                                    tls_cert=tls_cert, tls_key=tls_key)
+        launch.run(*launch.hardened_config(hardened.prepare(manifest_path, given, echo=_say), vault_dir), _say)
         return
-    import anyio
+    config = launch.plain_config(obj.db, obj.vault_name, vault_dir, watch=watch, allow_writes=allow_writes)
+    http = launch.plain_http(bind, token_file, tls_cert, tls_key)
+    launch.run(config, http, _say, warn=lambda line: click.secho(line, err=True, fg="red", bold=True))
 
-    from .server import ServeConfig, build_server
-    from .server import transports as t
 
-    folder = vault_dir.expanduser()
-    if not folder.is_dir() and (len(vault_dir.parts) > 1 or str(vault_dir).startswith((".", "~"))):
-        raise click.ClickException(f"vault folder {vault_dir} does not exist or is not a folder")
-    config = ServeConfig(db=obj.db, root=folder if folder.is_dir() else None,
-                         vault=obj.vault_name or (None if folder.is_dir() else str(vault_dir)),
-                         allow_writes=allow_writes, watch=watch)
-    host, port = t.parse_bind(bind) if bind else ("", 0)
-    tls = t.check_tls(tls_cert, tls_key)
-    if tls is not None and not bind:
-        raise click.ClickException("--tls-cert and --tls-key serve HTTPS: add --http HOST:PORT")
-    token, generated = t.resolve_token(host, token_file) if bind else (None, False)
-    mcp = build_server(config)
-    standby = mcp.runtime.watcher.describe()
-    if standby:
-        click.echo(f"vaultsync: {standby}", err=True)
-    if not bind:
-        anyio.run(t.serve_stdio, mcp)
-        return
-    scheme = "https" if tls else "http"
-    click.echo(f"vaultsync: serving vault '{mcp.runtime.reader.name}' at {scheme}://{host}:{port}/mcp", err=True)
-    warning = t.clear_text_warning(host, tls)
-    if warning:
-        click.secho(f"vaultsync: {warning}", err=True, fg="red", bold=True)
-    if generated:
-        click.echo(f"vaultsync: bearer token (shown once; send 'Authorization: Bearer <token>'): {token}", err=True)
-    anyio.run(lambda: t.serve_http(mcp, host, port, token=token, tls=tls))
+def _say(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def _privileged_options(**values: object) -> list[str]:
+    """What ``serve --manifest`` refuses: the global options and environment, then the serve options given."""
+    root = click.get_current_context().find_root()
+    given = [env if source.name == "ENVIRONMENT" else flag
+             for flag, env, source in (("--db", "VAULTSYNC_DB", root.get_parameter_source("db")),
+                                       ("--vault", "--vault", root.get_parameter_source("vault_name")))
+             if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")]
+    return given + ["--" + name.replace("_", "-") for name, value in values.items() if value]
 
 
 # search, export, reindex, reembed; purge; audit verify; receipt verify

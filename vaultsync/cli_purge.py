@@ -6,11 +6,15 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from .cli_base import Context, echo_json, friendly, json_option, pass_ctx, time_option
 from .times import ACCEPTED
+
+if TYPE_CHECKING:
+    from .results import Purged
 
 
 @click.command()
@@ -42,9 +46,8 @@ def purge(obj: Context, texts: tuple[str, ...], text_file: click.utils.LazyFile 
         vaultsync purge --note "Private/Salaries.md"
         vaultsync purge --before 2023-01-01
     """
-    strings = list(texts)
-    if text_file is not None:
-        strings += [line.rstrip("\r\n") for line in text_file if line.strip()]
+    lines = [line.rstrip("\r\n") for line in text_file if line.strip()] if text_file is not None else []
+    strings = [*texts, *lines]
     if sum((bool(strings), note is not None, before is not None)) != 1:
         raise click.UsageError("give exactly one of --text/--text-file, --note, --before")
     vault = obj.vault(readonly=False)
@@ -54,7 +57,11 @@ def purge(obj: Context, texts: tuple[str, ...], text_file: click.utils.LazyFile 
     result = vault.purge(texts=strings or None, note=note, before=before, also_current=also_current)
     if as_json:
         echo_json(result.to_json())
-        return
+    else:
+        _print_purge(result)
+
+
+def _print_purge(result: Purged) -> None:
     click.echo(f"{result.vault}: purge ({result.command}): {result.revisions_changed} revisions rewritten, "
                f"{result.revisions_removed} removed, {result.notes} notes, {result.batches_removed} "
                f"batches removed; database {_mb(result.database_bytes_before)} -> "

@@ -49,30 +49,51 @@ def verify(obj: Context, source: Any, keystore_path: Path | None, manifest_path:
         vaultsync --db ~/vaultsync.db receipt verify answer.json --keystore /etc/vaultsync/keys.toml
         pbpaste | vaultsync receipt verify --manifest /etc/vaultsync/manifest.toml --json
     """
-    from .errors import VaultNotFound
     from .hardened.keystore import load_keystore
-    from .hardened.manifest import load_manifest
-    from .hardened.provenance import check_answer, receipt_vault
-    from .vault import Vault
 
-    if (keystore_path is None) == (manifest_path is None):
-        raise click.UsageError("give --keystore PATH or --manifest PATH (exactly one)")
-    db = obj.db
-    if manifest_path is not None:
-        source_of_db = click.get_current_context().find_root().get_parameter_source("db")
-        if source_of_db is not None and source_of_db.name in ("COMMANDLINE", "ENVIRONMENT"):
-            raise click.UsageError("--manifest names the database: leave out --db and VAULTSYNC_DB")
-        manifest = load_manifest(manifest_path)
-        if manifest.keystore_path is None:
-            raise click.ClickException(f"manifest {manifest.path} has no keystore_path: its server signs nothing")
-        keystore_path, db = manifest.keystore_path, manifest.db_path
-    keystore = load_keystore(keystore_path)  # type: ignore[arg-type]
+    keystore_path, db = _keystore_and_db(obj, keystore_path, manifest_path)
+    keystore = load_keystore(keystore_path)
     try:
         data = json.loads(source.read())
     except (ValueError, UnicodeDecodeError) as exc:
         raise click.ClickException(f"{source.name} is not JSON: {exc}") from None
     answers = (data if isinstance(data, list) else data["hits"] if isinstance(data, dict)
                and isinstance(data.get("hits"), list) else [data])
+    verdicts = _check(db, keystore, answers)
+    if as_json:
+        found = [v.to_json() for v in verdicts]
+        echo_json(found[0] if len(found) == 1 and answers[0] is data else found)
+    else:
+        for verdict in verdicts:
+            click.echo(verdict.message)
+    if not all(v.valid for v in verdicts):
+        raise SystemExit(1)
+
+
+def _keystore_and_db(obj: Context, keystore_path: Path | None, manifest_path: Path | None) -> tuple[Path, Path]:
+    """The keystore and the database: given (``--keystore``, ``--db``) or the manifest's."""
+    from .hardened.manifest import load_manifest
+
+    if (keystore_path is None) == (manifest_path is None):
+        raise click.UsageError("give --keystore PATH or --manifest PATH (exactly one)")
+    if manifest_path is None:
+        assert keystore_path is not None
+        return keystore_path, obj.db
+    source_of_db = click.get_current_context().find_root().get_parameter_source("db")
+    if source_of_db is not None and source_of_db.name in ("COMMANDLINE", "ENVIRONMENT"):
+        raise click.UsageError("--manifest names the database: leave out --db and VAULTSYNC_DB")
+    manifest = load_manifest(manifest_path)
+    if manifest.keystore_path is None:
+        raise click.ClickException(f"manifest {manifest.path} has no keystore_path: its server signs nothing")
+    return manifest.keystore_path, manifest.db_path
+
+
+def _check(db: Path, keystore: Any, answers: list[Any]) -> list[Any]:
+    """Each answer's verdict, each receipt's vault opened (read-only) once."""
+    from .errors import VaultNotFound
+    from .hardened.provenance import check_answer, receipt_vault
+    from .vault import Vault
+
     vaults: dict[str, Vault | None] = {}
 
     def vault_for(answer: object) -> Vault | None:
@@ -87,19 +108,11 @@ def verify(obj: Context, source: Any, keystore_path: Path | None, manifest_path:
         return vaults[name]
 
     try:
-        verdicts = [check_answer(answer, keystore, vault_for(answer)) for answer in answers]
+        return [check_answer(answer, keystore, vault_for(answer)) for answer in answers]
     finally:
         for vault in vaults.values():
             if vault is not None:
                 vault.close()
-    if as_json:
-        found = [v.to_json() for v in verdicts]
-        echo_json(found[0] if len(found) == 1 and answers[0] is data else found)
-    else:
-        for verdict in verdicts:
-            click.echo(verdict.message)
-    if not all(v.valid for v in verdicts):
-        raise SystemExit(1)
 
 
 COMMANDS = (receipt,)

@@ -173,14 +173,6 @@ class Vault:
         """Whether this process holds the vault's writer lock."""
         return self._lock.held
 
-    def lock_holder(self) -> str | None:
-        """Who holds the vault's writer lock, in one line (None when nobody does)."""
-        return self._lock.holder()
-
-    def lock_holder_info(self) -> dict[str, object] | None:
-        """The writer lock holder's facts (pid, command, started, watching), None when nobody holds it."""
-        return self._lock.holder_info()
-
     @property
     def generation(self) -> tuple[int | None, int]:
         """Changes whenever an answer about the past may have changed: a new batch, or a purge."""
@@ -202,10 +194,31 @@ class Vault:
         with self._sync_lock:
             self._lock.acquire(command, watching=watching)
 
+    def take_lock(self) -> bool:
+        """``hold_lock`` for a watcher that starts: True when this call took the lock, False when this
+        process already held it; ConfigError for a read-only vault, LockedError naming the holder when
+        another process holds it."""
+        if self._store.readonly:
+            raise ConfigError("the watcher needs a vault opened for writing (Vault.open(db, root=FOLDER))")
+        with self._sync_lock:  # no batch of this process is borrowing it meanwhile
+            if self._lock.held:
+                return False
+            self._lock.acquire(watching=True)
+            return True
+
     def release_lock(self) -> None:
         """Give up the writer lock taken with ``hold_lock`` (between batches of this process)."""
         with self._sync_lock:
             self._lock.release()
+
+    def lock_holder(self) -> dict[str, object] | None:
+        """What the other process holding the writer lock wrote about itself ({} if unreadable): pid,
+        command, started, watching; None when the lock is free or this process holds it."""
+        return self._lock.holder_info()
+
+    def describe_lock_holder(self) -> str | None:
+        """The other process holding the writer lock in one phrase (pid, command, since), or None."""
+        return self._lock.holder()
 
     def sync(
         self,
@@ -329,10 +342,13 @@ class Vault:
             view.with_links([rev])
             return Note(rev, view.content(rev))
 
-    def ls(self, as_of: TimeLike = None, prefix: str = "", valid_at: TimeLike = None) -> list[Revision]:
-        """The notes that existed as of ``as_of`` (with ``valid_at``: the revisions applying then), by path."""
+    def ls(self, as_of: TimeLike = None, prefix: str = "", valid_at: TimeLike = None, *,
+           tag: str | None = None) -> list[Revision]:
+        """The notes that existed as of ``as_of`` (with ``valid_at``: the revisions applying then), by path
+        (with ``tag``: only those tagged so, see ``tagged``)."""
         with self._view(as_micros(as_of, "as_of"), as_micros(valid_at, "valid_at")) as view:
-            return view.ls(nfc(prefix))
+            found = view.ls(nfc(prefix))
+        return tagged(found, tag) if tag else found
 
     def history(self, path: str, valid_at: TimeLike = None) -> list[Revision]:
         """Every revision of the note, oldest first, following renames back to its first name.
@@ -346,6 +362,15 @@ class Vault:
         if not revs:
             raise NoteNotFound(f"vault '{self.name}' has no history for {path!r}")
         return revs
+
+    def history_window(self, path: str, since: TimeLike = None, until: TimeLike = None,
+                       valid_at: TimeLike = None) -> tuple[str, list[Revision]]:
+        """The note's latest path and those of its revisions (``history``) learned after ``since`` up to
+        and including ``until`` (each open when None), oldest first."""
+        start, end = as_micros(since, "since"), as_micros(until, "until")
+        revisions = self.history(path, valid_at=valid_at)
+        chosen = [r for r in revisions if (start is None or r.known_at > start) and (end is None or r.known_at <= end)]
+        return revisions[-1].path, chosen
 
     def diff(self, path: str, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None) -> str:
         """Unified diff of the note between two times ('' when identical); with ``valid_at``, of the
@@ -541,6 +566,12 @@ class Vault:
         """Verify the store; return the problems found (empty when healthy)."""
         with self._view() as view:
             return view.check()
+
+
+def tagged(revisions: list[Revision], tag: str) -> list[Revision]:
+    """The revisions carrying ``tag`` (a leading ``#`` ignored; compared case-insensitively, as Obsidian does)."""
+    wanted = tag.lstrip("#").casefold()
+    return [r for r in revisions if any(t.casefold() == wanted for t in r.tags)]
 
 
 __all__ = ["BatchSummary", "FileProblem", "Note", "Vault", "StoreError", "as_micros"]

@@ -23,11 +23,12 @@ from types import FrameType
 from typing import Any
 
 from .debounce import Debouncer, Pending, collapse
-from .errors import ConfigError, StoreError, VaultsyncError
+from .errors import StoreError, VaultsyncError
 from .events import ObserverFactory, RunningObserver, start_observer
 from .sync import BatchSummary
 from .times import format_time
 from .vault import Vault
+from .writer import WriterRole
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +39,8 @@ MAX_BACKOFF_S = 30.0
 class Watcher:
     """Keeps a vault's store current in background threads; the only writer while it runs.
 
-    ``start`` takes the vault's writer lock (a second ``watch`` or ``import`` is refused), starts the
+    ``start`` takes the vault's writer lock through ``role`` (a ``WriterRole``; one of its own when none
+    is given: a second ``watch`` or ``import`` is refused), starts the
     observer, records everything that changed while nothing was watching (one catch-up batch), then
     flushes debounced sets of paths on its own thread. Every ``reconcile_s`` seconds (0 disables) a
     full scan, cheap when nothing changed, repairs events the OS never reported. A batch that fails
@@ -48,10 +50,11 @@ class Watcher:
 
     def __init__(self, vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling: bool = False,
                  reconcile_s: float = 300.0, on_batch: OnBatch | None = None,
-                 observer_factory: ObserverFactory = start_observer) -> None:
+                 observer_factory: ObserverFactory = start_observer, role: WriterRole | None = None) -> None:
         if step_ms <= 0 or debounce_ms <= 0:
             raise ValueError("step_ms and debounce_ms must be positive")
         self.vault = vault
+        self.role = role or WriterRole(vault)
         self.step_ms, self.debounce_ms, self.polling = step_ms, max(debounce_ms, step_ms), polling
         self.reconcile_s = reconcile_s
         self.on_batch = on_batch
@@ -75,11 +78,8 @@ class Watcher:
         """Lock the vault, start observing, write the catch-up batch, then run in the background."""
         if self._thread is not None:
             raise RuntimeError("this watcher is already running")
-        if self.vault.readonly:
-            raise ConfigError("the watcher needs a vault opened for writing (Vault.open(db, root=FOLDER))")
         self._debouncer = Debouncer(self.step_ms / 1000, self.debounce_ms / 1000)
-        self._own_lock = not self.vault.lock_held
-        self.vault.acquire_lock(watching=True)
+        self._own_lock = self.role.take_for_watching()
         try:
             self._root_id = _identity(self.vault.root)
             if self._root_id is None:
@@ -240,7 +240,7 @@ class Watcher:
 
     def _release(self) -> None:
         if self._own_lock:
-            self.vault.release_lock()
+            self.role.release()
             self._own_lock = False
 
 
@@ -254,14 +254,14 @@ def _identity(root: os.PathLike[str]) -> tuple[int, int] | None:
 
 def watch(vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling: bool = False,
           reconcile_s: float = 300.0, on_batch: OnBatch | None = None,
-          stop_event: threading.Event | None = None) -> Watcher:
+          stop_event: threading.Event | None = None, role: WriterRole | None = None) -> Watcher:
     """Watch until ``stop_event`` is set, then flush and return the stopped watcher.
 
     Raises StoreError if the vault folder disappears (watching stops after a final flush).
     """
     stop_event = stop_event or threading.Event()
     watcher = Watcher(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling,
-                      reconcile_s=reconcile_s, on_batch=on_batch)
+                      reconcile_s=reconcile_s, on_batch=on_batch, role=role)
     with watcher:
         while not stop_event.wait(1.0):
             if not watcher.healthy():

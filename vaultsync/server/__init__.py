@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .app import build_server
-from .notifications import note_uri
-from .vaults import ServeConfig
+from .app import build_server, server_for
+from .feed import note_uri
+from .served import ServeConfig, ServedVault
 
-__all__ = ["ServeConfig", "build_server", "note_uri"]
+__all__ = ["ServeConfig", "ServedVault", "build_server", "note_uri", "server_for"]

@@ -20,7 +20,7 @@ from ..hardened.keystore import Keystore
 from ..hardened.provenance import STATUSES, Presented, check, sign_answers
 from ..times import format_time
 from .models import NoteResult, SearchHit, SearchResult
-from .runtime import Runtime
+from .served import ServedVault
 from .toolkit import READ_ONLY, ToolSet, friendly, when
 
 
@@ -70,7 +70,7 @@ SIGNED_HITS = "\n\nEvery hit carries a receipt (HMAC by this server's key) over 
               "revision's content hash, as_of and known_at; verify_receipt checks it."
 
 
-def add_receipts(tools: ToolSet, rt: Runtime, keystore: Keystore) -> None:
+def add_receipts(tools: ToolSet, rt: ServedVault, keystore: Keystore) -> None:
     """Make ``read_note`` and ``search_notes`` sign their answers; add ``verify_receipt``."""
 
     def sign_note(result: NoteResult, args: dict[str, Any]) -> SignedNoteResult:

@@ -22,13 +22,13 @@ from mcp.types import (
 
 from ..errors import VaultsyncError
 from ..times import format_time
-from .notifications import NOTE_TEMPLATE, note_uri
-from .runtime import Runtime
+from .feed import NOTE_TEMPLATE, note_uri
+from .served import ServedVault
 from .sdk import lowlevel_server
 from .toolkit import decode_cursor, page
 
 
-def register_resources(mcp: MCPServer, rt: Runtime, *, page_size: int = 100) -> None:
+def register_resources(mcp: MCPServer, rt: ServedVault, *, page_size: int = 100) -> None:
     """The note template, a paginated resources/list, and legacy resources/subscribe handlers."""
 
     @mcp.resource(NOTE_TEMPLATE, name="note", title="Note (current text)", mime_type="text/markdown",
@@ -59,13 +59,13 @@ def register_resources(mcp: MCPServer, rt: Runtime, *, page_size: int = 100) -> 
 
     async def subscribe(ctx: ServerRequestContext[Any], params: SubscribeRequestParams) -> EmptyResult:
         try:
-            rt.notifier.subscribe_legacy(str(params.uri), ctx.session)
+            rt.feed.subscribe_legacy(str(params.uri), ctx.session)
         except ValueError as exc:
             raise MCPError(INVALID_PARAMS, f"{exc}; subscribe to a note://Folder/Note.md URI from resources/list")
         return EmptyResult()
 
     async def unsubscribe(ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams) -> EmptyResult:
-        rt.notifier.unsubscribe_legacy(str(params.uri), ctx.session)
+        rt.feed.unsubscribe_legacy(str(params.uri), ctx.session)
         return EmptyResult()
 
     lowlevel.add_request_handler("resources/list", PaginatedRequestParams, list_resources)

@@ -65,16 +65,6 @@ def friendly(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def public_holder(info: dict[str, object] | None) -> str:
-    """Another process holding the writer lock as a client may see it: what it does and since when,
-    never its pid or command line (those go to the server's log)."""
-    if info is None:
-        return "nobody"
-    role = "another process watching the vault" if info.get("watching") else "another process (an import or a writer)"
-    started = info.get("started")
-    return f"{role}, since {started}" if isinstance(started, str) else role
-
-
 def wire_names(renames: dict[str, str]) -> Callable[[F], F]:
     """Let a tool take a wire argument named like a Python keyword: the parameter ``from_`` declared
     with ``Field(alias="from")`` is passed by the SDK as ``from``; this passes it on as ``from_``.

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from ..store.read import LISTED_FIELDS
 from ..times import ACCEPTED, format_time
 from .models import (
     ChangesResult,
@@ -21,9 +22,8 @@ from .models import (
     StatusResult,
     WatcherStatus,
 )
-from .runtime import Runtime
-from .toolkit import (READ_ONLY, PathArg, TimeArg, ToolSet, decode_cursor, friendly, page, public_holder, when,
-                      wire_names)
+from .served import ServedVault
+from .toolkit import READ_ONLY, PathArg, TimeArg, ToolSet, decode_cursor, friendly, page, when, wire_names
 
 ValidArg = Annotated[str | None, Field(description="Validity time: for notes declaring valid_from/valid_to in "
                                        "frontmatter, the revision that applies at this time (an interval overlay); "
@@ -35,18 +35,20 @@ MAX_RESULT_CHARS = 120_000
 """Other results are cut to stay under about this many characters, and say so (truncated)."""
 MAX_HIT_CHARS = 4_000
 """A search hit's text is cut to at most this many characters."""
+NOTE_ENTRY_FIELDS = (*LISTED_FIELDS, "tags")
+"""A note in ``list_notes``: as ``ls --json``, with its tags."""
 MAX_LINKS = 500
 """get_links lists at most this many outgoing links and this many backlinks."""
 
 
-def add_read_tools(tools: ToolSet, rt: Runtime) -> None:
+def add_read_tools(tools: ToolSet, rt: ServedVault) -> None:
     """Search, read, history, diff, changes, listing, links and status, in the order tools/list shows them."""
     for add in (add_search_notes, add_read_note, add_note_history, add_diff_note, add_list_changes, add_list_notes,
                 add_get_links, add_vault_status):
         add(tools, rt)
 
 
-def add_search_notes(tools: ToolSet, rt: Runtime) -> None:
+def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("Search notes (now or as of a date)", READ_ONLY)
     @friendly
     def search_notes(
@@ -76,7 +78,7 @@ def add_search_notes(tools: ToolSet, rt: Runtime) -> None:
         return SearchResult(query=result.query, as_of=_stamp(result.as_of), mode=result.mode, hits=hits, truncated=cut)
 
 
-def add_read_note(tools: ToolSet, rt: Runtime) -> None:
+def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("Read a note (now or as of a date)", READ_ONLY)
     @friendly
     def read_note(
@@ -105,7 +107,7 @@ def add_read_note(tools: ToolSet, rt: Runtime) -> None:
                              "next_offset": end if end < len(text) else None, "truncated": end < len(text)})
 
 
-def add_note_history(tools: ToolSet, rt: Runtime) -> None:
+def add_note_history(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("History of a note", READ_ONLY)
     @friendly
     def note_history(
@@ -119,15 +121,13 @@ def add_note_history(tools: ToolSet, rt: Runtime) -> None:
     ) -> HistoryResult:
         """List every recorded revision of a note (created, modified, renamed, deleted), oldest first,
         following renames back to the note's earlier names. Use diff_note to see what changed."""
-        start, end = when(since, "since"), when(until, "until")
         with rt.reading() as vault:
-            revisions = vault.history(path, valid_at=valid_at)
-        chosen = [r for r in revisions if (start is None or r.known_at > start) and (end is None or r.known_at <= end)]
-        return HistoryResult(path=revisions[-1].path, revisions=[_revision(r) for r in chosen[-limit:]],
+            latest, chosen = vault.history_window(path, since, until, valid_at=valid_at)
+        return HistoryResult(path=latest, revisions=[_revision(r) for r in chosen[-limit:]],
                              truncated=len(chosen) > limit)
 
 
-def add_diff_note(tools: ToolSet, rt: Runtime) -> None:
+def add_diff_note(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("Diff a note between two times", READ_ONLY)
     @wire_names({"from": "from_"})
     @friendly
@@ -147,7 +147,7 @@ def add_diff_note(tools: ToolSet, rt: Runtime) -> None:
         return DiffResult.model_validate({"path": path, "from": from_, "to": to, "diff": diff, "truncated": cut})
 
 
-def add_list_changes(tools: ToolSet, rt: Runtime) -> None:
+def add_list_changes(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("What changed in a time window", READ_ONLY)
     @friendly
     def list_changes(
@@ -165,7 +165,7 @@ def add_list_changes(tools: ToolSet, rt: Runtime) -> None:
                              counts=counts, truncated=more)
 
 
-def add_list_notes(tools: ToolSet, rt: Runtime) -> None:
+def add_list_notes(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("List notes (now or as of a date)", READ_ONLY)
     @friendly
     def list_notes(
@@ -184,17 +184,13 @@ def add_list_notes(tools: ToolSet, rt: Runtime) -> None:
             after = decode_cursor(cursor)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        revisions = rt.listing(cutoff, prefix or "", when(valid_at, "valid_at"))
-        if tag:
-            wanted = tag.lstrip("#").casefold()
-            revisions = [r for r in revisions if any(t.casefold() == wanted for t in r.tags)]
+        revisions = rt.listing(cutoff, prefix or "", when(valid_at, "valid_at"), tag=tag or None)
         chosen, nxt = page(revisions, after, limit, key=lambda r: r.path)
-        notes = [NoteEntry(path=r.path, known_at=format_time(r.known_at), content_hash=r.content_hash, size=r.size,
-                           title=r.title, tags=r.tags) for r in chosen]
+        notes = [NoteEntry(**r.summary(NOTE_ENTRY_FIELDS)) for r in chosen]
         return NoteList(as_of=format_time(cutoff), notes=notes, next_cursor=nxt)
 
 
-def add_get_links(tools: ToolSet, rt: Runtime) -> None:
+def add_get_links(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("Links and backlinks of a note", READ_ONLY)
     @friendly
     def get_links(path: PathArg, as_of: TimeArg = None) -> LinksResult:
@@ -207,7 +203,7 @@ def add_get_links(tools: ToolSet, rt: Runtime) -> None:
                            backlinks=report["backlinks"][:MAX_LINKS], truncated=cut)
 
 
-def add_vault_status(tools: ToolSet, rt: Runtime) -> None:
+def add_vault_status(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("Vault status", READ_ONLY)
     @friendly
     def vault_status() -> StatusResult:
@@ -225,14 +221,9 @@ PRIVATE_STATUS = frozenset({"root", "vault"})
 """Watcher status fields a client does not need (the absolute folder path; the vault name is said once)."""
 
 
-def _public_watcher(rt: Runtime) -> dict[str, Any]:
-    """The watcher's status without absolute paths, and another process only as what it does (its pid
-    and command line stay in the server's log)."""
-    status = {k: v for k, v in rt.watcher_status().items() if k not in PRIVATE_STATUS}
-    if status.get("other_process"):
-        lock = rt.vaults.writer_lock
-        status["other_process"] = public_holder(lock.lock_holder_info() if lock is not None else None)
-    return status
+def _public_watcher(rt: ServedVault) -> dict[str, Any]:
+    """The watcher's status without absolute paths (another process appears only as what it does)."""
+    return {k: v for k, v in rt.watcher_status().items() if k not in PRIVATE_STATUS}
 
 
 def _fit_hits(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:

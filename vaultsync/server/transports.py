@@ -5,6 +5,7 @@ The limits themselves are in ``guards``."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -15,6 +16,7 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -31,7 +33,7 @@ from mcp.types import (INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JS
                        jsonrpc_message_adapter)
 from pydantic import ValidationError
 
-from ..errors import ConfigError
+from ..errors import ConfigError, VaultsyncError
 from .guards import (KEEP_ALIVE_S, MAX_HTTP_CONNECTIONS, MAX_JSON_DEPTH, InFlight, depth, guarded_h11,
                      valid_id)
 from .sdk import lowlevel_server
@@ -51,7 +53,9 @@ class GuardedLines:
     """stdin as JSON-RPC lines: oversized lines and malformed JSON are answered with a JSON-RPC
     error (``id: null`` when it cannot be known) instead of being dropped, and never buffered whole.
 
-    Lines are read on a daemon thread, so a blocked read never keeps the process from exiting.
+    Lines are read on a daemon thread, so a blocked read never keeps the process from exiting. At
+    the end of the input the stream stays open until every request already read is answered: the
+    SDK stops serving when its input ends, and would drop a request still being handled.
     """
 
     _OVERSIZED = b"\x00oversized"
@@ -62,6 +66,7 @@ class GuardedLines:
         self.reply: Any = None
         self.in_flight = InFlight()
         self.ready = anyio.Event()
+        self._answered = anyio.Event()
         self._send, self._recv = anyio.create_memory_object_stream[bytes](16)
 
     def __aiter__(self) -> Any:
@@ -131,6 +136,9 @@ class GuardedLines:
             elif method == "notifications/cancelled" and isinstance(data.get("params"), dict):
                 self.in_flight.answered(data["params"].get("requestId"))
             yield text
+        while self.in_flight.pending:  # end of input: answer what was read before stopping
+            self._answered = anyio.Event()
+            await self._answered.wait()
 
     @staticmethod
     def _refusal(data: Any) -> str | None:
@@ -154,25 +162,48 @@ class GuardedLines:
         """Pass the server's messages to stdout, counting each response as its request answered."""
         async with from_server, stdout:  # closing stdout's stream lets the SDK's writer finish
             async for message in from_server:
+                await stdout.send(message)
                 if isinstance(message.message, JSONRPCResponse | JSONRPCError):
                     self.in_flight.answered(message.message.id)
-                await stdout.send(message)
+                    self._answered.set()
 
 
 async def serve_stdio(mcp: MCPServer, *, limit: int = MAX_MESSAGE_BYTES) -> None:
     """Serve one client on stdin/stdout until stdin closes or SIGINT/SIGTERM arrives."""
     stdin = GuardedLines(sys.stdin.buffer, limit)
     lowlevel = lowlevel_server(mcp)  # MCPServer.run_stdio_async takes no streams: run ours on the low-level server
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_cancel_on_signals, tg.cancel_scope)
-        async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
-            stdin.reply = write_stream
-            server_out, to_stdout = anyio.create_memory_object_stream[SessionMessage](0)
-            tg.start_soon(stdin.forward, to_stdout, write_stream)
-            stdin.ready.set()
-            async with server_out:
-                await lowlevel.run(read_stream, server_out, lowlevel.create_initialization_options())
-        tg.cancel_scope.cancel()
+    with _one_error():
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_cancel_on_signals, tg.cancel_scope)
+            async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+                stdin.reply = write_stream
+                server_out, to_stdout = anyio.create_memory_object_stream[SessionMessage](0)
+                tg.start_soon(stdin.forward, to_stdout, write_stream)
+                stdin.ready.set()
+                async with server_out:
+                    await lowlevel.run(read_stream, server_out, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+
+@contextlib.contextmanager
+def _one_error() -> Iterator[None]:
+    """A VaultsyncError (a vault that cannot be opened in the lifespan) as itself, not inside task
+    groups' exception groups: the command line says it in one line."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        found = _vaultsync_error(group)
+        if found is None:
+            raise
+        raise found from None
+
+
+def _vaultsync_error(exc: BaseException) -> VaultsyncError | None:
+    if isinstance(exc, VaultsyncError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        return _vaultsync_error(exc.exceptions[0])
+    return None
 
 
 async def _cancel_on_signals(scope: anyio.CancelScope) -> None:
@@ -323,10 +354,62 @@ async def serve_http(mcp: MCPServer, host: str, port: int, *, token: str | None,
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    app = http_app(mcp, host, port, token=token, limit=limit, tls=tls is not None, verifier=verifier)
+    failed: list[VaultsyncError] = []
+    app = _quiet_startup(http_app(mcp, host, port, token=token, limit=limit, tls=tls is not None, verifier=verifier),
+                         failed)
     cert, key = tls if tls is not None else (None, None)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
                             http=guarded_h11(H11Protocol), h11_max_incomplete_event_size=64 * 1024,
                             limit_concurrency=MAX_HTTP_CONNECTIONS, timeout_keep_alive=KEEP_ALIVE_S,
                             ssl_certfile=cert, ssl_keyfile=key)
-    await uvicorn.Server(config).serve()
+    quiet = _Unless(failed)  # uvicorn's own line for it: the error says it better
+    logging.getLogger("uvicorn.error").addFilter(quiet)
+    try:
+        await uvicorn.Server(config).serve()
+    except SystemExit:
+        if failed:  # the vault could not be opened: nothing was served
+            raise failed[0] from None
+        raise
+    finally:
+        logging.getLogger("uvicorn.error").removeFilter(quiet)
+
+
+class _Unless(logging.Filter):
+    """Drops log records once ``failed`` holds an error (it is reported instead)."""
+
+    def __init__(self, failed: list[VaultsyncError]) -> None:
+        super().__init__()
+        self.failed = failed
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not self.failed
+
+
+def _quiet_startup(app: Any, failed: list[VaultsyncError]) -> Any:
+    """``app`` whose lifespan startup, when it fails with a VaultsyncError (a vault that cannot be
+    opened), puts the error in ``failed`` and tells the server to exit without logging a traceback."""
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "lifespan":
+            return await app(scope, receive, send)
+        held: list[Any] = []
+
+        async def sending(message: Any) -> None:
+            if message["type"] == "lifespan.startup.failed":
+                held.append(message)  # sent below, once the error is known
+            else:
+                await send(message)
+
+        try:
+            await app(scope, receive, sending)
+        except BaseException as exc:
+            if not held:
+                raise
+            found = _vaultsync_error(exc)
+            if found is None:
+                await send(held[0])
+                raise
+            failed.append(found)
+            await send({"type": "lifespan.startup.failed", "message": ""})
+
+    return wrapped

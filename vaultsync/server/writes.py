@@ -1,50 +1,29 @@
-"""Opt-in write tools: create a note or append to one, then ingest it before returning.
+"""Opt-in write tools: create a note or append to one, recorded before returning.
 
-A write either returns once the change is recorded (searchable, in ``note_history``) or fails:
-
-* this process holds the writer lock (or takes it): write and record, one batch, serialized with
-  the watcher's batches and every other write (``Vault._writing``);
-* another process holds it and watches the vault (``watch``, ``serve --watch``): write the file,
-  then wait until that process has recorded it (``WAIT_FOR_OTHER_WRITER_S``); if it stops
-  meanwhile, this process takes the lock and records the file itself;
-* another process holds it without watching (an import): wait up to ``WAIT_FOR_LOCK_S`` for the
-  lock, then refuse with the holder named, before touching the file.
+A write either returns once the change is recorded (searchable, in ``note_history``) or fails with
+one line; who records it, and when a write waits or is refused, is the writer role's
+(``vaultsync.writer.WriterRole.write``).
 """
 
 from __future__ import annotations
 
-import logging
-import time
-from typing import Annotated, Any
+from typing import Annotated
 
-from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from ..edit import MAX_WRITE_CHARS
-from ..errors import LockedError, NoteNotFound
-from ..folder import content_hash
-from ..paths import writable_note_path
-from ..sync import BatchSummary
 from ..times import format_time
-from ..vault import Vault
+from ..vault import Note
+from .feed import note_uri
 from .models import WriteResult
-from .notifications import note_uri
-from .runtime import Runtime
-from .toolkit import WRITE, ToolSet, friendly, public_holder
-
-logger = logging.getLogger(__name__)
-
-WAIT_FOR_OTHER_WRITER_S = 10.0
-"""How long a write waits for the process holding the writer lock (e.g. its watcher) to ingest it."""
-
-WAIT_FOR_LOCK_S = 5.0
-"""How long a write waits for a process holding the writer lock without watching (an import) to finish."""
+from .served import ServedVault
+from .toolkit import WRITE, ToolSet, friendly
 
 NewPath = Annotated[str, Field(description="Vault-relative path ending in .md, e.g. 'Inbox/Idea.md'",
                                min_length=4, max_length=1024)]
 
 
-def add_write_tools(tools: ToolSet, rt: Runtime) -> None:
+def add_write_tools(tools: ToolSet, served: ServedVault) -> None:
     """Add create_note and append_to_note (only when the server allows writes)."""
 
     @tools.add("Create a note", WRITE)
@@ -56,7 +35,7 @@ def add_write_tools(tools: ToolSet, rt: Runtime) -> None:
         """Create a new Markdown note inside the vault. Refuses to overwrite an existing note (use
         append_to_note), paths outside the vault and names not ending in .md. The note is
         searchable when this returns."""
-        return _write(rt, path, content, append=False)
+        return _recorded(served.write(path, content, append=False))
 
     @tools.add("Append to a note", WRITE)
     @friendly
@@ -68,72 +47,10 @@ def add_write_tools(tools: ToolSet, rt: Runtime) -> None:
     ) -> WriteResult:
         """Append text to the end of an existing note in the vault. The change is searchable when
         this returns."""
-        return _write(rt, path, text, append=True)
+        return _recorded(served.write(path, text, append=True))
 
 
-def _write(rt: Runtime, path: str, text: str, *, append: bool) -> WriteResult:
-    """Write and record (see the module docstring for who records, and when a write is refused)."""
-    writer = _writer(rt)
-    rel = writable_note_path(path)  # a bad path is refused before anything else
-    deadline = time.monotonic() + WAIT_FOR_LOCK_S
-    while True:
-        try:
-            summary, note = writer.write_note(rel, text, append=append)
-            rt.on_batch(summary)
-            return _recorded(note.revision)
-        except LockedError as refused:
-            holder = writer.lock_holder_info()
-            if holder and holder.get("watching"):
-                writer.write_file(rel, text, append=append)
-                return _wait_for_other_writer(rt, writer, rel, refused)
-            if time.monotonic() >= deadline:
-                raise ToolError(f"vault '{writer.name}' is being written by {public_holder(holder)}; nothing was "
-                                "written, try again when it has finished") from None
-        time.sleep(0.1)
-
-
-def _writer(rt: Runtime) -> Vault:
-    if rt.writer is None:
-        rt.open()
-    if rt.writer is None:
-        raise ToolError("writes are disabled; the server was started without --allow-writes")
-    return rt.writer
-
-
-def _result(rt: Runtime, summary: BatchSummary, rel: str) -> WriteResult:
-    rt.on_batch(summary)
-    with rt.reading() as vault:
-        return _recorded(vault.read(rel).revision)
-
-
-def _recorded(r: Any) -> WriteResult:
+def _recorded(note: Note) -> WriteResult:
+    r = note.revision
     return WriteResult(path=r.path, known_at=format_time(r.known_at), content_hash=r.content_hash, size=r.size,
                        ingested=True, uri=note_uri(r.path))
-
-
-def _wait_for_other_writer(rt: Runtime, writer: Vault, rel: str, refused: LockedError) -> WriteResult:
-    """Another process that watches the vault holds the writer lock: wait until it has recorded the
-    file as written (or later), take over when it stops, or fail with one line naming it."""
-    written = writer.root / rel
-    digest = content_hash(writer.read_file(rel))
-    deadline = time.monotonic() + WAIT_FOR_OTHER_WRITER_S
-    while time.monotonic() < deadline:
-        try:
-            with rt.reading() as vault:
-                note = vault.read(rel)
-            if note.revision.content_hash == digest:
-                return _recorded(note.revision)
-        except NoteNotFound:
-            pass
-        if writer.lock_holder_info() is None:  # the watcher stopped: record it here
-            try:
-                return _result(rt, writer.sync([rel], source="write"), rel)
-            except LockedError:
-                pass
-        time.sleep(0.1)
-    holder = writer.lock_holder_info()
-    why = (f"vault '{writer.name}' is being written by {public_holder(holder)}, which has not recorded it within "
-           f"{WAIT_FOR_OTHER_WRITER_S:g} s" if holder is not None else "the vault's watcher stopped")
-    logger.warning("%s written, but not recorded: %s (%s)", written, why, writer.lock_holder() or refused)
-    raise ToolError(f"wrote {rel} in the vault folder, but it is not recorded yet: {why}; it becomes searchable "
-                    "once that process records it or the vault is synced again (do not write it again)")

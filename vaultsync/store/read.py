@@ -50,16 +50,32 @@ class Revision:
     def deleted(self) -> bool:
         return self.kind == "deleted"
 
-    def summary(self) -> dict[str, Any]:
-        """The JSON fields shared by ls, history and changes."""
-        return {
-            "path": self.path,
-            "kind": self.kind,
-            "known_at": format_time(self.known_at),
-            "content_hash": self.content_hash,
-            "size": self.size,
-            "renamed_from": self.renamed_from,
-        }
+    def summary(self, fields: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """The revision as JSON, the one shape every door prints: ``fields`` (default ``HISTORY_FIELDS``,
+        what ``history --json`` and the MCP history and change lists give), in that order, each
+        always written the same way (times as ``format_time``)."""
+        return {name: _JSON_FIELDS[name](self) for name in (fields or HISTORY_FIELDS)}
+
+
+HISTORY_FIELDS = ("path", "kind", "known_at", "content_hash", "size", "renamed_from")
+"""A revision in ``history --json``, ``note_history`` and ``list_changes``."""
+CHANGE_FIELDS = ("path", "kind", "known_at", "renamed_from", "content_hash")
+"""A revision in ``changes --json``."""
+LISTED_FIELDS = ("path", "known_at", "content_hash", "size", "title")
+"""A note in ``ls --json`` (``list_notes`` adds ``tags``)."""
+
+_JSON_FIELDS: dict[str, Any] = {
+    "path": lambda r: r.path,
+    "kind": lambda r: r.kind,
+    "known_at": lambda r: format_time(r.known_at),
+    "content_hash": lambda r: r.content_hash,
+    "size": lambda r: r.size,
+    "renamed_from": lambda r: r.renamed_from,
+    "renamed_to": lambda r: r.renamed_to,
+    "title": lambda r: r.title,
+    "tags": lambda r: r.tags,
+}
+"""How each JSON field of a revision is written (the one place)."""
 
 
 def _revision(row: tuple) -> Revision:

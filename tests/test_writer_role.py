@@ -1,0 +1,99 @@
+"""The writer role (``vaultsync.writer.WriterRole``): two processes' parts in one vault, played by two
+``Vault`` objects on the same database (each holds its own file description of the writer lock, and
+``flock`` refuses one while the other holds it, exactly as between two processes)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from vaultsync import Vault, writer
+from vaultsync.errors import LockedError
+from vaultsync.writer import WriterRole
+
+
+@pytest.fixture
+def two(db_path: Path, vault_dir: Path):
+    with Vault.open(db_path, root=vault_dir) as first, Vault.open(db_path, root=vault_dir) as second:
+        first.sync()
+        yield first, second
+
+
+def test_stand_by_then_take_over_when_the_holder_stops(two) -> None:
+    first, second = two
+    watching, standing = WriterRole(first), WriterRole(second)
+    assert watching.stand_by() and watching.role == "watcher"
+    assert not standing.stand_by()
+    assert (standing.role, standing.standby) == ("reader", True)
+    line = standing.describe_standby()
+    assert line is not None and line.startswith("vault 'vault' is being watched by pid ") and "serving it as a reader" in line
+    assert standing.holder() is not None and standing.holder()["watching"] is True
+    standing.back_off(0)
+    assert not standing.take_over()  # the holder still holds it
+    watching.stop()
+    assert watching.role == "reader" and not watching.standby
+    assert not standing.take_over()  # tried a moment ago: not again before TAKE_OVER_EVERY_S
+    standing.back_off(0)
+    assert standing.take_over() and standing.role == "watcher"
+    assert set(standing.status()) == {"role", "standby", "took_over_at"}
+    assert watching.holder()["watching"] is True
+
+
+def test_wait_returns_when_stopped_or_once_the_holder_stops(two) -> None:
+    first, second = two
+    holding, waiting = WriterRole(first), WriterRole(second)
+    assert holding.take()
+    said: list[str] = []
+    stop = threading.Event()
+    stop.set()
+    assert not waiting.wait(stop, say=said.append, every_s=0.01)
+    assert said == [f"vault 'vault' is being watched by {second.describe_lock_holder()}; waiting to take over when "
+                    "it stops"]
+    releaser = threading.Timer(0.2, holding.release)
+    releaser.start()
+    try:
+        assert waiting.wait(threading.Event(), say=said.append, every_s=0.01)
+    finally:
+        releaser.join()
+    assert said[-1] == "the other watcher stopped; taking over vault 'vault'" and waiting.holding
+
+
+def test_a_write_waits_for_the_watching_holder_then_takes_over(two, vault_dir: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """While another process watches, a write writes the file and waits for that process to record
+    it; it never does here, so the write fails in one line, file written; once that process stops,
+    the next write records its own change itself."""
+    first, second = two
+    monkeypatch.setattr(writer, "WAIT_FOR_OTHER_WRITER_S", 0.3)
+    told: list[int | None] = []
+    watching, writing = WriterRole(first), WriterRole(second, on_batch=lambda s: told.append(s.batch_id))
+    assert watching.take()
+    with pytest.raises(LockedError) as refused:
+        writing.write("Ideas/Kite.md", "# Kite\n", append=False)
+    assert str(refused.value) == (
+        "wrote Ideas/Kite.md in the vault folder, but it is not recorded yet: vault 'vault' is being written by "
+        f"another process watching the vault, since {second.lock_holder()['started']}, which has not recorded it "
+        "within 0.3 s; it becomes searchable once that process records it or the vault is synced again (do not "
+        "write it again)")
+    assert (vault_dir / "Ideas" / "Kite.md").read_text(encoding="utf-8") == "# Kite\n" and told == []
+    monkeypatch.setattr(writer, "WAIT_FOR_OTHER_WRITER_S", 60.0)
+    kite = vault_dir / "Ideas" / "Kite.md"
+
+    def stop_once_written() -> None:  # the holder stops while the write waits for it
+        deadline = time.monotonic() + 60
+        while "Fly it." not in kite.read_text(encoding="utf-8") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        watching.release()
+
+    stopper = threading.Thread(target=stop_once_written)
+    stopper.start()
+    try:
+        note = writing.write("Ideas/Kite.md", "Fly it.", append=True)
+    finally:
+        stopper.join()
+    assert note.content == "# Kite\nFly it." and note.revision.kind == "created"
+    assert told == [note.revision.batch_id]
+    assert second.read("Ideas/Kite.md").content == "# Kite\nFly it."

@@ -1,0 +1,113 @@
+"""Running a server until it is stopped, for ``vaultsync serve`` (plain, or hardened by a manifest): the
+config and the transport from the command line's options, one line to the operator saying what is
+served once the vault is open, then stdio or streamable HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..errors import ConfigError
+from . import transports as t
+from .app import build_server
+from .served import ServeConfig, ServedVault
+
+if TYPE_CHECKING:
+    from ..hardened.manifest import Manifest
+
+Say = Callable[[str], object]
+
+LOCK_COMMAND = "vaultsync serve (hardened)"
+"""How the writer lock names a hardened server: never its arguments."""
+
+
+@dataclass(frozen=True)
+class Http:
+    """Serve streamable HTTP at ``http(s)://host:port/mcp``."""
+
+    host: str
+    port: int
+    token: str | None = None
+    """The one bearer token to require (None: none, or ``verifier``'s)."""
+    generated: bool = False
+    """The token was generated here: show it once."""
+    tls: tuple[str, str] | None = None
+    """The certificate and key files for HTTPS."""
+    verifier: Any = None
+    """A verifier of several tokens (``transports.HashedTokenVerifier``)."""
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}/mcp"
+
+
+def plain_config(db: Path, vault_name: str | None, vault_dir: Path, *, watch: bool, allow_writes: bool) -> ServeConfig:
+    """``serve VAULT``: VAULT is the vault folder or, read-only, a vault name in the database."""
+    folder = vault_dir.expanduser()
+    if not folder.is_dir() and (len(vault_dir.parts) > 1 or str(vault_dir).startswith((".", "~"))):
+        raise ConfigError(f"vault folder {vault_dir} does not exist or is not a folder")
+    return ServeConfig(db=db, root=folder if folder.is_dir() else None,
+                       vault=vault_name or (None if folder.is_dir() else str(vault_dir)),
+                       allow_writes=allow_writes, watch=watch)
+
+
+def plain_http(bind: str | None, token_file: Path | None, tls_cert: Path | None, tls_key: Path | None) -> Http | None:
+    """``--http HOST:PORT`` with its token and certificate options (None: stdio)."""
+    host, port = t.parse_bind(bind) if bind else ("", 0)
+    tls = t.check_tls(tls_cert, tls_key)
+    if tls is not None and not bind:
+        raise ConfigError("--tls-cert and --tls-key serve HTTPS: add --http HOST:PORT")
+    if not bind:
+        return None
+    token, generated = t.resolve_token(host, token_file)
+    return Http(host, port, token=token, generated=generated, tls=tls)
+
+
+def hardened_config(manifest: Manifest, vault_dir: Path) -> tuple[ServeConfig, Http | None]:
+    """What a manifest says to serve, and how (every privileged setting is the manifest's)."""
+    folder = vault_dir.expanduser()
+    if not folder.is_dir():
+        raise ConfigError(f"vault folder {vault_dir} does not exist or is not a folder")
+    config = ServeConfig(db=manifest.db_path, root=folder, vault=manifest.vault_name, allow_writes=manifest.allow_writes,
+                         watch=manifest.watch, lock_command=LOCK_COMMAND, manifest=manifest)
+    http = manifest.http
+    if http is None:
+        return config, None
+    host, port = t.parse_bind(http.bind)
+    tls = t.check_tls(http.tls_cert, http.tls_key)
+    if not http.tokens and host not in t.LOOPBACK:
+        raise ConfigError(f"manifest {manifest.path}: http.tokens: serving beyond loopback ({host}) needs at "
+                          "least one [[http.tokens]] entry")
+    return config, Http(host, port, tls=tls, verifier=t.HashedTokenVerifier(http.tokens) if http.tokens else None)
+
+
+def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = None) -> None:
+    """Serve until stdin closes (stdio) or SIGINT/SIGTERM. Once the vault is open ``say`` gets the
+    operator's lines (a reader in standby; over HTTP where it serves, and a generated token);
+    ``warn`` a warning about clear text beyond this machine."""
+
+    def announce(served: ServedVault) -> None:
+        standby = served.describe()
+        if standby:
+            say(f"vaultsync: {standby}")
+        if http is None:
+            return
+        name = served.reader.name if served.reader is not None else config.vault
+        hardened = " (hardened)" if config.manifest is not None else ""
+        say(f"vaultsync: serving vault '{name}'{hardened} at {http.url}")
+        warning = t.clear_text_warning(http.host, http.tls)
+        if warning:
+            (warn or say)(f"vaultsync: {warning}")
+        if http.generated:
+            say(f"vaultsync: bearer token (shown once; send 'Authorization: Bearer <token>'): {http.token}")
+
+    mcp = build_server(replace(config, announce=announce))
+    if http is None:
+        anyio.run(t.serve_stdio, mcp)
+    else:
+        anyio.run(lambda: t.serve_http(mcp, http.host, http.port, token=http.token, tls=http.tls,
+                                       verifier=http.verifier))
