@@ -112,11 +112,12 @@ class Updates:
             self.uris.append(str(message.params.uri))
             self._event.set()
 
-    async def wait_for(self, uri: str, timeout: float = 20) -> None:
+    async def wait_for(self, uri: str, timeout: float = 20, times: int = 1) -> None:
+        """Until ``uri`` was reported updated ``times`` times in all."""
         with anyio.fail_after(timeout):
-            while uri not in self.uris:
+            while self.uris.count(uri) < times:
                 self._event = anyio.Event()
-                if uri in self.uris:
+                if self.uris.count(uri) >= times:
                     break
                 await self._event.wait()
 

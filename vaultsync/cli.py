@@ -352,15 +352,18 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
         vaultsync serve ~/notes --http 0.0.0.0:8765 --token-file token --tls-cert c.pem --tls-key k.pem
         vaultsync serve ~/notes --manifest /etc/vaultsync/manifest.toml
     """
-    from .server import launch
-
     if manifest_path is not None:
         from .hardened import serve as hardened
 
         given = _privileged_options(http=bind, watch=watch, allow_writes=allow_writes, token_file=token_file,
                                     tls_cert=tls_cert, tls_key=tls_key)
-        launch.run(*launch.hardened_config(hardened.prepare(manifest_path, given, echo=_say), vault_dir), _say)
+        manifest = hardened.prepare(manifest_path, given, echo=_say)  # every refusal before the heavy imports
+        from .server import launch
+
+        launch.run(*launch.hardened_config(manifest, vault_dir), _say)
         return
+    from .server import launch
+
     config = launch.plain_config(obj.db, obj.vault_name, vault_dir, watch=watch, allow_writes=allow_writes)
     http = launch.plain_http(bind, token_file, tls_cert, tls_key)
     launch.run(config, http, _say, warn=lambda line: click.secho(line, err=True, fg="red", bold=True))

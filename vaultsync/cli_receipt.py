@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from .cli_base import Context, echo_json, friendly, json_option, pass_ctx
-
-if TYPE_CHECKING:
-    from .vault import Vault
 
 
 @click.group()
