@@ -1,7 +1,8 @@
 """Point-in-time search and export: what ``View.search`` and ``View.export`` run, in one read transaction.
 
 Modes: ``hybrid`` (the default: BM25 candidates re-ranked by phrase, proximity and title/heading signals,
-joined by the vector ranking for an embedder that fuses; see ``signals``), ``keyword`` (FTS5 ``bm25()``
+a chunk holding the whole query in order first, joined by the vector ranking for an embedder that fuses;
+see ``signals``), ``keyword`` (FTS5 ``bm25()``
 exactly) and ``vector`` (cosine similarity only).
 """
 
