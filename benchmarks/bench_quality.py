@@ -1,7 +1,7 @@
-"""Retrieval quality on the Hub vault at its newest commit, three query sets reported separately.
+"""Retrieval quality on the Hub vault at its newest commit, four query sets reported separately.
 
     .venv/bin/python benchmarks/bench_quality.py [--work /tmp/vs-quality] [--sample N] [--known N]
-        [--modes keyword,hybrid,vector] [--embedder hash]
+        [--remembered N] [--modes keyword,hybrid,vector] [--embedder hash]
 
 Sets (note level; a query's ``sources`` notes, which contain its link text, are left out of its ranking):
 
@@ -9,6 +9,12 @@ Sets (note level; a query's ``sources`` notes, which contain its link text, are 
 * ``anchor``: its ``anchor`` rows (link display texts whose words differ from the target's title);
 * ``known-item``: 4–6 consecutive words sampled (seed 10) from a paragraph of a note (no headings,
   tables, code or links, and only phrases found in exactly one note); the note holding them is relevant.
+* ``remembered``: windows of 3–6 consecutive words as a person remembers them, stopwords and all, sampled
+  (seed ``REMEMBERED_SEED``, fixed before any measurement; no weight was fitted on this set) from a paragraph
+  of a note: half of them stopword-heavy (at least half the words in ``STOPWORDS``), reported again on
+  their own as ``remembered (stopword-heavy)``; only windows whose words, as the keyword index tokenizes
+  them (NFKC, ``unicode61 remove_diacritics 2``), stand consecutively in exactly one note; that note is
+  relevant. The title, anchor and known-item sets are those the default mode's weights were chosen on.
 
 Reported per mode: recall@10, MRR@10 and success@1, beside a plain baseline measured in the same run
 (FTS5 BM25 over whole notes, title + text, any-term query). ``--embedder`` builds (or reuses) a
@@ -22,6 +28,7 @@ import json
 import random
 import re
 import time
+import unicodedata
 from pathlib import Path
 
 import apsw
@@ -33,6 +40,11 @@ from vaultsync.vault import Vault
 
 K = 10
 SEED = 10
+REMEMBERED_SEED = 2323
+STOPWORDS = frozenset("""a about after all also an and any are as at be because been but by can do does for from
+has have how i if in into is it its more most no not of on one or other so some such than that the their them
+then there these they this to up use used using was we what when which will with you your""".split())
+_TOKENIZER = apsw.Connection(":memory:").fts5_tokenizer("unicode61", ["remove_diacritics", "2"])
 _WORD = re.compile(r"^[\w'’-]+[.,;:!?]?$")
 _LINKY = re.compile(r"\[|\]|\(|\)|https?:|www\.|`|<|>|\||\*|_{2}|==|#|\^|%%|\$")
 
@@ -114,6 +126,53 @@ def known_items(vault: Vault, count: int) -> list[dict]:
     return out
 
 
+def index_tokens(text: str) -> list[str]:
+    """The tokens the keyword index holds for ``text`` (NFKC, then FTS5's unicode61 with remove_diacritics 2)."""
+    data = unicodedata.normalize("NFKC", text).encode("utf-8", "surrogatepass")
+    return _TOKENIZER(data, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False, include_colocated=False)
+
+
+def remembered_windows(vault: Vault, count: int) -> list[dict]:
+    """``count`` windows of 3–6 consecutive words from a paragraph (one per note), half stopword-heavy, whose
+    tokens stand consecutively in exactly one note."""
+    rng = random.Random(REMEMBERED_SEED)
+    texts = {rev.path: vault.read(rev.path).content for rev in vault.ls()}
+    joined = {path: " " + " ".join(index_tokens(text)) + " " for path, text in texts.items()}
+    having: dict[str, set[str]] = {}  # token -> notes holding it
+    for path, body in joined.items():
+        for tok in set(body.split()):
+            having.setdefault(tok, set()).add(path)
+    candidates = [(path, para.split()) for path in sorted(texts) for para in paragraphs(texts[path])]
+    candidates = [(path, words) for path, words in candidates if len(words) >= 3]
+    rng.shuffle(candidates)
+    quota = {True: count // 2, False: count - count // 2}
+    out: list[dict] = []
+    used: set[str] = set()
+    for path, words in candidates:
+        if path in used:
+            continue
+        n = rng.randint(3, min(6, len(words)))
+        start = rng.randint(0, len(words) - n)
+        window = [w.strip(".,;:!?\"'()") for w in words[start:start + n]]
+        if not all(w and _WORD.match(w) and not _LINKY.search(w) for w in window):
+            continue
+        heavy = 2 * sum(w.lower() in STOPWORDS for w in window) >= len(window)
+        if quota[heavy] == 0:
+            continue
+        toks = index_tokens(" ".join(window))
+        needle = " " + " ".join(toks) + " "
+        notes = set.intersection(*(having.get(t, set()) for t in toks)) if toks else set()
+        if sum(needle in joined[n] for n in notes) != 1:
+            continue
+        used.add(path)
+        quota[heavy] -= 1
+        out.append({"query": " ".join(window), "relevant_path": path, "sources": [], "kind": "remembered",
+                    "stopword_heavy": heavy})
+        if not any(quota.values()):
+            break
+    return out
+
+
 def score(ranked_paths: list[str], relevant: str, sources: set[str]) -> tuple[float, float, float]:
     """(hit in the top 10, reciprocal rank in the top 10, hit at rank 1) over distinct notes."""
     seen: list[str] = []
@@ -129,8 +188,11 @@ def score(ranked_paths: list[str], relevant: str, sources: set[str]) -> tuple[fl
     return 0.0, 0.0, 0.0
 
 
-def evaluate(vault: Vault, base: apsw.Connection, queries: list[dict], modes: list[str]) -> dict[str, dict]:
-    per: dict[str, list[tuple[float, float, float]]] = {m: [] for m in ["baseline", *modes]}
+def evaluate(vault: Vault, base: apsw.Connection, queries: list[dict], modes: list[str],
+             per: dict[str, list[tuple[float, float, float]]] | None = None) -> dict[str, dict]:
+    """Measures per mode; ``per`` (if given) receives each query's (hit@10, RR@10, hit@1) per mode."""
+    per = {} if per is None else per
+    per.update({m: [] for m in ["baseline", *modes]})
     latency: dict[str, list[float]] = {m: [] for m in ["baseline", *modes]}
     for item in queries:
         sources = set(item["sources"])
@@ -143,13 +205,13 @@ def evaluate(vault: Vault, base: apsw.Connection, queries: list[dict], modes: li
             ms, out = timed(vault.search, item["query"], mode=mode, limit=5 * K + 3 * len(sources))
             latency[mode].append(ms)
             per[mode].append(score([h["path"] for h in out["hits"]], item["relevant_path"], sources))
-    results = {}
-    for name, values in per.items():
-        n = len(values) or 1
-        results[name] = {"recall@10": round(sum(v[0] for v in values) / n, 4),
-                         "mrr@10": round(sum(v[1] for v in values) / n, 4),
-                         "success@1": round(sum(v[2] for v in values) / n, 4), **summary_ms(latency[name])}
-    return results
+    return {name: {**measures(values), **summary_ms(latency[name])} for name, values in per.items()}
+
+
+def measures(values: list[tuple[float, float, float]]) -> dict[str, float]:
+    n = len(values) or 1
+    return {"recall@10": round(sum(v[0] for v in values) / n, 4), "mrr@10": round(sum(v[1] for v in values) / n, 4),
+            "success@1": round(sum(v[2] for v in values) / n, 4)}
 
 
 def _fusing(embedder):  # type: ignore[no-untyped-def]
@@ -162,6 +224,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/vs-quality"))
     parser.add_argument("--sample", type=int, default=0, help="use N random title/anchor queries each (0: all)")
     parser.add_argument("--known", type=int, default=500, help="known-item queries to sample")
+    parser.add_argument("--remembered", type=int, default=500, help="remembered windows to sample")
     parser.add_argument("--modes", default="keyword,hybrid,vector")
     parser.add_argument("--embedder", default="hash")
     parser.add_argument("--name", default="quality", help="results file name")
@@ -182,10 +245,19 @@ def main() -> None:
         embedders.EMBEDDERS[args.embedder] = lambda: _fusing(made())
     with Vault.open(db, readonly=True) as vault:
         sets["known-item"] = known_items(vault, args.known)
+        sets["remembered"] = remembered_windows(vault, args.remembered)
         base = baseline_index(vault)
-        results = {name: evaluate(vault, base, queries, modes) for name, queries in sets.items()}
+        results = {}
+        for name, queries in sets.items():
+            per: dict[str, list[tuple[float, float, float]]] = {}
+            results[name] = evaluate(vault, base, queries, modes, per)
+            if name == "remembered":  # the stopword-heavy half on its own (same runs)
+                heavy = [q["stopword_heavy"] for q in queries]
+                results["remembered (stopword-heavy)"] = {
+                    m: {**measures([v for v, h in zip(values, heavy) if h]), "p50_ms": None} for m, values in per.items()}
+        sets["remembered (stopword-heavy)"] = [q for q in sets["remembered"] if q["stopword_heavy"]]
     payload = {"sets": {k: len(v) for k, v in sets.items()}, "corpus": "obsidian-hub HEAD", "vault": info,
-               "results": results, "machine": machine()}
+               "remembered_seed": REMEMBERED_SEED, "results": results, "machine": machine()}
     fused = f"fused: {args.embedder}" if args.fuse else "no vectors fused"
     labels = {"baseline": "baseline: FTS5 BM25 over whole notes, any term", "keyword": "keyword (`--mode keyword`)",
               "vector": f"vector only ({args.embedder})", "hybrid": f"default (`hybrid`, {fused})"}
@@ -193,8 +265,9 @@ def main() -> None:
     for set_name, by_mode in results.items():
         for name, r in by_mode.items():
             lines.append(f"| {set_name} ({len(sets[set_name])}) | {labels.get(name, name)} | {r['recall@10']:.3f} | "
-                         f"{r['mrr@10']:.3f} | {r['success@1']:.3f} | {r['p50_ms']} |")
-    md = ("Quality on the Hub at HEAD (note level; source notes left out)\n\n" + "\n".join(lines) + "\n\n"
+                         f"{r['mrr@10']:.3f} | {r['success@1']:.3f} | {'(same runs)' if r['p50_ms'] is None else r['p50_ms']} |")
+    md = ("Quality on the Hub at HEAD (note level; source notes left out; `remembered`: seed "
+          f"{REMEMBERED_SEED}, not a set the weights were fitted on)\n\n" + "\n".join(lines) + "\n\n"
           + f"Database {info['database_bytes']:,} bytes ({info['size_ratio']}× the Markdown), embedder {args.embedder}.\n")
     save(args.name, payload, md)
 

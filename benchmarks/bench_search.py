@@ -9,6 +9,10 @@ the hub's newest tree again under hub-copy/ (so that over 100,000 chunks are vis
 ``--embedder minilm`` builds (or reuses) ``big-minilm.db``, whose vectors the semantic extra made
 (each distinct text embedded once, as it is first recorded), and saves ``search_speed_minilm``; when
 that embedder fuses, the default (``hybrid``) mode joins its vectors.
+
+``--db PATH`` measures an existing database instead (e.g. a replay of the Help history), saved as
+``search_speed_<--name>``; ``--windows N`` also times the default mode on N windows of 3–6 consecutive
+words taken from visible chunks (stopwords and all: the queries whose words many chunks hold in order).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import argparse
 import json
 import os
 import random
+import sys
 import time
 from pathlib import Path
 
@@ -24,6 +29,7 @@ import apsw
 
 from common import CORPORA, clone, machine, save, summary_ms, timed
 from vaultsync.gitimport import GitHistory
+from vaultsync.store.codec import unpack
 from vaultsync.store.search.embedding import query_embedder
 from vaultsync.store.search.snapshot import export_rows, take
 from vaultsync.sync import Plan, write_plan
@@ -91,9 +97,12 @@ def main() -> None:
     parser.add_argument("--simple", type=int, default=5, help="queries for the rebuild-per-query approach")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--embedder", default="hash")
+    parser.add_argument("--db", type=Path, help="measure this existing database (no build)")
+    parser.add_argument("--name", help="results name with --db (search_speed_NAME)")
+    parser.add_argument("--windows", type=int, default=0, help="also time the default mode on N word windows")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    db = build(args.work, args.embedder)
+    db = args.db or build(args.work, args.embedder)
     rng = random.Random(args.seed)
     hub_queries = [json.loads(line)["query"] for line in (CORPORA / "retrieval-hub.jsonl").read_text().splitlines()]
     with Vault.open(db, readonly=True) as vault:
@@ -119,6 +128,22 @@ def main() -> None:
                 lat[f"{kind}_now"].append(timed(vault.search, query, mode=mode)[0])
                 lat[f"{kind}_past"].append(timed(vault.search, query, mode=mode, as_of=cutoff)[0])
         embedder.fuse = fuses
+        if args.windows:
+            texts = [r[0] for r in con.execute(
+                "SELECT t.body FROM search_rows r JOIN chunks c ON c.id = r.id JOIN texts t ON t.id = c.text_id "
+                "WHERE r.died IS NULL ORDER BY r.id")]
+            windows: list[str] = []
+            while len(windows) < args.windows:
+                words = unpack(rng.choice(texts)).split()
+                n = rng.randint(3, 6)
+                if len(words) >= n:
+                    start = rng.randrange(len(words) - n + 1)
+                    windows.append(" ".join(w.strip(".,;:!?()[]*`#\"'") for w in words[start:start + n]))
+            lat["hybrid_now_windows"], lat["hybrid_past_windows"] = [], []
+            for query in windows:
+                cutoff = rng.choice(times[len(times) // 10:-1])
+                lat["hybrid_now_windows"].append(timed(vault.search, query)[0])
+                lat["hybrid_past_windows"].append(timed(vault.search, query, as_of=cutoff)[0])
         simple_now, simple_past, ours_now, ours_past = [], [], [], []
         for query, cutoff in list(zip(queries, cutoffs))[: args.simple]:
             expression = parse_query(query).expression
@@ -141,7 +166,7 @@ def main() -> None:
                "speedup_vs_simple": {"now": round(ratio_now, 1), "past": round(ratio_past, 1)}, "machine": machine()}
     rows = [f"| {name.replace('_', ' ')} | {r['p50_ms']} | {r['p95_ms']} |" for name, r in results.items()]
     md = (f"Search latency, {len(queries)} queries (half human-written hub queries, half 1–2 title words), limit 10, "
-          f"embedder {args.embedder} (`.venv/bin/python benchmarks/bench_search.py --embedder {args.embedder}`; "
+          f"embedder {args.embedder} (`.venv/bin/python benchmarks/bench_search.py {' '.join(sys.argv[1:]) or '--embedder hash'}`; "
           f"load average {os.getloadavg()[0]:.1f} at the end)\n\n"
           f"Vault: {visible[0]:,} visible chunks ({visible[1]:,} distinct texts), {stats['chunk_revisions']:,} chunk "
           f"revisions, {stats['batches']:,} batches, database {stats['database_bytes'] / 1e6:.0f} MB\n\n"
@@ -149,7 +174,9 @@ def main() -> None:
           f"Simple correct approach (temporary FTS5 table over the visible chunks, rebuilt per query), "
           f"{len(simple_now)} queries: p50 {simple['now']['p50_ms']:.0f} ms now, {simple['past']['p50_ms']:.0f} ms "
           f"historical; this store is {ratio_now:.0f}× / {ratio_past:.0f}× faster on the same queries.\n")
-    save("search_speed" if args.embedder == "hash" else f"search_speed_{args.embedder}", payload, md)
+    name = f"search_speed_{args.name}" if args.name else (
+        "search_speed" if args.embedder == "hash" else f"search_speed_{args.embedder}")
+    save(name, payload, md)
 
 
 if __name__ == "__main__":

@@ -23,10 +23,14 @@ class FreshKeyword:
             self.con.executemany("INSERT INTO gt (rowid, indexed_text) VALUES (?, ?)",
                                  [(i, c["indexed_text"]) for i, c in enumerate(chunks)])
 
-    def search(self, expression: str, limit: int | None = None) -> list[tuple[str, str, float]]:
-        """(path, chunk_id, bm25), ordered by bm25 then path then chunk position."""
+    def search(self, expression: str, limit: int | None = None, within: str | None = None) -> list[tuple[str, str, float]]:
+        """(path, chunk_id, bm25), ordered by bm25 then path then chunk position; with ``within``, only the
+        rows that also match that FTS5 expression (their bm25 still that of ``expression`` alone)."""
         chunks = self.chunks
-        rows = self.con.execute("SELECT rowid, bm25(gt) FROM gt WHERE gt MATCH ?", (expression,)).fetchall()
+        sql = "SELECT rowid, bm25(gt) FROM gt WHERE gt MATCH ?"
+        if within is not None:
+            sql += " AND rowid IN (SELECT rowid FROM gt WHERE gt MATCH ?)"
+        rows = self.con.execute(sql, (expression,) if within is None else (expression, within)).fetchall()
         ranked = sorted(rows, key=lambda r: (r[1], chunks[r[0]]["path"], chunks[r[0]]["ord"]))
         out = [(chunks[i]["path"], chunks[i]["chunk_id"], score) for i, score in ranked]
         return out if limit is None else out[:limit]
@@ -36,12 +40,12 @@ class FreshKeyword:
 
 
 def fresh_keyword(header: dict[str, Any], chunks: list[dict[str, Any]], expression: str,
-                  limit: int | None = None) -> list[tuple[str, str, float]]:
+                  limit: int | None = None, within: str | None = None) -> list[tuple[str, str, float]]:
     """(path, chunk_id, bm25) of a fresh FTS5 table over exactly the exported ``indexed_text``,
-    ordered by bm25 then path then chunk position."""
+    ordered by bm25 then path then chunk position (``within``: see ``FreshKeyword.search``)."""
     index = FreshKeyword(header, chunks)
     try:
-        return index.search(expression, limit)
+        return index.search(expression, limit, within)
     finally:
         index.close()
 
@@ -91,17 +95,41 @@ def same_ranking(got: list[tuple[str, str, float]], want: list[tuple[str, str, f
         assert abs(a - b) <= max(rel * max(abs(a), abs(b)), abs_), (a, b)
 
 
+def whole_phrase(query: str) -> str | None:
+    """The FTS5 phrase of the whole query, its phrases in order (``"a b" + "c" *``), written independently of
+    ``signals.QueryTokens.whole``; None for a query of fewer than two tokens."""
+    from vaultsync.store.search.signals import tokens
+    from vaultsync.text import parse_query
+
+    phrases = parse_query(query).phrases
+    if sum(len(tokens(p.text)) for p in phrases) < 2:
+        return None
+    return " + ".join(p.fts() for p in phrases)
+
+
 def fresh_default(header: dict[str, Any], chunks: list[dict[str, Any]], query: str,
-                  limit: int | None = None, fused: Embedder | None = None) -> list[tuple[str, str, float]]:
+                  limit: int | None = None, fused: Embedder | None = None,
+                  index: FreshKeyword | None = None) -> list[tuple[str, str, float]]:
     """(path, chunk_id, final score) of the default mode's pipeline over a fresh FTS5 table: its best
-    ``POOL`` chunks by bm25 (joined, with ``fused``, by the brute force's nearest ``CANDIDATES``),
-    re-ranked by the documented signals of their exported ``indexed_text``."""
+    ``POOL`` chunks by bm25 and its best ``POOL`` by bm25 among those matching the whole query as one phrase
+    (joined, with ``fused``, by the brute force's nearest ``CANDIDATES``), re-ranked by the documented signals
+    of their exported ``indexed_text``. ``index``: a fresh index already built over these chunks, to reuse."""
     from vaultsync.store.search.engine import CANDIDATES
     from vaultsync.store.search.signals import POOL, QueryTokens, combine, signals
     from vaultsync.tokenizer import parse_query
 
     parsed = parse_query(query)
-    pool = fresh_keyword(header, chunks, parsed.expression, max(POOL, limit or 0)) if parsed.phrases else []
+    pool: list[tuple[str, str, float]] = []
+    if parsed.phrases:
+        fresh = index or FreshKeyword(header, chunks)
+        pool = fresh.search(parsed.expression, max(POOL, limit or 0))
+        whole = whole_phrase(query)
+        if whole is not None:
+            known = {(p, c) for p, c, _ in pool}
+            pool += [hit for hit in fresh.search(parsed.expression, max(POOL, limit or 0), whole)
+                     if hit[:2] not in known]
+        if index is None:
+            fresh.close()
     cosines: dict[tuple[str, str], float] = {}
     if fused is not None:
         nearest = brute_vector(chunks, fused, query)

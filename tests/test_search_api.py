@@ -13,7 +13,7 @@ from search_truth import brute_vector, fresh_keyword, same_ranking, split_export
 from vaultsync.embedders import EMBEDDERS, HashEmbedder
 from vaultsync.errors import ConfigError, ProviderError, StoreError
 from vaultsync.store.search.engine import shared_ranks
-from vaultsync.store.search.signals import WEIGHTS
+from vaultsync.store.search.signals import WEIGHTS, WHOLE
 from vaultsync.store.search.index import SearchIndexer
 from vaultsync.store.search.keyword import Scored
 from vaultsync.tokenizer import parse_query
@@ -125,8 +125,10 @@ def test_hit_fields_and_signals(history: Path) -> None:
         assert hit["vector"] is None  # the hashed embedder is not fused into the default mode
         found = hit["signals"]
         assert found["bm25"] == hit["keyword"]["score"]
-        # the documented score: normalized bm25 (the best candidate here is among the hits) plus weighted signals
-        assert hit["score"] == pytest.approx(-found["bm25"] / best + sum(WEIGHTS[k] * found.get(k, 0.0) for k in WEIGHTS))
+        # the documented score: normalized bm25 (the best candidate here is among the hits) plus weighted signals,
+        # plus WHOLE for a chunk holding the whole query in order
+        assert hit["score"] == pytest.approx(-found["bm25"] / best + sum(WEIGHTS[k] * found.get(k, 0.0) for k in WEIGHTS)
+                                             + WHOLE * found["whole"])
         assert hit["uri"].startswith("obsidian://open?vault=vault&file=")
         assert not hit["uri"].endswith(".md")
     fused = [h["score"] for h in result["hits"]]

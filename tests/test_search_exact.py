@@ -4,6 +4,7 @@ re-ranking over that fresh table, vectors a brute force."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from search_truth import brute_vector, fresh_default, fresh_keyword, overlay_oracle, same_ranking, split_export
 from vaultsync.embedders import HashEmbedder
+from vaultsync.store.search import signals
 from vaultsync.tokenizer import parse_query
 from vaultsync.vault import Vault
 
@@ -20,7 +22,7 @@ WORDS = ["alpha", "beta", "gamma", "budget", "budget", "kickoff", "東京で会�
 PATHS = ["a.md", "b.md", "d/c.md", "d/e.md"]
 DAYS = [f"2024-01-{d:02d}" for d in range(1, 20)]
 QUERIES = ["budget", "alpha beta", "東京", "会議", "e-mail", "C++", "gam*", '"budget plan"', "서울", "cafe", "file",
-           "risk OR", "ünicode", "nothing-matches-this"]
+           "risk OR", "ünicode", "nothing-matches-this", "budget plan risk", "gam* alpha", "plan plan", "会議 plan"]
 
 paragraph = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(" ".join)
 section = st.tuples(st.sampled_from(["Plan", "Risks", "会議", "Notes"]), st.lists(paragraph, min_size=1, max_size=3))
@@ -107,6 +109,20 @@ def check_cutoff(vault: Vault, as_of: str | None, valid_at: str | None) -> None:
 @given(steps=st.lists(st.lists(op, min_size=1, max_size=3), min_size=1, max_size=6),
        valid_day=st.sampled_from([None, *DAYS]))
 def test_keyword_default_and_vector_exact_at_every_cutoff(tmp_path_factory, steps, valid_day) -> None:
+    replay_and_check(tmp_path_factory, steps, valid_day)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(steps=st.lists(st.lists(op, min_size=1, max_size=3), min_size=1, max_size=6),
+       valid_day=st.sampled_from([None, *DAYS]))
+def test_default_exact_with_a_small_candidate_window(tmp_path_factory, monkeypatch, steps, valid_day) -> None:
+    """With 2 BM25 candidates, chunks holding a query whole are found past the window, at every cutoff."""
+    monkeypatch.setattr(signals, "POOL", 2)
+    replay_and_check(tmp_path_factory, steps, valid_day)
+
+
+def replay_and_check(tmp_path_factory, steps: list, valid_day: str | None) -> None:
     base = tmp_path_factory.mktemp("h")
     root = base / "vault"
     root.mkdir()
@@ -166,3 +182,60 @@ def test_fused_default_mode_exact_at_every_cutoff(tmp_path: Path, monkeypatch) -
                     assert got and all(h["vector"] is not None or h["keyword"] is not None for h in got)
                     same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
                                  fresh_default(header, chunks, query, limit, fused=FusedHash()), rel=1e-9, abs_=1e-9)
+
+
+REMEMBERED = "one or more of"
+HOLDS = re.compile(r"(?<!\w)one\W+or\W+more\W+of(?!\w)")
+"""The remembered words in order, as FTS5 tokenizes plain ASCII words (an oracle independent of ``signals``)."""
+
+
+def test_whole_query_in_order_ranks_first_at_every_cutoff(tmp_path: Path, monkeypatch) -> None:
+    """A chunk holding the query's words together and in order outranks every chunk that merely has them, at
+    every cutoff, even when its BM25 puts it far outside the candidate window; exact against a fresh index."""
+    monkeypatch.setattr(signals, "POOL", 4)
+    root = tmp_path / "vault"
+    root.mkdir()
+    filler = "a long paragraph about budgets and plans and risks, " * 12
+    for i in range(12):  # short chunks with the words, scattered or out of order: the best BM25
+        (root / f"scattered-{i:02d}.md").write_text(f"# Scattered {i}\n\nof more or one {'one more ' * (i % 3)}of\n",
+                                                    encoding="utf-8")
+    steps = [
+        {},
+        {"wanted.md": f"# Wanted\n\n{filler}then one or more of them {filler}\n"},
+        {"wanted.md": f"# Wanted\n\n{filler}then one or two more of them {filler}\n",  # the run broken
+         "later.md": f"# Later\n\nOne, or more; of: {filler}\n"},  # punctuation is no word: still in order
+        {"later.md": None, "folder/again.md": f"{filler}\n\n## One or\n\nmore of {filler}\n"},  # across heading and text
+    ]
+    times = []
+    with Vault.open(tmp_path / "db.sqlite", root=root) as vault:
+        for day, step in enumerate(steps):
+            for path, text in step.items():
+                if text is None:
+                    (root / path).unlink()
+                else:
+                    (root / path).parent.mkdir(parents=True, exist_ok=True)
+                    (root / path).write_text(text, encoding="utf-8")
+            when = dt.datetime(2024, 1, 2 + 2 * day, tzinfo=dt.timezone.utc).isoformat()
+            vault.sync(known_at=when)
+            times.append(when)
+        outside = 0
+        for as_of in [None, *times]:
+            header, chunks = split_export(vault.export(as_of=as_of))
+            holders = {(c["path"], c["chunk_id"]) for c in chunks
+                       if c["indexed"] and HOLDS.search(c["indexed_text"].lower())}
+            keyword = [(h["path"], h["chunk_id"]) for h in
+                       vault.search(REMEMBERED, as_of=as_of, mode="keyword", limit=1000).hits]
+            outside += any(keyword.index(h) >= signals.POOL for h in holders)
+            for limit in (3, 1000):
+                got = vault.search(REMEMBERED, as_of=as_of, limit=limit).hits
+                same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
+                             fresh_default(header, chunks, REMEMBERED, limit))
+                order = [(h["path"], h["chunk_id"]) for h in got]
+                assert set(order[:len(holders)]) == holders if limit >= len(holders) else set(order) <= holders
+                assert [h["signals"]["whole"] for h in got] == [float(o in holders) for o in order]
+            if as_of == times[0]:
+                assert not holders
+            else:
+                assert {p for p, _ in holders} == {times[1]: {"wanted.md"}, times[2]: {"later.md"}}.get(
+                    as_of, {"folder/again.md"})
+        assert outside >= 2  # the holders were outside the BM25 window: found by the phrase query

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Replayed
-from search_truth import BruteVector, FreshKeyword, same_ranking, split_export
+from search_truth import BruteVector, FreshKeyword, fresh_default, same_ranking, split_export
 from vaultsync.embedders import HashEmbedder
 from vaultsync.tokenizer import CJK_RUN, parse_query
 from vaultsync.times import parse_time
@@ -84,3 +84,67 @@ def test_vector_exact_on_real_history(help_history: tuple[Path, list[int]]) -> N
                 got = vault.search(query, as_of=as_of, mode="vector", limit=20).to_json()
                 same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
                              brute.search(query, 20), rel=0.0, abs_=1e-12)
+
+
+def words_in_order(query: str) -> re.Pattern[str]:
+    """The query's words consecutive and in order in lowercased text, separated by anything that is no word
+    character for FTS5's unicode61 (for the plain ASCII words used here: an oracle independent of ``signals``)."""
+    return re.compile(r"(?<![^\W_])" + r"[\W_]+".join(re.escape(w) for w in query.lower().split()) + r"(?![^\W_])")
+
+
+REMEMBERED = [
+    # (a window of words a person remembers, the note of the Help vault it was taken from): issue 23's nine
+    ("any of the following", "en/Obsidian Sync/Switch to Obsidian Sync.md"),
+    ("Enter the name of", "en/Files and folders/Manage notes.md"),
+    ("one or more of", "en/Contributing to Obsidian/Financial contributions.md"),
+    ("to customize how you", "en/User interface/Workspace.md"),
+    ("will appear in a new", "en/Obsidian Publish/Set up Obsidian Publish.md"),
+    ("plugin using the command palette", "en/Import notes/Import CSV files.md"),
+    ("apply the discount if the", "en/Licenses and payment/Refund policy.md"),
+    ("Web Clipper settings to change", "en/Obsidian Web Clipper/Templates.md"),
+    ("palette or ribbon icon", "en/Import notes/Import from Airtable.md"),
+]
+
+
+def test_remembered_words_find_their_note_first(help_replayed: Replayed) -> None:
+    """Issue 23's nine windows on the Help vault at its newest state: the note holding the words together and in
+    order comes first. Where several notes hold them verbatim (the same sentence in several notes: nothing in the
+    words tells them apart), those notes come first, before every note that merely has the words."""
+    with Vault.open(help_replayed.db, readonly=True) as vault:
+        _, chunks = split_export(vault.export())
+        for query, wanted in REMEMBERED:
+            pattern = words_in_order(query)
+            holders = {c["path"] for c in chunks if c["indexed"] and pattern.search(c["indexed_text"].lower())}
+            assert wanted in holders, query
+            hits = vault.search(query, limit=100).hits
+            notes = list(dict.fromkeys(h["path"] for h in hits))
+            assert hits[0]["path"] in holders and hits[0]["signals"]["whole"] == 1.0, query
+            if len(holders) == 1:
+                assert notes[0] == wanted, (query, notes[:5])
+            else:  # every holder before every other note, the remembered one among them
+                assert set(notes[:len(holders)]) == holders, (query, notes[:len(holders) + 2], holders)
+
+
+def test_default_exact_on_real_history(help_history: tuple[Path, list[int]]) -> None:
+    """The default mode (remembered windows first) at past cutoffs of the real history equals its pipeline over a
+    fresh index of the visible chunks: windows of 3-6 words, stopwords included, sampled from each cutoff's chunks."""
+    db, times = help_history
+    rng = random.Random(23)
+    with Vault.open(db, readonly=True) as vault:
+        for as_of in (times[0], times[len(times) // 2], times[-1]):
+            header, chunks = split_export(vault.export(as_of=as_of))
+            fresh = FreshKeyword(header, chunks)
+            english = [c for c in chunks if c["indexed"] and c["path"].startswith("en/")]
+            queries = [q for q, _ in REMEMBERED[:3]]
+            while len(queries) < 12:
+                words = re.findall(r"[A-Za-z]+", rng.choice(english)["text"])
+                if len(words) >= 6:
+                    n = rng.randint(3, 6)
+                    start = rng.randrange(len(words) - n + 1)
+                    queries.append(" ".join(words[start:start + n]))
+            for query in queries:
+                for limit in (10, 250):
+                    got = vault.search(query, as_of=as_of, limit=limit).hits
+                    same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
+                                 fresh_default(header, chunks, query, limit, index=fresh))
+            fresh.close()

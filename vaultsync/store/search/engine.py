@@ -1,7 +1,8 @@
 """Point-in-time search and export: what ``View.search`` and ``View.export`` run, in one read transaction.
 
 Modes: ``hybrid`` (the default: BM25 candidates re-ranked by phrase, proximity and title/heading signals,
-joined by the vector ranking for an embedder that fuses; see ``signals``), ``keyword`` (FTS5 ``bm25()``
+a chunk holding the whole query in order first, joined by the vector ranking for an embedder that fuses;
+see ``signals``), ``keyword`` (FTS5 ``bm25()``
 exactly) and ``vector`` (cosine similarity only).
 """
 
@@ -63,11 +64,15 @@ def _vec_tied(a: float, b: float) -> bool:
 
 def _default(con: apsw.Connection, snap: Snapshot, parsed: KeywordQuery, query: str, allowed: set[int] | None,
              limit: int, embedder: Embedder | None, parts: dict[int, dict[str, Any]]) -> list[Scored]:
-    """The default mode (``signals``): BM25 candidates, joined by the nearest vectors when the store's
-    embedder fuses, ranked by the documented signals."""
-    pool = keyword.rank(con, snap, parsed, allowed, max(limit, signals.POOL))
+    """The default mode (``signals``): BM25 candidates and the best by BM25 among the chunks holding the
+    whole query in order, joined by the nearest vectors when the store's embedder fuses, ranked by the
+    documented signals."""
+    pool, held = keyword.rank_default(con, snap, parsed, signals.QueryTokens.of(parsed).whole, allowed,
+                                      max(limit, signals.POOL))
     for item, r in zip(pool, shared_ranks(pool, _kw_tied)):
         parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
+    known = {s.row_id for s in pool}
+    pool = pool + [s for s in held if s.row_id not in known]  # ranked below the pool by BM25: no keyword rank
     cosines: dict[int, float] | None = None
     embedder = embedder or query_embedder(con)
     if embedder.fuse:

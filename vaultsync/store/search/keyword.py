@@ -6,6 +6,12 @@ N and total tokens from per-batch deltas, each phrase's document frequency count
 chunk rows — and each phrase's frequency in each doc taken from the index of distinct docs.
 
 Order: score ascending (lower is better, as ``bm25()``), then path, then chunk position.
+
+For the default mode, ``rank_default`` also gives the best rows, by the same scores and order, among
+those whose text holds a given FTS5 phrase (the whole query in order): at a cutoff, the distinct docs
+matching the phrase (``search_fts``) narrow the rows already scored; now, the live table's own match.
+Either way, the rows a fresh table over the visible chunks would give for ``MATCH query AND rowid IN
+(MATCH phrase)``.
 """
 
 from __future__ import annotations
@@ -67,25 +73,44 @@ def _top(con: apsw.Connection, scored: list[Scored], limit: int) -> list[Scored]
 def rank(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, allowed: set[int] | None,
          limit: int) -> list[Scored]:
     """The best ``limit`` visible chunks (of allowed notes) for the query, with their bm25 scores."""
+    return rank_default(con, snap, query, None, allowed, limit)[0]
+
+
+def rank_default(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None,
+                 allowed: set[int] | None, limit: int) -> tuple[list[Scored], list[Scored]]:
+    """``rank``'s best ``limit`` rows, and the best ``limit`` (same scores, same order) among the rows
+    whose text matches the FTS5 phrase ``whole`` (empty when ``whole`` is None)."""
     if not query.phrases or limit <= 0 or (allowed is not None and not allowed):
-        return []
+        return [], []
     if snap.live:
-        return _rank_live(con, snap, query, allowed, limit)
-    return _rank_cutoff(con, snap, query, allowed, limit)
+        return _rank_live(con, snap, query, whole, allowed, limit)
+    return _rank_cutoff(con, snap, query, whole, allowed, limit)
 
 
-def _rank_live(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, allowed: set[int] | None,
-               limit: int) -> list[Scored]:
+def _rank_live(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None,
+               allowed: set[int] | None, limit: int) -> tuple[list[Scored], list[Scored]]:
     table = live_table(snap.vault_id)
     if con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is None:
-        return []
+        return [], []
     where = f"{table} MATCH :q"
     params: dict[str, object] = {"q": query.expression}
     if allowed is not None:
         where += " AND rowid IN (SELECT id FROM search_rows WHERE note_id IN (SELECT value FROM json_each(:allowed)))"
         params["allowed"] = json.dumps(sorted(allowed))
-    rows = _lowest(con, f"SELECT rowid AS id, bm25({table}) AS s FROM {table} WHERE {where}", params, limit)
-    return _top(con, [Scored(r[0], r[1]) for r in rows], limit)
+    select = f"SELECT rowid AS id, bm25({table}) AS s FROM {table} WHERE {where}"
+    rows = _lowest(con, select, params, limit)
+    held: list[tuple] = []
+    if whole is not None:  # the phrase's rows first; ``+rowid`` keeps SQLite from re-running the query per row
+        con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_whole (id INTEGER PRIMARY KEY)")
+        con.execute("DELETE FROM temp.kw_whole")
+        try:
+            con.execute(f"INSERT INTO temp.kw_whole (id) SELECT rowid FROM {table} WHERE {table} MATCH :whole",
+                        {"whole": whole})
+            held = _lowest(con, f"{select} AND +rowid IN (SELECT id FROM temp.kw_whole)", params, limit)
+        finally:
+            con.execute("DELETE FROM temp.kw_whole")
+    return (_top(con, [Scored(r[0], r[1]) for r in rows], limit),
+            _top(con, [Scored(r[0], r[1]) for r in held], limit))
 
 
 def _lowest(con: apsw.Connection, inner: str, params: dict[str, object], limit: int) -> list[tuple]:
@@ -144,18 +169,20 @@ def _freqs_sql(con: apsw.Connection, fts_phrase: str, max_doc: int) -> tuple[str
 CONSTANTS = {"k1": K1, "b": B, "omb": 1 - B, "k1p1": K1 + 1.0}
 
 
-def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, allowed: set[int] | None,
-                 limit: int) -> list[Scored]:
+def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None,
+                 allowed: set[int] | None, limit: int) -> tuple[list[Scored], list[Scored]]:
     """BM25 at a cutoff, computed inside SQLite: occurrences per doc, visible rows, frequencies, scores."""
     n_rows, tokens, max_doc = cutoff_stats(con, snap)
     if n_rows <= 0:
-        return []
+        return [], []
     con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_tf (doc INTEGER, phrase INTEGER, tf REAL, "
                 "PRIMARY KEY (doc, phrase)) WITHOUT ROWID")
     con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_rows (id INTEGER PRIMARY KEY, doc INTEGER, note INTEGER, "
                 "s REAL NOT NULL DEFAULT 0.0)")
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_whole (id INTEGER PRIMARY KEY)")
     con.execute("DELETE FROM temp.kw_tf")
     con.execute("DELETE FROM temp.kw_rows")
+    con.execute("DELETE FROM temp.kw_whole")
     try:
         for i, phrase in enumerate(query.phrases):
             sql, params = _freqs_sql(con, phrase.fts(), max_doc)
@@ -179,8 +206,16 @@ def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, allo
         if allowed is not None:
             where = "WHERE r.note IN (SELECT value FROM json_each(:allowed))"
             extra["allowed"] = json.dumps(sorted(allowed))
-        rows = _lowest(con, f"SELECT r.id AS id, -1.0 * r.s AS s FROM temp.kw_rows r {where}", extra, limit)
+        select = f"SELECT r.id AS id, -1.0 * r.s AS s FROM temp.kw_rows r {where}"
+        rows = _lowest(con, select, extra, limit)
+        held: list[tuple] = []
+        if whole is not None:
+            con.execute("INSERT INTO temp.kw_whole (id) SELECT rowid FROM search_fts "
+                        "WHERE search_fts MATCH :whole AND rowid <= :maxdoc", {"whole": whole, "maxdoc": max_doc})
+            held = _lowest(con, f"{select} {'AND' if where else 'WHERE'} r.doc IN (SELECT id FROM temp.kw_whole)",
+                           extra, limit)
     finally:
         con.execute("DELETE FROM temp.kw_tf")
         con.execute("DELETE FROM temp.kw_rows")
-    return _top(con, [Scored(r[0], r[1]) for r in rows], limit)
+        con.execute("DELETE FROM temp.kw_whole")
+    return _top(con, [Scored(r[0], r[1]) for r in rows], limit), _top(con, [Scored(r[0], r[1]) for r in held], limit)

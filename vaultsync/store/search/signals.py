@@ -12,11 +12,18 @@ is a *head* (its first three lines: title, aliases, heading path) and a *body* (
   as a share of the query's length (0 unless the run has at least two tokens);
 * ``proximity``: the most distinct query tokens inside any window of ``WINDOW`` body tokens, as a share
   of ``n`` (0 for a one-token query);
-* ``head``: the share of the ``n`` tokens found in the title, aliases or heading path.
+* ``head``: the share of the ``n`` tokens found in the title, aliases or heading path;
+* ``whole``: 1 when the query has at least two tokens and the indexed text holds all of them
+  consecutively and in order (stopwords included: what FTS5's phrase query of the whole query,
+  ``QueryTokens.whole``, matches), else 0.
 
 A candidate's score is ``bm25 / best bm25 among the candidates`` (both as positive numbers) plus
-``sum(WEIGHTS[s] * s)``; higher is better, ties broken by path then chunk position. The candidates are
-the ``POOL`` (or ``limit``, if more) best chunks by BM25 (``keyword.rank``).
+``sum(WEIGHTS[s] * s)``, plus ``WHOLE`` for a candidate holding the whole query: more than any other
+candidate can score, so such a chunk ranks above every chunk that does not, whatever their BM25
+scores. Higher is better, ties broken by path then chunk position. The candidates are the ``POOL`` (or
+``limit``, if more) best chunks by BM25, joined by the ``POOL`` (or ``limit``) best by BM25 among the
+chunks holding the whole query (``keyword.rank_default``), so that one is never lost because common
+words gave other chunks a higher BM25.
 """
 
 from __future__ import annotations
@@ -43,7 +50,12 @@ a grid over 600 title, 358 anchor and 400 known-item queries): those that keep e
 good as BM25 alone on recall@10 and MRR@10 and gain most on known-item success@1. (A share-of-query-words
 signal was tried and left out: it made the anchor set worse.)"""
 
-SIGNALS = ("phrase", "proximity", "head")
+WHOLE = 1.0 + sum(WEIGHTS.values())
+"""Added to the score of a candidate holding the whole query in order: more than normalized BM25 (at most 1)
+plus every weighted signal can give a candidate that does not (a candidate whose body holds the whole
+query is itself one that does: ``phrase`` reaches 1 only there)."""
+
+SIGNALS = ("phrase", "proximity", "head", "whole")
 _TOKENIZER = apsw.Connection(":memory:").fts5_tokenizer(TOKENIZE.split()[0], TOKENIZE.split()[1:])
 
 
@@ -92,6 +104,24 @@ class QueryTokens:
     def matcher(self) -> list[tuple[str, bool]]:
         return sorted(set(zip(self.sequence, self.prefix)))
 
+    @property
+    def whole(self) -> str | None:
+        """The FTS5 phrase of every query token in order (``"a" + "b" + "c" *``), None for fewer than two tokens."""
+        if len(self.sequence) < 2:
+            return None
+        return " + ".join('"' + tok.replace('"', '""') + '"' + (" *" if pre else "")
+                          for tok, pre in zip(self.sequence, self.prefix))
+
+    def held_by(self, toks: Sequence[str]) -> bool:
+        """True when ``toks`` hold the query's tokens consecutively and in order (a prefix token as a prefix)."""
+        seq, pre, n = self.sequence, self.prefix, len(self.sequence)
+        first, first_pre = seq[0], pre[0]
+        for i in range(len(toks) - n + 1):
+            if toks[i] == first or (first_pre and toks[i].startswith(first)):
+                if all(toks[i + k] == seq[k] or (pre[k] and toks[i + k].startswith(seq[k])) for k in range(1, n)):
+                    return True
+        return False
+
 
 def _matches(toks: Sequence[str], distinct: list[tuple[str, bool]]) -> list[list[int]]:
     """For each token, the indexes of the distinct query tokens it is (a prefix may add more than one)."""
@@ -113,12 +143,15 @@ def signals(indexed_text: str, query: QueryTokens) -> dict[str, float]:
     if n == 0:
         return dict.fromkeys(SIGNALS, 0.0)
     parts = indexed_text.split("\n", 3)
-    head_found = {i for m in _matches(tokens("\n".join(parts[:3])), distinct) for i in m}
-    hits = _matches(tokens(parts[3]) if len(parts) > 3 else [], distinct)
+    head_toks = tokens("\n".join(parts[:3]))
+    body_toks = tokens(parts[3]) if len(parts) > 3 else []
+    head_found = {i for m in _matches(head_toks, distinct) for i in m}
+    hits = _matches(body_toks, distinct)
     return {
         "phrase": _phrase(hits, query, distinct) / len(query.sequence),
         "proximity": _proximity(hits, n) / n if n > 1 else 0.0,
         "head": len(head_found) / n,
+        "whole": 1.0 if len(query.sequence) > 1 and query.held_by(head_toks + body_toks) else 0.0,
     }
 
 
@@ -159,7 +192,7 @@ def combine(bm25_scores: Sequence[float], found: Sequence[dict[str, float]]) -> 
     """Final scores (higher is better) of candidates given their ``bm25()`` values (lower is better)."""
     best = max((-s for s in bm25_scores), default=0.0)
     return [(-s / best if best > 0 else 0.0) + sum(WEIGHTS[k] * v.get(k, 0.0) for k in WEIGHTS)
-            for s, v in zip(bm25_scores, found)]
+            + WHOLE * v.get("whole", 0.0) for s, v in zip(bm25_scores, found)]
 
 
 def rerank(con: apsw.Connection, pool: list[Scored], query: KeywordQuery,
