@@ -93,7 +93,6 @@ def choose(db: Path) -> dict[str, dict]:
     """The cases' arguments (strings chosen here, never printed)."""
     by_path, modified, times = _texts(db)
     paths = list(by_path)
-    everything = "\x00".join(t for texts in by_path.values() for t in texts)
     cases: dict[str, dict] = {}
     for _, text in modified[len(modified) // 2:]:  # the earlier benchmark's pick
         piece = _piece(text)
@@ -110,9 +109,9 @@ def choose(db: Path) -> dict[str, dict]:
     for texts in by_path.values():
         lines.update({ln.strip() for ln in texts[-1].splitlines() if 12 <= len(ln.strip()) <= 60})
     best = sorted((abs(n - 200), ln) for ln, n in lines.items() if not any(ln in p for p in paths) and "[purged]" not in ln)
-    for _, line in best[:20]:
+    for _, line in best[:200]:
         notes = sum(any(line in t for t in texts) for texts in by_path.values())
-        if 150 <= notes <= 260 and everything.count(line):
+        if 140 <= notes <= 280:
             cases["200-notes"] = {"texts": [line], "expected_notes": notes}
             break
     from vaultsync.times import format_time
@@ -130,11 +129,13 @@ def step_purge(db: Path, case: dict) -> dict:
 
     with Vault.open(db) as vault:
         before = size(db)
+        cpu = time.process_time()
         started = time.perf_counter()
         result = vault.purge(texts=case.get("texts"), before=case.get("before"), also_current=True)
         wall = time.perf_counter() - started
+        cpu = time.process_time() - cpu
         problems = vault.check()
-    return {"wall_s": round(wall, 2), "db_bytes_before": before, "db_bytes_after": size(db),
+    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "db_bytes_before": before, "db_bytes_after": size(db),
             "revisions_changed": result["revisions_changed"], "revisions_removed": result["revisions_removed"],
             "notes": result["notes"], "batches_removed": result["batches_removed"],
             "dictionary_retrained": result["dictionary_retrained"], "check_problems": len(problems)}
@@ -160,15 +161,25 @@ def step_search(db: Path, case: dict) -> dict:
     return out
 
 
-def run_step(code: Path, step: str, db: Path, case: dict, work: Path) -> dict:
-    """Run one step in a fresh process with ``code`` first on the import path."""
-    spec = work / "case.json"
+def start_step(python: Path, step: str, db: Path, case: dict, work: Path) -> subprocess.Popen:
+    """Start one step in a fresh process of ``python`` (the old code's own environment, or this one's:
+    an editable install's import hook wins over ``PYTHONPATH``, so each code runs with its own venv)."""
+    spec = work / f"{db.name}.json"
     spec.write_text(json.dumps(case), encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(code)}
-    out = subprocess.run([sys.executable, __file__, "--step", step, "--target", str(db), "--spec", str(spec)],
-                         env=env, check=True, capture_output=True, text=True)
-    spec.unlink()
-    return {**json.loads(out.stdout.strip().splitlines()[-1]), "load": [round(x, 2) for x in os.getloadavg()]}
+    return subprocess.Popen([str(python), __file__, "--step", step, "--target", str(db), "--spec", str(spec)],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def finish_step(proc: subprocess.Popen) -> dict:
+    out, _ = proc.communicate()
+    if proc.returncode:
+        raise SystemExit(f"a step failed ({proc.args})")
+    Path(proc.args[-1]).unlink()
+    return {**json.loads(out.strip().splitlines()[-1]), "load": [round(x, 2) for x in os.getloadavg()]}
+
+
+def run_step(code: Path, step: str, db: Path, case: dict, work: Path) -> dict:
+    return finish_step(start_step(code, step, db, case, work))
 
 
 # ---------------------------------------------------------------- report
@@ -180,12 +191,13 @@ def report(payload: dict) -> str:
              f"(load average at start {payload['load_start']}, at end {payload['load_end']}). "
              f"Old: `{payload['old']}` ({payload['old_commit']}); new: this checkout ({payload['commit']}).", "",
              f"{payload['revisions']} revisions in {payload['batches']} batches (import --from-git), "
-             f"{payload['db_mb']:.1f} MB. Each purge runs on a fresh copy, old then new, in fresh processes.", "",
-             "| case | code | wall s | revisions changed / removed | notes | DB before → after MB | check | load |",
-             "|---|---|---:|---:|---:|---:|---|---|"]
+             f"{payload['db_mb']:.1f} MB. Each purge runs on a fresh copy in a fresh process"
+             f"{', all at once (compare CPU seconds)' if payload['parallel'] else ', old then new'}.", "",
+             "| case | code | wall s | CPU s | revisions changed / removed | notes | DB before → after MB | check | load |",
+             "|---|---|---:|---:|---:|---:|---:|---|---|"]
     for name, runs in payload["purges"].items():
         for code, r in runs.items():
-            lines.append(f"| {name} | {code} | {r['wall_s']:.1f} | {r['revisions_changed']} / {r['revisions_removed']} | "
+            lines.append(f"| {name} | {code} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['revisions_changed']} / {r['revisions_removed']} | "
                          f"{r['notes']} | {r['db_bytes_before'] / MB:.1f} → {r['db_bytes_after'] / MB:.1f} | "
                          f"{'ok' if not r['check_problems'] else r['check_problems']} | {r['load'][0]} |")
     if payload.get("search"):
@@ -206,10 +218,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, help="a Hub database imported with --from-git (else one is built)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/vaultsync-bench-purge"))
-    parser.add_argument("--old", type=Path, default=Path("/work/main"), help="a checkout of the old code")
+    parser.add_argument("--old", type=Path, default=Path("/work/main"),
+                        help="a checkout of the old code, with its own .venv (made by `make .venv/.installed`)")
     parser.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES)
     parser.add_argument("--queries", type=int, default=40, help="search queries (0: no search rows)")
     parser.add_argument("--no-old", action="store_true", help="measure this checkout only")
+    parser.add_argument("--parallel", action="store_true",
+                        help="run every purge at once, each on its own copy (compare CPU seconds then, not wall)")
     parser.add_argument("--step", choices=("purge", "search"), help=argparse.SUPPRESS)
     parser.add_argument("--target", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--spec", type=Path, help=argparse.SUPPRESS)
@@ -220,7 +235,9 @@ def main() -> None:
         return
     args.work.mkdir(parents=True, exist_ok=True)
     source = args.db or hub_db(args.work)
-    codes = {"new": REPO} if args.no_old else {"old": args.old, "new": REPO}
+    codes = {"new": Path(sys.executable)}
+    if not args.no_old:
+        codes = {"old": args.old / ".venv" / "bin" / "python", **codes}
     git = lambda path: subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=path, capture_output=True,  # noqa: E731
                                       text=True).stdout.strip()
     from vaultsync.vault import Vault
@@ -232,16 +249,22 @@ def main() -> None:
                **machine(), "load_start": [round(x, 2) for x in os.getloadavg()], "old": str(args.old),
                "old_commit": git(args.old), "commit": git(REPO), "revisions": stats["revisions"],
                "batches": stats["batches"], "db_mb": size(source) / MB, "times": chosen["_times"],
-               "queries": args.queries, "purges": {}, "search": {}}
+               "queries": args.queries, "parallel": args.parallel, "purges": {}, "search": {}}
+    running = {}
     for name in args.cases:
         if name not in chosen:
             print(f"no string found for {name}", file=sys.stderr)
             continue
-        payload["purges"][name] = {}
         for code, root in codes.items():
-            target = copy(source, args.work / "purge.db")
-            payload["purges"][name][code] = run_step(root, "purge", target, chosen[name], args.work)
-            print(name, code, payload["purges"][name][code], flush=True)
+            target = copy(source, args.work / f"purge-{name}-{code}.db")
+            if args.parallel:
+                running[name, code] = start_step(root, "purge", target, chosen[name], args.work)
+            else:
+                payload["purges"].setdefault(name, {})[code] = run_step(root, "purge", target, chosen[name], args.work)
+                print(name, code, payload["purges"][name][code], flush=True)
+    for (name, code), proc in running.items():
+        payload["purges"].setdefault(name, {})[code] = finish_step(proc)
+        print(name, code, payload["purges"][name][code], flush=True)
     if args.queries:
         for code, root in codes.items():
             payload["search"][code] = run_step(root, "search", source, {"queries": args.queries, **chosen["_times"]},
