@@ -164,17 +164,25 @@ def step_search(db: Path, case: dict) -> dict:
 def start_step(python: Path, step: str, db: Path, case: dict, work: Path) -> subprocess.Popen:
     """Start one step in a fresh process of ``python`` (the old code's own environment, or this one's:
     an editable install's import hook wins over ``PYTHONPATH``, so each code runs with its own venv)."""
-    spec = work / f"{db.name}.json"
+    spec = work / f"{db.name}-{step}.json"
     spec.write_text(json.dumps(case), encoding="utf-8")
+    out = open(work / f"{db.name}-{step}.out", "w", encoding="utf-8")  # noqa: SIM115 - read by finish_step
     return subprocess.Popen([str(python), __file__, "--step", step, "--target", str(db), "--spec", str(spec)],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=out, text=True)
 
 
-def finish_step(proc: subprocess.Popen) -> dict:
-    out, _ = proc.communicate()
+def finish_step(proc: subprocess.Popen, deadline: float | None = None) -> dict:
+    """The step's result; a step still running at ``deadline`` (a ``time.time()``) is stopped and reported."""
+    try:
+        proc.wait(None if deadline is None else max(1.0, deadline - time.time()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return {"unfinished": True, "load": [round(x, 2) for x in os.getloadavg()]}
+    Path(proc.args[-1]).unlink()
+    out = Path(proc.args[-1][:-len(".json")] + ".out").read_text(encoding="utf-8")
     if proc.returncode:
         raise SystemExit(f"a step failed ({proc.args})")
-    Path(proc.args[-1]).unlink()
     return {**json.loads(out.strip().splitlines()[-1]), "load": [round(x, 2) for x in os.getloadavg()]}
 
 
@@ -197,6 +205,9 @@ def report(payload: dict) -> str:
              "|---|---|---:|---:|---:|---:|---:|---|---|"]
     for name, runs in payload["purges"].items():
         for code, r in runs.items():
+            if r.get("unfinished"):
+                lines.append(f"| {name} | {code} | not finished in {payload['deadline']:.0f} s | | | | | | {r['load'][0]} |")
+                continue
             lines.append(f"| {name} | {code} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['revisions_changed']} / {r['revisions_removed']} | "
                          f"{r['notes']} | {r['db_bytes_before'] / MB:.1f} → {r['db_bytes_after'] / MB:.1f} | "
                          f"{'ok' if not r['check_problems'] else r['check_problems']} | {r['load'][0]} |")
@@ -204,11 +215,11 @@ def report(payload: dict) -> str:
         lines += ["", f"Search, {payload['queries']} Hub queries, ms (middle = as of {payload['times']['middle']}, "
                   f"quarter = as of {payload['times']['quarter']}):", "",
                   "| mode, cutoff | old p50 | old p95 | new p50 | new p95 |", "|---|---:|---:|---:|---:|"]
-        old, new = payload["search"].get("old", {}), payload["search"]["new"]
+        old, new = payload["search"].get("old", {}), payload["search"].get("new", {})
         for key in new:
-            if key == "load":
+            if key in ("load", "unfinished") or not isinstance(new[key], dict):
                 continue
-            o = old.get(key, {})
+            o = old.get(key) if isinstance(old.get(key), dict) else {}
             lines.append(f"| {key.replace('_', ', ')} | {o.get('p50_ms', '')} | {o.get('p95_ms', '')} | "
                          f"{new[key]['p50_ms']} | {new[key]['p95_ms']} |")
     return "\n".join(lines) + "\n"
@@ -225,6 +236,7 @@ def main() -> None:
     parser.add_argument("--no-old", action="store_true", help="measure this checkout only")
     parser.add_argument("--parallel", action="store_true",
                         help="run every purge at once, each on its own copy (compare CPU seconds then, not wall)")
+    parser.add_argument("--deadline", type=float, help="with --parallel: stop what still runs after this many seconds")
     parser.add_argument("--step", choices=("purge", "search"), help=argparse.SUPPRESS)
     parser.add_argument("--target", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--spec", type=Path, help=argparse.SUPPRESS)
@@ -249,7 +261,7 @@ def main() -> None:
                **machine(), "load_start": [round(x, 2) for x in os.getloadavg()], "old": str(args.old),
                "old_commit": git(args.old), "commit": git(REPO), "revisions": stats["revisions"],
                "batches": stats["batches"], "db_mb": size(source) / MB, "times": chosen["_times"],
-               "queries": args.queries, "parallel": args.parallel, "purges": {}, "search": {}}
+               "queries": args.queries, "parallel": args.parallel, "deadline": args.deadline, "purges": {}, "search": {}}
     running = {}
     for name in args.cases:
         if name not in chosen:
@@ -262,10 +274,20 @@ def main() -> None:
             else:
                 payload["purges"].setdefault(name, {})[code] = run_step(root, "purge", target, chosen[name], args.work)
                 print(name, code, payload["purges"][name][code], flush=True)
+    deadline = time.time() + args.deadline if args.deadline else None
+    searching = {}
+    if args.queries and args.parallel:  # the searches alongside (read-only, on the unpurged database)
+        for code, root in codes.items():
+            (args.work / code).mkdir(exist_ok=True)  # one spec and output file per code
+            searching[code] = start_step(root, "search", source, {"queries": args.queries, **chosen["_times"]},
+                                         args.work / code)
     for (name, code), proc in running.items():
-        payload["purges"].setdefault(name, {})[code] = finish_step(proc)
+        payload["purges"].setdefault(name, {})[code] = finish_step(proc, deadline)
         print(name, code, payload["purges"][name][code], flush=True)
-    if args.queries:
+    for code, proc in searching.items():
+        payload["search"][code] = finish_step(proc, deadline)
+        print("search", code, payload["search"][code], flush=True)
+    if args.queries and not args.parallel:
         for code, root in codes.items():
             payload["search"][code] = run_step(root, "search", source, {"queries": args.queries, **chosen["_times"]},
                                                args.work)
