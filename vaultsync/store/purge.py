@@ -14,8 +14,10 @@ A purge rewrites the vault's history as if the purged material had never been re
 
 Then texts and link lists nothing uses are deleted, batches left empty are deleted, the compression
 dictionary is trained again (and every text repacked) when it may hold removed text, and the search
-index (both FTS5 tables with their shadow tables, statistics and vectors) is dropped and rebuilt
-from the revision tables, so its answers are those of a fresh index over the redacted history.
+index is repaired (``search.repair``): the rows of exactly the revisions the purge touched are taken
+out before they change and put back after, the per-batch statistics corrected by the same deltas, docs
+nothing uses any more deleted from FTS5 and their vectors dropped, so its answers are those of a fresh
+index over the redacted history. (An index whose embedder this vaultsync does not know is rebuilt.)
 
 All of that is one transaction, with the append-only triggers dropped and recreated inside it and
 ``secure_delete`` on, so a reader sees the store before or after, never between, and a crash leaves
@@ -35,11 +37,13 @@ import apsw
 
 from ..errors import ConfigError, NoteNotFound
 from ..parsers import parse_note
+from ..tokenizer import TEXT_VERSION, TOKENIZE
 from ..times import format_time, now_micros
 from . import codec
 from .read import cutoff
 from .schema import APPEND_ONLY_TABLES, append_only_triggers, has_table
-from .search.index import rebuild_search
+from .search.index import SearchIndexer, index_lag, rebuild_search
+from .search.repair import Repair
 from .write import BatchWriter, dumps
 from .values import PurgeResult
 
@@ -175,36 +179,55 @@ def _paths(con: apsw.Connection, ids: Iterable[int]) -> set[str]:
                                       (json.dumps(sorted(ids)),))}
 
 
+def _touched(con: apsw.Connection, ids: set[int]) -> set[int]:
+    """``ids`` with the revisions that follow them and the ones those follow (a merge changes both ends)."""
+    children = {r[0] for r in con.execute("SELECT id FROM notes WHERE prev_id IN (SELECT value FROM json_each(?))",
+                                          (json.dumps(sorted(ids)),))}
+    prevs = {r[0] for r in con.execute(
+        "SELECT prev_id FROM notes WHERE id IN (SELECT value FROM json_each(?)) AND prev_id IS NOT NULL",
+        (json.dumps(sorted(ids | children)),))}
+    return ids | children | prevs
+
+
 def purge_strings(con: apsw.Connection, writer: BatchWriter, vault_id: int, strings: Sequence[str],
-                  result: PurgeResult) -> None:
+                  result: PurgeResult, repair: Repair | None = None) -> None:
     affected: dict[int, tuple[str, str]] = {}
     for note_id, path, _kind, _prev, text in revision_texts(con, vault_id):
         if any(s in text for s in strings):
             affected[note_id] = (path, redact(text, strings))
     if not affected:
         return
+    touched = _touched(con, set(affected))
+    if repair is not None:
+        repair.take_out(touched)
     for note_id, (path, text) in affected.items():
         _rewrite(con, writer, note_id, path, text)
     children = {r[0] for r in con.execute("SELECT id FROM notes WHERE prev_id IN (SELECT value FROM json_each(?))",
                                           (json.dumps(sorted(affected)),))}
     paths = {path for path, _ in affected.values()}
     result.revisions_removed = _merge_unchanged(con, set(affected) | children)
+    if repair is not None:
+        repair.put_back(touched)
     result.revisions_changed = len(affected) - result.revisions_removed
     result.notes = len(paths)
     con.execute("DELETE FROM file_state WHERE vault_id = ? AND path IN (SELECT value FROM json_each(?))",
                 (vault_id, json.dumps(sorted(paths))))
 
 
-def purge_note(con: apsw.Connection, vault_id: int, path: str, result: PurgeResult) -> None:
+def purge_note(con: apsw.Connection, vault_id: int, path: str, result: PurgeResult,
+               repair: Repair | None = None) -> None:
     ids = note_component(con, vault_id, path)
     paths = _paths(con, ids)
+    if repair is not None:
+        repair.take_out(ids)
     _remove(con, ids)
     con.execute("DELETE FROM file_state WHERE vault_id = ? AND path IN (SELECT value FROM json_each(?))",
                 (vault_id, json.dumps(sorted(paths))))
     result.revisions_removed, result.notes = len(ids), len(paths)
 
 
-def purge_before(con: apsw.Connection, vault_id: int, before: int, result: PurgeResult) -> None:
+def purge_before(con: apsw.Connection, vault_id: int, before: int, result: PurgeResult,
+                 repair: Repair | None = None) -> None:
     batch = cutoff(con, vault_id, before)
     ids = {r[0] for r in con.execute(
         """SELECT n.id FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
@@ -212,6 +235,8 @@ def purge_before(con: apsw.Connection, vault_id: int, before: int, result: Purge
         {"v": vault_id, "b": batch})}
     if ids:
         result.notes = len(_paths(con, ids))
+        if repair is not None:
+            repair.take_out(ids)
         _remove(con, ids)
     result.revisions_removed = len(ids)
 
@@ -258,6 +283,23 @@ def _retrain_dictionary(con: apsw.Connection, writer: BatchWriter, strings: Sequ
     return True
 
 
+def _repair(con: apsw.Connection, vault_id: int) -> Repair | None:
+    """The search index's repair for this purge (None: no index, or one to rebuild instead)."""
+    from ..embed import EMBEDDERS, get_embedder
+    from .search import schema as search_schema
+
+    if not search_schema.has_schema(con):
+        return None
+    name = search_schema.meta(con, "embedder")
+    stored = (search_schema.meta(con, "tokenizer"), search_schema.meta(con, "text_version"))
+    if name not in EMBEDDERS or stored != (TOKENIZE, str(TEXT_VERSION)) or not search_schema.current(con):
+        return None
+    indexer = SearchIndexer(con, get_embedder(name))
+    if indexer.mismatch or index_lag(con, vault_id) != 0:
+        return None
+    return Repair(con, vault_id, indexer)
+
+
 def run(con: apsw.Connection, vault_id: int, *, strings: Sequence[str] = (), note: str | None = None,
         before: int | None = None) -> PurgeResult:
     """Carry out one purge inside the caller's transaction (exactly one of the three kinds)."""
@@ -270,17 +312,21 @@ def run(con: apsw.Connection, vault_id: int, *, strings: Sequence[str] = (), not
         raise ConfigError("that text is part of a note's path, which a text purge does not rename; "
                           "remove that note with a note purge", argument="note")
     writer = BatchWriter(con, vault_id, 0, "purge")
+    repair = _repair(con, vault_id)
     if strings:
-        purge_strings(con, writer, vault_id, strings, result)
+        purge_strings(con, writer, vault_id, strings, result, repair)
     elif note is not None:
-        purge_note(con, vault_id, note, result)
+        purge_note(con, vault_id, note, result, repair)
     elif before is not None:
-        purge_before(con, vault_id, before, result)
+        purge_before(con, vault_id, before, result, repair)
     result.batches_removed = _collect_garbage(con, vault_id)
     touched = result.revisions_changed or result.revisions_removed
     if touched:
         result.dictionary_retrained = _retrain_dictionary(con, writer, strings if strings else None)
-        rebuild_search(con)
+        if repair is not None:
+            repair.finish()
+        else:
+            rebuild_search(con)
     for table in APPEND_ONLY_TABLES:
         con.execute(append_only_triggers(table))
     detail = (f"{len(strings)} string{'s' * (len(strings) != 1)}" if strings else

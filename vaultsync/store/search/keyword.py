@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import apsw
 
 from .schema import live_table
-from .snapshot import Snapshot, rows_source
+from .snapshot import DOCS_PARAM, Snapshot, rows_source
 from ...tokenizer import KeywordQuery
 
 K1 = 1.2
@@ -171,51 +171,64 @@ CONSTANTS = {"k1": K1, "b": B, "omb": 1 - B, "k1p1": K1 + 1.0}
 
 def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None,
                  allowed: set[int] | None, limit: int) -> tuple[list[Scored], list[Scored]]:
-    """BM25 at a cutoff, computed inside SQLite: occurrences per doc, visible rows, frequencies, scores."""
+    """BM25 at a cutoff, computed inside SQLite per distinct doc: occurrences per doc, how many visible
+    rows use each doc, scores; then the rows of the best docs only (and, with ``whole``, of the best docs
+    whose text matches that phrase).
+
+    Every visible row using a doc has that doc's score (the score depends on the doc's text and the
+    cutoff's statistics alone), so the work grows with the docs that hold a phrase, not with the rows
+    (a history's unchanged chunks, a copied note) that share them.
+    """
     n_rows, tokens, max_doc = cutoff_stats(con, snap)
     if n_rows <= 0:
         return [], []
     con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_tf (doc INTEGER, phrase INTEGER, tf REAL, "
                 "PRIMARY KEY (doc, phrase)) WITHOUT ROWID")
-    con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_rows (id INTEGER PRIMARY KEY, doc INTEGER, note INTEGER, "
+    con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_docs (doc INTEGER PRIMARY KEY, n INTEGER NOT NULL, "
                 "s REAL NOT NULL DEFAULT 0.0)")
     con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_whole (id INTEGER PRIMARY KEY)")
     con.execute("DELETE FROM temp.kw_tf")
-    con.execute("DELETE FROM temp.kw_rows")
+    con.execute("DELETE FROM temp.kw_docs")
     con.execute("DELETE FROM temp.kw_whole")
     try:
         for i, phrase in enumerate(query.phrases):
             sql, params = _freqs_sql(con, phrase.fts(), max_doc)
             con.execute(f"INSERT INTO temp.kw_tf (doc, tf, phrase) SELECT doc, tf, {i} FROM ({sql})", params)
         source, params = rows_source(snap, None, docs="SELECT DISTINCT doc AS value FROM temp.kw_tf")
-        con.execute(f"INSERT OR IGNORE INTO temp.kw_rows (id, doc, note) {source}", params)
-        df = dict(con.execute("SELECT t.phrase, count(*) FROM temp.kw_rows r JOIN temp.kw_tf t ON t.doc = r.doc "
+        con.execute(f"INSERT INTO temp.kw_docs (doc, n) SELECT doc_id, count(*) FROM ({source}) GROUP BY doc_id",
+                    params)
+        df = dict(con.execute("SELECT t.phrase, sum(d.n) FROM temp.kw_docs d JOIN temp.kw_tf t ON t.doc = d.doc "
                               "GROUP BY t.phrase").fetchall())
         # The score is summed phrase by phrase, in query order, as fts5Bm25Function adds its terms: one
-        # UPDATE per phrase (a phrase absent from a row adds exactly 0.0), so no statement joins more
+        # UPDATE per phrase (a phrase absent from a doc adds exactly 0.0), so no statement joins more
         # than three tables whatever the number of phrases (SQLite allows 64 per join).
         avgdl = tokens / n_rows
         for i in range(len(query.phrases)):
             con.execute(
-                """UPDATE temp.kw_rows SET s = s + :idf * ((t.tf * :k1p1) / (t.tf + :k1 * (:omb + :b * d.length / :avgdl)))
+                """UPDATE temp.kw_docs SET s = s + :idf * ((t.tf * :k1p1) / (t.tf + :k1 * (:omb + :b * d.length / :avgdl)))
                    FROM temp.kw_tf t, search_docs d
-                   WHERE t.doc = kw_rows.doc AND t.phrase = :phrase AND d.id = kw_rows.doc""",
+                   WHERE t.doc = kw_docs.doc AND t.phrase = :phrase AND d.id = kw_docs.doc""",
                 {"idf": idf(n_rows, df.get(i, 0)), "phrase": i, "avgdl": avgdl, **CONSTANTS})
-        where = ""
-        extra: dict[str, object] = {}
-        if allowed is not None:
-            where = "WHERE r.note IN (SELECT value FROM json_each(:allowed))"
-            extra["allowed"] = json.dumps(sorted(allowed))
-        select = f"SELECT r.id AS id, -1.0 * r.s AS s FROM temp.kw_rows r {where}"
-        rows = _lowest(con, select, extra, limit)
+        rows = _best_rows(con, snap, allowed, limit)
         held: list[tuple] = []
         if whole is not None:
             con.execute("INSERT INTO temp.kw_whole (id) SELECT rowid FROM search_fts "
                         "WHERE search_fts MATCH :whole AND rowid <= :maxdoc", {"whole": whole, "maxdoc": max_doc})
-            held = _lowest(con, f"{select} {'AND' if where else 'WHERE'} r.doc IN (SELECT id FROM temp.kw_whole)",
-                           extra, limit)
+            held = _best_rows(con, snap, allowed, limit, within="WHERE doc IN (SELECT id FROM temp.kw_whole)")
     finally:
         con.execute("DELETE FROM temp.kw_tf")
-        con.execute("DELETE FROM temp.kw_rows")
+        con.execute("DELETE FROM temp.kw_docs")
         con.execute("DELETE FROM temp.kw_whole")
     return _top(con, [Scored(r[0], r[1]) for r in rows], limit), _top(con, [Scored(r[0], r[1]) for r in held], limit)
+
+
+def _best_rows(con: apsw.Connection, snap: Snapshot, allowed: set[int] | None, limit: int,
+               within: str = "") -> list[tuple]:
+    """(row id, score) of the visible rows (of allowed notes) of the best docs in ``temp.kw_docs`` (``within``:
+    a WHERE clause narrowing those docs): whole groups of equal score, best first, until ``limit`` rows are
+    reached (as ``_lowest``: every row tied with the last one is kept)."""
+    out: list[tuple] = []
+    taken, step, last = 0, max(limit + 1, 64), None
+    while True:
+        docs = con.execute(f"SELECT doc, -1.0 * s FROM temp.kw_docs {within} ORDER BY s DESC, doc LIMIT :n OFFSET :o",
+                           {"n": step, "o": taken}).fetchall()

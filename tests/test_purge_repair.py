@@ -1,0 +1,141 @@
+"""Purge repairs the search index instead of rebuilding it: what the purge did not touch keeps its index
+rows (and another vault keeps everything), and the repaired index equals a rebuilt one where answers are
+concerned: the per-batch statistics every cutoff sums, the live table, and keyword search at every batch
+against a fresh FTS5 index over ``export``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import pytest
+
+from conftest import copy_db
+from search_truth import fresh_keyword, same_ranking, split_export
+from vaultsync.store.search.index import rebuild_search
+from vaultsync.text import parse_query
+from vaultsync.vault import Vault
+
+SECRET = "harlequin-gazebo-7731"
+TIMES = [f"2024-01-{d:02d}" for d in range(1, 9)]
+QUERIES = ["harlequin gazebo", "purged", "garden notes", "lantern", "7731"]
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for old in root.rglob("*.md"):
+        old.unlink()
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+
+
+def _states() -> list[dict[str, str]]:
+    """Eight states of a small vault: the secret comes, spreads, is edited around, one note is renamed."""
+    base = {f"n{i}.md": f"# Note {i}\n\ngarden notes {i}, a lantern by the gate.\n\n## Part\n\nline {i} of text.\n"
+            for i in range(6)}
+    states = []
+    for k in range(8):
+        files = dict(base)
+        if k >= 1:
+            files["n1.md"] = base["n1.md"] + f"\n## Secret\n\nthe {SECRET} is here.\n"
+        if k >= 3:
+            files["n2.md"] = base["n2.md"].replace("lantern", f"lantern ({SECRET})") + f"\nedit {k}\n"
+        if 2 <= k < 5:
+            files["gone.md"] = f"# Gone\n\n{SECRET} and garden notes.\n"
+        if k >= 4:
+            files["n3.md"] = base["n3.md"] + f"\nmore garden notes, version {k}\n"
+        if k >= 6:
+            files["moved/n4.md"] = files.pop("n4.md")
+        states.append(files)
+    return states
+
+
+@pytest.fixture
+def two_vaults(tmp_path: Path) -> tuple[Path, Path, Path]:
+    db = tmp_path / "store.db"
+    a, b = tmp_path / "alpha", tmp_path / "beta"
+    for root in (a, b):
+        root.mkdir()
+        with Vault.open(db, root=root) as vault:
+            for when, files in zip(TIMES, _states()):
+                _write(root, files)
+                vault.sync(known_at=when)
+    return db, a, b
+
+
+def _rows(db: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+def _vault_id(db: Path, name: str) -> int:
+    return _rows(db, "SELECT id FROM vaults WHERE name = ?", (name,))[0][0]
+
+
+def _index_of(db: Path, vault_id: int, doc_ids: bool = False) -> tuple:
+    """Everything the index holds for one vault (doc ids replaced by the doc's content hash, unless ``doc_ids``)."""
+    doc = "r.doc_id" if doc_ids else "d.hash"
+    rows = _rows(db, f"""SELECT r.id, r.note_id, {doc}, d.length, r.born, r.died FROM search_rows r
+                        JOIN search_docs d ON d.id = r.doc_id WHERE r.vault_id = ? ORDER BY r.id""", (vault_id,))
+    live = _rows(db, f"SELECT rowid FROM search_live_{vault_id} ORDER BY rowid")
+    vectors = _rows(db, """SELECT d.hash, v.refs, v.embedding FROM search_live_vectors v JOIN search_docs d
+                           ON d.id = v.doc_id WHERE v.vault_id = ? ORDER BY d.hash""", (vault_id,))
+    return rows, live, vectors
+
+
+def _cutoff_stats(db: Path, vault_id: int) -> list[tuple]:
+    """(batch, visible rows, tokens) at every batch of the vault: what a cutoff's BM25 takes."""
+    return _rows(db, """SELECT b.id, (SELECT coalesce(sum(rows), 0) FROM search_stats s WHERE s.vault_id = b.vault_id
+                              AND s.batch_id <= b.id),
+                               (SELECT coalesce(sum(tokens), 0) FROM search_stats s WHERE s.vault_id = b.vault_id
+                              AND s.batch_id <= b.id)
+                        FROM batches b WHERE b.vault_id = ? ORDER BY b.id""", (vault_id,))
+
+
+def _rebuilt(db: Path, to: Path) -> Path:
+    copy_db(db, to)
+    con = apsw.Connection(str(to))
+    from vaultsync.store.db import _load_vec
+
+    _load_vec(con)
+    with con:
+        rebuild_search(con)
+    con.close()
+    return to
+
+
+@pytest.mark.parametrize("kind", ["text", "note", "before"])
+def test_purge_repairs_only_what_it_touched(two_vaults: tuple[Path, Path, Path], tmp_path: Path, kind: str) -> None:
+    db, alpha, _ = two_vaults
+    a, b = _vault_id(db, "alpha"), _vault_id(db, "beta")
+    other_before = _index_of(db, b, doc_ids=True)
+    untouched = {r[0]: r for r in _index_of(db, a)[0]
+                 if r[1] in {n for (n,) in _rows(db, "SELECT id FROM notes WHERE path IN ('n0.md', 'n5.md')")}}
+    with Vault.open(db, root=alpha) as vault:
+        args = {"text": {"texts": [SECRET]}, "note": {"note": "n2.md"}, "before": {"before": TIMES[3]}}[kind]
+        result = vault.purge(**args, also_current=True)
+        assert result["revisions_changed"] + result["revisions_removed"] > 0
+    assert _index_of(db, b, doc_ids=True) == other_before  # the other vault's index: untouched, not rebuilt
+    after = {r[0]: r for r in _index_of(db, a)[0]}
+    kept = [row_id for row_id in untouched if row_id in after]
+    assert kept and all(after[row_id] == untouched[row_id] for row_id in kept)  # repaired, not rebuilt
+    rebuilt = _rebuilt(db, tmp_path / "rebuilt.db")
+    assert _cutoff_stats(db, a) == _cutoff_stats(rebuilt, a)
+    assert _index_of(db, a)[1:] == _index_of(rebuilt, a)[1:]
+    assert sorted(r[2:] for r in _index_of(db, a)[0]) == sorted(r[2:] for r in _index_of(rebuilt, a)[0])
+    assert _rows(db, "SELECT docs, tokens FROM search_doc_totals") == _rows(rebuilt, "SELECT docs, tokens FROM search_doc_totals")
+    assert (_rows(db, "SELECT count(*) FROM search_docs") == _rows(rebuilt, "SELECT count(*) FROM search_docs")
+            == _rows(db, "SELECT count(*) FROM search_vectors"))
+    with Vault.open(db, name="alpha", readonly=True) as vault:
+        for when in TIMES[3:] if kind == "before" else TIMES:
+            header, chunks = split_export(vault.export(as_of=when))
+            if kind == "text":
+                assert all(SECRET not in c["text"] for c in chunks)
+            for query in QUERIES:
+                got = vault.search(query, as_of=when, mode="keyword", limit=1000)
+                same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
+                             fresh_keyword(header, chunks, parse_query(query).expression))
+        assert vault.check() == []
