@@ -99,7 +99,7 @@ def whole_phrase(query: str) -> str | None:
     """The FTS5 phrase of the whole query, its phrases in order (``"a b" + "c" *``), written independently of
     ``signals.QueryTokens.whole``; None for a query of fewer than two tokens."""
     from vaultsync.store.search.signals import tokens
-    from vaultsync.text import parse_query
+    from vaultsync.tokenizer import parse_query
 
     phrases = parse_query(query).phrases
     if sum(len(tokens(p.text)) for p in phrases) < 2:

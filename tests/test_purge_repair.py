@@ -13,7 +13,7 @@ import pytest
 from conftest import copy_db
 from search_truth import fresh_keyword, same_ranking, split_export
 from vaultsync.store.search.index import rebuild_search
-from vaultsync.text import parse_query
+from vaultsync.tokenizer import parse_query
 from vaultsync.vault import Vault
 
 SECRET = "harlequin-gazebo-7731"
@@ -117,7 +117,7 @@ def test_purge_repairs_only_what_it_touched(two_vaults: tuple[Path, Path, Path],
     with Vault.open(db, root=alpha) as vault:
         args = {"text": {"texts": [SECRET]}, "note": {"note": "n2.md"}, "before": {"before": TIMES[3]}}[kind]
         result = vault.purge(**args, also_current=True)
-        assert result["revisions_changed"] + result["revisions_removed"] > 0
+        assert result.revisions_changed + result.revisions_removed > 0
     assert _index_of(db, b, doc_ids=True) == other_before  # the other vault's index: untouched, not rebuilt
     after = {r[0]: r for r in _index_of(db, a)[0]}
     kept = [row_id for row_id in untouched if row_id in after]
@@ -136,6 +136,6 @@ def test_purge_repairs_only_what_it_touched(two_vaults: tuple[Path, Path, Path],
                 assert all(SECRET not in c["text"] for c in chunks)
             for query in QUERIES:
                 got = vault.search(query, as_of=when, mode="keyword", limit=1000)
-                same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
+                same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got.hits],
                              fresh_keyword(header, chunks, parse_query(query).expression))
         assert vault.check() == []

@@ -285,7 +285,7 @@ def _retrain_dictionary(con: apsw.Connection, writer: BatchWriter, strings: Sequ
 
 def _repair(con: apsw.Connection, vault_id: int) -> Repair | None:
     """The search index's repair for this purge (None: no index, or one to rebuild instead)."""
-    from ..embed import EMBEDDERS, get_embedder
+    from ..embedders import EMBEDDERS, get_embedder
     from .search import schema as search_schema
 
     if not search_schema.has_schema(con):

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 
 import apsw
 
-from ...text import indexable, indexed_text
+from ...tokenizer import indexable, indexed_text
 from ..codec import content_key, unpack
 from .embedding import write_vectors
 from .schema import live_table
