@@ -23,7 +23,7 @@ from .views import Explorer
 
 logger = logging.getLogger(__name__)
 
-ASSETS = {"ui.js": "text/javascript; charset=utf-8", "ui.css": "text/css; charset=utf-8"}
+ASSETS = {"ui.js": "text/javascript; charset=utf-8", "ui.css": "text/css; charset=utf-8", "icon.svg": "image/svg+xml"}
 """The page's only files besides itself, shipped in the package (no CDN, nothing from the network)."""
 
 

@@ -37,7 +37,7 @@ def _wikilink(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: d
     target, heading, alias = meta.get("target") or "", meta.get("heading"), meta.get("alias")
     label = alias or (target + (f" > {heading}" if heading else "")) or (heading or "")
     resolved = env["resolve"]({"kind": "wikilink", **meta})
-    text = escapeHtml(("📎 " if meta.get("embed") else "") + label)
+    text = escapeHtml(("↳ " if meta.get("embed") else "") + label)
     if resolved is None:
         return f'<span class="wikilink dangling" title="no such note then">{text}</span>'
     anchor = f' data-heading="{escapeHtml(heading)}"' if heading else ""
@@ -61,7 +61,7 @@ def _link_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: 
 def _image(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
     token = tokens[idx]
     alt = "".join(child.content for child in token.children or [])
-    return f'<span class="image" title="{escapeHtml(str(token.attrGet("src") or ""))}">🖼 {escapeHtml(alt)}</span>'
+    return f'<span class="image" title="{escapeHtml(str(token.attrGet("src") or ""))}">[image: {escapeHtml(alt)}]</span>'
 
 
 def _tag(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
@@ -109,27 +109,39 @@ def word_diff(before: str, after: str) -> list[list[str]]:
     Lines are aligned first, then the words of each changed stretch, so a long note costs about its
     changed part. Concatenating the ``=`` and ``-`` runs gives ``before``, the ``=`` and ``+`` runs ``after``.
     """
-    out: list[list[str]] = []
-
-    def emit(op: str, text: str) -> None:
-        if not text:
-            return
-        if out and out[-1][0] == op:
-            out[-1][1] += text
-        else:
-            out.append([op, text])
-
+    runs: list[tuple[str, str]] = []
     a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         old, new = "".join(a[i1:i2]), "".join(b[j1:j2])
         if tag == "equal":
-            emit("=", old)
+            runs.append(("=", old))
             continue
         wa, wb = _words(old), _words(new)
         for wtag, k1, k2, m1, m2 in difflib.SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes():
             if wtag == "equal":
-                emit("=", "".join(wa[k1:k2]))
+                runs.append(("=", "".join(wa[k1:k2])))
             else:
-                emit("-", "".join(wa[k1:k2]))
-                emit("+", "".join(wb[m1:m2]))
+                runs += [("-", "".join(wa[k1:k2])), ("+", "".join(wb[m1:m2]))]
+    return _grouped([r for r in runs if r[1]])
+
+
+def _grouped(runs: list[tuple[str, str]]) -> list[list[str]]:
+    """Readable runs: blanks kept between two changes join them ("a b" -> "x y" is one change, not two
+    around a kept space), and each stretch of changes reads as all it removed, then all it added."""
+    out: list[list[str]] = []
+    removed, added = "", ""
+    for i, (op, text) in enumerate(runs):
+        between = (op == "=" and text.isspace() and 0 < i < len(runs) - 1
+                   and runs[i - 1][0] != "=" and runs[i + 1][0] != "=")
+        if op == "=" and not between:
+            out += [[o, t] for o, t in (("-", removed), ("+", added)) if t]
+            removed, added = "", ""
+            if out and out[-1][0] == "=":
+                out[-1][1] += text
+            else:
+                out.append(["=", text])
+        else:
+            removed += text if op != "+" else ""
+            added += text if op != "-" else ""
+    out += [[o, t] for o, t in (("-", removed), ("+", added)) if t]
     return out

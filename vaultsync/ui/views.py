@@ -105,7 +105,8 @@ class Explorer:
         when, valid_at = as_micros(at, "as_of"), as_micros(valid, "valid_at")
         with self.lock:
             self._fresh()
-            return self._cached(("tree", self.cutoff(when), valid_at), lambda: self._tree(when, valid_at))
+            tree = self._cached(("tree", self.cutoff(when), valid_at), lambda: self._tree(when, valid_at))
+            return {"at": _when(when), "valid_at": _when(valid_at), **tree}
 
     def _tree(self, when: int | None, valid_at: int | None) -> dict[str, Any]:
         then = self._ls(when, valid_at)
@@ -126,8 +127,7 @@ class Explorer:
             notes.append(entry)
         present = {r.path for r in then}
         later = [p for p in now if p not in present and p not in moved_to]
-        return {"at": _when(when), "valid_at": _when(valid_at), "notes": notes, "added_since": later,
-                "folders": folders([r.path for r in then])}
+        return {"notes": notes, "added_since": later, "folders": folders([r.path for r in then])}
 
     def note(self, path: str, at: TimeLike = None, valid: TimeLike = None) -> dict[str, Any]:
         """The note as of ``at``: its text, safe HTML (links resolved then), frontmatter, and its revisions."""

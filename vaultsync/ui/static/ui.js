@@ -123,10 +123,11 @@ function drawTimeline() {
     const label = step >= 30 * 86400e6 ? iso(t).slice(0, 7) : step >= 86400e6 ? iso(t).slice(0, 10) : iso(t).slice(11, 16);
     g.fillText(label, x + 2, 12);
   }
-  const at = momentUs();
+  const at = state.at === null ? Math.min(momentUs(), end) : state.at;  // now: at the right edge
   const cursor = $("cursor");
   cursor.hidden = at < start || at > end;
-  cursor.style.left = `${((at - start) / span) * width}px`;
+  cursor.classList.toggle("now", state.at === null);
+  cursor.style.left = `${Math.min(width - 1, ((at - start) / span) * width)}px`;
   $("axis-start").textContent = short(start);
   $("axis-end").textContent = short(end) + (end >= ends()[1] - 1 ? " (now)" : "");
   strip.setAttribute("aria-valuemin", String(ends()[0]));
@@ -146,10 +147,18 @@ function zoom(factor, centre) {
   drawTimeline();
 }
 
-function zoomAll() {
+function zoomAll() {  // the whole history, first batch to now
   const [lo, hi] = ends();
   const pad = (hi - lo) * 0.01 + 1;
   state.view = [lo - pad, hi];
+  drawTimeline();
+}
+
+function zoomBatches() {  // the first batch to the last one (now is drawn at the right edge when later)
+  if (state.batches.length < 2) return zoomAll();
+  const lo = state.batches[0][0], hi = state.batches[state.batches.length - 1][0];
+  const pad = (hi - lo) * 0.04 + 60e6;
+  state.view = [lo - pad, Math.min(hi + pad, ends()[1])];
   drawTimeline();
 }
 
@@ -169,7 +178,7 @@ function setMoment(us, options) {
   if (us !== null && us < lo - (hi - lo)) us = lo - 1;
   state.at = us;
   const at = momentUs();
-  if (at < state.view[0] || at > state.view[1]) {
+  if (us !== null && (at < state.view[0] || at > state.view[1])) {
     const span = state.view[1] - state.view[0];
     state.view = [at - span / 2, at + span / 2];
   }
@@ -184,7 +193,7 @@ function stepBatch(direction) {
   const at = momentUs(), i = batchIndexAt(at);
   if (direction < 0) {
     const exact = i >= 0 && state.batches[i][0] === at;
-    const j = exact || state.at === null ? i - 1 : i;
+    const j = exact ? i - 1 : i;  // from between two batches (or now): the batch before
     if (j >= 0) setMoment(state.batches[j][0]);
   } else {
     const j = i + 1;
@@ -199,7 +208,7 @@ function timelineKeys(event) {
     ArrowRight: () => stepBatch(1), ArrowUp: () => stepBatch(1),
     PageUp: () => setMoment(momentUs() - span / 10), PageDown: () => setMoment(momentUs() + span / 10),
     Home: () => state.batches.length && setMoment(state.batches[0][0]), End: () => setMoment(null),
-    "+": () => zoom(0.5), "=": () => zoom(0.5), "-": () => zoom(2), "0": zoomAll,
+    "+": () => zoom(0.5), "=": () => zoom(0.5), "-": () => zoom(2), "0": zoomBatches,
   };
   const action = keys[event.key];
   if (action) { event.preventDefault(); action(); }
@@ -223,6 +232,7 @@ function wireTimeline() {
   $("zoom-in").addEventListener("click", () => zoom(0.5));
   $("zoom-out").addEventListener("click", () => zoom(2));
   $("zoom-all").addEventListener("click", zoomAll);
+  $("zoom-fit").addEventListener("click", zoomBatches);
   $("prev-batch").addEventListener("click", () => stepBatch(-1));
   $("next-batch").addEventListener("click", () => stepBatch(1));
   $("first").addEventListener("click", () => state.batches.length && setMoment(state.batches[0][0]));
@@ -300,11 +310,12 @@ function renderNote(data) {
   const fm = data.frontmatter && typeof data.frontmatter === "object" ? data.frontmatter : null;
   table.hidden = !fm || !Object.keys(fm).length;
   if (fm) for (const [key, value] of Object.entries(fm)) {
-    body.append(el("tr", {}, el("th", {text: key}), el("td", {text: typeof value === "string" ? value : JSON.stringify(value)})));
+    body.append(el("tr", {}, el("th", {text: key}), el("td", {text: typeof value === "string" ? value : Array.isArray(value) && value.every((v) => typeof v !== "object") ? value.join(", ") : JSON.stringify(value)})));
   }
   $("note-body").innerHTML = data.html;  // rendered by the server with raw HTML off; see render.py
   $("note-source").textContent = data.content;  // the exact text, as `read --as-of` prints it
   $("note").dataset.path = data.path;
+  $("note").dataset.at = data.at.us === null ? "now" : String(data.at.us);
   renderRevisions(data);
 }
 
@@ -334,16 +345,19 @@ function diffRevisions(revs) {
   showDiff(a.path, a.known_at, b.path, b.known_at, `A ${short(a.known_at)} → B ${short(b.known_at)}`);
 }
 
-let diffRuns = [];
+let diffRuns = [], diffSeq = 0;
 
 async function showDiff(pathA, atA, pathB, atB, title) {
+  const mine = ++diffSeq;
   try {
     const data = await api("diff", {a: pathA, at_a: atA === null ? "now" : atA, b: pathB, at_b: atB === null ? "now" : atB});
+    if (mine !== diffSeq) return;  // the reader picked another pair meanwhile
     diffRuns = data.runs;
     $("diff-box").hidden = false;
     $("diff-title").textContent = title || `${pathA} @ ${short(atA)} → ${pathB} @ ${short(atB)}`;
     $("diff-counts").textContent = `${data.removed_words} words removed, ${data.added_words} added`;
     drawDiff();
+    $("diff").dataset.pair = `${pathA}@${atA ?? "now"}|${pathB}@${atB ?? "now"}`;
   } catch (e) { showError(e.message); }
 }
 
@@ -369,8 +383,19 @@ function showSource(source) {
   $("show-source").setAttribute("aria-pressed", String(source));
 }
 
+function reveal(path) {
+  const parts = path.split("/");
+  for (let i = 1; i < parts.length; i++) {
+    const folder = parts.slice(0, i).join("/");
+    state.openFolders.add(folder);
+    const details = [...document.querySelectorAll("#tree details")].find((d) => d.dataset.folder === folder);
+    if (details) details.open = true;
+  }
+}
+
 async function openNote(path, options) {
   state.note = path;
+  reveal(path);
   saveHash();
   for (const link of document.querySelectorAll("#tree a.note-link")) link.classList.toggle("active", link.dataset.path === path);
   const mine = ++seq;
@@ -417,7 +442,7 @@ async function runSearch() {
       String(hit.snippet || "").split("**").forEach((part, i) => snippet.append(i % 2 ? el("mark", {text: part}) : part));
       return el("li", {"data-path": hit.path},
                 el("a", {href: "#", class: "wikilink result", "data-path": hit.path, text: hit.path}),
-                hit.heading ? el("span", {class: "muted small", text: ` ${hit.heading}`}) : null, snippet);
+                (hit.heading_path || []).length ? el("span", {class: "muted small", text: ` ${hit.heading_path.join(" > ")}`}) : null, snippet);
     }));
   } catch (e) { showError(e.message); }
 }
@@ -522,7 +547,7 @@ async function start() {
     $("vault-name").textContent = timeline.vault;
     $("valid-control").hidden = !timeline.validity;
   } catch (e) { showError(e.message); }
-  zoomAll();
+  zoomBatches();
   setMoment(state.at, {quiet: true});
   await refresh();
   if (state.query) runSearch();
