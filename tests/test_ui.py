@@ -302,6 +302,9 @@ def test_a_diff_between_two_revisions_marks_exactly_the_changed_words(page: Watc
     assert compare(3, 2) == (REPLACEMENT.split(), REPLACED.split())
     # side by side: the removed words on the left, the added ones on the right, the rest on both sides
     tab.click("#diff-side")
+    assert tab.locator("#diff button.fold").count() >= 2  # long unchanged stretches are folded...
+    while tab.locator("#diff button.fold").count():
+        tab.locator("#diff button.fold").first.click()  # ...and unfold to the exact text
     left = tab.locator("#diff pre.left").text_content()
     right = tab.locator("#diff pre.right").text_content()
     assert left == invoke("read", EDITED, "--as-of", "2025-04-07T09:00:00Z", db=history.db, check=True).stdout
@@ -309,7 +312,7 @@ def test_a_diff_between_two_revisions_marks_exactly_the_changed_words(page: Watc
     assert tab.eval_on_selector_all("#diff pre.left del", "e => e.map(x => x.textContent)") == [REPLACEMENT]
     tab.click("#diff-inline")
     compare(2, 3)
-    tab.locator("#diff-box").scroll_into_view_if_needed()
+    tab.evaluate("document.querySelector('#revisions-box').scrollIntoView()")
     screenshot(tab, "ui-note-diff.png", tmp_path)
     assert not page.dialogs and not page.errors and not page.foreign
 
@@ -355,12 +358,12 @@ def test_the_timeline_by_keyboard_alone(page: Watched, server: Server, history: 
     tab.keyboard.type("2025-02-10")
     tab.keyboard.press("Enter")
     tree_at(str(parse_time("2025-02-10")))
+    screenshot(tab, "ui-timeline.png", tmp_path, clip={"x": 0, "y": 0, "width": 1360, "height": 150})
     tab.keyboard.type("x")  # appended to the box: not a time, refused with a message, moment kept
     tab.keyboard.press("Enter")
     assert "invalid time" in tab.locator("#error").text_content()
     assert moment() == "2025-02-10T00:00:00Z"
     assert not page.dialogs and not page.foreign
-    screenshot(tab, "ui-timeline.png", tmp_path, clip={"x": 0, "y": 0, "width": 1360, "height": 150})
 
 
 def test_a_hostile_note_runs_nothing(page: Watched, server: Server, history: History) -> None:

@@ -361,14 +361,31 @@ async function showDiff(pathA, atA, pathB, atB, title) {
   } catch (e) { showError(e.message); }
 }
 
+const CONTEXT = 3;  // unchanged lines shown around a change; the rest is folded behind a button
+
+function unchanged(text, first, last) {
+  const lines = text.split(/(?<=\n)/);
+  const head = first ? 0 : CONTEXT, tail = last ? 0 : CONTEXT;
+  if (lines.length <= head + tail + 2) return [document.createTextNode(text)];
+  const folded = lines.slice(head, lines.length - tail).join("");
+  const fold = el("button", {type: "button", class: "fold", text: `⋯ ${lines.length - head - tail} unchanged lines ⋯`});
+  fold.addEventListener("click", () => fold.replaceWith(document.createTextNode(folded)));
+  return [document.createTextNode(lines.slice(0, head).join("")), fold,
+          document.createTextNode(lines.slice(lines.length - tail).join(""))];
+}
+
+function diffNodes(runs) {
+  return runs.flatMap(([op, text], i) => op === "=" ? unchanged(text, i === 0, i === runs.length - 1)
+                                                    : [el(op === "-" ? "del" : "ins", {text})]);
+}
+
 function drawDiff() {
   const box = $("diff");
-  const piece = (op, text) => op === "=" ? document.createTextNode(text) : el(op === "-" ? "del" : "ins", {text});
   if (state.diffMode === "inline") {
-    box.replaceChildren(el("pre", {class: "diff inline"}, ...diffRuns.map(([op, text]) => piece(op, text))));
+    box.replaceChildren(el("pre", {class: "diff inline"}, ...diffNodes(diffRuns)));
   } else {
-    const left = el("pre", {class: "diff left"}, ...diffRuns.filter(([op]) => op !== "+").map(([op, t]) => piece(op, t)));
-    const right = el("pre", {class: "diff right"}, ...diffRuns.filter(([op]) => op !== "-").map(([op, t]) => piece(op, t)));
+    const left = el("pre", {class: "diff left"}, ...diffNodes(diffRuns.filter(([op]) => op !== "+")));
+    const right = el("pre", {class: "diff right"}, ...diffNodes(diffRuns.filter(([op]) => op !== "-")));
     box.replaceChildren(el("div", {class: "side"}, left, right));
   }
   $("diff-inline").setAttribute("aria-pressed", String(state.diffMode === "inline"));
@@ -436,7 +453,7 @@ async function runSearch() {
   try {
     const data = await api("search", {q: query, at: state.at ?? "now", valid: state.valid});
     if (query !== state.query) return;
-    $("search-info").textContent = `${data.hits.length} hits as of ${state.at === null ? "now" : short(state.at)} (${data.mode})`;
+    $("search-info").textContent = `${data.hits.length} hit${data.hits.length === 1 ? "" : "s"} as of ${state.at === null ? "now" : short(state.at)} (${data.mode})`;
     $("search-results").replaceChildren(...data.hits.map((hit) => {
       const snippet = el("p", {class: "snippet"});
       String(hit.snippet || "").split("**").forEach((part, i) => snippet.append(i % 2 ? el("mark", {text: part}) : part));
