@@ -40,6 +40,8 @@ EDITED = "Projects/Atlas/Atlas Overview.md"
 ONBOARDING = "Team/Onboarding.md"
 POLICY = "Team/Remote Work Policy.md"
 REPLACED, REPLACEMENT = "lighthouse beacons", "mesh radio relays"
+DELETED = "Recipes/Team Lunch Chili.md"
+RENAMED_AGAIN = "Archive/Inbox 2025-01.md"
 HOSTILE_NAME = "Hostile <img src=x onerror=alert('name')>.md"
 HOSTILE = """---
 title: "<script>alert('fm')</script>"
@@ -79,11 +81,14 @@ def _demo() -> Any:
 class History:
     vault: Path
     db: Path
+    commits: list[tuple[str, str]]
+    """(sha, committer time), oldest first."""
 
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> History:
-    """The demo's dated history of notes/, plus a fourth commit: two words replaced, a hostile note added."""
+    """The demo's dated history of notes/, plus a fourth commit: two words replaced, a hostile note added, a
+    note deleted, the renamed inbox renamed again."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     demo = _demo()
@@ -95,11 +100,16 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> History:
     assert text.count(REPLACED) == 1
     edited.write_text(text.replace(REPLACED, REPLACEMENT), encoding="utf-8")
     (vault / HOSTILE_NAME).write_text(HOSTILE, encoding="utf-8")
+    (vault / DELETED).unlink()
+    (vault / "Archive").mkdir()
+    demo.git(vault, "mv", demo.RENAMED[1], RENAMED_AGAIN)  # Inbox.md -> Inbox (January).md -> Archive/...
     demo.git(vault, "add", "-A")
     demo.git(vault, "commit", "-q", "-m", "Words replaced; a hostile note", when="2025-04-07T09:00:00Z")
     db = work / "db" / "vaultsync.db"
     run_cli("import", str(vault), "--from-git", db=db, check=True)
-    return History(vault, db)
+    commits = subprocess.run(["git", "-C", str(vault), "log", "--first-parent", "--reverse", "--format=%H %cI"],
+                             capture_output=True, text=True, check=True).stdout.split("\n")
+    return History(vault, db, [tuple(line.split()) for line in commits if line])  # type: ignore[misc]
 
 
 @dataclass
@@ -397,6 +407,51 @@ def test_a_hostile_note_runs_nothing(page: Watched, server: Server, history: His
     assert page.errors == []
     assert page.foreign == []  # nothing a note names was fetched (the remote image included)
     assert tab.evaluate("window.pwned") == 0
+
+
+# ---------------------------------------------------------------------------------------------- the views
+
+
+def test_tree_marks_agree_with_git(history: History) -> None:
+    """The tree's marks relative to now, against git's own account (``git diff -M --name-status`` from the
+    commit in force at each moment to HEAD): modified, renamed (to the path now, across two renames),
+    deleted; and the notes added since."""
+    from vaultsync.ui import Explorer
+    from vaultsync.vault import Vault
+
+    with Vault.open(history.db, readonly=True) as vault:
+        explorer = Explorer(vault)
+        for moment in MOMENTS:
+            micros = parse_time(moment)
+            sha = [c for c, when in history.commits if parse_time(when) <= micros][-1]
+            git = subprocess.run(["git", "-C", str(history.vault), "diff", "-M", "--name-status", "-z", sha, "HEAD"],
+                                 capture_output=True, text=True, check=True).stdout.split("\0")
+            expected: dict[str, Any] = {}
+            added = set()
+            i = 0
+            while i < len(git) - 1:
+                status = git[i]
+                if status.startswith("R"):
+                    expected[git[i + 1]] = ("renamed", git[i + 2])
+                    i += 3
+                    continue
+                if status == "A":
+                    added.add(git[i + 1])
+                else:
+                    expected[git[i + 1]] = ({"M": "modified", "D": "deleted"}[status], None)
+                i += 2
+            tree = explorer.tree(moment)
+            marks = {n["path"]: (n["mark"], n.get("now")) for n in tree["notes"] if "mark" in n}
+            assert marks == {p: m for p, m in expected.items() if p.endswith(".md")}
+            assert set(tree["added_since"]) == {p for p in added if p.endswith(".md")}
+            assert sorted(n["path"] for n in tree["notes"]) == sorted(r["path"] for r in cli_json(
+                history.db, "ls", "--as-of", moment))
+            assert tree["folders"][""] == len(tree["notes"])
+            assert tree["folders"]["Team"] == sum(1 for n in tree["notes"] if n["path"].startswith("Team/"))
+        assert ("renamed", RENAMED_AGAIN) in marks.values() and ("deleted", None) in marks.values()
+        timeline = explorer.timeline()
+        assert [b[0] for b in timeline["batches"]] == [parse_time(when) for _, when in history.commits]
+        assert timeline["validity"] is True  # the sample vault's policy notes declare valid_from
 
 
 # ---------------------------------------------------------------------------------------------- the door
