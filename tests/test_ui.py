@@ -327,6 +327,30 @@ def test_a_diff_between_two_revisions_marks_exactly_the_changed_words(page: Watc
     assert not page.dialogs and not page.errors and not page.foreign
 
 
+def test_changes_between_two_moments_equal_the_cli_and_open_their_diff(page: Watched, server: Server,
+                                                                         history: History) -> None:
+    demo = _demo()
+    tab = open_page(page, server)
+    go_to(tab, MOMENTS[2])
+    tab.click("#tab-changes")
+    tab.fill("#since-input", MOMENTS[0])
+    tab.press("#since-input", "Enter")
+    expected = cli_json(history.db, "changes", "--since", MOMENTS[0], "--until", MOMENTS[2])
+    wait_until(tab, "n => document.querySelectorAll('#changes > li').length === n && "
+                    "document.querySelector('#changes-info').textContent.startsWith('2025-01-20')", len(expected))
+    shown = tab.eval_on_selector_all("#changes > li", "els => els.map(e => [e.dataset.kind, e.dataset.path, e.dataset.from])")
+    assert shown == [[c["kind"], c["path"], c["renamed_from"] or ""] for c in expected]
+    assert {c["kind"] for c in expected} == {"created", "modified", "renamed"}
+    # the edited note's diff over the window: both of the demo's additions, nothing removed
+    tab.locator(f"#changes > li[data-path={json.dumps(EDITED)}] a.change").first.click()
+    pair = f"{EDITED}@{parse_time(MOMENTS[0])}|{EDITED}@{parse_time(MOMENTS[2])}"
+    wait_until(tab, "p => document.querySelector('#diff').dataset.pair === p", pair)
+    added = " ".join(tab.eval_on_selector_all("#diff ins", "els => els.map(e => e.textContent)")).split()
+    assert tab.locator("#diff del").count() == 0
+    assert added == demo.DECISION.split() + "Beacons go to two crews first; the rest follow in April.".split()
+    assert not page.dialogs and not page.errors and not page.foreign
+
+
 def test_the_timeline_by_keyboard_alone(page: Watched, server: Server, history: History, tmp_path: Path) -> None:
     tab = open_page(page, server)
     batches = [parse_time(c[0]) for c in _demo().COMMITS] + [parse_time("2025-04-07T09:00:00Z")]

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ..errors import NoteNotFound
 from ..links import Resolver
 from ..store import Revision
 from ..times import TimeLike, as_micros, format_time
@@ -160,13 +161,21 @@ class Explorer:
             texts, sides = [], []
             for path, at in ((path_a, at_a), (path_b, at_b)):
                 when = as_micros(at, "as_of")
-                present = any(r.path == path for r in self._ls(when)) if when is not None else True
-                texts.append(self.vault.read(path, as_of=when).content if present else "")
-                sides.append({"path": path, **_when(when), "exists": present})
+                try:
+                    texts.append(self.vault.read(path, as_of=when).content)
+                except NoteNotFound:
+                    texts.append("")  # not there then (before it was created, after it was deleted)
+                sides.append({"path": path, **_when(when), "exists": bool(texts[-1]) or self._exists(path, when)})
+            if not any(side["exists"] for side in sides):
+                raise NoteNotFound(f"note {path_a!r} existed at neither moment")
             runs = word_diff(texts[0], texts[1])
             counts = {op: sum(len(t.split()) for o, t in runs if o == op) for op in "-+"}
             return {"a": sides[0], "b": sides[1], "runs": runs, "removed_words": counts["-"],
                     "added_words": counts["+"]}
+
+    def _exists(self, path: str, when: int | None) -> bool:
+        """Whether the (empty) note existed then: only asked for an empty text, which is rare."""
+        return any(r.path == path for r in self._ls(when))
 
     def search(self, query: str, at: TimeLike = None, valid: TimeLike = None, limit: int = 20) -> dict[str, Any]:
         """The default search mode as of ``at`` (exactly ``search --as-of``); snippets mark matches ``**so**``."""

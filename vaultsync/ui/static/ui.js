@@ -484,7 +484,7 @@ async function runChanges() {
         if (c.kind !== "deleted") await openNote(c.path); else { $("note").hidden = true; $("note-empty").hidden = true; }
         showDiff(before, since, c.path, state.at, `${before} @ ${short(since)} → ${c.path} @ ${short(state.at)}`);
       });
-      return el("li", {class: `kind-${c.kind}`}, el("span", {class: "kind", text: c.kind}), " ", link,
+      return el("li", {class: `kind-${c.kind}`, "data-path": c.path, "data-kind": c.kind, "data-from": c.renamed_from || ""}, el("span", {class: "kind", text: c.kind}), " ", link,
                 el("span", {class: "muted small", text: ` ${short(c.known_at)}`}));
     }));
   } catch (e) { showError(e.message); }
