@@ -58,6 +58,14 @@ def timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[float, Any]:
     return (time.perf_counter() - start) * 1000.0, out
 
 
+def calibration_ms() -> float:
+    """A fixed pure-Python loop (a million multiply-adds), to read the figures against the machine's speed
+    at the time: about 50-70 ms on an idle core of a recent machine, several times that on a loaded one."""
+    start = time.perf_counter()
+    sum(i * i for i in range(1_000_000))
+    return round((time.perf_counter() - start) * 1000.0, 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/vs-bench-ui"))
@@ -75,6 +83,7 @@ def main() -> None:
     queries = [r["query"] for r in rows]
     times: dict[str, list[float]] = {k: [] for k in ("timeline", "tree", "note", "move", "diff", "backlinks",
                                                      "search", "tree_again")}
+    calibration = [calibration_ms()]
     with Vault.open(db, name=args.corpus, readonly=True) as vault:
         explorer = Explorer(vault)
         ms, _ = timed(explorer.timeline)
@@ -101,15 +110,17 @@ def main() -> None:
                 times["search"].append(ms)
             ms, _ = timed(explorer.tree, at)
             times["tree_again"].append(ms)
+    calibration.append(calibration_ms())
     load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     result = {"corpus": args.corpus, **info, "moments": [format_time(m) for m in sorted(moments)],
-              "views": {k: summary_ms(v) for k, v in times.items()}, "target_move_ms": 150,
+              "views": {k: summary_ms(v) for k, v in times.items()}, "target_move_ms": 150, "calibration_ms": calibration,
               "load_average": load, "commit": commit, "machine": machine()}
     lines = [f"# vaultsync ui: server time per view, {args.corpus} history", "",
              f"{info['batches']} batches, {info['notes']} notes now, {info['revisions']} revisions; 10 moments from "
              f"{result['moments'][0]} to {result['moments'][-1]}; {args.notes} notes and {args.queries} searches per "
-             f"moment. Load average at the end: {' '.join(load)}. Commit {commit}.", "",
+             f"moment. Load average at the end: {' '.join(load)}; calibration loop (1M multiply-adds, about 60 ms on an "
+             f"idle core) {calibration[0]} ms before, {calibration[1]} ms after. Commit {commit}.", "",
              "`.venv/bin/python benchmarks/bench_ui.py" + (f" --corpus {args.corpus}" if args.corpus != "hub" else "")
              + "`", "", "| view | n | p50 ms | p95 ms |", "|---|---:|---:|---:|"]
     labels = {"timeline": "timeline (every batch, once per page)", "tree": "tree at a new moment (first visit)",
