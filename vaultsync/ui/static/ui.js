@@ -513,7 +513,7 @@ async function refresh() {
                                       state.note ? openNote(state.note, {keepScroll: true}) : null]);
     renderTree(tree);
     if (state.query) runSearch();
-    if (state.tab === "changes") { $("since-input").value = ""; runChanges(); }
+    if (state.tab === "changes") runChanges();  // the same "since", up to the new moment
   } catch (e) { showError(e.message); }
   refreshing = false;
   if (again) { again = false; refresh(); }
