@@ -464,6 +464,7 @@ def test_tree_marks_agree_with_git(history: History) -> None:
                 else:
                     expected[git[i + 1]] = ({"M": "modified", "D": "deleted"}[status], None)
                 i += 2
+            assert vault.listing(moment) == [(r.path, r.title, r.content_hash) for r in vault.ls(moment)]
             tree = explorer.tree(moment)
             marks = {n["path"]: (n["mark"], n.get("now")) for n in tree["notes"] if "mark" in n}
             assert marks == {p: m for p, m in expected.items() if p.endswith(".md")}

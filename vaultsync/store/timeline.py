@@ -6,6 +6,8 @@ from collections.abc import Iterable
 
 import apsw
 
+from .read import VISIBLE
+
 
 def batch_times(con: apsw.Connection, vault_id: int, upto_batch: int) -> list[tuple[int, int, int]]:
     """Every batch up to ``upto_batch`` as ``(batch id, known_at, revisions written)``, oldest first
@@ -42,3 +44,12 @@ def fates(con: apsw.Connection, vault_id: int, after_batch: int, paths: Iterable
             since, current, hops = end[0], end[1], hops + 1
         ends[path] = current
     return ends
+
+
+def listing(con: apsw.Connection, vault_id: int, batch: int) -> list[tuple[str, str | None, str | None]]:
+    """``(path, title, content hash)`` of every note that existed at ``batch``, by path: ``read.revisions_at``
+    without decoding each revision's frontmatter, tags and aliases (most of its cost)."""
+    rows = con.execute(
+        f"""SELECT n.path, n.title, n.content_hash FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
+            WHERE n.vault_id = :v AND {VISIBLE} ORDER BY n.path""", {"v": vault_id, "b": batch}).fetchall()
+    return [(path, title, content_hash) for path, title, content_hash in rows]

@@ -156,6 +156,10 @@ class View:
         """Every batch up to the cutoff as ``(batch id, known_at, changes)``, oldest first."""
         return timeline.batch_times(self._con, self.vault_id, self.batch)
 
+    def listing(self) -> list[tuple[str, str | None, str | None]]:
+        """``(path, title, content hash)`` of every note at the cutoff, by path (``ls`` without the details)."""
+        return timeline.listing(self._con, self.vault_id, self.batch)
+
     def fates(self, paths: list[str]) -> dict[str, str | None]:
         """Where each of ``paths`` (live at the cutoff) went later: its path now, or None if deleted;
         paths never ended are left out."""

@@ -24,6 +24,8 @@ from ..vault import Vault
 from .render import render, word_diff
 
 T = TypeVar("T")
+Listed = tuple[str, "str | None", "str | None"]
+"""A note in a listing: path, title, content hash."""
 CACHED_MOMENTS = 32
 """Listings kept (per kind): the moments a session moves between most."""
 
@@ -78,15 +80,19 @@ class Explorer:
         i = bisect.bisect_right(self._times, at)
         return self._times[i - 1] if i else -1
 
-    def _ls(self, at: int | None, valid: int | None = None) -> list[Revision]:
+    def _ls(self, at: int | None, valid: int | None = None) -> list[Listed]:
+        """``(path, title, content hash)`` of the notes at ``at`` (with ``valid``: those applying then)."""
         key = self.cutoff(at)
         if key == -1:
             return []
-        return self._cached(("ls", key, valid), lambda: self.vault.ls(as_of=key, valid_at=valid))
+        if valid is None:
+            return self._cached(("ls", key), lambda: self.vault.listing(as_of=key))
+        return self._cached(("ls", key, valid), lambda: [(r.path, r.title, r.content_hash) for r in
+                                                         self.vault.ls(as_of=key, valid_at=valid)])
 
     def _resolver(self, at: int | None) -> Resolver:
         key = self.cutoff(at)
-        return self._cached(("resolver", key), lambda: Resolver(r.path for r in self._ls(at)))
+        return self._cached(("resolver", key), lambda: Resolver(path for path, _, _ in self._ls(at)))
 
     # ------------------------------------------------------------ views
 
@@ -95,7 +101,8 @@ class Explorer:
         with self.lock:
             self._fresh()
             batches = self._batches()
-            validity = any(r.valid_from is not None or r.valid_to is not None for r in self._ls(None))
+            validity = self._cached(("validity",), lambda: any(
+                r.valid_from is not None or r.valid_to is not None for r in self.vault.ls()))
             return {"vault": self.vault.name, "batches": [list(b) for b in batches],
                     "first": _when(batches[0][0] if batches else None),
                     "last": _when(batches[-1][0] if batches else None), "validity": validity}
@@ -111,24 +118,24 @@ class Explorer:
 
     def _tree(self, when: int | None, valid_at: int | None) -> dict[str, Any]:
         then = self._ls(when, valid_at)
-        now = {r.path: r.content_hash for r in self._ls(None)}
-        gone = [r.path for r in then if r.path not in now]
+        now = {path: content_hash for path, _, content_hash in self._ls(None)}
+        gone = [path for path, _, _ in then if path not in now]
         fates = self.vault.fates(gone, as_of=self.cutoff(when)) if gone and when is not None else {}
         notes, moved_to = [], set()
-        for r in then:
-            entry: dict[str, Any] = {"path": r.path, "title": r.title}
-            if r.path in now:
-                if now[r.path] != r.content_hash:
+        for path, title, content_hash in then:
+            entry: dict[str, Any] = {"path": path, "title": title}
+            if path in now:
+                if now[path] != content_hash:
                     entry["mark"] = "modified"
-            elif fates.get(r.path) is not None:
-                entry["mark"], entry["now"] = "renamed", fates[r.path]
-                moved_to.add(fates[r.path])
+            elif fates.get(path) is not None:
+                entry["mark"], entry["now"] = "renamed", fates[path]
+                moved_to.add(fates[path])
             else:
                 entry["mark"] = "deleted"
             notes.append(entry)
-        present = {r.path for r in then}
+        present = {path for path, _, _ in then}
         later = [p for p in now if p not in present and p not in moved_to]
-        return {"notes": notes, "added_since": later, "folders": folders([r.path for r in then])}
+        return {"notes": notes, "added_since": later, "folders": folders([path for path, _, _ in then])}
 
     def note(self, path: str, at: TimeLike = None, valid: TimeLike = None) -> dict[str, Any]:
         """The note as of ``at``: its text, safe HTML (links resolved then), frontmatter, and its revisions."""
@@ -175,7 +182,7 @@ class Explorer:
 
     def _exists(self, path: str, when: int | None) -> bool:
         """Whether the (empty) note existed then: only asked for an empty text, which is rare."""
-        return any(r.path == path for r in self._ls(when))
+        return any(p == path for p, _, _ in self._ls(when))
 
     def search(self, query: str, at: TimeLike = None, valid: TimeLike = None, limit: int = 20) -> dict[str, Any]:
         """The default search mode as of ``at`` (exactly ``search --as-of``); snippets mark matches ``**so**``."""
