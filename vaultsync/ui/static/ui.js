@@ -420,7 +420,10 @@ async function openNote(path, options) {
     const data = await api("note", {path, at: state.at ?? "now", valid: state.valid});
     if (mine !== seq) return;
     renderNote(data);
-    loadBacklinks(path, mine);
+    // backlinks cost the most (every note's links then): asked for once the moment has settled
+    clearTimeout(backlinksTimer);
+    $("backlinks").replaceChildren(el("li", {class: "muted", text: "…"}));
+    backlinksTimer = setTimeout(() => loadBacklinks(path, mine), 400);
     if (!(options && options.keepScroll)) $("note-panel").scrollTop = 0;
   } catch (e) {
     if (mine !== seq) return;
@@ -431,7 +434,10 @@ async function openNote(path, options) {
   }
 }
 
+let backlinksTimer = null;
+
 async function loadBacklinks(path, mine) {
+  if (mine !== seq) return;
   try {
     const data = await api("links", {path, at: state.at ?? "now"});
     if (mine !== seq) return;
