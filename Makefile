@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test compat-doc test-semantic bench clean
+.PHONY: demo test compat-doc test-semantic bench clean browser
 
 $(STAMP): pyproject.toml tests/constraints.txt Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,10 +29,18 @@ $(SDK1)/.installed: tests/compat/requirements-sdk1.txt
 	touch $@
 CLIENTS := $(SDK1)/.installed $(JS)/node_modules/.package-lock.json
 
+# The browser tests of `vaultsync ui` (tests/test_ui.py) drive Debian's chromium with Playwright (never its own
+# downloaded browsers): installed here when missing and running as root with apt-get, as on a fresh CI machine.
+browser:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium not found: the browser tests of tests/test_ui.py will be skipped"; fi; fi
+
 # Two pytest-xdist workers, module by module; the corpus modules share one (see tests/conftest.py).
 # PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
-test: $(STAMP) $(CLIENTS)
+test: $(STAMP) $(CLIENTS) browser
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 # Rewrite docs/compatibility.md from a run of every client (`make test` fails when it disagrees with the run).

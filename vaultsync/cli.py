@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from . import cli_search
-from . import cli_audit, cli_purge, cli_receipt
+from . import cli_audit, cli_purge, cli_receipt, cli_ui
 from .cli_base import (Context, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option,
                        validity_option)
 from .config import default_db_path
@@ -383,8 +383,9 @@ def _privileged_options(**values: object) -> list[str]:
     return given + ["--" + name.replace("_", "-") for name, value in values.items() if value]
 
 
-# search, export, reindex, reembed; purge; audit verify; receipt verify
-for _command in (*cli_search.COMMANDS, *cli_purge.COMMANDS, *cli_audit.COMMANDS, *cli_receipt.COMMANDS):
+# search, export, reindex, reembed; purge; audit verify; receipt verify; ui
+for _command in (*cli_search.COMMANDS, *cli_purge.COMMANDS, *cli_audit.COMMANDS, *cli_receipt.COMMANDS,
+                 *cli_ui.COMMANDS):
     cli.add_command(_command)
 
 

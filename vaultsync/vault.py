@@ -393,6 +393,23 @@ class Vault:
                                      labels[0], labels[1])
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
+    def timeline(self) -> list[tuple[int, int]]:
+        """Every batch as ``(known_at, notes it changed)``, oldest first: the vault's activity over time."""
+        with self._view() as view:
+            return [(known_at, count) for _, known_at, count in view.batch_times()]
+
+    def listing(self, as_of: TimeLike = None) -> list[tuple[str, str | None, str | None]]:
+        """``(path, title, content hash)`` of every note that existed as of ``as_of``, by path: the paths of
+        ``ls`` (without ``valid_at``), several times cheaper for a large vault."""
+        with self._view(as_micros(as_of, "as_of")) as view:
+            return view.listing()
+
+    def fates(self, paths: list[str], as_of: TimeLike) -> dict[str, str | None]:
+        """Where notes that existed as of ``as_of`` went since: each of ``paths`` that no longer exists
+        under that name maps to its path now (renamed since) or None (deleted since)."""
+        with self._view(as_micros(as_of, "as_of")) as view:
+            return view.fates([note_path(p) for p in paths])
+
     def changes(self, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None, *,
                 limit: int | None = None) -> list[Revision]:
         """Revisions learned after ``since`` up to and including ``until`` (default now), in order

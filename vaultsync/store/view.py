@@ -13,6 +13,7 @@ import apsw
 from ..errors import ConfigError
 from ..times import format_time
 from . import read as q
+from . import timeline
 from .purge import horizon
 from .codec import content_key, unpack
 from .provenance import PurgeRecord, locate, purge_records, revision_in_vault
@@ -150,6 +151,19 @@ class View:
         for r in self.changes(since):
             counts[r.kind] = counts.get(r.kind, 0) + 1
         return counts
+
+    def batch_times(self) -> list[tuple[int, int, int]]:
+        """Every batch up to the cutoff as ``(batch id, known_at, changes)``, oldest first."""
+        return timeline.batch_times(self._con, self.vault_id, self.batch)
+
+    def listing(self) -> list[tuple[str, str | None, str | None]]:
+        """``(path, title, content hash)`` of every note at the cutoff, by path (``ls`` without the details)."""
+        return timeline.listing(self._con, self.vault_id, self.batch)
+
+    def fates(self, paths: list[str]) -> dict[str, str | None]:
+        """Where each of ``paths`` (live at the cutoff) went later: its path now, or None if deleted;
+        paths never ended are left out."""
+        return timeline.fates(self._con, self.vault_id, self.batch, paths)
 
     # ------------------------------------------------------------ provenance (whatever the cutoff)
 

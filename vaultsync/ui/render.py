@@ -1,0 +1,147 @@
+"""Safe HTML for a note, and word-level diffs: what the page shows, made on the server.
+
+A note's text never reaches the page as markup: markdown-it-py runs with raw HTML off (``<script>``,
+``<svg onload=…>`` and every other tag come out escaped), its link check drops ``javascript:``,
+``vbscript:``, ``file:`` and ``data:`` URLs, and images are shown as their alt text (the page loads
+nothing a note names, from the network or elsewhere). Wikilinks become in-page links carrying the
+resolved note path in a ``data-path`` attribute, escaped like every attribute; the page opens them as of
+the same moment. The page's Content-Security-Policy (``guard.py``) forbids inline script on top of this.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import unquote
+
+from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+from markdown_it.token import Token
+from mdit_py_plugins.footnote import footnote_plugin
+from mdit_py_plugins.front_matter import front_matter_plugin
+
+from ..parsers.comments import comments_plugin
+from ..parsers.wikilinks import wikilinks_plugin
+
+Resolve = Callable[[dict[str, Any]], "str | None"]
+"""Resolves a link (``{"kind", "target", "heading", ...}``) to a note path as of the page's moment."""
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_SAFE_SCHEMES = ("http:", "https:", "mailto:")
+
+
+def _wikilink(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
+    meta = tokens[idx].meta
+    target, heading, alias = meta.get("target") or "", meta.get("heading"), meta.get("alias")
+    label = alias or (target + (f" > {heading}" if heading else "")) or (heading or "")
+    resolved = env["resolve"]({"kind": "wikilink", **meta})
+    text = escapeHtml(("↳ " if meta.get("embed") else "") + label)
+    if resolved is None:
+        return f'<span class="wikilink dangling" title="no such note then">{text}</span>'
+    anchor = f' data-heading="{escapeHtml(heading)}"' if heading else ""
+    return f'<a class="wikilink" href="#" data-path="{escapeHtml(resolved)}"{anchor}>{text}</a>'
+
+
+def _link_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
+    href = str(tokens[idx].attrGet("href") or "")
+    if _SCHEME.match(href):
+        if not href.lower().startswith(_SAFE_SCHEMES):
+            return '<a class="blocked">'
+        return f'<a class="external" href="{escapeHtml(href)}" rel="noopener noreferrer" target="_blank">'
+    if href.startswith("#"):
+        return f'<a class="anchor" href="#" data-heading="{escapeHtml(unquote(href[1:]))}">'
+    resolved = env["resolve"]({"kind": "markdown", "target": unquote(href.partition("#")[0])})
+    if resolved is None:
+        return '<a class="dangling" title="no such note then">'
+    return f'<a class="wikilink" href="#" data-path="{escapeHtml(resolved)}">'
+
+
+def _image(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
+    token = tokens[idx]
+    alt = "".join(child.content for child in token.children or [])
+    return f'<span class="image" title="{escapeHtml(str(token.attrGet("src") or ""))}">[image: {escapeHtml(alt)}]</span>'
+
+
+def _tag(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
+    return f'<span class="tag">{escapeHtml(tokens[idx].content)}</span>'
+
+
+def _nothing(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
+    return ""
+
+
+def build_renderer() -> MarkdownIt:
+    """markdown-it-py as the parser uses it (front matter, footnotes, comments, wikilinks), raw HTML off."""
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    md.use(front_matter_plugin)
+    md.use(footnote_plugin)
+    md.use(comments_plugin)
+    md.use(wikilinks_plugin)
+    for name, rule in (("wikilink", _wikilink), ("link_open", _link_open), ("image", _image), ("tag", _tag),
+                       ("front_matter", _nothing), ("comment", _nothing), ("comment_block", _nothing)):
+        md.add_render_rule(name, rule)
+    return md
+
+
+_MD = build_renderer()
+
+
+def render(text: str, resolve: Resolve) -> str:
+    """A note's Markdown as safe HTML, links resolved by ``resolve``."""
+    return _MD.render(text, {"resolve": resolve})
+
+
+# ------------------------------------------------------------------ word-level diffs
+
+_WORDS = re.compile(r"\s+|\w+|[^\w\s]")
+
+
+def _words(text: str) -> list[str]:
+    return _WORDS.findall(text)
+
+
+def word_diff(before: str, after: str) -> list[list[str]]:
+    """The difference between two texts as runs ``[op, text]``: ``=`` kept, ``-`` removed, ``+`` added.
+
+    Lines are aligned first, then the words of each changed stretch, so a long note costs about its
+    changed part. Concatenating the ``=`` and ``-`` runs gives ``before``, the ``=`` and ``+`` runs ``after``.
+    """
+    runs: list[tuple[str, str]] = []
+    a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        old, new = "".join(a[i1:i2]), "".join(b[j1:j2])
+        if tag == "equal":
+            runs.append(("=", old))
+            continue
+        wa, wb = _words(old), _words(new)
+        for wtag, k1, k2, m1, m2 in difflib.SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes():
+            if wtag == "equal":
+                runs.append(("=", "".join(wa[k1:k2])))
+            else:
+                runs += [("-", "".join(wa[k1:k2])), ("+", "".join(wb[m1:m2]))]
+    return _grouped([r for r in runs if r[1]])
+
+
+def _grouped(runs: list[tuple[str, str]]) -> list[list[str]]:
+    """Readable runs: blanks kept between two changes join them ("a b" -> "x y" is one change, not two
+    around a kept space), and each stretch of changes reads as all it removed, then all it added."""
+    out: list[list[str]] = []
+    removed, added = "", ""
+    for i, (op, text) in enumerate(runs):
+        between = (op == "=" and text.isspace() and 0 < i < len(runs) - 1
+                   and runs[i - 1][0] != "=" and runs[i + 1][0] != "=")
+        if op == "=" and not between:
+            out += [[o, t] for o, t in (("-", removed), ("+", added)) if t]
+            removed, added = "", ""
+            if out and out[-1][0] == "=":
+                out[-1][1] += text
+            else:
+                out.append(["=", text])
+        else:
+            removed += text if op != "+" else ""
+            added += text if op != "-" else ""
+    out += [[o, t] for o, t in (("-", removed), ("+", added)) if t]
+    return out
