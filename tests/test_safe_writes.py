@@ -283,7 +283,6 @@ def test_an_editor_saving_between_read_and_replace_is_kept(tmp_path: Path, save)
     assert [p.name for p in tmp_path.iterdir()] == ["Daily.md"], "no temp file left behind"
 
 
-@pytest.mark.skipif(vaultfs._renameat2 is None, reason="no renameat2 here: the plain rename is used")
 @pytest.mark.parametrize("save", [_save_in_place, _save_atomically])
 def test_an_editor_saving_between_the_last_check_and_the_swap_is_kept(tmp_path: Path, save) -> None:
     """The narrowest window: the editor saves after the append's last check, just before its swap.

@@ -12,7 +12,6 @@ import errno
 import logging
 import os
 import queue
-import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserverVFS
 
+from .capabilities import inotify_limit
 from .paths import is_note_path, nfc
 
 logger = logging.getLogger(__name__)
@@ -189,15 +189,6 @@ def _stop_quietly(observer: BaseObserver) -> None:
         observer.join(timeout=10)
 
 
-def inotify_limit() -> int | None:
-    """The smallest inotify watch limit that applies to this process (Linux), else None."""
-    limits = []
-    for name in ("/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"):
-        with contextlib.suppress(OSError, ValueError):
-            limits.append(int(Path(name).read_text().strip()))
-    return min(limits) if limits else None
-
-
 def _limits_hint() -> str:
     limit = inotify_limit()
     return f"fs.inotify.max_user_watches = {limit}" if limit is not None else "watch limit reached"
@@ -214,9 +205,7 @@ def count_folders(root: Path) -> int:
 
 
 def _too_many_folders(root: Path) -> str | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    limit = inotify_limit()
+    limit = inotify_limit()  # None where there is no inotify
     if limit is None:
         return None
     folders = count_folders(root)
