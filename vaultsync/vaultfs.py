@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from . import capabilities
 from .capabilities import is_link, same_file
-from .errors import PathError
+from .errors import ConfigError, PathError
 from .paths import nfc
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
@@ -92,6 +92,16 @@ class Folder:
                 now = None
             if now is None or is_link(now) or not same_file(now, seen):
                 raise NotANote(f"{rel}: a folder on the way was replaced while it was used (a symlink swapped in?)")
+
+
+ALLOW_NETWORK_ENV = "VAULTSYNC_ALLOW_NETWORK"
+
+
+def check_root(root: str) -> None:
+    """Refuse a Windows network (UNC) vault folder unless ``VAULTSYNC_ALLOW_NETWORK=1``: ConfigError saying why."""
+    reason = capabilities.network_root(root)
+    if reason is not None and os.environ.get(ALLOW_NETWORK_ENV, "") in ("", "0"):
+        raise ConfigError(reason)
 
 
 def _why(where: Folder, name: str, rel: str) -> str:
