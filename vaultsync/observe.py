@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Protocol
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserverVFS
 
+from . import overflow
 from .capabilities import inotify_limit
 from .paths import is_note_path, nfc
 
@@ -35,6 +35,9 @@ warnings.filterwarnings("ignore", message="Callback with id .* already exists", 
 
 Record = Callable[[Iterable[str]], None]
 """Where dirty paths go (the debouncer's ``add``)."""
+
+EVERYTHING = ""
+"""The dirty "path" an observer records when it lost events: the watcher's next batch is a full scan."""
 
 POLL_INTERVAL_S = 1.0
 """How often the polling observer walks the vault."""
@@ -90,6 +93,11 @@ class DirtyHandler(FileSystemEventHandler):
         if dirty:
             self.record(dirty)
 
+    def lost(self) -> None:
+        """The observer dropped events (a queue or buffer overflowed): everything may have changed."""
+        logger.warning("the file-system observer lost events under %s; rescanning the vault", self.root)
+        self.record([EVERYTHING])
+
 
 class RunningObserver(Protocol):
     """What the watcher needs from an observer: its kind, whether it still runs, and stopping it."""
@@ -118,6 +126,7 @@ class WatchdogObserver:
 
     def stop(self) -> None:
         """Stop and join every thread, then hand over events still queued for dispatch."""
+        overflow.forget(self.handler)
         self.observer.stop()
         with contextlib.suppress(RuntimeError):
             self.observer.join(timeout=10)
@@ -142,12 +151,14 @@ def start_observer(root: Path, record: Record, polling: bool = False) -> Watchdo
     if not polling:
         reason = _too_many_folders(root)
         if reason is None:
-            native = Observer()
+            native = overflow.native_observer()
+            overflow.listen(handler)
             try:
                 native.schedule(handler, str(root), recursive=True)
                 native.start()
             except OSError as exc:
                 _stop_quietly(native)
+                overflow.forget(handler)
                 if exc.errno not in _WATCH_ERRORS:
                     raise
                 reason = f"{exc.strerror or exc} ({_limits_hint()})"
@@ -156,6 +167,7 @@ def start_observer(root: Path, record: Record, polling: bool = False) -> Watchdo
                 if reason is None:
                     return WatchdogObserver(native, handler, _kind(native))
                 _stop_quietly(native)
+                overflow.forget(handler)
         logger.warning("the native observer cannot watch %s: %s; falling back to polling every %.0f s",
                        root, reason, POLL_INTERVAL_S)
     poller = PollingObserverVFS(os.stat, _note_entries, polling_interval=POLL_INTERVAL_S)
@@ -178,7 +190,7 @@ def _note_entries(path: str | None) -> Iterator[os.DirEntry[str]]:
 
 
 def _kind(observer: BaseObserver) -> str:
-    name = type(observer).__name__.removesuffix("Observer").lower()
+    name = type(observer).__name__.removesuffix("Observer").removeprefix("DropAware").lower()
     return {"windowsapi": "windows", "fsevents": "fsevents"}.get(name, name)
 
 
