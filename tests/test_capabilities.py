@@ -13,6 +13,7 @@ import types
 import pytest
 
 from vaultsync import capabilities
+from vaultsync.errors import ConfigError
 
 # Run before vaultsync is imported: the OS has neither O_NOFOLLOW nor O_DIRECTORY, and vaultsync's own code cannot
 # import fcntl (as on Windows). Only vaultsync's imports are refused: the MCP SDK imports fcntl itself on every
@@ -34,6 +35,7 @@ def test_importing_every_door_needs_no_capability() -> None:
     code = WINDOWS_LIKE + """
 import vaultsync.cli, vaultsync.server, vaultsync.vaultfs, vaultsync.watcher, vaultsync.edit, vaultsync.store.lock
 from vaultsync import capabilities
+from vaultsync.errors import ConfigError
 caps = capabilities.current()
 print(caps.no_follow, caps.o_directory, caps.dir_fd, caps.lock)
 """
@@ -75,7 +77,7 @@ def test_capabilities_are_only_taken_away(monkeypatch: pytest.MonkeyPatch) -> No
     assert less.o_directory == os.O_DIRECTORY and less.off == {"dir_fd", "no_follow", "exchange", "fcntl"}
     monkeypatch.setenv(capabilities.OFF_ENV, "teleport")
     capabilities.reset()
-    with pytest.raises(ValueError, match="unknown capability teleport"):
+    with pytest.raises(ConfigError, match="unknown capability teleport"):
         capabilities.current()
     monkeypatch.delenv(capabilities.OFF_ENV)
     capabilities.reset()

@@ -122,3 +122,19 @@ def test_a_unc_vault_folder_is_refused_unless_allowed(monkeypatch: pytest.Monkey
     vaultfs.check_root(r"C:\Users\me\Obsidian Vault")
     monkeypatch.setenv(vaultfs.ALLOW_NETWORK_ENV, "1")
     vaultfs.check_root(r"\\nas\share\Vault")
+
+
+def test_the_watcher_records_a_case_only_rename_as_one_rename(tmp_path: Path, folding) -> None:
+    from watch_helpers import wait_until
+
+    from vaultsync.watcher import Watcher
+
+    root = vault_with(tmp_path, {"note.md": "# Note\n\nbody\n"})
+    summaries = []
+    with Vault.open(tmp_path / "db", root=root) as vault, \
+            Watcher(vault, step_ms=50, debounce_ms=500, reconcile_s=0, on_batch=summaries.append):
+        os.rename(root / "note.md", root / "Note.md")
+        wait_until(lambda: [r.path for r in vault.ls()] == ["Note.md"], what="the rename recorded")
+    assert [(s.renamed, s.added, s.deleted) for s in summaries if s.renamed or s.added or s.deleted][-1] == (1, 0, 0)
+    with Vault.open(tmp_path / "db", name="vault", readonly=True) as vault:
+        assert [r.path for r in vault.history("Note.md")] == ["note.md", "Note.md"]

@@ -31,9 +31,10 @@ import errno
 import ntpath
 import os
 import stat
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+
+from .errors import ConfigError
 
 OFF_ENV = "VAULTSYNC_CAPABILITIES_OFF"
 CASE_ENV = "VAULTSYNC_CASE_INSENSITIVE"
@@ -43,9 +44,6 @@ FILE_ATTRIBUTE_REPARSE_POINT = 0x400
 NAME_SURROGATE = 0x20000000
 """Reparse tags with this bit (symlinks, junctions, mount points) name another place: never followed.
 Cloud placeholders (OneDrive files on demand) lack it and are read like files."""
-
-Exchange = Callable[[int | None, str, str], bool]
-"""``(dir_fd or None, a, b)``: swap the names ``a`` and ``b`` atomically; False where the file system cannot."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,17 +65,12 @@ class Capabilities:
     off: frozenset[str]
     """What was taken away by ``VAULTSYNC_CAPABILITIES_OFF``."""
 
-    def describe(self) -> dict[str, object]:
-        return {"dir_fd": self.dir_fd, "no_follow": bool(self.no_follow), "o_directory": bool(self.o_directory),
-                "exchange": self.exchange, "lock": self.lock, "case_insensitive": self.case_insensitive,
-                "inotify_max_user_watches": inotify_limit(), "off": sorted(self.off)}
-
 
 def _off() -> frozenset[str]:
     names = {n.strip().replace("-", "_") for n in os.environ.get(OFF_ENV, "").split(",") if n.strip()}
     unknown = names - set(NAMES)
     if unknown:
-        raise ValueError(f"{OFF_ENV}: unknown capability {', '.join(sorted(unknown))} (known: {', '.join(NAMES)})")
+        raise ConfigError(f"{OFF_ENV}: unknown capability {', '.join(sorted(unknown))} (known: {', '.join(NAMES)})")
     return frozenset(names)
 
 
