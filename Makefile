@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test compat-doc test-semantic bench clean browser
+.PHONY: demo test compat-doc test-semantic bench bundle clean browser
 
 $(STAMP): pyproject.toml tests/constraints.txt Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,5 +53,11 @@ compat-doc: $(STAMP) $(CLIENTS)
 test-semantic: $(STAMP)
 	$(BIN)/python -m pytest -q tests/test_semantic.py $(PYTEST_ARGS)
 
+# The MCP Bundle for Claude Desktop (dist/vaultsync.mcpb: double-click to install; it asks for the vault folder),
+# validated and packed by the official CLI (@anthropic-ai/mcpb, pinned in tests/js). tests/test_bundle.py builds
+# one, unpacks it and starts it as a host would.
+bundle: $(STAMP) $(JS)/node_modules/.package-lock.json
+	$(BIN)/python bundle/build.py dist/vaultsync.mcpb
+
 clean:
-	rm -rf $(VENV) $(SDK1) build *.egg-info
+	rm -rf $(VENV) $(SDK1) build dist *.egg-info

@@ -65,6 +65,65 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     return CorpusAwareScheduling(config, log)
 
 
+# ---------------------------------------------------------------- the contract tests, once per capability taken away
+#
+# A test marked ``@pytest.mark.capabilities_off("no-dir-fd", ...)`` runs once as the machine is ("full") and once
+# per named profile, with ``VAULTSYNC_CAPABILITIES_OFF`` set for this process and every subprocess it starts (the
+# server, the CLI, a watcher): vaultsync.capabilities then reports those capabilities absent and every caller
+# takes its other path. Nothing inside vaultsync is patched. Where a promise is weaker on that path the test
+# asserts the weaker promise, naming it (``weaker(...)``).
+
+CAPABILITY_PROFILES = {
+    "no-dir-fd": "dir_fd",  # Windows: every read and write walks paths with lstat and identity re-checks
+    "no-nofollow": "no_follow,o_directory",  # Windows: no O_NOFOLLOW / O_DIRECTORY (each open is lstat-checked)
+    "no-exchange": "exchange",  # Windows, some network file systems: the append's swap is a checked rename
+    "no-fcntl": "fcntl",  # the writer lock without fcntl: the pidfile path (Windows itself uses msvcrt)
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "capabilities_off(*profiles): also run with each profile's capabilities "
+                            f"taken away ({', '.join(CAPABILITY_PROFILES)})")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker("capabilities_off")
+    if marker is None:
+        return
+    unknown = set(marker.args) - set(CAPABILITY_PROFILES)
+    if unknown:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: unknown capability profile {sorted(unknown)}")
+    metafunc.parametrize("capability_profile", ["full", *marker.args], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def capability_profile(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """The capability profile this test runs under ("full" unless parametrized by ``capabilities_off``)."""
+    from vaultsync import capabilities
+
+    profile = getattr(request, "param", "full")
+    if profile == "full":
+        monkeypatch.delenv(capabilities.OFF_ENV, raising=False)
+    else:
+        monkeypatch.setenv(capabilities.OFF_ENV, CAPABILITY_PROFILES[profile])
+    capabilities.reset()
+    yield profile
+    capabilities.reset()
+
+
+def weaker(profile: str, promise: str) -> bool:
+    """True when ``profile`` takes away what ``promise`` needs: the test then asserts the weaker promise.
+    The pairs are the README's "where a promise is weaker" table."""
+    return profile in WEAKER.get(promise, ())
+
+
+WEAKER = {
+    "an editor's save between the append's last check and its replace is kept": ("no-exchange",),
+    "nothing at all is created outside the vault during a folder swap": ("no-dir-fd",),
+    "a dead holder's lock is released by the OS": ("no-fcntl",),
+}
+
+
 @pytest.fixture(autouse=True)
 def env_setup(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Never touch the user's real data directory."""

@@ -48,6 +48,7 @@ def test_unchanged_import_adds_nothing(db_path: Path, vault_dir: Path) -> None:
         assert (after["revisions"], after["batches"]) == (before["revisions"], before["batches"])
 
 
+@pytest.mark.capabilities_off("no-dir-fd")
 def test_rename_delete_and_history(db_path: Path, vault_dir: Path) -> None:
     with open_vault(db_path, vault_dir) as vault:
         vault.sync(known_at=T1)
@@ -78,6 +79,7 @@ def test_identical_content_is_stored_once(db_path: Path, vault_dir: Path) -> Non
         assert chunks[0] > chunks[1]
 
 
+@pytest.mark.capabilities_off("no-dir-fd", "no-nofollow")
 def test_dot_folders_symlinks_and_non_markdown_are_skipped(db_path: Path, vault_dir: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside.md"
     outside.write_text("# secret\n", encoding="utf-8")
@@ -173,6 +175,7 @@ def test_check_finds_tampering(db_path: Path, vault_dir: Path) -> None:
         assert any("does not match" in p for p in problems)
 
 
+@pytest.mark.capabilities_off("no-fcntl")
 def test_second_writer_is_refused(db_path: Path, vault_dir: Path) -> None:
     with open_vault(db_path, vault_dir) as first, open_vault(db_path, vault_dir) as second:
         first.acquire_lock(command="vaultsync watch test")

@@ -54,6 +54,7 @@ def one_line(stderr: str) -> str:
     return lines[0]
 
 
+@pytest.mark.capabilities_off("no-fcntl")
 def test_a_held_vault_lock_names_its_holder(holder, db_path: Path, vault_dir: Path) -> None:
     proc = holder("vault", "lock")
     done = run_cli("import", str(vault_dir), db=db_path)
@@ -63,6 +64,7 @@ def test_a_held_vault_lock_names_its_holder(holder, db_path: Path, vault_dir: Pa
         vault.sync()
 
 
+@pytest.mark.capabilities_off("no-fcntl")
 def test_a_busy_database_names_the_process_writing(holder, db_path: Path, vault_dir: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     proc = holder("other-vault", "write")  # another vault of the same database, mid-transaction

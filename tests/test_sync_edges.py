@@ -28,6 +28,7 @@ def make_unlistable(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(folder_module.os, "scandir", scandir)
 
 
+@pytest.mark.capabilities_off("no-dir-fd")
 def test_an_unlistable_folder_does_not_delete_its_notes(db_path: Path, vault_dir: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     with Vault.open(db_path, root=vault_dir) as vault:
@@ -44,6 +45,7 @@ def test_an_unlistable_folder_does_not_delete_its_notes(db_path: Path, vault_dir
         assert vault.read("Projects/Atlas.md").content.startswith("---\ntags: [project]")
 
 
+@pytest.mark.capabilities_off("no-dir-fd")
 def test_an_unlistable_vault_deletes_nothing(db_path: Path, vault_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with Vault.open(db_path, root=vault_dir) as vault:
         vault.sync(known_at=T1)
@@ -56,6 +58,7 @@ def test_an_unlistable_vault_deletes_nothing(db_path: Path, vault_dir: Path, mon
         assert [r.path for r in vault.ls()] == ["Inbox.md", "Projects/Atlas.md"]
 
 
+@pytest.mark.capabilities_off("no-dir-fd")
 def test_nfd_file_names_are_not_lost_by_targeted_syncs(db_path: Path, tmp_path: Path) -> None:
     """Names written in NFD (macOS) are stored as NFC; the watcher's path syncs must still find the files."""
     root = tmp_path / "nfd-vault"

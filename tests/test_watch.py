@@ -42,6 +42,7 @@ def paths(vault: Vault, prefix: str = "") -> list[str]:
     return [r.path for r in vault.ls(prefix=prefix)]
 
 
+@pytest.mark.capabilities_off("no-dir-fd")
 def test_edit_new_and_deleted_notes_become_readable(vault: Vault, vault_dir: Path) -> None:
     seen: list[BatchSummary] = []
     with Watcher(vault, **FAST, on_batch=seen.append) as watcher:
@@ -60,6 +61,7 @@ def test_edit_new_and_deleted_notes_become_readable(vault: Vault, vault_dir: Pat
     assert [r.kind for r in vault.history("Inbox.md")] == ["created", "modified"]
 
 
+@pytest.mark.capabilities_off("no-dir-fd")
 def test_atomic_save_and_ignored_places(vault: Vault, vault_dir: Path) -> None:
     with Watcher(vault, **FAST) as watcher:
         atomic_write(vault_dir / "Inbox.md", "# Inbox\n\nsaved atomically\n")
@@ -80,6 +82,7 @@ def test_atomic_save_and_ignored_places(vault: Vault, vault_dir: Path) -> None:
     assert [r.kind for r in history] == ["created", "modified"], "an atomic save is an edit, not delete + create"
 
 
+@pytest.mark.capabilities_off("no-dir-fd", "no-nofollow")
 def test_folder_rename_move_out_and_new_nested_folders(vault: Vault, vault_dir: Path, tmp_path: Path) -> None:
     (vault_dir / "Projects" / "Deep").mkdir()
     (vault_dir / "Projects" / "Deep" / "Plan.md").write_text("# Plan\n\nsteps\n", encoding="utf-8")
@@ -199,6 +202,7 @@ def test_concurrent_readers_never_see_a_partial_batch(vault: Vault, vault_dir: P
     assert len(observed) > 2, "the reader saw the store while it was being written"
 
 
+@pytest.mark.capabilities_off("no-fcntl")
 def test_second_writer_is_refused_while_watching(vault: Vault, db_path: Path, vault_dir: Path) -> None:
     with Watcher(vault, **FAST):
         with Vault.open(db_path, root=vault_dir) as other:
@@ -248,6 +252,7 @@ class Deaf:
         pass
 
 
+@pytest.mark.capabilities_off("no-dir-fd")
 def test_reconcile_repairs_what_the_observer_missed(vault: Vault, vault_dir: Path) -> None:
     with Watcher(vault, **FAST, reconcile_s=0.3, observer_factory=Deaf) as watcher:
         assert watcher.status()["observer"] == "deaf"
@@ -255,6 +260,7 @@ def test_reconcile_repairs_what_the_observer_missed(vault: Vault, vault_dir: Pat
         wait_until(lambda: content(vault, "Missed.md") == "# never reported\n", what="the reconcile scan")
 
 
+@pytest.mark.capabilities_off("no-dir-fd")
 def test_scripted_paths_and_a_vanished_vault_folder(vault: Vault, vault_dir: Path, tmp_path: Path) -> None:
     """Replay dirty paths through the seam; a vault folder that disappears never becomes mass deletion."""
     observers: list[Deaf] = []

@@ -26,6 +26,7 @@ def readonly(db: Path) -> Vault:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.capabilities_off("no-fcntl")
 def test_signal_flushes_pending_batch_and_second_writer_is_refused(sig: int, db_path: Path, vault_dir: Path,
                                                                     cli) -> None:
     watcher = WatchProcess(db_path, vault_dir, "--step-ms", "20000", "--debounce-ms", "60000", "--json", "-v")

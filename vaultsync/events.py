@@ -12,7 +12,6 @@ import errno
 import logging
 import os
 import queue
-import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -20,11 +19,12 @@ from pathlib import Path
 from typing import Protocol
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserverVFS
 
-from .paths import is_hidden, is_note_path, is_visible_folder
+from . import overflow
+from .capabilities import inotify_limit
+from .paths import is_hidden, is_note_path, is_visible_folder, nfc
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +35,9 @@ warnings.filterwarnings("ignore", message="Callback with id .* already exists", 
 
 MarkDirty = Callable[[Iterable[str]], None]
 """Where dirty paths go (the debouncer's ``add``)."""
+
+EVERYTHING = ""
+"""The dirty "path" an observer records when it lost events: the watcher's next batch is a full scan."""
 
 POLL_INTERVAL_S = 1.0
 """How often the polling observer walks the vault."""
@@ -89,6 +92,11 @@ class DirtyHandler(FileSystemEventHandler):
         if dirty:
             self.mark(dirty)
 
+    def lost(self) -> None:
+        """The observer dropped events (a queue or buffer overflowed): everything may have changed."""
+        logger.warning("the file-system observer lost events under %s; rescanning the vault", self.root)
+        self.mark([EVERYTHING])
+
 
 class RunningObserver(Protocol):
     """What the watcher needs from an observer: its kind, whether it still runs, and stopping it."""
@@ -117,6 +125,7 @@ class WatchdogObserver:
 
     def stop(self) -> None:
         """Stop and join every thread, then hand over events still queued for dispatch."""
+        overflow.forget(self.handler)
         self.observer.stop()
         with contextlib.suppress(RuntimeError):
             self.observer.join(timeout=10)
@@ -141,12 +150,14 @@ def start_observer(root: Path, mark: MarkDirty, polling: bool = False) -> Watchd
     if not polling:
         reason = _too_many_folders(root)
         if reason is None:
-            native = Observer()
+            native = overflow.native_observer()
+            overflow.listen(handler)
             try:
                 native.schedule(handler, str(root), recursive=True)
                 native.start()
             except OSError as exc:
                 _stop_quietly(native)
+                overflow.forget(handler)
                 if exc.errno not in _WATCH_ERRORS:
                     raise
                 reason = f"{exc.strerror or exc} ({_limits_hint()})"
@@ -155,6 +166,7 @@ def start_observer(root: Path, mark: MarkDirty, polling: bool = False) -> Watchd
                 if reason is None:
                     return WatchdogObserver(native, handler, _kind(native))
                 _stop_quietly(native)
+                overflow.forget(handler)
         logger.warning("the native observer cannot watch %s: %s; falling back to polling every %.0f s",
                        root, reason, POLL_INTERVAL_S)
     poller = PollingObserverVFS(os.stat, _note_entries, polling_interval=POLL_INTERVAL_S)
@@ -177,7 +189,7 @@ def _note_entries(path: str | None) -> Iterator[os.DirEntry[str]]:
 
 
 def _kind(observer: BaseObserver) -> str:
-    name = type(observer).__name__.removesuffix("Observer").lower()
+    name = type(observer).__name__.removesuffix("Observer").removeprefix("DropAware").lower()
     return {"windowsapi": "windows", "fsevents": "fsevents"}.get(name, name)
 
 
@@ -186,15 +198,6 @@ def _stop_quietly(observer: BaseObserver) -> None:
         observer.stop()
     with contextlib.suppress(Exception):
         observer.join(timeout=10)
-
-
-def inotify_limit() -> int | None:
-    """The smallest inotify watch limit that applies to this process (Linux), else None."""
-    limits = []
-    for name in ("/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"):
-        with contextlib.suppress(OSError, ValueError):
-            limits.append(int(Path(name).read_text().strip()))
-    return min(limits) if limits else None
 
 
 def _limits_hint() -> str:
@@ -213,9 +216,7 @@ def count_folders(root: Path) -> int:
 
 
 def _too_many_folders(root: Path) -> str | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    limit = inotify_limit()
+    limit = inotify_limit()  # None where there is no inotify
     if limit is None:
         return None
     folders = count_folders(root)

@@ -135,19 +135,5 @@ def disk_path(root: str | os.PathLike[str], rel: str) -> str:
     return current
 
 
-def disk_name(dir_fd: int, part: str) -> str:
-    """The name in the open folder ``dir_fd`` of the NFC path part ``part``: itself when it exists,
-    else an entry whose NFC form it is (a name macOS wrote in NFD), else ``part`` (a new name)."""
-    if part.isascii():
-        return part
-    try:
-        os.stat(part, dir_fd=dir_fd, follow_symlinks=False)
-        return part
-    except FileNotFoundError:
-        pass
-    with os.scandir(dir_fd) as entries:
-        return next((e.name for e in entries if nfc(e.name) == part), part)
-
-
-__all__ = ["NOTE_SUFFIX", "changed_path", "disk_name", "disk_path", "is_hidden", "is_note_path", "is_visible_folder",
+__all__ = ["NOTE_SUFFIX", "changed_path", "disk_path", "is_hidden", "is_note_path", "is_visible_folder",
            "nfc", "note_candidates", "note_name", "note_path", "relative", "writable_note_path"]

@@ -97,6 +97,7 @@ class Vault:
         db = Path(db_path) if db_path is not None else default_db_path()
         vault_root: Path | None = None
         if root is not None:
+            vaultfs.check_root(os.fspath(root))  # before anything touches it: a UNC path sends credentials
             vault_root = Path(root).expanduser().resolve()
             if not vault_root.is_dir():
                 raise ConfigError(f"vault folder {root} does not exist or is not a folder")

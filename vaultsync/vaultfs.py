@@ -1,37 +1,49 @@
 """The vault folder opened without following symlinks: every read of a note and every write into it.
 
-A note is a regular file inside the vault folder, reached through real folders only. Each path is
-walked one component at a time from a descriptor of the vault folder (``openat`` with
-``O_NOFOLLOW``), so neither a committed symlink (``cfg.md -> .git/config``), nor a folder alias
-(``docs -> ../..``), nor a folder swapped for a symlink while we work can lead outside it: the
-kernel refuses the symlink at the component where it is met. What is opened is checked again with
-``fstat``: a regular file (or folder) on the vault's own device.
+A note is a regular file inside the vault folder, reached through real folders only. Where the OS
+has directory descriptors (``capabilities.current().dir_fd``: Linux, macOS), each path is walked
+one component at a time from a descriptor of the vault folder (``openat`` with ``O_NOFOLLOW``), so
+neither a committed symlink (``cfg.md -> .git/config``), nor a folder alias (``docs -> ../..``),
+nor a folder swapped for a symlink while we work can lead outside it: the kernel refuses the
+symlink at the component where it is met. What is opened is checked again with ``fstat``: a
+regular file (or folder) on the vault's own device.
 
-Names are matched as ``paths.disk_name`` says: a part stored in NFD on disk (as macOS writes it) is
-found under its NFC name, so a write never creates a twin file.
+Without directory descriptors (Windows) each component is checked with ``lstat`` (symlinks and
+junctions refused: ``capabilities.is_link``), and after the open the folders on the way are checked
+again and the opened file's (st_dev, st_ino) must be the ``lstat``'s. What remains: a folder swapped
+for a symlink and back between those checks, more than once, within microseconds, can make a read
+return a file outside the vault; a temp file is created empty and written only after the check, so
+a write can leave at most an empty ``.vaultsync-*.tmp`` where such a symlink pointed. Without
+``O_NOFOLLOW`` the same ``lstat`` / identity check guards each open.
 
-Writes go through a temp file in the same folder (a descriptor, not a path): ``create`` links it
-to the new name (``link`` never replaces anything, not even a dangling symlink), ``replace``
-renames it over the note after checking that the note is still the file that was read.
+Names are matched as ``disk_name`` says: a part stored in NFD on disk (as macOS writes it) is
+found under its NFC name, so a write never creates a twin file. On a file system that folds case
+(``capabilities.case_folds``) ``stat_note`` and ``kind`` see a note only under its name's exact
+case, so ``note.md`` renamed to ``Note.md`` is one rename, never two notes.
+
+Writes go through a temp file in the same folder: ``create`` links it to the new name (``link``
+never replaces anything, not even a dangling symlink), ``replace`` swaps it with the note
+(``capabilities.exchange``) after checking that the note is still the file that was read; where no
+exchange exists, a rename (retried while Windows reports a sharing violation) replaces it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import os
 import secrets
 import stat
+import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .errors import NoteChanged, NotANote, PathError
-from .paths import disk_name
+from . import capabilities
+from .capabilities import is_link, same_file
+from .errors import ConfigError, NoteChanged, NotANote, PathError
+from .paths import nfc
 
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-_FILE = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,79 +60,197 @@ def identity(st: os.stat_result) -> Identity:
     return Identity(st.st_ino, st.st_mtime_ns, st.st_size, st.st_ctime_ns)
 
 
-def _why(dir_fd: int, name: str, rel: str) -> str:
-    """Why ``name`` in ``dir_fd`` could not be opened as a folder or note (it exists)."""
+@dataclass(slots=True)
+class Folder:
+    """A real folder of the vault: open as a descriptor (``fd``), or, without directory descriptors,
+    its path and the ``lstat`` of every folder on the way, checked again after each open."""
+
+    fd: int | None
+    path: str
+    device: int
+    folds: bool
+    """Its file system matches names ignoring case."""
+    trail: list[tuple[str, os.stat_result]] = field(default_factory=list)
+
+    def at(self, name: str) -> str:
+        """``name`` as the calls below take it: itself with ``dir_fd=self.fd``, else joined to the path."""
+        return name if self.fd is not None else os.path.join(self.path, name)
+
+    def lstat(self, name: str) -> os.stat_result:
+        return os.stat(self.at(name), dir_fd=self.fd, follow_symlinks=False)
+
+    def recheck(self, rel: str) -> None:
+        """Without descriptors: every folder on the way is still the one walked (NotANote if not)."""
+        for path, seen in self.trail:
+            try:
+                now = os.lstat(path)
+            except OSError:
+                now = None
+            if now is None or is_link(now) or not same_file(now, seen):
+                raise NotANote(f"{rel}: a folder on the way was replaced while it was used (a symlink swapped in?)")
+
+
+ALLOW_NETWORK_ENV = "VAULTSYNC_ALLOW_NETWORK"
+
+
+def check_root(root: str) -> None:
+    """Refuse a Windows network (UNC) vault folder unless ``VAULTSYNC_ALLOW_NETWORK=1``: ConfigError saying why."""
+    reason = capabilities.network_root(root)
+    if reason is not None and os.environ.get(ALLOW_NETWORK_ENV, "") in ("", "0"):
+        raise ConfigError(reason)
+
+
+def _why(where: Folder, name: str, rel: str) -> str:
+    """Why ``name`` in ``where`` could not be opened as a folder or note (it exists)."""
     try:
-        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        st = where.lstat(name)
     except OSError:
         return f"{rel} cannot be opened"
-    if stat.S_ISLNK(st.st_mode):
+    if is_link(st):
         return f"{rel} is a symlink; vaultsync reads and writes only real files and folders inside the vault"
     if stat.S_ISREG(st.st_mode):
         return f"{rel} is a file, not a folder"
     return f"{rel} is not a regular file or folder"
 
 
-@contextlib.contextmanager
-def folder(root: str | os.PathLike[str], parts: list[str], *, create: bool = False) -> Iterator[int]:
-    """A descriptor of the vault folder ``parts`` (NFC names), walked without following symlinks.
-
-    FileNotFoundError when a part is missing (and ``create`` is false); NotANote when a part is a
-    symlink, a file or on another device.
-    """
-    fd = os.open(root, _DIR & ~os.O_NOFOLLOW)  # the vault folder itself was resolved when the vault was opened
+def disk_name(where: Folder, part: str, *, exact: bool = False) -> str:
+    """The name in ``where`` of the NFC path part ``part``: itself when it exists, else an entry whose
+    NFC form it is (a name macOS wrote in NFD), else ``part`` (a new name). Where names fold case,
+    ``exact`` asks for the entry as it is spelled on disk (then compared by the caller)."""
+    simulated = capabilities.current().case_insensitive
+    if part.isascii() and not simulated and not (exact and where.folds):
+        return part
     try:
-        device = os.fstat(fd).st_dev
+        where.lstat(part)
+        if not (exact and where.folds):
+            return part
+    except FileNotFoundError:
+        pass
+    with os.scandir(where.fd if where.fd is not None else where.path) as entries:
+        names = [e.name for e in entries]
+    key = nfc(part)
+    found = next((n for n in names if nfc(n) == key), None)
+    if found is None and where.folds:
+        found = next((n for n in names if nfc(n).casefold() == key.casefold()), None)
+    return found if found is not None else part
+
+
+def _open_dir(where: Folder, name: str, rel: str) -> tuple[int | None, os.stat_result]:
+    """Open the sub-folder ``name`` of ``where`` (its descriptor, or None without descriptors) and its stat."""
+    caps = capabilities.current()
+    before = None
+    if where.fd is None or not caps.no_follow:
+        before = where.lstat(name)  # FileNotFoundError propagates
+        if is_link(before) or not stat.S_ISDIR(before.st_mode):
+            raise NotANote(_why(where, name, rel))
+        if where.fd is None:
+            return None, before
+    flags = os.O_RDONLY | caps.o_directory | caps.no_follow | _CLOEXEC
+    try:
+        fd = os.open(name, flags, dir_fd=where.fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise NotANote(_why(where, name, rel)) from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISDIR(st.st_mode) or (before is not None and not same_file(before, st)):
+        os.close(fd)
+        raise NotANote(f"{rel} is not a folder (or was replaced while it was opened)")
+    return fd, st
+
+
+@contextlib.contextmanager
+def folder(root: str | os.PathLike[str], parts: list[str], *, create: bool = False,
+           exact: bool = False) -> Iterator[Folder]:
+    """The vault folder ``parts`` (NFC names), walked without following symlinks.
+
+    FileNotFoundError when a part is missing (and ``create`` is false; with ``exact``, also when it
+    exists only under another case); NotANote when a part is a symlink, a file or on another device.
+    """
+    caps = capabilities.current()
+    top = capabilities.long_path(os.fspath(root))
+    folds = capabilities.case_folds(top)
+    if caps.dir_fd:  # the vault folder itself was resolved when the vault was opened
+        fd = os.open(top, os.O_RDONLY | caps.o_directory | _CLOEXEC)
+        where = Folder(fd, top, os.fstat(fd).st_dev, folds)
+    else:
+        st = os.stat(top)
+        where = Folder(None, top, st.st_dev, folds, [(top, st)])
+    try:
         walked: list[str] = []
         for part in parts:
             walked.append(part)
-            name = disk_name(fd, part)
+            name = disk_name(where, part, exact=exact)
+            if exact and nfc(name) != nfc(part):
+                raise FileNotFoundError(errno.ENOENT, "only under another case", "/".join(walked))
             try:
-                child = os.open(name, _DIR, dir_fd=fd)
+                fd, st = _open_dir(where, name, "/".join(walked))
             except FileNotFoundError:
                 if not create:
                     raise
                 try:
-                    os.mkdir(name, 0o777, dir_fd=fd)
+                    os.mkdir(where.at(name), 0o777, dir_fd=where.fd)
                 except FileExistsError:  # made meanwhile, or a dangling symlink: opening says which
                     pass
                 try:
-                    child = os.open(name, _DIR, dir_fd=fd)
-                except OSError as exc:
-                    raise NotANote(_why(fd, name, "/".join(walked)) if exc.errno != errno.ENOENT
-                                   else f"{'/'.join(walked)} vanished while it was made") from None
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-                    raise NotANote(_why(fd, name, "/".join(walked))) from None
-                raise
-            os.close(fd)
-            fd = child
-            if os.fstat(fd).st_dev != device:
+                    fd, st = _open_dir(where, name, "/".join(walked))
+                except FileNotFoundError:
+                    raise NotANote(f"{'/'.join(walked)} vanished while it was made") from None
+            if st.st_dev != where.device:
+                if fd is not None:
+                    os.close(fd)
                 raise NotANote(f"{'/'.join(walked)} is on another file system (a mount inside the vault)")
-        yield fd
+            path = os.path.join(where.path, name)
+            if where.fd is not None:
+                os.close(where.fd)
+            where = Folder(fd, path, where.device, folds, [*where.trail, (path, st)] if fd is None else [])
+        yield where
     finally:
-        os.close(fd)
+        if where.fd is not None:
+            os.close(where.fd)
 
 
-def _open_file(dir_fd: int, name: str, rel: str, device: int) -> tuple[int, os.stat_result]:
+def _open_file(where: Folder, name: str, rel: str) -> tuple[int, os.stat_result]:
+    caps = capabilities.current()
+    before = None
+    if where.fd is None or not caps.no_follow:  # the open itself cannot refuse a symlink: lstat, then compare
+        before = where.lstat(name)
+        if is_link(before):
+            raise NotANote(_why(where, name, rel))
+        if not stat.S_ISREG(before.st_mode):
+            raise NotANote(f"{rel} is not a regular file in the vault")
+    flags = os.O_RDONLY | caps.no_follow | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC  # a FIFO never blocks the open
     try:
-        fd = os.open(name, _FILE | os.O_NONBLOCK, dir_fd=dir_fd)  # O_NONBLOCK: a FIFO never blocks the open
+        fd = os.open(where.at(name), flags, dir_fd=where.fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EMLINK):
-            raise NotANote(_why(dir_fd, name, rel)) from None
+            raise NotANote(_why(where, name, rel)) from None
         raise
     st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_dev != device:
+    try:
+        if before is not None and not same_file(before, st):
+            raise NotANote(f"{rel} was replaced while it was opened (a symlink swapped in?)")
+        if where.fd is None:
+            where.recheck(rel)
+        if not stat.S_ISREG(st.st_mode) or st.st_dev != where.device:
+            raise NotANote(f"{rel} is not a regular file in the vault")
+    except BaseException:
         os.close(fd)
-        raise NotANote(f"{rel} is not a regular file in the vault")
+        raise
     return fd, st
 
 
 def stat_note(root: str | os.PathLike[str], rel: str) -> os.stat_result:
-    """``fstat`` of the note file ``rel`` (FileNotFoundError, NotANote, or OSError as raised)."""
+    """``fstat`` of the note file ``rel`` (FileNotFoundError, NotANote, or OSError as raised).
+
+    Where names fold case, a note found only under another case is not there (FileNotFoundError).
+    """
     *parts, last = rel.split("/")
-    with folder(root, parts) as dir_fd:
-        fd, st = _open_file(dir_fd, disk_name(dir_fd, last), rel, os.fstat(dir_fd).st_dev)
+    with folder(root, parts, exact=True) as where:
+        name = disk_name(where, last, exact=True)
+        if nfc(name) != nfc(last):
+            raise FileNotFoundError(errno.ENOENT, "only under another case", rel)
+        fd, st = _open_file(where, name, rel)
         os.close(fd)
     return st
 
@@ -128,38 +258,47 @@ def stat_note(root: str | os.PathLike[str], rel: str) -> os.stat_result:
 def read_note(root: str | os.PathLike[str], rel: str, limit: int) -> tuple[bytes, os.stat_result]:
     """The bytes of the note file ``rel`` (at most ``limit`` + 1: more means it is too large) and its stat."""
     *parts, last = rel.split("/")
-    with folder(root, parts) as dir_fd:
-        fd, st = _open_file(dir_fd, disk_name(dir_fd, last), rel, os.fstat(dir_fd).st_dev)
+    with folder(root, parts) as where:
+        fd, st = _open_file(where, disk_name(where, last), rel)
     with os.fdopen(fd, "rb") as handle:
         return handle.read(min(st.st_size, limit) + 1), st
 
 
 def kind(root: str | os.PathLike[str], rel: str) -> str | None:
-    """"folder" or "file" for a real folder or regular file at ``rel`` (no symlink on the way), else None."""
+    """"folder" or "file" for a real folder or regular file at ``rel`` (no symlink on the way, its
+    name's exact case where names fold case), else None."""
     *parts, last = rel.split("/")
     try:
-        with folder(root, parts) as dir_fd:
-            st = os.stat(disk_name(dir_fd, last), dir_fd=dir_fd, follow_symlinks=False)
-            if st.st_dev != os.fstat(dir_fd).st_dev:
+        with folder(root, parts, exact=True) as where:
+            name = disk_name(where, last, exact=True)
+            if nfc(name) != nfc(last):
+                return None
+            st = where.lstat(name)
+            if st.st_dev != where.device or is_link(st):
                 return None
     except (OSError, NotANote):
         return None
     return "folder" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else None
 
 
-def _temp(dir_fd: int, data: bytes, mode: int | None) -> str:
-    """A new temp file holding ``data`` in ``dir_fd`` (synced); its name. ``mode`` None: the umask decides."""
+def _temp(where: Folder, data: bytes, mode: int | None) -> str:
+    """A new temp file holding ``data`` in ``where`` (synced); its name. ``mode`` None: the umask decides."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | capabilities.current().no_follow | _CLOEXEC
     for _ in range(100):
         name = f".vaultsync-{secrets.token_hex(6)}.tmp"
         try:
-            fd = os.open(name, _NEW, 0o666, dir_fd=dir_fd)
+            fd = os.open(where.at(name), flags, 0o666, dir_fd=where.fd)
             break
         except FileExistsError:
             continue
     else:  # pragma: no cover - 100 collisions of 48 random bits
         raise PathError("cannot make a temp file in the vault folder")
     try:
-        if mode is not None:
+        if where.fd is None:  # created empty; written only once it is known to be in the vault
+            where.recheck(name)
+            if not same_file(where.lstat(name), os.fstat(fd)):
+                raise NotANote("the vault folder was replaced while a temp file was made in it")
+        if mode is not None and hasattr(os, "fchmod"):
             os.fchmod(fd, stat.S_IMODE(mode))
         view = memoryview(data)
         while view:
@@ -167,66 +306,77 @@ def _temp(dir_fd: int, data: bytes, mode: int | None) -> str:
         os.fsync(fd)
     except BaseException:
         os.close(fd)
-        _unlink(dir_fd, name)
+        _unlink(where, name)
         raise
     os.close(fd)
     return name
 
 
-def _unlink(dir_fd: int, name: str) -> None:
+def _unlink(where: Folder, name: str) -> None:
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(name, dir_fd=dir_fd)
+        os.unlink(where.at(name), dir_fd=where.fd)
+
+
+def _sync(where: Folder) -> None:
+    """Make the folder's new names durable (without a descriptor: not possible on Windows; skipped)."""
+    if where.fd is not None:
+        os.fsync(where.fd)
 
 
 def create(root: str | os.PathLike[str], rel: str, data: bytes) -> None:
     """Create the note ``rel`` holding ``data``, making its folders; FileExistsError if anything has that name."""
     *parts, last = rel.split("/")
-    with folder(root, parts, create=True) as dir_fd:
-        name = disk_name(dir_fd, last)
-        if _exists(dir_fd, name):
+    with folder(root, parts, create=True) as where:
+        name = disk_name(where, last)
+        if _exists(where, name):
             raise FileExistsError(errno.EEXIST, "exists", rel)
-        tmp = _temp(dir_fd, data, None)
-        try:
-            os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)  # EEXIST if taken
+        tmp = _temp(where, data, None)
+        no_follow = {"follow_symlinks": False} if os.link in os.supports_follow_symlinks else {}
+        try:  # EEXIST if taken
+            os.link(where.at(tmp), where.at(name), src_dir_fd=where.fd, dst_dir_fd=where.fd, **no_follow)
         except OSError as exc:  # no hard links here (some FUSE and network file systems)
             if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.ENOSYS):
                 raise
-            if _exists(dir_fd, name):
+            if _exists(where, name):
                 raise FileExistsError(errno.EEXIST, "exists", rel) from None
-            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            os.rename(where.at(tmp), where.at(name), src_dir_fd=where.fd, dst_dir_fd=where.fd)
         finally:
-            _unlink(dir_fd, tmp)
-        os.fsync(dir_fd)
+            _unlink(where, tmp)
+        _sync(where)
 
 
-def _exists(dir_fd: int, name: str) -> bool:
+def _exists(where: Folder, name: str) -> bool:
     try:
-        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        where.lstat(name)
     except FileNotFoundError:
         return False
     return True
 
 
-RENAME_EXCHANGE = 2
-"""``renameat2`` flag: swap two names atomically (Linux 3.15+, most local file systems)."""
-
-try:
-    _renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    _renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-except (AttributeError, OSError):  # not glibc / not Linux: a plain rename, checked just before
-    _renameat2 = None
+def _exchange(where: Folder, a: str, b: str) -> bool:
+    """Swap the names ``a`` and ``b`` in ``where`` atomically; False where the system cannot."""
+    return capabilities.exchange(where.fd, where.at(a), where.at(b))
 
 
-def _exchange(dir_fd: int, a: str, b: str) -> bool:
-    """Swap the names ``a`` and ``b`` in ``dir_fd`` atomically; False where the system cannot."""
-    if _renameat2 is None:
-        return False
-    if _renameat2(dir_fd, os.fsencode(a), dir_fd, os.fsencode(b), RENAME_EXCHANGE) == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-        return False
-    raise OSError(code, os.strerror(code), b)
+REPLACE_TRIES = 10
+"""How often a replace is tried while Windows reports a sharing violation (an indexer, antivirus or
+the editor holding the note open); about 2.5 s in all."""
+
+SHARING_VIOLATIONS = (5, 32, 33)
+"""Windows errors (access denied, sharing violation, lock violation) that go away when the other program lets go."""
+
+
+def replace(src: str, dst: str, *, dir_fd: int | None = None, sleep: Callable[[float], None] = time.sleep,
+            rename: Callable[..., None] = os.replace) -> None:
+    """``os.replace``, tried again (bounded) while another program holds the file open on Windows."""
+    for attempt in range(REPLACE_TRIES):
+        try:
+            rename(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            return
+        except PermissionError as exc:
+            if getattr(exc, "winerror", None) not in SHARING_VIOLATIONS or attempt == REPLACE_TRIES - 1:
+                raise
+            sleep(min(0.5, 0.02 * 2 ** attempt))
 
 
 def edit(root: str | os.PathLike[str], rel: str, limit: int, change: Callable[[bytes], bytes]) -> bytes:
@@ -234,26 +384,25 @@ def edit(root: str | os.PathLike[str], rel: str, limit: int, change: Callable[[b
     the new bytes. NoteChanged when another writer touched the note meanwhile (nothing is written then).
     """
     *parts, last = rel.split("/")
-    with folder(root, parts) as dir_fd:
-        device = os.fstat(dir_fd).st_dev
-        name = disk_name(dir_fd, last)
-        fd, st = _open_file(dir_fd, name, rel, device)
+    with folder(root, parts) as where:
+        name = disk_name(where, last)
+        fd, st = _open_file(where, name, rel)
         with os.fdopen(fd, "rb") as handle:
             old = handle.read(min(st.st_size, limit) + 1)
         before = identity(st)
         new = change(old)
-        tmp = _temp(dir_fd, new, st.st_mode)
+        tmp = _temp(where, new, st.st_mode)
         try:
-            fd, now = _open_file(dir_fd, name, rel, device)  # the note as it is just before replacing it
+            fd, now = _open_file(where, name, rel)  # the note as it is just before replacing it
             with os.fdopen(fd, "rb") as handle:
                 current = handle.read(min(now.st_size, limit) + 1)
             if identity(now) != before or current != old:
                 raise NoteChanged(rel)
-            if _exchange(dir_fd, tmp, name):
+            if _exchange(where, tmp, name):
                 # the note is ours now and what it replaced sits at ``tmp``: if another writer got in
                 # between the check and the swap, swap back (their version returns) and try again
                 try:
-                    fd, gone = _open_file(dir_fd, tmp, rel, device)
+                    fd, gone = _open_file(where, tmp, rel)
                 except NotANote:  # swapped for a link or a folder meanwhile: put it back, refuse next try
                     gone, replaced = None, b""
                 else:
@@ -262,11 +411,11 @@ def edit(root: str | os.PathLike[str], rel: str, limit: int, change: Callable[[b
                 # (its ctime moved with the swap itself, so the inode, mtime, size and bytes decide)
                 if (gone is None or (gone.st_ino, gone.st_mtime_ns, gone.st_size)
                         != (before.inode, before.mtime_ns, before.size) or replaced != old):
-                    _exchange(dir_fd, tmp, name)
+                    _exchange(where, tmp, name)
                     raise NoteChanged(rel)
-            else:
-                os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            else:  # no exchange here: a writer between the check above and this rename loses its change
+                replace(where.at(tmp), where.at(name), dir_fd=where.fd)
         finally:
-            _unlink(dir_fd, tmp)
-        os.fsync(dir_fd)
+            _unlink(where, tmp)
+        _sync(where)
     return new

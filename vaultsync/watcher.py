@@ -23,8 +23,8 @@ from types import FrameType
 from typing import Any
 
 from .debounce import Debouncer, Pending, collapse
-from .errors import StoreError, VaultsyncError
-from .events import ObserverFactory, RunningObserver, start_observer
+from .errors import ConfigError, StoreError, VaultsyncError
+from .events import EVERYTHING, ObserverFactory, RunningObserver, start_observer
 from .sync import BatchSummary
 from .times import format_time
 from .vault import Vault
@@ -189,7 +189,9 @@ class Watcher:
 
     def _flush(self, pending: Pending | None, reason: str, raise_errors: bool = False) -> bool:
         """Write one batch (``pending`` paths, or a full scan); False if it failed and must be retried."""
-        paths = None if pending is None else collapse(pending.paths)
+        paths = None if pending is None or EVERYTHING in pending.paths else collapse(pending.paths)
+        if pending is not None and paths is None:
+            reason = "rescan"  # the observer lost events: a full scan, now
         started = time.monotonic()
         try:
             if _identity(self.vault.root) != self._root_id:

@@ -1,20 +1,33 @@
-"""One writer per vault: an advisory file lock that the OS releases when the holder dies."""
+"""One writer per vault: a lock on ``<db>.<vault>.lock`` whose content names the holder.
+
+How it is held is ``capabilities.current().lock``:
+
+- ``fcntl`` (Linux, macOS): ``flock`` on the file; the OS releases it when the holder dies.
+- ``msvcrt`` (Windows): ``msvcrt.locking`` on one byte far past the holder's description (Windows
+  locks are mandatory: a locked byte cannot be read, so the description stays readable); the OS
+  releases it when the holder dies.
+- ``pidfile`` (neither: what the suite runs on Linux with ``fcntl`` taken away): the file is created
+  exclusively and removed on release. Weaker: a holder that dies leaves the file, and the next
+  writer takes it over only once it finds that pid gone (on POSIX ``kill(pid, 0)``); a pid reused by
+  an unrelated process keeps the vault locked until that process ends or the file is removed by hand.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
 import sys
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+from .. import capabilities
 from ..errors import LockedError
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+MSVCRT_OFFSET = 1 << 30
+"""The byte ``msvcrt`` locks: far past any description written at the start of the file."""
 
 
 class WriterLock:
@@ -27,6 +40,7 @@ class WriterLock:
         self.command: str | None = None
         """How the lock file names the holder when a caller names nothing (None: this process's arguments)."""
         self._file: IO[str] | None = None
+        self._kind = capabilities.current().lock
 
     @property
     def held(self) -> bool:
@@ -47,14 +61,9 @@ class WriterLock:
         if self._file is not None:
             return True
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)  # the holder's argv: private
-        handle = open(fd, "a+", encoding="utf-8")
-        if fcntl is not None:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                handle.close()
-                return False
+        handle = self._pidfile() if self._kind == "pidfile" else self._locked()
+        if handle is None:
+            return False
         handle.seek(0)
         handle.truncate()
         handle.write(json.dumps({
@@ -67,6 +76,53 @@ class WriterLock:
         self._file = handle
         return True
 
+    def _locked(self) -> IO[str] | None:
+        """The lock file opened and locked (fcntl or msvcrt), or None when another process holds it."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)  # the holder's argv: private
+        handle = open(fd, "a+", encoding="utf-8")
+        try:
+            _lock(self._kind, handle, exclusive=True)
+        except OSError:
+            handle.close()
+            return None
+        return handle
+
+    def _pidfile(self) -> IO[str] | None:
+        """The lock file created exclusively, after taking over one whose holder is gone; None if held."""
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+            except FileExistsError:
+                if not self._take_over_stale():
+                    return None
+                continue
+            return open(fd, "w", encoding="utf-8")
+        return None
+
+    def _take_over_stale(self) -> bool:
+        """Remove the lock file if its holder is gone; True if it was removed (or vanished)."""
+        try:
+            handle = open(self.path, encoding="utf-8")
+        except FileNotFoundError:
+            return True
+        with handle:
+            seen = os.fstat(handle.fileno())
+            info = _parse(handle.read())
+        if _held_by_live(info, seen.st_mtime):
+            return False
+        aside = self.path.with_name(f"{self.path.name}.stale-{secrets.token_hex(4)}")
+        try:
+            os.rename(self.path, aside)
+        except FileNotFoundError:
+            return True
+        if capabilities.same_file(os.lstat(aside), seen):
+            os.unlink(aside)
+            return True
+        with contextlib.suppress(OSError):  # a new holder's file was moved aside: put it back
+            os.link(aside, self.path)
+        os.unlink(aside)
+        return False
+
     def holder(self) -> str | None:
         """Who holds the lock now (another process), or None when it is free or ours."""
         info = self.holder_info()
@@ -74,29 +130,32 @@ class WriterLock:
 
     def holder_info(self) -> dict[str, object] | None:
         """What the holder (another process) wrote into the lock file ({} if unreadable), or None when free or ours."""
-        if self._file is not None or fcntl is None:
+        if self._file is not None:
             return None
         try:
             handle = open(self.path, encoding="utf-8")
         except OSError:
             return None
         with handle:
+            if self._kind == "pidfile":
+                info = _parse(handle.read())
+                return info if _held_by_live(info, os.fstat(handle.fileno()).st_mtime) else None
             try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+                _lock(self._kind, handle, exclusive=False)
             except OSError:
-                try:
-                    info = json.loads(handle.read())
-                except ValueError:
-                    return {}
-                return info if isinstance(info, dict) else {}
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+                return _parse(handle.read())
+            _unlock(self._kind, handle)
             return None
 
     def release(self) -> None:
         if self._file is None:
             return
-        if fcntl is not None:
-            fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
+        if self._kind == "pidfile":
+            with contextlib.suppress(OSError):
+                if capabilities.same_file(os.lstat(self.path), os.fstat(self._file.fileno())):
+                    os.unlink(self.path)
+        else:
+            _unlock(self._kind, self._file)
         self._file.close()
         self._file = None
 
@@ -106,6 +165,63 @@ class WriterLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _lock(kind: str, handle: IO[str], *, exclusive: bool) -> None:
+    """Lock without waiting (OSError when another process holds it); shared means "only to test"."""
+    if kind == "fcntl":
+        import fcntl
+
+        fcntl.flock(handle.fileno(), (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+    else:
+        import msvcrt
+
+        os.lseek(handle.fileno(), MSVCRT_OFFSET, os.SEEK_SET)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+        os.lseek(handle.fileno(), 0, os.SEEK_SET)
+
+
+def _unlock(kind: str, handle: IO[str]) -> None:
+    if kind == "fcntl":
+        import fcntl
+
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    else:
+        import msvcrt
+
+        os.lseek(handle.fileno(), MSVCRT_OFFSET, os.SEEK_SET)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+        os.lseek(handle.fileno(), 0, os.SEEK_SET)
+
+
+def _parse(text: str) -> dict[str, Any]:
+    try:
+        info = json.loads(text)
+    except ValueError:
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+UNWRITTEN_S = 10.0
+"""A pidfile still without a description after this long is taken to be left by a holder that died."""
+
+
+def _held_by_live(info: dict[str, Any], mtime: float) -> bool:
+    """Whether a pidfile's holder still runs (a file without a pid is being written, unless old)."""
+    pid = info.get("pid")
+    if not isinstance(pid, int):
+        return time.time() - mtime < UNWRITTEN_S
+    if pid == os.getpid():
+        return True  # another WriterLock of this process
+    if os.name == "nt":  # os.kill(pid, 0) would end the process there: keep the lock (removed by hand)
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def holders(db_path: str) -> list[str]:

@@ -1,0 +1,114 @@
+"""The writer lock's contract, on every lock path this machine can run: fcntl, and with fcntl taken away the
+pidfile path (``capabilities.current().lock``; Windows' msvcrt path cannot run on Linux)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import weaker
+from vaultsync import capabilities
+from vaultsync.errors import LockedError
+from vaultsync.store.lock import WriterLock
+
+HOLD = """
+import sys, time
+from vaultsync.store.lock import WriterLock
+lock = WriterLock(sys.argv[1], "vault")
+lock.acquire(command="vaultsync holder-for-test")
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+RACE = """
+import sys, time
+from vaultsync.store.lock import WriterLock
+lock = WriterLock(sys.argv[1], "vault")
+start = float(sys.argv[2])
+while time.time() < start:
+    pass
+print("won" if lock.try_acquire(command="racer") else "lost", flush=True)
+time.sleep(3)
+"""
+
+
+def hold(db: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, db], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+@pytest.mark.capabilities_off("no-fcntl")
+def test_a_held_lock_names_its_holder_and_a_killed_holder_frees_it(tmp_path: Path, capability_profile: str) -> None:
+    db = str(tmp_path / "vaultsync.db")
+    proc = hold(db)
+    try:
+        lock = WriterLock(db, "vault")
+        assert not lock.try_acquire()
+        with pytest.raises(LockedError, match=rf"pid {proc.pid} \(vaultsync holder-for-test, since 20"):
+            lock.acquire()
+        assert lock.holder_info()["pid"] == proc.pid
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    # fcntl: the OS let go when the holder died; pidfile: the file is still there, and its pid is gone
+    assert Path(f"{db}.vault.lock").exists()
+    assert lock.holder() is None
+    assert lock.try_acquire()
+    lock.release()
+
+
+@pytest.mark.capabilities_off("no-fcntl")
+def test_what_decides_is_the_lock_not_a_pid_in_a_file(tmp_path: Path, capability_profile: str) -> None:
+    """A lock file naming a live process that holds nothing (a crashed holder whose pid was reused)."""
+    db = str(tmp_path / "vaultsync.db")
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        Path(f"{db}.vault.lock").write_text(json.dumps({"pid": stranger.pid, "command": "vaultsync watch",
+                                                        "started": "2026-01-01T00:00:00+0000"}))
+        lock = WriterLock(db, "vault")
+        if weaker(capability_profile, "a dead holder's lock is released by the OS"):
+            assert capabilities.current().lock == "pidfile"
+            with pytest.raises(LockedError, match=f"pid {stranger.pid}"):
+                lock.acquire()  # the pidfile path cannot tell a reused pid from the holder
+        else:
+            assert lock.try_acquire()
+            lock.release()
+    finally:
+        stranger.kill()
+        stranger.wait()
+    assert lock.try_acquire(), "free once that pid is gone"
+    lock.release()
+
+
+@pytest.mark.capabilities_off("no-fcntl")
+def test_many_processes_racing_for_a_stale_lock_leave_one_holder(tmp_path: Path, capability_profile: str) -> None:
+    db = str(tmp_path / "vaultsync.db")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    Path(f"{db}.vault.lock").write_text(json.dumps({"pid": dead.pid, "command": "crashed", "started": "x"}))
+    start = time.time() + 2.0
+    racers = [subprocess.Popen([sys.executable, "-c", RACE, db, str(start)], stdout=subprocess.PIPE, text=True)
+              for _ in range(6)]
+    outcomes = [proc.stdout.readline().strip() for proc in racers if proc.stdout is not None]
+    for proc in racers:
+        proc.wait()
+    assert sorted(outcomes) == ["lost"] * 5 + ["won"]
+
+
+@pytest.mark.capabilities_off("no-fcntl")
+def test_release_lets_the_next_writer_in(tmp_path: Path, capability_profile: str) -> None:
+    db = str(tmp_path / "vaultsync.db")
+    first, second = WriterLock(db, "vault"), WriterLock(db, "vault")
+    first.acquire(command="first", watching=True)
+    assert not second.try_acquire()
+    first.release()
+    assert second.try_acquire(command="second")
+    assert second.held and not first.held
+    second.release()
