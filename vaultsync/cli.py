@@ -67,11 +67,13 @@ class Bar:
 @click.option("--strict", is_flag=True, help="Refuse the whole batch if any file cannot be read or has broken frontmatter.")
 @click.option("--embedder", default=None, metavar="NAME",
               help="Embedder of a new database's vectors: hash (built in) or minilm (the semantic extra).")
+@click.option("--allow-mass-delete", is_flag=True, help="Record it even if most notes are gone at once, or the "
+              "vault folder moved to another device (refused by default: a vanished vault is not an empty one).")
 @json_option
 @pass_ctx
 @friendly
 def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool, strict: bool,
-            embedder: str | None, as_json: bool) -> None:
+            embedder: str | None, allow_mass_delete: bool, as_json: bool) -> None:
     """Record the vault's current state (or its git history) as one atomic batch.
 
     \b
@@ -89,7 +91,7 @@ def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool,
             result = vault.import_git(strict=strict, progress=bar)
             summary, payload = result.summary, result.to_json()
         else:
-            summary = vault.sync(known_at=known_at, strict=strict, progress=bar)
+            summary = vault.sync(known_at=known_at, strict=strict, progress=bar, allow_mass_delete=allow_mass_delete)
             payload = summary.to_json()
     finally:
         bar.close()

@@ -99,7 +99,7 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 OPTIONS = {"known_at": "--known-at", "name": "--vault NAME", "also_current": "--also-current", "as_of": "--as-of",
-           "before": "--before", "texts": "--text"}
+           "before": "--before", "texts": "--text", "allow_mass_delete": "--allow-mass-delete"}
 """The command line's option for a library argument named in an error."""
 
 

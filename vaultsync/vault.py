@@ -6,12 +6,12 @@ import contextlib
 import difflib
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import edit, vaultfs
+from . import edit, guard, vaultfs
 from .config import default_db_path
 from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound
 from .folder import MAX_FILE_BYTES, FileError, dirty_rel, files_containing, observe_paths, scan
@@ -185,14 +185,18 @@ class Vault:
         strict: bool = False,
         source: str = "import",
         progress: Progress | None = None,
+        allow_mass_delete: bool = False,
     ) -> BatchSummary:
         """Record what changed on disk as one atomic batch: every file (``paths=None``) or just ``paths``.
 
         ``paths`` are vault-relative; a folder stands for everything under it, a missing path for a
-        deletion. This is the one function both ``import`` and the watcher call.
+        deletion. This is the one function both ``import`` and the watcher call. A vault folder that
+        vanished, or a batch deleting most notes at once, records nothing (see ``vaultsync.guard``)
+        unless ``allow_mass_delete``.
         """
         when = as_micros(known_at, "known_at")
         with self._writing():
+            self._check_root(allow_mass_delete)
             unchanged = 0
             if paths is None:  # a full scan: unchanged files are dropped as found, against a compact index
                 index = LiveIndex(self.store.live_index(self.id))
@@ -206,7 +210,26 @@ class Vault:
             plan = Plan(observed, self.store.live_state(self.id, wanted), self.store.file_states(self.id, wanted),
                         errors=errors, unchanged=unchanged)
             return record(self.store, self.id, self.name, plan, known_at=when, source=source, strict=strict,
-                          workers=self.parse_workers, progress=progress)
+                          workers=self.parse_workers, progress=progress,
+                          on_write=None if allow_mass_delete else self._deletion_guard(plan))
+
+    def _check_root(self, confirmed: bool) -> None:
+        """VaultUnavailable when the vault folder vanished (the first sync, or a ``confirmed`` one,
+        registers the device it lives on)."""
+        registered, device = self.store.vault_device(self.id), guard.device_of(self.root)
+        if device is not None and (registered is None or confirmed):
+            guard.check_root(self.root, None)
+            if device != registered:
+                self.store.set_vault_device(self.id, device)
+            return
+        guard.check_root(self.root, registered)
+
+    def _deletion_guard(self, plan: Plan) -> Callable[[Any], None] | None:
+        """A check run inside the batch, once renames are known: MassDeletion rolls it back."""
+        if len(plan.deletions) < guard.MASS_DELETE_MIN:
+            return None
+        live = len(self.store.live_index(self.id))
+        return lambda _writer: guard.check_deletions(len(plan.deletions) - len(plan.renames), live)
 
     def import_git(self, *, strict: bool = False, progress: gitimport.OnCommit | None = None) -> GitImport:
         """Replay the first-parent git history of the vault's repository, one batch per commit."""

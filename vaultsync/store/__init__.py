@@ -121,6 +121,20 @@ class Store:
                 con.execute("UPDATE vaults SET root = ? WHERE id = ?", (str(root), row[0]))
             return int(row[0])
 
+    def vault_device(self, vault_id: int) -> int | None:
+        """The device the vault folder was registered on (None: not yet, or a database before m006)."""
+        if self.readonly and not self.db.one("SELECT 1 FROM sqlite_master WHERE name = 'vault_devices'"):
+            return None
+        row = self.db.one("SELECT device FROM vault_devices WHERE vault_id = ?", (vault_id,))
+        return None if row is None else int(row[0])
+
+    def set_vault_device(self, vault_id: int, device: int) -> None:
+        """Register (or, confirmed by the user, move) the device the vault folder lives on."""
+        with self.db.atomic() as con:
+            con.execute("INSERT INTO vault_devices (vault_id, device, updated_at) VALUES (?,?,?) ON CONFLICT "
+                        "(vault_id) DO UPDATE SET device = excluded.device, updated_at = excluded.updated_at",
+                        (vault_id, device, now_micros()))
+
     def writer_lock(self, vault: str) -> WriterLock:
         return WriterLock(self.path, vault)
 
