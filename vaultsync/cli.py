@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from . import cli_search
-from . import cli_audit, cli_purge, cli_receipt
+from . import cli_audit, cli_purge, cli_receipt, cli_restore
 from .cli_base import (Context, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option,
                        validity_option)
 from .config import default_db_path
@@ -399,7 +399,8 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
 
 
 # search, export, reindex, reembed; purge; audit verify; receipt verify
-for _command in (*cli_search.COMMANDS, *cli_purge.COMMANDS, *cli_audit.COMMANDS, *cli_receipt.COMMANDS):
+for _command in (*cli_search.COMMANDS, *cli_purge.COMMANDS, *cli_audit.COMMANDS, *cli_receipt.COMMANDS,
+                 *cli_restore.COMMANDS):
     cli.add_command(_command)
 
 

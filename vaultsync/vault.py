@@ -186,6 +186,7 @@ class Vault:
         source: str = "import",
         progress: Progress | None = None,
         allow_mass_delete: bool = False,
+        detail: str | None = None,
     ) -> BatchSummary:
         """Record what changed on disk as one atomic batch: every file (``paths=None``) or just ``paths``.
 
@@ -210,7 +211,7 @@ class Vault:
             plan = Plan(observed, self.store.live_state(self.id, wanted), self.store.file_states(self.id, wanted),
                         errors=errors, unchanged=unchanged)
             return record(self.store, self.id, self.name, plan, known_at=when, source=source, strict=strict,
-                          workers=self.parse_workers, progress=progress,
+                          workers=self.parse_workers, progress=progress, detail=detail,
                           on_write=None if allow_mass_delete else self._deletion_guard(plan))
 
     def _check_root(self, confirmed: bool) -> None:
@@ -250,6 +251,35 @@ class Vault:
             finally:
                 if not held:
                     self.lock.release()
+
+    def writing(self, command: str | None = None) -> contextlib.AbstractContextManager[None]:
+        """Hold the vault's writer lock (and this process's batch lock) while writing note files and
+        recording them (``restore``, ``undo``); LockedError while another process holds it."""
+        return self._writing(command)
+
+    def batch_info(self, batch_id: int) -> dict[str, Any] | None:
+        """A batch's id, known_at, source ("import", "watch", "git", "write", "restore", ...) and detail."""
+        return self._store_call("batch_info", batch_id)
+
+    def written_by(self, batch_id: int) -> list[Revision]:
+        """Every revision one batch wrote (rename tombstones included), by path."""
+        return self._store_call("written_by", batch_id)
+
+    def batches_by_source(self, source: str, limit: int = 100) -> list[dict[str, Any]]:
+        """The last ``limit`` batches written by ``source``, oldest first, with the paths each wrote."""
+        return self._store_call("batches_by_source", source, limit)
+
+    def revision_before(self, path: str, batch_id: int) -> Revision | None:
+        """The last revision (or tombstone) at ``path`` before the batch ``batch_id``."""
+        return self._store_call("revision_before", note_path(path), batch_id)
+
+    def revision_text(self, revision: Revision) -> str:
+        """The exact text of one stored revision (from ``history``, ``ls`` or ``written_by``)."""
+        with self._view() as view:
+            return view.content(revision)
+
+    def _store_call(self, method: str, *args: Any) -> Any:
+        return getattr(self.store, method)(self.id, *args)
 
     # ------------------------------------------------------------ reading
 
