@@ -200,19 +200,27 @@ def diff(obj: Context, note: str, since: int, until: int | None, valid_at: int |
 
 
 @cli.command()
-@time_option("--since", required=True, help=f"Start of the window (exclusive): {ACCEPTED}.")
+@time_option("--since", help=f"Start of the window (exclusive): {ACCEPTED}.")
 @time_option("--until", help="End of the window (inclusive, default now).")
 @validity_option
+@click.option("--source", metavar="NAME", help="Instead: the batches this source wrote (mcp: what assistants "
+              "wrote; restore, undo, watch, import, git), for undo.")
 @json_option
 @pass_ctx
 @friendly
-def changes(obj: Context, since: int, until: int | None, valid_at: int | None, as_json: bool) -> None:
-    """Notes created, modified, renamed or deleted in a time window.
+def changes(obj: Context, since: int | None, until: int | None, valid_at: int | None, source: str | None,
+            as_json: bool) -> None:
+    """Notes created, modified, renamed or deleted in a time window (or the batches one source wrote).
 
     \b
     Example:
         vaultsync changes --since 2025-03-01 --until 2025-03-08
+        vaultsync changes --source mcp
     """
+    if source is not None:
+        return cli_restore.show_batches(obj.vault(), source, as_json)
+    if since is None:
+        raise click.UsageError("give --since (or --source)")
     revisions = obj.vault().changes(since, until, valid_at=valid_at)
     if as_json:
         echo_json([{"path": r.path, "kind": r.kind, "known_at": format_time(r.known_at),

@@ -422,11 +422,15 @@ class Vault:
         """Append text to an existing note file atomically, then record it as one batch (as ``create_note``)."""
         return self.write_note(path, text, append=True)[0]
 
-    def write_note(self, path: str, text: str, *, append: bool = False) -> tuple[BatchSummary, Note]:
-        """Create (or append to) a note file, record it, and read back the note as that batch left it."""
+    def write_note(self, path: str, text: str, *, append: bool = False,
+                   check: Callable[[bytes], None] | None = None) -> tuple[BatchSummary, Note]:
+        """Create (or append to) a note file, record it, and read back the note as that batch left it
+        (``check``: see ``edit.append_file``)."""
         with self._writing():
-            write = edit.append_file if append else edit.create_file
-            rel = write(str(self.root), path, text)
+            if append:
+                rel = edit.append_file(str(self.root), path, text, check)
+            else:
+                rel = edit.create_file(str(self.root), path, text)
             try:
                 return self.sync([rel], source="write"), self.read(rel)
             except StoreError as exc:
@@ -437,14 +441,23 @@ class Vault:
         """The bytes of a note file in the vault folder now (read without following symlinks)."""
         return vaultfs.read_note(str(self.root), note_path(path), MAX_FILE_BYTES)[0]
 
-    def write_file(self, path: str, text: str, *, append: bool) -> str:
+    def write_file(self, path: str, text: str, *, append: bool, check: Callable[[bytes], None] | None = None) -> str:
         """Only write the file (create, or append to it), serialized with this process's writes and
         batches, without recording it: for when another process holds the writer lock and watches
         the vault (it records the file). Returns the vault-relative path."""
         with self._sync_lock:
             if append:
-                return edit.append_file(str(self.root), path, text)
+                return edit.append_file(str(self.root), path, text, check)
             return edit.create_file(str(self.root), path, text)
+
+    def rewrite_note(self, path: str, change: Callable[[bytes], bytes]) -> tuple[BatchSummary, Note]:
+        """Replace a note file's bytes by ``change(old)`` through the safe write path (raising in
+        ``change`` leaves it untouched), record it, and read it back (see ``revisions``)."""
+        from .revisions import rewrite_file
+
+        with self._writing():
+            rel = rewrite_file(str(self.root), path, change)
+            return self.sync([rel], source="write"), self.read(rel)
 
     def search(
         self,

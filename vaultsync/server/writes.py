@@ -26,9 +26,11 @@ from ..errors import LockedError, NoteNotFound
 from ..paths import writable_note_path
 from ..sync import BatchSummary
 from ..times import format_time
+from ..revisions import expecting
 from ..vault import Vault
 from .models import WriteResult
 from .notifications import note_uri
+from .revise import add_revision_tools, refuse_create
 from .runtime import Runtime
 from .toolkit import WRITE, ToolSet, friendly, public_holder
 
@@ -39,6 +41,10 @@ WAIT_FOR_OTHER_WRITER_S = 10.0
 
 WAIT_FOR_LOCK_S = 5.0
 """How long a write waits for a process holding the writer lock without watching (an import) to finish."""
+
+Expected = Annotated[str | None, Field(description="The note's revision you last read (read_note's content_hash, "
+                                       "or its first 8+ characters): the write is refused, nothing written, if the "
+                                       "note changed since", max_length=64)]
 
 NewPath = Annotated[str, Field(description="Vault-relative path ending in .md, e.g. 'Inbox/Idea.md'",
                                min_length=4, max_length=1024)]
@@ -52,11 +58,12 @@ def add_write_tools(tools: ToolSet, rt: Runtime) -> None:
     def create_note(
         path: NewPath,
         content: Annotated[str, Field(description="The note's Markdown text", max_length=MAX_WRITE_CHARS)],
+        expected_revision: Expected = None,
     ) -> WriteResult:
         """Create a new Markdown note inside the vault. Refuses to overwrite an existing note (use
         append_to_note), paths outside the vault and names not ending in .md. The note is
         searchable when this returns."""
-        return _write(rt, path, content, append=False)
+        return _write(rt, path, content, append=False, expected=expected_revision)
 
     @tools.add("Append to a note", WRITE)
     @friendly
@@ -65,26 +72,32 @@ def add_write_tools(tools: ToolSet, rt: Runtime) -> None:
                                    min_length=4, max_length=1024)],
         text: Annotated[str, Field(description="Markdown to add at the end (a newline is put before it "
                                    "if the note does not end with one)", min_length=1, max_length=MAX_WRITE_CHARS)],
+        expected_revision: Expected = None,
     ) -> WriteResult:
         """Append text to the end of an existing note in the vault. The change is searchable when
         this returns."""
-        return _write(rt, path, text, append=True)
+        return _write(rt, path, text, append=True, expected=expected_revision)
+
+    add_revision_tools(tools, rt)
 
 
-def _write(rt: Runtime, path: str, text: str, *, append: bool) -> WriteResult:
+def _write(rt: Runtime, path: str, text: str, *, append: bool, expected: str | None = None) -> WriteResult:
     """Write and record (see the module docstring for who records, and when a write is refused)."""
     writer = _writer(rt)
     rel = writable_note_path(path)  # a bad path is refused before anything else
+    check = expecting(rel, expected)
+    if expected is not None and not append:
+        refuse_create(writer, rel, expected)
     deadline = time.monotonic() + WAIT_FOR_LOCK_S
     while True:
         try:
-            summary, note = writer.write_note(rel, text, append=append)
+            summary, note = writer.write_note(rel, text, append=append, check=check)
             rt.on_batch(summary)
             return _recorded(note.revision)
         except LockedError as refused:
             holder = writer.lock.holder_info()
             if holder and holder.get("watching"):
-                writer.write_file(rel, text, append=append)
+                writer.write_file(rel, text, append=append, check=check)
                 return _wait_for_other_writer(rt, writer, rel, refused)
             if time.monotonic() >= deadline:
                 raise ToolError(f"vault '{writer.name}' is being written by {public_holder(holder)}; nothing was "
