@@ -234,7 +234,11 @@ def apply(vault: Vault, steps: list[Step], *, source: str, detail: str, dry_run:
 def _write(root: str, rel: str, text: str | None, expected: str | None) -> bool:
     """Put ``text`` at ``rel`` (None: remove it) if the file still holds the recorded ``expected``
     hash; False when it does not (nothing written)."""
-    exists = vaultfs.kind(root, rel) == "file"
+    try:
+        vaultfs.stat_note(root, rel)  # NotANote (a symlink, a folder...): refused with the reason
+        exists = True
+    except (FileNotFoundError, NotADirectoryError):
+        exists = False
     if (expected is None) != (not exists):
         return False
     if text is None:
