@@ -30,7 +30,7 @@ def test_restore_50_notes_to_50_moments_matches_git(help_corpus: HelpCorpus, hel
     truth = Truth(help_corpus.env, SELECTION)
     rng = random.Random(SEED)
     times = help_replayed.commit_times
-    dates = [iso(rng.randrange(times[0], times[-1])) for _ in range(120)]
+    dates = [iso(rng.randrange(times[0], times[-1])) for _ in range(90)]
     truth.load(dates)
     vault = Vault.open(db, name="help", readonly=False)
     vault.root = root  # the copy, not the session's folder

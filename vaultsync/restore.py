@@ -146,17 +146,13 @@ def plan_note(vault: Vault, path: str, *, as_of: TimeLike = None, revision: str 
     """The step that puts the note back as ``find_revision`` finds it, at ``destination`` (or ``to``)."""
     rev = find_revision(vault, path, as_of=as_of, revision=revision)
     origin = f"revision {rev.note_id} of {rev.path}, known at {format_time(rev.known_at)}"
-    if to is not None:
-        target = writable_note_path(to)
-    else:
-        target, alive = destination(vault, rev)
-        if not alive and _now(vault, target)[0] is not None:
-            step = Step(target, None, None, None, origin)
-            step.refused = f"{target} now holds another note; restore this one to another path"
-            return step
+    target, alive = (writable_note_path(to), True) if to is not None else destination(vault, rev)
     text = vault.revision_text(rev)
     current, digest = _now(vault, target)
-    return Step(target, text, current, digest, origin)
+    step = Step(target, text, current, digest, origin)
+    if not alive and current is not None and current != text:  # (the same text: restored already)
+        step.refused = f"{target} now holds another note; restore this one to another path"
+    return step
 
 
 def plan_folder(vault: Vault, prefix: str, *, as_of: TimeLike, delete_newer: bool = False) -> list[Step]:
