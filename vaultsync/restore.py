@@ -209,13 +209,18 @@ def plan_undo(vault: Vault, batch_id: int, *, force: bool = False) -> list[Step]
 def apply(vault: Vault, steps: list[Step], *, source: str, detail: str, dry_run: bool = False) -> Restored:
     """Write every step that changes something and record them as one batch (``source``, ``detail``)."""
     done = Restored(steps, dry_run, detail=detail, source=source)
-    todo = [s for s in steps if s.changes]
-    if dry_run or not todo:
+    live = [s for s in steps if s.refused is None]
+    if dry_run or not live:
         return done
     root = str(vault.root)
     with vault.writing(f"vaultsync {source}"):
+        vault.sync([s.path for s in live])  # what is on disk now first: a save not yet recorded is kept
+        for step in live:
+            step.current, step.current_hash = _now(vault, step.path)
+        todo = [s for s in live if s.changes]
         paths = [s.path for s in todo]
-        vault.sync(paths)  # what is on disk now first: a save not yet recorded is kept in the history
+        if not todo:
+            return done
         for step in todo:
             for _ in range(WRITE_TRIES):
                 if _write(root, step.path, step.text, _now(vault, step.path)[1]):
