@@ -35,6 +35,7 @@ def test_restore_50_notes_to_50_moments_matches_git(help_corpus: HelpCorpus, hel
     vault = Vault.open(db, name="help", readonly=False)
     vault.root = root  # the copy, not the session's folder
     try:
+        assert vault.sync(source="watch").changed == 0, "the folder is as the replay last recorded it"
         head = {r.path for r in vault.ls()}
         renames = [(r.renamed_from, r.known_at) for r in vault.changes(since="2000-01-01") if r.kind == "renamed"]
         done, kinds = 0, {"renamed_since": 0, "deleted_since": 0, "other": 0}
