@@ -145,7 +145,7 @@ async def all_pages(fetch: Callable[[str | None], Any]) -> list[Any]:
 
 READ_TOOLS = ["search_notes", "read_note", "note_history", "diff_note", "list_changes", "list_notes", "get_links",
               "vault_status"]
-WRITE_TOOLS = ["create_note", "append_to_note"]
+WRITE_TOOLS = ["create_note", "append_to_note", "edit_note", "restore_note"]
 SEARCH = hasattr(Vault, "search")
 
 

@@ -9,6 +9,8 @@ import pytest
 
 from vaultsync import Vault
 from vaultsync import folder as folder_module
+from vaultsync.errors import VaultUnavailable
+from vaultsync.times import as_micros
 
 T1, T2 = "2024-01-01", "2024-02-01"
 
@@ -50,11 +52,12 @@ def test_an_unlistable_vault_deletes_nothing(db_path: Path, vault_dir: Path, mon
     with Vault.open(db_path, root=vault_dir) as vault:
         vault.sync(known_at=T1)
         make_unlistable(vault_dir, monkeypatch)
-        try:
-            summary = vault.sync(known_at=T2)
+        try:  # issue 19: a vault folder that cannot be read is refused outright (it used to be a batch of errors)
+            with pytest.raises(VaultUnavailable, match="cannot be read"):
+                vault.sync(known_at=T2)
         finally:
             vault_dir.chmod(0o755)
-        assert summary.batch_id is None and summary.deleted == 0 and summary.errors
+        assert vault.last_known_at == as_micros(T1, "T1"), "no batch"
         assert [r.path for r in vault.ls()] == ["Inbox.md", "Projects/Atlas.md"]
 
 

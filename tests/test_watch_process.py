@@ -56,18 +56,24 @@ def test_signal_flushes_pending_batch_and_second_writer_is_refused(sig: int, db_
     assert cli("import", str(vault_dir), db=db_path).returncode == 0, "the lock was released"
 
 
-def test_vault_folder_removed_stops_with_one_clear_line(db_path: Path, vault_dir: Path, tmp_path: Path) -> None:
+def test_vault_folder_removed_keeps_watching_with_one_clear_line(db_path: Path, vault_dir: Path, tmp_path: Path) -> None:
+    """A vanished vault folder is waited for, not recorded as deleted (issue 19; it used to stop the watcher)."""
     watcher = WatchProcess(db_path, vault_dir, "--step-ms", "50")
     try:
         watcher.wait_for(READY)
         os.rename(vault_dir, tmp_path / "renamed")
+        line = watcher.wait_for("is gone")
+        time.sleep(2.5)  # several retries: still one line, still running
+        assert watcher.proc.poll() is None
+        watcher.proc.terminate()
         code = watcher.finish(timeout=30)
     finally:
         if watcher.proc.poll() is None:
             watcher.proc.kill()
             watcher.finish()
-    assert code == 1
-    assert watcher.lines[-1] == f"Error: stopped watching {vault_dir}: the vault folder is gone or was replaced"
+    assert code == 0
+    assert f"the vault folder {vault_dir} is gone" in line
+    assert sum("is gone" in x for x in watcher.lines) == 1, watcher.stderr
     assert "Traceback" not in watcher.stderr
     with readonly(db_path) as vault:
         assert len(vault.ls()) == 2, "nothing was recorded as deleted"

@@ -89,11 +89,12 @@ class WatchProcess:
     """``vaultsync watch`` in a real subprocess, its stderr collected line by line."""
 
     def __init__(self, db: Path, vault: Path, *args: str, prefix: list[str] | None = None,
-                 command: list[str] | None = None) -> None:
-        """``command`` replaces the whole command line (the database then comes from $VAULTSYNC_DB)."""
+                 command: list[str] | None = None, env: dict[str, str] | None = None) -> None:
+        """``command`` replaces the whole command line (the database then comes from $VAULTSYNC_DB);
+        ``env`` adds to the environment."""
         if command is None:
             command = [*(prefix or []), sys.executable, "-m", "vaultsync", "--db", str(db), "watch", str(vault), *args]
-        env = {**os.environ, "VAULTSYNC_DB": str(db)}
+        env = {**os.environ, "VAULTSYNC_DB": str(db), **(env or {})}
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         self.lines: list[str] = []
         self.stdout = ""

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from . import cli_search
-from . import cli_audit, cli_purge, cli_receipt, cli_ui
+from . import cli_audit, cli_purge, cli_receipt, cli_restore, cli_ui
 from .cli_base import (Context, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option,
                        validity_option)
 from .config import default_db_path
@@ -67,11 +67,13 @@ class Bar:
 @click.option("--strict", is_flag=True, help="Refuse the whole batch if any file cannot be read or has broken frontmatter.")
 @click.option("--embedder", default=None, metavar="NAME",
               help="Embedder of a new database's vectors: hash (built in) or minilm (the semantic extra).")
+@click.option("--allow-mass-delete", is_flag=True, help="Record it even if most notes are gone at once, or the "
+              "vault folder moved to another device (refused by default: a vanished vault is not an empty one).")
 @json_option
 @pass_ctx
 @friendly
 def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool, strict: bool,
-            embedder: str | None, as_json: bool) -> None:
+            embedder: str | None, allow_mass_delete: bool, as_json: bool) -> None:
     """Record the vault's current state (or its git history) as one atomic batch.
 
     \b
@@ -89,7 +91,7 @@ def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool,
             result = vault.import_git(strict=strict, progress=bar)
             summary, payload = result.summary, result.to_json()
         else:
-            summary = vault.sync(known_at=known_at, strict=strict, progress=bar)
+            summary = vault.sync(known_at=known_at, strict=strict, progress=bar, allow_mass_delete=allow_mass_delete)
             payload = summary.to_json()
     finally:
         bar.close()
@@ -203,21 +205,29 @@ def diff(obj: Context, note: str, since: int, until: int | None, valid_at: int |
 
 
 @cli.command()
-@time_option("--since", required=True, help=f"Start of the window (exclusive): {ACCEPTED}.")
+@time_option("--since", help=f"Start of the window (exclusive): {ACCEPTED}.")
 @time_option("--until", help="End of the window (inclusive, default now).")
 @validity_option
+@click.option("--source", metavar="NAME", help="Instead: the batches this source wrote (mcp: what assistants "
+              "wrote; restore, undo, watch, import, git), for undo.")
 @json_option
 @pass_ctx
 @friendly
-def changes(obj: Context, since: int, until: int | None, valid_at: int | None, as_json: bool) -> None:
-    """Notes created, modified, renamed or deleted in a time window.
+def changes(obj: Context, since: int | None, until: int | None, valid_at: int | None, source: str | None,
+            as_json: bool) -> None:
+    """Notes created, modified, renamed or deleted in a time window (or the batches one source wrote).
 
     \b
     Example:
         vaultsync changes --since 2025-03-01 --until 2025-03-08
+        vaultsync changes --source mcp
     """
     from .store.read import CHANGE_FIELDS
 
+    if source is not None:
+        return cli_restore.show_batches(obj.vault(), source, as_json)
+    if since is None:
+        raise click.UsageError("give --since (or --source)")
     revisions = obj.vault().changes(since, until, valid_at=valid_at)
     if as_json:
         echo_json([r.summary(CHANGE_FIELDS) for r in revisions])
@@ -383,9 +393,9 @@ def _privileged_options(**values: object) -> list[str]:
     return given + ["--" + name.replace("_", "-") for name, value in values.items() if value]
 
 
-# search, export, reindex, reembed; purge; audit verify; receipt verify; ui
+# search, export, reindex, reembed; purge; audit verify; receipt verify; ui; restore, undo
 for _command in (*cli_search.COMMANDS, *cli_purge.COMMANDS, *cli_audit.COMMANDS, *cli_receipt.COMMANDS,
-                 *cli_ui.COMMANDS):
+                 *cli_ui.COMMANDS, *cli_restore.COMMANDS):
     cli.add_command(_command)
 
 

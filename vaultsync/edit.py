@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import logging
+from collections.abc import Callable
 
 from . import vaultfs
 from .errors import NotANote, NoteChanged, NoteNotFound, PathError
@@ -41,13 +42,16 @@ def create_file(root: str, path: str, content: str) -> str:
     return rel
 
 
-def append_file(root: str, path: str, text: str) -> str:
-    """Append ``text`` to an existing note file (a newline is put before it if the note lacks one)."""
+def append_file(root: str, path: str, text: str, check: Callable[[bytes], None] | None = None) -> str:
+    """Append ``text`` to an existing note file (a newline is put before it if the note lacks one);
+    ``check`` sees the bytes about to be replaced and may refuse by raising (nothing is written)."""
     _check_size(text)
     rel = writable_note_path(path)
     added = text.encode("utf-8")
 
     def appended(old: bytes) -> bytes:
+        if check is not None:
+            check(old)
         if len(old) + len(added) + 1 > MAX_FILE_BYTES:
             raise PathError(f"{rel} would grow past {MAX_FILE_BYTES // 2**20} MB; start a new note instead")
         return old + (b"" if not old or old.endswith(b"\n") else b"\n") + added

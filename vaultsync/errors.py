@@ -16,6 +16,9 @@
      │    ├── CorruptError    the file is damaged or not a database
      │    ├── ReadOnlyError   the database cannot be written (opened read-only, or file permissions)
      │    └── SchemaError     written by a newer vaultsync, or another program's file
+     ├── VaultUnavailable     the vault folder is missing, unreadable or unmounted: nothing recorded
+     ├── MassDeletion         a batch would delete most live notes at once: nothing recorded
+     ├── RevisionMismatch     a write expected another revision of the note than the current one
      └── ProviderError        an embedder failed or does not match the store
 
     SDKChanged (a RuntimeError, not a VaultsyncError: a bug to fix in vaultsync, never a user's mistake)
@@ -108,6 +111,18 @@ class SchemaError(StoreError, ConfigError):
 
 class ProviderError(VaultsyncError):
     """The embedding provider failed."""
+
+
+class VaultUnavailable(VaultsyncError):
+    """The vault folder is missing, unreadable or not the one registered; nothing was recorded."""
+
+
+class MassDeletion(VaultsyncError):
+    """The batch would delete most of the vault's notes at once; nothing was recorded."""
+
+
+class RevisionMismatch(VaultsyncError):
+    """The note is not at the revision the write expected; nothing was written."""
 
 
 class SDKChanged(RuntimeError):

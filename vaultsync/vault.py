@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import edit, vaultfs
+from . import edit, guard, vaultfs
 from .config import default_db_path
 from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound
 from .folder import MAX_FILE_BYTES, FileProblem, files_containing, observe_paths, scan
@@ -229,14 +229,19 @@ class Vault:
         strict: bool = False,
         source: str = "import",
         progress: Progress | None = None,
+        allow_mass_delete: bool = False,
+        detail: str | None = None,
     ) -> BatchSummary:
         """Record what changed on disk as one atomic batch: every file (``paths=None``) or just ``paths``.
 
         ``paths`` are vault-relative; a folder stands for everything under it, a missing path for a
-        deletion. This is the one function both ``import`` and the watcher call.
+        deletion. This is the one function both ``import`` and the watcher call. A vault folder that
+        vanished, or a batch deleting most notes at once, records nothing (see ``vaultsync.guard``)
+        unless ``allow_mass_delete``.
         """
         when = as_micros(known_at, "known_at")
         with self._writing():
+            self._check_root(allow_mass_delete)
             unchanged = 0
             if paths is None:  # a full scan: unchanged files are dropped as found, against a compact index
                 index = LiveIndex(self._store.live_index(self.id))
@@ -248,7 +253,26 @@ class Vault:
                 observed, errors = observe_paths(self.root, given, self._store.live_under(self.id, given))
             live, states = self._store.plan_state(self.id, observed)
             plan = Plan(observed, live, states, errors=errors, unchanged=unchanged)
-            return self._write_plan(plan, known_at=when, source=source, strict=strict, progress=progress)
+            return self._write_plan(plan, known_at=when, source=source, strict=strict, progress=progress,
+                                    detail=detail, on_write=None if allow_mass_delete else self._deletion_guard(plan))
+
+    def _check_root(self, confirmed: bool) -> None:
+        """VaultUnavailable when the vault folder vanished (the first sync, or a ``confirmed`` one,
+        registers the device it lives on)."""
+        registered, device = self._store.vault_device(self.id), guard.device_of(self.root)
+        if device is not None and (registered is None or confirmed):
+            guard.check_root(self.root, None)
+            if device != registered:
+                self._store.set_vault_device(self.id, device)
+            return
+        guard.check_root(self.root, registered)
+
+    def _deletion_guard(self, plan: Plan) -> Callable[[Any], None] | None:
+        """A check run inside the batch, once renames are known: MassDeletion rolls it back."""
+        if len(plan.deletions) < guard.MASS_DELETE_MIN:
+            return None
+        live = len(self._store.live_index(self.id))
+        return lambda _writer: guard.check_deletions(len(plan.deletions) - len(plan.renames), live)
 
     def import_git(self, *, strict: bool = False, progress: OnCommit | None = None) -> GitImport:
         """Replay the first-parent git history of the vault's repository not imported yet, one batch per
@@ -297,6 +321,35 @@ class Vault:
             finally:
                 if not held:
                     self._lock.release()
+
+    def writing(self, command: str | None = None) -> contextlib.AbstractContextManager[None]:
+        """Hold the vault's writer lock (and this process's batch lock) while writing note files and
+        recording them (``restore``, ``undo``); LockedError while another process holds it."""
+        return self._writing(command)
+
+    def batch_info(self, batch_id: int) -> dict[str, Any] | None:
+        """A batch's id, known_at, source ("import", "watch", "git", "write", "restore", ...) and detail."""
+        return self._store_call("batch_info", batch_id)
+
+    def written_by(self, batch_id: int) -> list[Revision]:
+        """Every revision one batch wrote (rename tombstones included), by path."""
+        return self._store_call("written_by", batch_id)
+
+    def batches_by_source(self, source: str, limit: int = 100) -> list[dict[str, Any]]:
+        """The last ``limit`` batches written by ``source``, oldest first, with the paths each wrote."""
+        return self._store_call("batches_by_source", source, limit)
+
+    def revision_before(self, path: str, batch_id: int) -> Revision | None:
+        """The last revision (or tombstone) at ``path`` before the batch ``batch_id``."""
+        return self._store_call("revision_before", note_path(path), batch_id)
+
+    def revision_text(self, revision: Revision) -> str:
+        """The exact text of one stored revision (from ``history``, ``ls`` or ``written_by``)."""
+        with self._view() as view:
+            return view.content(revision)
+
+    def _store_call(self, method: str, *args: Any) -> Any:
+        return getattr(self._store, method)(self.id, *args)
 
     # ------------------------------------------------------------ reading
 
@@ -466,11 +519,15 @@ class Vault:
         """Append text to an existing note file atomically, then record it as one batch (as ``create_note``)."""
         return self.write_note(path, text, append=True)[0]
 
-    def write_note(self, path: str, text: str, *, append: bool = False) -> tuple[BatchSummary, Note]:
-        """Create (or append to) a note file, record it, and read back the note as that batch left it."""
+    def write_note(self, path: str, text: str, *, append: bool = False,
+                   check: Callable[[bytes], None] | None = None) -> tuple[BatchSummary, Note]:
+        """Create (or append to) a note file, record it, and read back the note as that batch left it
+        (``check``: see ``edit.append_file``)."""
         with self._writing():
-            write = edit.append_file if append else edit.create_file
-            rel = write(str(self.root), path, text)
+            if append:
+                rel = edit.append_file(str(self.root), path, text, check)
+            else:
+                rel = edit.create_file(str(self.root), path, text)
             try:
                 return self.sync([rel], source="write"), self.read(rel)
             except StoreError as exc:
@@ -481,14 +538,23 @@ class Vault:
         """The bytes of a note file in the vault folder now (read without following symlinks)."""
         return vaultfs.read_note(str(self.root), note_path(path), MAX_FILE_BYTES)[0]
 
-    def write_file(self, path: str, text: str, *, append: bool) -> str:
+    def write_file(self, path: str, text: str, *, append: bool, check: Callable[[bytes], None] | None = None) -> str:
         """Only write the file (create, or append to it), serialized with this process's writes and
         batches, without recording it: for when another process holds the writer lock and watches
         the vault (it records the file). Returns the vault-relative path."""
         with self._sync_lock:
             if append:
-                return edit.append_file(str(self.root), path, text)
+                return edit.append_file(str(self.root), path, text, check)
             return edit.create_file(str(self.root), path, text)
+
+    def rewrite_note(self, path: str, change: Callable[[bytes], bytes]) -> tuple[BatchSummary, Note]:
+        """Replace a note file's bytes by ``change(old)`` through the safe write path (raising in
+        ``change`` leaves it untouched), record it, and read it back (see ``revisions``)."""
+        from .revisions import rewrite_file
+
+        with self._writing():
+            rel = rewrite_file(str(self.root), path, change)
+            return self.sync([rel], source="write"), self.read(rel)
 
     def search(
         self,

@@ -23,7 +23,8 @@ from types import FrameType
 from typing import Any
 
 from .debounce import Debouncer, Pending, collapse
-from .errors import ConfigError, StoreError, VaultsyncError
+from . import guard
+from .errors import ConfigError, MassDeletion, StoreError, VaultsyncError, VaultUnavailable
 from .events import EVERYTHING, ObserverFactory, RunningObserver, start_observer
 from .sync import BatchSummary
 from .times import format_time
@@ -65,6 +66,7 @@ class Watcher:
         self._stop = threading.Event()
         self._own_lock = False
         self._root_id: tuple[int, int] | None = None
+        self.outage = guard.Outage()
         self.batches = 0
         self.failures = 0
         self.last_batch_at: int | None = None
@@ -137,9 +139,13 @@ class Watcher:
         return self._observer.kind if self._observer is not None else None
 
     def healthy(self) -> bool:
-        """Running, the observer alive, and the vault folder still the one it started on."""
-        return (self.running and self._observer is not None and self._observer.alive()
-                and _identity(self.vault.root) == self._root_id)
+        """Running, and the observer alive (or the vault folder away or replaced: the watcher waits
+        for it, recording nothing, and watches it again when it is back)."""
+        if not self.running:
+            return False
+        if self.outage.reason is not None or _identity(self.vault.root) != self._root_id:
+            return True
+        return self._observer is not None and self._observer.alive()
 
     def status(self) -> dict[str, Any]:
         pending, first = self._debouncer.snapshot()
@@ -158,6 +164,7 @@ class Watcher:
             "step_ms": self.step_ms,
             "debounce_ms": self.debounce_ms,
             "reconcile_s": self.reconcile_s,
+            "vault_unavailable": self.outage.reason,
         }
 
     # ------------------------------------------------------------ the flushing thread
@@ -169,6 +176,7 @@ class Watcher:
                 if self._stop.wait(backoff):
                     return
             wait = None if self.reconcile_s <= 0 else max(0.0, self._next_reconcile - time.monotonic())
+            wait = guard.RETRY_S if wait is None else min(wait, guard.RETRY_S)  # notice a vanished vault folder
             pending = self._debouncer.get(timeout=wait)
             if self._stop.is_set():
                 if pending is not None:
@@ -176,6 +184,8 @@ class Watcher:
                 return
             if pending is not None:
                 ok = self._flush(pending, "batch")
+            elif self.outage.reason is not None or _identity(self.vault.root) != self._root_id:
+                ok = self._flush(None, "check")
             elif self.reconcile_s > 0 and time.monotonic() >= self._next_reconcile:
                 everything = self._debouncer.drain()  # a full scan covers every pending path
                 ok = self._flush(None, "reconcile")
@@ -186,6 +196,8 @@ class Watcher:
             else:
                 continue
             backoff = 0.0 if ok else min(MAX_BACKOFF_S, max(0.5, backoff * 2))
+            if self.outage.reason is not None:
+                backoff = min(backoff, guard.RETRY_S)
 
     def _flush(self, pending: Pending | None, reason: str, raise_errors: bool = False) -> bool:
         """Write one batch (``pending`` paths, or a full scan); False if it failed and must be retried."""
@@ -194,9 +206,14 @@ class Watcher:
             reason = "rescan"  # the observer lost events: a full scan, now
         started = time.monotonic()
         try:
-            if _identity(self.vault.root) != self._root_id:
-                raise StoreError(f"the vault folder {self.vault.root} is gone or was replaced (unmounted?)")
+            if self.outage.reason is not None or _identity(self.vault.root) != self._root_id:
+                self._reattach()
+                paths = None  # back from an outage, or a new folder: a full scan, guarded
             summary = self.vault.sync(paths, source="watch")
+        except (VaultUnavailable, MassDeletion) as exc:
+            if raise_errors:
+                raise
+            return self._vanished(exc, pending)
         except Exception as exc:
             if raise_errors:
                 raise
@@ -208,9 +225,32 @@ class Watcher:
                 self._debouncer.put_back(pending)
             return False
         self.last_error = None
+        if self.outage.end():
+            logger.warning("the vault folder %s is back; recording again", self.vault.root)
         latency_ms = (time.monotonic() - (pending.first if pending else started)) * 1000
         self._report(summary, reason, len(paths) if paths is not None else None, latency_ms)
         return True
+
+    def _reattach(self) -> None:
+        """The vault folder is away, back or replaced: VaultUnavailable while it is away, else observe
+        it again (a new folder, or an observer that stopped with the old one)."""
+        guard.check_root(self.vault.root, None)
+        root_id = _identity(self.vault.root)
+        if root_id != self._root_id or self._observer is None or not self._observer.alive():
+            self._shutdown_observer()
+            self._observer = self._factory(self.vault.root, self._debouncer.add, self.polling)
+            self._root_id = root_id
+
+    def _vanished(self, exc: VaultsyncError, pending: Pending | None) -> bool:
+        """Record nothing, keep the paths, say it once: the watcher retries until the vault is back."""
+        self.failures += 1
+        self.last_error = str(exc)
+        if self.outage.begin(str(exc)):
+            logger.warning("%s; watching for it to come back (if the notes were really deleted: stop watching "
+                           "and confirm with an import that allows mass deletion)", exc)
+        if pending is not None:
+            self._debouncer.put_back(pending)
+        return False
 
     def _report(self, summary: BatchSummary, reason: str, checked: int | None, latency_ms: float) -> None:
         for error in summary.errors:
@@ -259,7 +299,8 @@ def watch(vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling:
           stop_event: threading.Event | None = None, role: WriterRole | None = None) -> Watcher:
     """Watch until ``stop_event`` is set, then flush and return the stopped watcher.
 
-    Raises StoreError if the vault folder disappears (watching stops after a final flush).
+    A vault folder that disappears is waited for (nothing is recorded meanwhile); raises StoreError
+    if the file-system observer stops (watching stops after a final flush).
     """
     stop_event = stop_event or threading.Event()
     watcher = Watcher(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling,
@@ -267,9 +308,7 @@ def watch(vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling:
     with watcher:
         while not stop_event.wait(1.0):
             if not watcher.healthy():
-                gone = _identity(vault.root) != watcher._root_id
-                raise StoreError(f"stopped watching {vault.root}: " + (
-                    "the vault folder is gone or was replaced" if gone else "the file-system observer stopped"))
+                raise StoreError(f"stopped watching {vault.root}: the file-system observer stopped")
     return watcher
 
 

@@ -44,6 +44,8 @@ WAIT_FOR_LOCK_S = 5.0
 
 OnBatch = Callable[[BatchSummary], None]
 Read = Callable[[str], "Note"]
+Check = Callable[[bytes], None]
+"""A check of the bytes a write replaces (``vaultsync.revisions.expecting``): raising refuses the write."""
 
 
 class WriterRole:
@@ -162,7 +164,8 @@ class WriterRole:
 
     # ------------------------------------------------------------ writing
 
-    def write(self, path: str, text: str, *, append: bool, read: Read | None = None) -> Note:
+    def write(self, path: str, text: str, *, append: bool, read: Read | None = None,
+              check: Check | None = None) -> Note:
         """Create (or append to) a note and return it as recorded; ``read`` reads a recorded note back
         (default: this vault's ``read``). See the module docstring for who records, and when a write
         is refused (LockedError, one line)."""
@@ -170,13 +173,13 @@ class WriterRole:
         deadline = time.monotonic() + WAIT_FOR_LOCK_S
         while True:
             try:
-                summary, note = self.vault.write_note(rel, text, append=append)
+                summary, note = self.vault.write_note(rel, text, append=append, check=check)
                 self._told(summary)
                 return note
             except LockedError:
                 holder = self.vault.lock_holder()
                 if holder and holder.get("watching"):
-                    self.vault.write_file(rel, text, append=append)
+                    self.vault.write_file(rel, text, append=append, check=check)
                     return self._recorded_elsewhere(rel, read or self.vault.read)
                 if time.monotonic() >= deadline:
                     raise LockedError(f"vault '{self.vault.name}' is being written by {public_holder(holder)}; "

@@ -28,7 +28,7 @@ from ..errors import ConfigError, VaultNotFound
 from ..sync import BatchSummary
 from ..vault import Note, Vault
 from ..watcher import Watcher
-from ..writer import WriterRole, public_holder
+from ..writer import Check, WriterRole, public_holder
 from .feed import POLL_S, ChangeFeed
 
 if TYPE_CHECKING:
@@ -194,11 +194,18 @@ class ServedVault:
 
     # ------------------------------------------------------------ writing
 
-    def write(self, path: str, text: str, *, append: bool) -> Note:
-        """Write a note and return it as recorded (``WriterRole.write``)."""
+    def write(self, path: str, text: str, *, append: bool, check: Check | None = None) -> Note:
+        """Write a note and return it as recorded (``WriterRole.write``; ``check``: of the bytes replaced)."""
+        if self.role is None:
+            self.writing_vault()
+        assert self.role is not None
+        return self.role.write(path, text, append=append, read=self.read, check=check)
+
+    def writing_vault(self) -> Vault:
+        """The vault opened for writing, or ConfigError when the server was started without writes."""
         if self.writer is None or self.role is None:
             raise ConfigError("writes are disabled; the server was started without --allow-writes")
-        return self.role.write(path, text, append=append, read=self.read)
+        return self.writer
 
     def on_batch(self, summary: BatchSummary) -> None:
         """After this process wrote a batch: tell subscribers (through the batch log, so each batch once)."""

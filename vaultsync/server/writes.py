@@ -2,7 +2,8 @@
 
 A write either returns once the change is recorded (searchable, in ``note_history``) or fails with
 one line; who records it, and when a write waits or is refused, is the writer role's
-(``vaultsync.writer.WriterRole.write``).
+(``vaultsync.writer.WriterRole.write``). Each takes an optional ``expected_revision``: the write is
+refused, nothing written, when the note on disk is not that revision (``vaultsync.revisions``).
 """
 
 from __future__ import annotations
@@ -12,30 +13,35 @@ from typing import Annotated
 from pydantic import Field
 
 from ..edit import MAX_WRITE_CHARS
-from ..times import format_time
-from ..vault import Note
-from .feed import note_uri
+from ..paths import writable_note_path
+from ..revisions import expecting
 from .models import WriteResult
+from .revise import add_revision_tools, recorded, refuse_create
 from .served import ServedVault
 from .toolkit import WRITE, ToolSet, friendly
+
+Expected = Annotated[str | None, Field(description="The note's revision you last read (read_note's content_hash, "
+                                       "or its first 8+ characters): the write is refused, nothing written, if the "
+                                       "note changed since", max_length=64)]
 
 NewPath = Annotated[str, Field(description="Vault-relative path ending in .md, e.g. 'Inbox/Idea.md'",
                                min_length=4, max_length=1024)]
 
 
 def add_write_tools(tools: ToolSet, served: ServedVault) -> None:
-    """Add create_note and append_to_note (only when the server allows writes)."""
+    """Add create_note, append_to_note, edit_note and restore_note (only when the server allows writes)."""
 
     @tools.add("Create a note", WRITE)
     @friendly
     def create_note(
         path: NewPath,
         content: Annotated[str, Field(description="The note's Markdown text", max_length=MAX_WRITE_CHARS)],
+        expected_revision: Expected = None,
     ) -> WriteResult:
         """Create a new Markdown note inside the vault. Refuses to overwrite an existing note (use
         append_to_note), paths outside the vault and names not ending in .md. The note is
         searchable when this returns."""
-        return _recorded(served.write(path, content, append=False))
+        return _write(served, path, content, append=False, expected=expected_revision)
 
     @tools.add("Append to a note", WRITE)
     @friendly
@@ -44,13 +50,17 @@ def add_write_tools(tools: ToolSet, served: ServedVault) -> None:
                                    min_length=4, max_length=1024)],
         text: Annotated[str, Field(description="Markdown to add at the end (a newline is put before it "
                                    "if the note does not end with one)", min_length=1, max_length=MAX_WRITE_CHARS)],
+        expected_revision: Expected = None,
     ) -> WriteResult:
         """Append text to the end of an existing note in the vault. The change is searchable when
         this returns."""
-        return _recorded(served.write(path, text, append=True))
+        return _write(served, path, text, append=True, expected=expected_revision)
+
+    add_revision_tools(tools, served)
 
 
-def _recorded(note: Note) -> WriteResult:
-    r = note.revision
-    return WriteResult(path=r.path, known_at=format_time(r.known_at), content_hash=r.content_hash, size=r.size,
-                       ingested=True, uri=note_uri(r.path))
+def _write(served: ServedVault, path: str, text: str, *, append: bool, expected: str | None) -> WriteResult:
+    rel = writable_note_path(path)  # a bad path is refused before anything else
+    if expected is not None and not append:
+        refuse_create(served.writing_vault(), rel, expected)
+    return recorded(served.write(rel, text, append=append, check=expecting(rel, expected)))

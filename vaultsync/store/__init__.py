@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import ConfigError, SchemaError
 from ..times import format_time, now_micros
 from . import audit as audit_heads
+from . import batches
 from . import codec
 from . import purge as purging
 from . import read as q
@@ -122,6 +123,40 @@ class Store:
             if row[1] != str(root):
                 con.execute("UPDATE vaults SET root = ? WHERE id = ?", (str(root), row[0]))
             return int(row[0])
+
+    def vault_device(self, vault_id: int) -> int | None:
+        """The device the vault folder was registered on (None: not yet, or a database before m006)."""
+        if self.readonly and not self.db.one("SELECT 1 FROM sqlite_master WHERE name = 'vault_devices'"):
+            return None
+        row = self.db.one("SELECT device FROM vault_devices WHERE vault_id = ?", (vault_id,))
+        return None if row is None else int(row[0])
+
+    def set_vault_device(self, vault_id: int, device: int) -> None:
+        """Register (or, confirmed by the user, move) the device the vault folder lives on."""
+        with self.db.atomic() as con:
+            con.execute("INSERT INTO vault_devices (vault_id, device, updated_at) VALUES (?,?,?) ON CONFLICT "
+                        "(vault_id) DO UPDATE SET device = excluded.device, updated_at = excluded.updated_at",
+                        (vault_id, device, now_micros()))
+
+    def batch_info(self, vault_id: int, batch_id: int) -> dict[str, Any] | None:
+        """The batch's id, known_at, source and detail (None: no such batch in the vault)."""
+        with self.db.atomic() as con:
+            return batches.batch_info(con, vault_id, batch_id)
+
+    def written_by(self, vault_id: int, batch_id: int) -> list[Revision]:
+        """Every revision one batch wrote (rename tombstones included), by path."""
+        with self.db.atomic() as con:
+            return batches.written_by(con, vault_id, batch_id)
+
+    def batches_by_source(self, vault_id: int, source: str, limit: int = 100) -> list[dict[str, Any]]:
+        """The vault's last ``limit`` batches written by ``source`` (e.g. "mcp"), oldest first, with their paths."""
+        with self.db.atomic() as con:
+            return batches.by_source(con, vault_id, source, limit)
+
+    def revision_before(self, vault_id: int, path: str, batch_id: int) -> Revision | None:
+        """The last revision (or tombstone) at ``path`` before the batch ``batch_id``."""
+        with self.db.atomic() as con:
+            return q.revision_at(con, vault_id, path, batch_id - 1)
 
     def writer_lock(self, vault: str) -> WriterLock:
         return WriterLock(self.path, vault)

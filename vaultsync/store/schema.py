@@ -211,6 +211,21 @@ def m005_audit(con: apsw.Connection) -> None:
     )
 
 
+@migration
+def m006_vault_devices(con: apsw.Connection) -> None:
+    """The device each vault folder lived on when it was registered: a vault folder found on another
+    one (an unmounted share's empty mount point) is not read as a vault whose notes were deleted."""
+    con.execute(
+        """
+        CREATE TABLE vault_devices (
+            vault_id    INTEGER PRIMARY KEY REFERENCES vaults(id),
+            device      INTEGER NOT NULL,         -- st_dev of the vault folder
+            updated_at  INTEGER NOT NULL          -- wall clock when registered or confirmed, UTC micros
+        );
+        """
+    )
+
+
 def has_table(con: apsw.Connection, name: str) -> bool:
     return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
@@ -220,6 +235,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
 
     Before ``m004`` an index may still hold blank or heading-only chunks: read-only, they stay searchable.
     Before ``m005`` there are no audit heads: read-only, ``store.audit.head`` finds none.
+    Before ``m006`` no vault device is registered: read-only, none is needed.
     """
     if version == len(MIGRATIONS):
         return True
@@ -228,7 +244,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
     # 0.1.0 with its search tables, a database before purges, one whose index may still hold blank
     # or heading-only chunks (before m004), or one without audit heads (before m005): reads need
     # nothing that is missing
-    return version in (1, 2, 3, 4) and search_schema.current(con)
+    return version in (1, 2, 3, 4, 5) and search_schema.current(con)
 
 
 def migrate(con: apsw.Connection) -> int:

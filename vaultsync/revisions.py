@@ -1,0 +1,131 @@
+"""Writes that know what they overwrite: the expected-revision check, and the edits ``edit_note`` makes.
+
+A note's revision, as ``read_note`` and ``note_history`` show it, is its ``content_hash``: the
+SHA-256 of the file's bytes (a prefix of at least 8 hex digits names it too). A write given an
+expected revision compares it with the bytes it is about to replace, inside the safe write
+(``vaultfs.edit``), so an editor's save landing between a read and the write refuses the write and
+leaves the file untouched.
+
+``replace_section`` and ``replace_text`` are pure: text in, text out, or ``EditError`` saying why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+
+from .errors import PathError, RevisionMismatch
+
+MIN_PREFIX = 8
+"""The shortest revision prefix accepted."""
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def revision_of(data: bytes) -> str:
+    """The revision id of a note file's bytes (its content hash)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def is_revision(data: bytes, expected: str) -> bool:
+    wanted = expected.strip().lower()
+    return len(wanted) >= MIN_PREFIX and revision_of(data).startswith(wanted)
+
+
+def mismatch(rel: str, current: str | None, expected: str) -> RevisionMismatch:
+    now = "does not exist" if current is None else f"is at revision {current}"
+    return RevisionMismatch(f"{rel} {now}, not the expected revision {expected}: it changed since it was read, and "
+                            f"nothing was written; read it again (read_note '{rel}': its content_hash is the current "
+                            "revision), then retry with that expected_revision")
+
+
+def expecting(rel: str, expected: str | None) -> Callable[[bytes], None] | None:
+    """A check of the bytes about to be replaced (None when no revision is expected)."""
+    if expected is None:
+        return None
+
+    def check(old: bytes) -> None:
+        if not is_revision(old, expected):
+            raise mismatch(rel, revision_of(old), expected)
+
+    return check
+
+
+def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(line index, level, title) of each ATX heading outside fenced code blocks."""
+    found, fence = [], None
+    for i, line in enumerate(lines):
+        opened = _FENCE.match(line)
+        if fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+            continue
+        if opened:
+            fence = opened.group(1)
+            continue
+        m = _HEADING.match(line.rstrip("\r\n"))
+        if m:
+            found.append((i, len(m.group(1)), m.group(2).strip()))
+    return found
+
+
+def replace_section(text: str, heading: str, body: str) -> str:
+    """``text`` with the body under ``heading`` (a heading path like "Plan > Risks", or "## Risks")
+    replaced by ``body``; the heading line itself stays. The path must name exactly one heading."""
+    wanted = [part.strip().lstrip("#").strip() for part in heading.split(">") if part.strip()]
+    if not wanted:
+        raise PathError("give a heading, e.g. 'Plan > Risks'")
+    lines = text.splitlines(keepends=True)
+    heads = _headings(lines)
+    stack: list[tuple[int, str]] = []
+    hits = []
+    for index, (line, level, title) in enumerate(heads):
+        stack = [(lv, t) for lv, t in stack if lv < level] + [(level, title)]
+        if [t for _, t in stack][-len(wanted):] == wanted:
+            hits.append(index)
+    if len(hits) != 1:
+        shown = ", ".join(" > ".join(t for t in [h[2]]) for h in heads[:20]) or "none"
+        raise PathError(f"heading {heading!r} matches {len(hits)} sections (headings: {shown}); give its path, "
+                        "e.g. 'Parent > Child'")
+    line, level, _ = heads[hits[0]]
+    end = next((h[0] for h in heads[hits[0] + 1:] if h[1] <= level), len(lines))
+    if body and not body.endswith("\n") and end < len(lines):
+        body += "\n"
+    head = lines[line]
+    if not head.endswith("\n"):
+        head += "\n"
+    return "".join(lines[:line]) + head + body + "".join(lines[end:])
+
+
+def replace_text(text: str, old: str, new: str) -> str:
+    """``text`` with its one occurrence of ``old`` replaced by ``new``."""
+    if not old:
+        raise PathError("the text to replace is empty")
+    count = text.count(old)
+    if count != 1:
+        raise PathError(f"the text to replace occurs {count} times in the note; give a longer, exact excerpt "
+                        "that occurs once")
+    return text.replace(old, new, 1)
+
+
+def rewrite_file(root: str, path: str, change: Callable[[bytes], bytes], tries: int = 20) -> str:
+    """Replace the note file's bytes by ``change(old)`` through ``vaultfs.edit`` (mode kept, no symlink
+    followed); when another writer got in meanwhile, ``change`` sees the new bytes (and its
+    expected-revision check refuses them). Returns the vault-relative path."""
+    from . import vaultfs
+    from .errors import NoteNotFound
+    from .folder import MAX_FILE_BYTES
+    from .paths import writable_note_path
+
+    rel = writable_note_path(path)
+    for _ in range(tries):
+        try:
+            vaultfs.edit(root, rel, MAX_FILE_BYTES, change)
+            return rel
+        except vaultfs.Changed:
+            continue
+        except (FileNotFoundError, NotADirectoryError):
+            raise NoteNotFound(f"{rel} does not exist in the vault folder") from None
+    raise PathError(f"{rel} kept changing ({tries} tries); nothing was written, try again")

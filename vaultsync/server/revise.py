@@ -1,0 +1,115 @@
+"""Write tools that know what they overwrite: ``edit_note`` (one section or one exact text, with the
+revision read) and ``restore_note`` (a past revision back as a new one). Only with --allow-writes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from ..edit import MAX_WRITE_CHARS
+from ..errors import LockedError, NoteNotFound
+from ..paths import writable_note_path
+from ..revisions import is_revision, mismatch, replace_section, replace_text, revision_of
+from ..times import format_time
+from ..vault import Note, Vault
+from ..writer import public_holder
+from .feed import note_uri
+from .models import WriteResult
+from .served import ServedVault
+from .toolkit import WRITE, PathArg, TimeArg, ToolSet, friendly
+
+Required = Annotated[str, Field(description="The note's revision you last read (read_note's content_hash, or its "
+                                "first 8+ characters): refused, nothing written, if the note changed since",
+                                min_length=8, max_length=64)]
+
+
+def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
+    @tools.add("Edit one section or one exact text of a note", WRITE)
+    @friendly
+    def edit_note(
+        path: PathArg,
+        expected_revision: Required,
+        new_text: Annotated[str, Field(description="The replacement: the section's new body (its heading line "
+                                       "stays), or the text that replaces old_text", max_length=MAX_WRITE_CHARS)],
+        heading: Annotated[str | None, Field(description="Replace the body of this section: its heading path, "
+                                             "e.g. 'Plan > Risks'", max_length=1024)] = None,
+        old_text: Annotated[str | None, Field(description="Replace this exact text, which must occur once",
+                                              max_length=MAX_WRITE_CHARS)] = None,
+    ) -> WriteResult:
+        """Edit a note in place: replace one section's body (by heading path) or one exact text
+        occurrence. Requires expected_revision (read_note's content_hash): when the note changed
+        since, nothing is written. Every earlier state stays in note_history (restore_note)."""
+        if (heading is None) == (old_text is None):
+            raise ToolError("give exactly one of heading and old_text")
+        writer, rel = served.writing_vault(), writable_note_path(path)
+
+        def change(old: bytes) -> bytes:
+            if not is_revision(old, expected_revision):
+                raise mismatch(rel, revision_of(old), expected_revision)
+            text = old.decode("utf-8")
+            if heading is not None:
+                return replace_section(text, heading, new_text).encode("utf-8")
+            return replace_text(text, old_text or "", new_text).encode("utf-8")
+
+        summary, note = _locked(writer, lambda: writer.rewrite_note(rel, change))
+        served.on_batch(summary)
+        return recorded(note)
+
+    @tools.add("Restore a note to a past revision", WRITE)
+    @friendly
+    def restore_note(
+        path: PathArg,
+        as_of: TimeArg = None,
+        revision: Annotated[str | None, Field(description="The revision to bring back (a content_hash from "
+                                              "note_history, or its first 8+ characters)", max_length=64)] = None,
+        expected_revision: Annotated[str | None, Field(description="The note's current revision as you read it; "
+                                                       "refused if it changed since", max_length=64)] = None,
+    ) -> WriteResult:
+        """Write a past state of a note back (as_of a time, or a revision from note_history) as a new
+        revision; a deleted note comes back at its old path, a renamed one under its current name.
+        History is never rewritten."""
+        from .. import restore
+
+        writer = served.writing_vault()
+        step = restore.plan_note(writer, path, as_of=as_of, revision=revision)
+        if step.refused:
+            raise ToolError(step.refused)
+        if expected_revision is not None:  # the file decides (an editor's save may not be recorded yet)
+            try:
+                on_disk: str | None = revision_of(writer.read_file(step.path))
+            except (OSError, NoteNotFound):
+                on_disk = None
+            if on_disk is None or not on_disk.startswith(expected_revision.strip().lower()):
+                raise ToolError(str(mismatch(step.path, on_disk, expected_revision)))
+        done = _locked(writer, lambda: restore.apply(writer, [step], source="restore",
+                                                     detail=f"restore of {step.origin}"))
+        if done.summary is not None:
+            served.on_batch(done.summary)
+        return recorded(served.read(step.path))
+
+
+def _locked(writer: Vault, write):  # type: ignore[no-untyped-def]
+    try:
+        return write()
+    except LockedError:
+        raise ToolError(f"vault '{writer.name}' is being written by {public_holder(writer.lock_holder())}; "
+                        "nothing was written (edit_note and restore_note record their own batch: stop the other "
+                        "writer, or serve with --watch)") from None
+
+
+def refuse_create(writer: Vault, rel: str, expected: str) -> None:
+    """create_note with an expected revision: a note already there is named with its revision."""
+    try:
+        data = writer.read_file(rel)
+    except (FileNotFoundError, NotADirectoryError, NoteNotFound, OSError):
+        return
+    raise ToolError(str(mismatch(rel, revision_of(data), expected)))
+
+
+def recorded(note: Note) -> WriteResult:
+    """A write tool's answer: the note as recorded."""
+    r = note.revision
+    return WriteResult(path=r.path, known_at=format_time(r.known_at), content_hash=r.content_hash, size=r.size,
+                       ingested=True, uri=note_uri(r.path))
