@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import vaultfs
-from .errors import ConfigError, NoteNotFound, PathError
-from .folder import MAX_FILE_BYTES
+from .errors import ConfigError, NoteChanged, NoteNotFound, PathError
+from .folder import MAX_FILE_BYTES, content_hash
 from .parsers import split_lines
-from .paths import disk_name, nfc, note_path, writable_note_path
-from .sync import BatchSummary, content_hash
+from .paths import nfc, note_path, writable_note_path
+from .sync import BatchSummary
 from .times import TimeLike, as_micros, format_time
 
 if TYPE_CHECKING:
@@ -249,13 +249,13 @@ def _write(root: str, rel: str, text: str | None, expected: str | None) -> bool:
         if exists:
             def change(old: bytes) -> bytes:
                 if content_hash(old) != expected:
-                    raise vaultfs.Changed(rel)
+                    raise NoteChanged(rel)
                 return data
 
             vaultfs.edit(root, rel, MAX_FILE_BYTES, change)
         else:
             vaultfs.create(root, rel, data)
-    except (vaultfs.Changed, FileExistsError, FileNotFoundError):
+    except (NoteChanged, FileExistsError, FileNotFoundError):
         return False
     return True
 
@@ -263,11 +263,11 @@ def _write(root: str, rel: str, text: str | None, expected: str | None) -> bool:
 def _unlink(root: str, rel: str, expected: str | None) -> bool:
     *parts, last = rel.split("/")
     try:
-        with vaultfs.folder(root, parts) as dir_fd:
+        with vaultfs.folder(root, parts) as where:
             data, _ = vaultfs.read_note(root, rel, MAX_FILE_BYTES)
             if content_hash(data) != expected:
                 return False
-            os.unlink(disk_name(dir_fd, last), dir_fd=dir_fd)
+            os.unlink(where.at(vaultfs.disk_name(where, last)), dir_fd=where.fd)
     except FileNotFoundError:
         return False
     return True

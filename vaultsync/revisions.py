@@ -11,11 +11,11 @@ leaves the file untouched.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable
 
 from .errors import PathError, RevisionMismatch
+from .folder import content_hash
 
 MIN_PREFIX = 8
 """The shortest revision prefix accepted."""
@@ -26,7 +26,7 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 def revision_of(data: bytes) -> str:
     """The revision id of a note file's bytes (its content hash)."""
-    return hashlib.sha256(data).hexdigest()
+    return content_hash(data)
 
 
 def is_revision(data: bytes, expected: str) -> bool:
@@ -115,7 +115,7 @@ def rewrite_file(root: str, path: str, change: Callable[[bytes], bytes], tries: 
     followed); when another writer got in meanwhile, ``change`` sees the new bytes (and its
     expected-revision check refuses them). Returns the vault-relative path."""
     from . import vaultfs
-    from .errors import NoteNotFound
+    from .errors import NoteChanged, NoteNotFound
     from .folder import MAX_FILE_BYTES
     from .paths import writable_note_path
 
@@ -124,7 +124,7 @@ def rewrite_file(root: str, path: str, change: Callable[[bytes], bytes], tries: 
         try:
             vaultfs.edit(root, rel, MAX_FILE_BYTES, change)
             return rel
-        except vaultfs.Changed:
+        except NoteChanged:
             continue
         except (FileNotFoundError, NotADirectoryError):
             raise NoteNotFound(f"{rel} does not exist in the vault folder") from None
