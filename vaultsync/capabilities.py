@@ -101,7 +101,7 @@ def _lock_kind(off: frozenset[str]) -> str:
 def _libc() -> ctypes.CDLL | None:
     try:
         return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-    except OSError:
+    except (OSError, TypeError):  # Windows: no C library by that name (and CDLL(None) is a TypeError there)
         return None
 
 
