@@ -225,6 +225,7 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=0, help="use N random title/anchor queries each (0: all)")
     parser.add_argument("--known", type=int, default=500, help="known-item queries to sample")
     parser.add_argument("--remembered", type=int, default=500, help="remembered windows to sample")
+    parser.add_argument("--sets", default="title,anchor,known-item,remembered", help="sets to measure, in this order")
     parser.add_argument("--modes", default="keyword,hybrid,vector")
     parser.add_argument("--embedder", default="hash")
     parser.add_argument("--name", default="quality", help="results file name")
@@ -244,13 +245,16 @@ def main() -> None:
         made = embedders.EMBEDDERS[args.embedder]
         embedders.EMBEDDERS[args.embedder] = lambda: _fusing(made())
     with Vault.open(db, readonly=True) as vault:
-        sets["known-item"] = known_items(vault, args.known)
-        sets["remembered"] = remembered_windows(vault, args.remembered)
+        chosen = args.sets.split(",")
+        sets["known-item"] = known_items(vault, args.known) if "known-item" in chosen else []
+        sets["remembered"] = remembered_windows(vault, args.remembered) if "remembered" in chosen else []
+        sets = {name: sets[name] for name in chosen}
         base = baseline_index(vault)
         results = {}
         for name, queries in sets.items():
             per: dict[str, list[tuple[float, float, float]]] = {}
             results[name] = evaluate(vault, base, queries, modes, per)
+            print(name, len(queries), json.dumps(results[name]), flush=True)
             if name == "remembered":  # the stopword-heavy half on its own (same runs)
                 heavy = [q["stopword_heavy"] for q in queries]
                 results["remembered (stopword-heavy)"] = {
