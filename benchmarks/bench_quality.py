@@ -204,7 +204,8 @@ def evaluate(vault: Vault, base: apsw.Connection, queries: list[dict], modes: li
         for mode in modes:
             ms, out = timed(vault.search, item["query"], mode=mode, limit=5 * K + 3 * len(sources))
             latency[mode].append(ms)
-            per[mode].append(score([h["path"] for h in out["hits"]], item["relevant_path"], sources))
+            hits = out.hits if hasattr(out, "hits") else out["hits"]  # typed since issue 18; a dict in older code
+            per[mode].append(score([h["path"] for h in hits], item["relevant_path"], sources))
     return {name: {**measures(values), **summary_ms(latency[name])} for name, values in per.items()}
 
 

@@ -123,4 +123,4 @@ def test_a_real_inotify_overflow_rescans_at_once(tmp_path: Path, caplog: pytest.
         wait_until(recorded, timeout=60, what="the late notes and every last append recorded (reconcile is an hour away)")
         wait_until(lambda: any(r.getMessage().startswith("rescan ") for r in caplog.records
                                if r.name == "vaultsync.watcher"), timeout=10, what="the rescan's log line")
-        assert any("lost events" in r.getMessage() for r in caplog.records if r.name == "vaultsync.observe")
+        assert any("lost events" in r.getMessage() for r in caplog.records if r.name == "vaultsync.events")
