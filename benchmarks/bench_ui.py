@@ -44,7 +44,7 @@ def build(work: Path, name: str) -> tuple[Path, dict[str, Any]]:
             result = vault.import_git()
         info["import_seconds"] = round(time.perf_counter() - started, 1)
     with Vault.open(db, name=name, readonly=True) as vault:
-        stats = vault.stats()
+        stats = vault.stats().to_json()
         info.update(notes=stats["notes"], revisions=stats["revisions"], batches=stats["batches"],
                     first_batch=stats["first_batch"], last_batch=stats["last_batch"])
     return db, info
