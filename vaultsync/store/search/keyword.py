@@ -232,3 +232,19 @@ def _best_rows(con: apsw.Connection, snap: Snapshot, allowed: set[int] | None, l
     while True:
         docs = con.execute(f"SELECT doc, -1.0 * s FROM temp.kw_docs {within} ORDER BY s DESC, doc LIMIT :n OFFSET :o",
                            {"n": step, "o": taken}).fetchall()
+        if not docs:
+            return out
+        taken += len(docs)
+        score = dict(docs)
+        source, params = rows_source(snap, allowed, docs=DOCS_PARAM)
+        found: dict[int, list[int]] = {}
+        for row_id, doc_id, _ in con.execute(source, {**params, "docs": json.dumps(list(score))}):
+            found.setdefault(doc_id, []).append(row_id)
+        for doc_id, s in docs:
+            if last is not None and len(out) >= limit and s != last:
+                return out
+            rows = found.get(doc_id, ())
+            out += [(row_id, s) for row_id in rows]
+            if rows:
+                last = s
+        step *= 4
