@@ -113,7 +113,13 @@ def find_revision(vault: Vault, path: str, *, as_of: TimeLike = None, revision: 
             seen.add(rel)
             rel = last.renamed_to  # an old name asked at a time after the rename: the note's name then
             continue
-        if last is None or last.deleted:
+        if last is None or last.deleted:  # the note living here now may have had another name then
+            later = next((r for r in revs if r.known_at > when and r.renamed_from  # type: ignore[operator]
+                          and r.renamed_from not in seen), None)
+            if later is not None and later.renamed_from:
+                seen.add(rel)
+                rel = later.renamed_from
+                continue
             raise NoteNotFound(f"note {path!r} did not exist as of {format_time(when)}")
         return last
 
