@@ -49,6 +49,9 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 # ------------------------------------------------------------------ stdio
 
 
+END_OF_INPUT_S = 10.0
+"""How long a stdio server whose input ended waits for the requests it already read to be answered."""
+
 class GuardedLines:
     """stdin as JSON-RPC lines: oversized lines and malformed JSON are answered with a JSON-RPC
     error (``id: null`` when it cannot be known) instead of being dropped, and never buffered whole.
@@ -136,9 +139,10 @@ class GuardedLines:
             elif method == "notifications/cancelled" and isinstance(data.get("params"), dict):
                 self.in_flight.answered(data["params"].get("requestId"))
             yield text
-        while self.in_flight.pending:  # end of input: answer what was read before stopping
-            self._answered = anyio.Event()
-            await self._answered.wait()
+        with anyio.move_on_after(END_OF_INPUT_S):  # end of input: answer what was read before stopping,
+            while self.in_flight.pending:          # but never linger for a request the SDK drops unanswered
+                self._answered = anyio.Event()
+                await self._answered.wait()
 
     @staticmethod
     def _refusal(data: Any) -> str | None:
