@@ -52,6 +52,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 END_OF_INPUT_S = 10.0
 """How long a stdio server whose input ended waits for the requests it already read to be answered."""
 
+
 class GuardedLines:
     """stdin as JSON-RPC lines: oversized lines and malformed JSON are answered with a JSON-RPC
     error (``id: null`` when it cannot be known) instead of being dropped, and never buffered whole.
