@@ -1,8 +1,9 @@
 """What the search index holds: every chunk with content, and no chunk that is blank or only headings.
 
 The oracle is markdown-it itself (CommonMark + front matter): a chunk has content when parsing its text
-alone yields a block other than an ATX heading, a thematic break or an empty front matter (a setext
-heading's text line counts as content, as documented in ``text.has_content``).
+alone yields a block other than an ATX heading, a thematic break or a front matter whose lines are all
+blank, heading-like or breaks (YAML has no blocks, so the documented line rule decides there; a setext
+heading's text line counts as content, as documented in ``tokenizer.has_content``).
 """
 
 from __future__ import annotations
