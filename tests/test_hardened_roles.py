@@ -5,6 +5,7 @@ server is the plain one and nothing is audited."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -196,3 +197,39 @@ def test_the_refusal_reason_agrees_with_the_manifest_rule() -> None:
         for tool, roles in product("tuvw", [(), ("a",), ("b",), ("a", "b"), ("c",), ("a", "c")]):
             assert (refusal(rules, tool, roles) is None) == rules.allows(tool, roles), (default, tool, roles)
     assert "deny.t" in (refusal(rules, "t", ("a", "b")) or "")
+
+
+@pytest.mark.anyio
+async def test_each_callers_writes_are_listed_by_changes_caller(tmp_path: Path, cli: Any) -> None:
+    """Hardened HTTP with two tokens that may write: each batch records whom it was done for, so
+    ``changes --caller ID`` lists one assistant's writes, ``--source mcp`` both, and undo takes one back."""
+    work = history_under(tmp_path)
+    port = free_port()
+    body = (f'[http]\nbind = "127.0.0.1:{port}"\n' + token_entry(READER, "alice", ["writer"])
+            + token_entry(AUDITOR, "bob", ["writer"]) + '[role_filter]\ndefault = "allow_all"\n')
+    manifest = write_manifest(tmp_path / "m.toml", work["db"], body, allow_writes=True)
+    proc = start_hardened_http(work["root"], manifest, port)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        async with Client(authed(url, READER)) as alice, Client(authed(url, AUDITOR)) as bob:
+            sc(await alice.call_tool("create_note", {"path": "From/Alice.md", "content": "# A\n\nalice wrote\n"}))
+            sc(await bob.call_tool("append_to_note", {"path": "Inbox.md", "text": "bob's line\n"}))
+            sc(await alice.call_tool("append_to_note", {"path": "Inbox.md", "text": "alice's line\n"}))
+    finally:
+        stop(proc)
+    env = scrubbed_overrides()
+    by = {who: json.loads(cli("changes", "--caller", who, "--json", db=work["db"], env=env).stdout)
+          for who in ("alice", "bob", "carol")}
+    assert [(b["paths"], b["source"], b["caller"]) for b in by["alice"]] == [
+        (["From/Alice.md"], "write", "alice"), (["Inbox.md"], "write", "alice")]
+    assert [(b["paths"], b["caller"]) for b in by["bob"]] == [(["Inbox.md"], "bob")]
+    assert by["carol"] == []
+    both = json.loads(cli("changes", "--source", "mcp", "--json", db=work["db"], env=env).stdout)
+    assert [b["caller"] for b in both] == ["alice", "bob", "alice"]
+    text = cli("changes", "--caller", "bob", db=work["db"], env=env)
+    assert text.returncode == 0 and f"batch {by['bob'][0]['batch_id']} " in text.stdout and "for bob" in text.stdout
+    # the CLI's own batches name no caller, and are never listed as an assistant's
+    assert cli("undo", str(by["alice"][0]["batch_id"]), db=work["db"], env=env).returncode == 0
+    assert not (work["root"] / "From" / "Alice.md").exists()
+    after = json.loads(cli("changes", "--source", "mcp", "--json", db=work["db"], env=env).stdout)
+    assert [b["batch_id"] for b in after] == [b["batch_id"] for b in both]

@@ -14,22 +14,34 @@ from vaultsync import NoteNotFound, Vault
 FIXTURE = Path(__file__).parent / "fixtures" / "release_db"
 
 
+RELEASE = "release-0.1.0"
+"""Written by vaultsync 0.1.0 (schema 1)."""
+SCHEMA_6 = "schema-6"
+"""Written by main at 1e50317 (schema 6, the last before m007 recorded callers), with a write tool's batch."""
+
+
 @pytest.fixture
 def release_db(tmp_path: Path) -> Path:
     """A copy of the release fixture (opening for writing migrates it in place)."""
-    db = tmp_path / "release-0.1.0.db"
-    shutil.copyfile(FIXTURE / "release-0.1.0.db", db)
+    return fixture_copy(tmp_path, RELEASE)
+
+
+def fixture_copy(tmp_path: Path, name: str) -> Path:
+    db = tmp_path / f"{name}.db"
+    shutil.copyfile(FIXTURE / f"{name}.db", db)
     return db
 
 
-def truth() -> dict[str, dict[str, str]]:
-    return json.loads((FIXTURE / "release-0.1.0.truth.json").read_text(encoding="utf-8"))
+def truth(name: str = RELEASE) -> dict[str, dict[str, str]]:
+    return json.loads((FIXTURE / f"{name}.truth.json").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("readonly", [False, True])
-def test_every_note_and_every_past_state_survive(release_db: Path, readonly: bool) -> None:
-    # read-only, the 0.1.0 database is read as it is (its search tables are current); for writing it is migrated
-    expected = truth()
+@pytest.mark.parametrize("name", [RELEASE, SCHEMA_6])
+def test_every_note_and_every_past_state_survive(tmp_path: Path, name: str, readonly: bool) -> None:
+    # read-only, an old database is read as it is (its search tables are current); for writing it is migrated
+    release_db = fixture_copy(tmp_path, name)
+    expected = truth(name)
     everything = set().union(*expected.values())
     with Vault.open(release_db, name="notes", readonly=readonly) as vault:
         assert vault.check() == []
@@ -76,3 +88,20 @@ def test_migrated_index_equals_a_fresh_one_without_blank_or_heading_only_chunks(
                 same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got],
                              fresh_keyword(header, chunks, expression))
         assert dropped > 0  # the fixture has such chunks: the migration had work to do
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+def test_a_write_tools_batch_before_callers_were_recorded_is_still_an_assistants(tmp_path: Path, readonly: bool,
+                                                                                   cli) -> None:
+    """A schema-6 batch of the write tools (source "write", no caller column) is listed by ``changes --source
+    mcp``, read-only as it is and after m007, and names no caller; ``--caller`` finds nothing there."""
+    db = fixture_copy(tmp_path, SCHEMA_6)
+    if not readonly:
+        with Vault.open(db, name="notes"):
+            pass  # migrates
+    listed = cli("changes", "--source", "mcp", "--json", db=db)
+    assert listed.returncode == 0, listed.stderr
+    batches = json.loads(listed.stdout)
+    assert [(b["paths"], b["source"], b["caller"], b["known_at"][:10]) for b in batches] == [
+        (["Inbox.md"], "write", None, "2025-05-05")]
+    assert json.loads(cli("changes", "--caller", "mcp", "--json", db=db).stdout) == []

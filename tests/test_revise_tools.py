@@ -96,6 +96,7 @@ async def test_edit_a_section_and_a_text_then_restore_the_revision_before(setup:
         last = vault.history("Plan.md")[-1]
         info = vault.batch_info(last.batch_id)
         assert info is not None and info["source"] == "restore" and info["detail"].startswith("restore of revision")
+        assert info["caller"] == "mcp"  # restore_note's batch is an assistant's too (changes --source mcp lists it)
         assert vault.check() == []
 
 
@@ -111,6 +112,7 @@ async def test_undo_an_assistants_batch_and_refuse_where_the_note_changed_since(
 
     batches = json.loads(listed.stdout)
     assert [b["paths"] for b in batches] == [["Ideas/New.md"], ["Plan.md"]]
+    assert [b["caller"] for b in batches] == ["mcp", "mcp"]  # outside hardened mode the server knows no identity
     append_batch, create_batch = batches[1]["batch_id"], batches[0]["batch_id"]
     # the user edits Plan.md after the assistant: undo refuses that note, with the reason
     (root / "Plan.md").write_bytes((root / "Plan.md").read_bytes() + b"user line\n")

@@ -210,24 +210,27 @@ def diff(obj: Context, note: str, since: int, until: int | None, valid_at: int |
 @validity_option
 @click.option("--source", metavar="NAME", help="Instead: the batches this source wrote (mcp: what assistants "
               "wrote; restore, undo, watch, import, git), for undo.")
+@click.option("--caller", metavar="ID", help="Instead: the batches MCP tools wrote for this caller (hardened mode: "
+              "a token's caller_id, or stdio / local; mcp outside it).")
 @json_option
 @pass_ctx
 @friendly
 def changes(obj: Context, since: int | None, until: int | None, valid_at: int | None, source: str | None,
-            as_json: bool) -> None:
+            caller: str | None, as_json: bool) -> None:
     """Notes created, modified, renamed or deleted in a time window (or the batches one source wrote).
 
     \b
     Example:
         vaultsync changes --since 2025-03-01 --until 2025-03-08
         vaultsync changes --source mcp
+        vaultsync changes --caller alice
     """
     from .store.read import CHANGE_FIELDS
 
-    if source is not None:
-        return cli_restore.show_batches(obj.vault(), source, as_json)
+    if source is not None or caller is not None:
+        return cli_restore.show_batches(obj.vault(), source, caller, as_json)
     if since is None:
-        raise click.UsageError("give --since (or --source)")
+        raise click.UsageError("give --since (or --source, --caller)")
     revisions = obj.vault().changes(since, until, valid_at=valid_at)
     if as_json:
         echo_json([r.summary(CHANGE_FIELDS) for r in revisions])

@@ -89,14 +89,16 @@ def undo(obj: Context, batch: int, force: bool, dry_run: bool, as_json: bool) ->
         raise SystemExit(1)
 
 
-def show_batches(vault: Any, source: str, as_json: bool) -> None:
-    """``changes --source``: the batches one source wrote ("mcp": the write tools), oldest first."""
-    found = vault.batches_by_source("write" if source == "mcp" else source)
+def show_batches(vault: Any, source: str | None, caller: str | None, as_json: bool) -> None:
+    """``changes --source`` / ``--caller``: the batches one source wrote ("mcp": the MCP tools), or the MCP
+    tools wrote for one caller, oldest first."""
+    found = vault.batches_by_source(source, caller)
     if as_json:
         echo_json([{**b, "known_at": format_time(b["known_at"])} for b in found])
         return
     for b in found:
-        click.echo(f"batch {b['batch_id']}  {format_time(b['known_at'])}  {b['source']}  {', '.join(b['paths'])}"
+        who = f"  for {b['caller']}" if b["caller"] else ""
+        click.echo(f"batch {b['batch_id']}  {format_time(b['known_at'])}  {b['source']}{who}  {', '.join(b['paths'])}"
                    + (f"  ({b['detail']})" if b["detail"] else ""))
 
 

@@ -226,6 +226,7 @@ def write_plan(
     known_at: int | None = None,
     source: str = "import",
     detail: str | None = None,
+    caller: str | None = None,
     strict: bool = False,
     workers: int = 0,
     progress: Progress | None = None,
@@ -244,7 +245,7 @@ def write_plan(
     progress = progress or (lambda done, total: None)
     written: list[str] = []
     with contextlib.ExitStack() as stack, store.batch(vault_id, known_at=known_at, source=source,
-                                                      detail=detail) as writer:
+                                                      detail=detail, caller=caller) as writer:
         parallel = workers > 0 and len(plan.to_read) >= PARALLEL_MIN_NOTES
         for change, parsed in parse_stream(plan.changes(), writer, stack, workers if parallel else 0):
             summary.warnings.extend(FileProblem(change.path, w) for w in parsed.warnings)

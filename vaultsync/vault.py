@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import edit, guard, vaultfs
+from . import acting, edit, guard, vaultfs
 from .config import default_db_path
 from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound
 from .folder import MAX_FILE_BYTES, FileProblem, files_containing, observe_paths, scan
@@ -307,7 +307,7 @@ class Vault:
                     on_write: Callable[[Batch], None] | None = None) -> BatchSummary:
         """The one plan → batch path (import, watch, writes, git backfill); the caller is ``_writing``."""
         return write_plan(self._store, self.id, self.name, plan, known_at=known_at, source=source, detail=detail,
-                          strict=strict, workers=self.parse_workers, progress=progress, on_write=on_write)
+                          caller=acting.caller(), strict=strict, workers=self.parse_workers, progress=progress, on_write=on_write)
 
     @contextlib.contextmanager
     def _writing(self, command: str | None = None) -> Iterator[None]:
@@ -335,9 +335,11 @@ class Vault:
         """Every revision one batch wrote (rename tombstones included), by path."""
         return self._store_call("written_by", batch_id)
 
-    def batches_by_source(self, source: str, limit: int = 100) -> list[dict[str, Any]]:
-        """The last ``limit`` batches written by ``source``, oldest first, with the paths each wrote."""
-        return self._store_call("batches_by_source", source, limit)
+    def batches_by_source(self, source: str | None, caller: str | None = None,
+                          limit: int = 100) -> list[dict[str, Any]]:
+        """The last ``limit`` batches written by ``source`` ("mcp": by any MCP tool) and/or done for the MCP
+        ``caller`` (``vaultsync.acting``), oldest first, with the paths each wrote."""
+        return self._store_call("batches_by_source", source, caller, limit)
 
     def revision_before(self, path: str, batch_id: int) -> Revision | None:
         """The last revision (or tombstone) at ``path`` before the batch ``batch_id``."""

@@ -34,6 +34,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.types import INTERNAL_ERROR, METHOD_NOT_FOUND
 
+from .. import acting
 from ..errors import ConfigError, VaultsyncError
 from ..times import now_micros
 from .audit import AuditLog
@@ -131,7 +132,8 @@ class Guard:
             if reason is not None:
                 await self._deny(caller, name, reason)
                 raise MCPError(code=METHOD_NOT_FOUND, message=f"Unknown tool: {name}")
-        return await self._audited(ctx, call_next, caller, str(name), params.get("arguments"))
+        with acting.acting_for(caller.caller_id):  # a write tool's batch records whom it was done for
+            return await self._audited(ctx, call_next, caller, str(name), params.get("arguments"))
 
     async def _resource(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext,
                         params: dict[str, Any]) -> HandlerResult:

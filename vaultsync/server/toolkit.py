@@ -14,6 +14,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from .. import acting
 from ..errors import NoteNotFound, VaultsyncError
 from ..times import ACCEPTED, parse_time
 from .models import flat_schema
@@ -36,10 +37,12 @@ class ToolSet:
         self.tools: list[Tool] = []
 
     def add(self, title: str, annotations: ToolAnnotations) -> Callable[[F], F]:
-        """Decorator: register ``fn`` as a tool named after it."""
+        """Decorator: register ``fn`` as a tool named after it. A tool that changes the vault records its
+        batches as done for the MCP caller (``vaultsync.acting``)."""
 
         def register(fn: F) -> F:
-            tool = Tool.from_function(fn, title=title, description=inspect.cleandoc(fn.__doc__ or ""),
+            served = fn if annotations.read_only_hint else _for_caller(fn)
+            tool = Tool.from_function(served, title=title, description=inspect.cleandoc(fn.__doc__ or ""),
                                       annotations=annotations)
             if tool.fn_metadata.output_schema is not None:  # a public field, read on every tools/list
                 tool.fn_metadata.output_schema = flat_schema(tool.fn_metadata.output_schema)
@@ -47,6 +50,17 @@ class ToolSet:
             return fn
 
         return register
+
+
+def _for_caller(fn: F) -> F:
+    """Run a write tool as done for the caller the hardened middleware named, else the anonymous MCP one."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with acting.acting_for(acting.caller() or acting.ANONYMOUS):
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def friendly(fn: F) -> F:

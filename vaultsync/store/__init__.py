@@ -148,10 +148,12 @@ class Store:
         with self.db.atomic() as con:
             return batches.written_by(con, vault_id, batch_id)
 
-    def batches_by_source(self, vault_id: int, source: str, limit: int = 100) -> list[dict[str, Any]]:
-        """The vault's last ``limit`` batches written by ``source`` (e.g. "mcp"), oldest first, with their paths."""
+    def batches_by_source(self, vault_id: int, source: str | None, caller: str | None = None,
+                          limit: int = 100) -> list[dict[str, Any]]:
+        """The vault's last ``limit`` batches written by ``source`` ("mcp": by any MCP tool) and/or done for
+        ``caller``, oldest first, with their paths."""
         with self.db.atomic() as con:
-            return batches.by_source(con, vault_id, source, limit)
+            return batches.by_source(con, vault_id, source, caller, limit)
 
     def revision_before(self, vault_id: int, path: str, batch_id: int) -> Revision | None:
         """The last revision (or tombstone) at ``path`` before the batch ``batch_id``."""
@@ -165,7 +167,7 @@ class Store:
 
     @contextlib.contextmanager
     def batch(self, vault_id: int, *, known_at: int | None = None, source: str = "import",
-              detail: str | None = None) -> Iterator[BatchWriter]:
+              detail: str | None = None, caller: str | None = None) -> Iterator[BatchWriter]:
         """One atomic batch: everything the writer adds lands, or nothing does.
 
         ``known_at`` None means now (kept from going before the last batch when the clock steps
@@ -179,7 +181,7 @@ class Store:
             elif last is not None and known_at < last:
                 raise ConfigError(f"known_at {format_time(known_at)} is earlier than the vault's last batch "
                                   f"at {format_time(last)}", argument="known_at")
-            writer = BatchWriter(con, vault_id, known_at, source, detail, self.indexers)
+            writer = BatchWriter(con, vault_id, known_at, source, detail, caller, self.indexers)
             try:
                 yield writer
                 writer.finish()

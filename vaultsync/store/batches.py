@@ -10,10 +10,10 @@ from .read import _NOTE_COLUMNS, Revision, _revision
 
 
 def batch_info(con: apsw.Connection, vault_id: int, batch_id: int) -> dict[str, Any] | None:
-    """The batch's id, known_at, source and detail (None: no such batch in the vault)."""
-    row = con.execute("SELECT id, known_at, source, detail FROM batches WHERE vault_id = ? AND id = ?",
-                      (vault_id, batch_id)).fetchone()
-    return None if row is None else dict(zip(("batch_id", "known_at", "source", "detail"), row))
+    """The batch's id, known_at, source, detail and caller (None: no such batch in the vault)."""
+    row = con.execute(f"SELECT b.id, b.known_at, b.source, b.detail, {_caller(con)} FROM batches b "
+                      "WHERE b.vault_id = ? AND b.id = ?", (vault_id, batch_id)).fetchone()
+    return None if row is None else dict(zip(("batch_id", "known_at", "source", "detail", "caller"), row))
 
 
 def written_by(con: apsw.Connection, vault_id: int, batch_id: int) -> list[Revision]:
@@ -24,11 +24,30 @@ def written_by(con: apsw.Connection, vault_id: int, batch_id: int) -> list[Revis
     return [_revision(r) for r in rows]
 
 
-def by_source(con: apsw.Connection, vault_id: int, source: str, limit: int) -> list[dict[str, Any]]:
-    """The vault's last ``limit`` batches of ``source``, oldest first, each with its paths."""
-    rows = con.execute("""SELECT b.id, b.known_at, b.source, b.detail, group_concat(n.path, char(10))
-                          FROM batches b JOIN notes n ON n.batch_id = b.id
-                          WHERE b.vault_id = ? AND b.source = ? GROUP BY b.id ORDER BY b.id DESC LIMIT ?""",
-                       (vault_id, source, limit)).fetchall()
-    return [{"batch_id": i, "known_at": k, "source": s, "detail": d, "paths": sorted(set(p.split("\n")))}
-            for i, k, s, d, p in reversed(rows)]
+def by_source(con: apsw.Connection, vault_id: int, source: str | None, caller: str | None,
+              limit: int) -> list[dict[str, Any]]:
+    """The vault's last ``limit`` batches of ``source`` and/or done for the MCP ``caller``, oldest first, each
+    with its paths. ``source`` "mcp" means every batch an MCP tool wrote: those naming a caller, and the
+    write tools' batches of a database from before callers were recorded (source ``write``)."""
+    column = _caller(con)
+    where, args = ["b.vault_id = ?"], [vault_id]
+    if source == "mcp":
+        where.append(f"({column} IS NOT NULL OR b.source = 'write')")
+    elif source is not None:
+        where.append("b.source = ?")
+        args.append(source)
+    if caller is not None:
+        where.append(f"{column} = ?")
+        args.append(caller)
+    rows = con.execute(f"""SELECT b.id, b.known_at, b.source, b.detail, {column}, group_concat(n.path, char(10))
+                           FROM batches b JOIN notes n ON n.batch_id = b.id
+                           WHERE {' AND '.join(where)} GROUP BY b.id ORDER BY b.id DESC LIMIT ?""",
+                       (*args, limit)).fetchall()
+    return [{"batch_id": i, "known_at": k, "source": s, "detail": d, "caller": c, "paths": sorted(set(p.split("\n")))}
+            for i, k, s, d, c, p in reversed(rows)]
+
+
+def _caller(con: apsw.Connection) -> str:
+    """The batches' caller column, or NULL in a database opened read-only before ``m007``."""
+    names = {row[1] for row in con.execute("PRAGMA table_info(batches)")}
+    return "b.caller" if "caller" in names else "NULL"

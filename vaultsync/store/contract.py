@@ -263,9 +263,10 @@ class Engine(Upkeep, Follow, Protocol):
     readonly: bool
 
     def batch(self, vault_id: int, *, known_at: int | None = None, source: str = "import",
-              detail: str | None = None) -> AbstractContextManager[Batch]:
+              detail: str | None = None, caller: str | None = None) -> AbstractContextManager[Batch]:
         """One atomic batch (``known_at`` None: now, never before the vault's last batch; an explicit
-        earlier time is refused). ``source``/``detail`` say where it came from (import, watch, git + sha…)."""
+        earlier time is refused). ``source``/``detail`` say where it came from (import, watch, git + sha…),
+        ``caller`` whom an MCP tool wrote it for."""
         ...
 
     def view(self, vault_id: int, vault_name: str, *, as_of: int | None = None,

@@ -226,6 +226,13 @@ def m006_vault_devices(con: apsw.Connection) -> None:
     )
 
 
+@migration
+def m007_batch_callers(con: apsw.Connection) -> None:
+    """Who each batch written by an MCP tool was done for (hardened mode: the caller's id; else "mcp"),
+    so that ``changes --caller ID`` lists what one assistant wrote. NULL for every other batch."""
+    con.execute("ALTER TABLE batches ADD COLUMN caller TEXT")
+
+
 def has_table(con: apsw.Connection, name: str) -> bool:
     return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
@@ -236,6 +243,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
     Before ``m004`` an index may still hold blank or heading-only chunks: read-only, they stay searchable.
     Before ``m005`` there are no audit heads: read-only, ``store.audit.head`` finds none.
     Before ``m006`` no vault device is registered: read-only, none is needed.
+    Before ``m007`` no batch names its caller: read-only, ``store.batches`` reads NULL.
     """
     if version == len(MIGRATIONS):
         return True
@@ -244,7 +252,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
     # 0.1.0 with its search tables, a database before purges, one whose index may still hold blank
     # or heading-only chunks (before m004), or one without audit heads (before m005): reads need
     # nothing that is missing
-    return version in (1, 2, 3, 4, 5) and search_schema.current(con)
+    return version in (1, 2, 3, 4, 5, 6) and search_schema.current(con)
 
 
 def migrate(con: apsw.Connection) -> int:

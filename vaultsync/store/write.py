@@ -54,6 +54,8 @@ class BatchWriter:
     known_at: int
     source: str
     detail: str | None = None
+    caller: str | None = None
+    """The MCP caller the batch is done for (``vaultsync.acting``), None for every other door."""
     indexers: list[Indexer] = field(default_factory=list)
     batch_id: int | None = None
     text_dict: bytes | None = None
@@ -63,8 +65,8 @@ class BatchWriter:
     def _batch(self) -> int:
         if self.batch_id is None:
             self.con.execute(
-                "INSERT INTO batches (vault_id, known_at, source, detail, created_at) VALUES (?,?,?,?,?)",
-                (self.vault_id, self.known_at, self.source, self.detail, now_micros()),
+                "INSERT INTO batches (vault_id, known_at, source, detail, caller, created_at) VALUES (?,?,?,?,?,?)",
+                (self.vault_id, self.known_at, self.source, self.detail, self.caller, now_micros()),
             )
             self.batch_id = self.con.last_insert_rowid()
         return self.batch_id
