@@ -18,6 +18,9 @@ __all__ = ["DEFAULT_EMBEDDER", "EMBEDDERS", "Embedder", "HashEmbedder", "get_emb
 
 
 _WORD = re.compile(r"\w+")
+_FEATURE_CACHES: dict[tuple[int, float, float], tuple[dict[str, list[tuple[int, float]]],
+                                                      dict[tuple[str, str], tuple[int, float]]]] = {}
+"""``HashEmbedder`` feature caches (words, word pairs) by (dims, trigram weight, pair weight)."""
 
 
 class HashEmbedder(Embedder):
@@ -40,8 +43,11 @@ class HashEmbedder(Embedder):
     so 500,000 let a large vault's vocabulary hold hundreds of MB; this bounds both caches near 50 MB."""
 
     def __init__(self) -> None:
-        self._words: dict[str, list[tuple[int, float]]] = {}
-        self._pairs: dict[tuple[str, str], tuple[int, float]] = {}
+        # shared by every instance with the same features: a word's features never change, and a process
+        # that opens a vault per command (a replay, the tests) keeps what it learned; a lookup or an
+        # insert is one dict operation (atomic under the GIL)
+        self._words, self._pairs = _FEATURE_CACHES.setdefault((self.dims, self.trigram_weight, self.pair_weight),
+                                                              ({}, {}))
 
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         from .tokenizer import normalize

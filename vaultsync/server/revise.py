@@ -20,9 +20,12 @@ from .models import WriteResult
 from .served import ServedVault
 from .toolkit import WRITE, PathArg, TimeArg, ToolSet, friendly
 
-Required = Annotated[str, Field(description="The note's revision you last read (read_note's content_hash, or its "
-                                "first 8+ characters): refused, nothing written, if the note changed since",
-                                min_length=8, max_length=64)]
+EXPECTED = ("The note's revision you last read (read_note's content_hash, or its first 8+ characters): the write "
+            "is refused, nothing written, if the note changed since")
+Expected = Annotated[str | None, Field(description=EXPECTED, max_length=64)]
+"""``expected_revision`` where it may be left out (create_note, append_to_note, restore_note)."""
+Required = Annotated[str, Field(description=EXPECTED, min_length=8, max_length=64)]
+"""``expected_revision`` where it must be given (edit_note)."""
 
 
 def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
@@ -64,8 +67,7 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         as_of: TimeArg = None,
         revision: Annotated[str | None, Field(description="The revision to bring back (a content_hash from "
                                               "note_history, or its first 8+ characters)", max_length=64)] = None,
-        expected_revision: Annotated[str | None, Field(description="The note's current revision as you read it; "
-                                                       "refused if it changed since", max_length=64)] = None,
+        expected_revision: Expected = None,
     ) -> WriteResult:
         """Write a past state of a note back (as_of a time, or a revision from note_history) as a new
         revision; a deleted note comes back at its old path, a renamed one under its current name.

@@ -16,13 +16,9 @@ from ..edit import MAX_WRITE_CHARS
 from ..paths import writable_note_path
 from ..revisions import expecting
 from .models import WriteResult
-from .revise import add_revision_tools, recorded, refuse_create
+from .revise import Expected, add_revision_tools, recorded, refuse_create
 from .served import ServedVault
 from .toolkit import WRITE, ToolSet, friendly
-
-Expected = Annotated[str | None, Field(description="The note's revision you last read (read_note's content_hash, "
-                                       "or its first 8+ characters): the write is refused, nothing written, if the "
-                                       "note changed since", max_length=64)]
 
 NewPath = Annotated[str, Field(description="Vault-relative path ending in .md, e.g. 'Inbox/Idea.md'",
                                min_length=4, max_length=1024)]
