@@ -24,7 +24,7 @@ from watchdog.observers.polling import PollingObserverVFS
 
 from . import overflow
 from .capabilities import inotify_limit
-from .paths import is_hidden, is_note_path, is_visible_folder, nfc
+from .paths import is_hidden, is_note_path, is_visible_folder
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,6 @@ no large buffer is allocated per file.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import logging
 import os
 from collections.abc import Callable, Iterable
@@ -85,11 +84,6 @@ class FileProblem:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"
-
-
-def content_hash(data: bytes) -> str:
-    """A note revision's content hash: SHA-256 of its bytes, as users can check with sha256sum."""
-    return hashlib.sha256(data).hexdigest()
 
 
 def decode(data: bytes) -> str:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import vaultfs
 from .errors import ConfigError, NoteChanged, NoteNotFound, PathError
-from .folder import MAX_FILE_BYTES, content_hash
+from .digest import content_hash
+from .folder import MAX_FILE_BYTES
 from .parsers import split_lines
 from .paths import nfc, note_path, writable_note_path
 from .sync import BatchSummary

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 
 from .errors import PathError, RevisionMismatch
-from .folder import content_hash
+from .digest import content_hash
 
 MIN_PREFIX = 8
 """The shortest revision prefix accepted."""

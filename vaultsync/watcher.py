@@ -24,7 +24,7 @@ from typing import Any
 
 from .debounce import Debouncer, Pending, collapse
 from . import guard
-from .errors import ConfigError, MassDeletion, StoreError, VaultsyncError, VaultUnavailable
+from .errors import MassDeletion, StoreError, VaultsyncError, VaultUnavailable
 from .events import EVERYTHING, ObserverFactory, RunningObserver, start_observer
 from .sync import BatchSummary
 from .times import format_time

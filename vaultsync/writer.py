@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import LockedError, NoteNotFound
 from .paths import writable_note_path
-from .folder import content_hash
+from .digest import content_hash
 from .sync import BatchSummary
 
 if TYPE_CHECKING:

@@ -28,13 +28,13 @@ records when, which kind of purge and how much it touched, never the text, a pat
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Iterable, Sequence
 
 import apsw
 
+from ..digest import content_hash
 from ..errors import ConfigError, NoteNotFound
 from ..parsers import parse_note
 from ..tokenizer import TEXT_VERSION, TOKENIZE
@@ -136,7 +136,7 @@ def _rewrite(con: apsw.Connection, writer: BatchWriter, note_id: int, path: str,
     con.execute(
         """UPDATE notes SET content_hash = ?, size = ?, title = ?, frontmatter = ?, tags = ?, aliases = ?,
                warnings = ?, valid_from = ?, valid_to = ? WHERE id = ?""",
-        (hashlib.sha256(data).hexdigest(), len(data), parsed.title,
+        (content_hash(data), len(data), parsed.title,
          None if parsed.frontmatter is None else dumps(parsed.frontmatter), dumps(list(parsed.tags)),
          dumps(list(parsed.aliases)), dumps(list(parsed.warnings)), parsed.valid_from, parsed.valid_to, note_id))
     con.execute("DELETE FROM chunks WHERE note_id = ?", (note_id,))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import zlib
 from collections.abc import Iterator, Sequence
@@ -10,6 +9,7 @@ from typing import Any
 
 import apsw
 
+from ..digest import content_hash
 from ..errors import ConfigError
 from ..times import format_time
 from . import read as q
@@ -248,6 +248,6 @@ class View:
                 data = q.content(con, note_id).encode("utf-8", "surrogatepass")
             except (ValueError, zlib.error):
                 data = b"\0unreadable"
-            if hashlib.sha256(data).hexdigest() != expected or len(data) != size:
+            if content_hash(data) != expected or len(data) != size:
                 problems.append(f"revision {note_id} of {path} does not match its content hash")
         return problems
