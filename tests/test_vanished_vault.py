@@ -4,12 +4,13 @@ a real deletion of a few notes is still recorded at once."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,24 @@ def deletions(db: Path) -> int:
 
 def said(proc: WatchProcess, text: str) -> int:
     return sum(text in line for line in proc.lines)
+
+
+@contextlib.contextmanager
+def watching(db: Path, root: Path, *args: str, prefix: list[str] | None = None, env: dict[str, str] | None = None,
+             undo: Callable[[], None] = lambda: None) -> Iterator[WatchProcess]:
+    """A real ``vaultsync watch`` once it is watching; after the block it must stop cleanly on SIGTERM.
+    ``undo`` (put the folder's modes back, say) runs before the process is killed on a failure."""
+    proc = WatchProcess(db, root, *args, prefix=prefix or [], env=env)
+    try:
+        proc.wait_for(READY)
+        yield proc
+        proc.proc.terminate()
+        assert proc.finish() == 0
+    finally:
+        undo()
+        if proc.proc.poll() is None:
+            proc.proc.kill()
+            proc.finish()
 
 
 @pytest.fixture
@@ -155,9 +174,7 @@ def test_library_sync_names_the_reason(big_vault, tmp_path: Path) -> None:
 
 def test_watch_vault_renamed_away_and_back(big_vault, tmp_path: Path) -> None:
     root, db = big_vault
-    proc = WatchProcess(db, root, "--step-ms", "50")
-    try:
-        proc.wait_for(READY)
+    with watching(db, root, "--step-ms", "50") as proc:
         root.rename(tmp_path / "away")
         proc.wait_for("is gone")
         (tmp_path / "away" / "F0" / "Note 0000.md").unlink()  # a real deletion while it was away
@@ -166,21 +183,13 @@ def test_watch_vault_renamed_away_and_back(big_vault, tmp_path: Path) -> None:
         wait_until(lambda: deletions(db) == 1, what="the deletion made meanwhile to be recorded")
         (root / "New.md").write_text("# New\n", encoding="utf-8")
         wait_until(lambda: "New.md" in live(db), what="recording to resume")
-        proc.proc.terminate()
-        assert proc.finish() == 0
-    finally:
-        if proc.proc.poll() is None:
-            proc.proc.kill()
-            proc.finish()
     assert said(proc, "is gone") == 1, proc.stderr
     assert len(live(db)) == 40 and deletions(db) == 1
 
 
 def test_watch_vault_replaced_by_an_empty_folder(big_vault, tmp_path: Path) -> None:
     root, db = big_vault
-    proc = WatchProcess(db, root, "--step-ms", "50")
-    try:
-        proc.wait_for(READY)
+    with watching(db, root, "--step-ms", "50") as proc:
         root.rename(tmp_path / "away")
         root.mkdir()
         proc.wait_for("refusing to record 40 deletions of 40 live notes")
@@ -190,12 +199,6 @@ def test_watch_vault_replaced_by_an_empty_folder(big_vault, tmp_path: Path) -> N
         proc.wait_for("is back; recording again")
         (root / "New.md").write_text("# New\n", encoding="utf-8")
         wait_until(lambda: "New.md" in live(db), what="recording to resume")
-        proc.proc.terminate()
-        assert proc.finish() == 0
-    finally:
-        if proc.proc.poll() is None:
-            proc.proc.kill()
-            proc.finish()
     assert said(proc, "refusing to record") == 1, proc.stderr
     assert len(live(db)) == 41 and deletions(db) == 0
 
@@ -203,31 +206,22 @@ def test_watch_vault_replaced_by_an_empty_folder(big_vault, tmp_path: Path) -> N
 def test_watch_vault_made_unreadable_and_readable(nobody_place: Path, cli) -> None:
     """Run as an unprivileged user (setpriv), since chmod 000 does not stop root."""
     root, db, env = nobody_vault(nobody_place, cli)
-    proc = WatchProcess(db, root, "--step-ms", "50", prefix=as_nobody(), env=env)
-    try:
-        proc.wait_for(READY)
+    with watching(db, root, "--step-ms", "50", prefix=as_nobody(), env=env,
+                  undo=lambda: os.chmod(root, 0o755)) as proc:
         os.chmod(root, 0o000)
         (root / "F0" / "Note 0000.md").unlink()  # root still can: another program deleting a note meanwhile
         proc.wait_for("cannot be read: Permission denied")
         os.chmod(root, 0o755)
         proc.wait_for("is back; recording again")
         wait_until(lambda: deletions(db) == 1, what="the real deletion to be recorded")
-        proc.proc.terminate()
-        assert proc.finish() == 0
-    finally:
-        os.chmod(root, 0o755)
-        if proc.proc.poll() is None:
-            proc.proc.kill()
-            proc.finish()
     assert said(proc, "cannot be read") == 1, proc.stderr
     assert len(live(db)) == 39 and deletions(db) == 1
 
 
 def test_watch_subfolder_made_unreadable_keeps_its_notes(nobody_place: Path, cli) -> None:
     root, db, env = nobody_vault(nobody_place, cli)
-    proc = WatchProcess(db, root, "--step-ms", "50", "--reconcile-s", "1", prefix=as_nobody(), env=env)
-    try:
-        proc.wait_for(READY)
+    with watching(db, root, "--step-ms", "50", "--reconcile-s", "1", prefix=as_nobody(), env=env,
+                  undo=lambda: os.chmod(root / "F1", 0o755)) as proc:
         os.chmod(root / "F1", 0o000)
         proc.wait_for("skipped F1: cannot list folder")
         (root / "Other.md").write_text("# Other\n", encoding="utf-8")
@@ -236,13 +230,6 @@ def test_watch_subfolder_made_unreadable_keeps_its_notes(nobody_place: Path, cli
         (root / "F1" / "Note 0001.md").write_text("# changed\n", encoding="utf-8")
         wait_until(lambda: "changed" in Vault.open(db, name="vault", readonly=True).read("F1/Note 0001.md").content,
                    what="the folder to be recorded again")
-        proc.proc.terminate()
-        assert proc.finish() == 0
-    finally:
-        os.chmod(root / "F1", 0o755)
-        if proc.proc.poll() is None:
-            proc.proc.kill()
-            proc.finish()
     assert len(live(db)) == 41 and deletions(db) == 0
 
 
@@ -270,21 +257,13 @@ def test_watch_bind_mount_unmounted_and_mounted_again(mounted: tuple[Path, Path]
     subprocess.run(["mount", "--bind", str(source), str(root)], check=True)
     db = tmp_path / "db" / "vaultsync.db"
     assert cli("import", str(root), db=db).returncode == 0
-    proc = WatchProcess(db, root, "--step-ms", "50")
-    try:
-        proc.wait_for(READY)
+    with watching(db, root, "--step-ms", "50") as proc:
         subprocess.run(["umount", str(root)], check=True)
         proc.wait_for("on another device than when it was registered")
         subprocess.run(["mount", "--bind", str(source), str(root)], check=True)
         proc.wait_for("is back; recording again")
         (root / "New.md").write_text("# New\n", encoding="utf-8")
         wait_until(lambda: "New.md" in live(db), what="recording to resume")
-        proc.proc.terminate()
-        assert proc.finish() == 0
-    finally:
-        if proc.proc.poll() is None:
-            proc.proc.kill()
-            proc.finish()
     assert said(proc, "another device") == 1, proc.stderr
     assert len(live(db)) == 31 and deletions(db) == 0
 
@@ -293,21 +272,13 @@ def test_watch_records_30_of_1000_deleted_in_one_batch(tmp_path: Path, cli) -> N
     root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"
     make_vault(root, 1000, folders=40)
     assert cli("import", str(root), db=db).returncode == 0
-    proc = WatchProcess(db, root, "--step-ms", "300", "--json")
-    try:
-        proc.wait_for(READY)
+    with watching(db, root, "--step-ms", "300", "--json") as proc:
         victim = root / "F7"
         assert len(list(victim.glob("*.md"))) == 25
         shutil.rmtree(victim)
         for note in sorted((root / "F8").glob("*.md"))[:5]:
             note.unlink()
         wait_until(lambda: deletions(db) == 30, what="the 30 deletions")
-        proc.proc.terminate()
-        assert proc.finish() == 0
-    finally:
-        if proc.proc.poll() is None:
-            proc.proc.kill()
-            proc.finish()
     with Vault.open(db, name="vault", readonly=True) as vault:
         batches = {r.batch_id for r in vault.changes(0) if r.kind == "deleted"}
     assert len(batches) == 1, "one batch"
