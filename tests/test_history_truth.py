@@ -1,7 +1,7 @@
 """Exact history on a real vault: as-of reads and listings agree with git's own answer, byte for byte.
 
 The Obsidian Help history (../shared/corpora/obsidian-help.bundle) is imported two ways: replayed
-commit by commit into a folder with ``vaultsync import --known-at "$COMMIT_TIME"`` (every 8th commit,
+commit by commit into a folder with ``vaultsync import --known-at "$COMMIT_TIME"`` (every 16th commit,
 2020–2026, every language folder), and backfilled with ``vaultsync import --from-git`` for two
 language folders (vaults that are subfolders of the repository). Both databases are built once per
 test run by session fixtures in conftest.py (``help_replayed``, ``help_backfilled``), the commands
@@ -166,7 +166,7 @@ def coverage(pairs: list[Pair], truth_exists: list[bool], head: set[str]) -> dic
 
 @pytest.fixture(scope="module")
 def replayed(help_corpus: HelpCorpus, help_replayed: Replayed) -> tuple[Path, Truth, list[int]]:
-    """The session's replay of every 8th commit (conftest.py ``help_replayed``), with git's answers for it."""
+    """The session's replay of every 16th commit (conftest.py ``help_replayed``), with git's answers for it."""
     return help_replayed.db, Truth(help_corpus.env, SELECTION), help_replayed.commit_times
 
 

@@ -1,5 +1,5 @@
 """Exactness on a real history: obsidian-help (15 languages, including zh, ja and ko) as replayed for the
-history truth suite (every 8th commit, each imported at its commit time), searched at cutoffs in 2024."""
+history truth suite (every 16th commit, each imported at its commit time), searched at cutoffs in 2024."""
 
 from __future__ import annotations
 
