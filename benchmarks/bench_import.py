@@ -1,10 +1,11 @@
 """Import speed, memory and database size on the Obsidian Hub vault (issue 2's "Speed" targets).
 
-    .venv/bin/python benchmarks/bench_import.py [--work DIR] [--skip-git] [--no-save]
+    .venv/bin/python benchmarks/bench_import.py [--work DIR] [--skip-git] [--no-save] [--json FILE]
 
 The Hub bundle (../shared/corpora/obsidian-hub.bundle, read at run time, never copied) is cloned to a
 temporary folder. Every measurement runs in a fresh child process; its peak memory is that child's
-maximum resident set size (``os.wait4`` rusage):
+maximum resident set size and its CPU time that of the child and every process it waited for (its
+parse workers), both from ``os.wait4`` rusage:
 
 1. parse only: list the vault as import does, read every note and ``parse_note`` it (no store);
 2. full import of the newest commit into an empty database (``vaultsync import``), and for
@@ -247,7 +248,11 @@ def table(r: dict[str, Any]) -> str:
              f"(target <= 0.5x); core tables {g['split']['core_bytes'] / MB:.1f} MB, "
              f"search {g['split']['other_bytes'] / MB:.1f} MB", ok(t["git_db_over_versions"] <= 0.5)),
         ]
-    lines = ["| step | time / size | peak memory | note | target met |", "| --- | ---: | ---: | --- | --- |"]
+    cpu = {0: parse, 1: full, 2: r["import_core_only"], 3: again}
+    rows = [(name, value, f"{cpu[i]['cpu_seconds']:.2f} s" if i in cpu else "", *rest)
+            for i, (name, value, *rest) in enumerate(rows)]
+    lines = ["| step | time / size | CPU, process tree | peak memory | note | target met |",
+             "| --- | ---: | ---: | ---: | --- | --- |"]
     lines += [f"| {' | '.join(row)} |" for row in rows]
     return "\n".join(lines)
 
@@ -257,6 +262,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, help="working folder (default: a temporary one, removed afterwards)")
     parser.add_argument("--skip-git", action="store_true", help="skip the --from-git backfill")
     parser.add_argument("--no-save", action="store_true", help="print only; do not write benchmarks/results")
+    parser.add_argument("--json", type=Path, help="also write the raw results to this file")
     args = parser.parse_args()
     if not BUNDLE.exists():
         raise SystemExit(f"{BUNDLE} not found")
@@ -269,6 +275,8 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
     text = table(results)
     print(text)
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     if not args.no_save:
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / "import.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -35,3 +35,46 @@ def test_parallel_parsing_gives_the_same_store(tmp_path: Path, monkeypatch: pyte
     assert len(inline["vectors"]) > 100 and len(inline["notes"]) == 30
     assert parallel == inline
     assert not __import__("vaultsync.store.search.embedding", fromlist=["AHEAD"]).AHEAD  # nothing left behind
+
+
+def test_a_second_parallel_batch_gives_the_same_store_as_inline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of changed notes: workers embed only the texts the index lacks, and the store is the same."""
+    stores = {}
+    for workers in (0, 2):
+        root = tmp_path / f"notes{workers}"
+        shutil.copytree(REPO / "notes", root)
+        db = tmp_path / f"{workers}.db"
+        monkeypatch.setattr(sync, "PARALLEL_MIN_NOTES", 1)
+        snapshot(db, root, workers)
+        for note in sorted(root.rglob("*.md"))[::2]:
+            note.write_text(note.read_text(encoding="utf-8") + "\nOne more line, new in the second batch.\n",
+                            encoding="utf-8")
+        with Vault.open(db, root=root, parse_workers=workers) as vault:
+            vault.sync(known_at="2024-02-01")
+            con = vault._store.db.con
+            stores[workers] = {name: con.execute(sql).fetchall() for name, sql in TABLES.items()}
+    assert stores[2] == stores[0]
+
+
+def test_workers_embed_only_what_the_index_lacks(tmp_path: Path) -> None:
+    """``embed_ahead`` (what a parse worker runs) skips chunk texts the committed index already holds."""
+    from vaultsync.parsers import parse_note
+    from vaultsync.store.search.embedding import embed_ahead
+    from vaultsync.tokenizer import indexed_text
+
+    root = tmp_path / "notes"
+    shutil.copytree(REPO / "notes", root)
+    db = tmp_path / "v.db"
+    snapshot(db, root)
+    path = "Projects/Atlas/Architecture/Storage Format.md"
+    text = (root / path).read_text(encoding="utf-8")
+    before = parse_note(text, path)
+    signature, known = embed_ahead("hash", None, before)  # no database: every indexed chunk
+    assert len(known) >= 2
+    signature, again = embed_ahead("hash", str(db), before)
+    assert again == {}  # every one of them is in the index
+    after = parse_note(text + "\n## Added later\n\nA paragraph nobody has indexed yet.\n", path)
+    signature, fresh = embed_ahead("hash", str(db), after)
+    lacking = {indexed_text(after.title, after.aliases, c.heading_path, c.text) for c in after.chunks} - set(known)
+    assert set(fresh) == lacking and 1 <= len(lacking) < len(known)
+    assert any("nobody has indexed" in t for t in fresh)

@@ -38,6 +38,8 @@ def _pairs(match: re.Match[str]) -> str:
 
 def normalize(text: str) -> str:
     """NFKC, then every CJK run written as its overlapping character pairs (``東京で`` → ``東京 京で``)."""
+    if text.isascii():  # NFKC leaves ASCII as it is and no CJK run can occur: most chunks take this path
+        return text
     return CJK_RUN.sub(_pairs, unicodedata.normalize("NFKC", text))
 
 

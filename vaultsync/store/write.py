@@ -21,8 +21,12 @@ DICTIONARY_SAMPLE = 1024
 """A database without a compression dictionary trains one from up to this many of a batch's first notes."""
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+    """Compact JSON (one encoder made once: ``json.dumps`` with options builds a new one per call)."""
+    return _ENCODER.encode(value)
 
 
 @dataclass(slots=True)

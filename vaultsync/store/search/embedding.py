@@ -10,7 +10,7 @@ import apsw
 from ...embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder, quantize
 from ...errors import ProviderError
 from ...parsers import ParsedNote
-from ..codec import unpack
+from ..codec import content_key, unpack
 from .schema import LIVE_VECTORS_REBUILD, meta, set_meta
 from ...tokenizer import indexable, indexed_text
 
@@ -92,12 +92,41 @@ AHEAD: dict[tuple[str, str], bytes] = {}
 
 
 _WORKER_EMBEDDERS: dict[str, Embedder] = {}
+_WORKER_INDEXES: dict[str, apsw.Connection | None] = {}
+"""In a parse worker: a read-only connection per database, None when its committed search index is empty."""
 
 
-def embed_ahead(name: str, parsed: ParsedNote) -> tuple[str, dict[str, bytes]]:
-    """In a parse worker: embedder ``name``'s vectors for a parsed note's indexed chunks, so a large
-    import embeds in parallel with writing (one thread per worker, the model loaded once per worker
-    process). Only a speed-up: a miss is embedded as usual."""
+def _known(db: str | None, keys: list[bytes]) -> set[bytes]:
+    """Of ``keys``, those the committed search index of ``db`` already holds (its docs, with their vectors).
+
+    Read in a parse worker, which sees the database as it was before the batch (the batch is not committed):
+    a text the index already has is not embedded again, whatever note or revision it comes back in. A fresh
+    index is checked once per worker; a database that cannot be read here is simply not consulted.
+    """
+    if not db or not keys:
+        return set()
+    if db not in _WORKER_INDEXES:
+        try:
+            con = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+            con.set_busy_timeout(5000)
+            _WORKER_INDEXES[db] = con if con.execute("SELECT 1 FROM search_docs LIMIT 1").fetchone() else None
+        except apsw.Error:
+            _WORKER_INDEXES[db] = None
+    con = _WORKER_INDEXES[db]
+    if con is None:
+        return set()
+    found: set[bytes] = set()
+    for start in range(0, len(keys), 500):
+        part = keys[start:start + 500]
+        found.update(bytes(row[0]) for row in con.execute(
+            f"SELECT hash FROM search_docs WHERE hash IN ({','.join('?' * len(part))})", part))
+    return found
+
+
+def embed_ahead(name: str, db: str | None, parsed: ParsedNote) -> tuple[str, dict[str, bytes]]:
+    """In a parse worker: embedder ``name``'s vectors for a parsed note's indexed chunks that the index of
+    database ``db`` lacks, so a large import embeds in parallel with writing (one thread per worker, the
+    model loaded once per worker process). Only a speed-up: a miss is embedded as usual."""
     embedder = _WORKER_EMBEDDERS.get(name)
     if embedder is None:
         embedder = _WORKER_EMBEDDERS[name] = get_embedder(name)
@@ -106,8 +135,12 @@ def embed_ahead(name: str, parsed: ParsedNote) -> tuple[str, dict[str, bytes]]:
     keep = indexable([c.text for c in parsed.chunks])
     texts = [indexed_text(parsed.title, parsed.aliases, c.heading_path, c.text)
              for c, k in zip(parsed.chunks, keep) if k]
+    keys = [content_key(t) for t in texts]
+    known = _known(db, keys)
+    if known:
+        texts = [t for t, key in zip(texts, keys) if key not in known]
     fast = getattr(embedder, "embed_normalized", None)
-    vectors = fast(texts) if fast is not None else list(embedder.embed_many(texts))
+    vectors = (fast(texts) if fast is not None else list(embedder.embed_many(texts))) if texts else []
     return embedder.signature, {t: quantize(v) for t, v in zip(texts, vectors)}
 
 

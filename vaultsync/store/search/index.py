@@ -70,7 +70,7 @@ class SearchIndexer:
             self.mismatch = check_embedder(con, self.embedder)
         if embedder is not None and self.mismatch:
             raise self.mismatch
-        self.ahead = functools.partial(embed_ahead, self.embedder.embedder_id)
+        self.ahead = functools.partial(embed_ahead, self.embedder.embedder_id, con.db_filename("main") or None)
         """Work a parse worker may do for this indexer (see ``sync.parse_stream``); ``take_ahead`` receives it."""
         self._checked: int | None = None
         self._new_tokens = 0
