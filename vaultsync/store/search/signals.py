@@ -56,7 +56,7 @@ plus every weighted signal can give a candidate that does not (a candidate whose
 query is itself one that does: ``phrase`` reaches 1 only there).
 
 Its measured cost (``benchmarks/results/quality_i23.md``): on the Hub's anchor set, link texts that name a
-note, 13 of 358 queries rank their note lower and none higher (success@1 0.559 to 0.534, MRR@10 0.628 to
+note, 13 of 358 queries rank their note lower and none higher (success@1 0.559 to 0.533, MRR@10 0.627 to
 0.609), each because other notes hold the link text verbatim (a release note naming the plugin, a list or
 theme note using the words) while the named note does not, in its text, title, aliases or heading path;
 no rule that keeps holders first can rank such a note above them. Applying the rule only from three
