@@ -53,7 +53,15 @@ signal was tried and left out: it made the anchor set worse.)"""
 WHOLE = 1.0 + sum(WEIGHTS.values())
 """Added to the score of a candidate holding the whole query in order: more than normalized BM25 (at most 1)
 plus every weighted signal can give a candidate that does not (a candidate whose body holds the whole
-query is itself one that does: ``phrase`` reaches 1 only there)."""
+query is itself one that does: ``phrase`` reaches 1 only there).
+
+Its measured cost (``benchmarks/results/quality_i23.md``): on the Hub's anchor set, link texts that name a
+note, 13 of 358 queries rank their note lower and none higher (success@1 0.559 to 0.533, MRR@10 0.627 to
+0.609), each because other notes hold the link text verbatim (a release note naming the plugin, a list or
+theme note using the words) while the named note does not, in its text, title, aliases or heading path;
+no rule that keeps holders first can rank such a note above them. Applying the rule only from three
+tokens would bring back the six two-word queries among them (0.539 / 0.617), and is not done: the rule
+holds for every query of at least two tokens."""
 
 SIGNALS = ("phrase", "proximity", "head", "whole")
 _TOKENIZER = apsw.Connection(":memory:").fts5_tokenizer(TOKENIZE.split()[0], TOKENIZE.split()[1:])
