@@ -1,6 +1,7 @@
 """Ten and twenty times the Obsidian Hub on one machine: import, watch and search at 66k and 131k notes.
 
     .venv/bin/python benchmarks/bench_scale.py [--scales 1 10 20] [--queries 40] [--burst 10000] [--no-save]
+    .venv/bin/python benchmarks/bench_scale.py --search-only [--work DIR] [--reuse] [--name scale_search]
 
 For each scale k, k copies of the Hub's newest tree (cloned at run time from
 ../shared/corpora/obsidian-hub.bundle, never committed) are made in sub-folders ``copy-00`` …
@@ -22,6 +23,14 @@ of benchmarks/work/scale/vault-{k}x, and measured in one run:
 Targets at 10x: per-note import cost within 1.3x of 1x, peak RSS < 400 MB, no-change re-import
 < 3 s, watcher idle RSS < 300 MB, default search p50 < 100 ms; at 20x no error, the same per-note
 cost. Results: benchmarks/results/scale.json and scale.md. Linux only (reads /proc).
+
+``--search-only`` skips the watcher and polling parts: the vault is imported (CLI), then the later
+batches the watcher would have written are made in-process (10 single-note edits, one sync each, then
+one sync of the burst), and only search is measured, as of the import and now. With ``--reuse`` a
+database left in ``--work`` by an earlier run is searched as it is (its cutoff read from the side
+file ``scale-{k}x.json``), so that two vaultsync versions can be measured on the same databases: run
+this script with the other version's Python (its own venv), e.g. ``/old/.venv/bin/python
+benchmarks/bench_scale.py --search-only --reuse --name scale_search_old``.
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ from vaultsync.events import count_folders
 from vaultsync.vault import Vault
 
 WORK = REPO / "benchmarks" / "work" / "scale"
+REUSE = False
 MB = 1024 * 1024
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -253,15 +263,78 @@ def measure_search(db: Path, name: str, queries: list[str], past: str) -> dict[s
         for mode in ("keyword", "hybrid"):
             for when, as_of in (("now", None), ("past", past)):
                 vault.search(queries[0], mode=mode, as_of=as_of)  # warm the page cache
-                times = []
+                times, cpu = [], []
                 for query in queries:
-                    start = time.perf_counter()
+                    start, cpu0 = time.perf_counter(), time.process_time()
                     vault.search(query, mode=mode, as_of=as_of)
                     times.append((time.perf_counter() - start) * 1000)
+                    cpu.append((time.process_time() - cpu0) * 1000)
                 out[f"{mode}_{when}"] = summary_ms(times)
+                out[f"{mode}_{when}_cpu"] = summary_ms(cpu)  # this process's CPU: less sensitive to a loaded machine
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:  # a count for the report only
             out["chunks"] = con.execute("SELECT count(*) FROM chunks").fetchone()[0]
     return out
+
+
+def build_history(hub: Path, k: int, burst: int) -> tuple[Path, str, dict[str, Any]]:
+    """The search-only database: the import, then the later batches the watcher would write (not timed)."""
+    meta = WORK / f"scale-{k}x.json"
+    db = WORK / f"scale-{k}x.db"
+    if REUSE and meta.exists() and db.exists():
+        return db, f"vault-{k}x", json.loads(meta.read_text())
+    print(f"== {k}x: building the vault", flush=True)
+    root = build_vault(hub, k)
+    folders, count, size = folders_and_notes(root)
+    for old in WORK.glob(f"scale-{k}x.db*"):
+        old.unlink()
+    print(f"== {k}x: import of {count} notes", flush=True)
+    first = run_measured(vaultsync("--db", str(db), "import", str(root), "--json"))
+    summary = json.loads(first["stdout"])
+    notes = sorted(p for p in root.rglob("*.md") if not any(part.startswith(".") for part in p.relative_to(root).parts))
+    with Vault.open(db, root=root) as vault:
+        for i in range(10):
+            with notes[(i * 7919) % len(notes)].open("a", encoding="utf-8") as handle:
+                handle.write(f"\nscale-edit-{i}\n")
+            vault.sync()
+        step = max(1, len(notes) // min(burst, len(notes)))
+        for note in notes[::step][:burst]:
+            with note.open("a", encoding="utf-8") as handle:
+                handle.write("\nburst\n")
+        vault.sync()
+    info = {"notes": count, "markdown_mb": round(size / MB, 1), "folders": folders, "past": summary["known_at"],
+            "import_wall_s": round(first["wall_s"], 1),
+            "database_mb": round(sum(p.stat().st_size for p in WORK.glob(f"scale-{k}x.db*")) / MB, 1)}
+    meta.write_text(json.dumps(info, indent=1) + "\n")
+    shutil.rmtree(root, ignore_errors=True)
+    return db, root.name, info
+
+
+def measure_search_only(hub: Path, k: int, queries: list[str], burst: int) -> dict[str, Any]:
+    db, name, info = build_history(hub, k, burst)
+    print(f"== {k}x: search", flush=True)
+    r = {"scale": k, **info, "search": measure_search(db, name, queries, info["past"])}
+    print(json.dumps(r, indent=1), flush=True)
+    return r
+
+
+def search_report(results: list[dict[str, Any]], argv: str, info: dict[str, Any]) -> str:
+    cols = [f"{r['scale']}x" for r in results]
+    lines = [f"# Scale, search only: the Obsidian Hub ×{', ×'.join(str(r['scale']) for r in results)}", "",
+             f"`{argv}` — {info['started']}, vaultsync {info['commit']} ({info['code']}), Python {info['python']}, "
+             f"{info['cpus']} CPUs (load average at start {info['load_start']}, at end {info['load_end']}; "
+             "the machine is shared).", "",
+             "| figure | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    lines.append("| notes / chunks | " + " | ".join(f"{r['notes']} / {r['search']['chunks']}" for r in results) + " |")
+    for mode in ("keyword", "hybrid"):
+        for when in ("now", "past"):
+            key = f"{mode}_{when}"
+            label = f"search {mode if mode == 'keyword' else 'default (hybrid)'} {when} p50 / p95"
+            lines.append(f"| {label} | " + " | ".join(
+                f"{r['search'][key]['p50_ms']} / {r['search'][key]['p95_ms']} ms" for r in results) + " |")
+            lines.append("| … CPU time of the search p50 / p95 | " + " | ".join(
+                f"{r['search'][key + '_cpu']['p50_ms']} / {r['search'][key + '_cpu']['p95_ms']} ms"
+                if key + "_cpu" in r["search"] else "–" for r in results) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def measure_scale(hub: Path, k: int, queries: list[str], burst: int) -> dict[str, Any]:
@@ -360,38 +433,48 @@ def report(results: list[dict[str, Any]], argv: str, info: dict[str, Any]) -> st
 
 
 def main() -> None:
+    global WORK, REUSE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 10, 20])
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--burst", type=int, default=10_000)
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--search-only", action="store_true", help="import and search only (no watcher, no polling)")
+    parser.add_argument("--work", type=Path, default=None, help="where vaults and databases are made")
+    parser.add_argument("--reuse", action="store_true", help="with --search-only: search the databases already in --work")
+    parser.add_argument("--name", default=None, help="results file name (default scale, or scale_search)")
     args = parser.parse_args()
+    WORK, REUSE = (args.work or WORK).resolve(), args.reuse
     WORK.mkdir(parents=True, exist_ok=True)
     hub = clone("obsidian-hub.bundle", WORK / "hub")
     lines = (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
     queries = [json.loads(line)["query"] for line in lines[:: max(1, len(lines) // args.queries)]][: args.queries]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     info = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit,
-            "load_start": [round(x, 2) for x in os.getloadavg()], **machine()}
+            "load_start": [round(x, 2) for x in os.getloadavg()], **machine(),
+            "code": str(Path(sys.modules["vaultsync.vault"].__file__).parents[1])}
+    measure = measure_search_only if args.search_only else measure_scale
     results = []
     for k in args.scales:
         try:
-            results.append(measure_scale(hub, k, queries, args.burst))
+            results.append(measure(hub, k, queries, args.burst))
         except (SystemExit, Exception) as exc:  # noqa: BLE001 - report what finished, and why the rest did not
             print(f"{k}x did not finish: {exc}", file=sys.stderr)
             info.setdefault("failed", {})[f"{k}x"] = str(exc)[-2000:]
             break
         finally:
-            shutil.rmtree(WORK / f"vault-{k}x", ignore_errors=True)
+            if not args.search_only:
+                shutil.rmtree(WORK / f"vault-{k}x", ignore_errors=True)
     info["load_end"] = [round(x, 2) for x in os.getloadavg()]
     argv = "python benchmarks/bench_scale.py " + " ".join(sys.argv[1:])
-    markdown = report(results, argv.strip(), info) if results else "no scale finished\n"
+    render = search_report if args.search_only else report
+    markdown = render(results, argv.strip(), info) if results else "no scale finished\n"
     if info.get("failed"):
         markdown += "\nDid not finish: " + "; ".join(f"{k}: {v.splitlines()[0]}" for k, v in info["failed"].items()) + "\n"
     if args.no_save:
         print(markdown)
     else:
-        save("scale", {"argv": argv, **info, "results": results}, markdown)
+        save(args.name or ("scale_search" if args.search_only else "scale"), {"argv": argv, **info, "results": results}, markdown)
 
 
 if __name__ == "__main__":

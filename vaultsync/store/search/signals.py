@@ -210,12 +210,17 @@ def rerank(con: apsw.Connection, pool: list[Scored], query: KeywordQuery,
     if not pool:
         return []
     wanted = QueryTokens.of(query)
-    texts = {row_id: indexed_text(title, json.loads(aliases or "[]"), json.loads(heading), unpack(body))
-             for row_id, heading, body, title, aliases in con.execute(
-                 """SELECT c.id, c.heading_path, t.body, n.title, n.aliases FROM chunks c
-                    JOIN texts t ON t.id = c.text_id JOIN notes n ON n.id = c.note_id
-                    WHERE c.id IN (SELECT value FROM json_each(?))""", (json.dumps([s.row_id for s in pool]),))}
-    found = [signals(texts[s.row_id], wanted) for s in pool]
+    texts: dict[int, str] = {}
+    bodies: dict[int, str] = {}  # candidates sharing a text (copies, unchanged chunks) unpack it once
+    for row_id, heading, text_id, body, title, aliases in con.execute(
+            """SELECT c.id, c.heading_path, c.text_id, t.body, n.title, n.aliases FROM chunks c
+               JOIN texts t ON t.id = c.text_id JOIN notes n ON n.id = c.note_id
+               WHERE c.id IN (SELECT value FROM json_each(?))""", (json.dumps([s.row_id for s in pool]),)):
+        if text_id not in bodies:
+            bodies[text_id] = unpack(body)
+        texts[row_id] = indexed_text(title, json.loads(aliases or "[]"), json.loads(heading), bodies[text_id])
+    by_text = {text: signals(text, wanted) for text in set(texts.values())}  # a pure function of the text
+    found = [dict(by_text[texts[s.row_id]]) for s in pool]
     if cosines is not None:
         for s, sig in zip(pool, found):
             sig["vector"] = cosines.get(s.row_id, 0.0)
