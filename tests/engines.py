@@ -23,3 +23,25 @@ def _sqlite(path: str | os.PathLike[str], **options: Any) -> Engine:
 
 
 ENGINES: dict[str, Opener] = {"sqlite": _sqlite}
+
+
+def _postgres(path: str | os.PathLike[str], **options: Any) -> Engine:
+    """A fresh schema on this process's test server (tests/pgserver.py) for a path; a connection string as is."""
+    import pytest
+
+    import pgserver
+    from vaultsync.store.pg import PgStore, is_dsn
+
+    if not is_dsn(str(path)):
+        try:
+            server = pgserver.shared()
+        except pgserver.Unavailable as exc:
+            pytest.skip(str(exc))
+        path = _fresh.setdefault(str(path), server.fresh(os.path.basename(str(path))))
+    return PgStore(str(path), **options)
+
+
+_fresh: dict[str, str] = {}
+"""The schema each test path was given (a path opened again is the same database)."""
+
+ENGINES["postgres"] = _postgres
