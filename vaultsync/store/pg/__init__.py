@@ -151,7 +151,9 @@ class PgStore(Store):
         return raw
 
     def _attach_search(self, embedder: Any = None) -> None:
-        self.indexers = []  # the keyword and vector indexes of this engine are not built yet
+        from .keyword import PgKeywordIndexer
+
+        self.indexers = [PgKeywordIndexer()]  # type: ignore[list-item]
 
     def writer_lock(self, vault: str) -> PgWriterLock:  # type: ignore[override]
         return PgWriterLock(self, vault)
@@ -211,7 +213,16 @@ class PgStore(Store):
     # ------------------------------------------------------------ upkeep not built on this engine yet
 
     def reindex(self, vault_id: int, *, full: bool = False) -> int:
-        raise ConfigError("the PostgreSQL engine has no search index to rebuild yet")
+        """Rebuild the keyword index of every vault (this engine keeps it in step with every batch, so
+        there is nothing to catch up); return how many of this vault's batches it indexed."""
+        from .keyword import reindex
+
+        if self.readonly:
+            raise ConfigError("reindex needs the database opened for writing")
+        with self.db.atomic() as con:
+            con.raw.execute("SELECT set_config('vaultsync.purging', 'on', true)")
+            reindex(con)
+            return int(con.raw.execute("SELECT count(*) FROM batches WHERE vault_id = %s", (vault_id,)).fetchone()[0])
 
     def reembed(self, embedder_name: str) -> tuple[str, int]:
         raise ConfigError("the PostgreSQL engine has no vectors yet")
@@ -238,6 +249,9 @@ class PgStore(Store):
 
     def _reindex_in(self, con: Con) -> None:
         """Rebuild the search index inside the caller's transaction (after a purge)."""
+        from .keyword import reindex
+
+        reindex(con)
 
     def scrub(self) -> bool:
         return False

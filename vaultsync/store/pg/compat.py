@@ -8,9 +8,9 @@ code. What is translated, and nothing else:
 
 - parameters: ``?`` → ``%s``, ``:name`` → ``%(name)s`` (a literal ``%`` doubled);
 - ``json_each(x)`` → ``json_array_elements_text(x::json)`` (its ``value`` column, as text; cast where a
-  column named ``id`` or ``…_id`` is compared), and SQLite's ``CROSS JOIN … ON`` (a join-order hint) → ``JOIN … ON``;
+  column named ``id`` or ``…_id`` is compared), and SQLite's ``CROSS JOIN … ON`` (a join-order hint) → ``JOIN … ON``, ``INDEXED BY x`` dropped;
 - ``LIMIT ?`` takes SQLite's -1 (no limit) as NULL; ``group_concat(x, char(10))`` is ``string_agg``;
-- a few statements with no common form, replaced whole (``EXACT``);
+- a few statements with no common form, replaced whole (``EXACT``) or in part (``PARTS``);
 - ``INSERT`` into a table with an ``id`` gets ``RETURNING id``: ``last_insert_rowid()`` answers it.
 
 A statement that does not translate fails loudly in PostgreSQL; the contract tests run every path.
@@ -34,9 +34,15 @@ EXACT: dict[str, str] = {
 }
 """SQLite statements with no common form, by their exact text, and what runs instead."""
 
+PARTS: dict[str, str] = {
+    "SELECT value FROM json_each(:docs)": "SELECT value::bigint AS value FROM json_array_elements_text(:docs::json) AS value",
+}
+"""Parts of statements with no common form (``search.snapshot.DOCS_PARAM``: doc ids), replaced first."""
+
 _IN_JSON = re.compile(r"(\w+)((?: NOT)?) IN \(SELECT value FROM json_each\((\?|:\w+)\)\)")
 _JSON_EACH = re.compile(r"json_each\((\?|:\w+)\)")
 _CROSS = re.compile(r"CROSS JOIN (\w+ \w+ ON)")
+_INDEXED_BY = re.compile(r" INDEXED BY \w+")
 _LIMIT = re.compile(r"LIMIT (\?|:\w+)")
 _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _INSERT = re.compile(r"^\s*INSERT INTO (\w+)", re.IGNORECASE)
@@ -55,9 +61,12 @@ def translate(sql: str) -> tuple[str, bool]:
     if sql in EXACT:
         return EXACT[sql], False
     out = sql.replace("%", "%%")
+    for old, new in PARTS.items():
+        out = out.replace(old, new)
     out = _IN_JSON.sub(_in_list, out)
     out = _JSON_EACH.sub(r"json_array_elements_text(\1::json)", out)
     out = _CROSS.sub(r"JOIN \1", out)
+    out = _INDEXED_BY.sub("", out)
     out = _LIMIT.sub(r"LIMIT NULLIF(\1, -1)", out)
     out = out.replace("group_concat(", "string_agg(").replace("char(10)", "chr(10)")
     out = out.replace("?", "%s")

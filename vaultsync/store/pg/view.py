@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ...errors import ConfigError
 from ...times import format_time
 from .. import read as q
 from ..codec import content_key, unpack
+from ..search import engine
+from ..search.snapshot import allowed_notes, take
 from ..view import View
+from ...tokenizer import parse_query
+from . import keyword
 from .schema import APPEND_ONLY_TABLES
 
 
@@ -32,12 +36,27 @@ class PgView(View):
             found.append(None if row is None or row[0] is None else int(row[0]))
         return found
 
-    def search(self, query: str, *, mode: str = "hybrid", limit: int = 10, prefix: str | None = None,
+    def search(self, query: str, *, mode: str = engine.DEFAULT_MODE, limit: int = 10, prefix: str | None = None,
                tags: Sequence[str] | None = None, where: dict[str, str] | None = None) -> dict[str, Any]:
-        raise ConfigError("search is not available on the PostgreSQL engine yet")
-
-    def export(self) -> Iterator[dict[str, Any]]:
-        raise ConfigError("export is not available on the PostgreSQL engine yet")
+        """Keyword search of the chunks visible at the cutoff, as ``search.engine.search`` answers it."""
+        if mode not in engine.MODES:
+            raise ConfigError(f"unknown search mode {mode!r}: use one of {', '.join(engine.MODES)}")
+        if mode != "keyword":
+            raise ConfigError(f"the PostgreSQL engine answers keyword search only so far; mode {mode!r} is not "
+                              "built yet", argument="mode")
+        if limit < 1:
+            raise ConfigError("limit must be at least 1")
+        con = self._con
+        snap = take(con, self.vault_id, self.as_of, self.valid_at)
+        allowed = allowed_notes(con, snap, prefix, tags, where)
+        parsed = parse_query(query)
+        ranked = keyword.rank(con, snap, parsed, allowed, limit)
+        parts = {item.row_id: {"keyword": {"rank": r, "score": item.score}}
+                 for item, r in zip(ranked, engine.shared_ranks(ranked, engine._kw_tied))}
+        hits = engine._hits(con, self.vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked},
+                            parts, parsed)
+        return {"query": query, "as_of": format_time(self.as_of), "valid_at": format_time(snap.valid_at),
+                "mode": mode, "match": parsed.expression, "hits": hits}
 
     def stats(self) -> dict[str, Any]:
         con, vault = self._con, {"v": self.vault_id}
