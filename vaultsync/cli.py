@@ -19,9 +19,22 @@ from .errors import VaultsyncError
 from .times import ACCEPTED, format_time
 
 
+class DatabaseParam(click.Path):
+    """A database file (a Path), or a ``postgresql://`` URI kept as it is (a Path would fold its slashes)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value.startswith(("postgresql://", "postgres://")):
+            return value
+        return super().convert(value, param, ctx)
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False, path_type=Path)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), envvar="VAULTSYNC_DB",
-              help="Database file. Default: $VAULTSYNC_DB, else vaultsync.db in the user data directory.")
+@click.option("--db", type=DatabaseParam(), envvar="VAULTSYNC_DB",
+              help="Database file, or a postgresql:// URI. Default: $VAULTSYNC_DB, else vaultsync.db in the user "
+                   "data directory.")
 @click.option("--vault", "vault_name", metavar="NAME", help="Which vault, when the database holds several.")
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
 @click.version_option(package_name="vaultsync")

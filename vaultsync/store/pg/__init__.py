@@ -25,7 +25,7 @@ from typing import Any
 
 from ...errors import ConfigError, SchemaError, StoreError
 from ...times import format_time, now_micros
-from .. import Store, codec
+from .. import Store, codec, is_dsn  # noqa: F401 - is_dsn: what names this engine
 from .. import purge as purging
 from ..values import PurgeResult
 from ..view import View
@@ -33,14 +33,6 @@ from ..write import BatchWriter
 from .compat import Con
 from .lock import PgWriterLock
 from .schema import MIGRATIONS, migrate, schema_version
-
-SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_dsn(db: object) -> bool:
-    """Whether ``db`` names a PostgreSQL database (a connection URI) rather than a SQLite file."""
-    return isinstance(db, str) and db.startswith(SCHEMES)
-
 
 def _driver() -> Any:
     try:
