@@ -2,13 +2,15 @@
 
 Through ``Vault`` (the one door) with ``--db postgresql://…`` and a SQLite file: at every batch time and
 between them, ``ls``, ``read`` of every path ever seen, ``history``, ``export`` and keyword search
-(single words, phrases, prefixes, CJK pairs, a filter, the validity overlay) give the same answers,
+and the default mode (single words, phrases, prefixes, CJK pairs, a filter, the validity overlay) give the
+same answers,
 scores within 1e-9 (the SQLite engine's scores are checked against a fresh FTS5 index by
 tests/test_search_truth.py). The server is tests/pgserver.py's, shared by the session.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -89,9 +91,11 @@ def _answers(vault: Vault, at: int, paths: list[str]) -> dict[str, Any]:
     for valid_at in (None, T0 + DAY - DAY // 6):  # 2023-11-15T18:13Z: inside the first Policy's interval
         for query in QUERIES:
             for options in ({}, {"prefix": "Plans/"}):
-                found = vault.search(query, mode="keyword", as_of=at, valid_at=valid_at, limit=8, **options)
-                out[f"search {query} {valid_at} {options}"] = [
-                    (h["path"], h["chunk_id"], h["keyword"]["rank"], h["score"], h["snippet"]) for h in found.hits]
+                for mode in ("keyword", "hybrid"):
+                    found = vault.search(query, mode=mode, as_of=at, valid_at=valid_at, limit=8, **options)
+                    out[f"search {mode} {query} {valid_at} {options}"] = [
+                        (h["path"], h["chunk_id"], json.dumps([h["keyword"], h["signals"]]), h["score"], h["snippet"])
+                        for h in found.hits]
     return out
 
 

@@ -126,14 +126,14 @@ def _chunk_rows(con: Any, note_id: int) -> list[ChunkRow]:
 # ---------------------------------------------------------------- ranking
 
 
-def _phrase_freqs(con: Any, text: str, prefix: bool) -> dict[int, int]:
-    """doc → occurrences of the phrase (its last token a prefix when ``prefix``), for every doc holding it."""
-    wanted = tokens(text, query=True)
+def _phrase_freqs(con: Any, wanted: list[str], prefixes: list[bool]) -> dict[int, int]:
+    """doc → occurrences of the phrase of terms ``wanted`` at consecutive positions (a term flagged in
+    ``prefixes``: any term starting with it, in byte order as FTS5 compares), for every doc holding it."""
     if not wanted:
         return {}
     per_token: list[dict[int, list[int]]] = []
-    for i, term in enumerate(wanted):
-        if prefix and i == len(wanted) - 1:
+    for term, prefix in zip(wanted, prefixes):
+        if prefix:
             upper = term[:-1] + chr(ord(term[-1]) + 1) if ord(term[-1]) < 0x10FFFF else None
             rows = con.raw.execute(
                 "SELECT doc, positions FROM search_postings WHERE term >= %s AND (%s::text IS NULL OR term < %s) "
@@ -156,21 +156,49 @@ def _phrase_freqs(con: Any, text: str, prefix: bool) -> dict[int, int]:
     return out
 
 
+def _query_phrase(text: str, prefix: bool) -> tuple[list[str], list[bool]]:
+    """A query phrase's terms (FTS5's query tokenizing), the last one a prefix when ``prefix``."""
+    wanted = tokens(text, query=True)
+    return wanted, [prefix and i == len(wanted) - 1 for i in range(len(wanted))]
+
+
+def whole_phrase(wanted: Any) -> tuple[list[str], list[bool]] | None:
+    """``signals.QueryTokens.whole`` as terms and prefix flags: each token read by FTS5 as its query phrase
+    ``"tok"`` (or ``"tok" *``) would be; None for fewer than two tokens."""
+    if len(wanted.sequence) < 2:
+        return None
+    terms: list[str] = []
+    flags: list[bool] = []
+    for tok, pre in zip(wanted.sequence, wanted.prefix):
+        found, marks = _query_phrase(tok, pre)
+        terms += found
+        flags += marks
+    return terms, flags
+
+
 def rank(con: Any, snap: Snapshot, query: KeywordQuery, allowed: set[int] | None, limit: int) -> list[Scored]:
     """The best ``limit`` visible chunks (of allowed notes) with FTS5's bm25 scores (lower is better)."""
+    return rank_default(con, snap, query, None, allowed, limit)[0]
+
+
+def rank_default(con: Any, snap: Snapshot, query: KeywordQuery, whole: tuple[list[str], list[bool]] | None,
+                 allowed: set[int] | None, limit: int) -> tuple[list[Scored], list[Scored]]:
+    """``rank``'s best ``limit`` rows, and the best ``limit`` (same scores, same order) among the rows whose
+    text holds ``whole`` (terms and prefix flags: the whole query in order; empty when None), as
+    ``search.keyword.rank_default`` gives them."""
     if not query.phrases or limit <= 0 or (allowed is not None and not allowed):
-        return []
+        return [], []
     source, params = rows_source(snap, None)
     n_rows, total = con.execute(
         f"SELECT count(*), coalesce(sum(d.length), 0) FROM ({source}) r JOIN search_docs d ON d.id = r.doc_id",
         params).fetchone()
     n_rows, total = int(n_rows), int(total)
     if n_rows <= 0:
-        return []
-    freqs = [_phrase_freqs(con, p.text, p.prefix) for p in query.phrases]
+        return [], []
+    freqs = [_phrase_freqs(con, *_query_phrase(p.text, p.prefix)) for p in query.phrases]
     candidates = sorted(set().union(*freqs))
     if not candidates:
-        return []
+        return [], []
     source, params = rows_source(snap, None, docs=DOCS_PARAM)
     rows = con.execute(source, {**params, "docs": json.dumps(candidates)}).fetchall()
     lengths = dict(con.raw.execute("SELECT id, length FROM search_docs WHERE id = ANY(%s)", (candidates,)).fetchall())
@@ -184,5 +212,9 @@ def rank(con: Any, snap: Snapshot, query: KeywordQuery, allowed: set[int] | None
             continue
         if doc not in scores:
             scores[doc] = bm25([float(f.get(doc, 0)) for f in freqs], idfs, float(lengths[doc]), avgdl)
-        scored.append(Scored(int(row_id), scores[doc]))
-    return _top(con, scored, limit)
+        scored.append((Scored(int(row_id), scores[doc]), doc))
+    held: list[Scored] = []
+    if whole is not None:
+        holding = _phrase_freqs(con, *whole)
+        held = _top(con, [item for item, doc in scored if doc in holding], limit)
+    return _top(con, [item for item, _ in scored], limit), held

@@ -11,7 +11,7 @@ from ...errors import ConfigError
 from ...times import format_time
 from .. import read as q
 from ..codec import content_key, unpack
-from ..search import engine
+from ..search import engine, signals
 from ..search.snapshot import allowed_notes, take
 from ..view import View
 from ...tokenizer import parse_query
@@ -41,22 +41,41 @@ class PgView(View):
         """Keyword search of the chunks visible at the cutoff, as ``search.engine.search`` answers it."""
         if mode not in engine.MODES:
             raise ConfigError(f"unknown search mode {mode!r}: use one of {', '.join(engine.MODES)}")
-        if mode != "keyword":
-            raise ConfigError(f"the PostgreSQL engine answers keyword search only so far; mode {mode!r} is not "
-                              "built yet", argument="mode")
+        if mode == "vector":
+            raise ConfigError("the PostgreSQL engine has no vectors yet: search in keyword or the default mode",
+                              argument="mode")
         if limit < 1:
             raise ConfigError("limit must be at least 1")
         con = self._con
         snap = take(con, self.vault_id, self.as_of, self.valid_at)
         allowed = allowed_notes(con, snap, prefix, tags, where)
         parsed = parse_query(query)
-        ranked = keyword.rank(con, snap, parsed, allowed, limit)
-        parts = {item.row_id: {"keyword": {"rank": r, "score": item.score}}
-                 for item, r in zip(ranked, engine.shared_ranks(ranked, engine._kw_tied))}
+        parts: dict[int, dict[str, Any]] = {}
+        if mode == "keyword":
+            ranked = keyword.rank(con, snap, parsed, allowed, limit)
+            for item, r in zip(ranked, engine.shared_ranks(ranked, engine._kw_tied)):
+                parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
+        else:
+            ranked = self._default(snap, parsed, allowed, limit, parts)
         hits = engine._hits(con, self.vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked},
                             parts, parsed)
         return {"query": query, "as_of": format_time(self.as_of), "valid_at": format_time(snap.valid_at),
                 "mode": mode, "match": parsed.expression, "hits": hits}
+
+    def _default(self, snap: Any, parsed: Any, allowed: set[int] | None, limit: int,
+                 parts: dict[int, dict[str, Any]]) -> list[Any]:
+        """The default mode as ``search.engine._default`` without vectors (the default embedder does not fuse):
+        BM25 candidates and the best among the chunks holding the whole query in order, ranked by the signals."""
+        whole = keyword.whole_phrase(signals.QueryTokens.of(parsed))
+        pool, held = keyword.rank_default(self._con, snap, parsed, whole, allowed, max(limit, signals.POOL))
+        for item, r in zip(pool, engine.shared_ranks(pool, engine._kw_tied)):
+            parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
+        known = {s.row_id for s in pool}
+        pool = pool + [s for s in held if s.row_id not in known]
+        ranked = signals.rerank(self._con, pool, parsed, None)[:limit]
+        for item, found in ranked:
+            parts.setdefault(item.row_id, {})["signals"] = found
+        return [item for item, _ in ranked]
 
     def stats(self) -> dict[str, Any]:
         con, vault = self._con, {"v": self.vault_id}
