@@ -160,3 +160,36 @@ def test_the_postgres_database_checks_clean_and_refuses_rewrites(both: tuple[Vau
             with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
                 con.execute(sql)
             con.rollback()
+
+
+def test_copy_sqlite_to_postgres_and_back_keeps_every_answer(both: tuple[Vault, Vault, list[int], list[str]],
+                                                             tmp_path: Path) -> None:
+    """``vaultsync copy`` SQLite → PostgreSQL → SQLite: each copy answers as the original, and checks clean."""
+    from click.testing import CliRunner
+
+    from vaultsync.cli import cli
+
+    lite, _, times, paths = both
+    there, back = pgserver.shared().fresh("copied"), tmp_path / "back.db"
+    runner = CliRunner()
+    written = sum(len(lite.written_by(i)) for i in range(1, len(times) + 1))
+    for src, dst in ((str(lite._store.path), there), (there, str(back))):
+        done = runner.invoke(cli, ["copy", src, dst, "--json"], catch_exceptions=False)
+        assert done.exit_code == 0, done.output
+        assert json.loads(done.output)["vaults"] == {"v": {"batches": len(times), "revisions": written}}
+    refused = runner.invoke(cli, ["copy", there, str(back)])
+    assert refused.exit_code == 1 and "already holds a vault 'v'" in refused.output
+    cutoffs = [T0 - 1] + [t + d for t in times for d in (0, DAY // 2)]
+    for db in (there, back):
+        copy = Vault.open(db, name="v", readonly=True)
+        try:
+            assert copy.check() == []
+            assert copy._store.live_index(copy.id) == lite._store.live_index(lite.id)  # file states came along
+            assert [copy.batch_info(i) for i in range(1, 4)] == [lite.batch_info(i) for i in range(1, 4)]
+            for at in cutoffs:
+                assert _answers(copy, at, paths) == _answers(lite, at, paths), (db, at)
+            for path in ("Home.md", "Plans/2025 Q1.md", "Policy.md"):
+                assert [r.summary(HISTORY_FIELDS) for r in copy.history(path)] == \
+                    [r.summary(HISTORY_FIELDS) for r in lite.history(path)]
+        finally:
+            copy.close()

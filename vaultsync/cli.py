@@ -294,6 +294,29 @@ def check(obj: Context, as_json: bool) -> None:
 
 
 @cli.command()
+@click.argument("src", type=DatabaseParam())
+@click.argument("dst", type=DatabaseParam())
+@json_option
+@friendly
+def copy(src: Any, dst: Any, as_json: bool) -> None:
+    """Copy every vault of database SRC, with its whole history, into DST (SQLite and PostgreSQL, either way).
+
+    \b
+    Example:
+        vaultsync copy ~/.local/share/vaultsync/vaultsync.db postgresql://vaultsync@db.internal/team
+        vaultsync copy postgresql://vaultsync@db.internal/team backup.db
+    """
+    from .store.transfer import copy_databases
+
+    done = copy_databases(src, dst)
+    if as_json:
+        echo_json({"vaults": done.vaults})
+    else:
+        for name, counts in done.vaults.items():
+            click.echo(f"{name}: {counts['batches']} batches, {counts['revisions']} revisions copied")
+
+
+@cli.command()
 @click.argument("vault_dir", metavar="VAULT", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--polling", is_flag=True, envvar="VAULTSYNC_FORCE_POLLING",
               help="Poll the folder every second instead of OS events (network shares, some containers).")
