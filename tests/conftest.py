@@ -30,7 +30,8 @@ CORPORA = SHARED / "corpora"
 settings.register_profile("vaultsync", deadline=None)
 settings.load_profile("vaultsync")
 
-CORPUS_MODULES = {"tests/test_history_truth.py", "tests/test_search_history.py", "tests/test_restore_truth.py"}
+CORPUS_MODULES = {"tests/test_history_truth.py", "tests/test_search_history.py", "tests/test_restore_truth.py",
+                  "tests/test_pg_replay.py"}
 """Modules that read the session's corpus databases (``help_replayed``, ``help_backfilled``)."""
 CORPUS_DATABASES = {"help_replayed", "help_backfilled"}
 PLANTED_MODULES = {"tests/test_purge.py", "tests/test_purge_safety.py"}
