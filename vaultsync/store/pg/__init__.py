@@ -143,7 +143,12 @@ class PgStore(Store):
         return raw
 
     def _attach_search(self, embedder: Any = None) -> None:
+        from ...embedders import get_embedder
         from .keyword import PgKeywordIndexer
+
+        if embedder is not None and get_embedder(embedder).fuse:  # its vectors would join the default mode
+            raise ConfigError(f"the PostgreSQL engine keeps no vectors yet: embedder {embedder!r} cannot be used "
+                              "with it; use the default embedder", argument="embedder")
 
         self.indexers = [PgKeywordIndexer()]  # type: ignore[list-item]
 
