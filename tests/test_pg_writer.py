@@ -132,3 +132,43 @@ def _try_batch(store: object, vid: int, known_at: int) -> str:
     except VaultsyncError as exc:  # ConfigError: refused once the first batch committed
         return str(exc)
     return "written"
+
+
+def test_readers_learn_of_committed_batches_through_listen_and_catch_up_after_a_reconnect(dsn: str,
+                                                                                        tmp_path: Path) -> None:
+    import threading
+
+    from test_store_contract import change
+
+    writer, reader = open_store(dsn), open_store(dsn, readonly=True)
+    try:
+        vid = writer.ensure_vault("v", tmp_path)
+        listener = reader.listen(vid, reader.last_batch_id(vid))
+        assert listener.wait(0.2) == []  # nothing yet: waited, found nothing
+        with pytest.raises(RuntimeError):
+            with writer.batch(vid, known_at=10) as batch:
+                batch.add_revision(*change("rolled-back.md", "# R\n"))
+                raise RuntimeError("roll back")
+        assert listener.wait(0.3) == []  # a batch that rolled back announced nothing
+
+        def later() -> None:
+            time.sleep(0.3)
+            with writer.batch(vid, known_at=20) as batch:
+                batch.add_revision(*change("a.md", "# A\n"))
+
+        thread = threading.Thread(target=later)
+        thread.start()
+        started = time.monotonic()
+        news = listener.wait(30)
+        thread.join()
+        assert [n.paths for n in news] == [("a.md",)] and time.monotonic() - started < 20
+        listener._con.close()  # the connection is lost; a batch lands meanwhile, its notification with it
+        with writer.batch(vid, known_at=30) as batch:
+            batch.add_revision(*change("b.md", "# B\n"))
+        assert [n.paths for n in listener.wait(5)] == [("b.md",)]  # caught up from the batch log
+        listener.wait(0.1)
+        assert listener.reconnects == 1
+        listener.close()
+    finally:
+        writer.close()
+        reader.close()

@@ -195,6 +195,12 @@ class PgStore(Store):
         assert row is not None
         return hash((int(row[0]), int(row[1]), int(row[2]))) & ((1 << 62) - 1)
 
+    def listen(self, vault_id: int, after: int) -> Any:
+        """A ``pg.follow.Listener``: wait for the vault's batches after ``after`` (LISTEN, with catch-up)."""
+        from .follow import Listener
+
+        return Listener(self, vault_id, after)
+
     # ------------------------------------------------------------ reading
 
     @contextlib.contextmanager
