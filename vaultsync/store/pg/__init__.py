@@ -50,10 +50,11 @@ def translated(where: str) -> Iterator[None]:
         yield
     except psycopg.errors.RaiseException as exc:
         raise StoreError(f"the database {where} refused: {exc.diag.message_primary}") from None
-    except psycopg.OperationalError as exc:
-        raise StoreError(f"cannot use the database {where}: {str(exc).strip().splitlines()[-1]}") from None
     except psycopg.Error as exc:
-        raise StoreError(f"the database {where} refused: {str(exc).strip().splitlines()[0]}") from None
+        said = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc).strip().splitlines()[-1]
+        if isinstance(exc, psycopg.OperationalError) and getattr(exc, "sqlstate", None) is None:
+            raise StoreError(f"cannot use the database {where}: {said}") from None  # no server answered
+        raise StoreError(f"the database {where} refused: {said}") from None
 
 
 def redact(dsn: str) -> str:

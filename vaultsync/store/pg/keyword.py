@@ -6,7 +6,8 @@ PostgreSQL's own text search is neither FTS5's tokenizer nor BM25, so none of it
 and document lengths are the SQLite engine's by construction. Tables (``pg/schema.py`` m002):
 
 - ``search_docs``: every distinct indexed text (id, hash, length in tokens);
-- ``search_postings``: (term ``COLLATE "C"``, doc, tf, positions) — what a phrase or a prefix needs;
+- ``search_postings``: (term ``COLLATE "C"``, doc, tf, positions) — what a phrase or a prefix needs,
+  indexed by the term's first 256 characters (a token may be longer than a btree entry);
 - ``search_rows``: one row per indexed chunk revision with the batches it was born and died in, and
   ``search_bounded`` (revisions declaring validity), as in the SQLite engine, so ``search.snapshot``'s
   visibility rules (the cutoff and the validity overlay) run unchanged on them.
@@ -31,6 +32,10 @@ from ..codec import content_key
 from ..search.keyword import Scored, _top, bm25, idf
 from ..search.snapshot import DOCS_PARAM, Snapshot, rows_source
 from ..write import ChunkRow
+
+
+KEY_CHARS = 256
+"""How much of a term the postings index holds (``search_postings_by_term``)."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -133,13 +138,16 @@ def _phrase_freqs(con: Any, wanted: list[str], prefixes: list[bool]) -> dict[int
         return {}
     per_token: list[dict[int, list[int]]] = []
     for term, prefix in zip(wanted, prefixes):
+        key = term[:KEY_CHARS]
         if prefix:
-            upper = term[:-1] + chr(ord(term[-1]) + 1) if ord(term[-1]) < 0x10FFFF else None
+            upper = key[:-1] + chr(ord(key[-1]) + 1) if ord(key[-1]) < 0x10FFFF else None
             rows = con.raw.execute(
-                "SELECT doc, positions FROM search_postings WHERE term >= %s AND (%s::text IS NULL OR term < %s) "
-                "AND starts_with(term, %s)", (term, upper, upper, term)).fetchall()
+                "SELECT doc, positions FROM search_postings WHERE left(term, 256) >= %s "
+                "AND (%s::text IS NULL OR left(term, 256) < %s) AND starts_with(term, %s)",
+                (key, upper, upper, term)).fetchall()
         else:
-            rows = con.raw.execute("SELECT doc, positions FROM search_postings WHERE term = %s", (term,)).fetchall()
+            rows = con.raw.execute("SELECT doc, positions FROM search_postings WHERE left(term, 256) = %s "
+                                   "AND term = %s", (key, term)).fetchall()
         found: dict[int, list[int]] = defaultdict(list)
         for doc, positions in rows:
             found[int(doc)].extend(positions)

@@ -186,9 +186,11 @@ def m002_keyword(con: Any) -> None:
         term      text COLLATE "C" NOT NULL,
         doc       bigint NOT NULL REFERENCES search_docs(id),
         tf        integer NOT NULL,
-        positions integer[] NOT NULL,
-        PRIMARY KEY (term, doc)
+        positions integer[] NOT NULL
     );
+    -- a term may be longer than a btree entry allows (FTS5 keeps any token): the index holds its first
+    -- 256 characters, the query compares the whole term (pg/keyword.py)
+    CREATE INDEX search_postings_by_term ON search_postings (left(term, 256), doc);
     CREATE TABLE search_rows (
         id       bigint PRIMARY KEY,           -- = chunks.id
         vault_id bigint NOT NULL,
