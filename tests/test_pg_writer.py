@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vaultsync.errors import VaultsyncError
+from vaultsync.errors import StoreError, VaultsyncError
 from vaultsync.store import open_store
 
 pgserver = pytest.importorskip("pgserver")
@@ -172,3 +172,24 @@ def test_readers_learn_of_committed_batches_through_listen_and_catch_up_after_a_
     finally:
         writer.close()
         reader.close()
+
+
+def test_batches_written_without_the_index_are_refused_by_search_until_reindexed(dsn: str, tmp_path: Path) -> None:
+    from test_store_contract import change
+
+    bare = open_store(dsn, search=False)  # as the hardened audit log's writer opens the store
+    try:
+        vid = bare.ensure_vault("v", tmp_path)
+        with bare.batch(vid, known_at=10) as batch:
+            batch.add_revision(*change("a.md", "# A\n\nharbour\n"))
+    finally:
+        bare.close()
+    store = open_store(dsn)
+    try:
+        with store.view(vid, "v") as view, pytest.raises(StoreError, match="1 batches behind: reindex"):
+            view.search("harbour", mode="keyword")
+        assert store.reindex(vid) == 1
+        with store.view(vid, "v") as view:
+            assert [h["path"] for h in view.search("harbour", mode="keyword")["hits"]] == ["a.md"]
+    finally:
+        store.close()

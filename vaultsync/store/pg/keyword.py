@@ -81,6 +81,8 @@ class PgKeywordIndexer:
 
     def on_end(self, con: Any, batch_id: int, note_id: int) -> None:
         con.raw.execute("UPDATE search_rows SET died = %s WHERE note_id = %s AND died IS NULL", (batch_id, note_id))
+        con.raw.execute("INSERT INTO search_state (vault_id, last_batch) SELECT vault_id, %s FROM notes WHERE id = %s "
+                        "ON CONFLICT (vault_id) DO UPDATE SET last_batch = excluded.last_batch", (batch_id, note_id))
 
     def _doc(self, con: Any, text: str) -> int:
         key = content_key(text)
@@ -168,6 +170,13 @@ def _query_phrase(text: str, prefix: bool) -> tuple[list[str], list[bool]]:
     """A query phrase's terms (FTS5's query tokenizing), the last one a prefix when ``prefix``."""
     wanted = tokens(text, query=True)
     return wanted, [prefix and i == len(wanted) - 1 for i in range(len(wanted))]
+
+
+def lag(con: Any, vault_id: int) -> int:
+    """How many of the vault's batches the keyword index has not seen (written with ``search=False``)."""
+    row = con.raw.execute("SELECT last_batch FROM search_state WHERE vault_id = %s", (vault_id,)).fetchone()
+    return int(con.raw.execute("SELECT count(*) FROM batches WHERE vault_id = %s AND id > %s",
+                               (vault_id, row[0] if row else 0)).fetchone()[0])
 
 
 def whole_phrase(wanted: Any) -> tuple[list[str], list[bool]] | None:

@@ -7,7 +7,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from ...errors import ConfigError
+from ...errors import ConfigError, StoreError
 from ...times import format_time
 from .. import read as q
 from ..codec import content_key, unpack
@@ -47,6 +47,10 @@ class PgView(View):
         if limit < 1:
             raise ConfigError("limit must be at least 1")
         con = self._con
+        behind = keyword.lag(con, self.vault_id)
+        if behind:
+            raise StoreError(f"the search index of vault '{self.vault_name}' is {behind} batches behind: reindex it",
+                             remedy="reindex")
         snap = take(con, self.vault_id, self.as_of, self.valid_at)
         allowed = allowed_notes(con, snap, prefix, tags, where)
         parsed = parse_query(query)
