@@ -430,6 +430,13 @@ def planted_db(planted_history, tmp_path: Path) -> Path:
 from engines import ENGINES  # noqa: E402 - the store's engines, next to the fixture that runs them
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the PostgreSQL server this process started for the tests (tests/pgserver.py), if any."""
+    import pgserver
+
+    pgserver.stop_shared()
+
+
 @pytest.fixture(params=sorted(ENGINES))
 def open_engine(request: pytest.FixtureRequest) -> Callable[..., object]:
     """Opens a store of each engine (tests/engines.py; one engine today): the store's behaviour tests take this."""

@@ -54,7 +54,8 @@ def _as_user() -> list[str]:
         return []
     if shutil.which("setpriv") is None:
         raise Unavailable("running as root without setpriv: PostgreSQL refuses to run as root")
-    return ["setpriv", f"--reuid={UNPRIVILEGED}", f"--regid={pwd.getpwnam(UNPRIVILEGED).pw_gid}", "--clear-groups"]
+    return ["setpriv", f"--reuid={UNPRIVILEGED}", f"--regid={pwd.getpwnam(UNPRIVILEGED).pw_gid}", "--clear-groups",
+            "--pdeathsig=INT"]  # a test process killed outright takes its server with it (fast shutdown)
 
 
 def _give(path: Path) -> None:
@@ -166,6 +167,14 @@ class PgServer:
 
 
 _shared: PgServer | None = None
+
+
+def stop_shared() -> None:
+    """Stop this process's server, if one was started (tests/conftest.py: at the end of the session)."""
+    global _shared
+    if _shared is not None:
+        _shared.stop()
+        _shared = None
 
 
 def shared() -> PgServer:
