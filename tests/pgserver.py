@@ -99,10 +99,14 @@ class PgServer:
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         server = cls(folder, data, process)
-        server._wait_ready()
+        try:
+            server._wait_ready()
+        except BaseException:
+            server.stop()
+            raise
         return server
 
-    def _wait_ready(self, timeout_s: float = 30) -> None:
+    def _wait_ready(self, timeout_s: float = 120) -> None:
         import psycopg
 
         deadline = time.monotonic() + timeout_s
