@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml tests/constraints.txt Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c tests/constraints.txt -e '.[dev,semantic]'
+	$(BIN)/python -m pip install --quiet -c tests/constraints.txt -e '.[dev,semantic,postgres]'
 	touch $(STAMP)
 
 demo: $(STAMP)

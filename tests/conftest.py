@@ -30,7 +30,8 @@ CORPORA = SHARED / "corpora"
 settings.register_profile("vaultsync", deadline=None)
 settings.load_profile("vaultsync")
 
-CORPUS_MODULES = {"tests/test_history_truth.py", "tests/test_search_history.py", "tests/test_restore_truth.py"}
+CORPUS_MODULES = {"tests/test_history_truth.py", "tests/test_search_history.py", "tests/test_restore_truth.py",
+                  "tests/test_pg_replay.py"}
 """Modules that read the session's corpus databases (``help_replayed``, ``help_backfilled``)."""
 CORPUS_DATABASES = {"help_replayed", "help_backfilled"}
 PLANTED_MODULES = {"tests/test_purge.py", "tests/test_purge_safety.py"}
@@ -431,6 +432,13 @@ def planted_db(planted_history, tmp_path: Path) -> Path:
 
 
 from engines import ENGINES  # noqa: E402 - the store's engines, next to the fixture that runs them
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the PostgreSQL server this process started for the tests (tests/pgserver.py), if any."""
+    import pgserver
+
+    pgserver.stop_shared()
 
 
 @pytest.fixture(params=sorted(ENGINES))

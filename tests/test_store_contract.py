@@ -83,6 +83,19 @@ def test_the_sqlite_engine_implements_the_contract(protocol: type) -> None:
     assert mismatches(protocol, SQLITE_CLASSES[protocol]) == []
 
 
+def _pg_classes() -> dict[type, type]:
+    from vaultsync.store.pg import PgStore
+    from vaultsync.store.pg.lock import PgWriterLock
+    from vaultsync.store.pg.view import PgView
+
+    return {Batch: BatchWriter, ReadView: PgView, Lock: PgWriterLock, Follow: PgStore, Upkeep: PgStore, Engine: PgStore}
+
+
+@pytest.mark.parametrize("protocol", sorted(SQLITE_CLASSES, key=lambda p: p.__name__), ids=lambda p: p.__name__)
+def test_the_postgres_engine_implements_the_contract(protocol: type) -> None:
+    assert mismatches(protocol, _pg_classes()[protocol]) == []
+
+
 def test_every_part_of_the_contract_is_checked() -> None:
     assert set(PROTOCOLS.values()) - set(SQLITE_CLASSES) == {PROTOCOLS["indexer"]}  # an engine's own part
 

@@ -19,9 +19,22 @@ from .errors import VaultsyncError
 from .times import ACCEPTED, format_time
 
 
+class DatabaseParam(click.Path):
+    """A database file (a Path), or a ``postgresql://`` URI kept as it is (a Path would fold its slashes)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value.startswith(("postgresql://", "postgres://")):
+            return value
+        return super().convert(value, param, ctx)
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False, path_type=Path)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), envvar="VAULTSYNC_DB",
-              help="Database file. Default: $VAULTSYNC_DB, else vaultsync.db in the user data directory.")
+@click.option("--db", type=DatabaseParam(), envvar="VAULTSYNC_DB",
+              help="Database file, or a postgresql:// URI. Default: $VAULTSYNC_DB, else vaultsync.db in the user "
+                   "data directory.")
 @click.option("--vault", "vault_name", metavar="NAME", help="Which vault, when the database holds several.")
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
 @click.version_option(package_name="vaultsync")
@@ -281,6 +294,29 @@ def check(obj: Context, as_json: bool) -> None:
             click.echo(f"{vault.name}: ok")
     if problems:
         sys.exit(1)
+
+
+@cli.command()
+@click.argument("src", type=DatabaseParam())
+@click.argument("dst", type=DatabaseParam())
+@json_option
+@friendly
+def copy(src: Any, dst: Any, as_json: bool) -> None:
+    """Copy every vault of database SRC, with its whole history, into DST (SQLite and PostgreSQL, either way).
+
+    \b
+    Example:
+        vaultsync copy ~/.local/share/vaultsync/vaultsync.db postgresql://vaultsync@db.internal/team
+        vaultsync copy postgresql://vaultsync@db.internal/team backup.db
+    """
+    from .store.transfer import copy_databases
+
+    done = copy_databases(src, dst)
+    if as_json:
+        echo_json({"vaults": done.vaults})
+    else:
+        for name, counts in done.vaults.items():
+            click.echo(f"{name}: {counts['batches']} batches, {counts['revisions']} revisions copied")
 
 
 @cli.command()

@@ -20,6 +20,9 @@ def data_dir() -> Path:
 
 
 def default_db_path() -> Path:
-    """``$VAULTSYNC_DB``, else ``vaultsync.db`` in the user data directory (never inside a vault)."""
+    """``$VAULTSYNC_DB``, else ``vaultsync.db`` in the user data directory (never inside a vault).
+    A ``postgresql://`` URI there stays a string: it names the PostgreSQL engine (``store.open_store``)."""
     env = os.environ.get("VAULTSYNC_DB")
+    if env and env.startswith(("postgresql://", "postgres://")):
+        return env  # type: ignore[return-value]
     return Path(env) if env else data_dir() / "vaultsync.db"

@@ -20,7 +20,7 @@ from .links import LinkReport, link_report
 from .parsers import split_lines
 from .paths import changed_path, nfc, note_candidates, note_path
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
-from .store import BatchNews, Revision, Store, View
+from .store import BatchNews, Revision, Store, View, is_dsn, open_store
 from .store.purge import check_strings as purge_strings_checked
 from .sync import BatchSummary, LiveIndex, Plan, Progress, write_plan
 from .times import TimeLike, as_micros, format_time, now_micros
@@ -94,17 +94,17 @@ class Vault:
         vectors another embedder made is refused (``reembed`` switches). ``lock_command`` is how the
         writer lock names its holder (default: this process's arguments).
         """
-        db = Path(db_path) if db_path is not None else default_db_path()
+        db: Any = default_db_path() if db_path is None else db_path if is_dsn(db_path) else Path(db_path)
         vault_root: Path | None = None
         if root is not None:
             vaultfs.check_root(os.fspath(root))  # before anything touches it: a UNC path sends credentials
             vault_root = Path(root).expanduser().resolve()
             if not vault_root.is_dir():
                 raise ConfigError(f"vault folder {root} does not exist or is not a folder")
-            if db.resolve().is_relative_to(vault_root):
+            if not is_dsn(db) and db.resolve().is_relative_to(vault_root):
                 raise ConfigError(f"the database {db} must not live inside the vault (sync services corrupt it); "
                                   "choose a database path elsewhere")
-        store = Store(db, readonly=readonly, embedder=embedder)
+        store = open_store(db, readonly=readonly, embedder=embedder)
         try:
             if vault_root is not None:
                 vault_name = name or vault_root.name

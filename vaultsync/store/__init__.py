@@ -35,7 +35,24 @@ from .contract import Change, Engine
 from .write import BatchWriter, Indexer
 
 __all__ = ["UNSTAMPED", "AuditHead", "BatchNews", "BatchWriter", "Change", "Engine", "PurgeRecord", "PurgeResult",
-           "Revision", "Store", "StoredVault", "View", "WriterLock", "file_stamp"]
+           "Revision", "Store", "StoredVault", "View", "WriterLock", "file_stamp", "is_dsn", "open_store"]
+
+DSN_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_dsn(db: object) -> bool:
+    """Whether ``db`` names a PostgreSQL database (a connection URI) rather than a SQLite file."""
+    return isinstance(db, str) and db.startswith(DSN_SCHEMES)
+
+
+def open_store(db: str | os.PathLike[str], *, readonly: bool = False, search: bool = True,
+               embedder: str | None = None) -> Engine:
+    """The engine ``db`` names: PostgreSQL for a ``postgresql://`` URI (``store/pg``), else a SQLite file."""
+    if is_dsn(db):
+        from .pg import PgStore
+
+        return PgStore(str(db), readonly=readonly, search=search, embedder=embedder)
+    return Store(db, readonly=readonly, search=search, embedder=embedder)
 
 
 @dataclass(frozen=True, slots=True)

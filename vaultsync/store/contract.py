@@ -1,8 +1,8 @@
 """The store's seam, written down: what a storage engine implements for the rest of vaultsync.
 
-Today one engine implements it, SQLite (``vaultsync.store.Store`` with ``BatchWriter``, ``View`` and
-``WriterLock``); a second one (PostgreSQL, a later issue) implements these protocols and joins the
-contract tests (``tests/test_store_contract.py``, parametrized by engine). Everything above the store
+Two engines implement it: SQLite (``vaultsync.store.Store`` with ``BatchWriter``, ``View`` and
+``WriterLock``) and PostgreSQL (``vaultsync.store.pg``: ``PgStore``, ``PgView``, ``PgWriterLock``); the
+contract tests (``tests/test_store_contract.py``) run on both. Everything above the store
 (``sync``, ``Vault``, the watcher, the server, hardened mode) uses only what is declared here; the tests
 check that the SQLite classes match these signatures.
 

@@ -1,0 +1,71 @@
+"""The MCP server over stdio on a PostgreSQL database (``VAULTSYNC_DB=postgresql://…``), with its watcher in
+process: it answers the official client as the same server on a SQLite file does, and records a new note."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from mcp_helpers import READ_TOOLS, make_history_vault, sc, watching
+
+pgserver = pytest.importorskip("pgserver")
+
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("read_note", {"path": "Projects/Atlas.md"}),
+    ("read_note", {"path": "Doomed.md", "as_of": "2024-02-15"}),
+    ("note_history", {"path": "Archive/New Name.md"}),
+    ("list_notes", {"as_of": "2024-02-15"}),
+    ("search_notes", {"query": "budget risks"}),
+    ("search_notes", {"query": "filler text", "mode": "keyword", "as_of": "2024-02-15"}),
+    ("get_links", {"path": "People/Ana.md"}),
+]
+
+
+def _comparable(value: Any) -> Any:
+    """A tool result without what names the database or the moment it was asked."""
+    if isinstance(value, dict):
+        return {k: _comparable(v) for k, v in value.items() if k not in ("database", "uri", "watcher", "receipt")}
+    if isinstance(value, list):
+        return [_comparable(v) for v in value]
+    return value
+
+
+async def _answers(db: str, root: Path, home: Path, write: bool) -> list[Any]:
+    env = {**os.environ, "VAULTSYNC_DB": db, "VAULTSYNC_HOME": str(home)}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "serve", str(root), "--watch"],
+                                   env=env)
+    async with Client(params, mode="legacy") as c:
+        assert [t.name for t in (await c.list_tools()).tools] == READ_TOOLS
+        await watching(c)
+        out = [_comparable(sc(await c.call_tool(name, args))) for name, args in CALLS]
+        if write:  # the in-process watcher records a new note into PostgreSQL
+            (root / "Fresh.md").write_text("# Fresh\n\nwritten while serving\n", encoding="utf-8")
+            with anyio.fail_after(60):
+                while True:
+                    found = sc(await c.call_tool("search_notes", {"query": "written while serving"}))["hits"]
+                    if found:
+                        break
+                    await anyio.sleep(0.1)
+            assert found[0]["path"] == "Fresh.md"
+        return out
+
+
+@pytest.mark.anyio
+async def test_a_server_on_postgres_answers_as_one_on_sqlite(tmp_path: Path) -> None:
+    try:
+        dsn = pgserver.shared().fresh("mcp")
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    make_history_vault(tmp_path / "pg" / "notes", dsn)  # type: ignore[arg-type]
+    make_history_vault(tmp_path / "lite" / "notes", tmp_path / "lite.db")
+    on_pg = await _answers(dsn, tmp_path / "pg" / "notes", tmp_path / "home", write=True)
+    on_lite = await _answers(str(tmp_path / "lite.db"), tmp_path / "lite" / "notes", tmp_path / "home", write=False)
+    assert on_pg == on_lite
+    assert on_pg[4]["hits"] and on_pg[2]["revisions"]

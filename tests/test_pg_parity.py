@@ -1,0 +1,195 @@
+"""The PostgreSQL engine answers exactly as the SQLite engine: one small history imported into both.
+
+Through ``Vault`` (the one door) with ``--db postgresql://…`` and a SQLite file: at every batch time and
+between them, ``ls``, ``read`` of every path ever seen, ``history``, ``export`` and keyword search
+and the default mode (single words, phrases, prefixes, CJK pairs, a filter, the validity overlay) give the
+same answers,
+scores within 1e-9 (the SQLite engine's scores are checked against a fresh FTS5 index by
+tests/test_search_truth.py). The server is tests/pgserver.py's, shared by the session.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vaultsync import Vault
+from vaultsync.errors import NoteNotFound
+from vaultsync.store.read import HISTORY_FIELDS, LISTED_FIELDS
+
+pgserver = pytest.importorskip("pgserver")
+
+T0 = 1_700_000_000_000_000
+DAY = 86_400_000_000
+
+STATES: list[dict[str, str]] = [
+    {
+        "Home.md": "# Home\n\nThe lighthouse keeper logs the tide every morning.\n\n## Links\n\n[[Atlas]] and [[東京]]\n",
+        "Atlas.md": "---\ntags: [project/atlas]\n---\n# Atlas\n\nStorage format notes: the tide table is "
+                    "compressed.\n\nMorning standup at nine.\n",
+        "東京.md": "# 東京\n\n東京で会議がありました。灯台の記録。\n",
+        "Plans/Q1.md": "# Q1\n\nShip the storage format. Review the lighthouse budget.\n",
+    },
+    {
+        "Home.md": "# Home\n\nThe lighthouse keeper logs the tide every evening now.\n\n## Links\n\n[[Atlas]]\n",
+        "Atlas.md": "---\ntags: [project/atlas]\n---\n# Atlas\n\nStorage format notes: the tide table is "
+                    "compressed.\n\nMorning standup at nine.\n",
+        "東京.md": "# 東京\n\n東京で会議がありました。灯台の記録。\n",
+        "Plans/2025 Q1.md": "# Q1\n\nShip the storage format. Review the lighthouse budget.\n",
+        "Policy.md": "---\nvalid_from: 2023-11-15\nvalid_to: 2023-11-16\n---\n# Policy\n\nTide tables are "
+                     "reviewed weekly during the storm season.\n",
+    },
+    {
+        "Home.md": "# Home\n\nThe lighthouse keeper logs the tide every evening now.\n\n## Links\n\n[[Atlas]]\n",
+        "Atlas.md": "---\ntags: [project/atlas]\n---\n# Atlas\n\nStorage formats compared: tide tables, "
+                    "logs, budgets.\n",
+        "Plans/2025 Q1.md": "# Q1\n\nShip the storage format. Review the lighthouse budget and the tide gauge.\n",
+        "Policy.md": "---\nvalid_from: 2023-11-16\n---\n# Policy\n\nTide tables are reviewed daily, "
+                     "storm season or not.\n",
+        "Storm.md": "# Storm\n\nStorm season: the keeper doubles the morning watch. 灯台の記録を毎日。\n",
+    },
+]
+
+QUERIES = ["tide", "reviewed", "storm season", "lighthouse keeper", '"storage format"', "stor*", "morning tide budget", "東京", "灯台の記録",
+           "record", "table*", "the"]
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    if root.exists():
+        shutil.rmtree(root)
+    for path, text in files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+
+def _import_all(db: Any, root: Path) -> list[int]:
+    times = []
+    for i, files in enumerate(STATES):
+        _write(root, files)
+        vault = Vault.open(db, root=root, name="v")
+        try:
+            vault.sync(known_at=T0 + i * DAY)
+        finally:
+            vault.close()
+        times.append(T0 + i * DAY)
+    return times
+
+
+def _answers(vault: Vault, at: int, paths: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"ls": [r.summary(LISTED_FIELDS) for r in vault.ls(as_of=at)]}
+    for path in paths:
+        try:
+            out[f"read {path}"] = vault.read(path, as_of=at).content
+        except NoteNotFound as exc:
+            out[f"read {path}"] = str(exc)
+    out["export"] = list(vault.export(as_of=at))
+    for valid_at in (None, T0 + DAY - DAY // 6):  # 2023-11-15T18:13Z: inside the first Policy's interval
+        for query in QUERIES:
+            for options in ({}, {"prefix": "Plans/"}):
+                for mode in ("keyword", "hybrid"):
+                    found = vault.search(query, mode=mode, as_of=at, valid_at=valid_at, limit=8, **options)
+                    out[f"search {mode} {query} {valid_at} {options}"] = [
+                        (h["path"], h["chunk_id"], json.dumps([h["keyword"], h["signals"]]), h["score"], h["snippet"])
+                        for h in found.hits]
+    return out
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[Vault, Vault, list[int], list[str]]:
+    try:
+        server = pgserver.shared()
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    work = tmp_path_factory.mktemp("parity")
+    times = _import_all(work / "lite.db", work / "vault")
+    dsn = server.fresh("parity")
+    assert _import_all(dsn, work / "vault") == times
+    lite, pg = Vault.open(work / "lite.db", name="v", readonly=True), Vault.open(dsn, name="v", readonly=True)
+    paths = sorted({p for state in STATES for p in state} | {"Plans/Q1.md"})
+    yield lite, pg, times, paths
+    lite.close()
+    pg.close()
+
+
+def test_every_answer_is_the_same_at_every_time(both: tuple[Vault, Vault, list[int], list[str]]) -> None:
+    lite, pg, times, paths = both
+    cutoffs = [T0 - 1] + [t + d for t in times for d in (0, DAY // 2)]
+    searched = 0
+    for at in cutoffs:
+        a, b = _answers(lite, at, paths), _answers(pg, at, paths)
+        assert a.keys() == b.keys()
+        for key in a:
+            if key.startswith("search"):
+                assert [h[:3] + h[4:] for h in b[key]] == [h[:3] + h[4:] for h in a[key]], (at, key)
+                assert all(abs(x[3] - y[3]) <= 1e-9 for x, y in zip(a[key], b[key])), (at, key)
+                searched += len(a[key])
+            else:
+                assert b[key] == a[key], (at, key)
+    assert searched > 200  # the queries found something to compare
+    overlay = pg.search("reviewed", mode="keyword", as_of=times[2], valid_at=T0 + DAY - DAY // 6).hits
+    assert [h["path"] for h in overlay] == ["Policy.md"] and "weekly" in overlay[0]["text"]  # the overlay applied
+
+
+def test_history_follows_renames_the_same_way(both: tuple[Vault, Vault, list[int], list[str]]) -> None:
+    lite, pg, _, paths = both
+    for path in paths:
+        try:
+            expected = [r.summary(HISTORY_FIELDS) for r in lite.history(path)]
+        except NoteNotFound:
+            with pytest.raises(NoteNotFound):
+                pg.history(path)
+            continue
+        assert [r.summary(HISTORY_FIELDS) for r in pg.history(path)] == expected
+    assert [r.kind for r in pg.history("Plans/2025 Q1.md")] == ["created", "renamed", "modified"]
+
+
+def test_the_postgres_database_checks_clean_and_refuses_rewrites(both: tuple[Vault, Vault, list[int], list[str]]) -> None:
+    import psycopg
+
+    _, pg, _, _ = both
+    assert pg.check() == []
+    dsn = pg._store.dsn  # the test reaches the database itself: append-only must hold there, not only in vaultsync
+    with psycopg.connect(dsn) as con:
+        for sql in ("UPDATE notes SET path = 'x'", "DELETE FROM chunks", "UPDATE texts SET body = ''::bytea",
+                    "DELETE FROM search_postings"):
+            with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+                con.execute(sql)
+            con.rollback()
+
+
+def test_copy_sqlite_to_postgres_and_back_keeps_every_answer(both: tuple[Vault, Vault, list[int], list[str]],
+                                                             tmp_path: Path) -> None:
+    """``vaultsync copy`` SQLite → PostgreSQL → SQLite: each copy answers as the original, and checks clean."""
+    from click.testing import CliRunner
+
+    from vaultsync.cli import cli
+
+    lite, _, times, paths = both
+    there, back = pgserver.shared().fresh("copied"), tmp_path / "back.db"
+    runner = CliRunner()
+    written = sum(len(lite.written_by(i)) for i in range(1, len(times) + 1))
+    for src, dst in ((str(lite._store.path), there), (there, str(back))):
+        done = runner.invoke(cli, ["copy", src, dst, "--json"], catch_exceptions=False)
+        assert done.exit_code == 0, done.output
+        assert json.loads(done.output)["vaults"] == {"v": {"batches": len(times), "revisions": written}}
+    refused = runner.invoke(cli, ["copy", there, str(back)])
+    assert refused.exit_code == 1 and "already holds a vault 'v'" in refused.output
+    expected = {at: _answers(lite, at, paths) for at in [T0 - 1, *times]}
+    for db in (there, back):
+        copy = Vault.open(db, name="v", readonly=True)
+        try:
+            assert copy.check() == []
+            assert copy._store.live_index(copy.id) == lite._store.live_index(lite.id)  # file states came along
+            assert [copy.batch_info(i) for i in range(1, 4)] == [lite.batch_info(i) for i in range(1, 4)]
+            for at, answers in expected.items():
+                assert _answers(copy, at, paths) == answers, (db, at)
+            for path in ("Home.md", "Plans/2025 Q1.md", "Policy.md"):
+                assert [r.summary(HISTORY_FIELDS) for r in copy.history(path)] == \
+                    [r.summary(HISTORY_FIELDS) for r in lite.history(path)]
+        finally:
+            copy.close()

@@ -1,0 +1,268 @@
+"""The PostgreSQL engine of the store's contract (``store/contract.py``): ``--db postgresql://…``.
+
+``PgStore`` keeps the SQLite engine's answers by running the same read and write code (``Store``'s
+methods, ``View``, ``BatchWriter``) on a psycopg connection in apsw's shape (``pg/compat.py``), over
+tables that mirror SQLite's (``pg/schema.py``). What differs is what PostgreSQL does differently:
+
+- a batch is one transaction that first locks its vault's head row (``vault_heads``, ``FOR UPDATE``), so
+  batches of a vault are serialized and their ids and ``known_at`` grow together whoever writes; it ends
+  with ``pg_notify`` on the schema's channel, delivered only if it commits;
+- a view is one ``REPEATABLE READ READ ONLY`` transaction;
+- the writer lock is a session advisory lock (``pg/lock.py``);
+- ``data_version`` reads the last batch id and purge count (PostgreSQL has no ``PRAGMA data_version``).
+
+A connection string may select a schema (``options=-csearch_path=team``): one vaultsync database per
+schema, locks and notifications kept apart by the schema's name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from ...errors import ConfigError, SchemaError, StoreError
+from ...times import format_time, now_micros
+from .. import Store, codec, is_dsn  # noqa: F401 - is_dsn: what names this engine
+from .. import purge as purging
+from ..values import PurgeResult
+from ..view import View
+from ..write import BatchWriter
+from .compat import Con
+from .lock import PgWriterLock
+from .schema import MIGRATIONS, migrate, schema_version
+
+def _driver() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise ConfigError("the PostgreSQL engine needs psycopg: pip install 'vaultsync[postgres]'") from None
+    return psycopg
+
+
+@contextlib.contextmanager
+def translated(where: str) -> Iterator[None]:
+    """Turn a psycopg error into the store error that says what happened, in one line."""
+    psycopg = _driver()
+    try:
+        yield
+    except psycopg.errors.RaiseException as exc:
+        raise StoreError(f"the database {where} refused: {exc.diag.message_primary}") from None
+    except psycopg.Error as exc:
+        said = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc).strip().splitlines()[-1]
+        if isinstance(exc, psycopg.OperationalError) and getattr(exc, "sqlstate", None) is None:
+            raise StoreError(f"cannot use the database {where}: {said}") from None  # no server answered
+        raise StoreError(f"the database {where} refused: {said}") from None
+
+
+def redact(dsn: str) -> str:
+    """The connection string without its password, for messages."""
+    head, sep, tail = dsn.partition("@")
+    if not sep or ":" not in head.split("//", 1)[-1]:
+        return dsn
+    scheme, _, user = head.partition("//")
+    return f"{scheme}//{user.split(':', 1)[0]}:***@{tail}"
+
+
+class PgDatabase:
+    """One connection (autocommit outside ``atomic``) and a re-entrant transaction helper, as ``db.Database``."""
+
+    def __init__(self, dsn: str, *, readonly: bool = False, application_name: str = "vaultsync") -> None:
+        self.path = redact(dsn)
+        self.dsn = dsn
+        self.readonly = readonly
+        with translated(self.path):
+            self.raw = _driver().connect(dsn, autocommit=True, application_name=application_name)
+        self.con = Con(self.raw)
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        self.raw.close()
+
+    @contextlib.contextmanager
+    def atomic(self, *, snapshot: bool = False) -> Iterator[Con]:
+        """One transaction (a savepoint when nested); ``snapshot``: REPEATABLE READ READ ONLY."""
+        with self._lock, translated(self.path):
+            outermost = self.raw.info.transaction_status == 0  # IDLE
+            with self.raw.transaction():
+                if outermost and (snapshot or self.readonly):
+                    self.raw.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                yield self.con
+
+    def query(self, sql: str, params: tuple | dict = ()) -> list[tuple]:
+        with self.atomic() as con:
+            return con.execute(sql, params).fetchall()
+
+    def one(self, sql: str, params: tuple | dict = ()) -> tuple | None:
+        with self.atomic() as con:
+            return con.execute(sql, params).fetchone()
+
+
+class PgStore(Store):
+    """One PostgreSQL database (or schema) holding any number of vaults: the ``Engine`` of the contract."""
+
+    def __init__(self, dsn: str, *, readonly: bool = False, search: bool = True, embedder: str | None = None) -> None:
+        self.dsn = dsn
+        self.readonly = readonly
+        self.db = PgDatabase(dsn, readonly=readonly)  # type: ignore[assignment]
+        self.path = self.dsn
+        self.indexers = []
+        try:
+            with self.db.atomic() as con:
+                self.schema = con.raw.execute("SELECT current_schema()").fetchone()[0]
+                if self.schema is None:
+                    raise ConfigError(f"{self.db.path}: the schema its search_path names does not exist; create it")
+                version = schema_version(con.raw)
+                if version > len(MIGRATIONS):
+                    raise SchemaError(f"{self.db.path} was written by a newer vaultsync (schema {version}); "
+                                      "upgrade vaultsync")
+                if readonly and version == 0:
+                    raise SchemaError(f"{self.db.path} is not a vaultsync database (or is empty)")
+                if not readonly:
+                    migrate(con.raw)
+            with self.db.atomic() as con:
+                codec.load(con)
+            if search and not readonly:
+                self._attach_search(embedder)
+        except BaseException:
+            self.db.close()
+            raise
+
+    @property
+    def channel(self) -> str:
+        """The LISTEN/NOTIFY channel new batches are announced on."""
+        return f"vaultsync_{self.schema}"[:63]
+
+    def connect(self, *, application_name: str) -> Any:
+        """Another session on the same database (the writer lock holds one; a follower listens on one)."""
+        with translated(self.db.path):
+            raw = _driver().connect(self.dsn, autocommit=True, application_name=application_name)
+        if self.schema != "public":
+            raw.execute("SELECT set_config('search_path', %s, false)", (self.schema,))
+        return raw
+
+    def _attach_search(self, embedder: Any = None) -> None:
+        from ...embedders import get_embedder
+        from .keyword import PgKeywordIndexer
+
+        if embedder is not None and get_embedder(embedder).fuse:  # its vectors would join the default mode
+            raise ConfigError(f"the PostgreSQL engine keeps no vectors yet: embedder {embedder!r} cannot be used "
+                              "with it; use the default embedder", argument="embedder")
+
+        self.indexers = [PgKeywordIndexer()]  # type: ignore[list-item]
+
+    def writer_lock(self, vault: str) -> PgWriterLock:  # type: ignore[override]
+        return PgWriterLock(self, vault)
+
+    def vault_device(self, vault_id: int) -> int | None:
+        row = self.db.one("SELECT device FROM vault_devices WHERE vault_id = ?", (vault_id,))
+        return None if row is None else int(row[0])
+
+    # ------------------------------------------------------------ writing
+
+    @contextlib.contextmanager
+    def batch(self, vault_id: int, *, known_at: int | None = None, source: str = "import",
+              detail: str | None = None) -> Iterator[BatchWriter]:
+        """One atomic batch, serialized with every other batch of the vault by its head row."""
+        if self.readonly:
+            raise ConfigError("writing needs the database opened for writing")
+        with self.db.atomic() as con:
+            con.raw.execute("INSERT INTO vault_heads (vault_id) VALUES (%s) ON CONFLICT DO NOTHING", (vault_id,))
+            con.raw.execute("SELECT last_batch FROM vault_heads WHERE vault_id = %s FOR UPDATE", (vault_id,))
+            last = con.raw.execute("SELECT max(known_at) FROM batches WHERE vault_id = %s", (vault_id,)).fetchone()[0]
+            if known_at is None:
+                known_at = now_micros() if last is None else max(now_micros(), last)
+            elif last is not None and known_at < last:
+                raise ConfigError(f"known_at {format_time(known_at)} is earlier than the vault's last batch "
+                                  f"at {format_time(last)}", argument="known_at")
+            writer = BatchWriter(con, vault_id, known_at, source, detail, self.indexers)  # type: ignore[arg-type]
+            try:
+                yield writer
+                writer.finish()
+                if writer.batch_id is not None:
+                    con.raw.execute("UPDATE vault_heads SET last_batch = %s WHERE vault_id = %s",
+                                    (writer.batch_id, vault_id))
+                    con.raw.execute("SELECT pg_notify(%s, %s)", (self.channel, json.dumps(
+                        {"vault_id": vault_id, "batch_id": writer.batch_id})))
+            finally:
+                writer.forget_ahead()
+
+    def data_version(self) -> int:
+        """Changes when another session commits a batch or a purge (a cheap "anything new?")."""
+        row = self.db.one("SELECT (SELECT coalesce(max(id), 0) FROM batches), (SELECT count(*) FROM purges), "
+                          "(SELECT coalesce(sum(last_batch), 0) FROM vault_heads)")
+        assert row is not None
+        return hash((int(row[0]), int(row[1]), int(row[2]))) & ((1 << 62) - 1)
+
+    def listen(self, vault_id: int, after: int) -> Any:
+        """A ``pg.follow.Listener``: wait for the vault's batches after ``after`` (LISTEN, with catch-up)."""
+        from .follow import Listener
+
+        return Listener(self, vault_id, after)
+
+    # ------------------------------------------------------------ reading
+
+    @contextlib.contextmanager
+    def view(self, vault_id: int, vault_name: str, *, as_of: int | None = None,
+             valid_at: int | None = None) -> Iterator[View]:
+        """The vault as known at ``as_of`` (None: now), inside one REPEATABLE READ READ ONLY transaction."""
+        from .view import PgView
+
+        with self.db.atomic(snapshot=True) as con:
+            codec.refresh(con)
+            yield PgView(con, self.db.path, vault_id, vault_name, as_of, valid_at)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------ upkeep not built on this engine yet
+
+    def reindex(self, vault_id: int, *, full: bool = False) -> int:
+        """Rebuild the keyword index of every vault (this engine keeps it in step with every batch, so
+        there is nothing to catch up); return how many of this vault's batches it indexed."""
+        from .keyword import reindex
+
+        if self.readonly:
+            raise ConfigError("reindex needs the database opened for writing")
+        with self.db.atomic() as con:
+            con.raw.execute("SELECT set_config('vaultsync.purging', 'on', true)")
+            reindex(con)
+            return int(con.raw.execute("SELECT count(*) FROM batches WHERE vault_id = %s", (vault_id,)).fetchone()[0])
+
+    def reembed(self, embedder_name: str) -> tuple[str, int]:
+        raise ConfigError("the PostgreSQL engine has no vectors yet")
+
+    def purge(self, vault_id: int, *, strings: list[str] | None = None, note: str | None = None,
+              before: int | None = None) -> PurgeResult:
+        """Rewrite the vault's history without ``strings``, the note at ``note``, or what was no longer visible
+        at ``before`` (exactly one), in one transaction (see ``pg/purge.py`` for what it cannot reach)."""
+        from . import purge as pg_purge
+
+        if self.readonly:
+            raise ConfigError("purge needs the database opened for writing")
+        if sum((bool(strings), note is not None, before is not None)) != 1:
+            raise ConfigError("purge takes exactly one of: texts, a note, a time before which to forget")
+        chosen = purging.check_strings(strings) if strings else []
+        size_before = self.size()
+        with self.db.atomic() as con:
+            con.raw.execute("SELECT 1 FROM vault_heads WHERE vault_id = %s FOR UPDATE", (vault_id,))
+            result = pg_purge.run(con, vault_id, strings=chosen, note=note, before=before,
+                                  reindex=self._reindex_in)
+        result.scrubbed = False  # see pg_purge.LIMITS: nothing here wipes the WAL, archives or standbys
+        result.database_bytes_before, result.database_bytes_after = size_before, self.size()
+        return result
+
+    def _reindex_in(self, con: Con) -> None:
+        """Rebuild the search index inside the caller's transaction (after a purge)."""
+        from .keyword import reindex
+
+        reindex(con)
+
+    def scrub(self) -> bool:
+        return False
+
+    def size(self) -> int:
+        """Bytes of the schema's tables and indexes."""
+        row = self.db.one("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                          "JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = current_schema() "
+                          "AND c.relkind IN ('r', 'm')")
+        return int(row[0]) if row else 0

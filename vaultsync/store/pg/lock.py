@@ -1,0 +1,111 @@
+"""One writer per vault on PostgreSQL: a session advisory lock, held on a connection of its own.
+
+The key is a 64-bit hash of the schema and the vault's name. The holding session says who it is through
+its ``application_name`` (what ``pg_stat_activity`` shows an operator) and, whole, in the ``writers``
+table (pid, command, start, whether it watches), which ``holder_info`` reads for the backend that holds
+the lock now. The server releases the lock when the holder's session ends (a killed process, a lost
+connection), so another writer can take over at once. Each batch also locks its vault's head row
+(``vault_heads``), so batch order holds even for a writer that lost this lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from ...errors import LockedError
+
+
+def lock_key(schema: str, vault: str) -> int:
+    """The advisory lock key of a vault: signed 64 bits of blake2b over schema and name."""
+    digest = hashlib.blake2b(f"vaultsync/{schema}/{vault}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class PgWriterLock:
+    """The ``Lock`` of the contract for the PostgreSQL engine."""
+
+    def __init__(self, store: Any, vault: str) -> None:
+        self.store = store
+        self.vault = vault
+        self.command: str | None = None
+        self._con: Any = None
+
+    @property
+    def held(self) -> bool:
+        return self._con is not None
+
+    def acquire(self, command: str | None = None, *, watching: bool = False) -> None:
+        if not self.try_acquire(command, watching=watching):
+            raise LockedError(f"vault '{self.vault}' is already being written by {self.holder() or 'another process'}; "
+                              "stop it first")
+
+    def try_acquire(self, command: str | None = None, *, watching: bool = False) -> bool:
+        if self._con is not None:
+            return True
+        described = command or self.command or " ".join(["vaultsync", *sys.argv[1:]])
+        con = self.store.connect(application_name=f"vaultsync writer: {described}"[:63])
+        try:
+            key = lock_key(self.store.schema, self.vault)
+            if not con.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+                con.close()
+                return False
+            info = {"pid": os.getpid(), "command": described, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    "watching": watching}
+            con.execute("INSERT INTO writers (vault, backend_pid, info) VALUES (%s, pg_backend_pid(), %s) "
+                        "ON CONFLICT (vault) DO UPDATE SET backend_pid = excluded.backend_pid, info = excluded.info",
+                        (self.vault, json.dumps(info)))
+        except BaseException:
+            con.close()
+            raise
+        self._con = con
+        return True
+
+    def holder(self) -> str | None:
+        info = self.holder_info()
+        if info is None:
+            return None
+        try:
+            return f"pid {info['pid']} ({info['command']}, since {info['started']})"
+        except KeyError:
+            return "another process"
+
+    def holder_info(self) -> dict[str, object] | None:
+        """What the session holding the lock recorded ({} if nothing), None when the lock is free or ours."""
+        if self._con is not None:
+            return None
+        key = lock_key(self.store.schema, self.vault)
+        classid, objid = (key >> 32) & 0xFFFF_FFFF, key & 0xFFFF_FFFF
+        with self.store.db.atomic() as con:
+            row = con.raw.execute(
+                """SELECT l.pid, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                   WHERE l.locktype = 'advisory' AND l.classid = %s::oid AND l.objid = %s::oid AND l.objsubid = 1
+                     AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())""",
+                (classid, objid)).fetchone()
+            if row is None:
+                return None
+            found = con.raw.execute("SELECT info FROM writers WHERE vault = %s AND backend_pid = %s",
+                                (self.vault, row[0])).fetchone()
+        if found is None:
+            return {"command": row[1]}
+        info = json.loads(found[0])
+        return info if isinstance(info, dict) else {}
+
+    def release(self) -> None:
+        if self._con is None:
+            return
+        try:
+            self._con.close()  # ends the session: the server releases the advisory lock
+        finally:
+            self._con = None
+
+    def __enter__(self) -> PgWriterLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

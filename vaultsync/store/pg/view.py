@@ -1,0 +1,138 @@
+"""A vault as known at one cutoff, on PostgreSQL: ``View``'s reads, with the engine's own checks and stats."""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+from ...errors import ConfigError, StoreError
+from ...times import format_time
+from .. import read as q
+from ..codec import content_key, unpack
+from ..search import engine, signals
+from ..search.snapshot import allowed_notes, take
+from ..view import View
+from ...tokenizer import parse_query
+from . import keyword
+from .schema import APPEND_ONLY_TABLES
+
+
+class PgView(View):
+    """``View`` on a ``pg.compat.Con``; ``stats``, ``check`` and search are this engine's."""
+
+    def at(self, as_of: int | None) -> PgView:
+        return PgView(self._con, self._db_path, self.vault_id, self.vault_name, as_of, self.valid_at)
+
+    def locate(self, keys: Sequence[tuple[str, str, int]]) -> list[int | None]:
+        """The id of the revision stored at each ``(path, content hash, known_at)``; None where none is."""
+        found: list[int | None] = []
+        for path, content_hash, known_at in keys:
+            row = self._con.execute(
+                """SELECT max(n.id) FROM notes n JOIN batches b ON b.id = n.batch_id
+                   WHERE n.vault_id = ? AND n.path = ? AND n.content_hash = ? AND b.known_at = ?""",
+                (self.vault_id, path, content_hash, known_at)).fetchone()
+            found.append(None if row is None or row[0] is None else int(row[0]))
+        return found
+
+    def search(self, query: str, *, mode: str = engine.DEFAULT_MODE, limit: int = 10, prefix: str | None = None,
+               tags: Sequence[str] | None = None, where: dict[str, str] | None = None) -> dict[str, Any]:
+        """Keyword search of the chunks visible at the cutoff, as ``search.engine.search`` answers it."""
+        if mode not in engine.MODES:
+            raise ConfigError(f"unknown search mode {mode!r}: use one of {', '.join(engine.MODES)}")
+        if mode == "vector":
+            raise ConfigError("the PostgreSQL engine has no vectors yet: search in keyword or the default mode",
+                              argument="mode")
+        if limit < 1:
+            raise ConfigError("limit must be at least 1")
+        con = self._con
+        behind = keyword.lag(con, self.vault_id)
+        if behind:
+            raise StoreError(f"the search index of vault '{self.vault_name}' is {behind} batches behind: reindex it",
+                             remedy="reindex")
+        snap = take(con, self.vault_id, self.as_of, self.valid_at)
+        allowed = allowed_notes(con, snap, prefix, tags, where)
+        parsed = parse_query(query)
+        parts: dict[int, dict[str, Any]] = {}
+        if mode == "keyword":
+            ranked = keyword.rank(con, snap, parsed, allowed, limit)
+            for item, r in zip(ranked, engine.shared_ranks(ranked, engine._kw_tied)):
+                parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
+        else:
+            ranked = self._default(snap, parsed, allowed, limit, parts)
+        hits = engine._hits(con, self.vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked},
+                            parts, parsed)
+        return {"query": query, "as_of": format_time(self.as_of), "valid_at": format_time(snap.valid_at),
+                "mode": mode, "match": parsed.expression, "hits": hits}
+
+    def _default(self, snap: Any, parsed: Any, allowed: set[int] | None, limit: int,
+                 parts: dict[int, dict[str, Any]]) -> list[Any]:
+        """The default mode as ``search.engine._default`` without vectors (the default embedder does not fuse):
+        BM25 candidates and the best among the chunks holding the whole query in order, ranked by the signals."""
+        whole = keyword.whole_phrase(signals.QueryTokens.of(parsed))
+        pool, held = keyword.rank_default(self._con, snap, parsed, whole, allowed, max(limit, signals.POOL))
+        for item, r in zip(pool, engine.shared_ranks(pool, engine._kw_tied)):
+            parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
+        known = {s.row_id for s in pool}
+        pool = pool + [s for s in held if s.row_id not in known]
+        ranked = signals.rerank(self._con, pool, parsed, None)[:limit]
+        for item, found in ranked:
+            parts.setdefault(item.row_id, {})["signals"] = found
+        return [item for item, _ in ranked]
+
+    def stats(self) -> dict[str, Any]:
+        con, vault = self._con, {"v": self.vault_id}
+
+        def one(sql: str) -> Any:
+            return con.execute(sql, vault).fetchone()[0]
+
+        return {
+            "vault": self.vault_name,
+            "database": self._db_path,
+            "notes": len(q.current_state(con, self.vault_id)),
+            "revisions": one("SELECT count(*) FROM notes WHERE vault_id = :v"),
+            "batches": one("SELECT count(*) FROM batches WHERE vault_id = :v"),
+            "chunk_revisions": one("SELECT count(*) FROM chunks c JOIN notes n ON n.id = c.note_id WHERE n.vault_id = :v"),
+            "first_batch": format_time(one("SELECT min(known_at) FROM batches WHERE vault_id = :v")),
+            "last_batch": format_time(one("SELECT max(known_at) FROM batches WHERE vault_id = :v")),
+            "distinct_texts": con.execute("SELECT count(*) FROM texts").fetchone()[0],
+            "database_bytes": int(con.raw.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace s "
+                "ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND c.relkind = 'r'").fetchone()[0]),
+        }
+
+    def check(self) -> list[str]:
+        """The SQLite engine's checks, but for SQLite's integrity check: triggers, time order, hashes."""
+        con = self._con
+        problems: list[str] = []
+        triggers = {r[0] for r in con.raw.execute(
+            "SELECT tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace s "
+            "ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND NOT t.tgisinternal")}
+        for table in APPEND_ONLY_TABLES:
+            if f"{table}_append_only" not in triggers:
+                problems.append(f"append-only trigger {table}_append_only is missing")
+        previous = None
+        for batch_id, known_at in con.execute(
+                "SELECT id, known_at FROM batches WHERE vault_id = ? ORDER BY id", (self.vault_id,)).fetchall():
+            if previous is not None and known_at < previous:
+                problems.append(f"batch {batch_id} goes back in time ({format_time(known_at)})")
+            previous = known_at
+        for table, what in (("texts", "chunk text"), ("blobs", "stored value")):
+            for hash_, body in con.execute(f"SELECT hash, body FROM {table}").fetchall():
+                try:
+                    intact = content_key(unpack(body)) == hash_
+                except (ValueError, zlib.error):
+                    intact = False
+                if not intact:
+                    problems.append(f"{what} {bytes(hash_).hex()} does not match its hash")
+        for note_id, path, expected, size in con.execute(
+                "SELECT id, path, content_hash, size FROM notes WHERE vault_id = ? AND kind != 'deleted'",
+                (self.vault_id,)).fetchall():
+            try:
+                data = q.content(con, note_id).encode("utf-8", "surrogatepass")
+            except (ValueError, zlib.error):
+                data = b"\0unreadable"
+            if hashlib.sha256(data).hexdigest() != expected or len(data) != size:
+                problems.append(f"revision {note_id} of {path} does not match its content hash")
+        return problems
