@@ -29,7 +29,7 @@ from .audit import AuditHead
 from .provenance import PurgeRecord
 from .purge import PurgeResult
 from .read import UNSTAMPED, BatchNews, Revision, file_stamp
-from .schema import MIGRATIONS, migrate, readable, schema_version
+from .schema import CALLERS_SCHEMA, MIGRATIONS, migrate, readable, schema_version
 from .view import View
 from .contract import Change, Engine
 from .write import BatchWriter, Indexer
@@ -72,6 +72,9 @@ class Store:
     names the embedder of a new search index (an existing index made by another refuses to mix).
     """
 
+    batch_callers = True
+    """Whether ``batches`` has its ``caller`` column (False: an old database read as it is, see ``m007``)."""
+
     def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False, search: bool = True,
                  embedder: str | None = None) -> None:
         self.path = str(path)
@@ -101,6 +104,7 @@ class Store:
                 if not readable(con, version):
                     raise SchemaError(f"{path} was written by an older vaultsync (schema {version}); "
                                       "sync the vault into it once to upgrade it", remedy="sync")
+                self.batch_callers = version >= CALLERS_SCHEMA
                 return
             if version == 0 and con.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]:
                 raise SchemaError(f"{path} is another program's SQLite database; use a new database file")
@@ -158,7 +162,7 @@ class Store:
     def batch_info(self, vault_id: int, batch_id: int) -> dict[str, Any] | None:
         """The batch's id, known_at, source and detail (None: no such batch in the vault)."""
         with self.db.atomic() as con:
-            return batches.batch_info(con, vault_id, batch_id)
+            return batches.batch_info(con, vault_id, batch_id, self.batch_callers)
 
     def written_by(self, vault_id: int, batch_id: int) -> list[Revision]:
         """Every revision one batch wrote (rename tombstones included), by path."""
@@ -170,7 +174,7 @@ class Store:
         """The vault's last ``limit`` batches written by ``source`` ("mcp": by any MCP tool) and/or done for
         ``caller``, oldest first, with their paths."""
         with self.db.atomic() as con:
-            return batches.by_source(con, vault_id, source, caller, limit)
+            return batches.by_source(con, vault_id, source, caller, limit, self.batch_callers)
 
     def revision_before(self, vault_id: int, path: str, batch_id: int) -> Revision | None:
         """The last revision (or tombstone) at ``path`` before the batch ``batch_id``."""

@@ -9,9 +9,10 @@ import apsw
 from .read import _NOTE_COLUMNS, Revision, _revision
 
 
-def batch_info(con: apsw.Connection, vault_id: int, batch_id: int) -> dict[str, Any] | None:
-    """The batch's id, known_at, source, detail and caller (None: no such batch in the vault)."""
-    row = con.execute(f"SELECT b.id, b.known_at, b.source, b.detail, {_caller(con)} FROM batches b "
+def batch_info(con: apsw.Connection, vault_id: int, batch_id: int, callers: bool = True) -> dict[str, Any] | None:
+    """The batch's id, known_at, source, detail and caller (None: no such batch in the vault; ``callers``
+    False: a database read as it is from before ``m007``, whose batches name no caller)."""
+    row = con.execute(f"SELECT b.id, b.known_at, b.source, b.detail, {_caller(callers)} FROM batches b "
                       "WHERE b.vault_id = ? AND b.id = ?", (vault_id, batch_id)).fetchone()
     return None if row is None else dict(zip(("batch_id", "known_at", "source", "detail", "caller"), row))
 
@@ -25,11 +26,11 @@ def written_by(con: apsw.Connection, vault_id: int, batch_id: int) -> list[Revis
 
 
 def by_source(con: apsw.Connection, vault_id: int, source: str | None, caller: str | None,
-              limit: int) -> list[dict[str, Any]]:
+              limit: int, callers: bool = True) -> list[dict[str, Any]]:
     """The vault's last ``limit`` batches of ``source`` and/or done for the MCP ``caller``, oldest first, each
     with its paths. ``source`` "mcp" means every batch an MCP tool wrote: those naming a caller, and the
     write tools' batches of a database from before callers were recorded (source ``write``)."""
-    column = _caller(con)
+    column = _caller(callers)
     where, args = ["b.vault_id = ?"], [vault_id]
     if source == "mcp":
         where.append(f"({column} IS NOT NULL OR b.source = 'write')")
@@ -47,7 +48,5 @@ def by_source(con: apsw.Connection, vault_id: int, source: str | None, caller: s
             for i, k, s, d, c, p in reversed(rows)]
 
 
-def _caller(con: apsw.Connection) -> str:
-    """The batches' caller column, or NULL in a database opened read-only before ``m007``."""
-    names = {row[1] for row in con.execute("PRAGMA table_info(batches)")}
-    return "b.caller" if "caller" in names else "NULL"
+def _caller(callers: bool) -> str:
+    return "b.caller" if callers else "NULL"

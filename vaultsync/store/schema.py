@@ -226,6 +226,10 @@ def m006_vault_devices(con: apsw.Connection) -> None:
     )
 
 
+CALLERS_SCHEMA = 7
+"""The schema from which ``batches`` has its ``caller`` column (an older one is read-only without it)."""
+
+
 @migration
 def m007_batch_callers(con: apsw.Connection) -> None:
     """Who each batch written by an MCP tool was done for (hardened mode: the caller's id; else "mcp"),

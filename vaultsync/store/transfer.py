@@ -2,7 +2,7 @@
 
 Only the store's contract is used, so it works both ways between SQLite and PostgreSQL (and from one
 file to another). Each vault is replayed batch by batch, in order, each batch with its own ``known_at``,
-source and detail, and within a batch its revisions in the order they were written: new content goes
+source, detail and caller, and within a batch its revisions in the order they were written: new content goes
 through the parser again (the same text gives the same chunks, links, title and validity) and renames
 and deletions are written as such, so every answer at every time (read, ls, history, changes, export,
 search) is the source's. The file states (what lets the next sync skip unchanged files) and the git
@@ -81,7 +81,8 @@ def _copy_vault(src: Engine, dst: Engine, stored: object, progress: Callable[[st
             written = sorted(src.written_by(src_id, item.batch_id), key=lambda r: r.note_id)  # type: ignore[attr-defined]
             with src.view(src_id, name) as view:
                 texts = {r.note_id: view.content(r) for r in written if not r.deleted}
-            with dst.batch(dst_id, known_at=info["known_at"], source=info["source"], detail=info["detail"]) as batch:
+            with dst.batch(dst_id, known_at=info["known_at"], source=info["source"], detail=info["detail"],
+                           caller=info["caller"]) as batch:
                 for r in written:
                     if r.deleted:
                         batch.add_tombstone(r.path, ids[r.prev_id], renamed_to=r.renamed_to)  # type: ignore[index]

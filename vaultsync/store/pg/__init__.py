@@ -164,7 +164,7 @@ class PgStore(Store):
 
     @contextlib.contextmanager
     def batch(self, vault_id: int, *, known_at: int | None = None, source: str = "import",
-              detail: str | None = None) -> Iterator[BatchWriter]:
+              detail: str | None = None, caller: str | None = None) -> Iterator[BatchWriter]:
         """One atomic batch, serialized with every other batch of the vault by its head row."""
         if self.readonly:
             raise ConfigError("writing needs the database opened for writing")
@@ -177,7 +177,7 @@ class PgStore(Store):
             elif last is not None and known_at < last:
                 raise ConfigError(f"known_at {format_time(known_at)} is earlier than the vault's last batch "
                                   f"at {format_time(last)}", argument="known_at")
-            writer = BatchWriter(con, vault_id, known_at, source, detail, self.indexers)  # type: ignore[arg-type]
+            writer = BatchWriter(con, vault_id, known_at, source, detail, caller, self.indexers)  # type: ignore[arg-type]
             try:
                 yield writer
                 writer.finish()

@@ -209,6 +209,12 @@ def m002_keyword(con: Any) -> None:
         con.execute(guard(table))
 
 
+@migration
+def m003_batch_callers(con: Any) -> None:
+    """Whom an MCP tool wrote each batch for (the SQLite engine's ``m007_batch_callers``)."""
+    con.execute("ALTER TABLE batches ADD COLUMN caller text")
+
+
 def schema_version(con: Any) -> int:
     """0 for a database (schema) vaultsync never wrote."""
     if con.execute("SELECT to_regclass('vaultsync_schema')").fetchone()[0] is None:
