@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -30,30 +31,36 @@ CORPORA = SHARED / "corpora"
 settings.register_profile("vaultsync", deadline=None)
 settings.load_profile("vaultsync")
 
-CORPUS_MODULES = {"tests/test_history_truth.py", "tests/test_search_history.py", "tests/test_restore_truth.py",
-                  "tests/test_pg_replay.py"}
-"""Modules that read the session's corpus databases (``help_replayed``, ``help_backfilled``)."""
-CORPUS_DATABASES = {"help_replayed", "help_backfilled"}
-PLANTED_MODULES = {"tests/test_purge.py", "tests/test_purge_safety.py"}
-"""Modules that read the session's ``planted_history`` (a Help slice with planted secrets): one worker builds it."""
+SHARED_FIXTURES = {
+    "corpus": ("help_replayed", {"tests/test_history_truth.py", "tests/test_search_history.py",
+                                 "tests/test_restore_truth.py", "tests/test_pg_replay.py"}),
+    "corpus-git": ("help_backfilled", {"tests/test_history_truth_git.py"}),
+    "planted": ("planted_history", {"tests/test_purge.py", "tests/test_purge_safety.py"}),
+}
+"""Session fixtures too costly to build twice (the Help replay, its --from-git backfill, a Help slice with planted
+secrets), each with the modules that read it: pytest-xdist runs those modules on one worker, as one group."""
+GROUP_OF = {module: group for group, (_, modules) in SHARED_FIXTURES.items() for module in modules}
+FIRST_GROUPS = ("corpus", "corpus-git")
+"""Started before anything else, one per worker: together they are the longest path through the suite."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test reading a corpus database must sit in CORPUS_MODULES (else pytest-xdist builds it twice)."""
+    """A test reading a shared fixture must sit in one of its modules (else pytest-xdist builds it twice)."""
     for item in items:
-        if CORPUS_DATABASES & set(getattr(item, "fixturenames", ())) and item.nodeid.split("::")[0] not in CORPUS_MODULES:
-            raise pytest.UsageError(f"{item.nodeid} reads a corpus database: add its module to CORPUS_MODULES in "
-                                    "tests/conftest.py, so that one pytest-xdist worker builds it once")
-        if "planted_history" in set(getattr(item, "fixturenames", ())) and item.nodeid.split("::")[0] not in PLANTED_MODULES:
-            raise pytest.UsageError(f"{item.nodeid} reads the planted history: add its module to PLANTED_MODULES")
+        module = item.nodeid.split("::")[0]
+        for group, (fixture, modules) in SHARED_FIXTURES.items():
+            if fixture in set(getattr(item, "fixturenames", ())) and module not in modules:
+                raise pytest.UsageError(f"{item.nodeid} reads {fixture}: add its module to SHARED_FIXTURES[{group!r}] "
+                                        "in tests/conftest.py, so that one pytest-xdist worker builds it once")
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """``make test`` runs two pytest-xdist workers with ``--dist loadscope``: tests go to them module by module
-    (module-scoped fixtures are built once), and every module of CORPUS_MODULES to the same worker (the
-    session-scoped corpus databases are built once). xdist's ``xdist_group`` marks cannot do it with pytest 9
-    (xdist 3.8 renames node ids through an attribute pytest 9 no longer reads)."""
+    (module-scoped fixtures are built once), the modules of each SHARED_FIXTURES group to one worker (the
+    session fixture is built once), and the two corpus groups first, one on each worker (the replay and the
+    backfill are built at once, while nothing else waits behind them). xdist's ``xdist_group`` marks cannot
+    do it with pytest 9 (xdist 3.8 renames node ids through an attribute pytest 9 no longer reads)."""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -61,7 +68,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     class CorpusAwareScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return "corpus" if module in CORPUS_MODULES else "planted" if module in PLANTED_MODULES else module
+            return GROUP_OF.get(module, module)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            for group in reversed(FIRST_GROUPS):
+                if group in self.workqueue:
+                    self.workqueue.move_to_end(group, last=False)
+            super()._assign_work_unit(node)
 
     return CorpusAwareScheduling(config, log)
 

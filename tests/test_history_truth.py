@@ -3,9 +3,9 @@
 The Obsidian Help history (../shared/corpora/obsidian-help.bundle) is imported two ways: replayed
 commit by commit into a folder with ``vaultsync import --known-at "$COMMIT_TIME"`` (every 16th commit,
 2020–2026, every language folder), and backfilled with ``vaultsync import --from-git`` for two
-language folders (vaults that are subfolders of the repository). Both databases are built once per
-test run by session fixtures in conftest.py (``help_replayed``, ``help_backfilled``), the commands
-running in this process. Ground truth comes from ../shared/tools/replay_history.py: one
+language folders (vaults that are subfolders of the repository: test_history_truth_git.py). Both
+databases are built once per test run by session fixtures in conftest.py (``help_replayed``,
+``help_backfilled``), the commands running in this process. Ground truth comes from ../shared/tools/replay_history.py: one
 ``--list-at DATE`` per date (which names the commit in force) and ``git cat-file`` of ``COMMIT:PATH``
 for the bytes; a sample is cross-checked against the tool's own ``--truth`` and against the CLI
 (``read --as-of``, ``ls --as-of --json``).
@@ -25,8 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (HELP_BUNDLE, HELP_GIT_VAULTS, HELP_SELECTION, REPLAY_TOOL, Backfilled, HelpCorpus, Ran,
-                      Replayed, copy_db, invoke)
+from conftest import HELP_BUNDLE, HELP_GIT_VAULTS, HELP_SELECTION, REPLAY_TOOL, HelpCorpus, Ran, Replayed, invoke
 from vaultsync import NoteNotFound, Vault
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
@@ -226,89 +225,3 @@ def test_replayed_cli_matches_truth_tool(replayed: tuple[Path, Truth, list[int]]
         told = truth.tool("--list-at", date).stdout.decode().split("\n")
         assert [r["path"] for r in rows] == sorted(p for p in told if p)
         assert all({"path", "known_at", "content_hash", "size"} <= set(r) for r in rows)
-
-
-# ---------------------------------------------------------------- import --from-git
-
-
-@pytest.fixture(scope="module")
-def backfilled(help_corpus: HelpCorpus, help_backfilled: Backfilled) -> tuple[Path, Path, Truth]:
-    """The session's --from-git backfill of two language folders (conftest.py ``help_backfilled``)."""
-    return help_backfilled.db, help_backfilled.clone, Truth(help_corpus.env, [])
-
-
-def test_from_git_reads_match_git(backfilled: tuple[Path, Path, Truth]) -> None:
-    db, clone, truth = backfilled
-    log = subprocess.run(["git", "-C", str(clone), "log", "--first-parent", "--format=%ct", "HEAD", "--",
-                          *GIT_VAULTS], capture_output=True, text=True, check=True).stdout
-    commit_times = sorted(int(t) for t in log.split())
-    rng = random.Random(SEED + 2)
-    dates = sample_dates(rng, commit_times, extra=40)
-    truth.load(dates)
-    ever = truth.ever()
-    head = set(truth.list_at("2100-01-01")[1])
-    vaults = {name: Vault.open(db, name=name, readonly=True) for name in GIT_VAULTS}
-    try:
-        pairs = []
-        for date in dates:
-            for name in GIT_VAULTS:
-                prefix = name + "/"
-                existing = [p for p in truth.listings[date][1] if p.startswith(prefix)]
-                pool = sorted(p for p in ever if p.startswith(prefix))
-                gone = [p for p in pool if p not in head]
-                picks = rng.sample(existing, min(2, len(existing)))
-                picks += [rng.choice(p) for p in (pool, gone) if p]
-                pairs += [Pair(name, p[len(prefix):], date, p) for p in dict.fromkeys(picks)]
-        wrong = check_pairs(truth, vaults, pairs)
-        exists = [p.repo_path in set(truth.listings[p.date][1]) for p in pairs]
-        seen = coverage(pairs, exists, head)
-        print(f"{len(dates)} dates, coverage {seen}")
-        assert not wrong, f"{len(wrong)} of {len(pairs)} reads differ from git:\n" + "\n".join(wrong[:20])
-        assert seen["pairs"] >= 500 and seen["existing"] >= 150 and seen["absent"] >= 100, seen
-        assert seen["non_ascii"] >= 50 and seen["gone_by_head"] >= 50, seen
-
-        for date in dates:
-            for name, vault in vaults.items():
-                prefix = name + "/"
-                want = sorted(p[len(prefix):] for p in truth.listings[date][1] if p.startswith(prefix))
-                assert [r.path for r in vault.ls(as_of=date)] == want, f"{name}: ls as of {date} differs"
-    finally:
-        for vault in vaults.values():
-            vault.close()
-
-
-def test_second_from_git_imports_nothing(backfilled: tuple[Path, Path, Truth], tmp_path: Path) -> None:
-    shared, clone, _ = backfilled
-    db = copy_db(shared, tmp_path / "git.db")  # this test opens the database for writing
-    for name in GIT_VAULTS:
-        before = json.loads(vaultsync(db, "--vault", name, "stats", "--json").stdout)
-        again = vaultsync(db, "import", str(clone / name), "--from-git", "--json")
-        assert again.returncode == 0, again.stderr
-        result = json.loads(again.stdout)
-        assert result["commits"] == 0 and result["already_imported"] > 1000 and result["batch_id"] is None
-        after = json.loads(vaultsync(db, "--vault", name, "stats", "--json").stdout)
-        assert (after["batches"], after["revisions"]) == (before["batches"], before["revisions"])
-    check = vaultsync(db, "--vault", "zh", "check")
-    assert check.returncode == 0, check.stderr
-
-
-def test_from_git_cli_matches_truth_tool(backfilled: tuple[Path, Path, Truth]) -> None:
-    """A sample of the backfilled vaults through the command line against replay_history.py --truth."""
-    db, clone, truth = backfilled
-    rng = random.Random(SEED + 3)
-    log = subprocess.run(["git", "-C", str(clone), "log", "--first-parent", "--format=%ct", "HEAD", "--", "zh"],
-                         capture_output=True, text=True, check=True).stdout
-    dates = sample_dates(rng, sorted(int(t) for t in log.split()))
-    ever = sorted(truth.ever())
-    for date in rng.sample(dates, 12):
-        name = rng.choice(GIT_VAULTS)
-        existing = [p for p in truth.list_at(date)[1] if p.startswith(name + "/")]
-        repo_path = rng.choice(existing) if existing and rng.random() < 0.7 else rng.choice(
-            [p for p in ever if p.startswith(name + "/")])
-        told = truth.tool("--truth", date, repo_path)
-        read = vaultsync(db, "--vault", name, "read", repo_path[len(name) + 1:], "--as-of", date)
-        assert (read.returncode, read.stdout_bytes) == (told.returncode, told.stdout), (repo_path, date, read.stderr)
-    date = rng.choice(dates)
-    listed = vaultsync(db, "--vault", "zh", "ls", "--as-of", date, "--json")
-    want = sorted(p[3:] for p in truth.tool("--list-at", date).stdout.decode().split("\n") if p.startswith("zh/"))
-    assert [r["path"] for r in json.loads(listed.stdout)] == want
