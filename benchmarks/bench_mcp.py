@@ -24,7 +24,6 @@ import os
 import platform
 import random
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from common import history_db
 from vaultsync.times import format_time
 from vaultsync.vault import Vault
 
@@ -42,13 +42,6 @@ TARGET_AUDIT_INCREASE = 0.10
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "corpora"
 RESULTS = REPO / "benchmarks" / "results"
-
-
-def clone(bundle: str, dest: Path) -> Path:
-    """A fresh clone of a corpus bundle (read at run time only; never copied into the repo)."""
-    if not (dest / ".git").exists():
-        subprocess.run(["git", "clone", "-q", str(CORPORA / bundle), str(dest)], check=True)
-    return dest
 
 
 def summary_ms(values: list[float]) -> dict[str, Any]:
@@ -69,23 +62,6 @@ def save(name: str, payload: dict[str, Any], markdown: str) -> None:
     (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (RESULTS / f"{name}.md").write_text(markdown, encoding="utf-8")
     print(markdown)
-
-
-def build(work: Path, name: str) -> tuple[Path, Path, dict[str, Any]]:
-    root = clone(f"obsidian-{name}.bundle", work / name)
-    db = work / f"{name}-history.db"
-    info: dict[str, Any] = {}
-    if not db.exists():
-        started = time.perf_counter()
-        with Vault.open(db, root=root, name=name) as vault:
-            result = vault.import_git()
-        info["import_seconds"] = round(time.perf_counter() - started, 1)
-        info["commits"] = result.commits
-    with Vault.open(db, name=name, readonly=True) as vault:
-        stats = vault.stats().to_json()
-        info.update(notes=stats["notes"], revisions=stats["revisions"], batches=stats["batches"],
-                    first_batch=stats["first_batch"], last_batch=stats["last_batch"])
-    return root, db, info
 
 
 def queries(name: str, db: Path, count: int) -> list[str]:
@@ -195,7 +171,7 @@ def main_audit(args: argparse.Namespace) -> None:
              "| corpus | off p50 ms | on p50 ms | increase | off p95 ms | on p95 ms | records | target |",
              "|---|---|---|---|---|---|---|---|"]
     for name in args.corpus:
-        root, db, info = build(args.work, name)
+        root, db, info = history_db(args.work, name)
         items = queries(name, db, args.queries)
         fig = anyio.run(measure_audit, db, root, items, args.work)
         payload["corpora"][name] = {"history": info, "audit": fig}
@@ -231,7 +207,7 @@ def main() -> None:
              "|---|---|---|---|---|---|---|---|---|---|"]
     modes = ("hybrid", "keyword")
     for name in args.corpus:
-        root, db, info = build(args.work, name)
+        root, db, info = history_db(args.work, name)
         items = queries(name, db, args.queries)
         dates: list[str | None] = [None, *past_dates(info)]
         results = {"2026-07-28": anyio.run(measure, db, root, name, items, dates, "2026-07-28", modes),

@@ -27,27 +27,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import CORPORA, clone, machine, save, summary_ms  # noqa: E402
+from common import CORPORA, history_db, machine, save, summary_ms  # noqa: E402
 
 from vaultsync.times import format_time, parse_time  # noqa: E402
 from vaultsync.ui import Explorer  # noqa: E402
 from vaultsync.vault import Vault  # noqa: E402
-
-
-def build(work: Path, name: str) -> tuple[Path, dict[str, Any]]:
-    root = clone(f"obsidian-{name}.bundle", work / name)
-    db = work / f"{name}-history.db"
-    info: dict[str, Any] = {}
-    if not db.exists():
-        started = time.perf_counter()
-        with Vault.open(db, root=root, name=name) as vault:
-            result = vault.import_git()
-        info["import_seconds"] = round(time.perf_counter() - started, 1)
-    with Vault.open(db, name=name, readonly=True) as vault:
-        stats = vault.stats().to_json()
-        info.update(notes=stats["notes"], revisions=stats["revisions"], batches=stats["batches"],
-                    first_batch=stats["first_batch"], last_batch=stats["last_batch"])
-    return db, info
 
 
 CPU: dict[str, list[float]] = {}
@@ -80,7 +64,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=3, help="searches at each moment")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    db, info = build(args.work, args.corpus)
+    _, db, info = history_db(args.work, args.corpus)
     rng = random.Random(24)
     first, last = parse_time(info["first_batch"]), parse_time(info["last_batch"])
     moments = [first + (last - first) * (2 * k + 1) // 20 for k in range(10)]

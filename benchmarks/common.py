@@ -54,3 +54,24 @@ def save(name: str, payload: dict[str, Any], markdown: str) -> None:
     (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (RESULTS / f"{name}.md").write_text(markdown, encoding="utf-8")
     print(markdown)
+
+
+def history_db(work: Path, name: str) -> tuple[Path, Path, dict[str, Any]]:
+    """A corpus clone (``obsidian-NAME.bundle``) and its whole git history imported once (``import_git``) into
+    ``work/NAME-history.db``; reused when it exists. Returns the clone, the database and what it holds."""
+    from vaultsync.vault import Vault
+
+    root = clone(f"obsidian-{name}.bundle", work / name)
+    db = work / f"{name}-history.db"
+    info: dict[str, Any] = {}
+    if not db.exists():
+        started = time.perf_counter()
+        with Vault.open(db, root=root, name=name) as vault:
+            result = vault.import_git()
+        info["import_seconds"] = round(time.perf_counter() - started, 1)
+        info["commits"] = result.commits
+    with Vault.open(db, name=name, readonly=True) as vault:
+        stats = vault.stats().to_json()
+        info.update(notes=stats["notes"], revisions=stats["revisions"], batches=stats["batches"],
+                    first_batch=stats["first_batch"], last_batch=stats["last_batch"])
+    return root, db, info

@@ -8,7 +8,6 @@ import contextlib
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,6 +44,13 @@ def deletions(db: Path) -> int:
 
 def said(proc: WatchProcess, text: str) -> int:
     return sum(text in line for line in proc.lines)
+
+
+def resumes(proc: WatchProcess, root: Path, db: Path) -> None:
+    """The watcher says the vault is back, and a note written then is recorded."""
+    proc.wait_for("is back; recording again")
+    (root / "New.md").write_text("# New\n", encoding="utf-8")
+    wait_until(lambda: "New.md" in live(db), what="recording to resume")
 
 
 @contextlib.contextmanager
@@ -196,9 +202,7 @@ def test_watch_vault_replaced_by_an_empty_folder(big_vault, tmp_path: Path) -> N
         wait_until(lambda: "refusing" in (proc.lines[-1] if proc.lines else ""), what="the refusal")
         root.rmdir()
         (tmp_path / "away").rename(root)
-        proc.wait_for("is back; recording again")
-        (root / "New.md").write_text("# New\n", encoding="utf-8")
-        wait_until(lambda: "New.md" in live(db), what="recording to resume")
+        resumes(proc, root, db)
     assert said(proc, "refusing to record") == 1, proc.stderr
     assert len(live(db)) == 41 and deletions(db) == 0
 
@@ -261,9 +265,7 @@ def test_watch_bind_mount_unmounted_and_mounted_again(mounted: tuple[Path, Path]
         subprocess.run(["umount", str(root)], check=True)
         proc.wait_for("on another device than when it was registered")
         subprocess.run(["mount", "--bind", str(source), str(root)], check=True)
-        proc.wait_for("is back; recording again")
-        (root / "New.md").write_text("# New\n", encoding="utf-8")
-        wait_until(lambda: "New.md" in live(db), what="recording to resume")
+        resumes(proc, root, db)
     assert said(proc, "another device") == 1, proc.stderr
     assert len(live(db)) == 31 and deletions(db) == 0
 

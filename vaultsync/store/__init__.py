@@ -312,15 +312,19 @@ class Store:
 
     # ------------------------------------------------------------ forgetting (see store/purge.py)
 
-    def purge(self, vault_id: int, *, strings: list[str] | None = None, note: str | None = None,
-              before: int | None = None) -> PurgeResult:
-        """Rewrite the vault's history without ``strings``, without the note at ``note``, or without what
-        was no longer visible at ``before`` (exactly one); then wipe free pages and the WAL."""
+    def _purge_request(self, strings: list[str] | None, note: str | None, before: int | None) -> list[str]:
+        """A purge's request checked (writable, exactly one kind); the strings to purge, checked."""
         if self.readonly:
             raise ConfigError("purge needs the database opened for writing")
         if sum((bool(strings), note is not None, before is not None)) != 1:
             raise ConfigError("purge takes exactly one of: texts, a note, a time before which to forget")
-        chosen = purging.check_strings(strings) if strings else []
+        return purging.check_strings(strings) if strings else []
+
+    def purge(self, vault_id: int, *, strings: list[str] | None = None, note: str | None = None,
+              before: int | None = None) -> PurgeResult:
+        """Rewrite the vault's history without ``strings``, without the note at ``note``, or without what
+        was no longer visible at ``before`` (exactly one); then wipe free pages and the WAL."""
+        chosen = self._purge_request(strings, note, before)
         size_before = self.size()
         self.db.query("PRAGMA secure_delete=ON")
         try:

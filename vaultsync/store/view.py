@@ -210,37 +210,44 @@ class View:
             "first_batch": format_time(one("SELECT min(known_at) FROM batches WHERE vault_id = :v")),
             "last_batch": format_time(one("SELECT max(known_at) FROM batches WHERE vault_id = :v")),
             "distinct_texts": con.execute("SELECT count(*) FROM texts").fetchone()[0],
-            "database_bytes": sum(os.path.getsize(p) for p in (self._db_path, self._db_path + "-wal")
-                                  if os.path.exists(p)),
+            "database_bytes": self._database_bytes(),
         }
 
-    def check(self) -> list[str]:
-        """Verify the store; return the problems found (empty when healthy)."""
+    def _database_bytes(self) -> int:
+        """Bytes of the database file and its WAL (the engine's own measure)."""
+        return sum(os.path.getsize(p) for p in (self._db_path, self._db_path + "-wal") if os.path.exists(p))
+
+    def _engine_problems(self) -> list[str]:
+        """What only this engine can check: SQLite's integrity check and its append-only triggers."""
         con = self._con
-        problems: list[str] = []
-        result = [r[0] for r in con.execute("PRAGMA integrity_check").fetchall()]
-        if result != ["ok"]:
-            problems += [f"SQLite integrity: {r}" for r in result]
+        problems = [f"SQLite integrity: {r[0]}" for r in con.execute("PRAGMA integrity_check").fetchall()
+                    if r[0] != "ok"]
         triggers = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
         for table in APPEND_ONLY_TABLES:
             for action in ("update", "delete"):
                 if f"{table}_no_{action}" not in triggers:
                     problems.append(f"append-only trigger {table}_no_{action} is missing")
+        return problems
+
+    def check(self) -> list[str]:
+        """Verify the store; return the problems found (empty when healthy)."""
+        con = self._con
+        problems = self._engine_problems()
         previous = None
         for batch_id, known_at in con.execute(
             "SELECT id, known_at FROM batches WHERE vault_id = ? ORDER BY id", (self.vault_id,)
-        ):
+        ).fetchall():
             if previous is not None and known_at < previous:
                 problems.append(f"batch {batch_id} goes back in time ({format_time(known_at)})")
             previous = known_at
         for table, what in (("texts", "chunk text"), ("blobs", "stored value")):
-            for hash_, body in con.execute(f"SELECT hash, body FROM {table}"):
+            for hash_, body in con.execute(f"SELECT hash, body FROM {table}").fetchall():
                 try:
                     intact = content_key(unpack(body)) == hash_
                 except (ValueError, zlib.error):
                     intact = False
                 if not intact:
-                    problems.append(f"{what} {hash_.hex()} does not match its hash")
+                    problems.append(f"{what} {bytes(hash_).hex()} does not match its hash")
         for note_id, path, expected, size in con.execute(
             "SELECT id, path, content_hash, size FROM notes WHERE vault_id = ? AND kind != 'deleted'", (self.vault_id,)
         ).fetchall():

@@ -26,7 +26,6 @@ from typing import Any
 from ...errors import ConfigError, SchemaError, StoreError
 from ...times import format_time, now_micros
 from .. import Store, codec, is_dsn  # noqa: F401 - is_dsn: what names this engine
-from .. import purge as purging
 from ..values import PurgeResult
 from ..view import View
 from ..write import BatchWriter
@@ -237,11 +236,7 @@ class PgStore(Store):
         at ``before`` (exactly one), in one transaction (see ``pg/purge.py`` for what it cannot reach)."""
         from . import purge as pg_purge
 
-        if self.readonly:
-            raise ConfigError("purge needs the database opened for writing")
-        if sum((bool(strings), note is not None, before is not None)) != 1:
-            raise ConfigError("purge takes exactly one of: texts, a note, a time before which to forget")
-        chosen = purging.check_strings(strings) if strings else []
+        chosen = self._purge_request(strings, note, before)
         size_before = self.size()
         with self.db.atomic() as con:
             con.raw.execute("SELECT 1 FROM vault_heads WHERE vault_id = %s FOR UPDATE", (vault_id,))

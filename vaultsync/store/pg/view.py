@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-import zlib
 from collections.abc import Sequence
 from typing import Any
 
 from ...errors import ConfigError, StoreError
 from ...times import format_time
-from .. import read as q
-from ..codec import content_key, unpack
 from ..search import engine, signals
 from ..search.snapshot import allowed_notes, take
 from ..view import View
@@ -81,58 +77,16 @@ class PgView(View):
             parts.setdefault(item.row_id, {})["signals"] = found
         return [item for item, _ in ranked]
 
-    def stats(self) -> dict[str, Any]:
-        con, vault = self._con, {"v": self.vault_id}
+    def _database_bytes(self) -> int:
+        """Bytes of the schema's tables (with their indexes and TOAST)."""
+        return int(self._con.raw.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace s "
+            "ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND c.relkind = 'r'").fetchone()[0])
 
-        def one(sql: str) -> Any:
-            return con.execute(sql, vault).fetchone()[0]
-
-        return {
-            "vault": self.vault_name,
-            "database": self._db_path,
-            "notes": len(q.current_state(con, self.vault_id)),
-            "revisions": one("SELECT count(*) FROM notes WHERE vault_id = :v"),
-            "batches": one("SELECT count(*) FROM batches WHERE vault_id = :v"),
-            "chunk_revisions": one("SELECT count(*) FROM chunks c JOIN notes n ON n.id = c.note_id WHERE n.vault_id = :v"),
-            "first_batch": format_time(one("SELECT min(known_at) FROM batches WHERE vault_id = :v")),
-            "last_batch": format_time(one("SELECT max(known_at) FROM batches WHERE vault_id = :v")),
-            "distinct_texts": con.execute("SELECT count(*) FROM texts").fetchone()[0],
-            "database_bytes": int(con.raw.execute(
-                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace s "
-                "ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND c.relkind = 'r'").fetchone()[0]),
-        }
-
-    def check(self) -> list[str]:
-        """The SQLite engine's checks, but for SQLite's integrity check: triggers, time order, hashes."""
-        con = self._con
-        problems: list[str] = []
-        triggers = {r[0] for r in con.raw.execute(
+    def _engine_problems(self) -> list[str]:
+        """The append-only triggers (PostgreSQL keeps its own integrity; the rest is ``View.check``'s)."""
+        triggers = {r[0] for r in self._con.raw.execute(
             "SELECT tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace s "
             "ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND NOT t.tgisinternal")}
-        for table in APPEND_ONLY_TABLES:
-            if f"{table}_append_only" not in triggers:
-                problems.append(f"append-only trigger {table}_append_only is missing")
-        previous = None
-        for batch_id, known_at in con.execute(
-                "SELECT id, known_at FROM batches WHERE vault_id = ? ORDER BY id", (self.vault_id,)).fetchall():
-            if previous is not None and known_at < previous:
-                problems.append(f"batch {batch_id} goes back in time ({format_time(known_at)})")
-            previous = known_at
-        for table, what in (("texts", "chunk text"), ("blobs", "stored value")):
-            for hash_, body in con.execute(f"SELECT hash, body FROM {table}").fetchall():
-                try:
-                    intact = content_key(unpack(body)) == hash_
-                except (ValueError, zlib.error):
-                    intact = False
-                if not intact:
-                    problems.append(f"{what} {bytes(hash_).hex()} does not match its hash")
-        for note_id, path, expected, size in con.execute(
-                "SELECT id, path, content_hash, size FROM notes WHERE vault_id = ? AND kind != 'deleted'",
-                (self.vault_id,)).fetchall():
-            try:
-                data = q.content(con, note_id).encode("utf-8", "surrogatepass")
-            except (ValueError, zlib.error):
-                data = b"\0unreadable"
-            if hashlib.sha256(data).hexdigest() != expected or len(data) != size:
-                problems.append(f"revision {note_id} of {path} does not match its content hash")
-        return problems
+        return [f"append-only trigger {table}_append_only is missing" for table in APPEND_ONLY_TABLES
+                if f"{table}_append_only" not in triggers]
