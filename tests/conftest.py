@@ -260,8 +260,18 @@ REPLAY_EVERY = int(os.environ.get("VAULTSYNC_REPLAY_EVERY", "16"))
 """Every how many commits of the Help history the replay imports: 16 in ``make test`` (115 of 1,827 commits,
 431 renames and 2,052 deletions between them); ``VAULTSYNC_REPLAY_EVERY=8`` replays twice as many states."""
 HELP_SELECTION = ["--every", str(REPLAY_EVERY)]
-"""The replay's commit selection (every REPLAY_EVERY-th commit, 2020-2026, every language folder); truth uses
-the same."""
+"""The replay's commit selection (every REPLAY_EVERY-th commit, 2020-2026); truth uses the same."""
+REPLAY_FOLDERS = os.environ.get("VAULTSYNC_REPLAY_FOLDERS", "en,zh,ja,ko,ru,ar,th,km,Release notes,Sandbox")
+"""The top folders of the Help tree that the replay keeps (top-level notes are always kept): English, the release
+notes, the sandbox and one translation in each other script (Han, kana, Hangul, Cyrillic, Arabic, Thai, Khmer).
+The other 26 translations, Latin-script copies of English added mostly in 2026, are taken out of the folder before
+each import: they were 55 % of the replay's revisions and none of its scripts. ``all`` keeps every folder."""
+
+
+def replayed_path(path: str) -> bool:
+    """Whether the replay keeps this repository path (see REPLAY_FOLDERS)."""
+    top, _, rest = path.partition("/")
+    return REPLAY_FOLDERS == "all" or not rest or top.startswith(".") or top in REPLAY_FOLDERS.split(",")
 HELP_GIT_VAULTS = ("en", "zh")
 """Language folders imported with --from-git, each its own vault (a subfolder of the repository)."""
 
@@ -399,6 +409,9 @@ def help_replayed(help_corpus: HelpCorpus) -> Replayed:
     times: list[int] = []
 
     def import_state(commit_time: str) -> None:
+        for top in vault.iterdir():  # the folders the replay leaves out (REPLAY_FOLDERS)
+            if top.is_dir() and not replayed_path(f"{top.name}/x"):
+                shutil.rmtree(top)
         done = invoke("import", str(vault), "--known-at", commit_time, "--json", db=db,
                       env={"VAULTSYNC_HOME": str(work / "home")})
         assert done.returncode == 0, done.stderr

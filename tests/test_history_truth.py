@@ -2,7 +2,7 @@
 
 The Obsidian Help history (../shared/corpora/obsidian-help.bundle) is imported two ways: replayed
 commit by commit into a folder with ``vaultsync import --known-at "$COMMIT_TIME"`` (every 16th commit,
-2020–2026, every language folder), and backfilled with ``vaultsync import --from-git`` for two
+2020–2026, English and one translation of each script: conftest.REPLAY_FOLDERS), and backfilled with ``vaultsync import --from-git`` for two
 language folders (vaults that are subfolders of the repository: test_history_truth_git.py). Both
 databases are built once per test run by session fixtures in conftest.py (``help_replayed``,
 ``help_backfilled``), the commands running in this process. Ground truth comes from ../shared/tools/replay_history.py: one
@@ -18,14 +18,14 @@ import json
 import random
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from conftest import HELP_BUNDLE, HELP_GIT_VAULTS, HELP_SELECTION, REPLAY_TOOL, HelpCorpus, Ran, Replayed, invoke
+from conftest import HELP_BUNDLE, HELP_GIT_VAULTS, HELP_SELECTION, REPLAY_TOOL, HelpCorpus, Ran, Replayed, invoke, replayed_path
 from vaultsync import NoteNotFound, Vault
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
@@ -51,6 +51,8 @@ class Truth:
 
     env: dict[str, str]
     selection: list[str]
+    keep: Callable[[str], bool] = lambda path: True
+    """The repository paths the database holds (the replay leaves some folders out: conftest.replayed_path)."""
     listings: dict[str, tuple[str | None, list[str]]] = field(default_factory=dict)
 
     def tool(self, *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -72,7 +74,7 @@ class Truth:
             if line.startswith("# commit "):
                 commit = line.split()[2]
         paths = [p.decode("utf-8") for p in done.stdout.split(b"\n") if p]
-        return commit, paths
+        return commit, [p for p in paths if self.keep(p)]
 
     def load(self, dates: Iterable[str]) -> None:
         todo = [d for d in dict.fromkeys(dates) if d not in self.listings]
@@ -104,7 +106,7 @@ class Truth:
         log = subprocess.run(["git", "--git-dir", self.git_dir, "log", "--first-parent", "--no-renames", "--format=",
                               "--name-only", "-z", "HEAD"], capture_output=True, check=True).stdout
         paths = {p.decode("utf-8") for p in log.split(b"\0") if p.endswith(b".md")}
-        return {p for p in paths if not hidden(p)}
+        return {p for p in paths if not hidden(p) and self.keep(p)}
 
 
 def vaultsync(db: Path, *args: str) -> Ran:
@@ -166,7 +168,7 @@ def coverage(pairs: list[Pair], truth_exists: list[bool], head: set[str]) -> dic
 @pytest.fixture(scope="module")
 def replayed(help_corpus: HelpCorpus, help_replayed: Replayed) -> tuple[Path, Truth, list[int]]:
     """The session's replay of every 16th commit (conftest.py ``help_replayed``), with git's answers for it."""
-    return help_replayed.db, Truth(help_corpus.env, SELECTION), help_replayed.commit_times
+    return help_replayed.db, Truth(help_corpus.env, SELECTION, replayed_path), help_replayed.commit_times
 
 
 def test_replayed_reads_match_git(replayed: tuple[Path, Truth, list[int]]) -> None:
@@ -223,5 +225,5 @@ def test_replayed_cli_matches_truth_tool(replayed: tuple[Path, Truth, list[int]]
         assert listed.returncode == 0, listed.stderr
         rows = json.loads(listed.stdout)
         told = truth.tool("--list-at", date).stdout.decode().split("\n")
-        assert [r["path"] for r in rows] == sorted(p for p in told if p)
+        assert [r["path"] for r in rows] == sorted(p for p in told if p and truth.keep(p))
         assert all({"path", "known_at", "content_hash", "size"} <= set(r) for r in rows)

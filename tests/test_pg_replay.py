@@ -1,7 +1,7 @@
 """The parity suite on real history: the Obsidian Help replay (``help_replayed``) in both engines.
 
-The session's replay database (SQLite, every 16th commit of the Help vault's history, every language
-folder) is copied into PostgreSQL with ``vaultsync copy`` (each batch written again through the
+The session's replay database (SQLite, every 16th commit of the Help vault's history, the folders
+conftest.REPLAY_FOLDERS keeps) is copied into PostgreSQL with ``vaultsync copy`` (each batch written again through the
 PostgreSQL engine's own write path, at its own time). Then, at every replayed date, the two list the
 same notes with the same content hashes, every revision reads back byte-equal, and at 24 cutoffs
 keyword and default search (words, phrases, prefixes, Chinese pairs, a folder filter) give the same

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_history_truth import SELECTION, Truth, iso
 
-from conftest import HelpCorpus, Replayed, copy_db
+from conftest import HelpCorpus, Replayed, copy_db, replayed_path
 from vaultsync import Vault, restore
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
@@ -27,7 +27,7 @@ def test_restore_50_notes_to_50_moments_matches_git(help_corpus: HelpCorpus, hel
     db = copy_db(help_replayed.db, tmp_path / "restore.db")
     root = tmp_path / "help"
     shutil.copytree(help_corpus.work / "help", root, symlinks=True)
-    truth = Truth(help_corpus.env, SELECTION)
+    truth = Truth(help_corpus.env, SELECTION, replayed_path)
     rng = random.Random(SEED)
     times = help_replayed.commit_times
     dates = [iso(rng.randrange(times[0], times[-1])) for _ in range(90)]

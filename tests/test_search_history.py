@@ -1,5 +1,6 @@
-"""Exactness on a real history: obsidian-help (15 languages, including zh, ja and ko) as replayed for the
-history truth suite (every 16th commit, each imported at its commit time), searched at cutoffs in 2024."""
+"""Exactness on a real history: obsidian-help (English and one translation in each other script, zh, ja and ko
+among them) as replayed for the history truth suite (every 16th commit, each imported at its commit time),
+searched at cutoffs in 2024."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def queries_for(chunks: list[dict], rng: random.Random) -> list[str]:
 def test_keyword_exact_on_real_history_all_languages(help_history: tuple[Path, list[int]]) -> None:
     db, times = help_history
     rng = random.Random(5)
-    # None: the default cutoff, here the vault at the end of its history (every language folder of today)
+    # None: the default cutoff, here the vault at the end of its history (every folder the replay keeps, as of today)
     cutoffs = [times[0], times[len(times) // 2], times[len(times) // 2] + 1, times[-1], None]
     checked_cjk = 0
     with Vault.open(db, readonly=True) as vault:
