@@ -272,8 +272,10 @@ def replayed_path(path: str) -> bool:
     """Whether the replay keeps this repository path (see REPLAY_FOLDERS)."""
     top, _, rest = path.partition("/")
     return REPLAY_FOLDERS == "all" or not rest or top.startswith(".") or top in REPLAY_FOLDERS.split(",")
-HELP_GIT_VAULTS = ("en", "zh")
-"""Language folders imported with --from-git, each its own vault (a subfolder of the repository)."""
+HELP_GIT_VAULTS = ("ko", "zh")
+"""Language folders imported with --from-git, each its own vault (a subfolder of the repository): Chinese since
+2020, Korean since 2024, 1,939 changes and 246 renames between them, every path non-ASCII. (English, 1,159 commits,
+took two thirds of the backfill; its history is checked through the replay.)"""
 
 
 @dataclass(frozen=True)
