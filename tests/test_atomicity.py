@@ -1,6 +1,6 @@
 """Atomicity: an import killed with SIGKILL at any moment leaves all of its batch or none of it.
 
-A real ``vaultsync import`` subprocess runs on a vault of 500 generated notes (most rewritten by each batch); its
+A real ``vaultsync import`` subprocess runs on a vault of 250 generated notes (most rewritten by each batch); its
 progress bar (drawn on a pseudo-terminal) says how far the write transaction has got, so kills can
 be aimed: during start-up, at 1 % … 100 % of the notes written inside the transaction, and just
 after the last one (tombstones, commit, exit). After every kill the store must equal the state
@@ -29,7 +29,7 @@ import pytest
 from conftest import Ran, invoke
 from vaultsync import Vault
 
-NOTES = 500
+NOTES = 250
 WORDS = ("alpha beta gamma delta river stone cloud ledger orbit maple quartz harbor lantern meadow signal "
          "copper tundra violet whisper anchor 雨 東京 café").split()
 PERCENT = re.compile(rb"(\d+)%")
