@@ -48,7 +48,6 @@ CHILD = r"""
 import json, sys
 from pathlib import Path
 import apsw
-from conftest import copy_db
 from vaultsync.vault import Vault
 
 def maps():
