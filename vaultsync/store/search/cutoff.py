@@ -32,7 +32,6 @@ MARGIN = 1e-9
 """Relative slack on the bound a skipped doc cannot reach (floating-point sums of the terms)."""
 
 TEMP = {
-    "kw_tf": "(doc INTEGER, phrase INTEGER, tf REAL, PRIMARY KEY (doc, phrase)) WITHOUT ROWID",
     "kw_docs": "(doc INTEGER PRIMARY KEY, n INTEGER, s REAL NOT NULL DEFAULT 0.0)",
     "kw_whole": "(id INTEGER PRIMARY KEY)",
     "kw_adj": "(doc INTEGER PRIMARY KEY, delta INTEGER NOT NULL)",
@@ -91,30 +90,26 @@ class Scorer:
         """Add the docs ``select_docs`` gives (one column) and score those not scored yet."""
         con = self.con
         con.execute(f"INSERT OR IGNORE INTO temp.kw_docs (doc) {select_docs}", params)
-        con.execute("DELETE FROM temp.kw_tf")
-        # ``+rowid``: the new docs filter the phrase's walk; SQLite does not re-run the match per doc
+        # The score is summed phrase by phrase, in query order, as fts5Bm25Function adds its terms (a phrase
+        # absent from a doc adds exactly 0.0): each phrase's term is added to the new docs holding it as the
+        # phrase's walk finds them (``+rowid``: the new docs filter the walk; SQLite does not run the match
+        # again per doc).
         for i, found in enumerate(self.freqs):
             if found is None:  # no doc holds the phrase
                 continue
             sql, sql_params = found
-            con.execute(f"INSERT INTO temp.kw_tf (doc, tf, phrase) SELECT doc, tf, {i} FROM ({sql} "
-                        "AND +search_fts.rowid IN (SELECT doc FROM temp.kw_docs WHERE n IS NULL))", sql_params)
-        # The score is summed phrase by phrase, in query order, as fts5Bm25Function adds its terms: one
-        # UPDATE per phrase (a phrase absent from a doc adds exactly 0.0), so no statement joins more
-        # than three tables whatever the number of phrases (SQLite allows 64 per join).
-        for i, value in enumerate(self.idfs):
             con.execute(
-                """UPDATE temp.kw_docs SET s = s + :idf * ((t.tf * :k1p1) / (t.tf + :k1 * (:omb + :b * d.length / :avgdl)))
-                   FROM temp.kw_tf t, search_docs d
-                   WHERE t.doc = kw_docs.doc AND t.phrase = :phrase AND d.id = kw_docs.doc""",
-                {"idf": value, "phrase": i, "avgdl": self.avgdl, **CONSTANTS})
+                f"""INSERT INTO temp.kw_docs (doc, s)
+                    SELECT doc, :idf * ((tf * :k1p1) / (tf + :k1 * (:omb + :b * length / :avgdl))) FROM ({sql}
+                        AND +search_fts.rowid IN (SELECT doc FROM temp.kw_docs WHERE n IS NULL)) WHERE true
+                    ON CONFLICT (doc) DO UPDATE SET s = s + excluded.s""",
+                {**sql_params, "idf": self.idfs[i], "avgdl": self.avgdl})
         adjust = " + coalesce((SELECT a.delta FROM temp.kw_adj a WHERE a.doc = kw_docs.doc), 0)" if self.adjusted else ""
         con.execute(
             f"""UPDATE temp.kw_docs SET n = (SELECT coalesce(sum(s.rows), 0) FROM {self.spans} s
                 WHERE s.doc_id = kw_docs.doc AND s.vault_id = :v AND s.born <= :b AND s.died > :b){adjust}
                 WHERE n IS NULL""",
             {"v": self.snap.vault_id, "b": self.snap.batch})
-        con.execute("DELETE FROM temp.kw_tf")
 
     def threshold(self, limit: int) -> float | None:
         """The summed terms of the ``limit``-th best visible row among the docs scored (None: fewer rows)."""
