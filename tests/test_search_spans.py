@@ -95,13 +95,13 @@ def test_pruning_keeps_every_row_a_fresh_index_ranks_in_its_top_limit(tmp_path: 
             vault.sync(known_at=when)
             times.append(when)
         scored: list[int] = []
-        take = cutoff.Scorer.take
+        score = cutoff.Scorer.score
 
-        def counting(self, select_docs, params):  # how many docs the cutoff scores, to see it prune
-            take(self, select_docs, params)
+        def counting(self):  # how many docs the cutoff scores, to see it prune
+            score(self)
             scored.append(self.con.execute("SELECT count(*) FROM temp.kw_docs").fetchone()[0])
 
-        monkeypatch.setattr(cutoff.Scorer, "take", counting)
+        monkeypatch.setattr(cutoff.Scorer, "score", counting)
         pruned = 0
         for as_of in times[:-1]:  # past cutoffs
             header, chunks = split_export(vault.export(as_of=as_of))

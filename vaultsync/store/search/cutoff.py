@@ -85,11 +85,19 @@ class Scorer:
                  avgdl: float, spans: str, adjusted: bool) -> None:
         self.con, self.snap, self.freqs, self.idfs = con, snap, freqs, idfs
         self.avgdl, self.spans, self.adjusted = avgdl, spans, adjusted
+        self.pending = False
 
-    def take(self, select_docs: str, params: dict[str, object]) -> None:
-        """Add the docs ``select_docs`` gives (one column) and score those not scored yet."""
+    def add(self, select_docs: str, params: dict[str, object]) -> None:
+        """Add the docs ``select_docs`` gives (one column), to be scored by the next ``score``."""
+        self.con.execute(f"INSERT OR IGNORE INTO temp.kw_docs (doc) {select_docs}", params)
+        self.pending = True
+
+    def score(self) -> None:
+        """Score the docs added since the last call: their summed terms and their visible rows."""
+        if not self.pending:
+            return
+        self.pending = False
         con = self.con
-        con.execute(f"INSERT OR IGNORE INTO temp.kw_docs (doc) {select_docs}", params)
         # The score is summed phrase by phrase, in query order, as fts5Bm25Function adds its terms (a phrase
         # absent from a doc adds exactly 0.0): each phrase's term is added to the new docs holding it as the
         # phrase's walk finds them (``+rowid``: the new docs filter the walk; SQLite does not run the match

@@ -187,21 +187,26 @@ def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whol
         adjusted = cutoff.adjust(con, snap)
         phrases = [p.fts() for p in query.phrases]
         freqs = [_freqs_sql(con, p, max_doc) for p in phrases]
-        idfs = [idf(n_rows, cutoff.phrase_df(con, snap, p, max_doc, spans, adjusted) if f is not None else 0)
-                for p, f in zip(phrases, freqs)]
+        dfs = [cutoff.phrase_df(con, snap, p, max_doc, spans, adjusted) if f is not None else 0
+               for p, f in zip(phrases, freqs)]
+        idfs = [idf(n_rows, df) for df in dfs]
         scorer = cutoff.Scorer(con, snap, freqs, idfs, tokens / n_rows, spans, adjusted)
         if whole is not None:
             con.execute("INSERT INTO temp.kw_whole (id) SELECT rowid FROM search_fts "
                         "WHERE search_fts MATCH :whole AND rowid <= :maxdoc", {"whole": whole, "maxdoc": max_doc})
-            scorer.take("SELECT id FROM temp.kw_whole", {})
+            scorer.add("SELECT id FROM temp.kw_whole", {})
         bound = [value * (K1 + 1.0) for value in idfs]  # more than the phrase can add to any doc's score
         left = sorted((i for i, f in enumerate(freqs) if f is not None), key=lambda i: -bound[i])
         while left:
             take = left
             if allowed is None:
                 edge = scorer.threshold(limit)
-                if edge is None:
-                    take = left[:1]
+                if edge is None:  # fewer than ``limit`` rows scored: take phrases until their rows may reach it
+                    k, held_rows = 0, 0
+                    while k < len(left) and held_rows < limit:
+                        held_rows += dfs[left[k]]
+                        k += 1
+                    take = left[:k]
                 else:
                     k = 0
                     while k < len(left) and sum(bound[i] for i in left[k:]) * (1 + cutoff.MARGIN) >= edge:
@@ -210,9 +215,11 @@ def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whol
                     if not take:
                         break  # no doc holding only the phrases left can reach the best ``limit`` rows
             for i in take:
-                scorer.take("SELECT rowid FROM search_fts WHERE search_fts MATCH :phrase AND rowid <= :maxdoc",
-                            {"phrase": phrases[i], "maxdoc": max_doc})
+                scorer.add("SELECT rowid FROM search_fts WHERE search_fts MATCH :phrase AND rowid <= :maxdoc",
+                           {"phrase": phrases[i], "maxdoc": max_doc})
+            scorer.score()
             left = left[len(take):]
+        scorer.score()
         rows = cutoff.best_rows(con, snap, allowed, limit)
         held = cutoff.best_rows(con, snap, allowed, limit, within="WHERE doc IN (SELECT id FROM temp.kw_whole)") \
             if whole is not None else []
