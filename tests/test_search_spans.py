@@ -20,7 +20,7 @@ import apsw
 import pytest
 
 from conftest import copy_db
-from search_truth import FreshKeyword, same_ranking, split_export
+from search_truth import FreshKeyword, fresh_default, same_ranking, split_export
 from test_purge_repair import TIMES, _rebuilt, _rows, two_vaults  # noqa: F401 (a fixture)
 from vaultsync.store.search import cutoff
 from vaultsync.store.search.schema import OPEN
@@ -116,3 +116,31 @@ def test_pruning_keeps_every_row_a_fresh_index_ranks_in_its_top_limit(tmp_path: 
                     pruned += bool(scored) and scored[-1] < holding
             fresh.close()
     assert pruned  # the bound did skip docs somewhere, and every answer was still exact
+
+
+def test_now_ranks_copies_by_doc_as_a_fresh_index(tmp_path: Path, monkeypatch) -> None:
+    """Now, a vault of copies (its rows many times its docs) is ranked per doc, as at a cutoff, and still
+    equals a fresh index, keyword and default modes, whole query included."""
+    root = tmp_path / "vault"
+    for copy in range(4):
+        for i in range(40):
+            (root / f"copy{copy}" / f"n{i:03d}.md").parent.mkdir(parents=True, exist_ok=True)
+            (root / f"copy{copy}" / f"n{i:03d}.md").write_text(_note(i), encoding="utf-8")
+    calls: list[int] = []
+    score = cutoff.Scorer.score
+    monkeypatch.setattr(cutoff.Scorer, "score", lambda self: (calls.append(1), score(self))[1])
+    with Vault.open(tmp_path / "db.sqlite", root=root) as vault:
+        vault.sync(known_at="2024-03-01")
+        header, chunks = split_export(vault.export())
+        fresh = FreshKeyword(header, chunks)
+        for query in ["alpha zeta", "gamma alpha", "alpha alpha beta", "zeta"]:
+            for limit in (1, 4, 9, 30):
+                calls.clear()
+                got = vault.search(query, mode="keyword", limit=limit).to_json()["hits"]
+                assert calls  # ranked per doc, not by the live table
+                same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
+                             fresh.search(parse_query(query).expression, limit))
+            got = vault.search(query, limit=30).to_json()["hits"]
+            want = fresh_default(header, chunks, query, 30)
+            same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got], want)
+        fresh.close()

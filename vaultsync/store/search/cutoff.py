@@ -6,7 +6,7 @@ the doc's text and the cutoff's statistics alone), and how many visible rows use
 ``search_spans`` (one entry per doc and lifetime, not one per copy or per unchanged revision).
 
 Each phrase's document frequency at the cutoff is one sum over the docs holding it. The occurrence counts
-(``bm25()`` on the table of distinct docs, solved for the count: see ``keyword.freqs_sql``) are taken only
+(``bm25()`` on the table of distinct docs, solved for the count: see ``keyword._freqs_sql``) are taken only
 for the docs that can reach the top ``limit`` rows (MaxScore, exact): a phrase adds less than
 ``idf × (k1 + 1)`` to any doc's score, so once ``limit`` visible rows of the docs scored so far score above
 what the phrases not yet taken can add together, a doc holding only those phrases can neither enter the
@@ -52,7 +52,7 @@ def adjust(con: apsw.Connection, snap: Snapshot) -> bool:
     if not snap.removed and not snap.added:
         return False
     con.execute(
-        f"""INSERT INTO temp.kw_adj (doc, delta)
+        """INSERT INTO temp.kw_adj (doc, delta)
             SELECT doc_id, sum(d) FROM (
                 SELECT doc_id, -1 AS d FROM search_rows WHERE note_id IN (SELECT value FROM json_each(:rm))
                     AND vault_id = :v AND born <= :b AND (died IS NULL OR died > :b)

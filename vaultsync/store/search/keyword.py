@@ -25,7 +25,7 @@ import apsw
 
 from . import cutoff
 from .cutoff import B, CONSTANTS, K1
-from .schema import live_table
+from .schema import has_spans, live_table
 from .snapshot import Snapshot
 from ...tokenizer import KeywordQuery
 
@@ -83,9 +83,24 @@ def rank_default(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whol
     whose text matches the FTS5 phrase ``whole`` (empty when ``whole`` is None)."""
     if not query.phrases or limit <= 0 or (allowed is not None and not allowed):
         return [], []
-    if snap.live:
+    if snap.live and not _shared(con, snap):
         return _rank_live(con, snap, query, whole, allowed, limit)
     return _rank_cutoff(con, snap, query, whole, allowed, limit)
+
+
+SHARED = 2
+"""Now, the per-doc ranking of a cutoff replaces the live table's when the vault's visible rows are at least
+this many times the distinct docs of the whole index (copies of notes share their docs: the live table would
+score every copy, the docs are scored once). Both are exact; this only chooses the cheaper one."""
+
+
+def _shared(con: apsw.Connection, snap: Snapshot) -> bool:
+    if not has_spans(con):
+        return False
+    rows = con.execute("SELECT coalesce(sum(rows), 0) FROM search_stats WHERE vault_id = ?",
+                       (snap.vault_id,)).fetchone()[0]
+    docs = con.execute("SELECT docs FROM search_doc_totals WHERE id = 1").fetchone()[0] or 0
+    return rows >= SHARED * max(docs, 1)
 
 
 def _rank_live(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None,
