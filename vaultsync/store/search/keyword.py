@@ -1,6 +1,7 @@
 """BM25 over exactly the chunks visible in a snapshot, equal to a fresh FTS5 table over those chunks.
 
-Now (no validity overlay): ``bm25()`` on the live FTS5 table, which holds exactly the current chunks.
+Now (no validity overlay): ``bm25()`` on the live FTS5 table, which holds exactly the current chunks
+(unless the vault's rows share their docs many times over, as copies do: then as at a cutoff, ``SHARED``).
 At any other cutoff: FTS5's own formula (``fts5_aux.c``) evaluated with the cutoff's statistics —
 N and total tokens from per-batch deltas, each phrase's document frequency counted among the visible
 chunk rows — and each phrase's frequency in each doc taken from the index of distinct docs, for the docs
@@ -28,7 +29,6 @@ from .cutoff import B, CONSTANTS, K1
 from .schema import has_spans, live_table
 from .snapshot import Snapshot
 from ...tokenizer import KeywordQuery
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +83,7 @@ def rank_default(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whol
     whose text matches the FTS5 phrase ``whole`` (empty when ``whole`` is None)."""
     if not query.phrases or limit <= 0 or (allowed is not None and not allowed):
         return [], []
-    if snap.live and not _shared(con, snap):
+    if snap.live and (allowed is not None or not _shared(con, snap)):
         return _rank_live(con, snap, query, whole, allowed, limit)
     return _rank_cutoff(con, snap, query, whole, allowed, limit)
 
@@ -91,7 +91,9 @@ def rank_default(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whol
 SHARED = 2
 """Now, the per-doc ranking of a cutoff replaces the live table's when the vault's visible rows are at least
 this many times the distinct docs of the whole index (copies of notes share their docs: the live table would
-score every copy, the docs are scored once). Both are exact; this only chooses the cheaper one."""
+score every copy, the docs are scored once), and no filter narrows the rows (the live table scores only the
+allowed rows; the per-doc ranking would score every doc holding a phrase). Both are exact; this only
+chooses the cheaper one."""
 
 
 def _shared(con: apsw.Connection, snap: Snapshot) -> bool:
@@ -184,8 +186,6 @@ def _freqs_sql(con: apsw.Connection, fts_phrase: str, max_doc: int) -> tuple[str
            "JOIN search_docs d ON d.id = search_fts.rowid WHERE search_fts MATCH :phrase AND search_fts.rowid <= :maxdoc")
     return sql, {"didf": idf(n_docs, n_hit), "davgdl": total / n_docs, "phrase": fts_phrase, "maxdoc": max_doc,
                  **CONSTANTS}
-
-
 
 
 def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None,
