@@ -237,6 +237,15 @@ def m007_batch_callers(con: apsw.Connection) -> None:
     con.execute("ALTER TABLE batches ADD COLUMN caller TEXT")
 
 
+@migration
+def m008_search_spans(con: apsw.Connection) -> None:
+    """How many search rows use each doc with each lifetime (``search.schema.SPANS``), so that a past
+    search counts a doc's visible rows without walking one index entry per row."""
+    from .search import schema as search_schema
+
+    search_schema.create(con)
+
+
 def has_table(con: apsw.Connection, name: str) -> bool:
     return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
@@ -248,6 +257,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
     Before ``m005`` there are no audit heads: read-only, ``store.audit.head`` finds none.
     Before ``m006`` no vault device is registered: read-only, none is needed.
     Before ``m007`` no batch names its caller: read-only, ``store.batches`` reads NULL.
+    Before ``m008`` there are no search spans: read-only, a past search counts ``search_rows`` instead.
     """
     if version == len(MIGRATIONS):
         return True
@@ -256,7 +266,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
     # 0.1.0 with its search tables, a database before purges, one whose index may still hold blank
     # or heading-only chunks (before m004), or one without audit heads (before m005): reads need
     # nothing that is missing
-    return version in (1, 2, 3, 4, 5, 6) and search_schema.current(con)
+    return version in (1, 2, 3, 4, 5, 6, 7) and search_schema.current(con)
 
 
 def migrate(con: apsw.Connection) -> int:

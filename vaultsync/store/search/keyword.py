@@ -1,9 +1,11 @@
 """BM25 over exactly the chunks visible in a snapshot, equal to a fresh FTS5 table over those chunks.
 
-Now (no validity overlay): ``bm25()`` on the live FTS5 table, which holds exactly the current chunks.
+Now (no validity overlay): ``bm25()`` on the live FTS5 table, which holds exactly the current chunks
+(unless the vault's rows share their docs many times over, as copies do: then as at a cutoff, ``SHARED``).
 At any other cutoff: FTS5's own formula (``fts5_aux.c``) evaluated with the cutoff's statistics —
 N and total tokens from per-batch deltas, each phrase's document frequency counted among the visible
-chunk rows — and each phrase's frequency in each doc taken from the index of distinct docs.
+chunk rows — and each phrase's frequency in each doc taken from the index of distinct docs, for the docs
+that can reach the best rows only (``cutoff``).
 
 Order: score ascending (lower is better, as ``bm25()``), then path, then chunk position.
 
@@ -22,12 +24,11 @@ from dataclasses import dataclass
 
 import apsw
 
-from .schema import live_table
-from .snapshot import DOCS_PARAM, Snapshot, rows_source
+from . import cutoff
+from .cutoff import B, CONSTANTS, K1
+from .schema import has_spans, live_table
+from .snapshot import Snapshot
 from ...tokenizer import KeywordQuery
-
-K1 = 1.2
-B = 0.75
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +83,26 @@ def rank_default(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whol
     whose text matches the FTS5 phrase ``whole`` (empty when ``whole`` is None)."""
     if not query.phrases or limit <= 0 or (allowed is not None and not allowed):
         return [], []
-    if snap.live:
+    if snap.live and (allowed is not None or not _shared(con, snap)):
         return _rank_live(con, snap, query, whole, allowed, limit)
     return _rank_cutoff(con, snap, query, whole, allowed, limit)
+
+
+SHARED = 2
+"""Now, the per-doc ranking of a cutoff replaces the live table's when the vault's visible rows are at least
+this many times the distinct docs of the whole index (copies of notes share their docs: the live table would
+score every copy, the docs are scored once), and no filter narrows the rows (the live table scores only the
+allowed rows; the per-doc ranking would score every doc holding a phrase). Both are exact; this only
+chooses the cheaper one."""
+
+
+def _shared(con: apsw.Connection, snap: Snapshot) -> bool:
+    if not has_spans(con):
+        return False
+    rows = con.execute("SELECT coalesce(sum(rows), 0) FROM search_stats WHERE vault_id = ?",
+                       (snap.vault_id,)).fetchone()[0]
+    docs = con.execute("SELECT docs FROM search_doc_totals WHERE id = 1").fetchone()[0] or 0
+    return rows >= SHARED * max(docs, 1)
 
 
 def _rank_live(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None,
@@ -141,14 +159,18 @@ def cutoff_stats(con: apsw.Connection, snap: Snapshot) -> tuple[int, int, int]:
 def phrase_freqs(con: apsw.Connection, fts_phrase: str, max_doc: int) -> dict[int, tuple[int, int]]:
     """doc id → (occurrences of the phrase, doc length) for docs up to ``max_doc`` containing it."""
     out: dict[int, tuple[int, int]] = {}
-    sql, params = _freqs_sql(con, fts_phrase, max_doc)
+    found = _freqs_sql(con, fts_phrase, max_doc)
+    if found is None:
+        return out
+    sql, params = found
     for doc_id, tf, length in con.execute(sql, params):
         out[doc_id] = (int(tf), length)
     return out
 
 
-def _freqs_sql(con: apsw.Connection, fts_phrase: str, max_doc: int) -> tuple[str, dict[str, object]]:
-    """SQL giving (doc, occurrences, length) for each doc up to ``max_doc`` containing the phrase.
+def _freqs_sql(con: apsw.Connection, fts_phrase: str, max_doc: int) -> tuple[str, dict[str, object]] | None:
+    """SQL giving (doc, occurrences, length) for each doc up to ``max_doc`` containing the phrase (None:
+    no doc contains it); the SQL ends with its WHERE clause, to which a caller may add conditions.
 
     FTS5 exposes a phrase's occurrence count in a row only through ``bm25()``: for the one-phrase
     query on the table of distinct docs, whose statistics are known, the count is solved for exactly
@@ -157,7 +179,7 @@ def _freqs_sql(con: apsw.Connection, fts_phrase: str, max_doc: int) -> tuple[str
     n_docs, total = con.execute("SELECT docs, tokens FROM search_doc_totals WHERE id = 1").fetchone()
     n_hit = con.execute("SELECT count(*) FROM search_fts WHERE search_fts MATCH ?", (fts_phrase,)).fetchone()[0]
     if n_hit == 0 or n_docs == 0:
-        return "SELECT NULL AS doc, NULL AS tf, NULL AS length WHERE 0", {}
+        return None
     g = "(-bm25(search_fts) / :didf)"
     k = ":k1 * (:omb + :b * d.length / :davgdl)"
     sql = (f"SELECT search_fts.rowid AS doc, round({g} * ({k}) / (:k1p1 - {g})) AS tf, d.length AS length FROM search_fts "
@@ -166,85 +188,56 @@ def _freqs_sql(con: apsw.Connection, fts_phrase: str, max_doc: int) -> tuple[str
                  **CONSTANTS}
 
 
-CONSTANTS = {"k1": K1, "b": B, "omb": 1 - B, "k1p1": K1 + 1.0}
-
-
 def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None,
                  allowed: set[int] | None, limit: int) -> tuple[list[Scored], list[Scored]]:
-    """BM25 at a cutoff, computed inside SQLite per distinct doc: occurrences per doc, how many visible
-    rows use each doc, scores; then the rows of the best docs only (and, with ``whole``, of the best docs
-    whose text matches that phrase).
-
-    Every visible row using a doc has that doc's score (the score depends on the doc's text and the
-    cutoff's statistics alone), so the work grows with the docs that hold a phrase, not with the rows
-    (a history's unchanged chunks, a copied note) that share them.
-    """
+    """BM25 at a cutoff, computed inside SQLite per distinct doc (see ``cutoff``): each phrase's document
+    frequency, then the scores of the docs that can reach the best ``limit`` rows (and of every doc holding
+    ``whole``), then the rows of the best docs only."""
     n_rows, tokens, max_doc = cutoff_stats(con, snap)
     if n_rows <= 0:
         return [], []
-    con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_tf (doc INTEGER, phrase INTEGER, tf REAL, "
-                "PRIMARY KEY (doc, phrase)) WITHOUT ROWID")
-    con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_docs (doc INTEGER PRIMARY KEY, n INTEGER NOT NULL, "
-                "s REAL NOT NULL DEFAULT 0.0)")
-    con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_whole (id INTEGER PRIMARY KEY)")
-    con.execute("DELETE FROM temp.kw_tf")
-    con.execute("DELETE FROM temp.kw_docs")
-    con.execute("DELETE FROM temp.kw_whole")
+    cutoff.temp_tables(con)
     try:
-        for i, phrase in enumerate(query.phrases):
-            sql, params = _freqs_sql(con, phrase.fts(), max_doc)
-            con.execute(f"INSERT INTO temp.kw_tf (doc, tf, phrase) SELECT doc, tf, {i} FROM ({sql})", params)
-        source, params = rows_source(snap, None, docs="SELECT DISTINCT doc AS value FROM temp.kw_tf")
-        con.execute(f"INSERT INTO temp.kw_docs (doc, n) SELECT doc_id, count(*) FROM ({source}) GROUP BY doc_id",
-                    params)
-        df = dict(con.execute("SELECT t.phrase, sum(d.n) FROM temp.kw_docs d JOIN temp.kw_tf t ON t.doc = d.doc "
-                              "GROUP BY t.phrase").fetchall())
-        # The score is summed phrase by phrase, in query order, as fts5Bm25Function adds its terms: one
-        # UPDATE per phrase (a phrase absent from a doc adds exactly 0.0), so no statement joins more
-        # than three tables whatever the number of phrases (SQLite allows 64 per join).
-        avgdl = tokens / n_rows
-        for i in range(len(query.phrases)):
-            con.execute(
-                """UPDATE temp.kw_docs SET s = s + :idf * ((t.tf * :k1p1) / (t.tf + :k1 * (:omb + :b * d.length / :avgdl)))
-                   FROM temp.kw_tf t, search_docs d
-                   WHERE t.doc = kw_docs.doc AND t.phrase = :phrase AND d.id = kw_docs.doc""",
-                {"idf": idf(n_rows, df.get(i, 0)), "phrase": i, "avgdl": avgdl, **CONSTANTS})
-        rows = _best_rows(con, snap, allowed, limit)
-        held: list[tuple] = []
+        spans = cutoff.spans_source(con)
+        adjusted = cutoff.adjust(con, snap)
+        phrases = [p.fts() for p in query.phrases]
+        freqs = [_freqs_sql(con, p, max_doc) for p in phrases]
+        dfs = [cutoff.phrase_df(con, snap, p, max_doc, spans, adjusted) if f is not None else 0
+               for p, f in zip(phrases, freqs)]
+        idfs = [idf(n_rows, df) for df in dfs]
+        scorer = cutoff.Scorer(con, snap, freqs, idfs, tokens / n_rows, spans, adjusted)
         if whole is not None:
             con.execute("INSERT INTO temp.kw_whole (id) SELECT rowid FROM search_fts "
                         "WHERE search_fts MATCH :whole AND rowid <= :maxdoc", {"whole": whole, "maxdoc": max_doc})
-            held = _best_rows(con, snap, allowed, limit, within="WHERE doc IN (SELECT id FROM temp.kw_whole)")
+            scorer.add("SELECT id FROM temp.kw_whole", {})
+        bound = [value * (K1 + 1.0) for value in idfs]  # more than the phrase can add to any doc's score
+        left = sorted((i for i, f in enumerate(freqs) if f is not None), key=lambda i: -bound[i])
+        while left:
+            take = left
+            if allowed is None:
+                edge = scorer.threshold(limit)
+                if edge is None:  # fewer than ``limit`` rows scored: take phrases until their rows may reach it
+                    k, held_rows = 0, 0
+                    while k < len(left) and held_rows < limit:
+                        held_rows += dfs[left[k]]
+                        k += 1
+                    take = left[:k]
+                else:
+                    k = 0
+                    while k < len(left) and sum(bound[i] for i in left[k:]) * (1 + cutoff.MARGIN) >= edge:
+                        k += 1
+                    take = left[:k]
+                    if not take:
+                        break  # no doc holding only the phrases left can reach the best ``limit`` rows
+            for i in take:
+                scorer.add("SELECT rowid FROM search_fts WHERE search_fts MATCH :phrase AND rowid <= :maxdoc",
+                           {"phrase": phrases[i], "maxdoc": max_doc})
+            scorer.score()
+            left = left[len(take):]
+        scorer.score()
+        rows = cutoff.best_rows(con, snap, allowed, limit)
+        held = cutoff.best_rows(con, snap, allowed, limit, within="WHERE doc IN (SELECT id FROM temp.kw_whole)") \
+            if whole is not None else []
     finally:
-        con.execute("DELETE FROM temp.kw_tf")
-        con.execute("DELETE FROM temp.kw_docs")
-        con.execute("DELETE FROM temp.kw_whole")
+        cutoff.clear(con)
     return _top(con, [Scored(r[0], r[1]) for r in rows], limit), _top(con, [Scored(r[0], r[1]) for r in held], limit)
-
-
-def _best_rows(con: apsw.Connection, snap: Snapshot, allowed: set[int] | None, limit: int,
-               within: str = "") -> list[tuple]:
-    """(row id, score) of the visible rows (of allowed notes) of the best docs in ``temp.kw_docs`` (``within``:
-    a WHERE clause narrowing those docs): whole groups of equal score, best first, until ``limit`` rows are
-    reached (as ``_lowest``: every row tied with the last one is kept)."""
-    out: list[tuple] = []
-    taken, step, last = 0, max(limit + 1, 64), None
-    while True:
-        docs = con.execute(f"SELECT doc, -1.0 * s FROM temp.kw_docs {within} ORDER BY s DESC, doc LIMIT :n OFFSET :o",
-                           {"n": step, "o": taken}).fetchall()
-        if not docs:
-            return out
-        taken += len(docs)
-        score = dict(docs)
-        source, params = rows_source(snap, allowed, docs=DOCS_PARAM)
-        found: dict[int, list[int]] = {}
-        for row_id, doc_id, _ in con.execute(source, {**params, "docs": json.dumps(list(score))}):
-            found.setdefault(doc_id, []).append(row_id)
-        for doc_id, s in docs:
-            if last is not None and len(out) >= limit and s != last:
-                return out
-            rows = found.get(doc_id, ())
-            out += [(row_id, s) for row_id in rows]
-            if rows:
-                last = s
-        step *= 4

@@ -33,12 +33,62 @@ LIVE_VECTORS_REBUILD = """
     SELECT r.vault_id, r.doc_id, count(*), v.embedding FROM search_rows r INDEXED BY search_rows_live
     JOIN search_vectors v ON v.doc_id = r.doc_id WHERE r.died IS NULL GROUP BY r.vault_id, r.doc_id;"""
 
+OPEN = 9223372036854775807
+"""``search_spans.died`` of rows still visible (later than any batch)."""
+
+SPANS = f"""
+    CREATE TABLE IF NOT EXISTS search_spans (
+        doc_id   INTEGER NOT NULL,
+        vault_id INTEGER NOT NULL,
+        born     INTEGER NOT NULL,
+        died     INTEGER NOT NULL,              -- {OPEN} while visible
+        rows     INTEGER NOT NULL,              -- search_rows with these four values
+        PRIMARY KEY (doc_id, vault_id, born, died)
+    ) WITHOUT ROWID;
+    CREATE TRIGGER IF NOT EXISTS search_spans_in AFTER INSERT ON search_rows BEGIN
+        INSERT INTO search_spans (doc_id, vault_id, born, died, rows)
+        VALUES (NEW.doc_id, NEW.vault_id, NEW.born, coalesce(NEW.died, {OPEN}), 1)
+        ON CONFLICT (doc_id, vault_id, born, died) DO UPDATE SET rows = rows + 1;
+    END;
+    CREATE TRIGGER IF NOT EXISTS search_spans_out AFTER DELETE ON search_rows BEGIN
+        UPDATE search_spans SET rows = rows - 1 WHERE doc_id = OLD.doc_id AND vault_id = OLD.vault_id
+            AND born = OLD.born AND died = coalesce(OLD.died, {OPEN});
+        DELETE FROM search_spans WHERE doc_id = OLD.doc_id AND vault_id = OLD.vault_id AND born = OLD.born
+            AND died = coalesce(OLD.died, {OPEN}) AND rows <= 0;
+    END;
+    CREATE TRIGGER IF NOT EXISTS search_spans_moved AFTER UPDATE OF doc_id, vault_id, born, died ON search_rows BEGIN
+        UPDATE search_spans SET rows = rows - 1 WHERE doc_id = OLD.doc_id AND vault_id = OLD.vault_id
+            AND born = OLD.born AND died = coalesce(OLD.died, {OPEN});
+        DELETE FROM search_spans WHERE doc_id = OLD.doc_id AND vault_id = OLD.vault_id AND born = OLD.born
+            AND died = coalesce(OLD.died, {OPEN}) AND rows <= 0;
+        INSERT INTO search_spans (doc_id, vault_id, born, died, rows)
+        VALUES (NEW.doc_id, NEW.vault_id, NEW.born, coalesce(NEW.died, {OPEN}), 1)
+        ON CONFLICT (doc_id, vault_id, born, died) DO UPDATE SET rows = rows + 1;
+    END;"""
+"""``search_spans``: how many chunk rows use each doc in each vault with the same lifetime, kept equal to
+``search_rows`` by its triggers (whatever writes the rows: indexing, a purge's repair, a rebuild). A cutoff
+counts a doc's visible rows from one or two spans instead of one index entry per row (copies of a note,
+the unchanged chunks of a history)."""
+
+SPANS_RECOUNT = f"""
+    DELETE FROM search_spans;
+    INSERT INTO search_spans (doc_id, vault_id, born, died, rows)
+    SELECT doc_id, vault_id, born, coalesce(died, {OPEN}), count(*) FROM search_rows GROUP BY 1, 2, 3, 4;"""
+
+
+def has_spans(con: apsw.Connection) -> bool:
+    """True when ``search_spans`` exists (from the store's migration ``m008_search_spans``)."""
+    return con.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_spans'").fetchone() is not None
+
+
 def create(con: apsw.Connection) -> None:
     """Create the search tables, or bring those of an older vaultsync up to date (idempotent).
 
-    Called inside a transaction: by the migration ``m002_search`` and after ``drop_schema``.
+    Called inside a transaction: by the migrations ``m002_search`` and ``m008_search_spans`` and after
+    ``drop_schema``.
     """
     existed = has_schema(con)
+    spans = has_spans(con)
     con.execute(
         f"""
         CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -84,6 +134,9 @@ def create(con: apsw.Connection) -> None:
         CREATE TABLE IF NOT EXISTS search_bounded (note_id INTEGER PRIMARY KEY, vault_id INTEGER NOT NULL);
         """
     )
+    con.execute(SPANS)
+    if not spans:
+        con.execute(SPANS_RECOUNT)  # rows indexed before the spans existed
     if existed and int(meta(con, "schema_version") or 1) < CURRENT:
         con.execute(LIVE_VECTORS_REBUILD)  # made before search_live_vectors existed (search schema 1 or 2)
     if not existed:

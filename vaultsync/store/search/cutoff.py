@@ -1,0 +1,168 @@
+"""BM25 at a past cutoff (``keyword.rank_default`` when the live table does not apply), equal to a fresh
+FTS5 table over the visible chunks.
+
+Work per distinct doc, not per chunk row: every visible row using a doc has that doc's score (it depends on
+the doc's text and the cutoff's statistics alone), and how many visible rows use a doc is read from
+``search_spans`` (one entry per doc and lifetime, not one per copy or per unchanged revision).
+
+Each phrase's document frequency at the cutoff is one sum over the docs holding it. The occurrence counts
+(``bm25()`` on the table of distinct docs, solved for the count: see ``keyword._freqs_sql``) are taken only
+for the docs that can reach the top ``limit`` rows (MaxScore, exact): a phrase adds less than
+``idf × (k1 + 1)`` to any doc's score, so once ``limit`` visible rows of the docs scored so far score above
+what the phrases not yet taken can add together, a doc holding only those phrases can neither enter the
+top ``limit`` nor tie with its last row, and is never scored. Docs are taken phrase by phrase, the phrases
+that can add the most first; the docs holding the whole query in order (``whole``) are always scored.
+With a filter (``allowed``) every doc holding a phrase is scored, as the threshold would need the allowed
+rows of each doc.
+"""
+
+from __future__ import annotations
+
+import json
+
+import apsw
+
+from .schema import OPEN, has_spans
+from .snapshot import DOCS_PARAM, Snapshot, rows_source
+
+K1 = 1.2
+B = 0.75
+CONSTANTS = {"k1": K1, "b": B, "omb": 1 - B, "k1p1": K1 + 1.0}
+MARGIN = 1e-9
+"""Relative slack on the bound a skipped doc cannot reach (floating-point sums of the terms)."""
+
+TEMP = {
+    "kw_docs": "(doc INTEGER PRIMARY KEY, n INTEGER, s REAL NOT NULL DEFAULT 0.0)",
+    "kw_whole": "(id INTEGER PRIMARY KEY)",
+    "kw_adj": "(doc INTEGER PRIMARY KEY, delta INTEGER NOT NULL)",
+}
+
+
+def spans_source(con: apsw.Connection) -> str:
+    """``search_spans``, or the same counts over ``search_rows`` in a database from before it (read-only)."""
+    if has_spans(con):
+        return "search_spans"
+    return (f"(SELECT doc_id, vault_id, born, coalesce(died, {OPEN}) AS died, 1 AS rows "
+            "FROM search_rows INDEXED BY search_rows_by_doc)")
+
+
+def adjust(con: apsw.Connection, snap: Snapshot) -> bool:
+    """Fill ``temp.kw_adj`` with the validity overlay's change to each doc's visible rows (as ``rows_source``:
+    the removed revisions' rows out, the added ones' in); False when there is none."""
+    if not snap.removed and not snap.added:
+        return False
+    con.execute(
+        """INSERT INTO temp.kw_adj (doc, delta)
+            SELECT doc_id, sum(d) FROM (
+                SELECT doc_id, -1 AS d FROM search_rows WHERE note_id IN (SELECT value FROM json_each(:rm))
+                    AND vault_id = :v AND born <= :b AND (died IS NULL OR died > :b)
+                UNION ALL SELECT doc_id, 1 FROM search_rows WHERE note_id IN (SELECT value FROM json_each(:add)))
+            GROUP BY doc_id""",
+        {"rm": json.dumps(sorted(snap.removed)), "add": json.dumps(sorted(snap.added)), "v": snap.vault_id,
+         "b": snap.batch})
+    return True
+
+
+def phrase_df(con: apsw.Connection, snap: Snapshot, fts_phrase: str, max_doc: int, spans: str, adjusted: bool) -> int:
+    """Visible rows at the cutoff whose doc holds the phrase."""
+    params = {"phrase": fts_phrase, "maxdoc": max_doc, "v": snap.vault_id, "b": snap.batch}
+    df = con.execute(
+        f"""SELECT coalesce(sum(s.rows), 0) FROM search_fts JOIN {spans} s ON s.doc_id = search_fts.rowid
+            AND s.vault_id = :v AND s.born <= :b AND s.died > :b
+            WHERE search_fts MATCH :phrase AND search_fts.rowid <= :maxdoc""", params).fetchone()[0]
+    if adjusted:
+        df += con.execute(
+            """SELECT coalesce(sum(a.delta), 0) FROM temp.kw_adj a WHERE a.doc <= :maxdoc AND EXISTS
+               (SELECT 1 FROM search_fts WHERE search_fts MATCH :phrase AND search_fts.rowid = a.doc)""",
+            params).fetchone()[0]
+    return df
+
+
+class Scorer:
+    """The docs scored so far (``temp.kw_docs``: visible rows ``n``, summed terms ``s``) for one query."""
+
+    def __init__(self, con: apsw.Connection, snap: Snapshot, freqs: list[tuple[str, dict] | None], idfs: list[float],
+                 avgdl: float, spans: str, adjusted: bool) -> None:
+        self.con, self.snap, self.freqs, self.idfs = con, snap, freqs, idfs
+        self.avgdl, self.spans, self.adjusted = avgdl, spans, adjusted
+        self.pending = False
+
+    def add(self, select_docs: str, params: dict[str, object]) -> None:
+        """Add the docs ``select_docs`` gives (one column), to be scored by the next ``score``."""
+        self.con.execute(f"INSERT OR IGNORE INTO temp.kw_docs (doc) {select_docs}", params)
+        self.pending = True
+
+    def score(self) -> None:
+        """Score the docs added since the last call: their summed terms and their visible rows."""
+        if not self.pending:
+            return
+        self.pending = False
+        con = self.con
+        # The score is summed phrase by phrase, in query order, as fts5Bm25Function adds its terms (a phrase
+        # absent from a doc adds exactly 0.0): each phrase's term is added to the new docs holding it as the
+        # phrase's walk finds them (``+rowid``: the new docs filter the walk; SQLite does not run the match
+        # again per doc).
+        for i, found in enumerate(self.freqs):
+            if found is None:  # no doc holds the phrase
+                continue
+            sql, sql_params = found
+            con.execute(
+                f"""INSERT INTO temp.kw_docs (doc, s)
+                    SELECT doc, :idf * ((tf * :k1p1) / (tf + :k1 * (:omb + :b * length / :avgdl))) FROM ({sql}
+                        AND +search_fts.rowid IN (SELECT doc FROM temp.kw_docs WHERE n IS NULL)) WHERE true
+                    ON CONFLICT (doc) DO UPDATE SET s = s + excluded.s""",
+                {**sql_params, "idf": self.idfs[i], "avgdl": self.avgdl})
+        adjust = " + coalesce((SELECT a.delta FROM temp.kw_adj a WHERE a.doc = kw_docs.doc), 0)" if self.adjusted else ""
+        con.execute(
+            f"""UPDATE temp.kw_docs SET n = (SELECT coalesce(sum(s.rows), 0) FROM {self.spans} s
+                WHERE s.doc_id = kw_docs.doc AND s.vault_id = :v AND s.born <= :b AND s.died > :b){adjust}
+                WHERE n IS NULL""",
+            {"v": self.snap.vault_id, "b": self.snap.batch})
+
+    def threshold(self, limit: int) -> float | None:
+        """The summed terms of the ``limit``-th best visible row among the docs scored (None: fewer rows)."""
+        seen = 0
+        for s, n in self.con.execute("SELECT s, n FROM temp.kw_docs WHERE n > 0 ORDER BY s DESC"):
+            seen += n
+            if seen >= limit:
+                return s
+        return None
+
+
+def best_rows(con: apsw.Connection, snap: Snapshot, allowed: set[int] | None, limit: int,
+              within: str = "") -> list[tuple]:
+    """(row id, score) of the visible rows (of allowed notes) of the best docs in ``temp.kw_docs`` (``within``:
+    a WHERE clause narrowing those docs): whole groups of equal score, best first, until ``limit`` rows are
+    reached (as ``keyword._lowest``: every row tied with the last one is kept)."""
+    out: list[tuple] = []
+    taken, step, last = 0, max(limit + 1, 64), None
+    while True:
+        docs = con.execute(f"SELECT doc, -1.0 * s FROM temp.kw_docs {within} ORDER BY s DESC, doc LIMIT :n OFFSET :o",
+                           {"n": step, "o": taken}).fetchall()
+        if not docs:
+            return out
+        taken += len(docs)
+        score = dict(docs)
+        source, params = rows_source(snap, allowed, docs=DOCS_PARAM)
+        found: dict[int, list[int]] = {}
+        for row_id, doc_id, _ in con.execute(source, {**params, "docs": json.dumps(list(score))}):
+            found.setdefault(doc_id, []).append(row_id)
+        for doc_id, s in docs:
+            if last is not None and len(out) >= limit and s != last:
+                return out
+            rows = found.get(doc_id, ())
+            out += [(row_id, s) for row_id in rows]
+            if rows:
+                last = s
+        step *= 4
+
+
+def temp_tables(con: apsw.Connection) -> None:
+    for name, columns in TEMP.items():
+        con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} {columns}")
+        con.execute(f"DELETE FROM temp.{name}")
+
+
+def clear(con: apsw.Connection) -> None:
+    for name in TEMP:
+        con.execute(f"DELETE FROM temp.{name}")
