@@ -4,7 +4,8 @@ Through ``Vault`` (the one door) with ``--db postgresql://…`` and a SQLite fil
 between them, ``ls``, ``read`` of every path ever seen, ``history``, ``export`` and keyword search
 and the default mode (single words, phrases, prefixes, CJK pairs, a filter, the validity overlay) give the
 same answers,
-scores within 1e-9 (the SQLite engine's scores are checked against a fresh FTS5 index by
+scores within 1e-9; vector search and the default mode fused with vectors give the same chunks with the same
+scores, bit for bit, with pgvector and with the fallback that does without it (the SQLite engine's scores are checked against a fresh FTS5 index by
 tests/test_search_truth.py). The server is tests/pgserver.py's, shared by the session.
 """
 
@@ -12,12 +13,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from vaultsync import Vault
+from vaultsync.embedders import HashEmbedder
 from vaultsync.errors import NoteNotFound
 from vaultsync.store.read import HISTORY_FIELDS, LISTED_FIELDS
 
@@ -67,11 +70,11 @@ def _write(root: Path, files: dict[str, str]) -> None:
         target.write_text(text, encoding="utf-8")
 
 
-def _import_all(db: Any, root: Path) -> list[int]:
+def _import_all(db: Any, root: Path, embedder: str | None = None) -> list[int]:
     times = []
     for i, files in enumerate(STATES):
         _write(root, files)
-        vault = Vault.open(db, root=root, name="v")
+        vault = Vault.open(db, root=root, name="v", embedder=embedder)
         try:
             vault.sync(known_at=T0 + i * DAY)
         finally:
@@ -193,3 +196,68 @@ def test_copy_sqlite_to_postgres_and_back_keeps_every_answer(both: tuple[Vault, 
                     [r.summary(HISTORY_FIELDS) for r in lite.history(path)]
         finally:
             copy.close()
+
+
+class FusedHash(HashEmbedder):
+    """The hashed embedder, marked as one the default mode fuses (so the default mode joins vectors)."""
+
+    embedder_id = "hash-fused"
+    fuse = True
+
+
+@pytest.fixture(scope="module")
+def fused() -> Any:
+    """Three stores of one history with a fusing embedder: SQLite, PostgreSQL with pgvector, and PostgreSQL
+    without it (``VAULTSYNC_PG_VECTORS=python`` when its schema was made: the fallback)."""
+    from vaultsync import embedders
+    from vaultsync.store.pg.vectors import ENV, pgvector_schema
+
+    try:
+        server = pgserver.shared()
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as tmp:
+        mp.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
+        work = Path(tmp)
+        times = _import_all(work / "lite.db", work / "vault", "hash-fused")
+        with_ext, without = server.fresh("vec"), server.fresh("novec")
+        assert _import_all(with_ext, work / "vault", "hash-fused") == times
+        mp.setenv(ENV, "python")
+        assert _import_all(without, work / "vault", "hash-fused") == times
+        mp.delenv(ENV)
+        opened = [Vault.open(db, name="v", readonly=True) for db in (work / "lite.db", with_ext, without)]
+        with opened[1]._store.db.atomic() as con:
+            assert pgvector_schema(con.raw) is not None  # the first really ranks with pgvector…
+        with opened[2]._store.db.atomic() as con:
+            assert pgvector_schema(con.raw) is None  # …and the second without it
+        yield (*opened, times)
+        for vault in opened:
+            vault.close()
+
+
+def _vector_answers(vault: Vault, at: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for valid_at in (None, T0 + DAY - DAY // 6):
+        for query in ["tide table", "storm season keeper", "東京の会議", "budgets"]:
+            for options in ({}, {"prefix": "Plans/"}):
+                for mode, limit in (("vector", 1), ("vector", 3), ("vector", 8), ("hybrid", 8)):
+                    found = vault.search(query, mode=mode, as_of=at, valid_at=valid_at, limit=limit, **options)
+                    out[f"{mode} {limit} {query} {valid_at} {options}"] = [
+                        (h["path"], h["chunk_id"], json.dumps([h["keyword"], h["vector"], h["signals"]]), h["score"])
+                        for h in found.hits]
+    return out
+
+
+def test_vector_and_fused_search_are_the_same_with_and_without_pgvector(fused: Any) -> None:
+    lite, pg, fallback, times = fused
+    compared = 0
+    for at in [T0 - 1, times[0], times[1] + DAY // 2, times[2]]:
+        want = _vector_answers(lite, at)
+        assert _vector_answers(pg, at) == want, at
+        assert _vector_answers(fallback, at) == want, at
+        compared += sum(len(hits) for hits in want.values())
+    assert compared > 200
+    nearest = pg.search("storm season keeper", mode="vector", limit=3).hits
+    assert nearest[0]["path"] == "Storm.md" and nearest[0]["vector"]["score"] > 0.3  # the vectors are real
+    fusedhits = pg.search("keeper", limit=8).hits
+    assert any(h["vector"] is not None for h in fusedhits)  # the default mode joined the vector ranking
