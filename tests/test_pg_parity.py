@@ -261,3 +261,40 @@ def test_vector_and_fused_search_are_the_same_with_and_without_pgvector(fused: A
     assert nearest[0]["path"] == "Storm.md" and nearest[0]["vector"]["score"] > 0.3  # the vectors are real
     fusedhits = pg.search("keeper", limit=8).hits
     assert any(h["vector"] is not None for h in fusedhits)  # the default mode joined the vector ranking
+
+
+def test_reembed_purge_and_reindex_keep_the_vectors_equal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One history in both engines (the default embedder): vector search equal; both re-embedded with a fusing
+    embedder: the default mode equal and fused; a text purged from both (the PostgreSQL index rebuilt with
+    the store's embedder inside the purge), then a reindex: still equal."""
+    from vaultsync import embedders
+
+    try:
+        dsn = pgserver.shared().fresh("reembed")
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
+    _import_all(tmp_path / "lite.db", tmp_path / "vault")
+    _import_all(dsn, tmp_path / "vault")
+    vaults = [Vault.open(db, root=tmp_path / "vault", name="v") for db in (tmp_path / "lite.db", dsn)]
+    try:
+        def same(mode: str, queries: tuple[str, ...] = ("tide table", "lighthouse keeper", "storm")) -> list[Any]:
+            found = [[[(h["path"], h["chunk_id"], h["score"], h["vector"]) for h in
+                       v.search(q, mode=mode, limit=6, as_of=at).hits] for q in queries for at in (None, T0)]
+                     for v in vaults]
+            assert found[1] == found[0], mode
+            return found[0]
+
+        assert any(same("vector"))
+        for vault in vaults:
+            assert vault.reembed("hash-fused").docs_embedded > 0
+        assert any(h[3] is not None for hits in same("hybrid") for h in hits)  # fused on both
+        for vault in vaults:
+            vault.purge(texts=["lighthouse"], also_current=True)
+        assert any(same("vector", ("lighthouse budget", "tide")))
+        vaults[1].reindex(full=True)
+        same("vector", ("lighthouse budget", "keeper logs"))
+        same("hybrid", ("lighthouse budget", "keeper logs"))
+    finally:
+        for vault in vaults:
+            vault.close()
