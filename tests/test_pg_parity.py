@@ -298,3 +298,60 @@ def test_reembed_purge_and_reindex_keep_the_vectors_equal(tmp_path: Path, monkey
     finally:
         for vault in vaults:
             vault.close()
+
+
+def test_copy_carries_purge_records_audit_heads_and_the_embedder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vault purged twice (a text, then a retention horizon) in a database with an audit log head and a fusing
+    embedder: copied SQLite → PostgreSQL → SQLite, each copy has the same purge records, horizon, audit head
+    and answers (the default mode fused with the same vectors), and checks clean."""
+    from vaultsync import embedders
+    from vaultsync.store import open_store
+    from vaultsync.store.transfer import copy_databases
+
+    monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
+
+    try:
+        there = pgserver.shared().fresh("copypurge")
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    lite_db, back = tmp_path / "lite.db", tmp_path / "back.db"
+    times = _import_all(lite_db, tmp_path / "vault", "hash-fused")
+    with Vault.open(lite_db, root=tmp_path / "vault", name="v") as vault:
+        vault.purge(texts=["lighthouse"], also_current=True)
+        vault.purge(before=times[1])
+    store = open_store(lite_db)
+    try:
+        store.audit_append("log-1", "/var/log/vaultsync/audit.jsonl", lambda records, head: f"{records:064x}")
+        store.audit_append("log-1", "/var/log/vaultsync/audit.jsonl", lambda records, head: f"{records + 7:064x}")
+    finally:
+        store.close()
+    copy_databases(lite_db, there)
+    copy_databases(there, back)
+    lite = Vault.open(lite_db, name="v", readonly=True)
+    paths = sorted({p for state in STATES for p in state} | {"Plans/Q1.md"})
+    try:
+        def records(vault: Vault) -> list[tuple]:
+            with vault._store.view(vault.id, "v") as view:
+                return [(p.command, p.horizon, p.revisions_changed, p.revisions_removed, p.at) for p in view.purges()]
+
+        purges = records(lite)
+        assert [p[0] for p in purges] == ["text", "before"] and purges[1][1] == times[1]
+        expected = {at: _answers(lite, at, paths) for at in times[1:]}
+        vectors = _vector_answers(lite, times[2])
+        assert any(h[2] != "[null, null, null]" and json.loads(h[2])[1] for hits in vectors.values() for h in hits)
+        head = lite._store.audit_head(log_id="log-1")
+        assert head is not None and head.records == 2
+        for db in (there, back):
+            copy = Vault.open(db, name="v", readonly=True)
+            try:
+                assert copy.check() == []
+                assert records(copy) == purges
+                assert copy._store.horizon(copy.id) == times[1]
+                assert copy._store.audit_head(log_id="log-1") == head
+                for at, answers in expected.items():
+                    assert _answers(copy, at, paths) == answers, (db, at)
+                assert _vector_answers(copy, times[2]) == vectors
+            finally:
+                copy.close()
+    finally:
+        lite.close()
