@@ -215,6 +215,12 @@ class PgStore(Store):
         assert row is not None
         return hash((int(row[0]), int(row[1]), int(row[2]))) & ((1 << 62) - 1)
 
+    def wakeup(self) -> Any:
+        """A ``pg.follow.Wakeup``: a wait that a batch's (or a lock release's) NOTIFY ends early."""
+        from .follow import Wakeup
+
+        return Wakeup(self)
+
     def listen(self, vault_id: int, after: int) -> Any:
         """A ``pg.follow.Listener``: wait for the vault's batches after ``after`` (LISTEN, with catch-up)."""
         from .follow import Listener
