@@ -69,3 +69,37 @@ async def test_a_server_on_postgres_answers_as_one_on_sqlite(tmp_path: Path) -> 
     on_lite = await _answers(str(tmp_path / "lite.db"), tmp_path / "lite" / "notes", tmp_path / "home", write=False)
     assert on_pg == on_lite
     assert on_pg[4]["hits"] and on_pg[2]["revisions"]
+
+
+@pytest.mark.anyio
+async def test_a_hardened_server_on_postgres_keeps_its_audit_head_there(tmp_path: Path, cli: Any) -> None:
+    """A manifest whose ``db_path`` is a ``postgresql://`` URI: the hardened server reads the vault from
+    PostgreSQL and moves its audit log's head there; ``audit verify --db URI`` checks the log against it."""
+    from hardened_helpers import audit_records, hardened_stdio, write_keystore, write_manifest
+    from vaultsync.hardened.audit import digest
+    from vaultsync.hardened.manifest import load_manifest
+    from vaultsync.store import open_store
+
+    try:
+        dsn = pgserver.shared().fresh("hardened")
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    root = tmp_path / "notes"
+    make_history_vault(root, dsn)  # type: ignore[arg-type]
+    (tmp_path / "audit").mkdir(mode=0o700)
+    log, keystore = tmp_path / "audit" / "audit.jsonl", write_keystore(tmp_path / "keys.toml")
+    manifest = write_manifest(tmp_path / "m" / "manifest.toml", dsn,  # type: ignore[arg-type]
+                              audit_log_path=str(log), keystore_path=str(keystore))
+    assert load_manifest(manifest).db_path == dsn  # kept as it is, not read as a path beside the manifest
+    async with Client(hardened_stdio(root, manifest), mode="legacy") as c:
+        found = sc(await c.call_tool("search_notes", {"query": "budget risks"}))["hits"]
+    assert found and found[0]["path"]
+    records = audit_records(log)
+    store = open_store(dsn, readonly=True)
+    try:
+        head = store.audit_head(log_id=records[0]["log"])
+    finally:
+        store.close()
+    assert head is not None and head.records == len(records) >= 2 and head.head == digest(records[-1])
+    ran = cli("audit", "verify", str(log), "--db", dsn, "--keystore", str(keystore))
+    assert ran.returncode == 0, ran.stdout + ran.stderr

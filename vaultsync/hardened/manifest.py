@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..store import is_dsn
 
 DEFAULT_SECRET_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN",
                       "VAULTSYNC_SIGNING_KEY")
@@ -64,8 +65,9 @@ class RoleFilter:
 @dataclass(frozen=True)
 class Manifest:
     path: Path
-    db_path: Path
-    """The database (required: no default, no ``--db``, no ``VAULTSYNC_DB``)."""
+    db_path: Path | str
+    """The database (required: no default, no ``--db``, no ``VAULTSYNC_DB``): a file, relative to the manifest,
+    or a ``postgresql://`` URI, kept as it is."""
     vault_name: str | None = None
     """The vault's name in the database (default: the folder's name)."""
     keystore_path: Path | None = None
@@ -219,7 +221,7 @@ def load_manifest(path: Path) -> Manifest:
 
     return Manifest(
         path=path,
-        db_path=where(data["db_path"]),  # type: ignore[arg-type]
+        db_path=data["db_path"] if is_dsn(data["db_path"]) else where(data["db_path"]),  # type: ignore[arg-type]
         vault_name=data.get("vault_name"),
         keystore_path=where(data.get("keystore_path")),
         audit_log_path=where(data.get("audit_log_path")),
