@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..store import is_dsn
 
 DEFAULT_SECRET_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN",
                       "VAULTSYNC_SIGNING_KEY")
@@ -103,6 +102,11 @@ _TOKEN = {"sha256": "str", "caller_id": "str", "roles": "names"}
 _ROLES = {"caller_roles": "names", "default": "str", "allow": "table", "deny": "table"}
 _KINDS = {"str": "a string", "path": "a path (string)", "bool": "true or false", "names": "a list of strings",
           "table": "a table", "tables": "an array of tables"}
+
+
+def _is_dsn(value: str) -> bool:
+    """``store.is_dsn`` without importing the store (a refused start imports nothing heavy)."""
+    return value.startswith(("postgresql://", "postgres://"))
 
 
 def _fail(path: Path, key: str, problem: str) -> ConfigError:
@@ -221,7 +225,7 @@ def load_manifest(path: Path) -> Manifest:
 
     return Manifest(
         path=path,
-        db_path=data["db_path"] if is_dsn(data["db_path"]) else where(data["db_path"]),  # type: ignore[arg-type]
+        db_path=data["db_path"] if _is_dsn(data["db_path"]) else where(data["db_path"]),  # type: ignore[arg-type]
         vault_name=data.get("vault_name"),
         keystore_path=where(data.get("keystore_path")),
         audit_log_path=where(data.get("audit_log_path")),
