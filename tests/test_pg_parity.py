@@ -4,7 +4,8 @@ Through ``Vault`` (the one door) with ``--db postgresql://…`` and a SQLite fil
 between them, ``ls``, ``read`` of every path ever seen, ``history``, ``export`` and keyword search
 and the default mode (single words, phrases, prefixes, CJK pairs, a filter, the validity overlay) give the
 same answers,
-scores within 1e-9 (the SQLite engine's scores are checked against a fresh FTS5 index by
+scores within 1e-9; vector search and the default mode fused with vectors give the same chunks with the same
+scores, bit for bit, with pgvector and with the fallback that does without it (the SQLite engine's scores are checked against a fresh FTS5 index by
 tests/test_search_truth.py). The server is tests/pgserver.py's, shared by the session.
 """
 
@@ -12,12 +13,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from vaultsync import Vault
+from vaultsync.embedders import HashEmbedder
 from vaultsync.errors import NoteNotFound
 from vaultsync.store.read import HISTORY_FIELDS, LISTED_FIELDS
 
@@ -67,11 +70,11 @@ def _write(root: Path, files: dict[str, str]) -> None:
         target.write_text(text, encoding="utf-8")
 
 
-def _import_all(db: Any, root: Path) -> list[int]:
+def _import_all(db: Any, root: Path, embedder: str | None = None) -> list[int]:
     times = []
     for i, files in enumerate(STATES):
         _write(root, files)
-        vault = Vault.open(db, root=root, name="v")
+        vault = Vault.open(db, root=root, name="v", embedder=embedder)
         try:
             vault.sync(known_at=T0 + i * DAY)
         finally:
@@ -193,3 +196,162 @@ def test_copy_sqlite_to_postgres_and_back_keeps_every_answer(both: tuple[Vault, 
                     [r.summary(HISTORY_FIELDS) for r in lite.history(path)]
         finally:
             copy.close()
+
+
+class FusedHash(HashEmbedder):
+    """The hashed embedder, marked as one the default mode fuses (so the default mode joins vectors)."""
+
+    embedder_id = "hash-fused"
+    fuse = True
+
+
+@pytest.fixture(scope="module")
+def fused() -> Any:
+    """Three stores of one history with a fusing embedder: SQLite, PostgreSQL with pgvector, and PostgreSQL
+    without it (``VAULTSYNC_PG_VECTORS=python`` when its schema was made: the fallback)."""
+    from vaultsync import embedders
+    from vaultsync.store.pg.vectors import ENV, pgvector_schema
+
+    try:
+        server = pgserver.shared()
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as tmp:
+        mp.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
+        work = Path(tmp)
+        times = _import_all(work / "lite.db", work / "vault", "hash-fused")
+        with_ext, without = server.fresh("vec"), server.fresh("novec")
+        assert _import_all(with_ext, work / "vault", "hash-fused") == times
+        mp.setenv(ENV, "python")
+        assert _import_all(without, work / "vault", "hash-fused") == times
+        mp.delenv(ENV)
+        opened = [Vault.open(db, name="v", readonly=True) for db in (work / "lite.db", with_ext, without)]
+        with opened[1]._store.db.atomic() as con:
+            assert pgvector_schema(con.raw) is not None  # the first really ranks with pgvector…
+        with opened[2]._store.db.atomic() as con:
+            assert pgvector_schema(con.raw) is None  # …and the second without it
+        yield (*opened, times)
+        for vault in opened:
+            vault.close()
+
+
+def _vector_answers(vault: Vault, at: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for valid_at in (None, T0 + DAY - DAY // 6):
+        for query in ["tide table", "storm season keeper", "東京の会議", "budgets"]:
+            for options in ({}, {"prefix": "Plans/"}):
+                for mode, limit in (("vector", 1), ("vector", 3), ("vector", 8), ("hybrid", 8)):
+                    found = vault.search(query, mode=mode, as_of=at, valid_at=valid_at, limit=limit, **options)
+                    out[f"{mode} {limit} {query} {valid_at} {options}"] = [
+                        (h["path"], h["chunk_id"], json.dumps([h["keyword"], h["vector"], h["signals"]]), h["score"])
+                        for h in found.hits]
+    return out
+
+
+def test_vector_and_fused_search_are_the_same_with_and_without_pgvector(fused: Any) -> None:
+    lite, pg, fallback, times = fused
+    compared = 0
+    for at in [T0 - 1, times[0], times[1] + DAY // 2, times[2]]:
+        want = _vector_answers(lite, at)
+        assert _vector_answers(pg, at) == want, at
+        assert _vector_answers(fallback, at) == want, at
+        compared += sum(len(hits) for hits in want.values())
+    assert compared > 200
+    nearest = pg.search("storm season keeper", mode="vector", limit=3).hits
+    assert nearest[0]["path"] == "Storm.md" and nearest[0]["vector"]["score"] > 0.3  # the vectors are real
+    fusedhits = pg.search("keeper", limit=8).hits
+    assert any(h["vector"] is not None for h in fusedhits)  # the default mode joined the vector ranking
+
+
+def test_reembed_purge_and_reindex_keep_the_vectors_equal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One history in both engines (the default embedder): vector search equal; both re-embedded with a fusing
+    embedder: the default mode equal and fused; a text purged from both (the PostgreSQL index rebuilt with
+    the store's embedder inside the purge), then a reindex: still equal."""
+    from vaultsync import embedders
+
+    try:
+        dsn = pgserver.shared().fresh("reembed")
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
+    _import_all(tmp_path / "lite.db", tmp_path / "vault")
+    _import_all(dsn, tmp_path / "vault")
+    vaults = [Vault.open(db, root=tmp_path / "vault", name="v") for db in (tmp_path / "lite.db", dsn)]
+    try:
+        def same(mode: str, queries: tuple[str, ...] = ("tide table", "lighthouse keeper", "storm")) -> list[Any]:
+            found = [[[(h["path"], h["chunk_id"], h["score"], h["vector"]) for h in
+                       v.search(q, mode=mode, limit=6, as_of=at).hits] for q in queries for at in (None, T0)]
+                     for v in vaults]
+            assert found[1] == found[0], mode
+            return found[0]
+
+        assert any(same("vector"))
+        for vault in vaults:
+            assert vault.reembed("hash-fused").docs_embedded > 0
+        assert any(h[3] is not None for hits in same("hybrid") for h in hits)  # fused on both
+        for vault in vaults:
+            vault.purge(texts=["lighthouse"], also_current=True)
+        assert any(same("vector", ("lighthouse budget", "tide")))
+        vaults[1].reindex(full=True)
+        same("vector", ("lighthouse budget", "keeper logs"))
+        same("hybrid", ("lighthouse budget", "keeper logs"))
+    finally:
+        for vault in vaults:
+            vault.close()
+
+
+def test_copy_carries_purge_records_audit_heads_and_the_embedder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vault purged twice (a text, then a retention horizon) in a database with an audit log head and a fusing
+    embedder: copied SQLite → PostgreSQL → SQLite, each copy has the same purge records, horizon, audit head
+    and answers (the default mode fused with the same vectors), and checks clean."""
+    from vaultsync import embedders
+    from vaultsync.store import open_store
+    from vaultsync.store.transfer import copy_databases
+
+    monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
+
+    try:
+        there = pgserver.shared().fresh("copypurge")
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    lite_db, back = tmp_path / "lite.db", tmp_path / "back.db"
+    times = _import_all(lite_db, tmp_path / "vault", "hash-fused")
+    with Vault.open(lite_db, root=tmp_path / "vault", name="v") as vault:
+        vault.purge(texts=["lighthouse"], also_current=True)
+        vault.purge(before=times[1])
+    store = open_store(lite_db)
+    try:
+        store.audit_append("log-1", "/var/log/vaultsync/audit.jsonl", lambda records, head: f"{records:064x}")
+        store.audit_append("log-1", "/var/log/vaultsync/audit.jsonl", lambda records, head: f"{records + 7:064x}")
+    finally:
+        store.close()
+    copy_databases(lite_db, there)
+    copy_databases(there, back)
+    lite = Vault.open(lite_db, name="v", readonly=True)
+    paths = sorted({p for state in STATES for p in state} | {"Plans/Q1.md"})
+    try:
+        def records(vault: Vault) -> list[tuple]:
+            with vault._store.view(vault.id, "v") as view:
+                return [(p.command, p.horizon, p.revisions_changed, p.revisions_removed, p.at) for p in view.purges()]
+
+        purges = records(lite)
+        assert [p[0] for p in purges] == ["text", "before"] and purges[1][1] == times[1]
+        expected = {at: _answers(lite, at, paths) for at in times[1:]}
+        vectors = _vector_answers(lite, times[2])
+        assert any(h[2] != "[null, null, null]" and json.loads(h[2])[1] for hits in vectors.values() for h in hits)
+        head = lite._store.audit_head(log_id="log-1")
+        assert head is not None and head.records == 2
+        for db in (there, back):
+            copy = Vault.open(db, name="v", readonly=True)
+            try:
+                assert copy.check() == []
+                assert records(copy) == purges
+                assert copy._store.horizon(copy.id) == times[1]
+                assert copy._store.audit_head(log_id="log-1") == head
+                for at, answers in expected.items():
+                    assert _answers(copy, at, paths) == answers, (db, at)
+                assert _vector_answers(copy, times[2]) == vectors
+            finally:
+                copy.close()
+    finally:
+        lite.close()

@@ -4,8 +4,8 @@ The session's replay database (SQLite, every 16th commit of the Help vault's his
 conftest.REPLAY_FOLDERS keeps) is copied into PostgreSQL with ``vaultsync copy`` (each batch written again through the
 PostgreSQL engine's own write path, at its own time). Then, at every replayed date, the two list the
 same notes with the same content hashes, every revision reads back byte-equal, and at 24 cutoffs
-keyword and default search (words, phrases, prefixes, Chinese pairs, a folder filter) give the same
-chunks in the same order with the same scores (keyword scores are compared to 1e-9; the SQLite
+keyword, default and vector search (words, phrases, prefixes, Chinese pairs, a folder filter) give the
+same chunks in the same order with the same scores (compared to 1e-9; the SQLite
 engine's equal a fresh FTS5 index: tests/test_search_history.py).
 """
 
@@ -64,7 +64,7 @@ def test_search_at_24_cutoffs_is_the_same(engines) -> None:
     compared = 0
     for at in cutoffs:
         for query in QUERIES:
-            for mode, options in (("keyword", {}), ("hybrid", {}), ("keyword", {"prefix": "zh/"})):
+            for mode, options in (("keyword", {}), ("hybrid", {}), ("keyword", {"prefix": "zh/"}), ("vector", {})):
                 a = lite.search(query, mode=mode, as_of=at, limit=10, **options).hits
                 b = pg.search(query, mode=mode, as_of=at, limit=10, **options).hits
                 assert [(h["path"], h["chunk_id"], h["keyword"] and h["keyword"]["rank"]) for h in b] == \

@@ -10,9 +10,11 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from vaultsync import Vault
 from vaultsync.errors import StoreError, VaultsyncError
 from vaultsync.store import open_store
 
@@ -193,3 +195,85 @@ def test_batches_written_without_the_index_are_refused_by_search_until_reindexed
             assert [h["path"] for h in view.search("harbour", mode="keyword")["hits"]] == ["a.md"]
     finally:
         store.close()
+
+
+def test_a_wait_ends_when_a_batch_commits_a_writer_lets_go_or_the_session_is_lost(dsn: str, tmp_path: Path) -> None:
+    """``wakeup().wait`` (what the server's change feed and ``watch --wait`` wait on between polls) ends with
+    True on a committed batch's NOTIFY, on a writer giving its lock up, and at once after its session was
+    lost (what was announced meanwhile is gone); False when nothing happened or the batch rolled back.
+    On SQLite it always waits its time out."""
+    import threading
+
+    from test_store_contract import change
+
+    writer, reader = open_store(dsn), open_store(dsn, readonly=True)
+    wakeup = reader.wakeup()
+    try:
+        vid = writer.ensure_vault("v", tmp_path)
+        assert wakeup.wait(0.2) is False
+        with pytest.raises(RuntimeError):
+            with writer.batch(vid, known_at=10) as batch:
+                batch.add_revision(*change("rolled-back.md", "# R\n"))
+                raise RuntimeError("roll back")
+        assert wakeup.wait(0.3) is False
+
+        def later(act: Any) -> threading.Thread:
+            def run() -> None:
+                time.sleep(0.3)
+                act()
+            thread = threading.Thread(target=run)
+            thread.start()
+            return thread
+
+        def commit() -> None:
+            with writer.batch(vid, known_at=20) as batch:
+                batch.add_revision(*change("a.md", "# A\n"))
+
+        thread = later(commit)
+        assert wakeup.wait(600) is True  # the notification ended it, not the time
+        thread.join()
+        lock = writer.writer_lock("v")
+        lock.acquire("vaultsync watch (test)")
+        thread = later(lock.release)
+        assert wakeup.wait(600, threading.Event()) is True
+        thread.join()
+        assert wakeup.reconnects == 0
+        wakeup._con.close()  # the session is lost
+        assert wakeup.wait(600) is True and wakeup.reconnects == 1
+    finally:
+        wakeup.close()
+        writer.close()
+        reader.close()
+    lite = open_store(tmp_path / "lite.db")
+    try:
+        assert lite.wakeup().wait(0.05, threading.Event()) is False  # SQLite announces nothing
+    finally:
+        lite.close()
+
+
+def test_watch_wait_takes_over_when_the_writer_lets_go(dsn: str, tmp_path: Path) -> None:
+    """``watch --wait``'s wait (``WriterRole.wait``) on PostgreSQL takes the lock over as soon as the watcher
+    gives it up, told by NOTIFY: with an hour between its tries, only the notification can end it."""
+    import threading
+
+    from vaultsync.writer import WriterRole
+
+    (tmp_path / "vault").mkdir()
+    first = Vault.open(dsn, root=tmp_path / "vault", name="v")
+    second = Vault.open(dsn, root=tmp_path / "vault", name="v")
+    try:
+        holder, waiter = WriterRole(first), WriterRole(second)
+        assert holder.take() and not waiter.take()
+        got: list[bool] = []
+        stop = threading.Event()
+        thread = threading.Thread(target=lambda: got.append(waiter.wait(stop, say=lambda _: None, every_s=3600)))
+        thread.start()
+        time.sleep(0.5)
+        assert not got  # still waiting
+        holder.release()
+        thread.join(300)
+        stop.set()
+        assert got == [True] and waiter.holding
+    finally:
+        second.close()
+        first.close()

@@ -21,10 +21,11 @@ import pytest
 from vaultsync.errors import ConfigError, LockedError
 from vaultsync.parsers import parse_note
 from vaultsync.store import BatchWriter, Store, View, WriterLock, file_stamp
-from vaultsync.store.contract import PROTOCOLS, Batch, Change, Engine, Follow, Lock, ReadView, Upkeep
+from vaultsync.store.contract import PROTOCOLS, Batch, Change, Engine, Follow, Lock, ReadView, Upkeep, Wakeup
+from vaultsync.store.lock import Sleep
 
 SQLITE_CLASSES: dict[type, type] = {Batch: BatchWriter, ReadView: View, Lock: WriterLock, Follow: Store,
-                                    Upkeep: Store, Engine: Store}
+                                    Upkeep: Store, Engine: Store, Wakeup: Sleep}
 
 
 # ---------------------------------------------------------------- conformance
@@ -85,10 +86,12 @@ def test_the_sqlite_engine_implements_the_contract(protocol: type) -> None:
 
 def _pg_classes() -> dict[type, type]:
     from vaultsync.store.pg import PgStore
+    from vaultsync.store.pg.follow import Wakeup as PgWakeup
     from vaultsync.store.pg.lock import PgWriterLock
     from vaultsync.store.pg.view import PgView
 
-    return {Batch: BatchWriter, ReadView: PgView, Lock: PgWriterLock, Follow: PgStore, Upkeep: PgStore, Engine: PgStore}
+    return {Batch: BatchWriter, ReadView: PgView, Lock: PgWriterLock, Follow: PgStore, Upkeep: PgStore, Engine: PgStore,
+            Wakeup: PgWakeup}
 
 
 @pytest.mark.parametrize("protocol", sorted(SQLITE_CLASSES, key=lambda p: p.__name__), ids=lambda p: p.__name__)

@@ -24,8 +24,9 @@ def audit() -> None:
 
 @audit.command()
 @click.argument("log", metavar="PATH", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="The database the server used (the manifest's db_path). Default: the global --db.")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False),
+              help="The database the server used (the manifest's db_path: a file or a postgresql:// URI). "
+                   "Default: the global --db.")
 @click.option("--keystore", "keystore_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also check every record's HMAC with this keystore (the manifest's keystore_path).")
 @json_option
@@ -42,7 +43,9 @@ def verify(obj: Context, log: Path, db_path: Path | None, keystore_path: Path | 
     """
     from .hardened.verify import verify_log
 
-    report = verify_log(log, db_path or obj.db, keystore_path)
+    from .store import is_dsn
+
+    report = verify_log(log, (db_path if is_dsn(db_path) else Path(db_path)) if db_path else obj.db, keystore_path)
     if as_json:
         echo_json(report.to_json())
     elif report.ok:

@@ -164,6 +164,11 @@ class Vault:
         """Changes whenever another connection commits to the database: poll it to notice new batches cheaply."""
         return self._store.data_version()
 
+    def wakeup(self) -> Any:
+        """Something to wait on between polls (``store.contract.Wakeup``): its ``wait(timeout_s, stop)`` ends early
+        when the engine announces another process's commit (True: look now)."""
+        return self._store.wakeup()
+
     @property
     def readonly(self) -> bool:
         """Whether the vault was opened for reading only (no sync, writes, purge or upkeep)."""

@@ -111,9 +111,14 @@ class WriterRole:
             return True
         say(f"vault '{self.vault.name}' is being watched by {self.vault.describe_lock_holder() or 'another process'}; "
             "waiting to take over when it stops")
-        while not self.take():
-            if stop.wait(every_s):
-                return False
+        wakeup = self.vault.wakeup()  # PostgreSQL: a writer giving the lock up says so, and this tries at once
+        try:
+            while not self.take():
+                wakeup.wait(every_s, stop)
+                if stop.is_set():
+                    return False
+        finally:
+            wakeup.close()
         say(f"the other watcher stopped; taking over vault '{self.vault.name}'")
         return True
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..store import Store
+from ..store import open_store
 from ..times import format_time, now_micros
 from .keystore import Keystore
 
@@ -115,7 +115,7 @@ class AuditLog:
     ``vaultsync audit verify`` and give the server a new log file.
     """
 
-    def __init__(self, path: Path, db_path: Path, keystore: Keystore | None = None) -> None:
+    def __init__(self, path: Path, db_path: Path | str, keystore: Keystore | None = None) -> None:
         self.path = Path(path).absolute()
         self.keystore = keystore
         self._lock = threading.Lock()
@@ -132,7 +132,7 @@ class AuditLog:
             if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077 or info.st_uid != os.getuid():
                 raise ConfigError(f"the audit log {self.path} must be a regular file of yours with mode 600 "
                                   f"(it is mode {info.st_mode & 0o777:o}, uid {info.st_uid}); chmod 600 {self.path}")
-            self.store = Store(db_path, search=False)
+            self.store = open_store(db_path, search=False)
             try:
                 self.log_id = self._resume()
             except BaseException:

@@ -64,8 +64,9 @@ class RoleFilter:
 @dataclass(frozen=True)
 class Manifest:
     path: Path
-    db_path: Path
-    """The database (required: no default, no ``--db``, no ``VAULTSYNC_DB``)."""
+    db_path: Path | str
+    """The database (required: no default, no ``--db``, no ``VAULTSYNC_DB``): a file, relative to the manifest,
+    or a ``postgresql://`` URI, kept as it is."""
     vault_name: str | None = None
     """The vault's name in the database (default: the folder's name)."""
     keystore_path: Path | None = None
@@ -101,6 +102,11 @@ _TOKEN = {"sha256": "str", "caller_id": "str", "roles": "names"}
 _ROLES = {"caller_roles": "names", "default": "str", "allow": "table", "deny": "table"}
 _KINDS = {"str": "a string", "path": "a path (string)", "bool": "true or false", "names": "a list of strings",
           "table": "a table", "tables": "an array of tables"}
+
+
+def _is_dsn(value: str) -> bool:
+    """``store.is_dsn`` without importing the store (a refused start imports nothing heavy)."""
+    return value.startswith(("postgresql://", "postgres://"))
 
 
 def _fail(path: Path, key: str, problem: str) -> ConfigError:
@@ -219,7 +225,7 @@ def load_manifest(path: Path) -> Manifest:
 
     return Manifest(
         path=path,
-        db_path=where(data["db_path"]),  # type: ignore[arg-type]
+        db_path=data["db_path"] if _is_dsn(data["db_path"]) else where(data["db_path"]),  # type: ignore[arg-type]
         vault_name=data.get("vault_name"),
         keystore_path=where(data.get("keystore_path")),
         audit_log_path=where(data.get("audit_log_path")),

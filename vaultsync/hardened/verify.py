@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, VaultsyncError
-from ..store import AuditHead, Store
+from ..store import AuditHead, open_store
 from .audit import GENESIS, digest, parse, read_lines, signed_part
 from .keystore import Keystore
 
@@ -115,7 +115,7 @@ def check_tail(report: Report, lines: list[bytes], last: dict[str, Any] | None, 
                                           "(the log was re-chained after the fact)"))
 
 
-def verify_log(path: Path, db_path: Path | None, keystore_path: Path | None = None) -> Report:
+def verify_log(path: Path, db_path: Path | str | None, keystore_path: Path | None = None) -> Report:
     """Check the audit log at ``path`` against the head in the database ``db_path`` (and the HMACs with the
     keystore at ``keystore_path``)."""
     path = Path(path).absolute()
@@ -140,7 +140,7 @@ def verify_log(path: Path, db_path: Path | None, keystore_path: Path | None = No
         report.findings.append(Finding(None, "no database given: the tail cannot be checked against the store's head"))
         return report
     try:
-        store = Store(db_path, readonly=True)
+        store = open_store(db_path, readonly=True)
     except VaultsyncError as exc:
         report.findings.append(Finding(None, f"the tail cannot be checked: {exc}"))
         return report

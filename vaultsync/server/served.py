@@ -226,7 +226,13 @@ class ServedVault:
         assert role is not None
         if role.holding:
             self._start_watcher(role)
-        while not self._stop.wait(POLL_S):
+        with self.reading() as vault:
+            wakeup = vault.wakeup()  # its own session (PostgreSQL): waiting holds no reader
+        while True:
+            wakeup.wait(POLL_S, self._stop)  # ends early when the engine announces a commit (PostgreSQL)
+            if self._stop.is_set():
+                wakeup.close()
+                return
             try:
                 self.feed.poll()
             except Exception as exc:  # a busy or vanished database: say so, keep serving, look again

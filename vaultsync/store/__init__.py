@@ -24,7 +24,7 @@ from . import codec
 from . import purge as purging
 from . import read as q
 from .db import Database
-from .lock import WriterLock
+from .lock import Sleep, WriterLock
 from .audit import AuditHead
 from .provenance import PurgeRecord
 from .purge import PurgeResult
@@ -265,6 +265,10 @@ class Store:
         row = self.db.one("PRAGMA data_version")
         assert row is not None
         return int(row[0])
+
+    def wakeup(self) -> Sleep:
+        """Something to wait on for other processes' batches: SQLite announces none, so it waits the time out."""
+        return Sleep()
 
     def git_commits(self, vault_id: int) -> set[str]:
         """The commits already imported into the vault by ``import --from-git``."""

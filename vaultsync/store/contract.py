@@ -194,10 +194,22 @@ class Lock(Protocol):
 # ---------------------------------------------------------------- follow
 
 
+class Wakeup(Protocol):
+    """Something to wait on for other processes' commits (``Follow.wakeup``): an engine that announces them
+    (PostgreSQL's NOTIFY) ends the wait early; one that does not (SQLite) waits it out, and the caller
+    polls ``data_version`` either way."""
+
+    def wait(self, timeout_s: float, stop: Any = None) -> bool: ...
+
+    def close(self) -> None: ...
+
+
 class Follow(Protocol):
     """What a reader in another process polls to learn of new batches."""
 
     def data_version(self) -> int: ...
+
+    def wakeup(self) -> Wakeup: ...
 
     def last_batch_id(self, vault_id: int) -> int: ...
 
@@ -276,5 +288,5 @@ class Engine(Upkeep, Follow, Protocol):
 
 
 PROTOCOLS: dict[str, type] = {"batch": Batch, "view": ReadView, "lock": Lock, "follow": Follow, "upkeep": Upkeep,
-                              "engine": Engine, "indexer": Indexer}
+                              "engine": Engine, "indexer": Indexer, "wakeup": Wakeup}
 """Each part of the contract by name (the contract tests check an engine's classes against them)."""

@@ -247,3 +247,18 @@ def _describe(info: dict[str, object]) -> str:
         return f"pid {info['pid']} ({info['command']}, since {info['started']})"
     except KeyError:
         return "another process"
+
+
+class Sleep:
+    """The SQLite engine's ``Wakeup``: no commit is announced, so ``wait`` waits out its time (or until ``stop``,
+    a ``threading.Event``, is set) and says False; the caller polls ``data_version``."""
+
+    def wait(self, timeout_s: float, stop: Any = None) -> bool:
+        if stop is not None:
+            stop.wait(timeout_s)
+        else:
+            time.sleep(timeout_s)
+        return False
+
+    def close(self) -> None:
+        pass

@@ -1,16 +1,22 @@
 """Copy every vault of one database into another, whatever their engines (``vaultsync copy SRC DST``).
 
-Only the store's contract is used, so it works both ways between SQLite and PostgreSQL (and from one
-file to another). Each vault is replayed batch by batch, in order, each batch with its own ``known_at``,
+The history goes through the store's contract only, so it works both ways between SQLite and PostgreSQL
+(and from one file to another). Each vault is replayed batch by batch, in order, each batch with its own ``known_at``,
 source, detail and caller, and within a batch its revisions in the order they were written: new content goes
-through the parser again (the same text gives the same chunks, links, title and validity) and renames
-and deletions are written as such, so every answer at every time (read, ls, history, changes, export,
+through the parser again (the same text gives the same chunks, links, title and validity; the destination
+embeds with the source's embedder) and renames and deletions are written as such, so every answer at every time (read, ls, history, changes, export,
 search) is the source's. The file states (what lets the next sync skip unchanged files) and the git
 commits already imported follow.
 
-Not copied, and refused rather than dropped: a vault that has been purged (its purge records and
-retention horizon cannot be written through a batch) and a destination that already holds the vault.
-Audit log heads are not copied (a hardened server's log is tied to its database: start a new log).
+A purged vault is copied as its history now is (the purged revisions as they were rewritten), followed by
+its purge records, verbatim (so the retention horizon, the ``purges`` a view lists and the provenance of
+the purge travel with it). The hardened audit log heads of the database follow the vaults, so ``vaultsync
+audit verify`` of a log against the copy answers as against the source. These two are rows no batch
+writes: they are read and written with the SQL both engines speak (``db.query``, ``db.atomic``: the
+PostgreSQL engine runs it through ``pg.compat``), the one place here below the store's contract.
+
+Refused rather than dropped: a destination that already holds the vault, or a different head for an
+audit log the source also has.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ def copy_databases(src: object, dst: object, *, progress: Callable[[str, int, in
 
     source = open_store(src, readonly=True)  # type: ignore[arg-type]
     try:
-        target = open_store(dst)  # type: ignore[arg-type]
+        target = open_store(dst, embedder=_embedder(source))  # type: ignore[arg-type]
         try:
             return copy_database(source, target, progress=progress)
         finally:
@@ -49,14 +55,61 @@ def copy_databases(src: object, dst: object, *, progress: Callable[[str, int, in
 def copy_database(src: Engine, dst: Engine, *, progress: Callable[[str, int, int], None] | None = None) -> Copied:
     """Copy every vault of ``src`` (read) into ``dst`` (opened for writing); see the module docstring."""
     done = Copied()
+    heads = _audit_heads(src)
+    theirs = {h[0]: h for h in _audit_heads(dst)}
+    clash = [h[0] for h in heads if h[0] in theirs and theirs[h[0]] != h]
+    if clash:
+        raise ConfigError(f"the destination already has another head for audit log {clash[0]}; copy into an "
+                          "empty database")
     for stored in src.vaults():
-        if src.purge_count(stored.id):
-            raise ConfigError(f"vault '{stored.name}' was purged: its purge records cannot be copied yet")
         found = dst.vault(stored.name)
         if found is not None and dst.last_batch(found.id) is not None:
             raise ConfigError(f"the destination already holds a vault '{stored.name}'; copy into an empty database")
+    for stored in src.vaults():
         done.vaults[stored.name] = _copy_vault(src, dst, stored, progress)
+        _copy_purges(src, dst, stored)
+    with dst.db.atomic() as con:  # type: ignore[attr-defined]
+        for head in heads:
+            if head[0] not in theirs:
+                con.execute(f"INSERT INTO audit_heads ({HEAD_COLUMNS}) VALUES (?,?,?,?,?)", head)
     return done
+
+
+PURGE_COLUMNS = ("at, command, detail, horizon, revisions_changed, revisions_removed, notes, batches_removed, "
+                 "scrubbed_at")
+HEAD_COLUMNS = "log_id, path, records, head, updated_at"
+
+
+def _embedder(engine: Engine) -> str | None:
+    """The registry name of the embedder whose vectors ``engine`` keeps (the copy's vectors are made by the
+    same one, so vector search and a fusing default mode answer alike; None: no search index)."""
+    from .search.schema import meta
+    from .schema import has_table
+
+    with engine.db.atomic() as con:  # type: ignore[attr-defined]
+        return meta(con, "embedder") if has_table(con, "search_meta") else None
+
+
+def _audit_heads(engine: Engine) -> list[tuple]:
+    from .schema import has_table
+
+    with engine.db.atomic() as con:  # type: ignore[attr-defined]
+        if not has_table(con, "audit_heads"):  # an older SQLite database read as it is
+            return []
+        return [tuple(r) for r in con.execute(f"SELECT {HEAD_COLUMNS} FROM audit_heads ORDER BY log_id")]
+
+
+def _copy_purges(src: Engine, dst: Engine, stored: object) -> None:
+    """The vault's purge records, oldest first, after its history (see the module docstring)."""
+    if not src.purge_count(stored.id):  # type: ignore[attr-defined]
+        return
+    rows = src.db.query(f"SELECT {PURGE_COLUMNS} FROM purges WHERE vault_id = ? ORDER BY id",  # type: ignore[attr-defined]
+                        (stored.id,))  # type: ignore[attr-defined]
+    dst_id = dst.vault(stored.name).id  # type: ignore[attr-defined, union-attr]
+    with dst.db.atomic() as con:  # type: ignore[attr-defined]
+        for row in rows:
+            con.execute(f"INSERT INTO purges (vault_id, {PURGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                        (dst_id, *row))
 
 
 def _copy_vault(src: Engine, dst: Engine, stored: object, progress: Callable[[str, int, int], None] | None

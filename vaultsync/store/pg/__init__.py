@@ -119,6 +119,9 @@ class PgStore(Store):
                                       "upgrade vaultsync")
                 if readonly and version == 0:
                     raise SchemaError(f"{self.db.path} is not a vaultsync database (or is empty)")
+                if readonly and version < len(MIGRATIONS):
+                    raise SchemaError(f"{self.db.path} was written by an older vaultsync (schema {version}); "
+                                      "open it for writing once (sync the vault) to upgrade it", remedy="sync")
                 if not readonly:
                     migrate(con.raw)
             with self.db.atomic() as con:
@@ -143,14 +146,31 @@ class PgStore(Store):
         return raw
 
     def _attach_search(self, embedder: Any = None) -> None:
-        from ...embedders import get_embedder
+        """The indexer of batches written here, with the store's embedder (recorded on first use, as SQLite
+        does: a store's vectors are never mixed); texts indexed before m004 get their vectors now."""
+        from ...embedders import DEFAULT_EMBEDDER, EMBEDDERS, get_embedder
+        from ..search.embedding import check_embedder, unknown_embedder
+        from ..search.schema import meta
+        from . import vectors
         from .keyword import PgKeywordIndexer
 
-        if embedder is not None and get_embedder(embedder).fuse:  # its vectors would join the default mode
-            raise ConfigError(f"the PostgreSQL engine keeps no vectors yet: embedder {embedder!r} cannot be used "
-                              "with it; use the default embedder", argument="embedder")
-
-        self.indexers = [PgKeywordIndexer()]  # type: ignore[list-item]
+        chosen = get_embedder(embedder) if isinstance(embedder, str) else embedder
+        with self.db.atomic() as con:
+            name = meta(con, "embedder")  # type: ignore[arg-type]
+            if name is None:
+                name = DEFAULT_EMBEDDER if chosen is None else chosen.embedder_id
+                vectors.set_meta(con, "embedder", name)
+                vectors.set_meta(con, "embedder_signature", (chosen or get_embedder(name)).signature)
+            if chosen is None and name not in EMBEDDERS:
+                use, mismatch = None, unknown_embedder(name)
+            else:
+                use = chosen or get_embedder(name)
+                mismatch = check_embedder(con, use)  # type: ignore[arg-type]
+            if chosen is not None and mismatch:
+                raise mismatch
+            if use is not None and not mismatch and meta(con, "vectors_pending"):  # type: ignore[arg-type]
+                vectors.catch_up(con, use)
+        self.indexers = [PgKeywordIndexer(use, mismatch)]  # type: ignore[list-item]
 
     def writer_lock(self, vault: str) -> PgWriterLock:  # type: ignore[override]
         return PgWriterLock(self, vault)
@@ -195,6 +215,12 @@ class PgStore(Store):
         assert row is not None
         return hash((int(row[0]), int(row[1]), int(row[2]))) & ((1 << 62) - 1)
 
+    def wakeup(self) -> Any:
+        """A ``pg.follow.Wakeup``: a wait that a batch's (or a lock release's) NOTIFY ends early."""
+        from .follow import Wakeup
+
+        return Wakeup(self)
+
     def listen(self, vault_id: int, after: int) -> Any:
         """A ``pg.follow.Listener``: wait for the vault's batches after ``after`` (LISTEN, with catch-up)."""
         from .follow import Listener
@@ -216,19 +242,27 @@ class PgStore(Store):
     # ------------------------------------------------------------ upkeep not built on this engine yet
 
     def reindex(self, vault_id: int, *, full: bool = False) -> int:
-        """Rebuild the keyword index of every vault (this engine keeps it in step with every batch, so
-        there is nothing to catch up); return how many of this vault's batches it indexed."""
-        from .keyword import reindex
-
+        """Rebuild the search index of every vault, vectors included (this engine keeps it in step with every
+        batch, so there is nothing to catch up); return how many of this vault's batches it indexed."""
         if self.readonly:
             raise ConfigError("reindex needs the database opened for writing")
         with self.db.atomic() as con:
             con.raw.execute("SELECT set_config('vaultsync.purging', 'on', true)")
-            reindex(con)
+            self._reindex_in(con)
             return int(con.raw.execute("SELECT count(*) FROM batches WHERE vault_id = %s", (vault_id,)).fetchone()[0])
 
     def reembed(self, embedder_name: str) -> tuple[str, int]:
-        raise ConfigError("the PostgreSQL engine has no vectors yet")
+        """Replace every vector with those of another embedder: (its signature, docs embedded)."""
+        from ...embedders import get_embedder
+        from .vectors import reembed
+
+        if self.readonly:
+            raise ConfigError("reembed needs the database opened for writing")
+        embedder = get_embedder(embedder_name)
+        with self.db.atomic() as con:
+            count = reembed(con, embedder)
+        self._attach_search()
+        return embedder.signature, count
 
     def purge(self, vault_id: int, *, strings: list[str] | None = None, note: str | None = None,
               before: int | None = None) -> PurgeResult:
@@ -247,10 +281,15 @@ class PgStore(Store):
         return result
 
     def _reindex_in(self, con: Con) -> None:
-        """Rebuild the search index inside the caller's transaction (after a purge)."""
+        """Rebuild the search index inside the caller's transaction (after a purge), with the store's embedder."""
         from .keyword import reindex
 
-        reindex(con)
+        if not self.indexers:  # opened with search=False: the store's embedder all the same
+            self._attach_search()
+        indexer = self.indexers[0]
+        if indexer.mismatch:  # type: ignore[attr-defined]
+            raise indexer.mismatch  # type: ignore[attr-defined]
+        reindex(con, indexer.embedder)  # type: ignore[attr-defined]
 
     def scrub(self) -> bool:
         return False

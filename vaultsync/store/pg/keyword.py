@@ -56,20 +56,33 @@ def tokens(text: str, *, query: bool = False) -> list[str]:
 
 
 class PgKeywordIndexer:
-    """The ``Indexer`` of this engine: docs, postings, rows and validity, inside each batch's transaction."""
+    """The ``Indexer`` of this engine: docs, postings, vectors (``pg/vectors.py``), rows and validity, inside
+    each batch's transaction. ``embedder``: whose vectors new docs get (None: none, as before m004);
+    ``mismatch``: why this store's vectors cannot be extended (raised at the first revision, as SQLite does)."""
 
     ahead = None
+
+    def __init__(self, embedder: Any = None, mismatch: Exception | None = None) -> None:
+        self.embedder = embedder
+        self.mismatch = mismatch
 
     def take_ahead(self, payload: Any) -> None: ...
 
     def forget_ahead(self) -> None: ...
 
     def on_revision(self, con: Any, batch_id: int, note_id: int, chunks: list[ChunkRow]) -> None:
+        from ..search.embedding import write_vectors
+
+        if self.mismatch:
+            raise self.mismatch
         vault_id, valid_from, valid_to = con.raw.execute(
             "SELECT vault_id, valid_from, valid_to FROM notes WHERE id = %s", (note_id,)).fetchone()
         rows = [(c.row_id, indexed_text(c.title, c.aliases, c.heading_path, c.text))
                 for c, keep in zip(chunks, indexable([c.text for c in chunks])) if keep]
-        docs = [self._doc(con, text) for _, text in rows]
+        new: list[tuple[int, str]] = []
+        docs = [self._doc(con, text, new) for _, text in rows]
+        if new and self.embedder is not None:
+            write_vectors(con, self.embedder, new)
         with con.raw.cursor() as cur:
             cur.executemany("INSERT INTO search_rows (id, vault_id, note_id, doc_id, born) VALUES (%s,%s,%s,%s,%s)",
                             [(row_id, vault_id, note_id, doc, batch_id) for (row_id, _), doc in zip(rows, docs)])
@@ -84,7 +97,7 @@ class PgKeywordIndexer:
         con.raw.execute("INSERT INTO search_state (vault_id, last_batch) SELECT vault_id, %s FROM notes WHERE id = %s "
                         "ON CONFLICT (vault_id) DO UPDATE SET last_batch = excluded.last_batch", (batch_id, note_id))
 
-    def _doc(self, con: Any, text: str) -> int:
+    def _doc(self, con: Any, text: str, new: list[tuple[int, str]]) -> int:
         key = content_key(text)
         row = con.raw.execute("SELECT id FROM search_docs WHERE hash = %s", (key,)).fetchone()
         if row is not None:
@@ -92,6 +105,7 @@ class PgKeywordIndexer:
         terms = tokens(text)
         doc = int(con.raw.execute("INSERT INTO search_docs (hash, length) VALUES (%s, %s) RETURNING id",
                                   (key, len(terms))).fetchone()[0])
+        new.append((doc, text))
         positions: dict[str, list[int]] = defaultdict(list)
         for i, term in enumerate(terms):
             positions[term].append(i)
@@ -101,11 +115,14 @@ class PgKeywordIndexer:
         return doc
 
 
-def reindex(con: Any) -> None:
-    """Rebuild every vault's keyword index from the revision tables (after a purge), in the caller's transaction."""
-    for table in ("search_postings", "search_rows", "search_bounded", "search_state", "search_docs"):
+def reindex(con: Any, embedder: Any = None) -> None:
+    """Rebuild every vault's search index (keyword, and ``embedder``'s vectors) from the revision tables (after
+    a purge), in the caller's transaction."""
+    for table in ("search_vectors", "search_postings", "search_rows", "search_bounded", "search_state",
+                  "search_docs"):
         con.raw.execute(f"DELETE FROM {table}")
-    indexer = PgKeywordIndexer()
+    con.raw.execute("DELETE FROM search_meta WHERE key = 'vectors_pending'")
+    indexer = PgKeywordIndexer(embedder)
     for batch_id, vault_id in con.raw.execute("SELECT id, vault_id FROM batches ORDER BY id").fetchall():
         for (note_id,) in con.raw.execute("SELECT note_id FROM note_ends WHERE batch_id = %s ORDER BY note_id",
                                           (batch_id,)).fetchall():

@@ -99,6 +99,11 @@ class PgWriterLock:
         if self._con is None:
             return
         try:
+            try:  # free it, then say so: a process waiting to take over (``pg.follow.Wakeup``) tries at once
+                self._con.execute("SELECT pg_advisory_unlock(%s)", (lock_key(self.store.schema, self.vault),))
+                self._con.execute("SELECT pg_notify(%s, %s)", (self.store.channel, json.dumps({"released": self.vault})))
+            except Exception:  # the session is already gone: so is the lock
+                pass
             self._con.close()  # ends the session: the server releases the advisory lock
         finally:
             self._con = None

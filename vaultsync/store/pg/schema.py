@@ -215,6 +215,23 @@ def m003_batch_callers(con: Any) -> None:
     con.execute("ALTER TABLE batches ADD COLUMN caller text")
 
 
+@migration
+def m004_vectors(con: Any) -> None:
+    """The chunk vectors (``pg/vectors.py``): one int8 vector per indexed text, as the SQLite engine keeps them,
+    with a pgvector column generated from it where the extension can be created; ``search_meta`` names the
+    embedder. Texts indexed before this migration get their vectors when the database is next opened for
+    writing (``vectors_pending``)."""
+    from .vectors import add_pgvector
+
+    con.execute("""
+    CREATE TABLE search_meta (key text COLLATE "C" PRIMARY KEY, value text NOT NULL);
+    CREATE TABLE search_vectors (doc_id bigint PRIMARY KEY REFERENCES search_docs(id), embedding bytea NOT NULL);
+    INSERT INTO search_meta (key, value) SELECT 'vectors_pending', '1' WHERE EXISTS (SELECT 1 FROM search_docs);
+    """)
+    con.execute(guard("search_vectors"))
+    add_pgvector(con)
+
+
 def schema_version(con: Any) -> int:
     """0 for a database (schema) vaultsync never wrote."""
     if con.execute("SELECT to_regclass('vaultsync_schema')").fetchone()[0] is None:

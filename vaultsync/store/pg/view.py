@@ -8,10 +8,13 @@ from typing import Any
 from ...errors import ConfigError, StoreError
 from ...times import format_time
 from ..search import engine, signals
+from ..search.embedding import query_embedder
+from ..search.keyword import Scored
+from ..search.schema import meta
 from ..search.snapshot import allowed_notes, take
 from ..view import View
 from ...tokenizer import parse_query
-from . import keyword
+from . import keyword, vectors
 from .schema import APPEND_ONLY_TABLES
 
 
@@ -34,12 +37,9 @@ class PgView(View):
 
     def search(self, query: str, *, mode: str = engine.DEFAULT_MODE, limit: int = 10, prefix: str | None = None,
                tags: Sequence[str] | None = None, where: dict[str, str] | None = None) -> dict[str, Any]:
-        """Keyword search of the chunks visible at the cutoff, as ``search.engine.search`` answers it."""
+        """Search of the chunks visible at the cutoff in any mode, as ``search.engine.search`` answers it."""
         if mode not in engine.MODES:
             raise ConfigError(f"unknown search mode {mode!r}: use one of {', '.join(engine.MODES)}")
-        if mode == "vector":
-            raise ConfigError("the PostgreSQL engine has no vectors yet: search in keyword or the default mode",
-                              argument="mode")
         if limit < 1:
             raise ConfigError("limit must be at least 1")
         con = self._con
@@ -55,24 +55,46 @@ class PgView(View):
             ranked = keyword.rank(con, snap, parsed, allowed, limit)
             for item, r in zip(ranked, engine.shared_ranks(ranked, engine._kw_tied)):
                 parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
+        elif mode == "vector":
+            ranked = vectors.rank(con, snap, self._embedder(), query, allowed, limit)
+            for item, r in zip(ranked, engine.shared_ranks(ranked, engine._vec_tied)):
+                parts[item.row_id] = {"vector": {"rank": r, "score": item.score}}
         else:
-            ranked = self._default(snap, parsed, allowed, limit, parts)
+            ranked = self._default(snap, parsed, query, allowed, limit, parts)
         hits = engine._hits(con, self.vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked},
                             parts, parsed)
         return {"query": query, "as_of": format_time(self.as_of), "valid_at": format_time(snap.valid_at),
                 "mode": mode, "match": parsed.expression, "hits": hits}
 
-    def _default(self, snap: Any, parsed: Any, allowed: set[int] | None, limit: int,
+    def _embedder(self) -> Any:
+        """The embedder of the store's vectors (ProviderError when missing or changed, as on SQLite)."""
+        if meta(self._con, "vectors_pending"):  # type: ignore[arg-type]
+            raise StoreError("this database's texts have no vectors yet: open it for writing once (sync, watch) "
+                             "or reindex it", remedy="reindex")
+        return query_embedder(self._con)  # type: ignore[arg-type]
+
+    def _default(self, snap: Any, parsed: Any, query: str, allowed: set[int] | None, limit: int,
                  parts: dict[int, dict[str, Any]]) -> list[Any]:
-        """The default mode as ``search.engine._default`` without vectors (the default embedder does not fuse):
-        BM25 candidates and the best among the chunks holding the whole query in order, ranked by the signals."""
+        """The default mode as ``search.engine._default``: BM25 candidates and the best among the chunks holding
+        the whole query in order, joined by the nearest vectors when the store's embedder fuses, ranked by
+        the signals."""
         whole = keyword.whole_phrase(signals.QueryTokens.of(parsed))
         pool, held = keyword.rank_default(self._con, snap, parsed, whole, allowed, max(limit, signals.POOL))
         for item, r in zip(pool, engine.shared_ranks(pool, engine._kw_tied)):
             parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
         known = {s.row_id for s in pool}
         pool = pool + [s for s in held if s.row_id not in known]
-        ranked = signals.rerank(self._con, pool, parsed, None)[:limit]
+        cosines: dict[int, float] | None = None
+        embedder = query_embedder(self._con)  # type: ignore[arg-type]
+        if embedder.fuse:
+            embedder = self._embedder()
+            near = vectors.rank(self._con, snap, embedder, query, allowed, max(limit, engine.CANDIDATES))
+            for item, r in zip(near, engine.shared_ranks(near, engine._vec_tied)):
+                parts.setdefault(item.row_id, {})["vector"] = {"rank": r, "score": item.score}
+            known = {s.row_id for s in pool}
+            pool = pool + [Scored(s.row_id, 0.0) for s in near if s.row_id not in known]
+            cosines = vectors.similarities(self._con, embedder, query, [s.row_id for s in pool])
+        ranked = signals.rerank(self._con, pool, parsed, cosines)[:limit]
         for item, found in ranked:
             parts.setdefault(item.row_id, {})["signals"] = found
         return [item for item, _ in ranked]

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import struct
+from array import array
+from operator import mul
 
 import apsw
 
@@ -50,10 +54,16 @@ def rank(con: apsw.Connection, snap: Snapshot, embedder: Embedder, query: str, a
             f"SELECT doc_id, d FROM ({nearest}) WHERE d = :edge", {**params, "edge": edge}).fetchall()
     if not docs:
         return []
-    distance = dict(docs)
+    return best_rows(con, snap, allowed, {doc_id: 1.0 - d for doc_id, d in docs}, limit)
+
+
+def best_rows(con: apsw.Connection, snap: Snapshot, allowed: set[int] | None, similarity: dict[int, float],
+              limit: int) -> list[Scored]:
+    """The best ``limit`` visible chunk rows (of allowed notes) using the docs of ``similarity`` (doc id →
+    cosine similarity), by similarity, then path, then chunk position (both engines)."""
     by_doc, by_doc_params = rows_source(snap, allowed, docs=DOCS_PARAM)
-    rows = con.execute(by_doc, {**by_doc_params, "docs": json.dumps(sorted(distance))}).fetchall()
-    scored = [Scored(row_id, 1.0 - distance[doc_id]) for row_id, doc_id, _ in rows]
+    rows = con.execute(by_doc, {**by_doc_params, "docs": json.dumps(sorted(similarity))}).fetchall()
+    scored = [Scored(row_id, similarity[doc_id]) for row_id, doc_id, _ in rows]
     keys = order_key(con, scored)
     scored.sort(key=lambda s: (-s.score, keys[s.row_id]))
     return scored[:limit]
@@ -67,3 +77,32 @@ def similarities(con: apsw.Connection, embedder: Embedder, query: str, row_ids: 
     rows = con.execute(f"""SELECT r.id, {DISTANCE} FROM search_rows r JOIN search_vectors v ON v.doc_id = r.doc_id
                            WHERE r.id IN (SELECT value FROM json_each(:ids))""", {"q": q, "ids": json.dumps(row_ids)})
     return {row_id: 1.0 - d for row_id, d in rows}
+
+
+_F32 = struct.Struct("f")
+_EXACT = 1 << 24
+"""Below this, float32 sums of int8 products are exact integers."""
+
+
+def _f32(x: float) -> float:
+    return _F32.unpack(_F32.pack(x))[0]
+
+
+def _sum32(products: object) -> float:
+    total = 0.0
+    for p in products:  # type: ignore[attr-defined]
+        total = _f32(total + p)  # the double sum is exact: rounding it once is float32's addition
+    return total
+
+
+def similarity(a: bytes, b: bytes) -> float:
+    """``1 - vec_distance_cosine(vec_int8(a), vec_int8(b))`` computed in Python exactly as sqlite-vec does:
+    float32 sums of the products (exact integers below 2**24), the quotient in double, the distance
+    rounded to float32. For an engine without sqlite-vec (PostgreSQL) to give the same scores, bit for bit."""
+    x, y = array("b", a), array("b", b)
+    na, nb = sum(map(mul, x, x)), sum(map(mul, y, y))
+    if max(na, nb) < _EXACT:  # |partial dot| <= sqrt(partial na * partial nb): exact too
+        dot = sum(map(mul, x, y))
+    else:
+        dot, na, nb = _sum32(map(mul, x, y)), _sum32(map(mul, x, x)), _sum32(map(mul, y, y))
+    return 1.0 - _f32(1 - dot / (math.sqrt(na) * math.sqrt(nb)))

@@ -1,0 +1,142 @@
+"""Vector search on PostgreSQL: the SQLite engine's vectors, ranked to the same answers at any cutoff.
+
+Each distinct indexed text (``search_docs``) has one int8 vector, made by the store's embedder exactly as
+the SQLite engine makes it (``search.embedding.write_vectors``), kept in ``search_vectors.embedding``
+(``bytea``, migration m004); ``search_meta`` names the embedder, as in SQLite.
+
+Ranking at a cutoff, over the docs of exactly the visible chunk rows (of the allowed notes):
+
+- **with pgvector** (the extension could be created when m004 ran): ``search_vectors.vec`` is a pgvector
+  ``vector`` generated from ``embedding``, and pgvector's exact ``cosine_distance`` (a sequential scan of
+  the visible docs, no approximate index) picks the candidates: the ``limit`` nearest and every doc within
+  ``MARGIN`` of the last of them;
+- **without pgvector** (``VAULTSYNC_PG_VECTORS=python`` when the migration ran, or no extension to create):
+  every visible doc is a candidate, its ``embedding`` read and compared in Python.
+
+Either way the candidates' scores are then computed by ``search.vector.similarity``, sqlite-vec's own
+arithmetic in Python (pgvector sums and divides in another order, so its distances can differ from
+sqlite-vec's in the last float32 bit), and the rows are ordered as the SQLite engine orders them
+(``search.vector.best_rows``): same chunks, same order, same scores, bit for bit, on both paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ...embedders import Embedder
+from ..search.keyword import Scored
+from ..search.snapshot import Snapshot, rows_source
+from ..search.vector import best_rows, query_vector, similarity
+
+MARGIN = 1e-5
+"""How far past the ``limit``-th pgvector distance candidates are taken: pgvector's and sqlite-vec's
+distances differ by less than a float32 rounding of a number at most 2 (about 2.4e-7), so any doc
+sqlite-vec would rank in the best ``limit`` is within twice that of pgvector's edge."""
+
+ENV = "VAULTSYNC_PG_VECTORS"
+"""``python``: a migration run with it set stores no pgvector column (the fallback), whatever is installed."""
+
+
+def pgvector_schema(con: Any) -> str | None:
+    """The schema of the pgvector extension when this vaultsync schema's vectors use it (None: the fallback)."""
+    row = con.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector' "
+        "AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('search_vectors') AND attname = 'vec' "
+        "AND NOT attisdropped)").fetchone()
+    return None if row is None else row[0]
+
+
+def add_pgvector(con: Any) -> bool:
+    """Inside migration m004: create the extension if it can be, and the ``vec`` column generated from each
+    doc's int8 vector; False (the fallback) when it cannot or ``VAULTSYNC_PG_VECTORS=python``."""
+    import psycopg
+
+    if os.environ.get(ENV, "").strip().lower() == "python":
+        return False
+    try:
+        with con.transaction():  # a savepoint: a refusal leaves the migration's transaction usable
+            con.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error:
+        return False
+    schema = con.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+                         "WHERE e.extname = 'vector'").fetchone()[0]
+    kind = f'"{schema}".vector'
+    con.execute(f"""
+    CREATE FUNCTION vaultsync_int8_vector(b bytea) RETURNS {kind} LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+    $$ SELECT (array_agg(((get_byte(b, i) + 128) % 256) - 128 ORDER BY i))::integer[]::{kind}
+       FROM generate_series(0, length(b) - 1) AS i $$;
+    ALTER TABLE search_vectors ADD COLUMN vec {kind} GENERATED ALWAYS AS (vaultsync_int8_vector(embedding)) STORED;
+    """)
+    return True
+
+
+def _ints(blob: bytes) -> list[int]:
+    return [b - 256 if b > 127 else b for b in blob]
+
+
+def rank(con: Any, snap: Snapshot, embedder: Embedder, query: str, allowed: set[int] | None,
+         limit: int) -> list[Scored]:
+    """``search.vector.rank`` on this engine: the ``limit`` visible chunks (of allowed notes) nearest the query."""
+    if limit <= 0 or (allowed is not None and not allowed):
+        return []
+    q = query_vector(embedder, query)
+    if not any(q):
+        return []
+    source, params = rows_source(snap, allowed)
+    visible = f"SELECT v.doc_id, v.embedding{{d}} FROM search_vectors v WHERE v.doc_id IN (SELECT doc_id FROM ({source}) s)"
+    schema = pgvector_schema(con.raw)
+    if schema is None:
+        docs = con.execute(visible.format(d=""), params).fetchall()
+    else:
+        distance = f'"{schema}".cosine_distance(v.vec, :q::integer[]::"{schema}".vector)'
+        docs = con.execute(
+            f"""WITH c AS MATERIALIZED ({visible.format(d=', ' + distance + ' AS d')})
+                SELECT doc_id, embedding FROM c WHERE d <= coalesce(
+                    (SELECT d FROM c ORDER BY d OFFSET :k LIMIT 1) + :margin, 'Infinity'::float8)""",
+            {**params, "q": _ints(q), "k": limit - 1, "margin": MARGIN}).fetchall()
+    scores = sorted(((similarity(bytes(blob), q), int(doc)) for doc, blob in docs), reverse=True)
+    if len(scores) > limit:  # every doc tied with the ``limit``-th stays until rows are ordered
+        edge = scores[limit - 1][0]
+        scores = [s for s in scores if s[0] >= edge]
+    return best_rows(con, snap, allowed, {doc: score for score, doc in scores}, limit) if scores else []
+
+
+def similarities(con: Any, embedder: Embedder, query: str, row_ids: list[int]) -> dict[int, float]:
+    """``search.vector.similarities`` on this engine: row id → cosine similarity (rows without a vector left out)."""
+    q = query_vector(embedder, query)
+    if not any(q) or not row_ids:
+        return {}
+    rows = con.execute("""SELECT r.id, v.embedding FROM search_rows r JOIN search_vectors v ON v.doc_id = r.doc_id
+                          WHERE r.id IN (SELECT value FROM json_each(:ids))""", {"ids": json.dumps(row_ids)})
+    return {int(row_id): similarity(bytes(blob), q) for row_id, blob in rows}
+
+
+def set_meta(con: Any, key: str, value: str) -> None:
+    con.raw.execute("INSERT INTO search_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
+                    "SET value = excluded.value", (key, value))
+
+
+def catch_up(con: Any, embedder: Embedder) -> int:
+    """Give ``embedder``'s vectors to every indexed text that has none yet (those indexed before m004, or all
+    after ``reembed`` emptied the table); return how many were embedded. In the caller's transaction."""
+    from ..search.embedding import doc_texts, write_vectors
+
+    have = {int(r[0]) for r in con.raw.execute("SELECT doc_id FROM search_vectors")}
+    docs = [(int(doc), text) for doc, text in doc_texts(con) if doc not in have]
+    for start in range(0, len(docs), 512):
+        write_vectors(con, embedder, docs[start:start + 512])
+    con.raw.execute("DELETE FROM search_meta WHERE key = 'vectors_pending'")
+    return len(docs)
+
+
+def reembed(con: Any, embedder: Embedder) -> int:
+    """Replace every vector with ``embedder``'s and record it as the store's embedder (the caller's transaction)."""
+    con.raw.execute("SELECT set_config('vaultsync.purging', 'on', true)")
+    con.raw.execute("DELETE FROM search_vectors")
+    count = catch_up(con, embedder)
+    set_meta(con, "embedder", embedder.embedder_id)
+    set_meta(con, "embedder_signature", embedder.signature)
+    con.raw.execute("SELECT set_config('vaultsync.purging', 'off', true)")
+    return count
