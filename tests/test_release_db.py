@@ -18,6 +18,8 @@ RELEASE = "release-0.1.0"
 """Written by vaultsync 0.1.0 (schema 1)."""
 SCHEMA_6 = "schema-6"
 """Written by main at 1e50317 (schema 6, the last before m007 recorded callers), with a write tool's batch."""
+SCHEMA_7 = "schema-7"
+"""Written by main at a45d9ef (schema 7, the last release before m008 kept search spans)."""
 
 
 @pytest.fixture
@@ -37,7 +39,7 @@ def truth(name: str = RELEASE) -> dict[str, dict[str, str]]:
 
 
 @pytest.mark.parametrize("readonly", [False, True])
-@pytest.mark.parametrize("name", [RELEASE, SCHEMA_6])
+@pytest.mark.parametrize("name", [RELEASE, SCHEMA_6, SCHEMA_7])
 def test_every_note_and_every_past_state_survive(tmp_path: Path, name: str, readonly: bool) -> None:
     # read-only, an old database is read as it is (its search tables are current); for writing it is migrated
     release_db = fixture_copy(tmp_path, name)
