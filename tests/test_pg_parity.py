@@ -355,3 +355,44 @@ def test_copy_carries_purge_records_audit_heads_and_the_embedder(tmp_path: Path,
                 copy.close()
     finally:
         lite.close()
+
+
+def test_readers_of_one_store_share_a_pool_and_answer_as_one_at_a_time(
+        both: tuple[Vault, Vault, list[int], list[str]]) -> None:
+    """Threads searching one PgStore at once get the serial answers, over several connections of the readers' pool:
+    a view held open in one thread does not stop another thread's view (each its own REPEATABLE READ transaction)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    _, pg, times, _ = both
+    store = pg._store
+    held, go = threading.Event(), threading.Event()
+
+    def hold() -> int:
+        with store.view(pg.id, "v") as view:
+            pid = int(view._con.raw.execute("SELECT pg_backend_pid()").fetchone()[0])
+            held.set()
+            assert go.wait(30), "the other reader never got a view while this one was open"
+            return pid
+
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(hold)
+        assert held.wait(30)
+        with store.view(pg.id, "v") as view:  # with one connection this would wait for `hold`, which waits for it
+            mode = view._con.raw.execute("SHOW transaction_isolation").fetchone()[0]
+            second = int(view._con.raw.execute("SELECT pg_backend_pid()").fetchone()[0])
+            read_only = view._con.raw.execute("SHOW transaction_read_only").fetchone()[0]
+        go.set()
+        assert first.result(30) != second and (mode, read_only) == ("repeatable read", "on")
+
+    jobs = [(q, mode, at) for q in QUERIES for mode in ("keyword", "hybrid") for at in (None, times[0], times[1])]
+
+    def answer(job: tuple[str, str, int | None]) -> list[tuple]:
+        q, mode, at = job
+        return [(h["path"], h["chunk_id"], h["score"]) for h in pg.search(q, mode=mode, as_of=at, limit=8).hits]
+
+    serial = [answer(job) for job in jobs]
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(answer, jobs)) == serial
+    assert any(serial)
+    assert store.db.pool().get_stats()["pool_size"] >= 2  # the readers really spread over connections

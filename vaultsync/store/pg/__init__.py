@@ -7,7 +7,9 @@ tables that mirror SQLite's (``pg/schema.py``). What differs is what PostgreSQL 
 - a batch is one transaction that first locks its vault's head row (``vault_heads``, ``FOR UPDATE``), so
   batches of a vault are serialized and their ids and ``known_at`` grow together whoever writes; it ends
   with ``pg_notify`` on the schema's channel, delivered only if it commits;
-- a view is one ``REPEATABLE READ READ ONLY`` transaction;
+- a view is one ``REPEATABLE READ READ ONLY`` transaction, on a connection of a pool (``psycopg_pool``, up to
+  ``VAULTSYNC_PG_POOL`` connections, 4 by default) so that the threads of one server read side by side; the
+  store's own connection keeps the writes (and a view opened inside a batch, which must see it);
 - the writer lock is a session advisory lock (``pg/lock.py``);
 - ``data_version`` reads the last batch id and purge count (PostgreSQL has no ``PRAGMA data_version``).
 
@@ -19,84 +21,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
-from ...errors import ConfigError, SchemaError, StoreError
+from ...errors import ConfigError, SchemaError
 from ...times import format_time, now_micros
 from .. import Store, codec, is_dsn  # noqa: F401 - is_dsn: what names this engine
 from ..values import PurgeResult
 from ..view import View
 from ..write import BatchWriter
 from .compat import Con
+from .db import POOL_ENV, POOL_SIZE, PgDatabase, _driver, pool_size, redact, translated  # noqa: F401 - its names
 from .lock import PgWriterLock
 from .schema import MIGRATIONS, migrate, schema_version
-
-def _driver() -> Any:
-    try:
-        import psycopg
-    except ImportError:
-        raise ConfigError("the PostgreSQL engine needs psycopg: pip install 'vaultsync[postgres]'") from None
-    return psycopg
-
-
-@contextlib.contextmanager
-def translated(where: str) -> Iterator[None]:
-    """Turn a psycopg error into the store error that says what happened, in one line."""
-    psycopg = _driver()
-    try:
-        yield
-    except psycopg.errors.RaiseException as exc:
-        raise StoreError(f"the database {where} refused: {exc.diag.message_primary}") from None
-    except psycopg.Error as exc:
-        said = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc).strip().splitlines()[-1]
-        if isinstance(exc, psycopg.OperationalError) and getattr(exc, "sqlstate", None) is None:
-            raise StoreError(f"cannot use the database {where}: {said}") from None  # no server answered
-        raise StoreError(f"the database {where} refused: {said}") from None
-
-
-def redact(dsn: str) -> str:
-    """The connection string without its password, for messages."""
-    head, sep, tail = dsn.partition("@")
-    if not sep or ":" not in head.split("//", 1)[-1]:
-        return dsn
-    scheme, _, user = head.partition("//")
-    return f"{scheme}//{user.split(':', 1)[0]}:***@{tail}"
-
-
-class PgDatabase:
-    """One connection (autocommit outside ``atomic``) and a re-entrant transaction helper, as ``db.Database``."""
-
-    def __init__(self, dsn: str, *, readonly: bool = False, application_name: str = "vaultsync") -> None:
-        self.path = redact(dsn)
-        self.dsn = dsn
-        self.readonly = readonly
-        with translated(self.path):
-            self.raw = _driver().connect(dsn, autocommit=True, application_name=application_name)
-        self.con = Con(self.raw)
-        self._lock = threading.RLock()
-
-    def close(self) -> None:
-        self.raw.close()
-
-    @contextlib.contextmanager
-    def atomic(self, *, snapshot: bool = False) -> Iterator[Con]:
-        """One transaction (a savepoint when nested); ``snapshot``: REPEATABLE READ READ ONLY."""
-        with self._lock, translated(self.path):
-            outermost = self.raw.info.transaction_status == 0  # IDLE
-            with self.raw.transaction():
-                if outermost and (snapshot or self.readonly):
-                    self.raw.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                yield self.con
-
-    def query(self, sql: str, params: tuple | dict = ()) -> list[tuple]:
-        with self.atomic() as con:
-            return con.execute(sql, params).fetchall()
-
-    def one(self, sql: str, params: tuple | dict = ()) -> tuple | None:
-        with self.atomic() as con:
-            return con.execute(sql, params).fetchone()
 
 
 class PgStore(Store):
@@ -110,7 +47,7 @@ class PgStore(Store):
         self.indexers = []
         try:
             with self.db.atomic() as con:
-                self.schema = con.raw.execute("SELECT current_schema()").fetchone()[0]
+                self.schema = self.db.schema = con.raw.execute("SELECT current_schema()").fetchone()[0]
                 if self.schema is None:
                     raise ConfigError(f"{self.db.path}: the schema its search_path names does not exist; create it")
                 version = schema_version(con.raw)
@@ -232,10 +169,11 @@ class PgStore(Store):
     @contextlib.contextmanager
     def view(self, vault_id: int, vault_name: str, *, as_of: int | None = None,
              valid_at: int | None = None) -> Iterator[View]:
-        """The vault as known at ``as_of`` (None: now), inside one REPEATABLE READ READ ONLY transaction."""
+        """The vault as known at ``as_of`` (None: now), inside one REPEATABLE READ READ ONLY transaction on a
+        connection of the readers' pool."""
         from .view import PgView
 
-        with self.db.atomic(snapshot=True) as con:
+        with self.db.snapshot() as con:
             codec.refresh(con)
             yield PgView(con, self.db.path, vault_id, vault_name, as_of, valid_at)  # type: ignore[arg-type]
 
