@@ -6,7 +6,9 @@ and the default mode (single words, phrases, prefixes, CJK pairs, a filter, the 
 same answers,
 scores within 1e-9; vector search and the default mode fused with vectors give the same chunks with the same
 scores, bit for bit, with pgvector and with the fallback that does without it (the SQLite engine's scores are checked against a fresh FTS5 index by
-tests/test_search_truth.py). The server is tests/pgserver.py's, shared by the session.
+tests/test_search_truth.py). Threads reading one store at once answer as one at a time, over several pooled
+connections; the system's PostgreSQL (no pgvector), where installed, falls back to Python vectors by itself
+with the same answers. The servers are tests/pgserver.py's, shared by the session.
 """
 
 from __future__ import annotations

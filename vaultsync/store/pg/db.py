@@ -64,7 +64,8 @@ def redact(dsn: str) -> str:
 
 
 class PgDatabase:
-    """One connection (autocommit outside ``atomic``) and a re-entrant transaction helper, as ``db.Database``."""
+    """One connection (autocommit outside ``atomic``) and a re-entrant transaction helper, as ``db.Database``, and
+    the readers' pool behind ``snapshot`` (opened at the first view)."""
 
     def __init__(self, dsn: str, *, readonly: bool = False, application_name: str = "vaultsync") -> None:
         self.path = redact(dsn)
