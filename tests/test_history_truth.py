@@ -13,15 +13,19 @@ for the bytes; a sample is cross-checked against the tool's own ``--truth`` and 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import functools
+import importlib.util
+import io
 import json
 import random
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -66,21 +70,26 @@ class Truth:
         return str(found[0])
 
     def list_at(self, date: str) -> tuple[str | None, list[str]]:
-        """(commit in force, .md paths that existed) at ``date``, straight from the tool."""
-        done = self.tool("--list-at", date)
-        assert done.returncode == 0, done.stderr
+        """(commit in force, .md paths that existed) at ``date``: the tool's own ``--list-at``, its ``main`` run
+        in this process (a Python start per date was most of the cost; the CLI tests still run it as a process)."""
+        out, err = io.BytesIO(), io.StringIO()
+        stdout = io.TextIOWrapper(out, encoding="utf-8")
+        args = [str(BUNDLE), *self.selection, "--cache-dir", self.env["REPLAY_HISTORY_CACHE"], "--list-at", date]
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(err):
+            code = replay_tool().main(args)
+        stdout.flush()
+        assert code == 0, err.getvalue()
         commit = None
-        for line in done.stderr.decode().splitlines():
+        for line in err.getvalue().splitlines():
             if line.startswith("# commit "):
                 commit = line.split()[2]
-        paths = [p.decode("utf-8") for p in done.stdout.split(b"\n") if p]
+        paths = [p.decode("utf-8") for p in out.getvalue().split(b"\n") if p]
         return commit, [p for p in paths if self.keep(p)]
 
     def load(self, dates: Iterable[str]) -> None:
-        todo = [d for d in dict.fromkeys(dates) if d not in self.listings]
-        with ThreadPoolExecutor(max_workers=3) as pool:
-            for date, answer in zip(todo, pool.map(self.list_at, todo)):
-                self.listings[date] = answer
+        for date in dict.fromkeys(dates):
+            if date not in self.listings:
+                self.listings[date] = self.list_at(date)
 
     def contents(self, pairs: list[tuple[str | None, str]]) -> list[bytes | None]:
         """The bytes of each (commit, repo path) from git (None: no such file then)."""
@@ -107,6 +116,16 @@ class Truth:
                               "--name-only", "-z", "HEAD"], capture_output=True, check=True).stdout
         paths = {p.decode("utf-8") for p in log.split(b"\0") if p.endswith(b".md")}
         return {p for p in paths if not hidden(p) and self.keep(p)}
+
+
+@functools.cache
+def replay_tool() -> ModuleType:
+    """../shared/tools/replay_history.py as a module, read at run time (its --list-at without a process)."""
+    spec = importlib.util.spec_from_file_location("replay_history", TOOL)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def vaultsync(db: Path, *args: str) -> Ran:
