@@ -268,10 +268,15 @@ The other 26 translations, Latin-script copies of English added mostly in 2026, 
 each import: they were 55 % of the replay's revisions and none of its scripts. ``all`` keeps every folder."""
 
 
+def replayed_folder(name: str) -> bool:
+    """Whether the replay keeps this top folder of the Help tree (see REPLAY_FOLDERS)."""
+    return REPLAY_FOLDERS == "all" or name.startswith(".") or name in REPLAY_FOLDERS.split(",")
+
+
 def replayed_path(path: str) -> bool:
-    """Whether the replay keeps this repository path (see REPLAY_FOLDERS)."""
+    """Whether the replay keeps this repository path: a top-level note, or one in a kept folder."""
     top, _, rest = path.partition("/")
-    return REPLAY_FOLDERS == "all" or not rest or top.startswith(".") or top in REPLAY_FOLDERS.split(",")
+    return not rest or replayed_folder(top)
 HELP_GIT_VAULTS = ("ko", "zh")
 """Language folders imported with --from-git, each its own vault (a subfolder of the repository): Chinese since
 2020, Korean since 2024, 1,939 changes and 246 renames between them, every path non-ASCII. (English, 1,159 commits,
@@ -412,7 +417,7 @@ def help_replayed(help_corpus: HelpCorpus) -> Replayed:
 
     def import_state(commit_time: str) -> None:
         for top in vault.iterdir():  # the folders the replay leaves out (REPLAY_FOLDERS)
-            if top.is_dir() and not replayed_path(f"{top.name}/x"):
+            if top.is_dir() and not replayed_folder(top.name):
                 shutil.rmtree(top)
         done = invoke("import", str(vault), "--known-at", commit_time, "--json", db=db,
                       env={"VAULTSYNC_HOME": str(work / "home")})

@@ -28,7 +28,7 @@ from typing import Any
 from ...embedders import Embedder
 from ..search.keyword import Scored
 from ..search.snapshot import Snapshot, rows_source
-from ..search.vector import best_rows, query_vector, similarity
+from ..search.vector import best_rows, query_vector, searchable, similarity
 
 MARGIN = 1e-5
 """How far past the ``limit``-th pgvector distance candidates are taken: pgvector's and sqlite-vec's
@@ -79,10 +79,8 @@ def _ints(blob: bytes) -> list[int]:
 def rank(con: Any, snap: Snapshot, embedder: Embedder, query: str, allowed: set[int] | None,
          limit: int) -> list[Scored]:
     """``search.vector.rank`` on this engine: the ``limit`` visible chunks (of allowed notes) nearest the query."""
-    if limit <= 0 or (allowed is not None and not allowed):
-        return []
-    q = query_vector(embedder, query)
-    if not any(q):
+    q = searchable(embedder, query, allowed, limit)
+    if q is None:
         return []
     source, params = rows_source(snap, allowed)
     visible = f"SELECT v.doc_id, v.embedding{{d}} FROM search_vectors v WHERE v.doc_id IN (SELECT doc_id FROM ({source}) s)"

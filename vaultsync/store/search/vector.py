@@ -28,13 +28,20 @@ def query_vector(embedder: Embedder, query: str) -> bytes:
     return quantize(embedder.embed_batch([query])[0])
 
 
+def searchable(embedder: Embedder, query: str, allowed: set[int] | None, limit: int) -> bytes | None:
+    """The query's vector, or None when nothing can be found (no rows asked for, no note allowed, or a query
+    without a feature): the same guard for both engines."""
+    if limit <= 0 or (allowed is not None and not allowed):
+        return None
+    q = query_vector(embedder, query)
+    return q if any(q) else None
+
+
 def rank(con: apsw.Connection, snap: Snapshot, embedder: Embedder, query: str, allowed: set[int] | None,
          limit: int) -> list[Scored]:
     """The ``limit`` visible chunks (of allowed notes) nearest the query; ``score`` is the cosine similarity."""
-    if limit <= 0 or (allowed is not None and not allowed):
-        return []
-    q = query_vector(embedder, query)
-    if not any(q):
+    q = searchable(embedder, query, allowed, limit)
+    if q is None:
         return []
     source, params = rows_source(snap, allowed)
     params = {**params, "q": q}
