@@ -63,6 +63,8 @@ class GitHistory:
         prefix = os.path.relpath(os.path.realpath(vault), os.path.realpath(top)).replace(os.sep, "/")
         self.prefix = "" if prefix == "." else prefix + "/"
         self._cat: subprocess.Popen[bytes] | None = None
+        self._log: subprocess.Popen[bytes] | None = None
+        self._diffs: Iterator[tuple[str, list[tuple[bytes, bytes]]]] | None = None
 
     def commits(self) -> list[Commit]:
         out = _git(self.top, "log", "--first-parent", "--reverse", "--format=%H %ct", "HEAD")
@@ -73,16 +75,23 @@ class GitHistory:
         return commits
 
     def changes(self, parent: str | None, commit: str) -> dict[str, Observed]:
-        """Vault-relative note paths changed from ``parent`` to ``commit``: blob or Absent."""
-        args = ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", parent or EMPTY_TREE, commit]
-        if self.prefix:
-            args += ["--", self.prefix]
-        fields = _git(self.top, *args).split(b"\0")
+        """Vault-relative note paths changed from ``parent`` to ``commit``: blob or Absent.
+
+        ``parent`` is ``commit``'s first parent (``pending`` gives them so): the changes come from one
+        ``git log`` stream over the whole first-parent history, read in step with the import, instead of
+        a git process per commit. Any other pair is diffed on its own."""
+        entries = self._streamed(commit) if parent is not None else None
+        if entries is None:
+            args = ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", parent or EMPTY_TREE, commit]
+            if self.prefix:
+                args += ["--", self.prefix]
+            fields = _git(self.top, *args).split(b"\0")
+            entries = list(zip(fields[0::2], fields[1::2]))
         out: dict[str, Observed] = {}
-        for meta, raw_path in zip(fields[0::2], fields[1::2]):
+        for meta, raw_path in entries:
             if not meta:
                 continue
-            _, new_mode, _, new_sha, status = meta.decode().split()
+            _, new_mode, _, new_sha, status = meta.decode().lstrip(":").split()
             path = raw_path.decode("utf-8", "surrogateescape")
             if not path.startswith(self.prefix):
                 continue
@@ -115,6 +124,23 @@ class GitHistory:
             out[rel] = Present(size=len(data), data=data)
         return out
 
+    def _streamed(self, commit: str) -> list[tuple[bytes, bytes]] | None:
+        """``commit``'s raw diff against its first parent from the history's ``git log`` stream (None if the
+        stream has passed it or does not hold it)."""
+        if self._diffs is None:
+            args = ["git", "log", "--first-parent", "--full-history", "--sparse", "--reverse", "--root",
+                    "--diff-merges=first-parent", "--raw", "-r", "-z", "--no-renames", "--no-abbrev",
+                    "--format=%x01%H", "HEAD"]
+            if self.prefix:
+                args += ["--", self.prefix]
+            self._log = subprocess.Popen(args, cwd=self.top, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            assert self._log.stdout is not None
+            self._diffs = _raw_log(self._log.stdout)
+        for sha, entries in self._diffs:
+            if sha == commit:
+                return entries
+        return None
+
     def observed(self, parent: str | None, commit: Commit, *, whole: bool) -> dict[str, Observed]:
         """What ``commit`` holds (``whole``: its whole tree) or changed since ``parent``, as observations."""
         return self.tree(commit.sha) if whole else self.changes(parent, commit.sha)
@@ -139,6 +165,12 @@ class GitHistory:
             self._cat.stdin.close()
             self._cat.wait()
             self._cat = None
+        if self._log is not None:
+            self._log.kill()
+            self._log.wait()
+            assert self._log.stdout is not None
+            self._log.stdout.close()
+            self._log, self._diffs = None, None
 
 
 def pending(history: GitHistory, imported: set[str]) -> Iterator[tuple[str | None, Commit]]:
@@ -178,3 +210,31 @@ def to_import(history: GitHistory, imported: set[str], last: tuple[int, str] | N
             "vault name or database"
         )
     return todo
+
+
+def _raw_log(stream: Any) -> Iterator[tuple[str, list[tuple[bytes, bytes]]]]:
+    """(commit, [(raw meta, path), ...]) from ``git log --format=%x01%H --raw -z``, one commit at a time."""
+    sha: str | None = None
+    entries: list[tuple[bytes, bytes]] = []
+    meta: bytes | None = None
+    buffered = b""
+    while True:
+        chunk = stream.read1(1 << 16)
+        fields = (buffered + chunk).split(b"\0")
+        buffered = fields.pop() if chunk else b""
+        for field in fields:
+            if meta is not None:  # the path after its meta, whatever it holds
+                entries.append((meta, field))
+                meta = None
+                continue
+            field = field.lstrip(b"\n")
+            if field.startswith(b"\x01"):
+                if sha is not None:
+                    yield sha, entries
+                sha, entries = field[1:].decode(), []
+            elif field.startswith(b":"):
+                meta = field
+        if not chunk:
+            break
+    if sha is not None:
+        yield sha, entries

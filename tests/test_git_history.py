@@ -1,0 +1,128 @@
+"""``import --from-git`` on a small repository made here: first-parent merges, a vault in a subfolder next to
+other folders, deletions, a note that stops being a regular file, non-ASCII names, and a second import
+that resumes after new commits. Each commit's changes come from one ``git log`` stream read in step with
+the import (``gitimport.GitHistory``); the truth is git's own tree at every commit (``git ls-tree`` and
+``git show``), read independently of that stream."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from vaultsync import Vault
+from vaultsync.errors import NoteNotFound
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+START = 1_700_000_000
+
+
+class Repo:
+    def __init__(self, top: Path) -> None:
+        self.top = top
+        self.clock = START
+        top.mkdir(parents=True)
+        self.git("init", "-q", "-b", "main")
+
+    def git(self, *args: str) -> str:
+        env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+               "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_AUTHOR_DATE": f"@{self.clock} +0000",
+               "GIT_COMMITTER_DATE": f"@{self.clock} +0000", "HOME": str(self.top)}
+        return subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=self.top, env=env, check=True,
+                              capture_output=True, text=True).stdout
+
+    def write(self, path: str, text: str) -> None:
+        file = self.top / path
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(text, encoding="utf-8")
+
+    def commit(self, message: str) -> None:
+        self.clock += 3600
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+
+    def merge(self, branch: str) -> None:
+        self.clock += 3600
+        self.git("merge", "-q", "--no-ff", "-m", f"merge {branch}", branch)
+
+    def first_parent(self) -> list[tuple[str, int]]:
+        out = self.git("log", "--first-parent", "--reverse", "--format=%H %ct", "HEAD")
+        return [(sha, int(t)) for sha, t in (line.split() for line in out.splitlines())]
+
+    def notes_at(self, sha: str, folder: str) -> dict[str, str]:
+        """Every regular .md file under ``folder`` at ``sha``, by vault-relative path, as git holds it."""
+        out = self.git("ls-tree", "-r", "-z", sha, "--", folder + "/")
+        notes = {}
+        for entry in filter(None, out.split("\0")):
+            meta, path = entry.split("\t", 1)
+            if meta.split()[0] in ("100644", "100755") and path.endswith(".md"):
+                notes[path[len(folder) + 1:]] = self.git("show", f"{sha}:{path}")
+        return notes
+
+
+def build(repo: Repo) -> None:
+    repo.write("vault/Home.md", "# Home\n\nStart here.\n")
+    repo.write("other/Outside.md", "# Not in the vault\n")
+    repo.commit("first")
+    repo.write("vault/Ideen/Über.md", "# Über\n\nUmlaute im Namen.\n")
+    repo.write("vault/日记.md", "今天 同步\n")
+    repo.commit("non-ASCII names")
+    repo.write("other/Outside.md", "# Still not in the vault\n")
+    repo.commit("outside only")
+    repo.git("checkout", "-q", "-b", "topic")
+    repo.write("vault/Topic.md", "# Topic\n\nFrom a branch.\n")
+    repo.write("vault/Home.md", "# Home\n\nStart here.\n\nSee [[Topic]].\n")
+    repo.commit("topic work")
+    repo.write("vault/Topic.md", "# Topic\n\nFrom a branch, twice.\n")
+    repo.commit("topic again")
+    repo.git("checkout", "-q", "main")
+    repo.write("vault/Main side.md", "Written on main meanwhile.\n")
+    repo.commit("main meanwhile")
+    repo.merge("topic")
+    (repo.top / "vault/日记.md").unlink()
+    repo.git("mv", "vault/Ideen/Über.md", "vault/Ideen/Ueber.md")
+    repo.commit("delete and rename")
+    (repo.top / "vault/Main side.md").unlink()
+    os.symlink("Home.md", repo.top / "vault/Main side.md")
+    repo.commit("a note becomes a symlink")
+
+
+def test_from_git_matches_every_first_parent_commit_and_resumes(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "repo")
+    build(repo)
+    db = tmp_path / "git.db"
+    with Vault.open(db, root=repo.top / "vault") as vault:
+        done = vault.import_git().to_json()
+    commits = repo.first_parent()
+    assert (done["commits"], done["already_imported"]) == (len(commits), 0)
+
+    # more history, then a second import: only the new commits, diffed against the last imported one
+    repo.write("vault/Later.md", "# Later\n")
+    repo.write("vault/Home.md", "# Home\n\nStart here, again.\n")
+    repo.commit("after the first import")
+    repo.git("checkout", "-q", "-b", "late")
+    repo.write("vault/Ideen/Ueber.md", "# Über\n\nUmlaute, geändert auf einem Zweig.\n")
+    repo.commit("late branch")
+    repo.git("checkout", "-q", "main")
+    repo.merge("late")
+    with Vault.open(db, root=repo.top / "vault") as vault:
+        again = vault.import_git().to_json()
+    all_commits = repo.first_parent()
+    assert (again["commits"], again["already_imported"]) == (len(all_commits) - len(commits), len(commits))
+
+    with Vault.open(db, name="vault", readonly=True) as vault:
+        for sha, seconds in all_commits:
+            at = dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
+            truth = repo.notes_at(sha, "vault")
+            assert {r.path for r in vault.ls(as_of=at)} == set(truth), sha
+            for path, text in truth.items():
+                assert vault.read(path, as_of=at).content == text, (sha, path)
+        assert vault.ls() and "Main side.md" not in {r.path for r in vault.ls()}
+        with pytest.raises(NoteNotFound):
+            vault.read("日记.md")
+        assert [r.kind for r in vault.history("Ideen/Ueber.md")][-1] == "modified"
