@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_db
+from engines import own_store
 from vaultsync.vault import Vault
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self")
@@ -171,7 +172,8 @@ def test_narrow_live_state_queries_agree_with_the_whole_state(tmp_path: Path) ->
         vault.sync()
         (root / "a/b/c.md").unlink()
         vault.sync()
-        store, whole = vault._store, vault._store.live_state(vault.id)
+    with own_store(tmp_path / "v.db") as store:  # the same database, read as a store of its own
+        whole = store.live_state(vault.id)
         assert set(whole) == set(names) - {"a/b/c.md"}
         asked = ["a/b.md", "a/b/c.md", "missing.md", "é/ü.md"]
         assert store.live_state(vault.id, asked) == {p: whole[p] for p in asked if p in whole}
