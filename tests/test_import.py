@@ -7,6 +7,7 @@ from pathlib import Path
 
 import apsw
 import pytest
+from engines import sqlite_file
 
 from vaultsync import ConfigError, LockedError, NoteNotFound, ParseError, PathError, Vault
 
@@ -74,8 +75,8 @@ def test_identical_content_is_stored_once(db_path: Path, vault_dir: Path) -> Non
     (vault_dir / "Copy of Inbox.md").write_text(text, encoding="utf-8")
     with open_vault(db_path, vault_dir) as vault:
         vault.sync(known_at=T1)
-        con = vault._store.db.con
-        chunks = con.execute("SELECT count(*), count(DISTINCT text_id) FROM chunks").fetchone()
+        with sqlite_file(db_path) as con:
+            chunks = con.execute("SELECT count(*), count(DISTINCT text_id) FROM chunks").fetchone()
         assert chunks[0] > chunks[1]
 
 
@@ -156,20 +157,20 @@ def test_append_only_tables_refuse_rewrites(db_path: Path, vault_dir: Path) -> N
         vault.sync(known_at=T1)
         (vault_dir / "Inbox.md").write_text("changed\n", encoding="utf-8")
         vault.sync(known_at=T2)
-        con = vault._store.db.con
-        for sql in ["UPDATE notes SET path = 'x'", "DELETE FROM chunks", "UPDATE texts SET body = x''",
-                    "DELETE FROM batches", "UPDATE note_ends SET batch_id = 0"]:
-            with pytest.raises(apsw.ConstraintError, match="append-only"):
-                con.execute(sql)
+        with sqlite_file(db_path) as con:  # the database itself refuses, whoever writes
+            for sql in ["UPDATE notes SET path = 'x'", "DELETE FROM chunks", "UPDATE texts SET body = x''",
+                        "DELETE FROM batches", "UPDATE note_ends SET batch_id = 0"]:
+                with pytest.raises(apsw.ConstraintError, match="append-only"):
+                    con.execute(sql)
         assert vault.check() == []
 
 
 def test_check_finds_tampering(db_path: Path, vault_dir: Path) -> None:
     with open_vault(db_path, vault_dir) as vault:
         vault.sync(known_at=T1)
-        con = vault._store.db.con
-        con.execute("DROP TRIGGER texts_no_update")
-        con.execute("UPDATE texts SET body = zeroblob(3) WHERE id = 1")
+        with sqlite_file(db_path) as con:  # tampering from outside vaultsync
+            con.execute("DROP TRIGGER texts_no_update")
+            con.execute("UPDATE texts SET body = zeroblob(3) WHERE id = 1")
         problems = vault.check()
         assert any("texts_no_update is missing" in p for p in problems)
         assert any("does not match" in p for p in problems)
@@ -228,9 +229,9 @@ def test_links_are_stored_per_chunk_and_read_back_exactly(db_path: Path, vault_d
         vault.sync(known_at=T2)
         assert vault.read("Linked.md").revision.links == [link_dict(x) for x in parse_note(shifted, "Linked.md").links]
         assert vault.read("Linked.md", as_of=T1).revision.links == expected
-        blobs = vault._store.db.con.execute(
-            "SELECT count(DISTINCT c.links_id) FROM chunks c JOIN notes n ON n.id = c.note_id WHERE n.path = 'Linked.md'"
-        ).fetchone()[0]
+        with sqlite_file(db_path) as con:
+            blobs = con.execute("SELECT count(DISTINCT c.links_id) FROM chunks c JOIN notes n ON n.id = c.note_id "
+                                "WHERE n.path = 'Linked.md'").fetchone()[0]
         assert blobs == 4  # three chunks' link lists, plus the first chunk's again after its edit
 
 
@@ -243,15 +244,16 @@ def test_texts_compress_with_a_dictionary_trained_on_the_vault(db_path: Path, va
             encoding="utf-8")
     with open_vault(db_path, vault_dir) as vault:
         vault.sync(known_at=T1)
-        con = vault._store.db.con
-        assert con.execute("SELECT count(*) FROM dictionaries").fetchone()[0] == 1
-        bodies = [r[0] for r in con.execute("SELECT body FROM texts")]
+        with sqlite_file(db_path) as con:
+            assert con.execute("SELECT count(*) FROM dictionaries").fetchone()[0] == 1
+            bodies = [r[0] for r in con.execute("SELECT body FROM texts")]
         assert all(b[:1] == b"\x01" for b in bodies)
         assert vault.read("Daily 007.md").content == (vault_dir / "Daily 007.md").read_text(encoding="utf-8")
         # a later batch reuses the stored dictionary; a new process finds it in the database
         (vault_dir / "Daily 007.md").write_text("# Day 7\n\nrewritten\n", encoding="utf-8")
         vault.sync(known_at=T2)
-        assert con.execute("SELECT count(*) FROM dictionaries").fetchone()[0] == 1
+        with sqlite_file(db_path) as con:
+            assert con.execute("SELECT count(*) FROM dictionaries").fetchone()[0] == 1
     codec._DICTS.clear()
     with Vault.open(db_path, readonly=True) as reader:
         assert reader.read("Daily 007.md").content == "# Day 7\n\nrewritten\n"

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from engines import sqlite_file
 
 from vaultsync import Vault, sync
 
@@ -22,7 +23,7 @@ TABLES = {
 def snapshot(db: Path, root: Path, workers: int = 0) -> dict[str, list[tuple]]:
     with Vault.open(db, root=root, parse_workers=workers) as vault:
         vault.sync(known_at="2024-01-01")
-        con = vault._store.db.con
+    with sqlite_file(db) as con:
         return {name: con.execute(sql).fetchall() for name, sql in TABLES.items()}
 
 
@@ -51,7 +52,7 @@ def test_a_second_parallel_batch_gives_the_same_store_as_inline(tmp_path: Path, 
                             encoding="utf-8")
         with Vault.open(db, root=root, parse_workers=workers) as vault:
             vault.sync(known_at="2024-02-01")
-            con = vault._store.db.con
+        with sqlite_file(db) as con:
             stores[workers] = {name: con.execute(sql).fetchall() for name, sql in TABLES.items()}
     assert stores[2] == stores[0]
 

@@ -107,8 +107,9 @@ async def test_a_hardened_server_on_postgres_keeps_its_audit_head_there(tmp_path
     assert ran.returncode == 0, ran.stdout + ran.stderr
 
 
-def test_a_servers_change_feed_learns_of_another_writers_batch_through_notify(tmp_path: Path,
-                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.anyio
+async def test_a_servers_change_feed_learns_of_another_writers_batch_through_notify(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The server's follow loop (its change feed, and ``serve --watch``'s take-over) waits on the engine's
     wakeup: with an hour between its polls, only PostgreSQL's NOTIFY can tell it of a batch another process
     wrote, and it tells that batch once."""
@@ -123,20 +124,14 @@ def test_a_servers_change_feed_learns_of_another_writers_batch_through_notify(tm
     make_history_vault(root, dsn)  # type: ignore[arg-type]
     monkeypatch.setattr(served_module, "POLL_S", 3600.0)
     served = served_module.ServedVault(served_module.ServeConfig(db=dsn, root=root, vault="notes"))  # type: ignore[arg-type]
-    served.open()
     told: list[Any] = []
     served.feed = ChangeFeed(served.reading, tell=told.extend)
-    served.feed.start()
-    served._start_following()
-    try:
-        time.sleep(0.5)  # the loop is waiting
+    async with served.running():  # the server's lifespan: open, then follow the batch log
+        await anyio.sleep(0.5)  # the loop is waiting
         (root / "Fresh.md").write_text("# Fresh\n\nwritten by another process\n", encoding="utf-8")
         with Vault.open(dsn, root=root, name="notes") as other:
             other.sync()
         deadline = time.monotonic() + 300
         while not told and time.monotonic() < deadline:
-            time.sleep(0.05)
+            await anyio.sleep(0.05)
         assert [news.paths for news in told] == [("Fresh.md",)]
-    finally:
-        served._stop_following()
-        served.close()

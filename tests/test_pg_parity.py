@@ -13,9 +13,11 @@ with the same answers. The servers are tests/pgserver.py's, shared by the sessio
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +106,24 @@ def _answers(vault: Vault, at: int, paths: list[str]) -> dict[str, Any]:
     return out
 
 
+@contextlib.contextmanager
+def _store(db: Any) -> Iterator[tuple[Any, int]]:
+    """The database ``db`` opened read-only as a store of its own (beside any ``Vault`` on it), and vault "v"'s id:
+    what a test reads below the facade (file states, purge records, audit heads, a view's session)."""
+    from vaultsync.store import open_store
+
+    store = open_store(db, readonly=True)
+    try:
+        found = store.vault("v")
+        assert found is not None
+        yield store, found.id
+    finally:
+        store.close()
+
+
 @pytest.fixture(scope="module")
-def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[Vault, Vault, list[int], list[str]]:
+def databases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, list[int]]:
+    """One small history imported into a SQLite file and a PostgreSQL database: (file, connection string, times)."""
     try:
         server = pgserver.shared()
     except pgserver.Unavailable as exc:
@@ -114,7 +132,13 @@ def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[Vault, Vault, list[i
     times = _import_all(work / "lite.db", work / "vault")
     dsn = server.fresh("parity")
     assert _import_all(dsn, work / "vault") == times
-    lite, pg = Vault.open(work / "lite.db", name="v", readonly=True), Vault.open(dsn, name="v", readonly=True)
+    return work / "lite.db", dsn, times
+
+
+@pytest.fixture(scope="module")
+def both(databases: tuple[Path, str, list[int]]) -> tuple[Vault, Vault, list[int], list[str]]:
+    lite_db, dsn, times = databases
+    lite, pg = Vault.open(lite_db, name="v", readonly=True), Vault.open(dsn, name="v", readonly=True)
     paths = sorted({p for state in STATES for p in state} | {"Plans/Q1.md"})
     yield lite, pg, times, paths
     lite.close()
@@ -153,12 +177,13 @@ def test_history_follows_renames_the_same_way(both: tuple[Vault, Vault, list[int
     assert [r.kind for r in pg.history("Plans/2025 Q1.md")] == ["created", "renamed", "modified"]
 
 
-def test_the_postgres_database_checks_clean_and_refuses_rewrites(both: tuple[Vault, Vault, list[int], list[str]]) -> None:
+def test_the_postgres_database_checks_clean_and_refuses_rewrites(both: tuple[Vault, Vault, list[int], list[str]],
+                                                                  databases: tuple[Path, str, list[int]]) -> None:
     import psycopg
 
     _, pg, _, _ = both
     assert pg.check() == []
-    dsn = pg._store.dsn  # the test reaches the database itself: append-only must hold there, not only in vaultsync
+    dsn = databases[1]  # the test reaches the database itself: append-only must hold there, not only in vaultsync
     with psycopg.connect(dsn) as con:
         for sql in ("UPDATE notes SET path = 'x'", "DELETE FROM chunks", "UPDATE texts SET body = ''::bytea",
                     "DELETE FROM search_postings"):
@@ -168,6 +193,7 @@ def test_the_postgres_database_checks_clean_and_refuses_rewrites(both: tuple[Vau
 
 
 def test_copy_sqlite_to_postgres_and_back_keeps_every_answer(both: tuple[Vault, Vault, list[int], list[str]],
+                                                             databases: tuple[Path, str, list[int]],
                                                              tmp_path: Path) -> None:
     """``vaultsync copy`` SQLite → PostgreSQL → SQLite: each copy answers as the original, and checks clean."""
     from click.testing import CliRunner
@@ -178,7 +204,7 @@ def test_copy_sqlite_to_postgres_and_back_keeps_every_answer(both: tuple[Vault, 
     there, back = pgserver.shared().fresh("copied"), tmp_path / "back.db"
     runner = CliRunner()
     written = sum(len(lite.written_by(i)) for i in range(1, len(times) + 1))
-    for src, dst in ((str(lite._store.path), there), (there, str(back))):
+    for src, dst in ((str(databases[0]), there), (there, str(back))):
         done = runner.invoke(cli, ["copy", src, dst, "--json"], catch_exceptions=False)
         assert done.exit_code == 0, done.output
         assert json.loads(done.output)["vaults"] == {"v": {"batches": len(times), "revisions": written}}
@@ -189,7 +215,8 @@ def test_copy_sqlite_to_postgres_and_back_keeps_every_answer(both: tuple[Vault, 
         copy = Vault.open(db, name="v", readonly=True)
         try:
             assert copy.check() == []
-            assert copy._store.live_index(copy.id) == lite._store.live_index(lite.id)  # file states came along
+            with _store(db) as (copied, copied_id), _store(databases[0]) as (source, source_id):
+                assert copied.live_index(copied_id) == source.live_index(source_id)  # file states came along
             assert [copy.batch_info(i) for i in range(1, 4)] == [lite.batch_info(i) for i in range(1, 4)]
             for at, answers in expected.items():
                 assert _answers(copy, at, paths) == answers, (db, at)
@@ -211,6 +238,8 @@ class FusedHash(HashEmbedder):
 def fused() -> Any:
     """Three stores of one history with a fusing embedder: SQLite, PostgreSQL with pgvector, and PostgreSQL
     without it (``VAULTSYNC_PG_VECTORS=python`` when its schema was made: the fallback)."""
+    import psycopg
+
     from vaultsync import embedders
     from vaultsync.store.pg.vectors import ENV, pgvector_schema
 
@@ -228,10 +257,10 @@ def fused() -> Any:
         assert _import_all(without, work / "vault", "hash-fused") == times
         mp.delenv(ENV)
         opened = [Vault.open(db, name="v", readonly=True) for db in (work / "lite.db", with_ext, without)]
-        with opened[1]._store.db.atomic() as con:
-            assert pgvector_schema(con.raw) is not None  # the first really ranks with pgvector…
-        with opened[2]._store.db.atomic() as con:
-            assert pgvector_schema(con.raw) is None  # …and the second without it
+        with psycopg.connect(with_ext) as con:  # the databases themselves, as their connection strings select them
+            assert pgvector_schema(con) is not None  # the first really ranks with pgvector…
+        with psycopg.connect(without) as con:
+            assert pgvector_schema(con) is None  # …and the second without it
         yield (*opened, times)
         for vault in opened:
             vault.close()
@@ -332,24 +361,26 @@ def test_copy_carries_purge_records_audit_heads_and_the_embedder(tmp_path: Path,
     lite = Vault.open(lite_db, name="v", readonly=True)
     paths = sorted({p for state in STATES for p in state} | {"Plans/Q1.md"})
     try:
-        def records(vault: Vault) -> list[tuple]:
-            with vault._store.view(vault.id, "v") as view:
+        def records(db: Any) -> list[tuple]:
+            with _store(db) as (store, vid), store.view(vid, "v") as view:
                 return [(p.command, p.horizon, p.revisions_changed, p.revisions_removed, p.at) for p in view.purges()]
 
-        purges = records(lite)
+        purges = records(lite_db)
         assert [p[0] for p in purges] == ["text", "before"] and purges[1][1] == times[1]
         expected = {at: _answers(lite, at, paths) for at in times[1:]}
         vectors = _vector_answers(lite, times[2])
         assert any(h[2] != "[null, null, null]" and json.loads(h[2])[1] for hits in vectors.values() for h in hits)
-        head = lite._store.audit_head(log_id="log-1")
+        with _store(lite_db) as (store, _):
+            head = store.audit_head(log_id="log-1")
         assert head is not None and head.records == 2
         for db in (there, back):
             copy = Vault.open(db, name="v", readonly=True)
             try:
                 assert copy.check() == []
-                assert records(copy) == purges
-                assert copy._store.horizon(copy.id) == times[1]
-                assert copy._store.audit_head(log_id="log-1") == head
+                assert records(db) == purges
+                with _store(db) as (store, vid):
+                    assert store.horizon(vid) == times[1]
+                    assert store.audit_head(log_id="log-1") == head
                 for at, answers in expected.items():
                     assert _answers(copy, at, paths) == answers, (db, at)
                 assert _vector_answers(copy, times[2]) == vectors
@@ -360,44 +391,45 @@ def test_copy_carries_purge_records_audit_heads_and_the_embedder(tmp_path: Path,
 
 
 def test_readers_of_one_store_share_a_pool_and_answer_as_one_at_a_time(
-        both: tuple[Vault, Vault, list[int], list[str]]) -> None:
+        databases: tuple[Path, str, list[int]]) -> None:
     """Threads searching one PgStore at once get the serial answers, over several connections of the readers' pool:
-    a view held open in one thread does not stop another thread's view (each its own REPEATABLE READ transaction)."""
+    a view held open in one thread does not stop another thread's view (each its own REPEATABLE READ READ ONLY
+    transaction, as ``PgView.session`` reports it)."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    _, pg, times, _ = both
-    store = pg._store
+    _, dsn, times = databases
     held, go = threading.Event(), threading.Event()
+    with _store(dsn) as (store, vid):
+        def hold() -> Any:
+            with store.view(vid, "v") as view:
+                session = view.session()
+                held.set()
+                assert go.wait(30), "the other reader never got a view while this one was open"
+                return session
 
-    def hold() -> int:
-        with store.view(pg.id, "v") as view:
-            pid = int(view._con.raw.execute("SELECT pg_backend_pid()").fetchone()[0])
-            held.set()
-            assert go.wait(30), "the other reader never got a view while this one was open"
-            return pid
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(hold)
+            assert held.wait(30)
+            with store.view(vid, "v") as view:  # with one connection this would wait for `hold`, which waits for it
+                second = view.session()
+            go.set()
+            assert first.result(30).backend_pid != second.backend_pid
+            assert (second.isolation, second.read_only) == ("repeatable read", True)
+            assert (first.result().isolation, first.result().read_only) == ("repeatable read", True)
 
-    with ThreadPoolExecutor(2) as pool:
-        first = pool.submit(hold)
-        assert held.wait(30)
-        with store.view(pg.id, "v") as view:  # with one connection this would wait for `hold`, which waits for it
-            mode = view._con.raw.execute("SHOW transaction_isolation").fetchone()[0]
-            second = int(view._con.raw.execute("SELECT pg_backend_pid()").fetchone()[0])
-            read_only = view._con.raw.execute("SHOW transaction_read_only").fetchone()[0]
-        go.set()
-        assert first.result(30) != second and (mode, read_only) == ("repeatable read", "on")
+        jobs = [(q, mode, at) for q in QUERIES for mode in ("keyword", "hybrid") for at in (None, times[0], times[1])]
 
-    jobs = [(q, mode, at) for q in QUERIES for mode in ("keyword", "hybrid") for at in (None, times[0], times[1])]
+        def answer(job: tuple[str, str, int | None]) -> list[tuple]:
+            q, mode, at = job
+            with store.view(vid, "v", as_of=at) as view:
+                return [(h["path"], h["chunk_id"], h["score"]) for h in view.search(q, mode=mode, limit=8)["hits"]]
 
-    def answer(job: tuple[str, str, int | None]) -> list[tuple]:
-        q, mode, at = job
-        return [(h["path"], h["chunk_id"], h["score"]) for h in pg.search(q, mode=mode, as_of=at, limit=8).hits]
-
-    serial = [answer(job) for job in jobs]
-    with ThreadPoolExecutor(8) as pool:
-        assert list(pool.map(answer, jobs)) == serial
-    assert any(serial)
-    assert store.db.pool().get_stats()["pool_size"] >= 2  # the readers really spread over connections
+        serial = [answer(job) for job in jobs]
+        with ThreadPoolExecutor(8) as pool:
+            assert list(pool.map(answer, jobs)) == serial
+        assert any(serial)
+        assert store.db.pool().get_stats()["pool_size"] >= 2  # the readers really spread over connections
 
 
 def test_the_system_postgres_without_pgvector_falls_back_by_itself(fused: Any, tmp_path: Path,
@@ -423,8 +455,8 @@ def test_the_system_postgres_without_pgvector_falls_back_by_itself(fused: Any, t
     assert _import_all(dsn, tmp_path / "vault", "hash-fused") == times
     system = Vault.open(dsn, name="v", readonly=True)
     try:
-        with system._store.db.atomic() as con:
-            assert pgvector_schema(con.raw) is None
+        with psycopg.connect(dsn) as con:
+            assert pgvector_schema(con) is None
         for at in (times[0], times[2]):
             want = _vector_answers(lite, at)
             assert _vector_answers(system, at) == want and any(want.values()), at

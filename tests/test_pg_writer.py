@@ -164,7 +164,7 @@ def test_readers_learn_of_committed_batches_through_listen_and_catch_up_after_a_
         news = listener.wait(30)
         thread.join()
         assert [n.paths for n in news] == [("a.md",)] and time.monotonic() - started < 20
-        listener._con.close()  # the connection is lost; a batch lands meanwhile, its notification with it
+        listener.drop_session()  # the connection is lost; a batch lands meanwhile, its notification with it
         with writer.batch(vid, known_at=30) as batch:
             batch.add_revision(*change("b.md", "# B\n"))
         assert [n.paths for n in listener.wait(5)] == [("b.md",)]  # caught up from the batch log
@@ -238,7 +238,7 @@ def test_a_wait_ends_when_a_batch_commits_a_writer_lets_go_or_the_session_is_los
         assert wakeup.wait(600, threading.Event()) is True
         thread.join()
         assert wakeup.reconnects == 0
-        wakeup._con.close()  # the session is lost
+        wakeup.drop_session()  # the session is lost
         assert wakeup.wait(600) is True and wakeup.reconnects == 1
     finally:
         wakeup.close()

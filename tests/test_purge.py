@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from engines import own_store, sqlite_file
 
 from purge_history import (
     S_ASCII,
@@ -117,7 +118,8 @@ def test_purged_texts_leave_no_trace_and_history_stays_exact(planted_history: Hi
         front = vault.read(history.planted["front"], as_of=history.times[5]).revision
         # parsed again as if typed: `api_key: [purged]` is YAML for a one-item list
         assert front.frontmatter["api_key"] == ["purged"] and S_FRONT not in str(front.aliases)
-        record = vault._store.db.query("SELECT command, detail, revisions_changed, notes, scrubbed_at FROM purges")
+        with sqlite_file(planted_db) as con:
+            record = con.execute("SELECT command, detail, revisions_changed, notes, scrubbed_at FROM purges").fetchall()
     assert record == [("text", "5 strings", result["revisions_changed"], 6, record[0][4])] and record[0][4]
 
 
@@ -162,4 +164,6 @@ def test_retention_keeps_exactly_what_was_visible_from_the_horizon_on(planted_hi
         # the rename (visible only before the horizon) is gone; the note's history starts where retention began
         assert [r.kind for r in vault.history(STASH_RENAMED)] == ["modified", "modified", "modified", "deleted"]
         changes = vault.changes(since="2000-01-01")  # a start before the horizon means the horizon
-        assert changes and all(r.known_at > vault._store.horizon(vault.id) for r in changes)
+        with own_store(planted_db) as store:
+            stored_horizon = store.horizon(vault.id)
+        assert changes and all(r.known_at > stored_horizon for r in changes)

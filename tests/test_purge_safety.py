@@ -12,19 +12,23 @@ import time
 from pathlib import Path
 
 import pytest
+from engines import own_store, sqlite_file
 
 from conftest import invoke
 from purge_history import S_ASCII, S_CJK, S_STASH, SECRETS, STASH, History, find_traces, redact
 from vaultsync.errors import ConfigError, LockedError
 from vaultsync.store.codec import MIN_SAMPLE
+from vaultsync.store.lock import WriterLock
 from vaultsync.times import as_micros
 from vaultsync.vault import Vault
 
 
 def observe(db: Path, history: History, k: int) -> tuple:
     """What a reader sees at batch ``k`` in one read transaction: two planted notes, the listing, a search."""
-    with Vault.open(db, name="vault", readonly=True) as vault:
-        with vault._store.view(vault.id, vault.name, as_of=as_micros(history.times[k])) as view:
+    with own_store(db) as store:
+        found = store.vault("vault")
+        assert found is not None
+        with store.view(found.id, found.name, as_of=as_micros(history.times[k])) as view:
             return (view.content(view.revision(history.planted["ascii"])),
                     view.content(view.revision(history.planted["cjk"])),
                     tuple(r.path for r in view.ls()),
@@ -142,8 +146,8 @@ def test_refusals_name_the_problem(tmp_path: Path) -> None:
             vault.purge(note="a.md")
         with pytest.raises(ConfigError, match="in the future"):
             vault.purge(before="2999-01-01")
-        with pytest.raises(ConfigError, match="exactly one"):
-            vault._store.purge(vault.id, note="a.md", before=1)
+        with own_store(tmp_path / "db", readonly=False) as store, pytest.raises(ConfigError, match="exactly one"):
+            store.purge(vault.id, note="a.md", before=1)  # the store's own refusal, below Vault.purge's
         assert vault.purge(texts=["key: hunter2"], also_current=True).revisions_changed == 1
         assert vault.read("a.md").content == "# A\n\n[purged]-secret\n"
         other = Vault.open(tmp_path / "db", root=root)
@@ -154,7 +158,7 @@ def test_refusals_name_the_problem(tmp_path: Path) -> None:
         finally:
             vault.release_lock()
             other.close()
-        lock_text = vault._lock.path.read_text()
+        lock_text = WriterLock(str(tmp_path / "db"), vault.name).path.read_text()  # the lock file as the holder left it
     assert "hunter2" not in lock_text
 
 
@@ -188,11 +192,13 @@ def test_a_dictionary_holding_the_text_is_trained_again(tmp_path: Path) -> None:
         for rel in notes:
             (root / rel).write_text(notes[rel].replace("DICTSECRET-77aa", "nothing"), encoding="utf-8")
         vault.sync(known_at="2024-01-02")
-        held = vault._store.db.query("SELECT body FROM dictionaries")
+        with sqlite_file(tmp_path / "db") as con:
+            held = con.execute("SELECT body FROM dictionaries").fetchall()
         assert held and b"DICTSECRET-77aa" in held[0][0]
         result = vault.purge(texts=["DICTSECRET-77aa"]).to_json()
         assert result["dictionary_retrained"] and result["revisions_changed"] == 120
-        held = vault._store.db.query("SELECT body FROM dictionaries")
+        with sqlite_file(tmp_path / "db") as con:
+            held = con.execute("SELECT body FROM dictionaries").fetchall()
         assert held and b"DICTSECRET-77aa" not in held[0][0]
         assert vault.read("n005.md", as_of="2024-01-01").content == notes["n005.md"].replace("DICTSECRET-77aa",
                                                                                                "[purged]")

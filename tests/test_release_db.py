@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from engines import sqlite_file
 
 from vaultsync import NoteNotFound, Vault
 
@@ -65,7 +66,8 @@ def test_opening_for_writing_migrates_once_and_keeps_reading(release_db: Path) -
     from vaultsync.store.schema import MIGRATIONS
 
     with Vault.open(release_db, name="notes") as vault:
-        assert vault._store.db.one("PRAGMA user_version")[0] == len(MIGRATIONS)
+        with sqlite_file(release_db) as con:
+            assert con.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         before = vault.search("ferry timetable", mode="keyword").hits
     with Vault.open(release_db, name="notes", readonly=True) as vault:
         assert vault.search("ferry timetable", mode="keyword").hits == before and vault.check() == []

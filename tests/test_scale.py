@@ -8,15 +8,19 @@ machine's speed or load: it must be the same in a vault ten times larger.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import apsw
 import pytest
 
 from conftest import copy_db
+from engines import own_store
 from vaultsync.vault import Vault
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self")
@@ -101,21 +105,31 @@ def test_import_mappings_and_peak_memory_do_not_grow_with_the_number_of_files(tm
     assert large["sqlite_hwm_kb"] < 80 * 1024
 
 
-def vm_steps(vault: Vault, paths: list[str]) -> tuple[int, int]:
-    """SQLite VM steps and notes written by one ``Vault.sync(paths)``."""
+@contextlib.contextmanager
+def counting_vm_steps() -> Iterator[list[int]]:
+    """Count in ``[0]`` the SQLite VM steps of every connection opened inside the block (``apsw.connection_hooks``:
+    the vault's own, without reaching into it)."""
     steps = [0]
 
     def count() -> bool:
         steps[0] += 1
         return False  # never interrupt
 
-    con = vault._store.db.con
-    con.set_progress_handler(count, 1)
+    def hook(con: apsw.Connection) -> None:
+        con.set_progress_handler(count, 1)
+
+    apsw.connection_hooks.append(hook)
     try:
-        summary = vault.sync(paths)
+        yield steps
     finally:
-        con.set_progress_handler(None)
-    return steps[0], summary.changed
+        apsw.connection_hooks.remove(hook)
+
+
+def vm_steps(vault: Vault, steps: list[int], paths: list[str]) -> tuple[int, int]:
+    """SQLite VM steps (counted by ``counting_vm_steps``) and notes written by one ``Vault.sync(paths)``."""
+    before = steps[0]
+    summary = vault.sync(paths)
+    return steps[0] - before, summary.changed
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +151,8 @@ def test_a_one_note_batch_does_the_same_work_in_a_vault_ten_times_larger(
     steps = []
     for count, (folder, db) in imported.items():
         root = shutil.copytree(folder, tmp_path / f"vault{count}")  # a private copy of each, mtimes kept
-        with Vault.open(copy_db(db, tmp_path / f"db{count}.db"), name="vault", readonly=False) as vault:
+        with counting_vm_steps() as counted, \
+                Vault.open(copy_db(db, tmp_path / f"db{count}.db"), name="vault", readonly=False) as vault:
             vault.root = root
             assert vault.sync().changed == 0
             note = root / "Folder kickoff atlas" / "kickoff.md"
@@ -154,10 +169,11 @@ def test_a_one_note_batch_does_the_same_work_in_a_vault_ten_times_larger(
                 (root / "Moved").mkdir()
                 (root / "Moved" / "One.md").write_text("# One\n", encoding="utf-8")
                 paths = ["Moved"]
-            work, changed = vm_steps(vault, paths)
+            work, changed = vm_steps(vault, counted, paths)
             assert changed == 1
             steps.append(work)
     small, large = steps
+    assert small > 0  # the hook reached the vault's connection
     assert large < small * 1.5 + 500, f"a one-note batch took {small} VM steps at 500 notes, {large} at 5,000"
 
 
@@ -171,7 +187,8 @@ def test_narrow_live_state_queries_agree_with_the_whole_state(tmp_path: Path) ->
         vault.sync()
         (root / "a/b/c.md").unlink()
         vault.sync()
-        store, whole = vault._store, vault._store.live_state(vault.id)
+    with own_store(tmp_path / "v.db") as store:  # the same database, read as a store of its own
+        whole = store.live_state(vault.id)
         assert set(whole) == set(names) - {"a/b/c.md"}
         asked = ["a/b.md", "a/b/c.md", "missing.md", "é/ü.md"]
         assert store.live_state(vault.id, asked) == {p: whole[p] for p in asked if p in whole}

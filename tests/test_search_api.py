@@ -14,7 +14,6 @@ from vaultsync.embedders import EMBEDDERS, HashEmbedder
 from vaultsync.errors import ConfigError, ProviderError, StoreError
 from vaultsync.store.search.engine import shared_ranks
 from vaultsync.store.search.signals import WEIGHTS, WHOLE
-from vaultsync.store.search.index import SearchIndexer
 from vaultsync.store.search.keyword import Scored
 from vaultsync.tokenizer import parse_query
 from vaultsync.store import Store
@@ -146,13 +145,9 @@ class OtherEmbedder(HashEmbedder):
 
 
 def test_embedders_are_never_mixed_and_reembed_switches(history: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = Store(history)
-    try:
-        with pytest.raises(ProviderError, match="never mixed"):
-            SearchIndexer(store.db.con, OtherEmbedder())
-    finally:
-        store.close()
     monkeypatch.setitem(EMBEDDERS, "other", OtherEmbedder)
+    with pytest.raises(ProviderError, match="never mixed"):
+        Store(history, embedder="other")  # the store's index was made by the default embedder
     with Vault.open(history) as vault:
         assert vault.reembed("other").embedder == f"other/{OtherEmbedder.version}/64"
         (vault.root / "New.md").write_text("# New\n\nbudget meeting tomorrow\n", encoding="utf-8")
@@ -161,12 +156,8 @@ def test_embedders_are_never_mixed_and_reembed_switches(history: Path, monkeypat
         got = vault.search("budget meeting", mode="vector", limit=100).to_json()
         same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
                      brute_vector(chunks, OtherEmbedder(), "budget meeting"), rel=0.0, abs_=1e-12)
-    store = Store(history)
-    try:
-        with pytest.raises(ProviderError):
-            SearchIndexer(store.db.con, HashEmbedder())
-    finally:
-        store.close()
+    with pytest.raises(ProviderError):
+        Store(history, embedder=HashEmbedder.embedder_id)  # now made by "other"
     monkeypatch.delitem(EMBEDDERS, "other")  # a vaultsync without that embedder: a clear error, keyword still works
     with Vault.open(history, readonly=True) as vault:
         with pytest.raises(ProviderError, match="reembed"):

@@ -130,7 +130,7 @@ def test_worked_example_through_every_read(policy: Vault) -> None:
 
 
 def test_cli_valid_at(policy: Vault) -> None:
-    db = Path(policy._store.path)
+    db = Path(policy.stats().database)
     done = invoke("read", "Travel policy.md", "--valid-at", "2025-06-01", db=db, check=True)
     assert "40 EUR" in done.stdout
     assert json.loads(invoke("ls", "--valid-at", "2024-12-01", "--json", db=db, check=True).stdout) == []

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from engines import own_store
 from watch_helpers import WatchProcess, no_thread_leaks, wait_until  # noqa: F401  (autouse fixture)
 
 from vaultsync import Vault
@@ -147,9 +148,10 @@ def test_few_deletions_and_a_big_rename_are_not_mass_deletions(big_vault) -> Non
 def test_a_folder_on_another_device_is_refused_until_confirmed(big_vault, cli) -> None:
     root, db = big_vault
     with Vault.open(db, root=root) as vault:
-        registered = vault._store.vault_device(vault.id)
-        assert registered == os.stat(root).st_dev
-        vault._store.set_vault_device(vault.id, registered + 1)  # as if registered on another disk
+        with own_store(db, readonly=False) as store:
+            registered = store.vault_device(vault.id)
+            assert registered == os.stat(root).st_dev
+            store.set_vault_device(vault.id, registered + 1)  # as if registered on another disk
         (root / "F0" / "Note 0000.md").unlink()
         with pytest.raises(VaultUnavailable, match="on another device than when it was registered"):
             vault.sync()

@@ -23,6 +23,12 @@ Five parts:
 - **follow** (``Follow``): a cheap "anything new?" and the batches written after a given one, for
   readers in other processes (the server's change feed).
 
+Search is one rule for both engines (``search.engine.search``); what an engine ranks with is its
+``search.engine.Rankers``. Outside the contract, the PostgreSQL engine also reports and drops its server
+sessions (``PgView.session``: a view's backend and transaction mode; ``pg.follow.Wakeup.drop_session``: a lost
+listening session, for failover hooks and tests): a SQLite store has no server session to report or lose, so
+these are not declared for both.
+
 Values crossing the seam are plain: ``Change`` and ``ParsedNote`` in, ``Revision``, ``BatchNews``,
 ``PurgeRecord``, ``PurgeResult``, ``AuditHead`` and dicts of JSON values out. Times are UTC
 microseconds; paths are vault-relative NFC strings.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import apsw
 
@@ -35,6 +35,9 @@ class View:
     reads are the revisions exactly as recorded. Search and export always apply the overlay, at
     ``valid_at`` or by default at the cutoff (see ``search.snapshot``).
     """
+
+    rankers: ClassVar[engine.Rankers] = engine.SQLITE
+    """What search ranks with (an engine's view sets its own; the rest of search is ``search.engine``'s)."""
 
     def __init__(self, con: apsw.Connection, db_path: str, vault_id: int, vault_name: str,
                  as_of: int | None, valid_at: int | None) -> None:
@@ -185,7 +188,8 @@ class View:
                tags: Sequence[str] | None = None, where: dict[str, str] | None = None) -> dict[str, Any]:
         """Hybrid search of the chunks visible at the cutoff (see ``vaultsync.store.search.engine``)."""
         return engine.search(self._con, self.vault_id, self.vault_name, query, as_of=self.as_of,
-                             valid_at=self.valid_at, mode=mode, limit=limit, prefix=prefix, tags=tags, where=where)
+                             valid_at=self.valid_at, mode=mode, limit=limit, prefix=prefix, tags=tags, where=where,
+                             rankers=self.rankers)
 
     def export(self) -> Iterator[dict[str, Any]]:
         """A header, then every chunk visible at the cutoff with the exact text the keyword index tokenizes."""

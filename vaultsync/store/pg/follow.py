@@ -85,6 +85,14 @@ class Wakeup:
                 except Exception:
                     pass
 
+    def drop_session(self) -> None:
+        """Close the listening session as a lost one ends (the server restarted, the network dropped, an
+        administrator's ``pg_terminate_backend``): the next ``wait`` connects again, counts a reconnect and
+        ends at once, since what was announced meanwhile is gone. For an operator's failover hook, and for
+        tests of the catch-up."""
+        if self._con is not None:
+            self._con.close()
+
     def close(self) -> None:
         if self._con is not None:
             self._con.close()
@@ -105,9 +113,9 @@ class Listener:
     def reconnects(self) -> int:
         return self.wakeup.reconnects
 
-    @property
-    def _con(self) -> Any:
-        return self.wakeup._con
+    def drop_session(self) -> None:
+        """``Wakeup.drop_session``: the next ``wait`` reconnects and catches up from the batch log."""
+        self.wakeup.drop_session()
 
     def wait(self, timeout_s: float) -> list[BatchNews]:
         """The vault's batches after the last reported one, waiting up to ``timeout_s`` for one to commit."""

@@ -1,25 +1,64 @@
-"""A vault as known at one cutoff, on PostgreSQL: ``View``'s reads, with the engine's own checks and stats."""
+"""A vault as known at one cutoff, on PostgreSQL: ``View``'s reads, with the engine's own checks and stats, and
+``session``: which server session the view reads in, and how."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ...errors import ConfigError, StoreError
-from ...times import format_time
-from ..search import engine, signals
-from ..search.embedding import query_embedder
-from ..search.keyword import Scored
+from ...errors import StoreError
+from ..search import engine
 from ..search.schema import meta
-from ..search.snapshot import allowed_notes, take
 from ..view import View
-from ...tokenizer import parse_query
 from . import keyword, vectors
 from .schema import APPEND_ONLY_TABLES
 
 
+@dataclass(frozen=True, slots=True)
+class Session:
+    """The PostgreSQL session a view reads in (``PgView.session``)."""
+
+    backend_pid: int
+    """The server process serving it (``pg_backend_pid()``): views in other threads at once have others."""
+    isolation: str
+    """The transaction's isolation level as PostgreSQL names it ("repeatable read" for every view)."""
+    read_only: bool
+    """Whether the transaction is read-only (always, for a view)."""
+
+
+def _index_current(con: Any, vault_id: int, vault_name: str) -> None:
+    """The postings are written by every batch; one written without them (``search=False``) leaves them behind."""
+    behind = keyword.lag(con, vault_id)
+    if behind:
+        raise StoreError(f"the search index of vault '{vault_name}' is {behind} batches behind: reindex it",
+                         remedy="reindex")
+
+
+def _vectors_ready(con: Any) -> None:
+    """Texts indexed before the vectors' migration have none until the store is opened for writing (or reindexed)."""
+    if meta(con, "vectors_pending"):
+        raise StoreError("this database's texts have no vectors yet: open it for writing once (sync, watch) "
+                         "or reindex it", remedy="reindex")
+
+
+RANKERS = engine.Rankers(keyword, vectors, keyword.whole_phrase, _index_current, _vectors_ready)
+"""This engine's rankers for ``search.engine.search``: BM25 over the postings tables, pgvector's exact distance
+(or the fallback's)."""
+
+
 class PgView(View):
-    """``View`` on a ``pg.compat.Con``; ``stats``, ``check`` and search are this engine's."""
+    """``View`` on a ``pg.compat.Con``; ``stats`` and ``check`` are this engine's, search runs with its ``RANKERS``."""
+
+    rankers = RANKERS
+
+    def session(self) -> Session:
+        """The server session and transaction this view reads in: one ``REPEATABLE READ READ ONLY`` transaction
+        per view, on a connection of the readers' pool (PostgreSQL only: a SQLite view has no server session)."""
+        pid, isolation, read_only = self._con.raw.execute(
+            "SELECT pg_backend_pid(), current_setting('transaction_isolation'), "
+            "current_setting('transaction_read_only')").fetchone()
+        return Session(int(pid), str(isolation), read_only == "on")
 
     def at(self, as_of: int | None) -> PgView:
         return PgView(self._con, self._db_path, self.vault_id, self.vault_name, as_of, self.valid_at)
@@ -34,70 +73,6 @@ class PgView(View):
                 (self.vault_id, path, content_hash, known_at)).fetchone()
             found.append(None if row is None or row[0] is None else int(row[0]))
         return found
-
-    def search(self, query: str, *, mode: str = engine.DEFAULT_MODE, limit: int = 10, prefix: str | None = None,
-               tags: Sequence[str] | None = None, where: dict[str, str] | None = None) -> dict[str, Any]:
-        """Search of the chunks visible at the cutoff in any mode, as ``search.engine.search`` answers it."""
-        if mode not in engine.MODES:
-            raise ConfigError(f"unknown search mode {mode!r}: use one of {', '.join(engine.MODES)}")
-        if limit < 1:
-            raise ConfigError("limit must be at least 1")
-        con = self._con
-        behind = keyword.lag(con, self.vault_id)
-        if behind:
-            raise StoreError(f"the search index of vault '{self.vault_name}' is {behind} batches behind: reindex it",
-                             remedy="reindex")
-        snap = take(con, self.vault_id, self.as_of, self.valid_at)
-        allowed = allowed_notes(con, snap, prefix, tags, where)
-        parsed = parse_query(query)
-        parts: dict[int, dict[str, Any]] = {}
-        if mode == "keyword":
-            ranked = keyword.rank(con, snap, parsed, allowed, limit)
-            for item, r in zip(ranked, engine.shared_ranks(ranked, engine._kw_tied)):
-                parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
-        elif mode == "vector":
-            ranked = vectors.rank(con, snap, self._embedder(), query, allowed, limit)
-            for item, r in zip(ranked, engine.shared_ranks(ranked, engine._vec_tied)):
-                parts[item.row_id] = {"vector": {"rank": r, "score": item.score}}
-        else:
-            ranked = self._default(snap, parsed, query, allowed, limit, parts)
-        hits = engine._hits(con, self.vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked},
-                            parts, parsed)
-        return {"query": query, "as_of": format_time(self.as_of), "valid_at": format_time(snap.valid_at),
-                "mode": mode, "match": parsed.expression, "hits": hits}
-
-    def _embedder(self) -> Any:
-        """The embedder of the store's vectors (ProviderError when missing or changed, as on SQLite)."""
-        if meta(self._con, "vectors_pending"):  # type: ignore[arg-type]
-            raise StoreError("this database's texts have no vectors yet: open it for writing once (sync, watch) "
-                             "or reindex it", remedy="reindex")
-        return query_embedder(self._con)  # type: ignore[arg-type]
-
-    def _default(self, snap: Any, parsed: Any, query: str, allowed: set[int] | None, limit: int,
-                 parts: dict[int, dict[str, Any]]) -> list[Any]:
-        """The default mode as ``search.engine._default``: BM25 candidates and the best among the chunks holding
-        the whole query in order, joined by the nearest vectors when the store's embedder fuses, ranked by
-        the signals."""
-        whole = keyword.whole_phrase(signals.QueryTokens.of(parsed))
-        pool, held = keyword.rank_default(self._con, snap, parsed, whole, allowed, max(limit, signals.POOL))
-        for item, r in zip(pool, engine.shared_ranks(pool, engine._kw_tied)):
-            parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
-        known = {s.row_id for s in pool}
-        pool = pool + [s for s in held if s.row_id not in known]
-        cosines: dict[int, float] | None = None
-        embedder = query_embedder(self._con)  # type: ignore[arg-type]
-        if embedder.fuse:
-            embedder = self._embedder()
-            near = vectors.rank(self._con, snap, embedder, query, allowed, max(limit, engine.CANDIDATES))
-            for item, r in zip(near, engine.shared_ranks(near, engine._vec_tied)):
-                parts.setdefault(item.row_id, {})["vector"] = {"rank": r, "score": item.score}
-            known = {s.row_id for s in pool}
-            pool = pool + [Scored(s.row_id, 0.0) for s in near if s.row_id not in known]
-            cosines = vectors.similarities(self._con, embedder, query, [s.row_id for s in pool])
-        ranked = signals.rerank(self._con, pool, parsed, cosines)[:limit]
-        for item, found in ranked:
-            parts.setdefault(item.row_id, {})["signals"] = found
-        return [item for item, _ in ranked]
 
     def _database_bytes(self) -> int:
         """Bytes of the schema's tables (with their indexes and TOAST)."""

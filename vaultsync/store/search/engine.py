@@ -4,12 +4,18 @@ Modes: ``hybrid`` (the default: BM25 candidates re-ranked by phrase, proximity a
 a chunk holding the whole query in order first, joined by the vector ranking for an embedder that fuses;
 see ``signals``), ``keyword`` (FTS5 ``bm25()``
 exactly) and ``vector`` (cosine similarity only).
+
+Both engines run this module's ``search``: the modes, the shared ranks, the default mode's candidate pool and
+signals, and the hits are one rule here; what an engine ranks with (its BM25 and its vector distances, how it
+says its index is behind) comes in as ``Rankers`` (``SQLITE`` here, ``pg.view.RANKERS`` for PostgreSQL).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 from urllib.parse import quote
 
@@ -62,32 +68,6 @@ def _vec_tied(a: float, b: float) -> bool:
     return abs(a - b) <= VECTOR_TIE
 
 
-def _default(con: apsw.Connection, snap: Snapshot, parsed: KeywordQuery, query: str, allowed: set[int] | None,
-             limit: int, embedder: Embedder | None, parts: dict[int, dict[str, Any]]) -> list[Scored]:
-    """The default mode (``signals``): BM25 candidates and the best by BM25 among the chunks holding the
-    whole query in order, joined by the nearest vectors when the store's embedder fuses, ranked by the
-    documented signals."""
-    pool, held = keyword.rank_default(con, snap, parsed, signals.QueryTokens.of(parsed).whole, allowed,
-                                      max(limit, signals.POOL))
-    for item, r in zip(pool, shared_ranks(pool, _kw_tied)):
-        parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
-    known = {s.row_id for s in pool}
-    pool = pool + [s for s in held if s.row_id not in known]  # ranked below the pool by BM25: no keyword rank
-    cosines: dict[int, float] | None = None
-    embedder = embedder or query_embedder(con)
-    if embedder.fuse:
-        near = vector.rank(con, snap, embedder, query, allowed, max(limit, CANDIDATES))
-        for item, r in zip(near, shared_ranks(near, _vec_tied)):
-            parts.setdefault(item.row_id, {})["vector"] = {"rank": r, "score": item.score}
-        known = {s.row_id for s in pool}
-        pool = pool + [Scored(s.row_id, 0.0) for s in near if s.row_id not in known]
-        cosines = vector.similarities(con, embedder, query, [s.row_id for s in pool])
-    ranked = signals.rerank(con, pool, parsed, cosines)[:limit]
-    for item, found in ranked:
-        parts.setdefault(item.row_id, {})["signals"] = found
-    return [item for item, _ in ranked]
-
-
 def check_index(con: apsw.Connection, vault_id: int, vault_name: str) -> None:
     lag = index_lag(con, vault_id)
     if lag < 0:
@@ -95,6 +75,60 @@ def check_index(con: apsw.Connection, vault_id: int, vault_name: str) -> None:
     if lag > 0:
         raise StoreError(f"the search index of vault '{vault_name}' is {lag} batches behind: reindex it",
                          remedy="reindex")
+
+
+def _vectors_ready(con: Any) -> None:
+    """SQLite's vectors are always there when its index is (``check_index``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rankers:
+    """What one engine ranks with; ``search`` (everything else) is the same for both."""
+
+    keyword: Any
+    """BM25 exactly as FTS5: ``rank(con, snap, query, allowed, limit)`` and ``rank_default(con, snap, query, whole,
+    allowed, limit)`` (``search.keyword``'s)."""
+    vector: Any
+    """Cosine similarity: ``rank(con, snap, embedder, query, allowed, limit)`` and ``similarities(con, embedder,
+    query, row_ids)`` (``search.vector``'s)."""
+    whole: Callable[[signals.QueryTokens], Any]
+    """The whole query in order, as ``keyword.rank_default`` takes it (None: fewer than two tokens)."""
+    check: Callable[[Any, int, str], None]
+    """``check(con, vault_id, vault_name)``: refuse (``StoreError``) when the vault's index is behind its batches."""
+    ready: Callable[[Any], None] = _vectors_ready
+    """``ready(con)``: refuse before a ranking by vectors when the store has none yet."""
+
+
+SQLITE = Rankers(keyword, vector, attrgetter("whole"), check_index)
+"""The SQLite engine's: FTS5 and sqlite-vec (or its exact fallback)."""
+
+
+def _default(con: apsw.Connection, rankers: Rankers, snap: Snapshot, parsed: KeywordQuery, query: str,
+             allowed: set[int] | None, limit: int, embedder: Embedder | None,
+             parts: dict[int, dict[str, Any]]) -> list[Scored]:
+    """The default mode (``signals``): BM25 candidates and the best by BM25 among the chunks holding the
+    whole query in order, joined by the nearest vectors when the store's embedder fuses, ranked by the
+    documented signals."""
+    pool, held = rankers.keyword.rank_default(con, snap, parsed, rankers.whole(signals.QueryTokens.of(parsed)),
+                                              allowed, max(limit, signals.POOL))
+    for item, r in zip(pool, shared_ranks(pool, _kw_tied)):
+        parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
+    known = {s.row_id for s in pool}
+    pool = pool + [s for s in held if s.row_id not in known]  # ranked below the pool by BM25: no keyword rank
+    cosines: dict[int, float] | None = None
+    embedder = embedder or query_embedder(con)
+    if embedder.fuse:
+        rankers.ready(con)
+        near = rankers.vector.rank(con, snap, embedder, query, allowed, max(limit, CANDIDATES))
+        for item, r in zip(near, shared_ranks(near, _vec_tied)):
+            parts.setdefault(item.row_id, {})["vector"] = {"rank": r, "score": item.score}
+        known = {s.row_id for s in pool}
+        pool = pool + [Scored(s.row_id, 0.0) for s in near if s.row_id not in known]
+        cosines = rankers.vector.similarities(con, embedder, query, [s.row_id for s in pool])
+    ranked = signals.rerank(con, pool, parsed, cosines)[:limit]
+    for item, found in ranked:
+        parts.setdefault(item.row_id, {})["signals"] = found
+    return [item for item, _ in ranked]
 
 
 def search(
@@ -111,27 +145,30 @@ def search(
     tags: Sequence[str] | None = None,
     where: dict[str, str] | None = None,
     embedder: Embedder | None = None,
+    rankers: Rankers = SQLITE,
 ) -> dict[str, Any]:
-    """Search the chunks visible at ``as_of`` (see ``Vault.search``). Run inside one read transaction."""
+    """Search the chunks visible at ``as_of`` (see ``Vault.search``) with an engine's ``rankers``. Run inside one
+    read transaction."""
     if mode not in MODES:
         raise ConfigError(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
     if limit < 1:
         raise ConfigError("limit must be at least 1")
-    check_index(con, vault_id, vault_name)
+    rankers.check(con, vault_id, vault_name)
     snap = take(con, vault_id, as_of, valid_at)
     allowed = allowed_notes(con, snap, prefix, tags, where)
     parsed = parse_query(query)
     parts: dict[int, dict[str, Any]] = {}
     if mode == "keyword":
-        ranked = keyword.rank(con, snap, parsed, allowed, limit)
+        ranked = rankers.keyword.rank(con, snap, parsed, allowed, limit)
         for item, r in zip(ranked, shared_ranks(ranked, _kw_tied)):
             parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
     elif mode == "vector":
-        ranked = vector.rank(con, snap, embedder or query_embedder(con), query, allowed, limit)
+        rankers.ready(con)
+        ranked = rankers.vector.rank(con, snap, embedder or query_embedder(con), query, allowed, limit)
         for item, r in zip(ranked, shared_ranks(ranked, _vec_tied)):
             parts[item.row_id] = {"vector": {"rank": r, "score": item.score}}
     else:
-        ranked = _default(con, snap, parsed, query, allowed, limit, embedder, parts)
+        ranked = _default(con, rankers, snap, parsed, query, allowed, limit, embedder, parts)
     hits = _hits(con, vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked}, parts, parsed)
     return {
         "query": query,
