@@ -29,13 +29,17 @@ from typing import Any
 
 from ...tokenizer import TOKENIZE, KeywordQuery, indexable, indexed_text
 from ..codec import content_key
+from ..search.cutoff import B, K1
 from ..search.keyword import Scored, _top, bm25, idf
 from ..search.snapshot import DOCS_PARAM, Snapshot, rows_source
 from ..write import ChunkRow
+from .compat import translate
 
 
 KEY_CHARS = 256
 """How much of a term the postings index holds (``search_postings_by_term``)."""
+SHORT_BYTES = 1024
+"""Terms up to this many UTF-8 bytes are looked up whole in ``search_postings_by_term_doc`` (m005)."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -80,12 +84,14 @@ class PgKeywordIndexer:
         rows = [(c.row_id, indexed_text(c.title, c.aliases, c.heading_path, c.text))
                 for c, keep in zip(chunks, indexable([c.text for c in chunks])) if keep]
         new: list[tuple[int, str]] = []
-        docs = [self._doc(con, text, new) for _, text in rows]
+        found = [self._doc(con, text, new) for _, text in rows]
+        docs = [doc for doc, _ in found]
         if new and self.embedder is not None:
             write_vectors(con, self.embedder, new)
         with con.raw.cursor() as cur:
             cur.executemany("INSERT INTO search_rows (id, vault_id, note_id, doc_id, born) VALUES (%s,%s,%s,%s,%s)",
                             [(row_id, vault_id, note_id, doc, batch_id) for (row_id, _), doc in zip(rows, docs)])
+        _count(con, vault_id, batch_id, len(found), sum(length for _, length in found))
         if valid_from is not None or valid_to is not None:
             con.raw.execute("INSERT INTO search_bounded (note_id, vault_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                             (note_id, vault_id))
@@ -93,15 +99,21 @@ class PgKeywordIndexer:
                         "DO UPDATE SET last_batch = excluded.last_batch", (vault_id, batch_id))
 
     def on_end(self, con: Any, batch_id: int, note_id: int) -> None:
-        con.raw.execute("UPDATE search_rows SET died = %s WHERE note_id = %s AND died IS NULL", (batch_id, note_id))
-        con.raw.execute("INSERT INTO search_state (vault_id, last_batch) SELECT vault_id, %s FROM notes WHERE id = %s "
-                        "ON CONFLICT (vault_id) DO UPDATE SET last_batch = excluded.last_batch", (batch_id, note_id))
+        (vault_id,) = con.raw.execute("SELECT vault_id FROM notes WHERE id = %s", (note_id,)).fetchone()
+        rows, tokens = con.raw.execute(
+            "WITH k AS (UPDATE search_rows SET died = %s WHERE note_id = %s AND died IS NULL RETURNING doc_id) "
+            "SELECT count(*), coalesce(sum(d.length), 0) FROM k JOIN search_docs d ON d.id = k.doc_id",
+            (batch_id, note_id)).fetchone()
+        _count(con, vault_id, batch_id, -int(rows), -int(tokens))
+        con.raw.execute("INSERT INTO search_state (vault_id, last_batch) VALUES (%s, %s) "
+                        "ON CONFLICT (vault_id) DO UPDATE SET last_batch = excluded.last_batch", (vault_id, batch_id))
 
-    def _doc(self, con: Any, text: str, new: list[tuple[int, str]]) -> int:
+    def _doc(self, con: Any, text: str, new: list[tuple[int, str]]) -> tuple[int, int]:
+        """The doc of ``text`` (made, with its postings, when new: then added to ``new``) and its length."""
         key = content_key(text)
-        row = con.raw.execute("SELECT id FROM search_docs WHERE hash = %s", (key,)).fetchone()
+        row = con.raw.execute("SELECT id, length FROM search_docs WHERE hash = %s", (key,)).fetchone()
         if row is not None:
-            return int(row[0])
+            return int(row[0]), int(row[1])
         terms = tokens(text)
         doc = int(con.raw.execute("INSERT INTO search_docs (hash, length) VALUES (%s, %s) RETURNING id",
                                   (key, len(terms))).fetchone()[0])
@@ -112,14 +124,28 @@ class PgKeywordIndexer:
         with con.raw.cursor() as cur:
             cur.executemany("INSERT INTO search_postings (term, doc, tf, positions) VALUES (%s, %s, %s, %s)",
                             [(term, doc, len(p), p) for term, p in positions.items()])
-        return doc
+        return doc, len(terms)
+
+
+def _count(con: Any, vault_id: int, batch_id: int, rows: int, tokens: int) -> None:
+    """Add to ``search_stats``' row of the batch (made from the vault's previous one) ``rows`` visible chunk
+    rows holding ``tokens`` tokens (negative: rows that died)."""
+    if rows == 0 and tokens == 0:
+        return
+    con.raw.execute(
+        """INSERT INTO search_stats (vault_id, batch_id, rows, tokens)
+           SELECT %(v)s, %(b)s, coalesce(s.rows, 0) + %(r)s, coalesce(s.tokens, 0) + %(t)s FROM (SELECT 1) AS one
+           LEFT JOIN LATERAL (SELECT rows, tokens FROM search_stats WHERE vault_id = %(v)s AND batch_id < %(b)s
+                              ORDER BY batch_id DESC LIMIT 1) AS s ON true
+           ON CONFLICT (vault_id, batch_id) DO UPDATE SET rows = search_stats.rows + %(r)s,
+               tokens = search_stats.tokens + %(t)s""", {"v": vault_id, "b": batch_id, "r": rows, "t": tokens})
 
 
 def reindex(con: Any, embedder: Any = None) -> None:
     """Rebuild every vault's search index (keyword, and ``embedder``'s vectors) from the revision tables (after
     a purge), in the caller's transaction."""
     for table in ("search_vectors", "search_postings", "search_rows", "search_bounded", "search_state",
-                  "search_docs"):
+                  "search_stats", "search_docs"):
         con.raw.execute(f"DELETE FROM {table}")
     con.raw.execute("DELETE FROM search_meta WHERE key = 'vectors_pending'")
     indexer = PgKeywordIndexer(embedder)
@@ -150,25 +176,41 @@ def _chunk_rows(con: Any, note_id: int) -> list[ChunkRow]:
 # ---------------------------------------------------------------- ranking
 
 
+def _short(term: str) -> bool:
+    return len(term.encode("utf-8", "surrogatepass")) <= SHORT_BYTES
+
+
+def _postings(term: str, prefix: bool, columns: str) -> tuple[str, list[Any]]:
+    """SQL selecting ``columns`` of the postings of ``term`` (a prefix: of every term starting with it, in byte
+    order as FTS5 compares), by the index that holds them best."""
+    if not prefix and _short(term):  # an index-only scan of search_postings_by_term_doc
+        return (f"SELECT {columns} FROM search_postings WHERE term = %s AND octet_length(term) <= {SHORT_BYTES}",
+                [term])
+    key = term[:KEY_CHARS]
+    if not prefix:
+        return f"SELECT {columns} FROM search_postings WHERE left(term, 256) = %s AND term = %s", [key, term]
+    upper = key[:-1] + chr(ord(key[-1]) + 1) if ord(key[-1]) < 0x10FFFF else None
+    return (f"SELECT {columns} FROM search_postings WHERE left(term, 256) >= %s "
+            "AND (%s::text IS NULL OR left(term, 256) < %s) AND starts_with(term, %s)", [key, upper, upper, term])
+
+
 def _phrase_freqs(con: Any, wanted: list[str], prefixes: list[bool]) -> dict[int, int]:
     """doc → occurrences of the phrase of terms ``wanted`` at consecutive positions (a term flagged in
-    ``prefixes``: any term starting with it, in byte order as FTS5 compares), for every doc holding it."""
+    ``prefixes``: any term starting with it, in byte order as FTS5 compares), for every doc holding it.
+    The docs holding every term are found first (doc ids only, from the index); positions are read for
+    them alone."""
     if not wanted:
         return {}
+    parts = [_postings(term, prefix, "doc") for term, prefix in zip(wanted, prefixes)]
+    holding = " INTERSECT ".join(f"({sql})" for sql, _ in parts)
     per_token: list[dict[int, list[int]]] = []
     for term, prefix in zip(wanted, prefixes):
-        key = term[:KEY_CHARS]
-        if prefix:
-            upper = key[:-1] + chr(ord(key[-1]) + 1) if ord(key[-1]) < 0x10FFFF else None
-            rows = con.raw.execute(
-                "SELECT doc, positions FROM search_postings WHERE left(term, 256) >= %s "
-                "AND (%s::text IS NULL OR left(term, 256) < %s) AND starts_with(term, %s)",
-                (key, upper, upper, term)).fetchall()
-        else:
-            rows = con.raw.execute("SELECT doc, positions FROM search_postings WHERE left(term, 256) = %s "
-                                   "AND term = %s", (key, term)).fetchall()
+        sql, params = _postings(term, prefix, "doc, positions")
+        if len(wanted) > 1:
+            sql += f" AND doc IN ({holding})"
+            params = params + [p for _, ps in parts for p in ps]
         found: dict[int, list[int]] = defaultdict(list)
-        for doc, positions in rows:
+        for doc, positions in con.raw.execute(sql, params).fetchall():
             found[int(doc)].extend(positions)
         per_token.append(found)
     if len(per_token) == 1:
@@ -219,36 +261,97 @@ def rank_default(con: Any, snap: Snapshot, query: KeywordQuery, whole: tuple[lis
                  allowed: set[int] | None, limit: int) -> tuple[list[Scored], list[Scored]]:
     """``rank``'s best ``limit`` rows, and the best ``limit`` (same scores, same order) among the rows whose
     text holds ``whole`` (terms and prefix flags: the whole query in order; empty when None), as
-    ``search.keyword.rank_default`` gives them."""
+    ``search.keyword.rank_default`` gives them.
+
+    One statement does the bulk in the database (``_SCORE``): each phrase's docs and occurrences, the visible
+    rows of those docs, each phrase's document frequency, and an approximate BM25 per doc (float8, summed in
+    any order); it returns only the docs that can be among the best ``limit`` allowed rows (every doc whose
+    approximate score is within a relative 1e-9 of the ``limit``-th row's: far wider than any reordering of
+    the sum can move it) and the docs holding ``whole``. Their exact scores are then computed here, phrase by
+    phrase in FTS5's order (``search.keyword.bm25``), so the answer is the unpruned one, bit for bit."""
     if not query.phrases or limit <= 0 or (allowed is not None and not allowed):
         return [], []
-    source, params = rows_source(snap, None)
-    n_rows, total = con.execute(
-        f"SELECT count(*), coalesce(sum(d.length), 0) FROM ({source}) r JOIN search_docs d ON d.id = r.doc_id",
-        params).fetchone()
-    n_rows, total = int(n_rows), int(total)
+    n_rows, total = _stats(con, snap)
     if n_rows <= 0:
         return [], []
-    freqs = [_phrase_freqs(con, *_query_phrase(p.text, p.prefix)) for p in query.phrases]
-    candidates = sorted(set().union(*freqs))
-    if not candidates:
+    params: dict[str, Any] = {"nrows": float(n_rows), "avgdl": total / n_rows, "lim": limit,
+                              "kk1": K1, "kk1p1": K1 + 1.0, "kb": B, "komb": 1 - B}
+    sources = []
+    for i, phrase in enumerate(query.phrases):
+        wanted, prefixes = _query_phrase(phrase.text, phrase.prefix)
+        if len(wanted) == 1:
+            sql, values = _postings(wanted[0], prefixes[0], "doc, tf")
+            params.update({f"p{i}_{k}": v for k, v in enumerate(values)})
+            sql = sql.replace("%s", "{}").format(*(f"%(p{i}_{k})s" for k in range(len(values))))
+            sources.append(f"SELECT {i} AS i, doc, sum(tf)::integer AS f FROM ({sql}) AS s{i} GROUP BY doc")
+        else:
+            found = _phrase_freqs(con, wanted, prefixes) if wanted else {}
+            params[f"d{i}"], params[f"f{i}"] = list(found), list(found.values())
+            sources.append(f"SELECT {i} AS i, unnest(%(d{i})s::bigint[]) AS doc, unnest(%(f{i})s::integer[]) AS f")
+    holding = _phrase_freqs(con, *whole) if whole is not None else {}
+    params["keep"] = list(holding)
+    rows_sql, rows_params = rows_source(snap, None, docs="SELECT doc AS value FROM cand")
+    params.update(rows_params)
+    na = "count(*)"
+    if allowed is not None:
+        na = "count(*) FILTER (WHERE vr.note_id = ANY(%(okn)s::bigint[]))"
+        params["okn"] = sorted(allowed)
+    found = con.raw.execute(_SCORE.format(phrases=" UNION ALL ".join(sources), rows=translate(rows_sql)[0], na=na),
+                            params).fetchall()
+    if not found:
         return [], []
-    source, params = rows_source(snap, None, docs=DOCS_PARAM)
-    rows = con.execute(source, {**params, "docs": json.dumps(candidates)}).fetchall()
-    lengths = dict(con.raw.execute("SELECT id, length FROM search_docs WHERE id = ANY(%s)", (candidates,)).fetchall())
-    hits = [sum(1 for _, doc, _ in rows if doc in f) for f in freqs]
-    idfs = [idf(n_rows, h) for h in hits]
+    dfs = dict(zip(found[0][4], found[0][5]))
+    idfs = [idf(n_rows, int(dfs.get(i, 0))) for i in range(len(query.phrases))]
     avgdl = total / n_rows
     scores: dict[int, float] = {}
-    scored = []
-    for row_id, doc, note_id in rows:
-        if allowed is not None and note_id not in allowed:
-            continue
-        if doc not in scores:
-            scores[doc] = bm25([float(f.get(doc, 0)) for f in freqs], idfs, float(lengths[doc]), avgdl)
-        scored.append((Scored(int(row_id), scores[doc]), doc))
+    for doc, length, phrases, freqs, _, _ in found:
+        f = [0.0] * len(query.phrases)
+        for i, n in zip(phrases, freqs):
+            f[i] = float(n)
+        scores[int(doc)] = bm25(f, idfs, float(length), avgdl)
+    source, sparams = rows_source(snap, None, docs=DOCS_PARAM)
+    scored = [(Scored(int(row_id), scores[doc]), doc)
+              for row_id, doc, note_id in con.execute(source, {**sparams, "docs": json.dumps(sorted(scores))})
+              if allowed is None or note_id in allowed]
     held: list[Scored] = []
     if whole is not None:
-        holding = _phrase_freqs(con, *whole)
         held = _top(con, [item for item, doc in scored if doc in holding], limit)
     return _top(con, [item for item, _ in scored], limit), held
+
+
+_SCORE = """
+WITH p AS MATERIALIZED ({phrases}),
+cand AS MATERIALIZED (SELECT DISTINCT doc FROM p),
+v AS MATERIALIZED (SELECT vr.doc_id, count(*) AS n, {na} AS na FROM ({rows}) AS vr GROUP BY vr.doc_id),
+df AS (SELECT p.i, sum(v.n)::float8 AS df FROM p JOIN v ON v.doc_id = p.doc GROUP BY p.i),
+w AS (SELECT i, df, greatest(ln((%(nrows)s - df + 0.5) / (df + 0.5)), 0.0) AS l FROM df),
+s AS (SELECT v.doc_id, v.na, d.length, array_agg(p.i ORDER BY p.i) AS ii, array_agg(p.f ORDER BY p.i) AS ff,
+             sum(CASE WHEN w.l <= 0 THEN 1e-6 ELSE w.l END
+                 * ((p.f * %(kk1p1)s) / (p.f + %(kk1)s * (%(komb)s + %(kb)s * d.length / %(avgdl)s)))) AS s
+      FROM v JOIN p ON p.doc = v.doc_id JOIN w ON w.i = p.i JOIN search_docs d ON d.id = v.doc_id
+      WHERE v.na > 0 GROUP BY v.doc_id, v.na, d.length),
+r AS (SELECT s.*, sum(s.na) OVER (ORDER BY s.s DESC, s.doc_id ROWS UNBOUNDED PRECEDING) AS cum FROM s),
+e AS (SELECT coalesce(max(r.s) FILTER (WHERE r.cum >= %(lim)s), '-Infinity'::float8) AS e FROM r)
+SELECT r.doc_id, r.length, r.ii, r.ff, (SELECT array_agg(w.i ORDER BY w.i) FROM w),
+       (SELECT array_agg(w.df::bigint ORDER BY w.i) FROM w)
+FROM r, e WHERE r.s >= e.e - (abs(e.e) * 1e-9 + 1e-12) OR r.doc_id = ANY(%(keep)s::bigint[])
+"""
+"""``rank_default``'s statement: the docs that can reach the best ``lim`` rows, with what scores them exactly."""
+
+
+def _stats(con: Any, snap: Snapshot) -> tuple[int, int]:
+    """Visible chunk rows at the snapshot and their total tokens: ``search_stats`` at the cutoff's batch,
+    corrected by the validity overlay (the removed revisions' rows out, the added ones' in)."""
+    row = con.raw.execute("SELECT rows, tokens FROM search_stats WHERE vault_id = %s AND batch_id <= %s "
+                          "ORDER BY batch_id DESC LIMIT 1", (snap.vault_id, snap.batch)).fetchone()
+    rows, tokens = (int(row[0]), int(row[1])) if row else (0, 0)
+    count = "SELECT count(*), coalesce(sum(d.length), 0) FROM search_rows r JOIN search_docs d ON d.id = r.doc_id "
+    if snap.removed:
+        less = con.raw.execute(count + "WHERE r.note_id = ANY(%s) AND r.vault_id = %s AND r.born <= %s "
+                               "AND (r.died IS NULL OR r.died > %s)",
+                               (sorted(snap.removed), snap.vault_id, snap.batch, snap.batch)).fetchone()
+        rows, tokens = rows - int(less[0]), tokens - int(less[1])
+    if snap.added:
+        more = con.raw.execute(count + "WHERE r.note_id = ANY(%s)", (sorted(snap.added),)).fetchone()
+        rows, tokens = rows + int(more[0]), tokens + int(more[1])
+    return rows, tokens
