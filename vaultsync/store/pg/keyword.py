@@ -201,14 +201,18 @@ def _phrase_freqs(con: Any, wanted: list[str], prefixes: list[bool]) -> dict[int
     them alone."""
     if not wanted:
         return {}
-    parts = [_postings(term, prefix, "doc") for term, prefix in zip(wanted, prefixes)]
-    holding = " INTERSECT ".join(f"({sql})" for sql, _ in parts)
+    holding: list[int] | None = None
+    if len(wanted) > 1:  # the docs holding every term, from the index alone
+        parts = [_postings(term, prefix, "doc") for term, prefix in zip(wanted, prefixes)]
+        holding = [int(r[0]) for r in con.raw.execute(" INTERSECT ".join(f"({sql})" for sql, _ in parts),
+                                                      [p for _, ps in parts for p in ps])]
+        if not holding:
+            return {}
     per_token: list[dict[int, list[int]]] = []
     for term, prefix in zip(wanted, prefixes):
         sql, params = _postings(term, prefix, "doc, positions")
-        if len(wanted) > 1:
-            sql += f" AND doc IN ({holding})"
-            params = params + [p for _, ps in parts for p in ps]
+        if holding is not None:
+            sql, params = sql + " AND doc = ANY(%s)", params + [holding]
         found: dict[int, list[int]] = defaultdict(list)
         for doc, positions in con.raw.execute(sql, params).fetchall():
             found[int(doc)].extend(positions)
