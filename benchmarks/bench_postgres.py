@@ -207,7 +207,7 @@ def main() -> None:
     finally:
         server.stop()
     load_avg = os.getloadavg()
-    ended = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
+    ended = time.strftime("%H:%M", time.gmtime())
     payload = {"machine": machine(), "queries": len(queries), "max_commits": args.max_commits, "results": results,
                "same_answers": same, "throughput": served, "shared_buffers": args.shared_buffers,
                "load_average_start": load_start, "load_average_end": load_avg, "started_utc": started,
