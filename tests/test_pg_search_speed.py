@@ -1,4 +1,4 @@
-"""What makes PostgreSQL keyword search cheap changes no answer (``pg/keyword.py``, migration m005).
+"""What makes PostgreSQL keyword search cheap changes no answer (``pg/ranking.py``, migration m005).
 
 - ``search_stats`` (each vault's visible chunk rows and tokens after every batch, kept by the indexer) equals
   a count over the visible rows at every batch, after a purge and a full reindex, and equals what m005
@@ -101,7 +101,7 @@ def test_pruned_ranking_equals_sqlite_at_every_limit(tmp_path: Path) -> None:
 
 
 def test_a_term_longer_than_the_covering_index_is_still_found(tmp_path: Path) -> None:
-    from vaultsync.store.pg.keyword import SHORT_BYTES
+    from vaultsync.store.pg.ranking import SHORT_BYTES
 
     long_word = "x" * (SHORT_BYTES + 10)
     root = tmp_path / "vault"

@@ -249,14 +249,14 @@ INSERT INTO search_stats (vault_id, batch_id, rows, tokens)
 
 @migration
 def m005_search_speed(con: Any) -> None:
-    """What keyword search reads per query, made cheap (``pg/keyword.py``): ``search_stats``, each vault's
+    """What keyword search reads per query, made cheap (``pg/ranking.py``): ``search_stats``, each vault's
     visible chunk rows and their total tokens after every batch that changed them (a cutoff's BM25
     statistics are one row, not a scan of every visible row), filled here from ``search_rows``; and
     ``search_postings_by_term_doc``, the postings of a term with their term frequency in the index itself
     (an index-only scan: the postings of a common word lie on thousands of heap pages), for terms of at most
-    ``keyword.SHORT_BYTES`` bytes (a btree entry has a size limit; longer ones keep the ``left(term, 256)``
+    ``ranking.SHORT_BYTES`` bytes (a btree entry has a size limit; longer ones keep the ``left(term, 256)``
     index)."""
-    from .keyword import SHORT_BYTES
+    from .ranking import SHORT_BYTES
 
     con.execute(f"""
     CREATE TABLE search_stats (
