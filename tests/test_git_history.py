@@ -54,14 +54,15 @@ class Repo:
         out = self.git("log", "--first-parent", "--reverse", "--format=%H %ct", "HEAD")
         return [(sha, int(t)) for sha, t in (line.split() for line in out.splitlines())]
 
-    def notes_at(self, sha: str, folder: str) -> dict[str, str]:
-        """Every regular .md file under ``folder`` at ``sha``, by vault-relative path, as git holds it."""
-        out = self.git("ls-tree", "-r", "-z", sha, "--", folder + "/")
+    def notes_at(self, sha: str, folder: str = "") -> dict[str, str]:
+        """Every regular .md file under ``folder`` (default: the whole tree) at ``sha``, by vault-relative path,
+        as git holds it."""
+        out = self.git("ls-tree", "-r", "-z", sha, *(["--", folder + "/"] if folder else []))
         notes = {}
         for entry in filter(None, out.split("\0")):
             meta, path = entry.split("\t", 1)
             if meta.split()[0] in ("100644", "100755") and path.endswith(".md"):
-                notes[path[len(folder) + 1:]] = self.git("show", f"{sha}:{path}")
+                notes[path[len(folder) + 1:] if folder else path] = self.git("show", f"{sha}:{path}")
         return notes
 
 
@@ -126,3 +127,22 @@ def test_from_git_matches_every_first_parent_commit_and_resumes(tmp_path: Path) 
         with pytest.raises(NoteNotFound):
             vault.read("日记.md")
         assert [r.kind for r in vault.history("Ideen/Ueber.md")][-1] == "modified"
+
+
+def test_a_vault_at_the_top_of_its_repository_matches_every_commit(tmp_path: Path) -> None:
+    """No folder prefix: every note of the tree, the other folder's included, at every first-parent commit."""
+    repo = Repo(tmp_path / "repo")
+    build(repo)
+    db = tmp_path / "top.db"
+    with Vault.open(db, root=repo.top) as vault:
+        done = vault.import_git().to_json()
+    commits = repo.first_parent()
+    assert (done["commits"], done["errors"]) == (len(commits), [])
+    with Vault.open(db, name="repo", readonly=True) as vault:
+        for sha, seconds in commits:
+            at = dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
+            truth = repo.notes_at(sha)
+            assert {r.path for r in vault.ls(as_of=at)} == set(truth), sha
+            for path, text in truth.items():
+                assert vault.read(path, as_of=at).content == text, (sha, path)
+        assert "other/Outside.md" in {r.path for r in vault.ls()}
