@@ -38,7 +38,7 @@ if pytest is not None:
         yield
         own_after, children_after = _cpu()
         row = {"id": item.nodeid, "self": own_after - own, "children": children_after - children,
-               "wall": time.time() - started}
+               "wall": time.time() - started, "start": started, "pid": os.getpid()}
         with open(os.environ.get("SUITE_CPU_OUT", "suite-cpu.jsonl"), "a", encoding="utf-8") as out:
             out.write(json.dumps(row) + "\n")
 
@@ -57,7 +57,18 @@ def main() -> None:
         totals[2] += row["wall"]
     cpu = sum(own + children for own, children, _ in modules.values())
     print(f"{len(rows)} tests, {cpu:.0f} CPU-s (this process {sum(m[0] for m in modules.values()):.0f}, "
-          f"children {sum(m[1] for m in modules.values()):.0f})\n")
+          f"children {sum(m[1] for m in modules.values()):.0f})")
+    workers: dict[int, list[float]] = collections.defaultdict(lambda: [float("inf"), 0.0, 0.0])
+    for row in rows:  # per worker process: first start, last end, busy wall seconds
+        span = workers[row.get("pid", 0)]
+        span[0] = min(span[0], row.get("start", 0.0))
+        span[1] = max(span[1], row.get("start", 0.0) + row["wall"])
+        span[2] += row["wall"]
+    if all(row.get("start") for row in rows):
+        first = min(span[0] for span in workers.values())
+        for pid, (start, end, busy) in sorted(workers.items(), key=lambda kv: kv[1][1]):
+            print(f"worker {pid}: tests from {start - first:.0f} s to {end - first:.0f} s, busy {busy:.0f} s")
+    print()
     print("| CPU-s | own | children | wall-s | module |\n|---|---|---|---|---|")
     for name, (own, children, wall) in sorted(modules.items(), key=lambda kv: -(kv[1][0] + kv[1][1]))[:args.top]:
         print(f"| {own + children:.1f} | {own:.1f} | {children:.1f} | {wall:.1f} | {name} |")
