@@ -31,6 +31,9 @@ try:
 except ImportError:  # summarising needs no pytest
     pytest = None  # type: ignore[assignment]
 
+OUT = os.path.abspath(os.environ.get("SUITE_CPU_OUT", "suite-cpu.jsonl"))
+"""Read once, when the plugin loads: some tests empty the environment or change directory while they run."""
+
 if pytest is not None:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item: Any, nextitem: Any) -> Iterator[None]:
@@ -39,7 +42,7 @@ if pytest is not None:
         own_after, children_after = _cpu()
         row = {"id": item.nodeid, "self": own_after - own, "children": children_after - children,
                "wall": time.time() - started, "start": started, "pid": os.getpid()}
-        with open(os.environ.get("SUITE_CPU_OUT", "suite-cpu.jsonl"), "a", encoding="utf-8") as out:
+        with open(OUT, "a", encoding="utf-8") as out:
             out.write(json.dumps(row) + "\n")
 
 
