@@ -212,6 +212,16 @@ def shared() -> PgServer:
     return _shared
 
 
+def fresh_or_skip(hint: str) -> str:
+    """A new database on this process's server (``PgServer.fresh``); the calling test is skipped without one."""
+    import pytest
+
+    try:
+        return shared().fresh(hint)
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+
+
 def shared_system() -> PgServer:
     """This process's server of the system's PostgreSQL (no pgvector), started on first use (Unavailable: none)."""
     global _system

@@ -18,13 +18,6 @@ from mcp_helpers import READ_TOOLS, make_history_vault, sc, watching
 pgserver = pytest.importorskip("pgserver")
 
 
-def fresh_database(name: str) -> str:
-    """A new database on the session's PostgreSQL server (the test is skipped without one)."""
-    try:
-        return pgserver.shared().fresh(name)
-    except pgserver.Unavailable as exc:
-        pytest.skip(str(exc))
-
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("read_note", {"path": "Projects/Atlas.md"}),
     ("read_note", {"path": "Doomed.md", "as_of": "2024-02-15"}),
@@ -67,7 +60,7 @@ async def _answers(db: str, root: Path, home: Path, write: bool) -> list[Any]:
 
 @pytest.mark.anyio
 async def test_a_server_on_postgres_answers_as_one_on_sqlite(tmp_path: Path) -> None:
-    dsn = fresh_database("mcp")
+    dsn = pgserver.fresh_or_skip("mcp")
     make_history_vault(tmp_path / "pg" / "notes", dsn)  # type: ignore[arg-type]
     make_history_vault(tmp_path / "lite" / "notes", tmp_path / "lite.db")
     on_pg = await _answers(dsn, tmp_path / "pg" / "notes", tmp_path / "home", write=True)
@@ -85,7 +78,7 @@ async def test_a_hardened_server_on_postgres_keeps_its_audit_head_there(tmp_path
     from vaultsync.hardened.manifest import load_manifest
     from vaultsync.store import open_store
 
-    dsn = fresh_database("hardened")
+    dsn = pgserver.fresh_or_skip("hardened")
     root = tmp_path / "notes"
     make_history_vault(root, dsn)  # type: ignore[arg-type]
     (tmp_path / "audit").mkdir(mode=0o700)
@@ -119,7 +112,7 @@ async def test_a_servers_change_feed_learns_of_another_writers_batch_through_not
     from vaultsync.server import served as served_module
     from vaultsync.server.feed import ChangeFeed
 
-    dsn = fresh_database("feed")
+    dsn = pgserver.fresh_or_skip("feed")
     root = tmp_path / "notes"
     make_history_vault(root, dsn)  # type: ignore[arg-type]
     monkeypatch.setattr(served_module, "POLL_S", 3600.0)

@@ -300,10 +300,7 @@ def test_reembed_purge_and_reindex_keep_the_vectors_equal(tmp_path: Path, monkey
     the store's embedder inside the purge), then a reindex: still equal."""
     from vaultsync import embedders
 
-    try:
-        dsn = pgserver.shared().fresh("reembed")
-    except pgserver.Unavailable as exc:
-        pytest.skip(str(exc))
+    dsn = pgserver.fresh_or_skip("reembed")
     monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
     _import_all(tmp_path / "lite.db", tmp_path / "vault")
     _import_all(dsn, tmp_path / "vault")
@@ -341,10 +338,7 @@ def test_copy_carries_purge_records_audit_heads_and_the_embedder(tmp_path: Path,
 
     monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
 
-    try:
-        there = pgserver.shared().fresh("copypurge")
-    except pgserver.Unavailable as exc:
-        pytest.skip(str(exc))
+    there = pgserver.fresh_or_skip("copypurge")
     lite_db, back = tmp_path / "lite.db", tmp_path / "back.db"
     times = _import_all(lite_db, tmp_path / "vault", "hash-fused")
     with Vault.open(lite_db, root=tmp_path / "vault", name="v") as vault:

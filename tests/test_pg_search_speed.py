@@ -22,13 +22,6 @@ pgserver = pytest.importorskip("pgserver")
 from test_pg_parity import DAY, QUERIES, T0, _import_all  # noqa: E402
 
 
-def _dsn(hint: str) -> str:
-    try:
-        return pgserver.shared().fresh(hint)
-    except pgserver.Unavailable as exc:
-        pytest.skip(str(exc))
-
-
 def _stats_rows(dsn: str) -> list[tuple[int, int, int, int]]:
     import psycopg
 
@@ -59,7 +52,7 @@ def test_search_stats_equal_a_count_at_every_batch_and_what_the_migration_comput
 
     from vaultsync.store.pg.schema import STATS_FROM_ROWS
 
-    dsn = _dsn("stats")
+    dsn = pgserver.fresh_or_skip("stats")
     _import_all(dsn, tmp_path / "vault")
     assert _check_counts(dsn) == 3
     kept = _stats_rows(dsn)
@@ -82,7 +75,7 @@ def _ranked(vault: Vault, query: str, mode: str, at: int | None, limit: int, **o
 
 
 def test_pruned_ranking_equals_sqlite_at_every_limit(tmp_path: Path) -> None:
-    dsn = _dsn("pruned")
+    dsn = pgserver.fresh_or_skip("pruned")
     times = _import_all(tmp_path / "lite.db", tmp_path / "vault")
     assert _import_all(dsn, tmp_path / "vault") == times
     compared = 0
@@ -109,7 +102,7 @@ def test_a_term_longer_than_the_covering_index_is_still_found(tmp_path: Path) ->
     (root / "Long.md").write_text(f"# Long\n\n{long_word} and the tide\n", encoding="utf-8")
     (root / "Short.md").write_text("# Short\n\nthe tide\n", encoding="utf-8")
     answers = []
-    for db in (tmp_path / "lite.db", _dsn("long")):
+    for db in (tmp_path / "lite.db", pgserver.fresh_or_skip("long")):
         with Vault.open(db, root=root, name="v") as vault:
             vault.sync(known_at=T0)
             answers.append([_ranked(vault, q, "keyword", None, 5) for q in (long_word, long_word[:300] + "*", "tide")])
