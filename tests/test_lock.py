@@ -112,3 +112,20 @@ def test_release_lets_the_next_writer_in(tmp_path: Path, capability_profile: str
     assert second.try_acquire(command="second")
     assert second.held and not first.held
     second.release()
+
+
+@pytest.mark.capabilities_off("no-fcntl")
+def test_a_take_over_left_by_a_dead_process_does_not_keep_the_lock(tmp_path: Path, capability_profile: str) -> None:
+    db = str(tmp_path / "vaultsync.db")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = json.dumps({"pid": dead.pid, "command": "crashed", "started": "x"})
+    Path(f"{db}.vault.lock").write_text(stale)
+    Path(f"{db}.vault.lock.takeover").write_text(stale)
+    lock = WriterLock(db, "vault")
+    assert lock.try_acquire(command="next")
+    assert json.loads(Path(f"{db}.vault.lock").read_text())["pid"] != dead.pid
+    lock.release()
+    if capabilities.current().lock == "pidfile":
+        assert not Path(f"{db}.vault.lock.takeover").exists(), "the dead process's take-over file was removed"
+        assert not Path(f"{db}.vault.lock").exists()

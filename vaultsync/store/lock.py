@@ -10,6 +10,7 @@ How it is held is ``capabilities.current().lock``:
   exclusively and removed on release. Weaker: a holder that dies leaves the file, and the next
   writer takes it over only once it finds that pid gone (on POSIX ``kill(pid, 0)``); a pid reused by
   an unrelated process keeps the vault locked until that process ends or the file is removed by hand.
+  Two processes can both win only if a third died while taking a stale lock over (``_pidfile``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import IO, Any
@@ -61,17 +62,21 @@ class WriterLock:
         if self._file is not None:
             return True
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = self._pidfile() if self._kind == "pidfile" else self._locked()
-        if handle is None:
-            return False
-        handle.seek(0)
-        handle.truncate()
-        handle.write(json.dumps({
+        record = json.dumps({
             "pid": os.getpid(),
             "command": command or self.command or " ".join(["vaultsync", *sys.argv[1:]]),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "watching": watching,
-        }))
+        })
+        if self._kind == "pidfile":
+            self._file = self._pidfile(record)
+            return self._file is not None
+        handle = self._locked()
+        if handle is None:
+            return False
+        handle.seek(0)
+        handle.truncate()
+        handle.write(record)
         handle.flush()
         self._file = handle
         return True
@@ -87,41 +92,37 @@ class WriterLock:
             return None
         return handle
 
-    def _pidfile(self) -> IO[str] | None:
-        """The lock file created exclusively, after taking over one whose holder is gone; None if held."""
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-            except FileExistsError:
-                if not self._take_over_stale():
-                    return None
-                continue
-            return open(fd, "w", encoding="utf-8")
-        return None
+    def _pidfile(self, record: str) -> IO[str] | None:
+        """The lock file, put in place whole (never seen empty), after taking over one whose holder is gone.
 
-    def _take_over_stale(self) -> bool:
-        """Remove the lock file if its holder is gone; True if it was removed (or vanished)."""
-        try:
-            handle = open(self.path, encoding="utf-8")
-        except FileNotFoundError:
-            return True
-        with handle:
-            seen = os.fstat(handle.fileno())
-            info = _parse(handle.read())
-        if _held_by_live(info, seen.st_mtime):
-            return False
-        aside = self.path.with_name(f"{self.path.name}.stale-{secrets.token_hex(4)}")
-        try:
-            os.rename(self.path, aside)
-        except FileNotFoundError:
-            return True
-        if capabilities.same_file(os.lstat(aside), seen):
-            os.unlink(aside)
-            return True
-        with contextlib.suppress(OSError):  # a new holder's file was moved aside: put it back
-            os.link(aside, self.path)
-        os.unlink(aside)
-        return False
+        Only ``_linked`` puts a lock file in place, and it fails when one is there; only the holder of the
+        take-over file (``<lock>.takeover``, itself put in place by ``_linked``) removes another process's
+        lock file, after reading it again. So two processes that find the same stale file cannot both win.
+        """
+        taking = self.path.with_name(self.path.name + ".takeover")
+        for _ in range(3):
+            handle = _linked(self.path, record)
+            if handle is not None:
+                return handle
+            if _live_record(self.path):
+                return None
+            turn = _linked(taking, record)
+            if turn is None:
+                if _live_record(taking):
+                    return None  # another process is taking the stale lock over
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(taking)  # left by a process that died taking over
+                continue
+            try:
+                if not _live_record(self.path):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(self.path)
+                handle = _linked(self.path, record)
+            finally:
+                os.unlink(taking)
+                turn.close()
+            return handle
+        return None
 
     def holder(self) -> str | None:
         """Who holds the lock now (another process), or None when it is free or ours."""
@@ -200,6 +201,33 @@ def _parse(text: str) -> dict[str, Any]:
     except ValueError:
         return {}
     return info if isinstance(info, dict) else {}
+
+
+def _linked(path: Path, record: str) -> IO[str] | None:
+    """``record`` written to a private file and linked in as ``path`` (None when ``path`` exists), open."""
+    fd, name = tempfile.mkstemp(prefix=path.name + ".", suffix=".new", dir=path.parent)  # mode 0600
+    handle = open(fd, "w", encoding="utf-8")
+    try:
+        handle.write(record)
+        handle.flush()
+        try:
+            os.link(name, path)
+        except FileExistsError:
+            handle.close()
+            return None
+        return handle
+    finally:
+        os.unlink(name)
+
+
+def _live_record(path: Path) -> bool:
+    """Whether the pidfile ``path`` exists and its holder still runs."""
+    try:
+        handle = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        return False
+    with handle:
+        return _held_by_live(_parse(handle.read()), os.fstat(handle.fileno()).st_mtime)
 
 
 UNWRITTEN_S = 10.0
