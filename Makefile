@@ -4,12 +4,16 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test compat-doc test-semantic bench bundle clean browser
+.PHONY: demo test deps compat-doc test-semantic bench bundle clean browser
 
+# The installs use uv (from PyPI, into .venv): it fetches and unpacks in parallel, about 15 s here for what pip took
+# 60-90 s over, which is most of what `make test` on a fresh clone spent before the first test. Only these
+# installs use it; vaultsync itself installs with plain pip (`pip install .`).
+UV := $(BIN)/uv
 $(STAMP): pyproject.toml tests/constraints.txt Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c tests/constraints.txt -e '.[dev,semantic,postgres]'
+	test -x $(UV) || $(BIN)/python -m pip install --quiet --disable-pip-version-check uv
+	$(UV) pip install --quiet --python $(BIN)/python -c tests/constraints.txt -e '.[dev,semantic,postgres]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -23,9 +27,9 @@ $(JS)/node_modules/.package-lock.json: $(JS)/package.json $(JS)/package-lock.jso
 	@if command -v npm >/dev/null 2>&1; then cd $(JS) && npm ci --no-audit --no-fund --loglevel=error; \
 	else echo "npm not found: the TypeScript SDK rows of tests/test_compat_matrix.py will be skipped"; fi
 SDK1 := .venv-sdk1
-$(SDK1)/.installed: tests/compat/requirements-sdk1.txt
-	test -x $(SDK1)/bin/python || $(PYTHON) -m venv $(SDK1)
-	$(SDK1)/bin/python -m pip install --quiet -r tests/compat/requirements-sdk1.txt
+$(SDK1)/.installed: tests/compat/requirements-sdk1.txt $(STAMP)
+	test -x $(SDK1)/bin/python || $(UV) venv --quiet --python $(PYTHON) $(SDK1)
+	$(UV) pip install --quiet --python $(SDK1)/bin/python -r tests/compat/requirements-sdk1.txt
 	touch $@
 CLIENTS := $(SDK1)/.installed $(JS)/node_modules/.package-lock.json
 
@@ -39,9 +43,13 @@ browser:
 
 # Two pytest-xdist workers, module by module; the corpus modules share one (see tests/conftest.py).
 # PYTEST_WORKERS=0 runs everything in one process.
+# The installs (the npm one beside the two venvs) and the browser check run side by side.
 PYTEST_WORKERS ?= 2
-test: $(STAMP) $(CLIENTS) browser
+test: deps
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
+
+deps:
+	@$(MAKE) --no-print-directory -j4 -O $(STAMP) $(CLIENTS) browser
 
 # Rewrite docs/compatibility.md from a run of every client (`make test` fails when it disagrees with the run).
 compat-doc: $(STAMP) $(CLIENTS)
