@@ -1,4 +1,6 @@
-"""The write tools against a real ``vaultsync serve --allow-writes`` subprocess: symlinks of every
+"""The write tools through the official MCP client against the real server (``build_server`` with writes
+allowed, in this process: what these tests pin is what the tools do to the folder, not the process around
+them; tests/test_mcp_stdio.py runs ``vaultsync serve --allow-writes`` as a subprocess): symlinks of every
 shape refused, a folder swapped for a symlink mid-write, concurrent appends all kept, NFD names, modes.
 
 The library-level tests beside them pin what a server test cannot time: an editor saving the note
@@ -20,19 +22,20 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.server import MCPServer
 
 from conftest import weaker
 from mcp_helpers import error_text, sc
 from vaultsync import Vault, vaultfs
 from vaultsync.edit import append_file
+from vaultsync.server import ServeConfig, build_server
 
 GIT_CONFIG = "[core]\n\trepositoryformatversion = 0\n"
 
 
-def server(db: Path, root: Path, *flags: str) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "--db", str(db), "serve", str(root),
-                                                               "--allow-writes", *flags])
+def server(db: Path, root: Path) -> MCPServer:
+    """What ``vaultsync --db DB serve ROOT --allow-writes`` serves."""
+    return build_server(ServeConfig(db=db, root=root, allow_writes=True))
 
 
 @pytest.fixture
