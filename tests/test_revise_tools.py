@@ -1,27 +1,27 @@
-"""Writes that know what they overwrite, against a real ``vaultsync serve --allow-writes`` subprocess
-and the official MCP client: expected_revision, edit_note, restore_note; then ``undo`` of the batch an
+"""Writes that know what they overwrite, through the official MCP client against the real server with writes
+allowed (in this process; tests/test_mcp_stdio.py runs ``serve --allow-writes`` as a subprocess): expected_revision, edit_note, restore_note; then ``undo`` of the batch an
 assistant wrote, and its refusal when the note changed since."""
 
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.server import MCPServer
 
 from mcp_helpers import error_text, sc
 from vaultsync import Vault
+from vaultsync.server import ServeConfig, build_server
 
 ORIGINAL = ("# Plan\n\nIntro line.\n\n## Risks\n\nThe budget is tight.\n\n## Steps\n\n1. call Ana\n"
             "2. book the room\n")
 
 
-def server(db: Path, root: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "--db", str(db), "serve", str(root),
-                                                               "--allow-writes"])
+def server(db: Path, root: Path) -> MCPServer:
+    """What ``vaultsync --db DB serve ROOT --allow-writes`` serves."""
+    return build_server(ServeConfig(db=db, root=root, allow_writes=True))
 
 
 @pytest.fixture
