@@ -11,7 +11,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from search_truth import brute_vector, fresh_default, fresh_keyword, overlay_oracle, same_ranking, split_export
+from search_truth import (BruteVector, FreshKeyword, fresh_default, overlay_oracle, same_ranking,
+                          split_export)
 from vaultsync.embedders import HashEmbedder
 from vaultsync.store.search import signals
 from vaultsync.tokenizer import parse_query
@@ -88,20 +89,29 @@ def check_export_model(vault: Vault, as_of: str, valid_day: str, chains: dict[st
 
 def check_cutoff(vault: Vault, as_of: str | None, valid_at: str | None) -> None:
     header, chunks = split_export(vault.export(as_of=as_of, valid_at=valid_at))
-    for query in QUERIES:
-        expression = parse_query(query).expression
-        want = fresh_keyword(header, chunks, expression) if expression else []
-        for limit in (1000, 3):
-            got = vault.search(query, as_of=as_of, valid_at=valid_at, mode="keyword", limit=limit).to_json()
-            assert got["match"] == expression
-            same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]], want[:limit])
-        for limit in (1000, 3):  # the default mode: the same pipeline over a fresh index (vectors not fused)
-            got = vault.search(query, as_of=as_of, valid_at=valid_at, limit=limit).to_json()
-            same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got["hits"]],
-                         fresh_default(header, chunks, query, limit))
-        got = vault.search(query, as_of=as_of, valid_at=valid_at, mode="vector", limit=1000).to_json()
-        same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
-                     brute_vector(chunks, HashEmbedder(), query), rel=0.0, abs_=1e-12)
+    fresh, brute = FreshKeyword(header, chunks), BruteVector(chunks, HashEmbedder())  # the cutoff's truth, built once
+    try:
+        for query in QUERIES:
+            check_query(vault, query, as_of, valid_at, header, chunks, fresh, brute)
+    finally:
+        fresh.close()
+
+
+def check_query(vault: Vault, query: str, as_of: str | None, valid_at: str | None, header: dict, chunks: list,
+                fresh: FreshKeyword, brute: BruteVector) -> None:
+    expression = parse_query(query).expression
+    want = fresh.search(expression) if expression else []
+    for limit in (1000, 3):
+        got = vault.search(query, as_of=as_of, valid_at=valid_at, mode="keyword", limit=limit).to_json()
+        assert got["match"] == expression
+        same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]], want[:limit])
+    for limit in (1000, 3):  # the default mode: the same pipeline over a fresh index (vectors not fused)
+        got = vault.search(query, as_of=as_of, valid_at=valid_at, limit=limit).to_json()
+        same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got["hits"]],
+                     fresh_default(header, chunks, query, limit, index=fresh))
+    got = vault.search(query, as_of=as_of, valid_at=valid_at, mode="vector", limit=1000).to_json()
+    same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
+                 brute.search(query), rel=0.0, abs_=1e-12)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
