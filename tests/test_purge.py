@@ -28,7 +28,7 @@ from purge_history import (
     redact,
     tokens,
 )
-from search_truth import brute_vector, fresh_keyword, same_ranking, split_export
+from search_truth import FreshKeyword, brute_vector, same_ranking, split_export
 from vaultsync import NoteNotFound
 from vaultsync.embedders import HashEmbedder
 from vaultsync.errors import ConfigError
@@ -72,11 +72,13 @@ def check_exact(vault: Vault, history: History, expected: list[dict[str, str] | 
         for chunk in chunks:
             by_note[chunk["path"]] = by_note.get(chunk["path"], "") + chunk["text"]
         assert by_note == want, when
+        fresh = FreshKeyword(header, chunks)  # built once, asked every query
         for query in QUERIES:
             expression = parse_query(query).expression
             got = vault.search(query, as_of=when, mode="keyword", limit=1000).to_json()
             same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
-                         fresh_keyword(header, chunks, expression))
+                         fresh.search(expression))
+        fresh.close()
         got = vault.search(QUERIES[2], as_of=when, mode="vector", limit=1000).to_json()
         same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
                      brute_vector(chunks, HashEmbedder(), QUERIES[2]), rel=0.0, abs_=1e-12)

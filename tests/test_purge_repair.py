@@ -11,7 +11,7 @@ import apsw
 import pytest
 
 from conftest import copy_db
-from search_truth import fresh_keyword, same_ranking, split_export
+from search_truth import FreshKeyword, same_ranking, split_export
 from vaultsync.store.search.index import rebuild_search
 from vaultsync.tokenizer import parse_query
 from vaultsync.vault import Vault
@@ -134,8 +134,10 @@ def test_purge_repairs_only_what_it_touched(two_vaults: tuple[Path, Path, Path],
             header, chunks = split_export(vault.export(as_of=when))
             if kind == "text":
                 assert all(SECRET not in c["text"] for c in chunks)
+            fresh = FreshKeyword(header, chunks)  # built once, asked every query
             for query in QUERIES:
                 got = vault.search(query, as_of=when, mode="keyword", limit=1000)
                 same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got.hits],
-                             fresh_keyword(header, chunks, parse_query(query).expression))
+                             fresh.search(parse_query(query).expression))
+            fresh.close()
         assert vault.check() == []
