@@ -29,7 +29,7 @@ def no_thread_leaks() -> object:
     assert not alive, f"threads left running: {alive}"
 
 
-def wait_until(predicate: Callable[[], T], timeout: float = 15.0, what: str = "condition") -> T:
+def wait_until(predicate: Callable[[], T], timeout: float = 45.0, what: str = "condition") -> T:
     """Poll ``predicate`` until it returns something truthy; fail with ``what`` after ``timeout`` s."""
     deadline = time.monotonic() + timeout
     while True:
@@ -110,7 +110,7 @@ class WatchProcess:
     def stderr(self) -> str:
         return "\n".join(self.lines)
 
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+    def wait_for(self, text: str, timeout: float = 90.0) -> str:
         def found() -> str | None:
             if self.proc.poll() is not None and not any(text in line for line in self.lines):
                 time.sleep(0.2)
