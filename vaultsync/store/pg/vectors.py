@@ -29,6 +29,8 @@ from ...embedders import Embedder
 from ..search.keyword import Scored
 from ..search.snapshot import Snapshot, rows_source
 from ..search.vector import best_rows, query_vector, searchable, similarity
+from . import live
+from .ranking import max_doc
 
 MARGIN = 1e-5
 """How far past the ``limit``-th pgvector distance candidates are taken: pgvector's and sqlite-vec's
@@ -83,7 +85,13 @@ def rank(con: Any, snap: Snapshot, embedder: Embedder, query: str, allowed: set[
     if q is None:
         return []
     source, params = rows_source(snap, allowed)
-    visible = f"FROM search_vectors v WHERE v.doc_id IN (SELECT doc_id FROM ({source}) s)"
+    if snap.live and allowed is None:  # the current docs' vectors, kept apart (m006): scan only those
+        visible, params = "FROM search_live_vectors v WHERE v.vault_id = :vault", {"vault": snap.vault_id}
+    else:  # docs written after the cutoff cannot be visible at it (doc ids grow with time)
+        bound = max_doc(con, snap)
+        visible = f"FROM search_vectors v WHERE v.doc_id IN (SELECT doc_id FROM ({source}) s)"
+        if bound is not None:
+            visible, params = visible + " AND v.doc_id <= :maxdoc", {**params, "maxdoc": bound}
     schema = pgvector_schema(con.raw)
     if schema is None:
         docs = con.execute(f"SELECT v.doc_id, v.embedding {visible}", params).fetchall()
@@ -127,6 +135,8 @@ def catch_up(con: Any, embedder: Embedder) -> int:
     for start in range(0, len(docs), 512):
         write_vectors(con, embedder, docs[start:start + 512])
     con.raw.execute("DELETE FROM search_meta WHERE key = 'vectors_pending'")
+    if docs and con.raw.execute("SELECT to_regclass('search_live_vectors')").fetchone()[0] is not None:
+        live.refill_vectors(con)
     return len(docs)
 
 

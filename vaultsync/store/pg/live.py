@@ -1,0 +1,145 @@
+"""The live set on PostgreSQL: what search "now" reads, kept apart from the whole history (migration m006).
+
+Search cost would otherwise grow with everything ever written: a term's postings and the vectors of every
+text any revision ever had. The SQLite engine keeps a live FTS5 table and ``search_live_vectors`` for this;
+here, inside each batch's transaction, with the rows the indexer writes (``pg/keyword.py``):
+
+- ``search_live``: each vault's docs used by at least one current chunk row (``search_rows.died IS NULL``)
+  and how many such rows use each;
+- ``search_live_postings``: (term, doc, tf) of every doc in ``search_live`` (for any vault), indexed by term
+  as ``search_postings`` is (covering for short terms, ``left(term, 256)`` for the rest);
+- ``search_live_vectors``: per vault, the vector of each live doc that has one (with pgvector's ``vec``
+  column where the store's vectors use pgvector).
+
+A doc enters when its first current row is written and leaves when its last one dies (a later revision, a
+deletion, a rename); a purge or reindex rebuilds them with the rest of the index, ``reembed`` and the
+vectors' catch-up refill the live vectors, and m006 computes all three from an existing index
+(``rebuild``, which is also the definition the tests compare the kept tables with).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+
+def _vec(con: Any) -> bool:
+    from .vectors import pgvector_schema
+
+    return pgvector_schema(con.raw if hasattr(con, "raw") else con) is not None
+
+
+def _copy_vectors(con: Any, where: str, params: tuple) -> None:
+    """Live vectors of the ``search_live`` rows selected by ``where`` (aliased ``l``), from ``search_vectors``."""
+    raw = con.raw if hasattr(con, "raw") else con
+    vec = ", vec" if _vec(raw) else ""
+    raw.execute(f"INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec}) "
+                f"SELECT l.vault_id, l.doc_id, v.embedding{', v.vec' if vec else ''} FROM search_live l "
+                f"JOIN search_vectors v ON v.doc_id = l.doc_id WHERE {where} ON CONFLICT DO NOTHING", params)
+
+
+def add(con: Any, vault_id: int, docs: list[int], texts: dict[int, str]) -> None:
+    """Rows using ``docs`` (one entry per row) became current in the vault; ``texts``: each doc's indexed text
+    (its postings are written again when the doc was live in no vault)."""
+    from .ranking import tokens
+
+    if not docs:
+        return
+    counts = Counter(docs)
+    ids, ns = list(counts), list(counts.values())
+    new = [int(r[0]) for r in con.raw.execute(
+        """INSERT INTO search_live (vault_id, doc_id, rows) SELECT %s, d, n FROM unnest(%s::bigint[], %s::bigint[]) AS u(d, n)
+           ON CONFLICT (vault_id, doc_id) DO UPDATE SET rows = search_live.rows + excluded.rows
+           RETURNING doc_id, (xmax = 0) AS inserted""", (vault_id, ids, ns)) if r[1]]
+    if not new:
+        return
+    elsewhere = {int(r[0]) for r in con.raw.execute(
+        "SELECT DISTINCT doc_id FROM search_live WHERE doc_id = ANY(%s) AND vault_id <> %s", (new, vault_id))}
+    with con.raw.cursor() as cur, cur.copy("COPY search_live_postings (term, doc, tf) FROM STDIN") as copy:
+        for doc in new:
+            if doc in elsewhere:
+                continue
+            for term, tf in Counter(tokens(texts[doc])).items():
+                copy.write_row((term, doc, tf))
+    _copy_vectors(con, "l.vault_id = %s AND l.doc_id = ANY(%s)", (vault_id, new))
+
+
+def remove(con: Any, vault_id: int, docs: list[int]) -> None:
+    """Rows using ``docs`` (one entry per row) stopped being current in the vault."""
+    if not docs:
+        return
+    counts = Counter(docs)
+    gone = [int(r[0]) for r in con.raw.execute(
+        """WITH u AS (SELECT d, n FROM unnest(%s::bigint[], %s::bigint[]) AS u(d, n)),
+                k AS (UPDATE search_live l SET rows = l.rows - u.n FROM u WHERE l.vault_id = %s AND l.doc_id = u.d
+                      RETURNING l.doc_id, l.rows)
+           SELECT doc_id FROM k WHERE rows <= 0""", (list(counts), list(counts.values()), vault_id))]
+    if not gone:
+        return
+    con.raw.execute("DELETE FROM search_live WHERE vault_id = %s AND doc_id = ANY(%s)", (vault_id, gone))
+    con.raw.execute("DELETE FROM search_live_vectors WHERE vault_id = %s AND doc_id = ANY(%s)", (vault_id, gone))
+    con.raw.execute("DELETE FROM search_live_postings WHERE doc = ANY(%s) AND doc NOT IN "
+                    "(SELECT doc_id FROM search_live WHERE doc_id = ANY(%s))", (gone, gone))
+
+
+def refill_vectors(con: Any) -> None:
+    """Every live doc's vector, after the vectors were written anew (``vectors.catch_up``, ``reembed``)."""
+    raw = con.raw if hasattr(con, "raw") else con
+    raw.execute("DELETE FROM search_live_vectors")
+    _copy_vectors(raw, "true", ())
+
+
+def clear(con: Any) -> None:
+    for table in ("search_live_vectors", "search_live_postings", "search_live"):
+        con.raw.execute(f"DELETE FROM {table}")
+
+
+LIVE_FROM_ROWS = """
+INSERT INTO search_live (vault_id, doc_id, rows)
+    SELECT vault_id, doc_id, count(*) FROM search_rows WHERE died IS NULL GROUP BY vault_id, doc_id;
+INSERT INTO search_live_postings (term, doc, tf)
+    SELECT p.term, p.doc, p.tf FROM search_postings p WHERE p.doc IN (SELECT doc_id FROM search_live);
+"""
+"""The live docs and their postings computed from ``search_rows`` and ``search_postings`` alone (m006's fill)."""
+
+
+def rebuild(con: Any) -> None:
+    """All three tables computed from the rest of the index (m006 fills them so; the tests compare with it)."""
+    raw = con.raw if hasattr(con, "raw") else con
+    for table in ("search_live_vectors", "search_live_postings", "search_live"):
+        raw.execute(f"DELETE FROM {table}")
+    raw.execute(LIVE_FROM_ROWS)
+    _copy_vectors(raw, "true", ())
+
+
+def create(con: Any) -> None:
+    """m006's tables (``vec`` only where the store's vectors use pgvector), filled from the existing index."""
+    from .ranking import SHORT_BYTES
+    from .vectors import pgvector_schema
+
+    schema = pgvector_schema(con)
+    vec = f', vec "{schema}".vector' if schema is not None else ""
+    con.execute(f"""
+    CREATE TABLE search_live (
+        vault_id bigint NOT NULL,
+        doc_id   bigint NOT NULL,
+        rows     bigint NOT NULL,                 -- current chunk rows of the vault using the doc
+        PRIMARY KEY (vault_id, doc_id)
+    );
+    CREATE INDEX search_live_by_doc ON search_live (doc_id);
+    CREATE TABLE search_live_postings (term text COLLATE "C" NOT NULL, doc bigint NOT NULL, tf integer NOT NULL);
+    CREATE TABLE search_live_vectors (
+        vault_id  bigint NOT NULL,
+        doc_id    bigint NOT NULL,
+        embedding bytea NOT NULL{vec},
+        PRIMARY KEY (vault_id, doc_id)
+    );
+    """)
+    rebuild(con)
+    con.execute(f"""
+    CREATE INDEX search_live_postings_by_term_doc ON search_live_postings (term, doc) INCLUDE (tf)
+        WHERE octet_length(term) <= {SHORT_BYTES};
+    CREATE INDEX search_live_postings_long ON search_live_postings (left(term, 256), doc)
+        WHERE octet_length(term) > {SHORT_BYTES};
+    CREATE INDEX search_live_postings_by_doc ON search_live_postings (doc);
+    """)
