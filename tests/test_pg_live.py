@@ -49,7 +49,8 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 EXPECTED = {
-    "live": "SELECT vault_id, doc_id, count(*) FROM search_rows WHERE died IS NULL GROUP BY 1, 2 ORDER BY 1, 2",
+    "live": "SELECT r.vault_id, r.doc_id, count(*), min(d.length) FROM search_rows r JOIN search_docs d "
+            "ON d.id = r.doc_id WHERE r.died IS NULL GROUP BY 1, 2 ORDER BY 1, 2",
     "postings": "SELECT term, doc, tf FROM search_postings WHERE doc IN (SELECT doc_id FROM search_rows "
                 "WHERE died IS NULL) ORDER BY doc, term",
     "vectors": "SELECT r.vault_id, v.doc_id, v.embedding, {vec} FROM (SELECT DISTINCT vault_id, doc_id FROM "
@@ -58,7 +59,7 @@ EXPECTED = {
                "AND r.born <= s.batch_id) FROM search_stats s ORDER BY 1, 2",
 }
 KEPT = {
-    "live": "SELECT vault_id, doc_id, rows FROM search_live ORDER BY 1, 2",
+    "live": "SELECT vault_id, doc_id, rows, length FROM search_live ORDER BY 1, 2",
     "postings": "SELECT term, doc, tf FROM search_live_postings ORDER BY doc, term",
     "vectors": "SELECT vault_id, doc_id, embedding, {vec} FROM search_live_vectors ORDER BY 1, 2",
     "max_doc": "SELECT vault_id, batch_id, max_doc FROM search_stats ORDER BY 1, 2",
@@ -92,7 +93,7 @@ def assert_live_exact(dsn: str) -> dict[str, list[tuple]]:
 
 def _shape(kept: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
     """The live set without its doc ids (a reindex numbers the docs anew)."""
-    return {"live": sorted((v, n) for v, _, n in kept["live"]), "postings": sorted((t, f) for t, _, f in kept["postings"]),
+    return {"live": sorted((v, n, k) for v, _, n, k in kept["live"]), "postings": sorted((t, f) for t, _, f in kept["postings"]),
             "vectors": sorted((v, bytes(e), x) for v, _, e, x in kept["vectors"])}
 
 
@@ -158,7 +159,7 @@ def test_purge_reindex_reembed_and_copy_keep_the_live_set_exact(tmp_path: Path, 
         vault.purge(texts=["lighthouse"], also_current=True)
         purged = assert_live_exact(dsn)
         assert purged["postings"] != before["postings"]
-        v_docs = {doc for vault_id, doc, _ in purged["live"] if vault_id == purged["live"][0][0]}  # "v" came first
+        v_docs = {doc for vault_id, doc, _, _ in purged["live"] if vault_id == purged["live"][0][0]}  # "v" came first
         kept_docs = {doc for term, doc, _ in purged["postings"] if term == "lighthouse"}
         assert kept_docs and not kept_docs & v_docs  # only the other vault's shared text keeps the word
         vault.reindex(full=True)  # new doc ids: the same set otherwise

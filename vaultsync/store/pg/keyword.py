@@ -63,7 +63,7 @@ class PgKeywordIndexer:
         with con.raw.cursor() as cur:
             cur.executemany("INSERT INTO search_rows (id, vault_id, note_id, doc_id, born) VALUES (%s,%s,%s,%s,%s)",
                             [(row_id, vault_id, note_id, doc, batch_id) for (row_id, _), doc in zip(rows, docs)])
-        live.add(con, vault_id, docs, {doc: text for (_, text), doc in zip(rows, docs)})
+        live.add(con, vault_id, docs, {doc: text for (_, text), doc in zip(rows, docs)}, dict(found))
         _count(con, vault_id, batch_id, len(found), sum(length for _, length in found), max(docs, default=None))
         if valid_from is not None or valid_to is not None:
             con.raw.execute("INSERT INTO search_bounded (note_id, vault_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",

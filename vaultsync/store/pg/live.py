@@ -4,8 +4,8 @@ Search cost would otherwise grow with everything ever written: a term's postings
 text any revision ever had. The SQLite engine keeps a live FTS5 table and ``search_live_vectors`` for this;
 here, inside each batch's transaction, with the rows the indexer writes (``pg/keyword.py``):
 
-- ``search_live``: each vault's docs used by at least one current chunk row (``search_rows.died IS NULL``)
-  and how many such rows use each;
+- ``search_live``: each vault's docs used by at least one current chunk row (``search_rows.died IS NULL``),
+  how many such rows use each, and its length (what BM25 reads per doc, in one place);
 - ``search_live_postings``: (term, doc, tf) of every doc in ``search_live`` (for any vault), indexed by term
   as ``search_postings`` is (covering for short terms, ``left(term, 256)`` for the rest);
 - ``search_live_vectors``: per vault, the vector of each live doc that has one (with pgvector's ``vec``
@@ -38,9 +38,9 @@ def _copy_vectors(con: Any, where: str, params: tuple) -> None:
                 f"JOIN search_vectors v ON v.doc_id = l.doc_id WHERE {where} ON CONFLICT DO NOTHING", params)
 
 
-def add(con: Any, vault_id: int, docs: list[int], texts: dict[int, str]) -> None:
+def add(con: Any, vault_id: int, docs: list[int], texts: dict[int, str], lengths: dict[int, int]) -> None:
     """Rows using ``docs`` (one entry per row) became current in the vault; ``texts``: each doc's indexed text
-    (its postings are written again when the doc was live in no vault)."""
+    (its postings are written again when the doc was live in no vault), ``lengths``: its length in tokens."""
     from .ranking import tokens
 
     if not docs:
@@ -48,9 +48,10 @@ def add(con: Any, vault_id: int, docs: list[int], texts: dict[int, str]) -> None
     counts = Counter(docs)
     ids, ns = list(counts), list(counts.values())
     new = [int(r[0]) for r in con.raw.execute(
-        """INSERT INTO search_live (vault_id, doc_id, rows) SELECT %s, d, n FROM unnest(%s::bigint[], %s::bigint[]) AS u(d, n)
+        """INSERT INTO search_live (vault_id, doc_id, rows, length)
+           SELECT %s, d, n, k FROM unnest(%s::bigint[], %s::bigint[], %s::integer[]) AS u(d, n, k)
            ON CONFLICT (vault_id, doc_id) DO UPDATE SET rows = search_live.rows + excluded.rows
-           RETURNING doc_id, (xmax = 0) AS inserted""", (vault_id, ids, ns)) if r[1]]
+           RETURNING doc_id, (xmax = 0) AS inserted""", (vault_id, ids, ns, [lengths[d] for d in ids])) if r[1]]
     if not new:
         return
     elsewhere = {int(r[0]) for r in con.raw.execute(
@@ -95,8 +96,9 @@ def clear(con: Any) -> None:
 
 
 LIVE_FROM_ROWS = """
-INSERT INTO search_live (vault_id, doc_id, rows)
-    SELECT vault_id, doc_id, count(*) FROM search_rows WHERE died IS NULL GROUP BY vault_id, doc_id;
+INSERT INTO search_live (vault_id, doc_id, rows, length)
+    SELECT r.vault_id, r.doc_id, count(*), min(d.length) FROM search_rows r JOIN search_docs d ON d.id = r.doc_id
+    WHERE r.died IS NULL GROUP BY r.vault_id, r.doc_id;
 INSERT INTO search_live_postings (term, doc, tf)
     SELECT p.term, p.doc, p.tf FROM search_postings p WHERE p.doc IN (SELECT doc_id FROM search_live);
 """
@@ -124,6 +126,7 @@ def create(con: Any) -> None:
         vault_id bigint NOT NULL,
         doc_id   bigint NOT NULL,
         rows     bigint NOT NULL,                 -- current chunk rows of the vault using the doc
+        length   integer NOT NULL,                -- the doc's tokens (search_docs.length), read with the rows
         PRIMARY KEY (vault_id, doc_id)
     );
     CREATE INDEX search_live_by_doc ON search_live (doc_id);

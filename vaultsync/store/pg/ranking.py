@@ -192,7 +192,7 @@ def rank_default(con: Any, snap: Snapshot, query: KeywordQuery, whole: tuple[lis
     params["keep"] = list(holding)
     if live and allowed is None:  # each live doc's current rows, counted
         params["vid"] = snap.vault_id
-        visible = ("SELECT l.doc_id, l.rows AS n, l.rows AS na FROM search_live l "
+        visible = ("SELECT l.doc_id, l.rows AS n, l.rows AS na, l.length FROM search_live l "
                    "WHERE l.vault_id = %(vid)s AND l.doc_id IN (SELECT doc FROM cand)")
     else:
         rows_sql, rows_params = rows_source(snap, None, docs="SELECT doc AS value FROM cand")
@@ -201,8 +201,8 @@ def rank_default(con: Any, snap: Snapshot, query: KeywordQuery, whole: tuple[lis
         if allowed is not None:
             na = "count(*) FILTER (WHERE vr.note_id = ANY(%(okn)s::bigint[]))"
             params["okn"] = sorted(allowed)
-        visible = (f"SELECT vr.doc_id, count(*) AS n, {na} AS na FROM ({translate(rows_sql)[0]}) AS vr "
-                   "GROUP BY vr.doc_id")
+        visible = (f"SELECT vr.doc_id, count(*) AS n, {na} AS na, d.length FROM ({translate(rows_sql)[0]}) AS vr "
+                   "JOIN search_docs d ON d.id = vr.doc_id GROUP BY vr.doc_id, d.length")
     found = con.raw.execute(_SCORE.format(phrases=" UNION ALL ".join(sources), visible=visible), params).fetchall()
     if not found:
         return [], []
@@ -231,11 +231,11 @@ cand AS MATERIALIZED (SELECT DISTINCT doc FROM p),
 v AS MATERIALIZED ({visible}),
 df AS (SELECT p.i, sum(v.n)::float8 AS df FROM p JOIN v ON v.doc_id = p.doc GROUP BY p.i),
 w AS (SELECT i, df, greatest(ln((%(nrows)s - df + 0.5) / (df + 0.5)), 0.0) AS l FROM df),
-s AS (SELECT v.doc_id, v.na, d.length, array_agg(p.i ORDER BY p.i) AS ii, array_agg(p.f ORDER BY p.i) AS ff,
+s AS (SELECT v.doc_id, v.na, v.length, array_agg(p.i ORDER BY p.i) AS ii, array_agg(p.f ORDER BY p.i) AS ff,
              sum(CASE WHEN w.l <= 0 THEN 1e-6 ELSE w.l END
-                 * ((p.f * %(kk1p1)s) / (p.f + %(kk1)s * (%(komb)s + %(kb)s * d.length / %(avgdl)s)))) AS s
-      FROM v JOIN p ON p.doc = v.doc_id JOIN w ON w.i = p.i JOIN search_docs d ON d.id = v.doc_id
-      WHERE v.na > 0 GROUP BY v.doc_id, v.na, d.length),
+                 * ((p.f * %(kk1p1)s) / (p.f + %(kk1)s * (%(komb)s + %(kb)s * v.length / %(avgdl)s)))) AS s
+      FROM v JOIN p ON p.doc = v.doc_id JOIN w ON w.i = p.i
+      WHERE v.na > 0 GROUP BY v.doc_id, v.na, v.length),
 r AS (SELECT s.*, sum(s.na) OVER (ORDER BY s.s DESC, s.doc_id ROWS UNBOUNDED PRECEDING) AS cum FROM s),
 e AS (SELECT coalesce(max(r.s) FILTER (WHERE r.cum >= %(lim)s), '-Infinity'::float8) AS e FROM r)
 SELECT r.doc_id, r.length, r.ii, r.ff, (SELECT array_agg(w.i ORDER BY w.i) FROM w),
