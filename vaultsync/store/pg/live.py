@@ -145,4 +145,5 @@ def create(con: Any) -> None:
     CREATE INDEX search_live_postings_long ON search_live_postings (left(term, 256), doc)
         WHERE octet_length(term) > {SHORT_BYTES};
     CREATE INDEX search_live_postings_by_doc ON search_live_postings (doc);
+    ANALYZE search_live, search_live_postings, search_live_vectors, search_stats;
     """)

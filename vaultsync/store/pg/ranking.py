@@ -229,20 +229,26 @@ _SCORE = """
 WITH p AS MATERIALIZED ({phrases}),
 cand AS MATERIALIZED (SELECT DISTINCT doc FROM p),
 v AS MATERIALIZED ({visible}),
-df AS (SELECT p.i, sum(v.n)::float8 AS df FROM p JOIN v ON v.doc_id = p.doc GROUP BY p.i),
-w AS (SELECT i, df, greatest(ln((%(nrows)s - df + 0.5) / (df + 0.5)), 0.0) AS l FROM df),
-s AS (SELECT v.doc_id, v.na, v.length, array_agg(p.i ORDER BY p.i) AS ii, array_agg(p.f ORDER BY p.i) AS ff,
-             sum(CASE WHEN w.l <= 0 THEN 1e-6 ELSE w.l END
-                 * ((p.f * %(kk1p1)s) / (p.f + %(kk1)s * (%(komb)s + %(kb)s * v.length / %(avgdl)s)))) AS s
-      FROM v JOIN p ON p.doc = v.doc_id JOIN w ON w.i = p.i
-      WHERE v.na > 0 GROUP BY v.doc_id, v.na, v.length),
-r AS (SELECT s.*, sum(s.na) OVER (ORDER BY s.s DESC, s.doc_id ROWS UNBOUNDED PRECEDING) AS cum FROM s),
-e AS (SELECT coalesce(max(r.s) FILTER (WHERE r.cum >= %(lim)s), '-Infinity'::float8) AS e FROM r)
-SELECT r.doc_id, r.length, r.ii, r.ff, (SELECT array_agg(w.i ORDER BY w.i) FROM w),
-       (SELECT array_agg(w.df::bigint ORDER BY w.i) FROM w)
-FROM r, e WHERE r.s >= e.e - (abs(e.e) * 1e-9 + 1e-12) OR r.doc_id = ANY(%(keep)s::bigint[])
+df AS MATERIALIZED (SELECT p.i, sum(v.n)::float8 AS df FROM p JOIN v ON v.doc_id = p.doc GROUP BY p.i),
+w AS MATERIALIZED (SELECT i, df, greatest(ln((%(nrows)s - df + 0.5) / (df + 0.5)), 0.0) AS l FROM df),
+s AS MATERIALIZED (
+    SELECT p.doc AS doc_id, min(v.na) AS na, sum(CASE WHEN w.l <= 0 THEN 1e-6 ELSE w.l END
+               * ((p.f * %(kk1p1)s) / (p.f + %(kk1)s * (%(komb)s + %(kb)s * v.length / %(avgdl)s)))) AS s
+    FROM p JOIN v ON v.doc_id = p.doc JOIN w ON w.i = p.i WHERE v.na > 0 GROUP BY p.doc),
+top AS (SELECT s.doc_id, s.na, s.s FROM s ORDER BY s.s DESC, s.doc_id LIMIT %(lim)s),
+e AS MATERIALIZED (
+    SELECT coalesce(max(t.s) FILTER (WHERE t.cum >= %(lim)s), '-Infinity'::float8) AS e
+    FROM (SELECT top.s, sum(top.na) OVER (ORDER BY top.s DESC, top.doc_id ROWS UNBOUNDED PRECEDING) AS cum
+          FROM top) AS t),
+k AS (SELECT s.doc_id FROM s, e WHERE s.s >= e.e - (abs(e.e) * 1e-9 + 1e-12) OR s.doc_id = ANY(%(keep)s::bigint[]))
+SELECT k.doc_id, v.length, array_agg(p.i ORDER BY p.i), array_agg(p.f ORDER BY p.i),
+       (SELECT array_agg(w.i ORDER BY w.i) FROM w), (SELECT array_agg(w.df::bigint ORDER BY w.i) FROM w)
+FROM k JOIN v ON v.doc_id = k.doc_id JOIN p ON p.doc = k.doc_id GROUP BY k.doc_id, v.length
 """
-"""``rank_default``'s statement: the docs that can reach the best ``lim`` rows, with what scores them exactly."""
+"""``rank_default``'s statement: the docs that can reach the best ``lim`` rows, with what scores them exactly.
+Each doc's approximate score is one hashed sum; the ``lim``-th allowed row is among the best ``lim`` docs (each
+has one at least), so only those are sorted; the phrases' occurrences are gathered for the docs kept alone.
+Every step is materialized: inlined, a nested loop can compute an aggregate again for every outer row."""
 
 
 def _stats(con: Any, snap: Snapshot) -> tuple[int, int, int | None]:
