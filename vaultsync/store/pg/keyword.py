@@ -13,7 +13,8 @@ and document lengths are the SQLite engine's by construction. Tables (``pg/schem
   visibility rules (the cutoff and the validity overlay) run unchanged on them.
 
 Queries are ranked on these tables in ``pg/ranking.py`` (BM25 at any cutoff, equal to a fresh FTS5 index
-over the visible chunks); m005 adds ``search_stats``, kept here per batch (visible rows and their tokens).
+over the visible chunks); m005 adds ``search_stats``, kept here per batch (visible rows and their tokens;
+m006: the highest doc so far), and m006 the live set (``pg/live.py``), kept here with the rows.
 """
 
 from __future__ import annotations

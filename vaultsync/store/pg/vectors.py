@@ -13,6 +13,9 @@ Ranking at a cutoff, over the docs of exactly the visible chunk rows (of the all
 - **without pgvector** (``VAULTSYNC_PG_VECTORS=python`` when the migration ran, or no extension to create):
   every visible doc is a candidate, its ``embedding`` read and compared in Python.
 
+What is scanned is bounded by the vault (m006): "now" (unfiltered) scans ``search_live_vectors``, the
+current docs' vectors kept apart (``pg/live.py``); a past cutoff only the docs up to ``search_stats.max_doc``.
+
 Either way the candidates' scores are then computed by ``search.vector.similarity``, sqlite-vec's own
 arithmetic in Python (pgvector sums and divides in another order, so its distances can differ from
 sqlite-vec's in the last float32 bit), and the rows are ordered as the SQLite engine orders them
