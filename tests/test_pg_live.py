@@ -53,7 +53,7 @@ EXPECTED = {
             "ON d.id = r.doc_id WHERE r.died IS NULL GROUP BY 1, 2 ORDER BY 1, 2",
     "postings": "SELECT term, doc, tf FROM search_postings WHERE doc IN (SELECT doc_id FROM search_rows "
                 "WHERE died IS NULL) ORDER BY doc, term",
-    "vectors": "SELECT r.vault_id, v.doc_id, v.embedding, {vec} FROM (SELECT DISTINCT vault_id, doc_id FROM "
+    "vectors": "SELECT r.vault_id, v.doc_id, v.embedding, {halfvec} FROM (SELECT DISTINCT vault_id, doc_id FROM "
                "search_rows WHERE died IS NULL) r JOIN search_vectors v ON v.doc_id = r.doc_id ORDER BY 1, 2",
     "max_doc": "SELECT s.vault_id, s.batch_id, (SELECT max(doc_id) FROM search_rows r WHERE r.vault_id = s.vault_id "
                "AND r.born <= s.batch_id) FROM search_stats s ORDER BY 1, 2",
@@ -72,8 +72,10 @@ def _tables(dsn: str, queries: dict[str, str]) -> dict[str, list[tuple]]:
     from vaultsync.store.pg.vectors import pgvector_schema
 
     with psycopg.connect(dsn) as con:
-        vec = "vec::text" if pgvector_schema(con) is not None else "NULL"
-        return {k: [tuple(r) for r in con.execute(q.format(vec=vec))] for k, q in queries.items()}
+        schema = pgvector_schema(con)
+        vec = "vec::text" if schema is not None else "NULL"
+        halfvec = f'vec::"{schema}".halfvec::text' if schema is not None else "NULL"
+        return {k: [tuple(r) for r in con.execute(q.format(vec=vec, halfvec=halfvec))] for k, q in queries.items()}
 
 
 def assert_live_exact(dsn: str) -> dict[str, list[tuple]]:

@@ -8,8 +8,9 @@ here, inside each batch's transaction, with the rows the indexer writes (``pg/ke
   how many such rows use each, and its length (what BM25 reads per doc, in one place);
 - ``search_live_postings``: (term, doc, tf) of every doc in ``search_live`` (for any vault), indexed by term
   as ``search_postings`` is (covering for short terms, ``left(term, 256)`` for the rest);
-- ``search_live_vectors``: per vault, the vector of each live doc that has one (with pgvector's ``vec``
-  column where the store's vectors use pgvector).
+- ``search_live_vectors``: per vault, the vector of each live doc that has one (with a pgvector ``halfvec``
+  column where the store's vectors use pgvector: int8 components are exact in half precision, so distances
+  are those of ``search_vectors.vec``, from half the bytes).
 
 A doc enters when its first current row is written and leaves when its last one dies (a later revision, a
 deletion, a rename); a purge or reindex rebuilds them with the rest of the index, ``reembed`` and the
@@ -23,18 +24,15 @@ from collections import Counter
 from typing import Any
 
 
-def _vec(con: Any) -> bool:
-    from .vectors import pgvector_schema
-
-    return pgvector_schema(con.raw if hasattr(con, "raw") else con) is not None
-
-
 def _copy_vectors(con: Any, where: str, params: tuple) -> None:
     """Live vectors of the ``search_live`` rows selected by ``where`` (aliased ``l``), from ``search_vectors``."""
+    from .vectors import pgvector_schema
+
     raw = con.raw if hasattr(con, "raw") else con
-    vec = ", vec" if _vec(raw) else ""
+    schema = pgvector_schema(raw)
+    vec, value = ("", "") if schema is None else (", vec", f', v.vec::"{schema}".halfvec')
     raw.execute(f"INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec}) "
-                f"SELECT l.vault_id, l.doc_id, v.embedding{', v.vec' if vec else ''} FROM search_live l "
+                f"SELECT l.vault_id, l.doc_id, v.embedding{value} FROM search_live l "
                 f"JOIN search_vectors v ON v.doc_id = l.doc_id WHERE {where} ON CONFLICT DO NOTHING", params)
 
 
@@ -120,7 +118,7 @@ def create(con: Any) -> None:
     from .vectors import pgvector_schema
 
     schema = pgvector_schema(con)
-    vec = f', vec "{schema}".vector' if schema is not None else ""
+    vec = f', vec "{schema}".halfvec' if schema is not None else ""  # int8 values are exact in half precision
     con.execute(f"""
     CREATE TABLE search_live (
         vault_id bigint NOT NULL,

@@ -99,18 +99,34 @@ def rank(con: Any, snap: Snapshot, embedder: Embedder, query: str, allowed: set[
     if schema is None:
         docs = con.execute(f"SELECT v.doc_id, v.embedding {visible}", params).fetchall()
     else:  # distances of every visible doc; the int8 vectors of the few candidates alone leave the database
-        distance = f'"{schema}".cosine_distance(v.vec, :q::integer[]::"{schema}".vector)'
-        near = [int(r[0]) for r in con.execute(
-            f"""WITH c AS MATERIALIZED (SELECT v.doc_id, {distance} AS d {visible})
-                SELECT doc_id FROM c WHERE d <= coalesce(
-                    (SELECT d FROM c ORDER BY d OFFSET :k LIMIT 1) + :margin, 'Infinity'::float8)""",
-            {**params, "q": _ints(q), "k": limit - 1, "margin": MARGIN})]
+        kind = "halfvec" if "search_live_vectors" in visible else "vector"  # m006 keeps the live ones as halfvec
+        distance = f'"{schema}".cosine_distance(v.vec, :q::integer[]::"{schema}".vector::"{schema}".{kind})'
+        near = _nearest(con, f"SELECT v.doc_id, {distance} AS d {visible}",
+                        {**params, "q": _ints(q)}, limit)
         docs = con.raw.execute("SELECT doc_id, embedding FROM search_vectors WHERE doc_id = ANY(%s)", (near,)).fetchall()
     scores = sorted(((similarity(bytes(blob), q), int(doc)) for doc, blob in docs), reverse=True)
     if len(scores) > limit:  # every doc tied with the ``limit``-th stays until rows are ordered
         edge = scores[limit - 1][0]
         scores = [s for s in scores if s[0] >= edge]
     return best_rows(con, snap, allowed, {doc: score for score, doc in scores}, limit) if scores else []
+
+
+SPARE = 32
+"""Nearest docs read past the ``limit``-th in one go (more are read only when all of them are within ``MARGIN``)."""
+
+
+def _nearest(con: Any, distances: str, params: dict[str, Any], limit: int) -> list[int]:
+    """The docs of ``distances`` (doc_id, d) among the ``limit`` nearest, and every doc within ``MARGIN`` of the
+    last of them: the nearest ``limit + SPARE`` by one top-N sort (no table of every distance), and all those
+    within the margin by a second statement in the rare case the spare ones are all within it."""
+    found = con.execute(f"{distances} ORDER BY d LIMIT :n", {**params, "n": limit + SPARE}).fetchall()
+    if len(found) < limit:
+        return [int(doc) for doc, _ in found]
+    edge = float(found[limit - 1][1]) + MARGIN
+    if len(found) == limit + SPARE and float(found[-1][1]) <= edge:
+        found = con.execute(f"SELECT doc_id, d FROM ({distances}) AS c WHERE d <= :edge", {**params, "edge": edge}
+                            ).fetchall()
+    return [int(doc) for doc, d in found if float(d) <= edge]
 
 
 def similarities(con: Any, embedder: Embedder, query: str, row_ids: list[int]) -> dict[int, float]:
