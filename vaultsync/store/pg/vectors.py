@@ -101,8 +101,14 @@ def rank(con: Any, snap: Snapshot, embedder: Embedder, query: str, allowed: set[
     else:  # distances of every visible doc; the int8 vectors of the few candidates alone leave the database
         kind = "halfvec" if "search_live_vectors" in visible else "vector"  # m006 keeps the live ones as halfvec
         distance = f'"{schema}".cosine_distance(v.vec, :q::integer[]::"{schema}".vector::"{schema}".{kind})'
-        near = _nearest(con, f"SELECT v.doc_id, {distance} AS d {visible}",
-                        {**params, "q": _ints(q)}, limit)
+        distances = f"SELECT v.doc_id, {distance} AS d {visible}"
+        if not snap.live and allowed is None:  # the visible docs up to the cutoff's highest, nearest first (in
+            # this form PostgreSQL hashes the visible docs and sorts only their distances, top-N; as one flat
+            # query it sorted every vector with its distance, on disk)
+            bound = "" if "maxdoc" not in params else " WHERE v.doc_id <= :maxdoc"
+            distances = (f"SELECT c.doc_id, c.d FROM (SELECT v.doc_id, {distance} AS d FROM search_vectors v{bound} "
+                         f"OFFSET 0) AS c WHERE c.doc_id IN (SELECT doc_id FROM ({source}) s)")
+        near = _nearest(con, distances, {**params, "q": _ints(q)}, limit)
         docs = con.raw.execute("SELECT doc_id, embedding FROM search_vectors WHERE doc_id = ANY(%s)", (near,)).fetchall()
     scores = sorted(((similarity(bytes(blob), q), int(doc)) for doc, blob in docs), reverse=True)
     if len(scores) > limit:  # every doc tied with the ``limit``-th stays until rows are ordered
