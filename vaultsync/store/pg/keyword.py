@@ -27,6 +27,7 @@ from ...tokenizer import indexable, indexed_text
 from ..codec import content_key
 from ..write import ChunkRow
 from . import live
+from .vectors import pgvector_schema
 from .ranking import rank, rank_default, tokens, whole_phrase
 
 __all__ = ["PgKeywordIndexer", "lag", "rank", "rank_default", "reindex", "whole_phrase"]
@@ -42,6 +43,7 @@ class PgKeywordIndexer:
     def __init__(self, embedder: Any = None, mismatch: Exception | None = None) -> None:
         self.embedder = embedder
         self.mismatch = mismatch
+        self.pgvector: Any = live.UNKNOWN  # pgvector's schema (None: the fallback), looked up once
 
     def take_ahead(self, payload: Any) -> None: ...
 
@@ -64,7 +66,9 @@ class PgKeywordIndexer:
         with con.raw.cursor() as cur:
             cur.executemany("INSERT INTO search_rows (id, vault_id, note_id, doc_id, born) VALUES (%s,%s,%s,%s,%s)",
                             [(row_id, vault_id, note_id, doc, batch_id) for (row_id, _), doc in zip(rows, docs)])
-        live.add(con, vault_id, docs, {doc: text for (_, text), doc in zip(rows, docs)}, dict(found))
+        if self.pgvector is live.UNKNOWN:
+            self.pgvector = pgvector_schema(con.raw)
+        live.add(con, vault_id, docs, {doc: text for (_, text), doc in zip(rows, docs)}, dict(found), self.pgvector)
         _count(con, vault_id, batch_id, len(found), sum(length for _, length in found), max(docs, default=None))
         if valid_from is not None or valid_to is not None:
             con.raw.execute("INSERT INTO search_bounded (note_id, vault_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",

@@ -24,61 +24,78 @@ from collections import Counter
 from typing import Any
 
 
-def _copy_vectors(con: Any, where: str, params: tuple) -> None:
-    """Live vectors of the ``search_live`` rows selected by ``where`` (aliased ``l``), from ``search_vectors``."""
+UNKNOWN = object()
+"""``add``'s ``schema`` before the caller looked it up."""
+
+
+def _halfvec(con: Any, schema: Any = UNKNOWN) -> tuple[str, str]:
+    """The live vectors' ``vec`` column and its value from ``search_vectors v`` ("" without pgvector)."""
     from .vectors import pgvector_schema
 
+    if schema is UNKNOWN:
+        schema = pgvector_schema(con.raw if hasattr(con, "raw") else con)
+    return ("", "") if schema is None else (", vec", f', v.vec::"{schema}".halfvec')
+
+
+def _copy_vectors(con: Any, where: str, params: tuple) -> None:
+    """Live vectors of the ``search_live`` rows selected by ``where`` (aliased ``l``), from ``search_vectors``."""
     raw = con.raw if hasattr(con, "raw") else con
-    schema = pgvector_schema(raw)
-    vec, value = ("", "") if schema is None else (", vec", f', v.vec::"{schema}".halfvec')
+    vec, value = _halfvec(raw)
     raw.execute(f"INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec}) "
                 f"SELECT l.vault_id, l.doc_id, v.embedding{value} FROM search_live l "
                 f"JOIN search_vectors v ON v.doc_id = l.doc_id WHERE {where} ON CONFLICT DO NOTHING", params)
 
 
-def add(con: Any, vault_id: int, docs: list[int], texts: dict[int, str], lengths: dict[int, int]) -> None:
+def add(con: Any, vault_id: int, docs: list[int], texts: dict[int, str], lengths: dict[int, int],
+        schema: Any = UNKNOWN) -> None:
     """Rows using ``docs`` (one entry per row) became current in the vault; ``texts``: each doc's indexed text
-    (its postings are written again when the doc was live in no vault), ``lengths``: its length in tokens."""
+    (its postings are written again when the doc was live in no vault), ``lengths``: its length in tokens;
+    ``schema``: pgvector's (``vectors.pgvector_schema``, None: none), when the caller knows it. Two
+    statements: the counts (with the new docs' vectors), then the new docs' postings."""
     from .ranking import tokens
 
     if not docs:
         return
     counts = Counter(docs)
-    ids, ns = list(counts), list(counts.values())
-    new = [int(r[0]) for r in con.raw.execute(
-        """INSERT INTO search_live (vault_id, doc_id, rows, length)
-           SELECT %s, d, n, k FROM unnest(%s::bigint[], %s::bigint[], %s::integer[]) AS u(d, n, k)
-           ON CONFLICT (vault_id, doc_id) DO UPDATE SET rows = search_live.rows + excluded.rows
-           RETURNING doc_id, (xmax = 0) AS inserted""", (vault_id, ids, ns, [lengths[d] for d in ids])) if r[1]]
-    if not new:
+    ids = list(counts)
+    vec, value = _halfvec(con, schema)
+    new = con.raw.execute(
+        f"""WITH k AS (INSERT INTO search_live (vault_id, doc_id, rows, length)
+                SELECT %(v)s, d, n, k FROM unnest(%(d)s::bigint[], %(n)s::bigint[], %(k)s::integer[]) AS u(d, n, k)
+                ON CONFLICT (vault_id, doc_id) DO UPDATE SET rows = search_live.rows + excluded.rows
+                RETURNING doc_id, (xmax = 0) AS inserted),
+            vv AS (INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec})
+                SELECT %(v)s, v.doc_id, v.embedding{value} FROM search_vectors v
+                WHERE v.doc_id IN (SELECT doc_id FROM k WHERE inserted))
+            SELECT k.doc_id, EXISTS (SELECT 1 FROM search_live o WHERE o.doc_id = k.doc_id AND o.vault_id <> %(v)s)
+            FROM k WHERE k.inserted""",
+        {"v": vault_id, "d": ids, "n": list(counts.values()), "k": [lengths[d] for d in ids]}).fetchall()
+    if not any(not elsewhere for _, elsewhere in new):
         return
-    elsewhere = {int(r[0]) for r in con.raw.execute(
-        "SELECT DISTINCT doc_id FROM search_live WHERE doc_id = ANY(%s) AND vault_id <> %s", (new, vault_id))}
     with con.raw.cursor() as cur, cur.copy("COPY search_live_postings (term, doc, tf) FROM STDIN") as copy:
-        for doc in new:
-            if doc in elsewhere:
-                continue
-            for term, tf in Counter(tokens(texts[doc])).items():
-                copy.write_row((term, doc, tf))
-    _copy_vectors(con, "l.vault_id = %s AND l.doc_id = ANY(%s)", (vault_id, new))
+        for doc, elsewhere in new:
+            if not elsewhere:
+                for term, tf in Counter(tokens(texts[int(doc)])).items():
+                    copy.write_row((term, int(doc), tf))
 
 
 def remove(con: Any, vault_id: int, docs: list[int]) -> None:
-    """Rows using ``docs`` (one entry per row) stopped being current in the vault."""
+    """Rows using ``docs`` (one entry per row) stopped being current in the vault: one statement (a doc whose
+    last row it was leaves, with its vector, and its postings when no other vault has it live)."""
     if not docs:
         return
     counts = Counter(docs)
-    gone = [int(r[0]) for r in con.raw.execute(
-        """WITH u AS (SELECT d, n FROM unnest(%s::bigint[], %s::bigint[]) AS u(d, n)),
-                k AS (UPDATE search_live l SET rows = l.rows - u.n FROM u WHERE l.vault_id = %s AND l.doc_id = u.d
-                      RETURNING l.doc_id, l.rows)
-           SELECT doc_id FROM k WHERE rows <= 0""", (list(counts), list(counts.values()), vault_id))]
-    if not gone:
-        return
-    con.raw.execute("DELETE FROM search_live WHERE vault_id = %s AND doc_id = ANY(%s)", (vault_id, gone))
-    con.raw.execute("DELETE FROM search_live_vectors WHERE vault_id = %s AND doc_id = ANY(%s)", (vault_id, gone))
-    con.raw.execute("DELETE FROM search_live_postings WHERE doc = ANY(%s) AND doc NOT IN "
-                    "(SELECT doc_id FROM search_live WHERE doc_id = ANY(%s))", (gone, gone))
+    con.raw.execute(
+        """WITH u AS (SELECT d, n FROM unnest(%(d)s::bigint[], %(n)s::bigint[]) AS u(d, n)),
+                gone AS (DELETE FROM search_live l USING u WHERE l.vault_id = %(v)s AND l.doc_id = u.d
+                         AND l.rows <= u.n RETURNING l.doc_id),
+                less AS (UPDATE search_live l SET rows = l.rows - u.n FROM u WHERE l.vault_id = %(v)s
+                         AND l.doc_id = u.d AND l.rows > u.n),
+                gv AS (DELETE FROM search_live_vectors WHERE vault_id = %(v)s
+                       AND doc_id IN (SELECT doc_id FROM gone))
+           DELETE FROM search_live_postings p WHERE p.doc IN (SELECT doc_id FROM gone)
+               AND NOT EXISTS (SELECT 1 FROM search_live o WHERE o.doc_id = p.doc AND o.vault_id <> %(v)s)""",
+        {"d": list(counts), "n": list(counts.values()), "v": vault_id})
 
 
 def refill_vectors(con: Any) -> None:
