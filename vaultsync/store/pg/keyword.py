@@ -13,7 +13,8 @@ and document lengths are the SQLite engine's by construction. Tables (``pg/schem
   visibility rules (the cutoff and the validity overlay) run unchanged on them.
 
 Queries are ranked on these tables in ``pg/ranking.py`` (BM25 at any cutoff, equal to a fresh FTS5 index
-over the visible chunks); m005 adds ``search_stats``, kept here per batch (visible rows and their tokens).
+over the visible chunks); m005 adds ``search_stats``, kept here per batch (visible rows and their tokens;
+m006: the highest doc so far), and m006 the live set (``pg/live.py``), kept here with the rows.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from typing import Any
 from ...tokenizer import indexable, indexed_text
 from ..codec import content_key
 from ..write import ChunkRow
+from . import live
+from .vectors import pgvector_schema
 from .ranking import rank, rank_default, tokens, whole_phrase
 
 __all__ = ["PgKeywordIndexer", "lag", "rank", "rank_default", "reindex", "whole_phrase"]
@@ -40,6 +43,7 @@ class PgKeywordIndexer:
     def __init__(self, embedder: Any = None, mismatch: Exception | None = None) -> None:
         self.embedder = embedder
         self.mismatch = mismatch
+        self.pgvector: Any = live.UNKNOWN  # pgvector's schema (None: the fallback), looked up once
 
     def take_ahead(self, payload: Any) -> None: ...
 
@@ -62,7 +66,10 @@ class PgKeywordIndexer:
         with con.raw.cursor() as cur:
             cur.executemany("INSERT INTO search_rows (id, vault_id, note_id, doc_id, born) VALUES (%s,%s,%s,%s,%s)",
                             [(row_id, vault_id, note_id, doc, batch_id) for (row_id, _), doc in zip(rows, docs)])
-        _count(con, vault_id, batch_id, len(found), sum(length for _, length in found))
+        if self.pgvector is live.UNKNOWN:
+            self.pgvector = pgvector_schema(con.raw)
+        live.add(con, vault_id, docs, {doc: text for (_, text), doc in zip(rows, docs)}, dict(found), self.pgvector)
+        _count(con, vault_id, batch_id, len(found), sum(length for _, length in found), max(docs, default=None))
         if valid_from is not None or valid_to is not None:
             con.raw.execute("INSERT INTO search_bounded (note_id, vault_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
                             (note_id, vault_id))
@@ -71,11 +78,12 @@ class PgKeywordIndexer:
 
     def on_end(self, con: Any, batch_id: int, note_id: int) -> None:
         (vault_id,) = con.raw.execute("SELECT vault_id FROM notes WHERE id = %s", (note_id,)).fetchone()
-        rows, tokens = con.raw.execute(
+        died = con.raw.execute(
             "WITH k AS (UPDATE search_rows SET died = %s WHERE note_id = %s AND died IS NULL RETURNING doc_id) "
-            "SELECT count(*), coalesce(sum(d.length), 0) FROM k JOIN search_docs d ON d.id = k.doc_id",
-            (batch_id, note_id)).fetchone()
-        _count(con, vault_id, batch_id, -int(rows), -int(tokens))
+            "SELECT k.doc_id, d.length FROM k JOIN search_docs d ON d.id = k.doc_id",
+            (batch_id, note_id)).fetchall()
+        live.remove(con, vault_id, [int(doc) for doc, _ in died])
+        _count(con, vault_id, batch_id, -len(died), -sum(int(length) for _, length in died))
         con.raw.execute("INSERT INTO search_state (vault_id, last_batch) VALUES (%s, %s) "
                         "ON CONFLICT (vault_id) DO UPDATE SET last_batch = excluded.last_batch", (vault_id, batch_id))
 
@@ -99,23 +107,27 @@ class PgKeywordIndexer:
         return doc, len(terms)
 
 
-def _count(con: Any, vault_id: int, batch_id: int, rows: int, tokens: int) -> None:
+def _count(con: Any, vault_id: int, batch_id: int, rows: int, tokens: int, max_doc: int | None = None) -> None:
     """Add to ``search_stats``' row of the batch (made from the vault's previous one) ``rows`` visible chunk
-    rows holding ``tokens`` tokens (negative: rows that died)."""
+    rows holding ``tokens`` tokens (negative: rows that died); ``max_doc``: the highest doc of the rows born
+    (m006: the vault's highest doc so far, the bound a past cutoff's docs are under)."""
     if rows == 0 and tokens == 0:
         return
     con.raw.execute(
-        """INSERT INTO search_stats (vault_id, batch_id, rows, tokens)
-           SELECT %(v)s, %(b)s, coalesce(s.rows, 0) + %(r)s, coalesce(s.tokens, 0) + %(t)s FROM (SELECT 1) AS one
-           LEFT JOIN LATERAL (SELECT rows, tokens FROM search_stats WHERE vault_id = %(v)s AND batch_id < %(b)s
-                              ORDER BY batch_id DESC LIMIT 1) AS s ON true
+        """INSERT INTO search_stats (vault_id, batch_id, rows, tokens, max_doc)
+           SELECT %(v)s, %(b)s, coalesce(s.rows, 0) + %(r)s, coalesce(s.tokens, 0) + %(t)s,
+                  greatest(s.max_doc, %(m)s::bigint) FROM (SELECT 1) AS one
+           LEFT JOIN LATERAL (SELECT rows, tokens, max_doc FROM search_stats WHERE vault_id = %(v)s
+                              AND batch_id < %(b)s ORDER BY batch_id DESC LIMIT 1) AS s ON true
            ON CONFLICT (vault_id, batch_id) DO UPDATE SET rows = search_stats.rows + %(r)s,
-               tokens = search_stats.tokens + %(t)s""", {"v": vault_id, "b": batch_id, "r": rows, "t": tokens})
+               tokens = search_stats.tokens + %(t)s, max_doc = greatest(search_stats.max_doc, %(m)s::bigint)""",
+        {"v": vault_id, "b": batch_id, "r": rows, "t": tokens, "m": max_doc})
 
 
 def reindex(con: Any, embedder: Any = None) -> None:
     """Rebuild every vault's search index (keyword, and ``embedder``'s vectors) from the revision tables (after
     a purge), in the caller's transaction."""
+    live.clear(con)
     for table in ("search_vectors", "search_postings", "search_rows", "search_bounded", "search_state",
                   "search_stats", "search_docs"):
         con.raw.execute(f"DELETE FROM {table}")

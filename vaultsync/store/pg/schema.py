@@ -272,6 +272,28 @@ def m005_search_speed(con: Any) -> None:
     """)
 
 
+MAX_DOC_FROM_ROWS = """
+WITH m AS (SELECT vault_id, born, max(doc_id) AS d FROM search_rows GROUP BY vault_id, born),
+c AS MATERIALIZED (SELECT vault_id, born, max(d) OVER (PARTITION BY vault_id ORDER BY born) AS d FROM m)
+UPDATE search_stats s SET max_doc = (SELECT c.d FROM c WHERE c.vault_id = s.vault_id AND c.born <= s.batch_id
+                                     ORDER BY c.born DESC LIMIT 1);
+"""
+"""``search_stats.max_doc`` computed from ``search_rows`` alone (m006 fills the column with it)."""
+
+
+@migration
+def m006_live(con: Any) -> None:
+    """Search cost bounded by the vault, not by its whole history (``pg/live.py``, ``pg/ranking.py``): the live
+    docs, their postings and vectors kept apart (what "now" reads), filled here from the existing index; and
+    ``search_stats.max_doc``, the vault's highest doc after each batch (doc ids grow with time, so no doc above
+    it can be visible at that cutoff: what a past cutoff's postings and vectors are read under)."""
+    from .live import create
+
+    con.execute("ALTER TABLE search_stats ADD COLUMN max_doc bigint")
+    con.execute(MAX_DOC_FROM_ROWS)
+    create(con)
+
+
 def schema_version(con: Any) -> int:
     """0 for a database (schema) vaultsync never wrote."""
     if con.execute("SELECT to_regclass('vaultsync_schema')").fetchone()[0] is None:

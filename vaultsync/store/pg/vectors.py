@@ -13,6 +13,9 @@ Ranking at a cutoff, over the docs of exactly the visible chunk rows (of the all
 - **without pgvector** (``VAULTSYNC_PG_VECTORS=python`` when the migration ran, or no extension to create):
   every visible doc is a candidate, its ``embedding`` read and compared in Python.
 
+What is scanned is bounded by the vault (m006): "now" (unfiltered) scans ``search_live_vectors``, the
+current docs' vectors kept apart (``pg/live.py``); a past cutoff only the docs up to ``search_stats.max_doc``.
+
 Either way the candidates' scores are then computed by ``search.vector.similarity``, sqlite-vec's own
 arithmetic in Python (pgvector sums and divides in another order, so its distances can differ from
 sqlite-vec's in the last float32 bit), and the rows are ordered as the SQLite engine orders them
@@ -29,6 +32,8 @@ from ...embedders import Embedder
 from ..search.keyword import Scored
 from ..search.snapshot import Snapshot, rows_source
 from ..search.vector import best_rows, query_vector, searchable, similarity
+from . import live
+from .ranking import max_doc
 
 MARGIN = 1e-5
 """How far past the ``limit``-th pgvector distance candidates are taken: pgvector's and sqlite-vec's
@@ -83,23 +88,51 @@ def rank(con: Any, snap: Snapshot, embedder: Embedder, query: str, allowed: set[
     if q is None:
         return []
     source, params = rows_source(snap, allowed)
-    visible = f"FROM search_vectors v WHERE v.doc_id IN (SELECT doc_id FROM ({source}) s)"
+    if snap.live and allowed is None:  # the current docs' vectors, kept apart (m006): scan only those
+        visible, params = "FROM search_live_vectors v WHERE v.vault_id = :vault", {"vault": snap.vault_id}
+    else:  # docs written after the cutoff cannot be visible at it (doc ids grow with time)
+        bound = max_doc(con, snap)
+        visible = f"FROM search_vectors v WHERE v.doc_id IN (SELECT doc_id FROM ({source}) s)"
+        if bound is not None:
+            visible, params = visible + " AND v.doc_id <= :maxdoc", {**params, "maxdoc": bound}
     schema = pgvector_schema(con.raw)
     if schema is None:
         docs = con.execute(f"SELECT v.doc_id, v.embedding {visible}", params).fetchall()
     else:  # distances of every visible doc; the int8 vectors of the few candidates alone leave the database
-        distance = f'"{schema}".cosine_distance(v.vec, :q::integer[]::"{schema}".vector)'
-        near = [int(r[0]) for r in con.execute(
-            f"""WITH c AS MATERIALIZED (SELECT v.doc_id, {distance} AS d {visible})
-                SELECT doc_id FROM c WHERE d <= coalesce(
-                    (SELECT d FROM c ORDER BY d OFFSET :k LIMIT 1) + :margin, 'Infinity'::float8)""",
-            {**params, "q": _ints(q), "k": limit - 1, "margin": MARGIN})]
+        kind = "halfvec" if "search_live_vectors" in visible else "vector"  # m006 keeps the live ones as halfvec
+        distance = f'"{schema}".cosine_distance(v.vec, :q::integer[]::"{schema}".vector::"{schema}".{kind})'
+        distances = f"SELECT v.doc_id, {distance} AS d {visible}"
+        if not snap.live and allowed is None:  # the visible docs up to the cutoff's highest, nearest first (in
+            # this form PostgreSQL hashes the visible docs and sorts only their distances, top-N; as one flat
+            # query it sorted every vector with its distance, on disk)
+            bound = "" if "maxdoc" not in params else " WHERE v.doc_id <= :maxdoc"
+            distances = (f"SELECT c.doc_id, c.d FROM (SELECT v.doc_id, {distance} AS d FROM search_vectors v{bound} "
+                         f"OFFSET 0) AS c WHERE c.doc_id IN (SELECT doc_id FROM ({source}) s)")
+        near = _nearest(con, distances, {**params, "q": _ints(q)}, limit)
         docs = con.raw.execute("SELECT doc_id, embedding FROM search_vectors WHERE doc_id = ANY(%s)", (near,)).fetchall()
     scores = sorted(((similarity(bytes(blob), q), int(doc)) for doc, blob in docs), reverse=True)
     if len(scores) > limit:  # every doc tied with the ``limit``-th stays until rows are ordered
         edge = scores[limit - 1][0]
         scores = [s for s in scores if s[0] >= edge]
     return best_rows(con, snap, allowed, {doc: score for score, doc in scores}, limit) if scores else []
+
+
+SPARE = 32
+"""Nearest docs read past the ``limit``-th in one go (more are read only when all of them are within ``MARGIN``)."""
+
+
+def _nearest(con: Any, distances: str, params: dict[str, Any], limit: int) -> list[int]:
+    """The docs of ``distances`` (doc_id, d) among the ``limit`` nearest, and every doc within ``MARGIN`` of the
+    last of them: the nearest ``limit + SPARE`` by one top-N sort (no table of every distance), and all those
+    within the margin by a second statement in the rare case the spare ones are all within it."""
+    found = con.execute(f"{distances} ORDER BY d LIMIT :n", {**params, "n": limit + SPARE}).fetchall()
+    if len(found) < limit:
+        return [int(doc) for doc, _ in found]
+    edge = float(found[limit - 1][1]) + MARGIN
+    if len(found) == limit + SPARE and float(found[-1][1]) <= edge:
+        found = con.execute(f"SELECT doc_id, d FROM ({distances}) AS c WHERE d <= :edge", {**params, "edge": edge}
+                            ).fetchall()
+    return [int(doc) for doc, d in found if float(d) <= edge]
 
 
 def similarities(con: Any, embedder: Embedder, query: str, row_ids: list[int]) -> dict[int, float]:
@@ -127,6 +160,8 @@ def catch_up(con: Any, embedder: Embedder) -> int:
     for start in range(0, len(docs), 512):
         write_vectors(con, embedder, docs[start:start + 512])
     con.raw.execute("DELETE FROM search_meta WHERE key = 'vectors_pending'")
+    if docs and con.raw.execute("SELECT to_regclass('search_live_vectors')").fetchone()[0] is not None:
+        live.refill_vectors(con)
     return len(docs)
 
 

@@ -1,0 +1,164 @@
+"""The live set on PostgreSQL: what search "now" reads, kept apart from the whole history (migration m006).
+
+Search cost would otherwise grow with everything ever written: a term's postings and the vectors of every
+text any revision ever had. The SQLite engine keeps a live FTS5 table and ``search_live_vectors`` for this;
+here, inside each batch's transaction, with the rows the indexer writes (``pg/keyword.py``):
+
+- ``search_live``: each vault's docs used by at least one current chunk row (``search_rows.died IS NULL``),
+  how many such rows use each, and its length (what BM25 reads per doc, in one place);
+- ``search_live_postings``: (term, doc, tf) of every doc in ``search_live`` (for any vault), indexed by term
+  as ``search_postings`` is (covering for short terms, ``left(term, 256)`` for the rest);
+- ``search_live_vectors``: per vault, the vector of each live doc that has one (with a pgvector ``halfvec``
+  column where the store's vectors use pgvector: int8 components are exact in half precision, so distances
+  are those of ``search_vectors.vec``, from half the bytes).
+
+A doc enters when its first current row is written and leaves when its last one dies (a later revision, a
+deletion, a rename); a purge or reindex rebuilds them with the rest of the index, ``reembed`` and the
+vectors' catch-up refill the live vectors, and m006 computes all three from an existing index
+(``rebuild``, which is also the definition the tests compare the kept tables with).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+
+UNKNOWN = object()
+"""``add``'s ``schema`` before the caller looked it up."""
+
+
+def _halfvec(con: Any, schema: Any = UNKNOWN) -> tuple[str, str]:
+    """The live vectors' ``vec`` column and its value from ``search_vectors v`` ("" without pgvector)."""
+    from .vectors import pgvector_schema
+
+    if schema is UNKNOWN:
+        schema = pgvector_schema(con.raw if hasattr(con, "raw") else con)
+    return ("", "") if schema is None else (", vec", f', v.vec::"{schema}".halfvec')
+
+
+def _copy_vectors(con: Any, where: str, params: tuple) -> None:
+    """Live vectors of the ``search_live`` rows selected by ``where`` (aliased ``l``), from ``search_vectors``."""
+    raw = con.raw if hasattr(con, "raw") else con
+    vec, value = _halfvec(raw)
+    raw.execute(f"INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec}) "
+                f"SELECT l.vault_id, l.doc_id, v.embedding{value} FROM search_live l "
+                f"JOIN search_vectors v ON v.doc_id = l.doc_id WHERE {where} ON CONFLICT DO NOTHING", params)
+
+
+def add(con: Any, vault_id: int, docs: list[int], texts: dict[int, str], lengths: dict[int, int],
+        schema: Any = UNKNOWN) -> None:
+    """Rows using ``docs`` (one entry per row) became current in the vault; ``texts``: each doc's indexed text
+    (its postings are written again when the doc was live in no vault), ``lengths``: its length in tokens;
+    ``schema``: pgvector's (``vectors.pgvector_schema``, None: none), when the caller knows it. Two
+    statements: the counts (with the new docs' vectors), then the new docs' postings."""
+    from .ranking import tokens
+
+    if not docs:
+        return
+    counts = Counter(docs)
+    ids = list(counts)
+    vec, value = _halfvec(con, schema)
+    new = con.raw.execute(
+        f"""WITH k AS (INSERT INTO search_live (vault_id, doc_id, rows, length)
+                SELECT %(v)s, d, n, k FROM unnest(%(d)s::bigint[], %(n)s::bigint[], %(k)s::integer[]) AS u(d, n, k)
+                ON CONFLICT (vault_id, doc_id) DO UPDATE SET rows = search_live.rows + excluded.rows
+                RETURNING doc_id, (xmax = 0) AS inserted),
+            vv AS (INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec})
+                SELECT %(v)s, v.doc_id, v.embedding{value} FROM search_vectors v
+                WHERE v.doc_id IN (SELECT doc_id FROM k WHERE inserted))
+            SELECT k.doc_id, EXISTS (SELECT 1 FROM search_live o WHERE o.doc_id = k.doc_id AND o.vault_id <> %(v)s)
+            FROM k WHERE k.inserted""",
+        {"v": vault_id, "d": ids, "n": list(counts.values()), "k": [lengths[d] for d in ids]}).fetchall()
+    if not any(not elsewhere for _, elsewhere in new):
+        return
+    with con.raw.cursor() as cur, cur.copy("COPY search_live_postings (term, doc, tf) FROM STDIN") as copy:
+        for doc, elsewhere in new:
+            if not elsewhere:
+                for term, tf in Counter(tokens(texts[int(doc)])).items():
+                    copy.write_row((term, int(doc), tf))
+
+
+def remove(con: Any, vault_id: int, docs: list[int]) -> None:
+    """Rows using ``docs`` (one entry per row) stopped being current in the vault: one statement (a doc whose
+    last row it was leaves, with its vector, and its postings when no other vault has it live)."""
+    if not docs:
+        return
+    counts = Counter(docs)
+    con.raw.execute(
+        """WITH u AS (SELECT d, n FROM unnest(%(d)s::bigint[], %(n)s::bigint[]) AS u(d, n)),
+                gone AS (DELETE FROM search_live l USING u WHERE l.vault_id = %(v)s AND l.doc_id = u.d
+                         AND l.rows <= u.n RETURNING l.doc_id),
+                less AS (UPDATE search_live l SET rows = l.rows - u.n FROM u WHERE l.vault_id = %(v)s
+                         AND l.doc_id = u.d AND l.rows > u.n),
+                gv AS (DELETE FROM search_live_vectors WHERE vault_id = %(v)s
+                       AND doc_id IN (SELECT doc_id FROM gone))
+           DELETE FROM search_live_postings p WHERE p.doc IN (SELECT doc_id FROM gone)
+               AND NOT EXISTS (SELECT 1 FROM search_live o WHERE o.doc_id = p.doc AND o.vault_id <> %(v)s)""",
+        {"d": list(counts), "n": list(counts.values()), "v": vault_id})
+
+
+def refill_vectors(con: Any) -> None:
+    """Every live doc's vector, after the vectors were written anew (``vectors.catch_up``, ``reembed``)."""
+    raw = con.raw if hasattr(con, "raw") else con
+    raw.execute("DELETE FROM search_live_vectors")
+    _copy_vectors(raw, "true", ())
+
+
+def clear(con: Any) -> None:
+    for table in ("search_live_vectors", "search_live_postings", "search_live"):
+        con.raw.execute(f"DELETE FROM {table}")
+
+
+LIVE_FROM_ROWS = """
+INSERT INTO search_live (vault_id, doc_id, rows, length)
+    SELECT r.vault_id, r.doc_id, count(*), min(d.length) FROM search_rows r JOIN search_docs d ON d.id = r.doc_id
+    WHERE r.died IS NULL GROUP BY r.vault_id, r.doc_id;
+INSERT INTO search_live_postings (term, doc, tf)
+    SELECT p.term, p.doc, p.tf FROM search_postings p WHERE p.doc IN (SELECT doc_id FROM search_live);
+"""
+"""The live docs and their postings computed from ``search_rows`` and ``search_postings`` alone (m006's fill)."""
+
+
+def rebuild(con: Any) -> None:
+    """All three tables computed from the rest of the index (m006 fills them so; the tests compare with it)."""
+    raw = con.raw if hasattr(con, "raw") else con
+    for table in ("search_live_vectors", "search_live_postings", "search_live"):
+        raw.execute(f"DELETE FROM {table}")
+    raw.execute(LIVE_FROM_ROWS)
+    _copy_vectors(raw, "true", ())
+
+
+def create(con: Any) -> None:
+    """m006's tables (``vec`` only where the store's vectors use pgvector), filled from the existing index."""
+    from .ranking import SHORT_BYTES
+    from .vectors import pgvector_schema
+
+    schema = pgvector_schema(con)
+    vec = f', vec "{schema}".halfvec' if schema is not None else ""  # int8 values are exact in half precision
+    con.execute(f"""
+    CREATE TABLE search_live (
+        vault_id bigint NOT NULL,
+        doc_id   bigint NOT NULL,
+        rows     bigint NOT NULL,                 -- current chunk rows of the vault using the doc
+        length   integer NOT NULL,                -- the doc's tokens (search_docs.length), read with the rows
+        PRIMARY KEY (vault_id, doc_id)
+    );
+    CREATE INDEX search_live_by_doc ON search_live (doc_id);
+    CREATE TABLE search_live_postings (term text COLLATE "C" NOT NULL, doc bigint NOT NULL, tf integer NOT NULL);
+    CREATE TABLE search_live_vectors (
+        vault_id  bigint NOT NULL,
+        doc_id    bigint NOT NULL,
+        embedding bytea NOT NULL{vec},
+        PRIMARY KEY (vault_id, doc_id)
+    );
+    """)
+    rebuild(con)
+    con.execute(f"""
+    CREATE INDEX search_live_postings_by_term_doc ON search_live_postings (term, doc) INCLUDE (tf)
+        WHERE octet_length(term) <= {SHORT_BYTES};
+    CREATE INDEX search_live_postings_long ON search_live_postings (left(term, 256), doc)
+        WHERE octet_length(term) > {SHORT_BYTES};
+    CREATE INDEX search_live_postings_by_doc ON search_live_postings (doc);
+    ANALYZE search_live, search_live_postings, search_live_vectors, search_stats;
+    """)
