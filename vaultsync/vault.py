@@ -22,7 +22,7 @@ from .paths import changed_path, nfc, note_candidates, note_path
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
 from .store import BatchNews, Revision, Store, View, is_dsn, open_store
 from .store.purge import check_strings as purge_strings_checked
-from .sync import BatchSummary, LiveIndex, Plan, Progress, write_plan
+from .sync import BatchSummary, LiveIndex, ParsePool, Plan, Progress, write_plan
 from .times import TimeLike, as_micros, format_time, now_micros
 
 if TYPE_CHECKING:
@@ -286,6 +286,7 @@ class Vault:
         with self._writing():
             history = GitHistory(self.root)
             result = GitImport(BatchSummary(vault=self.name))
+            pool = ParsePool(self.parse_workers)  # started by the first large batch, kept for the others
             try:
                 imported = self._store.git_commits(self.id)
                 todo = to_import(history, imported, self._store.last_batch(self.id))
@@ -299,20 +300,23 @@ class Vault:
                     live = self._store.live_state(self.id, None if first else list(observed))
                     result.summary.merge(self._write_plan(
                         Plan(observed, live, {}, full=first), known_at=when, source="git", detail=commit.sha,
-                        strict=strict, on_write=lambda w, c=commit: w.record_git_commit(c.sha, c.committed_at)))
+                        strict=strict, on_write=lambda w, c=commit: w.record_git_commit(c.sha, c.committed_at),
+                        workers=pool))
                     result.commits += 1
                     if progress:
                         progress(index, len(todo), commit)
             finally:
+                pool.close()
                 history.close()
             return result
 
     def _write_plan(self, plan: Plan, *, known_at: int | None, source: str, detail: str | None = None,
                     strict: bool = False, progress: Progress | None = None,
-                    on_write: Callable[[Batch], None] | None = None) -> BatchSummary:
+                    on_write: Callable[[Batch], None] | None = None, workers: ParsePool | None = None) -> BatchSummary:
         """The one plan → batch path (import, watch, writes, git backfill); the caller is ``_writing``."""
         return write_plan(self._store, self.id, self.name, plan, known_at=known_at, source=source, detail=detail,
-                          caller=acting.caller(), strict=strict, workers=self.parse_workers, progress=progress, on_write=on_write)
+                          caller=acting.caller(), strict=strict, workers=self.parse_workers if workers is None else workers,
+                          progress=progress, on_write=on_write)
 
     @contextlib.contextmanager
     def _writing(self, command: str | None = None) -> Iterator[None]:

@@ -93,15 +93,19 @@ AHEAD: dict[tuple[str, str], bytes] = {}
 
 _WORKER_EMBEDDERS: dict[str, Embedder] = {}
 _WORKER_INDEXES: dict[str, apsw.Connection | None] = {}
-"""In a parse worker: a read-only connection per database, None when its committed search index is empty."""
+"""In a parse worker: a read-only connection per database (None: it cannot be read here)."""
+_WORKER_EMPTY: dict[str, int] = {}
+"""In a parse worker: the ``data_version`` at which a database's committed search index was seen empty."""
 
 
 def _known(db: str | None, keys: list[bytes]) -> set[bytes]:
     """Of ``keys``, those the committed search index of ``db`` already holds (its docs, with their vectors).
 
     Read in a parse worker, which sees the database as it was before the batch (the batch is not committed):
-    a text the index already has is not embedded again, whatever note or revision it comes back in. A fresh
-    index is checked once per worker; a database that cannot be read here is simply not consulted.
+    a text the index already has is not embedded again, whatever note or revision it comes back in. An
+    empty index (a fresh import) is not asked again until another commit changed the database (a worker
+    kept from one batch to the next, ``sync.ParsePool``, sees the index grow); a database that cannot be
+    read here is simply not consulted.
     """
     if not db or not keys:
         return set()
@@ -109,11 +113,20 @@ def _known(db: str | None, keys: list[bytes]) -> set[bytes]:
         try:
             con = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
             con.set_busy_timeout(5000)
-            _WORKER_INDEXES[db] = con if con.execute("SELECT 1 FROM search_docs LIMIT 1").fetchone() else None
+            _WORKER_INDEXES[db] = con
         except apsw.Error:
             _WORKER_INDEXES[db] = None
     con = _WORKER_INDEXES[db]
     if con is None:
+        return set()
+    try:
+        version = con.execute("PRAGMA data_version").fetchone()[0]
+        if _WORKER_EMPTY.get(db) == version:
+            return set()
+        if not con.execute("SELECT 1 FROM search_docs LIMIT 1").fetchone():
+            _WORKER_EMPTY[db] = version
+            return set()
+    except apsw.Error:
         return set()
     found: set[bytes] = set()
     for start in range(0, len(keys), 500):
