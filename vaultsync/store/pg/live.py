@@ -24,14 +24,21 @@ from collections import Counter
 from typing import Any
 
 
+def pgvector_schema(con: Any) -> str | None:
+    """The schema of the pgvector extension when this vaultsync schema's vectors use it (None: the fallback)."""
+    row = con.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector' "
+        "AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('search_vectors') AND attname = 'vec' "
+        "AND NOT attisdropped)").fetchone()
+    return None if row is None else row[0]
+
+
 UNKNOWN = object()
 """``add``'s ``schema`` before the caller looked it up."""
 
 
 def _halfvec(con: Any, schema: Any = UNKNOWN) -> tuple[str, str]:
     """The live vectors' ``vec`` column and its value from ``search_vectors v`` ("" without pgvector)."""
-    from .vectors import pgvector_schema
-
     if schema is UNKNOWN:
         schema = pgvector_schema(con.raw if hasattr(con, "raw") else con)
     return ("", "") if schema is None else (", vec", f', v.vec::"{schema}".halfvec')
@@ -50,7 +57,7 @@ def add(con: Any, vault_id: int, docs: list[int], texts: dict[int, str], lengths
         schema: Any = UNKNOWN) -> None:
     """Rows using ``docs`` (one entry per row) became current in the vault; ``texts``: each doc's indexed text
     (its postings are written again when the doc was live in no vault), ``lengths``: its length in tokens;
-    ``schema``: pgvector's (``vectors.pgvector_schema``, None: none), when the caller knows it. Two
+    ``schema``: pgvector's (``pgvector_schema``, None: none), when the caller knows it. Two
     statements: the counts (with the new docs' vectors), then the new docs' postings."""
     from .ranking import tokens
 
@@ -132,7 +139,6 @@ def rebuild(con: Any) -> None:
 def create(con: Any) -> None:
     """m006's tables (``vec`` only where the store's vectors use pgvector), filled from the existing index."""
     from .ranking import SHORT_BYTES
-    from .vectors import pgvector_schema
 
     schema = pgvector_schema(con)
     vec = f', vec "{schema}".halfvec' if schema is not None else ""  # int8 values are exact in half precision

@@ -33,6 +33,7 @@ from ..search.keyword import Scored
 from ..search.snapshot import Snapshot, rows_source
 from ..search.vector import best_rows, query_vector, searchable, similarity
 from . import live
+from .live import pgvector_schema
 from .ranking import max_doc
 
 MARGIN = 1e-5
@@ -42,15 +43,6 @@ sqlite-vec would rank in the best ``limit`` is within twice that of pgvector's e
 
 ENV = "VAULTSYNC_PG_VECTORS"
 """``python``: a migration run with it set stores no pgvector column (the fallback), whatever is installed."""
-
-
-def pgvector_schema(con: Any) -> str | None:
-    """The schema of the pgvector extension when this vaultsync schema's vectors use it (None: the fallback)."""
-    row = con.execute(
-        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector' "
-        "AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('search_vectors') AND attname = 'vec' "
-        "AND NOT attisdropped)").fetchone()
-    return None if row is None else row[0]
 
 
 def add_pgvector(con: Any) -> bool:
