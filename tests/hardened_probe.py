@@ -8,7 +8,6 @@ server may start, each reporting the environment it got: a parse worker of vault
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -58,8 +57,8 @@ def main(manifest_path: str, vault: str) -> None:
     writer = Writer()
     change = sync.Change(path="a.md", kind="created", text="# A\n", hash="0" * 64, size=4, mtime_ns=None,
                          live_id=None, prev_id=None)
-    with contextlib.ExitStack() as stack:
-        list(sync.parse_stream(iter([change]), writer, stack, workers=1))  # type: ignore[arg-type]
+    with sync.ParsePool(1) as pool:
+        list(sync.parse_stream(iter([change]), writer, pool))  # type: ignore[arg-type]
     shell = gitimport._git(vault, "-c", "alias.probe=!env", "probe").decode()
     git_env = dict(line.split("=", 1) for line in shell.splitlines() if "=" in line)
     print(json.dumps({"pid": os.getpid(), "server": dict(os.environ), "worker": writer.indexers[0].seen[0],

@@ -110,3 +110,18 @@ def test_a_term_longer_than_the_covering_index_is_still_found(tmp_path: Path) ->
     for got, want in zip(answers[1], answers[0]):
         assert [g[:2] for g in got] == [w[:2] for w in want]
         assert all(abs(g[2] - w[2]) <= 1e-9 for g, w in zip(got, want))
+
+
+@pytest.mark.parametrize("latest", [True, False])
+@pytest.mark.parametrize("docs", ["DOCS_PARAM", "SELECT doc AS value FROM cand"])
+def test_rows_by_doc_are_looked_up_by_index_on_postgresql(latest: bool, docs: str) -> None:
+    """``pg.compat.PARTS`` rewrites the exact text ``search.snapshot.rows_source`` gives for rows by doc (the
+    planner would hash every chunk row ever written against the joined list): a change to that text must
+    change the rewrite too, or PostgreSQL quietly loses its index lookup."""
+    from vaultsync.store.pg.compat import translate
+    from vaultsync.store.search import snapshot
+
+    snap = snapshot.Snapshot(vault_id=1, batch=5, latest=latest, as_of=None if latest else 1, valid_at=1)
+    sql, _ = snapshot.rows_source(snap, None, docs=getattr(snapshot, docs, docs))
+    translated, _ = translate(sql)
+    assert "= ANY(ARRAY(" in translated and "JOIN search_rows" not in translated, (sql, translated)

@@ -285,9 +285,9 @@ def write_plan(
     written: list[str] = []
     with contextlib.ExitStack() as stack, store.batch(vault_id, known_at=known_at, source=source,
                                                       detail=detail, caller=caller) as writer:
-        count = workers.workers if isinstance(workers, ParsePool) else workers
-        parallel = count > 0 and len(plan.to_read) >= PARALLEL_MIN_NOTES
-        for change, parsed in parse_stream(plan.changes(), writer, stack, workers if parallel else 0):
+        pool = workers if isinstance(workers, ParsePool) else stack.enter_context(ParsePool(workers))
+        parallel = pool.workers > 0 and len(plan.to_read) >= PARALLEL_MIN_NOTES
+        for change, parsed in parse_stream(plan.changes(), writer, pool if parallel else None):
             summary.warnings.extend(FileProblem(change.path, w) for w in parsed.warnings)
             if strict and parsed.warnings:  # raising here rolls the whole transaction back
                 raise ParseError(f"refusing the whole batch (strict): {change.path}: {parsed.warnings[0]}")
@@ -324,19 +324,19 @@ def _summary(summary: BatchSummary, plan: Plan, writer: Batch, written: list[str
     return summary
 
 
-def parse_stream(changes: Iterator[Change], writer: Batch, stack: contextlib.ExitStack,
-                 workers: int | ParsePool) -> Iterator[tuple[Change, ParsedNote]]:
+def parse_stream(changes: Iterator[Change], writer: Batch,
+                 workers: ParsePool | None) -> Iterator[tuple[Change, ParsedNote]]:
     """Each change with its parsed note, in order.
 
-    With ``workers`` the notes parse in worker processes (a pool started here, or a ``ParsePool``'s),
-    ``GROUP`` notes a job, at most ``IN_FLIGHT`` notes ahead of the writer; a worker also does the batch's
-    ``ahead`` work (e.g. embedding), handed back to the batch's ``take_ahead``. Without, they parse in line.
+    With ``workers`` the notes parse in its worker processes, ``GROUP`` notes a job, at most ``IN_FLIGHT``
+    notes ahead of the writer; a worker also does the batch's ``ahead`` work (e.g. embedding), handed back to
+    the batch's ``take_ahead``. Without, they parse in line.
     """
-    if not isinstance(workers, ParsePool) and workers < 1:
+    if workers is None or workers.workers < 1:
         for change in changes:
             yield change, parse_note(change.text, change.path)
         return
-    pool = workers.executor() if isinstance(workers, ParsePool) else stack.enter_context(_start_pool(workers))
+    pool = workers.executor()
     work = writer.ahead()
     pending: deque[tuple[list[Change], Future[list[tuple[ParsedNote, list[Any]]]]]] = deque()
     try:

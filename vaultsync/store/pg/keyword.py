@@ -59,7 +59,8 @@ class PgKeywordIndexer:
         rows = [(c.row_id, indexed_text(c.title, c.aliases, c.heading_path, c.text))
                 for c, keep in zip(chunks, indexable([c.text for c in chunks])) if keep]
         new: list[tuple[int, str]] = []
-        found = [self._doc(con, text, new) for _, text in rows]
+        fresh: dict[int, dict[str, int]] = {}
+        found = [self._doc(con, text, new, fresh) for _, text in rows]
         docs = [doc for doc, _ in found]
         if new and self.embedder is not None:
             write_vectors(con, self.embedder, new)
@@ -68,7 +69,8 @@ class PgKeywordIndexer:
                             [(row_id, vault_id, note_id, doc, batch_id) for (row_id, _), doc in zip(rows, docs)])
         if self.pgvector is live.UNKNOWN:
             self.pgvector = pgvector_schema(con.raw)
-        live.add(con, vault_id, docs, {doc: text for (_, text), doc in zip(rows, docs)}, dict(found), self.pgvector)
+        live.add(con, vault_id, docs, {doc: text for (_, text), doc in zip(rows, docs)}, dict(found), self.pgvector,
+                 fresh)
         _count(con, vault_id, batch_id, len(found), sum(length for _, length in found), max(docs, default=None))
         if valid_from is not None or valid_to is not None:
             con.raw.execute("INSERT INTO search_bounded (note_id, vault_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
@@ -87,8 +89,10 @@ class PgKeywordIndexer:
         con.raw.execute("INSERT INTO search_state (vault_id, last_batch) VALUES (%s, %s) "
                         "ON CONFLICT (vault_id) DO UPDATE SET last_batch = excluded.last_batch", (vault_id, batch_id))
 
-    def _doc(self, con: Any, text: str, new: list[tuple[int, str]]) -> tuple[int, int]:
-        """The doc of ``text`` (made, with its postings, when new: then added to ``new``) and its length."""
+    def _doc(self, con: Any, text: str, new: list[tuple[int, str]],
+             fresh: dict[int, dict[str, int]]) -> tuple[int, int]:
+        """The doc of ``text`` (made, with its postings, when new: then added to ``new``, and its term counts to
+        ``fresh``) and its length."""
         key = content_key(text)
         row = con.raw.execute("SELECT id, length FROM search_docs WHERE hash = %s", (key,)).fetchone()
         if row is not None:
@@ -104,6 +108,7 @@ class PgKeywordIndexer:
         with con.raw.cursor() as cur, cur.copy("COPY search_postings (term, doc, tf, positions) FROM STDIN") as copy:
             for term, p in positions.items():
                 copy.write_row((term, doc, len(p), p))
+        fresh[doc] = {term: len(p) for term, p in positions.items()}
         return doc, len(terms)
 
 

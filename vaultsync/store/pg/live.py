@@ -33,6 +33,11 @@ def pgvector_schema(con: Any) -> str | None:
     return None if row is None else row[0]
 
 
+def _raw(con: Any) -> Any:
+    """The psycopg connection under a store connection (or the connection itself)."""
+    return con.raw if hasattr(con, "raw") else con
+
+
 UNKNOWN = object()
 """``add``'s ``schema`` before the caller looked it up."""
 
@@ -40,13 +45,13 @@ UNKNOWN = object()
 def _halfvec(con: Any, schema: Any = UNKNOWN) -> tuple[str, str]:
     """The live vectors' ``vec`` column and its value from ``search_vectors v`` ("" without pgvector)."""
     if schema is UNKNOWN:
-        schema = pgvector_schema(con.raw if hasattr(con, "raw") else con)
+        schema = pgvector_schema(_raw(con))
     return ("", "") if schema is None else (", vec", f', v.vec::"{schema}".halfvec')
 
 
 def _copy_vectors(con: Any, where: str, params: tuple) -> None:
     """Live vectors of the ``search_live`` rows selected by ``where`` (aliased ``l``), from ``search_vectors``."""
-    raw = con.raw if hasattr(con, "raw") else con
+    raw = _raw(con)
     vec, value = _halfvec(raw)
     raw.execute(f"INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec}) "
                 f"SELECT l.vault_id, l.doc_id, v.embedding{value} FROM search_live l "
@@ -54,11 +59,12 @@ def _copy_vectors(con: Any, where: str, params: tuple) -> None:
 
 
 def add(con: Any, vault_id: int, docs: list[int], texts: dict[int, str], lengths: dict[int, int],
-        schema: Any = UNKNOWN) -> None:
+        schema: Any = UNKNOWN, counted: dict[int, dict[str, int]] | None = None) -> None:
     """Rows using ``docs`` (one entry per row) became current in the vault; ``texts``: each doc's indexed text
     (its postings are written again when the doc was live in no vault), ``lengths``: its length in tokens;
-    ``schema``: pgvector's (``pgvector_schema``, None: none), when the caller knows it. Two
-    statements: the counts (with the new docs' vectors), then the new docs' postings."""
+    ``schema``: pgvector's (``pgvector_schema``, None: none), when the caller knows it; ``counted``: the term
+    counts of docs the caller has just tokenized (not tokenized again). Two statements: the counts (with the
+    new docs' vectors), then the new docs' postings."""
     from .ranking import tokens
 
     if not docs:
@@ -82,7 +88,8 @@ def add(con: Any, vault_id: int, docs: list[int], texts: dict[int, str], lengths
     with con.raw.cursor() as cur, cur.copy("COPY search_live_postings (term, doc, tf) FROM STDIN") as copy:
         for doc, elsewhere in new:
             if not elsewhere:
-                for term, tf in Counter(tokens(texts[int(doc)])).items():
+                tfs = (counted or {}).get(int(doc)) or Counter(tokens(texts[int(doc)]))
+                for term, tf in tfs.items():
                     copy.write_row((term, int(doc), tf))
 
 
@@ -107,14 +114,15 @@ def remove(con: Any, vault_id: int, docs: list[int]) -> None:
 
 def refill_vectors(con: Any) -> None:
     """Every live doc's vector, after the vectors were written anew (``vectors.catch_up``, ``reembed``)."""
-    raw = con.raw if hasattr(con, "raw") else con
+    raw = _raw(con)
     raw.execute("DELETE FROM search_live_vectors")
     _copy_vectors(raw, "true", ())
 
 
 def clear(con: Any) -> None:
+    raw = _raw(con)
     for table in ("search_live_vectors", "search_live_postings", "search_live"):
-        con.raw.execute(f"DELETE FROM {table}")
+        raw.execute(f"DELETE FROM {table}")
 
 
 LIVE_FROM_ROWS = """
@@ -129,9 +137,8 @@ INSERT INTO search_live_postings (term, doc, tf)
 
 def rebuild(con: Any) -> None:
     """All three tables computed from the rest of the index (m006 fills them so; the tests compare with it)."""
-    raw = con.raw if hasattr(con, "raw") else con
-    for table in ("search_live_vectors", "search_live_postings", "search_live"):
-        raw.execute(f"DELETE FROM {table}")
+    raw = _raw(con)
+    clear(raw)
     raw.execute(LIVE_FROM_ROWS)
     _copy_vectors(raw, "true", ())
 
