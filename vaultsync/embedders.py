@@ -10,6 +10,7 @@ import struct
 import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
+from itertools import chain, repeat
 
 from .provider import Embedder
 from .errors import ProviderError
@@ -18,9 +19,30 @@ __all__ = ["DEFAULT_EMBEDDER", "EMBEDDERS", "Embedder", "HashEmbedder", "get_emb
 
 
 _WORD = re.compile(r"\w+")
-_FEATURE_CACHES: dict[tuple[int, float, float], tuple[dict[str, list[tuple[int, float]]],
-                                                      dict[tuple[str, str], tuple[int, float]]]] = {}
-"""``HashEmbedder`` feature caches (words, word pairs) by (dims, trigram weight, pair weight)."""
+
+
+class _Features(dict[str, list[int]]):
+    """The word cache: a word → its features as slot codes (slot: add 1/4; ``dims`` + slot: take 1/4 away),
+    each repeated once per quarter of its weight, computed on first use by ``compute``; emptied when full.
+
+    Looked up with ``map(cache.__getitem__, words)``: a hit never leaves C, and ``Counter`` sums the codes in C too.
+    """
+
+    def __init__(self, compute: Callable[[str], list[int]], limit: int) -> None:
+        super().__init__()
+        self.compute, self.limit = compute, limit
+
+    def __missing__(self, key: str) -> list[int]:
+        found = self.compute(key)
+        if len(self) >= self.limit:
+            self.clear()
+        self[key] = found
+        return found
+
+
+_FEATURE_CACHES: dict[tuple[int, float], _Features] = {}
+"""``HashEmbedder`` word caches by (dims, trigram weight). Word pairs are not cached: a vault has far more
+distinct pairs than a cache can hold, and a pair's CRC continues its first word's (see ``_one``)."""
 
 
 class HashEmbedder(Embedder):
@@ -29,8 +51,8 @@ class HashEmbedder(Embedder):
     ``2hop`` meets ``2-hop`` and plurals meet singulars.
 
     Text goes through the keyword index's normalization first (NFKC, CJK runs as character pairs),
-    so a CJK query shares features with the text it appears in. Weights are multiples of 1/4, so
-    sums are exact and a text's vector never depends on the order of the work.
+    so a CJK query shares features with the text it appears in. Weights are multiples of 1/4 (a text is
+    summed as counts of quarters), so sums are exact and a text's vector never depends on the order of the work.
     """
 
     embedder_id = "hash"
@@ -39,15 +61,17 @@ class HashEmbedder(Embedder):
     pair_weight = 0.5
     trigram_weight = 0.25
     _CACHE_LIMIT = 65_536
-    """Entries per feature cache (words, word pairs), emptied when full: a cached word costs ~0.6 kB,
-    so 500,000 let a large vault's vocabulary hold hundreds of MB; this bounds both caches near 50 MB."""
+    """Entries in the word cache, emptied when full: a cached word costs well under 1 kB, so 500,000 let a large
+    vault's vocabulary hold hundreds of MB; this bounds the cache near 30 MB."""
 
     def __init__(self) -> None:
         # shared by every instance with the same features: a word's features never change, and a process
         # that opens a vault per command (a replay, the tests) keeps what it learned; a lookup or an
         # insert is one dict operation (atomic under the GIL)
-        self._words, self._pairs = _FEATURE_CACHES.setdefault((self.dims, self.trigram_weight, self.pair_weight),
-                                                              ({}, {}))
+        key = (self.dims, self.trigram_weight)
+        if key not in _FEATURE_CACHES:
+            _FEATURE_CACHES[key] = _Features(self._word, self._CACHE_LIMIT)
+        self._words = _FEATURE_CACHES[key]
 
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
         from .tokenizer import normalize
@@ -58,42 +82,33 @@ class HashEmbedder(Embedder):
         """``embed_batch`` for texts already normalized (``indexed_text``): the same vectors, less work."""
         return [self._one(t) for t in texts]
 
-    def _slot(self, feature: str, weight: float) -> tuple[int, float]:
-        h = zlib.crc32(feature.encode("utf-8", "surrogatepass"))
-        return h % self.dims, weight if (h >> 31) & 1 else -weight
+    def _codes(self, feature: str, weight: float) -> list[int]:
+        """One feature's slot code, repeated once per quarter of its weight (see ``_Features``)."""
+        return [self._code(zlib.crc32(feature.encode("utf-8", "surrogatepass")))] * round(weight * 4)
 
-    def _word(self, word: str) -> list[tuple[int, float]]:
+    def _code(self, h: int) -> int:
+        """A feature's CRC-32 as a slot code: its slot, plus ``dims`` when the feature counts negatively."""
+        return h % self.dims + (0 if (h >> 31) & 1 else self.dims)
+
+    def _word(self, word: str) -> list[int]:
         marked = f"<{word}>"
-        merged: dict[int, float] = {}
-        for slot, weight in [self._slot(word, 1.0)] + [self._slot(marked[i:i + 3], self.trigram_weight)
-                                                       for i in range(len(marked) - 2)]:
-            merged[slot] = merged.get(slot, 0.0) + weight
-        found = list(merged.items())
-        if len(self._words) > self._CACHE_LIMIT:
-            self._words.clear()
-        self._words[word] = found
-        return found
-
-    def _pair(self, pair: tuple[str, str]) -> tuple[int, float]:
-        found = self._slot(f"{pair[0]} {pair[1]}", self.pair_weight)
-        if len(self._pairs) > self._CACHE_LIMIT:
-            self._pairs.clear()
-        self._pairs[pair] = found
-        return found
+        codes = self._codes(word, 1.0)
+        for i in range(len(marked) - 2):
+            codes += self._codes(marked[i:i + 3], self.trigram_weight)
+        return codes
 
     def _one(self, text: str) -> list[float]:
-        vec = [0.0] * self.dims
         words = _WORD.findall(text.lower())
-        cache = self._words
-        for word, count in Counter(words).items():
-            features = cache.get(word) or self._word(word)
-            for slot, weight in features:
-                vec[slot] += count * weight
-        pairs = self._pairs
-        for pair, count in Counter(zip(words, words[1:])).items():
-            slot, weight = pairs.get(pair) or self._pair(pair)
-            vec[slot] += count * weight
-        return vec
+        counted = Counter(chain.from_iterable(map(self._words.__getitem__, words)))
+        if len(words) > 1:
+            # a pair's feature is the CRC-32 of "first second": the CRC of "first " continued over "second"
+            encoded = list(map(str.encode, words, repeat("utf-8"), repeat("surrogatepass")))
+            heads = map(zlib.crc32, repeat(b" "), map(zlib.crc32, encoded[:-1]))
+            units = round(self.pair_weight * 4)
+            for h, n in Counter(map(zlib.crc32, encoded[1:], heads)).items():
+                counted[self._code(h)] += n * units
+        dims = self.dims
+        return [(counted[slot] - counted[slot + dims]) * 0.25 for slot in range(dims)]
 
 
 def _minilm() -> Embedder:
