@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import zlib
-from collections import Counter
 from pathlib import Path
 
 import apsw
@@ -23,7 +23,7 @@ def defined(text: str, dims: int = 128) -> list[float]:
     """The definition, feature by feature: every lower-cased word (weight 1), each trigram of ``<word>`` (1/4)
     and each adjacent word pair joined by a space (1/2), hashed with CRC-32 of its UTF-8 to ``crc % dims``,
     added when bit 31 of the CRC is set and taken away otherwise."""
-    import re
+
 
     vec = [0.0] * dims
     words = re.findall(r"\w+", text.lower())
