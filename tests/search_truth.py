@@ -57,20 +57,19 @@ class BruteVector:
         chunks = [c for c in chunks if c["indexed"]]
         self.chunks, self.embedder = chunks, embedder
         self.blobs = [quantize(vec) for vec in embedder.embed_many(c["indexed_text"] for c in chunks)]
+        self.con = connect(":memory:")  # sqlite-vec's distance, one connection for every query
 
     def search(self, query: str, limit: int | None = None) -> list[tuple[str, str, float]]:
         """(path, chunk_id, cosine similarity), best first, then by path and chunk position."""
         q = quantize(self.embedder.embed_batch([query])[0])
         if not any(q):
             return []
-        con = connect(":memory:")
         scored = []
         for chunk, blob in zip(self.chunks, self.blobs):
             if not any(blob):
                 continue
-            d = con.execute("SELECT vec_distance_cosine(vec_int8(?), vec_int8(?))", (blob, q)).fetchone()[0]
+            d = self.con.execute("SELECT vec_distance_cosine(vec_int8(?), vec_int8(?))", (blob, q)).fetchone()[0]
             scored.append((-(1.0 - d), chunk["path"], chunk["ord"], chunk["chunk_id"]))
-        con.close()
         scored.sort()
         out = [(p, cid, -s) for s, p, _, cid in scored]
         return out if limit is None else out[:limit]
