@@ -83,13 +83,15 @@ def token_spans(text: str) -> list[tuple[int, int, str]]:
     found = _TOKENIZER(data, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_colocated=False)
     if len(data) == len(text):
         return [(s, e, tok) for s, e, tok in found]
-    chars = [0] * (len(data) + 1)  # byte offset -> character offset
-    pos = 0
-    for i, ch in enumerate(text):
-        chars[pos] = i
-        pos += len(ch.encode("utf-8", "surrogatepass"))
-    chars[pos] = len(text)
-    return [(chars[s], chars[e], tok) for s, e, tok in found]
+    out = []
+    byte = char = 0  # byte offset -> character offset, counted from the last token's end
+    for s, e, tok in found:
+        if s < byte:
+            byte = char = 0
+        start = char + len(data[byte:s].decode("utf-8", "surrogatepass"))
+        char, byte = start + len(data[s:e].decode("utf-8", "surrogatepass")), e
+        out.append((start, char, tok))
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,8 @@ tokens matches. The excerpt starts and ends between tokens; it is never empty wh
 
 from __future__ import annotations
 
+import functools
+
 from ...tokenizer import KeywordQuery, normalize
 from .signals import token_spans, tokens
 
@@ -19,29 +21,44 @@ WIDTH = 160
 
 def _indexed_tokens(text: str) -> list[tuple[str, int, int]]:
     """(indexed token, start, end) in ``text``: each raw token's normalized tokens, with its span."""
+    if text.isascii():  # normalizing changes no ASCII token: most chunks take this path
+        return [(raw, start, end) for start, end, raw in token_spans(text)]
     out = []
     for start, end, raw in token_spans(text):
         piece = text[start:end]
-        normal = normalize(piece)
-        if normal == piece:
+        normal = None if piece.isascii() else _normal_tokens(piece)
+        if normal is None:
             out.append((raw, start, end))
         else:
-            out += [(tok, start, end) for tok in tokens(normal)]
+            out += [(tok, start, end) for tok in normal]
     return out
+
+
+@functools.lru_cache(maxsize=16_384)
+def _normal_tokens(piece: str) -> tuple[str, ...] | None:
+    """The tokens of a raw token's normalized text (a CJK run's character pairs, ``ﬁle``'s ``file``), or None
+    when normalizing leaves it as it is. Cached: the same runs recur across the hits of a search."""
+    normal = normalize(piece)
+    return None if normal == piece else tuple(tokens(normal))
 
 
 def _marks(found: list[tuple[str, int, int]], query: KeywordQuery) -> list[tuple[int, int]]:
     """Character spans of every phrase instance, overlapping ones merged, in order."""
+    toks = [tok for tok, _, _ in found]
     spans = []
     for phrase in query.phrases:
         want = tokens(phrase.text)
         if not want:
             continue
-        n = len(want)
-        for i in range(len(found) - n + 1):
-            if all(found[i + k][0] == want[k] for k in range(n - 1)) and (
-                    found[i + n - 1][0].startswith(want[-1]) if phrase.prefix else found[i + n - 1][0] == want[-1]):
-                spans.append((found[i][1], found[i + n - 1][2]))
+        n, last, prefix = len(want), want[-1], phrase.prefix
+        if n == 1:
+            starts = [i for i, tok in enumerate(toks) if (tok.startswith(last) if prefix else tok == last)]
+        else:
+            first, head = want[0], want[:-1]
+            starts = [i for i, tok in enumerate(toks[:len(toks) - n + 1])
+                      if tok == first and toks[i:i + n - 1] == head
+                      and (toks[i + n - 1].startswith(last) if prefix else toks[i + n - 1] == last)]
+        spans += [(found[i][1], found[i + n - 1][2]) for i in starts]
     spans.sort()
     merged: list[tuple[int, int]] = []
     for start, end in spans:
