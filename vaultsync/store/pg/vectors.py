@@ -100,8 +100,10 @@ def rank(con: Any, snap: Snapshot, embedder: Embedder, query: str, allowed: set[
 
 
 def _distance(schema: str, column: str, kind: str) -> str:
-    """pgvector's cosine distance of ``column`` (of type ``kind``) to the query ``:q``."""
-    return f'"{schema}".cosine_distance({column}, :q::integer[]::"{schema}".vector::"{schema}".{kind})'
+    """pgvector's cosine distance of ``column`` (of type ``kind``) to the query ``:q``, made a vector once: a
+    subquery (an InitPlan), as a prepared statement's generic plan would convert the parameter again for every
+    row (psycopg prepares a statement run five times; PostgreSQL then plans it once for any parameters)."""
+    return f'"{schema}".cosine_distance({column}, (SELECT :q::integer[]::"{schema}".vector::"{schema}".{kind}))'
 
 
 def _visible(con: Any, snap: Snapshot, allowed: set[int] | None, schema: str | None) -> tuple[str, dict[str, Any]]:
