@@ -228,3 +228,27 @@ def test_a_doc_entering_and_leaving_opens_closes_reopens_or_drops_its_span(tmp_p
         assert spans_of(7) == [(6, 11), (12, OPEN)]
         assert raw.execute("SELECT born, died FROM search_doc_spans WHERE vault_id = 2").fetchall() == [(13, OPEN)]
         raw.rollback()
+
+
+def test_the_spans_are_read_by_index_and_the_setting_is_given_back(tmp_path: Path) -> None:
+    """``spans.by_index`` turns whole-table scans off for its statements only: the setting the transaction had
+    is back afterwards (also after an error), and a past cutoff's vector statement then reads the index."""
+    import psycopg
+
+    dsn = pgserver.fresh_or_skip("spansindex")
+    times = _history(dsn, tmp_path)
+    with psycopg.connect(dsn) as raw:
+        for before in ("on", "off"):
+            raw.execute("SELECT set_config('enable_seqscan', %s, false)", (before,))
+            with spans.by_index(raw):
+                assert raw.execute("SHOW enable_seqscan").fetchone()[0] == "off"
+                plan = "\n".join(r[0] for r in raw.execute(
+                    "EXPLAIN SELECT doc_id FROM search_doc_spans s WHERE s.vault_id = 1 AND s.born <= %s AND s.died > %s",
+                    (3, 3)))
+            assert "search_doc_spans_at" in plan and "Seq Scan" not in plan
+            assert raw.execute("SHOW enable_seqscan").fetchone()[0] == before
+            with pytest.raises(ZeroDivisionError), spans.by_index(raw):
+                1 / 0
+            assert raw.execute("SHOW enable_seqscan").fetchone()[0] == before
+    with Vault.open(dsn, name="v", readonly=True) as vault:  # a past vector search goes through it
+        assert vault.search("tide", mode="vector", as_of=times[1]).hits

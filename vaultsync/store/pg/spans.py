@@ -21,6 +21,8 @@ vectors' catch-up and ``reembed`` refill their vectors, and m007 computes them f
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from ..search.schema import OPEN
@@ -100,6 +102,21 @@ def create(raw: Any, schema: str | None) -> None:
     # where updates left the rows in the table (nor on the planner weighing a bitmap scan against a whole scan)
     raw.execute(f"CREATE INDEX {TABLE}_at ON {TABLE} (vault_id, born, died) INCLUDE (doc_id{', vec' if vec else ''})")
     raw.execute(f"ANALYZE {TABLE}")
+
+
+@contextlib.contextmanager
+def by_index(raw: Any) -> Iterator[None]:
+    """Statements on the spans planned without a whole-table scan, inside the caller's transaction. PostgreSQL
+    estimates ``born <= b AND died > b`` as if the two were independent (twice the rows there are at the Hub's
+    middle commit) and costs the index-only scan by the visibility map (empty until VACUUM sets it: just after
+    m007 it had not), so on a table whose rows updates have spread it chose a parallel scan of the whole table
+    (45-50 ms, against 5 for the index)."""
+    (before,) = raw.execute("SELECT current_setting('enable_seqscan')").fetchone()
+    raw.execute("SELECT set_config('enable_seqscan', 'off', true)")
+    try:
+        yield
+    finally:
+        raw.execute("SELECT set_config('enable_seqscan', %s, true)", (before,))
 
 
 def visible(snap: Any, distance: str | None) -> tuple[str, dict[str, Any]]:

@@ -26,6 +26,7 @@ sqlite-vec's in the last float32 bit), and the rows are ordered as the SQLite en
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import Any
@@ -82,15 +83,17 @@ def rank(con: Any, snap: Snapshot, embedder: Embedder, query: str, allowed: set[
     if q is None:
         return []
     schema = pgvector_schema(con.raw)
-    if allowed is None and not snap.live and not snap.removed and not snap.added:
-        # a past cutoff: the docs visible then, with their vectors, from their spans (m007): one index scan
+    by_spans = allowed is None and not snap.live and not snap.removed and not snap.added
+    if by_spans:  # a past cutoff: the docs visible then, with their vectors, from their spans (m007)
         distances, params = spans.visible(snap, None if schema is None else _distance(schema, "s.vec", "halfvec"))
     else:
         distances, params = _visible(con, snap, allowed, schema)
-    if schema is None:
-        docs = con.execute(distances, params).fetchall()
-    else:  # distances of every visible doc; the int8 vectors of the few candidates alone leave the database
-        near = _nearest(con, distances, {**params, "q": _ints(q)}, limit)
+    with spans.by_index(con.raw) if by_spans else contextlib.nullcontext():
+        if schema is None:
+            docs = con.execute(distances, params).fetchall()
+        else:  # distances of every visible doc; the int8 vectors of the few candidates alone leave the database
+            near = _nearest(con, distances, {**params, "q": _ints(q)}, limit)
+    if schema is not None:
         docs = con.raw.execute("SELECT doc_id, embedding FROM search_vectors WHERE doc_id = ANY(%s)", (near,)).fetchall()
     scores = sorted(((similarity(bytes(blob), q), int(doc)) for doc, blob in docs), reverse=True)
     if len(scores) > limit:  # every doc tied with the ``limit``-th stays until rows are ordered
