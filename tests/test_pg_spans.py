@@ -243,8 +243,8 @@ def test_the_spans_are_read_by_index_and_the_setting_is_given_back(tmp_path: Pat
             with spans.by_index(raw):
                 assert raw.execute("SHOW enable_seqscan").fetchone()[0] == "off"
                 plan = "\n".join(r[0] for r in raw.execute(
-                    "EXPLAIN SELECT doc_id FROM search_doc_spans s WHERE s.vault_id = 1 AND s.born <= %s AND s.died > %s",
-                    (3, 3)))
+                    "EXPLAIN SELECT doc_id FROM search_doc_spans s WHERE s.vault_id = 1 AND s.born <= %s "
+                    "AND s.died > %s", (3, 3)))
             assert "search_doc_spans_at" in plan and "Seq Scan" not in plan
             assert raw.execute("SHOW enable_seqscan").fetchone()[0] == before
             with pytest.raises(ZeroDivisionError), spans.by_index(raw):

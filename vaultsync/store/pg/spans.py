@@ -57,7 +57,8 @@ def enter(schema: str | None) -> str:
                    AND s.doc_id IN (SELECT doc_id FROM k WHERE inserted) RETURNING s.doc_id),
             sn AS (INSERT INTO {TABLE} (vault_id, doc_id, born, died{vec})
                    SELECT %(v)s, k.doc_id, %(b)s, {OPEN}{value} FROM k
-                   LEFT JOIN search_vectors v ON v.doc_id = k.doc_id WHERE k.inserted AND k.doc_id NOT IN (SELECT doc_id FROM so))"""
+                   LEFT JOIN search_vectors v ON v.doc_id = k.doc_id
+                   WHERE k.inserted AND k.doc_id NOT IN (SELECT doc_id FROM so))"""
 
 
 LEAVE = f""",
