@@ -8,8 +8,9 @@ the doc: ``born``, the batch its first row appeared, and ``died``, the batch aft
 (``OPEN`` while one is), with the doc's vector (pgvector's ``halfvec``, where the store's vectors use pgvector:
 int8 components are exact in half precision). A row's lifetime and the next row's that starts as it ends (a
 chunk unchanged by an edit, a rename) make one span, so there are about as many spans as docs (99,845 for
-99,143 docs there); the docs visible at batch ``b`` are the spans with ``born <= b < died``, read from the
-index on ``(vault_id, born, died, doc_id)`` with their vectors beside them, one bitmap scan.
+99,143 docs there); the docs visible at batch ``b`` are the spans with ``born <= b < died``, read with their
+vectors by one index-only scan of ``(vault_id, born, died) INCLUDE (doc_id, vec)`` (``by_index``: never a scan
+of the whole table).
 
 The spans follow the live set (``pg/live.py``): a doc entering a vault's live set at batch ``b`` opens a span
 (or reopens the one that ended at ``b``, when its rows changed within the batch), and leaving it closes the
