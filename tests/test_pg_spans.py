@@ -7,6 +7,8 @@ doc and vault by a computation in Python here (with each doc's vector as ``halfv
 pgvector), and the docs it shows at every batch are exactly the docs of the rows visible then; so after a
 purge, a full reindex, a reembed and a copy; m007 run on a database built before it fills the same table, as
 ``spans.FROM_ROWS`` does. The check itself fails on a table kept without closing spans, or with one span moved.
+The live set's transitions (enter and leave in one batch, leave and come back in one batch or later, another
+vault) are checked one by one, and ``spans.by_index`` turns whole-table scans off for its statements only.
 """
 
 from __future__ import annotations
