@@ -363,7 +363,7 @@ def main() -> None:
         fill += " (earlier run)" if r.get("reused") else ""
         fill += f" + {r['vacuum_s']} vacuum" if "vacuum_s" in r else ""
         fill += f"; migrated in {r['migrate_s']} + {r['vacuum_after_migrate_s']} vacuum" if "migrate_s" in r else ""
-        size = f"{r['bytes'] / 1e6:.1f}" if "bytes" in r else "(same rows, before m006)"
+        size = f"{r['bytes'] / 1e6:.1f}" if "bytes" in r else "(same rows, before this code's migrations)"
         lines.append(f"| {engine} | {r['commits']} | {fill} | {size} | " + " | ".join(cells) + " |")
     if "postgres (baseline)" in results:
         lines += ["", f"`postgres (baseline)`: the code in {results['postgres (baseline)']['code']} on `hub_base`, a copy "

@@ -99,9 +99,9 @@ def _shape(kept: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
             "vectors": sorted((v, bytes(e), x) for v, _, e, x in kept["vectors"])}
 
 
-def _history(db: Any, tmp_path: Path, check: Any = None) -> list[int]:
+def _history(db: Any, tmp_path: Path, check: Any = None, states: list[dict[str, str]] = STATES) -> list[int]:
     times = []
-    for i, files in enumerate(STATES):
+    for i, files in enumerate(states):
         _write(tmp_path / "v", files)
         with Vault.open(db, root=tmp_path / "v", name="v") as vault:
             vault.sync(known_at=T0 + 2 * i * HOUR)
@@ -188,7 +188,7 @@ def test_m006_fills_the_live_set_of_a_database_built_before_it(tmp_path: Path) -
     times = _history(dsn, tmp_path)
     kept = assert_live_exact(dsn)
     with psycopg.connect(dsn) as con:
-        con.execute("DROP TABLE search_live, search_live_postings, search_live_vectors")
+        con.execute("DROP TABLE search_live, search_live_postings, search_live_vectors, search_doc_spans")  # m007's too
         con.execute("ALTER TABLE search_stats DROP COLUMN max_doc")
         con.execute("DELETE FROM vaultsync_schema WHERE version >= 6")
     with Vault.open(dsn, root=tmp_path / "v", name="v") as vault:  # opened for writing: the migration runs

@@ -69,8 +69,8 @@ class PgKeywordIndexer:
                             [(row_id, vault_id, note_id, doc, batch_id) for (row_id, _), doc in zip(rows, docs)])
         if self.pgvector is live.UNKNOWN:
             self.pgvector = pgvector_schema(con.raw)
-        live.add(con, vault_id, docs, {doc: text for (_, text), doc in zip(rows, docs)}, dict(found), self.pgvector,
-                 fresh)
+        live.add(con, vault_id, batch_id, docs, {doc: text for (_, text), doc in zip(rows, docs)}, dict(found),
+                 self.pgvector, fresh)
         _count(con, vault_id, batch_id, len(found), sum(length for _, length in found), max(docs, default=None))
         if valid_from is not None or valid_to is not None:
             con.raw.execute("INSERT INTO search_bounded (note_id, vault_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
@@ -84,7 +84,7 @@ class PgKeywordIndexer:
             "WITH k AS (UPDATE search_rows SET died = %s WHERE note_id = %s AND died IS NULL RETURNING doc_id) "
             "SELECT k.doc_id, d.length FROM k JOIN search_docs d ON d.id = k.doc_id",
             (batch_id, note_id)).fetchall()
-        live.remove(con, vault_id, [int(doc) for doc, _ in died])
+        live.remove(con, vault_id, batch_id, [int(doc) for doc, _ in died])
         _count(con, vault_id, batch_id, -len(died), -sum(int(length) for _, length in died))
         con.raw.execute("INSERT INTO search_state (vault_id, last_batch) VALUES (%s, %s) "
                         "ON CONFLICT (vault_id) DO UPDATE SET last_batch = excluded.last_batch", (vault_id, batch_id))

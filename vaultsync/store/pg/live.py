@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from . import spans
+
 
 def pgvector_schema(con: Any) -> str | None:
     """The schema of the pgvector extension when this vaultsync schema's vectors use it (None: the fallback)."""
@@ -58,19 +60,21 @@ def _copy_vectors(con: Any, where: str, params: tuple) -> None:
                 f"JOIN search_vectors v ON v.doc_id = l.doc_id WHERE {where} ON CONFLICT DO NOTHING", params)
 
 
-def add(con: Any, vault_id: int, docs: list[int], texts: dict[int, str], lengths: dict[int, int],
+def add(con: Any, vault_id: int, batch_id: int, docs: list[int], texts: dict[int, str], lengths: dict[int, int],
         schema: Any = UNKNOWN, counted: dict[int, dict[str, int]] | None = None) -> None:
-    """Rows using ``docs`` (one entry per row) became current in the vault; ``texts``: each doc's indexed text
-    (its postings are written again when the doc was live in no vault), ``lengths``: its length in tokens;
-    ``schema``: pgvector's (``pgvector_schema``, None: none), when the caller knows it; ``counted``: the term
-    counts of docs the caller has just tokenized (not tokenized again). Two statements: the counts (with the
-    new docs' vectors), then the new docs' postings."""
+    """Rows using ``docs`` (one entry per row) became current in the vault at batch ``batch_id``; ``texts``: each
+    doc's indexed text (its postings are written again when the doc was live in no vault), ``lengths``: its length
+    in tokens; ``schema``: pgvector's (``pgvector_schema``, None: none), when the caller knows it; ``counted``: the
+    term counts of docs the caller has just tokenized (not tokenized again). Two statements: the counts (with the
+    new docs' vectors and spans, ``pg/spans.py``), then the new docs' postings."""
     from .ranking import tokens
 
     if not docs:
         return
     counts = Counter(docs)
     ids = list(counts)
+    if schema is UNKNOWN:
+        schema = pgvector_schema(_raw(con))
     vec, value = _halfvec(con, schema)
     new = con.raw.execute(
         f"""WITH k AS (INSERT INTO search_live (vault_id, doc_id, rows, length)
@@ -79,10 +83,10 @@ def add(con: Any, vault_id: int, docs: list[int], texts: dict[int, str], lengths
                 RETURNING doc_id, (xmax = 0) AS inserted),
             vv AS (INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec})
                 SELECT %(v)s, v.doc_id, v.embedding{value} FROM search_vectors v
-                WHERE v.doc_id IN (SELECT doc_id FROM k WHERE inserted))
+                WHERE v.doc_id IN (SELECT doc_id FROM k WHERE inserted)){spans.enter(schema)}
             SELECT k.doc_id, EXISTS (SELECT 1 FROM search_live o WHERE o.doc_id = k.doc_id AND o.vault_id <> %(v)s)
             FROM k WHERE k.inserted""",
-        {"v": vault_id, "d": ids, "n": list(counts.values()), "k": [lengths[d] for d in ids]}).fetchall()
+        {"v": vault_id, "b": batch_id, "d": ids, "n": list(counts.values()), "k": [lengths[d] for d in ids]}).fetchall()
     if not any(not elsewhere for _, elsewhere in new):
         return
     with con.raw.cursor() as cur, cur.copy("COPY search_live_postings (term, doc, tf) FROM STDIN") as copy:
@@ -93,23 +97,24 @@ def add(con: Any, vault_id: int, docs: list[int], texts: dict[int, str], lengths
                     copy.write_row((term, int(doc), tf))
 
 
-def remove(con: Any, vault_id: int, docs: list[int]) -> None:
-    """Rows using ``docs`` (one entry per row) stopped being current in the vault: one statement (a doc whose
-    last row it was leaves, with its vector, and its postings when no other vault has it live)."""
+def remove(con: Any, vault_id: int, batch_id: int, docs: list[int]) -> None:
+    """Rows using ``docs`` (one entry per row) stopped being current in the vault at batch ``batch_id``: one
+    statement (a doc whose last row it was leaves, with its vector, its span ends, and its postings go when no
+    other vault has it live)."""
     if not docs:
         return
     counts = Counter(docs)
     con.raw.execute(
-        """WITH u AS (SELECT d, n FROM unnest(%(d)s::bigint[], %(n)s::bigint[]) AS u(d, n)),
+        f"""WITH u AS (SELECT d, n FROM unnest(%(d)s::bigint[], %(n)s::bigint[]) AS u(d, n)),
                 gone AS (DELETE FROM search_live l USING u WHERE l.vault_id = %(v)s AND l.doc_id = u.d
                          AND l.rows <= u.n RETURNING l.doc_id),
                 less AS (UPDATE search_live l SET rows = l.rows - u.n FROM u WHERE l.vault_id = %(v)s
                          AND l.doc_id = u.d AND l.rows > u.n),
                 gv AS (DELETE FROM search_live_vectors WHERE vault_id = %(v)s
-                       AND doc_id IN (SELECT doc_id FROM gone))
+                       AND doc_id IN (SELECT doc_id FROM gone)){spans.LEAVE}
            DELETE FROM search_live_postings p WHERE p.doc IN (SELECT doc_id FROM gone)
                AND NOT EXISTS (SELECT 1 FROM search_live o WHERE o.doc_id = p.doc AND o.vault_id <> %(v)s)""",
-        {"d": list(counts), "n": list(counts.values()), "v": vault_id})
+        {"d": list(counts), "n": list(counts.values()), "v": vault_id, "b": batch_id})
 
 
 def refill_vectors(con: Any) -> None:
@@ -117,12 +122,16 @@ def refill_vectors(con: Any) -> None:
     raw = _raw(con)
     raw.execute("DELETE FROM search_live_vectors")
     _copy_vectors(raw, "true", ())
+    if raw.execute("SELECT to_regclass(%s)", (spans.TABLE,)).fetchone()[0] is not None:
+        spans.refill_vectors(raw, pgvector_schema(raw))
 
 
 def clear(con: Any) -> None:
     raw = _raw(con)
     for table in ("search_live_vectors", "search_live_postings", "search_live"):
         raw.execute(f"DELETE FROM {table}")
+    if raw.execute("SELECT to_regclass(%s)", (spans.TABLE,)).fetchone()[0] is not None:  # m007's
+        raw.execute(f"DELETE FROM {spans.TABLE}")
 
 
 LIVE_FROM_ROWS = """

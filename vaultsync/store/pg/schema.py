@@ -294,6 +294,17 @@ def m006_live(con: Any) -> None:
     create(con)
 
 
+@migration
+def m007_doc_spans(con: Any) -> None:
+    """Vector search at a past cutoff without reading every chunk row born by then (``pg/spans.py``): each doc's
+    spans of visibility per vault, with its vector as ``halfvec`` where the store's vectors use pgvector, filled
+    here from the existing index."""
+    from . import spans
+    from .live import pgvector_schema
+
+    spans.create(con, pgvector_schema(con))
+
+
 def schema_version(con: Any) -> int:
     """0 for a database (schema) vaultsync never wrote."""
     if con.execute("SELECT to_regclass('vaultsync_schema')").fetchone()[0] is None:

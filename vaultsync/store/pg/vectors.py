@@ -14,7 +14,9 @@ Ranking at a cutoff, over the docs of exactly the visible chunk rows (of the all
   every visible doc is a candidate, its ``embedding`` read and compared in Python.
 
 What is scanned is bounded by the vault (m006): "now" (unfiltered) scans ``search_live_vectors``, the
-current docs' vectors kept apart (``pg/live.py``); a past cutoff only the docs up to ``search_stats.max_doc``.
+current docs' vectors kept apart (``pg/live.py``); a past cutoff (unfiltered, no validity overlay) the docs
+visible then, found with their vectors through their spans of visibility (``pg/spans.py``, m007); with a
+filter or an overlay, the docs of the visible rows up to ``search_stats.max_doc``.
 
 Either way the candidates' scores are then computed by ``search.vector.similarity``, sqlite-vec's own
 arithmetic in Python (pgvector sums and divides in another order, so its distances can differ from
@@ -24,6 +26,7 @@ sqlite-vec's in the last float32 bit), and the rows are ordered as the SQLite en
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import Any
@@ -32,7 +35,7 @@ from ...embedders import Embedder
 from ..search.keyword import Scored
 from ..search.snapshot import Snapshot, rows_source
 from ..search.vector import best_rows, query_vector, searchable, similarity
-from . import live
+from . import live, spans
 from .live import pgvector_schema
 from .ranking import max_doc
 
@@ -79,6 +82,36 @@ def rank(con: Any, snap: Snapshot, embedder: Embedder, query: str, allowed: set[
     q = searchable(embedder, query, allowed, limit)
     if q is None:
         return []
+    schema = pgvector_schema(con.raw)
+    by_spans = allowed is None and not snap.live and not snap.removed and not snap.added
+    if by_spans:  # a past cutoff: the docs visible then, with their vectors, from their spans (m007)
+        distances, params = spans.visible(snap, None if schema is None else _distance(schema, "s.vec", "halfvec"))
+    else:
+        distances, params = _visible(con, snap, allowed, schema)
+    with spans.by_index(con.raw) if by_spans else contextlib.nullcontext():
+        if schema is None:
+            docs = con.execute(distances, params).fetchall()
+        else:  # distances of every visible doc; the int8 vectors of the few candidates alone leave the database
+            near = _nearest(con, distances, {**params, "q": _ints(q)}, limit)
+    if schema is not None:
+        docs = con.raw.execute("SELECT doc_id, embedding FROM search_vectors WHERE doc_id = ANY(%s)", (near,)).fetchall()
+    scores = sorted(((similarity(bytes(blob), q), int(doc)) for doc, blob in docs), reverse=True)
+    if len(scores) > limit:  # every doc tied with the ``limit``-th stays until rows are ordered
+        edge = scores[limit - 1][0]
+        scores = [s for s in scores if s[0] >= edge]
+    return best_rows(con, snap, allowed, {doc: score for score, doc in scores}, limit) if scores else []
+
+
+def _distance(schema: str, column: str, kind: str) -> str:
+    """pgvector's cosine distance of ``column`` (of type ``kind``) to the query ``:q``, made a vector once: a
+    subquery (an InitPlan), as a prepared statement's generic plan would convert the parameter again for every
+    row (psycopg prepares a statement run five times; PostgreSQL then plans it once for any parameters)."""
+    return f'"{schema}".cosine_distance({column}, (SELECT :q::integer[]::"{schema}".vector::"{schema}".{kind}))'
+
+
+def _visible(con: Any, snap: Snapshot, allowed: set[int] | None, schema: str | None) -> tuple[str, dict[str, Any]]:
+    """SQL selecting ``(doc_id, d)`` (the distance) of the visible docs (of the allowed notes) now, or with a filter
+    or a validity overlay (from their rows); without pgvector (``schema`` None) ``(doc_id, embedding)``."""
     source, params = rows_source(snap, allowed)
     if snap.live and allowed is None:  # the current docs' vectors, kept apart (m006): scan only those
         visible, params = "FROM search_live_vectors v WHERE v.vault_id = :vault", {"vault": snap.vault_id}
@@ -87,26 +120,17 @@ def rank(con: Any, snap: Snapshot, embedder: Embedder, query: str, allowed: set[
         visible = f"FROM search_vectors v WHERE v.doc_id IN (SELECT doc_id FROM ({source}) s)"
         if bound is not None:
             visible, params = visible + " AND v.doc_id <= :maxdoc", {**params, "maxdoc": bound}
-    schema = pgvector_schema(con.raw)
     if schema is None:
-        docs = con.execute(f"SELECT v.doc_id, v.embedding {visible}", params).fetchall()
-    else:  # distances of every visible doc; the int8 vectors of the few candidates alone leave the database
-        kind = "halfvec" if "search_live_vectors" in visible else "vector"  # m006 keeps the live ones as halfvec
-        distance = f'"{schema}".cosine_distance(v.vec, :q::integer[]::"{schema}".vector::"{schema}".{kind})'
-        distances = f"SELECT v.doc_id, {distance} AS d {visible}"
-        if not snap.live and allowed is None:  # the visible docs up to the cutoff's highest, nearest first (in
-            # this form PostgreSQL hashes the visible docs and sorts only their distances, top-N; as one flat
-            # query it sorted every vector with its distance, on disk)
-            bound = "" if "maxdoc" not in params else " WHERE v.doc_id <= :maxdoc"
-            distances = (f"SELECT c.doc_id, c.d FROM (SELECT v.doc_id, {distance} AS d FROM search_vectors v{bound} "
-                         f"OFFSET 0) AS c WHERE c.doc_id IN (SELECT doc_id FROM ({source}) s)")
-        near = _nearest(con, distances, {**params, "q": _ints(q)}, limit)
-        docs = con.raw.execute("SELECT doc_id, embedding FROM search_vectors WHERE doc_id = ANY(%s)", (near,)).fetchall()
-    scores = sorted(((similarity(bytes(blob), q), int(doc)) for doc, blob in docs), reverse=True)
-    if len(scores) > limit:  # every doc tied with the ``limit``-th stays until rows are ordered
-        edge = scores[limit - 1][0]
-        scores = [s for s in scores if s[0] >= edge]
-    return best_rows(con, snap, allowed, {doc: score for score, doc in scores}, limit) if scores else []
+        return f"SELECT v.doc_id, v.embedding {visible}", params
+    kind = "halfvec" if "search_live_vectors" in visible else "vector"  # m006 keeps the live ones as halfvec
+    distance = _distance(schema, "v.vec", kind)
+    if not snap.live and allowed is None:  # the visible docs up to the cutoff's highest, nearest first (in this
+        # form PostgreSQL hashes the visible docs and sorts only their distances, top-N; as one flat query it
+        # sorted every vector with its distance, on disk)
+        bound = "" if "maxdoc" not in params else " WHERE v.doc_id <= :maxdoc"
+        return (f"SELECT c.doc_id, c.d FROM (SELECT v.doc_id, {distance} AS d FROM search_vectors v{bound} "
+                f"OFFSET 0) AS c WHERE c.doc_id IN (SELECT doc_id FROM ({source}) s)"), params
+    return f"SELECT v.doc_id, {distance} AS d {visible}", params
 
 
 SPARE = 32

@@ -1,0 +1,133 @@
+"""Each doc's spans of visibility per vault on PostgreSQL: what vector search at a past cutoff reads (migration m007).
+
+A past cutoff's visible docs were found from ``search_rows``: every chunk row born by the cutoff read to keep
+the few still alive then (on the Hub's whole history, at its middle commit, 63,775 rows read for 8,977 visible
+ones, using 8,941 docs), then hashed against the vectors of every doc written by then. ``search_doc_spans``
+holds one entry per doc, vault and stretch of batches during which at least one chunk row of the vault used
+the doc: ``born``, the batch its first row appeared, and ``died``, the batch after which none is left
+(``OPEN`` while one is), with the doc's vector (pgvector's ``halfvec``, where the store's vectors use pgvector:
+int8 components are exact in half precision). A row's lifetime and the next row's that starts as it ends (a
+chunk unchanged by an edit, a rename) make one span, so there are about as many spans as docs (99,845 for
+99,143 docs there); the docs visible at batch ``b`` are the spans with ``born <= b < died``, read with their
+vectors by one index-only scan of ``(vault_id, born, died) INCLUDE (doc_id, vec)`` (``by_index``: never a scan
+of the whole table).
+
+The spans follow the live set (``pg/live.py``): a doc entering a vault's live set at batch ``b`` opens a span
+(or reopens the one that ended at ``b``, when its rows changed within the batch), and leaving it closes the
+open span at ``b`` (or removes a span opened in the same batch: it was never visible at a cutoff), in the
+statements that keep ``search_live``. A purge or reindex rebuilds them with the rest of the index, the
+vectors' catch-up and ``reembed`` refill their vectors, and m007 computes them from an existing index
+(``FROM_ROWS``: the definition the tests compare the kept table with).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from ..search.schema import OPEN
+
+TABLE = "search_doc_spans"
+
+FROM_ROWS = f"""
+WITH r AS (SELECT vault_id, doc_id, born, coalesce(died, {OPEN}) AS died FROM search_rows
+           WHERE died IS NULL OR died > born),
+e AS (SELECT *, max(died) OVER (PARTITION BY vault_id, doc_id ORDER BY born, died
+                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before FROM r),
+i AS (SELECT *, count(*) FILTER (WHERE before IS NULL OR born > before)
+                    OVER (PARTITION BY vault_id, doc_id ORDER BY born, died ROWS UNBOUNDED PRECEDING) AS span FROM e)
+SELECT vault_id, doc_id, min(born) AS born, max(died) AS died FROM i GROUP BY vault_id, doc_id, span
+"""
+"""The spans computed from ``search_rows`` alone: the rows' lifetimes ``[born, died)`` (empty ones left out) of
+each doc and vault, merged where one starts before or as the ones before it end."""
+
+
+def _vec(schema: str | None) -> tuple[str, str]:
+    """The spans' ``vec`` column in an INSERT and its value from ``search_vectors v`` ("" without pgvector)."""
+    return ("", "") if schema is None else (", vec", f', v.vec::"{schema}".halfvec')
+
+
+def enter(schema: str | None) -> str:
+    """More CTEs for ``live.add``'s statement (a comma first): a span opened at batch ``%(b)s`` for each doc of ``k``
+    just inserted into ``search_live`` (``inserted``) in vault ``%(v)s``, or the one that ended at that batch
+    reopened; ``schema``: pgvector's (None: none)."""
+    vec, value = _vec(schema)
+    return f""",
+            so AS (UPDATE {TABLE} s SET died = {OPEN} WHERE s.vault_id = %(v)s AND s.died = %(b)s
+                   AND s.doc_id IN (SELECT doc_id FROM k WHERE inserted) RETURNING s.doc_id),
+            sn AS (INSERT INTO {TABLE} (vault_id, doc_id, born, died{vec})
+                   SELECT %(v)s, k.doc_id, %(b)s, {OPEN}{value} FROM k
+                   LEFT JOIN search_vectors v ON v.doc_id = k.doc_id
+                   WHERE k.inserted AND k.doc_id NOT IN (SELECT doc_id FROM so))"""
+
+
+LEAVE = f""",
+            sc AS (UPDATE {TABLE} s SET died = %(b)s WHERE s.vault_id = %(v)s AND s.died = {OPEN}
+                   AND s.born < %(b)s AND s.doc_id IN (SELECT doc_id FROM gone)),
+            se AS (DELETE FROM {TABLE} s WHERE s.vault_id = %(v)s AND s.died = {OPEN} AND s.born = %(b)s
+                   AND s.doc_id IN (SELECT doc_id FROM gone))"""
+"""More CTEs for ``live.remove``'s statement (a comma first): the open span of each doc of ``gone`` (the docs that
+just left the vault's ``search_live``) closed at batch ``%(b)s``, or removed when it opened in that batch."""
+
+
+def rebuild(raw: Any, schema: str | None) -> None:
+    """The whole table computed from ``search_rows`` (and the vectors), in (vault, born) order."""
+    vec, value = _vec(schema)
+    raw.execute(f"DELETE FROM {TABLE}")
+    raw.execute(f"INSERT INTO {TABLE} (vault_id, doc_id, born, died{vec}) SELECT s.vault_id, s.doc_id, s.born, "
+                f"s.died{value} FROM ({FROM_ROWS}) s LEFT JOIN search_vectors v ON v.doc_id = s.doc_id "
+                "ORDER BY s.vault_id, s.born, s.doc_id")
+
+
+def refill_vectors(raw: Any, schema: str | None) -> None:
+    """Every span's vector, after the vectors were written anew (``vectors.catch_up``, ``reembed``)."""
+    if schema is not None:
+        raw.execute(f'UPDATE {TABLE} s SET vec = v.vec::"{schema}".halfvec FROM search_vectors v '
+                    "WHERE v.doc_id = s.doc_id")
+
+
+def create(raw: Any, schema: str | None) -> None:
+    """m007's table (``vec`` only where the store's vectors use pgvector), filled from the existing index."""
+    vec = f'vec "{schema}".halfvec,' if schema is not None else ""
+    raw.execute(f"""
+    CREATE TABLE {TABLE} (
+        vault_id bigint NOT NULL,
+        doc_id   bigint NOT NULL,
+        born     bigint NOT NULL,                 -- the batch the first of the span's rows was born in
+        died     bigint NOT NULL,                 -- the batch the last one died in ({OPEN}: still visible)
+        {vec}
+        PRIMARY KEY (vault_id, doc_id, born)
+    )""")
+    rebuild(raw, schema)
+    # the vectors in the index too: read by an index-only scan, a past cutoff's docs and vectors do not depend on
+    # where updates left the rows in the table (nor on the planner weighing a bitmap scan against a whole scan)
+    raw.execute(f"CREATE INDEX {TABLE}_at ON {TABLE} (vault_id, born, died) INCLUDE (doc_id{', vec' if vec else ''})")
+    raw.execute(f"ANALYZE {TABLE}")
+
+
+@contextlib.contextmanager
+def by_index(raw: Any) -> Iterator[None]:
+    """Statements on the spans planned without a whole-table scan, inside the caller's transaction. PostgreSQL
+    estimates ``born <= b AND died > b`` as if the two were independent (twice the rows there are at the Hub's
+    middle commit) and costs the index-only scan by the visibility map (empty until VACUUM sets it: just after
+    m007 it had not), so on a table whose rows updates have spread it chose a parallel scan of the whole table
+    (45-50 ms, against 5 for the index)."""
+    (before,) = raw.execute("SELECT current_setting('enable_seqscan')").fetchone()
+    raw.execute("SELECT set_config('enable_seqscan', 'off', true)")
+    try:
+        yield
+    finally:
+        raw.execute("SELECT set_config('enable_seqscan', %s, true)", (before,))
+
+
+def visible(snap: Any, distance: str | None) -> tuple[str, dict[str, Any]]:
+    """SQL (the store's ``:name`` parameters) selecting ``(doc_id, d)``, ``distance`` (of ``s.vec``) of each doc
+    visible at the snapshot's batch that has a vector, or without pgvector (``distance`` None) ``(doc_id,
+    embedding)``; and its parameters. The batch alone: not for a validity overlay or a filter."""
+    params = {"vault": snap.vault_id, "b": snap.batch}
+    where = "s.vault_id = :vault AND s.born <= :b AND s.died > :b"
+    if distance is None:
+        return (f"SELECT s.doc_id, v.embedding FROM {TABLE} s JOIN search_vectors v ON v.doc_id = s.doc_id "
+                f"WHERE {where}"), params
+    return f"SELECT s.doc_id, {distance} AS d FROM {TABLE} s WHERE {where} AND s.vec IS NOT NULL", params
