@@ -6,7 +6,7 @@ in it, as in the fixture) and of its children (the replay tool, git), wall time,
 Builds exactly what ``tests/conftest.py``'s ``help_replayed`` builds (its own ``replay`` and folder rule are
 imported from the checkout's conftest: every ``REPLAY_EVERY``-th commit of the Help bundle, read at run time,
 imported in this process with ``vaultsync import --known-at``). Run from two checkouts (each with its own
-venv) to compare old and new code. ``--profile`` writes a cProfile of the imports (pstats format).
+venv) to compare old and new code. ``--profile`` writes a cProfile of the imports (pstats format, CPU time of this process).
 Prints one JSON line.
 """
 
@@ -49,7 +49,7 @@ def main() -> None:
     corpus = conftest.HelpCorpus(work, env)
     db, vault = work / "replay.db", work / "help"
     in_import = [0.0, 0.0]  # CPU and wall seconds inside the imports
-    profile = cProfile.Profile() if args.profile else None
+    profile = cProfile.Profile(time.process_time) if args.profile else None
     states = []
 
     def import_state(commit_time: str) -> None:
