@@ -21,8 +21,15 @@ DICTIONARY_SAMPLE = 1024
 """A database without a compression dictionary trains one from up to this many of a batch's first notes."""
 
 
-IN_CHUNK = 500
+IN_CHUNK = 512
 """Hashes looked up in one ``IN (...)`` statement (far below SQLite's limit on parameters)."""
+
+
+def padded(values: list[Any]) -> list[Any]:
+    """``values`` repeated at the end up to the next power of two: an ``IN (?, ...)`` lookup then comes in a
+    few lengths only, each prepared once and kept in the connection's statement cache."""
+    size = 1 << max(len(values) - 1, 0).bit_length()
+    return values + values[-1:] * (size - len(values))
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=False)
 
@@ -137,7 +144,7 @@ class BatchWriter:
         found: dict[bytes, int] = {}
         unique = list(dict.fromkeys(keys))
         for start in range(0, len(unique), IN_CHUNK):
-            part = unique[start:start + IN_CHUNK]
+            part = padded(unique[start:start + IN_CHUNK])
             found.update((bytes(h), i) for h, i in self.con.execute(
                 f"SELECT hash, id FROM {table} WHERE hash IN ({','.join('?' * len(part))})", part))
         for h, value in zip(keys, values):

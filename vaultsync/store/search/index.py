@@ -25,7 +25,7 @@ import apsw
 from ...embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
 from ...errors import ProviderError
 from ..codec import unpack
-from ..write import ChunkRow
+from ..write import IN_CHUNK, ChunkRow, padded
 from .embedding import AHEAD, check_embedder, embed_ahead, take_ahead, unknown_embedder, write_vectors
 from ..codec import content_key
 from .schema import check_text_version, has_schema, live_table, meta, set_meta
@@ -35,9 +35,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["SearchIndexer", "index_lag", "live_table"]
 
-
-_IN_CHUNK = 500
-"""Hashes looked up in one ``IN (...)`` statement (far below SQLite's limit on parameters)."""
 
 _TEXTS: dict[bytes, str] = {}
 """Doc hash → the ``indexed_text`` it was indexed with, for docs this process indexed: ending a live row hands
@@ -137,8 +134,8 @@ class SearchIndexer:
         keys = [content_key(text) for text in texts]
         found: dict[bytes, tuple[int, int]] = {}
         unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _IN_CHUNK):
-            part = unique[start:start + _IN_CHUNK]
+        for start in range(0, len(unique), IN_CHUNK):
+            part = padded(unique[start:start + IN_CHUNK])
             for key, doc_id, length in con.execute(
                     f"SELECT hash, id, length FROM search_docs WHERE hash IN ({','.join('?' * len(part))})", part):
                 found[bytes(key)] = (doc_id, length)
