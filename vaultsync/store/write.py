@@ -21,6 +21,16 @@ DICTIONARY_SAMPLE = 1024
 """A database without a compression dictionary trains one from up to this many of a batch's first notes."""
 
 
+IN_CHUNK = 512
+"""Hashes looked up in one ``IN (...)`` statement (far below SQLite's limit on parameters)."""
+
+
+def padded(values: list[Any]) -> list[Any]:
+    """``values`` repeated at the end up to the next power of two: an ``IN (?, ...)`` lookup then comes in a
+    few lengths only, each prepared once and kept in the connection's statement cache."""
+    size = 1 << max(len(values) - 1, 0).bit_length()
+    return values + values[-1:] * (size - len(values))
+
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=False)
 
 
@@ -126,21 +136,22 @@ class BatchWriter:
         for indexer in self.indexers:
             indexer.on_end(self.con, batch_id, note_id)
 
-    def _text_id(self, text: str) -> int:
-        key = codec.content_key(text)
-        row = self.con.execute("SELECT id FROM texts WHERE hash = ?", (key,)).fetchone()
-        if row is not None:
-            return int(row[0])
-        self.con.execute("INSERT INTO texts (hash, body) VALUES (?, ?)", (key, codec.pack(text, self.text_dict)))
-        return self.con.last_insert_rowid()
-
-    def _blob_id(self, value: str) -> int:
-        key = codec.content_key(value)
-        row = self.con.execute("SELECT id FROM blobs WHERE hash = ?", (key,)).fetchone()
-        if row is not None:
-            return int(row[0])
-        self.con.execute("INSERT INTO blobs (hash, body) VALUES (?, ?)", (key, codec.pack(value, codec.LINKS_KEY)))
-        return self.con.last_insert_rowid()
+    def _ids(self, table: str, values: list[str], key: bytes | None) -> list[int]:
+        """The row of ``table`` (``texts`` or ``blobs``) holding each value, adding the values it lacks
+        (packed with dictionary ``key``) in order of first appearance: one lookup for all hashes, not one each
+        (the inserts stay one statement each: ``last_insert_rowid`` is what both engines answer)."""
+        keys = [codec.content_key(value) for value in values]
+        found: dict[bytes, int] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), IN_CHUNK):
+            part = padded(unique[start:start + IN_CHUNK])
+            found.update((bytes(h), i) for h, i in self.con.execute(
+                f"SELECT hash, id FROM {table} WHERE hash IN ({','.join('?' * len(part))})", part))
+        for h, value in zip(keys, values):
+            if h not in found:
+                self.con.execute(f"INSERT INTO {table} (hash, body) VALUES (?, ?)", (h, codec.pack(value, key)))
+                found[h] = self.con.last_insert_rowid()
+        return [found[h] for h in keys]
 
     def add_revision(self, change: Change, parsed: ParsedNote) -> None:
         """Append a revision of ``change.path``; ``change.live_id`` is the revision it replaces there, if any."""
@@ -176,11 +187,13 @@ class BatchWriter:
 
     def write_chunks(self, note_id: int, path: str, parsed: ParsedNote) -> list[ChunkRow]:
         """Store the chunks (texts, link lists) of revision ``note_id``; the rows handed to indexers."""
+        links = [dumps(found) if found else None for found in links_by_chunk(parsed)]
+        text_ids = self._ids("texts", [chunk.text for chunk in parsed.chunks], self.text_dict)
+        listed = [value for value in links if value is not None]
+        link_ids = iter(self._ids("blobs", listed, codec.LINKS_KEY) if listed else ())
+        links_ids = [None if value is None else next(link_ids) for value in links]
         rows: list[ChunkRow] = []
-        links = links_by_chunk(parsed)
-        for ord_, chunk in enumerate(parsed.chunks):
-            text_id = self._text_id(chunk.text)
-            links_id = self._blob_id(dumps(links[ord_])) if links[ord_] else None
+        for ord_, (chunk, text_id, links_id) in enumerate(zip(parsed.chunks, text_ids, links_ids)):
             self.con.execute(
                 """INSERT INTO chunks (note_id, ord, chunk_id, text_id, heading_path, line_start, line_end, kind,
                        links_id) VALUES (?,?,?,?,?,?,?,?,?)""",

@@ -25,7 +25,7 @@ import apsw
 from ...embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
 from ...errors import ProviderError
 from ..codec import unpack
-from ..write import ChunkRow
+from ..write import IN_CHUNK, ChunkRow, padded
 from .embedding import AHEAD, check_embedder, embed_ahead, take_ahead, unknown_embedder, write_vectors
 from ..codec import content_key
 from .schema import check_text_version, has_schema, live_table, meta, set_meta
@@ -34,6 +34,15 @@ from ...tokenizer import TOKENIZE, indexable, indexed_text
 logger = logging.getLogger(__name__)
 
 __all__ = ["SearchIndexer", "index_lag", "live_table"]
+
+
+_TEXTS: dict[bytes, str] = {}
+"""Doc hash → the ``indexed_text`` it was indexed with, for docs this process indexed: ending a live row hands
+FTS5 the exact text again, and a note's next revision usually ends rows whose text was just written. Keyed by
+the content hash, so an entry can never name another text (a purge may delete a doc and its id be reused)."""
+
+_TEXTS_LIMIT = 32_768
+"""Entries kept; emptied when full (a chunk's text is about a kilobyte: a bound near 30 MB)."""
 
 
 def _varint(blob: bytes) -> int:
@@ -52,7 +61,11 @@ class SearchIndexer:
     """The ``Indexer`` the batch writer calls: docs, rows, live table, statistics and vectors."""
 
     take_ahead = staticmethod(take_ahead)
-    forget_ahead = staticmethod(AHEAD.clear)
+
+    def forget_ahead(self) -> None:
+        """The batch ended (the engine calls this however it ends): drop its pre-work and what was cached for it."""
+        AHEAD.clear()
+        self._max_doc = None
 
     def __init__(self, con: apsw.Connection, embedder: Embedder | None = None) -> None:
         check_text_version(con)
@@ -75,6 +88,8 @@ class SearchIndexer:
         self._checked: int | None = None
         self._new_tokens = 0
         self._live_ready: set[int] = set()
+        self._max_doc: tuple[int, int] | None = None
+        """(batch id, highest doc id) while that batch is written: only this indexer adds docs inside it."""
 
     # ------------------------------------------------------------ the Indexer hooks
 
@@ -105,26 +120,58 @@ class SearchIndexer:
         return name
 
     def _doc(self, con: apsw.Connection, text: str, new_docs: list[tuple[int, str]]) -> tuple[int, int]:
-        key = content_key(text)
-        row = con.execute("SELECT id, length FROM search_docs WHERE hash = ?", (key,)).fetchone()
-        if row is not None:
-            return row[0], row[1]
-        doc_id = con.execute("SELECT coalesce(max(id), 0) + 1 FROM search_docs").fetchone()[0]
-        con.execute("INSERT INTO search_fts (rowid, indexed_text) VALUES (?, ?)", (doc_id, text))
-        size = con.execute("SELECT sz FROM search_fts_docsize WHERE id = ?", (doc_id,)).fetchone()
-        length = _varint(size[0]) if size else 0
-        con.execute("INSERT INTO search_docs (id, hash, length) VALUES (?, ?, ?)", (doc_id, key, length))
-        new_docs.append((doc_id, text))
-        self._new_tokens += length
-        return doc_id, length
+        """The doc of one text (see ``_docs``)."""
+        self._max_doc = None  # called outside a batch's own path (a purge's repair): nothing cached holds
+        _TEXTS.clear()  # nor keep in memory texts a purge is taking out
+        return self._docs(con, [text], new_docs)[0]
+
+    def _docs(self, con: apsw.Connection, texts: list[str], new_docs: list[tuple[int, str]],
+              batch_id: int | None = None) -> list[tuple[int, int]]:
+        """(doc id, token count) of each text, indexing in ``search_fts`` the texts not seen before, with ids
+        given in order of first appearance (``max(id) + 1`` each, as one text at a time would); the new ones
+        are appended to ``new_docs``. Statements per call, not per text: one lookup of every hash, one FTS5
+        insert and one docsize read for all new texts."""
+        keys = [content_key(text) for text in texts]
+        found: dict[bytes, tuple[int, int]] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), IN_CHUNK):
+            part = padded(unique[start:start + IN_CHUNK])
+            for key, doc_id, length in con.execute(
+                    f"SELECT hash, id, length FROM search_docs WHERE hash IN ({','.join('?' * len(part))})", part):
+                found[bytes(key)] = (doc_id, length)
+        fresh: list[tuple[int, bytes, str]] = []
+        for key, text in zip(keys, texts):
+            if key not in found:
+                if not fresh:
+                    next_id = con.execute("SELECT coalesce(max(id), 0) + 1 FROM search_docs").fetchone()[0]
+                found[key] = (next_id + len(fresh), -1)
+                fresh.append((next_id + len(fresh), key, text))
+        if fresh:
+            con.executemany("INSERT INTO search_fts (rowid, indexed_text) VALUES (?, ?)",
+                            [(doc_id, text) for doc_id, _, text in fresh])
+            sizes = dict(con.execute("SELECT id, sz FROM search_fts_docsize WHERE id BETWEEN ? AND ?",
+                                     (fresh[0][0], fresh[-1][0])))
+            rows = []
+            for doc_id, key, text in fresh:
+                size = sizes.get(doc_id)
+                length = _varint(size) if size else 0
+                found[key] = (doc_id, length)
+                rows.append((doc_id, key, length))
+                new_docs.append((doc_id, text))
+                self._new_tokens += length
+            con.executemany("INSERT INTO search_docs (id, hash, length) VALUES (?, ?, ?)", rows)
+        if batch_id is not None and fresh:
+            self._max_doc = (batch_id, fresh[-1][0])
+        if len(_TEXTS) + len(keys) > _TEXTS_LIMIT:
+            _TEXTS.clear()
+        _TEXTS.update(zip(keys, texts))
+        return [found[key] for key in keys]
 
     def _add(self, con: apsw.Connection, vault_id: int, batch_id: int, note_id: int,
              rows: list[tuple[int, str]], *, bounded: bool) -> None:
         live = self._live(con, vault_id)
         new_docs: list[tuple[int, str]] = []
-        docs = []
-        for _, text in rows:
-            docs.append(self._doc(con, text, new_docs))
+        docs = self._docs(con, [text for _, text in rows], new_docs, batch_id)
         if new_docs:
             write_vectors(con, self.embedder, new_docs)
             con.execute("UPDATE search_doc_totals SET docs = docs + ?, tokens = tokens + ? WHERE id = 1",
@@ -146,26 +193,34 @@ class SearchIndexer:
     def _end(self, con: apsw.Connection, vault_id: int, batch_id: int, note_id: int) -> None:
         live = self._live(con, vault_id)
         rows = con.execute(
-            """SELECT c.id, c.heading_path, t.body, n.title, n.aliases, d.length, d.id
+            """SELECT c.id, c.heading_path, t.body, n.title, n.aliases, d.length, d.id, d.hash
                FROM chunks c JOIN texts t ON t.id = c.text_id JOIN notes n ON n.id = c.note_id
                JOIN search_rows r ON r.id = c.id JOIN search_docs d ON d.id = r.doc_id
                WHERE c.note_id = ? AND r.died IS NULL""",
             (note_id,),
         ).fetchall()
-        tokens = 0
-        for row_id, heading_path, body, title, aliases, length, doc_id in rows:
-            text = indexed_text(title, json.loads(aliases or "[]"), json.loads(heading_path), unpack(body))
-            con.execute(f"INSERT INTO {live} ({live}, rowid, indexed_text) VALUES ('delete', ?, ?)", (row_id, text))
-            con.execute("UPDATE search_live_vectors SET refs = refs - 1 WHERE vault_id = ? AND doc_id = ?",
-                        (vault_id, doc_id))
-            con.execute("DELETE FROM search_live_vectors WHERE vault_id = ? AND doc_id = ? AND refs <= 0",
-                        (vault_id, doc_id))
+        deletes, docs, tokens = [], [], 0
+        for row_id, heading_path, body, title, aliases, length, doc_id, key in rows:
+            text = _TEXTS.get(bytes(key))  # the text a doc was indexed with, by its hash: no decoding again
+            if text is None:
+                text = indexed_text(title, json.loads(aliases or "[]"), json.loads(heading_path), unpack(body))
+            deletes.append((row_id, text))
+            docs.append((vault_id, doc_id))
             tokens += length
+        if rows:
+            con.executemany(f"INSERT INTO {live} ({live}, rowid, indexed_text) VALUES ('delete', ?, ?)", deletes)
+            con.executemany("UPDATE search_live_vectors SET refs = refs - 1 WHERE vault_id = ? AND doc_id = ?", docs)
+            con.executemany("DELETE FROM search_live_vectors WHERE vault_id = ? AND doc_id = ? AND refs <= 0",
+                            list(dict.fromkeys(docs)))
         con.execute("UPDATE search_rows SET died = ? WHERE note_id = ? AND died IS NULL", (batch_id, note_id))
         self._stats(con, vault_id, batch_id, -len(rows), -tokens)
 
     def _stats(self, con: apsw.Connection, vault_id: int, batch_id: int, rows: int, tokens: int) -> None:
-        max_doc = con.execute("SELECT max(id) FROM search_docs").fetchone()[0] or 0
+        if self._max_doc is not None and self._max_doc[0] == batch_id:
+            max_doc = self._max_doc[1]
+        else:
+            max_doc = con.execute("SELECT max(id) FROM search_docs").fetchone()[0] or 0
+            self._max_doc = (batch_id, max_doc)
         con.execute(
             """INSERT INTO search_stats (vault_id, batch_id, rows, tokens, max_doc) VALUES (?,?,?,?,?)
                ON CONFLICT (vault_id, batch_id) DO UPDATE SET rows = rows + excluded.rows,
