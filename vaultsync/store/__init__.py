@@ -289,7 +289,7 @@ class Store:
     def reindex(self, vault_id: int, *, full: bool = False) -> int:
         """Index every batch the search index has not seen (``full``: drop and rebuild it for every vault,
         with the same embedder); return how many of this vault's batches were indexed."""
-        from .search.index import rebuild_search
+        from .search.rebuild import rebuild_search
 
         if self.readonly:
             raise ConfigError("reindex needs the database opened for writing")

@@ -42,7 +42,8 @@ from ..times import format_time, now_micros
 from . import codec
 from .read import cutoff
 from .schema import APPEND_ONLY_TABLES, append_only_triggers, has_table
-from .search.index import SearchIndexer, index_lag, rebuild_search
+from .search.index import SearchIndexer, index_lag
+from .search.rebuild import rebuild_search
 from .search.repair import Repair
 from .write import BatchWriter, dumps
 from .values import PurgeResult

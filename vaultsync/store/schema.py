@@ -183,7 +183,7 @@ def m003_purges(con: apsw.Connection) -> None:
 @migration
 def m004_contentless_out(con: apsw.Connection) -> None:
     """Blank and heading-only chunks leave the search index (``text.indexable``); their revisions stay."""
-    from .search.index import drop_unindexable
+    from .search.rebuild import drop_unindexable
 
     drop_unindexable(con)
 
