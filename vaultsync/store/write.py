@@ -31,6 +31,19 @@ def padded(values: list[Any]) -> list[Any]:
     size = 1 << max(len(values) - 1, 0).bit_length()
     return values + values[-1:] * (size - len(values))
 
+
+def by_hash(con: Any, table: str, columns: str, keys: list[bytes]) -> dict[bytes, tuple]:
+    """hash → ``columns`` of the rows of ``table`` whose ``hash`` is one of ``keys``: one ``IN`` lookup per
+    ``IN_CHUNK`` distinct hashes, not one statement per key."""
+    found: dict[bytes, tuple] = {}
+    unique = list(dict.fromkeys(keys))
+    for start in range(0, len(unique), IN_CHUNK):
+        part = padded(unique[start:start + IN_CHUNK])
+        for key, *values in con.execute(
+                f"SELECT hash, {columns} FROM {table} WHERE hash IN ({','.join('?' * len(part))})", part):
+            found[bytes(key)] = tuple(values)
+    return found
+
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=False)
 
 
@@ -141,12 +154,7 @@ class BatchWriter:
         (packed with dictionary ``key``) in order of first appearance: one lookup for all hashes, not one each
         (the inserts stay one statement each: ``last_insert_rowid`` is what both engines answer)."""
         keys = [codec.content_key(value) for value in values]
-        found: dict[bytes, int] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), IN_CHUNK):
-            part = padded(unique[start:start + IN_CHUNK])
-            found.update((bytes(h), i) for h, i in self.con.execute(
-                f"SELECT hash, id FROM {table} WHERE hash IN ({','.join('?' * len(part))})", part))
+        found = {h: row[0] for h, row in by_hash(self.con, table, "id", keys).items()}
         for h, value in zip(keys, values):
             if h not in found:
                 self.con.execute(f"INSERT INTO {table} (hash, body) VALUES (?, ?)", (h, codec.pack(value, key)))

@@ -25,7 +25,7 @@ import apsw
 from ...embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
 from ...errors import ProviderError
 from ..codec import unpack
-from ..write import IN_CHUNK, ChunkRow, padded
+from ..write import ChunkRow, by_hash
 from .embedding import AHEAD, check_embedder, embed_ahead, take_ahead, unknown_embedder, write_vectors
 from ..codec import content_key
 from .schema import check_text_version, has_schema, live_table, meta, set_meta
@@ -132,13 +132,7 @@ class SearchIndexer:
         are appended to ``new_docs``. Statements per call, not per text: one lookup of every hash, one FTS5
         insert and one docsize read for all new texts."""
         keys = [content_key(text) for text in texts]
-        found: dict[bytes, tuple[int, int]] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), IN_CHUNK):
-            part = padded(unique[start:start + IN_CHUNK])
-            for key, doc_id, length in con.execute(
-                    f"SELECT hash, id, length FROM search_docs WHERE hash IN ({','.join('?' * len(part))})", part):
-                found[bytes(key)] = (doc_id, length)
+        found: dict[bytes, tuple[int, int]] = by_hash(con, "search_docs", "id, length", keys)
         fresh: list[tuple[int, bytes, str]] = []
         for key, text in zip(keys, texts):
             if key not in found:
