@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import REPO, clone, machine, save
+from common import clone, machine, save
 
 CORE = """
 import json, sys, time
