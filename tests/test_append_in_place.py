@@ -14,12 +14,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import Client
 
+from mcp_helpers import sc
 from vaultsync import Vault, appendfs
 from vaultsync.edit import append_file
 from vaultsync.errors import NotANote, RevisionMismatch
 from vaultsync.revisions import expecting, revision_of
+from vaultsync.server import ServeConfig, build_server
 
 
 @pytest.mark.capabilities_off("no-dir-fd", "no-nofollow", "no-exchange")
@@ -54,6 +58,44 @@ def test_what_a_held_descriptor_writes_after_an_append_is_recorded_by_the_next_s
             os.close(held)
         vault.sync()
         assert vault.read("Log.md").content == "# Log\n- from the assistant\n- typed\n"
+
+
+@pytest.mark.anyio
+async def test_a_program_holding_the_note_open_through_a_burst_of_appends_keeps_every_line(tmp_path: Path) -> None:
+    """Against a real server: a program opened the note (``exec 3>>Journal.md``) before 20 appends
+    and writes through that descriptor while they are in flight and after: every line of both is
+    on disk and in the last recorded revision."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    note = root / "Journal.md"
+    note.write_text("# Journal\n", encoding="utf-8")
+    lines = [f"- assistant {i:02d}" for i in range(20)]
+    typed = [f"- typed {i}" for i in range(5)]
+    held = os.open(note, os.O_WRONLY | os.O_APPEND)
+    try:
+        async with Client(build_server(ServeConfig(db=tmp_path / "db", root=root, allow_writes=True))) as c:
+            async def append(line: str) -> None:
+                sc(await c.call_tool("append_to_note", {"path": "Journal.md", "text": line}))
+
+            async def program() -> None:
+                for text in typed[:-1]:
+                    await anyio.sleep(0.05)
+                    os.write(held, f"\n{text}\n".encode())
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(program)
+                for line in lines:
+                    tg.start_soon(append, line)
+            os.write(held, f"\n{typed[-1]}\n".encode())  # after every append returned
+            last = sc(await c.call_tool("append_to_note", {"path": "Journal.md", "text": "- last"}))
+            stored = sc(await c.call_tool("read_note", {"path": "Journal.md"}))["content"]
+    finally:
+        os.close(held)
+    on_disk = note.read_text(encoding="utf-8")
+    body = [line for line in on_disk.splitlines()[1:] if line]
+    assert sorted(line for line in body if "assistant" in line) == lines
+    assert [line for line in body if "typed" in line] == typed, "every line the program wrote is there"
+    assert body[-1] == "- last" and stored == on_disk and last["ingested"]
 
 
 def _save_from(copy: str):
