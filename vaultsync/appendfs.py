@@ -4,8 +4,9 @@ An append adds bytes to the note file itself; it never replaces the file. A prog
 note open (an editor, a shell's ``>>``, a plugin) keeps writing into the note, before, during and
 after the append, and nothing it writes goes to a file that is then deleted (a swap of a temp file
 for the note cannot promise that: ``vaultfs.edit``). The note is reached as every write reaches it
-(``vaultfs.folder`` and ``vaultfs.open_file``: no symlink followed, a regular file in the vault),
-so it keeps its mode, owner and links to open descriptors without being told to.
+(``vaultfs.folder`` and ``vaultfs.open_file``: no symlink followed, a regular file in the vault);
+being the same file, it keeps its mode, owner and extended attributes, and every descriptor open
+on it still writes into the note.
 
 The steps, and what each promises:
 

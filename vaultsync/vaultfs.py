@@ -438,4 +438,3 @@ def edit(root: str | os.PathLike[str], rel: str, limit: int, change: Callable[[b
             _unlink(where, tmp)
         _sync(where)
     return new
-
