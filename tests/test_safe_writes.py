@@ -287,7 +287,8 @@ def _append(root: Path) -> None:
 
 def _rewrite(root: Path) -> None:
     """edit_note's path (``rewrite_file``), here adding what ``_append`` adds."""
-    rewrite_file(str(root), "Daily.md", lambda old: old + (b"" if old.endswith(b"\n") else b"\n") + b"from the assistant")
+    rewrite_file(str(root), "Daily.md",
+                 lambda old: old + (b"" if old.endswith(b"\n") else b"\n") + b"from the assistant")
 
 
 AFTER_READ = {"append": (_append, appendfs, "_unchanged"), "rewrite": (_rewrite, vaultfs, "_temp")}

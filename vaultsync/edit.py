@@ -1,4 +1,4 @@
-"""Opt-in writes into the vault folder: create or append to a note, atomically, never outside the vault.
+"""Opt-in writes into the vault folder: create a note (atomically) or append to one (in place), never outside the vault.
 
 Every write goes through ``vaultfs``: no symlink is followed at any component, the file written is
 a regular ``.md`` file inside the vault and outside dot-folders, and an append writes into the note
