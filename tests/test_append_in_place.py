@@ -21,7 +21,7 @@ from mcp import Client
 from mcp_helpers import sc
 from vaultsync import Vault, appendfs
 from vaultsync.edit import append_file
-from vaultsync.errors import NotANote, RevisionMismatch
+from vaultsync.errors import PathError, RevisionMismatch
 from vaultsync.revisions import expecting, revision_of
 from vaultsync.server import ServeConfig, build_server
 
@@ -155,6 +155,34 @@ def test_a_save_right_after_the_write_that_kept_the_text_is_not_appended_to_agai
     assert saves and note.read_text(encoding="utf-8") == "# Daily\nfrom the assistant\ntyped in the editor\n"
 
 
+@pytest.mark.capabilities_off("no-dir-fd", "no-nofollow")
+def test_an_in_place_save_that_truncates_around_the_write_gets_the_text_appended_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editor truncates the note just before the append writes (after its last check) and writes
+    its copy at offset 0 just after: the append's text lands at 0 and is overwritten. The append
+    notices (the note does not hold its text where it landed) and appends again."""
+    note = tmp_path / "Daily.md"
+    note.write_text("# Daily\n", encoding="utf-8")
+    real, saves = appendfs._write_at_end, []
+
+    def editor_truncates_write_then_editor_writes(fd: int, data: bytes, rel: str) -> int:
+        if saves:
+            return real(fd, data, rel)
+        editor = os.open(note, os.O_WRONLY | os.O_TRUNC)
+        try:
+            start = real(fd, data, rel)
+            os.write(editor, b"# Daily\ntyped in the editor\n")
+        finally:
+            os.close(editor)
+        saves.append(start)
+        return start
+
+    monkeypatch.setattr(appendfs, "_write_at_end", editor_truncates_write_then_editor_writes)
+    append_file(str(tmp_path), "Daily.md", "from the assistant")
+    assert saves == [0], "the first write landed on the truncated note"
+    assert note.read_text(encoding="utf-8") == "# Daily\ntyped in the editor\nfrom the assistant"
+
+
 def _editor_appends_after_the_read(monkeypatch: pytest.MonkeyPatch, note: Path, text: str) -> None:
     """The editor adds ``text`` in place once, after the append read the note and before its last check."""
     real, saves = appendfs._unchanged, []
@@ -199,7 +227,7 @@ def test_a_note_with_another_hard_link_is_refused(tmp_path: Path) -> None:
     outside.mkdir()
     (outside / "profile").write_text("export A=1\n", encoding="utf-8")
     os.link(outside / "profile", root / "Profile.md")
-    with pytest.raises(NotANote, match=r"^Profile\.md has 2 names \(hard links"):
+    with pytest.raises(PathError, match=r"^Profile\.md has 2 names \(hard links"):
         append_file(str(root), "Profile.md", "export B=2")
     assert (outside / "profile").read_text(encoding="utf-8") == "export A=1\n"
 

@@ -27,6 +27,9 @@ What remains:
 - Another program appending in the microseconds between step 2 and step 3 puts its bytes before
   ours. Both are kept; the newline rule and ``addition``'s own checks (an expected revision) saw
   the bytes before it. It is logged.
+- Another program truncating the note in that moment puts ours at the new end, and what it then
+  writes at its own offset overwrites ours: step 4 notices and appends again (nothing of the other
+  program's is lost), but if it wrote less than our text, the rest of ours stays after it.
 - A short write (disk full) is continued by further writes, between which another appender may
   get in. If a write fails after some bytes, PathError says how many are at the end of the note;
   they are left there (a truncate could cut bytes another program wrote after them).
@@ -34,7 +37,7 @@ What remains:
   its own events, and the watcher reads the note again once they settle (its debounce).
 - ``O_APPEND`` is atomic on local POSIX file systems; Windows emulates it (seek, then write) and
   some network file systems do too, so two appenders meeting in that step can overlap there.
-- A note with other hard links is refused (NotANote): an in-place append would change it under
+- A note with other hard links is refused (PathError): an in-place append would change it under
   every name, perhaps outside the vault.
 """
 
@@ -62,7 +65,7 @@ def append(root: str | os.PathLike[str], rel: str, limit: int, addition: Callabl
         fd, st = open_file(where, name, rel, os.O_RDWR | os.O_APPEND)
         try:
             if st.st_nlink > 1:
-                raise NotANote(f"{rel} has {st.st_nlink} names (hard links, perhaps outside the vault): an append "
+                raise PathError(f"{rel} has {st.st_nlink} names (hard links, perhaps outside the vault): an append "
                                "would change every one of them; vaultsync does not write to it")
             old = _read_from(fd, 0, min(st.st_size, limit) + 1)
             data = addition(old)

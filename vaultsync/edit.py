@@ -49,7 +49,7 @@ def append_file(root: str, path: str, text: str, check: Callable[[bytes], None] 
     ``check`` sees the bytes the text is appended to and may refuse by raising (nothing is written).
 
     When this returns, the note on disk held the text where it was written (an editor's save after
-    that is the editor's: the last save wins). A note with other hard links is refused (NotANote).
+    that is the editor's: the last save wins). A note with other hard links is refused (PathError).
     """
     _check_size(text)
     rel = writable_note_path(path)
