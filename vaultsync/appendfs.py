@@ -6,7 +6,8 @@ after the append, and nothing it writes goes to a file that is then deleted (a s
 for the note cannot promise that: ``vaultfs.edit``). The note is reached as every write reaches it
 (``vaultfs.folder`` and ``vaultfs.open_file``: no symlink followed, a regular file in the vault);
 being the same file, it keeps its mode, owner and extended attributes, and every descriptor open
-on it still writes into the note.
+on it still writes into the note. A note that is not writable (mode 444) is refused by the open
+(PermissionError), where a swap would have replaced it.
 
 The steps, and what each promises:
 
@@ -66,7 +67,7 @@ def append(root: str | os.PathLike[str], rel: str, limit: int, addition: Callabl
         try:
             if st.st_nlink > 1:
                 raise PathError(f"{rel} has {st.st_nlink} names (hard links, perhaps outside the vault): an append "
-                               "would change every one of them; vaultsync does not write to it")
+                                "would change every one of them; vaultsync does not write to it")
             old = _read_from(fd, 0, min(st.st_size, limit) + 1)
             data = addition(old)
             if not data:
