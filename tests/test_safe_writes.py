@@ -4,7 +4,9 @@ them; tests/test_mcp_stdio.py runs ``vaultsync serve --allow-writes`` as a subpr
 shape refused, a folder swapped for a symlink mid-write, concurrent appends all kept, NFD names, modes.
 
 The library-level tests beside them pin what a server test cannot time: an editor saving the note
-exactly between an append's read and its replace.
+exactly between a write's read and its last check, and between that check and the write, for an
+append (in place) and a whole-note rewrite (a swap). tests/test_append_in_place.py pins what only an
+in-place append keeps: writes through a descriptor opened before the append.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from mcp.server import MCPServer
 
 from conftest import weaker
 from mcp_helpers import error_text, sc
-from vaultsync import Vault, vaultfs
+from vaultsync import Vault, appendfs, vaultfs
 from vaultsync.edit import append_file
+from vaultsync.revisions import rewrite_file
 from vaultsync.server import ServeConfig, build_server
 
 GIT_CONFIG = "[core]\n\trepositoryformatversion = 0\n"
@@ -273,58 +276,78 @@ def _save_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+# Two write paths: an append writes into the note itself (appendfs), a whole-note rewrite (edit_note,
+# restore_note) swaps a temp file in for the note (vaultfs.edit). Each reads the note, checks it a last
+# time, then writes; the editor saves at those two moments, once, and both paths must keep its save.
+
+
+def _append(root: Path) -> None:
+    append_file(str(root), "Daily.md", "from the assistant")
+
+
+def _rewrite(root: Path) -> None:
+    """edit_note's path (``rewrite_file``), here adding what ``_append`` adds."""
+    rewrite_file(str(root), "Daily.md",
+                 lambda old: old + (b"" if old.endswith(b"\n") else b"\n") + b"from the assistant")
+
+
+AFTER_READ = {"append": (_append, appendfs, "_unchanged"), "rewrite": (_rewrite, vaultfs, "_temp")}
+"""The call each path makes after it read the note and before its last check."""
+AT_THE_WRITE = {"append": (_append, appendfs, "_write_at_end"), "rewrite": (_rewrite, vaultfs, "_exchange")}
+"""The call that writes, after the last check: the append's O_APPEND write, the rewrite's swap."""
+
+
+def _editor_saves_first(monkeypatch: pytest.MonkeyPatch, module: object, call: str, save, note: Path) -> list[int]:
+    """Make ``module.call`` let the editor save first, the first time it is called; the saves made."""
+    real, saves = getattr(module, call), []
+
+    def editor_saves_then_call(*args: object) -> object:
+        if not saves:
+            save(note, "typed in the editor\n")
+            saves.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(module, call, editor_saves_then_call)
+    return saves
+
+
+@pytest.mark.parametrize("path", ["append", "rewrite"])
 @pytest.mark.parametrize("save", [_save_in_place, _save_atomically])
 @pytest.mark.capabilities_off("no-dir-fd", "no-nofollow", "no-exchange")
-def test_an_editor_saving_between_read_and_replace_is_kept(tmp_path: Path, save) -> None:
-    """An editor saves the note after the append read it and before it replaces it: the append
+def test_an_editor_saving_between_read_and_replace_is_kept(tmp_path: Path, save, path: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editor saves the note after the write read it and before its last check: the write
     notices, reads the note again and keeps the editor's text."""
     note = tmp_path / "Daily.md"
     note.write_text("# Daily\n", encoding="utf-8")
-    saves = []
-    real_temp = vaultfs._temp
-
-    def temp_then_editor_saves(dir_fd: int, data: bytes, mode: int | None) -> str:
-        name = real_temp(dir_fd, data, mode)
-        if not saves:  # the first time only: the editor saves right now
-            save(note, "typed in the editor\n")
-            saves.append(1)
-        return name
-
-    vaultfs._temp = temp_then_editor_saves  # type: ignore[assignment]
-    try:
-        append_file(str(tmp_path), "Daily.md", "from the assistant")
-    finally:
-        vaultfs._temp = real_temp  # type: ignore[assignment]
-    assert note.read_text(encoding="utf-8") == "# Daily\ntyped in the editor\nfrom the assistant"
+    write, module, call = AFTER_READ[path]
+    saves = _editor_saves_first(monkeypatch, module, call, save, note)
+    write(tmp_path)
+    assert saves and note.read_text(encoding="utf-8") == "# Daily\ntyped in the editor\nfrom the assistant"
     assert [p.name for p in tmp_path.iterdir()] == ["Daily.md"], "no temp file left behind"
 
 
+@pytest.mark.parametrize("path", ["append", "rewrite"])
 @pytest.mark.parametrize("save", [_save_in_place, _save_atomically])
 @pytest.mark.capabilities_off("no-dir-fd", "no-exchange")
-def test_an_editor_saving_between_the_last_check_and_the_swap_is_kept(tmp_path: Path, save,
-                                                                      capability_profile: str) -> None:
-    """The narrowest window: the editor saves after the append's last check, just before its swap.
-    The swap is an exchange, so the append sees what it replaced, swaps back and tries again.
-    Without an exchange rename (Windows) the replace is a plain rename: the editor's save in that
-    window is lost, and the append's text is all that is there."""
+def test_an_editor_saving_between_the_last_check_and_the_swap_is_kept(tmp_path: Path, save, path: str,
+                                                                      capability_profile: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The narrowest window: the editor saves after the write's last check, just before it writes.
+    An append writes in place with O_APPEND: an in-place save is before its text, and a save that
+    renamed a new file over the note is noticed after the write (the note does not hold the text)
+    and appended to again. A rewrite swaps with an exchange, so it sees what it replaced, swaps back
+    and tries again. Without an exchange rename (Windows) the rewrite's replace is a plain rename:
+    the editor's save in that window is lost, and the rewrite's text is all that is there."""
     note = tmp_path / "Daily.md"
     note.write_text("# Daily\n", encoding="utf-8")
-    real_exchange = vaultfs._exchange
-    saves = []
-
-    def editor_saves_then_exchange(dir_fd: int, a: str, b: str) -> bool:
-        if not saves:  # the first swap only: the editor saves right now
-            save(note, "typed in the editor\n")
-            saves.append(1)
-        return real_exchange(dir_fd, a, b)
-
-    vaultfs._exchange = editor_saves_then_exchange  # type: ignore[assignment]
-    try:
-        append_file(str(tmp_path), "Daily.md", "from the assistant")
-    finally:
-        vaultfs._exchange = real_exchange  # type: ignore[assignment]
-    if weaker(capability_profile, "an editor's save between the append's last check and its replace is kept"):
-        assert saves and note.read_text(encoding="utf-8") == "# Daily\nfrom the assistant"
+    write, module, call = AT_THE_WRITE[path]
+    saves = _editor_saves_first(monkeypatch, module, call, save, note)
+    write(tmp_path)
+    assert saves
+    if path == "rewrite" and weaker(capability_profile,
+                                    "an editor's save between the append's last check and its replace is kept"):
+        assert note.read_text(encoding="utf-8") == "# Daily\nfrom the assistant"
         assert [p.name for p in tmp_path.iterdir()] == ["Daily.md"], "no temp file left behind"
         return
     assert note.read_text(encoding="utf-8") == "# Daily\ntyped in the editor\nfrom the assistant"

@@ -8,8 +8,10 @@ capability      where it exists                            without it
 ``no_follow``   ``os.O_NOFOLLOW``: not on Windows          ``lstat`` first, then the opened file's
                                                            (st_dev, st_ino) must be the lstat's
 ``o_directory`` ``os.O_DIRECTORY``: not on Windows         folders are opened as files and checked
-``exchange``    ``renameat2`` (Linux), ``renameatx_np``    the note is checked, then replaced by a
-                (macOS); absent on Windows                 plain rename (a writer in between loses)
+``exchange``    ``renameat2`` (Linux), ``renameatx_np``    a whole-note rewrite checks the note, then
+                (macOS); absent on Windows                 replaces it by a plain rename (a writer in
+                                                           between loses); appends write in place
+                                                           and never need it (``appendfs``)
 ``lock``        ``fcntl`` (POSIX), ``msvcrt`` (Windows)    ``pidfile``: an exclusive-create lock
                                                            file, taken over when its pid is dead
 ==============  =========================================  ==========================================

@@ -1,9 +1,11 @@
-"""Opt-in writes into the vault folder: create or append to a note, atomically, never outside the vault.
+"""Opt-in writes into the vault folder: create a note (atomically) or append to one (in place), never outside the vault.
 
 Every write goes through ``vaultfs``: no symlink is followed at any component, the file written is
-a regular ``.md`` file inside the vault and outside dot-folders, an existing note keeps its mode,
-and an append that finds the note changed under it (an editor saving at the same moment) reads it
-again instead of overwriting the other writer's change.
+a regular ``.md`` file inside the vault and outside dot-folders, and an append writes into the note
+itself (``appendfs``: same file, so its mode, owner and every program's open descriptor stay
+valid), never overwriting anything. An append that finds the note changed under it (an editor
+saving at the same moment) reads it again; one whose text an editor's save dropped right after
+(a copy of the note from before the append, saved over it) appends it again to the note as saved.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import errno
 import logging
 from collections.abc import Callable
 
-from . import vaultfs
+from . import appendfs, vaultfs
 from .errors import NotANote, NoteChanged, NoteNotFound, PathError
 from .folder import MAX_FILE_BYTES
 from .paths import writable_note_path
@@ -44,21 +46,26 @@ def create_file(root: str, path: str, content: str) -> str:
 
 def append_file(root: str, path: str, text: str, check: Callable[[bytes], None] | None = None) -> str:
     """Append ``text`` to an existing note file (a newline is put before it if the note lacks one);
-    ``check`` sees the bytes about to be replaced and may refuse by raising (nothing is written)."""
+    ``check`` sees the bytes the text is appended to and may refuse by raising (nothing is written).
+
+    When this returns, the note on disk held the text where it was written (an editor's save after
+    that is the editor's: the last save wins). A note with other hard links is refused (PathError).
+    """
     _check_size(text)
     rel = writable_note_path(path)
     added = text.encode("utf-8")
 
     def appended(old: bytes) -> bytes:
+        """What is added after ``old``."""
         if check is not None:
             check(old)
         if len(old) + len(added) + 1 > MAX_FILE_BYTES:
             raise PathError(f"{rel} would grow past {MAX_FILE_BYTES // 2**20} MB; start a new note instead")
-        return old + (b"" if not old or old.endswith(b"\n") else b"\n") + added
+        return (b"" if not old or old.endswith(b"\n") else b"\n") + added
 
     for attempt in range(1, APPEND_TRIES + 1):
         try:
-            vaultfs.edit(root, rel, MAX_FILE_BYTES, appended)
+            appendfs.append(root, rel, MAX_FILE_BYTES, appended)
         except NoteChanged:
             logger.info("%s changed while appending to it (try %d); reading it again", rel, attempt)
             continue

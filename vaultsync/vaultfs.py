@@ -21,10 +21,11 @@ found under its NFC name, so a write never creates a twin file. On a file system
 (``capabilities.case_folds``) ``stat_note`` and ``kind`` see a note only under its name's exact
 case, so ``note.md`` renamed to ``Note.md`` is one rename, never two notes.
 
-Writes go through a temp file in the same folder: ``create`` links it to the new name (``link``
-never replaces anything, not even a dangling symlink), ``replace`` swaps it with the note
+``create`` links a temp file in the same folder to the new name (``link`` never replaces anything,
+not even a dangling symlink). ``edit`` (a whole-note rewrite) swaps a temp file with the note
 (``capabilities.exchange``) after checking that the note is still the file that was read; where no
-exchange exists, a rename (retried while Windows reports a sharing violation) replaces it.
+exchange exists, a rename (retried while Windows reports a sharing violation) replaces it. An
+append writes into the note itself (``appendfs``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from . import capabilities
 from .capabilities import is_link, same_file
@@ -44,6 +46,7 @@ from .errors import ConfigError, NoteChanged, NotANote, PathError
 from .paths import nfc
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +213,10 @@ def folder(root: str | os.PathLike[str], parts: list[str], *, create: bool = Fal
             os.close(where.fd)
 
 
-def _open_file(where: Folder, name: str, rel: str) -> tuple[int, os.stat_result]:
+def open_file(where: Folder, name: str, rel: str, mode: int = os.O_RDONLY) -> tuple[int, os.stat_result]:
+    """Open the note file ``name`` (as on disk) in ``where`` without following a symlink: a regular file on
+    the vault's device, else NotANote. ``mode`` is O_RDONLY, or O_RDWR | O_APPEND for an append (never
+    O_CREAT); an open for writing is tried again while Windows reports a sharing violation."""
     caps = capabilities.current()
     before = None
     if where.fd is None or not caps.no_follow:  # the open itself cannot refuse a symlink: lstat, then compare
@@ -219,9 +225,10 @@ def _open_file(where: Folder, name: str, rel: str) -> tuple[int, os.stat_result]
             raise NotANote(_why(where, name, rel))
         if not stat.S_ISREG(before.st_mode):
             raise NotANote(f"{rel} is not a regular file in the vault")
-    flags = os.O_RDONLY | caps.no_follow | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC  # a FIFO never blocks the open
+    flags = mode | caps.no_follow | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC  # a FIFO never blocks the open
     try:
-        fd = os.open(where.at(name), flags, dir_fd=where.fd)
+        fd = os.open(where.at(name), flags, dir_fd=where.fd) if mode == os.O_RDONLY else \
+            held_retry(lambda: os.open(where.at(name), flags, dir_fd=where.fd))
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EMLINK):
             raise NotANote(_why(where, name, rel)) from None
@@ -250,7 +257,7 @@ def stat_note(root: str | os.PathLike[str], rel: str) -> os.stat_result:
         name = disk_name(where, last, exact=True)
         if nfc(name) != nfc(last):
             raise FileNotFoundError(errno.ENOENT, "only under another case", rel)
-        fd, st = _open_file(where, name, rel)
+        fd, st = open_file(where, name, rel)
         os.close(fd)
     return st
 
@@ -259,7 +266,7 @@ def read_note(root: str | os.PathLike[str], rel: str, limit: int) -> tuple[bytes
     """The bytes of the note file ``rel`` (at most ``limit`` + 1: more means it is too large) and its stat."""
     *parts, last = rel.split("/")
     with folder(root, parts) as where:
-        fd, st = _open_file(where, disk_name(where, last), rel)
+        fd, st = open_file(where, disk_name(where, last), rel)
     with os.fdopen(fd, "rb") as handle:
         return handle.read(min(st.st_size, limit) + 1), st
 
@@ -366,34 +373,46 @@ SHARING_VIOLATIONS = (5, 32, 33)
 """Windows errors (access denied, sharing violation, lock violation) that go away when the other program lets go."""
 
 
-def replace(src: str, dst: str, *, dir_fd: int | None = None, sleep: Callable[[float], None] = time.sleep,
-            rename: Callable[..., None] = os.replace) -> None:
-    """``os.replace``, tried again (bounded) while another program holds the file open on Windows."""
+def held_retry(call: Callable[[], T], sleep: Callable[[float], None] = time.sleep) -> T:
+    """``call()``, tried again (bounded) while another program holds the file on Windows (a sharing violation)."""
     for attempt in range(REPLACE_TRIES):
         try:
-            rename(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-            return
+            return call()
         except PermissionError as exc:
             if getattr(exc, "winerror", None) not in SHARING_VIOLATIONS or attempt == REPLACE_TRIES - 1:
                 raise
             sleep(min(0.5, 0.02 * 2 ** attempt))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def replace(src: str, dst: str, *, dir_fd: int | None = None, sleep: Callable[[float], None] = time.sleep,
+            rename: Callable[..., None] = os.replace) -> None:
+    """``os.replace``, tried again (bounded) while another program holds the file open on Windows."""
+    held_retry(lambda: rename(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd), sleep)
 
 
 def edit(root: str | os.PathLike[str], rel: str, limit: int, change: Callable[[bytes], bytes]) -> bytes:
     """Read the note ``rel``, write ``change(old_bytes)`` in its place keeping its mode, and return
     the new bytes. NoteChanged when another writer touched the note meanwhile (nothing is written then).
+
+    For whole-note rewrites (``edit_note``, ``restore_note``); an append writes in place (``appendfs``).
+    What remains: the note is a new file afterwards, so a program that opened the old one before the
+    swap (an editor holding it open, a shell's ``>>``) and writes to it after the check of what was
+    swapped out writes into a file that is then deleted: that write is lost. No check after the swap
+    can close this while the old file is reachable through an open descriptor. A note with other
+    hard links is split from them (the other names keep the old bytes).
     """
     *parts, last = rel.split("/")
     with folder(root, parts) as where:
         name = disk_name(where, last)
-        fd, st = _open_file(where, name, rel)
+        fd, st = open_file(where, name, rel)
         with os.fdopen(fd, "rb") as handle:
             old = handle.read(min(st.st_size, limit) + 1)
         before = identity(st)
         new = change(old)
         tmp = _temp(where, new, st.st_mode)
         try:
-            fd, now = _open_file(where, name, rel)  # the note as it is just before replacing it
+            fd, now = open_file(where, name, rel)  # the note as it is just before replacing it
             with os.fdopen(fd, "rb") as handle:
                 current = handle.read(min(now.st_size, limit) + 1)
             if identity(now) != before or current != old:
@@ -402,7 +421,7 @@ def edit(root: str | os.PathLike[str], rel: str, limit: int, change: Callable[[b
                 # the note is ours now and what it replaced sits at ``tmp``: if another writer got in
                 # between the check and the swap, swap back (their version returns) and try again
                 try:
-                    fd, gone = _open_file(where, tmp, rel)
+                    fd, gone = open_file(where, tmp, rel)
                 except NotANote:  # swapped for a link or a folder meanwhile: put it back, refuse next try
                     gone, replaced = None, b""
                 else:
