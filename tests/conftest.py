@@ -90,7 +90,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 CAPABILITY_PROFILES = {
     "no-dir-fd": "dir_fd",  # Windows: every read and write walks paths with lstat and identity re-checks
     "no-nofollow": "no_follow,o_directory",  # Windows: no O_NOFOLLOW / O_DIRECTORY (each open is lstat-checked)
-    "no-exchange": "exchange",  # Windows, some network file systems: the append's swap is a checked rename
+    "no-exchange": "exchange",  # Windows, some network file systems: a rewrite's swap is a checked rename
     "no-fcntl": "fcntl",  # the writer lock without fcntl: the pidfile path (Windows itself uses msvcrt)
 }
 
@@ -132,7 +132,7 @@ def weaker(profile: str, promise: str) -> bool:
 
 
 WEAKER = {
-    "an editor's save between the append's last check and its replace is kept": ("no-exchange",),
+    "an editor's save between a rewrite's last check and its replace is kept": ("no-exchange",),
     "nothing at all is created outside the vault during a folder swap": ("no-dir-fd",),
     "a dead holder's lock is released by the OS": ("no-fcntl",),
 }

@@ -346,7 +346,7 @@ def test_an_editor_saving_between_the_last_check_and_the_swap_is_kept(tmp_path: 
     write(tmp_path)
     assert saves
     if path == "rewrite" and weaker(capability_profile,
-                                    "an editor's save between the append's last check and its replace is kept"):
+                                    "an editor's save between a rewrite's last check and its replace is kept"):
         assert note.read_text(encoding="utf-8") == "# Daily\nfrom the assistant"
         assert [p.name for p in tmp_path.iterdir()] == ["Daily.md"], "no temp file left behind"
         return
