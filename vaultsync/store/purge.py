@@ -54,6 +54,13 @@ MIN_TEXT_CHARS = 3
 """Shorter strings are refused: purging them would rewrite ordinary words everywhere."""
 _SAMPLE_TEXTS = 2048
 """How many stored texts, spread over the table, a retrained dictionary is drawn from."""
+_FK_INDEXES = {"purge_chunks_by_text": "chunks(text_id)", "purge_chunks_by_links": "chunks(links_id)",
+               "purge_notes_by_prev": "notes(prev_id)", "purge_notes_by_batch": "notes(batch_id)",
+               "purge_note_ends_by_batch": "note_ends(batch_id)", "purge_git_commits_by_batch": "git_commits(batch_id)"}
+"""Indexes on the child side of each foreign key whose parent rows a purge deletes, made for the purge's
+transaction only (dropped before it commits, so the schema is unchanged): without them SQLite checks every
+deleted text, blob, revision or batch by a full scan of its child table (a retention purge of the Hub's
+history: ~30k revisions and ~40k texts, each checked against 440k chunks, took more than 20 minutes)."""
 
 
 def check_strings(strings: Sequence[str]) -> list[str]:
@@ -309,6 +316,8 @@ def run(con: apsw.Connection, vault_id: int, *, strings: Sequence[str] = (), not
     result = PurgeResult(command)
     for table in APPEND_ONLY_TABLES:
         con.execute(f"DROP TRIGGER IF EXISTS {table}_no_update; DROP TRIGGER IF EXISTS {table}_no_delete;")
+    for name, on in _FK_INDEXES.items():
+        con.execute(f"CREATE INDEX {name} ON {on}")
     if strings and paths_containing(con, vault_id, strings):
         raise ConfigError("that text is part of a note's path, which a text purge does not rename; "
                           "remove that note with a note purge", argument="note")
@@ -328,6 +337,8 @@ def run(con: apsw.Connection, vault_id: int, *, strings: Sequence[str] = (), not
             repair.finish()
         else:
             rebuild_search(con)
+    for name in _FK_INDEXES:
+        con.execute(f"DROP INDEX {name}")
     for table in APPEND_ONLY_TABLES:
         con.execute(append_only_triggers(table))
     detail = (f"{len(strings)} string{'s' * (len(strings) != 1)}" if strings else
