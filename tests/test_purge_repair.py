@@ -141,3 +141,18 @@ def test_purge_repairs_only_what_it_touched(two_vaults: tuple[Path, Path, Path],
                              fresh.search(parse_query(query).expression))
             fresh.close()
         assert vault.check() == []
+
+
+@pytest.mark.parametrize("kind", ["text", "note", "before"])
+def test_purge_leaves_the_schema_as_it_found_it(two_vaults: tuple[Path, Path, Path], kind: str) -> None:
+    """The indexes a purge makes for its own deletes are gone after it, and every foreign key still holds."""
+    db, alpha, _ = two_vaults
+    schema = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name"
+    before = _rows(db, schema)
+    with Vault.open(db, root=alpha) as vault:
+        args = {"text": {"texts": [SECRET]}, "note": {"note": "n2.md"}, "before": {"before": TIMES[3]}}[kind]
+        result = vault.purge(**args, also_current=True)
+    assert result.revisions_changed + result.revisions_removed > 0 and result.batches_removed >= 0
+    assert _rows(db, schema) == before
+    assert _rows(db, "PRAGMA foreign_key_check") == []
+    assert _rows(db, "SELECT count(*) FROM texts WHERE id NOT IN (SELECT text_id FROM chunks)") == [(0,)]
