@@ -19,7 +19,8 @@ out before they change and put back after, the per-batch statistics corrected by
 nothing uses any more deleted from FTS5 and their vectors dropped, so its answers are those of a fresh
 index over the redacted history. (An index whose embedder this vaultsync does not know is rebuilt.)
 
-All of that is one transaction, with the append-only triggers dropped and recreated inside it and
+All of that is one transaction, with the append-only triggers dropped and recreated inside it,
+indexes for the foreign-key checks of its deletes made and dropped inside it (``_FK_INDEXES``), and
 ``secure_delete`` on, so a reader sees the store before or after, never between, and a crash leaves
 it before. After commit, ``scrub`` runs VACUUM (no free page keeps old bytes) and truncates the WAL;
 an interrupted scrub is finished the next time the store is opened for writing. The ``purges`` table

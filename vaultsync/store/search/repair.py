@@ -1,13 +1,13 @@
 """Repairing the search index around a purge, instead of rebuilding it.
 
 A purge changes a few revisions; the index rows of exactly those revisions are taken out before the
-revision tables change (``take_out``, which still reads their old text), and the rows of the ones that
-remain are put back from the rewritten tables (``put_back``). Per-batch statistics are corrected by the
-same deltas the rows carried (``rows``/``tokens`` at the batch each row was born in and the one it
-died in), so a cutoff's N and total tokens are those of a fresh index. Distinct docs (search_fts rows,
-their vectors) that no chunk row of any vault uses any more are deleted with the text they were
-indexed with (``finish``); both FTS5 tables touched are then merged into one segment each, so no
-deleted entry survives in an older segment.
+revision tables change (``take_out``, which still reads the old text of the rows FTS5 needs it for),
+and the rows of the ones that remain are put back from the rewritten tables (``put_back``). Per-batch
+statistics are corrected by the same deltas the rows carried (``rows``/``tokens`` at the batch each row
+was born in and the one it died in), so a cutoff's N and total tokens are those of a fresh index.
+Distinct docs (search_fts rows, their vectors) that no chunk row of any vault uses any more are deleted
+with the text they were indexed with (``finish``); both FTS5 tables touched are then merged into one
+segment each, so no deleted entry survives in an older segment.
 
 The result answers every query as a fresh index over the purged history does (same chunks, order and
 scores); only doc ids differ, which no answer exposes (a rewritten revision's new docs take new ids
