@@ -57,11 +57,13 @@ _SAMPLE_TEXTS = 2048
 """How many stored texts, spread over the table, a retrained dictionary is drawn from."""
 _FK_INDEXES = {"purge_chunks_by_text": "chunks(text_id)", "purge_chunks_by_links": "chunks(links_id)",
                "purge_notes_by_prev": "notes(prev_id)", "purge_notes_by_batch": "notes(batch_id)",
-               "purge_note_ends_by_batch": "note_ends(batch_id)", "purge_git_commits_by_batch": "git_commits(batch_id)"}
+               "purge_note_ends_by_batch": "note_ends(batch_id)",
+               "purge_git_commits_by_batch": "git_commits(batch_id)"}
 """Indexes on the child side of each foreign key whose parent rows a purge deletes, made for the purge's
 transaction only (dropped before it commits, so the schema is unchanged): without them SQLite checks every
-deleted text, blob, revision or batch by a full scan of its child table (a retention purge of the Hub's
-history: ~30k revisions and ~40k texts, each checked against 440k chunks, took more than 20 minutes)."""
+deleted revision, text, link list or batch by a full scan of its child table (a retention purge at the
+middle of the Hub's history deletes 11.5k revisions and 12.6k texts, each text checked against 441k
+chunks: 459 CPU-s without them, 6.5 with them; benchmarks/results/purge.md)."""
 
 
 def check_strings(strings: Sequence[str]) -> list[str]:

@@ -55,8 +55,9 @@ def _row_texts(con: apsw.Connection, row_ids: Iterable[int]) -> dict[int, str]:
     """search row id (= chunk row id) → the text it was indexed with (an indexed row's chunk is indexable)."""
     out: dict[int, str] = {}
     for row_id, title, aliases, heading_path, body in con.execute(
-            """SELECT c.id, n.title, n.aliases, c.heading_path, t.body FROM chunks c JOIN notes n ON n.id = c.note_id
-               JOIN texts t ON t.id = c.text_id WHERE c.id IN (SELECT value FROM json_each(?))""", (_ids(row_ids),)):
+            """SELECT c.id, n.title, n.aliases, c.heading_path, t.body FROM chunks c
+               JOIN notes n ON n.id = c.note_id JOIN texts t ON t.id = c.text_id
+               WHERE c.id IN (SELECT value FROM json_each(?))""", (_ids(row_ids),)):
         out[row_id] = indexed_text(title, json.loads(aliases or "[]"), json.loads(heading_path), unpack(body))
     return out
 
@@ -81,9 +82,10 @@ class Repair:
     def take_out(self, note_ids: Iterable[int]) -> None:
         """Remove every index row of revisions ``note_ids`` (call before the revision tables change).
 
-        Set-based, so a retention purge of half a history costs what it removes: the statistics' deltas
+        Set-based, so a retention purge of much of a history costs what it removes: the statistics' deltas
         are summed per batch in SQL; texts are read only for the live rows (FTS5 needs a row's text to
-        delete it) and for one row of each doc no other revision uses (to delete the doc in ``finish``)."""
+        delete it) and for one row of each doc no revision outside ``note_ids`` uses (``finish`` deletes
+        the docs left unused)."""
         con, live = self.con, live_table(self.vault_id)
         ids = _ids(set(note_ids))
         chosen = "r.note_id IN (SELECT value FROM json_each(:ids))"
