@@ -176,14 +176,24 @@ def start_step(python: Path, step: str, db: Path, case: dict, work: Path) -> sub
                             stdout=out, text=True)
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds a running process has used so far (None where /proc is not there)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 1)
+
+
 def finish_step(proc: subprocess.Popen, deadline: float | None = None) -> dict:
     """The step's result; a step still running at ``deadline`` (a ``time.time()``) is stopped and reported."""
     try:
         proc.wait(None if deadline is None else max(1.0, deadline - time.time()))
     except subprocess.TimeoutExpired:
+        used = cpu_seconds(proc.pid)
         proc.kill()
         proc.wait()
-        return {"unfinished": True, "load": [round(x, 2) for x in os.getloadavg()]}
+        return {"unfinished": True, "cpu_s_so_far": used, "load": [round(x, 2) for x in os.getloadavg()]}
     Path(proc.args[-1]).unlink()
     out = Path(proc.args[-1][:-len(".json")] + ".out").read_text(encoding="utf-8")
     if proc.returncode:
@@ -191,8 +201,8 @@ def finish_step(proc: subprocess.Popen, deadline: float | None = None) -> dict:
     return {**json.loads(out.strip().splitlines()[-1]), "load": [round(x, 2) for x in os.getloadavg()]}
 
 
-def run_step(code: Path, step: str, db: Path, case: dict, work: Path) -> dict:
-    return finish_step(start_step(code, step, db, case, work))
+def run_step(code: Path, step: str, db: Path, case: dict, work: Path, seconds: float | None = None) -> dict:
+    return finish_step(start_step(code, step, db, case, work), None if seconds is None else time.time() + seconds)
 
 
 # ---------------------------------------------------------------- report
@@ -211,7 +221,9 @@ def report(payload: dict) -> str:
     for name, runs in payload["purges"].items():
         for code, r in runs.items():
             if r.get("unfinished"):
-                lines.append(f"| {name} | {code} | not finished in {payload['deadline']:.0f} s | | | | | | {r['load'][0]} |")
+                used = f"{r['cpu_s_so_far']} so far" if r.get("cpu_s_so_far") is not None else ""
+                lines.append(f"| {name} | {code} | not finished in {payload['deadline']:.0f} s | {used} | | | | | "
+                             f"{r['load'][0]} |")
                 continue
             lines.append(f"| {name} | {code} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['revisions_changed']} / {r['revisions_removed']} | "
                          f"{r['notes']} | {r['db_bytes_before'] / MB:.1f} → {r['db_bytes_after'] / MB:.1f} | "
@@ -241,7 +253,8 @@ def main() -> None:
     parser.add_argument("--no-old", action="store_true", help="measure this checkout only")
     parser.add_argument("--parallel", action="store_true",
                         help="run every purge at once, each on its own copy (compare CPU seconds then, not wall)")
-    parser.add_argument("--deadline", type=float, help="with --parallel: stop what still runs after this many seconds")
+    parser.add_argument("--deadline", type=float, help="stop a purge still running after this many seconds (with --parallel: "
+                        "what still runs after this many seconds from the start)")
     parser.add_argument("--step", choices=("purge", "search"), help=argparse.SUPPRESS)
     parser.add_argument("--target", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--spec", type=Path, help=argparse.SUPPRESS)
@@ -277,7 +290,8 @@ def main() -> None:
             if args.parallel:
                 running[name, code] = start_step(root, "purge", target, chosen[name], args.work)
             else:
-                payload["purges"].setdefault(name, {})[code] = run_step(root, "purge", target, chosen[name], args.work)
+                payload["purges"].setdefault(name, {})[code] = run_step(root, "purge", target, chosen[name], args.work,
+                                                                        args.deadline)
                 print(name, code, payload["purges"][name][code], flush=True)
     deadline = time.time() + args.deadline if args.deadline else None
     searching = {}

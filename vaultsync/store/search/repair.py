@@ -1,13 +1,13 @@
 """Repairing the search index around a purge, instead of rebuilding it.
 
 A purge changes a few revisions; the index rows of exactly those revisions are taken out before the
-revision tables change (``take_out``, which still reads their old text), and the rows of the ones that
-remain are put back from the rewritten tables (``put_back``). Per-batch statistics are corrected by the
-same deltas the rows carried (``rows``/``tokens`` at the batch each row was born in and the one it
-died in), so a cutoff's N and total tokens are those of a fresh index. Distinct docs (search_fts rows,
-their vectors) that no chunk row of any vault uses any more are deleted with the text they were
-indexed with (``finish``); both FTS5 tables touched are then merged into one segment each, so no
-deleted entry survives in an older segment.
+revision tables change (``take_out``, which still reads the old text of the rows FTS5 needs it for),
+and the rows of the ones that remain are put back from the rewritten tables (``put_back``). Per-batch
+statistics are corrected by the same deltas the rows carried (``rows``/``tokens`` at the batch each row
+was born in and the one it died in), so a cutoff's N and total tokens are those of a fresh index.
+Distinct docs (search_fts rows, their vectors) that no chunk row of any vault uses any more are deleted
+with the text they were indexed with (``finish``); both FTS5 tables touched are then merged into one
+segment each, so no deleted entry survives in an older segment.
 
 The result answers every query as a fresh index over the purged history does (same chunks, order and
 scores); only doc ids differ, which no answer exposes (a rewritten revision's new docs take new ids
@@ -51,6 +51,17 @@ def _texts(con: apsw.Connection, note_ids: Iterable[int]) -> dict[int, list[tupl
     return out
 
 
+def _row_texts(con: apsw.Connection, row_ids: Iterable[int]) -> dict[int, str]:
+    """search row id (= chunk row id) → the text it was indexed with (an indexed row's chunk is indexable)."""
+    out: dict[int, str] = {}
+    for row_id, title, aliases, heading_path, body in con.execute(
+            """SELECT c.id, n.title, n.aliases, c.heading_path, t.body FROM chunks c
+               JOIN notes n ON n.id = c.note_id JOIN texts t ON t.id = c.text_id
+               WHERE c.id IN (SELECT value FROM json_each(?))""", (_ids(row_ids),)):
+        out[row_id] = indexed_text(title, json.loads(aliases or "[]"), json.loads(heading_path), unpack(body))
+    return out
+
+
 class Repair:
     """One purge's repair of vault ``vault_id``'s index: ``take_out``, then ``put_back``, then ``finish``."""
 
@@ -58,7 +69,7 @@ class Repair:
         self.con, self.vault_id, self.indexer = con, vault_id, indexer
         self.stats: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
         self.doc_text: dict[int, str] = {}
-        """Docs whose rows were taken out → the text they were indexed with (to delete them if unused)."""
+        """Docs taken-out rows may have left unused → the text they were indexed with (to delete them if so)."""
         self.live_changed = False
         self.live_docs: list[int] = []
 
@@ -69,24 +80,36 @@ class Repair:
         entry[2] = max(entry[2], max_doc)
 
     def take_out(self, note_ids: Iterable[int]) -> None:
-        """Remove every index row of revisions ``note_ids`` (call before the revision tables change)."""
+        """Remove every index row of revisions ``note_ids`` (call before the revision tables change).
+
+        Set-based, so a retention purge of much of a history costs what it removes: the statistics' deltas
+        are summed per batch in SQL; texts are read only for the live rows (FTS5 needs a row's text to
+        delete it) and for one row of each doc no revision outside ``note_ids`` uses (``finish`` deletes
+        the docs left unused)."""
         con, live = self.con, live_table(self.vault_id)
         ids = _ids(set(note_ids))
-        rows = con.execute(
-            """SELECT r.id, r.note_id, r.doc_id, r.born, r.died, d.length FROM search_rows r
-               JOIN search_docs d ON d.id = r.doc_id WHERE r.note_id IN (SELECT value FROM json_each(?))""",
-            (ids,)).fetchall()
-        if not rows:
-            return
-        texts = {row_id: text for chunks in _texts(con, {r[1] for r in rows}).values() for row_id, text in chunks}
-        for row_id, _note, doc_id, born, died, length in rows:
-            text = texts[row_id]
-            self.doc_text.setdefault(doc_id, text)
-            self._delta(born, -1, -length)
-            if died is not None:
-                self._delta(died, 1, length)
-                continue
-            con.execute(f"INSERT INTO {live} ({live}, rowid, indexed_text) VALUES ('delete', ?, ?)", (row_id, text))
+        chosen = "r.note_id IN (SELECT value FROM json_each(:ids))"
+        for column, sign in (("born", -1), ("died", 1)):
+            for batch, rows, tokens in con.execute(
+                    f"""SELECT r.{column}, count(*), sum(d.length) FROM search_rows r JOIN search_docs d
+                        ON d.id = r.doc_id WHERE {chosen} AND r.{column} IS NOT NULL GROUP BY r.{column}""",
+                    {"ids": ids}):
+                self._delta(batch, sign * rows, sign * tokens)
+        alone = con.execute(
+            f"""WITH taken AS MATERIALIZED (SELECT r.doc_id, min(r.id) AS row_id FROM search_rows r
+                                            WHERE {chosen} GROUP BY r.doc_id)
+                SELECT doc_id, row_id FROM taken WHERE NOT EXISTS
+                (SELECT 1 FROM search_rows o INDEXED BY search_rows_by_doc WHERE o.doc_id = taken.doc_id
+                 AND o.note_id NOT IN (SELECT value FROM json_each(:ids)))""", {"ids": ids}).fetchall()
+        living = con.execute(f"SELECT r.id, r.doc_id FROM search_rows r WHERE {chosen} AND r.died IS NULL",
+                             {"ids": ids}).fetchall()
+        texts = _row_texts(con, [row_id for _, row_id in alone] + [row_id for row_id, _ in living])
+        for doc_id, row_id in alone:
+            self.doc_text.setdefault(doc_id, texts[row_id])
+        for row_id, doc_id in living:
+            self.doc_text.setdefault(doc_id, texts[row_id])
+            con.execute(f"INSERT INTO {live} ({live}, rowid, indexed_text) VALUES ('delete', ?, ?)",
+                        (row_id, texts[row_id]))
             con.execute("UPDATE search_live_vectors SET refs = refs - 1 WHERE vault_id = ? AND doc_id = ?",
                         (self.vault_id, doc_id))
             self.live_changed = True
