@@ -19,6 +19,7 @@ rows of each doc.
 from __future__ import annotations
 
 import json
+import math
 
 import apsw
 
@@ -30,6 +31,14 @@ B = 0.75
 CONSTANTS = {"k1": K1, "b": B, "omb": 1 - B, "k1p1": K1 + 1.0}
 MARGIN = 1e-9
 """Relative slack on the bound a skipped doc cannot reach (floating-point sums of the terms)."""
+BEST_FIRST = 2048
+"""Docs holding a query's one phrase from which it is walked best first (``Scorer.best_first``): fewer are all
+scored at once, about as cheaply as the walk's first round.
+"""
+FIRST = 256
+"""Docs the best-first walk of one phrase (``Scorer.best_first``) reads in its first round; the second reads
+``ROUNDS`` times as many, after which every doc holding the phrase is scored."""
+ROUNDS = 16
 
 TEMP = {
     "kw_docs": "(doc INTEGER PRIMARY KEY, n INTEGER, s REAL NOT NULL DEFAULT 0.0)",
@@ -119,6 +128,51 @@ class Scorer:
                 WHERE n IS NULL""",
             {"v": self.snap.vault_id, "b": self.snap.batch})
 
+    def best_first(self, fts_phrase: str, docs_index: dict[str, float], max_doc: int, limit: int) -> bool:
+        """Score the docs of a one-phrase query best first, until no doc left can reach the best ``limit`` rows
+        (True), or give up after two rounds (False: the docs scored so far stay, ``add`` and ``score`` do the rest).
+
+        One phrase's term is increasing in its count ``tf`` and decreasing in the doc's length: FTS5's own
+        bm25 on the table of distinct docs (in C, with that table's idf and average length ``docs_index``),
+        lowest first, visits the docs by that term at the docs' average length; a doc not yet visited scores
+        below the last one visited there, and ``tail_bound`` carries that over to the cutoff's average length.
+        The visited docs' terms are the same floating-point operations ``score`` does in SQL."""
+        didf, davgdl = docs_index["didf"], docs_index["davgdl"]
+        idf, avgdl, con = self.idfs[0], self.avgdl, self.con
+        scored, step, offset = [], FIRST, 0
+        for _ in range(2):
+            ranked = con.execute(  # SQLite's own top-n sort (cheaper here than FTS5's ``ORDER BY rank``)
+                "SELECT rowid, bm25(search_fts) AS r FROM search_fts WHERE search_fts MATCH :phrase "
+                "AND rowid <= :maxdoc ORDER BY r LIMIT :n OFFSET :o",
+                {"phrase": fts_phrase, "maxdoc": max_doc, "n": step, "o": offset}).fetchall()
+            if not ranked:
+                return True
+            rows = self._visible([doc for doc, _ in ranked])
+            batch = []
+            for doc, rank in ranked:
+                length, n = rows[doc]
+                g = -rank / didf
+                tf = _round(g * (K1 * ((1 - B) + B * length / davgdl)) / ((K1 + 1.0) - g))
+                batch.append((doc, n, 0.0 + idf * ((tf * (K1 + 1.0)) / (tf + K1 * ((1 - B) + B * length / avgdl)))))
+            con.executemany("INSERT INTO temp.kw_docs (doc, n, s) VALUES (?, ?, ?)", batch)
+            scored += [(s, n) for _, n, s in batch if n > 0]
+            if len(ranked) < step:
+                return True  # every doc holding the phrase is scored
+            edge = _edge(scored, limit)
+            if edge is not None and idf * tail_bound(-ranked[-1][1] / didf, davgdl, avgdl) * (1 + MARGIN) < edge:
+                return True
+            offset, step = offset + step, step * ROUNDS
+        return False
+
+    def _visible(self, docs: list[int]) -> dict[int, tuple[int, int]]:
+        """doc → (length, visible rows at the cutoff)."""
+        adjust = " + coalesce((SELECT a.delta FROM temp.kw_adj a WHERE a.doc = j.value), 0)" if self.adjusted else ""
+        return {doc: (length, n) for doc, length, n in self.con.execute(
+            f"""SELECT j.value, d.length, (SELECT coalesce(sum(s.rows), 0) FROM {self.spans} s WHERE s.doc_id = j.value
+                    AND s.vault_id = :v AND s.born <= :b AND s.died > :b){adjust}
+                FROM json_each(:docs) j JOIN search_docs d ON d.id = j.value""",
+            {"docs": json.dumps(docs), "v": self.snap.vault_id, "b": self.snap.batch})}
+
     def threshold(self, limit: int) -> float | None:
         """The summed terms of the ``limit``-th best visible row among the docs scored (None: fewer rows)."""
         seen = 0
@@ -127,6 +181,39 @@ class Scorer:
             if seen >= limit:
                 return s
         return None
+
+
+def _round(x: float) -> float:
+    """SQLite's ``round(x)`` of a positive x."""
+    return float(math.floor(x + 0.5))
+
+
+def _edge(scored: list[tuple[float, int]], limit: int) -> float | None:
+    """The summed terms of the ``limit``-th best visible row among (terms, visible rows) (as ``Scorer.threshold``)."""
+    seen = 0
+    for s, n in sorted(scored, reverse=True):
+        seen += n
+        if seen >= limit:
+            return s
+    return None
+
+
+def tail_bound(g_docs: float, davgdl: float, avgdl: float) -> float:
+    """The most one phrase's term (without its idf) can be at average length ``avgdl`` in a doc whose term at
+    ``davgdl`` is at most ``g_docs``.
+
+    The term is ``(k1 + 1) / (1 + v + k1 b u / avgdl)`` with ``v = k1 (1 - b) / tf`` in ``(0, k1 (1 - b)]`` and
+    ``u = length / tf >= 1`` (each occurrence starts at its own token): the least ``v + k1 b u / avgdl`` under
+    ``v + k1 b u / davgdl >= (k1 + 1) / g_docs - 1`` is a linear program, its least value at a vertex."""
+    if g_docs <= 0.0:
+        return 0.0
+    a, c_docs, c = K1 * (1 - B), K1 * B / davgdl, K1 * B / avgdl
+    q = (K1 + 1.0) / g_docs - 1.0
+    corners = [(0.0, max(1.0, q / c_docs)), (a, max(1.0, (q - a) / c_docs))]
+    if 0.0 <= q - c_docs <= a:
+        corners.append((q - c_docs, 1.0))
+    least = min(v + c * u for v, u in corners)
+    return (K1 + 1.0) / (1.0 + least)
 
 
 def best_rows(con: apsw.Connection, snap: Snapshot, allowed: set[int] | None, limit: int,

@@ -185,7 +185,7 @@ def _freqs_sql(con: apsw.Connection, fts_phrase: str, max_doc: int) -> tuple[str
     sql = (f"SELECT search_fts.rowid AS doc, round({g} * ({k}) / (:k1p1 - {g})) AS tf, d.length AS length FROM search_fts "
            "JOIN search_docs d ON d.id = search_fts.rowid WHERE search_fts MATCH :phrase AND search_fts.rowid <= :maxdoc")
     return sql, {"didf": idf(n_docs, n_hit), "davgdl": total / n_docs, "phrase": fts_phrase, "maxdoc": max_doc,
-                 **CONSTANTS}
+                 "hits": n_hit, **CONSTANTS}  # hits: docs holding the phrase (not a parameter of the SQL)
 
 
 def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None,
@@ -212,6 +212,9 @@ def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whol
             scorer.add("SELECT id FROM temp.kw_whole", {})
         bound = [value * (K1 + 1.0) for value in idfs]  # more than the phrase can add to any doc's score
         left = sorted((i for i, f in enumerate(freqs) if f is not None), key=lambda i: -bound[i])
+        if len(phrases) == 1 and left and whole is None and allowed is None and freqs[0][1]["hits"] >= cutoff.BEST_FIRST \
+                and scorer.best_first(phrases[0], freqs[0][1], max_doc, limit):
+            left = []  # one phrase: its docs best first, as far as they can reach the best ``limit`` rows
         while left:
             take = left
             if allowed is None:
