@@ -149,3 +149,30 @@ def test_default_exact_on_real_history(help_history: tuple[Path, list[int]]) -> 
                     same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
                                  fresh_default(header, chunks, query, limit, index=fresh))
             fresh.close()
+
+
+def test_common_words_best_first_exact_on_real_history(help_history: tuple[Path, list[int]], monkeypatch) -> None:
+    """Single common words (each held by a large share of the docs) and two-word queries at past cutoffs equal a
+    fresh index: the one-phrase walk best first (``cutoff.Scorer.best_first``, here taken from the first doc and in
+    rounds small enough to stop early, go on to a second round, and give up), and the per-doc ranking of two."""
+    from vaultsync.store.search import cutoff
+
+    db, times = help_history
+    outcomes: list[bool] = []
+    walk = cutoff.Scorer.best_first
+    monkeypatch.setattr(cutoff.Scorer, "best_first", lambda self, *a: (outcomes.append(walk(self, *a)), outcomes[-1])[1])
+    monkeypatch.setattr(cutoff, "BEST_FIRST", 1)
+    queries = ["the", "to", "obsidian", "note", "link*", '"you can"', "the note", "obsidian plugin", "and a"]
+    with Vault.open(db, readonly=True) as vault:
+        for as_of in (times[0], times[len(times) // 2], times[-1]):
+            header, chunks = split_export(vault.export(as_of=as_of))
+            fresh = FreshKeyword(header, chunks)
+            for first, limit in ((4, 1), (4, 10), (16, 10), (256, 25), (4, 200)):
+                monkeypatch.setattr(cutoff, "FIRST", first)
+                for query in queries:
+                    want = fresh.search(parse_query(query).expression, limit)
+                    assert want, query
+                    got = vault.search(query, as_of=as_of, mode="keyword", limit=limit).hits
+                    same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got], want)
+            fresh.close()
+    assert True in outcomes and False in outcomes, outcomes  # walks that stopped early, walks that gave up
