@@ -32,12 +32,16 @@ CONSTANTS = {"k1": K1, "b": B, "omb": 1 - B, "k1p1": K1 + 1.0}
 MARGIN = 1e-9
 """Relative slack on the bound a skipped doc cannot reach (floating-point sums of the terms)."""
 BEST_FIRST = 2048
-"""Docs holding a query's one phrase from which it is walked best first (``Scorer.best_first``): fewer are all
-scored at once, about as cheaply as the walk's first round.
-"""
+"""Docs holding each of a query's phrases from which they are walked best first (``Scorer.best_first``): fewer
+are all scored at once, about as cheaply as the walk's first round."""
+WALKED = 1
+"""The most phrases walked best first. Each walk costs a pass of bm25 over the docs holding its phrase, and a
+doc not met may hold every phrase as much as the last docs met on their walks: with two common words on the 10x
+Hub (limit 50 and up), the first round rarely suffices and the second costs more than scoring every doc, so
+only one-phrase queries are walked (every count is exact: the tests walk up to three)."""
 FIRST = 256
-"""Docs the best-first walk of one phrase (``Scorer.best_first``) reads in its first round; the second reads
-``ROUNDS`` times as many, after which every doc holding the phrase is scored."""
+"""Docs each walk of ``Scorer.best_first`` reads in its first round; the second reads ``ROUNDS`` times as many,
+after which every doc holding a phrase is scored."""
 ROUNDS = 16
 
 TEMP = {
@@ -128,41 +132,79 @@ class Scorer:
                 WHERE n IS NULL""",
             {"v": self.snap.vault_id, "b": self.snap.batch})
 
-    def best_first(self, fts_phrase: str, docs_index: dict[str, float], max_doc: int, limit: int) -> bool:
-        """Score the docs of a one-phrase query best first, until no doc left can reach the best ``limit`` rows
-        (True), or give up after two rounds (False: the docs scored so far stay, ``add`` and ``score`` do the rest).
+    def best_first(self, phrases: list[str], max_doc: int, limit: int) -> bool:
+        """Score the docs holding the query's phrases best first, until no doc left can reach the best ``limit``
+        rows (True), or give up after two rounds (False: the docs scored so far stay; ``add`` and ``score`` do
+        the rest). Docs already in ``temp.kw_docs`` are scored (``score``) and count.
 
-        One phrase's term is increasing in its count ``tf`` and decreasing in the doc's length: FTS5's own
-        bm25 on the table of distinct docs (in C, with that table's idf and average length ``docs_index``),
-        lowest first, visits the docs by that term at the docs' average length; a doc not yet visited scores
-        below the last one visited there, and ``tail_bound`` carries that over to the cutoff's average length.
-        The visited docs' terms are the same floating-point operations ``score`` does in SQL."""
-        didf, davgdl = docs_index["didf"], docs_index["davgdl"]
-        idf, avgdl, con = self.idfs[0], self.avgdl, self.con
-        scored, step, offset = [], FIRST, 0
+        One phrase's term is increasing in its count ``tf`` and decreasing in the doc's length: bm25 on the table
+        of distinct docs (in C, with that table's idf and average length), lowest first, visits the docs holding
+        the phrase by that term at the docs' average length. Each phrase is walked so (``FIRST`` docs, then
+        ``ROUNDS`` times as many), each doc met scored whole; a doc not met holds each phrase at most as much as
+        the last doc met on that phrase's walk, and ``tail_bound`` carries that over to the cutoff's average length
+        (the threshold algorithm). The terms are the floating-point operations ``score`` does in SQL, in the
+        same order."""
+        con, walks = self.con, [i for i, found in enumerate(self.freqs) if found is not None]
+        scored = [(s, n) for s, n in con.execute("SELECT s, n FROM temp.kw_docs WHERE n > 0")]
+        seen = {doc for (doc,) in con.execute("SELECT doc FROM temp.kw_docs")}
+        tails = {i: K1 + 1.0 for i in walks}  # the most phrase i adds (without its idf) to a doc not yet met
+        step, offset = FIRST, 0
         for _ in range(2):
-            ranked = con.execute(  # SQLite's own top-n sort (cheaper here than FTS5's ``ORDER BY rank``)
-                "SELECT rowid, bm25(search_fts) AS r FROM search_fts WHERE search_fts MATCH :phrase "
-                "AND rowid <= :maxdoc ORDER BY r LIMIT :n OFFSET :o",
-                {"phrase": fts_phrase, "maxdoc": max_doc, "n": step, "o": offset}).fetchall()
-            if not ranked:
-                return True
-            rows = self._visible([doc for doc, _ in ranked])
-            batch = []
-            for doc, rank in ranked:
-                length, n = rows[doc]
-                g = -rank / didf
-                tf = _round(g * (K1 * ((1 - B) + B * length / davgdl)) / ((K1 + 1.0) - g))
-                batch.append((doc, n, 0.0 + idf * ((tf * (K1 + 1.0)) / (tf + K1 * ((1 - B) + B * length / avgdl)))))
-            con.executemany("INSERT INTO temp.kw_docs (doc, n, s) VALUES (?, ?, ?)", batch)
-            scored += [(s, n) for _, n, s in batch if n > 0]
-            if len(ranked) < step:
-                return True  # every doc holding the phrase is scored
+            met: dict[int, dict[int, float]] = {}  # doc → phrase → its bm25 on the docs table, from the walks
+            for i in [i for i in walks if tails[i] > 0.0]:
+                ranked = con.execute(  # SQLite's own top-n sort (cheaper here than FTS5's ``ORDER BY rank``)
+                    "SELECT rowid, bm25(search_fts) AS r FROM search_fts WHERE search_fts MATCH :phrase "
+                    "AND rowid <= :maxdoc ORDER BY r LIMIT :n OFFSET :o",
+                    {"phrase": phrases[i], "maxdoc": max_doc, "n": step, "o": offset}).fetchall()
+                for doc, rank in ranked:
+                    if doc not in seen:
+                        met.setdefault(doc, {})[i] = rank
+                tails[i] = 0.0 if len(ranked) < step else tail_bound(-ranked[-1][1] / self.freqs[i][1]["didf"],
+                                                                      self.freqs[i][1]["davgdl"], self.avgdl)
+            if met:
+                batch = self._terms(met)
+                con.executemany("INSERT INTO temp.kw_docs (doc, n, s) VALUES (?, ?, ?)", batch)
+                scored += [(s, n) for _, n, s in batch if n > 0]
+                seen.update(met)
+            rest = sum(self.idfs[i] * tails[i] for i in walks)
+            if rest == 0.0:
+                return True  # every doc holding a phrase is scored
             edge = _edge(scored, limit)
-            if edge is not None and idf * tail_bound(-ranked[-1][1] / didf, davgdl, avgdl) * (1 + MARGIN) < edge:
+            if edge is not None and rest * (1 + MARGIN) < edge:
                 return True
             offset, step = offset + step, step * ROUNDS
         return False
+
+    def _terms(self, met: dict[int, dict[int, float]]) -> list[tuple[int, int, float]]:
+        """(doc, visible rows, summed terms) of the docs met: each phrase's count solved from its bm25 on the docs
+        table, taken from the walk where the doc was met there, else from ``keyword._freqs_sql``."""
+        docs = list(met)
+        visible = self._visible(docs)
+        tfs: dict[tuple[int, int], float] = {}
+        for i, found in enumerate(self.freqs):
+            if found is None:
+                continue
+            sql, params = found
+            if all(i in met[doc] for doc in docs):
+                for doc in docs:
+                    g = -met[doc][i] / params["didf"]
+                    length = visible[doc][0]
+                    tfs[doc, i] = _round(g * (K1 * ((1 - B) + B * length / params["davgdl"])) / ((K1 + 1.0) - g))
+            else:
+                for doc, tf, _ in self.con.execute(
+                        f"{sql} AND +search_fts.rowid IN (SELECT value FROM json_each(:docs))",
+                        {**params, "docs": json.dumps(docs)}):
+                    tfs[doc, i] = tf
+        out = []
+        for doc in docs:
+            length, n = visible[doc]
+            s = 0.0
+            for i, idf in enumerate(self.idfs):
+                tf = tfs.get((doc, i))
+                if tf is not None:  # as ``score``: the terms in query order, one only where the phrase is held
+                    s = s + idf * ((tf * (K1 + 1.0)) / (tf + K1 * ((1 - B) + B * length / self.avgdl)))
+            out.append((doc, n, s))
+        return out
 
     def _visible(self, docs: list[int]) -> dict[int, tuple[int, int]]:
         """doc → (length, visible rows at the cutoff)."""

@@ -212,9 +212,11 @@ def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whol
             scorer.add("SELECT id FROM temp.kw_whole", {})
         bound = [value * (K1 + 1.0) for value in idfs]  # more than the phrase can add to any doc's score
         left = sorted((i for i, f in enumerate(freqs) if f is not None), key=lambda i: -bound[i])
-        if len(phrases) == 1 and left and whole is None and allowed is None and freqs[0][1]["hits"] >= cutoff.BEST_FIRST \
-                and scorer.best_first(phrases[0], freqs[0][1], max_doc, limit):
-            left = []  # one phrase: its docs best first, as far as they can reach the best ``limit`` rows
+        if allowed is None and 0 < len(left) <= cutoff.WALKED \
+                and min(freqs[i][1]["hits"] for i in left) >= cutoff.BEST_FIRST:
+            scorer.score()  # the docs holding ``whole``, all scored
+            if scorer.best_first(phrases, max_doc, limit):
+                left = []  # phrases held by many docs: their docs best first, as far as they can reach the best rows
         while left:
             take = left
             if allowed is None:
