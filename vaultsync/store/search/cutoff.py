@@ -14,6 +14,10 @@ top ``limit`` nor tie with its last row, and is never scored. Docs are taken phr
 that can add the most first; the docs holding the whole query in order (``whole``) are always scored.
 With a filter (``allowed``) every doc holding a phrase is scored, as the threshold would need the allowed
 rows of each doc.
+
+A query of one phrase held by many docs (a common word) would score every one of them so: its docs are
+walked best first instead (``Scorer.best_first``: bm25 on the table of distinct docs sorted by SQLite, a bound
+carried over to the cutoff's average length), and only as many are scored as can reach the top ``limit``.
 """
 
 from __future__ import annotations

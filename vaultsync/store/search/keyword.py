@@ -5,7 +5,7 @@ Now (no validity overlay): ``bm25()`` on the live FTS5 table, which holds exactl
 At any other cutoff: FTS5's own formula (``fts5_aux.c``) evaluated with the cutoff's statistics —
 N and total tokens from per-batch deltas, each phrase's document frequency counted among the visible
 chunk rows — and each phrase's frequency in each doc taken from the index of distinct docs, for the docs
-that can reach the best rows only (``cutoff``).
+that can reach the best rows only (``cutoff``; one common phrase: its docs best first).
 
 Order: score ascending (lower is better, as ``bm25()``), then path, then chunk position.
 
