@@ -56,29 +56,29 @@ def _note(i: int, step: int) -> str:
 
 
 @pytest.fixture()
-def walked(monkeypatch) -> list[tuple[bool, int]]:
-    """Every walk's outcome (True: it stopped early or ran out of docs) and the docs scored when it ended; walks
-    from the first doc held, of up to three phrases, in small rounds."""
-    outcomes: list[tuple[bool, int]] = []
+def walked(monkeypatch) -> list[tuple[bool, int, int]]:
+    """Every walk's outcome (True: no doc left could reach the best rows), the docs scored when it ended and the
+    docs it read for each phrase; walks of up to three phrases, of few docs, whatever share of the docs they are."""
+    outcomes: list[tuple[bool, int, int]] = []
     walk = cutoff.Scorer.best_first
 
-    def recording(self, *args):
-        done = walk(self, *args)
-        outcomes.append((done, self.con.execute("SELECT count(*) FROM temp.kw_docs").fetchone()[0]))
-        return done
+    def recording(self, phrases, max_doc, limit, first):
+        early = walk(self, phrases, max_doc, limit, first)
+        scored = self.con.execute("SELECT count(*) FROM temp.kw_docs").fetchone()[0]
+        outcomes.append((early, scored, first))
+        return early
 
     monkeypatch.setattr(cutoff.Scorer, "best_first", recording)
-    monkeypatch.setattr(cutoff, "BEST_FIRST", 1)
+    monkeypatch.setattr(cutoff, "SHARE", 0)
     monkeypatch.setattr(cutoff, "WALKED", 3)
     monkeypatch.setattr(cutoff, "FIRST", 8)
-    monkeypatch.setattr(cutoff, "ROUNDS", 4)
     return outcomes
 
 
 QUERIES = ["common", "rare", "comm*", "w1", '"common w1"', "common w1", "w2 common w1", "common rare"]
 
 
-def test_best_first_equals_a_fresh_index_at_past_cutoffs(tmp_path: Path, walked: list[tuple[bool, int]]) -> None:
+def test_best_first_equals_a_fresh_index_at_past_cutoffs(tmp_path: Path, walked: list[tuple[bool, int, int]]) -> None:
     """Batches that move the cutoff's average length far from that of all the distinct docs, both ways (notes
     holding the word, then many tiny notes without it, then rewrites and deletions): every past cutoff and every
     limit ranks as a fresh index, and some walks stop before scoring every doc."""
@@ -114,12 +114,12 @@ def test_best_first_equals_a_fresh_index_at_past_cutoffs(tmp_path: Path, walked:
                 same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
                              fresh_default(header, chunks, query, 30, index=fresh))
             fresh.close()
-    assert any(done and scored < len(holding) for done, scored in walked)  # stopped early, exact
-    assert any(not done for done, _ in walked)  # gave up after two rounds, the rest scored as before, exact
+    assert any(early and scored < len(holding) for early, scored, _ in walked)  # stopped early
+    assert any(not early for early, _, _ in walked)  # the rest scored as without the walk
 
 
 def test_best_first_equals_a_fresh_index_now_over_copies_and_valid_time(tmp_path: Path,
-                                                                         walked: list[tuple[bool, int]]) -> None:
+                                                                         walked: list[tuple[bool, int, int]]) -> None:
     """Now over copies (the per-doc ranking replaces the live table's) and at a validity time that swaps a
     revision for an earlier one (the overlay changes the docs' visible rows): as a fresh index."""
     root = tmp_path / "vault"

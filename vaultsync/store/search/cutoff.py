@@ -35,18 +35,17 @@ B = 0.75
 CONSTANTS = {"k1": K1, "b": B, "omb": 1 - B, "k1p1": K1 + 1.0}
 MARGIN = 1e-9
 """Relative slack on the bound a skipped doc cannot reach (floating-point sums of the terms)."""
-BEST_FIRST = 2048
-"""Docs holding each of a query's phrases from which they are walked best first (``Scorer.best_first``): fewer
-are all scored at once, about as cheaply as the walk's first round."""
 WALKED = 1
-"""The most phrases walked best first. Each walk costs a pass of bm25 over the docs holding its phrase, and a
-doc not met may hold every phrase as much as the last docs met on their walks: with two common words on the 10x
-Hub (limit 50 and up), the first round rarely suffices and the second costs more than scoring every doc, so
-only one-phrase queries are walked (every count is exact: the tests walk up to three)."""
+"""The most phrases walked best first (``Scorer.best_first``). Each walk costs a pass of bm25 over the docs
+holding its phrase, and a doc not met may hold every phrase as much as the last docs met on their walks: with
+two common words on the 10x Hub the walks rarely suffice (limit 50 and up), so only one-phrase queries are
+walked (every count is exact: the tests walk up to three)."""
 FIRST = 256
-"""Docs each walk of ``Scorer.best_first`` reads in its first round; the second reads ``ROUNDS`` times as many,
-after which every doc holding a phrase is scored."""
-ROUNDS = 16
+"""The fewest docs ``Scorer.best_first`` reads for each phrase (more when fewer than twice ``limit`` visible rows
+are expected from them)."""
+SHARE = 16
+"""Phrases are walked best first only when the docs read are at most this share of the docs holding each: a doc
+read so costs about eight times what it costs among all the docs scored at once (the 1x and 10x Hub)."""
 
 TEMP = {
     "kw_docs": "(doc INTEGER PRIMARY KEY, n INTEGER, s REAL NOT NULL DEFAULT 0.0)",
@@ -136,48 +135,39 @@ class Scorer:
                 WHERE n IS NULL""",
             {"v": self.snap.vault_id, "b": self.snap.batch})
 
-    def best_first(self, phrases: list[str], max_doc: int, limit: int) -> bool:
-        """Score the docs holding the query's phrases best first, until no doc left can reach the best ``limit``
-        rows (True), or give up after two rounds (False: the docs scored so far stay; ``add`` and ``score`` do
-        the rest). Docs already in ``temp.kw_docs`` are scored (``score``) and count.
+    def best_first(self, phrases: list[str], max_doc: int, limit: int, first: int) -> bool:
+        """Score the best ``first`` docs holding each of the query's phrases; True when no doc left can reach the
+        best ``limit`` rows, else False (``add`` and ``score`` then score the rest). Docs already in
+        ``temp.kw_docs`` are scored (``score``) and count.
 
         One phrase's term is increasing in its count ``tf`` and decreasing in the doc's length: bm25 on the table
-        of distinct docs (in C, with that table's idf and average length), lowest first, visits the docs holding
-        the phrase by that term at the docs' average length. Each phrase is walked so (``FIRST`` docs, then
-        ``ROUNDS`` times as many), each doc met scored whole; a doc not met holds each phrase at most as much as
-        the last doc met on that phrase's walk, and ``tail_bound`` carries that over to the cutoff's average length
-        (the threshold algorithm). The terms are the floating-point operations ``score`` does in SQL, in the
-        same order."""
+        of distinct docs (in C, with that table's idf and average length), lowest first (SQLite's top-n sort),
+        gives the docs holding the phrase by that term at the docs' average length. Each doc met is scored
+        whole; a doc not met holds each phrase at most as much as the last doc met for that phrase, and
+        ``tail_bound`` carries that over to the cutoff's average length (the threshold algorithm). The terms are
+        the floating-point operations ``score`` does in SQL, in the same order."""
         con, walks = self.con, [i for i, found in enumerate(self.freqs) if found is not None]
         scored = [(s, n) for s, n in con.execute("SELECT s, n FROM temp.kw_docs WHERE n > 0")]
         seen = {doc for (doc,) in con.execute("SELECT doc FROM temp.kw_docs")}
-        tails = {i: K1 + 1.0 for i in walks}  # the most phrase i adds (without its idf) to a doc not yet met
-        step, offset = FIRST, 0
-        for _ in range(2):
-            met: dict[int, dict[int, float]] = {}  # doc → phrase → its bm25 on the docs table, from the walks
-            for i in [i for i in walks if tails[i] > 0.0]:
-                ranked = con.execute(  # SQLite's own top-n sort (cheaper here than FTS5's ``ORDER BY rank``)
-                    "SELECT rowid, bm25(search_fts) AS r FROM search_fts WHERE search_fts MATCH :phrase "
-                    "AND rowid <= :maxdoc ORDER BY r LIMIT :n OFFSET :o",
-                    {"phrase": phrases[i], "maxdoc": max_doc, "n": step, "o": offset}).fetchall()
-                for doc, rank in ranked:
-                    if doc not in seen:
-                        met.setdefault(doc, {})[i] = rank
-                tails[i] = 0.0 if len(ranked) < step else tail_bound(-ranked[-1][1] / self.freqs[i][1]["didf"],
-                                                                      self.freqs[i][1]["davgdl"], self.avgdl)
-            if met:
-                batch = self._terms(met)
-                con.executemany("INSERT INTO temp.kw_docs (doc, n, s) VALUES (?, ?, ?)", batch)
-                scored += [(s, n) for _, n, s in batch if n > 0]
-                seen.update(met)
-            rest = sum(self.idfs[i] * tails[i] for i in walks)
-            if rest == 0.0:
-                return True  # every doc holding a phrase is scored
-            edge = _edge(scored, limit)
-            if edge is not None and rest * (1 + MARGIN) < edge:
-                return True
-            offset, step = offset + step, step * ROUNDS
-        return False
+        met: dict[int, dict[int, float]] = {}  # doc → phrase → its bm25 on the docs table
+        rest = 0.0  # the most the phrases can add to a doc not met
+        for i in walks:
+            ranked = con.execute(
+                "SELECT rowid, bm25(search_fts) AS r FROM search_fts WHERE search_fts MATCH :phrase "
+                "AND rowid <= :maxdoc ORDER BY r LIMIT :n", {"phrase": phrases[i], "maxdoc": max_doc, "n": first}
+            ).fetchall()
+            for doc, rank in ranked:
+                if doc not in seen:
+                    met.setdefault(doc, {})[i] = rank
+            if len(ranked) == first:  # else every doc holding the phrase is met
+                found = self.freqs[i][1]
+                rest += self.idfs[i] * tail_bound(-ranked[-1][1] / found["didf"], found["davgdl"], self.avgdl)
+        if met:
+            batch = self._terms(met)
+            con.executemany("INSERT INTO temp.kw_docs (doc, n, s) VALUES (?, ?, ?)", batch)
+            scored += [(s, n) for _, n, s in batch if n > 0]
+        edge = _edge(scored, limit)
+        return rest == 0.0 or (edge is not None and rest * (1 + MARGIN) < edge)
 
     def _terms(self, met: dict[int, dict[int, float]]) -> list[tuple[int, int, float]]:
         """(doc, visible rows, summed terms) of the docs met: each phrase's count solved from its bm25 on the docs

@@ -212,11 +212,13 @@ def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whol
             scorer.add("SELECT id FROM temp.kw_whole", {})
         bound = [value * (K1 + 1.0) for value in idfs]  # more than the phrase can add to any doc's score
         left = sorted((i for i, f in enumerate(freqs) if f is not None), key=lambda i: -bound[i])
+        docs = con.execute("SELECT docs FROM search_doc_totals WHERE id = 1").fetchone()[0] or 1
+        first = max(cutoff.FIRST, math.ceil(2 * limit * docs / n_rows))  # about twice ``limit`` visible rows
         if allowed is None and 0 < len(left) <= cutoff.WALKED \
-                and min(freqs[i][1]["hits"] for i in left) >= cutoff.BEST_FIRST:
+                and min(freqs[i][1]["hits"] for i in left) >= cutoff.SHARE * first:
             scorer.score()  # the docs holding ``whole``, all scored
-            if scorer.best_first(phrases, max_doc, limit):
-                left = []  # phrases held by many docs: their docs best first, as far as they can reach the best rows
+            if scorer.best_first(phrases, max_doc, limit, first):
+                left = []  # phrases held by many docs: their best docs first, and no other can reach the best rows
         while left:
             take = left
             if allowed is None:
