@@ -44,8 +44,8 @@ FIRST = 256
 """The fewest docs ``Scorer.best_first`` reads for each phrase (more when fewer than twice ``limit`` visible rows
 are expected from them)."""
 SHARE = 16
-"""Phrases are walked best first only when the docs read are at most this share of the docs holding each: a doc
-read so costs about eight times what it costs among all the docs scored at once (the 1x and 10x Hub)."""
+"""Phrases are walked best first only when the docs read for each are at most 1/SHARE of the docs holding it: a
+doc read so costs several times what it costs among all the docs scored at once (the 1x and 10x Hub)."""
 
 TEMP = {
     "kw_docs": "(doc INTEGER PRIMARY KEY, n INTEGER, s REAL NOT NULL DEFAULT 0.0)",
