@@ -149,3 +149,35 @@ def test_default_exact_on_real_history(help_history: tuple[Path, list[int]]) -> 
                     same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
                                  fresh_default(header, chunks, query, limit, index=fresh))
             fresh.close()
+
+
+def test_common_words_best_first_exact_on_real_history(help_history: tuple[Path, list[int]], monkeypatch) -> None:
+    """Single common words (each held by a large share of the docs) and two-word queries at past cutoffs equal a
+    fresh index: their docs walked best first (``cutoff.Scorer.best_first``, here from the first doc held, for up to
+    two phrases, reading few enough docs to suffice or not)."""
+    from vaultsync.store.search import cutoff
+
+    db, times = help_history
+    outcomes: list[bool] = []
+    walk = cutoff.Scorer.best_first
+    monkeypatch.setattr(cutoff.Scorer, "best_first", lambda self, *a: (outcomes.append(walk(self, *a)), outcomes[-1])[1])
+    monkeypatch.setattr(cutoff, "SHARE", 0)
+    monkeypatch.setattr(cutoff, "WALKED", 2)
+    queries = ["the", "to", "obsidian", "note", "link*", '"you can"', "the note", "obsidian plugin", "and a"]
+    with Vault.open(db, readonly=True) as vault:
+        for as_of in (times[0], times[len(times) // 2], times[-1]):
+            header, chunks = split_export(vault.export(as_of=as_of))
+            fresh = FreshKeyword(header, chunks)
+            for first, limit in ((4, 1), (4, 10), (16, 10), (256, 25), (4, 200)):
+                monkeypatch.setattr(cutoff, "FIRST", first)
+                for query in queries:
+                    want = fresh.search(parse_query(query).expression, limit)
+                    assert want, query
+                    got = vault.search(query, as_of=as_of, mode="keyword", limit=limit).hits
+                    same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got], want)
+            for query in ("the", "the note", "obsidian plugin"):  # default mode: the whole query's docs too
+                got = vault.search(query, as_of=as_of, limit=10).hits
+                same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
+                             fresh_default(header, chunks, query, 10, index=fresh))
+            fresh.close()
+    assert True in outcomes and False in outcomes, outcomes  # walks that sufficed, walks followed by the rest

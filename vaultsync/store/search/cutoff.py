@@ -14,11 +14,16 @@ top ``limit`` nor tie with its last row, and is never scored. Docs are taken phr
 that can add the most first; the docs holding the whole query in order (``whole``) are always scored.
 With a filter (``allowed``) every doc holding a phrase is scored, as the threshold would need the allowed
 rows of each doc.
+
+A query of one phrase held by many docs (a common word) would score every one of them so: its docs are
+walked best first instead (``Scorer.best_first``: bm25 on the table of distinct docs sorted by SQLite, a bound
+carried over to the cutoff's average length), and only as many are scored as can reach the top ``limit``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 
 import apsw
 
@@ -30,6 +35,17 @@ B = 0.75
 CONSTANTS = {"k1": K1, "b": B, "omb": 1 - B, "k1p1": K1 + 1.0}
 MARGIN = 1e-9
 """Relative slack on the bound a skipped doc cannot reach (floating-point sums of the terms)."""
+WALKED = 1
+"""The most phrases walked best first (``Scorer.best_first``). Each walk costs a pass of bm25 over the docs
+holding its phrase, and a doc not met may hold every phrase as much as the last docs met on their walks: with
+two common words on the 10x Hub the walks rarely suffice (limit 50 and up), so only one-phrase queries are
+walked (every count is exact: the tests walk up to three)."""
+FIRST = 256
+"""The fewest docs ``Scorer.best_first`` reads for each phrase (more when fewer than twice ``limit`` visible rows
+are expected from them)."""
+SHARE = 16
+"""Phrases are walked best first only when the docs read for each are at most 1/SHARE of the docs holding it: a
+doc read so costs several times what it costs among all the docs scored at once (the 1x and 10x Hub)."""
 
 TEMP = {
     "kw_docs": "(doc INTEGER PRIMARY KEY, n INTEGER, s REAL NOT NULL DEFAULT 0.0)",
@@ -119,6 +135,80 @@ class Scorer:
                 WHERE n IS NULL""",
             {"v": self.snap.vault_id, "b": self.snap.batch})
 
+    def best_first(self, phrases: list[str], max_doc: int, limit: int, first: int) -> bool:
+        """Score the best ``first`` docs holding each of the query's phrases; True when no doc left can reach the
+        best ``limit`` rows, else False (``add`` and ``score`` then score the rest). Docs already in
+        ``temp.kw_docs`` are scored (``score``) and count.
+
+        One phrase's term is increasing in its count ``tf`` and decreasing in the doc's length: bm25 on the table
+        of distinct docs (in C, with that table's idf and average length), lowest first (SQLite's top-n sort),
+        gives the docs holding the phrase by that term at the docs' average length. Each doc met is scored
+        whole; a doc not met holds each phrase at most as much as the last doc met for that phrase, and
+        ``tail_bound`` carries that over to the cutoff's average length (the threshold algorithm). The terms are
+        the floating-point operations ``score`` does in SQL, in the same order."""
+        con, walks = self.con, [i for i, found in enumerate(self.freqs) if found is not None]
+        scored = [(s, n) for s, n in con.execute("SELECT s, n FROM temp.kw_docs WHERE n > 0")]
+        seen = {doc for (doc,) in con.execute("SELECT doc FROM temp.kw_docs")}
+        met: dict[int, dict[int, float]] = {}  # doc → phrase → its bm25 on the docs table
+        rest = 0.0  # the most the phrases can add to a doc not met
+        for i in walks:
+            ranked = con.execute(
+                "SELECT rowid, bm25(search_fts) AS r FROM search_fts WHERE search_fts MATCH :phrase "
+                "AND rowid <= :maxdoc ORDER BY r LIMIT :n", {"phrase": phrases[i], "maxdoc": max_doc, "n": first}
+            ).fetchall()
+            for doc, rank in ranked:
+                if doc not in seen:
+                    met.setdefault(doc, {})[i] = rank
+            if len(ranked) == first:  # else every doc holding the phrase is met
+                found = self.freqs[i][1]
+                rest += self.idfs[i] * tail_bound(-ranked[-1][1] / found["didf"], found["davgdl"], self.avgdl)
+        if met:
+            batch = self._terms(met)
+            con.executemany("INSERT INTO temp.kw_docs (doc, n, s) VALUES (?, ?, ?)", batch)
+            scored += [(s, n) for _, n, s in batch if n > 0]
+        edge = _edge(scored, limit)
+        return rest == 0.0 or (edge is not None and rest * (1 + MARGIN) < edge)
+
+    def _terms(self, met: dict[int, dict[int, float]]) -> list[tuple[int, int, float]]:
+        """(doc, visible rows, summed terms) of the docs met: each phrase's count solved from its bm25 on the docs
+        table, taken from the walk where the doc was met there, else from ``keyword._freqs_sql``."""
+        docs = list(met)
+        visible = self._visible(docs)
+        tfs: dict[tuple[int, int], float] = {}
+        for i, found in enumerate(self.freqs):
+            if found is None:
+                continue
+            sql, params = found
+            if all(i in met[doc] for doc in docs):
+                for doc in docs:
+                    g = -met[doc][i] / params["didf"]
+                    length = visible[doc][0]
+                    tfs[doc, i] = _round(g * (K1 * ((1 - B) + B * length / params["davgdl"])) / ((K1 + 1.0) - g))
+            else:
+                for doc, tf, _ in self.con.execute(
+                        f"{sql} AND +search_fts.rowid IN (SELECT value FROM json_each(:docs))",
+                        {**params, "docs": json.dumps(docs)}):
+                    tfs[doc, i] = tf
+        out = []
+        for doc in docs:
+            length, n = visible[doc]
+            s = 0.0
+            for i, idf in enumerate(self.idfs):
+                tf = tfs.get((doc, i))
+                if tf is not None:  # as ``score``: the terms in query order, one only where the phrase is held
+                    s = s + idf * ((tf * (K1 + 1.0)) / (tf + K1 * ((1 - B) + B * length / self.avgdl)))
+            out.append((doc, n, s))
+        return out
+
+    def _visible(self, docs: list[int]) -> dict[int, tuple[int, int]]:
+        """doc → (length, visible rows at the cutoff)."""
+        adjust = " + coalesce((SELECT a.delta FROM temp.kw_adj a WHERE a.doc = j.value), 0)" if self.adjusted else ""
+        return {doc: (length, n) for doc, length, n in self.con.execute(
+            f"""SELECT j.value, d.length, (SELECT coalesce(sum(s.rows), 0) FROM {self.spans} s WHERE s.doc_id = j.value
+                    AND s.vault_id = :v AND s.born <= :b AND s.died > :b){adjust}
+                FROM json_each(:docs) j JOIN search_docs d ON d.id = j.value""",
+            {"docs": json.dumps(docs), "v": self.snap.vault_id, "b": self.snap.batch})}
+
     def threshold(self, limit: int) -> float | None:
         """The summed terms of the ``limit``-th best visible row among the docs scored (None: fewer rows)."""
         seen = 0
@@ -127,6 +217,39 @@ class Scorer:
             if seen >= limit:
                 return s
         return None
+
+
+def _round(x: float) -> float:
+    """SQLite's ``round(x)`` of a positive x."""
+    return float(math.floor(x + 0.5))
+
+
+def _edge(scored: list[tuple[float, int]], limit: int) -> float | None:
+    """The summed terms of the ``limit``-th best visible row among (terms, visible rows) (as ``Scorer.threshold``)."""
+    seen = 0
+    for s, n in sorted(scored, reverse=True):
+        seen += n
+        if seen >= limit:
+            return s
+    return None
+
+
+def tail_bound(g_docs: float, davgdl: float, avgdl: float) -> float:
+    """The most one phrase's term (without its idf) can be at average length ``avgdl`` in a doc whose term at
+    ``davgdl`` is at most ``g_docs``.
+
+    The term is ``(k1 + 1) / (1 + v + k1 b u / avgdl)`` with ``v = k1 (1 - b) / tf`` in ``(0, k1 (1 - b)]`` and
+    ``u = length / tf >= 1`` (each occurrence starts at its own token): the least ``v + k1 b u / avgdl`` under
+    ``v + k1 b u / davgdl >= (k1 + 1) / g_docs - 1`` is a linear program, its least value at a vertex."""
+    if g_docs <= 0.0:
+        return 0.0
+    a, c_docs, c = K1 * (1 - B), K1 * B / davgdl, K1 * B / avgdl
+    q = (K1 + 1.0) / g_docs - 1.0
+    corners = [(0.0, max(1.0, q / c_docs)), (a, max(1.0, (q - a) / c_docs))]
+    if 0.0 <= q - c_docs <= a:
+        corners.append((q - c_docs, 1.0))
+    least = min(v + c * u for v, u in corners)
+    return (K1 + 1.0) / (1.0 + least)
 
 
 def best_rows(con: apsw.Connection, snap: Snapshot, allowed: set[int] | None, limit: int,

@@ -5,7 +5,7 @@ Now (no validity overlay): ``bm25()`` on the live FTS5 table, which holds exactl
 At any other cutoff: FTS5's own formula (``fts5_aux.c``) evaluated with the cutoff's statistics —
 N and total tokens from per-batch deltas, each phrase's document frequency counted among the visible
 chunk rows — and each phrase's frequency in each doc taken from the index of distinct docs, for the docs
-that can reach the best rows only (``cutoff``).
+that can reach the best rows only (``cutoff``; one common phrase: its docs best first).
 
 Order: score ascending (lower is better, as ``bm25()``), then path, then chunk position.
 
@@ -185,7 +185,7 @@ def _freqs_sql(con: apsw.Connection, fts_phrase: str, max_doc: int) -> tuple[str
     sql = (f"SELECT search_fts.rowid AS doc, round({g} * ({k}) / (:k1p1 - {g})) AS tf, d.length AS length FROM search_fts "
            "JOIN search_docs d ON d.id = search_fts.rowid WHERE search_fts MATCH :phrase AND search_fts.rowid <= :maxdoc")
     return sql, {"didf": idf(n_docs, n_hit), "davgdl": total / n_docs, "phrase": fts_phrase, "maxdoc": max_doc,
-                 **CONSTANTS}
+                 "hits": n_hit, **CONSTANTS}  # hits: docs holding the phrase (not a parameter of the SQL)
 
 
 def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None,
@@ -212,6 +212,13 @@ def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whol
             scorer.add("SELECT id FROM temp.kw_whole", {})
         bound = [value * (K1 + 1.0) for value in idfs]  # more than the phrase can add to any doc's score
         left = sorted((i for i, f in enumerate(freqs) if f is not None), key=lambda i: -bound[i])
+        docs = con.execute("SELECT docs FROM search_doc_totals WHERE id = 1").fetchone()[0] or 1
+        first = max(cutoff.FIRST, math.ceil(2 * limit * docs / n_rows))  # about twice ``limit`` visible rows
+        if allowed is None and 0 < len(left) <= cutoff.WALKED \
+                and min(freqs[i][1]["hits"] for i in left) >= cutoff.SHARE * first:
+            scorer.score()  # the docs holding ``whole``, all scored
+            if scorer.best_first(phrases, max_doc, limit, first):
+                left = []  # phrases held by many docs: their best docs first, and no other can reach the best rows
         while left:
             take = left
             if allowed is None:
