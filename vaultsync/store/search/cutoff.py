@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 
 import apsw
 
@@ -128,12 +129,14 @@ class Scorer:
                         AND +search_fts.rowid IN (SELECT doc FROM temp.kw_docs WHERE n IS NULL)) WHERE true
                     ON CONFLICT (doc) DO UPDATE SET s = s + excluded.s""",
                 {**sql_params, "idf": self.idfs[i], "avgdl": self.avgdl})
-        adjust = " + coalesce((SELECT a.delta FROM temp.kw_adj a WHERE a.doc = kw_docs.doc), 0)" if self.adjusted else ""
-        con.execute(
-            f"""UPDATE temp.kw_docs SET n = (SELECT coalesce(sum(s.rows), 0) FROM {self.spans} s
-                WHERE s.doc_id = kw_docs.doc AND s.vault_id = :v AND s.born <= :b AND s.died > :b){adjust}
-                WHERE n IS NULL""",
-            {"v": self.snap.vault_id, "b": self.snap.batch})
+        con.execute(f"UPDATE temp.kw_docs SET n = {self._visible_rows('kw_docs.doc')} WHERE n IS NULL",
+                    {"v": self.snap.vault_id, "b": self.snap.batch})
+
+    def _visible_rows(self, doc: str) -> str:
+        """SQL for the visible rows at the cutoff of the doc ``doc`` names (parameters ``:v``, ``:b``)."""
+        adjust = f" + coalesce((SELECT a.delta FROM temp.kw_adj a WHERE a.doc = {doc}), 0)" if self.adjusted else ""
+        return (f"(SELECT coalesce(sum(s.rows), 0) FROM {self.spans} s WHERE s.doc_id = {doc} AND s.vault_id = :v "
+                f"AND s.born <= :b AND s.died > :b){adjust}")
 
     def best_first(self, phrases: list[str], max_doc: int, limit: int, first: int) -> bool:
         """Score the best ``first`` docs holding each of the query's phrases; True when no doc left can reach the
@@ -147,8 +150,9 @@ class Scorer:
         ``tail_bound`` carries that over to the cutoff's average length (the threshold algorithm). The terms are
         the floating-point operations ``score`` does in SQL, in the same order."""
         con, walks = self.con, [i for i, found in enumerate(self.freqs) if found is not None]
-        scored = [(s, n) for s, n in con.execute("SELECT s, n FROM temp.kw_docs WHERE n > 0")]
-        seen = {doc for (doc,) in con.execute("SELECT doc FROM temp.kw_docs")}
+        held = con.execute("SELECT doc, s, n FROM temp.kw_docs").fetchall()
+        scored = [(s, n) for _, s, n in held if n > 0]
+        seen = {doc for doc, _, _ in held}
         met: dict[int, dict[int, float]] = {}  # doc → phrase → its bm25 on the docs table
         rest = 0.0  # the most the phrases can add to a doc not met
         for i in walks:
@@ -166,7 +170,7 @@ class Scorer:
             batch = self._terms(met)
             con.executemany("INSERT INTO temp.kw_docs (doc, n, s) VALUES (?, ?, ?)", batch)
             scored += [(s, n) for _, n, s in batch if n > 0]
-        edge = _edge(scored, limit)
+        edge = _edge(sorted(scored, reverse=True), limit)
         return rest == 0.0 or (edge is not None and rest * (1 + MARGIN) < edge)
 
     def _terms(self, met: dict[int, dict[int, float]]) -> list[tuple[int, int, float]]:
@@ -202,21 +206,14 @@ class Scorer:
 
     def _visible(self, docs: list[int]) -> dict[int, tuple[int, int]]:
         """doc → (length, visible rows at the cutoff)."""
-        adjust = " + coalesce((SELECT a.delta FROM temp.kw_adj a WHERE a.doc = j.value), 0)" if self.adjusted else ""
         return {doc: (length, n) for doc, length, n in self.con.execute(
-            f"""SELECT j.value, d.length, (SELECT coalesce(sum(s.rows), 0) FROM {self.spans} s WHERE s.doc_id = j.value
-                    AND s.vault_id = :v AND s.born <= :b AND s.died > :b){adjust}
+            f"""SELECT j.value, d.length, {self._visible_rows('j.value')}
                 FROM json_each(:docs) j JOIN search_docs d ON d.id = j.value""",
             {"docs": json.dumps(docs), "v": self.snap.vault_id, "b": self.snap.batch})}
 
     def threshold(self, limit: int) -> float | None:
         """The summed terms of the ``limit``-th best visible row among the docs scored (None: fewer rows)."""
-        seen = 0
-        for s, n in self.con.execute("SELECT s, n FROM temp.kw_docs WHERE n > 0 ORDER BY s DESC"):
-            seen += n
-            if seen >= limit:
-                return s
-        return None
+        return _edge(self.con.execute("SELECT s, n FROM temp.kw_docs WHERE n > 0 ORDER BY s DESC"), limit)
 
 
 def _round(x: float) -> float:
@@ -224,10 +221,10 @@ def _round(x: float) -> float:
     return float(math.floor(x + 0.5))
 
 
-def _edge(scored: list[tuple[float, int]], limit: int) -> float | None:
-    """The summed terms of the ``limit``-th best visible row among (terms, visible rows) (as ``Scorer.threshold``)."""
+def _edge(scored: Iterable[tuple[float, int]], limit: int) -> float | None:
+    """The summed terms of the ``limit``-th best visible row among (terms, visible rows), best first."""
     seen = 0
-    for s, n in sorted(scored, reverse=True):
+    for s, n in scored:
         seen += n
         if seen >= limit:
             return s

@@ -56,6 +56,12 @@ def store_embedder(con: apsw.Connection) -> str:
     return meta(con, "embedder") or DEFAULT_EMBEDDER
 
 
+def stored_text(title: str | None, aliases: str | None, heading_path: str, body: bytes) -> str:
+    """The ``indexed_text`` of a stored chunk: its note's title and aliases (JSON), its heading path (JSON) and
+    its packed text, as the columns hold them."""
+    return indexed_text(title, json.loads(aliases or "[]"), json.loads(heading_path), unpack(body))
+
+
 def doc_texts(con: apsw.Connection) -> Iterable[tuple[int, str]]:
     """Every indexed doc with its ``indexed_text``, regenerated from one chunk revision that uses it."""
     rows = con.execute(
@@ -64,7 +70,7 @@ def doc_texts(con: apsw.Connection) -> Iterable[tuple[int, str]]:
            JOIN chunks c ON c.id = r.id JOIN texts t ON t.id = c.text_id JOIN notes n ON n.id = c.note_id
            ORDER BY r.doc_id""")
     for doc_id, heading_path, body, title, aliases in rows:
-        yield doc_id, indexed_text(title, json.loads(aliases or "[]"), json.loads(heading_path), unpack(body))
+        yield doc_id, stored_text(title, aliases, heading_path, body)
 
 
 def reembed(con: apsw.Connection, embedder: Embedder) -> int:

@@ -26,7 +26,8 @@ from ...embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
 from ...errors import ProviderError
 from ..codec import unpack
 from ..write import ChunkRow, by_hash
-from .embedding import AHEAD, check_embedder, embed_ahead, take_ahead, unknown_embedder, write_vectors
+from .embedding import (AHEAD, check_embedder, embed_ahead, stored_text, take_ahead, unknown_embedder,
+                        write_vectors)
 from ..codec import content_key
 from .schema import check_text_version, has_schema, live_table, meta, set_meta
 from ...tokenizer import TOKENIZE, indexable, indexed_text
@@ -197,7 +198,7 @@ class SearchIndexer:
         for row_id, heading_path, body, title, aliases, length, doc_id, key in rows:
             text = _TEXTS.get(bytes(key))  # the text a doc was indexed with, by its hash: no decoding again
             if text is None:
-                text = indexed_text(title, json.loads(aliases or "[]"), json.loads(heading_path), unpack(body))
+                text = stored_text(title, aliases, heading_path, body)
             deletes.append((row_id, text))
             docs.append((vault_id, doc_id))
             tokens += length

@@ -185,7 +185,7 @@ def _freqs_sql(con: apsw.Connection, fts_phrase: str, max_doc: int) -> tuple[str
     sql = (f"SELECT search_fts.rowid AS doc, round({g} * ({k}) / (:k1p1 - {g})) AS tf, d.length AS length FROM search_fts "
            "JOIN search_docs d ON d.id = search_fts.rowid WHERE search_fts MATCH :phrase AND search_fts.rowid <= :maxdoc")
     return sql, {"didf": idf(n_docs, n_hit), "davgdl": total / n_docs, "phrase": fts_phrase, "maxdoc": max_doc,
-                 "hits": n_hit, **CONSTANTS}  # hits: docs holding the phrase (not a parameter of the SQL)
+                 "hits": n_hit, "docs": n_docs, **CONSTANTS}  # hits, docs: counts for the caller, unused by the SQL
 
 
 def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None,
@@ -212,8 +212,8 @@ def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whol
             scorer.add("SELECT id FROM temp.kw_whole", {})
         bound = [value * (K1 + 1.0) for value in idfs]  # more than the phrase can add to any doc's score
         left = sorted((i for i, f in enumerate(freqs) if f is not None), key=lambda i: -bound[i])
-        docs = con.execute("SELECT docs FROM search_doc_totals WHERE id = 1").fetchone()[0] or 1
-        first = max(cutoff.FIRST, math.ceil(2 * limit * docs / n_rows))  # about twice ``limit`` visible rows
+        # docs to read for each phrase walked: about twice ``limit`` visible rows (the docs index's docs per row)
+        first = max(cutoff.FIRST, math.ceil(2 * limit * freqs[left[0]][1]["docs"] / n_rows)) if left else 0
         if allowed is None and 0 < len(left) <= cutoff.WALKED \
                 and min(freqs[i][1]["hits"] for i in left) >= cutoff.SHARE * first:
             scorer.score()  # the docs holding ``whole``, all scored

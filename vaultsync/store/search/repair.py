@@ -24,7 +24,7 @@ import apsw
 
 from ...tokenizer import indexable, indexed_text
 from ..codec import content_key, unpack
-from .embedding import write_vectors
+from .embedding import stored_text, write_vectors
 from .schema import live_table
 
 
@@ -58,7 +58,7 @@ def _row_texts(con: apsw.Connection, row_ids: Iterable[int]) -> dict[int, str]:
             """SELECT c.id, n.title, n.aliases, c.heading_path, t.body FROM chunks c
                JOIN notes n ON n.id = c.note_id JOIN texts t ON t.id = c.text_id
                WHERE c.id IN (SELECT value FROM json_each(?))""", (_ids(row_ids),)):
-        out[row_id] = indexed_text(title, json.loads(aliases or "[]"), json.loads(heading_path), unpack(body))
+        out[row_id] = stored_text(title, aliases, heading_path, body)
     return out
 
 
