@@ -81,11 +81,12 @@ def parse_link_destination(string: str, pos: int, maximum: int) -> _Result:
     return result
 
 
-_KEPT = r"(?:[A-Za-z0-9;/?@&=+$,\-_.!~*'()#]|%[0-9A-Fa-f]{2})"
-"""A character ``mdurl.encode`` keeps as it is (a valid escape counts as one)."""
+_KEPT = r"A-Za-z0-9;/?@&=+$,\-_.!~*'()#"
+"""Characters ``mdurl.encode`` keeps as they are (besides a valid escape, ``%`` and two hex digits)."""
 _UNCHANGED = re.compile(
-    rf"https?://(?P<host>[A-Za-z0-9-]{{1,63}}(?:\.[A-Za-z0-9-]{{1,63}})*)(?:[/?#](?:{_KEPT}|:)*)?"  # a web address
-    rf"|(?!//){_KEPT}*"  # a path without a scheme, a host or a colon
+    rf"https?://(?P<host>[A-Za-z0-9-]{{1,63}}(?:\.[A-Za-z0-9-]{{1,63}})*)"  # a web address
+    rf"(?:[/?#](?:[{_KEPT}:]++|%[0-9A-Fa-f]{{2}})*+)?"
+    rf"|(?!//)(?:[{_KEPT}]++|%[0-9A-Fa-f]{{2}})*+"  # a path without a scheme, a host or a colon
 )
 """Destinations that ``normalizeLink`` returns unchanged: ASCII, nothing to percent-encode, and either a
 relative path or an http(s) address whose host is plain labels (no port, user or IPv6)."""
