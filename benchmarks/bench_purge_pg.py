@@ -18,6 +18,10 @@ purging process. The cases:
 - ``one-note``: a 24-character piece of one note's newest text (chosen at run time, never printed);
 - ``note``: every revision of the note with the most revisions (a note purge).
 
+``--variants keys-only`` adds a third copy: m008's postings key dropped, its indexes not made (which half of
+m008 does what). ``--import-cost N`` also times ``import --from-git`` of the first N commits into a new database
+of each variant (what m008 costs the writes).
+
 Results: benchmarks/results/purge_pg.{json,md}.
 """
 
@@ -35,6 +39,8 @@ from common import REPO, clone, machine, save
 
 CASES = ("before-middle", "one-note", "note")
 VARIANTS = ("without", "with")
+SPLIT = "keys-only"
+"""A third variant, to tell the two parts of m008 apart: the postings' foreign key dropped, the indexes not made."""
 KEYED = "SELECT count(*) FROM pg_constraint WHERE conrelid = 'search_postings'::regclass AND contype = 'f'"
 
 
@@ -105,7 +111,8 @@ def choose(dsn: str, vault: str) -> dict[str, dict]:
     with psycopg.connect(dsn) as con:
         times = [r[0] for r in con.execute("SELECT known_at FROM batches ORDER BY id")]
         busiest = con.execute("SELECT path FROM notes GROUP BY path ORDER BY count(*) DESC, path LIMIT 1").fetchone()[0]
-    cases: dict[str, dict] = {"before-middle": {"before": format_time(times[len(times) // 2])}, "note": {"note": busiest}}
+    cases: dict[str, dict] = {"before-middle": {"before": format_time(times[len(times) // 2])},
+                              "note": {"note": busiest}}
     with Vault.open(dsn, name=vault, readonly=True) as v:
         paths = [r.path for r in v.ls()]
         for path in paths[len(paths) // 3:]:
@@ -153,11 +160,12 @@ def step(dsn: str, vault: str, case: dict) -> dict:
             "batches_removed": result["batches_removed"], "check_problems": len(problems)}
 
 
-def run_case(srv, name: str, info: dict, case_name: str, case: dict, variant: str, n: int) -> dict:  # type: ignore[no-untyped-def]
+def run_case(srv, name: str, info: dict, case_name: str, case: dict,  # type: ignore[no-untyped-def]
+             variant: str, n: int) -> dict:
     from vaultsync.store.pg.schema import FK_INDEXES
     from vaultsync.vault import Vault
 
-    copy = f"{name}_{case_name.replace('-', '_')}_{variant}_{n}"
+    copy = f"{name}_{case_name.replace('-', '_')}_{variant.replace('-', '_')}_{n}"
     admin(srv, f'DROP DATABASE IF EXISTS "{copy}"')
     admin(srv, f'CREATE DATABASE "{copy}" TEMPLATE "{name}"')
     dsn = srv.dsn(copy)
@@ -169,14 +177,14 @@ def run_case(srv, name: str, info: dict, case_name: str, case: dict, variant: st
         import psycopg
 
         with psycopg.connect(dsn, autocommit=True) as con:
-            if variant == "without":
-                undo_m008(con)
+            if variant in ("without", SPLIT):
+                undo_m008(con, key=variant == "without")
             con.execute("VACUUM (ANALYZE)")
             indexes = [r[0] for r in con.execute("SELECT indexname FROM pg_indexes WHERE indexname = ANY(%s)",
                                                  (list(FK_INDEXES),))]
             keyed = con.execute(KEYED).fetchone()[0]
         cpu = server_cpu(srv.process.pid)
-        done = subprocess.run([sys.executable, __file__, "--step", dsn, info["vault"], json.dumps(case)],
+        done = subprocess.run([sys.executable, __file__, "--step", dsn, info["vault"]], input=json.dumps(case),
                               check=True, capture_output=True, text=True)
         out = json.loads(done.stdout)
         out["server_cpu_s"] = round(server_cpu(srv.process.pid) - cpu, 2)
@@ -189,18 +197,19 @@ def run_case(srv, name: str, info: dict, case_name: str, case: dict, variant: st
         admin(srv, f'DROP DATABASE IF EXISTS "{copy}"')
 
 
-def undo_m008(con) -> None:  # type: ignore[no-untyped-def]
-    """The schema before m008: its indexes dropped, the postings' foreign key back."""
+def undo_m008(con, key: bool = True) -> None:  # type: ignore[no-untyped-def]
+    """The schema before m008: its indexes dropped, the postings' foreign key back (``key``; else left out)."""
     from vaultsync.store.pg.schema import FK_INDEXES
 
     for index in FK_INDEXES:
         con.execute(f"DROP INDEX IF EXISTS {index}")
-    if not con.execute(KEYED).fetchone()[0]:
+    if key and not con.execute(KEYED).fetchone()[0]:
         con.execute("ALTER TABLE search_postings ADD CONSTRAINT search_postings_doc_fkey FOREIGN KEY (doc) "
                     "REFERENCES search_docs(id)")
 
 
-def import_cost(srv, work: Path, corpus: str, commits: int) -> list[dict]:  # type: ignore[no-untyped-def]
+def import_cost(srv, work: Path, corpus: str, commits: int,  # type: ignore[no-untyped-def]
+                variants: tuple[str, ...] = VARIANTS) -> list[dict]:
     """What m008 costs the writes: ``import --from-git`` of the first ``commits`` commits into a new database,
     without m008 and with it, one after the other (wall seconds, server and client CPU seconds)."""
     import psycopg
@@ -209,14 +218,14 @@ def import_cost(srv, work: Path, corpus: str, commits: int) -> list[dict]:  # ty
 
     root = sliced(clone(f"obsidian-{corpus}.bundle", work / f"{corpus}-{commits}"), commits)
     rows = []
-    for variant in VARIANTS:
-        name = f"cost_{commits}_{variant}"
+    for variant in variants:
+        name = f"cost_{commits}_{variant.replace('-', '_')}"
         admin(srv, f'DROP DATABASE IF EXISTS "{name}"')
         admin(srv, f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C'")
         open_store(srv.dsn(name)).close()  # the schema, this code's migrations
-        if variant == "without":
+        if variant in ("without", SPLIT):
             with psycopg.connect(srv.dsn(name), autocommit=True) as con:
-                undo_m008(con)
+                undo_m008(con, key=variant == "without")
         cpu, started = server_cpu(srv.process.pid), time.perf_counter()
         done = subprocess.run(["/usr/bin/time", "-f", "%U %S", sys.executable, "-m", "vaultsync", "--db",
                                srv.dsn(name), "import", str(root), "--from-git", "--json"],
@@ -246,12 +255,14 @@ def markdown(command: str, payload: dict) -> str:
              "batches removed | check | load |", "|---|---|---:|---:|---:|---:|---:|---:|---|---:|"]
     for row in payload["rows"]:
         r = row["result"]
-        lines.append(f"| {row['case']} | {row['variant']} ({r['fk_indexes']} indexes{', postings key' if r['postings_fk'] else ''}) | {r['wall_s']} | {r['server_cpu_s']} | "
+        key = ", postings key" if r["postings_fk"] else ""
+        lines.append(f"| {row['case']} | {row['variant']} ({r['fk_indexes']} indexes{key}) | {r['wall_s']} | "
+                     f"{r['server_cpu_s']} | "
                      f"{r['client_cpu_s']} | {r['revisions_changed']} / {r['revisions_removed']} | {r['notes']} | "
                      f"{r['batches_removed']} | {'ok' if not r['check_problems'] else r['check_problems']} | "
                      f"{r['load']} |")
     if payload.get("import_cost"):
-        lines += ["", "What m008 costs the writes (`import --from-git` into a new database, without m008, then with it):", "",
+        lines += ["", "What m008 costs the writes (`import --from-git` into a new database of each schema):", "",
                   "| schema | commits | wall s | server CPU s | client CPU s | database MB | load |",
                   "|---|---:|---:|---:|---:|---:|---:|"]
         for r in payload["import_cost"]:
@@ -262,14 +273,16 @@ def markdown(command: str, payload: dict) -> str:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--step":
-        print(json.dumps(step(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))))
+        spec = sys.argv[4] if len(sys.argv) > 4 else sys.stdin.read()  # stdin: the string stays out of `ps`
+        print(json.dumps(step(sys.argv[2], sys.argv[3], json.loads(spec))))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/vs-bench-pgpurge"))
     parser.add_argument("--corpus", default="help", choices=("help", "hub"))
     parser.add_argument("--max-commits", type=int, default=600)
     parser.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES)
-    parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=(*VARIANTS, SPLIT),
+                        help=f"{SPLIT}: m008 without its indexes (the postings' key dropped)")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--prepare-only", action="store_true", help="only import the base database")
     parser.add_argument("--import-cost", type=int, default=0, metavar="N",
@@ -297,7 +310,8 @@ def main() -> None:
                     result = run_case(srv, name, info, case_name, cases[case_name], variant, n)
                     rows.append({"case": case_name, "variant": variant, "run": n, "result": result})
                     print(json.dumps(rows[-1]), flush=True)
-        cost = import_cost(srv, args.work, args.corpus, args.import_cost) if args.import_cost else []
+        cost = import_cost(srv, args.work, args.corpus, args.import_cost, tuple(args.variants)) \
+            if args.import_cost else []
         payload = {"machine": machine(), "corpus": args.corpus, "max_commits": args.max_commits, "base": info,
                    "rows": rows, "import_cost": cost, "started_utc": started, "load_start": load_start,
                    "load_end": [round(x, 2) for x in os.getloadavg()], "code": _head()}
