@@ -102,7 +102,7 @@ def test_cli_search_ls_changes_and_read_before_history(history: tuple[Path, Path
     read = invoke("read", "Alpha.md", "--as-of", EARLY, db=db)
     assert read.returncode == 1
     assert read.stderr.strip() == (f"Error: note 'Alpha.md' did not exist as of {EARLY}T00:00:00Z: vault 'notes' "
-                                   f"has no history before {T1} (its first batch)")
+                                   f"has no history before {T1} (its first batch) (--as-of)")
 
 
 def test_before_a_retention_horizon(history: tuple[Path, Path]) -> None:
@@ -153,7 +153,10 @@ async def test_mcp_tools_say_before_history(history: tuple[Path, Path]) -> None:
             assert (len(whole["changes"]), whole["before_history"], whole["first_batch"]) == (4, False, T1)
 
             message = error_text(await c.call_tool("read_note", {"path": "Alpha.md", "as_of": EARLY}))
-            assert f"vault 'notes' has no history before {T1} (its first batch)" in message
+            assert message.endswith(f"vault 'notes' has no history before {T1} (its first batch). Ask about a later "
+                                    "as_of.")
+            wrong = error_text(await c.call_tool("read_note", {"path": "Alpha.md", "as_of": T3}))  # deleted by then
+            assert "Find the right path" in wrong and "no history" not in wrong
     with Vault.open(db, root=root) as vault:
         vault.purge(before="2024-06-15")
     with Vault.open(db, readonly=True) as vault:

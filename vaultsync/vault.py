@@ -393,7 +393,8 @@ class Vault:
             at = f" as of {format_time(view.as_of)}" if view.as_of is not None else ""
             extra = f" (it was renamed to {rev.renamed_to})" if rev is not None and rev.renamed_to else ""
             if view.before_history and view.as_of is not None:
-                raise NoteNotFound(f"note {path!r} did not exist{at}: {self.no_history(format_time(view.first_known_at()))}")
+                why = self.no_history(format_time(view.first_known_at()))
+                raise NoteNotFound(f"note {path!r} did not exist{at}: {why}", argument="as_of")  # the time is wrong
             raise NoteNotFound(f"note {path!r} did not exist{at} in vault '{self.name}'{extra}")
         return rev
 
