@@ -169,10 +169,14 @@ def ls(obj: Context, as_of: int | None, valid_at: int | None, prefix: str, as_js
     """
     from .store.read import LISTED_FIELDS
 
-    revisions = obj.vault().ls(as_of=as_of, prefix=prefix, valid_at=valid_at)
+    vault = obj.vault()
+    revisions = vault.ls(as_of=as_of, prefix=prefix, valid_at=valid_at)
     if as_json:
         echo_json([r.summary(LISTED_FIELDS) for r in revisions])
         return
+    first = vault.first_known_at if not revisions else None
+    if not revisions and (first is None or (as_of is not None and as_of < first)):
+        click.echo(f"no notes: {vault.no_history(format_time(first))}", err=True)
     for r in revisions:
         click.echo(f"{format_time(r.known_at)}  {r.size:>8}  {r.path}")
 
@@ -244,10 +248,14 @@ def changes(obj: Context, since: int | None, until: int | None, valid_at: int | 
         return cli_restore.show_batches(obj.vault(), source, caller, as_json)
     if since is None:
         raise click.UsageError("give --since (or --source, --caller)")
-    revisions = obj.vault().changes(since, until, valid_at=valid_at)
+    vault = obj.vault()
+    revisions = vault.changes(since, until, valid_at=valid_at)
     if as_json:
         echo_json([r.summary(CHANGE_FIELDS) for r in revisions])
         return
+    why = vault.window_note(since, until)
+    if why:
+        click.echo(f"{'note' if revisions else 'no changes'}: {why}", err=True)
     for r in revisions:
         extra = f" (from {r.renamed_from})" if r.renamed_from else ""
         click.echo(f"{format_time(r.known_at)}  {r.kind:<8}  {r.path}{extra}")

@@ -74,13 +74,15 @@ def search(obj: Context, query: str, as_of: int | None, valid_at: int | None, mo
         vaultsync search "project kickoff"
         vaultsync search budget --as-of 2025-03-01 --mode keyword --prefix Projects/ --json
     """
-    result = obj.vault().search(query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit, prefix=prefix,
-                                tags=list(tags) or None, where=_where(where))
+    vault = obj.vault()
+    result = vault.search(query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit, prefix=prefix,
+                          tags=list(tags) or None, where=_where(where))
     if as_json:
         echo_json(result.to_json())
         return
     if not result.hits:
-        click.echo("no matches", err=True)
+        why = vault.no_history(result.first_batch) if result.before_history else None
+        click.echo(f"no matches: {why}" if why else "no matches", err=True)
     for n, hit in enumerate(result.hits, start=1):
         where_in = " › ".join(hit["heading_path"])
         lines = f"lines {hit['lines'][0]}-{hit['lines'][1]}"

@@ -25,14 +25,21 @@ class SearchResult:
     match: str
     """The keyword expression the query became (FTS5 syntax)."""
     hits: list[dict[str, Any]]
+    before_history: bool = False
+    """True when the cutoff is before the vault's first batch: the vault had no history then, so nothing could
+    match (an empty ``hits`` that does not mean "no note held the words")."""
+    first_batch: str | None = None
+    """When the vault's history starts: the time of its first batch (None: it has none yet)."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SearchResult:
-        return cls(data["query"], data["as_of"], data["valid_at"], data["mode"], data["match"], data["hits"])
+        return cls(data["query"], data["as_of"], data["valid_at"], data["mode"], data["match"], data["hits"],
+                   bool(data.get("before_history", False)), data.get("first_batch"))
 
     def to_json(self) -> dict[str, Any]:
         return {"query": self.query, "as_of": self.as_of, "valid_at": self.valid_at, "mode": self.mode,
-                "match": self.match, "hits": self.hits}
+                "match": self.match, "hits": self.hits, "before_history": self.before_history,
+                "first_batch": self.first_batch}
 
 
 @dataclass(slots=True)

@@ -22,6 +22,7 @@ from .paths import changed_path, nfc, note_candidates, note_path
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
 from .store import BatchNews, Revision, Store, View, is_dsn, open_store
 from .store.purge import check_strings as purge_strings_checked
+from .store.view import forgotten
 from .sync import BatchSummary, LiveIndex, ParsePool, Plan, Progress, write_plan
 from .times import TimeLike, as_micros, format_time, now_micros
 
@@ -150,6 +151,13 @@ class Vault:
         """When the store last learned something about this vault (None before the first batch)."""
         last = self._store.last_batch(self.id)
         return None if last is None else last[0]
+
+    @property
+    def first_known_at(self) -> int | None:
+        """When the store first learned something about this vault, where its history starts (None before the
+        first batch)."""
+        with self._view() as view:
+            return view.first_known_at()
 
     @property
     def last_batch_id(self) -> int:
@@ -384,8 +392,35 @@ class Vault:
         if rev is None or rev.deleted:
             at = f" as of {format_time(view.as_of)}" if view.as_of is not None else ""
             extra = f" (it was renamed to {rev.renamed_to})" if rev is not None and rev.renamed_to else ""
+            if view.before_history and view.as_of is not None:
+                why = self.no_history(format_time(view.first_known_at()))
+                raise NoteNotFound(f"note {path!r} did not exist{at}: {why}", argument="as_of")  # the time is wrong
             raise NoteNotFound(f"note {path!r} did not exist{at} in vault '{self.name}'{extra}")
         return rev
+
+    @property
+    def horizon(self) -> int | None:
+        """The vault's retention horizon: its history before this time was purged (None: never)."""
+        return self._store.horizon(self.id)
+
+    def window_note(self, since: TimeLike, until: TimeLike = None) -> str | None:
+        """What the changes after ``since`` up to ``until`` cannot show, in words: the part of the window before a
+        retention horizon or before the vault's first batch (None: nothing; see ``changes``)."""
+        start, end = as_micros(since, "since"), as_micros(until, "until")
+        horizon = self.horizon
+        if horizon is not None and start is not None and start < horizon:
+            return (f"vault '{self.name}' forgot its history before {format_time(horizon)} (a retention purge): "
+                    "the changes listed start there")
+        first = self.first_known_at
+        if first is None or (end is not None and end < first):
+            return self.no_history(format_time(first))
+        return None
+
+    def no_history(self, first_batch: str | None) -> str:
+        """Why nothing was known at a cutoff before the vault's first batch (``first_batch``: its time), in words."""
+        if first_batch is None:
+            return f"vault '{self.name}' has no history yet"
+        return f"vault '{self.name}' has no history before {first_batch} (its first batch)"
 
     def _applying(self, view: View, path: str) -> Revision:
         """The revision of ``path`` that applies in ``view`` (at its ``valid_at``), or NoteNotFound saying why."""
@@ -504,6 +539,9 @@ class Vault:
         start, end = as_micros(since, "since"), as_micros(until, "until")
         if start is not None and end is not None and end < start:
             raise ConfigError("until is earlier than since", argument="until")
+        horizon = self.horizon
+        if end is not None and horizon is not None and end < horizon:
+            raise ConfigError(forgotten(self.name, horizon), argument="until")
         with self._view(end, as_micros(valid_at, "valid_at")) as view:
             if start is not None and view.horizon is not None:
                 start = max(start, view.horizon)
@@ -584,8 +622,10 @@ class Vault:
         Its ``to_json()`` is exactly what ``search --json`` prints.
         """
         with self._view(as_micros(as_of, "as_of"), as_micros(valid_at, "valid_at")) as view:
-            return SearchResult.from_json(view.search(query, mode=mode, limit=limit, prefix=prefix, tags=tags,
-                                                      where=where))
+            found = SearchResult.from_json(view.search(query, mode=mode, limit=limit, prefix=prefix, tags=tags,
+                                                       where=where))
+            found.before_history, found.first_batch = view.before_history, format_time(view.first_known_at())
+            return found
 
     def locate(self, keys: list[tuple[str, str, int]]) -> list[int | None]:
         """The revision id of each (path, content hash, known_at), None for one the store does not hold."""

@@ -48,6 +48,9 @@ class SearchResult(_Out):
     mode: str
     hits: list[SearchHit]
     truncated: bool = Field(default=False, description="True when hit texts were cut to keep the result small")
+    before_history: bool = Field(default=False, description="True when as_of is before the vault's first batch: "
+                                 "the vault had no history then, so nothing could match (ask about first_batch or later)")
+    first_batch: str | None = Field(default=None, description="When the vault's history starts (its first batch, UTC)")
 
 
 class Link(_Out):
@@ -110,6 +113,11 @@ class ChangesResult(_Out):
     changes: list[RevisionOut] = Field(description="In the order vaultsync learned them")
     counts: dict[str, int] = Field(description="How many of each kind (all of them, even when truncated)")
     truncated: bool = Field(default=False, description="True when only the first `limit` changes are listed")
+    horizon: str | None = Field(default=None, description="Set when since is before the vault's retention horizon: "
+                                "its history before this time was purged, and the changes listed start there")
+    before_history: bool = Field(default=False, description="True when until is before the vault's first batch: "
+                                 "nothing had changed yet (see first_batch)")
+    first_batch: str | None = Field(default=None, description="When the vault's history starts (its first batch, UTC)")
 
 
 class NoteEntry(_Out):
@@ -127,6 +135,9 @@ class NoteList(_Out):
     as_of: str | None
     notes: list[NoteEntry]
     next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page")
+    before_history: bool = Field(default=False, description="True when as_of is before the vault's first batch: "
+                                 "no note existed yet (see first_batch)")
+    first_batch: str | None = Field(default=None, description="When the vault's history starts (its first batch, UTC)")
 
 
 class LinksResult(_Out):

@@ -71,6 +71,8 @@ def friendly(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except NoteNotFound as exc:
+            if exc.argument == "as_of":  # before the vault's history: the path may be right
+                raise ToolError(f"{exc}. Ask about a later as_of.") from None
             raise ToolError(f"{exc}. Find the right path with list_notes or search_notes "
                             "(paths are case-sensitive and relative to the vault).") from None
         except VaultsyncError as exc:

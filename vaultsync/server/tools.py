@@ -75,7 +75,8 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
             result = vault.search(query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit,
                                   prefix=prefix or None, tags=tags or None)
         hits, cut = _fit_hits(result.hits)
-        return SearchResult(query=result.query, as_of=_stamp(result.as_of), mode=result.mode, hits=hits, truncated=cut)
+        return SearchResult(query=result.query, as_of=_stamp(result.as_of), mode=result.mode, hits=hits, truncated=cut,
+                            before_history=result.before_history, first_batch=result.first_batch)
 
 
 def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
@@ -159,10 +160,15 @@ def add_list_changes(tools: ToolSet, rt: ServedVault) -> None:
     ) -> ChangesResult:
         """List the notes created, modified, renamed or deleted between two times, in the order
         vaultsync learned of them."""
+        start, end = when(since, "since"), when(until, "until")
         with rt.reading() as vault:
-            revisions, counts, more = vault.changes_page(since, until, valid_at=valid_at, limit=limit)
+            revisions, counts, more = vault.changes_page(start, end, valid_at=valid_at, limit=limit)
+            first, horizon = vault.first_known_at, vault.horizon
+        clipped = horizon is not None and start is not None and start < horizon
         return ChangesResult(since=since, until=until, changes=[_revision(r) for r in revisions],
-                             counts=counts, truncated=more)
+                             counts=counts, truncated=more, horizon=format_time(horizon) if clipped else None,
+                             before_history=first is None or (end is not None and end < first),
+                             first_batch=format_time(first))
 
 
 def add_list_notes(tools: ToolSet, rt: ServedVault) -> None:
@@ -187,7 +193,11 @@ def add_list_notes(tools: ToolSet, rt: ServedVault) -> None:
         revisions = rt.listing(cutoff, prefix or "", when(valid_at, "valid_at"), tag=tag or None)
         chosen, nxt = page(revisions, after, limit, key=lambda r: r.path)
         notes = [NoteEntry(**r.summary(NOTE_ENTRY_FIELDS)) for r in chosen]
-        return NoteList(as_of=format_time(cutoff), notes=notes, next_cursor=nxt)
+        with rt.reading() as vault:
+            first = vault.first_known_at
+        early = first is None or (cutoff is not None and cutoff < first)
+        return NoteList(as_of=format_time(cutoff), notes=notes, next_cursor=nxt, before_history=early,
+                        first_batch=format_time(first))
 
 
 def add_get_links(tools: ToolSet, rt: ServedVault) -> None:

@@ -22,6 +22,12 @@ from .schema import APPEND_ONLY_TABLES
 from .search import engine
 
 
+def forgotten(vault_name: str, horizon: int) -> str:
+    """The refusal of a question about a time before the vault's retention horizon."""
+    return (f"vault '{vault_name}' forgot its history before {format_time(horizon)} (a retention purge); "
+            f"ask about {format_time(horizon)} or later")
+
+
 class View:
     """Reads of one vault as of ``as_of`` (None: now), valid at ``valid_at``; see ``Store.view``.
 
@@ -51,9 +57,16 @@ class View:
         self.horizon = horizon(con, vault_id)
         """History before this time was removed by a retention purge (None: none was)."""
         if as_of is not None and self.horizon is not None and as_of < self.horizon:
-            raise ConfigError(f"vault '{vault_name}' forgot its history before {format_time(self.horizon)} "
-                              f"(a retention purge); ask about {format_time(self.horizon)} or later",
-                              argument="as_of")
+            raise ConfigError(forgotten(vault_name, self.horizon), argument="as_of")
+
+    @property
+    def before_history(self) -> bool:
+        """True when the cutoff is before the vault's first batch (or the vault has none yet): nothing was known."""
+        return self.batch == 0
+
+    def first_known_at(self) -> int | None:
+        """When the vault's first batch was learned, where its history starts (None: it has no batch yet)."""
+        return self._con.execute("SELECT min(known_at) FROM batches WHERE vault_id = ?", (self.vault_id,)).fetchone()[0]
 
     def at(self, as_of: int | None) -> View:
         """The same vault at another cutoff, in the same transaction."""

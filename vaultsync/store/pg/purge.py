@@ -3,7 +3,9 @@
 The rewriting steps are the SQLite engine's own functions (through ``pg.compat.Con``), so a purge
 changes the same revisions in the same way on both engines. What differs: the append-only triggers
 are not dropped but let through by ``vaultsync.purging``, a setting local to the purge's transaction;
-the keyword index is rebuilt from the purged history inside the same transaction (``pg/keyword.py``).
+the keyword index is rebuilt from the purged history inside the same transaction (``pg/keyword.py``); the
+foreign keys its deletes check are indexed for good, not for the purge's transaction only (schema m008: a
+``DROP INDEX`` here would lock every other server's readers out until the purge commits).
 
 What a purge cannot promise here, and says: the old bytes stay in PostgreSQL's WAL, in WAL archives,
 on streaming standbys and in backups until those are rotated; dead rows stay in the table files until

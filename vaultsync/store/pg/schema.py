@@ -305,6 +305,39 @@ def m007_doc_spans(con: Any) -> None:
     spans.create(con, pgvector_schema(con))
 
 
+FK_INDEXES = {"notes_by_batch_id": "notes (batch_id)",
+              "notes_by_prev": "notes (prev_id) WHERE prev_id IS NOT NULL",
+              "note_ends_by_batch": "note_ends (batch_id)",
+              "chunks_by_text": "chunks (text_id)",
+              "chunks_by_links": "chunks (links_id) WHERE links_id IS NOT NULL",
+              "git_commits_by_batch": "git_commits (batch_id) WHERE batch_id IS NOT NULL"}
+"""Indexes on the child side of each foreign key whose parent rows a purge deletes (the SQLite engine's
+``purge._FK_INDEXES``, kept here for good: see m008)."""
+
+
+@migration
+def m008_purge_keys(con: Any) -> None:
+    """What made a purge scan whole tables once per deleted row (``benchmarks/results/purge.md``, PostgreSQL).
+
+    Indexes for the foreign-key checks of a purge's deletes (``FK_INDEXES``): without them PostgreSQL checks
+    every deleted revision, text, link list and batch by a scan of its child table. The SQLite engine makes its
+    indexes inside the purge's transaction and drops them before it commits; here ``DROP INDEX`` would take an
+    ACCESS EXCLUSIVE lock that every other server's readers queue behind, so they stay (partial where the key is
+    mostly NULL: a foreign-key check never looks for NULL). They are small beside the postings.
+
+    And no foreign key from ``search_postings.doc`` to ``search_docs``: the rebuild of the index inside a purge
+    deletes every doc, and each deletion scanned the postings (the largest table, and its deleted rows with it)
+    for a reference: 187 of a 241-second purge of 600 commits of the Help history. An index on
+    ``search_postings(doc)`` would cost every posting written, for the one statement; the postings are derived
+    data written with their doc by ``pg/keyword.py`` alone (as ``search_live_postings`` has no such key), and
+    ``check`` reports any posting whose doc is missing (``PgView``)."""
+    for name, target in FK_INDEXES.items():
+        con.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {target}")
+    for (name,) in con.execute("SELECT conname FROM pg_constraint WHERE conrelid = 'search_postings'::regclass "
+                               "AND contype = 'f'").fetchall():
+        con.execute(f'ALTER TABLE search_postings DROP CONSTRAINT "{name}"')
+
+
 def schema_version(con: Any) -> int:
     """0 for a database (schema) vaultsync never wrote."""
     if con.execute("SELECT to_regclass('vaultsync_schema')").fetchone()[0] is None:

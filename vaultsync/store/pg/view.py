@@ -81,9 +81,16 @@ class PgView(View):
             "ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND c.relkind = 'r'").fetchone()[0])
 
     def _engine_problems(self) -> list[str]:
-        """The append-only triggers (PostgreSQL keeps its own integrity; the rest is ``View.check``'s)."""
+        """The append-only triggers, and postings whose doc is gone (PostgreSQL keeps its own integrity where a
+        foreign key says so; the rest is ``View.check``'s)."""
         triggers = {r[0] for r in self._con.raw.execute(
             "SELECT tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace s "
             "ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND NOT t.tgisinternal")}
-        return [f"append-only trigger {table}_append_only is missing" for table in APPEND_ONLY_TABLES
-                if f"{table}_append_only" not in triggers]
+        problems = [f"append-only trigger {table}_append_only is missing" for table in APPEND_ONLY_TABLES
+                    if f"{table}_append_only" not in triggers]
+        orphans = self._con.raw.execute(
+            "SELECT count(*) FROM search_postings p WHERE NOT EXISTS (SELECT 1 FROM search_docs d WHERE d.id = p.doc)"
+        ).fetchone()[0]
+        if orphans:  # no foreign key keeps them together (schema m008)
+            problems.append(f"{orphans} keyword postings belong to no indexed text: rebuild the search index")
+        return problems
