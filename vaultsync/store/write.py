@@ -118,9 +118,14 @@ class BatchWriter:
             self._write_revision(change, parsed)
 
     def finish(self) -> None:
-        """Write whatever is still held back (the engine calls this before the batch commits)."""
+        """Write whatever is still held back, here and by the indexers (the engine calls this before the batch
+        commits)."""
         if self._held is not None:
             self._train_dictionary()
+        for indexer in self.indexers:
+            flush = getattr(indexer, "flush", None)
+            if flush is not None:
+                flush(self.con)
 
     # ------------------------------------------------------------ parse workers' pre-work
 
