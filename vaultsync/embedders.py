@@ -11,7 +11,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import chain, repeat
-from operator import mul, sub
+from operator import add, mod, mul, rshift, sub
 
 from .provider import Embedder
 from .errors import ProviderError
@@ -115,9 +115,12 @@ class HashEmbedder(Embedder):
             # a pair's feature is the CRC-32 of "first second": the CRC of "first " continued over "second"
             encoded = list(map(str.encode, words, repeat("utf-8"), repeat("surrogatepass")))
             heads = map(zlib.crc32, repeat(b" "), map(zlib.crc32, encoded[:-1]))
-            units = round(self.pair_weight * 4)
-            for h, n in Counter(map(zlib.crc32, encoded[1:], heads)).items():
-                counted[self._code(h)] += n * units
+            crcs = list(map(zlib.crc32, encoded[1:], heads))
+            # ``_code`` of each, in C: ``h % dims``, plus ``dims`` when bit 31 is clear (1 - (h >> 31) is 1)
+            dims = self.dims
+            pairs = list(map(add, map(mod, crcs, repeat(dims)),
+                             map(mul, map(sub, repeat(1), map(rshift, crcs, repeat(31))), repeat(dims))))
+            counted.update(pairs * round(self.pair_weight * 4))  # counted in C, once per quarter of the weight
         dims = self.dims
         codes = list(map(counted.get, range(2 * dims), repeat(0)))  # in C: no Python step per slot
         return list(map(sub, codes[:dims], codes[dims:]))
