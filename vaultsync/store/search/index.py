@@ -77,6 +77,8 @@ class SearchIndexer:
         AHEAD.clear()
         self._max_doc = None
         self._drop_held()
+        self._checked = None  # a batch rolled back took its search_state row and a live table it created with it
+        self._live_ready.clear()
 
     def __init__(self, con: apsw.Connection, embedder: Embedder | None = None) -> None:
         check_text_version(con)
