@@ -110,6 +110,8 @@ class SearchIndexer:
         """(vault id, batch id) → held docs its new rows use: their tokens join ``search_stats`` once counted."""
         self._held_live: dict[str, list[tuple[int, str]]] = {}
         """Live table → rows (id, indexed text) not yet inserted there."""
+        self._held_notes: set[int] = set()
+        """Revisions whose rows are held back (ending one first writes what is held)."""
         self._next_doc: int | None = None
 
     # ------------------------------------------------------------ the Indexer hooks
@@ -198,6 +200,7 @@ class SearchIndexer:
                         [(row_id, vault_id, note_id, doc_id, batch_id) for (row_id, _), (doc_id, _) in zip(rows, docs)])
         held_live = self._held_live.setdefault(live, [])
         held_live.extend(rows)
+        self._held_notes.add(note_id)
         con.executemany(
             """INSERT INTO search_live_vectors (vault_id, doc_id, refs, embedding)
                SELECT ?, doc_id, 1, embedding FROM search_vectors WHERE doc_id = ?
@@ -262,16 +265,19 @@ class SearchIndexer:
         for table, rows in self._held_live.items():
             con.executemany(f"INSERT INTO {table} (rowid, indexed_text) VALUES (?, ?)", rows)
         self._held_live.clear()
+        self._held_notes.clear()
 
     def _drop_held(self) -> None:
         self._held_docs = []
         self._held_ids.clear()
         self._held_uses.clear()
         self._held_live.clear()
+        self._held_notes.clear()
         self._next_doc = None
 
     def _end(self, con: apsw.Connection, vault_id: int, batch_id: int, note_id: int) -> None:
-        self.flush(con)  # what it ends may be held back, and its docs' lengths are read here
+        if note_id in self._held_notes:  # its rows are held back (a catch-up replaying batches): write them first
+            self.flush(con)  # (a revision of an earlier batch has its rows, docs and live rows written)
         live = self._live(con, vault_id)
         rows = con.execute(
             """SELECT c.id, c.heading_path, t.body, n.title, n.aliases, d.length, d.id, d.hash
