@@ -8,7 +8,8 @@ Printed, each measured in this process with ``time.process_time`` unless said:
 1. the import through the library (``Vault.open(...).sync()`` with the default parse workers): wall seconds,
    the writer's CPU, and its parse workers' (``RUSAGE_CHILDREN``), and the statements that took the most time
    in the writer (apsw's statement profile; wall time, statements within triggers included in theirs);
-2. the workers' steps done alone over every note: parsing, ``indexed_text``, the hashed embedding, ``quantize``;
+2. the workers' steps done alone over every note: parsing, ``indexed_text``, the hashed embedding and ``quantize``,
+   then ``embed_quantized`` (the two in one, what the workers run) with the word cache cold again;
 3. compressing every stored text with the database's dictionary at zlib memory levels 8 and 9, and plainly.
 """
 
@@ -69,8 +70,14 @@ def worker_steps(hub: Path) -> None:
     for vector in vectors:
         quantize(vector)
     quant = time.process_time() - tick
+    embedder = HashEmbedder()
+    embedder._words.clear()
+    tick = time.process_time()
+    embedder.embed_quantized(texts)
+    both = time.process_time() - tick
     print(f"worker steps alone: parse {parse:.2f}, indexed_text {index_text:.2f}, embed {embed:.2f} (a cold word "
-          f"cache), quantize {quant:.2f} CPU-s for {len(notes)} notes, {len(texts)} indexed chunks")
+          f"cache), quantize {quant:.2f}, embed_quantized {both:.2f} (cold again) CPU-s for {len(notes)} notes, "
+          f"{len(texts)} indexed chunks")
 
 
 def compression(db: Path) -> None:

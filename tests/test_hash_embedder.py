@@ -95,3 +95,19 @@ def test_quantized_vectors_depend_on_the_text_not_the_order_of_work() -> None:
     forward = [quantize(v) for v in embedder.embed_normalized(found)]
     backward = [quantize(v) for v in embedder.embed_normalized(found[::-1])][::-1]
     assert forward == backward and len(set(forward)) > len(found) // 2
+
+
+def test_quantized_straight_from_the_counts_are_the_bytes_of_quantize(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``embed_quantized`` (what the index stores, without the float vectors) gives ``quantize`` of each vector
+    byte for byte, through a full table cache too."""
+    from vaultsync import embedders
+
+    found = texts()
+    embedder = HashEmbedder()
+    expected = [quantize(defined(t)) for t in found]
+    assert embedder.embed_quantized(found) == expected
+    assert len({q for q in expected if any(q)}) > len(found) // 2 and bytes(128) in expected  # the empty text
+    embedders._STEPS.clear()
+    monkeypatch.setattr(embedders, "_STEPS_LIMIT", 2)
+    assert embedder.embed_quantized(found[::-1]) == expected[::-1]
+    assert 1 <= len(embedders._STEPS) <= 2

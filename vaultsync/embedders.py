@@ -11,7 +11,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import chain, repeat
-from operator import mul, sub
+from operator import add, mod, mul, rshift, sub
 
 from .provider import Embedder
 from .errors import ProviderError
@@ -98,19 +98,32 @@ class HashEmbedder(Embedder):
             codes += self._codes(marked[i:i + 3], self.trigram_weight)
         return codes
 
+    def embed_quantized(self, texts: Sequence[str]) -> list[bytes]:
+        """``quantize`` of each ``embed_normalized`` vector, the same bytes, without the floats in between: a
+        vector is its quarter counts × 0.25, and scaling by a power of two changes no rounding, so ``quantize``
+        of the counts themselves gives what it gives of the vector."""
+        return list(map(_quantize_counts, map(self._quarters, texts)))
+
     def _one(self, text: str) -> list[float]:
+        return list(map(mul, self._quarters(text), repeat(0.25)))
+
+    def _quarters(self, text: str) -> list[int]:
+        """The vector of ``text`` in quarters (integers: weights are multiples of 1/4)."""
         words = _WORD.findall(text.lower())
         counted = Counter(chain.from_iterable(map(self._words.__getitem__, words)))
         if len(words) > 1:
             # a pair's feature is the CRC-32 of "first second": the CRC of "first " continued over "second"
             encoded = list(map(str.encode, words, repeat("utf-8"), repeat("surrogatepass")))
             heads = map(zlib.crc32, repeat(b" "), map(zlib.crc32, encoded[:-1]))
-            units = round(self.pair_weight * 4)
-            for h, n in Counter(map(zlib.crc32, encoded[1:], heads)).items():
-                counted[self._code(h)] += n * units
+            crcs = list(map(zlib.crc32, encoded[1:], heads))
+            # ``_code`` of each, in C: ``h % dims``, plus ``dims`` when bit 31 is clear (1 - (h >> 31) is 1)
+            dims = self.dims
+            pairs = list(map(add, map(mod, crcs, repeat(dims)),
+                             map(mul, map(sub, repeat(1), map(rshift, crcs, repeat(31))), repeat(dims))))
+            counted.update(pairs * round(self.pair_weight * 4))  # counted in C, once per quarter of the weight
         dims = self.dims
         codes = list(map(counted.get, range(2 * dims), repeat(0)))  # in C: no Python step per slot
-        return list(map(mul, map(sub, codes[:dims], codes[dims:]), repeat(0.25)))
+        return list(map(sub, codes[:dims], codes[dims:]))
 
 
 def _minilm() -> Embedder:
@@ -133,7 +146,31 @@ def get_embedder(name: str) -> Embedder:
         raise ProviderError(f"unknown embedder {name!r} (known: {', '.join(sorted(EMBEDDERS))})") from None
 
 
-def quantize(vector: Sequence[float]) -> bytes:
+_STEPS: dict[int, list[int]] = {}
+"""Peak → the int8 byte of each count ``-peak..peak`` under ``quantize`` (index ``d``; a negative ``d`` from the
+end of the list, as Python indexes it)."""
+
+
+_STEPS_LIMIT = 4096
+"""Tables kept; emptied when full (a peak of p counts makes 2p + 1 entries; peaks of a few hundred are rare)."""
+
+
+def _quantize_counts(counts: list[int]) -> bytes:
+    """``quantize`` of a vector of integers (``HashEmbedder._quarters``), the same bytes: each count's byte looked
+    up in a table made once per peak, instead of a multiplication and a ``round`` per component."""
+    peak = max(max(counts), -min(counts))
+    if peak == 0:
+        return bytes(len(counts))
+    table = _STEPS.get(peak)
+    if table is None:
+        if len(_STEPS) >= _STEPS_LIMIT:
+            _STEPS.clear()
+        scale = 127.0 / peak  # what ``quantize`` computes, so each byte is its round(scale * count)
+        table = _STEPS[peak] = [round(scale * d) & 0xFF for d in [*range(peak + 1), *range(-peak, 0)]]
+    return bytes(map(table.__getitem__, counts))
+
+
+def quantize(vector: Sequence[float] | Sequence[int]) -> bytes:
     """A vector as int8 (scaled so its largest component is ±127), the form the store keeps.
 
     Cosine similarity ignores the scale, so only rounding is lost. An all-zero vector stays zero.

@@ -52,6 +52,17 @@ def dumps(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
+_STRING = json.encoder.encode_basestring  # type: ignore[attr-defined]  # what the encoder uses for a str (no ensure_ascii)
+
+
+def dumps_strings(values: Sequence[str]) -> str:
+    """``dumps`` of a list of strings (tags, aliases, a heading path), the same text: each string through the
+    encoder's own string function, without the encoder's per-call work (a chunk's heading path is one each)."""
+    if all(type(value) is str for value in values):
+        return "[" + ",".join(map(_STRING, values)) + "]"
+    return dumps(list(values))
+
+
 @dataclass(slots=True)
 class ChunkRow:
     """A chunk revision as written, handed to indexers inside the batch's transaction."""
@@ -118,9 +129,14 @@ class BatchWriter:
             self._write_revision(change, parsed)
 
     def finish(self) -> None:
-        """Write whatever is still held back (the engine calls this before the batch commits)."""
+        """Write whatever is still held back, here and by the indexers (the engine calls this before the batch
+        commits)."""
         if self._held is not None:
             self._train_dictionary()
+        for indexer in self.indexers:
+            flush = getattr(indexer, "flush", None)
+            if flush is not None:
+                flush(self.con)
 
     # ------------------------------------------------------------ parse workers' pre-work
 
@@ -182,8 +198,8 @@ class BatchWriter:
                 self.vault_id, batch_id, path, kind, change.prev_id, change.renamed_from, change.hash, change.size,
                 parsed.title,
                 None if parsed.frontmatter is None else dumps(parsed.frontmatter),
-                dumps(list(parsed.tags)), dumps(list(parsed.aliases)),
-                dumps(list(parsed.warnings)), parsed.valid_from, parsed.valid_to, change.mtime_ns,
+                dumps_strings(parsed.tags), dumps_strings(parsed.aliases),
+                dumps_strings(parsed.warnings), parsed.valid_from, parsed.valid_to, change.mtime_ns,
             ),
         )
         note_id = self.con.last_insert_rowid()
@@ -205,7 +221,7 @@ class BatchWriter:
             self.con.execute(
                 """INSERT INTO chunks (note_id, ord, chunk_id, text_id, heading_path, line_start, line_end, kind,
                        links_id) VALUES (?,?,?,?,?,?,?,?,?)""",
-                (note_id, ord_, chunk.chunk_id, text_id, dumps(list(chunk.heading_path)),
+                (note_id, ord_, chunk.chunk_id, text_id, dumps_strings(chunk.heading_path),
                  chunk.line_start, chunk.line_end, chunk.kind, links_id),
             )
             rows.append(ChunkRow(self.con.last_insert_rowid(), note_id, path, chunk.chunk_id, text_id, chunk.text,

@@ -158,14 +158,26 @@ def embed_ahead(name: str, db: str | None, parsed: ParsedNote) -> tuple[str, dic
     known = _known(db, keys)
     if known:
         texts = [t for t, key in zip(texts, keys) if key not in known]
-    fast = getattr(embedder, "embed_normalized", None)
-    vectors = (fast(texts) if fast is not None else list(embedder.embed_many(texts))) if texts else []
-    return embedder.signature, {t: quantize(v) for t, v in zip(texts, vectors)}
+    return embedder.signature, dict(zip(texts, embed_quantized(embedder, texts))) if texts else {}
 
 
 def take_ahead(payload: tuple[str, dict[str, bytes]]) -> None:
     signature, vectors = payload
     AHEAD.update(((signature, text), blob) for text, blob in vectors.items())
+
+
+def embed_quantized(embedder: Embedder, texts: list[str]) -> list[bytes]:
+    """The stored (quantized) vectors of ``texts``, already normalized (``indexed_text``): the embedder's own
+    ``embed_quantized`` when it has one (the hashed embedder), else ``quantize`` of its vectors."""
+    fast = getattr(embedder, "embed_quantized", None)
+    if fast is not None:
+        blobs = fast(texts)
+    else:
+        normalized = getattr(embedder, "embed_normalized", None)
+        blobs = list(map(quantize, normalized(texts) if normalized is not None else embedder.embed_many(texts)))
+    if len(blobs) != len(texts):
+        raise ProviderError(f"embedder {embedder.embedder_id} returned {len(blobs)} vectors for {len(texts)} texts")
+    return blobs
 
 
 def write_vectors(con: apsw.Connection, embedder: Embedder, docs: list[tuple[int, str]]) -> None:
@@ -174,11 +186,7 @@ def write_vectors(con: apsw.Connection, embedder: Embedder, docs: list[tuple[int
     blobs: list[bytes | None] = [AHEAD.pop((signature, t), None) for _, t in docs]
     texts = [t for (_, t), blob in zip(docs, blobs) if blob is None]
     if texts:
-        fast = getattr(embedder, "embed_normalized", None)
-        vectors = fast(texts) if fast is not None else list(embedder.embed_many(texts))
-        if len(vectors) != len(texts):
-            raise ProviderError(f"embedder {embedder.embedder_id} returned {len(vectors)} vectors for {len(texts)} texts")
-        computed = iter(map(quantize, vectors))
+        computed = iter(embed_quantized(embedder, texts))
         blobs = [next(computed) if blob is None else blob for blob in blobs]
     rows = [(doc_id, blob) for (doc_id, _), blob in zip(docs, blobs) if blob is not None and any(blob)]
     con.executemany("INSERT INTO search_vectors (doc_id, embedding) VALUES (?, ?)", rows)

@@ -45,6 +45,14 @@ the content hash, so an entry can never name another text (a purge may delete a 
 _TEXTS_LIMIT = 32_768
 """Entries kept; emptied when full (a chunk's text is about a kilobyte: a bound near 30 MB)."""
 
+HOLD_ROWS = 4096
+"""New docs (and new live rows) a batch holds back before handing them to FTS5 in one go (``SearchIndexer.flush``).
+
+FTS5 writes what it holds in memory to a new segment whenever any statement opens a savepoint (each insert into
+``search_rows``, whose trigger fills ``search_spans``, does): inserted note by note, each table got one small segment
+per note and merged them again and again. Held back, they go in as a few large segments, for about a quarter of
+the writer's CPU on a large import. The index holds the same rows, ids and statistics either way."""
+
 
 def _varint(blob: bytes) -> int:
     """The first SQLite varint of an FTS5 ``%_docsize`` record (the row's token count)."""
@@ -64,9 +72,13 @@ class SearchIndexer:
     take_ahead = staticmethod(take_ahead)
 
     def forget_ahead(self) -> None:
-        """The batch ended (the engine calls this however it ends): drop its pre-work and what was cached for it."""
+        """The batch ended (the engine calls this however it ends): drop its pre-work and what was cached for it
+        (and what it held back: a batch that committed wrote it in ``flush``, one rolled back never wrote it)."""
         AHEAD.clear()
         self._max_doc = None
+        self._drop_held()
+        self._checked = None  # a batch rolled back took its search_state row and a live table it created with it
+        self._live_ready.clear()
 
     def __init__(self, con: apsw.Connection, embedder: Embedder | None = None) -> None:
         check_text_version(con)
@@ -91,6 +103,16 @@ class SearchIndexer:
         self._live_ready: set[int] = set()
         self._max_doc: tuple[int, int] | None = None
         """(batch id, highest doc id) while that batch is written: only this indexer adds docs inside it."""
+        self._held_docs: list[tuple[int, bytes, str]] = []
+        """New docs (id, hash, indexed text) not yet in ``search_fts`` and ``search_docs`` (see ``HOLD_ROWS``)."""
+        self._held_ids: dict[bytes, int] = {}
+        self._held_uses: dict[tuple[int, int], list[int]] = {}
+        """(vault id, batch id) → held docs its new rows use: their tokens join ``search_stats`` once counted."""
+        self._held_live: dict[str, list[tuple[int, str]]] = {}
+        """Live table → rows (id, indexed text) not yet inserted there."""
+        self._held_notes: set[int] = set()
+        """Revisions whose rows are held back (ending one first writes what is held)."""
+        self._next_doc: int | None = None
 
     # ------------------------------------------------------------ the Indexer hooks
 
@@ -122,6 +144,7 @@ class SearchIndexer:
 
     def _doc(self, con: apsw.Connection, text: str, new_docs: list[tuple[int, str]]) -> tuple[int, int]:
         """The doc of one text (see ``_docs``)."""
+        self.flush(con)
         self._max_doc = None  # called outside a batch's own path (a purge's repair): nothing cached holds
         _TEXTS.clear()  # nor keep in memory texts a purge is taking out
         return self._docs(con, [text], new_docs)[0]
@@ -166,16 +189,18 @@ class SearchIndexer:
              rows: list[tuple[int, str]], *, bounded: bool) -> None:
         live = self._live(con, vault_id)
         new_docs: list[tuple[int, str]] = []
-        docs = self._docs(con, [text for _, text in rows], new_docs, batch_id)
+        docs = self._hold_docs(con, [text for _, text in rows], new_docs, batch_id)
         if new_docs:
             write_vectors(con, self.embedder, new_docs)
-            con.execute("UPDATE search_doc_totals SET docs = docs + ?, tokens = tokens + ? WHERE id = 1",
-                        (len(new_docs), self._new_tokens))
-        self._new_tokens = 0
-        tokens = sum(length for _, length in docs)
+        tokens = sum(length for _, length in docs if length >= 0)
+        held = [doc_id for doc_id, length in docs if length < 0]
+        if held:
+            self._held_uses.setdefault((vault_id, batch_id), []).extend(held)
         con.executemany("INSERT INTO search_rows (id, vault_id, note_id, doc_id, born) VALUES (?,?,?,?,?)",
                         [(row_id, vault_id, note_id, doc_id, batch_id) for (row_id, _), (doc_id, _) in zip(rows, docs)])
-        con.executemany(f"INSERT INTO {live} (rowid, indexed_text) VALUES (?, ?)", rows)
+        held_live = self._held_live.setdefault(live, [])
+        held_live.extend(rows)
+        self._held_notes.add(note_id)
         con.executemany(
             """INSERT INTO search_live_vectors (vault_id, doc_id, refs, embedding)
                SELECT ?, doc_id, 1, embedding FROM search_vectors WHERE doc_id = ?
@@ -184,8 +209,75 @@ class SearchIndexer:
         if bounded:
             con.execute("INSERT OR IGNORE INTO search_bounded (note_id, vault_id) VALUES (?, ?)", (note_id, vault_id))
         self._stats(con, vault_id, batch_id, len(rows), tokens)
+        if len(self._held_docs) >= HOLD_ROWS or len(held_live) >= HOLD_ROWS:
+            self.flush(con)
+
+    def _hold_docs(self, con: apsw.Connection, texts: list[str], new_docs: list[tuple[int, str]],
+                   batch_id: int) -> list[tuple[int, int]]:
+        """``_docs`` for a batch's own path: (doc id, token count) of each text, a new text given the next id and
+        held back (its count -1 until ``flush`` learns it from FTS5) and appended to ``new_docs``."""
+        keys = [content_key(text) for text in texts]
+        held = self._held_ids
+        found: dict[bytes, tuple[int, int]] = by_hash(con, "search_docs", "id, length",
+                                                      [key for key in keys if key not in held])
+        fresh = False
+        for key, text in zip(keys, texts):
+            if key in found:
+                continue
+            doc_id = held.get(key)
+            if doc_id is None:
+                if self._next_doc is None:
+                    self._next_doc = con.execute("SELECT coalesce(max(id), 0) + 1 FROM search_docs").fetchone()[0]
+                doc_id, self._next_doc = self._next_doc, self._next_doc + 1
+                held[key] = doc_id
+                self._held_docs.append((doc_id, key, text))
+                new_docs.append((doc_id, text))
+                fresh = True
+            found[key] = (doc_id, -1)
+        if fresh:
+            self._max_doc = (batch_id, self._held_docs[-1][0])
+        if len(_TEXTS) + len(keys) > _TEXTS_LIMIT:
+            _TEXTS.clear()
+        _TEXTS.update(zip(keys, texts))
+        return [found[key] for key in keys]
+
+    def flush(self, con: apsw.Connection) -> None:
+        """Write what the batch held back (see ``HOLD_ROWS``): the new docs into ``search_fts`` and ``search_docs``
+        with their token counts (and those counts into the totals and the batches' statistics), the new live rows
+        into their live tables. Called before anything reads them, and by the batch before it commits."""
+        docs, self._held_docs = self._held_docs, []
+        if docs:
+            con.executemany("INSERT INTO search_fts (rowid, indexed_text) VALUES (?, ?)",
+                            [(doc_id, text) for doc_id, _, text in docs])
+            sizes = dict(con.execute("SELECT id, sz FROM search_fts_docsize WHERE id BETWEEN ? AND ?",
+                                     (docs[0][0], docs[-1][0])))
+            lengths = {doc_id: _varint(sizes[doc_id]) if sizes.get(doc_id) else 0 for doc_id, _, _ in docs}
+            con.executemany("INSERT INTO search_docs (id, hash, length) VALUES (?, ?, ?)",
+                            [(doc_id, key, lengths[doc_id]) for doc_id, key, _ in docs])
+            con.execute("UPDATE search_doc_totals SET docs = docs + ?, tokens = tokens + ? WHERE id = 1",
+                        (len(docs), sum(lengths.values())))
+            con.executemany("UPDATE search_stats SET tokens = tokens + ? WHERE vault_id = ? AND batch_id = ?",
+                            [(sum(map(lengths.__getitem__, uses)), vault_id, batch_id)
+                             for (vault_id, batch_id), uses in self._held_uses.items()])
+        self._held_ids.clear()
+        self._held_uses.clear()
+        self._next_doc = None
+        for table, rows in self._held_live.items():
+            con.executemany(f"INSERT INTO {table} (rowid, indexed_text) VALUES (?, ?)", rows)
+        self._held_live.clear()
+        self._held_notes.clear()
+
+    def _drop_held(self) -> None:
+        self._held_docs = []
+        self._held_ids.clear()
+        self._held_uses.clear()
+        self._held_live.clear()
+        self._held_notes.clear()
+        self._next_doc = None
 
     def _end(self, con: apsw.Connection, vault_id: int, batch_id: int, note_id: int) -> None:
+        if note_id in self._held_notes:  # its rows are held back (a catch-up replaying batches): write them first
+            self.flush(con)  # (a revision of an earlier batch has its rows, docs and live rows written)
         live = self._live(con, vault_id)
         rows = con.execute(
             """SELECT c.id, c.heading_path, t.body, n.title, n.aliases, d.length, d.id, d.hash
@@ -213,6 +305,9 @@ class SearchIndexer:
     def _stats(self, con: apsw.Connection, vault_id: int, batch_id: int, rows: int, tokens: int) -> None:
         if self._max_doc is not None and self._max_doc[0] == batch_id:
             max_doc = self._max_doc[1]
+        elif self._held_docs:  # held back (a replay of several batches): the highest id given so far
+            max_doc = self._held_docs[-1][0]
+            self._max_doc = (batch_id, max_doc)
         else:
             max_doc = con.execute("SELECT max(id) FROM search_docs").fetchone()[0] or 0
             self._max_doc = (batch_id, max_doc)
@@ -243,6 +338,7 @@ class SearchIndexer:
         for batch_id in batches:
             self._replay(con, vault_id, batch_id)
             con.execute("INSERT OR REPLACE INTO search_state (vault_id, last_batch) VALUES (?, ?)", (vault_id, batch_id))
+        self.flush(con)
         if batches:
             logger.info("search index: caught up %d batches of vault %d", len(batches), vault_id)
         return len(batches)
