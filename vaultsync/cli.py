@@ -174,9 +174,8 @@ def ls(obj: Context, as_of: int | None, valid_at: int | None, prefix: str, as_js
     if as_json:
         echo_json([r.summary(LISTED_FIELDS) for r in revisions])
         return
-    first = vault.first_known_at if not revisions else None
-    if not revisions and (first is None or (as_of is not None and as_of < first)):
-        click.echo(f"no notes: {vault.no_history(format_time(first))}", err=True)
+    if not revisions and vault.before_history(as_of):
+        click.echo(f"no notes: {vault.no_history(format_time(vault.first_known_at))}", err=True)
     for r in revisions:
         click.echo(f"{format_time(r.known_at)}  {r.size:>8}  {r.path}")
 

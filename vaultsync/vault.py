@@ -411,10 +411,15 @@ class Vault:
         if horizon is not None and start is not None and start < horizon:
             return (f"vault '{self.name}' forgot its history before {format_time(horizon)} (a retention purge): "
                     "the changes listed start there")
-        first = self.first_known_at
-        if first is None or (end is not None and end < first):
-            return self.no_history(format_time(first))
+        if self.before_history(end):
+            return self.no_history(format_time(self.first_known_at))
         return None
+
+    def before_history(self, cutoff: TimeLike) -> bool:
+        """True when nothing was known at ``cutoff`` (None: now): the vault has no batch yet, or ``cutoff`` is before
+        its first."""
+        first, at = self.first_known_at, as_micros(cutoff, "as_of")
+        return first is None or (at is not None and at < first)
 
     def no_history(self, first_batch: str | None) -> str:
         """Why nothing was known at a cutoff before the vault's first batch (``first_batch``: its time), in words."""

@@ -163,12 +163,11 @@ def add_list_changes(tools: ToolSet, rt: ServedVault) -> None:
         start, end = when(since, "since"), when(until, "until")
         with rt.reading() as vault:
             revisions, counts, more = vault.changes_page(start, end, valid_at=valid_at, limit=limit)
-            first, horizon = vault.first_known_at, vault.horizon
+            first, horizon, early = vault.first_known_at, vault.horizon, vault.before_history(end)
         clipped = horizon is not None and start is not None and start < horizon
         return ChangesResult(since=since, until=until, changes=[_revision(r) for r in revisions],
                              counts=counts, truncated=more, horizon=format_time(horizon) if clipped else None,
-                             before_history=first is None or (end is not None and end < first),
-                             first_batch=format_time(first))
+                             before_history=early, first_batch=format_time(first))
 
 
 def add_list_notes(tools: ToolSet, rt: ServedVault) -> None:
@@ -194,8 +193,7 @@ def add_list_notes(tools: ToolSet, rt: ServedVault) -> None:
         chosen, nxt = page(revisions, after, limit, key=lambda r: r.path)
         notes = [NoteEntry(**r.summary(NOTE_ENTRY_FIELDS)) for r in chosen]
         with rt.reading() as vault:
-            first = vault.first_known_at
-        early = first is None or (cutoff is not None and cutoff < first)
+            first, early = vault.first_known_at, vault.before_history(cutoff)
         return NoteList(as_of=format_time(cutoff), notes=notes, next_cursor=nxt, before_history=early,
                         first_batch=format_time(first))
 

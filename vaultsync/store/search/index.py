@@ -99,7 +99,6 @@ class SearchIndexer:
         self.ahead = functools.partial(embed_ahead, self.embedder.embedder_id, con.db_filename("main") or None)
         """Work a parse worker may do for this indexer (see ``sync.parse_stream``); ``take_ahead`` receives it."""
         self._checked: int | None = None
-        self._new_tokens = 0
         self._live_ready: set[int] = set()
         self._max_doc: tuple[int, int] | None = None
         """(batch id, highest doc id) while that batch is written: only this indexer adds docs inside it."""
@@ -143,47 +142,13 @@ class SearchIndexer:
         return name
 
     def _doc(self, con: apsw.Connection, text: str, new_docs: list[tuple[int, str]]) -> tuple[int, int]:
-        """The doc of one text (see ``_docs``)."""
+        """(doc id, token count) of one text, a new one indexed at once (a purge's repair, outside a batch's own
+        path; it is appended to ``new_docs``)."""
         self.flush(con)
-        self._max_doc = None  # called outside a batch's own path (a purge's repair): nothing cached holds
+        self._max_doc = None  # nothing cached holds
         _TEXTS.clear()  # nor keep in memory texts a purge is taking out
-        return self._docs(con, [text], new_docs)[0]
-
-    def _docs(self, con: apsw.Connection, texts: list[str], new_docs: list[tuple[int, str]],
-              batch_id: int | None = None) -> list[tuple[int, int]]:
-        """(doc id, token count) of each text, indexing in ``search_fts`` the texts not seen before, with ids
-        given in order of first appearance (``max(id) + 1`` each, as one text at a time would); the new ones
-        are appended to ``new_docs``. Statements per call, not per text: one lookup of every hash, one FTS5
-        insert and one docsize read for all new texts."""
-        keys = [content_key(text) for text in texts]
-        found: dict[bytes, tuple[int, int]] = by_hash(con, "search_docs", "id, length", keys)
-        fresh: list[tuple[int, bytes, str]] = []
-        for key, text in zip(keys, texts):
-            if key not in found:
-                if not fresh:
-                    next_id = con.execute("SELECT coalesce(max(id), 0) + 1 FROM search_docs").fetchone()[0]
-                found[key] = (next_id + len(fresh), -1)
-                fresh.append((next_id + len(fresh), key, text))
-        if fresh:
-            con.executemany("INSERT INTO search_fts (rowid, indexed_text) VALUES (?, ?)",
-                            [(doc_id, text) for doc_id, _, text in fresh])
-            sizes = dict(con.execute("SELECT id, sz FROM search_fts_docsize WHERE id BETWEEN ? AND ?",
-                                     (fresh[0][0], fresh[-1][0])))
-            rows = []
-            for doc_id, key, text in fresh:
-                size = sizes.get(doc_id)
-                length = _varint(size) if size else 0
-                found[key] = (doc_id, length)
-                rows.append((doc_id, key, length))
-                new_docs.append((doc_id, text))
-                self._new_tokens += length
-            con.executemany("INSERT INTO search_docs (id, hash, length) VALUES (?, ?, ?)", rows)
-        if batch_id is not None and fresh:
-            self._max_doc = (batch_id, fresh[-1][0])
-        if len(_TEXTS) + len(keys) > _TEXTS_LIMIT:
-            _TEXTS.clear()
-        _TEXTS.update(zip(keys, texts))
-        return [found[key] for key in keys]
+        doc_id, length = self._hold_docs(con, [text], new_docs)[0]
+        return (doc_id, self.flush(con)[doc_id]) if length < 0 else (doc_id, length)
 
     def _add(self, con: apsw.Connection, vault_id: int, batch_id: int, note_id: int,
              rows: list[tuple[int, str]], *, bounded: bool) -> None:
@@ -213,7 +178,7 @@ class SearchIndexer:
             self.flush(con)
 
     def _hold_docs(self, con: apsw.Connection, texts: list[str], new_docs: list[tuple[int, str]],
-                   batch_id: int) -> list[tuple[int, int]]:
+                   batch_id: int | None = None) -> list[tuple[int, int]]:
         """``_docs`` for a batch's own path: (doc id, token count) of each text, a new text given the next id and
         held back (its count -1 until ``flush`` learns it from FTS5) and appended to ``new_docs``."""
         keys = [content_key(text) for text in texts]
@@ -234,18 +199,19 @@ class SearchIndexer:
                 new_docs.append((doc_id, text))
                 fresh = True
             found[key] = (doc_id, -1)
-        if fresh:
+        if fresh and batch_id is not None:
             self._max_doc = (batch_id, self._held_docs[-1][0])
         if len(_TEXTS) + len(keys) > _TEXTS_LIMIT:
             _TEXTS.clear()
         _TEXTS.update(zip(keys, texts))
         return [found[key] for key in keys]
 
-    def flush(self, con: apsw.Connection) -> None:
+    def flush(self, con: apsw.Connection) -> dict[int, int]:
         """Write what the batch held back (see ``HOLD_ROWS``): the new docs into ``search_fts`` and ``search_docs``
         with their token counts (and those counts into the totals and the batches' statistics), the new live rows
-        into their live tables. Called before anything reads them, and by the batch before it commits."""
-        docs, self._held_docs = self._held_docs, []
+        into their live tables. Called before anything reads them, and by the batch before it commits. Returns the
+        new docs' token counts by id."""
+        docs, lengths = self._held_docs, {}
         if docs:
             con.executemany("INSERT INTO search_fts (rowid, indexed_text) VALUES (?, ?)",
                             [(doc_id, text) for doc_id, _, text in docs])
@@ -259,13 +225,10 @@ class SearchIndexer:
             con.executemany("UPDATE search_stats SET tokens = tokens + ? WHERE vault_id = ? AND batch_id = ?",
                             [(sum(map(lengths.__getitem__, uses)), vault_id, batch_id)
                              for (vault_id, batch_id), uses in self._held_uses.items()])
-        self._held_ids.clear()
-        self._held_uses.clear()
-        self._next_doc = None
         for table, rows in self._held_live.items():
             con.executemany(f"INSERT INTO {table} (rowid, indexed_text) VALUES (?, ?)", rows)
-        self._held_live.clear()
-        self._held_notes.clear()
+        self._drop_held()
+        return lengths
 
     def _drop_held(self) -> None:
         self._held_docs = []

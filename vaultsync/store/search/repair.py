@@ -144,11 +144,8 @@ class Repair:
             if bounded:
                 con.execute("INSERT OR IGNORE INTO search_bounded (note_id, vault_id) VALUES (?, ?)",
                             (note_id, self.vault_id))
-        if new_docs:
+        if new_docs:  # ``_doc`` counted them in search_doc_totals
             write_vectors(con, self.indexer.embedder, new_docs)
-            con.execute("UPDATE search_doc_totals SET docs = docs + ?, tokens = tokens + ? WHERE id = 1",
-                        (len(new_docs), self.indexer._new_tokens))
-        self.indexer._new_tokens = 0
         con.executemany(
             """INSERT INTO search_live_vectors (vault_id, doc_id, refs, embedding)
                SELECT ?, doc_id, 1, embedding FROM search_vectors WHERE doc_id = ?
