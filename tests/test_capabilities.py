@@ -34,7 +34,7 @@ builtins.__import__ = _no_fcntl
 def test_importing_every_door_needs_no_capability() -> None:
     code = WINDOWS_LIKE + """
 import vaultsync.cli, vaultsync.server, vaultsync.disk.vaultfs, vaultsync.live.watcher, vaultsync.disk.edit, vaultsync.store.lock
-from vaultsync import capabilities
+from vaultsync.disk import capabilities
 from vaultsync.errors import ConfigError
 caps = capabilities.current()
 print(caps.no_follow, caps.o_directory, caps.dir_fd, caps.lock)
