@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from . import acting
 from .disk import vaultfs
 from .errors import ConfigError, NoteChanged, NoteNotFound, PathError
 from .disk.digest import content_hash
@@ -228,6 +229,9 @@ def apply(vault: Vault, steps: list[Step], *, source: str, detail: str, dry_run:
         paths = [s.path for s in todo]
         if not todo:
             return done
+        carried = acting.carried()  # another process's request: what is about to be written, in case this one dies
+        if carried is not None and carried.note_steps is not None:
+            carried.note_steps(todo)
         for step in todo:
             for _ in range(WRITE_TRIES):
                 if _write(root, step.path, step.text, _now(vault, step.path)[1]):

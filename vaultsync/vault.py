@@ -23,9 +23,11 @@ from .disk.paths import changed_path, nfc, note_candidates, note_path
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
 from .store import BatchNews, Revision, Store, View, is_dsn, open_store
 from .store.purge import check_strings as purge_strings_checked
+from .store.requests import RequestTable, mark_done
 from .store.view import forgotten
 from .sync import BatchSummary, LiveIndex, ParsePool, Plan, Progress, write_plan
 from .times import TimeLike, as_micros, format_time, now_micros
+from .unfinished import recover
 
 if TYPE_CHECKING:
     from .store.contract import Batch
@@ -74,6 +76,8 @@ class Vault:
         self.parse_workers = parse_workers
         self._lock = store.writer_lock(name)
         self._lock.command = lock_command
+        self.lock_command = lock_command
+        """How this process names itself to others (the writer lock, write requests); None: its arguments."""
         self._sync_lock = threading.RLock()
 
     # ------------------------------------------------------------ opening
@@ -202,7 +206,11 @@ class Vault:
         borrowed; ``close()`` releases it.
         """
         with self._sync_lock:
-            return self._lock.try_acquire(command, watching=True)  # held for good: by a watcher
+            held = self._lock.held
+            taken = self._lock.try_acquire(command, watching=True)  # held for good: by a watcher
+            if taken and not held:
+                self._taken()
+            return taken
 
     def acquire_lock(self, command: str | None = None, *, watching: bool = False) -> None:
         """Take the vault's writer lock now, or LockedError naming its holder (``release_lock`` gives it up)."""
@@ -219,12 +227,29 @@ class Vault:
             if self._lock.held:
                 return False
             self._lock.acquire(watching=True)
+            self._taken()
             return True
 
     def release_lock(self) -> None:
         """Give up the writer lock taken with ``hold_lock`` (between batches of this process)."""
         with self._sync_lock:
             self._lock.release()
+
+    def _taken(self) -> None:
+        """This process just took the writer lock: before anything else is written, put right the write
+        requests a writer that died left half done (``unfinished.recover``); the lock is given up again
+        when that fails."""
+        if self._store.readonly:
+            return
+        try:
+            recover(self)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def requests(self) -> RequestTable:
+        """The write requests other processes asked of this vault's writer (``live.handoff``)."""
+        return RequestTable(self._store, self.id)
 
     def lock_holder(self) -> dict[str, object] | None:
         """What the other process holding the writer lock wrote about itself ({} if unreadable): pid,
@@ -322,7 +347,11 @@ class Vault:
     def _write_plan(self, plan: Plan, *, known_at: int | None, source: str, detail: str | None = None,
                     strict: bool = False, progress: Progress | None = None,
                     on_write: Callable[[Batch], None] | None = None, workers: ParsePool | None = None) -> BatchSummary:
-        """The one plan → batch path (import, watch, writes, git backfill); the caller is ``_writing``."""
+        """The one plan → batch path (import, watch, writes, git backfill); the caller is ``_writing``. The batch
+        that carries out another process's write request (``acting.carrying``, its source) marks it done."""
+        carried = acting.carried()
+        if carried is not None and carried.source == source:
+            on_write = _then(on_write, lambda batch: mark_done(batch, carried.request_id))
         return write_plan(self._store, self.id, self.name, plan, known_at=known_at, source=source, detail=detail,
                           caller=acting.caller(), strict=strict, workers=self.parse_workers if workers is None else workers,
                           progress=progress, on_write=on_write)
@@ -335,6 +364,8 @@ class Vault:
             held = self._lock.held
             self._lock.acquire(command)
             try:
+                if not held:
+                    self._taken()
                 yield
             finally:
                 if not held:
@@ -707,6 +738,18 @@ class Vault:
         """Verify the store; return the problems found (empty when healthy)."""
         with self._view() as view:
             return view.check()
+
+
+def _then(first: Callable[[Any], None] | None, second: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``first`` (if any), then ``second``: two additions to one batch."""
+    if first is None:
+        return second
+
+    def both(batch: Any) -> None:
+        first(batch)
+        second(batch)
+
+    return both
 
 
 def tagged(revisions: list[Revision], tag: str) -> list[Revision]:

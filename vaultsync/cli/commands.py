@@ -103,11 +103,26 @@ def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool,
             result = vault.import_git(strict=strict, progress=bar)
             summary, payload = result.summary, result.to_json()
         else:
-            summary = vault.sync(known_at=known_at, strict=strict, progress=bar, allow_mass_delete=allow_mass_delete)
+            summary = _scan(vault, known_at=known_at, strict=strict, progress=bar, allow_mass_delete=allow_mass_delete)
             payload = summary.to_json()
     finally:
         bar.close()
     _print_import(vault.name, summary, payload, as_json=as_json, from_git=from_git)
+
+
+def _scan(vault: Any, *, progress: Any, **options: Any) -> Any:
+    """A scan of the whole vault as one batch: here, or by the process watching it (a second import while the
+    watcher runs: that process records it, with the same outcome)."""
+    from ..errors import LockedError
+    from ..live import handoff
+
+    try:
+        return vault.sync(progress=progress, **options)
+    except LockedError:
+        holder = vault.lock_holder()
+        if not holder or not holder.get("watching"):
+            raise
+    return handoff.summary_of(handoff.perform(vault, "scan", options).answer)
 
 
 def _print_import(name: str, summary: Any, payload: dict[str, Any], *, as_json: bool, from_git: bool) -> None:

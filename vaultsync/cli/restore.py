@@ -50,17 +50,18 @@ def restore(obj: Context, note: str | None, as_of: int | None, revision: str | N
         vaultsync restore --prefix Projects/ --as-of 2025-03-01 --delete-newer
     """
     from .. import restore as r
+    from ..live import handoff
 
     if (note is None) == (prefix is None):
         raise click.UsageError("give a NOTE or --prefix FOLDER")
     vault = obj.vault(root=str(obj.vault().root), readonly=False)
-    if prefix is not None:
-        steps, detail = (r.plan_folder(vault, prefix, as_of=as_of, delete_newer=delete_newer),
-                         f"restore of {prefix} as of {format_time(as_of)}")
-    else:
-        step = r.plan_note(vault, note, as_of=as_of, revision=revision, to=to)  # type: ignore[arg-type]
-        steps, detail = [step], f"restore of {step.origin}"
-    _show(r.apply(vault, steps, source="restore", detail=detail, dry_run=dry_run), as_json)
+    args = handoff.restore_args(note=note, prefix=prefix, as_of=as_of, revision=revision, to=to,
+                                delete_newer=delete_newer)
+    if dry_run:  # reads only: planned here, whoever holds the vault
+        steps, detail = handoff.plan_restore(vault, args)
+        _show(r.apply(vault, steps, source="restore", detail=detail, dry_run=True), as_json)
+        return
+    _show(handoff.restored_of(handoff.perform(vault, "restore", args)), as_json)  # by the watcher, if one runs
 
 
 @click.command()
@@ -81,11 +82,16 @@ def undo(obj: Context, batch: int, force: bool, dry_run: bool, as_json: bool) ->
         vaultsync undo 1234
     """
     from .. import restore as r
+    from ..live import handoff
 
     vault = obj.vault(root=str(obj.vault().root), readonly=False)
-    steps = r.plan_undo(vault, batch, force=force)
-    _show(r.apply(vault, steps, source="undo", detail=f"undo of batch {batch}", dry_run=dry_run), as_json)
-    if any(s.refused for s in steps):
+    if dry_run:
+        done = r.apply(vault, r.plan_undo(vault, batch, force=force), source="undo", detail=f"undo of batch {batch}",
+                       dry_run=True)
+    else:  # by the watcher, if one runs
+        done = handoff.restored_of(handoff.perform(vault, "undo", {"batch": batch, "force": force}))
+    _show(done, as_json)
+    if any(s.refused for s in done.steps):
         raise SystemExit(1)
 
 

@@ -29,6 +29,7 @@ from .events import EVERYTHING, ObserverFactory, RunningObserver, start_observer
 from ..sync import BatchSummary
 from ..times import format_time
 from ..vault import Vault
+from .handoff import Desk
 from .writer_role import WriterRole
 
 logger = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ class Watcher:
         self.last_latency_ms: float | None = None
         self.last_error: str | None = None
         self._next_reconcile = 0.0
+        self._desk: Desk | None = None
 
     # ------------------------------------------------------------ life
 
@@ -100,6 +102,7 @@ class Watcher:
         self._next_reconcile = time.monotonic() + self.reconcile_s
         self._thread = threading.Thread(target=self._run, name="vaultsync-watcher", daemon=True)
         self._thread.start()
+        self._desk = Desk(self.vault, on_batch=self._told).start()  # other processes' writes, carried out here
         logger.info("watching %s (%s): quiet period %d ms, max wait %d ms, reconcile %s", self.vault.root,
                     self.observer_kind, self.step_ms, self.debounce_ms,
                     f"every {self.reconcile_s:g} s" if self.reconcile_s > 0 else "off")
@@ -108,6 +111,9 @@ class Watcher:
         """Stop observing, record everything still unrecorded as one batch, join every thread, release the lock."""
         if self._thread is None:
             return
+        if self._desk is not None:  # the request in hand is finished first: never half done
+            self._desk.stop()
+            self._desk = None
         self._stop.set()
         self._debouncer.close()
         self._thread.join()
@@ -269,6 +275,16 @@ class Watcher:
                     summary.batch_id, summary.added, summary.modified, summary.renamed, summary.deleted,
                     len(summary.errors), scope, summary.seconds * 1000, after)
         logger.debug("batch %d wrote %s", summary.batch_id, ", ".join(summary.paths))
+        if self.on_batch is not None:
+            try:
+                self.on_batch(summary)
+            except Exception:
+                logger.exception("the on_batch callback failed")
+
+    def _told(self, summary: BatchSummary) -> None:
+        """A batch the desk wrote for another process: counted and told as the watcher's own."""
+        self.batches += 1
+        self.last_batch_at = summary.known_at
         if self.on_batch is not None:
             try:
                 self.on_batch(summary)

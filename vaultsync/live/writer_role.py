@@ -12,9 +12,10 @@ ask it):
   this process is a **reader** in standby and takes the lock once that process stops
   (``serve --watch``);
 * ``write(path, text)``: write a note and record it. While another process holds the lock and
-  watches the vault, write the file and wait until that process has recorded it (taking over and
-  recording it here if it stops meanwhile); while one holds it without watching (an import), wait
-  up to ``WAIT_FOR_LOCK_S``, then refuse, naming what it does, before touching the file.
+  watches the vault, that process writes and records it (``live.handoff``: this one waits for the
+  batch, and does it itself if that process stops before taking it); while one holds it without
+  watching (an import), wait up to ``handoff.WAIT_FOR_LOCK_S``, then refuse, naming what it does,
+  before touching the file.
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LockedError, NoteNotFound
 from ..disk.paths import writable_note_path
-from ..disk.digest import content_hash
 from ..sync import BatchSummary
+from .handoff import perform, public_holder
 
 if TYPE_CHECKING:
     from ..vault import Note, Vault
@@ -37,10 +37,6 @@ logger = logging.getLogger(__name__)
 
 TAKE_OVER_EVERY_S = 1.0
 """How often a process standing by tries the writer lock (one non-blocking flock)."""
-WAIT_FOR_OTHER_WRITER_S = 10.0
-"""How long a write waits for the process holding the writer lock (its watcher) to record it."""
-WAIT_FOR_LOCK_S = 5.0
-"""How long a write waits for a process holding the writer lock without watching (an import) to finish."""
 
 OnBatch = Callable[[BatchSummary], None]
 Read = Callable[[str], "Note"]
@@ -170,67 +166,22 @@ class WriterRole:
     # ------------------------------------------------------------ writing
 
     def write(self, path: str, text: str, *, append: bool, read: Read | None = None,
-              check: Check | None = None) -> Note:
+              expected: str | None = None) -> Note:
         """Create (or append to) a note and return it as recorded; ``read`` reads a recorded note back
-        (default: this vault's ``read``). See the module docstring for who records, and when a write
-        is refused (LockedError, one line)."""
+        (default: this vault's ``read``); ``expected``: the revision the note must be at (``revisions``).
+        See the module docstring for who records, and when a write is refused (LockedError, one line)."""
         rel = writable_note_path(path)  # a bad path is refused before anything else
-        deadline = time.monotonic() + WAIT_FOR_LOCK_S
-        while True:
-            try:
-                summary, note = self.vault.write_note(rel, text, append=append, check=check)
-                self._told(summary)
-                return note
-            except LockedError:
-                holder = self.vault.lock_holder()
-                if holder and holder.get("watching"):
-                    self.vault.write_file(rel, text, append=append, check=check)
-                    return self._recorded_elsewhere(rel, read or self.vault.read)
-                if time.monotonic() >= deadline:
-                    raise LockedError(f"vault '{self.vault.name}' is being written by {public_holder(holder)}; "
-                                      "nothing was written, try again when it has finished") from None
-            time.sleep(0.1)
-
-    def _recorded_elsewhere(self, rel: str, read: Read) -> Note:
-        """Another process watching the vault holds the lock: wait until it has recorded the file as
-        written (or later), record it here when that process stops, or fail with one line naming it."""
-        digest = content_hash(self.vault.read_file(rel))
-        deadline = time.monotonic() + WAIT_FOR_OTHER_WRITER_S
-        while time.monotonic() < deadline:
-            try:
-                note = read(rel)
-                if note.revision.content_hash == digest:
-                    return note
-            except NoteNotFound:
-                pass
-            if self.vault.lock_holder() is None:  # the watcher stopped: record it here
-                try:
-                    self._told(self.vault.sync([rel], source="write"))
-                    return read(rel)
-                except LockedError:
-                    pass
-            time.sleep(0.1)
-        holder = self.vault.lock_holder()
-        why = (f"vault '{self.vault.name}' is being written by {public_holder(holder)}, which has not recorded it "
-               f"within {WAIT_FOR_OTHER_WRITER_S:g} s" if holder is not None else "the vault's watcher stopped")
-        logger.warning("%s written, but not recorded: %s (%s)", self.vault.root / rel, why,
-                       self.vault.describe_lock_holder())
-        raise LockedError(f"wrote {rel} in the vault folder, but it is not recorded yet: {why}; it becomes searchable "
-                          "once that process records it or the vault is synced again (do not write it again)")
+        done = perform(self.vault, "write", {"path": rel, "text": text, "append": append, "expected": expected},
+                       public=True)
+        if done.here is not None:
+            summary, note = done.here
+            self._told(summary)
+            return note
+        return (read or self.vault.read)(done.answer["path"])
 
     def _told(self, summary: BatchSummary) -> None:
         if self.on_batch is not None:
             self.on_batch(summary)
-
-
-def public_holder(info: dict[str, object] | None) -> str:
-    """Another process holding the writer lock as a client may see it: what it does and since when,
-    never its pid or command line (those go to the log)."""
-    if info is None:
-        return "nobody"
-    role = "another process watching the vault" if info.get("watching") else "another process (an import or a writer)"
-    started = info.get("started")
-    return f"{role}, since {started}" if isinstance(started, str) else role
 
 
 __all__ = ["WriterRole", "public_holder"]

@@ -11,10 +11,10 @@ from pydantic import Field
 from ..disk.edit import MAX_WRITE_CHARS
 from ..errors import LockedError, NoteNotFound
 from ..disk.paths import writable_note_path
-from ..revisions import is_revision, mismatch, replace_section, replace_text, revision_of
+from ..revisions import mismatch, revision_of
 from ..times import format_time
 from ..vault import Note, Vault
-from ..live.writer_role import public_holder
+from ..live.handoff import perform
 from .feed import note_uri
 from .models import WriteResult
 from .served import ServedVault
@@ -47,16 +47,12 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         if (heading is None) == (old_text is None):
             raise ToolError("give exactly one of heading and old_text")
         writer, rel = served.writing_vault(), writable_note_path(path)
-
-        def change(old: bytes) -> bytes:
-            if not is_revision(old, expected_revision):
-                raise mismatch(rel, revision_of(old), expected_revision)
-            text = old.decode("utf-8")
-            if heading is not None:
-                return replace_section(text, heading, new_text).encode("utf-8")
-            return replace_text(text, old_text or "", new_text).encode("utf-8")
-
-        summary, note = _locked(writer, lambda: writer.rewrite_note(rel, change))
+        done = _locked(writer, lambda: perform(writer, "edit", {
+            "path": rel, "expected": expected_revision, "new_text": new_text, "heading": heading,
+            "old_text": old_text}, public=True))
+        if done.here is None:  # carried out by the process watching the vault
+            return recorded(served.read(done.answer["path"]))
+        summary, note = done.here
         served.on_batch(summary)
         return recorded(note)
 
@@ -72,33 +68,20 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         """Write a past state of a note back (as_of a time, or a revision from note_history) as a new
         revision; a deleted note comes back at its old path, a renamed one under its current name.
         History is never rewritten."""
-        from .. import restore
-
         writer = served.writing_vault()
-        step = restore.plan_note(writer, path, as_of=as_of, revision=revision)
-        if step.refused:
-            raise ToolError(step.refused)
-        if expected_revision is not None:  # the file decides (an editor's save may not be recorded yet)
-            try:
-                on_disk: str | None = revision_of(writer.read_file(step.path))
-            except (OSError, NoteNotFound):
-                on_disk = None
-            if on_disk is None or not on_disk.startswith(expected_revision.strip().lower()):
-                raise ToolError(str(mismatch(step.path, on_disk, expected_revision)))
-        done = _locked(writer, lambda: restore.apply(writer, [step], source="restore",
-                                                     detail=f"restore of {step.origin}"))
-        if done.summary is not None:
-            served.on_batch(done.summary)
-        return recorded(served.read(step.path))
+        done = _locked(writer, lambda: perform(writer, "restore_note", {
+            "path": path, "as_of": as_of, "revision": revision, "expected": expected_revision}, public=True))
+        if done.here is not None and done.here.summary is not None:
+            served.on_batch(done.here.summary)
+        return recorded(served.read(done.answer["path"]))
 
 
 def _locked(writer: Vault, write):  # type: ignore[no-untyped-def]
+    """A write's LockedError (another process holds the vault and did not carry it out) as the tool's error."""
     try:
         return write()
-    except LockedError:
-        raise ToolError(f"vault '{writer.name}' is being written by {public_holder(writer.lock_holder())}; "
-                        "nothing was written (edit_note and restore_note record their own batch: stop the other "
-                        "writer, or serve with --watch)") from None
+    except LockedError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def refuse_create(writer: Vault, rel: str, expected: str) -> None:

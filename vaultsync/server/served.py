@@ -28,7 +28,7 @@ from ..errors import ConfigError, VaultNotFound
 from ..sync import BatchSummary
 from ..vault import Note, Vault
 from ..live.watcher import Watcher
-from ..live.writer_role import Check, WriterRole, public_holder
+from ..live.writer_role import WriterRole, public_holder
 from .feed import POLL_S, ChangeFeed
 
 if TYPE_CHECKING:
@@ -194,12 +194,12 @@ class ServedVault:
 
     # ------------------------------------------------------------ writing
 
-    def write(self, path: str, text: str, *, append: bool, check: Check | None = None) -> Note:
-        """Write a note and return it as recorded (``WriterRole.write``; ``check``: of the bytes replaced)."""
+    def write(self, path: str, text: str, *, append: bool, expected: str | None = None) -> Note:
+        """Write a note and return it as recorded (``WriterRole.write``; ``expected``: the revision it replaces)."""
         if self.role is None:
             self.writing_vault()
         assert self.role is not None
-        return self.role.write(path, text, append=append, read=self.read, check=check)
+        return self.role.write(path, text, append=append, read=self.read, expected=expected)
 
     def writing_vault(self) -> Vault:
         """The vault opened for writing, or ConfigError when the server was started without writes."""

@@ -14,7 +14,6 @@ from pydantic import Field
 
 from ..disk.edit import MAX_WRITE_CHARS
 from ..disk.paths import writable_note_path
-from ..revisions import expecting
 from .models import WriteResult
 from .revise import Expected, add_revision_tools, recorded, refuse_create
 from .served import ServedVault
@@ -59,4 +58,4 @@ def _write(served: ServedVault, path: str, text: str, *, append: bool, expected:
     rel = writable_note_path(path)  # a bad path is refused before anything else
     if expected is not None and not append:
         refuse_create(served.writing_vault(), rel, expected)
-    return recorded(served.write(rel, text, append=append, check=expecting(rel, expected)))
+    return recorded(served.write(rel, text, append=append, expected=expected))

@@ -246,6 +246,35 @@ def m008_search_spans(con: apsw.Connection) -> None:
     search_schema.create(con)
 
 
+@migration
+def m009_write_requests(con: apsw.Connection) -> None:
+    """Write requests (``store/requests.py``): how a process that does not hold a vault's writer lock asks the
+    one that does (its watcher) to write for it, and learns the outcome. Not history: a row lives from the
+    request to the asker reading its outcome."""
+    con.execute(
+        """
+        CREATE TABLE IF NOT EXISTS write_requests (
+            id          INTEGER PRIMARY KEY,
+            vault_id    INTEGER NOT NULL REFERENCES vaults(id),
+            kind        TEXT NOT NULL,            -- restore | undo | scan | write | edit | restore_note
+            args        TEXT NOT NULL,            -- JSON
+            asker       TEXT NOT NULL,            -- JSON: pid, host, command
+            caller      TEXT,                     -- the MCP caller it is done for (batches.caller)
+            asked_at    INTEGER NOT NULL,         -- wall clock, UTC micros
+            take_by     INTEGER NOT NULL,         -- no writer takes it after this (the asker has given up)
+            state       TEXT NOT NULL CHECK (state IN ('asked','taken','done','failed','dropped')),
+            taken_by    TEXT,                     -- JSON: the writer that took it
+            taken_at    INTEGER,
+            steps       TEXT,                     -- JSON: files about to be written (path, hash before, after)
+            batch_id    INTEGER,                  -- the batch that carried it out
+            answer      TEXT,                     -- JSON: what the asker prints, or the error
+            finished_at INTEGER
+        );
+        CREATE INDEX IF NOT EXISTS write_requests_by_state ON write_requests(vault_id, state, id);
+        """
+    )
+
+
 def has_table(con: apsw.Connection, name: str) -> bool:
     return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
@@ -258,6 +287,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
     Before ``m006`` no vault device is registered: read-only, none is needed.
     Before ``m007`` no batch names its caller: read-only, ``store.batches`` reads NULL.
     Before ``m008`` there are no search spans: read-only, a past search counts ``search_rows`` instead.
+    Before ``m009`` there are no write requests: read-only, none is asked or answered.
     """
     if version == len(MIGRATIONS):
         return True
@@ -266,7 +296,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
     # 0.1.0 with its search tables, a database before purges, one whose index may still hold blank
     # or heading-only chunks (before m004), or one without audit heads (before m005): reads need
     # nothing that is missing
-    return version in (1, 2, 3, 4, 5, 6, 7) and search_schema.current(con)
+    return version in (1, 2, 3, 4, 5, 6, 7, 8) and search_schema.current(con)
 
 
 def migrate(con: apsw.Connection) -> int:

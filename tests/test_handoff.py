@@ -1,0 +1,270 @@
+"""The hand-off of writes to the process holding the writer role (``vaultsync.live.handoff``), on both engines:
+two ``Vault`` objects on one database play two processes (each holds its own writer lock: a flock on SQLite, a
+session advisory lock on PostgreSQL). A request is taken at most once, a request no writer took in time is
+dropped and never carried out, and a writer that dies in the middle of one leaves it carried out whole or not
+at all, put right by the next process that takes the writer lock."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vaultsync import Vault, acting
+from vaultsync.errors import LockedError, RevisionMismatch
+from vaultsync.live import handoff
+from vaultsync.live.watcher import Watcher
+from vaultsync.live.writer_role import WriterRole
+from vaultsync.times import format_time, now_micros
+
+QUIET = {"step_ms": 20000, "debounce_ms": 60000, "reconcile_s": 0}
+"""The watcher records a burst of edits only after 20 s: what a test sees recorded sooner, a request recorded."""
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "db" / "vaultsync.db")
+    pgserver = pytest.importorskip("pgserver")
+    try:
+        return pgserver.shared().fresh("handoff")
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture
+def two(db: str, tmp_path: Path) -> Iterator[tuple[Vault, Vault, Path, str]]:
+    """The watching process's vault, the asking process's vault, the folder, and T0 (after the first import)."""
+    root = tmp_path / "vault"
+    (root / "F").mkdir(parents=True)
+    for name in ("a", "b", "c", "d"):
+        (root / "F" / f"{name}.md").write_text(f"# {name}\n\nfirst\n", encoding="utf-8")
+    (root / "Inbox.md").write_text("# Inbox\n", encoding="utf-8")
+    with Vault.open(db, root=root, name="v") as first, Vault.open(db, root=root, name="v") as second:
+        first.sync()
+        time.sleep(0.002)
+        t0 = format_time(now_micros())
+        time.sleep(0.002)
+        for name in ("a", "b", "c", "d"):
+            (root / "F" / f"{name}.md").write_text(f"# {name}\n\nsecond\n", encoding="utf-8")
+        first.sync()
+        yield first, second, root, t0
+
+
+def test_every_door_is_carried_out_by_the_watcher(two) -> None:
+    watching, asking, root, t0 = two
+    told: list[int] = []
+    with Watcher(watching, on_batch=lambda s: told.append(s.batch_id), **QUIET):
+        folder = handoff.restored_of(handoff.perform(asking, "restore", handoff.restore_args(prefix="F/", as_of=t0)))
+        assert folder.summary is not None and [s.action for s in folder.steps] == ["write"] * 4
+        assert asking.batch_info(folder.summary.batch_id)["source"] == "restore"
+        assert (root / "F" / "a.md").read_text(encoding="utf-8") == "# a\n\nfirst\n"
+        undone = handoff.restored_of(handoff.perform(asking, "undo", {"batch": folder.summary.batch_id}))
+        assert undone.summary is not None and undone.detail == f"undo of batch {folder.summary.batch_id}"
+        assert (root / "F" / "a.md").read_text(encoding="utf-8") == "# a\n\nsecond\n"
+        with acting.acting_for("alice"):
+            wrote = handoff.perform(asking, "write", {"path": "Ideas/Kite.md", "text": "# Kite\n", "append": False,
+                                                      "expected": None}, public=True)
+        kite = asking.read("Ideas/Kite.md")
+        assert wrote.answer["path"] == "Ideas/Kite.md" and wrote.here is None, "carried out by the watcher"
+        assert asking.batch_info(kite.revision.batch_id) | {"known_at": 0} == {
+            "batch_id": kite.revision.batch_id, "known_at": 0, "source": "write", "detail": None, "caller": "alice"}
+        with pytest.raises(RevisionMismatch, match="not the expected revision 00000000"):
+            handoff.perform(asking, "edit", {"path": "Ideas/Kite.md", "expected": "00000000", "new_text": "x",
+                                             "heading": None, "old_text": "Kite"})
+        (root / "New.md").write_text("# New\n", encoding="utf-8")
+        scanned = handoff.summary_of(handoff.perform(asking, "scan", {}).answer)
+        assert scanned.added == 1 and asking.batch_info(scanned.batch_id)["source"] == "import"
+        assert told[-1] == scanned.batch_id, "the watcher's on_batch hears of the batches it carried out"
+    assert asking.requests().waiting() == [] and asking.requests().interrupted() == []
+
+
+def test_a_request_is_taken_once_and_a_dropped_one_never(two) -> None:
+    watching, asking, _, _ = two
+    table, other = asking.requests(), watching.requests()
+    rid = table.ask("scan", {}, asker={"pid": 1}, caller=None, take_by=now_micros() + 10_000_000)
+    assert other.take(rid, {"pid": 2}) is not None
+    assert other.take(rid, {"pid": 3}) is None and not table.drop(rid), "taken: neither taken again nor dropped"
+    late = table.ask("scan", {}, asker={"pid": 1}, caller=None, take_by=now_micros() + 10_000_000)
+    assert table.drop(late) and other.take(late, {"pid": 2}) is None
+    stale = table.ask("scan", {}, asker={"pid": 1}, caller=None, take_by=now_micros() - 1)
+    assert other.take(stale, {"pid": 2}) is None, "past its asker's deadline"
+    assert other.tidy() == 1 and table.get(stale).state == "dropped"
+
+
+def test_no_answer_within_the_bound_is_one_line_and_nothing_written(two, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A holder that watches but does not answer (here: holding the lock with no desk)."""
+    watching, asking, root, t0 = two
+    monkeypatch.setattr(handoff, "WAIT_FOR_WRITER_S", 0.3)
+    assert WriterRole(watching).take()
+    with pytest.raises(LockedError) as refused:
+        handoff.perform(asking, "restore", handoff.restore_args(note="F/a.md", as_of=t0))
+    assert str(refused.value) == (f"vault 'v' is being written by {asking.describe_lock_holder()}, which did not take "
+                                  "the request within 0.3 s; nothing was written")
+    assert (root / "F" / "a.md").read_text(encoding="utf-8") == "# a\n\nsecond\n"
+    assert watching.requests().waiting() == []
+
+
+def _die_after(monkeypatch: pytest.MonkeyPatch, files: int, holder: Vault) -> None:
+    """The writer "dies" after writing ``files`` files: its lock goes (as the OS or the server frees a dead
+    process's), and the request stays taken."""
+    from vaultsync import restore
+
+    real, written = restore._write, []
+
+    def write(root: str, rel: str, text: Any, expected: Any) -> bool:
+        if len(written) == files:
+            monkeypatch.setattr(restore, "_write", real)  # whoever puts it right writes for real
+            holder.release_lock()
+            raise SystemExit("killed")
+        written.append(rel)
+        return real(root, rel, text, expected)
+
+    monkeypatch.setattr(restore, "_write", write)
+
+
+def _serve_one(holder: Vault, monkeypatch: pytest.MonkeyPatch, files: int) -> threading.Thread:
+    """A desk that takes the next request and dies in the middle of it."""
+
+    def run() -> None:
+        table = holder.requests()
+        deadline = time.monotonic() + 30
+        while not table.waiting() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        try:
+            handoff.Desk(holder).serve(table, table.waiting()[0])
+        except SystemExit:
+            pass
+
+    _die_after(monkeypatch, files, holder)
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def test_a_writer_dying_mid_restore_leaves_nothing_of_it(two, monkeypatch: pytest.MonkeyPatch) -> None:
+    watching, asking, root, t0 = two
+    assert WriterRole(watching).take()
+    before = asking.last_batch_id
+    desk = _serve_one(watching, monkeypatch, files=2)
+    try:
+        with pytest.raises(LockedError) as failed:
+            handoff.perform(asking, "restore", handoff.restore_args(prefix="F/", as_of=t0))
+    finally:
+        desk.join()
+    assert str(failed.value).startswith("vault 'v': the process that took it, pid ")
+    assert str(failed.value).endswith(" stopped while carrying it out; nothing was written")
+    for name in ("a", "b", "c", "d"):
+        assert (root / "F" / f"{name}.md").read_text(encoding="utf-8") == f"# {name}\n\nsecond\n", name
+    assert asking.last_batch_id == before, "no batch: nothing recorded of the request"
+    assert asking.sync().changed == 0, "the folder is as the store has it"
+
+
+def test_a_writer_dying_after_its_write_landed_records_it_for_the_asker(two) -> None:
+    """create/append/edit write one file at once: if it landed, the next writer records it as the request's batch."""
+    watching, asking, root, _ = two
+    assert WriterRole(watching).take()
+    table = asking.requests()
+    rid = table.ask("write", {"path": "Inbox.md", "text": "more", "append": True, "expected": None},
+                    asker={"pid": 1}, caller="bob", take_by=now_micros() + 10_000_000)
+    assert watching.requests().take(rid, {"pid": 2, "command": "vaultsync watch"}) is not None
+    watching.write_file("Inbox.md", "more", append=True)  # the file is written; then the writer dies
+    watching.release_lock()
+    with asking.writing():  # whoever takes the lock next puts it right first
+        pass
+    done = table.get(rid)
+    assert done.state == "done" and done.answer["path"] == "Inbox.md"
+    assert asking.batch_info(done.batch_id)["source"] == "write" and asking.batch_info(done.batch_id)["caller"] == "bob"
+    assert asking.read("Inbox.md").content == "# Inbox\nmore"
+
+
+def test_a_real_watcher_on_postgresql_carries_out_a_cli_restore(tmp_path: Path) -> None:
+    """``vaultsync watch`` on PostgreSQL in a process of its own (woken by NOTIFY), ``restore`` from this one."""
+    import sys
+
+    from conftest import invoke
+    from watch_helpers import WatchProcess
+
+    pgserver = pytest.importorskip("pgserver")
+    try:
+        dsn = pgserver.shared().fresh("handoffwatch")
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "Note.md").write_text("# Note\n\nfirst\n", encoding="utf-8")
+    assert invoke("--db", dsn, "import", str(root)).returncode == 0
+    t0 = format_time(now_micros())
+    (root / "Note.md").write_text("# Note\n\nsecond\n", encoding="utf-8")
+    watcher = WatchProcess(tmp_path / "unused.db", root, "--step-ms", "20000", "--debounce-ms", "60000",
+                           command=[sys.executable, "-m", "vaultsync", "--db", dsn, "watch", str(root), "--step-ms",
+                                    "20000", "--debounce-ms", "60000", "--reconcile-s", "0"])
+    try:
+        watcher.wait_for("watching ")
+        done = invoke("--db", dsn, "restore", "Note.md", "--as-of", t0)
+        assert done.returncode == 0, done.stderr
+        batch = int(done.stderr.strip().splitlines()[-1].split("batch ", 1)[1].split(" ", 1)[0])
+        watcher.wait_for(f"carried out: batch {batch}")
+        assert (root / "Note.md").read_text(encoding="utf-8") == "# Note\n\nfirst\n"
+        with Vault.open(dsn, name="vault", readonly=True) as vault:
+            assert vault.batch_info(batch)["source"] == "restore" and vault.read("Note.md").content.endswith("first\n")
+    finally:
+        watcher.proc.terminate()
+        watcher.finish()
+
+
+def _world(base: Path) -> tuple[Path, Path, str]:
+    """The same small history built again under ``base``: folder, database, T0."""
+    from conftest import invoke
+
+    root, db = base / "vault", base / "db" / "vaultsync.db"
+    (root / "F").mkdir(parents=True)
+    for name in ("a", "b"):
+        (root / "F" / f"{name}.md").write_text(f"# {name}\n\nfirst\n", encoding="utf-8")
+    assert invoke("import", str(root), db=db).returncode == 0
+    time.sleep(0.002)
+    t0 = format_time(now_micros())
+    time.sleep(0.002)
+    (root / "F" / "a.md").write_text("# a\n\nsecond\n", encoding="utf-8")
+    (root / "F" / "b.md").unlink()
+    (root / "F" / "c.md").write_text("# c\n", encoding="utf-8")
+    assert invoke("import", str(root), db=db).returncode == 0
+    return root, db, t0
+
+
+def _masked(text: str) -> str:
+    import re
+
+    text = re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+Z", "T", text)
+    return re.sub(r'"seconds": [\d.]+', '"seconds": S', text)
+
+
+def test_the_asker_prints_what_it_prints_when_it_writes_itself(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The same commands on the same history, once with nothing watching and once handed to a watcher: the
+    same output, the same exit codes (times masked)."""
+    import logging
+
+    from conftest import invoke
+
+    caplog.set_level(logging.INFO, logger="vaultsync.live.handoff")
+    said: dict[str, list[tuple[int, str, str]]] = {}
+    for how in ("here", "handed"):
+        root, db, t0 = _world(tmp_path / how)
+        commands = [("restore", "F/a.md", "--as-of", t0), ("restore", "--prefix", "F/", "--as-of", t0, "--json"),
+                    ("restore", "--prefix", "F/", "--as-of", t0, "--delete-newer"), ("undo", "3"), ("undo", "3"),
+                    ("import", str(root)), ("import", str(root), "--json"), ("restore", "Gone.md", "--as-of", t0)]
+        with Vault.open(db, root=root) as vault, contextlib.ExitStack() as stack:
+            if how == "handed":
+                stack.enter_context(Watcher(vault, **QUIET))
+            (root / "New.md").write_text("# New\n", encoding="utf-8")  # found by the import: nothing records it before
+            said[how] = [(r.returncode, _masked(r.stdout), _masked(r.stderr))
+                         for r in (invoke(*c, db=db) for c in commands)]
+    assert said["handed"] == said["here"]
+    desk = [r.getMessage() for r in caplog.records if r.name == "vaultsync.live.handoff"]
+    assert sum(" carried out: " in m for m in desk) == 7 and sum(" refused: " in m for m in desk) == 1, desk
+    assert [code for code, _, _ in said["here"]] == [0, 0, 0, 0, 1, 0, 0, 1], said["here"]

@@ -1,0 +1,130 @@
+"""What each kind of write request does, wherever it is carried out: the library calls a holder of the vault's
+writer lock makes for ``restore``, ``undo``, a scan (a second ``import``), and the MCP write tools (``handoff``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..disk.paths import writable_note_path
+from ..errors import NoteNotFound, PathError, StoreError
+from ..times import TimeLike, as_micros, format_time
+from ..unfinished import summary_answer
+
+if TYPE_CHECKING:
+    from ..vault import Vault
+
+
+def execute(vault: Vault, kind: str, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """Carry a request out here (the caller holds the writer lock): its answer, and the library's result."""
+    try:
+        run = KINDS[kind]
+    except KeyError:
+        raise StoreError(f"unknown write request {kind!r}; is this vaultsync older than the one asking?") from None
+    with vault.writing():  # one request at a time, never between the watcher's batches
+        return run(vault, args)
+
+
+def restore_args(*, note: str | None = None, prefix: str | None = None, as_of: TimeLike = None,
+                 revision: str | None = None, to: str | None = None, delete_newer: bool = False,
+                 **more: Any) -> dict[str, Any]:
+    """The arguments of a ``restore`` request (``more``: options a newer ``plan_note``/``plan_folder`` take)."""
+    return {"note": note, "prefix": prefix, "as_of": as_micros(as_of, "as_of"), "revision": revision, "to": to,
+            "delete_newer": delete_newer, **more}
+
+
+def plan_restore(vault: Vault, args: dict[str, Any]) -> tuple[list[Any], str]:
+    """The steps and the batch detail of ``restore`` (a note, or a folder with ``prefix``)."""
+    from .. import restore as r
+
+    a = dict(args)
+    note, prefix, as_of = a.pop("note"), a.pop("prefix"), a.pop("as_of")
+    revision, to, delete_newer = a.pop("revision"), a.pop("to"), a.pop("delete_newer")
+    if prefix is not None:
+        return (r.plan_folder(vault, prefix, as_of=as_of, delete_newer=delete_newer, **a),
+                f"restore of {prefix} as of {format_time(as_of)}")
+    step = r.plan_note(vault, note, as_of=as_of, revision=revision, to=to, **a)
+    return [step], f"restore of {step.origin}"
+
+
+def _restore(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    from .. import restore as r
+
+    steps, detail = plan_restore(vault, args)
+    done = r.apply(vault, steps, source="restore", detail=detail)
+    return restored_answer(done), done
+
+
+def _undo(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    from .. import restore as r
+
+    batch = int(args["batch"])
+    steps = r.plan_undo(vault, batch, force=bool(args.get("force")))
+    done = r.apply(vault, steps, source="undo", detail=f"undo of batch {batch}")
+    return restored_answer(done), done
+
+
+def _scan(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    summary = vault.sync(known_at=args.get("known_at"), strict=bool(args.get("strict")),
+                         allow_mass_delete=bool(args.get("allow_mass_delete")))
+    return {"summary": summary_answer(summary)}, summary
+
+
+def _write(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    from ..revisions import expecting
+
+    rel = writable_note_path(args["path"])
+    summary, note = vault.write_note(rel, args["text"], append=bool(args["append"]),
+                                     check=expecting(rel, args.get("expected")))
+    return {"path": note.revision.path, "summary": summary_answer(summary)}, (summary, note)
+
+
+def edit_change(rel: str, expected: str, new_text: str, heading: str | None, old_text: str | None) -> Any:
+    """``edit_note``'s change of a note's bytes: refused unless they are the ``expected`` revision."""
+    from ..revisions import is_revision, mismatch, replace_section, replace_text, revision_of
+
+    def change(old: bytes) -> bytes:
+        if not is_revision(old, expected):
+            raise mismatch(rel, revision_of(old), expected)
+        text = old.decode("utf-8")
+        if heading is not None:
+            return replace_section(text, heading, new_text).encode("utf-8")
+        return replace_text(text, old_text or "", new_text).encode("utf-8")
+
+    return change
+
+
+def _edit(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    rel = writable_note_path(args["path"])
+    change = edit_change(rel, args["expected"], args["new_text"], args.get("heading"), args.get("old_text"))
+    summary, note = vault.rewrite_note(rel, change)
+    return {"path": note.revision.path, "summary": summary_answer(summary)}, (summary, note)
+
+
+def _restore_note(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    from .. import restore as r
+    from ..revisions import mismatch, revision_of
+
+    step = r.plan_note(vault, args["path"], as_of=args.get("as_of"), revision=args.get("revision"))
+    if step.refused:
+        raise PathError(step.refused)
+    expected = args.get("expected")
+    if expected is not None:  # the file decides (an editor's save may not be recorded yet)
+        try:
+            on_disk: str | None = revision_of(vault.read_file(step.path))
+        except (OSError, NoteNotFound):
+            on_disk = None
+        if on_disk is None or not on_disk.startswith(expected.strip().lower()):
+            raise mismatch(step.path, on_disk, expected)
+    done = r.apply(vault, [step], source="restore", detail=f"restore of {step.origin}")
+    return {"path": step.path, **restored_answer(done)}, done
+
+
+KINDS = {"restore": _restore, "undo": _undo, "scan": _scan, "write": _write, "edit": _edit,
+         "restore_note": _restore_note}
+
+
+def restored_answer(done: Any) -> dict[str, Any]:
+    s = done.summary
+    steps = [{**step.to_json(False), "changes": step.changes} for step in done.steps]
+    return {"source": done.source, "detail": done.detail, "steps": steps, "notes": list(done.notes),
+            "summary": None if s is None else summary_answer(s)}
