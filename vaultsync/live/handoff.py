@@ -290,16 +290,16 @@ class Desk:
             table.finish(rid, "failed", error_answer(StoreError(f"the watching process failed to carry it out: "
                                                                 f"{type(exc).__name__}: {exc}")))
             return
-        table.finish(rid, "done", answer)
-        self.carried += 1
         summary = _summary_of(here)
-        logger.info("request %d carried out: %s", rid, f"batch {summary.batch_id}" if summary and summary.batch_id
-                    else "nothing to change")
         if summary is not None and summary.batch_id is not None and self.on_batch is not None:
-            try:
+            try:  # told before the asker hears of it: its own followers see the batch as its answer arrives
                 self.on_batch(summary)
             except Exception:
                 logger.exception("the on_batch callback failed")
+        table.finish(rid, "done", answer)
+        self.carried += 1
+        logger.info("request %d carried out: %s", rid, f"batch {summary.batch_id}" if summary and summary.batch_id
+                    else "nothing to change")
 
 
 def _summary_of(here: Any) -> BatchSummary | None:
