@@ -244,7 +244,8 @@ def _masked(text: str) -> str:
     return re.sub(r'"seconds": [\d.]+', '"seconds": S', text)
 
 
-def test_the_asker_prints_what_it_prints_when_it_writes_itself(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_the_asker_prints_what_it_prints_when_it_writes_itself(tmp_path: Path,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
     """The same commands on the same history, once with nothing watching and once handed to a watcher: the
     same output, the same exit codes (times masked)."""
     import logging

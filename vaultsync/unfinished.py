@@ -70,7 +70,8 @@ def recover(vault: Any) -> int:
     found = table.interrupted()
     for request in found:
         taker = request.taken_by or {}
-        stopped = f"the process that took it, pid {taker.get('pid')} ({taker.get('command')}), stopped while carrying it out"
+        stopped = (f"the process that took it, pid {taker.get('pid')} ({taker.get('command')}), stopped while "
+                   "carrying it out")
         if request.kind in ("write", "edit"):
             rel = writable_note_path(request.args["path"])
             with carrying(table, request):

@@ -141,7 +141,8 @@ def test_restore_a_folder(world: World) -> None:
     import json
 
     out = json.loads(done.stdout)
-    assert [(n["path"], n["action"]) for n in out["notes"]] == [("Travel/Oslo.md", "write"), ("Travel/Rome.md", "write")]
+    assert [(n["path"], n["action"]) for n in out["notes"]] == [("Travel/Oslo.md", "write"),
+                                                                ("Travel/Rome.md", "write")]
     batch = world.batch(out["batch_id"])
     assert (batch["source"], batch["paths"]) == ("restore", ["Travel/Oslo.md", "Travel/Rome.md"])
     assert batch["detail"] == f"restore of Travel/ as of {world.t0}"
@@ -152,7 +153,8 @@ def test_restore_a_deleted_note(world: World) -> None:
     (world.root / "Inbox.md").unlink()
     scanned = world.cli("import", str(world.root))  # a second import: a scan the watcher carries out
     assert scanned.returncode == 0, scanned.stderr
-    assert scanned.stdout.startswith("vault: batch ") and ": 0 added, 0 modified, 0 renamed, 1 deleted" in scanned.stdout
+    assert scanned.stdout.startswith("vault: batch ")
+    assert ": 0 added, 0 modified, 0 renamed, 1 deleted" in scanned.stdout
     scan = world.batch(int(scanned.stdout.split("batch ", 1)[1].split(" ", 1)[0]))
     assert (scan["source"], scan["paths"]) == ("import", ["Inbox.md"])
     assert world.recorded("Inbox.md") is None
@@ -201,7 +203,8 @@ async def test_a_second_serve_watch_edits_restores_and_appends_through_the_watch
 
         restored = sc(await c.call_tool("restore_note", {"path": "Projects/Atlas.md", "as_of": world.t0,
                                                          "expected_revision": edited["content_hash"]}))
-        assert "None left." not in world.text("Projects/Atlas.md") and "budget is tight" in world.text("Projects/Atlas.md")
+        atlas = world.text("Projects/Atlas.md")
+        assert "None left." not in atlas and "budget is tight" in atlas
         with world.vault() as vault:
             restore_batch = vault.history("Projects/Atlas.md")[-1].batch_id
         assert restored["content_hash"] == content_hash(world.text("Projects/Atlas.md").encode())
