@@ -20,6 +20,7 @@ from vaultsync.errors import LockedError, RevisionMismatch
 from vaultsync.live import handoff
 from vaultsync.live.watcher import Watcher
 from vaultsync.live.writer_role import WriterRole
+from vaultsync.store.requests import RequestTable
 from vaultsync.times import format_time, now_micros
 
 QUIET = {"step_ms": 20000, "debounce_ms": 60000, "reconcile_s": 0}
@@ -128,8 +129,9 @@ def _die_after(monkeypatch: pytest.MonkeyPatch, files: int, holder: Vault) -> No
     monkeypatch.setattr(restore, "_write", write)
 
 
-def _serve_one(holder: Vault, monkeypatch: pytest.MonkeyPatch, files: int) -> threading.Thread:
-    """A desk that takes the next request and dies in the middle of it."""
+def _serve_one(holder: Vault, monkeypatch: pytest.MonkeyPatch, files: int | None) -> threading.Thread:
+    """A desk that takes the next request and dies in the middle of it (after writing ``files`` files; None: as
+    it comes to write its answer, its batch committed)."""
 
     def run() -> None:
         table = holder.requests()
@@ -141,7 +143,18 @@ def _serve_one(holder: Vault, monkeypatch: pytest.MonkeyPatch, files: int) -> th
         except SystemExit:
             pass
 
-    _die_after(monkeypatch, files, holder)
+    if files is not None:
+        _die_after(monkeypatch, files, holder)
+    else:
+        real = RequestTable.finish
+
+        def finish(self: RequestTable, rid: int, state: str, answer: Any) -> None:
+            if state == "done":
+                holder.release_lock()
+                raise SystemExit("killed")
+            real(self, rid, state, answer)
+
+        monkeypatch.setattr(RequestTable, "finish", finish)
     thread = threading.Thread(target=run)
     thread.start()
     return thread
@@ -163,6 +176,24 @@ def test_a_writer_dying_mid_restore_leaves_nothing_of_it(two, monkeypatch: pytes
         assert (root / "F" / f"{name}.md").read_text(encoding="utf-8") == f"# {name}\n\nsecond\n", name
     assert asking.last_batch_id == before, "no batch: nothing recorded of the request"
     assert asking.sync().changed == 0, "the folder is as the store has it"
+
+
+def test_a_writer_dying_once_its_batch_committed_leaves_the_asker_its_batch(two, monkeypatch) -> None:
+    """The batch marks the request done in its own transaction: killed before it wrote the answer, the writer
+    has carried it out whole, and the asker prints that batch."""
+    watching, asking, root, t0 = two
+    assert WriterRole(watching).take()
+    desk = _serve_one(watching, monkeypatch, files=None)
+    try:
+        done = handoff.restored_of(handoff.perform(asking, "restore", handoff.restore_args(prefix="F/", as_of=t0)))
+    finally:
+        desk.join()
+    assert done.summary is not None and done.summary.batch_id == asking.last_batch_id
+    assert asking.batch_info(done.summary.batch_id)["source"] == "restore"
+    assert sorted(s.path for s in done.steps) == [f"F/{n}.md" for n in "abcd"]
+    for name in "abcd":
+        assert (root / "F" / f"{name}.md").read_text(encoding="utf-8") == f"# {name}\n\nfirst\n", name
+    assert asking.sync().changed == 0
 
 
 def test_a_writer_dying_after_its_write_landed_records_it_for_the_asker(two) -> None:

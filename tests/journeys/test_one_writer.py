@@ -307,3 +307,9 @@ def test_the_watcher_killed_in_the_middle_of_a_folder_restore(world: World) -> N
             rel = f"Bulk/n{i:03d}.md"
             assert vault.read(rel).content == world.text(rel), "the store and the folder agree"
     assert not any(b["source"] == "watch" and any(p.startswith("Bulk/") for p in b["paths"]) for b in after), after
+    # the restarted `watch --wait` carries out the next request (the one the stopped watcher never took)
+    again = world.cli("restore", "Travel/Rome.md", "--as-of", world.t0)
+    assert again.returncode == 0, again.stderr
+    assert world.batch(_batch_of(again.stderr.strip().splitlines()[-1]))["source"] == "restore"
+    assert world.text("Travel/Rome.md") == "# Rome\n\nPantheon at dawn.\n"
+    assert world.watcher is not None and world.watcher.proc.pid in _holder_pids(world.db)

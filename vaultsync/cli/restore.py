@@ -59,9 +59,10 @@ def restore(obj: Context, note: str | None, as_of: int | None, revision: str | N
                                 delete_newer=delete_newer)
     if dry_run:  # reads only: planned here, whoever holds the vault
         steps, detail = handoff.plan_restore(vault, args)
-        _show(r.apply(vault, steps, source="restore", detail=detail, dry_run=True), as_json)
-        return
-    _show(handoff.restored_of(handoff.perform(vault, "restore", args)), as_json)  # by the watcher, if one runs
+        done = r.apply(vault, steps, source="restore", detail=detail, dry_run=True)
+    else:  # by the process watching the vault, if one does
+        done = handoff.restored_of(handoff.perform(vault, "restore", args))
+    _show(done, as_json)
 
 
 @click.command()
