@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import LockedError
 from ..times import now_micros
 
 STATES = ("asked", "taken", "done", "failed", "dropped")
@@ -167,5 +168,8 @@ def mark_done(batch: Any, rid: int) -> None:
     batch.finish()  # the batch's id is known once its revisions are written
     if batch.batch_id is None:
         return
-    batch.con.execute("UPDATE write_requests SET state = 'done', batch_id = ?, finished_at = ? "
-                      "WHERE id = ? AND state = 'taken'", (batch.batch_id, now_micros(), rid))
+    marked = batch.con.execute("UPDATE write_requests SET state = 'done', batch_id = ?, finished_at = ? "
+                               "WHERE id = ? AND state = 'taken' RETURNING id", (batch.batch_id, now_micros(), rid))
+    if not marked.fetchall():
+        # another process put the request right meanwhile (this writer had lost its lock): the batch must not land
+        raise LockedError(f"write request {rid} is no longer this process's to carry out; nothing was recorded")
