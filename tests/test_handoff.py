@@ -300,3 +300,21 @@ def test_the_asker_prints_what_it_prints_when_it_writes_itself(tmp_path: Path,
     desk = [r.getMessage() for r in caplog.records if r.name == "vaultsync.live.handoff"]
     assert sum(" carried out: " in m for m in desk) == 7 and sum(" refused: " in m for m in desk) == 1, desk
     assert [code for code, _, _ in said["here"]] == [0, 0, 0, 0, 1, 0, 0, 1], said["here"]
+
+
+def test_a_batch_for_a_request_put_right_elsewhere_never_lands(two) -> None:
+    """A writer that lost its lock (a PostgreSQL session dropped) while carrying a request out, which another
+    process meanwhile put right: its batch refuses to land, so the request's outcome and the history agree."""
+    from vaultsync import unfinished
+
+    watching, asking, root, _ = two
+    table = asking.requests()
+    rid = table.ask("write", {"path": "Inbox.md", "text": "late", "append": True, "expected": None},
+                    asker={"pid": 1}, caller=None, take_by=now_micros() + 10_000_000)
+    request = watching.requests().take(rid, {"pid": 2})
+    assert request is not None
+    table.finish(rid, "failed", {"error": "LockedError", "message": "put right elsewhere"})
+    before = asking.last_batch_id
+    with unfinished.carrying(watching.requests(), request), pytest.raises(LockedError, match="no longer this"):
+        watching.write_note("Inbox.md", "late", append=True)
+    assert asking.last_batch_id == before and table.get(rid).state == "failed"
