@@ -47,7 +47,7 @@ RUN_FOR_S = 600.0
 WAIT_FOR_LOCK_S = 5.0
 """How long a write waits for a holder of the writer lock that does not watch (an import) to finish."""
 ASK_POLL_S = 0.1
-DESK_POLL_S = 0.25
+DESK_POLL_S = 0.5
 TIDY_EVERY_S = 3600.0
 
 
