@@ -66,6 +66,12 @@ class World:
         return Vault.open(self.db, name="vault", readonly=True)
 
     def batch(self, batch_id: int) -> dict[str, Any]:
+        """The batch, once the watcher's log says it carried it out (nothing else writes while it watches)."""
+        if self.watcher is not None and self.watcher.proc.poll() is None:
+            self.watcher.wait_for(f"carried out: batch {batch_id}")
+        return self.recorded_batch(batch_id)
+
+    def recorded_batch(self, batch_id: int) -> dict[str, Any]:
         with self.vault() as vault:
             info = vault.batch_info(batch_id)
             assert info is not None, batch_id
@@ -129,8 +135,6 @@ def test_restore_a_note_while_the_watcher_runs(world: World) -> None:
     assert (batch["source"], batch["paths"], batch["caller"]) == ("restore", ["Projects/Atlas.md"], None)
     assert world.text("Projects/Atlas.md") == world.recorded("Projects/Atlas.md")
     assert "Kickoff on Monday" in world.text("Projects/Atlas.md")
-    assert world.watcher is not None  # the watcher's log names the request it carried out, and its batch
-    world.watcher.wait_for(f"carried out: batch {_batch_of(line)}")
 
 
 def test_restore_a_folder(world: World) -> None:
@@ -256,7 +260,7 @@ def test_a_stopped_watcher_is_named_and_nothing_is_written(world: World, monkeyp
     done = world.cli("import", str(world.root))  # the watcher answers again; the dropped request never runs
     assert done.returncode == 0, done.stderr
     assert world.text("Travel/Rome.md") == "# Rome\n\nchanged again\n"
-    assert [world.batch(b)["source"] for b in range(before + 1, world.last_batch() + 1)] == ["import"]
+    assert [world.recorded_batch(b)["source"] for b in range(before + 1, world.last_batch() + 1)] == ["import"]
 
 
 def test_the_watcher_killed_in_the_middle_of_a_folder_restore(world: World) -> None:
@@ -288,7 +292,7 @@ def test_the_watcher_killed_in_the_middle_of_a_folder_restore(world: World) -> N
             asker.communicate()
     texts = {(world.root / "Bulk" / f"n{i:03d}.md").read_text(encoding="utf-8") for i in range(BULK)}
     firsts = sum("first text" in t for t in texts)
-    after = [world.batch(b) for b in range(before + 1, world.last_batch() + 1)]
+    after = [world.recorded_batch(b) for b in range(before + 1, world.last_batch() + 1)]
     print(f"files restored when killed: {at_kill} of {BULK}; asker exit {asker.returncode}: {err.strip()}")
     if asker.returncode == 0:  # it landed whole, as one batch
         assert firsts == BULK, err
