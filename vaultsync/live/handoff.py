@@ -159,8 +159,10 @@ def _from_batch(vault: Vault, request: Request) -> dict[str, Any]:
     info = vault.batch_info(request.batch_id or 0) or {}
     written = vault.written_by(request.batch_id) if request.batch_id else []
     kinds = {"created": "create", "modified": "write", "renamed": "create", "deleted": "delete"}
-    steps = [{"path": r.path, "action": kinds.get(r.kind, "write"), "from": info.get("detail"), "refused": None,
-              "changes": True} for r in written]
+    steps = []
+    for r in written:
+        step = {"path": r.path, "action": kinds.get(r.kind, "write"), "from": info.get("detail"), "refused": None}
+        steps.append({**step, "origin": step["from"], "changes": True, "json": step})
     counted = {"added": "created", "modified": "modified", "renamed": "renamed", "deleted": "deleted"}
     summary = {"vault": vault.name, "batch_id": request.batch_id, "known_at_us": info.get("known_at"),
                "paths": sorted({r.path for r in written}),
@@ -197,18 +199,17 @@ def summary_of(answer: dict[str, Any]) -> BatchSummary:
 
 
 class ShownStep:
-    """A step of a restore carried out in another process, as its answer describes it (``action``, ``path``,
-    ``refused``, ``origin``, ``changes``; any other field of its JSON by name)."""
+    """A step of a restore carried out in another process, as its answer describes it: every field of the
+    ``restore.Step`` but its texts (``path``, ``origin``, ``refused``…), ``action``, ``changes``, its JSON."""
 
     def __init__(self, data: dict[str, Any]) -> None:
         self._data = data
 
     def __getattr__(self, name: str) -> Any:
-        data = self.__dict__.get("_data", {})
-        return data.get("from") if name == "origin" else data.get(name)
+        return self.__dict__.get("_data", {}).get(name)
 
     def to_json(self, with_diff: bool = False) -> dict[str, Any]:
-        return {k: v for k, v in self._data.items() if k != "changes"}
+        return dict(self._data.get("json") or {})
 
     def diff(self) -> str:
         return ""

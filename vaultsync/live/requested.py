@@ -3,6 +3,7 @@ writer lock makes for ``restore``, ``undo``, a scan (a second ``import``), and t
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ..disk.paths import writable_note_path
@@ -124,7 +125,9 @@ KINDS = {"restore": _restore, "undo": _undo, "scan": _scan, "write": _write, "ed
 
 
 def restored_answer(done: Any) -> dict[str, Any]:
+    """A ``restore.Restored`` as an answer: each step's fields (not its texts), what it does, and its JSON."""
     s = done.summary
-    steps = [{**step.to_json(False), "changes": step.changes} for step in done.steps]
+    steps = [{**{f.name: getattr(step, f.name) for f in dataclasses.fields(step) if f.name not in ("text", "current")},
+              "action": step.action, "changes": step.changes, "json": step.to_json(False)} for step in done.steps]
     return {"source": done.source, "detail": done.detail, "steps": steps, "notes": list(done.notes),
             "summary": None if s is None else summary_answer(s)}
