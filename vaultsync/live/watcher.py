@@ -47,7 +47,9 @@ class Watcher:
     flushes debounced sets of paths on its own thread. Every ``reconcile_s`` seconds (0 disables) a
     full scan, cheap when nothing changed, repairs events the OS never reported. A batch that fails
     (database busy, vault folder gone) keeps its paths dirty and is retried with a backoff.
-    ``on_batch`` is called, on the watcher's thread, after each batch that wrote something.
+    ``on_batch`` is called, on the watcher's thread, after each batch that wrote something. While it runs,
+    its desk (``handoff.Desk``) carries out the writes other processes ask of the vault (``restore``,
+    ``undo``, a second ``import``, a reader server's write tools); their batches are told to ``on_batch`` too.
     """
 
     def __init__(self, vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling: bool = False,
