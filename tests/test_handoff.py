@@ -318,3 +318,63 @@ def test_a_batch_for_a_request_put_right_elsewhere_never_lands(two) -> None:
     with unfinished.carrying(watching.requests(), request), pytest.raises(LockedError, match="no longer this"):
         watching.write_note("Inbox.md", "late", append=True)
     assert asking.last_batch_id == before and table.get(rid).state == "failed"
+
+
+def test_a_watcher_on_postgresql_killed_mid_restore_leaves_it_whole_or_not_at_all(tmp_path: Path) -> None:
+    """The journey's SIGKILL on PostgreSQL: the killed writer's session (and advisory lock) ends with it; the
+    restarted ``watch --wait`` (or the asker) puts the half-written folder restore back before anything else."""
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import invoke
+    from watch_helpers import WatchProcess, wait_until
+
+    pgserver = pytest.importorskip("pgserver")
+    try:
+        dsn = pgserver.shared().fresh("handoffkill")
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    root, count = tmp_path / "vault", 200
+    (root / "B").mkdir(parents=True)
+    for i in range(count):
+        (root / "B" / f"n{i:03d}.md").write_text(f"# {i}\n\nfirst {i}\n", encoding="utf-8")
+    assert invoke("--db", dsn, "import", str(root)).returncode == 0
+    t0 = format_time(now_micros())
+    for i in range(count):
+        (root / "B" / f"n{i:03d}.md").write_text(f"# {i}\n\nsecond {i}\n", encoding="utf-8")
+    assert invoke("--db", dsn, "import", str(root)).returncode == 0
+    watch = [sys.executable, "-m", "vaultsync", "--db", dsn, "watch", str(root), "--step-ms", "20000",
+             "--debounce-ms", "60000", "--reconcile-s", "0"]
+    old = WatchProcess(tmp_path / "unused.db", root, command=watch)
+    new = None
+    asker = None
+    try:
+        old.wait_for("watching ")
+        asker = subprocess.Popen([sys.executable, "-m", "vaultsync", "--db", dsn, "restore", "--prefix", "B/",
+                                  "--as-of", t0], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = root / "B" / "n000.md"
+        wait_until(lambda: "first" in first.read_text(encoding="utf-8") or asker.poll() is not None, 60,
+                   "the watcher to start writing the restore")
+        old.proc.send_signal(signal.SIGKILL)
+        old.finish()
+        new = WatchProcess(tmp_path / "unused.db", root, command=[*watch, "--wait"])
+        _, err = asker.communicate(timeout=120)
+        new.wait_for("watching ")
+    finally:
+        for proc in (asker, old.proc):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if new is not None:
+            new.proc.terminate()
+            new.finish()
+    firsts = sum("first" in (root / "B" / f"n{i:03d}.md").read_text(encoding="utf-8") for i in range(count))
+    print(f"asker exit {asker.returncode}: {err.strip()}")
+    assert firsts == (count if asker.returncode == 0 else 0), (firsts, asker.returncode, err)
+    if asker.returncode != 0:
+        assert err.startswith("Error: vault 'vault': the process that took it, pid ") and err.count("\n") == 1, err
+    with Vault.open(dsn, name="vault", readonly=True) as vault:
+        for i in range(0, count, 23):
+            rel = f"B/n{i:03d}.md"
+            assert vault.read(rel).content == (root / rel).read_text(encoding="utf-8")
