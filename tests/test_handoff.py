@@ -7,6 +7,7 @@ at all, put right by the next process that takes the writer lock."""
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -378,3 +379,35 @@ def test_a_watcher_on_postgresql_killed_mid_restore_leaves_it_whole_or_not_at_al
         for i in range(0, count, 23):
             rel = f"B/n{i:03d}.md"
             assert vault.read(rel).content == (root / rel).read_text(encoding="utf-8")
+
+
+@pytest.mark.anyio
+async def test_serve_watch_holding_the_vault_carries_out_a_cli_undo(tmp_path: Path) -> None:
+    """The writer role held by ``serve --watch`` (the MCP server watches): ``undo`` from the command line is
+    carried out by it, and its own client reads the result at once."""
+    import os
+    import sys
+
+    from conftest import invoke
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+    from mcp_helpers import sc, watching
+
+    root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"
+    root.mkdir()
+    (root / "Inbox.md").write_text("# Inbox\n", encoding="utf-8")
+    assert invoke("import", str(root), db=db).returncode == 0
+    (root / "Inbox.md").write_text("# Inbox\n\n- buy milk\n", encoding="utf-8")
+    changed = invoke("import", str(root), "--json", db=db)
+    batch = json.loads(changed.stdout)["batch_id"]
+    server = StdioServerParameters(command=sys.executable, env=dict(os.environ), args=[
+        "-m", "vaultsync", "--db", str(db), "serve", str(root), "--watch"])
+    async with Client(server) as c:
+        assert (await watching(c))["role"] == "watcher"
+        undone = invoke("undo", str(batch), db=db)
+        assert undone.returncode == 0, undone.stderr
+        assert undone.stderr.strip().endswith(f"(undo of batch {batch})")
+        note = sc(await c.call_tool("read_note", {"path": "Inbox.md"}))
+        assert note["content"] == "# Inbox\n"
+    with Vault.open(db, name="vault", readonly=True) as vault:
+        assert vault.batch_info(vault.last_batch_id)["source"] == "undo"
