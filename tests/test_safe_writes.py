@@ -104,7 +104,7 @@ async def test_every_symlink_shape_is_refused_by_both_write_tools(setup: dict[st
             if "/" in path and "/" not in link:  # a new note through the folder alias
                 new = path.rsplit("/", 1)[0] + "/new.md"
                 assert "is a symlink" in error_text(await c.call_tool("create_note", {"path": new, "content": "x"}))
-        listed = [n["path"] for n in sc(await c.call_tool("list_notes", {}))["notes"]]
+        listed = [f + row[0] for f, rows in sc(await c.call_tool("list_notes", {}))["folders"].items() for row in rows]
     assert listed == ["Real.md"]
     assert snapshot(root, outside) == before, "nothing written anywhere"
     assert not (root / ".obsidian" / "plugins" / "evil").exists()

@@ -5,6 +5,7 @@
      │    ├── VaultNotFound   the database does not hold that vault
      │    └── ReceiptError    not a vaultsync receipt (hardened mode)
      ├── NoteNotFound         the note did not exist at that time
+     │    └── NoteDeleted     it had been deleted by then (the message says when, and how to read it before)
      ├── PathError            a path outside the vault or not a Markdown note
      │    ├── NotANote        the path leads through a symlink or to something not a regular file
      │    └── NoteChanged     the note changed on disk between reading and replacing it (a write retries)
@@ -63,6 +64,10 @@ class ReceiptError(ConfigError):
 
 class NoteNotFound(VaultsyncError):
     """No such note at that time."""
+
+
+class NoteDeleted(NoteNotFound):
+    """The note had been deleted by then."""
 
 
 class PathError(VaultsyncError):

@@ -22,6 +22,7 @@ from .disk.folder import MAX_FILE_BYTES
 from .parsers import split_lines
 from .disk.paths import nfc, note_path, writable_note_path
 from .sync import BatchSummary
+from .revisions import short_revision
 from .times import TimeLike, as_micros, format_time
 
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ def plan_note(vault: Vault, path: str, *, as_of: TimeLike = None, revision: str 
               to: str | None = None) -> Step:
     """The step that puts the note back as ``find_revision`` finds it, at ``destination`` (or ``to``)."""
     rev = find_revision(vault, path, as_of=as_of, revision=revision)
-    origin = f"revision {rev.note_id} of {rev.path}, known at {format_time(rev.known_at)}"
+    origin = f"revision {short_revision(rev.content_hash)} of {rev.path}, known at {format_time(rev.known_at)}"
     target, alive = (writable_note_path(to), True) if to is not None else destination(vault, rev)
     text = vault.revision_text(rev)
     current, digest = _now(vault, target)
@@ -176,7 +177,7 @@ def plan_folder(vault: Vault, prefix: str, *, as_of: TimeLike, delete_newer: boo
     for path, rev in sorted(then.items()):
         current, digest = _now(vault, path)
         steps.append(Step(path, texts[path], current, digest,
-                          f"revision {rev.note_id}, known at {format_time(rev.known_at)}"))
+                          f"revision {short_revision(rev.content_hash)}, known at {format_time(rev.known_at)}"))
     for rev in vault.ls(prefix=under):
         if rev.path in then:
             continue

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import acting
 from .disk import edit, vanished, vaultfs
 from .config import default_db_path
-from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound
+from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError, VaultNotFound
 from .disk.folder import MAX_FILE_BYTES, FileProblem, files_containing, observe_paths, scan
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitHistory, GitImport, OnCommit, in_git, to_import
 from .links import LinkReport, link_report
@@ -396,6 +396,9 @@ class Vault:
             if view.before_history and view.as_of is not None:
                 why = self.no_history(format_time(view.first_known_at()))
                 raise NoteNotFound(f"note {path!r} did not exist{at}: {why}", argument="as_of")  # the time is wrong
+            if rev is not None and not extra:  # a tombstone: when, and the last moment it could be read
+                raise NoteDeleted(f"note {path!r} was deleted at {format_time(rev.known_at)} in vault '{self.name}'; "
+                                  f"read it as of {format_time(rev.known_at - 1)} to see it as it was before")
             raise NoteNotFound(f"note {path!r} did not exist{at} in vault '{self.name}'{extra}")
         return rev
 

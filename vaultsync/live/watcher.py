@@ -59,6 +59,8 @@ class Watcher:
         self.step_ms, self.debounce_ms, self.polling = step_ms, max(debounce_ms, step_ms), polling
         self.reconcile_s = reconcile_s
         self.on_batch = on_batch
+        self.describe: Callable[[VaultsyncError], str] = str
+        """How a refusal (a vanished vault, a mass deletion) is said in the log: the door's words (the CLI's)."""
         self._factory = observer_factory
         self._debouncer = Debouncer(step_ms / 1000, self.debounce_ms / 1000)
         self._observer: RunningObserver | None = None
@@ -226,7 +228,7 @@ class Watcher:
             return False
         self.last_error = None
         if self.outage.end():
-            logger.warning("the vault folder %s is back; recording again", self.vault.root)
+            logger.warning("the vault folder %s is back; recording again", self.vault.root)  # said once (Outage)
         latency_ms = (time.monotonic() - (pending.first if pending else started)) * 1000
         self._report(summary, reason, len(paths) if paths is not None else None, latency_ms)
         return True
@@ -246,8 +248,8 @@ class Watcher:
         self.failures += 1
         self.last_error = str(exc)
         if self.outage.begin(str(exc)):
-            logger.warning("%s; watching for it to come back (if the notes were really deleted: stop watching "
-                           "and confirm with an import that allows mass deletion)", exc)
+            logger.warning("%s; watching for %s to come back", self.describe(exc),
+                           "them" if isinstance(exc, MassDeletion) else "it")
         if pending is not None:
             self._debouncer.put_back(pending)
         return False
@@ -296,8 +298,10 @@ def _identity(root: os.PathLike[str]) -> tuple[int, int] | None:
 
 def watch(vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling: bool = False,
           reconcile_s: float = 300.0, on_batch: OnBatch | None = None,
-          stop_event: threading.Event | None = None, role: WriterRole | None = None) -> Watcher:
-    """Watch until ``stop_event`` is set, then flush and return the stopped watcher.
+          stop_event: threading.Event | None = None, role: WriterRole | None = None,
+          describe: Callable[[VaultsyncError], str] = str) -> Watcher:
+    """Watch until ``stop_event`` is set, then flush and return the stopped watcher (``describe``: how a
+    refusal is said, in the words of the door that runs it).
 
     A vault folder that disappears is waited for (nothing is recorded meanwhile); raises StoreError
     if the file-system observer stops (watching stops after a final flush).
@@ -305,6 +309,7 @@ def watch(vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling:
     stop_event = stop_event or threading.Event()
     watcher = Watcher(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling,
                       reconcile_s=reconcile_s, on_batch=on_batch, role=role)
+    watcher.describe = describe
     with watcher:
         while not stop_event.wait(1.0):
             if not watcher.healthy():

@@ -13,6 +13,10 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class Compact(_Out):
+    """An answer built for size: its null fields are left out on the wire (each nullable field has a default)."""
+
+
 class Component(_Out):
     """One ranking's view of a hit."""
 
@@ -93,6 +97,17 @@ class RevisionOut(_Out):
     renamed_from: str | None = None
 
 
+class RevisionRow(Compact):
+    """One revision of a note (or one change in a window), null fields left out."""
+
+    kind: str = Field(description="created, modified, renamed or deleted")
+    known_at: str = Field(description="When vaultsync learned it (UTC)")
+    revision: str | None = Field(default=None, description="Its revision id (absent for a deletion)")
+    path: str | None = Field(default=None, description="The note's path then (note_history: only where it had "
+                             "another name than the answer's path)")
+    renamed_from: str | None = Field(default=None, description="For a rename: the path it had before")
+
+
 class HistoryResult(_Out):
     path: str
     revisions: list[RevisionOut] = Field(description="Oldest first, following renames back to the first name")
@@ -107,10 +122,10 @@ class DiffResult(_Out):
     truncated: bool = False
 
 
-class ChangesResult(_Out):
+class ChangesResult(Compact):
     since: str
-    until: str | None
-    changes: list[RevisionOut] = Field(description="In the order vaultsync learned them")
+    until: str | None = None
+    changes: list[RevisionRow] = Field(description="In the order vaultsync learned them")
     counts: dict[str, int] = Field(description="How many of each kind (all of them, even when truncated)")
     truncated: bool = Field(default=False, description="True when only the first `limit` changes are listed")
     horizon: str | None = Field(default=None, description="Set when since is before the vault's retention horizon: "
