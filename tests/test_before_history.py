@@ -155,7 +155,7 @@ async def test_mcp_tools_say_before_history(history: tuple[Path, Path]) -> None:
             assert message.endswith(f"vault 'notes' has no history before {T1} (its first batch). Ask about a later "
                                     "as_of.")
             wrong = error_text(await c.call_tool("read_note", {"path": "Alpha.md", "as_of": T3}))  # deleted by then
-            assert "Find the right path" in wrong and "no history" not in wrong
+            assert "was deleted at" in wrong and "no history" not in wrong  # when, and how to read it before
     with Vault.open(db, root=root) as vault:
         vault.purge(before="2024-06-15")
     with Vault.open(db, readonly=True) as vault:

@@ -26,7 +26,7 @@ def test_a_mass_deletion_is_said_once_with_its_option_and_its_end_once(tmp_path:
         (aside / "Note 00.md").write_text("# Note 0\n\nedited while away\n", encoding="utf-8")  # more events
         for note in sorted(aside.iterdir()):
             note.rename(root / note.name)
-        proc.wait_for("back")
+        proc.wait_for("is back")
         (root / "New.md").write_text("# New\n", encoding="utf-8")
         wait_until(lambda: cli("ls", db=db).stdout.count("\n") == 26, what="recording to resume")
         proc.proc.terminate()
@@ -37,4 +37,4 @@ def test_a_mass_deletion_is_said_once_with_its_option_and_its_end_once(tmp_path:
     warned = [line for line in proc.lines if "refusing to record" in line]
     assert len(warned) == 1, proc.stderr
     assert "--allow-mass-delete" in warned[0] and warned[0].count("confirm") <= 1, warned[0]
-    assert sum("back" in line for line in proc.lines) == 1, proc.stderr
+    assert sum("is back" in line for line in proc.lines) == 1, proc.stderr
