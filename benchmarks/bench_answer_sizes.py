@@ -173,9 +173,26 @@ def _json(text: str) -> Any:
 
 
 def carried_text(data: Any) -> int:
-    """Characters of note text a search answer carries (each hit's text, else its snippet)."""
-    hits = (data or {}).get("hits") or []
-    return sum(len(h.get("text") or h.get("snippet") or "") for h in hits)
+    """Characters of note text a search answer carries: each hit's text (else its snippet) in the flat shape,
+    each hit's excerpt in the shape grouped by note (``{"notes": [{"hits": [[heading, lines, text]]}]}``)."""
+    data = data or {}
+    if "notes" in data:
+        return sum(len(row[2]) for note in data["notes"] for row in note["hits"])
+    return sum(len(h.get("text") or h.get("snippet") or "") for h in data.get("hits") or [])
+
+
+def hit_count(data: Any) -> int:
+    data = data or {}
+    if "notes" in data:
+        return sum(len(note["hits"]) for note in data["notes"])
+    return len(data.get("hits") or [])
+
+
+def listed_count(data: Any) -> int:
+    """Notes in a list_notes answer: a flat list, or rows grouped by folder."""
+    if "folders" in data:
+        return sum(len(rows) for rows in data["folders"].values())
+    return len(data["notes"])
 
 
 async def measure(root: Path, db: Path, info: dict[str, Any], count: int, enc: Any) -> dict[str, Any]:
@@ -194,8 +211,7 @@ async def measure(root: Path, db: Path, info: dict[str, Any], count: int, enc: A
         searches = []
         for query in queries(count):
             got = await call("search_notes", {"query": query, "limit": 10})
-            hits = len((got["_data"] or {}).get("hits") or [])
-            if hits == 10:
+            if hit_count(got["_data"]) == 10:
                 got["note_text_chars"] = carried_text(got.pop("_data"))
                 searches.append(got)
         out["search_notes"] = _summary(searches, per=None) | {
@@ -206,7 +222,7 @@ async def measure(root: Path, db: Path, info: dict[str, Any], count: int, enc: A
             "met": sum(s["text_chars"] <= 5000 and s["text_chars"] <= 1.5 * s["note_text_chars"] for s in searches)}
 
         listing = await call("list_notes", {"limit": 100})
-        n = len(listing.pop("_data")["notes"])
+        n = listed_count(listing.pop("_data"))
         out["list_notes"] = _summary([listing], per=n) | {"items": n}
 
         revisions, rows = [], 0

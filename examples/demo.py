@@ -86,7 +86,8 @@ async def mcp_round_trip(db: Path, vault: Path) -> None:
             if name == "search_notes":
                 for note in data.get("notes", []):  # hits grouped by note: [heading path, lines, excerpt]
                     for heading, _, _ in note["hits"]:
-                        print(f"  {note['path']} › {heading.replace(' > ', ' › ')}  (known {note['known_at']})")
+                        known = data["times"][note["time"]]
+                        print(f"  {note['path']} › {heading.replace(' > ', ' › ')}  (known {known})")
             else:
                 text = data.get("content", "")
                 print(f"  {data.get('path')} as known {data.get('known_at')}: {len(text)} characters, "

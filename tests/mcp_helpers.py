@@ -251,7 +251,7 @@ async def check_read_tools(c: Any, root: Path, notes: int) -> None:
     if SEARCH:
         found = sc(await c.call_tool("search_notes", {"query": "plumber"}))
         top = found["notes"][0]
-        assert top["path"] == "Inbox.md" and top["known_at"] == "2024-01-01T00:00:00Z"
+        assert top["path"] == "Inbox.md" and found["times"][top["time"]] == "2024-01-01T00:00:00Z"
         assert hashlib.sha256((root / "Inbox.md").read_bytes()).hexdigest().startswith(top["revision"])
         heading, lines, excerpt = top["hits"][0]
         assert heading == "Inbox" and lines[0] == 1 and "call the plumber" in excerpt

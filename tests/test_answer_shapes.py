@@ -19,6 +19,7 @@ from conftest import REPO
 from mcp_helpers import error_text, sc
 from vaultsync import Vault
 from vaultsync.server import ServeConfig, build_server
+from vaultsync.times import format_time
 
 SHORT = re.compile(r"^[0-9a-f]{8,}$")
 
@@ -63,7 +64,7 @@ async def test_search_answers_are_compact_grouped_and_explain_only_when_asked(sa
             assert SHORT.match(note["revision"]) and len(note["revision"]) == 8
             disk = (root / note["path"]).read_bytes()
             assert hashlib.sha256(disk).hexdigest().startswith(note["revision"])
-            assert note["known_at"].endswith("Z")
+            assert data["times"][note["time"]].endswith("Z")  # times are said once, rows name them by index
             for heading, lines, excerpt in note["hits"]:
                 assert isinstance(heading, str) and len(lines) == 2 and lines[0] <= lines[1]
                 flat = " ".join(" ".join(disk.decode().splitlines()[lines[0] - 1:lines[1]]).split())
@@ -92,11 +93,12 @@ async def test_lists_are_terse_and_revisions_short_and_accepted_back(sample: tup
     async with Client(build_server(ServeConfig(db=db, root=root, allow_writes=True))) as c:
         listing = await c.call_tool("list_notes", {"limit": 500})
         data = compact(listing)
-        rows = [(folder + name, rev, at) for folder, notes in data["folders"].items() for name, rev, at in notes]
+        rows = [(folder + name, rev, data["times"][at]) for folder, notes in data["folders"].items()
+                for name, rev, at in notes]
         with Vault.open(db, name=root.name, readonly=True) as vault:
             expected = vault.ls()
         assert [r[0] for r in rows] == [r.path for r in expected]
-        assert all(r[1] == e.content_hash[:8] for r, e in zip(rows, expected))
+        assert all(r[1] == e.content_hash[:8] and r[2] == format_time(e.known_at) for r, e in zip(rows, expected))
         assert len(listing.content[0].text) / len(rows) <= 80, len(listing.content[0].text) / len(rows)
 
         history = await c.call_tool("note_history", {"path": "Inbox.md"})

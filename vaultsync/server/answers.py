@@ -11,6 +11,8 @@ needs (path, heading path, lines, revision, time) once, and nothing it does not:
   ``ANSWER_CHARS_PER_HIT`` characters a hit (``full_text=true``: the chunks' exact text instead);
   ``explain=true`` adds the ranking's scores and signals;
 * a listing groups notes by folder, one row (name, revision, time) a note;
+* times are said once each: an answer lists its distinct times (``times``) and rows name one by its index
+  (a time costs ~15 tokens, and most rows of an answer share a few);
 * fields that are null are left out (their schema says what absent means).
 """
 
@@ -40,9 +42,9 @@ class NoteHits(Compact):
     """The hits in one note, best first."""
 
     path: str = Field(description="Vault-relative path of the note")
-    revision: str = Field(description="The note revision the hits come from (pass to read_note's as_of its known_at, "
-                          "or to restore_note/expected_revision)")
-    known_at: str = Field(description="When vaultsync learned this revision (UTC)")
+    revision: str = Field(description="The note revision the hits come from (restore_note and expected_revision "
+                          "take it)")
+    time: int = Field(description="When vaultsync learned this revision: an index into the answer's times")
     hits: list[Hit] = Field(description="Each hit as [heading path ('A > B'; '' above the first heading), [first line, "
                             "last line], text]: the text is an excerpt around the match (spaces collapsed, '…' where "
                             "cut) or, with full_text, the chunk's exact text")
@@ -59,10 +61,14 @@ class Explained(Compact):
                          "vector, cosine")
 
 
+TIMES = "Each distinct known_at (UTC) of the revisions in this answer, oldest first; rows name one by its index"
+
+
 class SearchAnswer(Compact):
     """Search hits grouped by note, notes in the order of their best hit."""
 
     notes: list[NoteHits]
+    times: list[str] = Field(description=TIMES)
     as_of: str | None = Field(default=None, description="The knowledge cutoff searched (absent: now)")
     truncated: bool | None = Field(default=None, description="True when hit texts were cut to keep the answer small")
     before_history: bool | None = Field(default=None, description="True when as_of is before the vault's first "
@@ -77,18 +83,20 @@ def search_answer(result: Any, *, full_text: bool, explain: bool) -> SearchAnswe
     """The compact answer to a search (``Vault.search``'s result)."""
     hits = result.hits
 
+    times = Times([_time(h["known_at"]) for h in hits])
+
     def grouped(texts: list[str]) -> list[NoteHits]:
         groups: dict[str, NoteHits] = {}
         for hit, text in zip(hits, texts):
             group = groups.get(hit["path"])
             if group is None:
                 group = groups[hit["path"]] = NoteHits(
-                    path=hit["path"], revision=short_revision(hit["content_hash"]), known_at=_time(hit["known_at"]),
-                    hits=[])
+                    path=hit["path"], revision=short_revision(hit["content_hash"]) or "",
+                    time=times.index(_time(hit["known_at"])), hits=[])
             group.hits.append((" > ".join(hit["heading_path"]), list(hit["lines"]), text))
         return list(groups.values())
 
-    answer = SearchAnswer(notes=grouped([""] * len(hits)), as_of=_time(result.as_of))
+    answer = SearchAnswer(notes=grouped([""] * len(hits)), times=times.values, as_of=_time(result.as_of))
     if result.before_history:
         answer.before_history, answer.first_batch = True, result.first_batch
     if full_text:
@@ -127,9 +135,10 @@ def _full_texts(hits: list[dict[str, Any]]) -> tuple[list[str], bool]:
 class NoteListAnswer(Compact):
     """A page of notes by path, grouped by folder."""
 
-    folders: dict[str, list[tuple[str, str, str]]] = Field(
+    folders: dict[str, list[tuple[str, str, int]]] = Field(
         description="Each folder's path (with a trailing '/'; '' for the vault's top folder) and its notes on this "
-                    "page, each as [file name, revision, known_at]")
+                    "page, each as [file name, revision, time]: time is an index into times")
+    times: list[str] = Field(description=TIMES)
     as_of: str | None = Field(default=None, description="The knowledge cutoff listed (absent: now)")
     next_cursor: str | None = Field(default=None, description="Pass as cursor for the next page; absent on the last")
     before_history: bool | None = Field(default=None, description="True when as_of is before the vault's first "
@@ -138,12 +147,25 @@ class NoteListAnswer(Compact):
 
 
 def note_list(revisions: list[Any], *, as_of: int | None, next_cursor: str | None) -> NoteListAnswer:
-    folders: dict[str, list[tuple[str, str, str]]] = {}
+    times = Times([format_time(r.known_at) for r in revisions])
+    folders: dict[str, list[tuple[str, str, int]]] = {}
     for r in revisions:
         folder, _, name = r.path.rpartition("/")
         folders.setdefault(folder + "/" if folder else "", []).append(
-            (name, short_revision(r.content_hash) or "", format_time(r.known_at) or ""))
-    return NoteListAnswer(folders=folders, as_of=format_time(as_of), next_cursor=next_cursor)
+            (name, short_revision(r.content_hash) or "", times.index(format_time(r.known_at))))
+    return NoteListAnswer(folders=folders, times=times.values, as_of=format_time(as_of), next_cursor=next_cursor)
+
+
+class Times:
+    """The distinct times of an answer, oldest first, each named by its index (a time is ~15 tokens; most rows
+    of a listing share a few)."""
+
+    def __init__(self, values: list[str | None]) -> None:
+        self.values = sorted({v for v in values if v})
+        self._index = {v: i for i, v in enumerate(self.values)}
+
+    def index(self, value: str | None) -> int:
+        return self._index[value] if value else -1
 
 
 class HistoryAnswer(Compact):
