@@ -1,7 +1,8 @@
 """Writes that know what they overwrite: the expected-revision check, and the edits ``edit_note`` makes.
 
-A note's revision, as ``read_note`` and ``note_history`` show it, is its ``content_hash``: the
-SHA-256 of the file's bytes (a prefix of at least 8 hex digits names it too). A write given an
+A note's revision is named by its ``content_hash``, the SHA-256 of the file's bytes; every door shows its
+short id (``short_revision``: the first 8 hex digits, more where two revisions of a note share them) and
+takes any prefix of at least 8 hex digits back. A write given an
 expected revision compares it with the bytes it is about to replace, inside the safe write
 (``vaultfs.edit``), so an editor's save landing between a read and the write refuses the write and
 leaves the file untouched.
@@ -162,6 +163,6 @@ def check_revision_id(value: str, argument: str = "expected_revision") -> str:
     """``value`` as a revision id (lower case), or ConfigError saying it is none."""
     wanted = value.strip().lower()
     if len(wanted) < MIN_PREFIX or len(wanted) > 64 or not _HEX.fullmatch(wanted):
-        raise ConfigError(f"{value!r} is not a revision id: give a revision as read_note or note_history show it "
-                          f"({MIN_PREFIX} to 64 hex digits of the note's content hash)", argument=argument)
+        raise ConfigError(f"{value!r} is not a revision id: give one as the note's history shows it ({MIN_PREFIX} to 64 "
+                          "hex digits of its content hash)", argument=argument)
     return wanted

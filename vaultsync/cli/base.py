@@ -176,7 +176,7 @@ def message(exc: VaultsyncError) -> str:
 OPTIONS = {"known_at": "--known-at", "name": "--vault NAME", "also_current": "--also-current", "as_of": "--as-of",
            "before": "--before", "texts": "--text", "note": "--note", "db": "--db", "watch": "--watch",
            "root": "VAULT", "embedder": "--embedder", "full": "--full",
-           "allow_mass_delete": "--allow-mass-delete", "since": "--since", "until": "--until"}
+           "allow_mass_delete": "--allow-mass-delete", "revision": "--revision", "since": "--since", "until": "--until"}
 """The command line's option for a library argument named in an error."""
 
 COMMANDS = {"sync": "vaultsync import {root}", "reindex": "vaultsync reindex", "reembed": "vaultsync reembed"}

@@ -31,9 +31,9 @@ from .models import Compact, RevisionRow
 ANSWER_CHARS_PER_HIT = 480
 """A search answer's excerpts are sized so that the whole answer is about this many characters a hit."""
 MAX_HIT_CHARS = 4_000
-"""With full_text, a hit's text is cut to at most this many characters."""
+"""A hit's whole text (full_text, or a signing server's answer) is cut to at most this many characters."""
 MAX_RESULT_CHARS = 120_000
-"""With full_text, hit texts stop once the answer reaches about this many characters (truncated says so)."""
+"""Answers are cut to stay under about this many characters, and say so (truncated)."""
 
 Hit = tuple[str, list[int], str]
 
@@ -96,13 +96,15 @@ def search_answer(result: Any, *, full_text: bool, explain: bool) -> SearchAnswe
             group.hits.append((" > ".join(hit["heading_path"]), list(hit["lines"]), text))
         return list(groups.values())
 
+    cut = False
     answer = SearchAnswer(notes=grouped([""] * len(hits)), times=times.values, as_of=_time(result.as_of))
     if result.before_history:
         answer.before_history, answer.first_batch = True, result.first_batch
     if full_text:
-        texts, cut = _full_texts(hits)
+        hits, cut = fit_hits(hits)
+        texts = [h["text"] for h in hits]
     else:
-        texts, cut = fit_excerpts(result.query, [h["text"] for h in hits], _budget(answer, len(hits))), False
+        texts = fit_excerpts(result.query, [h["text"] for h in hits], _budget(answer, len(hits)))
     answer.notes = grouped(texts)
     answer.truncated = cut or None
     if explain:
@@ -119,17 +121,22 @@ def _budget(answer: SearchAnswer, hits: int) -> int:
     return max(ANSWER_CHARS_PER_HIT * hits - shape, 60 * hits)
 
 
-def _full_texts(hits: list[dict[str, Any]]) -> tuple[list[str], bool]:
-    """Each hit's exact text, cut to MAX_HIT_CHARS, the whole to about MAX_RESULT_CHARS."""
-    texts, budget, cut = [], MAX_RESULT_CHARS, False
-    for hit in hits:
+def fit_hits(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+    """Search hits cut to about MAX_RESULT_CHARS in all (each text to MAX_HIT_CHARS), and whether any were cut."""
+    hits, budget, cut = [], MAX_RESULT_CHARS, False
+    for hit in found:
+        hit = dict(hit)
         text = str(hit.get("text") or "")
         room = max(200, min(MAX_HIT_CHARS, budget))
         if len(text) > room:
-            text, cut = text[:room] + " …[truncated]", True
-        budget -= len(text) + 100
-        texts.append(text)
-    return texts, cut
+            hit["text"], cut = text[:room] + " …[truncated]", True
+        budget -= len(hit["text"]) + 300
+        hits.append(hit)
+        if budget <= 0:
+            cut = cut or len(hits) < len(found)
+            break
+    return hits, cut
+
 
 
 class NoteListAnswer(Compact):

@@ -12,7 +12,9 @@ from .answers import (
     HistoryAnswer,
     NoteListAnswer,
     SearchAnswer,
+    MAX_RESULT_CHARS,
     change_rows,
+    fit_hits,
     history_answer,
     note_list,
     search_answer,
@@ -35,10 +37,6 @@ ValidArg = Annotated[str | None, Field(description="Validity time: for notes dec
 
 MAX_NOTE_CHARS = 262_144
 """read_note returns the whole note up to this many characters; page with offset beyond it."""
-MAX_RESULT_CHARS = 120_000
-"""Other results are cut to stay under about this many characters, and say so (truncated)."""
-MAX_HIT_CHARS = 4_000
-"""A search hit's text is cut to at most this many characters."""
 MAX_LINKS = 500
 """get_links lists at most this many outgoing links and this many backlinks."""
 
@@ -75,7 +73,7 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
         with rt.reading() as vault:
             result = vault.search(query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit,
                                   prefix=prefix or None, tags=tags or None)
-        hits, cut = _fit_hits(result.hits)
+        hits, cut = fit_hits(result.hits)
         return SearchResult(query=result.query, as_of=_stamp(result.as_of), mode=result.mode, hits=hits, truncated=cut,
                             before_history=result.before_history, first_batch=result.first_batch)
 
@@ -268,23 +266,6 @@ PRIVATE_STATUS = frozenset({"root", "vault"})
 def _public_watcher(rt: ServedVault) -> dict[str, Any]:
     """The watcher's status without absolute paths (another process appears only as what it does)."""
     return {k: v for k, v in rt.watcher_status().items() if k not in PRIVATE_STATUS}
-
-
-def _fit_hits(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
-    """Search hits cut to about MAX_RESULT_CHARS in all (each text to MAX_HIT_CHARS), and whether any were cut."""
-    hits, budget, cut = [], MAX_RESULT_CHARS, False
-    for hit in found:
-        hit = dict(hit)
-        text = str(hit.get("text") or "")
-        room = max(200, min(MAX_HIT_CHARS, budget))
-        if len(text) > room:
-            hit["text"], cut = text[:room] + " …[truncated]", True
-        budget -= len(hit["text"]) + 300
-        hits.append(hit)
-        if budget <= 0:
-            cut = cut or len(hits) < len(found)
-            break
-    return hits, cut
 
 
 def _stamp(value: Any) -> str | None:

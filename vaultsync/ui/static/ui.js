@@ -318,7 +318,7 @@ function renderNote(data) {
   $("note").hidden = false;
   $("note-title").textContent = data.title || data.path;
   const r = data.revision;
-  $("note-meta").textContent = `${data.path} · revision known at ${short(r.known_at)} (${r.kind}${r.renamed_from ? ` from ${r.renamed_from}` : ""})` +
+  $("note-meta").textContent = `${data.path} · revision ${r.revision || "—"} known at ${short(r.known_at)} (${r.kind}${r.renamed_from ? ` from ${r.renamed_from}` : ""})` +
     (data.warnings.length ? ` · ${data.warnings.join("; ")}` : "");
   const table = $("frontmatter"), body = table.tBodies[0];
   body.replaceChildren();
@@ -363,7 +363,7 @@ function renderRevisions(data) {
 function diffRevisions(revs) {
   const a = revs[+document.querySelector('input[name="rev-a"]:checked').value];
   const b = revs[+document.querySelector('input[name="rev-b"]:checked').value];
-  showDiff(a.path, a.known_at, b.path, b.known_at, `A ${short(a.known_at)} → B ${short(b.known_at)}`);
+  showDiff(a.path, a.known_at, b.path, b.known_at, `A ${a.revision || "—"} (${short(a.known_at)}) → B ${b.revision || "—"} (${short(b.known_at)})`);
 }
 
 let diffRuns = [], diffSeq = 0;
