@@ -51,7 +51,8 @@ class Watcher:
 
     def __init__(self, vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling: bool = False,
                  reconcile_s: float = 300.0, on_batch: OnBatch | None = None,
-                 observer_factory: ObserverFactory = start_observer, role: WriterRole | None = None) -> None:
+                 observer_factory: ObserverFactory = start_observer, role: WriterRole | None = None,
+                 describe: Callable[[VaultsyncError], str] = str) -> None:
         if step_ms <= 0 or debounce_ms <= 0:
             raise ValueError("step_ms and debounce_ms must be positive")
         self.vault = vault
@@ -59,8 +60,8 @@ class Watcher:
         self.step_ms, self.debounce_ms, self.polling = step_ms, max(debounce_ms, step_ms), polling
         self.reconcile_s = reconcile_s
         self.on_batch = on_batch
-        self.describe: Callable[[VaultsyncError], str] = str
-        """How a refusal (a vanished vault, a mass deletion) is said in the log: the door's words (the CLI's)."""
+        self.describe = describe
+        """How a refusal (a vanished vault, a mass deletion) is said in the log: in the words of the door."""
         self._factory = observer_factory
         self._debouncer = Debouncer(step_ms / 1000, self.debounce_ms / 1000)
         self._observer: RunningObserver | None = None
@@ -228,7 +229,7 @@ class Watcher:
             return False
         self.last_error = None
         if self.outage.end():
-            logger.warning("the vault folder %s is back; recording again", self.vault.root)  # said once (Outage)
+            logger.warning("the vault folder %s is back; recording again", self.vault.root)
         latency_ms = (time.monotonic() - (pending.first if pending else started)) * 1000
         self._report(summary, reason, len(paths) if paths is not None else None, latency_ms)
         return True
@@ -308,8 +309,7 @@ def watch(vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling:
     """
     stop_event = stop_event or threading.Event()
     watcher = Watcher(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling,
-                      reconcile_s=reconcile_s, on_batch=on_batch, role=role)
-    watcher.describe = describe
+                      reconcile_s=reconcile_s, on_batch=on_batch, role=role, describe=describe)
     with watcher:
         while not stop_event.wait(1.0):
             if not watcher.healthy():

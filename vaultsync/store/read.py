@@ -8,6 +8,7 @@ from typing import Any
 
 import apsw
 
+from ..revisions import short_revision
 from ..times import format_time
 from .codec import unpack
 
@@ -69,7 +70,7 @@ _JSON_FIELDS: dict[str, Any] = {
     "kind": lambda r: r.kind,
     "known_at": lambda r: format_time(r.known_at),
     "content_hash": lambda r: r.content_hash,
-    "revision": lambda r: r.content_hash[:8] if r.content_hash else None,
+    "revision": lambda r: short_revision(r.content_hash),
     "batch": lambda r: r.batch_id,
     "size": lambda r: r.size,
     "renamed_from": lambda r: r.renamed_from,
