@@ -174,10 +174,10 @@ def _json(text: str) -> Any:
 
 def carried_text(data: Any) -> int:
     """Characters of note text a search answer carries: each hit's text (else its snippet) in the flat shape,
-    each hit's excerpt in the shape grouped by note (``{"notes": [{"hits": [[heading, lines, text]]}]}``)."""
+    each hit's excerpt in the shape grouped by note (``{"notes": [{"hits": [[heading, first, last, text]]}]}``)."""
     data = data or {}
     if "notes" in data:
-        return sum(len(row[2]) for note in data["notes"] for row in note["hits"])
+        return sum(len(row[-1]) for note in data["notes"] for row in note["hits"])
     return sum(len(h.get("text") or h.get("snippet") or "") for h in data.get("hits") or [])
 
 

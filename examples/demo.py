@@ -84,8 +84,8 @@ async def mcp_round_trip(db: Path, vault: Path) -> None:
             data = result.structured_content or {}
             print(f"> {name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})")
             if name == "search_notes":
-                for note in data.get("notes", []):  # hits grouped by note: [heading path, lines, excerpt]
-                    for heading, _, _ in note["hits"]:
+                for note in data.get("notes", []):  # hits grouped by note: [heading path, first, last, excerpt]
+                    for heading, *_ in note["hits"]:
                         known = data["times"][note["time"]]
                         print(f"  {note['path']} › {heading.replace(' > ', ' › ')}  (known {known})")
             else:

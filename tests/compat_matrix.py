@@ -72,7 +72,7 @@ def problems(row: dict[str, Any]) -> list[str]:
     expect(all(t["readOnly"] is True for t in row.get("tools", [])), "a tool without readOnlyHint")
     search = calls.get("search", {})
     notes = (search.get("structured") or {}).get("notes") or [{}]
-    excerpt = (notes[0].get("hits") or [["", [], ""]])[0][-1]
+    excerpt = (notes[0].get("hits") or [["", 0, 0, ""]])[0][-1]
     expect(search.get("isError") is False and notes[0].get("path") == "Inbox.md"
            and "plumber" in excerpt, f"search_notes answered {search}")
     read = calls.get("read", {})

@@ -65,9 +65,9 @@ async def test_search_answers_are_compact_grouped_and_explain_only_when_asked(sa
             disk = (root / note["path"]).read_bytes()
             assert hashlib.sha256(disk).hexdigest().startswith(note["revision"])
             assert data["times"][note["time"]].endswith("Z")  # times are said once, rows name them by index
-            for heading, lines, excerpt in note["hits"]:
-                assert isinstance(heading, str) and len(lines) == 2 and lines[0] <= lines[1]
-                flat = " ".join(" ".join(disk.decode().splitlines()[lines[0] - 1:lines[1]]).split())
+            for heading, first, last, excerpt in note["hits"]:
+                assert isinstance(heading, str) and 1 <= first <= last
+                flat = " ".join(" ".join(disk.decode().splitlines()[first - 1:last]).split())
                 assert excerpt.strip("…") in flat, (excerpt, flat)  # an excerpt of the hit's own lines
                 carried += len(excerpt)
         assert len(text) <= 5000 and len(text) <= 1.5 * carried, (len(text), carried)
@@ -83,7 +83,7 @@ async def test_search_answers_are_compact_grouped_and_explain_only_when_asked(sa
         full = compact(await c.call_tool("search_notes", {"query": "atlas", "limit": 3, "full_text": True}))
         for note in full["notes"]:
             disk = (root / note["path"]).read_text(encoding="utf-8")
-            for _, _, chunk in note["hits"]:
+            for _, _, _, chunk in note["hits"]:
                 assert chunk in disk
 
 

@@ -180,7 +180,7 @@ def test_answers_are_the_plain_answers_plus_a_receipt(served: dict[str, Any]) ->
     signed_hits = served["answers"]["search_now"]["hits"]
     assert all(hit["receipt"]["content_sha256"] == hit["content_hash"] for hit in signed_hits)
     assert [(h["path"], h["lines"]) for h in signed_hits] == [(e["path"], e["lines"]) for e in found["explain"]]
-    texts = {(n["path"], tuple(lines)): text for n in found["notes"] for _, lines, text in n["hits"]}
+    texts = {(n["path"], (first, last)): text for n in found["notes"] for _, first, last, text in n["hits"]}
     assert [h["text"] for h in signed_hits] == [texts[(h["path"], tuple(h["lines"]))] for h in signed_hits]
 
 

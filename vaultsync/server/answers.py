@@ -35,7 +35,7 @@ MAX_HIT_CHARS = 4_000
 MAX_RESULT_CHARS = 120_000
 """Answers are cut to stay under about this many characters, and say so (truncated)."""
 
-Hit = tuple[str, list[int], str]
+Hit = tuple[str, int, int, str]
 
 
 class NoteHits(Compact):
@@ -45,8 +45,8 @@ class NoteHits(Compact):
     revision: str = Field(description="The note revision the hits come from (restore_note and expected_revision "
                           "take it)")
     time: int = Field(description="When vaultsync learned this revision: an index into the answer's times")
-    hits: list[Hit] = Field(description="Each hit as [heading path ('A > B'; '' above the first heading), [first line, "
-                            "last line], text]: the text is an excerpt around the match (spaces collapsed, '…' where "
+    hits: list[Hit] = Field(description="Each hit as [heading path ('A > B'; '' above the first heading), first line, "
+                            "last line, text]: the text is an excerpt around the match (spaces collapsed, '…' where "
                             "cut) or, with full_text, the chunk's exact text")
 
 
@@ -93,7 +93,7 @@ def search_answer(result: Any, *, full_text: bool, explain: bool) -> SearchAnswe
                 group = groups[hit["path"]] = NoteHits(
                     path=hit["path"], revision=short_revision(hit["content_hash"]) or "",
                     time=times.index(_time(hit["known_at"])), hits=[])
-            group.hits.append((" > ".join(hit["heading_path"]), list(hit["lines"]), text))
+            group.hits.append((" > ".join(hit["heading_path"]), hit["lines"][0], hit["lines"][1], text))
         return list(groups.values())
 
     cut = False

@@ -102,7 +102,8 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
         """Search the vault's notes by meaning and keywords, as they are now or as they were at a past time.
 
         Returns the notes with the best-matching sections, best first: each note's path, revision and
-        known_at once, then its hits as [heading path, [first line, last line], excerpt around the match].
+        time once (an index into times, the answer's known_at values), then its hits as [heading path,
+        first line, last line, excerpt around the match].
         Pass as_of (e.g. '2025-03-01') to search only what the vault contained then; full_text=true for
         the sections' exact text. Read a whole note with read_note(path, as_of).
         """
