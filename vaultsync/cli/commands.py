@@ -393,7 +393,7 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
             return
         watch_vault(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling, reconcile_s=reconcile_s,
                     stop_event=stop, on_batch=(lambda s: click.echo(json.dumps(s.to_json()))) if as_json else None,
-                    role=role, describe=message)
+                    role=role, describe=_refusal(vault_dir))
     finally:
         restore()
 
@@ -447,6 +447,18 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
     config = launch.plain_config(obj.db, obj.vault_name, vault_dir, watch=watch, allow_writes=allow_writes)
     http = launch.plain_http(bind, token_file, tls_cert, tls_key)
     launch.run(config, http, _say, warn=lambda line: click.secho(line, err=True, fg="red", bold=True))
+
+
+def _refusal(vault_dir: Path) -> Any:
+    """How ``watch`` says a refusal: a mass deletion names the import that confirms it."""
+    from ..errors import MassDeletion
+
+    def describe(exc: VaultsyncError) -> str:
+        if isinstance(exc, MassDeletion):
+            return f"{exc} (stop watching, then run `vaultsync import {vault_dir} --allow-mass-delete`)"
+        return message(exc)
+
+    return describe
 
 
 RECENT_DAYS = 7

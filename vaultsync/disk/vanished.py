@@ -69,8 +69,7 @@ def check_deletions(deleted: int, live: int) -> None:
     if is_mass_deletion(deleted, live):
         raise MassDeletion(f"refusing to record {deleted} deletions of {live} live notes at once (the vault folder "
                            "may have vanished for a moment: unmounted, evicted, or a permission error); nothing "
-                           "was recorded. If you really deleted them, confirm", remedy="sync",
-                           remedy_args={"allow_mass_delete": True})
+                           "was recorded; confirm if you really deleted them", argument="allow_mass_delete")
 
 
 RETRY_S = 1.0
