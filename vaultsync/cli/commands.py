@@ -444,7 +444,12 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
         return
     from ..server import launch
 
+    import dataclasses
+
     config = launch.plain_config(obj.db, obj.vault_name, vault_dir, watch=watch, allow_writes=allow_writes)
+    if watch:  # the in-process watcher says a refusal in the command line's words, as `watch` does
+        config = dataclasses.replace(config, watcher_options={**(config.watcher_options or {}),
+                                                              "describe": _refusal(vault_dir)})
     http = launch.plain_http(bind, token_file, tls_cert, tls_key)
     launch.run(config, http, _say, warn=lambda line: click.secho(line, err=True, fg="red", bold=True))
 
