@@ -461,7 +461,7 @@ def _refusal(vault_dir: Path) -> Any:
     def describe(exc: VaultsyncError) -> str:
         if isinstance(exc, MassDeletion):
             return f"{exc} (stop watching, then run `vaultsync import {vault_dir} --allow-mass-delete`)"
-        return message(exc)
+        return str(exc)  # a vanished folder: the watcher waits for it (no option to give)
 
     return describe
 
