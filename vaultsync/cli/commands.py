@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from . import audit, purge, receipt, restore, search, ui
-from .base import (Context, Group, message, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option,
+from .base import (Context, Group, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option,
                        validity_option)
 from ..config import default_db_path
 from ..errors import VaultsyncError
