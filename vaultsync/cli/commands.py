@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from . import audit, purge, receipt, restore, search, ui
+from . import audit, migrate, purge, receipt, restore, search, ui
 from .base import (Context, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option,
                        validity_option)
 from ..config import default_db_path
@@ -339,10 +339,13 @@ def copy(src: Any, dst: Any, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print each batch as one JSON line on stdout.")
 @click.option("--wait", is_flag=True, help="If another process watches the vault (e.g. serve --watch), wait and "
               "take over when it stops, instead of exiting with an error.")
+@click.option("--max-outage-s", type=click.FloatRange(min=0), default=300.0, show_default=True,
+              help="Exit with an error (for a service manager to restart) once the database has been unreachable "
+              "this long; what changed meanwhile is recorded by the next start.")
 @pass_ctx
 @friendly
 def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_ms: int, reconcile_s: float,
-          verbose: int, as_json: bool, wait: bool) -> None:
+          verbose: int, as_json: bool, wait: bool, max_outage_s: float) -> None:
     """Keep the store current while you write: one atomic batch per burst of changes.
 
     Catches up on what changed since the last run, then watches until SIGINT or SIGTERM, which
@@ -370,7 +373,7 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
             return
         watch_vault(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling, reconcile_s=reconcile_s,
                     stop_event=stop, on_batch=(lambda s: click.echo(json.dumps(s.to_json()))) if as_json else None,
-                    role=role)
+                    role=role, max_outage_s=max_outage_s)
     finally:
         restore()
 
@@ -439,7 +442,7 @@ def _privileged_options(**values: object) -> list[str]:
 
 
 # search, export, reindex, reembed; purge; audit verify; receipt verify; ui; restore, undo
-for _command in (*search.COMMANDS, *purge.COMMANDS, *audit.COMMANDS, *receipt.COMMANDS,
+for _command in (*search.COMMANDS, *migrate.COMMANDS, *purge.COMMANDS, *audit.COMMANDS, *receipt.COMMANDS,
                  *ui.COMMANDS, *restore.COMMANDS):
     cli.add_command(_command)
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from ..errors import ConfigError, VaultNotFound
+from ..errors import ConfigError, VaultNotFound, VaultsyncError
 from ..sync import BatchSummary
 from ..vault import Note, Vault
 from ..live.watcher import Watcher
@@ -208,8 +208,12 @@ class ServedVault:
         return self.writer
 
     def on_batch(self, summary: BatchSummary) -> None:
-        """After this process wrote a batch: tell subscribers (through the batch log, so each batch once)."""
-        self.feed.catch_up()
+        """After this process wrote a batch: tell subscribers (through the batch log, so each batch once; when the
+        reader cannot read it yet, just after the database came back, the next poll tells it)."""
+        try:
+            self.feed.catch_up()
+        except VaultsyncError as exc:
+            logger.debug("could not tell batch %s yet: %s", summary.batch_id, exc)
 
     # ------------------------------------------------------------ following, standing by, watching
 

@@ -15,12 +15,12 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from .errors import VaultsyncError
+from ..errors import VaultsyncError
 
 if TYPE_CHECKING:
-    from .writer import WriterRole
+    from .writer_role import WriterRole
 
-logger = logging.getLogger("vaultsync.watcher")
+logger = logging.getLogger("vaultsync.live.watcher")  # the watcher's lines, under its name
 
 CHECK_EVERY_S = 2.0
 """While it holds the lock and writes nothing, how often a watcher asks whether the lock is still held."""

@@ -1,13 +1,13 @@
 """The ``migrate`` command: the one way a PostgreSQL database's schema changes (a thin door over ``pg.upgrade``).
 
-``cli.py`` adds ``COMMANDS`` to its group; this module does not import ``cli.py``.
+``commands.py`` adds ``COMMANDS`` to its group; this module does not import it.
 """
 
 from __future__ import annotations
 
 import click
 
-from .cli_base import Context, echo_json, friendly, json_option, pass_ctx
+from .base import Context, echo_json, friendly, json_option, pass_ctx
 
 
 @click.command()
@@ -29,7 +29,7 @@ def migrate(obj: Context, dry_run: bool, as_json: bool) -> None:
         vaultsync migrate --db postgresql://vaultsync@db.example/team --dry-run
         vaultsync migrate --db postgresql://vaultsync@db.example/team
     """
-    from .store import is_dsn
+    from ..store import is_dsn
 
     if not is_dsn(obj.db):
         said = "a SQLite file is upgraded when it is first opened for writing; there is nothing to run"
@@ -38,7 +38,7 @@ def migrate(obj: Context, dry_run: bool, as_json: bool) -> None:
         else:
             click.echo(f"{obj.db}: {said}")
         return
-    from .store.pg import upgrade
+    from ..store.pg import upgrade
 
     before, after, steps = upgrade(str(obj.db), dry_run=dry_run)
     if as_json:
