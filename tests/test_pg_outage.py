@@ -334,3 +334,73 @@ async def test_two_http_servers_answer_every_tool_and_deliver_subscriptions_afte
     for log in logs:
         assert "Traceback" not in log, log
         assert "/ready" in log and '"GET /health" 200' in log or event == "terminate", log
+
+
+def test_a_watcher_and_a_server_follow_a_standby_promoted_to_primary(tmp_path: Path) -> None:
+    """The connection string names both servers with ``target_session_attrs=read-write``: when the primary dies
+    (``-m immediate``) and the standby is promoted, every new session goes to the new primary; the watcher takes
+    its lock back there and its catch-up scan records what the standby had not received, and a reader server
+    answers from it."""
+    import anyio
+    import psycopg
+    from mcp import Client
+    from mcp_helpers import free_port, sc, start_http, stop
+    from urllib.parse import quote
+
+    try:
+        primary = pgserver.PgServer.start(options=("-c", "wal_level=replica"))
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    standby = None
+    watcher = server = None
+    try:
+        dsn = primary.fresh_database("promote")
+        copy = primary.folder / "standby"
+        done = primary.run("pg_basebackup", "-D", str(copy), "-h", str(primary.socket_dir), "-U", pgserver.SUPERUSER,
+                           "-R", "-X", "stream", "--no-sync", "--checkpoint=fast")
+        assert done.returncode == 0, done.stderr
+        standby = pgserver.PgServer.start(data=copy, options=("-c", "hot_standby=on"))
+        hosts = ",".join(quote(str(s.socket_dir), safe="") for s in (primary, standby))
+        both = dsn.replace(quote(str(primary.socket_dir), safe=""), hosts) + "&target_session_attrs=read-write"
+        root = tmp_path / "vault"
+        root.mkdir()
+        (root / "start.md").write_text("# Start\n", encoding="utf-8")
+        watcher = WatchProcess(both, root, "--step-ms", "50", "--debounce-ms", "200")  # type: ignore[arg-type]
+        watcher.wait_for("watching")
+        port = free_port()
+        server = start_http(both, root.name, port)  # type: ignore[arg-type]  # a reader, by the vault's name
+        for i in range(5):
+            _write(root, i)
+        wait_until(lambda: len(_recorded(both, root)) == 6, 60, "the first edits recorded on the primary")
+        primary.process.send_signal(signal.SIGQUIT)  # the primary dies (-m immediate)
+        primary.process.wait(timeout=60)
+        for i in range(5, 10):
+            _write(root, i)
+        with psycopg.connect(standby.dsn(dsn.rsplit("/", 1)[1].split("?")[0]), autocommit=True) as con:
+            assert con.execute("SELECT pg_promote(wait => true)").fetchone()[0]
+        wanted = _on_disk(root)
+        recorded = wait_until(lambda: (r := _recorded(both, root)) and set(r) == wanted and r, 90,
+                              "every edit recorded on the promoted standby")
+        assert recorded == {path: 1 for path in wanted}
+        watcher.wait_for("took the writer lock back")
+
+        async def read_last() -> str:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as c:
+                with anyio.fail_after(30):
+                    while True:
+                        got = await c.call_tool("read_note", {"path": "burst 09.md"})
+                        if not got.is_error:
+                            return sc(got)["content"]
+                        await anyio.sleep(0.2)
+
+        assert "edit number 9" in anyio.run(read_last)
+    finally:
+        if watcher is not None:
+            watcher.proc.send_signal(signal.SIGINT)
+            assert watcher.finish(timeout=60) == 0, watcher.stderr
+            assert "Traceback" not in watcher.stderr, watcher.stderr
+        if server is not None:
+            assert "Traceback" not in stop(server)
+        if standby is not None:
+            standby.stop()
+        primary.stop()

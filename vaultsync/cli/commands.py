@@ -310,6 +310,8 @@ def check(obj: Context, as_json: bool) -> None:
 def copy(src: Any, dst: Any, as_json: bool) -> None:
     """Copy every vault of database SRC, with its whole history, into DST (SQLite and PostgreSQL, either way).
 
+    DST may hold other vaults (they stay, beside the copies), but none of SRC's names.
+
     \b
     Example:
         vaultsync copy ~/.local/share/vaultsync/vaultsync.db postgresql://vaultsync@db.internal/team

@@ -38,7 +38,7 @@ class Fence:
 LOST = Fence(-1, -1, 0)
 """The lock's session was lost: every batch of the vault is refused until the lock is taken again."""
 
-MIGRATION = "ALTER TABLE vault_heads ADD COLUMN writer_epoch bigint NOT NULL DEFAULT 0"
+MIGRATION = "ALTER TABLE vault_heads ADD COLUMN IF NOT EXISTS writer_epoch bigint NOT NULL DEFAULT 0"
 """m009: each vault's writer epoch, raised by every process that takes its writer lock."""
 
 
