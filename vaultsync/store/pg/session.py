@@ -121,6 +121,8 @@ class Reach:
 
     def back(self) -> None:
         """A connection was made: say so if the database had been away."""
+        if self.since is None:  # the usual case, after every transaction: no lock taken
+            return
         with self._lock:
             if self.since is None:
                 return
