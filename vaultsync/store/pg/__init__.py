@@ -10,7 +10,13 @@ tables that mirror SQLite's (``pg/schema.py``). What differs is what PostgreSQL 
 - a view is one ``REPEATABLE READ READ ONLY`` transaction, on a connection of a pool (``psycopg_pool``, up to
   ``VAULTSYNC_PG_POOL`` connections, 4 by default) so that the threads of one server read side by side; the
   store's own connection keeps the writes (and a view opened inside a batch, which must see it);
-- the writer lock is a session advisory lock (``pg/lock.py``);
+- the writer lock is a session advisory lock (``pg/lock.py``), and each batch checks inside its transaction that
+  its process still holds it (``pg/fence.py``): a writer whose session was lost never commits again before it has
+  taken the lock back;
+- a lost connection (a restart, a failover, ``pg_terminate_backend``) is opened again before the next transaction
+  (``pg/session.py``);
+- the schema changes only through ``upgrade`` (``vaultsync migrate``): a writer refuses an older schema, a reader
+  reads one from ``READABLE_FROM`` on, an empty database is created at the current schema;
 - ``data_version`` reads the last batch id and purge count (PostgreSQL has no ``PRAGMA data_version``).
 
 A connection string may select a schema (``options=-csearch_path=team``): one vaultsync database per
