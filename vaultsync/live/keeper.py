@@ -72,8 +72,8 @@ class LockKeeper:
         self.lost_since, self.why, self.holder = time.monotonic(), why, None
         self.losses += 1
         self._next_try, self._wait = 0.0, RETRY_S
-        logger.warning("vault '%s': this watcher lost the writer lock (%s); recording nothing until it takes the "
-                       "lock back (changes stay pending)", self.role.vault.name, why)
+        logger.warning("vault '%s': this watcher lost the writer lock; recording nothing until it takes the lock back "
+                       "(changes stay pending): %s", self.role.vault.name, why)
 
     def retake(self) -> bool:
         """Try to take the lost lock back, at the pace allowed; True when this call took it (the watcher then

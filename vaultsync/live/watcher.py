@@ -69,7 +69,8 @@ class Watcher:
         self._root_id: tuple[int, int] | None = None
         self.outage = vanished.Outage()
         self.keeper = LockKeeper(self.role)
-        self._failing = False
+        self._failing = 0
+        """How many batches failed in a row (the first is said, the others only when one succeeds again)."""
         self.batches = 0
         self.failures = 0
         self.last_batch_at: int | None = None
@@ -237,11 +238,14 @@ class Watcher:
                 raise
             return self._vanished(exc, pending)
         except LockedError as exc:  # the lock went with a lost database session (and maybe to another process)
-            if raise_errors or reason == "final":
+            if raise_errors:
                 raise
             self.failures += 1
             self.last_error = str(exc)
-            self.keeper.lose(str(exc))
+            if reason == "final":
+                logger.warning("final failed: %s", exc)
+            else:
+                self.keeper.lose(str(exc))
             if pending is not None:
                 self._debouncer.put_back(pending)
             return False
@@ -254,13 +258,13 @@ class Watcher:
             # the first failure of a run of them is said; the next ones (the database away) are not, until one succeeds
             logger.log(logging.DEBUG if self._failing else logging.WARNING, "%s failed%s: %s", reason, kept,
                        self.last_error)
-            self._failing = True
+            self._failing += 1
             if pending is not None:
                 self._debouncer.put_back(pending)
             return False
         if self._failing:
-            self._failing = False
-            logger.warning("%s written: recording again after %d failed attempts", reason, self.failures)
+            logger.warning("%s written: recording again after %d failed attempts", reason, self._failing)
+            self._failing = 0
         self.last_error = None
         if self.outage.end():
             logger.warning("the vault folder %s is back; recording again", self.vault.root)
