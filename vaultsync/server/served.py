@@ -174,6 +174,22 @@ class ServedVault:
         with self._read_lock:
             yield self.reader
 
+    def database_answers(self, wait_s: float = 1.0) -> bool:
+        """Whether the database answers the reader now (one round trip; a lost connection is opened again first).
+        While another request holds the reader longer than ``wait_s``, what the last request learned."""
+        vault = self.reader
+        if vault is None:
+            return False
+        if not self._read_lock.acquire(timeout=wait_s):
+            return vault.database_unreachable_s() == 0
+        try:
+            vault.last_batch_id
+            return True
+        except Exception:
+            return False
+        finally:
+            self._read_lock.release()
+
     def read(self, path: str) -> Note:
         with self.reading() as vault:
             return vault.read(path)
