@@ -79,6 +79,7 @@ def test_pg_dump_and_pg_restore_give_a_database_that_answers_as_the_original(tmp
     restored = server.dsn(target)
     assert _answers(restored) == _answers(dsn)
     assert "team: ok" in _cli("--db", restored, "check").stdout
+    assert "vector_search: pgvector" in _cli("--db", restored, "stats").stdout  # the wheel's PostgreSQL has it
     with Vault.open(restored, root=tmp_path / "vault", name="team") as vault:
         (tmp_path / "vault" / "d.md").write_text("# D\n", encoding="utf-8")
         assert vault.sync().added == 1

@@ -80,6 +80,9 @@ def test_verify_full_connects_encrypted_and_a_wrong_ca_is_refused_in_one_line(tl
     good = f"{tls['dsn']}?sslmode=verify-full&sslrootcert={tls['ca']}"
     done = _run(good, "import", str(root))
     assert done.returncode == 0, done.stderr
+    # Debian's PostgreSQL has no pgvector: said when the database is created, and by stats ever after
+    assert "the pgvector extension could not be created" in done.stderr
+    assert "vector_search: python" in _run(good, "stats").stdout
     with psycopg.connect(good) as con:
         assert con.execute("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").fetchone()[0] is True
     wrong = _run(f"{tls['dsn']}?sslmode=verify-full&sslrootcert={tls['other']}", "ls")

@@ -275,7 +275,8 @@ def stats(obj: Context, as_json: bool) -> None:
         echo_json(result)
         return
     for key, value in result.items():
-        click.echo(f"{key:>16}: {value}")
+        if value is not None or key != "vector_search":
+            click.echo(f"{key:>16}: {value}")
 
 
 @cli.command()
