@@ -273,7 +273,7 @@ async def _answers_every_tool(c: Any, within: float) -> float:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("event", ["fast", "terminate"])
+@pytest.mark.parametrize("event", ["fast", "immediate", "terminate"])
 async def test_two_http_servers_answer_every_tool_and_deliver_subscriptions_after_the_database_returns(
         cluster: Cluster, tmp_path: Path, event: str) -> None:
     import anyio
