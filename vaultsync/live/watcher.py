@@ -262,10 +262,10 @@ class Watcher:
             if pending is not None:
                 self._debouncer.put_back(pending)
             return False
+        self.last_error = None
         if self._failing:
             logger.warning("%s written: recording again after %d failed attempts", reason, self._failing)
             self._failing = 0
-        self.last_error = None
         if self.outage.end():
             logger.warning("the vault folder %s is back; recording again", self.vault.root)
         latency_ms = (time.monotonic() - (pending.first if pending else started)) * 1000
