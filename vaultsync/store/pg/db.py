@@ -8,6 +8,7 @@ that the threads of one server (the MCP SDK runs each tool call in a worker thre
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -212,6 +213,9 @@ class PgDatabase:
                     if schema not in (None, "public"):
                         raw.execute("SELECT set_config('search_path', %s, false)", (schema,))
 
+                quiet = logging.getLogger("psycopg.pool")
+                if quiet.level == logging.NOTSET:  # each broken connection it drops: ``reach`` says the loss once
+                    quiet.setLevel(logging.ERROR)
                 self._pool = ConnectionPool(self.dsn, min_size=1, max_size=pool_size(), configure=configure,
                                             kwargs={"autocommit": True, "application_name": self.application_name,
                                                     **options(self.dsn)},

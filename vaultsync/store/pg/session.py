@@ -73,7 +73,7 @@ def said(exc: BaseException) -> str:
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     if not lines:
         return type(exc).__name__
-    head = lines[0].removeprefix("connection failed: ").removeprefix("connection is bad: ")
+    head = lines[0].removeprefix("connection failed: ").removeprefix("connection is bad: ").replace("FATAL:  ", "")
     rest = " ".join(lines[1:])
     return f"{head} ({rest[0].lower()}{rest[1:]})" if rest else head
 
