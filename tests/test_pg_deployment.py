@@ -188,3 +188,56 @@ def test_the_hardened_manifest_passes_libpqs_variables_through(tmp_path: Path) -
     finally:
         log = stopped(proc)
     assert "Traceback" not in log, log
+
+
+def test_a_teams_reader_role_reads_its_schema_only_and_writes_nothing(tmp_path: Path) -> None:
+    """The roles of docs/running-postgres.md: a reader granted USAGE and SELECT on its team's schema serves and reads
+    the vault, cannot write it, and a reader of another team does not even see the schema."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    from vaultsync import Vault
+
+    dsn = pgserver.fresh_or_skip("teamroles")
+    vault = tmp_path / "team-handbook"
+    vault.mkdir()
+    (vault / "Atlas.md").write_text("# Atlas\n\nKickoff on Monday.\n", encoding="utf-8")
+    with Vault.open(dsn, root=vault) as v:
+        v.sync()
+    parts = conninfo_to_dict(dsn)
+    with psycopg.connect(dsn, autocommit=True) as con:
+        schema = con.execute("SELECT current_schema()").fetchone()[0]
+        for role in (f"{schema}_reader", f"{schema}_other"):
+            con.execute(f'CREATE ROLE "{role}" LOGIN')
+        con.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{schema}_reader"')
+        con.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{schema}_reader"')
+
+    def as_role(role: str) -> str:
+        return dsn.replace(f"postgresql://{parts['user']}@", f"postgresql://{role}@")
+
+    def cli(db: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "vaultsync", "--db", db, *args], capture_output=True, text=True)
+
+    reader = as_role(f"{schema}_reader")
+    read = cli(reader, "read", "Atlas.md")
+    assert read.returncode == 0 and "Kickoff" in read.stdout, read.stderr
+    assert "Atlas.md" in cli(reader, "search", "kickoff").stdout
+    (vault / "New.md").write_text("# New\n", encoding="utf-8")
+    refused = cli(reader, "import", str(vault))
+    assert refused.returncode != 0 and "permission denied" in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "vaultsync", "--db", reader, "serve", "team-handbook", "--http",
+                             f"127.0.0.1:{port}"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        import anyio
+        import httpx2
+
+        listening(proc, port, "a server of the reader role")
+        assert httpx2.get(f"http://127.0.0.1:{port}/ready").json()["database"] == "ok"
+        assert anyio.run(_search, f"http://127.0.0.1:{port}/mcp", None) == ["Atlas.md"]
+    finally:
+        assert "Traceback" not in stopped(proc)
+    other = cli(as_role(f"{schema}_other"), "read", "Atlas.md")
+    assert other.returncode != 0 and "schema" in other.stderr, other.stderr
