@@ -411,3 +411,23 @@ async def test_serve_watch_holding_the_vault_carries_out_a_cli_undo(tmp_path: Pa
         assert note["content"] == "# Inbox\n"
     with Vault.open(db, name="vault", readonly=True) as vault:
         assert vault.batch_info(vault.last_batch_id)["source"] == "undo"
+
+
+def test_a_restore_whose_batch_is_refused_puts_its_files_back(two, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not a crash: the watcher wrote the files, then the database refused the batch (away, or the lock lost
+    with its session): the files go back as they were, and the asker gets the error, nothing half done."""
+    from vaultsync import vault as vault_module
+    from vaultsync.errors import StoreError
+
+    watching, asking, root, t0 = two
+    before = asking.last_batch_id
+
+    def refused(batch: Any, rid: int) -> None:
+        raise StoreError("the database refused the batch (a test)")
+
+    monkeypatch.setattr(vault_module, "mark_done", refused)
+    with Watcher(watching, **QUIET), pytest.raises(StoreError, match="a test"):
+        handoff.perform(asking, "restore", handoff.restore_args(prefix="F/", as_of=t0))
+    for name in "abcd":
+        assert (root / "F" / f"{name}.md").read_text(encoding="utf-8") == f"# {name}\n\nsecond\n", name
+    assert asking.last_batch_id == before and asking.sync().changed == 0

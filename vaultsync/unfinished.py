@@ -81,7 +81,7 @@ def recover(vault: Any) -> int:
                 logger.info("request %d: %s; its write had landed and is recorded now", request.id, stopped)
                 continue
         else:
-            _put_back(vault, request.steps or [])
+            put_back(vault, request.steps or [])
         line = f"vault '{vault.name}': {stopped}; nothing was written"
         table.finish(request.id, "failed", error_answer(LockedError(line), public=(
             f"vault '{vault.name}': the process watching the vault stopped while carrying it out; nothing was "
@@ -90,7 +90,7 @@ def recover(vault: Any) -> int:
     return len(found)
 
 
-def _put_back(vault: Any, steps: list[dict[str, Any]]) -> None:
+def put_back(vault: Any, steps: list[dict[str, Any]]) -> None:
     """Each file a request had written (its bytes are the step's ``after``) back to its recorded ``before``."""
     root = str(vault.root)
     for step in steps:

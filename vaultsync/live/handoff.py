@@ -32,7 +32,7 @@ from ..errors import LockedError, StoreError, VaultsyncError
 from ..store.requests import Request, RequestTable
 from ..sync import BatchSummary, FileProblem
 from ..times import now_micros
-from ..unfinished import SOURCES, carrying, error_answer
+from ..unfinished import SOURCES, carrying, error_answer, put_back
 from .requested import edit_change, execute, plan_restore, restore_args
 
 if TYPE_CHECKING:
@@ -282,14 +282,18 @@ class Desk:
         try:
             with carrying(table, request):
                 answer, here = execute(self.vault, request.kind, request.args)
-        except VaultsyncError as exc:
-            logger.info("request %d refused: %s", rid, exc)
+        except Exception as exc:
+            if isinstance(exc, VaultsyncError):
+                logger.info("request %d refused: %s", rid, exc)
+            else:  # a bug: the asker gets one line, the log the traceback
+                logger.exception("request %d failed", rid)
+                exc = StoreError(f"the watching process failed to carry it out: {type(exc).__name__}: {exc}")
+            try:
+                self._undo(table, rid)
+            except VaultsyncError as why:  # the lock or the database is gone: the next writer puts it right
+                logger.warning("request %d: its files could not be put back yet (%s)", rid, why)
+                return
             table.finish(rid, "failed", error_answer(exc))
-            return
-        except Exception as exc:  # a bug: the asker gets one line, the log the traceback
-            logger.exception("request %d failed", rid)
-            table.finish(rid, "failed", error_answer(StoreError(f"the watching process failed to carry it out: "
-                                                                f"{type(exc).__name__}: {exc}")))
             return
         summary = _summary_of(here)
         if summary is not None and summary.batch_id is not None and self.on_batch is not None:
@@ -301,6 +305,15 @@ class Desk:
         self.carried += 1
         logger.info("request %d carried out: %s", rid, f"batch {summary.batch_id}" if summary and summary.batch_id
                     else "nothing to change")
+
+
+    def _undo(self, table: RequestTable, rid: int) -> None:
+        """A request that failed after its files were written (its batch refused: the database away, the lock
+        lost): the files go back as they were, as after a crash, so it is not half done."""
+        request = table.get(rid)
+        if request is not None and request.state == "taken" and request.steps:
+            with self.vault.writing():
+                put_back(self.vault, request.steps)
 
 
 def _summary_of(here: Any) -> BatchSummary | None:

@@ -11,16 +11,17 @@ from pydantic import Field
 from ..disk.edit import MAX_WRITE_CHARS
 from ..errors import LockedError, NoteNotFound
 from ..disk.paths import writable_note_path
-from ..revisions import mismatch, revision_of
+from ..revisions import check_revision_id, mismatch, revision_of
 from ..times import format_time
 from ..vault import Note, Vault
 from ..live.handoff import perform
 from .feed import note_uri
 from .models import WriteResult
 from .served import ServedVault
-from .toolkit import WRITE, PathArg, TimeArg, ToolSet, friendly
+from .toolkit import REWRITE, PathArg, TimeArg, ToolSet, friendly
 
-EXPECTED = ("The note's revision you last read (read_note's content_hash, or its first 8+ characters): the write "
+EXPECTED = ("The note's revision you last read (read_note's content_hash, or a revision id as note_history and "
+            "search_notes show it: its first 8+ characters): the write "
             "is refused, nothing written, if the note changed since")
 Expected = Annotated[str | None, Field(description=EXPECTED, max_length=64)]
 """``expected_revision`` where it may be left out (create_note, append_to_note, restore_note)."""
@@ -29,7 +30,7 @@ Required = Annotated[str, Field(description=EXPECTED, min_length=8, max_length=6
 
 
 def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
-    @tools.add("Edit one section or one exact text of a note", WRITE)
+    @tools.add("Edit one section or one exact text of a note", REWRITE)
     @friendly
     def edit_note(
         path: PathArg,
@@ -46,6 +47,7 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         since, nothing is written. Every earlier state stays in note_history (restore_note)."""
         if (heading is None) == (old_text is None):
             raise ToolError("give exactly one of heading and old_text")
+        check_revision_id(expected_revision)
         writer, rel = served.writing_vault(), writable_note_path(path)
         done = _locked(writer, lambda: perform(writer, "edit", {
             "path": rel, "expected": expected_revision, "new_text": new_text, "heading": heading,
@@ -56,7 +58,7 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         served.on_batch(summary)
         return recorded(note)
 
-    @tools.add("Restore a note to a past revision", WRITE)
+    @tools.add("Restore a note to a past revision", REWRITE)
     @friendly
     def restore_note(
         path: PathArg,
@@ -69,6 +71,8 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         revision; a deleted note comes back at its old path, a renamed one under its current name.
         History is never rewritten."""
         writer = served.writing_vault()
+        if expected_revision is not None:
+            check_revision_id(expected_revision)
         done = _locked(writer, lambda: perform(writer, "restore_note", {
             "path": path, "as_of": as_of, "revision": revision, "expected": expected_revision}, public=True))
         if done.here is not None and done.here.summary is not None:
