@@ -219,7 +219,7 @@ async def test_a_second_serve_watch_edits_restores_and_appends_through_the_watch
         assert stale.is_error and "not the expected revision" in stale.content[0].text, "checked by the watcher"
 
         appended = sc(await c.call_tool("append_to_note", {"path": "Inbox.md", "text": "- from the assistant"}))
-        assert world.text("Inbox.md").endswith("- from the assistant")
+        assert world.text("Inbox.md").endswith("- from the assistant\n")
         with world.vault() as vault:
             world.mcp_batch = vault.history("Inbox.md")[-1].batch_id
         assert appended["content_hash"] == content_hash(world.text("Inbox.md").encode())
