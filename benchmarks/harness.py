@@ -1,0 +1,135 @@
+"""One way to time a benchmark: ``measure()`` runs it and records what every result needs.
+
+A benchmark is a function ``run(quick: bool) -> dict`` returning its named figures (numbers or short strings).
+``measure(name, quick)`` calls it and adds, around it:
+
+* wall seconds, and CPU seconds of the whole process tree: this process and every child it waited for
+  (``resource.getrusage`` of ``RUSAGE_SELF`` plus ``RUSAGE_CHILDREN``, before and after), so parse workers,
+  CLI subprocesses and servers the benchmark stopped are counted;
+* peak memory: the largest resident set of this process or of any waited-for child (``ru_maxrss``; a
+  high-water mark over the process's life, so an upper bound for this benchmark when others ran before it);
+* the load average before and after (the machine may be shared: CPU seconds are the fairer figure);
+* the commit (``git rev-parse``, ``+dirty`` when the tree has changes), the date (UTC) and the machine.
+
+``record(entry)`` appends the entry as one JSON line to ``benchmarks/results/NAME.jsonl``.
+Benchmarks never assert on speed: a figure is recorded, never judged.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+
+Figures = dict[str, Any]
+
+
+def load_average() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # not available on this platform
+        return []
+
+
+def commit() -> str:
+    """The checkout's short commit, with ``+dirty`` when tracked files differ from it; ``""`` outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return head + ("+dirty" if dirty else "")
+
+
+def machine() -> dict[str, Any]:
+    import sqlite3
+
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
+            "sqlite": sqlite3.sqlite_version}
+
+
+def _usage() -> tuple[float, float]:
+    """(CPU seconds, peak RSS in MB) of this process and its waited-for children so far."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    scale = 1024 * 1024 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+    return cpu, max(me.ru_maxrss, kids.ru_maxrss) / scale
+
+
+def measure(name: str, fn: Callable[[bool], Figures], quick: bool = False,
+            command: str | None = None) -> dict[str, Any]:
+    """Run ``fn(quick)`` once and return the result entry: its figures beside the measurement of the run."""
+    load_before = load_average()
+    cpu_before, _ = _usage()
+    started = time.perf_counter()
+    figures = fn(quick)
+    wall = time.perf_counter() - started
+    cpu_after, peak_mb = _usage()
+    if not isinstance(figures, dict):
+        raise TypeError(f"benchmark {name} returned {type(figures).__name__}, not a dict of figures")
+    return {
+        "benchmark": name,
+        "command": command or f"python -m benchmarks run {name}" + (" --quick" if quick else ""),
+        "quick": quick,
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "commit": commit(),
+        "machine": machine(),
+        "load_average": {"before": load_before, "after": load_average()},
+        "wall_s": round(wall, 3),
+        "cpu_s": round(cpu_after - cpu_before, 3),
+        "peak_rss_mb": round(peak_mb, 1),
+        "figures": figures,
+    }
+
+
+def results_file(name: str, results: Path | None = None) -> Path:
+    return (results or RESULTS) / f"{name}.jsonl"
+
+
+def record(entry: dict[str, Any], results: Path | None = None) -> Path:
+    """Append ``entry`` as one JSON line to the benchmark's results file; returns the file."""
+    path = results_file(entry["benchmark"], results)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(entry, ensure_ascii=False, sort_keys=False) + "\n")
+    return path
+
+
+def entries(name: str, results: Path | None = None) -> list[dict[str, Any]]:
+    """Every recorded entry of a benchmark, oldest first (an empty list when it never ran)."""
+    path = results_file(name, results)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# Small helpers the benchmarks share.
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * p
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def p50_p95(prefix: str, values_ms: list[float]) -> Figures:
+    """``{prefix}_p50_ms`` and ``{prefix}_p95_ms`` of a list of milliseconds (and how many there were)."""
+    if not values_ms:
+        return {f"{prefix}_n": 0}
+    return {f"{prefix}_n": len(values_ms), f"{prefix}_p50_ms": round(percentile(values_ms, 0.5), 2),
+            f"{prefix}_p95_ms": round(percentile(values_ms, 0.95), 2)}

@@ -1,0 +1,38 @@
+"""Every benchmark the harness runs: name -> (module, what it measures). Each module has ``run(quick: bool) -> dict``.
+
+A new benchmark is a module ``benchmarks/bench_NAME.py`` with that function, and one line here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "startup": ("benchmarks.bench_startup", "CLI start-up: vaultsync's own import time and `--help` wall time"),
+    "safe_reads": ("benchmarks.bench_safe_reads", "reading notes without following symlinks against a plain read"),
+    "import": ("benchmarks.bench_import", "import speed, memory and database size: parse alone, import, "
+               "re-import with nothing changed, --from-git"),
+    "search": ("benchmarks.bench_search", "search latency p50/p95, keyword and default mode, now and at a past "
+               "cutoff, beside the simple correct approach"),
+    "watch": ("benchmarks.bench_watch", "the watcher: start-up, one edit until readable, idle CPU and memory, a burst"),
+    "mcp": ("benchmarks.bench_mcp", "search_notes round trip through a real stdio MCP server, now and in the past"),
+    "reader_idle": ("benchmarks.bench_reader_idle", "what idle reader servers cost: CPU, memory, inotify watches"),
+    "ui": ("benchmarks.bench_ui", "`vaultsync ui` server time per view: tree, note, diff, backlinks, search"),
+}
+
+
+def names() -> list[str]:
+    return list(BENCHMARKS)
+
+
+def describe(name: str) -> str:
+    return BENCHMARKS[name][1]
+
+
+def load(name: str) -> Callable[[bool], dict[str, Any]]:
+    """The benchmark's ``run`` function (its module imported only now)."""
+    if name not in BENCHMARKS:
+        raise SystemExit(f"no benchmark named {name!r}; known: {', '.join(BENCHMARKS)}")
+    return importlib.import_module(BENCHMARKS[name][0]).run
