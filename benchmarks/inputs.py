@@ -112,3 +112,45 @@ def edit_some(root: Path, every: int = 3) -> int:
     for path in notes[::every]:
         path.write_text(path.read_text(encoding="utf-8") + "\nedited for the benchmark\n", encoding="utf-8")
     return len(notes[::every])
+
+
+def history_db(work: Path, name: str) -> tuple[Path, Path, dict[str, Any]]:
+    """A corpus clone (``obsidian-NAME.bundle``) and its whole git history imported once (``import_git``) into
+    ``work/NAME-history.db``; reused when it exists. Returns the clone, the database and what it holds."""
+    from vaultsync.vault import Vault
+
+    root = clone(f"obsidian-{name}.bundle", work / name)
+    db = work / f"{name}-history.db"
+    if not db.exists():
+        with Vault.open(db, root=root, name=name) as vault:
+            vault.import_git()
+    return root, db, _info(db, name)
+
+
+def quick_history_db(work: Path) -> tuple[Path, Path, dict[str, Any]]:
+    """The sample vault imported, then a third of its notes edited in a second batch: a history of two batches."""
+    from vaultsync.vault import Vault
+
+    root, db = sample_vault(work / "notes"), work / "notes-history.db"
+    with Vault.open(db, root=root, name="notes") as vault:
+        vault.sync()
+        time.sleep(0.01)
+        edit_some(root)
+        vault.sync()
+    return root, db, _info(db, "notes")
+
+
+def _info(db: Path, name: str) -> dict[str, Any]:
+    from vaultsync.vault import Vault
+
+    with Vault.open(db, name=name, readonly=True) as vault:
+        stats = vault.stats().to_json()
+    return {key: stats[key] for key in ("notes", "revisions", "batches", "first_batch", "last_batch")}
+
+
+def bench_work(name: str) -> Path:
+    """A lasting work folder for full runs (corpus clones and imported histories are reused between runs):
+    ``$VAULTSYNC_BENCH_WORK/NAME``, default /tmp/vs-bench/NAME."""
+    work = Path(os.environ.get("VAULTSYNC_BENCH_WORK", "/tmp/vs-bench")) / name
+    work.mkdir(parents=True, exist_ok=True)
+    return work

@@ -1,4 +1,5 @@
-"""Every benchmark the harness runs: name -> (module, what it measures). Each module has ``run(quick: bool) -> dict``.
+"""Every benchmark the harness runs: name -> (module, what it measures). Each entry is a module whose ``run(quick: bool) -> dict``
+returns the benchmark's named figures (or ``module:function`` for another function of that form).
 
 A new benchmark is a module ``benchmarks/bench_NAME.py`` with that function, and one line here.
 """
@@ -18,6 +19,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                "cutoff, beside the simple correct approach"),
     "watch": ("benchmarks.bench_watch", "the watcher: start-up, one edit until readable, idle CPU and memory, a burst"),
     "mcp": ("benchmarks.bench_mcp", "search_notes round trip through a real stdio MCP server, now and in the past"),
+    "mcp_audit": ("benchmarks.bench_mcp:run_audit", "what the hardened mode's audit log and receipts add to "
+                  "search_notes over stdio"),
     "reader_idle": ("benchmarks.bench_reader_idle", "what idle reader servers cost: CPU, memory, inotify watches"),
     "ui": ("benchmarks.bench_ui", "`vaultsync ui` server time per view: tree, note, diff, backlinks, search"),
 }
@@ -35,4 +38,5 @@ def load(name: str) -> Callable[[bool], dict[str, Any]]:
     """The benchmark's ``run`` function (its module imported only now)."""
     if name not in BENCHMARKS:
         raise SystemExit(f"no benchmark named {name!r}; known: {', '.join(BENCHMARKS)}")
-    return importlib.import_module(BENCHMARKS[name][0]).run
+    module, _, function = BENCHMARKS[name][0].partition(":")
+    return getattr(importlib.import_module(module), function or "run")
