@@ -133,3 +133,38 @@ def p50_p95(prefix: str, values_ms: list[float]) -> Figures:
         return {f"{prefix}_n": 0}
     return {f"{prefix}_n": len(values_ms), f"{prefix}_p50_ms": round(percentile(values_ms, 0.5), 2),
             f"{prefix}_p95_ms": round(percentile(values_ms, 0.95), 2)}
+
+
+def flatten(payload: dict[str, Any], prefix: str = "", limit: int = 400) -> Figures:
+    """Nested results as named figures: ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; short lists of numbers or strings
+    joined into one string, longer lists and lists of records left out; at most ``limit`` figures."""
+    out: Figures = {}
+    for key, value in payload.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{name}.", limit))
+        elif isinstance(value, (list, tuple)):
+            if len(value) <= 6 and all(isinstance(v, (int, float, str)) for v in value):
+                out[name] = ", ".join(str(v) for v in value)
+        elif value is None or isinstance(value, (int, float, str, bool)):
+            out[name] = value
+        if len(out) >= limit:
+            break
+    return dict(list(out.items())[:limit])
+
+
+_STARTED = time.perf_counter()
+
+
+def record_script(name: str, payload: dict[str, Any], results: Path | None = None) -> Path:
+    """For the scripts not yet ported to ``run(quick)``: record their result as an entry like ``measure()``'s,
+    measured over the whole script (wall since this module was imported, CPU and peak memory of the process tree
+    since it started)."""
+    cpu, peak = _usage()
+    entry = {"benchmark": name, "command": "python " + " ".join(["benchmarks/" + Path(sys.argv[0]).name,
+                                                                   *sys.argv[1:]]),
+             "quick": False, "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+             "commit": commit(), "machine": machine(), "load_average": {"before": [], "after": load_average()},
+             "wall_s": round(time.perf_counter() - _STARTED, 3), "cpu_s": round(cpu, 3), "peak_rss_mb": round(peak, 1),
+             "figures": flatten(payload)}
+    return record(entry, results)
