@@ -17,6 +17,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                "re-import with nothing changed, --from-git"),
     "search": ("benchmarks.bench_search", "search latency p50/p95, keyword and default mode, now and at a past "
                "cutoff, beside the simple correct approach"),
+    "leakage": ("benchmarks.bench_leakage", "how often a search as of a past moment differs from the truth then, "
+                "beside other ways to index a history"),
     "quality": ("benchmarks.bench_quality", "retrieval quality: recall@10, MRR@10, success@1 per query set and mode, "
                 "beside a plain FTS5 baseline"),
     "watch": ("benchmarks.bench_watch", "the watcher: start-up, one edit until readable, idle CPU and memory, a burst"),
