@@ -380,7 +380,7 @@ def main() -> None:
     for n, r in served.items():
         lines.append(f"| {n} | {r['calls']} | {r['requests_per_s']} | {r['p50_ms']} ms | {r['p95_ms']} ms |")
     lines += ["", "The clients run in one process on the same 2 cores as the servers and PostgreSQL.", ""]
-    save("bench_postgres", payload, "\n".join(lines))
+    save("postgres", payload, "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -135,14 +135,22 @@ def p50_p95(prefix: str, values_ms: list[float]) -> Figures:
             f"{prefix}_p95_ms": round(percentile(values_ms, 0.95), 2)}
 
 
+_ID_KEYS = ("scale", "corpus", "set", "case", "variant", "process", "name", "mode", "run")
+
+
 def flatten(payload: dict[str, Any], prefix: str = "", limit: int = 400) -> Figures:
-    """Nested results as named figures: ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; short lists of numbers or strings
-    joined into one string, longer lists and lists of records left out; at most ``limit`` figures."""
+    """Nested results as named figures: ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; a list of records by what names each
+    record (``{"rows": [{"case": "x", "s": 1}]}`` -> ``{"rows.x.s": 1}``); short lists of numbers or strings joined
+    into one string, longer ones left out; at most ``limit`` figures."""
     out: Figures = {}
     for key, value in payload.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             out.update(flatten(value, f"{name}.", limit))
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, dict) for v in value):
+            for i, record in enumerate(value):
+                label = "-".join(str(record[k]) for k in _ID_KEYS if isinstance(record.get(k), (str, int))) or str(i)
+                out.update(flatten({k: v for k, v in record.items() if k not in _ID_KEYS}, f"{name}.{label}.", limit))
         elif isinstance(value, (list, tuple)):
             if len(value) <= 6 and all(isinstance(v, (int, float, str)) for v in value):
                 out[name] = ", ".join(str(v) for v in value)
