@@ -239,8 +239,10 @@ def run(quick: bool) -> dict:
             counts = (10, 10)
         else:
             _, db, _ = build(bench_work("quality"), "hash")
-            rows = [json.loads(line) for line in (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()]
-            sets = {"title": [r for r in rows if r["kind"] == "alias"], "anchor": [r for r in rows if r["kind"] == "anchor"]}
+            lines = (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
+            rows = [json.loads(line) for line in lines]
+            sets = {"title": [r for r in rows if r["kind"] == "alias"],
+                    "anchor": [r for r in rows if r["kind"] == "anchor"]}
             counts = (500, 500)
         with Vault.open(db, readonly=True) as vault:
             sets["known-item"] = known_items(vault, counts[0])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import random
 import time
+from statistics import median
 from pathlib import Path
 
 import apsw
@@ -102,13 +103,14 @@ def measure_db(db: Path, queries_pool: list[str], count: int, simple: int, seed:
         stats = vault.stats().to_json()
         visible = con.execute("SELECT count(*), count(DISTINCT doc_id) FROM search_rows WHERE died IS NULL").fetchone()
         times = [r[0] for r in con.execute("SELECT known_at FROM batches WHERE vault_id = ? ORDER BY id", (vault.id,))]
-        words = [w for (t,) in con.execute("SELECT title FROM notes WHERE title IS NOT NULL ORDER BY random() LIMIT 2000")
-                 for w in t.split() if len(w) > 3] or ["note"]
-        queries = [rng.choice(queries_pool) if i % 2 else " ".join(rng.sample(words, min(len(words), rng.randint(1, 2))))
-                   for i in range(count)]
+        titles = con.execute("SELECT title FROM notes WHERE title IS NOT NULL ORDER BY random() LIMIT 2000")
+        words = [w for (t,) in titles for w in t.split() if len(w) > 3] or ["note"]
+        queries = [rng.choice(queries_pool) if i % 2 else
+                   " ".join(rng.sample(words, min(len(words), rng.randint(1, 2)))) for i in range(count)]
         past = times[len(times) // 10:-1] or times[:1]
         cutoffs = [rng.choice(past) for _ in queries]
-        lat: dict[str, list[float]] = {f"{k}_{when}": [] for k in ("keyword", "hybrid", "vector") for when in ("now", "past")}
+        lat: dict[str, list[float]] = {f"{k}_{when}": [] for k in ("keyword", "hybrid", "vector")
+                                       for when in ("now", "past")}
         for query, cutoff in zip(queries, cutoffs):
             for mode in ("keyword", "hybrid", "vector"):
                 lat[f"{mode}_now"].append(timed(vault.search, query, mode=mode)[0])
@@ -127,8 +129,8 @@ def measure_db(db: Path, queries_pool: list[str], count: int, simple: int, seed:
         figures.update(p50_p95(key, values))
     figures.update(p50_p95("simple_now", simple_now) | p50_p95("simple_past", simple_past))
     if ours_now and ours_past:
-        figures["speedup_vs_simple_now"] = round(sorted(simple_now)[len(simple_now) // 2] / max(sorted(ours_now)[len(ours_now) // 2], 1e-6), 1)
-        figures["speedup_vs_simple_past"] = round(sorted(simple_past)[len(simple_past) // 2] / max(sorted(ours_past)[len(ours_past) // 2], 1e-6), 1)
+        figures["speedup_vs_simple_now"] = round(median(simple_now) / max(median(ours_now), 1e-6), 1)
+        figures["speedup_vs_simple_past"] = round(median(simple_past) / max(median(ours_past), 1e-6), 1)
     return figures
 
 

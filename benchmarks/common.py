@@ -3,7 +3,6 @@ timing, saving results (one JSON line in benchmarks/results/NAME.jsonl, through 
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import statistics
