@@ -31,7 +31,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from common import CORPORA, REPO, clone, machine, save, summary_ms
+try:  # run as a script (benchmarks/ on sys.path; also each step's child process) or imported by the harness
+    from common import CORPORA, REPO, clone, machine, save, summary_ms
+except ImportError:
+    from benchmarks.common import CORPORA, REPO, clone, machine, save, summary_ms
 
 MB = 2**20
 CASES = ("one-note", "200-notes", "before-middle", "hub-string")
@@ -149,9 +152,12 @@ def step_purge(db: Path, case: dict) -> dict:
 def step_search(db: Path, case: dict) -> dict:
     from vaultsync.vault import Vault
 
-    lines = (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
     n = case["queries"]
-    queries = [json.loads(line)["query"] for line in lines[:: max(1, len(lines) // n)]][:n]
+    if case.get("query_list"):
+        queries = case["query_list"][:n]
+    else:
+        lines = (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
+        queries = [json.loads(line)["query"] for line in lines[:: max(1, len(lines) // n)]][:n]
     out: dict[str, dict] = {}
     with Vault.open(db, readonly=True) as vault:
         for mode in ("keyword", "hybrid"):
@@ -240,6 +246,31 @@ def report(payload: dict) -> str:
             lines.append(f"| {key.replace('_', ', ')} | {o.get('p50_ms', '')} | {o.get('p95_ms', '')} | "
                          f"{new[key]['p50_ms']} | {new[key]['p95_ms']} |")
     return "\n".join(lines) + "\n"
+
+
+def run(quick: bool) -> dict:
+    """The harness's entry: this code only, every case on its own copy of the Hub's imported history, then the
+    searches on the unpurged database; quick: the sample vault's two batches, 5 queries."""
+    from benchmarks.harness import flatten
+    from benchmarks.inputs import QUICK_QUERIES, bench_work, quick_history_db, workdir
+
+    with workdir("purge") as work:
+        if quick:
+            _, source, _ = quick_history_db(work)
+            search = {"queries": 5, "query_list": QUICK_QUERIES}
+        else:
+            source = hub_db(bench_work("purge"))
+            search = {"queries": 40}
+        chosen = choose(source)
+        figures: dict = {"db_mb": round(size(source) / MB, 2)}
+        for name in CASES:
+            if name in chosen:
+                target = copy(source, work / f"purge-{name}.db")
+                result = run_step(Path(sys.executable), "purge", target, chosen[name], work)
+                figures.update(flatten({k: v for k, v in result.items() if k != "load"}, f"{name}."))
+        result = run_step(Path(sys.executable), "search", source, {**search, **chosen["_times"]}, work)
+        figures.update(flatten({k: v for k, v in result.items() if k != "load"}, "search."))
+    return figures
 
 
 def main() -> None:

@@ -20,6 +20,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                "cutoff, beside the simple correct approach"),
     "leakage": ("benchmarks.bench_leakage", "how often a search as of a past moment differs from the truth then, "
                 "beside other ways to index a history"),
+    "purge": ("benchmarks.bench_purge", "purging a string, a common line or everything before a moment from a "
+              "history, and search speed on it"),
     "quality": ("benchmarks.bench_quality", "retrieval quality: recall@10, MRR@10, success@1 per query set and mode, "
                 "beside a plain FTS5 baseline"),
     "watch": ("benchmarks.bench_watch", "the watcher: start-up, one edit until readable, idle CPU and memory, a burst"),
