@@ -28,7 +28,10 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from common import CORPORA, clone, machine, percentile, save
+try:  # run as a script (benchmarks/ on sys.path; also the child processes) or imported by the harness
+    from common import CORPORA, clone, machine, percentile, save
+except ImportError:
+    from benchmarks.common import CORPORA, clone, machine, percentile, save
 
 SEED = 10
 
@@ -128,6 +131,48 @@ def installed_size() -> dict[str, float]:
         files = metadata.distribution(name).files or []
         sizes[name] = round(sum(f.locate().stat().st_size for f in files if f.locate().exists()) / 1e6, 1)
     return sizes
+
+
+def run(quick: bool) -> dict:
+    """The harness's entry: 600 chunks of the Hub, every default configuration, 100 queries; quick: 40 chunks of
+    the sample vault, one configuration (1x512), 10 queries."""
+    import importlib.util
+
+    from benchmarks.inputs import QUICK_QUERIES, Unavailable, sample_vault, workdir
+
+    if importlib.util.find_spec("onnxruntime") is None:
+        raise Unavailable("the semantic extra is not installed (pip install -e '.[semantic]')")
+    import numpy as np
+
+    me = [sys.executable, str(Path(__file__).resolve())]
+    with workdir("semantic") as work:
+        if quick:
+            root, chunks, configs, queries = sample_vault(work / "notes"), 40, ["1x512"], QUICK_QUERIES
+        else:
+            lines = (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
+            rows = [json.loads(line) for line in lines]
+            root, chunks = clone("obsidian-hub.bundle", work / "hub"), 600
+            configs = "1x512,1x1024,1x2048,1x4096,2x512,2x2048".split(",")
+            queries = [r["query"] for r in random.Random(SEED).sample(rows, 100)]
+        notes = sample_texts(root, chunks)
+        texts_file, queries_file = work / "texts.json", work / "queries.json"
+        texts_file.write_text(json.dumps(notes), encoding="utf-8")
+        queries_file.write_text(json.dumps(queries), encoding="utf-8")
+        figures: dict = {"notes": len(notes), "chunks": sum(map(len, notes))}
+        reference = None
+        for config in configs:
+            out = work / f"vectors-{config}.npy"
+            done = subprocess.run(me + ["--child", config, "--texts", str(texts_file), "--vectors", str(out)],
+                                  check=True, capture_output=True, text=True)
+            result = json.loads(done.stdout)
+            vectors = np.load(out)
+            reference = vectors if reference is None else reference
+            result["min_cosine_vs_first"] = round(float(np.min(np.sum(vectors * reference, axis=1))), 6)
+            figures.update({f"{config}.{k}": v for k, v in result.items() if k not in ("config", "chunks")})
+        done = subprocess.run(me + ["--query-child", str(queries_file)], check=True, capture_output=True, text=True)
+        figures.update({f"query.{k}": v for k, v in json.loads(done.stdout).items()})
+    figures["installed_total_mb"] = round(sum(installed_size().values()), 1)
+    return figures
 
 
 def main() -> None:

@@ -16,6 +16,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "safe_reads": ("benchmarks.bench_safe_reads", "reading notes without following symlinks against a plain read"),
     "import": ("benchmarks.bench_import", "import speed, memory and database size: parse alone, import, "
                "re-import with nothing changed, --from-git"),
+    "semantic": ("benchmarks.bench_semantic", "the semantic extra: installed size, model load, embedding throughput "
+                 "per thread setting, query latency"),
     "search": ("benchmarks.bench_search", "search latency p50/p95, keyword and default mode, now and at a past "
                "cutoff, beside the simple correct approach"),
     "leakage": ("benchmarks.bench_leakage", "how often a search as of a past moment differs from the truth then, "
