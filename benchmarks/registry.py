@@ -18,6 +18,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                "re-import with nothing changed, --from-git"),
     "semantic": ("benchmarks.bench_semantic", "the semantic extra: installed size, model load, embedding throughput "
                  "per thread setting, query latency"),
+    "import_semantic": ("benchmarks.bench_import_semantic", "a full import with the semantic extra: wall, CPU, "
+                        "peak memory of the process tree, database size"),
     "search": ("benchmarks.bench_search", "search latency p50/p95, keyword and default mode, now and at a past "
                "cutoff, beside the simple correct approach"),
     "leakage": ("benchmarks.bench_leakage", "how often a search as of a past moment differs from the truth then, "
