@@ -49,13 +49,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import CORPORA, REPO, clone, machine, save, summary_ms
+try:  # run as a script (benchmarks/ on sys.path) or imported by the harness (python -m benchmarks)
+    from common import CORPORA, REPO, clone, machine, save, summary_ms
+except ImportError:
+    from benchmarks.common import CORPORA, REPO, clone, machine, save, summary_ms
 
 from vaultsync.live.events import count_folders
 from vaultsync.vault import Vault
 
 WORK = REPO / "benchmarks" / "work" / "scale"
 REUSE = False
+PAUSES = {"settle": 10.0, "idle": 10.0, "edits": 10, "gap": 1.0, "poll_settle": 5.0}
+"""Seconds the watcher is left alone before and while idle, edits timed and the gap between them (quick: less)."""
 MB = 1024 * 1024
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -201,20 +206,20 @@ def readable(db: Path, name: str, path: str, marker: str, timeout: float = 60) -
 def measure_watch(db: Path, root: Path, notes: list[Path], burst: int) -> dict[str, Any]:
     watch = Watch(vaultsync("--db", str(db), "watch", str(root), "--json"))
     out: dict[str, Any] = {"startup_s": round(watch.wait_log("watching "), 2)}
-    time.sleep(10)
+    time.sleep(PAUSES["settle"])
     cpu0 = cpu_s(watch.proc.pid)
-    time.sleep(10)
+    time.sleep(PAUSES["idle"])
     out["idle_rss_mb"] = round(status_kb(watch.proc.pid, "VmRSS") / 1024, 1)
-    out["idle_cpu_pct"] = round((cpu_s(watch.proc.pid) - cpu0) / 10 * 100, 1)
+    out["idle_cpu_pct"] = round((cpu_s(watch.proc.pid) - cpu0) / PAUSES["idle"] * 100, 1)
     latencies = []
-    for i in range(10):
+    for i in range(int(PAUSES["edits"])):
         note = notes[(i * 7919) % len(notes)]
         marker = f"scale-edit-{i}-{time.time_ns()}"
         with note.open("a", encoding="utf-8") as handle:
             handle.write(f"\n{marker}\n")
         written = time.monotonic()
         latencies.append((readable(db, root.name, note.relative_to(root).as_posix(), marker) - written) * 1000)
-        time.sleep(1)
+        time.sleep(PAUSES["gap"])
     out["edit_readable"] = summary_ms(latencies)
     count = min(burst, len(notes))
     since = len(watch.batches)
@@ -247,12 +252,12 @@ def measure_polling(db: Path, root: Path, folders: int) -> dict[str, Any]:
         watch.proc.kill()
         return {"skipped": str(exc).splitlines()[0]}
     warning = next(line for line in watch.log if "falling back to polling" in line)
-    time.sleep(5)
+    time.sleep(PAUSES["poll_settle"])
     cpu0 = cpu_s(watch.proc.pid)
-    time.sleep(10)
+    time.sleep(PAUSES["idle"])
     out = {"limit": limit, "warning": warning.split("WARNING", 1)[-1].strip(" :"), "startup_s": round(ready, 2),
            "idle_rss_mb": round(status_kb(watch.proc.pid, "VmRSS") / 1024, 1),
-           "idle_cpu_pct": round((cpu_s(watch.proc.pid) - cpu0) / 10 * 100, 1)}
+           "idle_cpu_pct": round((cpu_s(watch.proc.pid) - cpu0) / PAUSES["idle"] * 100, 1)}
     watch.stop()
     return out
 
@@ -282,12 +287,12 @@ def build_history(hub: Path, k: int, burst: int) -> tuple[Path, str, dict[str, A
     db = WORK / f"scale-{k}x.db"
     if REUSE and meta.exists() and db.exists():
         return db, f"vault-{k}x", json.loads(meta.read_text())
-    print(f"== {k}x: building the vault", flush=True)
+    print(f"== {k}x: building the vault", file=sys.stderr, flush=True)
     root = build_vault(hub, k)
     folders, count, size = folders_and_notes(root)
     for old in WORK.glob(f"scale-{k}x.db*"):
         old.unlink()
-    print(f"== {k}x: import of {count} notes", flush=True)
+    print(f"== {k}x: import of {count} notes", file=sys.stderr, flush=True)
     first = run_measured(vaultsync("--db", str(db), "import", str(root), "--json"))
     summary = json.loads(first["stdout"])
     notes = sorted(p for p in root.rglob("*.md") if not any(part.startswith(".") for part in p.relative_to(root).parts))
@@ -311,9 +316,9 @@ def build_history(hub: Path, k: int, burst: int) -> tuple[Path, str, dict[str, A
 
 def measure_search_only(hub: Path, k: int, queries: list[str], burst: int) -> dict[str, Any]:
     db, name, info = build_history(hub, k, burst)
-    print(f"== {k}x: search", flush=True)
+    print(f"== {k}x: search", file=sys.stderr, flush=True)
     r = {"scale": k, **info, "search": measure_search(db, name, queries, info["past"])}
-    print(json.dumps(r, indent=1), flush=True)
+    print(json.dumps(r, indent=1), file=sys.stderr, flush=True)
     return r
 
 
@@ -338,14 +343,14 @@ def search_report(results: list[dict[str, Any]], argv: str, info: dict[str, Any]
 
 
 def measure_scale(hub: Path, k: int, queries: list[str], burst: int) -> dict[str, Any]:
-    print(f"== {k}x: building the vault", flush=True)
+    print(f"== {k}x: building the vault", file=sys.stderr, flush=True)
     root = build_vault(hub, k)
     folders, count, size = folders_and_notes(root)
     db = WORK / f"scale-{k}x.db"
     for old in WORK.glob(f"scale-{k}x.db*"):
         old.unlink()
     r: dict[str, Any] = {"scale": k, "notes": count, "markdown_mb": round(size / MB, 1), "folders": folders}
-    print(f"== {k}x: import of {count} notes", flush=True)
+    print(f"== {k}x: import of {count} notes", file=sys.stderr, flush=True)
     first = run_measured(vaultsync("--db", str(db), "import", str(root), "--json"))
     summary = json.loads(first["stdout"])
     r["import"] = {"wall_s": round(first["wall_s"], 1), "added": summary["added"],
@@ -361,14 +366,14 @@ def measure_scale(hub: Path, k: int, queries: list[str], burst: int) -> dict[str
         sync_s = time.perf_counter() - start
     r["reimport"] = {"wall_s": round(again["wall_s"], 2), "sync_s": round(sync_s, 2), "unchanged": unchanged,
                      "peak_mb": round(again["largest_peak_mb"], 1)}
-    print(f"== {k}x: watch", flush=True)
+    print(f"== {k}x: watch", file=sys.stderr, flush=True)
     notes = sorted(p for p in root.rglob("*.md") if not any(part.startswith(".") for part in p.relative_to(root).parts))
     r["watch"] = measure_watch(db, root, notes, burst)
-    print(f"== {k}x: polling fallback", flush=True)
+    print(f"== {k}x: polling fallback", file=sys.stderr, flush=True)
     r["polling"] = measure_polling(db, root, folders)
-    print(f"== {k}x: search", flush=True)
+    print(f"== {k}x: search", file=sys.stderr, flush=True)
     r["search"] = measure_search(db, root.name, queries, summary["known_at"])
-    print(json.dumps(r, indent=1), flush=True)
+    print(json.dumps(r, indent=1), file=sys.stderr, flush=True)
     return r
 
 
@@ -430,6 +435,44 @@ def report(results: list[dict[str, Any]], argv: str, info: dict[str, Any]) -> st
         ]
         lines += ["", "Targets at 10x: " + "; ".join(f"{name}: {'met' if ok else '**not met**'}" for name, ok in checks)]
     return "\n".join(lines) + "\n"
+
+
+def _run(quick: bool, search_only: bool) -> dict[str, Any]:
+    """The harness's entries: 1x, 10x and 20x the Hub, 40 queries, a burst of 10,000 notes; quick: the sample
+    vault at 1x and 2x, 5 queries, a burst of 10 notes, short pauses."""
+    global WORK, REUSE
+    from benchmarks.harness import flatten
+    from benchmarks.inputs import QUICK_QUERIES, bench_work, hub_queries, sample_vault, workdir
+
+    with workdir("scale") as tmp:
+        REUSE = False
+        if quick:
+            WORK = tmp
+            hub, scales, queries, burst = sample_vault(tmp / "notes"), [1, 2], QUICK_QUERIES[:5], 10
+            PAUSES.update(settle=0.2, idle=1.0, edits=2, gap=0.1, poll_settle=0.2)
+        else:
+            WORK = bench_work("scale")
+            hub, scales, burst = clone("obsidian-hub.bundle", WORK / "hub"), [1, 10, 20], 10_000
+            every = hub_queries()
+            queries = every[:: max(1, len(every) // 40)][:40]
+        measure = measure_search_only if search_only else measure_scale
+        figures: dict[str, Any] = {}
+        try:
+            for k in scales:
+                figures.update(flatten(measure(hub, k, queries, burst), f"{k}x."))
+                if not search_only:
+                    shutil.rmtree(WORK / f"vault-{k}x", ignore_errors=True)
+        finally:
+            PAUSES.update(settle=10.0, idle=10.0, edits=10, gap=1.0, poll_settle=5.0)
+    return figures
+
+
+def run(quick: bool) -> dict[str, Any]:
+    return _run(quick, search_only=False)
+
+
+def run_search(quick: bool) -> dict[str, Any]:
+    return _run(quick, search_only=True)
 
 
 def main() -> None:

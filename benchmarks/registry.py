@@ -20,6 +20,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                  "per thread setting, query latency"),
     "import_semantic": ("benchmarks.bench_import_semantic", "a full import with the semantic extra: wall, CPU, "
                         "peak memory of the process tree, database size"),
+    "scale": ("benchmarks.bench_scale", "ten and twenty times the Hub: import, re-import, watch, polling fallback "
+              "and search at scale"),
+    "scale_search": ("benchmarks.bench_scale:run_search", "search at scale alone, now and at a past cutoff, on "
+                     "histories of 1x, 10x, 20x the Hub"),
     "search": ("benchmarks.bench_search", "search latency p50/p95, keyword and default mode, now and at a past "
                "cutoff, beside the simple correct approach"),
     "leakage": ("benchmarks.bench_leakage", "how often a search as of a past moment differs from the truth then, "
