@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import Figures
-from benchmarks.inputs import child, db_bytes, markdown_bytes, vault_for, vaultsync, workdir
+from benchmarks.inputs import child, db_bytes, git_vault, markdown_bytes, vault_for, vaultsync, workdir
 
 MB = 1e6
 
@@ -105,23 +105,9 @@ def _step(prefix: str, result: dict[str, Any]) -> Figures:
             f"{prefix}_peak_rss_mb": result["peak_rss_mb"]}
 
 
-def _git_history(root: Path) -> None:
-    """Make the sample vault a git repository of two commits (what ``--from-git`` reads)."""
-    from benchmarks.inputs import edit_some
-
-    git = ["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=bench@example.org"]
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
-    edit_some(root)
-    subprocess.run([*git, "commit", "-q", "-a", "-m", "second"], check=True)
-
-
 def run(quick: bool) -> Figures:
     with workdir("import") as work:
-        root = vault_for(quick, work)
-        if quick:
-            _git_history(root)
+        root = git_vault(work / "notes") if quick else vault_for(quick, work)
         head_db, git_db, core_db = work / "db" / "head.db", work / "db" / "git.db", work / "db" / "core.db"
         head_db.parent.mkdir()
         figures: Figures = {"markdown_mb": round(markdown_bytes(root) / MB, 2)}

@@ -45,7 +45,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import CORPORA, REPO, clone, machine, save, summary_ms, timed
+try:  # run as a script (benchmarks/ on sys.path; also the baseline's child) or imported by the harness
+    from common import CORPORA, REPO, clone, machine, save, summary_ms, timed
+except ImportError:
+    from benchmarks.common import CORPORA, REPO, clone, machine, save, summary_ms, timed
 from vaultsync.vault import Vault
 
 sys.path.insert(0, str(REPO / "tests"))
@@ -168,7 +171,7 @@ def throughput(dsn: str, root: Path, queries: list[str], servers: list[int], cou
         finally:
             for proc in procs:
                 stop(proc)
-        print(f"{n} servers: {out[str(n)]}", flush=True)
+        print(f"{n} servers: {out[str(n)]}", file=sys.stderr, flush=True)
     return out
 
 
@@ -252,6 +255,52 @@ def template(server: Any, dsn: str, name: str, *, made: bool) -> str:
                                  f"before ({name}): fill it with the baseline's code first")
             con.execute(f'CREATE DATABASE "{name}" TEMPLATE hub')
     return server.dsn(name)
+
+
+def run(quick: bool) -> dict[str, Any]:
+    """The harness's entry: the whole Hub history into SQLite and a new PostgreSQL database (256MB shared
+    buffers), 100 queries, 1, 2 and 4 servers for 16 clients of 20 calls; quick: the sample vault as a git
+    history of two commits, 5 queries, one server for 2 clients of 2 calls."""
+    import importlib.util
+
+    from benchmarks.harness import flatten
+    from benchmarks.inputs import QUICK_QUERIES, Unavailable, bench_work, git_vault, hub_queries, workdir
+
+    if importlib.util.find_spec("pgserver") is None or importlib.util.find_spec("psycopg") is None:
+        raise Unavailable("the postgres benchmark needs the postgres extra (pip install -e '.[postgres]')")
+    import pgserver
+
+    with workdir("postgres") as tmp:
+        if quick:
+            root = git_vault(tmp / "hub")  # served by folder name: the vault is "hub"
+            queries, servers, count, calls, buffers = QUICK_QUERIES[:5], [1], 2, 2, "32MB"
+        else:
+            root = sliced(clone("obsidian-hub.bundle", bench_work("postgres") / "hub"), 0)
+            queries, servers, count, calls, buffers = hub_queries(100), [1, 2, 4], 16, 20, "256MB"
+        results: dict[str, dict] = {"sqlite": load(tmp / "hub.db", root)}
+        server = pgserver.PgServer.start(options=("-c", f"shared_buffers={buffers}"))
+        try:
+            dsn = server.fresh_database("hub")
+            results["postgres"] = load(dsn, root)
+            results["postgres"]["vacuum_s"] = vacuum(dsn)
+            with Vault.open(str(tmp / "hub.db"), name="hub", readonly=True) as vault:
+                times = [known_at for known_at, _ in vault.timeline()]
+            past = times[len(times) // 2]
+            answers: dict[str, dict] = {}
+            for engine, db in (("sqlite", str(tmp / "hub.db")), ("postgres", dsn)):
+                for label, at in (("now", None), ("past", past)):
+                    results[engine][label], answers[f"{engine} {label}"] = searches(db, queries, at)
+            same = {f"{mode} {label}": all(answers[f"sqlite {label}"][k] == answers[f"postgres {label}"][k]
+                                           for k in answers[f"sqlite {label}"] if k.startswith(mode + " "))
+                    for mode in MODES for label in ("now", "past")}
+            served = throughput(dsn, root, queries, servers, count, calls)
+        finally:
+            server.stop()
+    for engine in results.values():
+        for label in ("now", "past"):
+            for timing in engine[label].values():
+                timing.pop("slowest", None)
+    return flatten({**results, "same_answers": same, "throughput": served})
 
 
 def main() -> None:

@@ -154,3 +154,15 @@ def bench_work(name: str) -> Path:
     work = Path(os.environ.get("VAULTSYNC_BENCH_WORK", "/tmp/vs-bench")) / name
     work.mkdir(parents=True, exist_ok=True)
     return work
+
+
+def git_vault(dest: Path) -> Path:
+    """The sample vault as a git repository of two commits (a third of its notes edited in the second)."""
+    root = sample_vault(dest)
+    git = ["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=bench@example.org"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
+    edit_some(root)
+    subprocess.run([*git, "commit", "-q", "-a", "-m", "second"], check=True)
+    return root

@@ -28,6 +28,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                "cutoff, beside the simple correct approach"),
     "leakage": ("benchmarks.bench_leakage", "how often a search as of a past moment differs from the truth then, "
                 "beside other ways to index a history"),
+    "postgres": ("benchmarks.bench_postgres", "SQLite and PostgreSQL side by side: fill, size, search p50/p95 now "
+                 "and past, the same answers, search_notes throughput with 1, 2, 4 HTTP servers"),
     "purge": ("benchmarks.bench_purge", "purging a string, a common line or everything before a moment from a "
               "history, and search speed on it"),
     "quality": ("benchmarks.bench_quality", "retrieval quality: recall@10, MRR@10, success@1 per query set and mode, "
