@@ -10,8 +10,8 @@ a third of its notes edited in a second batch (the past is the first), 10 querie
 
 from __future__ import annotations
 
-import os
 import random
+import sys
 import time
 from statistics import median
 from pathlib import Path
@@ -19,7 +19,7 @@ from pathlib import Path
 import apsw
 
 from benchmarks.harness import Figures, p50_p95
-from benchmarks.inputs import QUICK_QUERIES, clone, edit_some, hub_queries, sample_vault, workdir
+from benchmarks.inputs import QUICK_QUERIES, bench_work, clone, edit_some, hub_queries, sample_vault, workdir
 from vaultsync.gitimport import GitHistory
 from vaultsync.store.search.snapshot import export_rows, take
 from vaultsync.sync import Plan, write_plan
@@ -60,8 +60,7 @@ def build(work: Path) -> Path:
             write_plan(vault._store, vault.id, vault.name, Plan(observed, vault._store.live_state(vault.id), {}),
                    known_at=last, source="git", detail=sha)
             if n % 200 == 0:
-                print(f"{n}/{len(steps)} commits, {time.perf_counter() - started:.0f} s, CPU {time.process_time():.0f} s, "
-                      f"load {os.getloadavg()[0]:.1f}", flush=True)
+                print(f"{n}/{len(steps)} commits, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
         head = steps[-1][0] if steps[-1][1] == "hub" else max(s[0] for s in steps if s[1] == "hub")
         hub_head = [s for s in steps if s[1] == "hub"][-1][3]
         observed = {f"hub-copy/{p}": o for p, o in histories["hub"].tree(hub_head).items()}
@@ -69,7 +68,7 @@ def build(work: Path) -> Path:
                known_at=max(last, head) + 1_000_000, source="git", detail="hub-copy")
     for history in histories.values():
         history.close()
-    print(f"built in {time.perf_counter() - started:.0f} s")
+    print(f"built in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return db
 
 
@@ -138,6 +137,4 @@ def run(quick: bool) -> Figures:
     if quick:
         with workdir("search") as work:
             return measure_db(quick_db(work), QUICK_QUERIES, 10, 2)
-    work = Path(os.environ.get("VAULTSYNC_BENCH_WORK", "/tmp/vs-bench")) / "search"
-    work.mkdir(parents=True, exist_ok=True)
-    return measure_db(build(work), hub_queries(), 200, 5)
+    return measure_db(build(bench_work("search")), hub_queries(), 200, 5)
