@@ -47,7 +47,9 @@ def _load(entry: dict[str, Any]) -> str:
     before, after = load.get("before") or [], load.get("after") or []
     if not before and not after:
         return ""
-    return f"{before[0] if before else '?'} → {after[0] if after else '?'}"
+    if before and after:
+        return f"{before[0]} → {after[0]}"
+    return str((before or after)[0])
 
 
 def render(name: str, results: Path | None = None, runs: int = RUNS) -> str:
@@ -55,7 +57,7 @@ def render(name: str, results: Path | None = None, runs: int = RUNS) -> str:
     recorded = entries(name, results or RESULTS)
     title = f"## {name}\n\n"
     if name in registry.BENCHMARKS:
-        title += registry.describe(name)[0].upper() + registry.describe(name)[1:] + ".\n\n"
+        title += f"Measures {registry.describe(name)}.\n\n"
     full = [e for e in recorded if not e.get("quick")]
     shown = list(reversed(full or recorded))[:runs]
     if not shown:
