@@ -1,4 +1,5 @@
-"""``python -m benchmarks list | run NAME… [--quick] [--all] [--no-save] | report [NAME…] [--out FILE]``."""
+"""``python -m benchmarks list | run NAME… [--quick] [--all] [--no-save] | report [NAME…] [--out FILE] |
+adopt FILE.json NAME``."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ def main(argv: list[str] | None = None) -> int:
     report = sub.add_parser("report", help="markdown tables from the recorded results")
     report.add_argument("names", nargs="*", metavar="NAME")
     report.add_argument("--out", type=Path, help="write to this file instead of printing")
+    adopt = sub.add_parser("adopt", help="append a result an old script saved as JSON to NAME's JSON lines")
+    adopt.add_argument("file", type=Path)
+    adopt.add_argument("name", metavar="NAME")
+    adopt.add_argument("--command", dest="made_by", help="the command that produced it (default: the file's argv, if any)")
     args = parser.parse_args(argv)
 
     if args.command == "list":
@@ -39,6 +44,11 @@ def main(argv: list[str] | None = None) -> int:
             args.out.write_text(text, encoding="utf-8")
         else:
             sys.stdout.write(text)
+        return 0
+    if args.command == "adopt":
+        from benchmarks.harness import adopt as adopt_file
+
+        print(f"appended to {adopt_file(args.file, args.name, args.made_by)}")
         return 0
     names = registry.names() if args.all else args.names
     if not names:

@@ -176,3 +176,32 @@ def record_script(name: str, payload: dict[str, Any], results: Path | None = Non
              "wall_s": round(time.perf_counter() - _STARTED, 3), "cpu_s": round(cpu, 3), "peak_rss_mb": round(peak, 1),
              "figures": flatten(payload)}
     return record(entry, results)
+
+
+def adopt(path: Path, name: str, command: str | None = None, results: Path | None = None) -> Path:
+    """Append a result a script saved as JSON before the harness existed (``results/X.json``) to NAME's JSON lines:
+    its figures flattened, the whole payload kept as ``detail``, the commit and date of the file's last commit
+    (unless the payload names its own), marked with a ``note``. The old file is left for the caller to remove."""
+    payload = json.loads(Path(path).read_text(encoding="utf-8"))
+    log = subprocess.run(["git", "log", "-1", "--format=%h %cI", "--", str(Path(path).resolve())], cwd=REPO,
+                         capture_output=True, text=True).stdout.split()
+    last_commit, last_date = (log[0], log[1][:19] + "Z") if log else ("", "")
+    m = payload.get("machine") if isinstance(payload.get("machine"), dict) else {
+        k: payload[k] for k in ("python", "cpus", "platform") if k in payload}
+    before = m.get("load_average") or payload.get("load_start") or payload.get("load_average_at_start") or []
+    after = payload.get("load_end") or payload.get("load_average_at_end") or []
+    argv = payload.get("argv") if isinstance(payload.get("argv"), str) else None
+    skip = {"machine", "argv", "load_start", "load_end", "load_average_at_start", "load_average_at_end", "python",
+            "cpus", "platform", "commit", "started", "started_utc"}
+    figures = {k: v for k, v in flatten({k: v for k, v in payload.items() if k not in skip}).items()
+               if ".warnings." not in k and ".errors." not in k and not (isinstance(v, str) and len(v) > 80)}
+    entry = {"benchmark": name, "command": command or argv or f"python benchmarks/{Path(path).stem}", "quick": False,
+             "date": m.get("date") or payload.get("started") or payload.get("started_utc") or last_date,
+             "commit": m.get("vaultsync_commit") or payload.get("commit") or last_commit,
+             "machine": {k: m[k] for k in ("python", "cpus", "platform", "sqlite") if k in m},
+             "load_average": {"before": before if isinstance(before, list) else [],
+                              "after": after if isinstance(after, list) else []},
+             "wall_s": None, "cpu_s": None, "peak_rss_mb": None, "figures": figures, "detail": payload,
+             "note": f"measured before the harness; adopted from {Path(path).name}"
+                     + (f" (committed in {last_commit}, {last_date[:10]})" if last_commit else "")}
+    return record(entry, results)

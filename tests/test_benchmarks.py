@@ -80,3 +80,20 @@ def test_results_are_json_lines_under_stable_names() -> None:
             assert row["benchmark"] == path.stem and "figures" in row and "date" in row and "commit" in row
         if path.stem in registry.BENCHMARKS:
             assert render(path.stem).startswith(f"## {path.stem}")
+
+
+def test_an_old_json_result_is_adopted_as_a_json_line(tmp_path: Path) -> None:
+    """What the scripts saved before the harness (nested JSON) becomes an entry: flattened figures, the payload kept."""
+    from benchmarks.harness import adopt
+
+    old = {"machine": {"python": "3.11.7", "cpus": 2, "load_average": [1.5, 2.0, 2.1]}, "queries": 60,
+           "latency": {"keyword_now": {"n": 60, "p50_ms": 2.1}}, "rows": [{"case": "one-note", "wall_s": 3.5}]}
+    path = tmp_path / "search_speed_someone.json"
+    path.write_text(json.dumps(old), encoding="utf-8")
+    adopt(path, "search", "python benchmarks/bench_search.py", results=tmp_path)
+    (entry,) = entries("search", tmp_path)
+    assert entry["figures"] == {"queries": 60, "latency.keyword_now.n": 60, "latency.keyword_now.p50_ms": 2.1,
+                                "rows.one-note.wall_s": 3.5}
+    assert entry["detail"] == old and entry["load_average"]["before"] == [1.5, 2.0, 2.1]
+    assert entry["command"] == "python benchmarks/bench_search.py" and "search_speed_someone.json" in entry["note"]
+    assert "| latency.keyword_now.p50_ms | 2.1 |" in render("search", tmp_path)
