@@ -43,12 +43,14 @@ def load_average() -> list[float]:
 
 
 def commit() -> str:
-    """The checkout's short commit, with ``+dirty`` when tracked files differ from it; ``""`` outside git."""
+    """The checkout's short commit, with ``+dirty`` when tracked files (results aside) differ from it; ``""``
+    outside git."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
                               text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)benchmarks/results"],  # recording a result is not a change of code
+                               cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return ""
     return head + ("+dirty" if dirty else "")
