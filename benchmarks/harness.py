@@ -192,9 +192,9 @@ def adopt(path: Path, name: str, command: str | None = None, results: Path | Non
         k: payload[k] for k in ("python", "cpus", "platform") if k in payload}
     before = m.get("load_average") or payload.get("load_start") or payload.get("load_average_at_start") or []
     after = payload.get("load_end") or payload.get("load_average_at_end") or []
-    argv = payload.get("argv") if isinstance(payload.get("argv"), str) else None
-    skip = {"machine", "argv", "load_start", "load_end", "load_average_at_start", "load_average_at_end", "python",
-            "cpus", "platform", "commit", "started", "started_utc"}
+    argv = next((payload[k] for k in ("argv", "command") if isinstance(payload.get(k), str)), None)
+    skip = {"machine", "argv", "command", "load_start", "load_end", "load_average_at_start", "load_average_at_end",
+            "python", "cpus", "platform", "commit", "started", "started_utc"}
     figures = {k: v for k, v in flatten({k: v for k, v in payload.items() if k not in skip}).items()
                if ".warnings." not in k and ".errors." not in k and not (isinstance(v, str) and len(v) > 80)}
     entry = {"benchmark": name, "command": command or argv or f"python benchmarks/{Path(path).stem}", "quick": False,

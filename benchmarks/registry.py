@@ -38,6 +38,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "mcp": ("benchmarks.bench_mcp", "search_notes round trip through a real stdio MCP server, now and in the past"),
     "mcp_audit": ("benchmarks.bench_mcp:run_audit", "what the hardened mode's audit log and receipts add to "
                   "search_notes over stdio"),
+    "answer_sizes": ("benchmarks.bench_answer_sizes", "what each MCP tool's answer costs an assistant: characters "
+                     "and o200k_base tokens of the text block, the structured copy and the whole JSON-RPC line"),
     "reader_idle": ("benchmarks.bench_reader_idle", "what idle reader servers cost: CPU, memory, inotify watches"),
     "ui": ("benchmarks.bench_ui", "`vaultsync ui` server time per view: tree, note, diff, backlinks, search"),
 }
