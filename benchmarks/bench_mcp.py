@@ -89,7 +89,8 @@ async def measure(db: Path, root: Path, name: str, items: list[str], dates: list
                         times.append((time.perf_counter() - started) * 1000)
                         if result.is_error:
                             raise RuntimeError(result.content[0].text)
-                        empty += not result.structured_content["hits"]
+                        answer = result.structured_content or {}
+                        empty += not (answer.get("hits") or answer.get("notes"))  # flat hits, or grouped by note
                     out.setdefault(mode, {})[date or "now"] = {
                         **summary_ms(times), "empty_results": empty, "direct": summary_ms(base),
                         "overhead_p50_ms": round(statistics.median(t - b for t, b in zip(times, base)), 2)}
