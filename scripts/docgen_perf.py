@@ -139,7 +139,7 @@ def search_speed(d: dict[str, Any]) -> Iterator[Run]:
     v = d["vault"]
     run = Run("Search", "Search latency at scale", "python benchmarks/bench_search.py", "276a1ec", "2026-11-30",
               machine_text(d.get("machine")), "search_speed.json",
-              f"both corpora's histories merged into one vault: {v['visible_chunks']:,} visible chunks, "
+              f"the Obsidian Help and Hub histories merged into one vault: {v['visible_chunks']:,} visible chunks, "
               f"{v['chunk_revisions']:,} chunk revisions, {v['batches']:,} batches, "
               f"{v['database_bytes'] / 1e6:,.0f} MB; {d['queries']} queries, limit 10, past cutoffs at random")
     names = {"keyword": "keyword", "hybrid": "default", "vector": "vector (hashed embedder)"}
@@ -208,6 +208,20 @@ def scale(d: dict[str, Any]) -> Iterator[Run]:
     yield run
 
 
+def scale_search(d: dict[str, Any]) -> Iterator[Run]:
+    m = {"platform": d.get("platform"), "cpus": d.get("cpus"), "python": d.get("python")}
+    run = Run("Search", "Search at one, ten and twenty times the Obsidian Hub", d["argv"].strip(), d["commit"],
+              day(d["started"]), machine_text(m), "scale_search_l31_new.json",
+              "copies of the Hub's newest tree in sub-folders; 40 queries per figure")
+    rows = [("chunks", lambda s: num(s["chunks"]))]
+    for key, label in (("keyword_now", "keyword, now"), ("keyword_past", "keyword, at a past cutoff"),
+                       ("hybrid_now", "default, now"), ("hybrid_past", "default, at a past cutoff")):
+        rows.append((f"{label}: p50 / p95", lambda s, k=key: f"{num(s[k]['p50_ms'])} / {num(s[k]['p95_ms'])} ms"))
+    for label, get in rows:
+        run.figures.append((label, " · ".join(f"{r['scale']}×: {get(r['search'])}" for r in d["results"])))
+    yield run
+
+
 def watch(d: dict[str, Any]) -> Iterator[Run]:
     e = d["edits"]["all"]
     run = Run("Watching", "The watcher on the Hub vault", "python benchmarks/bench_watch.py", "7c01c05", "2026-11-30",
@@ -269,7 +283,7 @@ def purge(d: dict[str, Any]) -> Iterator[Run]:
 
 
 LEGACY: dict[str, Callable[[dict[str, Any]], Iterator[Run]]] = {
-    "search_speed.json": search_speed, "leakage.json": leakage, "quality_i23_main.json": quality,
+    "search_speed.json": search_speed, "scale_search_l31_new.json": scale_search, "leakage.json": leakage, "quality_i23_main.json": quality,
     "scale.json": scale, "watch.json": watch, "reader_idle.json": reader_idle, "ui_hub.json": ui_hub,
     "purge.json": purge,
 }
