@@ -75,7 +75,7 @@ def option_rows(ctx: click.Context) -> list[tuple[str, str]]:
     rows = []
     for param in ctx.command.get_params(ctx):
         record = param.get_help_record(ctx)
-        if record is not None:
+        if record is not None and isinstance(param, click.Option):  # arguments: in the usage line
             rows.append(record)
     return rows
 
@@ -101,7 +101,8 @@ def section(ctx: click.Context, level: int) -> list[str]:
     rows = option_rows(ctx)
     if rows:
         out += ["| option | what it does |", "|---|---|"]
-        out += [f"| `{cell(names)}` | {cell(text)} |" for names, text in rows]
+        # a pipe inside a code span is no cell separator for the tables extension: the names stay as printed
+        out += [f"| `{names}` | {cell(text)} |" for names, text in rows]
         out += [""]
     out += [f'??? note "`{path} --help`"', "", "    ```text"]
     out += [f"    {line}".rstrip() for line in help_text(ctx).splitlines()]
