@@ -107,7 +107,8 @@ def record(line: dict[str, Any]) -> tuple[tuple[str, str, str, str, str, str, st
     area = line.get("area") or line.get("benchmark") or "Other"
     title = line.get("title") or line.get("benchmark") or str(command).split()[-1]
     key = (str(area), str(title), str(command), str(line.get("commit") or "not recorded")[:10],
-           day(str(line.get("date") or "not recorded")), machine_text(line.get("machine")), str(line.get("setting", "")))
+           day(str(line.get("date") or "not recorded")), machine_text(line.get("machine")),
+           str(line.get("setting", "")))
     name = line.get("figure") or line.get("name") or line.get("metric") or "?"
     return key, (str(name), num(line.get("value"), str(line.get("unit", ""))))
 
@@ -148,8 +149,9 @@ def search_speed(d: dict[str, Any]) -> Iterator[Run]:
             lat = d["latency"][f"{mode}_{when}"]
             run.figures.append((f"{label}, {said}: p50 / p95", f"{num(lat['p50_ms'])} / {num(lat['p95_ms'])} ms"))
     s = d["speedup_vs_simple"]
+    simple = d["simple_rebuild"]
     run.figures.append(("a temporary FTS5 index over the visible chunks, rebuilt per query: p50 now / past",
-                        f"{num(d['simple_rebuild']['now']['p50_ms'])} / {num(d['simple_rebuild']['past']['p50_ms'])} ms"))
+                        f"{num(simple['now']['p50_ms'])} / {num(simple['past']['p50_ms'])} ms"))
     run.figures.append(("this store against that, same queries: now / past",
                         f"{num(s['now'])}× / {num(s['past'])}× faster"))
     yield run
@@ -163,7 +165,8 @@ def leakage(d: dict[str, Any]) -> Iterator[Run]:
     labels = {"latest only": "the latest version of each note only",
               "global top 20": "one index of every revision, top 20, then filtered to the cutoff",
               "global top 50": "the same, top 50", "global top 100": "the same, top 100",
-              "global all": "the same, every match", "known by cutoff": "the revisions known by the cutoff, then filtered",
+              "global all": "the same, every match",
+              "known by cutoff": "the revisions known by the cutoff, then filtered",
               "this store": "vaultsync (`search --as-of T --mode keyword`)"}
     for key, share in d["share_percent"].items():
         run.figures.append((labels.get(key, key), num(float(share), "%")))
@@ -175,7 +178,8 @@ def quality(d: dict[str, Any]) -> Iterator[Run]:
               "anchor,title,known-item,remembered --sample 1000 --known 500 --remembered 500 --modes keyword,hybrid",
               "1e50317", "2026-12-01", machine_text(d.get("machine")), "quality_i23_main.json",
               f"{d['corpus']}, note level; title: {d['sets']['title']:,} title and alias queries, anchor: "
-              f"{d['sets']['anchor']} link texts, known-item: {d['sets']['known-item']} runs of 4–6 words from one note, "
+              f"{d['sets']['anchor']} link texts, known-item: {d['sets']['known-item']} runs of 4–6 words "
+              "from one note, "
               f"remembered: {d['sets']['remembered']} runs of 3–6 consecutive words")
     systems = {"baseline": "FTS5 BM25 over whole notes", "keyword": "`--mode keyword`", "hybrid": "the default"}
     for name in ("title", "anchor", "known-item", "remembered"):
@@ -193,7 +197,8 @@ def scale(d: dict[str, Any]) -> Iterator[Run]:
               "copies of the Hub's newest tree in sub-folders; each column is a vault of that size")
     rows: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
         ("notes", lambda r: num(r["notes"])),
-        ("import: wall time, per note", lambda r: f"{num(r['import']['wall_s'])} s, {num(r['import']['ms_per_note'])} ms"),
+        ("import: wall time, per note",
+         lambda r: f"{num(r['import']['wall_s'])} s, {num(r['import']['ms_per_note'])} ms"),
         ("import: peak memory of the largest process", lambda r: num(r["import"]["largest_process_peak_mb"], "MB")),
         ("database size", lambda r: num(r["database_mb"], "MB")),
         ("import again, nothing changed", lambda r: num(r["reimport"]["wall_s"], "s")),
@@ -241,7 +246,8 @@ def watch(d: dict[str, Any]) -> Iterator[Run]:
 
 
 def reader_idle(d: dict[str, Any]) -> Iterator[Run]:
-    run = Run("Servers", "Idle cost of several servers on one vault", ".venv/bin/python benchmarks/bench_reader_idle.py",
+    run = Run("Servers", "Idle cost of several servers on one vault",
+              ".venv/bin/python benchmarks/bench_reader_idle.py",
               "c7daebc", "2026-11-30", "Linux x86_64, 2 CPUs, Python 3.11.7", "reader_idle.json",
               f"one watcher and three `serve --watch` readers on a vault of {d['notes']} notes, "
               f"{d['seconds']:.0f} s idle")
@@ -283,7 +289,8 @@ def purge(d: dict[str, Any]) -> Iterator[Run]:
 
 
 LEGACY: dict[str, Callable[[dict[str, Any]], Iterator[Run]]] = {
-    "search_speed.json": search_speed, "scale_search_l31_new.json": scale_search, "leakage.json": leakage, "quality_i23_main.json": quality,
+    "search_speed.json": search_speed, "scale_search_l31_new.json": scale_search, "leakage.json": leakage,
+    "quality_i23_main.json": quality,
     "scale.json": scale, "watch.json": watch, "reader_idle.json": reader_idle, "ui_hub.json": ui_hub,
     "purge.json": purge,
 }

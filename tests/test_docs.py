@@ -7,7 +7,8 @@
 - The performance page equals the page written from benchmarks/results/.
 - ``mkdocs build --strict`` succeeds with no warning, and two pages open in Debian's chromium (headless,
   driven by Playwright): getting started and the tool reference. ``VAULTSYNC_WRITE_SCREENSHOTS=1`` writes
-  their screenshots to docs/img/ (the files the README and the report show); otherwise to a temp folder.
+  their screenshots to docs/img/ (kept in the repository: the pages as a browser shows them); otherwise to a
+  temp folder.
 
 After changing a command, a tool or a results file: ``make docs-gen`` rewrites the three pages.
 """
