@@ -203,3 +203,40 @@ def test_pages_open_in_chromium(browser: Any, served: str, page: str, heading: s
     tab.screenshot(path=str(target))
     assert target.stat().st_size > 10_000
     tab.close()
+
+
+# ---------------------------------------------------------------- written for the reader
+
+PROSE = ["README.md", "CHANGELOG.md", "CONTRIBUTING.md", "SECURITY.md",
+         *(str(p.relative_to(REPO)) for p in sorted((REPO / "docs").glob("*.md"))
+           if p.name not in ("performance.md", "compatibility.md"))]
+"""The pages written by hand (the generated ones name commits on purpose: where each figure was measured)."""
+
+
+def prose(text: str) -> str:
+    """``text`` without its fenced code blocks."""
+    kept, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def test_readme_is_short() -> None:
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines: move detail into docs/"
+    assert "make demo" in "\n".join(lines[:45]) and "make test" in "\n".join(lines[:45])
+
+
+@pytest.mark.parametrize("page", PROSE)
+def test_pages_speak_to_users(page: str) -> None:
+    """No word about how the project was built: issue numbers, load averages, commit hashes in prose."""
+    import re
+
+    text = prose((REPO / page).read_text(encoding="utf-8"))
+    for pattern, what in ((r"\bissue \d+", "an issue number"), (r"load average", "a load average"),
+                          (r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b", "a commit hash")):
+        found = re.search(pattern, text, flags=re.IGNORECASE)
+        assert found is None, f"{page} mentions {what}: {found.group(0)!r}"
