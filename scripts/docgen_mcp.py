@@ -128,7 +128,10 @@ def schema_type(s: dict[str, Any]) -> str:
     if isinstance(kind, list):
         kind = " or ".join(str(k) for k in kind)
     if kind == "array":
-        return f"array of {schema_type(s.get('items', {}))}"
+        items = s.get("items", {})
+        each = f" (each {schema_type(items)})" if set(items) - {"type"} else ""
+        most = f", at most {s['maxItems']:,}" if s.get("maxItems") is not None else ""
+        return f"array of {items.get('type', 'any')}{each}{most}"
     low, high = s.get("minimum"), s.get("maximum")
     if low is not None or high is not None:
         kind += f", {'' if low is None else low}–{'' if high is None else high}"

@@ -179,7 +179,7 @@ def browser() -> Iterator[Any]:
 
 @pytest.mark.parametrize(("page", "heading", "shot"), [
     ("getting-started/", "Getting started", "docs-getting-started.png"),
-    ("reference/mcp-tools/", "MCP tool reference", "docs-mcp-tools.png"),
+    ("reference/mcp-tools/#search_notes", "MCP tool reference", "docs-mcp-tools.png"),
 ])
 def test_pages_open_in_chromium(browser: Any, served: str, page: str, heading: str, shot: str,
                                 tmp_path: Path) -> None:
