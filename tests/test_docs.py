@@ -19,6 +19,7 @@ import difflib
 import functools
 import http.server
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -36,7 +37,7 @@ import docgen_cli  # noqa: E402
 import docgen_mcp  # noqa: E402
 import docgen_perf  # noqa: E402
 
-CHROMIUM = next((p for p in ("/usr/bin/chromium",) if Path(p).exists()), None)
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 FIX = "run `make docs-gen` (scripts/docgen.py) and commit the page"
