@@ -123,8 +123,9 @@ def render() -> str:
     listed = list(commands(cli, root))
     out += ["| command | what it does |", "|---|---|"]
     for ctx, command in listed:
-        out.append(f"| [`{ctx.command_path}`](#{anchor(ctx.command_path)}) | "
-                   f"{cell(command.get_short_help_str(limit=200))} |")
+        out.append(
+            f"| [`{ctx.command_path}`](#{anchor(ctx.command_path)}) | {cell(command.get_short_help_str(limit=200))} |"
+        )
     out += [""]
     out += section(root, 2)
     for ctx, _command in listed:

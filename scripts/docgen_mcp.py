@@ -45,23 +45,34 @@ Offline-first notes for field crews.
 
 Kickoff on 13 January with [[Ana]].
 """
-ATLAS_FEB = ATLAS_JAN + """
+ATLAS_FEB = (
+    ATLAS_JAN
+    + """
 ## Decision, February
 
 We switch the offline sync to lighthouse beacons.
 """
+)
 ANA = "# Ana\n\nLeads [[Atlas]] in the field.\n"
 BATCHES = ["2025-01-06T09:00:00Z", "2025-02-03T09:00:00Z", "2025-03-03T09:00:00Z"]
 
 SESSION: list[tuple[str, str, dict[str, Any]]] = [
-    ("The user asks: *what changed in the vault since January?* The assistant lists the changes.",
-     "list_changes", {"since": "2025-01-10"}),
-    ("*Did we know about the beacons in January?* A search as of 20 January finds nothing…",
-     "search_notes", {"query": "beacons", "as_of": "2025-01-20", "limit": 3}),
-    ("…while the same search today finds the February decision.",
-     "search_notes", {"query": "beacons", "limit": 3}),
-    ("*What did the Atlas note say in January?* The note as it was then:",
-     "read_note", {"path": "Projects/Atlas.md", "as_of": "2025-01-20"}),
+    (
+        "The user asks: *what changed in the vault since January?* The assistant lists the changes.",
+        "list_changes",
+        {"since": "2025-01-10"},
+    ),
+    (
+        "*Did we know about the beacons in January?* A search as of 20 January finds nothing…",
+        "search_notes",
+        {"query": "beacons", "as_of": "2025-01-20", "limit": 3},
+    ),
+    ("…while the same search today finds the February decision.", "search_notes", {"query": "beacons", "limit": 3}),
+    (
+        "*What did the Atlas note say in January?* The note as it was then:",
+        "read_note",
+        {"path": "Projects/Atlas.md", "as_of": "2025-01-20"},
+    ),
     ("*And what changed since?*", "diff_note", {"path": "Projects/Atlas.md", "from": "2025-01-20"}),
     ("*Where is the Ana note now?* Its history follows the rename.", "note_history", {"path": "People/Ana Lima.md"}),
 ]
@@ -173,8 +184,15 @@ def tool_section(tool: dict[str, Any]) -> list[str]:
     if out[-1] == ">":
         out[-1] = ""
     hints = tool.get("annotations") or {}
-    flags = [name for name, key in (("read-only", "readOnlyHint"), ("destructive", "destructiveHint"),
-                                    ("idempotent", "idempotentHint")) if hints.get(key)]
+    flags = [
+        name
+        for name, key in (
+            ("read-only", "readOnlyHint"),
+            ("destructive", "destructiveHint"),
+            ("idempotent", "idempotentHint"),
+        )
+        if hints.get(key)
+    ]
     if flags:
         out += ["Annotations: " + ", ".join(flags) + ".", ""]
     out += argument_rows(tool.get("inputSchema", {})) + [""]
@@ -210,31 +228,46 @@ def render_from(found: dict[str, Any]) -> str:
     for tool in tools:
         if tool["name"] not in writes:
             out += tool_section(tool)
-    out += ["## Write tools (`--allow-writes`)", "",
-            "Each write is recorded as a batch like any other change, and can be taken back with "
-            "`restore_note`, `vaultsync restore` or `vaultsync undo`.", ""]
+    out += [
+        "## Write tools (`--allow-writes`)",
+        "",
+        "Each write is recorded as a batch like any other change, and can be taken back with "
+        "`restore_note`, `vaultsync restore` or `vaultsync undo`.",
+        "",
+    ]
     for tool in tools:
         if tool["name"] in writes:
             out += tool_section(tool)
     out += ["## Resources", ""]
     for t in found["templates"]:
         out += [f"`{t['uriTemplate']}` ({t.get('mimeType', '')}): {t.get('description', '')}", ""]
-    out += ["Clients can read a note as a resource and subscribe to it: with `--watch`, the server "
-            "notifies subscribers when the note changes.", ""]
+    out += [
+        "Clients can read a note as a resource and subscribe to it: with `--watch`, the server "
+        "notifies subscribers when the note changes.",
+        "",
+    ]
     plain = {t["name"]: t for t in tools}
     extra = [t for t in found["hardened"] if t["name"] not in plain]
     signed = [t["name"] for t in found["hardened"] if t["name"] in plain and t != plain[t["name"]]]
-    out += ["## With the hardened mode's keystore", "",
-            "A [hardened server](../security.md#the-hardened-mode) whose manifest names a `keystore_path` "
-            f"signs its answers: {', '.join(f'`{n}`' for n in signed)} gain a `receipt` field, and one more "
-            "tool checks a receipt.", ""]
+    out += [
+        "## With the hardened mode's keystore",
+        "",
+        "A [hardened server](../security.md#the-hardened-mode) whose manifest names a `keystore_path` "
+        f"signs its answers: {', '.join(f'`{n}`' for n in signed)} gain a `receipt` field, and one more "
+        "tool checks a receipt.",
+        "",
+    ]
     for tool in extra:
         out += tool_section(tool)
-    out += ["## A worked session", "",
-            "A vault of two notes with three batches: created on 6 January 2025, a decision added to "
-            "`Projects/Atlas.md` on 3 February, `People/Ana.md` renamed to `People/Ana Lima.md` on 3 March. "
-            "Each call below is what the assistant sent; each answer is the tool's structured result "
-            "(long texts shortened here).", ""]
+    out += [
+        "## A worked session",
+        "",
+        "A vault of two notes with three batches: created on 6 January 2025, a decision added to "
+        "`Projects/Atlas.md` on 3 February, `People/Ana.md` renamed to `People/Ana Lima.md` on 3 March. "
+        "Each call below is what the assistant sent; each answer is the tool's structured result "
+        "(long texts shortened here).",
+        "",
+    ]
     for say, name, args, answer, is_error in found["session"]:
         out += [say, "", "```json", json.dumps({"tool": name, "arguments": args}, ensure_ascii=False), "```", ""]
         label = "error" if is_error else "answer"

@@ -106,9 +106,15 @@ def record(line: dict[str, Any]) -> tuple[tuple[str, str, str, str, str, str, st
         command = " ".join(command)
     area = line.get("area") or line.get("benchmark") or "Other"
     title = line.get("title") or line.get("benchmark") or str(command).split()[-1]
-    key = (str(area), str(title), str(command), str(line.get("commit") or "not recorded")[:10],
-           day(str(line.get("date") or "not recorded")), machine_text(line.get("machine")),
-           str(line.get("setting", "")))
+    key = (
+        str(area),
+        str(title),
+        str(command),
+        str(line.get("commit") or "not recorded")[:10],
+        day(str(line.get("date") or "not recorded")),
+        machine_text(line.get("machine")),
+        str(line.get("setting", "")),
+    )
     name = line.get("figure") or line.get("name") or line.get("metric") or "?"
     return key, (str(name), num(line.get("value"), str(line.get("unit", ""))))
 
@@ -138,11 +144,18 @@ def load(results: Path, name: str) -> dict[str, Any] | None:
 
 def search_speed(d: dict[str, Any]) -> Iterator[Run]:
     v = d["vault"]
-    run = Run("Search", "Search latency at scale", "python benchmarks/bench_search.py", "276a1ec", "2026-11-30",
-              machine_text(d.get("machine")), "search_speed.json",
-              f"the Obsidian Help and Hub histories merged into one vault: {v['visible_chunks']:,} visible chunks, "
-              f"{v['chunk_revisions']:,} chunk revisions, {v['batches']:,} batches, "
-              f"{v['database_bytes'] / 1e6:,.0f} MB; {d['queries']} queries, limit 10, past cutoffs at random")
+    run = Run(
+        "Search",
+        "Search latency at scale",
+        "python benchmarks/bench_search.py",
+        "276a1ec",
+        "2026-11-30",
+        machine_text(d.get("machine")),
+        "search_speed.json",
+        f"the Obsidian Help and Hub histories merged into one vault: {v['visible_chunks']:,} visible chunks, "
+        f"{v['chunk_revisions']:,} chunk revisions, {v['batches']:,} batches, "
+        f"{v['database_bytes'] / 1e6:,.0f} MB; {d['queries']} queries, limit 10, past cutoffs at random",
+    )
     names = {"keyword": "keyword", "hybrid": "default", "vector": "vector (hashed embedder)"}
     for mode, label in names.items():
         for when, said in (("now", "now"), ("past", "at a past cutoff")):
@@ -150,63 +163,100 @@ def search_speed(d: dict[str, Any]) -> Iterator[Run]:
             run.figures.append((f"{label}, {said}: p50 / p95", f"{num(lat['p50_ms'])} / {num(lat['p95_ms'])} ms"))
     s = d["speedup_vs_simple"]
     simple = d["simple_rebuild"]
-    run.figures.append(("a temporary FTS5 index over the visible chunks, rebuilt per query: p50 now / past",
-                        f"{num(simple['now']['p50_ms'])} / {num(simple['past']['p50_ms'])} ms"))
-    run.figures.append(("this store against that, same queries: now / past",
-                        f"{num(s['now'])}× / {num(s['past'])}× faster"))
+    run.figures.append(
+        (
+            "a temporary FTS5 index over the visible chunks, rebuilt per query: p50 now / past",
+            f"{num(simple['now']['p50_ms'])} / {num(simple['past']['p50_ms'])} ms",
+        )
+    )
+    run.figures.append(
+        ("this store against that, same queries: now / past", f"{num(s['now'])}× / {num(s['past'])}× faster")
+    )
     yield run
 
 
 def leakage(d: dict[str, Any]) -> Iterator[Run]:
-    run = Run("Search quality", "Leakage: does the past search see the future?", "python benchmarks/bench_leakage.py",
-              "dba45fd", "2026-11-30", machine_text(d.get("machine")), "leakage.json",
-              f"{d['corpus']}: {d['queries']} queries at {d['cutoffs']} random past cutoffs; share of queries whose "
-              f"top {d['top']} differs from a fresh FTS5 index over exactly the chunks visible at the cutoff")
-    labels = {"latest only": "the latest version of each note only",
-              "global top 20": "one index of every revision, top 20, then filtered to the cutoff",
-              "global top 50": "the same, top 50", "global top 100": "the same, top 100",
-              "global all": "the same, every match",
-              "known by cutoff": "the revisions known by the cutoff, then filtered",
-              "this store": "vaultsync (`search --as-of T --mode keyword`)"}
+    run = Run(
+        "Search quality",
+        "Leakage: does the past search see the future?",
+        "python benchmarks/bench_leakage.py",
+        "dba45fd",
+        "2026-11-30",
+        machine_text(d.get("machine")),
+        "leakage.json",
+        f"{d['corpus']}: {d['queries']} queries at {d['cutoffs']} random past cutoffs; share of queries whose "
+        f"top {d['top']} differs from a fresh FTS5 index over exactly the chunks visible at the cutoff",
+    )
+    labels = {
+        "latest only": "the latest version of each note only",
+        "global top 20": "one index of every revision, top 20, then filtered to the cutoff",
+        "global top 50": "the same, top 50",
+        "global top 100": "the same, top 100",
+        "global all": "the same, every match",
+        "known by cutoff": "the revisions known by the cutoff, then filtered",
+        "this store": "vaultsync (`search --as-of T --mode keyword`)",
+    }
     for key, share in d["share_percent"].items():
         run.figures.append((labels.get(key, key), num(float(share), "%")))
     yield run
 
 
 def quality(d: dict[str, Any]) -> Iterator[Run]:
-    run = Run("Search quality", "Finding the right note", "python benchmarks/bench_quality.py --sets "
-              "anchor,title,known-item,remembered --sample 1000 --known 500 --remembered 500 --modes keyword,hybrid",
-              "1e50317", "2026-12-01", machine_text(d.get("machine")), "quality_i23_main.json",
-              f"{d['corpus']}, note level; title: {d['sets']['title']:,} title and alias queries, anchor: "
-              f"{d['sets']['anchor']} link texts, known-item: {d['sets']['known-item']} runs of 4–6 words "
-              "from one note, "
-              f"remembered: {d['sets']['remembered']} runs of 3–6 consecutive words")
+    run = Run(
+        "Search quality",
+        "Finding the right note",
+        "python benchmarks/bench_quality.py --sets "
+        "anchor,title,known-item,remembered --sample 1000 --known 500 --remembered 500 --modes keyword,hybrid",
+        "1e50317",
+        "2026-12-01",
+        machine_text(d.get("machine")),
+        "quality_i23_main.json",
+        f"{d['corpus']}, note level; title: {d['sets']['title']:,} title and alias queries, anchor: "
+        f"{d['sets']['anchor']} link texts, known-item: {d['sets']['known-item']} runs of 4–6 words "
+        "from one note, "
+        f"remembered: {d['sets']['remembered']} runs of 3–6 consecutive words",
+    )
     systems = {"baseline": "FTS5 BM25 over whole notes", "keyword": "`--mode keyword`", "hybrid": "the default"}
     for name in ("title", "anchor", "known-item", "remembered"):
         for system, label in systems.items():
             r = d["results"][name][system]
-            run.figures.append((f"{name}: {label}: recall@10 / MRR@10 / success@1",
-                                f"{r['recall@10']:.3f} / {r['mrr@10']:.3f} / {r['success@1']:.3f}"))
+            run.figures.append(
+                (
+                    f"{name}: {label}: recall@10 / MRR@10 / success@1",
+                    f"{r['recall@10']:.3f} / {r['mrr@10']:.3f} / {r['success@1']:.3f}",
+                )
+            )
     yield run
 
 
 def scale(d: dict[str, Any]) -> Iterator[Run]:
     m = {"platform": d.get("platform"), "cpus": d.get("cpus"), "python": d.get("python")}
-    run = Run("Import and scale", "One, ten and twenty times the Obsidian Hub", d["argv"].strip(), d["commit"],
-              day(d["started"]), machine_text(m), "scale.json",
-              "copies of the Hub's newest tree in sub-folders; each column is a vault of that size")
+    run = Run(
+        "Import and scale",
+        "One, ten and twenty times the Obsidian Hub",
+        d["argv"].strip(),
+        d["commit"],
+        day(d["started"]),
+        machine_text(m),
+        "scale.json",
+        "copies of the Hub's newest tree in sub-folders; each column is a vault of that size",
+    )
     rows: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
         ("notes", lambda r: num(r["notes"])),
-        ("import: wall time, per note",
-         lambda r: f"{num(r['import']['wall_s'])} s, {num(r['import']['ms_per_note'])} ms"),
+        (
+            "import: wall time, per note",
+            lambda r: f"{num(r['import']['wall_s'])} s, {num(r['import']['ms_per_note'])} ms",
+        ),
         ("import: peak memory of the largest process", lambda r: num(r["import"]["largest_process_peak_mb"], "MB")),
         ("database size", lambda r: num(r["database_mb"], "MB")),
         ("import again, nothing changed", lambda r: num(r["reimport"]["wall_s"], "s")),
         ("watch: start-up", lambda r: num(r["watch"]["startup_s"], "s")),
         ("watch: idle memory", lambda r: num(r["watch"]["idle_rss_mb"], "MB")),
         ("watch: one edit → readable, p50", lambda r: num(r["watch"]["edit_readable"]["p50_ms"], "ms")),
-        ("watch: every note modified at once", lambda r: f"{r['watch']['burst']['batches']} batch, "
-                                                         f"{num(r['watch']['burst']['landed_s'])} s"),
+        (
+            "watch: every note modified at once",
+            lambda r: f"{r['watch']['burst']['batches']} batch, {num(r['watch']['burst']['landed_s'])} s",
+        ),
     ]
     for label, get in rows:
         run.figures.append((label, " · ".join(f"{r['scale']}×: {get(r)}" for r in d["results"])))
@@ -215,12 +265,23 @@ def scale(d: dict[str, Any]) -> Iterator[Run]:
 
 def scale_search(d: dict[str, Any]) -> Iterator[Run]:
     m = {"platform": d.get("platform"), "cpus": d.get("cpus"), "python": d.get("python")}
-    run = Run("Search", "Search at one, ten and twenty times the Obsidian Hub", d["argv"].strip(), d["commit"],
-              day(d["started"]), machine_text(m), "scale_search_l31_new.json",
-              "copies of the Hub's newest tree in sub-folders; 40 queries per figure")
+    run = Run(
+        "Search",
+        "Search at one, ten and twenty times the Obsidian Hub",
+        d["argv"].strip(),
+        d["commit"],
+        day(d["started"]),
+        machine_text(m),
+        "scale_search_l31_new.json",
+        "copies of the Hub's newest tree in sub-folders; 40 queries per figure",
+    )
     rows = [("chunks", lambda s: num(s["chunks"]))]
-    for key, label in (("keyword_now", "keyword, now"), ("keyword_past", "keyword, at a past cutoff"),
-                       ("hybrid_now", "default, now"), ("hybrid_past", "default, at a past cutoff")):
+    for key, label in (
+        ("keyword_now", "keyword, now"),
+        ("keyword_past", "keyword, at a past cutoff"),
+        ("hybrid_now", "default, now"),
+        ("hybrid_past", "default, at a past cutoff"),
+    ):
         rows.append((f"{label}: p50 / p95", lambda s, k=key: f"{num(s[k]['p50_ms'])} / {num(s[k]['p95_ms'])} ms"))
     for label, get in rows:
         run.figures.append((label, " · ".join(f"{r['scale']}×: {get(r['search'])}" for r in d["results"])))
@@ -229,44 +290,76 @@ def scale_search(d: dict[str, Any]) -> Iterator[Run]:
 
 def watch(d: dict[str, Any]) -> Iterator[Run]:
     e = d["edits"]["all"]
-    run = Run("Watching", "The watcher on the Hub vault", "python benchmarks/bench_watch.py", "7c01c05", "2026-11-30",
-              machine_text(d.get("machine")), "watch.json",
-              f"{d['notes']:,} notes; quiet period {d['settings']['step_ms']} ms, at most "
-              f"{d['settings']['debounce_ms'] / 1000:g} s of waiting")
+    run = Run(
+        "Watching",
+        "The watcher on the Hub vault",
+        "python benchmarks/bench_watch.py",
+        "7c01c05",
+        "2026-11-30",
+        machine_text(d.get("machine")),
+        "watch.json",
+        f"{d['notes']:,} notes; quiet period {d['settings']['step_ms']} ms, at most "
+        f"{d['settings']['debounce_ms'] / 1000:g} s of waiting",
+    )
     run.figures += [
-        (f"a save → readable by a search, p50 / p95 / p99 ({e['n']} edits)",
-         f"{num(e['p50_ms'])} / {num(e['p95_ms'])} / {num(e['p99_ms'])} ms"),
+        (
+            f"a save → readable by a search, p50 / p95 / p99 ({e['n']} edits)",
+            f"{num(e['p50_ms'])} / {num(e['p95_ms'])} / {num(e['p99_ms'])} ms",
+        ),
         ("idle CPU over a minute", num(d["idle"]["cpu_percent_of_one_core"], "%") + " of one core"),
         ("peak memory after 1,000-file bursts", num(d["memory_after_bursts_mb"]["VmHWM"], "MB")),
         ("start-up (lock, observer, catch-up scan)", num(d["startup_s"], "s")),
-        (f"{d['burst_copy']['files']:,} files copied in: batches, time after the last write",
-         f"{d['burst_copy']['batches']}, {num(d['burst_copy']['after_last_write_s'])} s"),
+        (
+            f"{d['burst_copy']['files']:,} files copied in: batches, time after the last write",
+            f"{d['burst_copy']['batches']}, {num(d['burst_copy']['after_last_write_s'])} s",
+        ),
     ]
     yield run
 
 
 def reader_idle(d: dict[str, Any]) -> Iterator[Run]:
-    run = Run("Servers", "Idle cost of several servers on one vault",
-              ".venv/bin/python benchmarks/bench_reader_idle.py",
-              "c7daebc", "2026-11-30", "Linux x86_64, 2 CPUs, Python 3.11.7", "reader_idle.json",
-              f"one watcher and three `serve --watch` readers on a vault of {d['notes']} notes, "
-              f"{d['seconds']:.0f} s idle")
+    run = Run(
+        "Servers",
+        "Idle cost of several servers on one vault",
+        ".venv/bin/python benchmarks/bench_reader_idle.py",
+        "c7daebc",
+        "2026-11-30",
+        "Linux x86_64, 2 CPUs, Python 3.11.7",
+        "reader_idle.json",
+        f"one watcher and three `serve --watch` readers on a vault of {d['notes']} notes, {d['seconds']:.0f} s idle",
+    )
     for row in d["rows"]:
-        run.figures.append((f"{row['process']}: memory, CPU", f"{num(row['rss_mb'], 'MB')}, "
-                                                              f"{num(float(row['cpu_pct']), '%')} of a core"))
+        run.figures.append(
+            (
+                f"{row['process']}: memory, CPU",
+                f"{num(row['rss_mb'], 'MB')}, {num(float(row['cpu_pct']), '%')} of a core",
+            )
+        )
     yield run
 
 
 def ui_hub(d: dict[str, Any]) -> Iterator[Run]:
-    run = Run("The web page", "Server time per view of `vaultsync ui`", ".venv/bin/python benchmarks/bench_ui.py",
-              d["commit"], "2026-12-01", machine_text(d.get("machine")), "ui_hub.json",
-              f"the Hub's history: {d['batches']} batches, {d['notes']:,} notes, {d['revisions']:,} revisions; "
-              f"{len(d['moments'])} moments")
-    labels = {"move": "moving the timeline: the tree and the open note at a new moment",
-              "tree": "the tree at a new moment", "tree_again": "the tree at a moment seen before",
-              "note": "a note (text, safe HTML, revisions)", "diff": "word diff against the previous revision",
-              "search": "search at the moment", "backlinks": "backlinks at the moment",
-              "timeline": "the timeline (once per page)"}
+    run = Run(
+        "The web page",
+        "Server time per view of `vaultsync ui`",
+        ".venv/bin/python benchmarks/bench_ui.py",
+        d["commit"],
+        "2026-12-01",
+        machine_text(d.get("machine")),
+        "ui_hub.json",
+        f"the Hub's history: {d['batches']} batches, {d['notes']:,} notes, {d['revisions']:,} revisions; "
+        f"{len(d['moments'])} moments",
+    )
+    labels = {
+        "move": "moving the timeline: the tree and the open note at a new moment",
+        "tree": "the tree at a new moment",
+        "tree_again": "the tree at a moment seen before",
+        "note": "a note (text, safe HTML, revisions)",
+        "diff": "word diff against the previous revision",
+        "search": "search at the moment",
+        "backlinks": "backlinks at the moment",
+        "timeline": "the timeline (once per page)",
+    }
     for key, label in labels.items():
         v = d["views"][key]
         run.figures.append((f"{label}: p50 / p95", f"{num(v['p50_ms'])} / {num(v['p95_ms'])} ms"))
@@ -275,23 +368,40 @@ def ui_hub(d: dict[str, Any]) -> Iterator[Run]:
 
 def purge(d: dict[str, Any]) -> Iterator[Run]:
     m = {"platform": d.get("platform"), "cpus": d.get("cpus"), "python": d.get("python")}
-    run = Run("Purge", "Purge on the Hub history", d["argv"], d["commit"], d["date"], machine_text(m), "purge.json",
-              f"{d['revisions']:,} revisions in {d['batches']} batches; each purge on a fresh copy; "
-              f"\"before\" is the code at {d['old_commit']}, which rebuilt the whole search index")
+    run = Run(
+        "Purge",
+        "Purge on the Hub history",
+        d["argv"],
+        d["commit"],
+        d["date"],
+        machine_text(m),
+        "purge.json",
+        f"{d['revisions']:,} revisions in {d['batches']} batches; each purge on a fresh copy; "
+        f'"before" is the code at {d["old_commit"]}, which rebuilt the whole search index',
+    )
     labels = {"before-middle": "`--before` the middle of the history", "one-note": "a string found in one note"}
     for case, label in labels.items():
         p = d["purges"].get(case)
         if p:
-            run.figures.append((f"{label}: wall / CPU, before → now",
-                                f"{num(p['old']['wall_s'])} s / {num(p['old']['cpu_s'])} s → "
-                                f"{num(p['new']['wall_s'])} s / {num(p['new']['cpu_s'])} s"))
+            run.figures.append(
+                (
+                    f"{label}: wall / CPU, before → now",
+                    f"{num(p['old']['wall_s'])} s / {num(p['old']['cpu_s'])} s → "
+                    f"{num(p['new']['wall_s'])} s / {num(p['new']['cpu_s'])} s",
+                )
+            )
     yield run
 
 
 LEGACY: dict[str, Callable[[dict[str, Any]], Iterator[Run]]] = {
-    "search_speed.json": search_speed, "scale_search_l31_new.json": scale_search, "leakage.json": leakage,
+    "search_speed.json": search_speed,
+    "scale_search_l31_new.json": scale_search,
+    "leakage.json": leakage,
     "quality_i23_main.json": quality,
-    "scale.json": scale, "watch.json": watch, "reader_idle.json": reader_idle, "ui_hub.json": ui_hub,
+    "scale.json": scale,
+    "watch.json": watch,
+    "reader_idle.json": reader_idle,
+    "ui_hub.json": ui_hub,
     "purge.json": purge,
 }
 """The earlier results files this page reads, and how."""
@@ -332,6 +442,11 @@ def render(results: Path) -> str:
                 out += [run.setting[0].upper() + run.setting[1:] + ".", ""]
             out += ["| figure | value |", "|---|---|"]
             out += [f"| {cell(name)} | {cell(value)} |" for name, value in run.figures]
-            out += ["", f"Command: `{run.command}`  ", f"Commit: `{run.commit}` · date: {run.date} · "
-                    f"machine: {run.machine} · results: `benchmarks/results/{run.source}`", ""]
+            out += [
+                "",
+                f"Command: `{run.command}`  ",
+                f"Commit: `{run.commit}` · date: {run.date} · "
+                f"machine: {run.machine} · results: `benchmarks/results/{run.source}`",
+                "",
+            ]
     return "\n".join(out).rstrip() + "\n"

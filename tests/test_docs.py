@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
@@ -38,8 +37,15 @@ import docgen_mcp  # noqa: E402
 import docgen_perf  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 FIX = "run `make docs-gen` (scripts/docgen.py) and commit the page"
 
 
@@ -47,8 +53,11 @@ def same_page(page: str, generated: str) -> None:
     """``page`` on disk equals ``generated``; on a difference, the first lines of a unified diff."""
     written = (REPO / page).read_text(encoding="utf-8")
     if written != generated:
-        diff = "".join(list(difflib.unified_diff(written.splitlines(True), generated.splitlines(True),
-                                                 page, "generated now", n=1))[:40])
+        diff = "".join(
+            list(
+                difflib.unified_diff(written.splitlines(True), generated.splitlines(True), page, "generated now", n=1)
+            )[:40]
+        )
         pytest.fail(f"{page} differs from what its generator writes now ({FIX}):\n{diff}")
 
 
@@ -62,8 +71,16 @@ def test_command_reference_matches_help_in_subprocesses() -> None:
     env = {**os.environ, "COLUMNS": str(docgen_cli.WIDTH), "LINES": "24"}
     helps = docgen_cli.helps()
     assert {("import",), ("serve",), ("search",), ("audit", "verify")} <= set(helps)
-    procs = {argv: subprocess.Popen([sys.executable, "-m", "vaultsync", *argv, "--help"], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, env=env) for argv in helps}
+    procs = {
+        argv: subprocess.Popen(
+            [sys.executable, "-m", "vaultsync", *argv, "--help"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for argv in helps
+    }
     for argv, proc in procs.items():
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, f"vaultsync {' '.join(argv)} --help: {err}"
@@ -102,8 +119,21 @@ def test_tool_reference_is_generated_from_tools_list() -> None:
 
 def test_tool_reference_shows_each_tool_as_listed() -> None:
     page = mcp_page()
-    for tool in ("search_notes", "read_note", "note_history", "diff_note", "list_changes", "list_notes", "get_links",
-                 "vault_status", "create_note", "append_to_note", "edit_note", "restore_note", "verify_receipt"):
+    for tool in (
+        "search_notes",
+        "read_note",
+        "note_history",
+        "diff_note",
+        "list_changes",
+        "list_notes",
+        "get_links",
+        "vault_status",
+        "create_note",
+        "append_to_note",
+        "edit_note",
+        "restore_note",
+        "verify_receipt",
+    ):
         assert f"### `{tool}`" in page, tool
     assert "`note://{+path}`" in page
     # the session's answers are the tools' own: the January search finds nothing, today's finds the decision
@@ -122,7 +152,8 @@ def test_performance_page_reads_harness_lines(tmp_path: Path) -> None:
         '{"area": "Search", "title": "A planted run", "figure": "keyword now, p50", "value": 2.5, "unit": "ms", '
         '"command": "python benchmarks/bench_x.py --n 3", "commit": "abcdef1234", "date": "2026-12-04T10:00:00Z", '
         '"machine": {"platform": "Linux-6.1-x86_64-with-glibc2.36", "cpus": 2, "python": "3.11.7"}}\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     page = docgen_perf.render(tmp_path)
     assert "### A planted run" in page and "| keyword now, p50 | 2.5 ms |" in page
     assert "Command: `python benchmarks/bench_x.py --n 3`" in page
@@ -136,8 +167,14 @@ def test_performance_page_reads_harness_lines(tmp_path: Path) -> None:
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``mkdocs build --strict`` into a temp folder: exit status 0 and not one warning."""
     out = tmp_path_factory.mktemp("site")
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=REPO,
-                          capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        timeout=300,
+    )
     log = done.stdout + done.stderr
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{log}"
     assert "WARNING" not in log, log
@@ -145,8 +182,17 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_site_builds_strictly_with_every_page(site: Path) -> None:
-    for page in ("getting-started", "concepts", "reference/cli", "reference/mcp-tools", "reference/python-api",
-                 "performance", "security", "architecture", "changelog"):
+    for page in (
+        "getting-started",
+        "concepts",
+        "reference/cli",
+        "reference/mcp-tools",
+        "reference/python-api",
+        "performance",
+        "security",
+        "architecture",
+        "changelog",
+    ):
         assert (site / page / "index.html").exists(), page
     api = (site / "reference" / "python-api" / "index.html").read_text(encoding="utf-8")
     assert "vaultsync.vault.Vault.search" in api and "as_of" in api  # mkdocstrings rendered the docstrings
@@ -178,12 +224,14 @@ def browser() -> Iterator[Any]:
         launched.close()
 
 
-@pytest.mark.parametrize(("page", "heading", "shot"), [
-    ("getting-started/", "Getting started", "docs-getting-started.png"),
-    ("reference/mcp-tools/#search_notes", "MCP tool reference", "docs-mcp-tools.png"),
-])
-def test_pages_open_in_chromium(browser: Any, served: str, page: str, heading: str, shot: str,
-                                tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("page", "heading", "shot"),
+    [
+        ("getting-started/", "Getting started", "docs-getting-started.png"),
+        ("reference/mcp-tools/#search_notes", "MCP tool reference", "docs-mcp-tools.png"),
+    ],
+)
+def test_pages_open_in_chromium(browser: Any, served: str, page: str, heading: str, shot: str, tmp_path: Path) -> None:
     tab = browser.new_page(viewport={"width": 1280, "height": 900})
     errors: list[str] = []
     outside: list[str] = []
@@ -208,9 +256,17 @@ def test_pages_open_in_chromium(browser: Any, served: str, page: str, heading: s
 
 # ---------------------------------------------------------------- written for the reader
 
-PROSE = ["README.md", "CHANGELOG.md", "CONTRIBUTING.md", "SECURITY.md",
-         *(str(p.relative_to(REPO)) for p in sorted((REPO / "docs").glob("*.md"))
-           if p.name not in ("performance.md", "compatibility.md"))]
+PROSE = [
+    "README.md",
+    "CHANGELOG.md",
+    "CONTRIBUTING.md",
+    "SECURITY.md",
+    *(
+        str(p.relative_to(REPO))
+        for p in sorted((REPO / "docs").glob("*.md"))
+        if p.name not in ("performance.md", "compatibility.md")
+    ),
+]
 """The pages written by hand (the generated ones name commits on purpose: where each figure was measured)."""
 
 
@@ -237,7 +293,10 @@ def test_pages_speak_to_users(page: str) -> None:
     import re
 
     text = prose((REPO / page).read_text(encoding="utf-8"))
-    for pattern, what in ((r"\bissue \d+", "an issue number"), (r"load average", "a load average"),
-                          (r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b", "a commit hash")):
+    for pattern, what in (
+        (r"\bissue \d+", "an issue number"),
+        (r"load average", "a load average"),
+        (r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b", "a commit hash"),
+    ):
         found = re.search(pattern, text, flags=re.IGNORECASE)
         assert found is None, f"{page} mentions {what}: {found.group(0)!r}"
