@@ -181,6 +181,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow  # mkdocs build: left out of make check, run by make test
 def test_site_builds_strictly_with_every_page(site: Path) -> None:
     for page in (
         "getting-started",
