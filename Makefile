@@ -78,5 +78,11 @@ docs: $(STAMP)
 docs-gen: $(STAMP)
 	$(BIN)/python scripts/docgen.py
 
+# Benchmarks (benchmarks/, python -m benchmarks list): `make bench` runs every one's --quick form on the sample
+# vault (a check that each runs; nothing saved); `make bench NAME=import` runs one in full on the corpora and appends
+# its result to benchmarks/results/import.jsonl (`python -m benchmarks report` renders them as markdown).
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks run $(if $(NAME),$(NAME),--all --quick --no-save)
+
 clean:
 	rm -rf $(VENV) $(SDK1) build dist site *.egg-info
