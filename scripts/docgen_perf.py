@@ -1,8 +1,12 @@
 """Write docs/performance.md from the benchmark results: every figure with its command, commit, date and machine.
 
-Two kinds of input, both under ``benchmarks/results/`` (``--results DIR`` points elsewhere):
+The input is the JSON lines under ``benchmarks/results/`` (``--results DIR`` points elsewhere), in two forms:
 
-- **JSON lines** (``*.jsonl``), one figure per line, as the benchmark harness writes them::
+- **A run per line**, as ``python -m benchmarks`` records it: ``benchmark``, ``command``, ``commit``, ``date``,
+  ``machine``, ``figures`` and ``detail`` (the benchmark's own JSON answer). The latest full run of each benchmark
+  in ``LEGACY`` becomes tables (its adapter reads ``detail``); every other benchmark's latest run is listed.
+
+- **A figure per line**::
 
       {"area": "Search", "figure": "keyword search now, p50", "value": 2.09, "unit": "ms",
        "command": ".venv/bin/python benchmarks/bench_search.py", "commit": "276a1ec",
@@ -12,8 +16,6 @@ Two kinds of input, both under ``benchmarks/results/`` (``--results DIR`` points
   ``name`` or ``metric`` may stand for ``figure``, ``benchmark`` for ``area``, ``argv`` for ``command``;
   ``machine`` may be a string. ``record()`` is the one place that reads a line: adapt it there if the
   harness names a field otherwise.
-- **The earlier benchmarks' JSON files**, read by the adapters in ``LEGACY`` (one function per file:
-  which figures, and the file's command, commit and date where the file itself does not record them).
 
 Figures are grouped by run (one command at one commit on one date on one machine) and runs by area. The
 page is never edited by hand: ``tests/test_docs.py`` regenerates it and compares.
@@ -125,7 +127,10 @@ def harness_runs(results: Path) -> list[Run]:
         for raw in path.read_text(encoding="utf-8").splitlines():
             if not raw.strip():
                 continue
-            key, figure = record(json.loads(raw))
+            line = json.loads(raw)
+            if "figures" in line:  # a whole run (the harness's form): see results_runs
+                continue
+            key, figure = record(line)
             run = runs.get(key)
             if run is None:
                 area, title, command, commit, date, machine, setting = key
@@ -135,11 +140,6 @@ def harness_runs(results: Path) -> list[Run]:
 
 
 # ---------------------------------------------------------------- the earlier results files
-
-
-def load(results: Path, name: str) -> dict[str, Any] | None:
-    path = results / name
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
 def search_speed(d: dict[str, Any]) -> Iterator[Run]:
@@ -394,26 +394,43 @@ def purge(d: dict[str, Any]) -> Iterator[Run]:
 
 
 LEGACY: dict[str, Callable[[dict[str, Any]], Iterator[Run]]] = {
-    "search_speed.json": search_speed,
-    "scale_search_l31_new.json": scale_search,
-    "leakage.json": leakage,
-    "quality_i23_main.json": quality,
-    "scale.json": scale,
-    "watch.json": watch,
-    "reader_idle.json": reader_idle,
-    "ui_hub.json": ui_hub,
-    "purge.json": purge,
+    "search": search_speed,
+    "scale_search": scale_search,
+    "leakage": leakage,
+    "quality": quality,
+    "scale": scale,
+    "watch": watch,
+    "reader_idle": reader_idle,
+    "ui": ui_hub,
+    "purge": purge,
 }
-"""The earlier results files this page reads, and how."""
+"""Benchmarks whose results this page turns into tables (by the harness's ``benchmark`` name), and how: each
+adapter reads a run's ``detail`` (the benchmark's own JSON answer)."""
 
 
-def legacy_runs(results: Path) -> list[Run]:
-    runs = []
-    for name, adapter in LEGACY.items():
-        data = load(results, name)
-        if data is not None:
-            runs.extend(adapter(data))
-    return runs
+def results_runs(results: Path) -> tuple[list[Run], list[dict[str, Any]]]:
+    """Tables for the latest full run of each benchmark in ``LEGACY``, and the latest full run of every other."""
+    latest: dict[str, dict[str, Any]] = {}
+    for path in sorted(results.glob("*.jsonl")):
+        for raw in path.read_text(encoding="utf-8").splitlines():
+            if raw.strip():
+                line = json.loads(raw)
+                if "figures" in line and not line.get("quick"):
+                    latest[f"{path.stem}"] = {**line, "_file": path.name}
+    runs, others = [], []
+    for stem, line in latest.items():
+        adapter = LEGACY.get(line.get("benchmark", stem))
+        if adapter is None or not isinstance(line.get("detail"), dict):
+            others.append(line)
+            continue
+        for run in adapter(line["detail"]):
+            run.command = str(line.get("command") or run.command).strip()
+            run.commit = str(line.get("commit") or run.commit)[:10]
+            run.date = day(str(line.get("date") or run.date))
+            run.machine = machine_text(line.get("machine")) if line.get("machine") else run.machine
+            run.source = line["_file"]
+            runs.append(run)
+    return runs, others
 
 
 # ---------------------------------------------------------------- the page
@@ -428,7 +445,8 @@ def slug(text: str) -> str:
 
 
 def render(results: Path) -> str:
-    runs = legacy_runs(results) + harness_runs(results)
+    tabled, others = results_runs(results)
+    runs = tabled + harness_runs(results)
     areas = AREAS + sorted({r.area for r in runs} - set(AREAS))
     out = [INTRO]
     for area in areas:
@@ -449,4 +467,20 @@ def render(results: Path) -> str:
                 f"machine: {run.machine} · results: `benchmarks/results/{run.source}`",
                 "",
             ]
+    if others:
+        out += [
+            "## Other results",
+            "",
+            "These benchmarks' latest runs are recorded too; `python -m benchmarks report` shows their figures.",
+            "",
+            "| benchmark | command | commit | date | machine | figures |",
+            "|---|---|---|---|---|---|",
+        ]
+        for line in sorted(others, key=lambda o: o.get("benchmark", "")):
+            out.append(
+                f"| {line.get('benchmark', '?')} | `{str(line.get('command', '')).strip()}` | "
+                f"`{str(line.get('commit', ''))[:10]}` | {day(str(line.get('date', '')))} | "
+                f"{machine_text(line.get('machine'))} | {len(line.get('figures') or {})} |"
+            )
+        out += [""]
     return "\n".join(out).rstrip() + "\n"

@@ -264,7 +264,7 @@ PROSE = [
     *(
         str(p.relative_to(REPO))
         for p in sorted((REPO / "docs").glob("*.md"))
-        if p.name not in ("performance.md", "compatibility.md")
+        if p.name not in ("performance.md", "performance-notes.md", "compatibility.md")
     ),
 ]
 """The pages written by hand (the generated ones name commits on purpose: where each figure was measured)."""
