@@ -1,0 +1,86 @@
+"""The note-history MCP App over the official MCP client: with and without the apps extension."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from history_app_helpers import NOTE, AppsSupport, make_four_revisions
+from mcp import Client, MCPError
+from mcp.server.apps import APP_MIME_TYPE
+
+from vaultsync import Vault
+from vaultsync.server import ServeConfig, ServedVault, build_server
+from vaultsync.server.app import server_for
+from vaultsync.server.apps import APP_URI
+
+APP_ONLY = {"history_view_note", "history_view_diff"}
+
+
+@pytest.fixture
+def vault(tmp_path: Path):
+    make_four_revisions(tmp_path / "vault", tmp_path / "db" / "v.db")
+    with Vault.open(tmp_path / "db" / "v.db", root=tmp_path / "vault") as opened:
+        yield opened
+
+
+def _dump(result) -> str:
+    return json.dumps(result.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=True)
+
+
+@pytest.mark.anyio
+async def test_an_apps_client_sees_the_view_on_note_history_and_reads_it(vault: Vault) -> None:
+    async with Client(build_server(ServeConfig.of(vault, allow_writes=True)), extensions=[AppsSupport()]) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["note_history"].meta["ui"] == {"resourceUri": APP_URI}
+        for name in APP_ONLY:
+            assert tools[name].meta["ui"] == {"resourceUri": APP_URI, "visibility": ["app"]}
+        assert not any((t.meta or {}).get("ui") for n, t in tools.items() if n not in APP_ONLY | {"note_history"})
+        read = await client.read_resource(APP_URI)
+        (content,) = read.contents
+        assert content.mime_type == APP_MIME_TYPE
+        html = content.text
+        assert content.meta["ui"]["csp"] == {} and content.meta["ui"]["prefersBorder"] is True
+        csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html).group(1)
+        assert "default-src 'none'" in csp and "connect-src 'none'" in csp and "unsafe-inline" not in csp
+        assert re.search(r"script-src 'sha256-[A-Za-z0-9+/=]+';", csp)
+        assert "<script src" not in html and "<link" not in html and "http" not in html.replace("http-equiv", "")
+        # the view's own calls: the note as of its first revision, and a word diff
+        first = (await client.call_tool("history_view_note", {"path": NOTE})).structured_content
+        assert [r["kind"] for r in first["revisions"]] == ["created", "modified", "modified", "modified"]
+        assert first["can_restore"] is True
+        old = (await client.call_tool("history_view_note", {"path": NOTE, "at": first["revisions"][0]["known_at"]}))
+        assert "Monday" in old.structured_content["html"]
+        revs = first["revisions"]
+        runs = (await client.call_tool("history_view_diff", {"path_a": NOTE, "at_a": revs[0]["known_at"],
+                                                             "path_b": NOTE, "at_b": revs[1]["known_at"]}))
+        assert ["-", "Monday"] in runs.structured_content["runs"] and ["+", "Tuesday"] in runs.structured_content["runs"]
+
+
+@pytest.mark.anyio
+async def test_a_read_only_server_offers_no_restore(vault: Vault) -> None:
+    async with Client(build_server(ServeConfig.of(vault)), extensions=[AppsSupport()]) as client:
+        shown = (await client.call_tool("history_view_note", {"path": NOTE})).structured_content
+        assert shown["can_restore"] is False
+
+
+@pytest.mark.anyio
+async def test_a_client_without_apps_sees_the_server_unchanged(vault: Vault) -> None:
+    """Tools, their metadata and the note_history answer, byte for byte as a server without the app."""
+    plain = ServedVault(ServeConfig.of(vault, allow_writes=True))
+    bare = server_for(plain)
+    bare_list = None
+    async with Client(build_server(ServeConfig.of(vault, allow_writes=True))) as client:
+        listed = await client.list_tools()
+        answer = await client.call_tool("note_history", {"path": NOTE})
+        with pytest.raises(MCPError, match="Unknown tool"):
+            await client.call_tool("history_view_note", {"path": NOTE})
+    async with Client(build_server(ServeConfig.of(vault, allow_writes=True)), extensions=[AppsSupport()]) as client:
+        apps_answer = await client.call_tool("note_history", {"path": NOTE})
+    assert bare is not None and bare_list is None
+    assert not {t.name for t in listed.tools} & APP_ONLY
+    assert all(not (t.meta or {}).get("ui") for t in listed.tools)
+    assert _dump(answer) == _dump(apps_answer)
+    assert [r["kind"] for r in answer.structured_content["revisions"]] == ["created", "modified", "modified", "modified"]
