@@ -68,19 +68,21 @@ async def test_a_read_only_server_offers_no_restore(vault: Vault) -> None:
 
 @pytest.mark.anyio
 async def test_a_client_without_apps_sees_the_server_unchanged(vault: Vault) -> None:
-    """Tools, their metadata and the note_history answer, byte for byte as a server without the app."""
-    plain = ServedVault(ServeConfig.of(vault, allow_writes=True))
-    bare = server_for(plain)
-    bare_list = None
-    async with Client(build_server(ServeConfig.of(vault, allow_writes=True))) as client:
-        listed = await client.list_tools()
-        answer = await client.call_tool("note_history", {"path": NOTE})
+    """tools/list and the note_history answer, byte for byte those of the same server without the app."""
+
+    async def seen(server, **kw) -> tuple[str, str, str]:
+        async with Client(server, **kw) as client:
+            listed = await client.list_tools()
+            answer = await client.call_tool("note_history", {"path": NOTE})
+            diff = await client.call_tool("diff_note", {"path": NOTE, "from": "2024-01-15"})
+        return _dump(listed), _dump(answer), _dump(diff)
+
+    config = ServeConfig.of(vault, allow_writes=True)
+    without_app = await seen(server_for(ServedVault(config), app=False))
+    assert await seen(build_server(config)) == without_app
+    with_app = await seen(build_server(config), extensions=[AppsSupport()])
+    assert with_app[1:] == without_app[1:] and with_app[0] != without_app[0]  # only tools/list differs
+    assert '"revision"' in without_app[1] and "Friday" in without_app[2]
+    async with Client(build_server(config)) as client:
         with pytest.raises(MCPError, match="Unknown tool"):
             await client.call_tool("history_view_note", {"path": NOTE})
-    async with Client(build_server(ServeConfig.of(vault, allow_writes=True)), extensions=[AppsSupport()]) as client:
-        apps_answer = await client.call_tool("note_history", {"path": NOTE})
-    assert bare is not None and bare_list is None
-    assert not {t.name for t in listed.tools} & APP_ONLY
-    assert all(not (t.meta or {}).get("ui") for t in listed.tools)
-    assert _dump(answer) == _dump(apps_answer)
-    assert [r["kind"] for r in answer.structured_content["revisions"]] == ["created", "modified", "modified", "modified"]

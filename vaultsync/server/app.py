@@ -43,16 +43,17 @@ def build_server(config: ServeConfig) -> MCPServer:
     return server_for(ServedVault(config))
 
 
-def server_for(served: ServedVault) -> MCPServer:
+def server_for(served: ServedVault, *, app: bool = True) -> MCPServer:
     """The MCP server over ``served`` (whose ``running()`` is the server's lifespan): for callers that
-    keep the served vault, such as tests looking at its reader and writer."""
+    keep the served vault, such as tests looking at its reader and writer. ``app=False``: without the
+    note-history MCP App (the server a client without apps support sees)."""
     config = served.config
     manifest = config.manifest
     keystore = load_keystore(manifest.keystore_path) if manifest is not None and manifest.keystore_path else None
     tools, writes = _tools(served, manifest, keystore)
     guards = guard(manifest, keystore, sequential=writes)  # role filter and audit log: none without a manifest asking for them
     apps = None
-    if manifest is None or manifest.allowed_tools is None:  # a manifest's tool list is exact: no view beside it
+    if app and (manifest is None or manifest.allowed_tools is None):  # a manifest's tool list is exact: no view beside it
         tools, apps = attach_history_app(tools, served, _may_restore(tools, guards))
     mcp = MCPServer(
         config.name,
