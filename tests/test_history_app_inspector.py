@@ -43,3 +43,9 @@ def test_the_inspector_reports_the_app_on_note_history(served: list[str]) -> Non
 def test_without_apps_the_inspector_finds_no_app(served: list[str]) -> None:
     code, lines = inspect(served, "--method", "tools/call", "--tool-name", "note_history")
     assert code == 2 and lines[0] == {"hasApp": False, "toolName": "note_history"}
+
+
+def test_the_inspector_sees_the_app_only_tools(served: list[str]) -> None:
+    code, lines = inspect(served, "--advertise-apps", "--method", "tools/list")
+    with_app = {line["toolName"]: line.get("visibility") for line in lines if line["hasApp"]}
+    assert with_app == {"note_history": None, "history_view_note": ["app"], "history_view_diff": ["app"]}
