@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from hardened_helpers import hardened_stdio, write_manifest
 from history_app_helpers import NOTE, AppsSupport, make_four_revisions
 from mcp import Client, MCPError
 from mcp.server.apps import APP_MIME_TYPE
@@ -86,3 +87,30 @@ async def test_a_client_without_apps_sees_the_server_unchanged(vault: Vault) -> 
     async with Client(build_server(config)) as client:
         with pytest.raises(MCPError, match="Unknown tool"):
             await client.call_tool("history_view_note", {"path": NOTE})
+
+
+ROLES = """
+[role_filter]
+caller_roles = {roles}
+default = "deny_all"
+
+[role_filter.allow]
+note_history = ["reader", "writer"]
+read_note = ["reader", "writer"]
+restore_note = ["writer"]
+"""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("roles", [["reader"], ["reader", "writer"]])
+async def test_the_restore_is_offered_only_to_a_role_that_may_restore(tmp_path: Path, roles: list[str]) -> None:
+    make_four_revisions(tmp_path / "vault", tmp_path / "db" / "v.db")
+    manifest = write_manifest(tmp_path / "m.toml", tmp_path / "db" / "v.db", ROLES.format(roles=json.dumps(roles)),
+                              allow_writes=True)
+    async with Client(hardened_stdio(tmp_path / "vault", manifest), extensions=[AppsSupport()]) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert APP_ONLY | {"note_history", "read_note"} <= names  # the view's tools go with note_history
+        assert ("restore_note" in names) == ("writer" in roles)
+        shown = (await client.call_tool("history_view_note", {"path": NOTE})).structured_content
+        assert shown["can_restore"] is ("writer" in roles)
+        assert (await client.read_resource(APP_URI)).contents[0].mime_type == APP_MIME_TYPE

@@ -13,7 +13,7 @@ from ..hardened.keystore import Keystore, load_keystore
 from ..hardened.manifest import Manifest
 from ..hardened.roles import guard, refusal, restrict
 from .apps import attach_history_app
-from .apps.history import AppsForAppClients
+from .apps.history import APP_TOOLS, SHOWN_ON, AppsForAppClients
 from .resources import register_resources
 from .served import ServeConfig, ServedVault
 from .toolkit import ToolSet
@@ -51,9 +51,10 @@ def server_for(served: ServedVault, *, app: bool = True) -> MCPServer:
     manifest = config.manifest
     keystore = load_keystore(manifest.keystore_path) if manifest is not None and manifest.keystore_path else None
     tools, writes = _tools(served, manifest, keystore)
-    guards = guard(manifest, keystore, sequential=writes)  # role filter and audit log: none without a manifest asking for them
+    # role filter and audit log (none without a manifest asking for them); the view's tools go with note_history
+    guards = guard(manifest, keystore, sequential=writes, same_as=dict.fromkeys(APP_TOOLS, SHOWN_ON))
     apps = None
-    if app and (manifest is None or manifest.allowed_tools is None):  # a manifest's tool list is exact: no view beside it
+    if app and (manifest is None or manifest.allowed_tools is None):  # a manifest's tool list is exact: no view
         tools, apps = attach_history_app(tools, served, _may_restore(tools, guards))
     mcp = MCPServer(
         config.name,
