@@ -13,6 +13,7 @@
      │    └── FrontmatterRefused  YAML that parsed but is no JSON-compatible data (the parser says why)
      ├── StoreError           the database refused the operation
      │    ├── LockedError     another writer holds the vault
+     │    │    └── LockLost   this process's writer lock went with its database session
      │    ├── BusyError       another connection holds SQLite's write lock
      │    ├── CorruptError    the file is damaged or not a database
      │    ├── ReadOnlyError   the database cannot be written (opened read-only, or file permissions)
@@ -96,6 +97,10 @@ class StoreError(VaultsyncError):
 
 class LockedError(StoreError):
     """Another process is writing to this vault."""
+
+
+class LockLost(LockedError):
+    """This process lost the vault's writer lock (its database session ended); nothing was written."""
 
 
 class BusyError(StoreError):

@@ -226,6 +226,15 @@ class Vault:
         with self._sync_lock:
             self._lock.release()
 
+    def database_unreachable_s(self) -> float:
+        """How long the database has been unreachable (0 while it answers)."""
+        return self._store.unreachable_s()
+
+    def lock_alive(self) -> bool:
+        """Whether this process still holds the vault's writer lock, asking the engine (a PostgreSQL lock goes with
+        its database session; then the vault's batches are refused until the lock is taken again)."""
+        return self._lock.alive()
+
     def lock_holder(self) -> dict[str, object] | None:
         """What the other process holding the writer lock wrote about itself ({} if unreadable): pid,
         command, started, watching; None when the lock is free or this process holds it."""

@@ -179,7 +179,8 @@ OPTIONS = {"known_at": "--known-at", "name": "--vault NAME", "also_current": "--
            "allow_mass_delete": "--allow-mass-delete", "revision": "--revision", "since": "--since", "until": "--until"}
 """The command line's option for a library argument named in an error."""
 
-COMMANDS = {"sync": "vaultsync import {root}", "reindex": "vaultsync reindex", "reembed": "vaultsync reembed"}
+COMMANDS = {"sync": "vaultsync import {root}", "reindex": "vaultsync reindex", "reembed": "vaultsync reembed",
+            "migrate": "vaultsync migrate"}
 """The command line's command for a library remedy named in an error (``root``: the vault folder)."""
 
 

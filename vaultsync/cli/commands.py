@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from . import audit, purge, receipt, restore, search, ui
+from . import audit, migrate, purge, receipt, restore, search, ui
 from .base import (Context, Group, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option,
                        validity_option)
 from ..config import default_db_path
@@ -298,7 +298,8 @@ def stats(obj: Context, as_json: bool) -> None:
         echo_json(result)
         return
     for key, value in result.items():
-        click.echo(f"{key:>16}: {value}")
+        if value is not None or key != "vector_search":
+            click.echo(f"{key:>16}: {value}")
 
 
 @cli.command()
@@ -333,6 +334,8 @@ def check(obj: Context, as_json: bool) -> None:
 def copy(src: Any, dst: Any, as_json: bool) -> None:
     """Copy every vault of database SRC, with its whole history, into DST (SQLite and PostgreSQL, either way).
 
+    DST may hold other vaults (they stay, beside the copies), but none of SRC's names.
+
     \b
     Example:
         vaultsync copy ~/.local/share/vaultsync/vaultsync.db postgresql://vaultsync@db.internal/team
@@ -362,10 +365,13 @@ def copy(src: Any, dst: Any, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print each batch as one JSON line on stdout.")
 @click.option("--wait", is_flag=True, help="If another process watches the vault (e.g. serve --watch), wait and "
               "take over when it stops, instead of exiting with an error.")
+@click.option("--max-outage-s", type=click.FloatRange(min=0), default=300.0, show_default=True,
+              help="Exit with an error (for a service manager to restart) once the database has been unreachable "
+              "this long; what changed meanwhile is recorded by the next start.")
 @pass_ctx
 @friendly
 def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_ms: int, reconcile_s: float,
-          verbose: int, as_json: bool, wait: bool) -> None:
+          verbose: int, as_json: bool, wait: bool, max_outage_s: float) -> None:
     """Keep the store current while you write: one atomic batch per burst of changes.
 
     Catches up on what changed since the last run, then watches until SIGINT or SIGTERM, which
@@ -393,7 +399,7 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
             return
         watch_vault(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling, reconcile_s=reconcile_s,
                     stop_event=stop, on_batch=(lambda s: click.echo(json.dumps(s.to_json()))) if as_json else None,
-                    role=role, describe=_refusal(vault_dir))
+                    role=role, describe=_refusal(vault_dir), max_outage_s=max_outage_s)
     finally:
         restore()
 
@@ -485,7 +491,7 @@ def _privileged_options(**values: object) -> list[str]:
 
 
 # search, export, reindex, reembed; purge; audit verify; receipt verify; ui; restore, undo
-for _command in (*search.COMMANDS, *purge.COMMANDS, *audit.COMMANDS, *receipt.COMMANDS,
+for _command in (*search.COMMANDS, *migrate.COMMANDS, *purge.COMMANDS, *audit.COMMANDS, *receipt.COMMANDS,
                  *ui.COMMANDS, *restore.COMMANDS):
     cli.add_command(_command)
 
