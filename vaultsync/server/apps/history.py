@@ -59,7 +59,8 @@ def add_history_app_tools(tools: ToolSet, rt: ServedVault, may_restore: Callable
             return Explorer(vault).diff(path_a, as_micros(at_a, "at_a"), path_b, as_micros(at_b, "at_b"))
 
 
-def attach_history_app(tools: list[Any], rt: ServedVault, may_restore: Callable[[], bool]) -> tuple[list[Any], Apps | None]:
+def attach_history_app(tools: list[Any], rt: ServedVault,
+                       may_restore: Callable[[], bool]) -> tuple[list[Any], Apps | None]:
     """``tools`` plus the app-only tools, ``note_history`` pointing at the view, and the extension serving
     it; unchanged (and no extension) when ``note_history`` is not published (a manifest left it out)."""
     shown = next((t for t in tools if t.name == SHOWN_ON), None)
