@@ -32,8 +32,10 @@ def _dump(result) -> str:
 
 
 @pytest.mark.anyio
-async def test_an_apps_client_sees_the_view_on_note_history_and_reads_it(vault: Vault) -> None:
-    async with Client(build_server(ServeConfig.of(vault, allow_writes=True)), extensions=[AppsSupport()]) as client:
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # auto: the 2026 era; legacy: initialize (2025-11-25)
+async def test_an_apps_client_sees_the_view_on_note_history_and_reads_it(vault: Vault, mode: str) -> None:
+    server = build_server(ServeConfig.of(vault, allow_writes=True))
+    async with Client(server, mode=mode, extensions=[AppsSupport()]) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert tools["note_history"].meta["ui"] == {"resourceUri": APP_URI}
         for name in APP_ONLY:
@@ -68,11 +70,12 @@ async def test_a_read_only_server_offers_no_restore(vault: Vault) -> None:
 
 
 @pytest.mark.anyio
-async def test_a_client_without_apps_sees_the_server_unchanged(vault: Vault) -> None:
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_client_without_apps_sees_the_server_unchanged(vault: Vault, mode: str) -> None:
     """tools/list and the note_history answer, byte for byte those of the same server without the app."""
 
     async def seen(server, **kw) -> tuple[str, str, str]:
-        async with Client(server, **kw) as client:
+        async with Client(server, mode=mode, **kw) as client:
             listed = await client.list_tools()
             answer = await client.call_tool("note_history", {"path": NOTE})
             diff = await client.call_tool("diff_note", {"path": NOTE, "from": "2024-01-15"})
@@ -84,7 +87,7 @@ async def test_a_client_without_apps_sees_the_server_unchanged(vault: Vault) -> 
     with_app = await seen(build_server(config), extensions=[AppsSupport()])
     assert with_app[1:] == without_app[1:] and with_app[0] != without_app[0]  # only tools/list differs
     assert '"revision"' in without_app[1] and "Friday" in without_app[2]
-    async with Client(build_server(config)) as client:
+    async with Client(build_server(config), mode=mode) as client:
         with pytest.raises(MCPError, match="Unknown tool"):
             await client.call_tool("history_view_note", {"path": NOTE})
 

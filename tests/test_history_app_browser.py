@@ -238,3 +238,19 @@ def test_a_read_only_server_shows_no_restore_button(hosted: Any) -> None:
     h.until("document.getElementById('note').textContent.includes('Monday')")
     assert h.frame.evaluate("document.getElementById('restore').hidden") is True
     assert h.errors == []
+
+
+def test_a_restore_over_a_newer_revision_is_refused(hosted: Any) -> None:
+    """The view restores with expected_revision: a change it has not seen makes the restore a refusal."""
+    h = hosted()
+    h.until(f"{TIMELINE} === 4 && {DIFF_READY}")
+    h.bridge.do(h.bridge.client.call_tool("append_to_note", {"path": NOTE, "text": "\nA change the view has not seen.\n"}))
+    h.app.locator("#timeline li").nth(0).locator("button").click()
+    h.until("document.getElementById('note').textContent.includes('Monday')")
+    h.app.locator("#restore").click()
+    h.until("document.getElementById('status').className === 'error'")
+    assert "revision" in h.frame.evaluate("document.getElementById('status').textContent")
+    current = h.bridge.do(h.bridge.client.call_tool("read_note", {"path": NOTE})).structured_content
+    assert current["content"].endswith("A change the view has not seen.\n")  # nothing was restored
+    history = h.bridge.do(h.bridge.client.call_tool("note_history", {"path": NOTE})).structured_content
+    assert len(history["revisions"]) == 5
