@@ -189,7 +189,7 @@ def test_timeline_diff_and_a_restore_that_lands_as_a_new_revision(hosted: Any, h
     h.until("document.getElementById('note').textContent.includes('Tuesday')")
     h.until("[...document.querySelectorAll('#diff ins')].some(e => e.textContent.includes('Tuesday'))")
     if os.environ.get("VAULTSYNC_WRITE_SCREENSHOTS") and host == HOSTS[0]:
-        h.tab.screenshot(path=str(REPO / "docs" / "app-note-history.png"), clip={"x": 0, "y": 0, "width": 1100, "height": 360})
+        h.tab.screenshot(path=str(REPO / "docs" / "img" / "app-note-history.png"), clip={"x": 0, "y": 0, "width": 1100, "height": 360})
     h.app.locator("#timeline li").nth(0).locator("button").click()
     h.until("document.getElementById('note').textContent.includes('Monday')")
     assert h.frame.evaluate("document.getElementById('restore').hidden") is False
