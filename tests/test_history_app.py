@@ -117,3 +117,15 @@ async def test_the_restore_is_offered_only_to_a_role_that_may_restore(tmp_path: 
         shown = (await client.call_tool("history_view_note", {"path": NOTE})).structured_content
         assert shown["can_restore"] is ("writer" in roles)
         assert (await client.read_resource(APP_URI)).contents[0].mime_type == APP_MIME_TYPE
+
+
+@pytest.mark.anyio
+async def test_a_deleted_note_shows_as_it_was_last_with_its_deletion(vault: Vault) -> None:
+    (vault.root / NOTE).unlink()
+    vault.sync(known_at="2024-05-01")
+    async with Client(build_server(ServeConfig.of(vault, allow_writes=True)), extensions=[AppsSupport()]) as client:
+        shown = (await client.call_tool("history_view_note", {"path": NOTE})).structured_content
+        assert [r["kind"] for r in shown["revisions"]][-2:] == ["modified", "deleted"]
+        assert "Friday" in shown["html"]
+        restored = await client.call_tool("restore_note", {"path": NOTE, "revision": shown["revisions"][0]["revision"]})
+        assert not restored.is_error

@@ -22,6 +22,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.types import METHOD_NOT_FOUND
 from pydantic import Field
 
+from ...errors import NoteDeleted
 from ...times import as_micros
 from ...ui.views import Explorer
 from ..served import ServedVault
@@ -47,7 +48,14 @@ def add_history_app_tools(tools: ToolSet, rt: ServedVault, may_restore: Callable
         """For the note-history view only: the note as of a moment (safe HTML), its revisions, and
         whether the caller may restore it."""
         with rt.reading() as vault:
-            shown = Explorer(vault).note(path, as_micros(at, "at"))
+            explorer, when = Explorer(vault), as_micros(at, "at")
+            try:
+                shown = explorer.note(path, when)
+            except NoteDeleted:  # deleted now: shown as it was last, its deletion on the timeline
+                kept = [r for r in vault.history(path) if r.kind != "deleted"] if when is None else []
+                if not kept:
+                    raise
+                shown = explorer.note(kept[-1].path, kept[-1].known_at)
         keep = ("path", "title", "at", "revision", "html", "revisions")
         return {**{k: shown[k] for k in keep}, "can_restore": may_restore()}
 

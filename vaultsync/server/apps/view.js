@@ -140,9 +140,11 @@ $("restore").addEventListener("click", async () => {
   $("restore").disabled = true;
   status("restoring…");
   try {
-    const done = await callTool("restore_note", { path: latest.path, revision: r.revision, expected_revision: latest.revision });
+    const args = { path: latest.kind === "deleted" ? r.path : latest.path, revision: r.revision };
+    if (latest.kind !== "deleted" && latest.revision) args.expected_revision = latest.revision;
+    const done = await callTool("restore_note", args);
     status(`restored as a new revision ${(done.content_hash || "").slice(0, 12)}`.trim());
-    await load(latest.path, null);
+    await load(args.path, null);
   } catch (error) { status(error.message, true); }
   $("restore").disabled = false;
 });
