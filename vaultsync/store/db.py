@@ -91,16 +91,9 @@ def _open_readonly(db_path: Path) -> apsw.Connection:
     ``immutable``: no locks, no ``-shm``. A ``-wal`` with content but no usable ``-shm`` (a writer
     killed, the folder read-only to us) cannot be read without losing its batches: one line says so.
     """
-    try:
-        con = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
-        con.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+    con = _plain_readonly(db_path)
+    if con is not None:
         return con
-    except (apsw.CantOpenError, apsw.ReadOnlyError) as exc:
-        first = exc
-    try:
-        con.close()
-    except Exception:  # noqa: BLE001  (the failed connection may not have opened at all)
-        pass
     wal = db_path.with_name(db_path.name + "-wal")
     try:
         pending = wal.stat().st_size > 0
@@ -116,12 +109,28 @@ def _open_readonly(db_path: Path) -> apsw.Connection:
         con = apsw.Connection(db_path.absolute().as_uri() + "?immutable=1",
                               flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
         con.execute("SELECT count(*) FROM sqlite_schema").fetchone()
-    except (apsw.CorruptError, apsw.NotADBError):
+    except (apsw.CorruptError, apsw.NotADBError):  # (opened immutable: no lock, nothing to wait for)
         raise CorruptError(f"{db_path} is damaged or is not a database") from None
-    except apsw.Error:
-        raise ReadOnlyError(f"cannot read the database {db_path} ({first})") from None
+    except apsw.Error as exc:
+        raise ReadOnlyError(f"cannot read the database {db_path} ({exc})") from None
     logger.debug("opened %s immutable: its folder cannot be written and it has no write-ahead log", db_path)
     return con
+
+
+def _plain_readonly(db_path: Path) -> apsw.Connection | None:
+    """A read-only connection that works (None: SQLite cannot open the database without write access)."""
+    with translated(db_path):
+        try:
+            con = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+        except apsw.CantOpenError as exc:
+            raise ReadOnlyError(f"cannot read the database {db_path} ({exc})") from None
+        con.set_busy_timeout(busy_timeout_ms())  # a reader racing another's recovery of the log waits
+        try:
+            con.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+        except (apsw.CantOpenError, apsw.ReadOnlyError):
+            con.close()
+            return None
+        return con
 
 
 def _create_private(db_path: Path) -> None:
