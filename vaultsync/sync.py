@@ -45,6 +45,9 @@ GROUP = 8
 
 Progress = Callable[[int, int], None]
 
+Twins = Callable[[str], list[tuple[str, tuple[int, str], bool]]]
+"""content hash -> the live notes holding that content: (path, (revision id, hash), whether its file is on disk)."""
+
 
 def default_workers() -> int:
     """Parse workers for a program that opts in: one per core, at most 4, none on one core."""
@@ -105,6 +108,8 @@ class BatchSummary:
     seconds: float = 0.0
     paths: list[str] = field(default_factory=list)
     """Vault-relative paths whose revision this batch wrote (renames: old and new path)."""
+    held: list[str] = field(default_factory=list)
+    """Paths left for a later batch (a watcher's flush holds an unpaired deletion one window: see ``Plan``)."""
 
     @property
     def changed(self) -> int:
@@ -152,8 +157,13 @@ class Plan:
 
     def __init__(self, observed: Mapping[str, Observed], live: Mapping[str, tuple[int, str]],
                  states: Mapping[str, tuple[int, int, str]], *, full: bool = False,
-                 errors: Iterable[FileProblem] = (), now_ns: int | None = None, unchanged: int = 0) -> None:
-        self.live = live
+                 errors: Iterable[FileProblem] = (), now_ns: int | None = None, unchanged: int = 0,
+                 twins: Twins | None = None, hold: Callable[[str], bool] | None = None) -> None:
+        self.live = dict(live)
+        self._twins = twins
+        self._hold = hold
+        self.held: list[str] = []
+        """Paths left out of this batch for one window (``hold``): an unpaired deletion, a copy of a live note."""
         self.refused: list[FileProblem] = list(errors)
         self.unchanged = unchanged
         """Notes found unchanged (``unchanged`` counts those already left out of ``observed``)."""
@@ -218,11 +228,42 @@ class Plan:
             change = Change(path, "modified" if live_rev else "created", text, digest, len(data), obs.mtime_ns,
                             live_id=live_rev[0] if live_rev else None, prev_id=live_rev[0] if live_rev else None)
             candidates = self._by_hash.get(digest)
+            if live_rev is None and not candidates and self._twins is not None:
+                candidates = self._gone_twin(path, digest)
+                if candidates is None:  # a copy of a note that is still there: maybe the first half of a move
+                    continue
             if live_rev is None and candidates:
                 old = candidates.pop(0)
                 change.kind, change.renamed_from, change.prev_id = "renamed", old, self.live[old][0]
                 self.renames[old] = path
             yield change
+        if self._hold is not None:  # a deletion no add joined: held one window, an add may still come
+            held = {p for p in self.deletions if p not in self.renames and self._hold(p)}
+            self.deletions = [p for p in self.deletions if p not in held]
+            self.held.extend(sorted(held))
+
+    def _gone_twin(self, path: str, digest: str) -> list[str] | None:
+        """A created note's content found in live notes outside the batch (``twins``): those whose file is
+        gone join the batch as deletions (renamed to ``path``); None when only copies still on disk were
+        found and ``hold`` holds ``path`` back (a copy-then-delete's copy), else [] (a created note)."""
+        assert self._twins is not None
+        gone, kept = [], False
+        for old, rev, present in self._twins(digest):
+            if old in self.live or old == path:
+                continue
+            if present:
+                kept = True
+                continue
+            self.live[old] = rev
+            self.deletions.append(old)
+            gone.append(old)
+        if gone:
+            self._by_hash.setdefault(digest, []).extend(gone)
+            return self._by_hash[digest]
+        if kept and self._hold is not None and self._hold(path):
+            self.held.append(path)
+            return None
+        return []
 
 
 class LiveIndex:
@@ -312,6 +353,7 @@ def write_plan(
 
 def _summary(summary: BatchSummary, plan: Plan, writer: Batch, written: list[str], started: float) -> BatchSummary:
     summary.errors = list(plan.refused)
+    summary.held = list(plan.held)
     summary.unchanged = plan.unchanged
     summary.paths = sorted(set(written)) if writer.batch_id is not None else []
     summary.batch_id = writer.batch_id

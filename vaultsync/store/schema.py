@@ -246,6 +246,14 @@ def m008_search_spans(con: apsw.Connection) -> None:
     search_schema.create(con)
 
 
+@migration
+def m009_vault_inodes(con: apsw.Connection) -> None:
+    """The inode of each vault folder beside its device: a vault folder replaced by another one (moved
+    away, an empty folder made in its place) is not read as a vault whose notes were deleted, whatever
+    its size (NULL until the next sync registers it)."""
+    con.execute("ALTER TABLE vault_devices ADD COLUMN inode INTEGER")
+
+
 def has_table(con: apsw.Connection, name: str) -> bool:
     return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
@@ -258,6 +266,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
     Before ``m006`` no vault device is registered: read-only, none is needed.
     Before ``m007`` no batch names its caller: read-only, ``store.batches`` reads NULL.
     Before ``m008`` there are no search spans: read-only, a past search counts ``search_rows`` instead.
+    Before ``m009`` no vault folder's inode is registered: read-only, none is needed.
     """
     if version == len(MIGRATIONS):
         return True
@@ -266,7 +275,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
     # 0.1.0 with its search tables, a database before purges, one whose index may still hold blank
     # or heading-only chunks (before m004), or one without audit heads (before m005): reads need
     # nothing that is missing
-    return version in (1, 2, 3, 4, 5, 6, 7) and search_schema.current(con)
+    return version in (1, 2, 3, 4, 5, 6, 7, 8) and search_schema.current(con)
 
 
 def migrate(con: apsw.Connection) -> int:

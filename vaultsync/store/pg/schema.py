@@ -338,6 +338,13 @@ def m008_purge_keys(con: Any) -> None:
         con.execute(f'ALTER TABLE search_postings DROP CONSTRAINT "{name}"')
 
 
+@migration
+def m009_vault_inodes(con: Any) -> None:
+    """The inode of each vault folder beside its device (the SQLite engine's ``m009``): a vault folder replaced
+    by another one is not read as a vault whose notes were deleted, whatever its size."""
+    con.execute("ALTER TABLE vault_devices ADD COLUMN inode bigint")
+
+
 def schema_version(con: Any) -> int:
     """0 for a database (schema) vaultsync never wrote."""
     if con.execute("SELECT to_regclass('vaultsync_schema')").fetchone()[0] is None:
