@@ -227,7 +227,8 @@ def plan_folder(vault: Vault, prefix: str, *, as_of: TimeLike, delete_newer: boo
         target = lives if follow and alive else path
         targets.add(target)
         current, digest = _now(vault, target)
-        step = Step(target, texts[path], current, digest, f"revision {rev.note_id}, known at {format_time(rev.known_at)}")
+        origin = f"revision {rev.note_id}, known at {format_time(rev.known_at)}"
+        step = Step(target, texts[path], current, digest, origin)
         step.note = _placement(target, lives, alive, current, texts[path])
         steps.append(step)
     for rev in vault.ls(prefix=under):

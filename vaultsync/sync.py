@@ -19,11 +19,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .disk.digest import content_hash
 from .errors import ParseError
-from .disk.folder import Absent, FileProblem, Observed, Present, Unreadable, decode
+from .disk.folder import Absent, FileProblem, Observed, Present, Unreadable, decode, observe_file
+from .disk.paths import disk_path
 from .parsers import ParsedNote, parse_note
 from .store.contract import Batch, Change, Engine
 from .store.read import file_stamp
@@ -264,6 +266,23 @@ class Plan:
             self.held.append(path)
             return None
         return []
+
+
+def twins_on_disk(everything: Mapping[str, tuple[int, str]], observed: Mapping[str, Observed], root: Path) -> Twins:
+    """``Plan``'s ``twins`` for a partial sync: content hash -> the live notes (of ``everything``, the vault's live
+    state) outside ``observed`` with that content, each with whether its file is still on disk (looked at when
+    asked: only for notes the batch creates)."""
+    by_hash: dict[str, list[tuple[str, tuple[int, str]]]] = {}
+    for path, rev in everything.items():
+        if path not in observed:
+            by_hash.setdefault(rev[1], []).append((path, rev))
+    where = str(root)
+
+    def twins(digest: str) -> list[tuple[str, tuple[int, str], bool]]:
+        return [(path, rev, not isinstance(observe_file(where, disk_path(root, path)), Absent))
+                for path, rev in by_hash.get(digest, ())]
+
+    return twins
 
 
 class LiveIndex:

@@ -15,16 +15,16 @@ from . import acting
 from .disk import edit, vanished, vaultfs
 from .config import default_db_path
 from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound
-from .disk.folder import MAX_FILE_BYTES, Absent, FileProblem, Present, files_containing, observe_file, observe_paths, scan
+from .disk.folder import MAX_FILE_BYTES, FileProblem, Present, files_containing, observe_paths, scan
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitHistory, GitImport, OnCommit, in_git, to_import
 from .links import LinkReport, link_report
 from .parsers import split_lines
-from .disk.paths import changed_path, disk_path, nfc, note_candidates, note_path
+from .disk.paths import changed_path, nfc, note_candidates, note_path
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
 from .store import BatchNews, Revision, Store, View, is_dsn, open_store
 from .store.purge import check_strings as purge_strings_checked
 from .store.view import forgotten
-from .sync import BatchSummary, LiveIndex, ParsePool, Plan, Progress, Twins, write_plan
+from .sync import BatchSummary, LiveIndex, ParsePool, Plan, Progress, Twins, twins_on_disk, write_plan
 from .times import TimeLike, as_micros, format_time, now_micros
 
 if TYPE_CHECKING:
@@ -272,28 +272,18 @@ class Vault:
             twins = None if paths is None else self._twins(observed, live)
             plan = Plan(observed, live, states, errors=errors, unchanged=unchanged, twins=twins,
                         hold=None if paths is None else hold)
+            guarded = None if allow_mass_delete else self._deletion_guard(plan, replaced)
             summary = self._write_plan(plan, known_at=when, source=source, strict=strict, progress=progress,
-                                       detail=detail, on_write=None if allow_mass_delete else self._deletion_guard(plan, replaced))
+                                       detail=detail, on_write=guarded)
             if replaced:  # it holds the vault's notes: the vault folder from now on
-                self._store.set_vault_device(self.id, vanished.device_of(self.root), vanished.inode_of(self.root))  # type: ignore[arg-type]
+                self._register_root()
             return summary
 
     def _twins(self, observed: dict[str, Any], live: dict[str, tuple[int, str]]) -> Twins | None:
-        """For a partial sync that may create notes: content hash -> the live notes outside it with that
-        content, and whether each one's file is still on disk (read before the batch starts)."""
+        """For a partial sync that may create notes: where ``Plan`` looks for the far end of a move."""
         if all(path in live for path, obs in observed.items() if isinstance(obs, Present)):
             return None  # nothing new: nothing can be the far end of a move
-        by_hash: dict[str, list[tuple[str, tuple[int, str]]]] = {}
-        for path, rev in self._store.live_state(self.id).items():
-            if path not in observed:
-                by_hash.setdefault(rev[1], []).append((path, rev))
-        root = str(self.root)
-
-        def twins(digest: str) -> list[tuple[str, tuple[int, str], bool]]:
-            return [(path, rev, not isinstance(observe_file(root, str(disk_path(self.root, path))), Absent))
-                    for path, rev in by_hash.get(digest, ())]
-
-        return twins
+        return twins_on_disk(self._store.live_state(self.id), observed, self.root)
 
     def _check_root(self, confirmed: bool) -> bool:
         """VaultUnavailable when the vault folder vanished (the first sync, or a ``confirmed`` one,
@@ -311,6 +301,12 @@ class Vault:
             self._store.set_vault_device(self.id, registered, inode)
             return False
         return inode != known
+
+    def _register_root(self) -> None:
+        """Take the vault folder as it is now (its device and inode) as the vault's folder."""
+        device = vanished.device_of(self.root)
+        if device is not None:
+            self._store.set_vault_device(self.id, device, vanished.inode_of(self.root))
 
     def _deletion_guard(self, plan: Plan, replaced: bool = False) -> Callable[[Any], None] | None:
         """A check run inside the batch, once renames are known: MassDeletion (or, in a replaced vault

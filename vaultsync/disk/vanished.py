@@ -4,9 +4,9 @@ A vault folder that is missing, not a folder, unreadable, or on another device t
 registered (an unmounted share leaves its empty mount point behind) is *unavailable*: nothing is
 recorded until it is back. A vault folder that is another folder than the one registered (another
 inode: moved away and an empty one made in its place) records no deletion, whatever the vault's
-size; when it holds the vault's notes it is taken as the vault folder from then on. A batch that would delete more than ``MASS_DELETE_FRACTION`` of the
-live notes, and at least ``MASS_DELETE_MIN`` of them, is a *mass deletion*: refused unless the
-caller confirms it (renames do not count: they delete nothing). A folder that cannot be listed
+size; when it holds the vault's notes it is taken as the vault folder from then on. A batch that
+would delete more than ``MASS_DELETE_FRACTION`` of the live notes, and at least ``MASS_DELETE_MIN``
+of them, is a *mass deletion*: refused unless the caller confirms it (renames do not count: they delete nothing). A folder that cannot be listed
 during a scan keeps its notes alive (``sync.Plan`` leaves them out of the deletions).
 """
 
