@@ -271,8 +271,11 @@ class Watcher:
         """Start the observer afresh and scan the whole vault (what it missed meanwhile)."""
         logger.info("the file-system observer lost the watch of a moved folder; watching %s again", self.vault.root)
         self._shutdown_observer()
-        self._observer = self._factory(self.vault.root, self._debouncer.add, self.polling)
         self._debouncer.add([EVERYTHING])
+        try:
+            self._observer = self._factory(self.vault.root, self._debouncer.add, self.polling)
+        except OSError as exc:  # healthy() is False from now on: ``watch`` stops, saying the observer stopped
+            logger.error("could not watch %s again: %s", self.vault.root, exc)
 
     def _may_hold(self, path: str) -> bool:
         """Whether ``path`` may be left for a later batch: not held yet, or held less than ``hold_s``."""
