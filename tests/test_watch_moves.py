@@ -207,3 +207,38 @@ def test_import_and_git_history_record_folder_moves_as_renames(tmp_path: Path, c
     git_db = tmp_path / "git.sqlite"
     cli("import", "--from-git", str(root), db=git_db, check=True)
     assert recorded_as_renames(git_db, moved) is None
+
+
+def test_the_reported_folder_move_with_a_real_watch_process(tmp_path: Path) -> None:
+    """``echo x >> Inbox.md; sleep 2; mkdir A1 && mv Travel A1/`` with ``vaultsync watch`` at its defaults (a
+    300 ms quiet period: shorter than watchdog's half second wait for the move's other half), three times."""
+    from watch_helpers import WatchProcess
+
+    root, db = tmp_path / "vault", tmp_path / "db.sqlite"
+    (root / "Travel").mkdir(parents=True)
+    (root / "Inbox.md").write_text("# Inbox\n", encoding="utf-8")
+    for name in ("Paris", "Rome"):
+        (root / "Travel" / f"{name}.md").write_text(f"# {name}\n", encoding="utf-8")
+    proc = WatchProcess(db, root, "--reconcile-s", "0")
+    try:
+        proc.wait_for("watching ")
+        where = "Travel"
+        for attempt in range(3):
+            with (root / "Inbox.md").open("a", encoding="utf-8") as inbox:
+                inbox.write("x\n")
+            wait_until(lambda: "x\n" * (attempt + 1) in (root / "Inbox.md").read_text() and
+                       sum("1 modified" in line for line in proc.lines) == attempt + 1, what="the edit recorded")
+            (root / f"A{attempt}").mkdir()
+            os.rename(root / where, root / f"A{attempt}" / "Travel")
+            moved = {f"{where}/{n}.md": f"A{attempt}/Travel/{n}.md" for n in ("Paris", "Rome")}
+            where = f"A{attempt}/Travel"
+            wait_until(lambda: moved_now(db, moved), what=f"move {attempt} recorded")
+            assert recorded_as_renames(db, moved) is None
+        proc.proc.terminate()
+        assert proc.finish() == 0
+    finally:
+        if proc.proc.poll() is None:
+            proc.proc.kill()
+            proc.finish()
+    batches = [line for line in proc.lines if " added, " in line]
+    assert batches and all(", 0 deleted," in line for line in batches), proc.stderr
