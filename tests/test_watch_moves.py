@@ -242,3 +242,34 @@ def test_the_reported_folder_move_with_a_real_watch_process(tmp_path: Path) -> N
             proc.finish()
     batches = [line for line in proc.lines if " added, " in line]
     assert batches and all(", 0 deleted," in line for line in batches), proc.stderr
+
+
+def test_git_checkout_of_a_branch_that_moved_folders_is_renames(vault: tuple[Vault, Path, Path]) -> None:
+    """``git checkout`` deletes and writes files in its own order: the watcher records the moves as renames."""
+    import subprocess
+
+    opened, root, db = vault
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "start"], check=True)
+    subprocess.run([*git, "checkout", "-q", "-b", "moved"], check=True)
+    (root / "Archive" / "2025").mkdir(parents=True)
+    os.rename(root / "F0", root / "Archive" / "2025" / "F0")
+    os.rename(root / "F4", root / "F5" / "F4")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "moves"], check=True)
+    subprocess.run([*git, "checkout", "-q", "main"], check=True)
+    there = {f"F0/Note 0-{n}.md": f"Archive/2025/F0/Note 0-{n}.md" for n in range(3)}
+    there.update({f"F4/Note 4-{n}.md": f"F5/F4/Note 4-{n}.md" for n in range(3)})
+    with Watcher(opened, step_ms=20, debounce_ms=100, reconcile_s=0) as watcher:
+        subprocess.run([*git, "checkout", "-q", "moved"], check=True)
+        wait_until(lambda: moved_now(db, there), what="the checkout recorded")
+        assert recorded_as_renames(db, there) is None
+        subprocess.run([*git, "checkout", "-q", "main"], check=True)
+        back = {new: old for old, new in there.items()}
+        wait_until(lambda: moved_now(db, back) and watcher.status()["held"] == 0, what="the way back recorded")
+    with Vault.open(db, name="vault", readonly=True) as reader:
+        for old in there:
+            last = reader.history(old)[-1]
+            assert (last.kind, last.renamed_from) == ("renamed", there[old]), old
