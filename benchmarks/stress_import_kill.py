@@ -5,11 +5,12 @@ batch or none of it.
 Each round rewrites every note (generation g: each note's text ends with "generation g"), starts a real
 ``vaultsync import`` (parse workers on, as the CLI runs them) with its progress bar on a pseudo-terminal,
 and kills it with SIGKILL at a random point of the write transaction (the bar counts notes written
-inside it; now and then just after the last note, in the commit). Then 22 random notes are read one by
-one, each by its own ``vaultsync read`` process (the first of them meets the killed writer's WAL and
-runs its recovery), and ``ls --json`` is read too. A round passes when every read shows the same
-generation (g: the batch landed whole; g-1: not at all) and ``ls`` agrees; then an import completes the
-batch and the next round starts. Not part of ``make test`` (minutes per ten rounds).
+inside it; one round in four up to two seconds after the last note: the index, the commit, the exit).
+Then 22 random notes are read one by one, each by its own ``vaultsync read`` process (the first of them
+meets the killed writer's WAL and runs its recovery), and ``ls --json`` after them. A round passes when
+every read shows the same generation (g: the batch landed whole; g-1: not at all) and each read's bytes
+hash to what ``ls`` lists for the note; then an import completes the batch and the next round starts.
+Not part of ``make test`` (about a minute a round here).
 
     .venv/bin/python benchmarks/stress_import_kill.py --rounds 200          # the full procedure
     .venv/bin/python benchmarks/stress_import_kill.py --rounds 5 --notes 2500
@@ -18,6 +19,7 @@ batch and the next round starts. Not part of ``make test`` (minutes per ten roun
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import pty
@@ -95,16 +97,19 @@ def generation_of(text: str) -> int | None:
 def one_round(db: Path, root: Path, notes: int, sample: int, generation: int, rng: random.Random) -> dict:
     write_generation(root, notes, generation, rng)
     percent = rng.choice([rng.randint(1, 99), rng.randint(1, 99), rng.randint(1, 99), 100])
-    extra = rng.choice([0.0, 0.0, 0.01, 0.05]) if percent == 100 else 0.0
+    extra = round(rng.uniform(0.0, 2.0), 2) if percent == 100 else 0.0  # the tombstones, the index, the commit
     seen, exited = import_and_kill(db, root, percent, extra)
     paths = sorted(rng.sample(range(notes), sample))
-    reads = []
+    reads, hashes = [], {}
     for index in paths:
-        done = vaultsync(db, "read", f"folder{index % 50}/Note {index}.md")
+        path = f"folder{index % 50}/Note {index}.md"
+        done = vaultsync(db, "read", path)
         reads.append(generation_of(done.stdout) if done.returncode == 0 else f"error: {done.stderr.strip()}")
-    listed = json.loads(vaultsync(db, "ls", "--json").stdout or "[]")
+        hashes[path] = hashlib.sha256(done.stdout.encode("utf-8")).hexdigest()
+    listed = {n["path"]: n["content_hash"] for n in json.loads(vaultsync(db, "ls", "--json").stdout or "[]")}
     with_new = sum(r == generation for r in reads)
-    agree = len(set(reads)) == 1 and reads[0] in (generation, generation - 1)
+    agree = (len(set(reads)) == 1 and reads[0] in (generation, generation - 1)
+             and all(digest.startswith(listed.get(path) or "-") for path, digest in hashes.items()))  # (or its prefix)
     finished = vaultsync(db, "import", str(root))
     after = vaultsync(db, "read", f"folder{paths[0] % 50}/Note {paths[0]}.md")
     return {"generation": generation, "aimed": percent, "extra_s": extra, "seen": seen, "exited_first": exited,
