@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import acting
 from .disk import edit, vanished, vaultfs
+from .disk.digest import content_hash
 from .config import default_db_path
-from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound
+from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound, VaultsyncError
 from .disk.folder import MAX_FILE_BYTES, FileProblem, Present, files_containing, observe_paths, scan
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitHistory, GitImport, OnCommit, in_git, to_import
 from .links import LinkReport, link_report
@@ -280,10 +281,18 @@ class Vault:
             return summary
 
     def _twins(self, observed: dict[str, Any], live: dict[str, tuple[int, str]]) -> Twins | None:
-        """For a partial sync that may create notes: where ``Plan`` looks for the far end of a move."""
-        if all(path in live for path, obs in observed.items() if isinstance(obs, Present)):
+        """For a partial sync that may create notes: where ``Plan`` looks for the far end of a move (the live
+        notes with a new file's content, read before the batch)."""
+        hashes = set()
+        for path, obs in observed.items():
+            if isinstance(obs, Present) and path not in live:
+                try:
+                    hashes.add(content_hash(obs.read()))
+                except (OSError, VaultsyncError):
+                    continue  # the batch names it
+        if not hashes:
             return None  # nothing new: nothing can be the far end of a move
-        return twins_on_disk(self._store.live_state(self.id), observed, self.root)
+        return twins_on_disk(self._store.live_with_hashes(self.id, hashes), observed, self.root)
 
     def _check_root(self, confirmed: bool) -> bool:
         """VaultUnavailable when the vault folder vanished (the first sync, or a ``confirmed`` one,

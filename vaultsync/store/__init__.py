@@ -231,6 +231,12 @@ class Store:
         with self.db.atomic() as con:
             return q.current_state(con, vault_id, wanted), q.file_states(con, vault_id, wanted)
 
+    def live_with_hashes(self, vault_id: int, hashes: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """Path → (live revision id, content hash) of the notes that exist now with one of ``hashes`` (a few
+        index probes: a watcher's batch that creates notes looks for the other half of a move)."""
+        with self.db.atomic() as con:
+            return q.live_with_hashes(con, vault_id, list(hashes))
+
     def live_under(self, vault_id: int, folders: Iterable[str]) -> list[str]:
         """The notes that exist now below any of ``folders`` (vault-relative), by path."""
         wanted = list(folders)

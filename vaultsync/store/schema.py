@@ -247,10 +247,14 @@ def m008_search_spans(con: apsw.Connection) -> None:
 
 
 @migration
-def m009_vault_inodes(con: apsw.Connection) -> None:
-    """The inode of each vault folder beside its device: a vault folder replaced by another one (moved
-    away, an empty folder made in its place) is not read as a vault whose notes were deleted, whatever
-    its size (NULL until the next sync registers it)."""
+def m009_moves(con: apsw.Connection) -> None:
+    """What keeps a move a rename when its halves arrive apart, and a replaced vault folder from reading as
+    deleted notes: the notes by a prefix of their content hash (a watcher's batch that creates a note
+    looks for a live note with its content whose file is gone, in a few index probes), and the inode of
+    each vault folder beside its device (NULL until the next sync registers it)."""
+    from .read import HASH_PREFIX
+
+    con.execute(f"CREATE INDEX notes_by_hash ON notes(vault_id, substr(content_hash, 1, {HASH_PREFIX}))")
     con.execute("ALTER TABLE vault_devices ADD COLUMN inode INTEGER")
 
 

@@ -339,9 +339,11 @@ def m008_purge_keys(con: Any) -> None:
 
 
 @migration
-def m009_vault_inodes(con: Any) -> None:
-    """The inode of each vault folder beside its device (the SQLite engine's ``m009``): a vault folder replaced
-    by another one is not read as a vault whose notes were deleted, whatever its size."""
+def m009_moves(con: Any) -> None:
+    """The SQLite engine's ``m009``: the notes by a prefix of their content hash, and each vault folder's inode."""
+    from ..read import HASH_PREFIX
+
+    con.execute(f"CREATE INDEX notes_by_hash ON notes (vault_id, substr(content_hash, 1, {HASH_PREFIX}))")
     con.execute("ALTER TABLE vault_devices ADD COLUMN inode bigint")
 
 
