@@ -270,7 +270,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
     Before ``m006`` no vault device is registered: read-only, none is needed.
     Before ``m007`` no batch names its caller: read-only, ``store.batches`` reads NULL.
     Before ``m008`` there are no search spans: read-only, a past search counts ``search_rows`` instead.
-    Before ``m009`` no vault folder's inode is registered: read-only, none is needed.
+    Before ``m009`` no vault folder's inode is registered, no note is indexed by its hash: reads need neither.
     """
     if version == len(MIGRATIONS):
         return True
