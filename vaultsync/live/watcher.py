@@ -37,6 +37,9 @@ logger = logging.getLogger(__name__)
 OnBatch = Callable[[BatchSummary], None]
 MAX_BACKOFF_S = 30.0
 
+RECHECK_S = 1.0
+"""After a folder went away, the observer's watches are counted again this much later (``_lost_watches``)."""
+
 HOLD_MIN_S = 1.0
 """The shortest time a deletion no add joined is held back (see ``Watcher.hold_s``)."""
 
@@ -85,6 +88,8 @@ class Watcher:
         self._next_reconcile = 0.0
         self._held: dict[str, float] = {}
         """Held paths (see ``Plan.held``) -> the monotonic time until which they may be held."""
+        self._recheck_at: float | None = None
+        """When to look once more whether the observer lost a moved folder's watch (``_lost_watches``)."""
 
     @property
     def hold_s(self) -> float:
@@ -197,8 +202,8 @@ class Watcher:
                     return
             wait = None if self.reconcile_s <= 0 else max(0.0, self._next_reconcile - time.monotonic())
             wait = vanished.RETRY_S if wait is None else min(wait, vanished.RETRY_S)  # notice a vanished vault folder
-            if self._held:
-                wait = max(0.0, min(wait, min(self._held.values()) - time.monotonic()))
+            for due in [*self._held.values(), *([self._recheck_at] if self._recheck_at is not None else [])]:
+                wait = max(0.0, min(wait, due - time.monotonic()))
             pending = self._debouncer.get(timeout=wait)
             if self._stop.is_set():
                 if pending is not None:
@@ -211,6 +216,11 @@ class Watcher:
                 ok = self._flush(Pending(set(self._held), now, now), "held")
             elif self.outage.reason is not None or _identity(self.vault.root) != self._root_id:
                 ok = self._flush(None, "check")
+            elif self._recheck_at is not None and time.monotonic() >= self._recheck_at:
+                self._recheck_at = None
+                if self._observer is not None and not self._observer.intact():
+                    self._rewatch()
+                continue
             elif self.reconcile_s > 0 and time.monotonic() >= self._next_reconcile:
                 everything = self._debouncer.drain()  # a full scan covers every pending path
                 ok = self._flush(None, "reconcile")
@@ -263,13 +273,18 @@ class Watcher:
 
     def _lost_watches(self, paths: list[str]) -> bool:
         """After a batch in which a folder went away: whether the observer lost the watch of a folder that is
-        still in the vault (moved into a new folder: see ``RunningObserver.intact``)."""
+        still in the vault (moved into a new folder: see ``RunningObserver.intact``). Looked at again a
+        second later, in case the observer drops the watch after reporting the folder gone."""
         gone = any(not is_note_path(p) and not os.path.isdir(os.path.join(self.vault.root, p)) for p in paths)
-        return gone and self._observer is not None and not self._observer.intact()
+        if not gone or self._observer is None:
+            return False
+        self._recheck_at = time.monotonic() + RECHECK_S
+        return not self._observer.intact()
 
     def _rewatch(self) -> None:
         """Start the observer afresh and scan the whole vault (what it missed meanwhile)."""
         logger.info("the file-system observer lost the watch of a moved folder; watching %s again", self.vault.root)
+        self._recheck_at = None
         self._shutdown_observer()
         self._debouncer.add([EVERYTHING])
         try:
