@@ -155,6 +155,11 @@ class Plan:
     are the whole vault (a live note not observed was deleted). Deletions, refusals and the
     notes to read are known at once; ``changes()`` then reads each of those once, in path order,
     and yields what to write, deciding unchanged notes and renames as it goes.
+
+    A move can reach a partial sync in halves. ``twins`` finds the other half of a created note: a
+    live note outside the observations with its content whose file is gone joins the plan as a
+    deletion, and the note is its rename. ``hold`` (a watcher's) may leave for a later batch
+    (``held``) a deletion no add joined and a copy of a live note still on disk.
     """
 
     def __init__(self, observed: Mapping[str, Observed], live: Mapping[str, tuple[int, str]],
@@ -269,9 +274,9 @@ class Plan:
 
 
 def twins_on_disk(everything: Mapping[str, tuple[int, str]], observed: Mapping[str, Observed], root: Path) -> Twins:
-    """``Plan``'s ``twins`` for a partial sync: content hash -> the live notes (of ``everything``, the vault's live
-    state) outside ``observed`` with that content, each with whether its file is still on disk (looked at when
-    asked: only for notes the batch creates)."""
+    """``Plan``'s ``twins`` for a partial sync: content hash -> the live notes of ``everything`` (those with the
+    content of a file the batch may create: ``Store.live_with_hashes``) outside ``observed``, each with whether its
+    file is still on disk (looked at when asked: only for notes the batch creates)."""
     by_hash: dict[str, list[tuple[str, tuple[int, str]]]] = {}
     for path, rev in everything.items():
         if path not in observed:
