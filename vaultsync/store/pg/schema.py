@@ -343,8 +343,8 @@ def m009_moves(con: Any) -> None:
     """The SQLite engine's ``m009``: the notes by a prefix of their content hash, and each vault folder's inode."""
     from ..read import HASH_PREFIX
 
-    con.execute(f"CREATE INDEX notes_by_hash ON notes (vault_id, substr(content_hash, 1, {HASH_PREFIX}))")
-    con.execute("ALTER TABLE vault_devices ADD COLUMN inode bigint")
+    con.execute(f"CREATE INDEX IF NOT EXISTS notes_by_hash ON notes (vault_id, substr(content_hash, 1, {HASH_PREFIX}))")
+    con.execute("ALTER TABLE vault_devices ADD COLUMN IF NOT EXISTS inode bigint")  # (as m008: safe to run again)
 
 
 def schema_version(con: Any) -> int:
