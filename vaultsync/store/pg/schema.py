@@ -339,12 +339,38 @@ def m008_purge_keys(con: Any) -> None:
 
 
 @migration
-def m009_moves(con: Any) -> None:
-    """The SQLite engine's ``m009``: the notes by a prefix of their content hash, and each vault folder's inode."""
+def m009_writer_epoch(con: Any) -> None:
+    """Never two writers (``pg/fence.py``): each vault's writer epoch, raised by every process that takes the vault's
+    writer lock and checked by each of its batches, so a process whose lock went with its lost session cannot
+    commit once another has taken the lock."""
+    from .fence import MIGRATION
+
+    con.execute(MIGRATION)
+
+
+@migration
+def m010_moves(con: Any) -> None:
+    """The SQLite engine's ``m009_moves``: the notes by a prefix of their content hash, and each vault folder's inode."""
     from ..read import HASH_PREFIX
 
     con.execute(f"CREATE INDEX IF NOT EXISTS notes_by_hash ON notes (vault_id, substr(content_hash, 1, {HASH_PREFIX}))")
     con.execute("ALTER TABLE vault_devices ADD COLUMN IF NOT EXISTS inode bigint")  # (as m008: safe to run again)
+
+
+READABLE_FROM = 8
+"""The oldest schema this vaultsync reads (opened read-only): the migrations after it change nothing a reader reads,
+so readers may be upgraded before the database is (``vaultsync migrate``)."""
+
+
+def describe(step: Migration) -> str:
+    """A migration's name and the first sentence of its docstring, for ``migrate --dry-run``."""
+    doc = (step.__doc__ or "").strip().split(". ")[0].replace("\n", " ").rstrip(".")
+    return f"{step.__name__}: {' '.join(doc.split())}" if doc else step.__name__
+
+
+def pending(con: Any) -> list[str]:
+    """The migrations a database (schema) lacks, described, oldest first."""
+    return [describe(step) for step in MIGRATIONS[schema_version(con):]]
 
 
 def schema_version(con: Any) -> int:
