@@ -132,7 +132,7 @@ class WatchdogObserver:
         "moved out" removes the watch the folder keeps at its new place): events there are lost
         until the observer is started again.
         """
-        return self.kind != "inotify" or _unwatched_folders(self.observer, Path(self.handler.root)) is None
+        return self.kind != "inotify" or _all_folders_watched(self.observer, Path(self.handler.root))
 
     def stop(self) -> None:
         """Stop and join every thread, then hand over events still queued for dispatch."""
