@@ -10,7 +10,7 @@ Then 22 random notes are read one by one, each by its own ``vaultsync read`` pro
 meets the killed writer's WAL and runs its recovery), and ``ls --json`` after them. A round passes when
 every read shows the same generation (g: the batch landed whole; g-1: not at all) and each read's bytes
 hash to what ``ls`` lists for the note; then an import completes the batch and the next round starts.
-Not part of ``make test`` (about a minute a round here).
+Not part of ``make test`` nor of the harness (about a minute a round here; what it showed: docs/performance-notes.md).
 
     .venv/bin/python benchmarks/stress_import_kill.py --rounds 200          # the full procedure
     .venv/bin/python benchmarks/stress_import_kill.py --rounds 5 --notes 2500
