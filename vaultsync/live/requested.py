@@ -105,7 +105,7 @@ def _restore_note(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], A
     from .. import restore as r
     from ..revisions import mismatch, revision_of
 
-    step = r.plan_note(vault, args["path"], as_of=args.get("as_of"), revision=args.get("revision"))
+    step = r.plan_note(vault, args["path"], as_of=args.get("as_of"), revision=args.get("revision"), follow=True)
     if step.refused:
         raise PathError(step.refused)
     expected = args.get("expected")

@@ -247,7 +247,19 @@ def m008_search_spans(con: apsw.Connection) -> None:
 
 
 @migration
-def m009_write_requests(con: apsw.Connection) -> None:
+def m009_moves(con: apsw.Connection) -> None:
+    """What keeps a move a rename when its halves arrive apart, and a replaced vault folder from reading as
+    deleted notes: the notes by a prefix of their content hash (a watcher's batch that creates a note
+    looks for a live note with its content whose file is gone, in a few index probes), and the inode of
+    each vault folder beside its device (NULL until the next sync registers it)."""
+    from .read import HASH_PREFIX
+
+    con.execute(f"CREATE INDEX notes_by_hash ON notes(vault_id, substr(content_hash, 1, {HASH_PREFIX}))")
+    con.execute("ALTER TABLE vault_devices ADD COLUMN inode INTEGER")
+
+
+@migration
+def m010_write_requests(con: apsw.Connection) -> None:
     """Write requests (``store/requests.py``): how a process that does not hold a vault's writer lock asks the
     one that does (its watcher) to write for it, and learns the outcome. Not history: a row lives from the
     request to the asker reading its outcome."""
@@ -287,7 +299,8 @@ def readable(con: apsw.Connection, version: int) -> bool:
     Before ``m006`` no vault device is registered: read-only, none is needed.
     Before ``m007`` no batch names its caller: read-only, ``store.batches`` reads NULL.
     Before ``m008`` there are no search spans: read-only, a past search counts ``search_rows`` instead.
-    Before ``m009`` there are no write requests: read-only, none is asked or answered.
+    Before ``m009`` no vault folder's inode is registered, no note is indexed by its hash: reads need neither.
+    Before ``m010`` there are no write requests: read-only, none is asked or answered.
     """
     if version == len(MIGRATIONS):
         return True
@@ -296,7 +309,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
     # 0.1.0 with its search tables, a database before purges, one whose index may still hold blank
     # or heading-only chunks (before m004), or one without audit heads (before m005): reads need
     # nothing that is missing
-    return version in (1, 2, 3, 4, 5, 6, 7, 8) and search_schema.current(con)
+    return version in (1, 2, 3, 4, 5, 6, 7, 8, 9) and search_schema.current(con)
 
 
 def migrate(con: apsw.Connection) -> int:

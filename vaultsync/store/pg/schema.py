@@ -349,8 +349,17 @@ def m009_writer_epoch(con: Any) -> None:
 
 
 @migration
-def m010_write_requests(con: Any) -> None:
-    """Write requests, as the SQLite engine's m009 (``store/requests.py``): how a process asks the holder of a
+def m010_moves(con: Any) -> None:
+    """The SQLite engine's ``m009_moves``: the notes by a prefix of their content hash, and each vault folder's inode."""
+    from ..read import HASH_PREFIX
+
+    con.execute(f"CREATE INDEX IF NOT EXISTS notes_by_hash ON notes (vault_id, substr(content_hash, 1, {HASH_PREFIX}))")
+    con.execute("ALTER TABLE vault_devices ADD COLUMN IF NOT EXISTS inode bigint")  # (as m008: safe to run again)
+
+
+@migration
+def m011_write_requests(con: Any) -> None:
+    """Write requests, as the SQLite engine's m010 (``store/requests.py``): how a process asks the holder of a
     vault's writer lock to write for it."""
     con.execute("""
     CREATE TABLE IF NOT EXISTS write_requests (
