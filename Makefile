@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test deps compat-doc test-semantic bench bundle clean browser
+.PHONY: demo test deps compat-doc test-semantic bench bundle clean browser lint
 
 # The installs use uv (from PyPI, into .venv): it fetches and unpacks in parallel, about 15 s here for what pip took
 # 60-90 s over, which is most of what `make test` on a fresh clone spent before the first test. Only these
@@ -47,6 +47,13 @@ browser:
 PYTEST_WORKERS ?= 2
 test: deps
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
+
+# ruff (lint and import order, then the formatting check) and mypy over the package (pyproject.toml holds the
+# settings). `ruff format .` and `ruff check --fix .` mend most of what it reports.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 deps:
 	@$(MAKE) --no-print-directory -j4 -O $(STAMP) $(CLIENTS) browser

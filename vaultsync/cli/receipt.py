@@ -1,6 +1,6 @@
 """The ``receipt verify`` command: check provenance receipts of the hardened server against the store.
 
-``cli.py`` adds ``COMMANDS`` to its group; this module does not import ``cli.py``.
+``commands.py`` adds ``COMMANDS`` to its group; this module does not import ``commands.py``.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def verify(obj: Context, source: Any, keystore_path: Path | None, manifest_path:
         raise SystemExit(1)
 
 
-def _keystore_and_db(obj: Context, keystore_path: Path | None, manifest_path: Path | None) -> tuple[Path, Path]:
+def _keystore_and_db(obj: Context, keystore_path: Path | None, manifest_path: Path | None) -> tuple[Path, Path | str]:
     """The keystore and the database: given (``--keystore``, ``--db``) or the manifest's."""
     from ..hardened.manifest import load_manifest
 
@@ -85,7 +85,7 @@ def _keystore_and_db(obj: Context, keystore_path: Path | None, manifest_path: Pa
     return manifest.keystore_path, manifest.db_path
 
 
-def _check(db: Path, keystore: Any, answers: list[Any]) -> list[Any]:
+def _check(db: Path | str, keystore: Any, answers: list[Any]) -> list[Any]:
     """Each answer's verdict, each receipt's vault opened (read-only) once."""
     from ..errors import VaultNotFound
     from ..hardened.provenance import check_answer, receipt_vault

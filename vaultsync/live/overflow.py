@@ -82,7 +82,7 @@ def _install_inotify_filter() -> None:
         target.addFilter(_filter)
 
 
-class EmptyBufferQueue(queue.Queue):  # type: ignore[type-arg]
+class EmptyBufferQueue(queue.Queue):
     """A ``DirectoryChangeReader`` buffer queue calling ``on_overflow`` for every empty buffer after the first."""
 
     def __init__(self, on_overflow: Callable[[], None]) -> None:
@@ -121,6 +121,7 @@ def _fsevents_observer() -> Any:  # pragma: no cover - macOS only
     from watchdog.observers.fsevents import DEFAULT_FSEVENTS_LATENCY, FSEventsEmitter, FSEventsObserver
 
     class DropAwareFSEventsEmitter(FSEventsEmitter):
+        # (the ignore below) macOS only; watchdog types it otherwise there
         def queue_events(self, timeout: Any, events: Any) -> None:  # type: ignore[override]
             if dropped(events):
                 lost_under(self.watch.path)

@@ -102,6 +102,8 @@ def normalize_link(md: MarkdownIt, url: str) -> str:
 
 def install(md: MarkdownIt) -> None:
     """Make ``md`` read and normalize link destinations with the functions above."""
-    md.helpers = SimpleNamespace(parseLinkDestination=parse_link_destination, parseLinkLabel=parseLinkLabel,
-                                 parseLinkTitle=parseLinkTitle)
+    # markdown-it types ``helpers`` as its helpers module; any object with these three functions serves
+    md.helpers = SimpleNamespace(parseLinkDestination=parse_link_destination,  # type: ignore[assignment]
+                                 parseLinkLabel=parseLinkLabel, parseLinkTitle=parseLinkTitle)
+    # (the ignore below) replaced on this instance on purpose
     md.normalizeLink = lambda url: normalize_link(md, url)  # type: ignore[method-assign]
