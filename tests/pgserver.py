@@ -138,7 +138,8 @@ class PgServer:
                 return
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"postgres did not accept connections within {timeout_s} s: {self.log_tail()}")
+                    raise RuntimeError(
+                        f"postgres did not accept connections within {timeout_s} s: {self.log_tail()}") from None
                 time.sleep(0.05)
 
     def log_tail(self) -> str:

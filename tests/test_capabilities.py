@@ -33,7 +33,8 @@ builtins.__import__ = _no_fcntl
 
 def test_importing_every_door_needs_no_capability() -> None:
     code = WINDOWS_LIKE + """
-import vaultsync.cli, vaultsync.server, vaultsync.disk.vaultfs, vaultsync.live.watcher, vaultsync.disk.edit, vaultsync.store.lock
+import vaultsync.cli, vaultsync.server, vaultsync.disk.vaultfs, vaultsync.disk.edit
+import vaultsync.live.watcher, vaultsync.store.lock
 from vaultsync.disk import capabilities
 from vaultsync.errors import ConfigError
 caps = capabilities.current()

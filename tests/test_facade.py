@@ -20,7 +20,8 @@ PRIVATE = {"_store", "_lock"}
 
 
 def reach_ins(source: str, filename: str = "<module>") -> list[tuple[int, str]]:
-    """(line, expression), in line order, of each touch of a ``_store`` / ``_lock`` attribute that is not an object's own."""
+    """(line, expression), in line order, of each touch of a ``_store`` / ``_lock`` attribute that is not an object's
+    own."""
     tree = ast.parse(source, filename)
     own: set[int] = set()  # ids of `self.<private>` nodes inside a class's own methods
     for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):

@@ -2,10 +2,12 @@
 
 The Obsidian Help history (../shared/corpora/obsidian-help.bundle) is imported two ways: replayed
 commit by commit into a folder with ``vaultsync import --known-at "$COMMIT_TIME"`` (every 16th commit,
-2020–2026, English and one translation of each script: conftest.REPLAY_FOLDERS), and backfilled with ``vaultsync import --from-git`` for two
+2020–2026, English and one translation of each script: conftest.REPLAY_FOLDERS), and backfilled with ``vaultsync
+import --from-git`` for two
 language folders (vaults that are subfolders of the repository: test_history_truth_git.py). Both
 databases are built once per test run by session fixtures in conftest.py (``help_replayed``,
-``help_backfilled``), the commands running in this process. Ground truth comes from ../shared/tools/replay_history.py: one
+``help_backfilled``), the commands running in this process. Ground truth comes from
+../shared/tools/replay_history.py: one
 ``--list-at DATE`` per date (which names the commit in force) and ``git cat-file`` of ``COMMIT:PATH``
 for the bytes; a sample is cross-checked against the tool's own ``--truth`` and against the CLI
 (``read --as-of``, ``ls --as-of --json``).

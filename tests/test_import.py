@@ -217,7 +217,8 @@ def test_links_are_stored_per_chunk_and_read_back_exactly(db_path: Path, vault_d
     from vaultsync.store.write import link_dict
 
     note = vault_dir / "Linked.md"
-    body = "# Top\n\n[[A]] and [[B#H|b]]\n\n## Second\n\n![[img.png]] [web](https://example.org)\n\n## Third\n\n[[C^blk]]\n"
+    body = ("# Top\n\n[[A]] and [[B#H|b]]\n\n## Second\n\n![[img.png]] [web](https://example.org)\n\n"
+            "## Third\n\n[[C^blk]]\n")
     note.write_text(body, encoding="utf-8")
     with open_vault(db_path, vault_dir) as vault:
         vault.sync(known_at=T1)

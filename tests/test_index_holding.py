@@ -24,7 +24,8 @@ QUERIES = ["storage format", "atlas", "paragraph share word", "revision 2", "東
 def index_tables(con: apsw.Connection) -> dict[str, list[tuple]]:
     """Every search table but FTS5's segments (their layout follows when FTS5 was handed the rows)."""
     names = [name for (name,) in con.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'search%' AND sql NOT LIKE 'CREATE VIRTUAL%'"
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'search%'"
+        " AND sql NOT LIKE 'CREATE VIRTUAL%'"
         " AND name NOT LIKE '%\\_data' ESCAPE '\\' AND name NOT LIKE '%\\_idx' ESCAPE '\\' ORDER BY name")]
     return {name: sorted(con.execute(f"SELECT * FROM {name}").fetchall(), key=repr) for name in names}
 

@@ -13,8 +13,10 @@ from vaultsync import Vault, sync
 REPO = Path(__file__).resolve().parents[1]
 
 TABLES = {
-    "notes": "SELECT path, kind, content_hash, size, title, frontmatter, tags, aliases, warnings FROM notes ORDER BY id",
-    "chunks": "SELECT note_id, ord, chunk_id, text_id, heading_path, line_start, line_end, kind, links_id FROM chunks ORDER BY id",
+    "notes": ("SELECT path, kind, content_hash, size, title, frontmatter, tags, aliases, warnings"
+              " FROM notes ORDER BY id"),
+    "chunks": ("SELECT note_id, ord, chunk_id, text_id, heading_path, line_start, line_end, kind, links_id"
+               " FROM chunks ORDER BY id"),
     "texts": "SELECT hash FROM texts ORDER BY id",
     "vectors": "SELECT doc_id, embedding FROM search_vectors ORDER BY doc_id",
 }

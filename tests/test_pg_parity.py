@@ -5,7 +5,8 @@ between them, ``ls``, ``read`` of every path ever seen, ``history``, ``export`` 
 and the default mode (single words, phrases, prefixes, CJK pairs, a filter, the validity overlay) give the
 same answers,
 scores within 1e-9; vector search and the default mode fused with vectors give the same chunks with the same
-scores, bit for bit, with pgvector and with the fallback that does without it (the SQLite engine's scores are checked against a fresh FTS5 index by
+scores, bit for bit, with pgvector and with the fallback that does without it (the SQLite engine's scores are checked
+against a fresh FTS5 index by
 tests/test_search_truth.py). Threads reading one store at once answer as one at a time, over several pooled
 connections; the system's PostgreSQL (no pgvector), where installed, falls back to Python vectors by itself
 with the same answers. The servers are tests/pgserver.py's, shared by the session.
@@ -35,7 +36,8 @@ DAY = 86_400_000_000
 
 STATES: list[dict[str, str]] = [
     {
-        "Home.md": "# Home\n\nThe lighthouse keeper logs the tide every morning.\n\n## Links\n\n[[Atlas]] and [[東京]]\n",
+        "Home.md": ("# Home\n\nThe lighthouse keeper logs the tide every morning.\n\n"
+                    "## Links\n\n[[Atlas]] and [[東京]]\n"),
         "Atlas.md": "---\ntags: [project/atlas]\n---\n# Atlas\n\nStorage format notes: the tide table is "
                     "compressed.\n\nMorning standup at nine.\n",
         "東京.md": "# 東京\n\n東京で会議がありました。灯台の記録。\n",

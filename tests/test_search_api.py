@@ -22,9 +22,11 @@ from vaultsync.sync import Plan, write_plan
 from vaultsync.vault import Vault
 
 NOTES = {
-    "Projects/Atlas.md": "---\ntags: [project, project/atlas]\nstatus: active\n---\n# Atlas\n\nBudget review and kickoff.\n\n"
-                         "## Risks\n\nThe budget is tight; e-mail the C++ team.\n",
-    "Projects/Borealis.md": "---\ntags: [project]\nstatus: done\n---\n# Borealis\n\nBudget closed. 東京で会議をした。\n",
+    "Projects/Atlas.md": ("---\ntags: [project, project/atlas]\nstatus: active\n---\n"
+                          "# Atlas\n\nBudget review and kickoff.\n\n"
+                          "## Risks\n\nThe budget is tight; e-mail the C++ team.\n"),
+    "Projects/Borealis.md": ("---\ntags: [project]\nstatus: done\n---\n"
+                             "# Borealis\n\nBudget closed. 東京で会議をした。\n"),
     "Journal/2024-01-01.md": "# Monday\n\nBudget meeting notes, budget again. 서울에서 회의\n",
     "Inbox.md": "# Inbox\n\n- call the plumber about the budget\n",
 }

@@ -64,7 +64,7 @@ x: "<img src=x onerror=alert('fm2')>"
 [[javascript:alert('wiki')]] [[x" onmouseover="alert('attr')]] ![remote](http://example.com/x.png)
 
 <div style="background:url(javascript:alert('css'))">styled</div>
-"""
+"""  # noqa: E501 - the hostile note's lines are kept whole
 
 pytestmark = pytest.mark.slow
 
@@ -421,7 +421,8 @@ def test_a_hostile_note_runs_nothing(page: Watched, server: Server, history: His
             scripts: document.querySelectorAll('script').length,
             handlers: all.filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).length,
             styled: document.querySelectorAll('#note-body [style]').length,
-            embedded: document.querySelectorAll('#note-body svg, #note-body iframe, #note-body img, #note-body object').length,
+            embedded: document.querySelectorAll(
+                '#note-body svg, #note-body iframe, #note-body img, #note-body object').length,
             js: [...document.querySelectorAll('[href], [src]')].filter(e =>
                 /^\\s*(javascript|data|vbscript):/i.test(e.getAttribute('href') || e.getAttribute('src') || '')).length,
         };

@@ -1,4 +1,5 @@
-"""Shared pieces for the watcher tests: a no-thread-leak guard, polling waits, a held debouncer clock, a live CLI process."""
+"""Shared pieces for the watcher tests: a no-thread-leak guard, polling waits, a held debouncer clock, a live CLI
+process."""
 
 from __future__ import annotations
 

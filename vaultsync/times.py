@@ -9,7 +9,8 @@ from typing import Any
 
 from .errors import ConfigError
 
-ACCEPTED = "YYYY-MM-DD (midnight UTC) or ISO 8601 with an explicit offset, e.g. 2024-03-01T12:00:00Z or 2024-03-01T12:00:00+02:00"
+ACCEPTED = ("YYYY-MM-DD (midnight UTC) or ISO 8601 with an explicit offset, e.g. 2024-03-01T12:00:00Z or "
+            "2024-03-01T12:00:00+02:00")
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATETIME = re.compile(

@@ -569,7 +569,8 @@ class Vault:
         return self.write_note(path, content)[0]
 
     def append_to_note(self, path: str, text: str) -> BatchSummary:
-        """Append text to an existing note file in place (nothing another program writes to it is lost), then record it as one batch (as ``create_note``)."""
+        """Append text to an existing note file in place (nothing another program writes to it is lost), then record
+        it as one batch (as ``create_note``)."""
         return self.write_note(path, text, append=True)[0]
 
     def write_note(self, path: str, text: str, *, append: bool = False,

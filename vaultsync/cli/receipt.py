@@ -38,7 +38,8 @@ def verify(obj: Context, source: Any, keystore_path: Path | None, manifest_path:
 
     FILE ('-' or omitted: stdin) holds a receipt, or a whole answer carrying one (a read_note result
     or a search hit: its text is checked against the stored revision too), or a search result or a
-    JSON array of any of those (each is checked). Prints one line per receipt: valid, or why not (bad MAC, unknown key id, purged,
+    JSON array of any of those (each is checked). Prints one line per receipt: valid, or why not (bad MAC, unknown
+    key id, purged,
     content differs from the store, not in this store). Exit status 0 only when every one is valid.
 
     \b

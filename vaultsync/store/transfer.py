@@ -4,7 +4,8 @@ The history goes through the store's contract only, so it works both ways betwee
 (and from one file to another). Each vault is replayed batch by batch, in order, each batch with its own ``known_at``,
 source, detail and caller, and within a batch its revisions in the order they were written: new content goes
 through the parser again (the same text gives the same chunks, links, title and validity; the destination
-embeds with the source's embedder) and renames and deletions are written as such, so every answer at every time (read, ls, history, changes, export,
+embeds with the source's embedder) and renames and deletions are written as such, so every answer at every time
+(read, ls, history, changes, export,
 search) is the source's. The file states (what lets the next sync skip unchanged files) and the git
 commits already imported follow.
 
