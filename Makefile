@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test deps compat-doc test-semantic bench bundle clean browser lint
+.PHONY: demo test deps compat-doc test-semantic bench bundle clean browser lint check
 
 # The installs use uv (from PyPI, into .venv): it fetches and unpacks in parallel, about 15 s here for what pip took
 # 60-90 s over, which is most of what `make test` on a fresh clone spent before the first test. Only these
@@ -54,6 +54,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# The fast tier: everything but the corpus replays, PostgreSQL, the browser, the other MCP clients and the slow
+# tests (markers: pyproject.toml, given by fixture in tests/conftest.py). `make test` runs everything.
+CHECK_MARKERS := not corpus and not pg and not browser and not client and not slow
+check: $(STAMP)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
 
 deps:
 	@$(MAKE) --no-print-directory -j4 -O $(STAMP) $(CLIENTS) browser

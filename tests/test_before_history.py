@@ -170,6 +170,7 @@ async def test_mcp_tools_say_before_history(history: tuple[Path, Path]) -> None:
             assert "forgot its history before 2024-06-15T00:00:00Z" in refused
 
 
+@pytest.mark.pg
 def test_on_postgresql(tmp_path: Path) -> None:
     """The same answers from the PostgreSQL engine (its view is the SQLite one's, on its own connection)."""
     import pgserver

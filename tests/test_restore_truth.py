@@ -26,7 +26,7 @@ def test_restore_50_notes_to_50_moments_matches_git(help_corpus: HelpCorpus, hel
                                                       tmp_path: Path) -> None:
     db = copy_db(help_replayed.db, tmp_path / "restore.db")
     root = tmp_path / "help"
-    shutil.copytree(help_corpus.work / "help", root, symlinks=True)
+    shutil.copytree(help_replayed.root, root, symlinks=True)
     truth = Truth(help_corpus.env, SELECTION, replayed_path)
     rng = random.Random(SEED)
     times = help_replayed.commit_times

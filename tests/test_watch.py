@@ -103,7 +103,7 @@ def test_folder_rename_move_out_and_new_nested_folders(vault: Vault, vault_dir: 
     assert [r.kind for r in vault.history("Inbox.md")] == ["created"]
 
 
-def test_burst_of_1000_new_files_is_a_few_batches(vault: Vault, vault_dir: Path, debounce_clock: HeldClock) -> None:
+def test_burst_of_1000_new_files_is_a_few_batches(vault: Vault, vault_dir: Path, debounce_clock: HeldClock) -> None:  # noqa: F811
     """Events that come faster than the quiet period coalesce: the debouncer's clock is held while the
     files are written (a slow machine cannot split the burst by taking longer than the maximum wait)."""
     seen: list[BatchSummary] = []
