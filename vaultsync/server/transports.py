@@ -315,9 +315,8 @@ def http_app(mcp: MCPServer, host: str, port: int, *, token: str | None, limit: 
     if token is not None or verifier is not None:
         shown = f"[{host}]" if ":" in host else host
         base = f"{'https' if tls else 'http'}://{shown}:{port}"
-        # (the ignore below) str URLs: pydantic validates them
-        auth = AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp",  # type: ignore[arg-type]
-                            validate_token_resource=False, required_scopes=["vault"])
+        auth = AuthSettings.model_validate({"issuer_url": base, "resource_server_url": f"{base}/mcp",
+                                            "validate_token_resource": False, "required_scopes": ["vault"]})
         if verifier is None:
             assert token is not None
             verifier = StaticTokenVerifier(token)

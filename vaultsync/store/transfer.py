@@ -109,9 +109,8 @@ def _copy_purges(src: Engine, dst: Engine, stored: StoredVault) -> None:
     """The vault's purge records, oldest first, after its history (see the module docstring)."""
     if not src.purge_count(stored.id):
         return
-    # (the ignore below) both engines' own database (not in the contract)
-    rows = src.db.query(f"SELECT {PURGE_COLUMNS} FROM purges WHERE vault_id = ? ORDER BY id",  # type: ignore[attr-defined]
-                        (stored.id,))
+    db = src.db  # type: ignore[attr-defined]  # both engines' own database (not in the contract)
+    rows = db.query(f"SELECT {PURGE_COLUMNS} FROM purges WHERE vault_id = ? ORDER BY id", (stored.id,))
     dst_id = dst.vault(stored.name).id  # type: ignore[union-attr]  # _copy_vault registered it
     with dst.db.atomic() as con:  # type: ignore[attr-defined]  # both engines' own database (not in the contract)
         for row in rows:
