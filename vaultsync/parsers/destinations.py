@@ -4,7 +4,7 @@ Parsing a note spends a large share of its time on Markdown links (the Hub's not
 most of them long URLs): markdown-it-py reads a destination one character at a time and normalizes every one
 of them through ``mdurl``'s parse, format and encode. Here a run of ordinary characters is one regex step, and
 a destination that normalizing would leave unchanged is recognised by a pattern and returned as it is.
-Everything else goes through markdown-it's own code, so the results are the same; ``tests/test_destinations.py``
+Everything else goes through markdown-it's own code, so the results are the same; ``tests/parsers/test_destinations.py``
 checks that against markdown-it on generated and real destinations.
 """
 

@@ -2,7 +2,7 @@
 
 Two engines implement it: SQLite (``vaultsync.store.Store`` with ``BatchWriter``, ``View`` and
 ``WriterLock``) and PostgreSQL (``vaultsync.store.pg``: ``PgStore``, ``PgView``, ``PgWriterLock``); the
-contract tests (``tests/test_store_contract.py``) run on both. Everything above the store
+contract tests (``tests/store/test_store_contract.py``) run on both. Everything above the store
 (``sync``, ``Vault``, the watcher, the server, hardened mode) uses only what is declared here; the tests
 check that the SQLite classes match these signatures.
 
