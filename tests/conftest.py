@@ -580,5 +580,5 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.fixture(params=sorted(ENGINES))
 def open_engine(request: pytest.FixtureRequest) -> Callable[..., object]:
-    """Opens a store of each engine (tests/support/engines.py; one engine today): the store's behaviour tests take this."""
+    """Opens a store of each engine (tests/support/engines.py): the store's behaviour tests take this."""
     return ENGINES[request.param]

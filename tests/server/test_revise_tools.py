@@ -1,6 +1,6 @@
 """Writes that know what they overwrite, through the official MCP client against the real server with writes
-allowed (in this process; tests/server/test_mcp_stdio.py runs ``serve --allow-writes`` as a subprocess): expected_revision,
-edit_note, restore_note; then ``undo`` of the batch an
+allowed (in this process; tests/server/test_mcp_stdio.py runs ``serve --allow-writes`` as a subprocess):
+expected_revision, edit_note, restore_note; then ``undo`` of the batch an
 assistant wrote, and its refusal when the note changed since."""
 
 from __future__ import annotations

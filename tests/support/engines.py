@@ -34,7 +34,7 @@ ENGINES: dict[str, Opener] = {"sqlite": _sqlite}
 
 
 def _postgres(path: str | os.PathLike[str], **options: Any) -> Engine:
-    """A fresh schema on this process's test server (tests/support/pgserver.py) for a path; a connection string as is."""
+    """A fresh schema on this process's test server (support/pgserver.py) for a path; a connection string as is."""
     import pytest
 
     from support import pgserver

@@ -1,4 +1,5 @@
-"""Git's answers about the Obsidian Help history (replay_history.py, git cat-file) and the helpers that compare vaultsync's reads with them."""
+"""Git's answers about the Obsidian Help history (replay_history.py, git cat-file) and the helpers that compare
+vaultsync's reads with them."""
 
 from __future__ import annotations
 
