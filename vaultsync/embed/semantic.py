@@ -68,7 +68,7 @@ class MiniLMEmbedder(Embedder):
     mixed (anchor MRR@10 +0.012, known-item −0.015) while a search of the current state at 133k chunks
     takes p50 74.9 ms fused against 11.3 ms (the target is 60 ms): the vector scan of every current
     vector. Its vectors serve ``--mode vector`` (meaning, not words). ``bench_quality.py --embedder
-    minilm --fuse`` and ``bench_search.py --embedder minilm`` measure both (README)."""
+    minilm --fuse`` and ``bench_search.py --embedder minilm`` measure both (docs/performance.md)."""
 
     spin = False
     """Whether onnxruntime's idle intra-op threads spin-wait for work (its default, off here): with two
