@@ -1,6 +1,6 @@
 """The ``restore`` and ``undo`` commands: bring notes back, thin doors over ``vaultsync.restore``.
 
-``cli.py`` adds ``COMMANDS`` to its group; this module does not import ``cli.py``.
+``commands.py`` adds ``COMMANDS`` to its group; this module does not import ``commands.py``.
 """
 
 from __future__ import annotations

@@ -220,7 +220,9 @@ class Guard:
 
     def _listed(self, result: HandlerResult, caller: Caller) -> HandlerResult:
         assert self.rules is not None
-        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(result, dict):
+            return result
+        tools = result.get("tools")
         if not isinstance(tools, list):
             return result
         shown = [t for t in tools if refusal(self.rules, self.same_as.get(str(t.get("name")), str(t.get("name"))),
