@@ -25,8 +25,8 @@ import pytest
 from conftest import invoke, run_cli
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp_helpers import sc
-from watch_helpers import WatchProcess, wait_until
+from support.mcp_helpers import sc
+from support.watch_helpers import WatchProcess, wait_until
 
 from vaultsync import Vault
 from vaultsync.disk.digest import content_hash

@@ -32,7 +32,7 @@ QUIET = {"step_ms": 20000, "debounce_ms": 60000, "reconcile_s": 0}
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "db" / "vaultsync.db")
-    pgserver = pytest.importorskip("pgserver")
+    pgserver = pytest.importorskip("support.pgserver")
     try:
         return pgserver.shared().fresh("handoff")
     except pgserver.Unavailable as exc:
@@ -220,9 +220,9 @@ def test_a_real_watcher_on_postgresql_carries_out_a_cli_restore(tmp_path: Path) 
     import sys
 
     from conftest import invoke
-    from watch_helpers import WatchProcess
+    from support.watch_helpers import WatchProcess
 
-    pgserver = pytest.importorskip("pgserver")
+    pgserver = pytest.importorskip("support.pgserver")
     try:
         dsn = pgserver.shared().fresh("handoffwatch")
     except pgserver.Unavailable as exc:
@@ -329,9 +329,9 @@ def test_a_watcher_on_postgresql_killed_mid_restore_leaves_it_whole_or_not_at_al
     import sys
 
     from conftest import invoke
-    from watch_helpers import WatchProcess, wait_until
+    from support.watch_helpers import WatchProcess, wait_until
 
-    pgserver = pytest.importorskip("pgserver")
+    pgserver = pytest.importorskip("support.pgserver")
     try:
         dsn = pgserver.shared().fresh("handoffkill")
     except pgserver.Unavailable as exc:
@@ -391,7 +391,7 @@ async def test_serve_watch_holding_the_vault_carries_out_a_cli_undo(tmp_path: Pa
     from conftest import invoke
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
-    from mcp_helpers import sc, watching
+    from support.mcp_helpers import sc, watching
 
     root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"
     root.mkdir()
