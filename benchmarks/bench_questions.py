@@ -165,7 +165,8 @@ def main() -> None:
         for mode, r in by_mode.items():
             lines.append(f"| {set_name} | {labels.get(mode, mode)} | {r['n']} | {r['@1']:.3f} | {r['@3']:.3f} | "
                          f"{r['@10']:.3f} | {r['mrr@10']:.3f} | {r['p50_ms']} | {r['p95_ms']} |")
-    md = ("Everyday questions (`tune`: weights and model were chosen on it; `held-out`: only measured) beside the known-item and link/alias sets; embedder `{args.embedder}`"
+    md = ("Everyday questions (`tune`: weights and model were chosen on it; `held-out`: only measured) beside the "
+          f"known-item and link/alias sets; embedder `{args.embedder}`"
           f"{' (fused by force)' if args.fuse else ''}; note level; latency in-process, machine shared with other "
           "work.\n\n" + "\n".join(lines) + "\n")
     save(args.name, {"results": results, "per_item": per_item, "embedder": args.embedder,

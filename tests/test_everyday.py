@@ -1,0 +1,63 @@
+"""Questions in everyday words: function words stop weighing as content in the default mode; phrases keep theirs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vaultsync.store.search.everyday import content, everyday
+from vaultsync.tokenizer import parse_query
+from vaultsync.vault import Vault
+
+
+def weighed(query: str) -> list[str]:
+    return [p.text for p in content(parse_query(query)).phrases]
+
+
+def test_a_question_weighs_only_its_content_words() -> None:
+    assert weighed("how do I get back a note I deleted by accident") == ["back", "note", "deleted", "accident"]
+    assert weighed("can I put two notes side by side") == ["put", "two", "notes", "side", "side"]
+    assert weighed("I don't want one folder to be synced") == ["one", "folder", "synced"]
+
+
+@pytest.mark.parametrize("query", [
+    "project kickoff",                      # a keyword search
+    "my notes",                             # too short to be a question
+    "list of keyboard shortcuts for text",  # no question or person cue: as typed
+    "what is it you are",                   # nothing but function words: as typed
+    "知道 我的 笔记 在哪里",                  # not English: as typed
+])
+def test_other_queries_stay_as_typed(query: str) -> None:
+    assert content(parse_query(query)) == parse_query(query)
+
+
+def test_a_quoted_phrase_and_a_prefix_are_kept_whole() -> None:
+    assert weighed('how do I write "the end" in my*') == ["write", "the end", "my"]
+    assert everyday(parse_query("where did my notes go"))
+    assert not everyday(parse_query("notes go"))
+
+
+def _vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    root.mkdir()
+    # a first-person FAQ: the question's function words, over and over
+    (root / "FAQ.md").write_text("# FAQ\n\nI have a question. How do I do it? Can I do it if I am on my phone? "
+                                 "I think I can, and I do it by myself when I get to it.\n", encoding="utf-8")
+    (root / "Trash.md").write_text("# Trash\n\nA deleted note goes to the trash. Restore the note from there, "
+                                   "or bring it back from a snapshot if it was deleted by accident.\n", encoding="utf-8")
+    for i in range(6):  # enough other notes that the FAQ's function words are rare, as in a real vault
+        (root / f"Topic {i}.md").write_text(f"# Topic {i}\n\nPlain text about topic number {i} and nothing else.\n",
+                                            encoding="utf-8")
+    return root
+
+
+def test_the_default_mode_finds_the_note_a_question_asks_for(tmp_path: Path) -> None:
+    root = _vault(tmp_path)
+    question = "how do I get back a note I deleted by accident"
+    with Vault.open(tmp_path / "db.sqlite", root=root) as vault:
+        vault.sync()
+        assert vault.search(question, mode="keyword").hits[0]["path"] == "FAQ.md"  # "I", "do", "how" weigh as content
+        assert vault.search(question).hits[0]["path"] == "Trash.md"
+        # a remembered phrase, function words and all, still finds the note that holds it first
+        assert vault.search("I think I can").hits[0]["path"] == "FAQ.md"
