@@ -31,7 +31,7 @@ from pathlib import Path
 root, db = Path(sys.argv[1]), sys.argv[2]
 started = time.perf_counter()
 try:
-    from vaultsync.folder import scan
+    from vaultsync.disk.folder import scan
     from vaultsync.store import Store
     from vaultsync.sync import Plan, write_plan
 except ImportError:  # before the store boundary: sync.apply on a Store without indexers

@@ -29,7 +29,7 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     hub = clone("obsidian-hub.bundle", args.work / "obsidian-hub")
 
-    from vaultsync.folder import Present, decode, scan
+    from vaultsync.disk.folder import Present, decode, scan
     from vaultsync.parsers import parse_note
     from vaultsync.parsers.engine import MD
 

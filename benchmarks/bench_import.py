@@ -41,7 +41,7 @@ PARSE_ONLY = """
 import json, sys, time
 from pathlib import Path
 from vaultsync.parsers import parse_note
-from vaultsync.folder import Present, decode, scan
+from vaultsync.disk.folder import Present, decode, scan
 started = time.perf_counter()
 found, errors = scan(Path(sys.argv[1]))
 notes = chunks = size = 0
@@ -56,7 +56,7 @@ print(json.dumps({"seconds": time.perf_counter() - started, "notes": notes, "chu
 CORE_ONLY = """
 import json, sys, time
 from pathlib import Path
-from vaultsync.folder import scan
+from vaultsync.disk.folder import scan
 from vaultsync.store import Store
 from vaultsync.sync import Plan, write_plan
 started = time.perf_counter()

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from vaultsync.folder import scan
+from vaultsync.disk.folder import scan
 from vaultsync.parsers import parse_note
 from vaultsync.store import Store
 from vaultsync.sync import Plan

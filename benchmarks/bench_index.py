@@ -18,7 +18,7 @@ from pathlib import Path
 from common import clone, machine, save
 from vaultsync.gitimport import GitHistory
 from vaultsync.parsers import parse_note
-from vaultsync.folder import Present, scan
+from vaultsync.disk.folder import Present, scan
 from vaultsync.vault import Vault
 
 

@@ -27,7 +27,7 @@ from common import clone, machine, save
 from search_truth import fresh_keyword, split_export
 from vaultsync.store.codec import content_key as doc_hash
 from vaultsync.store.search.keyword import bm25, idf, phrase_freqs
-from vaultsync.tokenizer import parse_query
+from vaultsync.embed.tokenizer import parse_query
 from vaultsync.vault import Vault
 
 TOP = 5

@@ -241,7 +241,7 @@ def main() -> None:
         sets = {k: random.Random(7).sample(v, min(args.sample, len(v))) for k, v in sets.items()}
     modes = args.modes.split(",")
     if args.fuse:
-        from vaultsync import embedders
+        from vaultsync.embed import embedders
 
         made = embedders.EMBEDDERS[args.embedder]
         embedders.EMBEDDERS[args.embedder] = lambda: _fusing(made())

@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from vaultsync import vaultfs
-from vaultsync.folder import MAX_FILE_BYTES, scan
+from vaultsync.disk import vaultfs
+from vaultsync.disk.folder import MAX_FILE_BYTES, scan
 
 ROOT = Path(__file__).resolve().parent.parent
 HUB = ROOT.parent / "shared" / "corpora" / "obsidian-hub.bundle"

@@ -51,7 +51,7 @@ from typing import Any
 
 from common import CORPORA, REPO, clone, machine, save, summary_ms
 
-from vaultsync.events import count_folders
+from vaultsync.live.events import count_folders
 from vaultsync.vault import Vault
 
 WORK = REPO / "benchmarks" / "work" / "scale"

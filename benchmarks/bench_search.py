@@ -33,7 +33,7 @@ from vaultsync.store.codec import unpack
 from vaultsync.store.search.embedding import query_embedder
 from vaultsync.store.search.snapshot import export_rows, take
 from vaultsync.sync import Plan, write_plan
-from vaultsync.tokenizer import TOKENIZE, parse_query
+from vaultsync.embed.tokenizer import TOKENIZE, parse_query
 from vaultsync.vault import Vault
 
 

@@ -35,9 +35,9 @@ SEED = 10
 
 def sample_texts(root: Path, chunks: int) -> list[list[str]]:
     """Whole notes' indexed texts, notes drawn at random until ``chunks`` texts."""
-    from vaultsync.folder import Present, decode, scan
+    from vaultsync.disk.folder import Present, decode, scan
     from vaultsync.parsers import parse_note
-    from vaultsync.tokenizer import indexable, indexed_text
+    from vaultsync.embed.tokenizer import indexable, indexed_text
 
     found, _ = scan(root)
     paths = sorted(p for p, obs in found.items() if isinstance(obs, Present))
@@ -60,7 +60,7 @@ def sample_texts(root: Path, chunks: int) -> list[list[str]]:
 def child(config: str, texts_file: str, vectors_file: str) -> None:
     import numpy as np
 
-    from vaultsync.semantic import MiniLMEmbedder
+    from vaultsync.embed.semantic import MiniLMEmbedder
 
     threads, per_run = (int(x) for x in config.rstrip("s").split("x"))
     notes = json.loads(Path(texts_file).read_text(encoding="utf-8"))
@@ -83,7 +83,7 @@ def child(config: str, texts_file: str, vectors_file: str) -> None:
 
 def query_child(queries_file: str) -> None:
     """The query path: a default-threads embedder (as a search does), one short query at a time."""
-    from vaultsync.semantic import MiniLMEmbedder
+    from vaultsync.embed.semantic import MiniLMEmbedder
 
     queries = json.loads(Path(queries_file).read_text(encoding="utf-8"))
     embedder = MiniLMEmbedder()

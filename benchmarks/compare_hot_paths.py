@@ -24,9 +24,9 @@ from common import CORPORA, REPO, clone
 CHILD = r"""
 import hashlib, json, random, sys, time
 from pathlib import Path
-from vaultsync.embedders import HashEmbedder, quantize
+from vaultsync.embed.embedders import HashEmbedder, quantize
 from vaultsync.store.search.snippets import snippet
-from vaultsync.tokenizer import normalize, parse_query
+from vaultsync.embed.tokenizer import normalize, parse_query
 root, queries_file, rounds = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 texts = [normalize(p.read_text(encoding="utf-8", errors="replace")) for p in sorted(root.rglob("*.md"))]
 queries = [json.loads(line)["query"] for line in queries_file.read_text(encoding="utf-8").splitlines()[:200]]

@@ -52,10 +52,10 @@ def library_import(hub: Path, db: Path) -> None:
 
 
 def worker_steps(hub: Path) -> None:
-    from vaultsync.embedders import HashEmbedder, quantize
-    from vaultsync.folder import Present, decode, scan
+    from vaultsync.embed.embedders import HashEmbedder, quantize
+    from vaultsync.disk.folder import Present, decode, scan
     from vaultsync.parsers import parse_note
-    from vaultsync.tokenizer import indexable, indexed_text
+    from vaultsync.embed.tokenizer import indexable, indexed_text
 
     found, _ = scan(hub)
     notes = [(decode(obs.read()), path) for path, obs in sorted(found.items()) if isinstance(obs, Present)]

@@ -83,7 +83,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 #
 # A test marked ``@pytest.mark.capabilities_off("no-dir-fd", ...)`` runs once as the machine is ("full") and once
 # per named profile, with ``VAULTSYNC_CAPABILITIES_OFF`` set for this process and every subprocess it starts (the
-# server, the CLI, a watcher): vaultsync.capabilities then reports those capabilities absent and every caller
+# server, the CLI, a watcher): vaultsync.disk.capabilities then reports those capabilities absent and every caller
 # takes its other path. Nothing inside vaultsync is patched. Where a promise is weaker on that path the test
 # asserts the weaker promise, naming it (``weaker(...)``).
 
@@ -113,7 +113,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(autouse=True)
 def capability_profile(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
     """The capability profile this test runs under ("full" unless parametrized by ``capabilities_off``)."""
-    from vaultsync import capabilities
+    from vaultsync.disk import capabilities
 
     profile = getattr(request, "param", "full")
     if profile == "full":

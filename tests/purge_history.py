@@ -25,7 +25,7 @@ import apsw
 
 from vaultsync.store import codec
 from vaultsync.store.purge import MARKER
-from vaultsync.tokenizer import TOKENIZE, normalize
+from vaultsync.embed.tokenizer import TOKENIZE, normalize
 from vaultsync.vault import Vault
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

@@ -7,7 +7,7 @@ from typing import Any
 
 import apsw
 
-from vaultsync.embedders import Embedder, quantize
+from vaultsync.embed.embedders import Embedder, quantize
 from vaultsync.store.db import connect
 
 
@@ -98,7 +98,7 @@ def whole_phrase(query: str) -> str | None:
     """The FTS5 phrase of the whole query, its phrases in order (``"a b" + "c" *``), written independently of
     ``signals.QueryTokens.whole``; None for a query of fewer than two tokens."""
     from vaultsync.store.search.signals import tokens
-    from vaultsync.tokenizer import parse_query
+    from vaultsync.embed.tokenizer import parse_query
 
     phrases = parse_query(query).phrases
     if sum(len(tokens(p.text)) for p in phrases) < 2:
@@ -115,7 +115,7 @@ def fresh_default(header: dict[str, Any], chunks: list[dict[str, Any]], query: s
     of their exported ``indexed_text``. ``index``: a fresh index already built over these chunks, to reuse."""
     from vaultsync.store.search.engine import CANDIDATES
     from vaultsync.store.search.signals import POOL, QueryTokens, combine, signals
-    from vaultsync.tokenizer import parse_query
+    from vaultsync.embed.tokenizer import parse_query
 
     parsed = parse_query(query)
     pool: list[tuple[str, str, float]] = []

@@ -1,4 +1,4 @@
-"""An append writes in place (``vaultsync.appendfs``): what another program writes to the note, through
+"""An append writes in place (``vaultsync.disk.appendfs``): what another program writes to the note, through
 a descriptor it opened before, during or after the append, is never lost.
 
 The old append swapped a temp file in for the note; a program holding the note open (an editor, a
@@ -19,8 +19,9 @@ import pytest
 from mcp import Client
 
 from mcp_helpers import sc
-from vaultsync import Vault, appendfs
-from vaultsync.edit import append_file
+from vaultsync import Vault
+from vaultsync.disk import appendfs
+from vaultsync.disk.edit import append_file
 from vaultsync.errors import PathError, RevisionMismatch
 from vaultsync.revisions import expecting, revision_of
 from vaultsync.server import ServeConfig, build_server
@@ -234,7 +235,7 @@ def test_a_note_with_another_hard_link_is_refused(tmp_path: Path) -> None:
 
 SHORT_WRITE = """
 import os, resource, signal, sys
-from vaultsync.edit import append_file
+from vaultsync.disk.edit import append_file
 from vaultsync.errors import PathError
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the limit, write() returns short, then fails with EFBIG
 resource.setrlimit(resource.RLIMIT_FSIZE, (len("# Big\\n") + 10, resource.RLIM_INFINITY))

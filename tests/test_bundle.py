@@ -40,7 +40,7 @@ def unpacked(tmp_path_factory: pytest.TempPathFactory) -> Path:
                    timeout=300)
     with zipfile.ZipFile(bundle) as packed:
         names = set(packed.namelist())
-    assert {"manifest.json", "main.py", "pyproject.toml", "vaultsync/__init__.py", "vaultsync/cli.py"} <= names
+    assert {"manifest.json", "main.py", "pyproject.toml", "vaultsync/__init__.py", "vaultsync/cli/commands.py"} <= names
     assert not any("__pycache__" in n for n in names)
     out = work / "unpacked"
     subprocess.run([str(MCPB), "unpack", str(bundle), str(out)], check=True, capture_output=True, timeout=120)

@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-from vaultsync import capabilities
+from vaultsync.disk import capabilities
 from vaultsync.errors import ConfigError
 
 # Run before vaultsync is imported: the OS has neither O_NOFOLLOW nor O_DIRECTORY, and vaultsync's own code cannot
@@ -33,8 +33,8 @@ builtins.__import__ = _no_fcntl
 
 def test_importing_every_door_needs_no_capability() -> None:
     code = WINDOWS_LIKE + """
-import vaultsync.cli, vaultsync.server, vaultsync.vaultfs, vaultsync.watcher, vaultsync.edit, vaultsync.store.lock
-from vaultsync import capabilities
+import vaultsync.cli, vaultsync.server, vaultsync.disk.vaultfs, vaultsync.live.watcher, vaultsync.disk.edit, vaultsync.store.lock
+from vaultsync.disk import capabilities
 from vaultsync.errors import ConfigError
 caps = capabilities.current()
 print(caps.no_follow, caps.o_directory, caps.dir_fd, caps.lock)
@@ -51,7 +51,7 @@ def test_a_vault_imports_reads_and_appends_with_those_capabilities_gone(tmp_path
     (root / "a.md").write_text("# A\n", encoding="utf-8")
     code = WINDOWS_LIKE + f"""
 from vaultsync import Vault
-from vaultsync.edit import append_file, create_file
+from vaultsync.disk.edit import append_file, create_file
 with Vault.open({str(tmp_path / 'db')!r}, root={str(root)!r}) as vault:
     vault.sync()
     append_file({str(root)!r}, "a.md", "more")

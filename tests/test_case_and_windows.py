@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from vaultsync import Vault, capabilities, vaultfs
-from vaultsync.edit import append_file, create_file
+from vaultsync import Vault
+from vaultsync.disk import capabilities, vaultfs
+from vaultsync.disk.edit import append_file, create_file
 from vaultsync.errors import ConfigError, PathError
 
 
@@ -127,7 +128,7 @@ def test_a_unc_vault_folder_is_refused_unless_allowed(monkeypatch: pytest.Monkey
 def test_the_watcher_records_a_case_only_rename_as_one_rename(tmp_path: Path, folding) -> None:
     from watch_helpers import wait_until
 
-    from vaultsync.watcher import Watcher
+    from vaultsync.live.watcher import Watcher
 
     root = vault_with(tmp_path, {"note.md": "# Note\n\nbody\n"})
     summaries = []

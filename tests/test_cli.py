@@ -101,7 +101,7 @@ def test_read_only_commands_never_create_a_database(tmp_path: Path, args: list[s
 def test_library_errors_are_shown_in_the_command_lines_words(tmp_path: Path) -> None:
     """The library names the argument an error is about and the operation that fixes it, never a flag or
     a command; the command line adds its own option and command for them."""
-    from vaultsync.cli_base import message
+    from vaultsync.cli.base import message
     from vaultsync.errors import ConfigError, ProviderError, StoreError
 
     missing = tmp_path / "missing.db"

@@ -11,7 +11,7 @@ import pytest
 from markdown_it import MarkdownIt, helpers
 from markdown_it.common.normalize_url import normalizeLink
 
-from vaultsync.folder import decode
+from vaultsync.disk.folder import decode
 from vaultsync.parsers import parse_note
 from vaultsync.parsers.destinations import normalize_link, parse_link_destination
 from vaultsync.parsers.engine import MD

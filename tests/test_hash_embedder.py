@@ -12,8 +12,8 @@ import apsw
 import pytest
 
 from vaultsync import Vault
-from vaultsync.embedders import HashEmbedder, quantize
-from vaultsync.tokenizer import normalize
+from vaultsync.embed.embedders import HashEmbedder, quantize
+from vaultsync.embed.tokenizer import normalize
 
 FIXTURES = Path(__file__).parent / "fixtures" / "release_db"
 NOTES = Path(__file__).resolve().parents[1] / "notes"
@@ -100,7 +100,7 @@ def test_quantized_vectors_depend_on_the_text_not_the_order_of_work() -> None:
 def test_quantized_straight_from_the_counts_are_the_bytes_of_quantize(monkeypatch: pytest.MonkeyPatch) -> None:
     """``embed_quantized`` (what the index stores, without the float vectors) gives ``quantize`` of each vector
     byte for byte, through a full table cache too."""
-    from vaultsync import embedders
+    from vaultsync.embed import embedders
 
     found = texts()
     embedder = HashEmbedder()

@@ -1,6 +1,6 @@
 """The package imports cleanly: no import cycles, and ``vaultsync --help`` loads no heavy dependency.
 
-Three independent checks (issue 8, item 4):
+Four independent checks (issue 8, item 4; the layering, issue 35):
 
 - every module of ``vaultsync`` imported first, on its own, in a fresh interpreter state (one child
   process that clears every ``vaultsync*`` entry of ``sys.modules`` before each import), so a cycle
@@ -9,6 +9,8 @@ Three independent checks (issue 8, item 4):
   no strongly connected component may hold more than one module; and the same for the whole graph,
   imports inside functions and under ``if TYPE_CHECKING:`` included (issue 18: a lazy or type-only
   import still ties two modules together), printed by the test;
+- the layering between the parts (``disk/`` never imports ``store/``, nothing but ``__main__`` imports
+  ``cli/``…: ``FORBIDDEN``, ``ONLY_IMPORTED_BY``), on the same graph;
 - the modules ``python -X importtime -m vaultsync --help`` imports, by name (never by time).
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -64,9 +67,9 @@ def test_every_module_imports_first_in_a_fresh_state() -> None:
 # ---------------------------------------------------------------- static import graph
 
 
-def _module_files() -> Iterator[tuple[str, Path]]:
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _module_files(package_dir: Path = PACKAGE_DIR) -> Iterator[tuple[str, Path]]:
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = list(path.relative_to(package_dir.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         yield ".".join(parts), path
@@ -93,14 +96,14 @@ def _imports(tree: ast.Module, deferred: bool, typing: bool = False) -> Iterator
             todo.extend(ast.iter_child_nodes(node))
 
 
-def import_graph(deferred: bool = False, typing: bool = False) -> dict[str, set[str]]:
+def import_graph(deferred: bool = False, typing: bool = False, package_dir: Path = PACKAGE_DIR) -> dict[str, set[str]]:
     """vaultsync module -> the vaultsync modules its module-level code imports.
 
     With ``deferred``, imports inside functions count too; with ``typing``, those under ``if TYPE_CHECKING:``. Importing ``a.b.c`` runs the ``__init__`` of
     ``a.b`` first, so a target's enclosing packages are targets too (except the importer's own, which
     are already being imported when it runs).
     """
-    files = dict(_module_files())
+    files = dict(_module_files(package_dir))
     graph: dict[str, set[str]] = {name: set() for name in files}
     for name, path in files.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -190,7 +193,7 @@ def test_the_static_graph_sees_a_cycle() -> None:
 
 def test_no_module_level_import_cycles() -> None:
     graph = import_graph()
-    assert "vaultsync.cli_search" in graph and graph["vaultsync.cli"], "the graph found no imports"
+    assert "vaultsync.cli.search" in graph and graph["vaultsync.cli"], "the graph found no imports"
     cycles = [" -> ".join(a_cycle(graph, c)) + f"   (component: {', '.join(c)})" for c in strongly_connected(graph)]
     assert not cycles, "module-level import cycles:\n  " + "\n  ".join(cycles)
 
@@ -268,6 +271,78 @@ def test_the_scan_sees_a_type_checking_import(tmp_path: Path) -> None:
     assert found(deferred=False) == ["typing"]
     assert found(deferred=True) == ["b", "typing"]
     assert found(deferred=True, typing=True) == ["a", "b", "typing"]
+
+
+# ---------------------------------------------------------------- layering: which part may import which
+
+LOW_LEVEL = {"vaultsync.server", "vaultsync.cli", "vaultsync.live", "vaultsync.ui", "vaultsync.hardened",
+             "vaultsync.vault", "vaultsync.sync", "vaultsync.restore", "vaultsync.gitimport"}
+FORBIDDEN: dict[str, set[str]] = {
+    # the folder on disk knows nothing of the history kept of it
+    "vaultsync.disk": LOW_LEVEL | {"vaultsync.store", "vaultsync.embed"},
+    # parsing is a pure function of a note's text
+    "vaultsync.parsers": LOW_LEVEL | {"vaultsync.store", "vaultsync.disk", "vaultsync.embed"},
+    # embedders and the tokenizer turn text into vectors and tokens; the store calls them, never the reverse
+    "vaultsync.embed": LOW_LEVEL | {"vaultsync.store", "vaultsync.disk"},
+    # the store is a contract two engines implement; the doors and the live side are built on it
+    "vaultsync.store": LOW_LEVEL,
+}
+"""part -> the parts it must never import (lazily or for typing either)."""
+ONLY_IMPORTED_BY: dict[str, set[str]] = {"vaultsync.cli": {"vaultsync.__main__"}}
+"""part -> the only other parts that may import it (the command line is a leaf: nothing builds on it)."""
+
+
+def layering_violations(parts: dict[str, set[str]]) -> list[str]:
+    """Each import between parts (a ``package_graph``) that goes the wrong way, as ``"a -> b (rule)"``."""
+    found = []
+    for part, targets in sorted(parts.items()):
+        for target in sorted(targets & FORBIDDEN.get(part, set())):
+            found.append(f"{part} -> {target} ({part} never imports {target})")
+        for target in sorted(targets):
+            allowed = ONLY_IMPORTED_BY.get(target)
+            if allowed is not None and part not in allowed:
+                found.append(f"{part} -> {target} (only {', '.join(sorted(allowed))} may import {target})")
+    return found
+
+
+def test_the_layers_hold() -> None:
+    """The tree is the architecture: no part imports one it sits under (every import counted)."""
+    parts = package_graph(import_graph(deferred=True, typing=True))
+    assert set(FORBIDDEN) | set(ONLY_IMPORTED_BY) <= set(parts), "a layered part is missing from the graph"
+    found = layering_violations(parts)
+    assert not found, "imports against the layering:\n  " + "\n  ".join(found)
+
+
+def test_the_layering_check_sees_a_wrong_way_import() -> None:
+    """The checker itself, on a made-up graph: each kind of wrong-way import is named, the right ways are not."""
+    parts = {"vaultsync.disk": {"vaultsync.errors", "vaultsync.store"}, "vaultsync.parsers": {"vaultsync.disk"},
+             "vaultsync.embed": {"vaultsync.store"}, "vaultsync.store": {"vaultsync.disk", "vaultsync.server"},
+             "vaultsync.server": {"vaultsync.store", "vaultsync.cli"}, "vaultsync.__main__": {"vaultsync.cli"},
+             "vaultsync.cli": {"vaultsync.store"}}
+    assert layering_violations(parts) == [
+        "vaultsync.disk -> vaultsync.store (vaultsync.disk never imports vaultsync.store)",
+        "vaultsync.embed -> vaultsync.store (vaultsync.embed never imports vaultsync.store)",
+        "vaultsync.parsers -> vaultsync.disk (vaultsync.parsers never imports vaultsync.disk)",
+        "vaultsync.server -> vaultsync.cli (only vaultsync.__main__ may import vaultsync.cli)",
+        "vaultsync.store -> vaultsync.server (vaultsync.store never imports vaultsync.server)",
+    ]
+
+
+def test_a_planted_wrong_way_import_fails_the_layering(tmp_path: Path) -> None:
+    """A copy of the package with one module planted in ``disk/`` that imports the store lazily (inside a
+    function): the scan of the real files finds it and names it."""
+    copy = tmp_path / "vaultsync"
+    shutil.copytree(PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__", "static", "models"))
+    assert not layering_violations(package_graph(import_graph(deferred=True, typing=True, package_dir=copy)))
+    (copy / "disk" / "planted.py").write_text("def f():\n    from ..store.read import LISTED_FIELDS\n\n"
+                                              "    return LISTED_FIELDS\n", encoding="utf-8")
+    (copy / "embed" / "planted.py").write_text("from vaultsync.cli import base\n", encoding="utf-8")
+    parts = package_graph(import_graph(deferred=True, typing=True, package_dir=copy))
+    assert layering_violations(parts) == [
+        "vaultsync.disk -> vaultsync.store (vaultsync.disk never imports vaultsync.store)",
+        "vaultsync.embed -> vaultsync.cli (vaultsync.embed never imports vaultsync.cli)",
+        "vaultsync.embed -> vaultsync.cli (only vaultsync.__main__ may import vaultsync.cli)",
+    ]
 
 
 # ---------------------------------------------------------------- what --help loads

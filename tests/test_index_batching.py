@@ -11,7 +11,7 @@ from engines import sqlite_file
 from vaultsync import Vault
 from vaultsync.store.search import index
 from vaultsync.store.search.embedding import doc_texts
-from vaultsync.tokenizer import TOKENIZE
+from vaultsync.embed.tokenizer import TOKENIZE
 
 SHARED = "A paragraph that several notes and revisions share, word for word."
 

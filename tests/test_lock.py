@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import weaker
-from vaultsync import capabilities
+from vaultsync.disk import capabilities
 from vaultsync.errors import LockedError
 from vaultsync.store.lock import WriterLock
 

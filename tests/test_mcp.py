@@ -232,9 +232,9 @@ async def test_a_write_while_an_import_holds_the_lock_is_refused_untouched(writa
     """Another process holds the vault's writer lock without watching (an import): the write waits
     WAIT_FOR_LOCK_S, then is refused in one line before touching the file; the client sees what the
     holder does, not its pid or command line (there or in vault_status); the server keeps serving."""
-    from vaultsync import writer
+    from vaultsync.live import writer_role
 
-    monkeypatch.setattr(writer, "WAIT_FOR_LOCK_S", 0.5)
+    monkeypatch.setattr(writer_role, "WAIT_FOR_LOCK_S", 0.5)
     holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path / "db" / "w.db"), str(writable.root)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     before = (writable.root / "Inbox.md").read_bytes()

@@ -24,7 +24,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_helpers import free_port, history_under, sc, start_http, stop
-from vaultsync.server import guards
+from vaultsync.server import limits
 
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}}}
@@ -92,7 +92,7 @@ def test_deep_nesting_and_object_ids_are_answered(history: dict) -> None:
         reply = server.reply_to(None)
         assert reply["error"]["code"] == -32600 and "nested too deeply" in reply["error"]["message"]
         nested: Any = "x"
-        for _ in range(guards.MAX_JSON_DEPTH + 5):
+        for _ in range(limits.MAX_JSON_DEPTH + 5):
             nested = {"a": nested}
         server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                      "params": {"name": "read_note", "arguments": {"path": nested}}})
@@ -247,7 +247,7 @@ def test_http_load_slow_clients_and_concurrent_calls_then_a_fresh_client(history
         dropped = sum(closed_by_server(s) for s in slow)
         print(f"\nHTTP: 400 half-sent requests, 40 concurrent clients; a fresh client served in {took * 1000:.0f} ms; "
               f"{dropped} half-sent connections closed by the server")
-        assert dropped >= len(slow) - guards.MAX_WAITING_FOR_HEADERS
+        assert dropped >= len(slow) - limits.MAX_WAITING_FOR_HEADERS
     finally:
         for sock in slow:
             sock.close()

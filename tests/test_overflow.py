@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 from watch_helpers import no_thread_leaks, wait_until  # noqa: F401  (fixture)
 
-from vaultsync import Vault, overflow
-from vaultsync.watcher import Watcher
+from vaultsync import Vault
+from vaultsync.live import overflow
+from vaultsync.live.watcher import Watcher
 
 WRITER = """
 import sys
@@ -122,5 +123,5 @@ def test_a_real_inotify_overflow_rescans_at_once(tmp_path: Path, caplog: pytest.
 
         wait_until(recorded, timeout=60, what="the late notes and every last append recorded (reconcile is an hour away)")
         wait_until(lambda: any(r.getMessage().startswith("rescan ") for r in caplog.records
-                               if r.name == "vaultsync.watcher"), timeout=10, what="the rescan's log line")
-        assert any("lost events" in r.getMessage() for r in caplog.records if r.name == "vaultsync.events")
+                               if r.name == "vaultsync.live.watcher"), timeout=10, what="the rescan's log line")
+        assert any("lost events" in r.getMessage() for r in caplog.records if r.name == "vaultsync.live.events")

@@ -61,7 +61,7 @@ def test_workers_embed_only_what_the_index_lacks(tmp_path: Path) -> None:
     """``embed_ahead`` (what a parse worker runs) skips chunk texts the committed index already holds."""
     from vaultsync.parsers import parse_note
     from vaultsync.store.search.embedding import embed_ahead
-    from vaultsync.tokenizer import indexed_text
+    from vaultsync.embed.tokenizer import indexed_text
 
     root = tmp_path / "notes"
     shutil.copytree(REPO / "notes", root)

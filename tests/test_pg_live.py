@@ -149,7 +149,7 @@ def test_the_live_set_equals_a_recomputation_after_every_batch_and_searches_equa
 def test_purge_reindex_reembed_and_copy_keep_the_live_set_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from test_pg_parity import FusedHash
 
-    from vaultsync import embedders
+    from vaultsync.embed import embedders
     from vaultsync.store.transfer import copy_databases
 
     monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)

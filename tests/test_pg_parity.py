@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from vaultsync import Vault
-from vaultsync.embedders import HashEmbedder
+from vaultsync.embed.embedders import HashEmbedder
 from vaultsync.errors import NoteNotFound
 from vaultsync.store.read import HISTORY_FIELDS, LISTED_FIELDS
 
@@ -240,7 +240,7 @@ def fused() -> Any:
     without it (``VAULTSYNC_PG_VECTORS=python`` when its schema was made: the fallback)."""
     import psycopg
 
-    from vaultsync import embedders
+    from vaultsync.embed import embedders
     from vaultsync.store.pg.vectors import ENV, pgvector_schema
 
     try:
@@ -298,7 +298,7 @@ def test_reembed_purge_and_reindex_keep_the_vectors_equal(tmp_path: Path, monkey
     """One history in both engines (the default embedder): vector search equal; both re-embedded with a fusing
     embedder: the default mode equal and fused; a text purged from both (the PostgreSQL index rebuilt with
     the store's embedder inside the purge), then a reindex: still equal."""
-    from vaultsync import embedders
+    from vaultsync.embed import embedders
 
     dsn = pgserver.fresh_or_skip("reembed")
     monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
@@ -332,7 +332,7 @@ def test_copy_carries_purge_records_audit_heads_and_the_embedder(tmp_path: Path,
     """A vault purged twice (a text, then a retention horizon) in a database with an audit log head and a fusing
     embedder: copied SQLite → PostgreSQL → SQLite, each copy has the same purge records, horizon, audit head
     and answers (the default mode fused with the same vectors), and checks clean."""
-    from vaultsync import embedders
+    from vaultsync.embed import embedders
     from vaultsync.store import open_store
     from vaultsync.store.transfer import copy_databases
 
@@ -432,7 +432,7 @@ def test_the_system_postgres_without_pgvector_falls_back_by_itself(fused: Any, t
     schema is made without pgvector and vector search and the fused default mode answer as SQLite's."""
     import psycopg
 
-    from vaultsync import embedders
+    from vaultsync.embed import embedders
     from vaultsync.store.pg.vectors import ENV, pgvector_schema
 
     try:

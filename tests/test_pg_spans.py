@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from vaultsync import Vault
-from vaultsync.embedders import HashEmbedder
+from vaultsync.embed.embedders import HashEmbedder
 
 pgserver = pytest.importorskip("pgserver")
 from test_pg_live import STATES, _same_searches  # noqa: E402
@@ -122,7 +122,7 @@ class PairHash(HashEmbedder):
 
 
 def test_purge_reindex_reembed_and_copy_keep_the_spans_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from vaultsync import embedders
+    from vaultsync.embed import embedders
     from vaultsync.store.transfer import copy_databases
 
     monkeypatch.setitem(embedders.EMBEDDERS, "hash-pairs", PairHash)

@@ -256,7 +256,7 @@ def test_watch_wait_takes_over_when_the_writer_lets_go(dsn: str, tmp_path: Path)
     gives it up, told by NOTIFY: with an hour between its tries, only the notification can end it."""
     import threading
 
-    from vaultsync.writer import WriterRole
+    from vaultsync.live.writer_role import WriterRole
 
     (tmp_path / "vault").mkdir()
     first = Vault.open(dsn, root=tmp_path / "vault", name="v")

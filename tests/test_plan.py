@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from vaultsync.errors import ParseError
-from vaultsync.folder import Absent, FileProblem, Present, Unreadable
+from vaultsync.disk.folder import Absent, FileProblem, Present, Unreadable
 from vaultsync.sync import RACY_NS, Plan
 
 NOW = 10**18

@@ -30,9 +30,9 @@ from purge_history import (
 )
 from search_truth import FreshKeyword, brute_vector, same_ranking, split_export
 from vaultsync import NoteNotFound
-from vaultsync.embedders import HashEmbedder
+from vaultsync.embed.embedders import HashEmbedder
 from vaultsync.errors import ConfigError
-from vaultsync.tokenizer import parse_query
+from vaultsync.embed.tokenizer import parse_query
 from vaultsync.vault import Vault
 
 pytestmark = [pytest.mark.corpus]

@@ -13,7 +13,7 @@ import pytest
 from conftest import copy_db
 from search_truth import FreshKeyword, same_ranking, split_export
 from vaultsync.store.search.rebuild import rebuild_search
-from vaultsync.tokenizer import parse_query
+from vaultsync.embed.tokenizer import parse_query
 from vaultsync.vault import Vault
 
 SECRET = "harlequin-gazebo-7731"

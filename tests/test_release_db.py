@@ -77,7 +77,7 @@ def test_migrated_index_equals_a_fresh_one_without_blank_or_heading_only_chunks(
     """m003 takes the 0.1.0 index's blank and heading-only chunk rows out: at every cutoff, keyword search
     equals a fresh FTS5 table over exactly the chunks `export` marks indexed, and none of those is bare."""
     from search_truth import fresh_keyword, same_ranking, split_export
-    from vaultsync.tokenizer import has_content, parse_query
+    from vaultsync.embed.tokenizer import has_content, parse_query
 
     with Vault.open(release_db, name="notes") as vault:
         cutoffs = [None, *truth()]

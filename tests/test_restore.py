@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from vaultsync import Vault, restore, vaultfs
+from vaultsync import Vault, restore
+from vaultsync.disk import vaultfs
 from vaultsync.times import format_time, now_micros
 
 

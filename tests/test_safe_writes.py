@@ -28,8 +28,9 @@ from mcp.server import MCPServer
 
 from conftest import weaker
 from mcp_helpers import error_text, sc
-from vaultsync import Vault, appendfs, vaultfs
-from vaultsync.edit import append_file
+from vaultsync import Vault
+from vaultsync.disk import appendfs, vaultfs
+from vaultsync.disk.edit import append_file
 from vaultsync.revisions import rewrite_file
 from vaultsync.server import ServeConfig, build_server
 

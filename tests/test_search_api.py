@@ -10,14 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from search_truth import brute_vector, fresh_keyword, same_ranking, split_export
-from vaultsync.embedders import EMBEDDERS, HashEmbedder
+from vaultsync.embed.embedders import EMBEDDERS, HashEmbedder
 from vaultsync.errors import ConfigError, ProviderError, StoreError
 from vaultsync.store.search.engine import shared_ranks
 from vaultsync.store.search.signals import WEIGHTS, WHOLE
 from vaultsync.store.search.keyword import Scored
-from vaultsync.tokenizer import parse_query
+from vaultsync.embed.tokenizer import parse_query
 from vaultsync.store import Store
-from vaultsync.folder import scan
+from vaultsync.disk.folder import scan
 from vaultsync.sync import Plan, write_plan
 from vaultsync.vault import Vault
 

@@ -14,7 +14,7 @@ import pytest
 from search_truth import FreshKeyword, fresh_default, same_ranking, split_export
 from vaultsync.store.search import cutoff
 from vaultsync.store.search.cutoff import B, K1, tail_bound
-from vaultsync.tokenizer import parse_query
+from vaultsync.embed.tokenizer import parse_query
 from vaultsync.vault import Vault
 
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from search_truth import (BruteVector, FreshKeyword, fresh_default, overlay_oracle, same_ranking,
                           split_export)
-from vaultsync.embedders import HashEmbedder
+from vaultsync.embed.embedders import HashEmbedder
 from vaultsync.store.search import signals
-from vaultsync.tokenizer import parse_query
+from vaultsync.embed.tokenizer import parse_query
 from vaultsync.vault import Vault
 
 WORDS = ["alpha", "beta", "gamma", "budget", "budget", "kickoff", "東京で会議", "会議室", "서울에서 회의", "e-mail",
@@ -169,7 +169,7 @@ class FusedHash(HashEmbedder):
 
 
 def test_fused_default_mode_exact_at_every_cutoff(tmp_path: Path, monkeypatch) -> None:
-    from vaultsync import embedders
+    from vaultsync.embed import embedders
 
     monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
     root = tmp_path / "vault"

@@ -12,8 +12,8 @@ import pytest
 
 from conftest import Replayed
 from search_truth import BruteVector, FreshKeyword, fresh_default, same_ranking, split_export
-from vaultsync.embedders import HashEmbedder
-from vaultsync.tokenizer import CJK_RUN, parse_query
+from vaultsync.embed.embedders import HashEmbedder
+from vaultsync.embed.tokenizer import CJK_RUN, parse_query
 from vaultsync.times import parse_time
 from vaultsync.vault import Vault
 

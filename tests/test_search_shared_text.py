@@ -15,7 +15,7 @@ NOTES = Path(__file__).resolve().parents[1] / "notes"
 
 
 def test_copies_rank_as_a_fresh_index_at_every_cutoff(tmp_path: Path, monkeypatch) -> None:
-    from vaultsync import embedders
+    from vaultsync.embed import embedders
 
     monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
     root = tmp_path / "vault"

@@ -24,7 +24,7 @@ from search_truth import FreshKeyword, fresh_default, same_ranking, split_export
 from test_purge_repair import TIMES, _rebuilt, _rows, two_vaults  # noqa: F401 (a fixture)
 from vaultsync.store.search import cutoff
 from vaultsync.store.search.schema import OPEN
-from vaultsync.tokenizer import parse_query
+from vaultsync.embed.tokenizer import parse_query
 from vaultsync.vault import Vault
 
 RECOUNT = f"""SELECT doc_id, vault_id, born, coalesce(died, {OPEN}), count(*) FROM search_rows

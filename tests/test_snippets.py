@@ -7,7 +7,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from vaultsync.store.search.snippets import snippet
-from vaultsync.tokenizer import TOKENIZE, parse_query
+from vaultsync.embed.tokenizer import TOKENIZE, parse_query
 
 WORDS = ["ate", "create", "states", "sync", "notes", "Ünïcode", "unicode", "e-mail", "email", "café", "cafe",
          "C++", "x2", "2x", "don't", "_under_", "a", "at", "ATE", "naïve"]

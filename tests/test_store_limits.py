@@ -9,7 +9,7 @@ import pytest
 
 from search_truth import fresh_keyword, same_ranking, split_export
 from vaultsync import Vault
-from vaultsync.tokenizer import parse_query
+from vaultsync.embed.tokenizer import parse_query
 
 WORDS = [f"w{i:03d}" for i in range(600)]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from vaultsync import Vault
-from vaultsync import folder as folder_module
+from vaultsync.disk import folder as folder_module
 from vaultsync.errors import VaultUnavailable
 from vaultsync.times import as_micros
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from conftest import invoke
 from search_truth import fresh_keyword, overlay_oracle, same_ranking, split_export
 from vaultsync import NoteNotFound
-from vaultsync.tokenizer import parse_query
+from vaultsync.embed.tokenizer import parse_query
 from vaultsync.vault import Vault
 
 PATHS = ["a.md", "b.md", "d/c.md"]

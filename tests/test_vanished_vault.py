@@ -291,7 +291,7 @@ def test_watch_records_30_of_1000_deleted_in_one_batch(tmp_path: Path, cli) -> N
 
 def test_watcher_status_says_the_vault_is_unavailable(big_vault, tmp_path: Path) -> None:
     """What ``vault_status`` shows (its watcher fields are the watcher's status)."""
-    from vaultsync.watcher import Watcher
+    from vaultsync.live.watcher import Watcher
 
     root, db = big_vault
     with Vault.open(db, root=root) as vault, Watcher(vault, step_ms=20, debounce_ms=200) as watcher:

@@ -16,11 +16,11 @@ from watch_helpers import HeldClock, atomic_write, debounce_clock, no_thread_lea
 from vaultsync import LockedError, NoteNotFound, Vault
 from vaultsync.store.lock import holders
 from vaultsync.sync import BatchSummary
-from vaultsync.watcher import Watcher
+from vaultsync.live.watcher import Watcher
 
 FAST = {"step_ms": 50, "debounce_ms": 500}
 
-# watchdog re-registering the watch of a folder moved out and back in (silenced by vaultsync.events
+# watchdog re-registering the watch of a folder moved out and back in (silenced by vaultsync.live.events
 # at import; pytest resets warning filters per test)
 pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
 

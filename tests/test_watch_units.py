@@ -26,12 +26,12 @@ from watchdog.events import (
     FileSystemEvent,
 )
 
-from vaultsync import debounce
-from vaultsync.debounce import Debouncer, Pending, collapse
-from vaultsync.folder import observe_paths, scan
+from vaultsync.live import debounce
+from vaultsync.live.debounce import Debouncer, Pending, collapse
+from vaultsync.disk.folder import observe_paths, scan
 from vaultsync.gitimport import GitHistory
-from vaultsync.events import DirtyHandler, NoteFilter
-from vaultsync.paths import changed_path, is_note_path, nfc
+from vaultsync.live.events import DirtyHandler, NoteFilter
+from vaultsync.disk.paths import changed_path, is_note_path, nfc
 
 
 def test_collapse_keeps_folders_and_drops_what_they_cover() -> None:
@@ -41,7 +41,7 @@ def test_collapse_keeps_folders_and_drops_what_they_cover() -> None:
 
 
 class ManualClock:
-    """Stands in for the ``time`` module inside ``vaultsync.debounce``: time moves only when the test says."""
+    """Stands in for the ``time`` module inside ``vaultsync.live.debounce``: time moves only when the test says."""
 
     def __init__(self) -> None:
         self.now = 1000.0

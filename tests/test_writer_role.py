@@ -1,4 +1,4 @@
-"""The writer role (``vaultsync.writer.WriterRole``): two processes' parts in one vault, played by two
+"""The writer role (``vaultsync.live.writer_role.WriterRole``): two processes' parts in one vault, played by two
 ``Vault`` objects on the same database (each holds its own file description of the writer lock, and
 ``flock`` refuses one while the other holds it, exactly as between two processes)."""
 
@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from vaultsync import Vault, writer
+from vaultsync import Vault
+from vaultsync.live import writer_role
 from vaultsync.errors import LockedError
-from vaultsync.writer import WriterRole
+from vaultsync.live.writer_role import WriterRole
 
 
 @pytest.fixture
@@ -67,7 +68,7 @@ def test_a_write_waits_for_the_watching_holder_then_takes_over(two, vault_dir: P
     it; it never does here, so the write fails in one line, file written; once that process stops,
     the next write records its own change itself."""
     first, second = two
-    monkeypatch.setattr(writer, "WAIT_FOR_OTHER_WRITER_S", 0.3)
+    monkeypatch.setattr(writer_role, "WAIT_FOR_OTHER_WRITER_S", 0.3)
     told: list[int | None] = []
     watching, writing = WriterRole(first), WriterRole(second, on_batch=lambda s: told.append(s.batch_id))
     assert watching.take()
@@ -79,7 +80,7 @@ def test_a_write_waits_for_the_watching_holder_then_takes_over(two, vault_dir: P
         "within 0.3 s; it becomes searchable once that process records it or the vault is synced again (do not "
         "write it again)")
     assert (vault_dir / "Ideas" / "Kite.md").read_text(encoding="utf-8") == "# Kite\n" and told == []
-    monkeypatch.setattr(writer, "WAIT_FOR_OTHER_WRITER_S", 60.0)
+    monkeypatch.setattr(writer_role, "WAIT_FOR_OTHER_WRITER_S", 60.0)
     kite = vault_dir / "Ideas" / "Kite.md"
 
     def stop_once_written() -> None:  # the holder stops while the write waits for it

@@ -43,7 +43,7 @@ def wait_until(predicate: Callable[[], T], timeout: float = 45.0, what: str = "c
 
 class HeldClock:
     """The debouncer's clock: real time, except while the test holds it (then no quiet period or maximum
-    wait can pass, however slow the machine). Patched in as the ``time`` module of ``vaultsync.debounce``."""
+    wait can pass, however slow the machine). Patched in as the ``time`` module of ``vaultsync.live.debounce``."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -68,7 +68,7 @@ class HeldClock:
 
 @pytest.fixture
 def debounce_clock(monkeypatch: pytest.MonkeyPatch) -> HeldClock:
-    from vaultsync import debounce
+    from vaultsync.live import debounce
 
     clock = HeldClock()
     monkeypatch.setattr(debounce, "time", clock)

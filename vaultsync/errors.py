@@ -25,7 +25,7 @@
 
 Library messages never name a door's own words (a CLI flag, a command): an error names the library
 ``argument`` it is about and the library ``remedy`` that fixes it, and each door shows its own option
-and command for them (the CLI: ``cli_base.message``).
+and command for them (the CLI: ``cli.base.message``).
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .folder import Absent, Observed, Present
-from .paths import is_note_path, nfc
+from .disk.folder import Absent, Observed, Present
+from .disk.paths import is_note_path, nfc
 from .sync import BatchSummary
 from .times import format_time
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .paths import note_candidates
+from .disk.paths import note_candidates
 from .store.read import Revision
 from .times import format_time
 

@@ -15,12 +15,12 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import vaultfs
+from .disk import vaultfs
 from .errors import ConfigError, NoteChanged, NoteNotFound, PathError
-from .digest import content_hash
-from .folder import MAX_FILE_BYTES
+from .disk.digest import content_hash
+from .disk.folder import MAX_FILE_BYTES
 from .parsers import split_lines
-from .paths import nfc, note_path, writable_note_path
+from .disk.paths import nfc, note_path, writable_note_path
 from .sync import BatchSummary
 from .times import TimeLike, as_micros, format_time
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 
 from .errors import PathError, RevisionMismatch
-from .digest import content_hash
+from .disk.digest import content_hash
 
 MIN_PREFIX = 8
 """The shortest revision prefix accepted."""
@@ -114,10 +114,10 @@ def rewrite_file(root: str, path: str, change: Callable[[bytes], bytes], tries: 
     """Replace the note file's bytes by ``change(old)`` through ``vaultfs.edit`` (mode kept, no symlink
     followed); when another writer got in meanwhile, ``change`` sees the new bytes (and its
     expected-revision check refuses them). Returns the vault-relative path."""
-    from . import vaultfs
+    from .disk import vaultfs
     from .errors import NoteChanged, NoteNotFound
-    from .folder import MAX_FILE_BYTES
-    from .paths import writable_note_path
+    from .disk.folder import MAX_FILE_BYTES
+    from .disk.paths import writable_note_path
 
     rel = writable_note_path(path)
     for _ in range(tries):

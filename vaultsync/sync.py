@@ -21,9 +21,9 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from .digest import content_hash
+from .disk.digest import content_hash
 from .errors import ParseError
-from .folder import Absent, FileProblem, Observed, Present, Unreadable, decode
+from .disk.folder import Absent, FileProblem, Observed, Present, Unreadable, decode
 from .parsers import ParsedNote, parse_note
 from .store.contract import Batch, Change, Engine
 from .store.read import file_stamp

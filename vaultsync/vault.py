@@ -11,14 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import acting, edit, guard, vaultfs
+from . import acting
+from .disk import edit, vanished, vaultfs
 from .config import default_db_path
 from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound
-from .folder import MAX_FILE_BYTES, FileProblem, files_containing, observe_paths, scan
+from .disk.folder import MAX_FILE_BYTES, FileProblem, files_containing, observe_paths, scan
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitHistory, GitImport, OnCommit, in_git, to_import
 from .links import LinkReport, link_report
 from .parsers import split_lines
-from .paths import changed_path, nfc, note_candidates, note_path
+from .disk.paths import changed_path, nfc, note_candidates, note_path
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
 from .store import BatchNews, Revision, Store, View, is_dsn, open_store
 from .store.purge import check_strings as purge_strings_checked
@@ -249,7 +250,7 @@ class Vault:
 
         ``paths`` are vault-relative; a folder stands for everything under it, a missing path for a
         deletion. This is the one function both ``import`` and the watcher call. A vault folder that
-        vanished, or a batch deleting most notes at once, records nothing (see ``vaultsync.guard``)
+        vanished, or a batch deleting most notes at once, records nothing (see ``vaultsync.disk.vanished``)
         unless ``allow_mass_delete``.
         """
         when = as_micros(known_at, "known_at")
@@ -272,20 +273,20 @@ class Vault:
     def _check_root(self, confirmed: bool) -> None:
         """VaultUnavailable when the vault folder vanished (the first sync, or a ``confirmed`` one,
         registers the device it lives on)."""
-        registered, device = self._store.vault_device(self.id), guard.device_of(self.root)
+        registered, device = self._store.vault_device(self.id), vanished.device_of(self.root)
         if device is not None and (registered is None or confirmed):
-            guard.check_root(self.root, None)
+            vanished.check_root(self.root, None)
             if device != registered:
                 self._store.set_vault_device(self.id, device)
             return
-        guard.check_root(self.root, registered)
+        vanished.check_root(self.root, registered)
 
     def _deletion_guard(self, plan: Plan) -> Callable[[Any], None] | None:
         """A check run inside the batch, once renames are known: MassDeletion rolls it back."""
-        if len(plan.deletions) < guard.MASS_DELETE_MIN:
+        if len(plan.deletions) < vanished.MASS_DELETE_MIN:
             return None
         live = len(self._store.live_index(self.id))
-        return lambda _writer: guard.check_deletions(len(plan.deletions) - len(plan.renames), live)
+        return lambda _writer: vanished.check_deletions(len(plan.deletions) - len(plan.renames), live)
 
     def import_git(self, *, strict: bool = False, progress: OnCommit | None = None) -> GitImport:
         """Replay the first-parent git history of the vault's repository not imported yet, one batch per

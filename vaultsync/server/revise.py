@@ -8,13 +8,13 @@ from typing import Annotated
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from ..edit import MAX_WRITE_CHARS
+from ..disk.edit import MAX_WRITE_CHARS
 from ..errors import LockedError, NoteNotFound
-from ..paths import writable_note_path
+from ..disk.paths import writable_note_path
 from ..revisions import is_revision, mismatch, replace_section, replace_text, revision_of
 from ..times import format_time
 from ..vault import Note, Vault
-from ..writer import public_holder
+from ..live.writer_role import public_holder
 from .feed import note_uri
 from .models import WriteResult
 from .served import ServedVault

@@ -3,8 +3,8 @@
 Reads go through ``reader`` (read-only unless a writer is needed), one at a time; ``writer`` (when
 writes or watching need one) is the process's single write path, shared by the watcher and the
 write tools. Separate SQLite connections mean a query never sees a half-applied batch. Who writes
-is ``role`` (a ``vaultsync.writer.WriterRole``): with ``watch``, the server that gets the vault's
-writer lock runs the **watcher** (``vaultsync.watcher.Watcher``: catch-up scan, then one batch per
+is ``role`` (a ``vaultsync.live.writer_role.WriterRole``): with ``watch``, the server that gets the vault's
+writer lock runs the **watcher** (``vaultsync.live.watcher.Watcher``: catch-up scan, then one batch per
 burst of changes); every other one serves as a reader in standby, follows the batches the watcher
 writes (``feed``), and takes the lock over when the watching process stops (the OS frees it when
 the holder exits or is killed), then starts its own watcher with a catch-up scan. Readers hold no
@@ -27,8 +27,8 @@ import anyio.to_thread
 from ..errors import ConfigError, VaultNotFound
 from ..sync import BatchSummary
 from ..vault import Note, Vault
-from ..watcher import Watcher
-from ..writer import Check, WriterRole, public_holder
+from ..live.watcher import Watcher
+from ..live.writer_role import Check, WriterRole, public_holder
 from .feed import POLL_S, ChangeFeed
 
 if TYPE_CHECKING:

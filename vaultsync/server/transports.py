@@ -34,7 +34,7 @@ from mcp.types import (INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JS
 from pydantic import ValidationError
 
 from ..errors import ConfigError, VaultsyncError
-from .guards import (KEEP_ALIVE_S, MAX_HTTP_CONNECTIONS, MAX_JSON_DEPTH, InFlight, depth, guarded_h11,
+from .limits import (KEEP_ALIVE_S, MAX_HTTP_CONNECTIONS, MAX_JSON_DEPTH, InFlight, depth, guarded_h11,
                      valid_id)
 from .sdk import lowlevel_server
 

@@ -2,7 +2,7 @@
 
 A write either returns once the change is recorded (searchable, in ``note_history``) or fails with
 one line; who records it, and when a write waits or is refused, is the writer role's
-(``vaultsync.writer.WriterRole.write``). Each takes an optional ``expected_revision``: the write is
+(``vaultsync.live.writer_role.WriterRole.write``). Each takes an optional ``expected_revision``: the write is
 refused, nothing written, when the note on disk is not that revision (``vaultsync.revisions``).
 """
 
@@ -12,8 +12,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from ..edit import MAX_WRITE_CHARS
-from ..paths import writable_note_path
+from ..disk.edit import MAX_WRITE_CHARS
+from ..disk.paths import writable_note_path
 from ..revisions import expecting
 from .models import WriteResult
 from .revise import Expected, add_revision_tools, recorded, refuse_create

@@ -86,7 +86,7 @@ class Store:
                 codec.load(con)
             self.indexers: list[Indexer] = []
             if search and not readonly:
-                from ..embedders import get_embedder
+                from ..embed.embedders import get_embedder
 
                 self._attach_search(None if embedder is None else get_embedder(embedder))
         except BaseException:
@@ -304,7 +304,7 @@ class Store:
 
     def reembed(self, embedder_name: str) -> tuple[str, int]:
         """Replace every vector with those of another embedder: (its signature, docs embedded)."""
-        from ..embedders import get_embedder
+        from ..embed.embedders import get_embedder
         from .search.embedding import reembed
 
         embedder = get_embedder(embedder_name)

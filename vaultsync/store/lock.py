@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from .. import capabilities
+from ..disk import capabilities
 from ..errors import LockedError
 
 MSVCRT_OFFSET = 1 << 30

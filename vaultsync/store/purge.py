@@ -35,10 +35,10 @@ from collections.abc import Iterable, Sequence
 
 import apsw
 
-from ..digest import content_hash
+from ..disk.digest import content_hash
 from ..errors import ConfigError, NoteNotFound
 from ..parsers import parse_note
-from ..tokenizer import TEXT_VERSION, TOKENIZE
+from ..embed.tokenizer import TEXT_VERSION, TOKENIZE
 from ..times import format_time, now_micros
 from . import codec
 from .read import cutoff
@@ -296,7 +296,7 @@ def _retrain_dictionary(con: apsw.Connection, writer: BatchWriter, strings: Sequ
 
 def _repair(con: apsw.Connection, vault_id: int) -> Repair | None:
     """The search index's repair for this purge (None: no index, or one to rebuild instead)."""
-    from ..embedders import EMBEDDERS, get_embedder
+    from ..embed.embedders import EMBEDDERS, get_embedder
     from .search import schema as search_schema
 
     if not search_schema.has_schema(con):

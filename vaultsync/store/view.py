@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import apsw
 
-from ..digest import content_hash
+from ..disk.digest import content_hash
 from ..errors import ConfigError
 from ..times import format_time
 from . import read as q

@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from ..errors import ConfigError, NoteNotFound, VaultNotFound, VaultsyncError
 from ..vault import Vault
-from .guard import Guard
+from .door import Guard
 from .views import Explorer
 
 logger = logging.getLogger(__name__)

@@ -85,7 +85,7 @@ class PgStore(Store):
     def _attach_search(self, embedder: Any = None) -> None:
         """The indexer of batches written here, with the store's embedder (recorded on first use, as SQLite
         does: a store's vectors are never mixed); texts indexed before m004 get their vectors now."""
-        from ...embedders import DEFAULT_EMBEDDER, EMBEDDERS, get_embedder
+        from ...embed.embedders import DEFAULT_EMBEDDER, EMBEDDERS, get_embedder
         from ..search.embedding import check_embedder, unknown_embedder
         from ..search.schema import meta
         from . import vectors
@@ -191,7 +191,7 @@ class PgStore(Store):
 
     def reembed(self, embedder_name: str) -> tuple[str, int]:
         """Replace every vector with those of another embedder: (its signature, docs embedded)."""
-        from ...embedders import get_embedder
+        from ...embed.embedders import get_embedder
         from .vectors import reembed
 
         if self.readonly:

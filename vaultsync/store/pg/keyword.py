@@ -23,7 +23,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from ...tokenizer import indexable, indexed_text
+from ...embed.tokenizer import indexable, indexed_text
 from ..codec import content_key
 from ..write import ChunkRow
 from . import live

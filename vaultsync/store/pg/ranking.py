@@ -34,7 +34,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from ...tokenizer import TOKENIZE, KeywordQuery
+from ...embed.tokenizer import TOKENIZE, KeywordQuery
 from ..search.cutoff import B, K1
 from ..search.keyword import Scored, _top, bm25, idf
 from ..search.snapshot import DOCS_PARAM, Snapshot, rows_source

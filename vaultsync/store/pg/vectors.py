@@ -31,7 +31,7 @@ import json
 import os
 from typing import Any
 
-from ...embedders import Embedder
+from ...embed.embedders import Embedder
 from ..search.keyword import Scored
 from ..search.snapshot import Snapshot, rows_source
 from ..search.vector import best_rows, query_vector, searchable, similarity

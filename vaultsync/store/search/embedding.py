@@ -7,12 +7,12 @@ from collections.abc import Iterable
 
 import apsw
 
-from ...embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder, quantize
+from ...embed.embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder, quantize
 from ...errors import ProviderError
 from ...parsers import ParsedNote
 from ..codec import content_key, unpack
 from .schema import LIVE_VECTORS_REBUILD, meta, set_meta
-from ...tokenizer import indexable, indexed_text
+from ...embed.tokenizer import indexable, indexed_text
 
 
 def check_embedder(con: apsw.Connection, embedder: Embedder) -> ProviderError | None:

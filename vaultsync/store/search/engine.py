@@ -21,16 +21,16 @@ from urllib.parse import quote
 
 import apsw
 
-from ...embedders import Embedder
+from ...embed.embedders import Embedder
 from ...errors import ConfigError, StoreError
-from ...paths import note_name
+from ...disk.paths import note_name
 from ...times import format_time
 from . import keyword, signals, vector
 from .embedding import query_embedder
 from .index import index_lag
 from .keyword import Scored
 from .snapshot import CHUNK_COLUMNS, Snapshot, allowed_notes, bounded_from_core, chunk_record, export_rows, take
-from ...tokenizer import TOKENIZE, KeywordQuery, indexable, parse_query
+from ...embed.tokenizer import TOKENIZE, KeywordQuery, indexable, parse_query
 from .snippets import snippet
 
 MODES = ("hybrid", "keyword", "vector")

@@ -22,7 +22,7 @@ import logging
 
 import apsw
 
-from ...embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
+from ...embed.embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
 from ...errors import ProviderError
 from ..codec import unpack
 from ..write import ChunkRow, by_hash
@@ -30,7 +30,7 @@ from .embedding import (AHEAD, check_embedder, embed_ahead, stored_text, take_ah
                         write_vectors)
 from ..codec import content_key
 from .schema import check_text_version, has_schema, live_table, meta, set_meta
-from ...tokenizer import TOKENIZE, indexable, indexed_text
+from ...embed.tokenizer import TOKENIZE, indexable, indexed_text
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from . import cutoff
 from .cutoff import B, CONSTANTS, K1
 from .schema import has_spans, live_table
 from .snapshot import Snapshot
-from ...tokenizer import KeywordQuery
+from ...embed.tokenizer import KeywordQuery
 
 
 @dataclass(frozen=True, slots=True)

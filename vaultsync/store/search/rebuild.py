@@ -8,7 +8,7 @@ import logging
 
 import apsw
 
-from ...tokenizer import indexable, indexed_text
+from ...embed.tokenizer import indexable, indexed_text
 from ..codec import unpack
 from .index import SearchIndexer
 from .schema import has_schema, live_table
@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 def rebuild_search(con: apsw.Connection) -> dict[int, int]:
     """Drop every search table (FTS5 shadow tables with them) and index every vault again with the
     same embedder, then compact each FTS5 index; return the batches indexed per vault id."""
-    from ...embedders import EMBEDDERS, get_embedder
+    from ...embed.embedders import EMBEDDERS, get_embedder
     from . import schema as search_schema
 
     if not search_schema.has_schema(con):

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 
 import apsw
 
-from ...tokenizer import indexable, indexed_text
+from ...embed.tokenizer import indexable, indexed_text
 from ..codec import content_key, unpack
 from .embedding import stored_text, write_vectors
 from .schema import live_table

@@ -7,7 +7,7 @@ from __future__ import annotations
 import apsw
 
 from ...errors import StoreError
-from ...tokenizer import TEXT_VERSION, TOKENIZE
+from ...embed.tokenizer import TEXT_VERSION, TOKENIZE
 
 
 def live_table(vault_id: int) -> str:

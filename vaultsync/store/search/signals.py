@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from ...tokenizer import TOKENIZE, KeywordQuery, indexed_text
+from ...embed.tokenizer import TOKENIZE, KeywordQuery, indexed_text
 from ..codec import unpack
 from .keyword import Scored, order_key
 

@@ -13,7 +13,7 @@ from ..read import VISIBLE
 from ..codec import unpack
 from ..read import cutoff
 from ...times import format_time, now_micros
-from ...tokenizer import indexed_text
+from ...embed.tokenizer import indexed_text
 
 
 

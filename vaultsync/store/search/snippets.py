@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from ...tokenizer import KeywordQuery, normalize
+from ...embed.tokenizer import KeywordQuery, normalize
 from .signals import token_spans, tokens
 
 WIDTH = 160

@@ -15,7 +15,7 @@ from operator import mul
 
 import apsw
 
-from ...embedders import Embedder, quantize
+from ...embed.embedders import Embedder, quantize
 from .keyword import Scored, order_key
 from .snapshot import DOCS_PARAM, Snapshot, rows_source
 

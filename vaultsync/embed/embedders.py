@@ -14,7 +14,7 @@ from itertools import chain, repeat
 from operator import add, mod, mul, rshift, sub
 
 from .provider import Embedder
-from .errors import ProviderError
+from ..errors import ProviderError
 
 __all__ = ["DEFAULT_EMBEDDER", "EMBEDDERS", "Embedder", "HashEmbedder", "get_embedder", "quantize"]
 

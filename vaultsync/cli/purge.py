@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .cli_base import Context, echo_json, friendly, json_option, pass_ctx, time_option
-from .times import ACCEPTED
+from .base import Context, echo_json, friendly, json_option, pass_ctx, time_option
+from ..times import ACCEPTED
 
 if TYPE_CHECKING:
-    from .results import Purged
+    from ..results import Purged
 
 
 @click.command()

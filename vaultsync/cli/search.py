@@ -13,19 +13,19 @@ from types import ModuleType
 
 import click
 
-from .cli_base import Context, Lazy, LazyChoice, as_of_option, time_option, echo_json, friendly, json_option, pass_ctx
-from .errors import ConfigError
-from .times import ACCEPTED
+from .base import Context, Lazy, LazyChoice, as_of_option, time_option, echo_json, friendly, json_option, pass_ctx
+from ..errors import ConfigError
+from ..times import ACCEPTED
 
 
 def _engine() -> ModuleType:
-    from .store.search import engine
+    from ..store.search import engine
 
     return engine
 
 
 def _embedder_names() -> list[str]:
-    from .embedders import EMBEDDERS
+    from ..embed.embedders import EMBEDDERS
 
     return sorted(EMBEDDERS)
 

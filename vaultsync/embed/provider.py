@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 
-from .errors import ProviderError
+from ..errors import ProviderError
 
 
 class Embedder(ABC):

@@ -1,6 +1,6 @@
 """What every CLI command module shares: the group's ``Context``, option decorators, output and errors.
 
-Command modules (``cli.py``, ``cli_search.py``) import this module and nothing of each other's, so the
+Command modules (``commands.py``, ``search.py``) import this module and nothing of each other's, so the
 command line has no import cycle. Like them it imports only click and light modules at load time:
 ``vaultsync --help`` must not pay for the store, the parsers or the MCP SDK, so those are imported
 inside the commands (or, for option choices, by ``LazyChoice``/``Lazy`` when a command is used).
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .errors import VaultsyncError
-from .times import ACCEPTED
+from ..errors import VaultsyncError
+from ..times import ACCEPTED
 
 if TYPE_CHECKING:
-    from .vault import Vault
+    from ..vault import Vault
 
 
 class Context:
@@ -32,8 +32,8 @@ class Context:
         self._open: list[Vault] = []
 
     def vault(self, root: str | None = None, readonly: bool = True, embedder: str | None = None) -> Vault:
-        from .sync import default_workers
-        from .vault import Vault
+        from ..sync import default_workers
+        from ..vault import Vault
 
         # our entry points guard their main module, as the parse workers' "spawn" needs
         vault = Vault.open(self.db, root=root, name=self.vault_name, readonly=readonly,
@@ -57,7 +57,7 @@ def parse_time_option(ctx: click.Context, param: click.Parameter, value: str | N
     """Click callback: a time option's value as UTC microseconds; a bad one is one ``Error:`` line naming the flag."""
     if value is None:
         return None
-    from .times import parse_time
+    from ..times import parse_time
 
     try:
         return parse_time(value, param.opts[0])

@@ -23,8 +23,8 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserverVFS
 
 from . import overflow
-from .capabilities import inotify_limit
-from .paths import is_hidden, is_note_path, is_visible_folder
+from ..disk.capabilities import inotify_limit
+from ..disk.paths import is_hidden, is_note_path, is_visible_folder
 
 logger = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ from typing import TypeVar
 
 from . import capabilities
 from .capabilities import is_link, same_file
-from .errors import ConfigError, NoteChanged, NotANote, PathError
+from ..errors import ConfigError, NoteChanged, NotANote, PathError
 from .paths import nfc
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .cli_base import Context, friendly, pass_ctx
+from .base import Context, friendly, pass_ctx
 
 
 @click.command()
@@ -28,7 +28,7 @@ def ui(obj: Context, vault_dir: Path | None, port: int, no_browser: bool) -> Non
         vaultsync ui ~/notes
         vaultsync --vault notes ui --port 8765 --no-browser
     """
-    from .ui import serve
+    from ..ui import serve
 
     vault = obj.vault(root=str(vault_dir) if vault_dir is not None else None, readonly=True)
     serve(vault, port=port, open_browser=not no_browser, announce=lambda line: click.echo(line, err=True))

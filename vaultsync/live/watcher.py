@@ -23,13 +23,13 @@ from types import FrameType
 from typing import Any
 
 from .debounce import Debouncer, Pending, collapse
-from . import guard
-from .errors import MassDeletion, StoreError, VaultsyncError, VaultUnavailable
+from ..disk import vanished
+from ..errors import MassDeletion, StoreError, VaultsyncError, VaultUnavailable
 from .events import EVERYTHING, ObserverFactory, RunningObserver, start_observer
-from .sync import BatchSummary
-from .times import format_time
-from .vault import Vault
-from .writer import WriterRole
+from ..sync import BatchSummary
+from ..times import format_time
+from ..vault import Vault
+from .writer_role import WriterRole
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class Watcher:
         self._stop = threading.Event()
         self._own_lock = False
         self._root_id: tuple[int, int] | None = None
-        self.outage = guard.Outage()
+        self.outage = vanished.Outage()
         self.batches = 0
         self.failures = 0
         self.last_batch_at: int | None = None
@@ -176,7 +176,7 @@ class Watcher:
                 if self._stop.wait(backoff):
                     return
             wait = None if self.reconcile_s <= 0 else max(0.0, self._next_reconcile - time.monotonic())
-            wait = guard.RETRY_S if wait is None else min(wait, guard.RETRY_S)  # notice a vanished vault folder
+            wait = vanished.RETRY_S if wait is None else min(wait, vanished.RETRY_S)  # notice a vanished vault folder
             pending = self._debouncer.get(timeout=wait)
             if self._stop.is_set():
                 if pending is not None:
@@ -197,7 +197,7 @@ class Watcher:
                 continue
             backoff = 0.0 if ok else min(MAX_BACKOFF_S, max(0.5, backoff * 2))
             if self.outage.reason is not None:
-                backoff = min(backoff, guard.RETRY_S)
+                backoff = min(backoff, vanished.RETRY_S)
 
     def _flush(self, pending: Pending | None, reason: str, raise_errors: bool = False) -> bool:
         """Write one batch (``pending`` paths, or a full scan); False if it failed and must be retried."""
@@ -234,7 +234,7 @@ class Watcher:
     def _reattach(self) -> None:
         """The vault folder is away, back or replaced: VaultUnavailable while it is away, else observe
         it again (a new folder, or an observer that stopped with the old one)."""
-        guard.check_root(self.vault.root, None)
+        vanished.check_root(self.vault.root, None)
         root_id = _identity(self.vault.root)
         if root_id != self._root_id or self._observer is None or not self._observer.alive():
             self._shutdown_observer()

@@ -36,7 +36,7 @@ import stat
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 OFF_ENV = "VAULTSYNC_CAPABILITIES_OFF"
 CASE_ENV = "VAULTSYNC_CASE_INSENSITIVE"

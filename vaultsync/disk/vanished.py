@@ -14,7 +14,7 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import MassDeletion, VaultUnavailable
+from ..errors import MassDeletion, VaultUnavailable
 
 MASS_DELETE_FRACTION = 0.5
 """A batch deleting more than this share of the live notes is a mass deletion (if also ``MASS_DELETE_MIN``)."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .cli_base import Context, echo_json, friendly, json_option, pass_ctx
+from .base import Context, echo_json, friendly, json_option, pass_ctx
 
 
 @click.group()
@@ -41,9 +41,9 @@ def verify(obj: Context, log: Path, db_path: Path | None, keystore_path: Path | 
     Example:
         vaultsync audit verify /var/log/vaultsync/audit.jsonl --db /srv/vaultsync.db --keystore keys.toml
     """
-    from .hardened.verify import verify_log
+    from ..hardened.verify import verify_log
 
-    from .store import is_dsn
+    from ..store import is_dsn
 
     report = verify_log(log, (db_path if is_dsn(db_path) else Path(db_path)) if db_path else obj.db, keystore_path)
     if as_json:

@@ -10,13 +10,12 @@ from typing import Any
 
 import click
 
-from . import cli_search
-from . import cli_audit, cli_purge, cli_receipt, cli_restore, cli_ui
-from .cli_base import (Context, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option,
+from . import audit, purge, receipt, restore, search, ui
+from .base import (Context, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option,
                        validity_option)
-from .config import default_db_path
-from .errors import VaultsyncError
-from .times import ACCEPTED, format_time
+from ..config import default_db_path
+from ..errors import VaultsyncError
+from ..times import ACCEPTED, format_time
 
 
 class DatabaseParam(click.Path):
@@ -167,7 +166,7 @@ def ls(obj: Context, as_of: int | None, valid_at: int | None, prefix: str, as_js
     Example:
         vaultsync ls --as-of 2025-01-01 --prefix Projects/
     """
-    from .store.read import LISTED_FIELDS
+    from ..store.read import LISTED_FIELDS
 
     vault = obj.vault()
     revisions = vault.ls(as_of=as_of, prefix=prefix, valid_at=valid_at)
@@ -241,10 +240,10 @@ def changes(obj: Context, since: int | None, until: int | None, valid_at: int | 
         vaultsync changes --source mcp
         vaultsync changes --caller alice
     """
-    from .store.read import CHANGE_FIELDS
+    from ..store.read import CHANGE_FIELDS
 
     if source is not None or caller is not None:
-        return cli_restore.show_batches(obj.vault(), source, caller, as_json)
+        return restore.show_batches(obj.vault(), source, caller, as_json)
     if since is None:
         raise click.UsageError("give --since (or --source, --caller)")
     vault = obj.vault()
@@ -316,7 +315,7 @@ def copy(src: Any, dst: Any, as_json: bool) -> None:
         vaultsync copy ~/.local/share/vaultsync/vaultsync.db postgresql://vaultsync@db.internal/team
         vaultsync copy postgresql://vaultsync@db.internal/team backup.db
     """
-    from .store.transfer import copy_databases
+    from ..store.transfer import copy_databases
 
     done = copy_databases(src, dst)
     if as_json:
@@ -357,9 +356,9 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
     """
     import threading
 
-    from .watcher import stop_on_signals
-    from .watcher import watch as watch_vault
-    from .writer import WriterRole
+    from ..live.watcher import stop_on_signals
+    from ..live.watcher import watch as watch_vault
+    from ..live.writer_role import WriterRole
 
     log = logging.getLogger("vaultsync")
     log.setLevel(min(log.getEffectiveLevel(), logging.DEBUG if verbose else logging.INFO))
@@ -409,16 +408,16 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
         vaultsync serve ~/notes --manifest /etc/vaultsync/manifest.toml
     """
     if manifest_path is not None:
-        from .hardened import serve as hardened
+        from ..hardened import serve as hardened
 
         given = _privileged_options(http=bind, watch=watch, allow_writes=allow_writes, token_file=token_file,
                                     tls_cert=tls_cert, tls_key=tls_key)
         manifest = hardened.prepare(manifest_path, given, echo=_say)  # every refusal before the heavy imports
-        from .server import launch
+        from ..server import launch
 
         launch.run(*launch.hardened_config(manifest, vault_dir), _say)
         return
-    from .server import launch
+    from ..server import launch
 
     config = launch.plain_config(obj.db, obj.vault_name, vault_dir, watch=watch, allow_writes=allow_writes)
     http = launch.plain_http(bind, token_file, tls_cert, tls_key)
@@ -440,15 +439,15 @@ def _privileged_options(**values: object) -> list[str]:
 
 
 # search, export, reindex, reembed; purge; audit verify; receipt verify; ui; restore, undo
-for _command in (*cli_search.COMMANDS, *cli_purge.COMMANDS, *cli_audit.COMMANDS, *cli_receipt.COMMANDS,
-                 *cli_ui.COMMANDS, *cli_restore.COMMANDS):
+for _command in (*search.COMMANDS, *purge.COMMANDS, *audit.COMMANDS, *receipt.COMMANDS,
+                 *ui.COMMANDS, *restore.COMMANDS):
     cli.add_command(_command)
 
 
 def main() -> None:
     argv = sys.argv[1:]
     if any(arg.startswith("--manifest") for arg in argv):  # hardened: refuse argv configuration before click
-        from .hardened import spawn
+        from ..hardened import spawn
 
         if spawn.wants_hardened(argv):
             try:

@@ -25,13 +25,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .errors import LockedError, NoteNotFound
-from .paths import writable_note_path
-from .digest import content_hash
-from .sync import BatchSummary
+from ..errors import LockedError, NoteNotFound
+from ..disk.paths import writable_note_path
+from ..disk.digest import content_hash
+from ..sync import BatchSummary
 
 if TYPE_CHECKING:
-    from .vault import Note, Vault
+    from ..vault import Note, Vault
 
 logger = logging.getLogger(__name__)
 

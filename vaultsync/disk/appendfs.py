@@ -50,7 +50,7 @@ import os
 from collections.abc import Callable
 
 from .capabilities import same_file
-from .errors import NoteChanged, NotANote, PathError
+from ..errors import NoteChanged, NotANote, PathError
 from .vaultfs import Folder, disk_name, folder, identity, open_file
 
 logger = logging.getLogger(__name__)
