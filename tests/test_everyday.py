@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from vaultsync.store.search.everyday import content, everyday
-from vaultsync.tokenizer import parse_query
+from vaultsync.embed.tokenizer import parse_query
 from vaultsync.vault import Vault
 
 

@@ -22,7 +22,7 @@ language is left as typed.
 from __future__ import annotations
 
 from .signals import tokens
-from ...tokenizer import KeywordQuery
+from ...embed.tokenizer import KeywordQuery
 
 MIN_TOKENS = 3
 """Fewer tokens is a name or a keyword search, not a question: it stays as typed."""
