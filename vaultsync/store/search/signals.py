@@ -18,9 +18,13 @@ is a *head* (its first three lines: title, aliases, heading path) and a *body* (
   ``QueryTokens.whole``, matches), else 0.
 
 A candidate's score is ``bm25 / best bm25 among the candidates`` (both as positive numbers) plus
-``sum(WEIGHTS[s] * s)``, plus ``WHOLE`` for a candidate holding the whole query: more than any other
-candidate can score, so such a chunk ranks above every chunk that does not, whatever their BM25
-scores. Higher is better, ties broken by path then chunk position. The candidates are the ``POOL`` (or
+``sum(WEIGHTS[s] * s)`` (for an embedder that fuses, ``vector`` is the cosine similarity as a share of the
+best among the candidates, weighed ``QUESTION_VECTOR`` for a question in everyday words), plus ``WHOLE``
+for a candidate holding the whole query: more than any other candidate can score, so such a chunk ranks
+above every chunk that does not, whatever their BM25 scores.
+
+For a question in everyday words (``everyday``), ``q`` is its content words: BM25 and the phrase,
+proximity and head signals weigh those; ``whole`` is always of the query as typed. Higher is better, ties broken by path then chunk position. The candidates are the ``POOL`` (or
 ``limit``, if more) best chunks by BM25, joined by the ``POOL`` (or ``limit``) best by BM25 among the
 chunks holding the whole query (``keyword.rank_default``), so that one is never lost because common
 words gave other chunks a higher BM25.
@@ -57,10 +61,11 @@ the ``tune`` part of ``benchmarks/questions/everyday.jsonl`` with all-MiniLM-L6-
 more weight kept raising @1 and @10 on the Help's questions, and the Hub's and the known-item, title and
 anchor sets do not use it (they are not questions)."""
 
-WHOLE = 1.0 + sum(WEIGHTS.values())
+WHOLE = 1.0 + sum(w for k, w in WEIGHTS.items() if k != "vector") + max(WEIGHTS["vector"], QUESTION_VECTOR)
 """Added to the score of a candidate holding the whole query in order: more than normalized BM25 (at most 1)
-plus every weighted signal can give a candidate that does not (a candidate whose body holds the whole
-query is itself one that does: ``phrase`` reaches 1 only there).
+plus every weighted signal (the vector's at most its heavier weight) can give a candidate that does not (a
+candidate whose body holds the whole query is itself one that does: ``phrase`` reaches 1 only there), so a
+remembered phrase's holders come first for a question in everyday words too.
 
 Its measured cost (``benchmarks/results/quality_i23.md``): on the Hub's anchor set, link texts that name a
 note, 13 of 358 queries rank their note lower and none higher (success@1 0.559 to 0.533, MRR@10 0.627 to
