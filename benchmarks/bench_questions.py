@@ -11,7 +11,7 @@ which contain its text, are left out of its ranking):
   never used to choose a weight or a model; ``tune``: the part that was), over the ``en/`` folder of the
   Obsidian Help bundle and over the Hub, each at its newest commit;
 * ``known-item``, ``remembered`` (and its stopword-heavy half): ``bench_quality.py``'s samplers (same seeds)
-  over the Hub;
+  over the Hub (and over the Help's ``en/``, named so);
 * ``title`` (a sample, seed 7) and ``anchor`` (all): the ``alias`` and ``anchor`` rows of
   ``retrieval-hub.jsonl``.
 
@@ -121,6 +121,7 @@ def main() -> None:
     parser.add_argument("--titles", type=int, default=300)
     parser.add_argument("--remembered", type=int, default=300)
     parser.add_argument("--name", default="questions")
+    parser.add_argument("--vaults", default="help-en,hub", help="which vaults (the Hub's sets need hub)")
     parser.add_argument("--fuse", action="store_true", help="make the embedder fuse (to measure what it would)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -134,21 +135,22 @@ def main() -> None:
     results: dict[str, dict] = {}
     per_item: dict[str, dict] = {}
     asked = {split: question_sets(split) for split in ("tune", "held-out")}
-    for vault_name in ("help-en", "hub"):
+    for vault_name in args.vaults.split(","):
         db = build(args.work, vault_name, args.embedder)
         with Vault.open(db, readonly=True) as vault:
             sets: dict[str, list[dict]] = {}
             if "questions" in chosen:
                 for split in ("tune", "held-out"):
                     sets[f"questions {split} ({vault_name})"] = asked[split][vault_name]
+            where = "" if vault_name == "hub" else f" ({vault_name})"
+            if "known-item" in chosen:
+                sets[f"known-item{where}"] = grouped(bench_quality.known_items(vault, args.known))
+            if "remembered" in chosen:
+                windows = bench_quality.remembered_windows(vault, args.remembered)
+                sets[f"remembered{where}"] = grouped(windows)
+                sets[f"remembered (stopword-heavy){where}"] = grouped([w for w in windows if w["stopword_heavy"]])
             if vault_name == "hub":
                 rows = [json.loads(line) for line in (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()]
-                if "known-item" in chosen:
-                    sets["known-item"] = grouped(bench_quality.known_items(vault, args.known))
-                if "remembered" in chosen:
-                    windows = bench_quality.remembered_windows(vault, args.remembered)
-                    sets["remembered"] = grouped(windows)
-                    sets["remembered (stopword-heavy)"] = grouped([w for w in windows if w["stopword_heavy"]])
                 if "title" in chosen:
                     titles = grouped([r for r in rows if r["kind"] == "alias"])
                     sets["title"] = random.Random(7).sample(titles, min(args.titles, len(titles)))

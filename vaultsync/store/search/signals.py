@@ -19,7 +19,7 @@ is a *head* (its first three lines: title, aliases, heading path) and a *body* (
 
 A candidate's score is ``bm25 / best bm25 among the candidates`` (both as positive numbers) plus
 ``sum(WEIGHTS[s] * s)`` (for an embedder that fuses, ``vector`` is the cosine similarity as a share of the
-best among the candidates, weighed ``QUESTION_VECTOR`` for a question in everyday words), plus ``WHOLE``
+best among the candidates, a negative one as 0, weighed ``QUESTION_VECTOR`` for a question in everyday words), plus ``WHOLE``
 for a candidate holding the whole query: more than any other candidate can score, so such a chunk ranks
 above every chunk that does not, whatever their BM25 scores.
 
@@ -217,17 +217,13 @@ def _proximity(hits: list[list[int]], n: int) -> int:
 
 def combine(bm25_scores: Sequence[float], found: Sequence[dict[str, float]], question: bool = False) -> list[float]:
     """Final scores (higher is better) of candidates given their ``bm25()`` values (lower is better) and signals;
-    a ``vector`` signal counts as a share of the best among the candidates, weighed ``QUESTION_VECTOR`` for a
-    ``question`` in everyday words."""
+    a ``vector`` signal counts as a share of the best among the candidates (a negative similarity as none),
+    weighed ``QUESTION_VECTOR`` for a ``question`` in everyday words."""
     best = max((-s for s in bm25_scores), default=0.0)
     nearest = max((v.get("vector", 0.0) for v in found), default=0.0)
-    weights = {**WEIGHTS, "vector": QUESTION_VECTOR if question else WEIGHTS["vector"]}
-    if nearest > 0:
-        weights["vector"] /= nearest
-    else:
-        weights["vector"] = 0.0
-    return [(-s / best if best > 0 else 0.0) + sum(weights[k] * v.get(k, 0.0) for k in weights)
-            + WHOLE * v.get("whole", 0.0) for s, v in zip(bm25_scores, found)]
+    share = (QUESTION_VECTOR if question else WEIGHTS["vector"]) / nearest if nearest > 0 else 0.0
+    return [(-s / best if best > 0 else 0.0) + sum(WEIGHTS[k] * v.get(k, 0.0) for k in WEIGHTS if k != "vector")
+            + share * max(v.get("vector", 0.0), 0.0) + WHOLE * v.get("whole", 0.0) for s, v in zip(bm25_scores, found)]
 
 
 def rerank(con: apsw.Connection, pool: list[Scored], query: KeywordQuery,
