@@ -125,3 +125,15 @@ def test_minilm_fuses_into_the_default_mode_exactly_at_every_cutoff(tmp_path: Pa
                 got = vault.search(query, as_of=as_of, limit=8).hits
                 same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
                              fresh_default(header, chunks, query, 8, fused=MiniLMEmbedder()), rel=1e-9, abs_=1e-9)
+
+
+def test_a_holder_of_the_whole_query_outscores_the_nearest_vector() -> None:
+    """The worst a holder can score (weakest BM25, no signal, a similarity below zero) beats the best a candidate
+    that does not hold the query can (strongest BM25, every signal, the nearest vector), for a question too."""
+    from vaultsync.store.search.signals import combine
+
+    holder = {"phrase": 0.0, "proximity": 0.0, "head": 0.0, "whole": 1.0, "vector": -0.3}
+    other = {"phrase": 0.99, "proximity": 1.0, "head": 1.0, "whole": 0.0, "vector": 0.7}
+    for question in (False, True):
+        held, best = combine([-0.001, -50.0], [holder, other], question)
+        assert held > best
