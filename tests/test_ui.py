@@ -327,19 +327,49 @@ def test_a_diff_between_two_revisions_marks_exactly_the_changed_words(page: Watc
     assert not page.dialogs and not page.errors and not page.foreign
 
 
+HOLD_FIRST_CHANGES = """() => {
+  // the browser's fetch, wrapped: the first /api/changes answer waits for window.releaseChanges();
+  // window.changesHandled counts answers the page's code has finished with (a task after its await)
+  const real = window.fetch;
+  let asked = 0;
+  window.releaseChanges = null;
+  window.changesHandled = 0;
+  window.fetch = async (url, init) => {
+    const response = await real(url, init);
+    if (!String(url).startsWith("/api/changes")) return response;
+    const first = ++asked === 1;
+    const text = await response.text();
+    if (first) await new Promise((release) => { window.releaseChanges = release; });
+    const answer = new Response(text, {status: response.status, headers: response.headers});
+    const json = answer.json.bind(answer);
+    answer.json = async () => {
+      const body = await json();
+      setTimeout(() => { window.changesHandled += 1; }, 0);
+      return body;
+    };
+    return answer;
+  };
+}"""
+
+
+def changes_shown(tab: Any) -> list[list[str]]:
+    return tab.eval_on_selector_all("#changes > li", "els => els.map(e => [e.dataset.kind, e.dataset.path, e.dataset.from])")
+
+
 def test_changes_between_two_moments_equal_the_cli_and_open_their_diff(page: Watched, server: Server,
                                                                          history: History) -> None:
     demo = _demo()
     tab = open_page(page, server)
-    go_to(tab, MOMENTS[2])
-    tab.click("#tab-changes")
+    until = go_to(tab, MOMENTS[2])
+    tab.click("#tab-changes")  # asks for the window since the batch before the moment...
     tab.fill("#since-input", MOMENTS[0])
-    tab.press("#since-input", "Enter")
+    tab.press("#since-input", "Enter")  # ...and this for the wider one; the page shows the one asked for last
     expected = cli_json(history.db, "changes", "--since", MOMENTS[0], "--until", MOMENTS[2])
-    wait_until(tab, "n => document.querySelectorAll('#changes > li').length === n && "
-                    "document.querySelector('#changes-info').textContent.startsWith('2025-01-20')", len(expected))
-    shown = tab.eval_on_selector_all("#changes > li", "els => els.map(e => [e.dataset.kind, e.dataset.path, e.dataset.from])")
-    assert shown == [[c["kind"], c["path"], c["renamed_from"] or ""] for c in expected]
+    wait_until(tab, "w => { const list = document.querySelector('#changes'); "
+                    "return list.dataset.state === 'ready' && list.dataset.window === w; }",
+               f"{parse_time(MOMENTS[0])}|{until}")
+    assert tab.locator("#changes-info").text_content().startswith(f"{MOMENTS[0]} 00:00:00 UTC → {MOMENTS[2]} ")
+    assert changes_shown(tab) == [[c["kind"], c["path"], c["renamed_from"] or ""] for c in expected]
     assert {c["kind"] for c in expected} == {"created", "modified", "renamed"}
     # the edited note's diff over the window: both of the demo's additions, nothing removed
     tab.locator(f"#changes > li[data-path={json.dumps(EDITED)}] a.change").first.click()
@@ -348,6 +378,31 @@ def test_changes_between_two_moments_equal_the_cli_and_open_their_diff(page: Wat
     added = " ".join(tab.eval_on_selector_all("#diff ins", "els => els.map(e => e.textContent)")).split()
     assert tab.locator("#diff del").count() == 0
     assert added == demo.DECISION.split() + "Beacons go to two crews first; the rest follow in April.".split()
+    assert not page.dialogs and not page.errors and not page.foreign
+
+
+def test_a_late_answer_for_an_older_window_never_replaces_the_changes_list(page: Watched, server: Server,
+                                                                            history: History) -> None:
+    """Opening the tab asks for one window, typing a "since" for another: whichever answer comes last,
+    the list and its header show the window asked for last."""
+    tab = open_page(page, server)
+    since, until = parse_time(MOMENTS[0]), go_to(tab, MOMENTS[2])
+    tab.evaluate(HOLD_FIRST_CHANGES)
+    tab.click("#tab-changes")  # asks for the changes since the batch before the moment: held
+    wait_until(tab, "window.releaseChanges !== null")
+    tab.fill("#since-input", MOMENTS[0])
+    tab.press("#since-input", "Enter")  # asks for the wider window: answered at once
+    wait_until(tab, "window.changesHandled === 1")
+    expected = [[c["kind"], c["path"], c["renamed_from"] or ""]
+                for c in cli_json(history.db, "changes", "--since", MOMENTS[0], "--until", MOMENTS[2])]
+    assert {kind for kind, _, _ in expected} == {"created", "modified", "renamed"}  # more than the held window's
+    assert changes_shown(tab) == expected
+    tab.evaluate("window.releaseChanges()")  # the older window's answer arrives last
+    wait_until(tab, "window.changesHandled === 2")
+    assert changes_shown(tab) == expected
+    assert tab.locator("#changes-info").text_content().startswith(f"{MOMENTS[0]} 00:00:00 UTC → {MOMENTS[2]} ")
+    assert tab.get_attribute("#changes", "data-window") == f"{since}|{until}"
+    assert tab.get_attribute("#changes", "data-state") == "ready"
     assert not page.dialogs and not page.errors and not page.foreign
 
 

@@ -182,7 +182,12 @@ def unshare_available() -> bool:
 @pytest.mark.skipif(not unshare_available(), reason="needs Linux user namespaces (unshare -Ur)")
 @pytest.mark.parametrize("case", ["limit below folder count", "watches used elsewhere"])
 def test_inotify_watch_limit_falls_back_to_polling(case: str, db_path: Path, vault_dir: Path, tmp_path: Path) -> None:
-    """In a private user namespace with a small inotify watch limit, the watcher warns and polls."""
+    """In a private user namespace with a small inotify watch limit, the watcher warns and polls.
+
+    With watches held elsewhere the limit is met either when watchdog adds the first watches (it refuses
+    to start) or later (folders are skipped and the kernel's count is short), depending on the watchdog
+    version and on timing; both give the same warning, naming the folder count and the limit.
+    """
     for i in range(40):
         (vault_dir / f"f{i:02}").mkdir()
     if case == "limit below folder count":
@@ -201,8 +206,11 @@ def test_inotify_watch_limit_falls_back_to_polling(case: str, db_path: Path, vau
     watcher = WatchProcess(db_path, vault_dir, "--step-ms", "50", prefix=["unshare", "-Ur", "sh", "-c", script, "sh"])
     try:
         warning = watcher.wait_for("falling back to polling")
-        assert "cannot watch" in warning
-        assert ("folders, more than" if case == "limit below folder count" else "could be watched") in warning, warning
+        folders = 1 + sum(len(names) for _, names, _ in os.walk(vault_dir))
+        share = "fewer than its folders" if case == "limit below folder count" else "for all of this user's programs together"
+        assert (f"the native observer cannot watch {vault_dir}: not all of its {folders} folders could be watched "
+                f"(inotify watches are limited to fs.inotify.max_user_watches = {limit}, {share}); "
+                f"falling back to polling every 1 s") in warning, warning
         watcher.wait_for(READY + str(vault_dir) + " (polling)")
         (vault_dir / "f39" / "deep.md").write_text("# seen by polling\n", encoding="utf-8")
 

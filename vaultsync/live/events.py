@@ -143,12 +143,16 @@ def start_observer(root: Path, mark: MarkDirty, polling: bool = False) -> Watchd
     """Start the native observer (inotify, FSEvents, kqueue, Windows) or, if it cannot watch, polling.
 
     A native observer that fails to start (watch or instance limit) or that watches fewer folders
-    than the vault has (Linux skips folders past ``max_user_watches`` silently) is replaced by the
-    polling observer, with one warning line saying why.
+    than the vault has is replaced by the polling observer, with one warning line saying why. Running
+    out of inotify watches shows in three ways: the limit is below the folder count (known before
+    starting), watchdog refuses to start (``ENOSPC`` while adding the first watches), or folders are
+    skipped (added after the first watches, or skipped by older watchdogs) and the kernel's count for
+    our inotify instance is short. Which one happens depends on what else holds watches and when, so
+    all three give the same reason (``_not_all_watched``): the folder count and the limit.
     """
     handler = DirtyHandler(root, mark)
     if not polling:
-        reason = _too_many_folders(root)
+        reason = _not_all_watched(root) if _too_many_folders(root) else None
         if reason is None:
             native = overflow.native_observer()
             overflow.listen(handler)
@@ -160,13 +164,14 @@ def start_observer(root: Path, mark: MarkDirty, polling: bool = False) -> Watchd
                 overflow.forget(handler)
                 if exc.errno not in _WATCH_ERRORS:
                     raise
-                reason = f"{exc.strerror or exc} ({_limits_hint()})"
+                reason = (_not_all_watched(root) if exc.errno == errno.ENOSPC
+                          else f"{exc.strerror or exc} ({_limits_hint()})")
             else:
-                reason = _unwatched_folders(native, root)
-                if reason is None:
+                if _all_folders_watched(native, root):
                     return WatchdogObserver(native, handler, _kind(native))
                 _stop_quietly(native)
                 overflow.forget(handler)
+                reason = _not_all_watched(root)
         logger.warning("the native observer cannot watch %s: %s; falling back to polling every %.0f s",
                        root, reason, POLL_INTERVAL_S)
     poller = PollingObserverVFS(os.stat, _note_entries, polling_interval=POLL_INTERVAL_S)
@@ -215,26 +220,33 @@ def count_folders(root: Path) -> int:
     return count
 
 
-def _too_many_folders(root: Path) -> str | None:
+def _too_many_folders(root: Path) -> bool:
     limit = inotify_limit()  # None where there is no inotify
-    if limit is None:
-        return None
-    folders = count_folders(root)
-    if folders > limit:
-        return f"the vault has {folders} folders, more than fs.inotify.max_user_watches ({limit})"
-    return None
+    return limit is not None and count_folders(root) > limit
 
 
-def _unwatched_folders(observer: BaseObserver, root: Path) -> str | None:
-    """Linux only: compare the kernel's watch count for this observer with the vault's folders."""
-    fd = getattr(getattr(observer, "_inotify_fd", None), "_inotify_fd", None)
+def _all_folders_watched(observer: BaseObserver, root: Path) -> bool:
+    """Linux only: whether the kernel's watch count for this observer covers the vault's folders
+    (True where it cannot be told)."""
+    # the emitter's inotify instance (watchdog 7.0 has none on the observer; 7.1 has one on both)
+    fds = {getattr(getattr(e, "_inotify_fd", None), "_inotify_fd", None) for e in observer.emitters}
+    fd = fds.pop() if len(fds) == 1 else None
     if not isinstance(fd, int):
-        return None
+        return True
     try:
         watches = Path(f"/proc/self/fdinfo/{fd}").read_text().count("inotify wd:")
     except OSError:
-        return None
-    folders = count_folders(root)
-    if watches >= folders or watches >= count_folders(root):  # recount: a folder may just have gone
-        return None
-    return f"only {watches} of its {folders} folders could be watched ({_limits_hint()})"
+        return True
+    if watches >= count_folders(root):
+        return True
+    return watches >= count_folders(root)  # recount: a folder may just have gone
+
+
+def _not_all_watched(root: Path) -> str:
+    """The one reason for every way of running out of inotify watches: the folder count and the limit."""
+    folders, limit = count_folders(root), inotify_limit()
+    if limit is None:
+        return f"not all of its {folders} folders could be watched (inotify watch limit reached)"
+    share = "fewer than its folders" if limit < folders else "for all of this user's programs together"
+    return (f"not all of its {folders} folders could be watched "
+            f"(inotify watches are limited to fs.inotify.max_user_watches = {limit}, {share})")

@@ -449,17 +449,18 @@ async function loadBacklinks(path, mine) {
 
 // ---------------------------------------------------------------- search and changes
 
-let searchTimer = null;
+let searchTimer = null, searchSeq = 0;  // answers to an older search than the newest are dropped
 
 async function runSearch() {
   const query = $("search-input").value.trim();
   state.query = query;
   saveHash();
+  const mine = ++searchSeq, at = state.at;  // the header says the moment this answer is for
   if (!query) { $("search-results").replaceChildren(); $("search-info").textContent = ""; return; }
   try {
-    const data = await api("search", {q: query, at: state.at ?? "now", valid: state.valid});
-    if (query !== state.query) return;
-    $("search-info").textContent = `${data.hits.length} hit${data.hits.length === 1 ? "" : "s"} as of ${state.at === null ? "now" : short(state.at)} (${data.mode})`;
+    const data = await api("search", {q: query, at: at ?? "now", valid: state.valid});
+    if (mine !== searchSeq) return;  // a newer query or moment was asked for meanwhile
+    $("search-info").textContent = `${data.hits.length} hit${data.hits.length === 1 ? "" : "s"} as of ${short(at)} (${data.mode})`;
     $("search-results").replaceChildren(...data.hits.map((hit) => {
       const snippet = el("p", {class: "snippet"});
       String(hit.snippet || "").split("**").forEach((part, i) => snippet.append(i % 2 ? el("mark", {text: part}) : part));
@@ -467,8 +468,14 @@ async function runSearch() {
                 el("a", {href: "#", class: "wikilink result", "data-path": hit.path, text: hit.path}),
                 (hit.heading_path || []).length ? el("span", {class: "muted small", text: ` ${hit.heading_path.join(" > ")}`}) : null, snippet);
     }));
-  } catch (e) { showError(e.message); }
+  } catch (e) { if (mine === searchSeq) showError(e.message); }
 }
+
+// The list and its header are drawn together from one answer, and only from the answer to the newest
+// request: an older window's answer arriving late is dropped. #changes carries data-window
+// ("since|until" of the list shown, µs or "now") and data-state ("loading" while a newer answer is due,
+// "ready" once the list for the newest request is drawn, "failed").
+let changesSeq = 0;
 
 async function runChanges() {
   let since;
@@ -478,22 +485,32 @@ async function runChanges() {
     since = i >= 1 ? state.batches[i - 1][0] : (state.batches.length ? state.batches[0][0] - 1 : 0);
     $("since-input").value = iso(since);
   }
+  const mine = ++changesSeq, list = $("changes");
+  list.dataset.state = "loading";
   try {
     const data = await api("changes", {since, until: state.at ?? "now", valid: state.valid});
+    if (mine !== changesSeq) return;
+    const from = data.since.us, to = data.until.us;
     const counts = Object.entries(data.counts).map(([k, n]) => `${n} ${k}`).join(", ") || "nothing";
-    $("changes-info").textContent = `${short(since)} → ${short(state.at)}: ${counts}${data.more ? " (first 500 shown)" : ""}`;
-    $("changes").replaceChildren(...data.changes.map((c) => {
+    $("changes-info").textContent = `${short(from)} → ${short(to)}: ${counts}${data.more ? " (first 500 shown)" : ""}`;
+    list.replaceChildren(...data.changes.map((c) => {
       const link = el("a", {href: "#", class: "change", text: c.renamed_from ? `${c.renamed_from} → ${c.path}` : c.path});
       link.addEventListener("click", async (event) => {
         event.preventDefault();
         const before = c.renamed_from || c.path;
         if (c.kind !== "deleted") await openNote(c.path); else { $("note").hidden = true; $("note-empty").hidden = true; }
-        showDiff(before, since, c.path, state.at, `${before} @ ${short(since)} → ${c.path} @ ${short(state.at)}`);
+        showDiff(before, from, c.path, to, `${before} @ ${short(from)} → ${c.path} @ ${short(to)}`);
       });
       return el("li", {class: `kind-${c.kind}`, "data-path": c.path, "data-kind": c.kind, "data-from": c.renamed_from || ""}, el("span", {class: "kind", text: c.kind}), " ", link,
                 el("span", {class: "muted small", text: ` ${short(c.known_at)}`}));
     }));
-  } catch (e) { showError(e.message); }
+    list.dataset.window = `${from}|${to ?? "now"}`;
+    list.dataset.state = "ready";
+  } catch (e) {
+    if (mine !== changesSeq) return;
+    list.dataset.state = "failed";
+    showError(e.message);
+  }
 }
 
 function selectTab(name) {
