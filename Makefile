@@ -67,5 +67,11 @@ test-semantic: $(STAMP)
 bundle: $(STAMP) $(JS)/node_modules/.package-lock.json
 	$(BIN)/python bundle/build.py dist/vaultsync.mcpb
 
+# Benchmarks (benchmarks/, python -m benchmarks list): `make bench` runs every one's --quick form on the sample
+# vault (a check that each runs; nothing saved); `make bench NAME=import` runs one in full on the corpora and appends
+# its result to benchmarks/results/import.jsonl (`python -m benchmarks report` renders them as markdown).
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks run $(if $(NAME),$(NAME),--all --quick --no-save)
+
 clean:
 	rm -rf $(VENV) $(SDK1) build dist *.egg-info

@@ -1,7 +1,5 @@
 """Leakage: how often does searching "as of T" return a top 5 that differs from the truth at T?
 
-    .venv/bin/python benchmarks/bench_leakage.py [--work /tmp/vs-leak] [--cutoffs 60] [--per-cutoff 5]
-
 The obsidian-help history is imported from git (one batch per commit, each known at its committer time).
 At random historical cutoffs, queries of one or two words taken from chunks visible then are answered by:
 
@@ -12,23 +10,26 @@ At random historical cutoffs, queries of one or two words taken from chunks visi
 - this store: ``search --as-of T --mode keyword``.
 
 A query counts as differing when its top 5 (path, chunk id and text, in order) is not the truth's.
+60 random cutoffs of 5 queries; quick: the sample vault with two batches, one cutoff of 3 queries.
 """
 
 from __future__ import annotations
 
-import argparse
 import random
+import sys
 import re
-import time
 from collections import defaultdict
 from pathlib import Path
 
-from common import clone, machine, save
-from search_truth import fresh_keyword, split_export
-from vaultsync.store.codec import content_key as doc_hash
-from vaultsync.store.search.keyword import bm25, idf, phrase_freqs
-from vaultsync.embed.tokenizer import parse_query
-from vaultsync.vault import Vault
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # search_truth: the independent ground truth
+from search_truth import fresh_keyword, split_export  # noqa: E402
+
+from benchmarks.harness import Figures  # noqa: E402
+from benchmarks.inputs import bench_work, clone, quick_history_db, workdir  # noqa: E402
+from vaultsync.store.codec import content_key as doc_hash  # noqa: E402
+from vaultsync.store.search.keyword import bm25, idf, phrase_freqs  # noqa: E402
+from vaultsync.embed.tokenizer import parse_query  # noqa: E402
+from vaultsync.vault import Vault  # noqa: E402
 
 TOP = 5
 
@@ -39,10 +40,8 @@ def build(work: Path) -> Path:
         Vault.open(db, name="help").close()  # opening for writing brings an older index's schema up to date
         return db
     root = clone("obsidian-help.bundle", work / "help")
-    started = time.perf_counter()
     with Vault.open(db, root=root, name="help") as vault:
         vault.import_git()
-    print(f"imported the help history in {time.perf_counter() - started:.0f} s", flush=True)
     return db
 
 
@@ -94,16 +93,17 @@ class Rows:
         return path, chunk_id, h
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--work", type=Path, default=Path("/tmp/vs-leak"))
-    parser.add_argument("--cutoffs", type=int, default=60)
-    parser.add_argument("--per-cutoff", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=3)
-    args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
-    db = build(args.work)
-    rng = random.Random(args.seed)
+def run(quick: bool) -> Figures:
+    """The obsidian-help history, 60 cutoffs of 5 queries; quick: the sample vault's two batches, 1 cutoff of 3."""
+    if quick:
+        with workdir("leakage") as work:
+            _, db, _ = quick_history_db(work)
+            return measure(db, cutoffs=1, per_cutoff=3, seed=3)
+    return measure(build(bench_work("leakage")), cutoffs=60, per_cutoff=5, seed=3)
+
+
+def measure(db: Path, cutoffs: int, per_cutoff: int, seed: int) -> Figures:
+    rng = random.Random(seed)
     systems = ["latest only", "global top 20", "global top 50", "global top 100", "global all",
                "known by cutoff", "this store"]
     differs = {s: 0 for s in systems}
@@ -113,12 +113,12 @@ def main() -> None:
         rows = Rows(con, vault.id)
         batches = con.execute("SELECT id, known_at FROM batches WHERE vault_id = ? ORDER BY id", (vault.id,)).fetchall()
         max_doc = con.execute("SELECT max(id) FROM search_docs").fetchone()[0]
-        picks = sorted(rng.sample(batches[:-1], args.cutoffs))
+        picks = sorted(rng.sample(batches[:-1], min(cutoffs, len(batches) - 1)))
         everything = rows.totals(lambda r: True)
         for batch, known_at in picks:
             header, chunks = split_export(vault.export(as_of=known_at))
             known_totals = rows.totals(lambda r, b=batch: r[1] <= b)
-            for _ in range(args.per_cutoff):
+            for _ in range(per_cutoff):
                 words: list[str] = []
                 while not words:  # a chunk with words in it (some hold only a table, an image or front matter)
                     words = [w for w in re.findall(r"\w{3,}", rng.choice(chunks)["indexed_text"]) if not w.isdigit()]
@@ -143,14 +143,9 @@ def main() -> None:
                 for name in systems:
                     if got[name] != truth_ids:
                         differs[name] += 1
-            print(f"cutoff {batch}: {total} queries, this store differs on {differs['this store']}", flush=True)
-    share = {s: round(100.0 * differs[s] / total, 1) for s in systems}
-    payload = {"queries": total, "cutoffs": len(picks), "top": TOP, "differs": differs, "share_percent": share,
-               "corpus": "obsidian-help history (import --from-git)", "machine": machine()}
-    md = (f"Leakage on the obsidian-help history: {total} queries at {len(picks)} random historical cutoffs; share "
-          f"of queries whose top {TOP} differs from a fresh FTS5 index over exactly the chunks visible then\n\n"
-          "| system | top 5 differs |\n|---|---:|\n" + "\n".join(f"| {s} | {share[s]:.1f}% |" for s in systems) + "\n")
-    save("leakage", payload, md)
+    figures: Figures = {"queries": total, "cutoffs": len(picks), "top": TOP}
+    figures.update({f"differs_percent.{name}": round(100.0 * differs[name] / max(total, 1), 1) for name in systems})
+    return figures
 
 
 def by_text(chunks: list[dict], hit: dict) -> str:

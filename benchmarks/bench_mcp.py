@@ -1,27 +1,19 @@
-"""search_notes round-trip latency through the MCP server over stdio, now and at past dates.
+"""search_notes round-trip latency through the MCP server over stdio, now and at past dates; and (``mcp_audit``)
+what the hardened mode's audit log and receipts add.
 
-    .venv/bin/python benchmarks/bench_mcp.py [--work /tmp/vs-bench-mcp] [--queries 100] [--corpus hub help] [--audit]
-
-Each corpus (a git bundle in ../shared/corpora, read at run time) is cloned and its whole first-parent
-history imported, one batch per commit at its committer time (the same states replay_history.py
-replays). Then ``vaultsync serve`` runs as a real stdio subprocess and the official Python client
-calls ``search_notes`` once per query and date; the time is the client-side round trip (JSON-RPC
-over pipes, argument validation, the as-of search, result serialisation). Queries: the hub's
-labelled retrieval queries; for help, note titles at HEAD (a fixed random sample).
-Targets: p50 <= 50 ms now, <= 250 ms at a past date.
-
-``--audit`` measures instead the cost of the hardened mode's audit log (and receipts, which a keystore
-turns on): a plain server and one started with a manifest holding ``audit_log_path`` and
-``keystore_path`` run side by side, calls alternating between them, ``search_notes`` now (2026-07-28
-era, hybrid). Target: under 10% more at p50.
+Each corpus (hub and help, git bundles in ../shared/corpora read at run time) is cloned and its whole first-parent
+history imported, one batch per commit at its committer time. Then ``vaultsync serve`` runs as a real stdio
+subprocess and the official Python client calls ``search_notes`` once per query and date; the time is the
+client-side round trip. Each call is preceded by the same search in-process (``Vault.search``): the difference is
+what MCP and the pipe add. Queries: the hub's labelled retrieval queries; for help, note titles at HEAD.
+Targets: p50 <= 50 ms now, <= 250 ms at a past date. ``mcp_audit``: a plain server and one started with a manifest
+holding ``audit_log_path`` and ``keystore_path``, calls alternating; target under 10% more at p50.
+Quick: the sample vault with two batches, 5 queries, one past date, one corpus.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import platform
 import random
 import statistics
 import sys
@@ -33,15 +25,13 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from common import history_db
+from benchmarks.harness import Figures
+from benchmarks.inputs import QUICK_QUERIES, bench_work, corpus, history_db, quick_history_db, workdir
 from vaultsync.times import format_time
 from vaultsync.vault import Vault
 
 TARGET_NOW_MS, TARGET_PAST_MS = 50.0, 250.0
 TARGET_AUDIT_INCREASE = 0.10
-REPO = Path(__file__).resolve().parents[1]
-CORPORA = REPO.parent / "shared" / "corpora"
-RESULTS = REPO / "benchmarks" / "results"
 
 
 def summary_ms(values: list[float]) -> dict[str, Any]:
@@ -52,22 +42,10 @@ def summary_ms(values: list[float]) -> dict[str, Any]:
     return {"n": len(values), "p50_ms": round(statistics.median(values), 2), "p95_ms": round(p95, 2)}
 
 
-def machine() -> dict[str, Any]:
-    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
-            "load_average": [round(x, 2) for x in os.getloadavg()]}
-
-
-def save(name: str, payload: dict[str, Any], markdown: str) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (RESULTS / f"{name}.md").write_text(markdown, encoding="utf-8")
-    print(markdown)
-
-
 def queries(name: str, db: Path, count: int) -> list[str]:
     rng = random.Random(5)
     if name == "hub":
-        rows = [json.loads(line) for line in (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()]
+        rows = [json.loads(line) for line in corpus("retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()]
         picked = [r["query"] for r in rows]
     else:
         with Vault.open(db, name=name, readonly=True) as vault:
@@ -111,7 +89,8 @@ async def measure(db: Path, root: Path, name: str, items: list[str], dates: list
                         times.append((time.perf_counter() - started) * 1000)
                         if result.is_error:
                             raise RuntimeError(result.content[0].text)
-                        empty += not result.structured_content["hits"]
+                        answer = result.structured_content or {}
+                        empty += not (answer.get("hits") or answer.get("notes"))  # flat hits, or grouped by note
                     out.setdefault(mode, {})[date or "now"] = {
                         **summary_ms(times), "empty_results": empty, "direct": summary_ms(base),
                         "overhead_p50_ms": round(statistics.median(t - b for t, b in zip(times, base)), 2)}
@@ -159,71 +138,41 @@ async def measure_audit(db: Path, root: Path, items: list[str], work: Path) -> d
             "p50_increase": round(on_p50 / off_p50 - 1, 4)}
 
 
-def main_audit(args: argparse.Namespace) -> None:
-    payload: dict[str, Any] = {"machine": machine(), "queries": args.queries, "corpora": {}}
-    lines = ["# search_notes over MCP stdio: the hardened mode's audit log and receipts, on vs off", "",
-             f"Command: `.venv/bin/python benchmarks/bench_mcp.py --audit --queries {args.queries} --corpus "
-             f"{' '.join(args.corpus)}`. A plain `vaultsync serve` and one started with a manifest holding "
-             "`audit_log_path` and `keystore_path` (every call hash-chained, HMAC-signed, fsynced, its head moved "
-             "in the store; receipts on every hit), side by side, calls alternating; `search_notes` now, "
-             f"hybrid, 2026-07-28 era, after 5 warm-up calls each. Target: p50 under "
-             f"{TARGET_AUDIT_INCREASE:.0%} more.", "",
-             "| corpus | off p50 ms | on p50 ms | increase | off p95 ms | on p95 ms | records | target |",
-             "|---|---|---|---|---|---|---|---|"]
-    for name in args.corpus:
-        root, db, info = history_db(args.work, name)
-        items = queries(name, db, args.queries)
-        fig = anyio.run(measure_audit, db, root, items, args.work)
-        payload["corpora"][name] = {"history": info, "audit": fig}
-        verdict = "met" if fig["p50_increase"] < TARGET_AUDIT_INCREASE else "MISSED"
-        lines.append(f"| {name} ({info['notes']} notes) | {fig['off']['p50_ms']} | {fig['on']['p50_ms']} | "
-                     f"{fig['p50_increase']:+.1%} | {fig['off']['p95_ms']} | {fig['on']['p95_ms']} | "
-                     f"{fig['audit_records']} | {verdict} |")
-    lines += ["", f"Machine: {payload['machine']}", ""]
-    save("bench_mcp_audit" + ("" if len(args.corpus) > 1 else f"_{args.corpus[0]}"), payload, "\n".join(lines) + "\n")
+def _corpora(quick: bool, work: Path) -> list[tuple[str, Path, Path, dict[str, Any], list[str]]]:
+    if quick:
+        root, db, info = quick_history_db(work)
+        return [("notes", root, db, info, QUICK_QUERIES[:5])]
+    out = []
+    for name in ("hub", "help"):
+        root, db, info = history_db(bench_work("mcp"), name)
+        out.append((name, root, db, info, queries(name, db, 60)))
+    return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--work", type=Path, default=Path("/tmp/vs-bench-mcp"))
-    parser.add_argument("--queries", type=int, default=60)
-    parser.add_argument("--corpus", nargs="+", default=["hub", "help"], choices=["hub", "help"])
-    parser.add_argument("--audit", action="store_true", help="audit log and receipts on vs off (see above)")
-    args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
-    if args.audit:
-        main_audit(args)
-        return
-    payload: dict[str, Any] = {"machine": machine(), "queries_per_date": args.queries, "corpora": {}}
-    lines = ["# search_notes over MCP stdio: round-trip latency", "",
-             f"Command: `.venv/bin/python benchmarks/bench_mcp.py --queries {args.queries} --corpus {' '.join(args.corpus)}`. "
-             f"Client: official `mcp` Python client, a real `vaultsync serve` subprocess; {args.queries} queries per "
-             f"date, each called once after 5 warm-up calls. Targets: p50 <= {TARGET_NOW_MS:g} ms now, "
-             f"<= {TARGET_PAST_MS:g} ms at a past date.", "",
-             "`direct p50` is the same query run in-process through `Vault.search` just before each call "
-             "(no MCP, same moment); `overhead` is the median of the per-call differences: what the MCP layer, "
-             "the JSON-RPC pipe and the client's schema validation add.", "",
-             "| corpus | era | mode | as of | p50 ms | p95 ms | direct p50 ms | overhead ms | empty | target |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    modes = ("hybrid", "keyword")
-    for name in args.corpus:
-        root, db, info = history_db(args.work, name)
-        items = queries(name, db, args.queries)
-        dates: list[str | None] = [None, *past_dates(info)]
-        results = {"2026-07-28": anyio.run(measure, db, root, name, items, dates, "2026-07-28", modes),
-                   "legacy": anyio.run(measure, db, root, name, items, dates, "legacy", ("hybrid",))}
-        payload["corpora"][name] = {"history": info, "latency": results}
-        for era, per_mode in results.items():
-            for mode, per_date in per_mode.items():
-                for date, fig in per_date.items():
-                    target = TARGET_NOW_MS if date == "now" else TARGET_PAST_MS
-                    verdict = "met" if fig["p50_ms"] <= target else "MISSED"
-                    lines.append(f"| {name} ({info['notes']} notes, {info['batches']} batches) | {era} | {mode} | "
-                                 f"{date} | {fig['p50_ms']} | {fig['p95_ms']} | {fig['direct']['p50_ms']} | "
-                                 f"{fig['overhead_p50_ms']} | {fig['empty_results']}/{fig['n']} | {verdict} |")
-    lines += ["", f"Machine: {payload['machine']}", ""]
-    save("bench_mcp" + ("" if len(args.corpus) > 1 else f"_{args.corpus[0]}"), payload, "\n".join(lines) + "\n")
+def run(quick: bool) -> Figures:
+    figures: Figures = {}
+    with workdir("mcp") as work:
+        for name, root, db, info, items in _corpora(quick, work):
+            dates: list[str | None] = [None, info["first_batch"]] if quick else [None, *past_dates(info)]
+            result = anyio.run(measure, db, root, name, items, dates, "2026-07-28", ("hybrid",) if quick else
+                               ("hybrid", "keyword"))
+            figures[f"{name}_notes"], figures[f"{name}_batches"] = info["notes"], info["batches"]
+            for mode, per_date in result.items():
+                for k, (date, fig) in enumerate(per_date.items()):
+                    key = f"{name}_{mode}_" + ("now" if date == "now" else f"past{k}")
+                    figures[f"{key}_p50_ms"], figures[f"{key}_p95_ms"] = fig["p50_ms"], fig["p95_ms"]
+                    figures[f"{key}_direct_p50_ms"] = fig["direct"]["p50_ms"]
+                    figures[f"{key}_overhead_p50_ms"] = fig["overhead_p50_ms"]
+                    figures[f"{key}_empty"] = fig["empty_results"]
+    return figures
 
 
-if __name__ == "__main__":
-    main()
+def run_audit(quick: bool) -> Figures:
+    figures: Figures = {}
+    with workdir("mcp-audit") as work:
+        for name, root, db, info, items in _corpora(quick, work):
+            fig = anyio.run(measure_audit, db, root, items, work)
+            figures.update({f"{name}_off_p50_ms": fig["off"]["p50_ms"], f"{name}_on_p50_ms": fig["on"]["p50_ms"],
+                            f"{name}_off_p95_ms": fig["off"]["p95_ms"], f"{name}_on_p95_ms": fig["on"]["p95_ms"],
+                            f"{name}_p50_increase": fig["p50_increase"], f"{name}_audit_records": fig["audit_records"]})
+    return figures

@@ -1,27 +1,21 @@
-"""Purge and past searches on the whole Obsidian Hub history, old code against new, back to back.
+"""Purge and past searches on the whole Obsidian Hub history.
 
-Usage: ``.venv/bin/python benchmarks/bench_purge.py [--db HUB.db] [--work DIR] [--old /work/main]
-[--cases one-note 200-notes before-middle hub-string] [--queries 40] [--no-old]``
-
-Without ``--db``, the Hub bundle (../shared/corpora/obsidian-hub.bundle, read at run time, never
-copied) is cloned and imported with ``--from-git`` first (several minutes). For each case the database
-is copied and the purge is run on the copy in a fresh process, once with the code at ``--old`` (put
-first on ``PYTHONPATH``) and once with this checkout's, one right after the other:
+The Hub bundle (../shared/corpora/obsidian-hub.bundle, read at run time, never copied) is cloned and imported
+with ``--from-git`` once (several minutes; reused from the work folder). For each case the database is copied
+and the purge is run on the copy in a fresh process:
 
 - ``one-note``: a 24-character piece of one note that no other note ever contains;
 - ``200-notes``: a line that about 200 notes contain (the one whose count of notes is nearest 200);
 - ``before-middle``: retention, ``--before`` the known time of the middle batch of the history;
-- ``hub-string``: the earlier benchmark's string (24 characters from a mid-history revision).
+- ``hub-string``: a 24-character string from a mid-history revision.
 
 The strings are chosen at run time and never printed or saved. Then keyword and default search,
-p50/p95 over the Hub's real queries (../shared/corpora/retrieval-hub.jsonl), now and as of the middle
-and the first quarter of the history, old code and new, on the unpurged database (read-only).
-Results: benchmarks/results/purge.{json,md}.
+p50/p95 over 40 of the Hub's real queries, now and as of the middle and the first quarter of the history,
+on the unpurged database (read-only). Quick: the sample vault's two batches (the cases it has), 5 queries.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -31,7 +25,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from common import CORPORA, REPO, clone, machine, save, summary_ms
+try:  # imported by the harness, or run as a script (each step's child process: benchmarks/ on sys.path)
+    from benchmarks.common import CORPORA, clone, summary_ms
+except ImportError:
+    from common import CORPORA, clone, summary_ms
 
 MB = 2**20
 CASES = ("one-note", "200-notes", "before-middle", "hub-string")
@@ -149,9 +146,12 @@ def step_purge(db: Path, case: dict) -> dict:
 def step_search(db: Path, case: dict) -> dict:
     from vaultsync.vault import Vault
 
-    lines = (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
     n = case["queries"]
-    queries = [json.loads(line)["query"] for line in lines[:: max(1, len(lines) // n)]][:n]
+    if case.get("query_list"):
+        queries = case["query_list"][:n]
+    else:
+        lines = (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
+        queries = [json.loads(line)["query"] for line in lines[:: max(1, len(lines) // n)]][:n]
     out: dict[str, dict] = {}
     with Vault.open(db, readonly=True) as vault:
         for mode in ("keyword", "hybrid"):
@@ -208,112 +208,32 @@ def run_step(code: Path, step: str, db: Path, case: dict, work: Path, seconds: f
 # ---------------------------------------------------------------- report
 
 
-def report(payload: dict) -> str:
-    lines = ["# Purge and past search on the Obsidian Hub history: old code against new", "",
-             f"`{payload['argv']}` on {payload['date']}, {payload['cpus']} CPUs shared with other jobs "
-             f"(load average at start {payload['load_start']}, at end {payload['load_end']}). "
-             f"Old: `{payload['old']}` ({payload['old_commit']}); new: this checkout ({payload['commit']}).", "",
-             f"{payload['revisions']} revisions in {payload['batches']} batches (import --from-git), "
-             f"{payload['db_mb']:.1f} MB. Each purge runs on a fresh copy in a fresh process"
-             f"{', all at once (compare CPU seconds)' if payload['parallel'] else ', old then new'}.", "",
-             "| case | code | wall s | CPU s | revisions changed / removed | notes | DB before → after MB | check | load |",
-             "|---|---|---:|---:|---:|---:|---:|---|---|"]
-    for name, runs in payload["purges"].items():
-        for code, r in runs.items():
-            if r.get("unfinished"):
-                used = f"{r['cpu_s_so_far']} so far" if r.get("cpu_s_so_far") is not None else ""
-                lines.append(f"| {name} | {code} | not finished in {payload['deadline']:.0f} s | {used} | | | | | "
-                             f"{r['load'][0]} |")
-                continue
-            lines.append(f"| {name} | {code} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['revisions_changed']} / {r['revisions_removed']} | "
-                         f"{r['notes']} | {r['db_bytes_before'] / MB:.1f} → {r['db_bytes_after'] / MB:.1f} | "
-                         f"{'ok' if not r['check_problems'] else r['check_problems']} | {r['load'][0]} |")
-    if payload.get("search"):
-        lines += ["", f"Search, {payload['queries']} Hub queries, ms (middle = as of {payload['times']['middle']}, "
-                  f"quarter = as of {payload['times']['quarter']}):", "",
-                  "| mode, cutoff | old p50 | old p95 | new p50 | new p95 |", "|---|---:|---:|---:|---:|"]
-        old, new = payload["search"].get("old", {}), payload["search"].get("new", {})
-        for key in new:
-            if key in ("load", "unfinished") or not isinstance(new[key], dict):
-                continue
-            o = old.get(key) if isinstance(old.get(key), dict) else {}
-            lines.append(f"| {key.replace('_', ', ')} | {o.get('p50_ms', '')} | {o.get('p95_ms', '')} | "
-                         f"{new[key]['p50_ms']} | {new[key]['p95_ms']} |")
-    return "\n".join(lines) + "\n"
+def run(quick: bool) -> dict:
+    """The harness's entry: this code only, every case on its own copy of the Hub's imported history, then the
+    searches on the unpurged database; quick: the sample vault's two batches, 5 queries."""
+    from benchmarks.harness import flatten
+    from benchmarks.inputs import QUICK_QUERIES, bench_work, quick_history_db, workdir
+
+    with workdir("purge") as work:
+        if quick:
+            _, source, _ = quick_history_db(work)
+            search = {"queries": 5, "query_list": QUICK_QUERIES}
+        else:
+            source = hub_db(bench_work("purge"))
+            search = {"queries": 40}
+        chosen = choose(source)
+        figures: dict = {"db_mb": round(size(source) / MB, 2)}
+        for name in CASES:
+            if name in chosen:
+                target = copy(source, work / f"purge-{name}.db")
+                result = run_step(Path(sys.executable), "purge", target, chosen[name], work)
+                figures.update(flatten({k: v for k, v in result.items() if k != "load"}, f"{name}."))
+        result = run_step(Path(sys.executable), "search", source, {**search, **chosen["_times"]}, work)
+        figures.update(flatten({k: v for k, v in result.items() if k != "load"}, "search."))
+    return figures
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--db", type=Path, help="a Hub database imported with --from-git (else one is built)")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/vaultsync-bench-purge"))
-    parser.add_argument("--old", type=Path, default=Path("/work/main"),
-                        help="a checkout of the old code, with its own .venv (made by `make .venv/.installed`)")
-    parser.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES)
-    parser.add_argument("--queries", type=int, default=40, help="search queries (0: no search rows)")
-    parser.add_argument("--no-old", action="store_true", help="measure this checkout only")
-    parser.add_argument("--parallel", action="store_true",
-                        help="run every purge at once, each on its own copy (compare CPU seconds then, not wall)")
-    parser.add_argument("--deadline", type=float, help="stop a purge still running after this many seconds (with --parallel: "
-                        "what still runs after this many seconds from the start)")
-    parser.add_argument("--step", choices=("purge", "search"), help=argparse.SUPPRESS)
-    parser.add_argument("--target", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--spec", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.step:
-        case = json.loads(args.spec.read_text(encoding="utf-8"))
-        print(json.dumps((step_purge if args.step == "purge" else step_search)(args.target, case)))
-        return
-    args.work.mkdir(parents=True, exist_ok=True)
-    source = args.db or hub_db(args.work)
-    codes = {"new": Path(sys.executable)}
-    if not args.no_old:
-        codes = {"old": args.old / ".venv" / "bin" / "python", **codes}
-    git = lambda path: subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=path, capture_output=True,  # noqa: E731
-                                      text=True).stdout.strip()
-    from vaultsync.vault import Vault
-
-    with Vault.open(source, readonly=True) as vault:
-        stats = plain(vault.stats())
-    chosen = choose(source)
-    payload = {"argv": "python benchmarks/bench_purge.py " + " ".join(sys.argv[1:]), "date": time.strftime("%Y-%m-%d"),
-               **machine(), "load_start": [round(x, 2) for x in os.getloadavg()], "old": str(args.old),
-               "old_commit": git(args.old), "commit": git(REPO), "revisions": stats["revisions"],
-               "batches": stats["batches"], "db_mb": size(source) / MB, "times": chosen["_times"],
-               "queries": args.queries, "parallel": args.parallel, "deadline": args.deadline, "purges": {}, "search": {}}
-    running = {}
-    for name in args.cases:
-        if name not in chosen:
-            print(f"no string found for {name}", file=sys.stderr)
-            continue
-        for code, root in codes.items():
-            target = copy(source, args.work / f"purge-{name}-{code}.db")
-            if args.parallel:
-                running[name, code] = start_step(root, "purge", target, chosen[name], args.work)
-            else:
-                payload["purges"].setdefault(name, {})[code] = run_step(root, "purge", target, chosen[name], args.work,
-                                                                        args.deadline)
-                print(name, code, payload["purges"][name][code], flush=True)
-    deadline = time.time() + args.deadline if args.deadline else None
-    searching = {}
-    if args.queries and args.parallel:  # the searches alongside (read-only, on the unpurged database)
-        for code, root in codes.items():
-            (args.work / code).mkdir(exist_ok=True)  # one spec and output file per code
-            searching[code] = start_step(root, "search", source, {"queries": args.queries, **chosen["_times"]},
-                                         args.work / code)
-    for (name, code), proc in running.items():
-        payload["purges"].setdefault(name, {})[code] = finish_step(proc, deadline)
-        print(name, code, payload["purges"][name][code], flush=True)
-    for code, proc in searching.items():
-        payload["search"][code] = finish_step(proc, deadline)
-        print("search", code, payload["search"][code], flush=True)
-    if args.queries and not args.parallel:
-        for code, root in codes.items():
-            payload["search"][code] = run_step(root, "search", source, {"queries": args.queries, **chosen["_times"]},
-                                               args.work)
-            print("search", code, payload["search"][code], flush=True)
-    payload["load_end"] = [round(x, 2) for x in os.getloadavg()]
-    save("purge", payload, report(payload))
-
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # one step in a fresh process (``start_step``): --step purge|search --target DB --spec FILE
+    _, _, which, _, target, _, spec = sys.argv
+    print(json.dumps((step_purge if which == "purge" else step_search)(Path(target),
+                                                                      json.loads(Path(spec).read_text("utf-8")))))

@@ -35,7 +35,10 @@ import apsw
 from markdown_it import MarkdownIt
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from common import CORPORA, clone, machine, save, summary_ms, timed
+try:  # run as a script (benchmarks/ on sys.path) or imported by the harness (python -m benchmarks)
+    from common import CORPORA, clone, machine, save, summary_ms, timed
+except ImportError:
+    from benchmarks.common import CORPORA, clone, machine, save, summary_ms, timed
 from vaultsync.vault import Vault
 
 K = 10
@@ -218,6 +221,39 @@ def measures(values: list[tuple[float, float, float]]) -> dict[str, float]:
 def _fusing(embedder):  # type: ignore[no-untyped-def]
     embedder.fuse = True
     return embedder
+
+
+def run(quick: bool) -> dict:
+    """The harness's entry: every set and mode on the Hub at its newest commit (work folder reused); quick: the
+    known-item and remembered sets (10 each) on the sample vault."""
+    from benchmarks.harness import flatten
+    from benchmarks.inputs import bench_work, sample_vault, workdir
+
+    modes = ["keyword", "hybrid", "vector"]
+    with workdir("quality") as tmp:
+        if quick:
+            root, db = sample_vault(tmp / "notes"), tmp / "notes.db"
+            with Vault.open(db, root=root, name="notes") as vault:
+                vault.sync()
+            sets: dict[str, list[dict]] = {}
+            counts = (10, 10)
+        else:
+            _, db, _ = build(bench_work("quality"), "hash")
+            lines = (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
+            rows = [json.loads(line) for line in lines]
+            sets = {"title": [r for r in rows if r["kind"] == "alias"],
+                    "anchor": [r for r in rows if r["kind"] == "anchor"]}
+            counts = (500, 500)
+        with Vault.open(db, readonly=True) as vault:
+            sets["known-item"] = known_items(vault, counts[0])
+            sets["remembered"] = remembered_windows(vault, counts[1])
+            base = baseline_index(vault)
+            results = {name: evaluate(vault, base, queries, modes) for name, queries in sets.items()}
+    figures = {f"{name}_queries": len(queries) for name, queries in sets.items()}
+    for name, by_mode in results.items():
+        for mode, measured in by_mode.items():
+            figures.update(flatten({k: v for k, v in measured.items() if k != "n"}, f"{name}.{mode}."))
+    return figures
 
 
 def main() -> None:

@@ -1,29 +1,25 @@
-"""What an idle reader server costs (issue 14, item 4): CPU over a minute, memory, inotify watches.
+"""What idle reader servers cost: CPU over a minute, memory, inotify watches.
 
-    .venv/bin/python benchmarks/bench_reader_idle.py [--seconds 60] [--readers 3] [--vault FOLDER] [--no-save]
-
-Imports a copy of FOLDER (default: the repo's sample ``notes/``) into a fresh database, then starts
-one ``vaultsync watch`` (the watcher), READERS ``vaultsync serve --watch`` (readers in standby) and
+Imports a copy of the sample vault (``notes/``) into a fresh database, then starts
+one ``vaultsync watch`` (the watcher), 3 ``vaultsync serve --watch`` (readers in standby; 1 when quick) and
 one plain ``vaultsync serve`` (the read-only baseline), each answering one ``vault_status`` over
-stdio as a host would. Then nothing happens for SECONDS, and for each process it reads from /proc:
+stdio as a host would. Then nothing happens for 60 s (1 s when quick), and for each process it reads from /proc:
 CPU time used in that window (user + system), resident memory (VmRSS) and the number of inotify
-watches it holds. Results go to benchmarks/results/reader_idle.md. Linux only (/proc).
+watches it holds. Linux only (/proc).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from common import REPO, machine, save
+from benchmarks.harness import Figures
+from benchmarks.inputs import SAMPLE, Unavailable, vaultsync as command, workdir
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -55,7 +51,7 @@ def inotify_watches(pid: int) -> int:
 
 
 def vaultsync(db: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "vaultsync", "--db", str(db), *args]
+    return command("--db", str(db), *args)
 
 
 def start_server(db: Path, root: Path, *flags: str) -> subprocess.Popen[bytes]:
@@ -77,56 +73,39 @@ def start_server(db: Path, root: Path, *flags: str) -> subprocess.Popen[bytes]:
     return proc
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--readers", type=int, default=3)
-    parser.add_argument("--vault", type=Path, default=REPO / "notes")
-    parser.add_argument("--no-save", action="store_true")
-    args = parser.parse_args()
-
-    with tempfile.TemporaryDirectory(prefix="bench-reader-idle-") as tmp:
-        root, db = Path(tmp) / "vault", Path(tmp) / "db" / "vaultsync.db"
-        shutil.copytree(args.vault, root, symlinks=True)
+def run(quick: bool) -> Figures:
+    if not Path("/proc/self/fdinfo").exists():
+        raise Unavailable("the reader_idle benchmark reads /proc (Linux only)")
+    seconds, readers = (1.0, 1) if quick else (60.0, 3)
+    with workdir("reader-idle") as work:
+        root, db = work / "vault", work / "db" / "vaultsync.db"
+        shutil.copytree(SAMPLE, root, symlinks=True)
         subprocess.run(vaultsync(db, "import", str(root)), check=True, capture_output=True)
         notes = sum(1 for _ in root.rglob("*.md"))
         watcher = subprocess.Popen(vaultsync(db, "watch", str(root)), stdout=subprocess.DEVNULL,
                                    stderr=subprocess.PIPE, text=True)
         assert watcher.stderr is not None
         while "watching " not in watcher.stderr.readline():
-            pass
-        procs: list[tuple[str, subprocess.Popen[Any]]] = [("vaultsync watch (the watcher)", watcher)]
-        procs += [(f"serve --watch (reader {i + 1})", start_server(db, root, "--watch")) for i in range(args.readers)]
-        procs.append(("serve (read-only baseline)", start_server(db, root)))
+            if watcher.poll() is not None:
+                raise SystemExit("vaultsync watch did not start")
+        procs: list[tuple[str, subprocess.Popen[Any]]] = [("watcher", watcher)]
+        procs += [(f"reader{i + 1}", start_server(db, root, "--watch")) for i in range(readers)]
+        procs.append(("baseline", start_server(db, root)))
         try:
-            time.sleep(2.0)  # let start-up work settle before the window
+            time.sleep(0.5 if quick else 2.0)  # let start-up work settle before the window
             before = {p.pid: cpu_seconds(p.pid) for _, p in procs}
             start = time.monotonic()
-            time.sleep(args.seconds)
+            time.sleep(seconds)
             window = time.monotonic() - start
-            rows = [{"process": name, "cpu_s": round(cpu_seconds(p.pid) - before[p.pid], 3),
-                     "cpu_pct": round((cpu_seconds(p.pid) - before[p.pid]) / window * 100, 3),
-                     "rss_mb": round(rss_mb(p.pid), 1), "inotify_watches": inotify_watches(p.pid),
-                     "threads": threads(p.pid)} for name, p in procs]
+            figures: Figures = {"seconds": round(window, 1), "notes": notes}
+            for name, p in procs:
+                used = cpu_seconds(p.pid) - before[p.pid]
+                figures.update({f"{name}_cpu_s": round(used, 3), f"{name}_cpu_pct": round(used / window * 100, 3),
+                                f"{name}_rss_mb": round(rss_mb(p.pid), 1),
+                                f"{name}_inotify_watches": inotify_watches(p.pid), f"{name}_threads": threads(p.pid)})
         finally:
             for _, p in procs:
                 p.terminate()
             for _, p in procs:
                 p.wait(timeout=60)
-
-    lines = [f"# Idle cost of reader servers ({window:.0f} s window, {notes} notes)", "",
-             f"`{' '.join(['.venv/bin/python', *sys.argv])}` on {machine()['platform']}, "
-             f"{machine()['cpus']} CPUs, Python {machine()['python']}", "",
-             "| process | CPU s in window | CPU % of a core | RSS MB | inotify watches | threads |",
-             "|---|---:|---:|---:|---:|---:|"]
-    lines += [f"| {r['process']} | {r['cpu_s']} | {r['cpu_pct']} | {r['rss_mb']} | {r['inotify_watches']} "
-              f"| {r['threads']} |" for r in rows]
-    payload = {"seconds": window, "notes": notes, "rows": rows, "machine": machine()}
-    if args.no_save:
-        print("\n".join(lines))
-    else:
-        save("reader_idle", payload, "\n".join(lines) + "\n")
-
-
-if __name__ == "__main__":
-    main()
+    return figures

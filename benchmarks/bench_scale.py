@@ -1,11 +1,8 @@
 """Ten and twenty times the Obsidian Hub on one machine: import, watch and search at 66k and 131k notes.
 
-    .venv/bin/python benchmarks/bench_scale.py [--scales 1 10 20] [--queries 40] [--burst 10000] [--no-save]
-    .venv/bin/python benchmarks/bench_scale.py --search-only [--work DIR] [--reuse] [--name scale_search]
-
 For each scale k, k copies of the Hub's newest tree (cloned at run time from
 ../shared/corpora/obsidian-hub.bundle, never committed) are made in sub-folders ``copy-00`` …
-of benchmarks/work/scale/vault-{k}x, and measured in one run:
+of the work folder's vault-{k}x, and measured in one run:
 
 * ``vaultsync import`` (CLI, its default parse workers): wall time, per-note cost and its ratio to
   1x, peak RSS (the largest process, from ``wait4``; and the sampled sum over the process and its
@@ -22,20 +19,15 @@ of benchmarks/work/scale/vault-{k}x, and measured in one run:
 
 Targets at 10x: per-note import cost within 1.3x of 1x, peak RSS < 400 MB, no-change re-import
 < 3 s, watcher idle RSS < 300 MB, default search p50 < 100 ms; at 20x no error, the same per-note
-cost. Results: benchmarks/results/scale.json and scale.md. Linux only (reads /proc).
+cost. Linux only (reads /proc).
 
-``--search-only`` skips the watcher and polling parts: the vault is imported (CLI), then the later
+``scale_search`` skips the watcher and polling parts: the vault is imported (CLI), then the later
 batches the watcher would have written are made in-process (10 single-note edits, one sync each, then
-one sync of the burst), and only search is measured, as of the import and now. With ``--reuse`` a
-database left in ``--work`` by an earlier run is searched as it is (its cutoff read from the side
-file ``scale-{k}x.json``), so that two vaultsync versions can be measured on the same databases: run
-this script with the other version's Python (its own venv), e.g. ``/old/.venv/bin/python
-benchmarks/bench_scale.py --search-only --reuse --name scale_search_old``.
+one sync of the burst), and only search is measured, as of the import and now.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -49,13 +41,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import CORPORA, REPO, clone, machine, save, summary_ms
+from benchmarks.common import REPO, clone, summary_ms
 
 from vaultsync.live.events import count_folders
 from vaultsync.vault import Vault
 
 WORK = REPO / "benchmarks" / "work" / "scale"
 REUSE = False
+PAUSES = {"settle": 10.0, "idle": 10.0, "edits": 10, "gap": 1.0, "poll_settle": 5.0}
+"""Seconds the watcher is left alone before and while idle, edits timed and the gap between them (quick: less)."""
 MB = 1024 * 1024
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -201,20 +195,20 @@ def readable(db: Path, name: str, path: str, marker: str, timeout: float = 60) -
 def measure_watch(db: Path, root: Path, notes: list[Path], burst: int) -> dict[str, Any]:
     watch = Watch(vaultsync("--db", str(db), "watch", str(root), "--json"))
     out: dict[str, Any] = {"startup_s": round(watch.wait_log("watching "), 2)}
-    time.sleep(10)
+    time.sleep(PAUSES["settle"])
     cpu0 = cpu_s(watch.proc.pid)
-    time.sleep(10)
+    time.sleep(PAUSES["idle"])
     out["idle_rss_mb"] = round(status_kb(watch.proc.pid, "VmRSS") / 1024, 1)
-    out["idle_cpu_pct"] = round((cpu_s(watch.proc.pid) - cpu0) / 10 * 100, 1)
+    out["idle_cpu_pct"] = round((cpu_s(watch.proc.pid) - cpu0) / PAUSES["idle"] * 100, 1)
     latencies = []
-    for i in range(10):
+    for i in range(int(PAUSES["edits"])):
         note = notes[(i * 7919) % len(notes)]
         marker = f"scale-edit-{i}-{time.time_ns()}"
         with note.open("a", encoding="utf-8") as handle:
             handle.write(f"\n{marker}\n")
         written = time.monotonic()
         latencies.append((readable(db, root.name, note.relative_to(root).as_posix(), marker) - written) * 1000)
-        time.sleep(1)
+        time.sleep(PAUSES["gap"])
     out["edit_readable"] = summary_ms(latencies)
     count = min(burst, len(notes))
     since = len(watch.batches)
@@ -247,12 +241,12 @@ def measure_polling(db: Path, root: Path, folders: int) -> dict[str, Any]:
         watch.proc.kill()
         return {"skipped": str(exc).splitlines()[0]}
     warning = next(line for line in watch.log if "falling back to polling" in line)
-    time.sleep(5)
+    time.sleep(PAUSES["poll_settle"])
     cpu0 = cpu_s(watch.proc.pid)
-    time.sleep(10)
+    time.sleep(PAUSES["idle"])
     out = {"limit": limit, "warning": warning.split("WARNING", 1)[-1].strip(" :"), "startup_s": round(ready, 2),
            "idle_rss_mb": round(status_kb(watch.proc.pid, "VmRSS") / 1024, 1),
-           "idle_cpu_pct": round((cpu_s(watch.proc.pid) - cpu0) / 10 * 100, 1)}
+           "idle_cpu_pct": round((cpu_s(watch.proc.pid) - cpu0) / PAUSES["idle"] * 100, 1)}
     watch.stop()
     return out
 
@@ -282,12 +276,12 @@ def build_history(hub: Path, k: int, burst: int) -> tuple[Path, str, dict[str, A
     db = WORK / f"scale-{k}x.db"
     if REUSE and meta.exists() and db.exists():
         return db, f"vault-{k}x", json.loads(meta.read_text())
-    print(f"== {k}x: building the vault", flush=True)
+    print(f"== {k}x: building the vault", file=sys.stderr, flush=True)
     root = build_vault(hub, k)
     folders, count, size = folders_and_notes(root)
     for old in WORK.glob(f"scale-{k}x.db*"):
         old.unlink()
-    print(f"== {k}x: import of {count} notes", flush=True)
+    print(f"== {k}x: import of {count} notes", file=sys.stderr, flush=True)
     first = run_measured(vaultsync("--db", str(db), "import", str(root), "--json"))
     summary = json.loads(first["stdout"])
     notes = sorted(p for p in root.rglob("*.md") if not any(part.startswith(".") for part in p.relative_to(root).parts))
@@ -311,41 +305,21 @@ def build_history(hub: Path, k: int, burst: int) -> tuple[Path, str, dict[str, A
 
 def measure_search_only(hub: Path, k: int, queries: list[str], burst: int) -> dict[str, Any]:
     db, name, info = build_history(hub, k, burst)
-    print(f"== {k}x: search", flush=True)
+    print(f"== {k}x: search", file=sys.stderr, flush=True)
     r = {"scale": k, **info, "search": measure_search(db, name, queries, info["past"])}
-    print(json.dumps(r, indent=1), flush=True)
+    print(json.dumps(r, indent=1), file=sys.stderr, flush=True)
     return r
 
 
-def search_report(results: list[dict[str, Any]], argv: str, info: dict[str, Any]) -> str:
-    cols = [f"{r['scale']}x" for r in results]
-    lines = [f"# Scale, search only: the Obsidian Hub ×{', ×'.join(str(r['scale']) for r in results)}", "",
-             f"`{argv}` — {info['started']}, vaultsync {info['commit']} ({info['code']}), Python {info['python']}, "
-             f"{info['cpus']} CPUs (load average at start {info['load_start']}, at end {info['load_end']}; "
-             "the machine is shared).", "",
-             "| figure | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
-    lines.append("| notes / chunks | " + " | ".join(f"{r['notes']} / {r['search']['chunks']}" for r in results) + " |")
-    for mode in ("keyword", "hybrid"):
-        for when in ("now", "past"):
-            key = f"{mode}_{when}"
-            label = f"search {mode if mode == 'keyword' else 'default (hybrid)'} {when} p50 / p95"
-            lines.append(f"| {label} | " + " | ".join(
-                f"{r['search'][key]['p50_ms']} / {r['search'][key]['p95_ms']} ms" for r in results) + " |")
-            lines.append("| … CPU time of the search p50 / p95 | " + " | ".join(
-                f"{r['search'][key + '_cpu']['p50_ms']} / {r['search'][key + '_cpu']['p95_ms']} ms"
-                if key + "_cpu" in r["search"] else "–" for r in results) + " |")
-    return "\n".join(lines) + "\n"
-
-
 def measure_scale(hub: Path, k: int, queries: list[str], burst: int) -> dict[str, Any]:
-    print(f"== {k}x: building the vault", flush=True)
+    print(f"== {k}x: building the vault", file=sys.stderr, flush=True)
     root = build_vault(hub, k)
     folders, count, size = folders_and_notes(root)
     db = WORK / f"scale-{k}x.db"
     for old in WORK.glob(f"scale-{k}x.db*"):
         old.unlink()
     r: dict[str, Any] = {"scale": k, "notes": count, "markdown_mb": round(size / MB, 1), "folders": folders}
-    print(f"== {k}x: import of {count} notes", flush=True)
+    print(f"== {k}x: import of {count} notes", file=sys.stderr, flush=True)
     first = run_measured(vaultsync("--db", str(db), "import", str(root), "--json"))
     summary = json.loads(first["stdout"])
     r["import"] = {"wall_s": round(first["wall_s"], 1), "added": summary["added"],
@@ -361,121 +335,50 @@ def measure_scale(hub: Path, k: int, queries: list[str], burst: int) -> dict[str
         sync_s = time.perf_counter() - start
     r["reimport"] = {"wall_s": round(again["wall_s"], 2), "sync_s": round(sync_s, 2), "unchanged": unchanged,
                      "peak_mb": round(again["largest_peak_mb"], 1)}
-    print(f"== {k}x: watch", flush=True)
+    print(f"== {k}x: watch", file=sys.stderr, flush=True)
     notes = sorted(p for p in root.rglob("*.md") if not any(part.startswith(".") for part in p.relative_to(root).parts))
     r["watch"] = measure_watch(db, root, notes, burst)
-    print(f"== {k}x: polling fallback", flush=True)
+    print(f"== {k}x: polling fallback", file=sys.stderr, flush=True)
     r["polling"] = measure_polling(db, root, folders)
-    print(f"== {k}x: search", flush=True)
+    print(f"== {k}x: search", file=sys.stderr, flush=True)
     r["search"] = measure_search(db, root.name, queries, summary["known_at"])
-    print(json.dumps(r, indent=1), flush=True)
+    print(json.dumps(r, indent=1), file=sys.stderr, flush=True)
     return r
 
 
-def report(results: list[dict[str, Any]], argv: str, info: dict[str, Any]) -> str:
-    base = next((r for r in results if r["scale"] == 1), results[0])
-    cols = [f"{r['scale']}x" for r in results]
-    rows: list[tuple[str, list[str]]] = []
-
-    def row(label: str, fn: Any) -> None:
-        cells = []
-        for r in results:
-            try:
-                cells.append(str(fn(r)))
-            except (KeyError, TypeError):
-                cells.append("–")
-        rows.append((label, cells))
-
-    row("notes / Markdown MB / folders", lambda r: f"{r['notes']} / {r['markdown_mb']} / {r['folders']}")
-    row("chunks", lambda r: r["search"]["chunks"])
-    row("import wall time", lambda r: f"{r['import']['wall_s']} s")
-    row("per-note cost (ratio to 1x)", lambda r: f"{r['import']['ms_per_note']} ms "
-        f"({r['import']['ms_per_note'] / base['import']['ms_per_note']:.2f}x)")
-    row("import peak RSS: largest process / all", lambda r: f"{r['import']['largest_process_peak_mb']} / "
-        f"{r['import']['all_processes_peak_mb']} MB")
-    row("database size", lambda r: f"{r['database_mb']} MB")
-    row("no-change re-import: CLI / in-process sync / peak RSS", lambda r: f"{r['reimport']['wall_s']} s / "
-        f"{r['reimport']['sync_s']} s / {r['reimport']['peak_mb']} MB")
-    row("watcher start-up", lambda r: f"{r['watch']['startup_s']} s")
-    row("watcher idle RSS / idle CPU", lambda r: f"{r['watch']['idle_rss_mb']} MB / {r['watch']['idle_cpu_pct']} %")
-    row("one edit → readable p50 / p95", lambda r: f"{r['watch']['edit_readable']['p50_ms']} / "
-        f"{r['watch']['edit_readable']['p95_ms']} ms")
-    row("burst: notes → batches (largest), landed after", lambda r: f"{r['watch']['burst']['notes']} → "
-        f"{r['watch']['burst']['batches']} ({r['watch']['burst']['largest_batch']}), {r['watch']['burst']['landed_s']} s")
-    row("watcher peak RSS (after the burst)", lambda r: f"{r['watch']['peak_rss_mb']} MB")
-    row("polling fallback: start-up / idle RSS / idle CPU", lambda r: f"{r['polling']['startup_s']} s / "
-        f"{r['polling']['idle_rss_mb']} MB / {r['polling']['idle_cpu_pct']} %")
-    for mode in ("keyword", "hybrid"):
-        for when in ("now", "past"):
-            row(f"search {mode if mode == 'keyword' else 'default (hybrid)'} {when} p50 / p95",
-                lambda r, key=f"{mode}_{when}": f"{r['search'][key]['p50_ms']} / {r['search'][key]['p95_ms']} ms")
-    lines = [f"# Scale: the Obsidian Hub ×{', ×'.join(str(r['scale']) for r in results)}", "",
-             f"`{argv}` — {info['started']}, vaultsync {info['commit']}, Python {info['python']}, "
-             f"{info['cpus']} CPUs (load average at start {info['load_start']}, at end {info['load_end']}; "
-             "the machine is shared).", "",
-             "| figure | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
-    lines += [f"| {label} | " + " | ".join(cells) + " |" for label, cells in rows]
-    warnings = {r["polling"].get("warning") for r in results if r["polling"].get("warning")}
-    if warnings:
-        lines += ["", "Polling fallback warning (inotify limit set to half the folder count): "
-                  + "; ".join(f"`{w}`" for w in sorted(warnings))]
-    ten = next((r for r in results if r["scale"] == 10), None)
-    if ten is not None:
-        checks = [
-            ("per-note import cost within 1.3x of 1x", ten["import"]["ms_per_note"] / base["import"]["ms_per_note"] <= 1.3),
-            ("import peak RSS < 400 MB (largest process)", ten["import"]["largest_process_peak_mb"] < 400),
-            ("no-change re-import < 3 s (CLI)", ten["reimport"]["wall_s"] < 3),
-            ("watcher idle RSS < 300 MB", ten["watch"]["idle_rss_mb"] < 300),
-            ("default search p50 < 100 ms (now)", ten["search"]["hybrid_now"]["p50_ms"] < 100),
-        ]
-        lines += ["", "Targets at 10x: " + "; ".join(f"{name}: {'met' if ok else '**not met**'}" for name, ok in checks)]
-    return "\n".join(lines) + "\n"
-
-
-def main() -> None:
+def _run(quick: bool, search_only: bool) -> dict[str, Any]:
+    """The harness's entries: 1x, 10x and 20x the Hub, 40 queries, a burst of 10,000 notes; quick: the sample
+    vault at 1x and 2x, 5 queries, a burst of 10 notes, short pauses."""
     global WORK, REUSE
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scales", type=int, nargs="+", default=[1, 10, 20])
-    parser.add_argument("--queries", type=int, default=40)
-    parser.add_argument("--burst", type=int, default=10_000)
-    parser.add_argument("--no-save", action="store_true")
-    parser.add_argument("--search-only", action="store_true", help="import and search only (no watcher, no polling)")
-    parser.add_argument("--work", type=Path, default=None, help="where vaults and databases are made")
-    parser.add_argument("--reuse", action="store_true", help="with --search-only: search the databases already in --work")
-    parser.add_argument("--name", default=None, help="results file name (default scale, or scale_search)")
-    args = parser.parse_args()
-    WORK, REUSE = (args.work or WORK).resolve(), args.reuse
-    WORK.mkdir(parents=True, exist_ok=True)
-    hub = clone("obsidian-hub.bundle", WORK / "hub")
-    lines = (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
-    queries = [json.loads(line)["query"] for line in lines[:: max(1, len(lines) // args.queries)]][: args.queries]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    info = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit,
-            "load_start": [round(x, 2) for x in os.getloadavg()], **machine(),
-            "code": str(Path(sys.modules["vaultsync.vault"].__file__).parents[1])}
-    measure = measure_search_only if args.search_only else measure_scale
-    results = []
-    for k in args.scales:
+    from benchmarks.harness import flatten
+    from benchmarks.inputs import QUICK_QUERIES, bench_work, hub_queries, sample_vault, workdir
+
+    with workdir("scale") as tmp:
+        REUSE = False
+        if quick:
+            WORK = tmp
+            hub, scales, queries, burst = sample_vault(tmp / "notes"), [1, 2], QUICK_QUERIES[:5], 10
+            PAUSES.update(settle=0.2, idle=1.0, edits=2, gap=0.1, poll_settle=0.2)
+        else:
+            WORK = bench_work("scale")
+            hub, scales, burst = clone("obsidian-hub.bundle", WORK / "hub"), [1, 10, 20], 10_000
+            every = hub_queries()
+            queries = every[:: max(1, len(every) // 40)][:40]
+        measure = measure_search_only if search_only else measure_scale
+        figures: dict[str, Any] = {}
         try:
-            results.append(measure(hub, k, queries, args.burst))
-        except (SystemExit, Exception) as exc:  # noqa: BLE001 - report what finished, and why the rest did not
-            print(f"{k}x did not finish: {exc}", file=sys.stderr)
-            info.setdefault("failed", {})[f"{k}x"] = str(exc)[-2000:]
-            break
+            for k in scales:
+                figures.update(flatten(measure(hub, k, queries, burst), f"{k}x."))
+                if not search_only:
+                    shutil.rmtree(WORK / f"vault-{k}x", ignore_errors=True)
         finally:
-            if not args.search_only:
-                shutil.rmtree(WORK / f"vault-{k}x", ignore_errors=True)
-    info["load_end"] = [round(x, 2) for x in os.getloadavg()]
-    argv = "python benchmarks/bench_scale.py " + " ".join(sys.argv[1:])
-    render = search_report if args.search_only else report
-    markdown = render(results, argv.strip(), info) if results else "no scale finished\n"
-    if info.get("failed"):
-        markdown += "\nDid not finish: " + "; ".join(f"{k}: {v.splitlines()[0]}" for k, v in info["failed"].items()) + "\n"
-    if args.no_save:
-        print(markdown)
-    else:
-        save(args.name or ("scale_search" if args.search_only else "scale"), {"argv": argv, **info, "results": results}, markdown)
+            PAUSES.update(settle=10.0, idle=10.0, edits=10, gap=1.0, poll_settle=5.0)
+    return figures
 
 
-if __name__ == "__main__":
-    main()
+def run(quick: bool) -> dict[str, Any]:
+    return _run(quick, search_only=False)
+
+
+def run_search(quick: bool) -> dict[str, Any]:
+    return _run(quick, search_only=True)

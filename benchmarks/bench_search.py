@@ -1,44 +1,41 @@
-"""Search speed at scale: keyword and hybrid p50/p95, now and at historical cutoffs, beside the simple
-correct approach (a temporary FTS5 table over the visible chunks, rebuilt for each query).
+"""Search latency: keyword, default (hybrid) and vector mode p50/p95, now and at historical cutoffs, beside the
+simple correct approach (a temporary FTS5 table over the visible chunks, rebuilt for each query).
 
-    .venv/bin/python benchmarks/bench_search.py [--work /tmp/vs-bench] [--queries 200] [--simple 5] [--embedder hash]
-
-The vault (built once into --work) holds the real histories of both corpora, merged by commit time:
-obsidian-help under help/ and obsidian-hub under hub/, one batch per commit, then one more batch adding
-the hub's newest tree again under hub-copy/ (so that over 100,000 chunks are visible at the end).
-``--embedder minilm`` builds (or reuses) ``big-minilm.db``, whose vectors the semantic extra made
-(each distinct text embedded once, as it is first recorded), and saves ``search_speed_minilm``; when
-that embedder fuses, the default (``hybrid``) mode joins its vectors.
-
-``--db PATH`` measures an existing database instead (e.g. a replay of the Help history), saved as
-``search_speed_<--name>``; ``--windows N`` also times the default mode on N windows of 3–6 consecutive
-words taken from visible chunks (stopwords and all: the queries whose words many chunks hold in order).
+The vault (built once into ``$VAULTSYNC_BENCH_WORK/search``, default /tmp/vs-bench/search) holds the real histories
+of both corpora merged by commit time: obsidian-help under help/ and obsidian-hub under hub/, one batch per commit,
+then one more batch adding the hub's newest tree again under hub-copy/ (over 100,000 chunks visible at the end).
+200 queries: half the Hub's human-written queries, half one or two title words. Quick: the sample vault imported,
+a third of its notes edited in a second batch (the past is the first), 10 queries.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import random
 import sys
 import time
+from statistics import median
 from pathlib import Path
 
 import apsw
 
-from common import CORPORA, clone, machine, save, summary_ms, timed
+from benchmarks.harness import Figures, p50_p95
+from benchmarks.inputs import QUICK_QUERIES, bench_work, clone, edit_some, hub_queries, sample_vault, workdir
 from vaultsync.gitimport import GitHistory
-from vaultsync.store.codec import unpack
-from vaultsync.store.search.embedding import query_embedder
 from vaultsync.store.search.snapshot import export_rows, take
 from vaultsync.sync import Plan, write_plan
 from vaultsync.embed.tokenizer import TOKENIZE, parse_query
 from vaultsync.vault import Vault
 
 
-def build(work: Path, embedder: str = "hash") -> Path:
-    db = work / ("big.db" if embedder == "hash" else f"big-{embedder}.db")
+def timed(fn, *args, **kwargs) -> tuple[float, object]:
+    start = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return (time.perf_counter() - start) * 1000.0, out
+
+
+def build(work: Path) -> Path:
+    """The two histories merged by commit time, plus the Hub's newest tree again (built once into ``work``)."""
+    db = work / "big.db"
     if db.exists():
         return db
     histories = {"help": GitHistory(clone("obsidian-help.bundle", work / "help")),
@@ -53,8 +50,7 @@ def build(work: Path, embedder: str = "hash") -> Path:
             parent = commit.sha
     steps.sort()
     started = time.perf_counter()
-    extra = {} if embedder == "hash" else {"embedder": embedder}
-    with Vault.open(db, root=root, name="big", **extra) as vault:
+    with Vault.open(db, root=root, name="big") as vault:
         last = 0
         for n, (when, name, parent, sha) in enumerate(steps, 1):
             history = histories[name]
@@ -64,8 +60,7 @@ def build(work: Path, embedder: str = "hash") -> Path:
             write_plan(vault._store, vault.id, vault.name, Plan(observed, vault._store.live_state(vault.id), {}),
                    known_at=last, source="git", detail=sha)
             if n % 200 == 0:
-                print(f"{n}/{len(steps)} commits, {time.perf_counter() - started:.0f} s, CPU {time.process_time():.0f} s, "
-                      f"load {os.getloadavg()[0]:.1f}", flush=True)
+                print(f"{n}/{len(steps)} commits, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
         head = steps[-1][0] if steps[-1][1] == "hub" else max(s[0] for s in steps if s[1] == "hub")
         hub_head = [s for s in steps if s[1] == "hub"][-1][3]
         observed = {f"hub-copy/{p}": o for p, o in histories["hub"].tree(hub_head).items()}
@@ -73,7 +68,7 @@ def build(work: Path, embedder: str = "hash") -> Path:
                known_at=max(last, head) + 1_000_000, source="git", detail="hub-copy")
     for history in histories.values():
         history.close()
-    print(f"built in {time.perf_counter() - started:.0f} s")
+    print(f"built in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return db
 
 
@@ -90,94 +85,56 @@ def simple_search(con: apsw.Connection, vault_id: int, as_of: int | None, expres
         con.execute("DROP TABLE temp.simple")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--work", type=Path, default=Path("/tmp/vs-bench"))
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--simple", type=int, default=5, help="queries for the rebuild-per-query approach")
-    parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--embedder", default="hash")
-    parser.add_argument("--db", type=Path, help="measure this existing database (no build)")
-    parser.add_argument("--name", help="results name with --db (search_speed_NAME)")
-    parser.add_argument("--windows", type=int, default=0, help="also time the default mode on N word windows")
-    args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
-    db = args.db or build(args.work, args.embedder)
-    rng = random.Random(args.seed)
-    hub_queries = [json.loads(line)["query"] for line in (CORPORA / "retrieval-hub.jsonl").read_text().splitlines()]
+def quick_db(work: Path) -> Path:
+    root, db = sample_vault(work / "notes"), work / "quick.db"
+    with Vault.open(db, root=root, name="notes") as vault:
+        vault.sync()
+        time.sleep(0.01)
+        edit_some(root)
+        vault.sync()
+    return db
+
+
+def measure_db(db: Path, queries_pool: list[str], count: int, simple: int, seed: int = 11) -> Figures:
+    rng = random.Random(seed)
     with Vault.open(db, readonly=True) as vault:
         con = vault._store.db.con
         stats = vault.stats().to_json()
         visible = con.execute("SELECT count(*), count(DISTINCT doc_id) FROM search_rows WHERE died IS NULL").fetchone()
         times = [r[0] for r in con.execute("SELECT known_at FROM batches WHERE vault_id = ? ORDER BY id", (vault.id,))]
-        words = [w for (t,) in con.execute("SELECT title FROM notes WHERE title IS NOT NULL ORDER BY random() LIMIT 2000")
-                 for w in t.split() if len(w) > 3]
-        queries = [rng.choice(hub_queries) if i % 2 else " ".join(rng.sample(words, rng.randint(1, 2)))
-                   for i in range(args.queries)]
-        cutoffs = [rng.choice(times[len(times) // 10:-1]) for _ in queries]
-        kinds = ["keyword", "hybrid", "vector"]
-        embedder = query_embedder(con)  # the one instance this process's searches use
-        fuses = embedder.fuse
-        if args.embedder != "hash":  # the default mode both with and without the embedder's vectors fused
-            kinds[1:2] = ["hybrid_fused", "hybrid_unfused"]
-        lat: dict[str, list[float]] = {f"{k}_{when}": [] for k in kinds for when in ("now", "past")}
+        titles = con.execute("SELECT title FROM notes WHERE title IS NOT NULL ORDER BY random() LIMIT 2000")
+        words = [w for (t,) in titles for w in t.split() if len(w) > 3] or ["note"]
+        queries = [rng.choice(queries_pool) if i % 2 else
+                   " ".join(rng.sample(words, min(len(words), rng.randint(1, 2)))) for i in range(count)]
+        past = times[len(times) // 10:-1] or times[:1]
+        cutoffs = [rng.choice(past) for _ in queries]
+        lat: dict[str, list[float]] = {f"{k}_{when}": [] for k in ("keyword", "hybrid", "vector")
+                                       for when in ("now", "past")}
         for query, cutoff in zip(queries, cutoffs):
-            for kind in kinds:
-                mode = kind.split("_")[0]
-                embedder.fuse = fuses if kind == "hybrid" else kind == "hybrid_fused"
-                lat[f"{kind}_now"].append(timed(vault.search, query, mode=mode)[0])
-                lat[f"{kind}_past"].append(timed(vault.search, query, mode=mode, as_of=cutoff)[0])
-        embedder.fuse = fuses
-        if args.windows:
-            texts = [r[0] for r in con.execute(
-                "SELECT t.body FROM search_rows r JOIN chunks c ON c.id = r.id JOIN texts t ON t.id = c.text_id "
-                "WHERE r.died IS NULL ORDER BY r.id")]
-            windows: list[str] = []
-            while len(windows) < args.windows:
-                words = unpack(rng.choice(texts)).split()
-                n = rng.randint(3, 6)
-                if len(words) >= n:
-                    start = rng.randrange(len(words) - n + 1)
-                    windows.append(" ".join(w.strip(".,;:!?()[]*`#\"'") for w in words[start:start + n]))
-            lat["hybrid_now_windows"], lat["hybrid_past_windows"] = [], []
-            for query in windows:
-                cutoff = rng.choice(times[len(times) // 10:-1])
-                lat["hybrid_now_windows"].append(timed(vault.search, query)[0])
-                lat["hybrid_past_windows"].append(timed(vault.search, query, as_of=cutoff)[0])
+            for mode in ("keyword", "hybrid", "vector"):
+                lat[f"{mode}_now"].append(timed(vault.search, query, mode=mode)[0])
+                lat[f"{mode}_past"].append(timed(vault.search, query, mode=mode, as_of=cutoff)[0])
         simple_now, simple_past, ours_now, ours_past = [], [], [], []
-        for query, cutoff in list(zip(queries, cutoffs))[: args.simple]:
+        for query, cutoff in list(zip(queries, cutoffs))[:simple]:
             expression = parse_query(query).expression
-            ms, rows = timed(simple_search, con, vault.id, None, expression)
-            simple_now.append(ms)
+            simple_now.append(timed(simple_search, con, vault.id, None, expression)[0])
             ours_now.append(timed(vault.search, query, mode="keyword")[0])
-            ms, rows = timed(simple_search, con, vault.id, cutoff, expression)
-            simple_past.append(ms)
+            simple_past.append(timed(simple_search, con, vault.id, cutoff, expression)[0])
             ours_past.append(timed(vault.search, query, mode="keyword", as_of=cutoff)[0])
-    results = {k: summary_ms(v) for k, v in lat.items()}
-    simple = {"now": summary_ms(simple_now), "past": summary_ms(simple_past),
-              "ours_now_same_queries": summary_ms(ours_now), "ours_past_same_queries": summary_ms(ours_past)}
-    ratio_now = simple["now"]["p50_ms"] / simple["ours_now_same_queries"]["p50_ms"]
-    ratio_past = simple["past"]["p50_ms"] / simple["ours_past_same_queries"]["p50_ms"]
-    payload = {"vault": {"visible_chunks": visible[0], "visible_distinct_texts": visible[1],
-                         "chunk_revisions": stats["chunk_revisions"], "batches": stats["batches"],
-                         "note_revisions": stats["revisions"], "database_bytes": stats["database_bytes"],
-                         "first_batch": stats["first_batch"], "last_batch": stats["last_batch"]},
-               "queries": len(queries), "latency": results, "simple_rebuild": simple,
-               "speedup_vs_simple": {"now": round(ratio_now, 1), "past": round(ratio_past, 1)}, "machine": machine()}
-    rows = [f"| {name.replace('_', ' ')} | {r['p50_ms']} | {r['p95_ms']} |" for name, r in results.items()]
-    md = (f"Search latency, {len(queries)} queries (half human-written hub queries, half 1–2 title words), limit 10, "
-          f"embedder {args.embedder} (`.venv/bin/python benchmarks/bench_search.py {' '.join(sys.argv[1:]) or '--embedder hash'}`; "
-          f"load average {os.getloadavg()[0]:.1f} at the end)\n\n"
-          f"Vault: {visible[0]:,} visible chunks ({visible[1]:,} distinct texts), {stats['chunk_revisions']:,} chunk "
-          f"revisions, {stats['batches']:,} batches, database {stats['database_bytes'] / 1e6:.0f} MB\n\n"
-          "| query | p50 ms | p95 ms |\n|---|---:|---:|\n" + "\n".join(rows) + "\n\n"
-          f"Simple correct approach (temporary FTS5 table over the visible chunks, rebuilt per query), "
-          f"{len(simple_now)} queries: p50 {simple['now']['p50_ms']:.0f} ms now, {simple['past']['p50_ms']:.0f} ms "
-          f"historical; this store is {ratio_now:.0f}× / {ratio_past:.0f}× faster on the same queries.\n")
-    name = f"search_speed_{args.name}" if args.name else (
-        "search_speed" if args.embedder == "hash" else f"search_speed_{args.embedder}")
-    save(name, payload, md)
+    figures: Figures = {"visible_chunks": visible[0], "visible_distinct_texts": visible[1],
+                        "chunk_revisions": stats["chunk_revisions"], "batches": stats["batches"],
+                        "database_mb": round(stats["database_bytes"] / 1e6, 1), "queries": len(queries)}
+    for key, values in lat.items():
+        figures.update(p50_p95(key, values))
+    figures.update(p50_p95("simple_now", simple_now) | p50_p95("simple_past", simple_past))
+    if ours_now and ours_past:
+        figures["speedup_vs_simple_now"] = round(median(simple_now) / max(median(ours_now), 1e-6), 1)
+        figures["speedup_vs_simple_past"] = round(median(simple_past) / max(median(ours_past), 1e-6), 1)
+    return figures
 
 
-if __name__ == "__main__":
-    main()
+def run(quick: bool) -> Figures:
+    if quick:
+        with workdir("search") as work:
+            return measure_db(quick_db(work), QUICK_QUERIES, 10, 2)
+    return measure_db(build(bench_work("search")), hub_queries(), 200, 5)

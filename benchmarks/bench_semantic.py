@@ -1,34 +1,30 @@
 """What the semantic extra costs: installed size, model load, query latency, embedding throughput.
 
-    .venv/bin/python benchmarks/bench_semantic.py [--work DIR] [--chunks 600] [--configs 1x512,1x2048,...]
-        [--rounds 1] [--no-save]
-
 Needs ``pip install -e '.[semantic]'``. Texts: the indexed texts (``indexed_text``: title, aliases,
 heading path and chunk text) of notes of the Hub at its newest commit, whole notes drawn at random
-(seed 10) until ``--chunks`` indexed chunks are reached, embedded note by note as the parse workers
+(seed 10) until 600 indexed chunks are reached, embedded note by note as the parse workers
 of an import do. Each configuration (``THREADSxTOKENS_PER_RUN``) runs in a fresh child process, one
-after the other (with ``--rounds 2`` a second time in reverse order): its model load, wall and CPU
-time, and peak RSS (the child's ``ru_maxrss``, onnxruntime's CPU arena off as in the product). Every
-configuration's vectors are compared with the first one's (minimum cosine). The load average is
-logged before each child: the machine is shared, so CPU time per chunk is the fairer figure.
-Results go to benchmarks/results/semantic.json and semantic.md.
+after the other: its model load, wall and CPU time, and peak RSS (the child's ``ru_maxrss``, onnxruntime's
+CPU arena off as in the product). Every configuration's vectors are compared with the first one's (minimum
+cosine). Query path: 100 retrieval-hub queries one at a time. Quick: 40 chunks of the sample vault, one
+configuration, 10 queries.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import random
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
 
-from common import CORPORA, clone, machine, percentile, save
+try:  # imported by the harness, or run as a script (the child processes: benchmarks/ on sys.path)
+    from benchmarks.common import CORPORA, clone, percentile
+except ImportError:
+    from common import CORPORA, clone, percentile
 
 SEED = 10
 
@@ -130,82 +126,50 @@ def installed_size() -> dict[str, float]:
     return sizes
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "vs-semantic")
-    parser.add_argument("--chunks", type=int, default=600)
-    parser.add_argument("--configs", default="1x512,1x1024,1x2048,1x4096,2x512,2x2048")
-    parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--no-save", action="store_true")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--query-child", help=argparse.SUPPRESS)
-    parser.add_argument("--texts", help=argparse.SUPPRESS)
-    parser.add_argument("--vectors", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        return child(args.child, args.texts, args.vectors)
-    if args.query_child:
-        return query_child(args.query_child)
+def run(quick: bool) -> dict:
+    """The harness's entry: 600 chunks of the Hub, every default configuration, 100 queries; quick: 40 chunks of
+    the sample vault, one configuration (1x512), 10 queries."""
+    import importlib.util
 
+    from benchmarks.inputs import QUICK_QUERIES, Unavailable, sample_vault, workdir
+
+    if importlib.util.find_spec("onnxruntime") is None:
+        raise Unavailable("the semantic extra is not installed (pip install -e '.[semantic]')")
     import numpy as np
 
-    args.work.mkdir(parents=True, exist_ok=True)
-    root = clone("obsidian-hub.bundle", args.work / "hub")
-    notes = sample_texts(root, args.chunks)
-    texts_file = args.work / "texts.json"
-    texts_file.write_text(json.dumps(notes), encoding="utf-8")
-    rows = [json.loads(line) for line in (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()]
-    queries = [r["query"] for r in random.Random(SEED).sample(rows, 100)]
-    queries_file = args.work / "queries.json"
-    queries_file.write_text(json.dumps(queries), encoding="utf-8")
-
-    configs = args.configs.split(",")
-    order = [c for r in range(args.rounds) for c in (configs if r % 2 == 0 else configs[::-1])]
-    runs: list[dict] = []
-    vectors: dict[str, np.ndarray] = {}
     me = [sys.executable, str(Path(__file__).resolve())]
-    for config in order:
-        load_avg = os.getloadavg()[0]
-        out = args.work / f"vectors-{config}.npy"
-        done = subprocess.run(me + ["--child", config, "--texts", str(texts_file), "--vectors", str(out)],
-                              check=True, capture_output=True, text=True)
-        run = json.loads(done.stdout) | {"load_avg_1m": round(load_avg, 2)}
-        vectors.setdefault(config, np.load(out))
-        print(json.dumps(run), flush=True)
-        runs.append(run)
-    reference = vectors[configs[0]]
-    for run in runs:
-        v = vectors[run["config"]]
-        run["min_cosine_vs_first"] = round(float(np.min(np.sum(v * reference, axis=1))), 6)
-    load_avg = os.getloadavg()[0]
-    done = subprocess.run(me + ["--query-child", str(queries_file)], check=True, capture_output=True, text=True)
-    query = json.loads(done.stdout) | {"load_avg_1m": round(load_avg, 2)}
-    print(json.dumps(query), flush=True)
-    sizes = installed_size()
+    with workdir("semantic") as work:
+        if quick:
+            root, chunks, configs, queries = sample_vault(work / "notes"), 40, ["1x512"], QUICK_QUERIES
+        else:
+            lines = (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
+            rows = [json.loads(line) for line in lines]
+            root, chunks = clone("obsidian-hub.bundle", work / "hub"), 600
+            configs = "1x512,1x1024,1x2048,1x4096,2x512,2x2048".split(",")
+            queries = [r["query"] for r in random.Random(SEED).sample(rows, 100)]
+        notes = sample_texts(root, chunks)
+        texts_file, queries_file = work / "texts.json", work / "queries.json"
+        texts_file.write_text(json.dumps(notes), encoding="utf-8")
+        queries_file.write_text(json.dumps(queries), encoding="utf-8")
+        figures: dict = {"notes": len(notes), "chunks": sum(map(len, notes))}
+        reference = None
+        for config in configs:
+            out = work / f"vectors-{config}.npy"
+            done = subprocess.run(me + ["--child", config, "--texts", str(texts_file), "--vectors", str(out)],
+                                  check=True, capture_output=True, text=True)
+            result = json.loads(done.stdout)
+            vectors = np.load(out)
+            reference = vectors if reference is None else reference
+            result["min_cosine_vs_first"] = round(float(np.min(np.sum(vectors * reference, axis=1))), 6)
+            figures.update({f"{config}.{k}": v for k, v in result.items() if k not in ("config", "chunks")})
+        done = subprocess.run(me + ["--query-child", str(queries_file)], check=True, capture_output=True, text=True)
+        figures.update({f"query.{k}": v for k, v in json.loads(done.stdout).items()})
+    figures["installed_total_mb"] = round(sum(installed_size().values()), 1)
+    return figures
 
-    payload = {"machine": machine(), "notes": len(notes), "chunks": sum(map(len, notes)), "runs": runs,
-               "query": query, "installed_mb": sizes, "installed_total_mb": round(sum(sizes.values()), 1)}
-    lines = ["# The semantic extra: size, load, throughput", "",
-             f"`.venv/bin/python benchmarks/bench_semantic.py --chunks {args.chunks} --configs {args.configs} "
-             f"--rounds {args.rounds}` ({payload['machine']['cpus']} CPUs, shared; load average logged per run).", "",
-             f"{payload['chunks']} indexed chunks of {len(notes)} Hub notes (newest commit, seed {SEED}), embedded "
-             "note by note as an import's parse workers do. One child process per run, in this order.", "",
-             "| threads × tokens per run | load s | wall s | CPU s | chunks/s | chunks per CPU-s | peak RSS MB "
-             "| min cosine vs first | load avg |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in runs:
-        lines.append(f"| {r['config']} | {r['load_s']} | {r['wall_s']} | {r['cpu_s']} | {r['chunks_per_s']} | "
-                     f"{r['chunks_per_cpu_s']} | {r['peak_rss_mb']} | {r['min_cosine_vs_first']} | {r['load_avg_1m']} |")
-    lines += ["", f"Query path (default threads, {query['queries']} queries of retrieval-hub.jsonl one at a time): "
-              f"model load {query['load_s']} s, p50 {query['p50_ms']} ms, p95 {query['p95_ms']} ms, peak RSS "
-              f"{query['peak_rss_mb']} MB (load average {query['load_avg_1m']}).", "",
-              f"Installed by the extra beyond the core: {payload['installed_total_mb']} MB ("
-              + ", ".join(f"{k} {v}" for k, v in sorted(sizes.items(), key=lambda kv: -kv[1])) + ").", ""]
-    markdown = "\n".join(lines)
-    if args.no_save:
-        print(markdown)
+
+if __name__ == "__main__":  # the child processes ``run`` starts: one embedding configuration, or the query path
+    if sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[4], sys.argv[6])  # --child CONFIG --texts FILE --vectors FILE
     else:
-        save("semantic", payload, markdown)
-
-
-if __name__ == "__main__":
-    main()
+        query_child(sys.argv[2])  # --query-child FILE

@@ -13,23 +13,20 @@ Measures, with the watcher's default quiet period (300 ms) and maximum wait (3 s
   store to the same files) — target within 2x;
 * idle CPU of the polling fallback, for comparison.
 
-Usage: python benchmarks/bench_watch.py [--edits 100] [--idle-s 60] [--quick]
-Results: benchmarks/results/watch.json and watch.md. Linux only (reads /proc for CPU and memory).
+Quick: the sample vault, 4 edits, 1 s idle, a 5-file burst, 1 s of polling idle, no checkout.
+Linux only (reads /proc for CPU and memory).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import platform
 import random
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -37,12 +34,9 @@ from typing import Any
 
 import apsw
 
-REPO = Path(__file__).resolve().parents[1]
-CORPORA = REPO.parent / "shared" / "corpora"
-RESULTS = REPO / "benchmarks" / "results"
-sys.path.insert(0, str(REPO))
-
-from vaultsync import NoteNotFound, Vault  # noqa: E402
+from benchmarks.harness import Figures
+from benchmarks.inputs import corpus, vault_for, workdir
+from vaultsync import NoteNotFound, Vault
 
 CHECKOUT_COMMIT = "56de0227"  # "add-missing-eols": 1,256 notes changed at once
 TICK = os.sysconf("SC_CLK_TCK")
@@ -142,7 +136,8 @@ def import_seconds(db: Path, root: Path) -> tuple[float, dict[str, Any]]:
         return time.perf_counter() - start, summary.to_json()
 
 
-def measure_edits(watch: Watch, db: Path, root: Path, edits: int, rng: random.Random) -> dict[str, Any]:
+def measure_edits(watch: Watch, db: Path, root: Path, edits: int, rng: random.Random,
+                  spacing: tuple[float, float] = (0.5, 1.5)) -> dict[str, Any]:
     notes = sorted(p for p in root.rglob("*.md") if ".git" not in p.parts)
     latencies: dict[str, list[float]] = {"in-place": [], "atomic": []}
     misses = 0
@@ -170,7 +165,7 @@ def measure_edits(watch: Watch, db: Path, root: Path, edits: int, rng: random.Ra
                     break
                 time.sleep(0.005)
             latencies[kind].append((time.monotonic() - written) * 1000)
-            time.sleep(rng.uniform(0.5, 1.5))
+            time.sleep(rng.uniform(*spacing))
     every = latencies["in-place"] + latencies["atomic"]
     figures = lambda xs: {"n": len(xs), "p50_ms": round(statistics.median(xs), 1),  # noqa: E731
                           "p95_ms": round(percentile(xs, 0.95), 1), "p99_ms": round(percentile(xs, 0.99), 1),
@@ -205,7 +200,7 @@ def burst_copy(watch: Watch, db: Path, root: Path, work: Path, rng: random.Rando
 
 def burst_checkout(work: Path, rng: random.Random) -> dict[str, Any]:
     root = work / "hub-checkout"
-    subprocess.run(["git", "clone", "-q", str(CORPORA / "obsidian-hub.bundle"), str(root)], check=True)
+    subprocess.run(["git", "clone", "-q", str(corpus("obsidian-hub.bundle")), str(root)], check=True)
     subprocess.run(["git", "-C", str(root), "checkout", "-q", f"{CHECKOUT_COMMIT}^"], check=True)
     changed = subprocess.run(["git", "-C", str(root), "diff", "-z", "--name-only", f"{CHECKOUT_COMMIT}^",
                               CHECKOUT_COMMIT], check=True, capture_output=True, text=True).stdout.split("\0")
@@ -234,126 +229,54 @@ def burst_checkout(work: Path, rng: random.Random) -> dict[str, Any]:
             "ratio": round(watch_s / import_s, 2), "watcher_memory_mb": memory}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--edits", type=int, default=100)
-    parser.add_argument("--idle-s", type=float, default=60.0)
-    parser.add_argument("--burst", type=int, default=1000)
-    parser.add_argument("--polling-idle-s", type=float, default=30.0)
-    parser.add_argument("--quick", action="store_true", help="10 edits, 10 s idle, 200-file burst, no checkout")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
-    args = parser.parse_args()
-    if args.quick:
-        args.edits, args.idle_s, args.burst, args.polling_idle_s = 10, 10.0, 200, 5.0
-    if not (CORPORA / "obsidian-hub.bundle").exists():
-        raise SystemExit(f"corpus missing: {CORPORA / 'obsidian-hub.bundle'}")
-    rng = random.Random(4)
-    work = Path(tempfile.mkdtemp(prefix="bench-watch-"))
-    results: dict[str, Any] = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                                           "platform": platform.platform()},
-                               "settings": {"step_ms": 300, "debounce_ms": 3000, "reconcile_s": 300},
-                               "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
-    try:
-        root = work / "hub"
-        subprocess.run(["git", "clone", "-q", str(CORPORA / "obsidian-hub.bundle"), str(root)], check=True)
-        db = work / "vaultsync.db"
-        results["import_full_s"] = round(cli("--db", str(db), "import", str(root)), 2)
-        time.sleep(2.5)
-        with Vault.open(db, root=root) as vault:
-            results["notes"] = vault.stats().notes
-            scans = []
-            for _ in range(3):
-                start = time.perf_counter()
-                assert vault.sync().batch_id is None
-                scans.append(time.perf_counter() - start)
-        reconcile_s = statistics.median(scans)
-        results["reconcile"] = {"scan_s": round(reconcile_s, 3),
-                                "amortised_cpu_percent": round(reconcile_s / 300 * 100, 3)}
-        print(f"{results['notes']} notes; full import {results['import_full_s']} s; no-change scan {reconcile_s:.3f} s",
-              flush=True)
+def _flat(prefix: str, figures: dict[str, Any]) -> Figures:
+    return {f"{prefix}_{key}": value for key, value in figures.items() if not isinstance(value, (list, dict))}
 
+
+def run(quick: bool) -> Figures:
+    if not Path("/proc/self/stat").exists():
+        from benchmarks.inputs import Unavailable
+
+        raise Unavailable("the watch benchmark reads /proc (Linux only)")
+    edits, idle_s, burst, polling_idle_s = (4, 1.0, 5, 1.0) if quick else (100, 60.0, 1000, 30.0)
+    rng = random.Random(4)
+    figures: Figures = {"step_ms": 300, "debounce_ms": 3000}
+    with workdir("watch") as work:
+        root = vault_for(quick, work)
+        db = work / "vaultsync.db"
+        figures["import_full_s"] = round(cli("--db", str(db), "import", str(root)), 2)
+        time.sleep(2.5)  # past the racy-mtime window
+        with Vault.open(db, root=root) as vault:
+            figures["notes"] = vault.stats().notes
+            scans = []
+            for _ in range(1 if quick else 3):
+                start = time.perf_counter()
+                vault.sync()
+                scans.append(time.perf_counter() - start)
+        figures["reconcile_scan_s"] = round(statistics.median(scans), 3)
+        figures["reconcile_amortised_cpu_percent"] = round(statistics.median(scans) / 300 * 100, 3)
         watch = Watch(db, root)
-        results["startup_s"] = round(watch.wait_ready(), 2)
-        time.sleep(1)
-        results["edits"] = measure_edits(watch, db, root, args.edits, rng)
-        print("edits:", results["edits"]["all"], flush=True)
-        time.sleep(5)
-        results["idle"] = {"seconds": args.idle_s, "cpu_percent_of_one_core": idle_cpu(watch.proc.pid, args.idle_s),
-                           "memory_mb": memory_mb(watch.proc.pid)}
-        print("idle:", results["idle"], flush=True)
-        copy = burst_copy(watch, db, root, work, rng, args.burst)
-        results["memory_after_bursts_mb"] = memory_mb(watch.proc.pid)
+        figures["startup_s"] = round(watch.wait_ready(), 2)
+        time.sleep(0.2 if quick else 1)
+        result = measure_edits(watch, db, root, edits, rng, (0.1, 0.3) if quick else (0.5, 1.5))
+        figures.update(_flat("edit", result["all"]), edit_in_place_p50_ms=result["in_place"]["p50_ms"],
+                       edit_atomic_save_p50_ms=result["atomic_save"]["p50_ms"], edit_timed_out=result["timed_out"])
+        time.sleep(0.5 if quick else 5)
+        figures["idle_cpu_percent_of_one_core"] = idle_cpu(watch.proc.pid, idle_s)
+        figures.update(_flat("idle_memory", memory_mb(watch.proc.pid)))
+        copy = burst_copy(watch, db, root, work, rng, burst)
+        figures.update(_flat("after_bursts_memory", memory_mb(watch.proc.pid)))
         watch.stop()
         import_s, summary = import_seconds(copy.pop("_snapshot"), root)
-        copy.update(import_s=round(import_s, 2), import_added=summary["added"],
-                    ratio=round(copy["watch_s"] / import_s, 2))
-        results["burst_copy"] = copy
-        print("burst (copy):", copy, flush=True)
-        if args.polling_idle_s > 0:
-            poll = Watch(db, root, "--polling")
-            poll.wait_ready()
-            time.sleep(3)
-            results["polling_idle"] = {"seconds": args.polling_idle_s,
-                                       "cpu_percent_of_one_core": idle_cpu(poll.proc.pid, args.polling_idle_s),
-                                       "memory_mb": memory_mb(poll.proc.pid)}
-            poll.stop()
-            print("polling idle:", results["polling_idle"], flush=True)
-        if not args.quick:
-            results["burst_checkout"] = burst_checkout(work, rng)
-            print("burst (checkout):", results["burst_checkout"], flush=True)
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
-    results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    name = "watch-quick" if args.quick else "watch"
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    (RESULTS / f"{name}.md").write_text(report(results, " ".join(sys.argv[1:])), encoding="utf-8")
-    print(report(results, " ".join(sys.argv[1:])))
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "es" if word.endswith("ch") else "s")
-
-
-def report(r: dict[str, Any], argv: str) -> str:
-    e, peak = r["edits"]["all"], max(r["idle"]["memory_mb"]["VmHWM"], r["memory_after_bursts_mb"]["VmHWM"])
-    ok = lambda good: "met" if good else "**not met**"  # noqa: E731
-    lines = [
-        "# `vaultsync watch` on the Obsidian Hub vault", "",
-        f"`python benchmarks/bench_watch.py {argv}`".replace(" `", "`"), "",
-        f"{r['notes']} notes; {r['machine']['cpus']} CPUs, Python {r['machine']['python']}, {r['machine']['platform']}; "
-        "quiet period 300 ms, max wait 3 s, reconcile every 300 s. Load average (1/5/15 min) at start "
-        f"{r['load_average_at_start']}, at end {r['load_average_at_end']} (the machine is shared).", "",
-        "| figure | value | target |", "|---|---|---|",
-        f"| write → readable, p50 / p95 / p99 ({e['n']} edits) | {e['p50_ms']} / {e['p95_ms']} / {e['p99_ms']} ms "
-        f"| p95 ≤ 450 ms: {ok(e['p95_ms'] <= 450)} |",
-        f"| … in-place writes p95 / atomic saves p95 | {r['edits']['in_place']['p95_ms']} / "
-        f"{r['edits']['atomic_save']['p95_ms']} ms | |",
-        f"| idle CPU over {r['idle']['seconds']:g} s (clock ticks of 10 ms) | "
-        f"{r['idle']['cpu_percent_of_one_core']} % of one core "
-        f"| ≤ 1 %: {ok(r['idle']['cpu_percent_of_one_core'] <= 1)} |",
-        f"| reconcile scan (no change), amortised over 300 s | {r['reconcile']['scan_s']} s, "
-        f"{r['reconcile']['amortised_cpu_percent']} % | |",
-        f"| peak RSS of the watcher (VmHWM) | {peak} MB | ≤ 150 MB: {ok(peak <= 150)} |",
-        f"| startup (lock, observer, catch-up scan) | {r['startup_s']} s | |",
-        f"| full `import` of the vault (CLI) | {r['import_full_s']} s | |",
-    ]
-    c = r["burst_copy"]
-    lines.append(f"| copy {c['files']} real notes in: watch / import | {c['watch_s']} s ({plural(c['batches'], 'batch')}) / "
-                 f"{c['import_s']} s = {c['ratio']}× | ≤ 2×: {ok(c['ratio'] <= 2)} |")
-    if "burst_checkout" in r:
-        g = r["burst_checkout"]
-        lines.append(f"| `git checkout {g['commit']}` ({g['files']} notes): watch / import | {g['watch_s']} s "
-                     f"({plural(g['batches'], 'batch')}) / {g['import_s']} s = {g['ratio']}× | ≤ 2×: {ok(g['ratio'] <= 2)} |")
-    if "polling_idle" in r:
-        p = r["polling_idle"]
-        lines.append(f"| idle CPU with `--polling` over {p['seconds']:g} s | {p['cpu_percent_of_one_core']} % | |")
-    lines += ["", "Burst times run from the first file written to the arrival of the batch line that completes it "
-              "(they include writing the files and the quiet period); import is an in-process `Vault.sync()` from "
-              "a snapshot of the store taken just before the burst, over the same files.", ""]
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    main()
+        copy.update(import_s=round(import_s, 3), import_added=summary["added"],
+                    ratio=round(copy["watch_s"] / max(import_s, 1e-6), 2))
+        figures.update(_flat("burst_copy", copy))
+        poll = Watch(db, root, "--polling")
+        poll.wait_ready()
+        time.sleep(0.5 if quick else 3)
+        figures["polling_idle_cpu_percent_of_one_core"] = idle_cpu(poll.proc.pid, polling_idle_s)
+        figures.update(_flat("polling_memory", memory_mb(poll.proc.pid)))
+        poll.stop()
+        if not quick:
+            figures.update(_flat("burst_checkout", burst_checkout(work, rng)))
+    return figures

@@ -1,8 +1,8 @@
-"""Shared helpers for the search benchmarks: corpora, clones, timing, saving results."""
+"""Shared helpers of the benchmark scripts not yet ported to the harness (``python -m benchmarks``): corpora, clones,
+timing, saving results (one JSON line in benchmarks/results/NAME.jsonl, through ``harness.record_script``)."""
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import statistics
@@ -16,6 +16,8 @@ REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "corpora"
 RESULTS = REPO / "benchmarks" / "results"
 sys.path.insert(0, str(REPO / "tests"))  # search_truth: the independent ground truth
+sys.path.insert(0, str(REPO))
+from benchmarks.harness import record_script  # noqa: E402
 
 
 def clone(bundle: str, dest: Path) -> Path:
@@ -50,10 +52,9 @@ def machine() -> dict[str, Any]:
 
 
 def save(name: str, payload: dict[str, Any], markdown: str) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (RESULTS / f"{name}.md").write_text(markdown, encoding="utf-8")
+    """Print the script's markdown and append its figures to benchmarks/results/NAME.jsonl."""
     print(markdown)
+    print(f"appended to {record_script(name, payload)}")
 
 
 def history_db(work: Path, name: str) -> tuple[Path, Path, dict[str, Any]]:

@@ -84,8 +84,10 @@ async def mcp_round_trip(db: Path, vault: Path) -> None:
             data = result.structured_content or {}
             print(f"> {name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})")
             if name == "search_notes":
-                for hit in data.get("hits", []):
-                    print(f"  {hit['path']} › {' › '.join(hit.get('heading_path') or [])}  (known {hit['known_at']})")
+                for note in data.get("notes", []):  # hits grouped by note: [heading path, first, last, excerpt]
+                    for heading, *_ in note["hits"]:
+                        known = data["times"][note["time"]]
+                        print(f"  {note['path']} › {heading.replace(' > ', ' › ')}  (known {known})")
             else:
                 text = data.get("content", "")
                 print(f"  {data.get('path')} as known {data.get('known_at')}: {len(text)} characters, "

@@ -71,9 +71,10 @@ def problems(row: dict[str, Any]) -> list[str]:
     expect(names == READ_TOOLS, f"tools {names}")  # tools/list order is deterministic
     expect(all(t["readOnly"] is True for t in row.get("tools", [])), "a tool without readOnlyHint")
     search = calls.get("search", {})
-    hits = (search.get("structured") or {}).get("hits") or [{}]
-    expect(search.get("isError") is False and hits[0].get("path") == "Inbox.md"
-           and "plumber" in hits[0].get("text", ""), f"search_notes answered {search}")
+    notes = (search.get("structured") or {}).get("notes") or [{}]
+    excerpt = (notes[0].get("hits") or [["", 0, 0, ""]])[0][-1]
+    expect(search.get("isError") is False and notes[0].get("path") == "Inbox.md"
+           and "plumber" in excerpt, f"search_notes answered {search}")
     read = calls.get("read", {})
     note = read.get("structured") or {}
     expect(read.get("isError") is False and note.get("known_at") == "2024-01-01T00:00:00Z"

@@ -156,6 +156,16 @@ def sc(result: Any) -> dict[str, Any]:
     return result.structured_content
 
 
+def listed_paths(answer: dict[str, Any]) -> list[str]:
+    """The note paths of a list_notes answer (notes grouped by folder), in order."""
+    return [folder + row[0] for folder, rows in answer["folders"].items() for row in rows]
+
+
+def hit_notes(answer: dict[str, Any]) -> list[str]:
+    """The note paths of a search_notes answer, in the order of each note's best hit."""
+    return [note["path"] for note in answer["notes"]]
+
+
 def error_text(result: Any) -> str:
     assert result.is_error is True, result.structured_content
     return result.content[0].text
@@ -173,10 +183,11 @@ async def check_tool_listing(c: Any, *, writes: bool) -> None:
     assert tools["diff_note"].input_schema["required"] == ["path", "from"]
     limit = tools["list_notes"].input_schema["properties"]["limit"]
     assert (limit["minimum"], limit["maximum"]) == (1, 500)
-    if writes:
+    if writes:  # a write that replaces a note's text is destructive; one that only adds is not
         for name in WRITE_TOOLS:
             a = tools[name].annotations
-            assert (a.read_only_hint, a.destructive_hint, a.open_world_hint) == (False, False, False)
+            rewrites = name in ("edit_note", "restore_note")
+            assert (a.read_only_hint, a.destructive_hint, a.open_world_hint) == (False, rewrites, False), name
 
 
 async def check_read_tools(c: Any, root: Path, notes: int) -> None:
@@ -196,8 +207,9 @@ async def check_read_tools(c: Any, root: Path, notes: int) -> None:
     assert "renamed to Archive/New Name.md" in error_text(await c.call_tool("read_note", {"path": "Old Name.md"}))
 
     history = sc(await c.call_tool("note_history", {"path": "Archive/New Name.md"}))
-    assert [(r["kind"], r["path"]) for r in history["revisions"]] == [("created", "Old Name.md"),
-                                                                     ("renamed", "Archive/New Name.md")]
+    assert history["path"] == "Archive/New Name.md"  # a row names its path where it had another name
+    assert [(r["kind"], r.get("path", history["path"])) for r in history["revisions"]] == [
+        ("created", "Old Name.md"), ("renamed", "Archive/New Name.md")]
     assert history["revisions"][1]["renamed_from"] == "Old Name.md"
     window = sc(await c.call_tool("note_history", {"path": "Projects/Atlas.md", "since": T1}))
     assert [r["kind"] for r in window["revisions"]] == ["modified"]
@@ -214,17 +226,16 @@ async def check_read_tools(c: Any, root: Path, notes: int) -> None:
     assert len(later["changes"]) == 1
 
     listing = sc(await c.call_tool("list_notes", {"limit": 10}))
-    paths, cursor, pages = [n["path"] for n in listing["notes"]], listing["next_cursor"], 1
+    paths, cursor, pages = listed_paths(listing), listing.get("next_cursor"), 1
     while cursor:
         more = sc(await c.call_tool("list_notes", {"limit": 10, "cursor": cursor}))
-        paths += [n["path"] for n in more["notes"]]
-        cursor, pages = more["next_cursor"], pages + 1
+        paths += listed_paths(more)
+        cursor, pages = more.get("next_cursor"), pages + 1
     assert len(paths) == notes and paths == sorted(paths) and pages == -(-notes // 10)
     past = sc(await c.call_tool("list_notes", {"as_of": T1}))
-    assert [n["path"] for n in past["notes"]] == ["Doomed.md", "Inbox.md", "Old Name.md", "People/Ana.md",
-                                                 "Projects/Atlas.md"]
-    assert len(sc(await c.call_tool("list_notes", {"tag": "filler"}))["notes"]) == FILLERS
-    assert len(sc(await c.call_tool("list_notes", {"prefix": "Notes/", "limit": 500}))["notes"]) == FILLERS
+    assert listed_paths(past) == ["Doomed.md", "Inbox.md", "Old Name.md", "People/Ana.md", "Projects/Atlas.md"]
+    assert len(listed_paths(sc(await c.call_tool("list_notes", {"tag": "filler"})))) == FILLERS
+    assert len(listed_paths(sc(await c.call_tool("list_notes", {"prefix": "Notes/", "limit": 500})))) == FILLERS
     assert "invalid cursor" in error_text(await c.call_tool("list_notes", {"cursor": "garbage!"}))
 
     links = sc(await c.call_tool("get_links", {"path": "Projects/Atlas.md", "as_of": T1}))
@@ -239,14 +250,16 @@ async def check_read_tools(c: Any, root: Path, notes: int) -> None:
 
     if SEARCH:
         found = sc(await c.call_tool("search_notes", {"query": "plumber"}))
-        assert found["hits"][0]["path"] == "Inbox.md"
-        assert {"path", "chunk_id", "heading_path", "lines", "text", "score", "known_at", "content_hash",
-                "uri"} <= set(found["hits"][0])
+        top = found["notes"][0]
+        assert top["path"] == "Inbox.md" and found["times"][top["time"]] == "2024-01-01T00:00:00Z"
+        assert hashlib.sha256((root / "Inbox.md").read_bytes()).hexdigest().startswith(top["revision"])
+        heading, first, last, excerpt = top["hits"][0]
+        assert (heading, first) == ("Inbox", 1) and last >= first and "call the plumber" in excerpt
         budget_now = sc(await c.call_tool("search_notes", {"query": "budget tight", "mode": "keyword"}))
-        assert [h["path"] for h in budget_now["hits"]][:1] == ["Projects/Atlas.md"]
+        assert hit_notes(budget_now)[:1] == ["Projects/Atlas.md"]
         budget_then = sc(await c.call_tool("search_notes", {"query": "budget tight", "mode": "keyword",
                                                             "as_of": T1}))
-        assert budget_then["hits"] == []
+        assert budget_then["notes"] == []
 
 
 async def check_errors(c: Any) -> None:
@@ -264,7 +277,7 @@ async def check_errors(c: Any) -> None:
     wrong_type = error_text(await c.call_tool("list_notes", {"limit": "many"}))
     assert "limit" in wrong_type and "integer" in wrong_type
     assert "less than or equal to 500" in error_text(await c.call_tool("list_notes", {"limit": 10_000}))
-    assert "path" in error_text(await c.call_tool("read_note", {}))
+    assert "missing argument 'path'" in error_text(await c.call_tool("read_note", {}))
     unknown = await c.call_tool("no_such_tool", {})
     assert unknown.is_error and "Unknown tool" in unknown.content[0].text
     assert sc(await c.call_tool("vault_status", {}))["notes"] > 0

@@ -186,7 +186,7 @@ async def search(url: str) -> list[str]:
         for _ in range(300):  # the watcher's first catch-up runs beside the server: until it has recorded
             result = await c.call_tool("search_notes", {"query": "kickoff", "mode": "keyword"})
             assert result.is_error is False and result.structured_content is not None, result
-            hits = [hit["path"] for hit in result.structured_content["hits"]]
+            hits = [note["path"] for note in result.structured_content["notes"]]
             if hits:
                 return hits
             await anyio.sleep(0.1)

@@ -148,12 +148,18 @@ def test_tool_listing_is_the_plain_one_plus_receipts(served: dict[str, Any], tmp
     assert list(signed) == [*READ_TOOLS, "verify_receipt"]
     for name in READ_TOOLS:
         tool = copy.deepcopy(signed[name])
-        if name in ("read_note", "search_notes"):
+        if name == "search_notes":  # signed hits carry their exact text: the plain arguments, less the sizing ones
+            assert "verify_receipt" in tool["description"]
+            assert "receipt" in tool["outputSchema"]["properties"]["hits"]["items"]["required"]
+            sizing = {k: v for k, v in plain[name]["inputSchema"]["properties"].items()
+                      if k not in ("full_text", "explain")}
+            assert tool["inputSchema"]["properties"] == sizing
+            continue
+        if name == "read_note":
             assert "verify_receipt" in tool["description"]
             tool["description"] = tool["description"].split("\n\nEvery ")[0]
             props = tool["outputSchema"]["properties"]
-            where = props if name == "read_note" else props["hits"]["items"]["properties"]
-            required = tool["outputSchema"]["required"] if name == "read_note" else props["hits"]["items"]["required"]
+            where, required = props, tool["outputSchema"]["required"]
             assert where.pop("receipt")["properties"]["mac"]["type"] == "string"
             required.remove("receipt")
         assert tool == plain[name], name
@@ -164,16 +170,18 @@ def test_answers_are_the_plain_answers_plus_a_receipt(served: dict[str, Any]) ->
         with Vault.open(served["db"], name=served["name"], readonly=True) as vault:
             async with Client(build_server(ServeConfig.of(vault))) as c:
                 return (sc(await c.call_tool("read_note", {"path": "Projects/Atlas", "as_of": "2024-01-15"})),
-                        sc(await c.call_tool("search_notes", {"query": "plumber"})))
+                        sc(await c.call_tool("search_notes", {"query": "plumber", "full_text": True,
+                                                              "explain": True})))
 
     note, found = anyio.run(plain)
     signed_note = dict(served["answers"]["atlas_then"])
     signed_note.pop("receipt")
     assert json.dumps(signed_note) == json.dumps(note)
-    signed_found = copy.deepcopy(served["answers"]["search_now"])
-    for hit in signed_found["hits"]:
-        hit.pop("receipt")
-    assert json.dumps(signed_found) == json.dumps(found)
+    signed_hits = served["answers"]["search_now"]["hits"]
+    assert all(hit["receipt"]["content_sha256"] == hit["content_hash"] for hit in signed_hits)
+    assert [(h["path"], h["lines"]) for h in signed_hits] == [(e["path"], e["lines"]) for e in found["explain"]]
+    texts = {(n["path"], (first, last)): text for n in found["notes"] for _, first, last, text in n["hits"]}
+    assert [h["text"] for h in signed_hits] == [texts[(h["path"], tuple(h["lines"]))] for h in signed_hits]
 
 
 # ---------------------------------------------------------------- vaultsync receipt verify

@@ -69,7 +69,7 @@ async def test_stdio_caller_roles_deny_wins_and_default_deny_all(history: dict[s
         await refused(c, "vault_status", {})  # allowed for "reader" and denied for "reader": deny wins
         await refused(c, "list_notes", {})  # no allow names "reader": default deny_all
         await refused(c, "get_links", {"path": "Inbox.md"})
-        assert sc(await c.call_tool("search_notes", {"query": "plumber"}))["hits"]  # still serving
+        assert sc(await c.call_tool("search_notes", {"query": "plumber"}))["notes"]  # still serving
     records = [r for r in audit_records(log) if r["event"] != "result"]  # calls and denials
     assert [(r["event"], r.get("tool") or r.get("tool_name")) for r in records] == [
         ("call", "read_note"), ("denial", "vault_status"), ("denial", "list_notes"), ("denial", "get_links"),

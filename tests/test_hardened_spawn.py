@@ -343,4 +343,4 @@ async def test_an_allowed_start_serves_the_official_client(s: Setup) -> None:
     async with Client(params) as c:
         result = await c.call_tool("search_notes", {"query": "kickoff", "mode": "keyword"})
         assert result.is_error is False and result.structured_content is not None, result
-        assert [h["path"] for h in result.structured_content["hits"]] == ["Atlas.md"]
+        assert [n["path"] for n in result.structured_content["notes"]] == ["Atlas.md"]

@@ -14,6 +14,7 @@ from mcp import Client, MCPError
 from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from mcp_helpers import (
+    listed_paths,
     Updates,
     check_big_note,
     check_errors,
@@ -124,7 +125,8 @@ async def test_writes_are_ingested_before_returning(writable: Vault, mode: str) 
         assert (writable.root / "Ideas" / "Kite.md").read_text() == "# Kite\n\nFly it."
         assert sc(await c.call_tool("read_note", {"path": "Ideas/Kite.md"}))["known_at"] == made["known_at"]
         sc(await c.call_tool("append_to_note", {"path": "Ideas/Kite.md", "text": "On Sunday."}))
-        assert sc(await c.call_tool("read_note", {"path": "Ideas/Kite.md"}))["content"] == "# Kite\n\nFly it.\nOn Sunday."
+        # append_to_note leaves the note ending with a newline
+        assert sc(await c.call_tool("read_note", {"path": "Ideas/Kite.md"}))["content"] == "# Kite\n\nFly it.\nOn Sunday.\n"
         history = sc(await c.call_tool("note_history", {"path": "Ideas/Kite.md"}))
         assert [r["kind"] for r in history["revisions"]] == ["created", "modified"]
 
@@ -148,7 +150,7 @@ async def test_writes_refuse_unsafe_paths(writable: Vault, tmp_path: Path) -> No
             message = error_text(await c.call_tool("create_note", {"path": path, "content": "x"}))
             assert reason in message, (path, message)
         assert "create_note" in error_text(await c.call_tool("append_to_note", {"path": "Missing.md", "text": "x"}))
-        assert "escape" not in str(sc(await c.call_tool("list_notes", {"prefix": "escape"}))["notes"])
+        assert "escape" not in str(sc(await c.call_tool("list_notes", {"prefix": "escape"}))["folders"])
     assert sorted(p.name for p in outside.iterdir()) == before
     assert (writable.root / "Inbox.md").read_text().startswith("# Inbox")
 
@@ -212,7 +214,7 @@ async def test_queries_never_see_a_half_applied_batch(tmp_path: Path) -> None:
             tg.start_soon(write_batch)
             while not done.is_set():
                 listing = sc(await c.call_tool("list_notes", {"prefix": "Bulk/", "limit": 500}))
-                seen.add(len(listing["notes"]))
+                seen.add(len(listed_paths(listing)))
     assert seen <= {0, 300} and 0 in seen, seen
 
 

@@ -180,9 +180,11 @@ def test_purge_reindex_reembed_and_copy_keep_the_live_set_exact(tmp_path: Path, 
 
 
 def test_m006_fills_the_live_set_of_a_database_built_before_it(tmp_path: Path) -> None:
-    """A database indexed by m005's code (the m006 tables and column dropped, the version set back): opening it
-    runs m006, whose tables equal the ones kept batch by batch."""
+    """A database indexed by m005's code (the m006 tables and column dropped, the version set back):
+    ``upgrade`` (``vaultsync migrate``) runs m006, whose tables equal the ones kept batch by batch."""
     import psycopg
+
+    from vaultsync.store.pg import upgrade
 
     dsn = pgserver.fresh_or_skip("livemigrate")
     times = _history(dsn, tmp_path)
@@ -191,7 +193,8 @@ def test_m006_fills_the_live_set_of_a_database_built_before_it(tmp_path: Path) -
         con.execute("DROP TABLE search_live, search_live_postings, search_live_vectors, search_doc_spans")  # m007's too
         con.execute("ALTER TABLE search_stats DROP COLUMN max_doc")
         con.execute("DELETE FROM vaultsync_schema WHERE version >= 6")
-    with Vault.open(dsn, root=tmp_path / "v", name="v") as vault:  # opened for writing: the migration runs
+    upgrade(dsn)  # `vaultsync migrate`: runs m006 (and those after it)
+    with Vault.open(dsn, root=tmp_path / "v", name="v") as vault:
         assert vault.search("tide", mode="keyword").hits
     assert assert_live_exact(dsn) == kept
     _history(tmp_path / "lite.db", tmp_path)

@@ -50,7 +50,7 @@ async def _answers(db: str, root: Path, home: Path, write: bool) -> list[Any]:
             (root / "Fresh.md").write_text("# Fresh\n\nwritten while serving\n", encoding="utf-8")
             with anyio.fail_after(60):
                 while True:
-                    found = sc(await c.call_tool("search_notes", {"query": "written while serving"}))["hits"]
+                    found = sc(await c.call_tool("search_notes", {"query": "written while serving"}))["notes"]
                     if found:
                         break
                     await anyio.sleep(0.1)
@@ -66,7 +66,7 @@ async def test_a_server_on_postgres_answers_as_one_on_sqlite(tmp_path: Path) -> 
     on_pg = await _answers(dsn, tmp_path / "pg" / "notes", tmp_path / "home", write=True)
     on_lite = await _answers(str(tmp_path / "lite.db"), tmp_path / "lite" / "notes", tmp_path / "home", write=False)
     assert on_pg == on_lite
-    assert on_pg[4]["hits"] and on_pg[2]["revisions"]
+    assert on_pg[4]["notes"] and on_pg[2]["revisions"]
 
 
 @pytest.mark.anyio

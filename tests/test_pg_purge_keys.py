@@ -53,9 +53,10 @@ def test_every_key_a_purge_checks_has_an_index(tmp_path: Path) -> None:
 
 def test_m008_on_a_database_built_before_it(tmp_path: Path) -> None:
     """A database with m007's schema (m008 undone, the version set back): the check above fails on it; opening it
-    for writing runs m008; then a text purge and a retention purge answer as SQLite's, and ``check`` is clean."""
+    with ``upgrade`` (``vaultsync migrate``) runs m008; then a text purge and a retention purge answer as SQLite's, and ``check`` is clean."""
     import psycopg
 
+    from vaultsync.store.pg import upgrade
     from vaultsync.store.pg.schema import FK_INDEXES
 
     dsn = pgserver.fresh_or_skip("purgekeysmigrate")
@@ -68,7 +69,10 @@ def test_m008_on_a_database_built_before_it(tmp_path: Path) -> None:
     assert len(_unindexed(dsn)) >= 6 and [k for k in _keys(dsn) if k[0] == "search_postings"]
     with pytest.raises(Exception, match="older vaultsync"):
         Vault.open(dsn, name="v", readonly=True)
-    with Vault.open(dsn, root=tmp_path / "v", name="v") as vault:  # opened for writing: m008 runs
+    with pytest.raises(Exception, match="older vaultsync"):
+        Vault.open(dsn, root=tmp_path / "v", name="v")  # nor written: only `vaultsync migrate` changes the schema
+    upgrade(dsn)  # `vaultsync migrate`: runs m008 (and those after it)
+    with Vault.open(dsn, root=tmp_path / "v", name="v") as vault:
         assert _unindexed(dsn) == [] and not [k for k in _keys(dsn) if k[0] == "search_postings"]
         purged = vault.purge(texts=["lighthouse"], also_current=True)
         assert purged.revisions_changed > 0 and vault.check() == []

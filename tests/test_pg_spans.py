@@ -151,9 +151,11 @@ def test_purge_reindex_reembed_and_copy_keep_the_spans_exact(tmp_path: Path, mon
 
 
 def test_m007_fills_the_spans_of_a_database_built_before_it(tmp_path: Path) -> None:
-    """A database indexed by m006's code (the table dropped, the version set back): opening it for writing runs
-    m007, whose table equals the one kept batch by batch."""
+    """A database indexed by m006's code (the table dropped, the version set back): ``upgrade`` (``vaultsync migrate``)
+    runs m007, whose table equals the one kept batch by batch."""
     import psycopg
+
+    from vaultsync.store.pg import upgrade
 
     dsn = pgserver.fresh_or_skip("spansmigrate")
     times = _history(dsn, tmp_path)
@@ -163,7 +165,8 @@ def test_m007_fills_the_spans_of_a_database_built_before_it(tmp_path: Path) -> N
         con.execute("DELETE FROM vaultsync_schema WHERE version >= 7")
     with pytest.raises(Exception, match="older vaultsync"):
         Vault.open(dsn, name="v", readonly=True)
-    with Vault.open(dsn, root=tmp_path / "v", name="v") as vault:  # opened for writing: the migration runs
+    upgrade(dsn)  # `vaultsync migrate`: runs m007 (and those after it)
+    with Vault.open(dsn, root=tmp_path / "v", name="v") as vault:
         assert vault.search("tide", mode="vector", as_of=times[1]).hits
     assert assert_spans_exact(dsn) == kept
     _history(tmp_path / "lite.db", tmp_path)

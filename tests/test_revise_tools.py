@@ -63,10 +63,10 @@ async def test_an_editor_saving_between_read_and_write_refuses_the_write(setup: 
         assert now["content_hash"] in (seen, sha(saved))
         wrote = sc(await c.call_tool("append_to_note", {"path": "Plan.md", "text": "assistant line",
                                                         "expected_revision": sha(saved)[:12]}))
-        assert note.read_bytes() == saved + b"assistant line"
+        assert note.read_bytes() == saved + b"assistant line\n"  # append_to_note leaves a final newline
         assert wrote["content_hash"] == sha(note.read_bytes())
         history = sc(await c.call_tool("note_history", {"path": "Plan.md"}))["revisions"]
-        assert history[-1]["content_hash"] == wrote["content_hash"]
+        assert history[-1]["revision"] == wrote["content_hash"][:8]
     assert note.stat().st_mode & 0o777 == 0o640
 
 
@@ -91,7 +91,8 @@ async def test_edit_a_section_and_a_text_then_restore_the_revision_before(setup:
                                                          "expected_revision": text_edit["content_hash"]}))
         assert note.read_bytes() == ORIGINAL.encode() and restored["content_hash"] == first
         history = sc(await c.call_tool("note_history", {"path": "Plan.md"}))["revisions"]
-        assert [r["content_hash"] for r in history] == [first, edited["content_hash"], text_edit["content_hash"], first]
+        assert [r["revision"] for r in history] == [h[:8] for h in (first, edited["content_hash"],
+                                                                 text_edit["content_hash"], first)]
     with Vault.open(db, name="vault", readonly=True) as vault:
         last = vault.history("Plan.md")[-1]
         info = vault.batch_info(last.batch_id)

@@ -104,7 +104,7 @@ async def test_every_symlink_shape_is_refused_by_both_write_tools(setup: dict[st
             if "/" in path and "/" not in link:  # a new note through the folder alias
                 new = path.rsplit("/", 1)[0] + "/new.md"
                 assert "is a symlink" in error_text(await c.call_tool("create_note", {"path": new, "content": "x"}))
-        listed = [n["path"] for n in sc(await c.call_tool("list_notes", {}))["notes"]]
+        listed = [f + row[0] for f, rows in sc(await c.call_tool("list_notes", {}))["folders"].items() for row in rows]
     assert listed == ["Real.md"]
     assert snapshot(root, outside) == before, "nothing written anywhere"
     assert not (root / ".obsidian" / "plugins" / "evil").exists()
@@ -244,9 +244,9 @@ async def test_an_nfd_named_note_is_found_by_its_nfc_name_and_never_twinned(setu
         assert "already exists" in error_text(await c.call_tool("create_note", {"path": nfc_name, "content": "x"}))
         sc(await c.call_tool("create_note", {"path": "Résumé/Jobs.md", "content": "# Jobs"}))
         sc(await c.call_tool("append_to_note", {"path": "Résumé/Jobs.md", "text": "- one"}))
-        assert sc(await c.call_tool("read_note", {"path": nfc_name}))["content"] == "# Café\nopen late"
+        assert sc(await c.call_tool("read_note", {"path": nfc_name}))["content"] == "# Café\nopen late\n"
     assert sorted(os.listdir(root)) == sorted([".git", ".obsidian", "Real.md", "data.txt", nfd_name, folder_nfd])
-    assert (root / nfd_name).read_text(encoding="utf-8") == "# Café\nopen late"
+    assert (root / nfd_name).read_text(encoding="utf-8") == "# Café\nopen late\n"  # append ends with a newline
     assert os.listdir(root / folder_nfd) == ["Jobs.md"]
 
 
@@ -376,7 +376,7 @@ def test_a_write_into_a_held_vault_waits_for_its_watcher(setup: dict[str, Path])
         made = anyio.run(write)
         assert made["ingested"] is True
         with Vault.open(db, name="vault", readonly=True) as vault:
-            assert vault.read("Real.md").content == "# Real\nseen by the watcher"
+            assert vault.read("Real.md").content == "# Real\nseen by the watcher\n"
             assert vault.read("Real.md").revision.content_hash == made["content_hash"]
     finally:
         watcher.terminate()

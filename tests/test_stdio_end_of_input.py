@@ -46,10 +46,9 @@ def test_a_vault_that_cannot_be_opened_is_one_line_on_either_transport(tmp_path:
 
 
 def test_one_revision_shape_for_every_door() -> None:
-    """The MCP models of a revision and a listed note have exactly the fields of the one JSON shape."""
-    from vaultsync.server.models import NoteEntry, RevisionOut
-    from vaultsync.server.tools import NOTE_ENTRY_FIELDS
-    from vaultsync.store.read import HISTORY_FIELDS
+    """The MCP rows of a revision (terse: null fields left out) name each fact as the one JSON shape does."""
+    from vaultsync.server.models import RevisionRow
+    from vaultsync.store.read import CHANGE_FIELDS, HISTORY_FIELDS
 
-    assert tuple(RevisionOut.model_fields) == HISTORY_FIELDS
-    assert tuple(NoteEntry.model_fields) == NOTE_ENTRY_FIELDS
+    assert set(RevisionRow.model_fields) == {"kind", "known_at", "revision", "path", "renamed_from"}
+    assert set(RevisionRow.model_fields) <= set(HISTORY_FIELDS) & set(CHANGE_FIELDS)

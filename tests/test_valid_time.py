@@ -155,7 +155,7 @@ async def test_mcp_tools_take_valid_at(policy: Vault) -> None:
                                                     "as_of": "2025-04-01"})
         assert "40 EUR" in read.structured_content["content"]
         listed = await client.call_tool("list_notes", {"valid_at": "2024-12-01"})
-        assert listed.structured_content["notes"] == []
+        assert listed.structured_content["folders"] == {}
         changes = await client.call_tool("list_changes", {"since": "2025-02-01", "valid_at": "2025-03-15"})
         assert [c["kind"] for c in changes.structured_content["changes"]] == ["modified"]
         history = await client.call_tool("note_history", {"path": "Travel policy.md", "valid_at": "2025-06-01"})

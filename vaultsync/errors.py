@@ -5,6 +5,7 @@
      │    ├── VaultNotFound   the database does not hold that vault
      │    └── ReceiptError    not a vaultsync receipt (hardened mode)
      ├── NoteNotFound         the note did not exist at that time
+     │    └── NoteDeleted     it had been deleted by then (the message says when, and how to read it before)
      ├── PathError            a path outside the vault or not a Markdown note
      │    ├── NotANote        the path leads through a symlink or to something not a regular file
      │    └── NoteChanged     the note changed on disk between reading and replacing it (a write retries)
@@ -12,6 +13,7 @@
      │    └── FrontmatterRefused  YAML that parsed but is no JSON-compatible data (the parser says why)
      ├── StoreError           the database refused the operation
      │    ├── LockedError     another writer holds the vault
+     │    │    └── LockLost   this process's writer lock went with its database session
      │    ├── BusyError       another connection holds SQLite's write lock
      │    ├── CorruptError    the file is damaged or not a database
      │    ├── ReadOnlyError   the database cannot be written (opened read-only, or file permissions)
@@ -65,6 +67,10 @@ class NoteNotFound(VaultsyncError):
     """No such note at that time."""
 
 
+class NoteDeleted(NoteNotFound):
+    """The note had been deleted by then."""
+
+
 class PathError(VaultsyncError):
     """That path is not a note inside the vault."""
 
@@ -91,6 +97,10 @@ class StoreError(VaultsyncError):
 
 class LockedError(StoreError):
     """Another process is writing to this vault."""
+
+
+class LockLost(LockedError):
+    """This process lost the vault's writer lock (its database session ended); nothing was written."""
 
 
 class BusyError(StoreError):

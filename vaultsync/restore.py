@@ -22,6 +22,7 @@ from .disk.folder import MAX_FILE_BYTES
 from .parsers import split_lines
 from .disk.paths import nfc, note_path, writable_note_path
 from .sync import BatchSummary
+from .revisions import check_revision_id, short_revision
 from .times import TimeLike, as_micros, format_time
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ class Restored:
 
 def find_revision(vault: Vault, path: str, *, as_of: TimeLike = None, revision: str | None = None) -> Revision:
     """The revision of the note at ``path`` at ``as_of`` (under the name it had then, found by its old
-    or new name), or the one ``revision`` names (a revision id, or a content hash or its prefix)."""
+    or new name), or the one ``revision`` names (its id as history shows it: its content hash or a prefix)."""
     if (as_of is None) == (revision is None):
         raise ConfigError("give exactly one of a time (as_of) and a revision", argument="as_of")
     when = as_micros(as_of, "as_of")
@@ -101,10 +102,9 @@ def find_revision(vault: Vault, path: str, *, as_of: TimeLike = None, revision: 
     rel = note_path(path)
     while True:
         revs = vault.history(rel)
-        if revision is not None:
-            wanted = revision.strip().lower()
-            hits = [r for r in revs if not r.deleted and (str(r.note_id) == wanted or (
-                len(wanted) >= 8 and (r.content_hash or "").startswith(wanted)))]
+        if revision is not None:  # a revision id as history shows it: a prefix of its content hash
+            wanted = check_revision_id(revision, "revision")
+            hits = [r for r in revs if not r.deleted and (r.content_hash or "").startswith(wanted)]
             if not hits:
                 raise NoteNotFound(f"note {path!r} has no revision {revision!r} (see its history)")
             return hits[-1]
@@ -152,7 +152,7 @@ def plan_note(vault: Vault, path: str, *, as_of: TimeLike = None, revision: str 
               to: str | None = None) -> Step:
     """The step that puts the note back as ``find_revision`` finds it, at ``destination`` (or ``to``)."""
     rev = find_revision(vault, path, as_of=as_of, revision=revision)
-    origin = f"revision {rev.note_id} of {rev.path}, known at {format_time(rev.known_at)}"
+    origin = f"revision {short_revision(rev.content_hash)} of {rev.path}, known at {format_time(rev.known_at)}"
     target, alive = (writable_note_path(to), True) if to is not None else destination(vault, rev)
     text = vault.revision_text(rev)
     current, digest = _now(vault, target)
@@ -176,7 +176,7 @@ def plan_folder(vault: Vault, prefix: str, *, as_of: TimeLike, delete_newer: boo
     for path, rev in sorted(then.items()):
         current, digest = _now(vault, path)
         steps.append(Step(path, texts[path], current, digest,
-                          f"revision {rev.note_id}, known at {format_time(rev.known_at)}"))
+                          f"revision {short_revision(rev.content_hash)}, known at {format_time(rev.known_at)}"))
     for rev in vault.ls(prefix=under):
         if rev.path in then:
             continue

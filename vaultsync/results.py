@@ -59,6 +59,8 @@ class Stats:
     last_batch: str | None
     distinct_texts: int
     database_bytes: int
+    vector_search: str | None = None
+    """PostgreSQL: "pgvector", or the comparison of every vector in Python (None: SQLite, sqlite-vec)."""
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

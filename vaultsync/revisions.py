@@ -1,7 +1,8 @@
 """Writes that know what they overwrite: the expected-revision check, and the edits ``edit_note`` makes.
 
-A note's revision, as ``read_note`` and ``note_history`` show it, is its ``content_hash``: the
-SHA-256 of the file's bytes (a prefix of at least 8 hex digits names it too). A write given an
+A note's revision is named by its ``content_hash``, the SHA-256 of the file's bytes; every door shows its
+short id (``short_revision``: the first 8 hex digits, more where two revisions of a note share them) and
+takes any prefix of at least 8 hex digits back. A write given an
 expected revision compares it with the bytes it is about to replace, inside the safe write
 (``vaultfs.edit``), so an editor's save landing between a read and the write refuses the write and
 leaves the file untouched.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .errors import PathError, RevisionMismatch
+from .errors import ConfigError, PathError, RevisionMismatch
 from .disk.digest import content_hash
 
 MIN_PREFIX = 8
@@ -30,8 +31,8 @@ def revision_of(data: bytes) -> str:
 
 
 def is_revision(data: bytes, expected: str) -> bool:
-    wanted = expected.strip().lower()
-    return len(wanted) >= MIN_PREFIX and revision_of(data).startswith(wanted)
+    """Whether ``data`` is the revision ``expected`` names (ConfigError when ``expected`` is no revision id)."""
+    return revision_of(data).startswith(check_revision_id(expected))
 
 
 def mismatch(rel: str, current: str | None, expected: str) -> RevisionMismatch:
@@ -45,6 +46,7 @@ def expecting(rel: str, expected: str | None) -> Callable[[bytes], None] | None:
     """A check of the bytes about to be replaced (None when no revision is expected)."""
     if expected is None:
         return None
+    check_revision_id(expected)  # refused before anything is read or written
 
     def check(old: bytes) -> None:
         if not is_revision(old, expected):
@@ -91,8 +93,15 @@ def replace_section(text: str, heading: str, body: str) -> str:
                         "e.g. 'Parent > Child'")
     line, level, _ = heads[hits[0]]
     end = next((h[0] for h in heads[hits[0] + 1:] if h[1] <= level), len(lines))
-    if body and not body.endswith("\n") and end < len(lines):
-        body += "\n"
+    old = lines[line + 1:end]
+    blank = [not x.strip() for x in old]
+    if all(blank):  # an empty section: the new body between its blank lines
+        lead, trail = len(old), (len(old) if end < len(lines) else 0)
+    else:
+        lead, trail = blank.index(False), blank[::-1].index(False)
+    text = body.strip("\r\n")
+    after = "".join(old[len(old) - trail:]) if trail else ""
+    body = "".join(old[:lead]) + text + "\n" + after if text else "".join(old[:lead])
     head = lines[line]
     if not head.endswith("\n"):
         head += "\n"
@@ -129,3 +138,31 @@ def rewrite_file(root: str, path: str, change: Callable[[bytes], bytes], tries: 
         except (FileNotFoundError, NotADirectoryError):
             raise NoteNotFound(f"{rel} does not exist in the vault folder") from None
     raise PathError(f"{rel} kept changing ({tries} tries); nothing was written, try again")
+
+
+SHORT = MIN_PREFIX
+"""A revision id as shown: this many hex digits of its content hash (more where a note's revisions share them)."""
+_HEX = re.compile(r"[0-9a-f]+")
+
+
+def short_revision(content_hash: str | None, length: int = SHORT) -> str | None:
+    """The revision id shown for a content hash (None for a deletion, which has none)."""
+    return content_hash[:length] if content_hash else None
+
+
+def short_revisions(hashes: list[str | None]) -> list[str | None]:
+    """The revision ids of one note's revisions: ``SHORT`` hex digits, more where two different ones share them."""
+    distinct = sorted({h for h in hashes if h})
+    length = SHORT
+    while any(a[:length] == b[:length] for a, b in zip(distinct, distinct[1:])):
+        length += 2
+    return [short_revision(h, length) for h in hashes]
+
+
+def check_revision_id(value: str, argument: str = "expected_revision") -> str:
+    """``value`` as a revision id (lower case), or ConfigError saying it is none."""
+    wanted = value.strip().lower()
+    if len(wanted) < MIN_PREFIX or len(wanted) > 64 or not _HEX.fullmatch(wanted):
+        raise ConfigError(f"{value!r} is not a revision id: give one as the note's history shows it ({MIN_PREFIX} to 64 "
+                          "hex digits of its content hash)", argument=argument)
+    return wanted

@@ -15,6 +15,7 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATETIME = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|z|[+-]\d{2}:?\d{2})"
 )
+_OFFSET = re.compile(r"([+-])(\d{2}):?(\d{2})$")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -24,6 +25,10 @@ def parse_time(value: str, what: str = "time") -> int:
     Anything else, including impossible dates, raises ConfigError naming the accepted forms.
     """
     text = str(value).strip()
+    offset = _OFFSET.search(text)
+    if offset and _DATETIME.fullmatch(text) and (int(offset.group(2)) >= 24 or int(offset.group(3)) >= 60):
+        raise ConfigError(f"invalid {what} {value!r} (UTC offset {offset.group(1)}{offset.group(2)}:{offset.group(3)} "
+                          f"is not between -23:59 and +23:59): use {ACCEPTED}")
     try:
         if _DATE.fullmatch(text):
             moment = dt.datetime.fromisoformat(text).replace(tzinfo=dt.timezone.utc)

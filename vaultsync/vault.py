@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import acting
 from .disk import edit, vanished, vaultfs
 from .config import default_db_path
-from .errors import ConfigError, NoteNotFound, StoreError, VaultNotFound
+from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError, VaultNotFound
 from .disk.folder import MAX_FILE_BYTES, FileProblem, files_containing, observe_paths, scan
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitHistory, GitImport, OnCommit, in_git, to_import
 from .links import LinkReport, link_report
@@ -226,6 +226,15 @@ class Vault:
         with self._sync_lock:
             self._lock.release()
 
+    def database_unreachable_s(self) -> float:
+        """How long the database has been unreachable (0 while it answers)."""
+        return self._store.unreachable_s()
+
+    def lock_alive(self) -> bool:
+        """Whether this process still holds the vault's writer lock, asking the engine (a PostgreSQL lock goes with
+        its database session; then the vault's batches are refused until the lock is taken again)."""
+        return self._lock.alive()
+
     def lock_holder(self) -> dict[str, object] | None:
         """What the other process holding the writer lock wrote about itself ({} if unreadable): pid,
         command, started, watching; None when the lock is free or this process holds it."""
@@ -396,6 +405,9 @@ class Vault:
             if view.before_history and view.as_of is not None:
                 why = self.no_history(format_time(view.first_known_at()))
                 raise NoteNotFound(f"note {path!r} did not exist{at}: {why}", argument="as_of")  # the time is wrong
+            if rev is not None and not extra:  # a tombstone: when, and the last moment it could be read
+                raise NoteDeleted(f"note {path!r} was deleted at {format_time(rev.known_at)} in vault '{self.name}'; "
+                                  f"read it as of {format_time(rev.known_at - 1)} to see it as it was before")
             raise NoteNotFound(f"note {path!r} did not exist{at} in vault '{self.name}'{extra}")
         return rev
 

@@ -23,6 +23,65 @@ if TYPE_CHECKING:
     from ..vault import Vault
 
 
+GLOBAL_OPTIONS = ("--db", "--vault")
+"""The group's options that take a value and may also be given after the command."""
+
+
+class Group(click.Group):
+    """The command group: ``--db`` and ``--vault`` are taken before or after the command (unless the command
+    has an option of that name itself), and ``--help`` lists each command's whole first sentence."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, self.hoist(ctx, args))
+
+    def hoist(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """``args`` with the group's options given after the command moved before it."""
+        out: list[str] = []
+        moved: list[str] = []
+        command: click.Command | None = None
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":
+                out += args[i:]
+                break
+            name = arg.split("=", 1)[0]
+            if command is None:
+                if name in GLOBAL_OPTIONS and "=" not in arg:  # before the command: keep its value with it
+                    out += args[i:i + 2]
+                    i += 2
+                    continue
+                if not arg.startswith("-"):
+                    command = self.get_command(ctx, arg) or click.Command(arg)
+            elif name in GLOBAL_OPTIONS and name not in _own_options(command):
+                width = 1 if "=" in arg else 2
+                moved += args[i:i + width]
+                i += width
+                continue
+            out.append(arg)
+            i += 1
+        return moved + out
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=300)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _own_options(command: click.Command) -> set[str]:
+    """Every option name of ``command`` and, for a group, of its commands."""
+    names = {opt for param in command.params for opt in getattr(param, "opts", [])}
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            names |= _own_options(sub)
+    return names
+
+
 class Context:
     """Global options, and the vault opened from them on demand."""
 
@@ -117,10 +176,11 @@ def message(exc: VaultsyncError) -> str:
 OPTIONS = {"known_at": "--known-at", "name": "--vault NAME", "also_current": "--also-current", "as_of": "--as-of",
            "before": "--before", "texts": "--text", "note": "--note", "db": "--db", "watch": "--watch",
            "root": "VAULT", "embedder": "--embedder", "full": "--full",
-           "allow_mass_delete": "--allow-mass-delete", "since": "--since", "until": "--until"}
+           "allow_mass_delete": "--allow-mass-delete", "revision": "--revision", "since": "--since", "until": "--until"}
 """The command line's option for a library argument named in an error."""
 
-COMMANDS = {"sync": "vaultsync import {root}", "reindex": "vaultsync reindex", "reembed": "vaultsync reembed"}
+COMMANDS = {"sync": "vaultsync import {root}", "reindex": "vaultsync reindex", "reembed": "vaultsync reembed",
+            "migrate": "vaultsync migrate"}
 """The command line's command for a library remedy named in an error (``root``: the vault folder)."""
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from . import audit, purge, receipt, restore, search, ui
-from .base import (Context, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option,
+from . import audit, migrate, purge, receipt, restore, search, ui
+from .base import (Context, Group, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option,
                        validity_option)
 from ..config import default_db_path
 from ..errors import VaultsyncError
@@ -30,7 +30,7 @@ class DatabaseParam(click.Path):
         super().__init__(dir_okay=False, path_type=Path)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", type=DatabaseParam(), envvar="VAULTSYNC_DB",
               help="Database file, or a postgresql:// URI. Default: $VAULTSYNC_DB, else vaultsync.db in the user "
                    "data directory.")
@@ -181,25 +181,34 @@ def ls(obj: Context, as_of: int | None, valid_at: int | None, prefix: str, as_js
 
 @cli.command()
 @click.argument("note")
+@time_option("--since", help=f"Only revisions learned after this time: {ACCEPTED}.")
+@time_option("--until", help="Only revisions learned at or before this time.")
 @validity_option
 @json_option
 @pass_ctx
 @friendly
-def history(obj: Context, note: str, valid_at: int | None, as_json: bool) -> None:
-    """Every revision of a note, following renames (with --valid-at: those that in turn applied then).
+def history(obj: Context, note: str, since: int | None, until: int | None, valid_at: int | None,
+            as_json: bool) -> None:
+    """Every revision of a note, following renames, with its revision id (restore --revision takes it).
+
+    With --valid-at: the revisions that in turn applied then.
 
     \b
     Example:
         vaultsync history "Projects/Atlas.md"
+        vaultsync history "Projects/Atlas.md" --since 2025-03-01 --until 2025-04-01
     """
-    revisions = obj.vault().history(note, valid_at=valid_at)
+    from ..revisions import short_revisions
+
+    _, revisions = obj.vault().history_window(note, since, until, valid_at=valid_at)
     if as_json:
         echo_json([r.summary() for r in revisions])
         return
-    for r in revisions:
+    ids = short_revisions([r.content_hash for r in revisions])
+    for r, rev in zip(revisions, ids):
         extra = f" (from {r.renamed_from})" if r.renamed_from else f" (to {r.renamed_to})" if r.renamed_to else ""
         size = "" if r.size is None else f"{r.size} bytes"
-        click.echo(f"{format_time(r.known_at)}  {r.kind:<8}  {r.path}{extra}  {size}".rstrip())
+        click.echo(f"{format_time(r.known_at)}  {rev or '-':<8}  {r.kind:<8}  {r.path}{extra}  {size}".rstrip())
 
 
 @cli.command()
@@ -207,20 +216,26 @@ def history(obj: Context, note: str, valid_at: int | None, as_json: bool) -> Non
 @time_option("--from", "since", required=True, help=f"Earlier time: {ACCEPTED}.")
 @time_option("--to", "until", help="Later time (default now).")
 @validity_option
+@json_option
 @pass_ctx
 @friendly
-def diff(obj: Context, note: str, since: int, until: int | None, valid_at: int | None) -> None:
+def diff(obj: Context, note: str, since: int, until: int | None, valid_at: int | None, as_json: bool) -> None:
     """Unified diff of a note between two times.
 
     \b
     Example:
         vaultsync diff "Projects/Atlas.md" --from 2025-01-01 --to 2025-06-01
+        vaultsync diff "Projects/Atlas.md" --from 2025-01-01 --json
     """
-    click.echo(obj.vault().diff(note, since, until, valid_at=valid_at), nl=False)
+    text = obj.vault().diff(note, since, until, valid_at=valid_at)
+    if as_json:
+        echo_json({"path": note, "from": format_time(since), "to": format_time(until), "diff": text})
+        return
+    click.echo(text, nl=False)
 
 
 @cli.command()
-@time_option("--since", help=f"Start of the window (exclusive): {ACCEPTED}.")
+@time_option("--since", help=f"Start of the window (exclusive): {ACCEPTED}. Default: 7 days ago.")
 @time_option("--until", help="End of the window (inclusive, default now).")
 @validity_option
 @click.option("--source", metavar="NAME", help="Instead: the batches this source wrote (mcp: what assistants "
@@ -234,8 +249,11 @@ def changes(obj: Context, since: int | None, until: int | None, valid_at: int | 
             caller: str | None, as_json: bool) -> None:
     """Notes created, modified, renamed or deleted in a time window (or the batches one source wrote).
 
+    Each line names its batch (what undo takes) and the revision it made. Without --since: the last 7 days.
+
     \b
     Example:
+        vaultsync changes
         vaultsync changes --since 2025-03-01 --until 2025-03-08
         vaultsync changes --source mcp
         vaultsync changes --caller alice
@@ -244,9 +262,13 @@ def changes(obj: Context, since: int | None, until: int | None, valid_at: int | 
 
     if source is not None or caller is not None:
         return restore.show_batches(obj.vault(), source, caller, as_json)
-    if since is None:
-        raise click.UsageError("give --since (or --source, --caller)")
     vault = obj.vault()
+    if since is None:
+        from ..times import now_micros
+
+        since = (until if until is not None else now_micros()) - RECENT_DAYS * 86_400_000_000
+        click.echo(f"changes in the {RECENT_DAYS} days up to {format_time(until) or 'now'} (since "
+                   f"{format_time(since)}; --since for another window)", err=True)
     revisions = vault.changes(since, until, valid_at=valid_at)
     if as_json:
         echo_json([r.summary(CHANGE_FIELDS) for r in revisions])
@@ -256,7 +278,8 @@ def changes(obj: Context, since: int | None, until: int | None, valid_at: int | 
         click.echo(f"{'note' if revisions else 'no changes'}: {why}", err=True)
     for r in revisions:
         extra = f" (from {r.renamed_from})" if r.renamed_from else ""
-        click.echo(f"{format_time(r.known_at)}  {r.kind:<8}  {r.path}{extra}")
+        revision = r.content_hash[:8] if r.content_hash else "-"
+        click.echo(f"{format_time(r.known_at)}  batch {r.batch_id:<6}  {revision:<8}  {r.kind:<8}  {r.path}{extra}")
 
 
 @cli.command()
@@ -275,7 +298,8 @@ def stats(obj: Context, as_json: bool) -> None:
         echo_json(result)
         return
     for key, value in result.items():
-        click.echo(f"{key:>16}: {value}")
+        if value is not None or key != "vector_search":
+            click.echo(f"{key:>16}: {value}")
 
 
 @cli.command()
@@ -310,6 +334,8 @@ def check(obj: Context, as_json: bool) -> None:
 def copy(src: Any, dst: Any, as_json: bool) -> None:
     """Copy every vault of database SRC, with its whole history, into DST (SQLite and PostgreSQL, either way).
 
+    DST may hold other vaults (they stay, beside the copies), but none of SRC's names.
+
     \b
     Example:
         vaultsync copy ~/.local/share/vaultsync/vaultsync.db postgresql://vaultsync@db.internal/team
@@ -339,10 +365,13 @@ def copy(src: Any, dst: Any, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print each batch as one JSON line on stdout.")
 @click.option("--wait", is_flag=True, help="If another process watches the vault (e.g. serve --watch), wait and "
               "take over when it stops, instead of exiting with an error.")
+@click.option("--max-outage-s", type=click.FloatRange(min=0), default=300.0, show_default=True,
+              help="Exit with an error (for a service manager to restart) once the database has been unreachable "
+              "this long; what changed meanwhile is recorded by the next start.")
 @pass_ctx
 @friendly
 def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_ms: int, reconcile_s: float,
-          verbose: int, as_json: bool, wait: bool) -> None:
+          verbose: int, as_json: bool, wait: bool, max_outage_s: float) -> None:
     """Keep the store current while you write: one atomic batch per burst of changes.
 
     Catches up on what changed since the last run, then watches until SIGINT or SIGTERM, which
@@ -370,7 +399,7 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
             return
         watch_vault(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling, reconcile_s=reconcile_s,
                     stop_event=stop, on_batch=(lambda s: click.echo(json.dumps(s.to_json()))) if as_json else None,
-                    role=role)
+                    role=role, describe=_refusal(vault_dir), max_outage_s=max_outage_s)
     finally:
         restore()
 
@@ -381,7 +410,9 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
               "stdio. Loopback (127.0.0.1) unless you name another address; then a bearer token is required.")
 @click.option("--watch", is_flag=True, help="Run the watcher in this process so answers always reflect the folder "
               "(if another process watches this vault, serve as a reader and take over when it stops).")
-@click.option("--allow-writes", is_flag=True, help="Offer create_note and append_to_note (inside the vault only).")
+@click.option("--allow-writes", is_flag=True, help="Offer the write tools, inside the vault only: create_note, "
+              "append_to_note, edit_note and restore_note (each recorded as a new revision; history is never "
+              "rewritten).")
 @click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Require the bearer token in this file (--http; mode 600). Beyond loopback one is generated "
               "if omitted.")
@@ -419,9 +450,30 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
         return
     from ..server import launch
 
+    import dataclasses
+
     config = launch.plain_config(obj.db, obj.vault_name, vault_dir, watch=watch, allow_writes=allow_writes)
+    if watch:  # the in-process watcher says a refusal in the command line's words, as `watch` does
+        config = dataclasses.replace(config, watcher_options={**(config.watcher_options or {}),
+                                                              "describe": _refusal(vault_dir)})
     http = launch.plain_http(bind, token_file, tls_cert, tls_key)
     launch.run(config, http, _say, warn=lambda line: click.secho(line, err=True, fg="red", bold=True))
+
+
+def _refusal(vault_dir: Path) -> Any:
+    """How ``watch`` says a refusal: a mass deletion names the import that confirms it."""
+    from ..errors import MassDeletion
+
+    def describe(exc: VaultsyncError) -> str:
+        if isinstance(exc, MassDeletion):
+            return f"{exc} (stop watching, then run `vaultsync import {vault_dir} --allow-mass-delete`)"
+        return str(exc)  # a vanished folder: the watcher waits for it (no option to give)
+
+    return describe
+
+
+RECENT_DAYS = 7
+"""``changes`` without --since shows this many days."""
 
 
 def _say(line: str) -> None:
@@ -439,7 +491,7 @@ def _privileged_options(**values: object) -> list[str]:
 
 
 # search, export, reindex, reembed; purge; audit verify; receipt verify; ui; restore, undo
-for _command in (*search.COMMANDS, *purge.COMMANDS, *audit.COMMANDS, *receipt.COMMANDS,
+for _command in (*search.COMMANDS, *migrate.COMMANDS, *purge.COMMANDS, *audit.COMMANDS, *receipt.COMMANDS,
                  *ui.COMMANDS, *restore.COMMANDS):
     cli.add_command(_command)
 

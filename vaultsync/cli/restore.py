@@ -30,7 +30,8 @@ def _show(done: Any, as_json: bool) -> None:
 @click.command()
 @click.argument("note", required=False)
 @time_option("--as-of", help=f"Put it back as it was at this time: {ACCEPTED}.")
-@click.option("--revision", metavar="R", help="Put back this revision (an id, or a content hash or its first 8+ characters).")
+@click.option("--revision", metavar="R", help="Put back this revision: its id as history shows it (8 or more hex "
+              "digits of its content hash; the whole hash too).")
 @click.option("--to", "to", metavar="NEW_PATH", help="Write it at this path instead (a deleted note whose path is taken).")
 @click.option("--prefix", metavar="FOLDER", help="Restore every note under this folder as it was (with --as-of).")
 @click.option("--delete-newer", is_flag=True, help="With --prefix: also delete notes created there since "

@@ -72,6 +72,11 @@ def result_count(result: Any) -> int:
     content = result.get("structuredContent")
     if not isinstance(content, dict):
         return 1
+    if isinstance(content.get("folders"), dict):  # list_notes: rows grouped by folder
+        return sum(len(rows) for rows in content["folders"].values() if isinstance(rows, list))
+    notes = content.get("notes")
+    if isinstance(notes, list) and all(isinstance(n, dict) and isinstance(n.get("hits"), list) for n in notes):
+        return sum(len(n["hits"]) for n in notes)  # search_notes: hits grouped by note
     lists = [content[k] for k in COUNTED if isinstance(content.get(k), list)]
     return sum(len(x) for x in lists) if lists else 1
 

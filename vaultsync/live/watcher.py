@@ -24,7 +24,8 @@ from typing import Any
 
 from .debounce import Debouncer, Pending, collapse
 from ..disk import vanished
-from ..errors import MassDeletion, StoreError, VaultsyncError, VaultUnavailable
+from ..errors import LockedError, MassDeletion, StoreError, VaultsyncError, VaultUnavailable
+from .keeper import MAX_RETRY_S, LockKeeper
 from .events import EVERYTHING, ObserverFactory, RunningObserver, start_observer
 from ..sync import BatchSummary
 from ..times import format_time
@@ -51,7 +52,8 @@ class Watcher:
 
     def __init__(self, vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling: bool = False,
                  reconcile_s: float = 300.0, on_batch: OnBatch | None = None,
-                 observer_factory: ObserverFactory = start_observer, role: WriterRole | None = None) -> None:
+                 observer_factory: ObserverFactory = start_observer, role: WriterRole | None = None,
+                 describe: Callable[[VaultsyncError], str] = str) -> None:
         if step_ms <= 0 or debounce_ms <= 0:
             raise ValueError("step_ms and debounce_ms must be positive")
         self.vault = vault
@@ -59,6 +61,8 @@ class Watcher:
         self.step_ms, self.debounce_ms, self.polling = step_ms, max(debounce_ms, step_ms), polling
         self.reconcile_s = reconcile_s
         self.on_batch = on_batch
+        self.describe = describe
+        """How a refusal (a vanished vault, a mass deletion) is said in the log: in the words of the door."""
         self._factory = observer_factory
         self._debouncer = Debouncer(step_ms / 1000, self.debounce_ms / 1000)
         self._observer: RunningObserver | None = None
@@ -67,6 +71,9 @@ class Watcher:
         self._own_lock = False
         self._root_id: tuple[int, int] | None = None
         self.outage = vanished.Outage()
+        self.keeper = LockKeeper(self.role)
+        self._failing = 0
+        """How many batches failed in a row (the first is said, the others only when one succeeds again)."""
         self.batches = 0
         self.failures = 0
         self.last_batch_at: int | None = None
@@ -165,6 +172,7 @@ class Watcher:
             "debounce_ms": self.debounce_ms,
             "reconcile_s": self.reconcile_s,
             "vault_unavailable": self.outage.reason,
+            **self.keeper.status(),
         }
 
     # ------------------------------------------------------------ the flushing thread
@@ -175,6 +183,12 @@ class Watcher:
             if backoff:
                 if self._stop.wait(backoff):
                     return
+            self.keeper.check()  # now and then: is the lock still held? (a PostgreSQL session may be lost)
+            if self.keeper.lost:
+                backoff = 0.1  # the keeper paces its own attempts
+                if self.keeper.retake():
+                    backoff = 0.0 if self._flush_all("catch-up") else 0.5
+                continue
             wait = None if self.reconcile_s <= 0 else max(0.0, self._next_reconcile - time.monotonic())
             wait = vanished.RETRY_S if wait is None else min(wait, vanished.RETRY_S)  # notice a vanished vault folder
             pending = self._debouncer.get(timeout=wait)
@@ -187,10 +201,7 @@ class Watcher:
             elif self.outage.reason is not None or _identity(self.vault.root) != self._root_id:
                 ok = self._flush(None, "check")
             elif self.reconcile_s > 0 and time.monotonic() >= self._next_reconcile:
-                everything = self._debouncer.drain()  # a full scan covers every pending path
-                ok = self._flush(None, "reconcile")
-                if not ok and everything is not None:
-                    self._debouncer.put_back(everything)
+                ok = self._flush_all("reconcile")
                 if ok:
                     self._next_reconcile = time.monotonic() + self.reconcile_s
             else:
@@ -198,6 +209,16 @@ class Watcher:
             backoff = 0.0 if ok else min(MAX_BACKOFF_S, max(0.5, backoff * 2))
             if self.outage.reason is not None:
                 backoff = min(backoff, vanished.RETRY_S)
+            if not ok and self.vault.database_unreachable_s() > 0:  # try soon: it may be back any moment
+                backoff = min(backoff, MAX_RETRY_S)
+
+    def _flush_all(self, reason: str) -> bool:
+        """A full scan, which covers every pending path (kept pending if it fails)."""
+        everything = self._debouncer.drain()
+        ok = self._flush(None, reason)
+        if not ok and everything is not None:
+            self._debouncer.put_back(everything)
+        return ok
 
     def _flush(self, pending: Pending | None, reason: str, raise_errors: bool = False) -> bool:
         """Write one batch (``pending`` paths, or a full scan); False if it failed and must be retried."""
@@ -205,6 +226,11 @@ class Watcher:
         if pending is not None and paths is None:
             reason = "rescan"  # the observer lost events: a full scan, now
         started = time.monotonic()
+        if not raise_errors and reason != "final" and not self.vault.lock_held:  # it went with a lost session:
+            self.keeper.lose("its database session ended")  # never borrowed for one batch, retaken for good
+            if pending is not None:
+                self._debouncer.put_back(pending)
+            return False
         try:
             if self.outage.reason is not None or _identity(self.vault.root) != self._root_id:
                 self._reattach()
@@ -214,17 +240,35 @@ class Watcher:
             if raise_errors:
                 raise
             return self._vanished(exc, pending)
+        except LockedError as exc:  # the lock went with a lost database session (and maybe to another process)
+            if raise_errors:
+                raise
+            self.failures += 1
+            self.last_error = str(exc)
+            if reason == "final":
+                logger.warning("final failed: %s", exc)
+            else:
+                self.keeper.lose(str(exc))
+            if pending is not None:
+                self._debouncer.put_back(pending)
+            return False
         except Exception as exc:
             if raise_errors:
                 raise
             self.failures += 1
             self.last_error = str(exc) if isinstance(exc, VaultsyncError) else f"{type(exc).__name__}: {exc}"
             kept = "" if reason == "final" else ", will retry" + (f" ({len(paths)} paths kept)" if paths else "")
-            logger.warning("%s failed%s: %s", reason, kept, self.last_error)
+            # the first failure of a run of them is said; the next ones (the database away) are not, until one succeeds
+            logger.log(logging.DEBUG if self._failing else logging.WARNING, "%s failed%s: %s", reason, kept,
+                       self.last_error)
+            self._failing += 1
             if pending is not None:
                 self._debouncer.put_back(pending)
             return False
         self.last_error = None
+        if self._failing:
+            logger.warning("%s written: recording again after %d failed attempts", reason, self._failing)
+            self._failing = 0
         if self.outage.end():
             logger.warning("the vault folder %s is back; recording again", self.vault.root)
         latency_ms = (time.monotonic() - (pending.first if pending else started)) * 1000
@@ -246,8 +290,8 @@ class Watcher:
         self.failures += 1
         self.last_error = str(exc)
         if self.outage.begin(str(exc)):
-            logger.warning("%s; watching for it to come back (if the notes were really deleted: stop watching "
-                           "and confirm with an import that allows mass deletion)", exc)
+            logger.warning("%s; watching for %s to come back", self.describe(exc),
+                           "them" if isinstance(exc, MassDeletion) else "it")
         if pending is not None:
             self._debouncer.put_back(pending)
         return False
@@ -296,19 +340,28 @@ def _identity(root: os.PathLike[str]) -> tuple[int, int] | None:
 
 def watch(vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling: bool = False,
           reconcile_s: float = 300.0, on_batch: OnBatch | None = None,
-          stop_event: threading.Event | None = None, role: WriterRole | None = None) -> Watcher:
-    """Watch until ``stop_event`` is set, then flush and return the stopped watcher.
+          stop_event: threading.Event | None = None, role: WriterRole | None = None,
+          describe: Callable[[VaultsyncError], str] = str, max_outage_s: float | None = None) -> Watcher:
+    """Watch until ``stop_event`` is set, then flush and return the stopped watcher (``describe``: how a
+    refusal is said, in the words of the door that runs it).
 
     A vault folder that disappears is waited for (nothing is recorded meanwhile); raises StoreError
-    if the file-system observer stops (watching stops after a final flush).
+    if the file-system observer stops, or the database stays unreachable for more than ``max_outage_s``
+    (watching stops after a final flush; what is pending is recorded by the next start's catch-up scan).
     """
     stop_event = stop_event or threading.Event()
     watcher = Watcher(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling,
-                      reconcile_s=reconcile_s, on_batch=on_batch, role=role)
+                      reconcile_s=reconcile_s, on_batch=on_batch, role=role, describe=describe)
     with watcher:
         while not stop_event.wait(1.0):
             if not watcher.healthy():
                 raise StoreError(f"stopped watching {vault.root}: the file-system observer stopped")
+            away = vault.database_unreachable_s()
+            if max_outage_s is not None and away > max_outage_s:
+                pending = watcher.status()["pending"]
+                raise StoreError(f"stopped watching {vault.root}: the database has been unreachable for {away:.0f} s "
+                                 f"(the limit is {max_outage_s:g} s; {watcher.last_error}); {pending} changed "
+                                 f"path{'s' * (pending != 1)} pending, recorded by the next start's catch-up scan")
     return watcher
 
 

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LockedError, NoteNotFound
+from ..errors import LockedError, NoteNotFound, VaultsyncError
 from ..disk.paths import writable_note_path
 from ..disk.digest import content_hash
 from ..sync import BatchSummary
@@ -91,6 +91,11 @@ class WriterRole:
         self._holding = True
         return took
 
+    def retake(self) -> bool:
+        """The watcher's lock went with a lost database session: take it again if it is free (True); False while
+        another process holds it (StoreError while the database is away). This process keeps its role meanwhile."""
+        return self.vault.hold_lock()
+
     def release(self) -> None:
         """Give the lock up (between batches of this process)."""
         if self._holding:
@@ -135,7 +140,7 @@ class WriterRole:
         self.back_off(TAKE_OVER_EVERY_S)
         try:
             taken = self.take()
-        except OSError as exc:
+        except (OSError, VaultsyncError) as exc:  # the database is away: try again later
             logger.debug("could not try the writer lock: %s", exc)
             return False
         if taken:

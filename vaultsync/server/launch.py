@@ -13,7 +13,7 @@ import anyio
 
 from ..errors import ConfigError
 from . import transports as t
-from .app import build_server
+from .app import server_for
 from .served import ServeConfig, ServedVault
 
 if TYPE_CHECKING:
@@ -105,9 +105,10 @@ def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = Non
         if http.generated:
             say(f"vaultsync: bearer token (shown once; send 'Authorization: Bearer <token>'): {http.token}")
 
-    mcp = build_server(replace(config, announce=announce))
+    served = ServedVault(replace(config, announce=announce))
+    mcp = server_for(served)
     if http is None:
         anyio.run(t.serve_stdio, mcp)
     else:
         anyio.run(lambda: t.serve_http(mcp, http.host, http.port, token=http.token, tls=http.tls,
-                                       verifier=http.verifier))
+                                       verifier=http.verifier, served=served))

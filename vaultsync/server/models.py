@@ -4,6 +4,7 @@ prints the same fact) and ``flat_schema``, the compact output schema each tool p
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,6 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class Compact(_Out):
+    """An answer built for size: its null fields are left out on the wire (each nullable field has a default)."""
 
 
 class Component(_Out):
@@ -82,21 +87,15 @@ class NoteResult(_Out):
     truncated: bool = Field(description="True when content stops before the end of the note")
 
 
-class RevisionOut(_Out):
-    """One revision (``vaultsync history --json`` / ``changes --json``)."""
+class RevisionRow(Compact):
+    """One revision of a note (or one change in a window), null fields left out."""
 
-    path: str
     kind: str = Field(description="created, modified, renamed or deleted")
-    known_at: str | None
-    content_hash: str | None = None
-    size: int | None = None
-    renamed_from: str | None = None
-
-
-class HistoryResult(_Out):
-    path: str
-    revisions: list[RevisionOut] = Field(description="Oldest first, following renames back to the first name")
-    truncated: bool = Field(default=False, description="True when older revisions were left out (see limit)")
+    known_at: str = Field(description="When vaultsync learned it (UTC)")
+    revision: str | None = Field(default=None, description="Its revision id (absent for a deletion)")
+    path: str | None = Field(default=None, description="The note's path then (note_history: only where it had "
+                             "another name than the answer's path)")
+    renamed_from: str | None = Field(default=None, description="For a rename: the path it had before")
 
 
 class DiffResult(_Out):
@@ -107,36 +106,16 @@ class DiffResult(_Out):
     truncated: bool = False
 
 
-class ChangesResult(_Out):
+class ChangesResult(Compact):
     since: str
-    until: str | None
-    changes: list[RevisionOut] = Field(description="In the order vaultsync learned them")
+    until: str | None = None
+    changes: list[RevisionRow] = Field(description="In the order vaultsync learned them")
     counts: dict[str, int] = Field(description="How many of each kind (all of them, even when truncated)")
     truncated: bool = Field(default=False, description="True when only the first `limit` changes are listed")
     horizon: str | None = Field(default=None, description="Set when since is before the vault's retention horizon: "
                                 "its history before this time was purged, and the changes listed start there")
     before_history: bool = Field(default=False, description="True when until is before the vault's first batch: "
                                  "nothing had changed yet (see first_batch)")
-    first_batch: str | None = Field(default=None, description="When the vault's history starts (its first batch, UTC)")
-
-
-class NoteEntry(_Out):
-    """One note in a listing (``vaultsync ls --json``)."""
-
-    path: str
-    known_at: str | None
-    content_hash: str | None
-    size: int | None
-    title: str | None
-    tags: list[str] = Field(default_factory=list)
-
-
-class NoteList(_Out):
-    as_of: str | None
-    notes: list[NoteEntry]
-    next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page")
-    before_history: bool = Field(default=False, description="True when as_of is before the vault's first batch: "
-                                 "no note existed yet (see first_batch)")
     first_batch: str | None = Field(default=None, description="When the vault's history starts (its first batch, UTC)")
 
 
@@ -183,7 +162,9 @@ class WriteResult(_Out):
 
 def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The same JSON Schema with ``$ref``s inlined, nullable ``anyOf``s folded into ``type`` lists and
-    titles dropped: equivalent, smaller, and several times faster for clients to validate."""
+    titles dropped: equivalent, smaller, and several times faster for clients to validate. A fixed-length
+    row (``prefixItems``, draft 2020-12 only) becomes ``items`` of any of its item schemas, which every
+    draft clients validate with understands (the field's description says what each position holds)."""
     defs = schema.get("$defs", {})
 
     def walk(node: Any) -> Any:
@@ -194,6 +175,10 @@ def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
         if "$ref" in node:
             target = copy.deepcopy(defs[node["$ref"].rsplit("/", 1)[1]])
             node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        if "prefixItems" in node:
+            kinds = list({json.dumps(item, sort_keys=True): item for item in node["prefixItems"]}.values())
+            node = {k: v for k, v in node.items() if k not in ("prefixItems", "items")}
+            node["items"] = kinds[0] if len(kinds) == 1 else {"anyOf": kinds}
         out = {k: ({name: walk(sub) for name, sub in v.items()} if k == "properties" else walk(v))
                for k, v in node.items() if k not in ("title", "$defs")}
         options = out.get("anyOf")

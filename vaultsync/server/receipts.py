@@ -115,13 +115,14 @@ def _wrap(tools: ToolSet, name: str, model: type[BaseModel], sign: Callable[[Any
     """Replace tool ``name`` by one with the same arguments whose answer ``sign`` turns into a ``model``."""
     index = next(i for i, t in enumerate(tools.tools) if t.name == name)
     old: Tool = tools.tools[index]
-    inner = old.fn
+    inner = tools.full.get(name, old.fn)  # signed answers carry every hit's exact text (the receipt is over it)
 
     @functools.wraps(inner)
     @friendly
     def signed(**kwargs: Any) -> Any:
         return sign(inner(**kwargs), kwargs)
 
+    signed.__name__ = name  # the tool keeps its name, whichever function gives the whole answer
     signed.__signature__ = inspect.signature(inner, eval_str=True).replace(  # type: ignore[attr-defined]
         return_annotation=model)
     signed.__doc__ = (inner.__doc__ and inspect.cleandoc(inner.__doc__) or "") + note

@@ -11,16 +11,17 @@ from pydantic import Field
 from ..disk.edit import MAX_WRITE_CHARS
 from ..errors import LockedError, NoteNotFound
 from ..disk.paths import writable_note_path
-from ..revisions import is_revision, mismatch, replace_section, replace_text, revision_of
+from ..revisions import check_revision_id, is_revision, mismatch, replace_section, replace_text, revision_of
 from ..times import format_time
 from ..vault import Note, Vault
 from ..live.writer_role import public_holder
 from .feed import note_uri
 from .models import WriteResult
 from .served import ServedVault
-from .toolkit import WRITE, PathArg, TimeArg, ToolSet, friendly
+from .toolkit import REWRITE, PathArg, TimeArg, ToolSet, friendly
 
-EXPECTED = ("The note's revision you last read (read_note's content_hash, or its first 8+ characters): the write "
+EXPECTED = ("The note's revision you last read (read_note's content_hash, or a revision id as note_history and "
+            "search_notes show it: its first 8+ characters): the write "
             "is refused, nothing written, if the note changed since")
 Expected = Annotated[str | None, Field(description=EXPECTED, max_length=64)]
 """``expected_revision`` where it may be left out (create_note, append_to_note, restore_note)."""
@@ -29,7 +30,7 @@ Required = Annotated[str, Field(description=EXPECTED, min_length=8, max_length=6
 
 
 def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
-    @tools.add("Edit one section or one exact text of a note", WRITE)
+    @tools.add("Edit one section or one exact text of a note", REWRITE)
     @friendly
     def edit_note(
         path: PathArg,
@@ -46,6 +47,7 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         since, nothing is written. Every earlier state stays in note_history (restore_note)."""
         if (heading is None) == (old_text is None):
             raise ToolError("give exactly one of heading and old_text")
+        check_revision_id(expected_revision)
         writer, rel = served.writing_vault(), writable_note_path(path)
 
         def change(old: bytes) -> bytes:
@@ -60,7 +62,7 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         served.on_batch(summary)
         return recorded(note)
 
-    @tools.add("Restore a note to a past revision", WRITE)
+    @tools.add("Restore a note to a past revision", REWRITE)
     @friendly
     def restore_note(
         path: PathArg,
@@ -79,6 +81,7 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         if step.refused:
             raise ToolError(step.refused)
         if expected_revision is not None:  # the file decides (an editor's save may not be recorded yet)
+            check_revision_id(expected_revision)
             try:
                 on_disk: str | None = revision_of(writer.read_file(step.path))
             except (OSError, NoteNotFound):

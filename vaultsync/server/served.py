@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from ..errors import ConfigError, VaultNotFound
+from ..errors import ConfigError, VaultNotFound, VaultsyncError
 from ..sync import BatchSummary
 from ..vault import Note, Vault
 from ..live.watcher import Watcher
@@ -174,6 +174,22 @@ class ServedVault:
         with self._read_lock:
             yield self.reader
 
+    def database_answers(self, wait_s: float = 1.0) -> bool:
+        """Whether the database answers the reader now (one round trip; a lost connection is opened again first).
+        While another request holds the reader longer than ``wait_s``, what the last request learned."""
+        vault = self.reader
+        if vault is None:
+            return False
+        if not self._read_lock.acquire(timeout=wait_s):
+            return vault.database_unreachable_s() == 0
+        try:
+            vault.last_batch_id
+            return True
+        except Exception:
+            return False
+        finally:
+            self._read_lock.release()
+
     def read(self, path: str) -> Note:
         with self.reading() as vault:
             return vault.read(path)
@@ -208,8 +224,12 @@ class ServedVault:
         return self.writer
 
     def on_batch(self, summary: BatchSummary) -> None:
-        """After this process wrote a batch: tell subscribers (through the batch log, so each batch once)."""
-        self.feed.catch_up()
+        """After this process wrote a batch: tell subscribers (through the batch log, so each batch once; when the
+        reader cannot read it yet, just after the database came back, the next poll tells it)."""
+        try:
+            self.feed.catch_up()
+        except VaultsyncError as exc:
+            logger.debug("could not tell batch %s yet: %s", summary.batch_id, exc)
 
     # ------------------------------------------------------------ following, standing by, watching
 

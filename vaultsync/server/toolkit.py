@@ -15,14 +15,18 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from .. import acting
-from ..errors import NoteNotFound, VaultsyncError
+from ..errors import NoteDeleted, NoteNotFound, VaultsyncError
 from ..times import ACCEPTED, parse_time
 from .models import flat_schema
+from .wire import compact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+"""A write that only adds: a new note, or text at a note's end."""
+REWRITE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+"""A write that replaces a note's text (its earlier states stay in the history)."""
 
 TimeArg = Annotated[str | None, Field(description=f"Knowledge cutoff: {ACCEPTED}. Omit for now.", max_length=64)]
 PathArg = Annotated[str, Field(description="Vault-relative note path, e.g. 'Projects/Atlas.md' ('.md' optional)",
@@ -35,6 +39,8 @@ class ToolSet:
 
     def __init__(self) -> None:
         self.tools: list[Tool] = []
+        self.full: dict[str, Callable[..., Any]] = {}
+        """For a tool whose answer is cut to size, the function giving the whole answer (a signing server's)."""
 
     def add(self, title: str, annotations: ToolAnnotations) -> Callable[[F], F]:
         """Decorator: register ``fn`` as a tool named after it. A tool that changes the vault records its
@@ -46,6 +52,7 @@ class ToolSet:
                                       annotations=annotations)
             if tool.fn_metadata.output_schema is not None:  # a public field, read on every tools/list
                 tool.fn_metadata.output_schema = flat_schema(tool.fn_metadata.output_schema)
+            tool.fn_metadata = compact(tool.fn_metadata)  # compact answers, readable argument errors
             self.tools.append(tool)
             return fn
 
@@ -70,6 +77,8 @@ def friendly(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except NoteDeleted as exc:
+            raise ToolError(f"{exc} (pass that as_of to read_note).") from None
         except NoteNotFound as exc:
             if exc.argument == "as_of":  # before the vault's history: the path may be right
                 raise ToolError(f"{exc}. Ask about a later as_of.") from None

@@ -7,17 +7,23 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from ..store.read import LISTED_FIELDS
 from ..times import ACCEPTED, format_time
+from .answers import (
+    HistoryAnswer,
+    NoteListAnswer,
+    SearchAnswer,
+    MAX_RESULT_CHARS,
+    change_rows,
+    fit_hits,
+    history_answer,
+    note_list,
+    search_answer,
+)
 from .models import (
     ChangesResult,
     DiffResult,
-    HistoryResult,
     LinksResult,
-    NoteEntry,
-    NoteList,
     NoteResult,
-    RevisionOut,
     SearchResult,
     StatusResult,
     WatcherStatus,
@@ -31,12 +37,6 @@ ValidArg = Annotated[str | None, Field(description="Validity time: for notes dec
 
 MAX_NOTE_CHARS = 262_144
 """read_note returns the whole note up to this many characters; page with offset beyond it."""
-MAX_RESULT_CHARS = 120_000
-"""Other results are cut to stay under about this many characters, and say so (truncated)."""
-MAX_HIT_CHARS = 4_000
-"""A search hit's text is cut to at most this many characters."""
-NOTE_ENTRY_FIELDS = (*LISTED_FIELDS, "tags")
-"""A note in ``list_notes``: as ``ls --json``, with its tags."""
 MAX_LINKS = 500
 """get_links lists at most this many outgoing links and this many backlinks."""
 
@@ -49,9 +49,8 @@ def add_read_tools(tools: ToolSet, rt: ServedVault) -> None:
 
 
 def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
-    @tools.add("Search notes (now or as of a date)", READ_ONLY)
     @friendly
-    def search_notes(
+    def search_hits(
         query: Annotated[str, Field(description="Words or a phrase to look for", min_length=1, max_length=1000)],
         as_of: TimeArg = None,
         valid_at: Annotated[str | None, Field(description="Only notes valid at this time (frontmatter "
@@ -67,16 +66,51 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
     ) -> SearchResult:
         """Search the vault's notes by meaning and keywords, as they are now or as they were at a past time.
 
-        Returns the best-matching chunks (sections) with their note path, heading path and line range.
-        Pass as_of (e.g. '2025-03-01') to search only what the vault contained then. Read a whole
-        note with read_note(path, as_of).
+        Returns the best-matching chunks (sections), each with its note path, heading path, line range and
+        exact text. Pass as_of (e.g. '2025-03-01') to search only what the vault contained then. Read a
+        whole note with read_note(path, as_of).
         """
         with rt.reading() as vault:
             result = vault.search(query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit,
                                   prefix=prefix or None, tags=tags or None)
-        hits, cut = _fit_hits(result.hits)
+        hits, cut = fit_hits(result.hits)
         return SearchResult(query=result.query, as_of=_stamp(result.as_of), mode=result.mode, hits=hits, truncated=cut,
                             before_history=result.before_history, first_batch=result.first_batch)
+
+    tools.full["search_notes"] = search_hits  # the whole hits, for a server that signs them (receipts)
+
+    @tools.add("Search notes (now or as of a date)", READ_ONLY)
+    @friendly
+    def search_notes(
+        query: Annotated[str, Field(description="Words or a phrase to look for", min_length=1, max_length=1000)],
+        as_of: TimeArg = None,
+        valid_at: Annotated[str | None, Field(description="Only notes valid at this time (frontmatter "
+                                              "valid_from/valid_to); default: the cutoff", max_length=64)] = None,
+        mode: Annotated[Literal["hybrid", "keyword", "vector"], Field(description="hybrid (default) ranks "
+                        "keyword matches by phrase, proximity and headings (and meaning, with a semantic model); "
+                        "keyword is plain BM25; vector is similarity only")] = "hybrid",
+        limit: Annotated[int, Field(ge=1, le=50, description="Most hits to return")] = 10,
+        prefix: Annotated[str | None, Field(description="Only paths starting with this, e.g. 'Projects/'",
+                                            max_length=1024)] = None,
+        tags: Annotated[list[Annotated[str, Field(max_length=200)]] | None,
+                        Field(description="Only notes with all these tags (without #)", max_length=20)] = None,
+        full_text: Annotated[bool, Field(description="Give each hit's exact text instead of an excerpt around "
+                                         "its match")] = False,
+        explain: Annotated[bool, Field(description="Also list every hit in rank order with its scores "
+                                       "(keyword and vector ranks, ranking signals)")] = False,
+    ) -> SearchAnswer:
+        """Search the vault's notes by meaning and keywords, as they are now or as they were at a past time.
+
+        Returns the notes with the best-matching sections, best first: each note's path, revision and
+        time once (an index into times, the answer's known_at values), then its hits as [heading path,
+        first line, last line, excerpt around the match].
+        Pass as_of (e.g. '2025-03-01') to search only what the vault contained then; full_text=true for
+        the sections' exact text. Read a whole note with read_note(path, as_of).
+        """
+        with rt.reading() as vault:
+            result = vault.search(query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit,
+                                  prefix=prefix or None, tags=tags or None)
+        return search_answer(result, full_text=full_text, explain=explain)
 
 
 def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
@@ -119,13 +153,13 @@ def add_note_history(tools: ToolSet, rt: ServedVault) -> None:
                                            max_length=64)] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most revisions to return (the latest)")] = 200,
         valid_at: ValidArg = None,
-    ) -> HistoryResult:
+    ) -> HistoryAnswer:
         """List every recorded revision of a note (created, modified, renamed, deleted), oldest first,
-        following renames back to the note's earlier names. Use diff_note to see what changed."""
+        following renames back to the note's earlier names: each with its kind, known_at and revision id
+        (and its path where it had another name). Use diff_note to see what changed."""
         with rt.reading() as vault:
             latest, chosen = vault.history_window(path, since, until, valid_at=valid_at)
-        return HistoryResult(path=latest, revisions=[_revision(r) for r in chosen[-limit:]],
-                             truncated=len(chosen) > limit)
+        return history_answer(latest, chosen[-limit:], len(chosen) > limit)
 
 
 def add_diff_note(tools: ToolSet, rt: ServedVault) -> None:
@@ -165,7 +199,7 @@ def add_list_changes(tools: ToolSet, rt: ServedVault) -> None:
             revisions, counts, more = vault.changes_page(start, end, valid_at=valid_at, limit=limit)
             first, horizon, early = vault.first_known_at, vault.horizon, vault.before_history(end)
         clipped = horizon is not None and start is not None and start < horizon
-        return ChangesResult(since=since, until=until, changes=[_revision(r) for r in revisions],
+        return ChangesResult(since=since, until=until, changes=change_rows(revisions),
                              counts=counts, truncated=more, horizon=format_time(horizon) if clipped else None,
                              before_history=early, first_batch=format_time(first))
 
@@ -181,9 +215,10 @@ def add_list_notes(tools: ToolSet, rt: ServedVault) -> None:
         valid_at: ValidArg = None,
         cursor: Annotated[str | None, Field(description="next_cursor from the previous page", max_length=2048)] = None,
         limit: Annotated[int, Field(ge=1, le=500, description="Notes per page")] = 100,
-    ) -> NoteList:
-        """List the notes that existed at a time (default now), by path, a page at a time.
-        Pass next_cursor back as cursor to get the next page."""
+    ) -> NoteListAnswer:
+        """List the notes that existed at a time (default now), by path, a page at a time, grouped by
+        folder: each note as [file name, revision, known_at]. Pass next_cursor back as cursor to get the
+        next page."""
         cutoff = when(as_of, "as_of")
         try:
             after = decode_cursor(cursor)
@@ -191,11 +226,11 @@ def add_list_notes(tools: ToolSet, rt: ServedVault) -> None:
             raise ToolError(str(exc)) from None
         revisions = rt.listing(cutoff, prefix or "", when(valid_at, "valid_at"), tag=tag or None)
         chosen, nxt = page(revisions, after, limit, key=lambda r: r.path)
-        notes = [NoteEntry(**r.summary(NOTE_ENTRY_FIELDS)) for r in chosen]
+        answer = note_list(chosen, as_of=cutoff, next_cursor=nxt)
         with rt.reading() as vault:
-            first, early = vault.first_known_at, vault.before_history(cutoff)
-        return NoteList(as_of=format_time(cutoff), notes=notes, next_cursor=nxt, before_history=early,
-                        first_batch=format_time(first))
+            if vault.before_history(cutoff):
+                answer.before_history, answer.first_batch = True, format_time(vault.first_known_at)
+        return answer
 
 
 def add_get_links(tools: ToolSet, rt: ServedVault) -> None:
@@ -232,27 +267,6 @@ PRIVATE_STATUS = frozenset({"root", "vault"})
 def _public_watcher(rt: ServedVault) -> dict[str, Any]:
     """The watcher's status without absolute paths (another process appears only as what it does)."""
     return {k: v for k, v in rt.watcher_status().items() if k not in PRIVATE_STATUS}
-
-
-def _fit_hits(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
-    """Search hits cut to about MAX_RESULT_CHARS in all (each text to MAX_HIT_CHARS), and whether any were cut."""
-    hits, budget, cut = [], MAX_RESULT_CHARS, False
-    for hit in found:
-        hit = dict(hit)
-        text = str(hit.get("text") or "")
-        room = max(200, min(MAX_HIT_CHARS, budget))
-        if len(text) > room:
-            hit["text"], cut = text[:room] + " …[truncated]", True
-        budget -= len(hit["text"]) + 300
-        hits.append(hit)
-        if budget <= 0:
-            cut = cut or len(hits) < len(found)
-            break
-    return hits, cut
-
-
-def _revision(r: Any) -> RevisionOut:
-    return RevisionOut(**r.summary())
 
 
 def _stamp(value: Any) -> str | None:

@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from ..errors import ConfigError, VaultsyncError
 from .limits import (KEEP_ALIVE_S, MAX_HTTP_CONNECTIONS, MAX_JSON_DEPTH, InFlight, depth, guarded_h11,
                      valid_id)
+from . import probes
 from .sdk import lowlevel_server
 
 logger = logging.getLogger(__name__)
@@ -301,9 +302,10 @@ def _host_names(host: str) -> list[str]:
 
 
 def http_app(mcp: MCPServer, host: str, port: int, *, token: str | None, limit: int = MAX_MESSAGE_BYTES,
-             tls: bool = False, verifier: Any = None) -> Any:
+             tls: bool = False, verifier: Any = None, served: Any = None) -> Any:
     """The Starlette app for ``/mcp``: DNS-rebinding checks always on, bearer auth when ``token`` (or
-    a ``verifier`` of several tokens, ``HashedTokenVerifier``)."""
+    a ``verifier`` of several tokens, ``HashedTokenVerifier``); with the ``served`` vault, ``/health`` and
+    ``/ready`` beside it, without a token (``probes``)."""
     names = _host_names(host)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
@@ -318,10 +320,13 @@ def http_app(mcp: MCPServer, host: str, port: int, *, token: str | None, limit: 
                             validate_token_resource=False, required_scopes=["vault"])
         verifier = verifier or StaticTokenVerifier(token)
     # MCPServer takes a token verifier only in its constructor; the low-level app takes one here
-    return lowlevel_server(mcp).streamable_http_app(
+    app = lowlevel_server(mcp).streamable_http_app(
         streamable_http_path="/mcp", max_request_body_size=limit, transport_security=security, host=host,
         auth=auth, token_verifier=verifier,
     )
+    if served is not None:
+        app.router.routes[0:0] = probes.routes(served)
+    return app
 
 
 def resolve_token(host: str, token_file: Path | None) -> tuple[str | None, bool]:
@@ -354,14 +359,18 @@ def clear_text_warning(host: str, tls: tuple[str, str] | None) -> str | None:
 
 
 async def serve_http(mcp: MCPServer, host: str, port: int, *, token: str | None,
-                     limit: int = MAX_MESSAGE_BYTES, tls: tuple[str, str] | None = None, verifier: Any = None) -> None:
-    """Serve streamable HTTP at ``http(s)://HOST:PORT/mcp`` until SIGINT/SIGTERM (limits: ``guards``)."""
+                     limit: int = MAX_MESSAGE_BYTES, tls: tuple[str, str] | None = None, verifier: Any = None,
+                     served: Any = None) -> None:
+    """Serve streamable HTTP at ``http(s)://HOST:PORT/mcp`` until SIGINT/SIGTERM (limits: ``guards``), with
+    ``/health`` and ``/ready`` for the ``served`` vault, and one access-log line per request (``probes``)."""
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     failed: list[VaultsyncError] = []
-    app = _quiet_startup(http_app(mcp, host, port, token=token, limit=limit, tls=tls is not None, verifier=verifier),
-                         failed)
+    app = _quiet_startup(probes.logged(http_app(mcp, host, port, token=token, limit=limit, tls=tls is not None,
+                                                verifier=verifier, served=served)), failed)
+    if probes.access.level == logging.NOTSET:
+        probes.access.setLevel(logging.INFO)  # the access log is on unless the embedding program says otherwise
     cert, key = tls if tls is not None else (None, None)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
                             http=guarded_h11(H11Protocol), h11_max_incomplete_event_size=64 * 1024,

@@ -45,7 +45,8 @@ def add_write_tools(tools: ToolSet, served: ServedVault) -> None:
         path: Annotated[str, Field(description="Vault-relative path of an existing note, e.g. 'Inbox.md'",
                                    min_length=4, max_length=1024)],
         text: Annotated[str, Field(description="Markdown to add at the end (a newline is put before it "
-                                   "if the note does not end with one)", min_length=1, max_length=MAX_WRITE_CHARS)],
+                                   "if the note does not end with one, and after it if it has none)", min_length=1,
+                                   max_length=MAX_WRITE_CHARS)],
         expected_revision: Expected = None,
     ) -> WriteResult:
         """Append text to the end of an existing note in the vault. The change is searchable when
@@ -57,6 +58,8 @@ def add_write_tools(tools: ToolSet, served: ServedVault) -> None:
 
 def _write(served: ServedVault, path: str, text: str, *, append: bool, expected: str | None) -> WriteResult:
     rel = writable_note_path(path)  # a bad path is refused before anything else
+    if append and not text.endswith("\n"):
+        text += "\n"  # the note keeps ending with a newline
     if expected is not None and not append:
         refuse_create(served.writing_vault(), rel, expected)
     return recorded(served.write(rel, text, append=append, check=expecting(rel, expected)))

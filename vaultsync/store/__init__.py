@@ -363,6 +363,10 @@ class Store:
         with self.db.atomic() as con:
             return purging.count(con, vault_id)
 
+    def unreachable_s(self) -> float:
+        """How long the database has been unreachable (0 while it answers; a SQLite file always does)."""
+        return 0.0
+
     # ------------------------------------------------------------ audit log heads (see store/audit.py)
 
     def audit_head(self, *, log_id: str | None = None, path: str | None = None) -> AuditHead | None:

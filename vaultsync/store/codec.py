@@ -33,7 +33,7 @@ PRIME_MIN = 4096
 
 MEM_LEVEL = 8
 """zlib's default memory level. A primed compressor at memory level 9 is twice as large, and copying it cost more than
-compressing: 1.2-3.3 against 0.9-1.1 CPU-s for the Hub's 28,390 texts (``benchmarks/import_parts.py``), for the same
+compressing: 1.2-3.3 against 0.9-1.1 CPU-s for the Hub's 28,390 texts (docs/performance-notes.md), for the same
 size (4.31 MB). Any memory level decompresses the same way."""
 
 # Link lists are small JSON arrays with the same keys over and over: a fixed dictionary of our own.

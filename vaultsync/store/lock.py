@@ -47,6 +47,10 @@ class WriterLock:
     def held(self) -> bool:
         return self._file is not None
 
+    def alive(self) -> bool:
+        """Whether the lock is still held: a file lock lasts as long as this process (nothing to ask)."""
+        return self.held
+
     def acquire(self, command: str | None = None, *, watching: bool = False) -> None:
         """Take the lock, or raise LockedError naming the process that holds it (see ``try_acquire``)."""
         if not self.try_acquire(command, watching=watching):

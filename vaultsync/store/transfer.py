@@ -59,12 +59,13 @@ def copy_database(src: Engine, dst: Engine, *, progress: Callable[[str, int, int
     theirs = {h[0]: h for h in _audit_heads(dst)}
     clash = [h[0] for h in heads if h[0] in theirs and theirs[h[0]] != h]
     if clash:
-        raise ConfigError(f"the destination already has another head for audit log {clash[0]}; copy into an "
-                          "empty database")
+        raise ConfigError(f"the destination already has another head for audit log {clash[0]}; copy into a "
+                          "database that does not hold that log")
     for stored in src.vaults():
         found = dst.vault(stored.name)
         if found is not None and dst.last_batch(found.id) is not None:
-            raise ConfigError(f"the destination already holds a vault '{stored.name}'; copy into an empty database")
+            raise ConfigError(f"the destination already holds a vault '{stored.name}' with history; copy into a "
+                              "database (or schema) that does not hold it (other vaults there are kept)")
     for stored in src.vaults():
         done.vaults[stored.name] = _copy_vault(src, dst, stored, progress)
         _copy_purges(src, dst, stored)

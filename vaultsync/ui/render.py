@@ -24,6 +24,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 
 from ..parsers.comments import comments_plugin
 from ..parsers.wikilinks import wikilinks_plugin
+from .obsidian import obsidian_plugin
 
 Resolve = Callable[[dict[str, Any]], "str | None"]
 """Resolves a link (``{"kind", "target", "heading", ...}``) to a note path as of the page's moment."""
@@ -64,10 +65,6 @@ def _image(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict
     return f'<span class="image" title="{escapeHtml(str(token.attrGet("src") or ""))}">[image: {escapeHtml(alt)}]</span>'
 
 
-def _tag(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
-    return f'<span class="tag">{escapeHtml(tokens[idx].content)}</span>'
-
-
 def _nothing(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
     return ""
 
@@ -80,7 +77,8 @@ def build_renderer() -> MarkdownIt:
     md.use(footnote_plugin)
     md.use(comments_plugin)
     md.use(wikilinks_plugin)
-    for name, rule in (("wikilink", _wikilink), ("link_open", _link_open), ("image", _image), ("tag", _tag),
+    md.use(obsidian_plugin)  # tasks, ==highlights==, ^block-ids, #tags
+    for name, rule in (("wikilink", _wikilink), ("link_open", _link_open), ("image", _image),
                        ("front_matter", _nothing), ("comment", _nothing), ("comment_block", _nothing)):
         md.add_render_rule(name, rule)
     return md

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from ..errors import NoteNotFound
 from ..links import Resolver
 from ..store import Revision
+from ..revisions import short_revision
 from ..times import TimeLike, as_micros, format_time
 from ..vault import Vault
 from .render import render, word_diff
@@ -36,7 +37,8 @@ def _when(micros: int | None) -> dict[str, Any]:
 
 def _revision(r: Revision) -> dict[str, Any]:
     return {"path": r.path, "kind": r.kind, "known_at": r.known_at, "iso": format_time(r.known_at),
-            "renamed_from": r.renamed_from, "renamed_to": r.renamed_to, "size": r.size, "title": r.title}
+            "renamed_from": r.renamed_from, "renamed_to": r.renamed_to, "size": r.size, "title": r.title,
+            "revision": short_revision(r.content_hash)}
 
 
 class Explorer:

@@ -10,7 +10,13 @@ tables that mirror SQLite's (``pg/schema.py``). What differs is what PostgreSQL 
 - a view is one ``REPEATABLE READ READ ONLY`` transaction, on a connection of a pool (``psycopg_pool``, up to
   ``VAULTSYNC_PG_POOL`` connections, 4 by default) so that the threads of one server read side by side; the
   store's own connection keeps the writes (and a view opened inside a batch, which must see it);
-- the writer lock is a session advisory lock (``pg/lock.py``);
+- the writer lock is a session advisory lock (``pg/lock.py``), and each batch checks inside its transaction that
+  its process still holds it (``pg/fence.py``): a writer whose session was lost never commits again before it has
+  taken the lock back;
+- a lost connection (a restart, a failover, ``pg_terminate_backend``) is opened again before the next transaction
+  (``pg/session.py``);
+- the schema changes only through ``upgrade`` (``vaultsync migrate``): a writer refuses an older schema, a reader
+  reads one from ``READABLE_FROM`` on, an empty database is created at the current schema;
 - ``data_version`` reads the last batch id and purge count (PostgreSQL has no ``PRAGMA data_version``).
 
 A connection string may select a schema (``options=-csearch_path=team``): one vaultsync database per
@@ -24,7 +30,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ...errors import ConfigError, SchemaError
+from ...errors import ConfigError, LockLost, SchemaError
 from ...times import format_time, now_micros
 from .. import Store, codec, is_dsn  # noqa: F401 - is_dsn: what names this engine
 from ..values import PurgeResult
@@ -32,8 +38,47 @@ from ..view import View
 from ..write import BatchWriter
 from .compat import Con
 from .db import POOL_ENV, POOL_SIZE, PgDatabase, _driver, pool_size, redact, translated  # noqa: F401 - its names
+from .fence import LOST, Fence, hold_head
 from .lock import PgWriterLock
-from .schema import MIGRATIONS, migrate, schema_version
+from .session import connect
+from .schema import MIGRATIONS, READABLE_FROM, migrate, pending, schema_version
+
+
+def check_version(where: str, version: int, *, readonly: bool) -> None:
+    """SchemaError unless this vaultsync may open a database at schema ``version``: a newer one never; an older
+    one only read-only from ``READABLE_FROM`` on; for writing only after ``upgrade`` (never implicitly)."""
+    latest = len(MIGRATIONS)
+    if version > latest:
+        raise SchemaError(f"{where} was written by a newer vaultsync (schema {version}, this one knows {latest}); "
+                          "upgrade vaultsync")
+    if readonly and version == 0:
+        raise SchemaError(f"{where} is not a vaultsync database (or is empty)")
+    if 0 < version < latest and not readonly:
+        raise SchemaError(f"{where} was written by an older vaultsync (schema {version}; this one writes {latest}): "
+                          "stop its writers and upgrade it (this version reads it meanwhile)", remedy="migrate")
+    if 0 < version < READABLE_FROM:
+        raise SchemaError(f"{where} was written by an older vaultsync (schema {version}; this one reads "
+                          f"{READABLE_FROM} and later): upgrade it", remedy="migrate")
+
+
+def upgrade(dsn: str, *, dry_run: bool = False) -> tuple[int, int, list[str]]:
+    """Bring a database (schema) to this vaultsync's schema, in one transaction: (version before, version after,
+    the migrations applied, described); ``dry_run``: say which, change nothing. SchemaError for a newer one."""
+    db = PgDatabase(dsn, application_name="vaultsync migrate")
+    try:
+        with db.atomic() as con:
+            if con.raw.execute("SELECT current_schema()").fetchone()[0] is None:
+                raise ConfigError(f"{db.path}: the schema its search_path names does not exist; create it")
+            before = schema_version(con.raw)
+            if before > len(MIGRATIONS):
+                check_version(db.path, before, readonly=True)  # a newer vaultsync's: refused
+            steps = pending(con.raw)
+            if dry_run:
+                return before, before, steps
+            migrate(con.raw)
+            return before, len(MIGRATIONS), steps
+    finally:
+        db.close()
 
 
 class PgStore(Store):
@@ -45,22 +90,17 @@ class PgStore(Store):
         self.db = PgDatabase(dsn, readonly=readonly)  # type: ignore[assignment]
         self.path = self.dsn
         self.indexers = []
+        self.fences: dict[int, Fence] = {}
+        """The fence of each vault whose writer lock this store took (``pg/fence.py``): its batches check it."""
         try:
             with self.db.atomic() as con:
                 self.schema = self.db.schema = con.raw.execute("SELECT current_schema()").fetchone()[0]
                 if self.schema is None:
                     raise ConfigError(f"{self.db.path}: the schema its search_path names does not exist; create it")
                 version = schema_version(con.raw)
-                if version > len(MIGRATIONS):
-                    raise SchemaError(f"{self.db.path} was written by a newer vaultsync (schema {version}); "
-                                      "upgrade vaultsync")
-                if readonly and version == 0:
-                    raise SchemaError(f"{self.db.path} is not a vaultsync database (or is empty)")
-                if readonly and version < len(MIGRATIONS):
-                    raise SchemaError(f"{self.db.path} was written by an older vaultsync (schema {version}); "
-                                      "open it for writing once (sync the vault) to upgrade it", remedy="sync")
-                if not readonly:
-                    migrate(con.raw)
+                check_version(self.db.path, version, readonly=readonly)
+                if not readonly and version == 0:
+                    migrate(con.raw)  # a new database: created at the current schema (upgrades: ``upgrade``)
             with self.db.atomic() as con:
                 codec.load(con)
             if search and not readonly:
@@ -76,8 +116,7 @@ class PgStore(Store):
 
     def connect(self, *, application_name: str) -> Any:
         """Another session on the same database (the writer lock holds one; a follower listens on one)."""
-        with translated(self.db.path):
-            raw = _driver().connect(self.dsn, autocommit=True, application_name=application_name)
+        raw = connect(self.dsn, self.db.path, self.db.reach, application_name=application_name)
         if self.schema != "public":
             raw.execute("SELECT set_config('search_path', %s, false)", (self.schema,))
         return raw
@@ -125,8 +164,7 @@ class PgStore(Store):
         if self.readonly:
             raise ConfigError("writing needs the database opened for writing")
         with self.db.atomic() as con:
-            con.raw.execute("INSERT INTO vault_heads (vault_id) VALUES (%s) ON CONFLICT DO NOTHING", (vault_id,))
-            con.raw.execute("SELECT last_batch FROM vault_heads WHERE vault_id = %s FOR UPDATE", (vault_id,))
+            self._hold_head(con, vault_id)
             last = con.raw.execute("SELECT max(known_at) FROM batches WHERE vault_id = %s", (vault_id,)).fetchone()[0]
             if known_at is None:
                 known_at = now_micros() if last is None else max(now_micros(), last)
@@ -144,6 +182,19 @@ class PgStore(Store):
                         {"vault_id": vault_id, "batch_id": writer.batch_id})))
             finally:
                 writer.forget_ahead()
+
+    def _hold_head(self, con: Con, vault_id: int) -> None:
+        """Lock the vault's head row in this transaction and check this process's fence (``pg/fence.py``): a refused
+        one stays refused (LockLost) until the writer lock is taken again."""
+        try:
+            hold_head(con.raw, vault_id, self.fences.get(vault_id))
+        except LockLost:
+            self.fences[vault_id] = LOST
+            raise
+
+    def unreachable_s(self) -> float:
+        """How long the database has been unreachable (0 while it answers): ``pg/session.py``."""
+        return self.db.reach.seconds()
 
     def data_version(self) -> int:
         """Changes when another session commits a batch or a purge (a cheap "anything new?")."""
@@ -211,7 +262,7 @@ class PgStore(Store):
         chosen = self._purge_request(strings, note, before)
         size_before = self.size()
         with self.db.atomic() as con:
-            con.raw.execute("SELECT 1 FROM vault_heads WHERE vault_id = %s FOR UPDATE", (vault_id,))
+            self._hold_head(con, vault_id)
             result = pg_purge.run(con, vault_id, strings=chosen, note=note, before=before,
                                   reindex=self._reindex_in)
         result.scrubbed = False  # see pg_purge.LIMITS: nothing here wipes the WAL, archives or standbys

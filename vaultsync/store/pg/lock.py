@@ -5,7 +5,8 @@ its ``application_name`` (what ``pg_stat_activity`` shows an operator) and, whol
 table (pid, command, start, whether it watches), which ``holder_info`` reads for the backend that holds
 the lock now. The server releases the lock when the holder's session ends (a killed process, a lost
 connection), so another writer can take over at once. Each batch also locks its vault's head row
-(``vault_heads``), so batch order holds even for a writer that lost this lock.
+(``vault_heads``), so batch order holds whoever writes, and checks there that its process still holds this
+lock (``pg/fence.py``): a writer whose session was lost writes nothing more until it has taken the lock again.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ import time
 from typing import Any
 
 from ...errors import LockedError
+from .db import translated
+from .fence import LOST, raise_epoch
+from .session import lost
 
 
 def lock_key(schema: str, vault: str) -> int:
@@ -34,10 +38,37 @@ class PgWriterLock:
         self.vault = vault
         self.command: str | None = None
         self._con: Any = None
+        self._vault_id: int | None = None
 
     @property
     def held(self) -> bool:
+        """Held, as far as this process knows without asking the server (``alive`` asks): a session found lost,
+        or a batch refused by the fence, lets it go."""
+        if self._con is not None and (lost(self._con) or self.store.fences.get(self._vault_id) is LOST):
+            self._forget()
         return self._con is not None
+
+    def alive(self) -> bool:
+        """Whether the lock's session still answers (one round trip); a lost one is let go (``held`` turns False and
+        the vault's batches are refused until the lock is taken again)."""
+        if not self.held:
+            return False
+        try:
+            self._con.execute("SELECT 1")
+        except Exception:
+            self._forget()
+            return False
+        return True
+
+    def _forget(self) -> None:
+        """The session holding the lock is gone (and the lock with it): every batch is refused until it is retaken."""
+        con, self._con = self._con, None
+        if self._vault_id is not None:
+            self.store.fences[self._vault_id] = LOST
+        try:
+            con.close()
+        except Exception:
+            pass
 
     def acquire(self, command: str | None = None, *, watching: bool = False) -> None:
         if not self.try_acquire(command, watching=watching):
@@ -45,25 +76,37 @@ class PgWriterLock:
                               "stop it first")
 
     def try_acquire(self, command: str | None = None, *, watching: bool = False) -> bool:
-        if self._con is not None:
+        if self.held:
             return True
         described = command or self.command or " ".join(["vaultsync", *sys.argv[1:]])
         con = self.store.connect(application_name=f"vaultsync writer: {described}"[:63])
         try:
-            key = lock_key(self.store.schema, self.vault)
-            if not con.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
-                con.close()
-                return False
-            info = {"pid": os.getpid(), "command": described, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                    "watching": watching}
-            con.execute("INSERT INTO writers (vault, backend_pid, info) VALUES (%s, pg_backend_pid(), %s) "
-                        "ON CONFLICT (vault) DO UPDATE SET backend_pid = excluded.backend_pid, info = excluded.info",
-                        (self.vault, json.dumps(info)))
+            with translated(self.store.db.path, self.store.db.reach):
+                fenced = self._take(con, described, watching)
         except BaseException:
             con.close()
             raise
+        if fenced is False:
+            con.close()
+            return False
         self._con = con
+        if fenced is not None:
+            self._vault_id, self.store.fences[fenced[0]] = fenced
         return True
+
+    def _take(self, con: Any, described: str, watching: bool) -> Any:
+        """On the new session ``con``: the lock (False: another session holds it), the raised writer epoch (the
+        vault's id and fence, None for a vault not registered yet), and who holds it, in ``writers``."""
+        key = lock_key(self.store.schema, self.vault)
+        if not con.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+            return False
+        fenced = raise_epoch(con, self.vault, key)  # waits for a batch of a previous holder still in flight
+        info = {"pid": os.getpid(), "command": described, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "watching": watching}
+        con.execute("INSERT INTO writers (vault, backend_pid, info) VALUES (%s, pg_backend_pid(), %s) "
+                    "ON CONFLICT (vault) DO UPDATE SET backend_pid = excluded.backend_pid, info = excluded.info",
+                    (self.vault, json.dumps(info)))
+        return fenced
 
     def holder(self) -> str | None:
         info = self.holder_info()
@@ -98,6 +141,8 @@ class PgWriterLock:
     def release(self) -> None:
         if self._con is None:
             return
+        if self._vault_id is not None:
+            self.store.fences.pop(self._vault_id, None)
         try:
             try:  # free it, then say so: a process waiting to take over (``pg.follow.Wakeup``) tries at once
                 self._con.execute("SELECT pg_advisory_unlock(%s)", (lock_key(self.store.schema, self.vault),))

@@ -338,6 +338,32 @@ def m008_purge_keys(con: Any) -> None:
         con.execute(f'ALTER TABLE search_postings DROP CONSTRAINT "{name}"')
 
 
+@migration
+def m009_writer_epoch(con: Any) -> None:
+    """Never two writers (``pg/fence.py``): each vault's writer epoch, raised by every process that takes the vault's
+    writer lock and checked by each of its batches, so a process whose lock went with its lost session cannot
+    commit once another has taken the lock."""
+    from .fence import MIGRATION
+
+    con.execute(MIGRATION)
+
+
+READABLE_FROM = 8
+"""The oldest schema this vaultsync reads (opened read-only): the migrations after it change nothing a reader reads,
+so readers may be upgraded before the database is (``vaultsync migrate``)."""
+
+
+def describe(step: Migration) -> str:
+    """A migration's name and the first sentence of its docstring, for ``migrate --dry-run``."""
+    doc = (step.__doc__ or "").strip().split(". ")[0].replace("\n", " ").rstrip(".")
+    return f"{step.__name__}: {' '.join(doc.split())}" if doc else step.__name__
+
+
+def pending(con: Any) -> list[str]:
+    """The migrations a database (schema) lacks, described, oldest first."""
+    return [describe(step) for step in MIGRATIONS[schema_version(con):]]
+
+
 def schema_version(con: Any) -> int:
     """0 for a database (schema) vaultsync never wrote."""
     if con.execute("SELECT to_regclass('vaultsync_schema')").fetchone()[0] is None:

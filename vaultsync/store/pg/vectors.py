@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 from typing import Any
 
@@ -44,6 +45,8 @@ MARGIN = 1e-5
 distances differ by less than a float32 rounding of a number at most 2 (about 2.4e-7), so any doc
 sqlite-vec would rank in the best ``limit`` is within twice that of pgvector's edge."""
 
+logger = logging.getLogger(__name__)
+
 ENV = "VAULTSYNC_PG_VECTORS"
 """``python``: a migration run with it set stores no pgvector column (the fallback), whatever is installed."""
 
@@ -58,7 +61,11 @@ def add_pgvector(con: Any) -> bool:
     try:
         with con.transaction():  # a savepoint: a refusal leaves the migration's transaction usable
             con.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    except psycopg.Error:
+    except psycopg.Error as exc:  # not installed, or the extension is untrusted and this role may not create it
+        why = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc).strip().splitlines()[0]
+        logger.warning("vector search compares every vector in Python: the pgvector extension could not be created "
+                       "(%s); this database keeps that choice (have an administrator run CREATE EXTENSION vector "
+                       "before the first import to use it)", why)
         return False
     schema = con.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
                          "WHERE e.extname = 'vector'").fetchone()[0]

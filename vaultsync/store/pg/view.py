@@ -74,6 +74,15 @@ class PgView(View):
             found.append(None if row is None or row[0] is None else int(row[0]))
         return found
 
+    def stats(self) -> dict[str, Any]:
+        """``View.stats``, and which vector search this database uses (chosen when it was created)."""
+        from .live import pgvector_schema
+
+        found = super().stats()
+        found["vector_search"] = ("pgvector" if pgvector_schema(self._con.raw) is not None
+                                  else "python (no pgvector in this database)")
+        return found
+
     def _database_bytes(self) -> int:
         """Bytes of the schema's tables (with their indexes and TOAST)."""
         return int(self._con.raw.execute(

@@ -69,8 +69,9 @@ def _marks(found: list[tuple[str, int, int]], query: KeywordQuery) -> list[tuple
     return merged
 
 
-def snippet(text: str, query: KeywordQuery, width: int = WIDTH) -> str:
-    """An excerpt of about ``width`` characters around the first match, matches marked, spaces collapsed."""
+def snippet(text: str, query: KeywordQuery, width: int = WIDTH, mark: bool = True) -> str:
+    """An excerpt of about ``width`` characters around the first match, matches marked (unless not ``mark``),
+    spaces collapsed."""
     found = _indexed_tokens(text)
     marks = _marks(found, query)
     spans = [(s, e) for _, s, e in found]
@@ -93,7 +94,7 @@ def snippet(text: str, query: KeywordQuery, width: int = WIDTH) -> str:
     for s, e in marks:
         if e <= start or s >= end:
             continue
-        out += [text[pos:s], "**", text[s:e], "**"]
+        out += [text[pos:s], "**", text[s:e], "**"] if mark else [text[pos:s], text[s:e]]
         pos = e
     out.append(text[pos:end])
     piece = " ".join("".join(out).split())

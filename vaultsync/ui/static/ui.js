@@ -17,6 +17,7 @@ const state = {
   source: false,
   openFolders: new Set(),
   tab: "search",
+  diff: null,           // a change's diff asked for by the address: {since (µs), was (path before), kind}
 };
 let seq = 0;            // answers to older requests than the newest are dropped
 
@@ -47,6 +48,7 @@ function nowUs() { return Date.now() * 1000; }
 
 function iso(us) {
   if (us === null) return "now";
+  us = Math.floor(us);  // the strip's ends fall between microseconds
   const ms = Math.floor(us / 1000);
   const micro = us - ms * 1000;
   let text = new Date(ms).toISOString();
@@ -76,6 +78,18 @@ function parseTime(text) {
 }
 
 function showError(message) { $("error").textContent = message || ""; }
+
+// The page's own address for a note as of a moment (and, for a change, the diff since): a real link, so it
+// opens in a new tab, can be bookmarked, and Back returns to it.
+function noteHref(path, at, extra) {
+  const params = new URLSearchParams();
+  if (at !== null && at !== undefined) params.set("at", String(at));
+  if (state.valid !== null) params.set("valid", String(state.valid));
+  params.set("note", path);
+  if (state.query) params.set("q", state.query);
+  for (const [k, v] of Object.entries(extra || {})) if (v !== null && v !== undefined) params.set(k, String(v));
+  return `#${params}`;
+}
 
 // ---------------------------------------------------------------- the timeline
 
@@ -173,6 +187,7 @@ function usAtX(x) {
 }
 
 function setMoment(us, options) {
+  if (!(options && options.keepDiff)) state.diff = null;
   const [lo, hi] = ends();
   if (us !== null && us >= hi) us = null;
   if (us !== null && us < lo - (hi - lo)) us = lo - 1;
@@ -228,7 +243,7 @@ function wireTimeline() {
     zoom(event.deltaY < 0 ? 0.7 : 1 / 0.7, start + (x / strip.clientWidth) * (end - start));
   }, {passive: false});
   strip.addEventListener("keydown", timelineKeys);
-  window.addEventListener("resize", drawTimeline);
+  window.addEventListener("resize", () => { drawTimeline(); if (state.diffMode !== "inline") alignRows(); });
   $("zoom-in").addEventListener("click", () => zoom(0.5));
   $("zoom-out").addEventListener("click", () => zoom(2));
   $("zoom-all").addEventListener("click", zoomAll);
@@ -279,7 +294,7 @@ function renderFolder(node, prefix, counts) {
     list.append(el("li", {}, details));
   }
   for (const note of node.notes.sort((a, b) => a.name.localeCompare(b.name))) {
-    const link = el("a", {href: "#", class: "note-link" + (note.ghost ? " ghost" : ""), text: note.name.replace(/\.md$/, ""),
+    const link = el("a", {href: noteHref(note.path, state.at), class: "note-link" + (note.ghost ? " ghost" : ""), text: note.name.replace(/\.md$/, ""),
                          "data-path": note.path, title: note.path});
     if (note.path === state.note) link.classList.add("active");
     const item = el("li", {class: note.mark ? `mark-${note.mark}` : ""}, link);
@@ -303,7 +318,7 @@ function renderNote(data) {
   $("note").hidden = false;
   $("note-title").textContent = data.title || data.path;
   const r = data.revision;
-  $("note-meta").textContent = `${data.path} · revision known at ${short(r.known_at)} (${r.kind}${r.renamed_from ? ` from ${r.renamed_from}` : ""})` +
+  $("note-meta").textContent = `${data.path} · revision ${r.revision || "—"} known at ${short(r.known_at)} (${r.kind}${r.renamed_from ? ` from ${r.renamed_from}` : ""})` +
     (data.warnings.length ? ` · ${data.warnings.join("; ")}` : "");
   const table = $("frontmatter"), body = table.tBodies[0];
   body.replaceChildren();
@@ -313,6 +328,7 @@ function renderNote(data) {
     body.append(el("tr", {}, el("th", {text: key}), el("td", {text: typeof value === "string" ? value : Array.isArray(value) && value.every((v) => typeof v !== "object") ? value.join(", ") : JSON.stringify(value)})));
   }
   $("note-body").innerHTML = data.html;  // rendered by the server with raw HTML off; see render.py
+  for (const link of $("note-body").querySelectorAll("a.wikilink[data-path]")) link.href = noteHref(link.dataset.path, state.at);
   $("note-source").textContent = data.content;  // the exact text, as `read --as-of` prints it
   $("note").dataset.path = data.path;
   $("note").dataset.at = data.at.us === null ? "now" : String(data.at.us);
@@ -325,24 +341,29 @@ function renderRevisions(data) {
   const revs = data.revisions;
   const current = revs.findIndex((r) => r.known_at === data.revision.known_at && r.path === data.revision.path);
   const b = current >= 0 ? current : revs.length - 1, a = Math.max(0, b - 1);
+  const seconds = revs.map((r) => short(r.known_at));
   revs.forEach((r, i) => {
+    // two revisions in one second: their times to the microsecond, so every row says which it is
+    const when = seconds.filter((x) => x === seconds[i]).length > 1 ? iso(r.known_at).replace("T", " ").replace("Z", " UTC") : seconds[i];
     const pickA = el("input", {type: "radio", name: "rev-a", value: String(i), checked: i === a, title: "A"});
     const pickB = el("input", {type: "radio", name: "rev-b", value: String(i), checked: i === b, title: "B"});
     pickA.addEventListener("change", () => diffRevisions(revs));
     pickB.addEventListener("change", () => diffRevisions(revs));
-    const jump = el("a", {href: "#", class: "jump", text: short(r.known_at), title: "Move the timeline here"});
-    jump.addEventListener("click", (event) => { event.preventDefault(); setMoment(r.known_at); });
-    const row = el("tr", {class: i === current ? "current" : ""}, el("td", {}, pickA), el("td", {}, pickB),
-                   el("td", {}, jump), el("td", {text: r.kind}), el("td", {text: r.path}));
+    const jump = el("a", {href: noteHref(r.kind === "deleted" ? data.path : r.path, r.known_at), class: "jump", text: when,
+                          title: "Move the timeline here"});
+    const row = el("tr", {class: i === current ? "current" : "", "data-revision": r.revision || ""}, el("td", {}, pickA),
+                   el("td", {}, pickB), el("td", {}, jump), el("td", {class: "rev", text: r.revision || "—"}),
+                   el("td", {text: r.kind}), el("td", {text: r.path}));
     body.append(row);
   });
+  if (state.diff) return;  // the address asked for a change's diff instead (showChangeDiff)
   if (revs.length > 1) diffRevisions(revs); else $("diff-box").hidden = true;
 }
 
 function diffRevisions(revs) {
   const a = revs[+document.querySelector('input[name="rev-a"]:checked').value];
   const b = revs[+document.querySelector('input[name="rev-b"]:checked').value];
-  showDiff(a.path, a.known_at, b.path, b.known_at, `A ${short(a.known_at)} → B ${short(b.known_at)}`);
+  showDiff(a.path, a.known_at, b.path, b.known_at, `A ${a.revision || "—"} (${short(a.known_at)}) → B ${b.revision || "—"} (${short(b.known_at)})`);
 }
 
 let diffRuns = [], diffSeq = 0;
@@ -369,6 +390,7 @@ function unchanged(text, first, last) {
   if (lines.length <= head + tail + 2) return [document.createTextNode(text)];
   const folded = lines.slice(head, lines.length - tail).join("");
   const fold = el("button", {type: "button", class: "fold", text: `⋯ ${lines.length - head - tail} unchanged lines ⋯`});
+  fold.folded = folded;
   fold.addEventListener("click", () => fold.replaceWith(document.createTextNode(folded)));
   return [document.createTextNode(lines.slice(0, head).join("")), fold,
           document.createTextNode(lines.slice(lines.length - tail).join(""))];
@@ -379,14 +401,80 @@ function diffNodes(runs) {
                                                     : [el(op === "-" ? "del" : "ins", {text})]);
 }
 
+// Side by side, in rows that start on the same line in both columns: a stretch of unchanged lines (folded
+// alike on both sides) or one changed line (what it removed on the left, what it added on the right), each
+// pair of cells as tall as the taller one. The left column's text is the earlier note, the right's the later.
+function sideRows(runs) {
+  const rows = [];
+  let same = "", line = null;  // unchanged lines not yet placed; the changed line being built
+  const place = () => { if (same) rows.push({same}); same = ""; if (line) rows.push(line); line = null; };
+  for (const [op, text] of runs) {
+    if (op !== "=") {
+      if (line === null) { if (same) rows.push({same}); same = ""; line = {left: [], right: []}; }
+      (op === "-" ? line.left : line.right).push([op, text]);
+      continue;
+    }
+    let rest = text;
+    if (line !== null) {  // the changed line runs on to its end
+      const nl = rest.indexOf("\n");
+      const head = nl < 0 ? rest : rest.slice(0, nl + 1);
+      line.left.push(["=", head]); line.right.push(["=", head]);
+      if (nl < 0) continue;
+      rows.push(line); line = null;
+      rest = rest.slice(nl + 1);
+    }
+    const last = rest.lastIndexOf("\n");
+    same += rest.slice(0, last + 1);
+    const tail = rest.slice(last + 1);
+    if (tail) { if (same) rows.push({same}); same = ""; line = {left: [["=", tail]], right: [["=", tail]]}; }
+  }
+  place();
+  return rows;
+}
+
+function pieces(parts, tag) {
+  return parts.map(([op, text]) => op === "=" ? document.createTextNode(text) : el(tag, {text}));
+}
+
+function alignRows() {
+  const left = document.querySelectorAll("#diff pre.left > .row"), right = document.querySelectorAll("#diff pre.right > .row");
+  left.forEach((a, i) => { a.style.minHeight = right[i].style.minHeight = ""; });
+  left.forEach((a, i) => {
+    const height = Math.max(a.getBoundingClientRect().height, right[i].getBoundingClientRect().height);
+    a.style.minHeight = right[i].style.minHeight = `${height}px`;
+  });
+}
+
+function drawSide() {
+  const rows = sideRows(diffRuns);
+  const left = el("pre", {class: "diff left"}), right = el("pre", {class: "diff right"});
+  rows.forEach((row, i) => {
+    const a = el("span", {class: "row"}), b = el("span", {class: "row"});
+    if (row.same !== undefined) {
+      a.append(...unchanged(row.same, i === 0, i === rows.length - 1));
+      b.append(...unchanged(row.same, i === 0, i === rows.length - 1));
+      const folds = [a.querySelector("button.fold"), b.querySelector("button.fold")];
+      if (folds[0]) for (const fold of folds) fold.addEventListener("click", () => {  // unfold both sides
+        for (const other of folds) if (other.isConnected) other.replaceWith(document.createTextNode(other.folded));
+        alignRows();
+      });
+    } else {
+      a.classList.add("changed"); b.classList.add("changed");
+      a.append(...pieces(row.left, "del"));
+      b.append(...pieces(row.right, "ins"));
+    }
+    left.append(a); right.append(b);
+  });
+  $("diff").replaceChildren(el("div", {class: "side"}, left, right));
+  alignRows();
+}
+
 function drawDiff() {
   const box = $("diff");
   if (state.diffMode === "inline") {
     box.replaceChildren(el("pre", {class: "diff inline"}, ...diffNodes(diffRuns)));
   } else {
-    const left = el("pre", {class: "diff left"}, ...diffNodes(diffRuns.filter(([op]) => op !== "+")));
-    const right = el("pre", {class: "diff right"}, ...diffNodes(diffRuns.filter(([op]) => op !== "-")));
-    box.replaceChildren(el("div", {class: "side"}, left, right));
+    drawSide();
   }
   $("diff-inline").setAttribute("aria-pressed", String(state.diffMode === "inline"));
   $("diff-side").setAttribute("aria-pressed", String(state.diffMode !== "inline"));
@@ -420,6 +508,7 @@ async function openNote(path, options) {
     const data = await api("note", {path, at: state.at ?? "now", valid: state.valid});
     if (mine !== seq) return;
     renderNote(data);
+    if (state.diff) showChangeDiff();
     // backlinks cost the most (every note's links then): asked for once the moment has settled
     clearTimeout(backlinksTimer);
     $("backlinks").replaceChildren(el("li", {class: "muted", text: "…"}));
@@ -431,6 +520,7 @@ async function openNote(path, options) {
     $("diff-box").hidden = true;
     $("note-empty").hidden = false;
     $("note-empty").textContent = e.message;
+    if (state.diff && state.diff.kind === "deleted") { $("note-empty").hidden = true; showChangeDiff(); }
   }
 }
 
@@ -442,7 +532,7 @@ async function loadBacklinks(path, mine) {
     const data = await api("links", {path, at: state.at ?? "now"});
     if (mine !== seq) return;
     const list = $("backlinks");
-    list.replaceChildren(...data.backlinks.map((source) => el("li", {}, el("a", {href: "#", class: "wikilink", "data-path": source, text: source}))));
+    list.replaceChildren(...data.backlinks.map((source) => el("li", {}, el("a", {href: noteHref(source, state.at), class: "wikilink", "data-path": source, text: source}))));
     if (!data.backlinks.length) list.append(el("li", {class: "muted", text: "none"}));
   } catch (e) { /* the note itself says what went wrong */ }
 }
@@ -465,7 +555,7 @@ async function runSearch() {
       const snippet = el("p", {class: "snippet"});
       String(hit.snippet || "").split("**").forEach((part, i) => snippet.append(i % 2 ? el("mark", {text: part}) : part));
       return el("li", {"data-path": hit.path},
-                el("a", {href: "#", class: "wikilink result", "data-path": hit.path, text: hit.path}),
+                el("a", {href: noteHref(hit.path, at), class: "wikilink result", "data-path": hit.path, text: hit.path}),
                 (hit.heading_path || []).length ? el("span", {class: "muted small", text: ` ${hit.heading_path.join(" > ")}`}) : null, snippet);
     }));
   } catch (e) { if (mine === searchSeq) showError(e.message); }
@@ -494,13 +584,9 @@ async function runChanges() {
     const counts = Object.entries(data.counts).map(([k, n]) => `${n} ${k}`).join(", ") || "nothing";
     $("changes-info").textContent = `${short(from)} → ${short(to)}: ${counts}${data.more ? " (first 500 shown)" : ""}`;
     list.replaceChildren(...data.changes.map((c) => {
-      const link = el("a", {href: "#", class: "change", text: c.renamed_from ? `${c.renamed_from} → ${c.path}` : c.path});
-      link.addEventListener("click", async (event) => {
-        event.preventDefault();
-        const before = c.renamed_from || c.path;
-        if (c.kind !== "deleted") await openNote(c.path); else { $("note").hidden = true; $("note-empty").hidden = true; }
-        showDiff(before, from, c.path, to, `${before} @ ${short(from)} → ${c.path} @ ${short(to)}`);
-      });
+      // a real link: this change's note as of the window's end, with its own diff over the window
+      const link = el("a", {href: noteHref(c.path, to, {since: from, was: c.renamed_from || null, kind: c.kind === "deleted" ? "deleted" : null}),
+                            class: "change", text: c.renamed_from ? `${c.renamed_from} → ${c.path}` : c.path});
       return el("li", {class: `kind-${c.kind}`, "data-path": c.path, "data-kind": c.kind, "data-from": c.renamed_from || ""}, el("span", {class: "kind", text: c.kind}), " ", link,
                 el("span", {class: "muted small", text: ` ${short(c.known_at)}`}));
     }));
@@ -511,6 +597,12 @@ async function runChanges() {
     list.dataset.state = "failed";
     showError(e.message);
   }
+}
+
+function showChangeDiff() {
+  const {since, was, kind} = state.diff, path = state.note, before = was || path;
+  if (kind === "deleted") { $("note").hidden = true; $("note-empty").hidden = true; }
+  showDiff(before, since, path, state.at, `${before} @ ${short(since)} → ${path} @ ${short(state.at)}`);
 }
 
 function selectTab(name) {
@@ -548,16 +640,29 @@ function saveHash() {
   if (state.valid !== null) params.set("valid", String(state.valid));
   if (state.note) params.set("note", state.note);
   if (state.query) params.set("q", state.query);
+  if (state.diff && state.note) {
+    params.set("since", String(state.diff.since));
+    if (state.diff.was) params.set("was", state.diff.was);
+    if (state.diff.kind) params.set("kind", state.diff.kind);
+  }
   history.replaceState(null, "", `${location.pathname}${location.search}#${params}`);
 }
 
 function loadHash() {
   const params = new URLSearchParams(location.hash.slice(1));
-  if (params.get("at")) state.at = Number(params.get("at"));
-  if (params.get("valid")) state.valid = Number(params.get("valid"));
+  state.at = params.get("at") ? Number(params.get("at")) : null;
+  state.valid = params.get("valid") ? Number(params.get("valid")) : null;
   state.note = params.get("note");
+  state.diff = state.note && params.get("since") ? {since: Number(params.get("since")), was: params.get("was"), kind: params.get("kind")} : null;
   state.query = params.get("q") || "";
   $("search-input").value = state.query;
+}
+
+async function applyHash() {  // the address changed (a link, Back, Forward, a bookmark): show what it names
+  loadHash();
+  $("valid-input").value = state.valid === null ? "" : iso(state.valid);
+  setMoment(state.at, {quiet: true, keepDiff: true});
+  await refresh();
 }
 
 async function start() {
@@ -566,6 +671,11 @@ async function start() {
     const link = event.target.closest("a");
     if (!link) return;
     if (link.classList.contains("external")) return;  // opens in a new tab, no referrer
+    const href = link.getAttribute("href") || "";
+    if (href.length > 1 && href.startsWith("#")) {  // the page's own address: the browser follows it (hashchange)
+      if (link.hash === location.hash && !(event.ctrlKey || event.metaKey || event.shiftKey)) { event.preventDefault(); applyHash(); }
+      return;
+    }
     event.preventDefault();
     if (link.dataset.path) openNote(link.dataset.path);
   });
@@ -581,6 +691,7 @@ async function start() {
   $("diff-inline").addEventListener("click", () => { state.diffMode = "inline"; drawDiff(); });
   $("diff-side").addEventListener("click", () => { state.diffMode = "side"; drawDiff(); });
   loadHash();
+  window.addEventListener("hashchange", applyHash);
   try {
     const timeline = await api("timeline");
     state.batches = timeline.batches;
@@ -588,7 +699,7 @@ async function start() {
     $("valid-control").hidden = !timeline.validity;
   } catch (e) { showError(e.message); }
   zoomBatches();
-  setMoment(state.at, {quiet: true});
+  setMoment(state.at, {quiet: true, keepDiff: true});
   await refresh();
   if (state.query) runSearch();
   document.body.dataset.ready = "1";

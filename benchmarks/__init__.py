@@ -1,0 +1,1 @@
+"""vaultsync's benchmarks: ``python -m benchmarks list | run NAME [--quick] | report [NAME]`` (see harness.py)."""

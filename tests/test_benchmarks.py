@@ -1,0 +1,99 @@
+"""Every registered benchmark still runs: each one's ``--quick`` form on the sample vault, through the harness.
+
+Nothing here judges a speed: a benchmark's figures are recorded, never asserted on. What is checked is that each
+benchmark runs to the end and returns named figures, that the harness records what every result needs, that the
+results folder holds only JSON lines under stable names, and that the report renders them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # the benchmarks package lives beside vaultsync/, not inside it
+
+from benchmarks import registry  # noqa: E402
+from benchmarks.harness import RESULTS, entries, measure, record  # noqa: E402
+from benchmarks.report import render  # noqa: E402
+
+ENTRY_KEYS = {"benchmark", "command", "quick", "date", "commit", "machine", "load_average", "wall_s", "cpu_s",
+              "peak_rss_mb", "figures"}
+
+
+def _figure_ok(value: object) -> bool:
+    if isinstance(value, float):
+        return not math.isnan(value)
+    return value is None or isinstance(value, (int, str, bool))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", registry.names())
+def test_quick_run_returns_its_figures(name: str, tmp_path: Path) -> None:
+    entry = measure(name, registry.load(name), quick=True)
+    assert set(entry) == ENTRY_KEYS
+    assert entry["benchmark"] == name and entry["quick"] is True
+    figures = entry["figures"]
+    assert figures, f"{name} returned no figures"
+    bad = {k: v for k, v in figures.items() if not isinstance(k, str) or not _figure_ok(v)}
+    assert not bad, f"{name}: figures must be named numbers or short strings: {bad}"
+    assert entry["wall_s"] >= 0 and entry["cpu_s"] >= 0 and entry["peak_rss_mb"] > 0
+    path = record(entry, tmp_path)
+    assert path == tmp_path / f"{name}.jsonl"
+    assert entries(name, tmp_path) == [json.loads(json.dumps(entry))]
+    table = render(name, tmp_path)
+    assert f"## {name}" in table and "`python -m benchmarks run " in table
+    for key in figures:
+        assert f"| {key} |" in table
+
+
+def test_the_cli_runs_records_and_reports(tmp_path: Path) -> None:
+    """``python -m benchmarks run NAME --quick`` appends one JSON line per run; ``report`` renders them."""
+    run = [sys.executable, "-m", "benchmarks", "run", "startup", "--quick", "--results", str(tmp_path)]
+    for _ in range(2):
+        subprocess.run(run, cwd=REPO, check=True, capture_output=True, text=True)
+    lines = (tmp_path / "startup.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2 and all(json.loads(line)["figures"]["runs"] == 2 for line in lines)
+    listed = subprocess.run([sys.executable, "-m", "benchmarks", "list"], cwd=REPO, check=True,
+                            capture_output=True, text=True).stdout
+    assert [line.split()[0] for line in listed.splitlines()] == registry.names()
+    unknown = subprocess.run([sys.executable, "-m", "benchmarks", "run", "no-such-benchmark"], cwd=REPO,
+                             capture_output=True, text=True)
+    assert unknown.returncode != 0 and "Traceback" not in unknown.stderr
+    assert "no benchmark named 'no-such-benchmark'" in unknown.stderr
+
+
+def test_results_are_json_lines_under_stable_names() -> None:
+    """No result file is named after a work branch: only ``NAME.jsonl``, one entry per line, each naming its
+    benchmark; the registered benchmarks' files render."""
+    files = sorted(p for p in RESULTS.iterdir() if not p.name.startswith("."))
+    assert all(p.suffix == ".jsonl" for p in files), [p.name for p in files if p.suffix != ".jsonl"]
+    for path in files:
+        rows = entries(path.stem)
+        assert rows, path
+        for row in rows:
+            assert row["benchmark"] == path.stem and "figures" in row and "date" in row and "commit" in row
+        if path.stem in registry.BENCHMARKS:
+            assert render(path.stem).startswith(f"## {path.stem}")
+
+
+def test_an_old_json_result_is_adopted_as_a_json_line(tmp_path: Path) -> None:
+    """What the scripts saved before the harness (nested JSON) becomes an entry: flattened figures, the payload kept."""
+    from benchmarks.harness import adopt
+
+    old = {"machine": {"python": "3.11.7", "cpus": 2, "load_average": [1.5, 2.0, 2.1]}, "queries": 60,
+           "latency": {"keyword_now": {"n": 60, "p50_ms": 2.1}}, "rows": [{"case": "one-note", "wall_s": 3.5}]}
+    path = tmp_path / "search_speed_someone.json"
+    path.write_text(json.dumps(old), encoding="utf-8")
+    adopt(path, "search", "python benchmarks/bench_search.py", results=tmp_path)
+    (entry,) = entries("search", tmp_path)
+    assert entry["figures"] == {"queries": 60, "latency.keyword_now.n": 60, "latency.keyword_now.p50_ms": 2.1,
+                                "rows.one-note.wall_s": 3.5}
+    assert entry["detail"] == old and entry["load_average"]["before"] == [1.5, 2.0, 2.1]
+    assert entry["command"] == "python benchmarks/bench_search.py" and "search_speed_someone.json" in entry["note"]
+    assert "| latency.keyword_now.p50_ms | 2.1 |" in render("search", tmp_path)

@@ -1,0 +1,40 @@
+"""What a real ``vaultsync watch`` says when most notes vanish at once and come back: the refusal once, naming
+the option that confirms a real deletion, and its end once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from watch_helpers import WatchProcess, no_thread_leaks, wait_until  # noqa: F401  (autouse fixture)
+
+READY = "watching "
+
+
+def test_a_mass_deletion_is_said_once_with_its_option_and_its_end_once(tmp_path: Path, cli) -> None:
+    root, db, aside = tmp_path / "vault", tmp_path / "db" / "vaultsync.db", tmp_path / "aside"
+    root.mkdir()
+    aside.mkdir()
+    for i in range(25):
+        (root / f"Note {i:02d}.md").write_text(f"# Note {i}\n", encoding="utf-8")
+    assert cli("import", str(root), db=db).returncode == 0
+    proc = WatchProcess(db, root, "--step-ms", "50", "--debounce-ms", "200")
+    try:
+        proc.wait_for(READY)
+        for note in sorted(root.iterdir()):
+            note.rename(aside / note.name)
+        proc.wait_for("refusing to record 25 deletions")
+        (aside / "Note 00.md").write_text("# Note 0\n\nedited while away\n", encoding="utf-8")  # more events
+        for note in sorted(aside.iterdir()):
+            note.rename(root / note.name)
+        proc.wait_for("is back")
+        (root / "New.md").write_text("# New\n", encoding="utf-8")
+        wait_until(lambda: cli("ls", db=db).stdout.count("\n") == 26, what="recording to resume")
+        proc.proc.terminate()
+        assert proc.finish() == 0
+    finally:
+        if proc.proc.poll() is None:
+            proc.proc.kill()
+    warned = [line for line in proc.lines if "refusing to record" in line]
+    assert len(warned) == 1, proc.stderr
+    assert "--allow-mass-delete" in warned[0] and warned[0].count("confirm") <= 1, warned[0]
+    assert sum("is back" in line for line in proc.lines) == 1, proc.stderr

@@ -1,0 +1,101 @@
+"""What a load balancer and a service manager ask an HTTP server, without a token, and the access log.
+
+- ``GET /health``: the process answers (200 ``{"status": "alive"}``), whatever the database does: restart the
+  process only when this fails.
+- ``GET /ready``: whether to send it requests: the database answers, and the vault is current (the process
+  watching it, here or elsewhere, holds the writer lock; a watcher here has no change waiting longer than
+  ``READY_LAG_S``). 200 when ready, 503 when not, with ``database`` ("ok" or "unreachable"), ``vault_current``
+  (true, false, or null when nothing is asked to watch it) and ``watcher_lag_seconds`` (null when no watcher runs
+  here). Nothing private: no vault name, path, note count, process or error text.
+
+Every request gets one line on the ``vaultsync.access`` logger: client address, method, path (never the query
+string), status and time taken; never a header (the bearer token), a body or a note's text.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+if TYPE_CHECKING:
+    from .served import ServedVault
+
+access = logging.getLogger("vaultsync.access")
+
+READY_LAG_S = 60.0
+"""A watcher here with a change waiting longer than this is not current."""
+CHECK_TIMEOUT_S = 5.0
+"""How long ``/ready`` waits for the database to answer."""
+HEADERS = {"Cache-Control": "no-store"}
+
+
+def readiness(served: ServedVault) -> tuple[bool, dict[str, Any]]:
+    """Whether the server is ready, and what ``/ready`` says (see the module docstring)."""
+    database = "ok" if served.database_answers() else "unreachable"
+    lag: float | None = None
+    current: bool | None = None
+    if served.config.watch and served.role is not None:
+        watcher = served.watcher
+        if watcher is not None:
+            status = watcher.status()
+            lag = round(status["lag_ms"] / 1000, 3)
+            current = bool(status["running"]) and status.get("lock", "held") == "held" and lag <= READY_LAG_S
+        else:  # standing by: current while the other process watching holds the lock
+            try:
+                current = served.role.holder() is not None
+            except Exception:
+                current = False
+    ready = database == "ok" and current is not False
+    return ready, {"status": "ready" if ready else "not ready", "database": database, "vault_current": current,
+                   "watcher_lag_seconds": lag}
+
+
+def routes(served: ServedVault) -> list[Route]:
+    """``/health`` and ``/ready`` for the HTTP app (ahead of ``/mcp`` and its authentication)."""
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "alive"}, headers=HEADERS)
+
+    async def ready(request: Request) -> JSONResponse:
+        answer: tuple[bool, dict[str, Any]] = (False, {"status": "not ready", "database": "unreachable",
+                                                       "vault_current": None, "watcher_lag_seconds": None})
+        with anyio.move_on_after(CHECK_TIMEOUT_S):
+            answer = await anyio.to_thread.run_sync(readiness, served, abandon_on_cancel=True)
+        ok, body = answer
+        return JSONResponse(body, status_code=200 if ok else 503, headers=HEADERS)
+
+    return [Route("/health", health, methods=["GET", "HEAD"]), Route("/ready", ready, methods=["GET", "HEAD"])]
+
+
+def logged(app: Any) -> Any:
+    """``app`` with one access-log line per HTTP request (see the module docstring)."""
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        started = time.monotonic()
+        status = [0]
+
+        async def sending(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = int(message["status"])
+            await send(message)
+
+        try:
+            await app(scope, receive, sending)
+        finally:
+            client = scope.get("client") or ("-", 0)
+            access.info('%s "%s %s" %s %.0f ms', client[0], scope.get("method", "-"), scope.get("path", "-"),
+                        status[0] or "-", (time.monotonic() - started) * 1000)
+
+    return wrapped
+
+
+__all__ = ["READY_LAG_S", "logged", "readiness", "routes"]

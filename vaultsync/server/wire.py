@@ -1,0 +1,70 @@
+"""How a tool's answer and its argument errors go on the wire.
+
+A tool result carries the answer twice: as a text block (what most clients hand the model) and as
+``structuredContent`` (what clients that read the output schema use); the MCP specification asks for
+both when a tool declares an output schema. The SDK writes the text block as indented JSON; here it is
+compact JSON, the same object as the structured copy, and answers built for size (``models.Compact``) leave
+out their null fields (their schema gives every such field a default, so it is not required).
+
+Arguments that fail validation get one line per argument naming it and what to give, instead of
+pydantic's report with its documentation URLs.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel, ValidationError
+
+from .models import Compact
+
+
+class ArgumentError(ValidationError):
+    """A ``ValidationError`` whose text is the readable one: the SDK puts ``str(exc)`` in the tool error."""
+
+    readable = ""
+
+    def __str__(self) -> str:
+        return self.readable
+
+
+def readable(exc: ValidationError) -> str:
+    """``exc`` in one line per argument: ``missing argument 'path'`` or ``argument 'limit': <what is wrong>``."""
+    lines = []
+    for error in exc.errors(include_url=False):
+        name = ".".join(str(part) for part in error.get("loc", ()) if part != "arguments") or "arguments"
+        if error.get("type") == "missing":
+            lines.append(f"missing argument '{name}'")
+        elif error.get("type") == "extra_forbidden":
+            lines.append(f"unknown argument '{name}'")
+        else:
+            lines.append(f"argument '{name}': {error.get('msg', 'invalid')}")
+    return "; ".join(lines)
+
+
+class CompactMetadata(FuncMetadata):
+    """The SDK's ``FuncMetadata`` with compact answers and readable argument errors."""
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return super().validate_arguments(arguments_to_validate)
+        except ValidationError as exc:
+            error = ArgumentError.from_exception_data(exc.title, [])
+            error.readable = readable(exc)
+            raise error from None
+
+    def convert_result(self, result: Any) -> Any:
+        if self.output_model is None or not isinstance(result, BaseModel):
+            return super().convert_result(result)
+        data = result.model_dump(mode="json", by_alias=True, exclude_none=isinstance(result, Compact))
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def compact(metadata: FuncMetadata) -> CompactMetadata:
+    """The same metadata (argument model, output schema and model) with compact answers."""
+    return CompactMetadata(arg_model=metadata.arg_model, output_schema=metadata.output_schema,
+                           output_model=metadata.output_model, wrap_output=metadata.wrap_output)
