@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test deps compat-doc test-semantic bench bundle clean browser
+.PHONY: demo test deps compat-doc test-semantic bench bundle clean browser docs docs-gen
 
 # The installs use uv (from PyPI, into .venv): it fetches and unpacks in parallel, about 15 s here for what pip took
 # 60-90 s over, which is most of what `make test` on a fresh clone spent before the first test. Only these
@@ -13,7 +13,7 @@ UV := $(BIN)/uv
 $(STAMP): pyproject.toml tests/constraints.txt Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	test -x $(UV) || $(BIN)/python -m pip install --quiet --disable-pip-version-check uv
-	$(UV) pip install --quiet --python $(BIN)/python -c tests/constraints.txt -e '.[dev,semantic,postgres]'
+	$(UV) pip install --quiet --python $(BIN)/python -c tests/constraints.txt -e '.[dev,docs,semantic,postgres]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -67,6 +67,17 @@ test-semantic: $(STAMP)
 bundle: $(STAMP) $(JS)/node_modules/.package-lock.json
 	$(BIN)/python bundle/build.py dist/vaultsync.mcpb
 
+# The documentation site into site/: MkDocs with Material and mkdocstrings, --strict (a broken link, a missing page
+# or an unresolved API reference fails). NO_MKDOCS_2_WARNING silences Material's notice about its end of life
+# (May 2027) and its successor, which reads the same mkdocs.yml; it is not a build warning.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
+
+# Rewrite the generated pages: docs/reference/cli.md (the click commands), docs/reference/mcp-tools.md (tools/list)
+# and docs/performance.md (benchmarks/results/). tests/test_docs.py fails when they drift.
+docs-gen: $(STAMP)
+	$(BIN)/python scripts/docgen.py
+
 # Benchmarks (benchmarks/, python -m benchmarks list): `make bench` runs every one's --quick form on the sample
 # vault (a check that each runs; nothing saved); `make bench NAME=import` runs one in full on the corpora and appends
 # its result to benchmarks/results/import.jsonl (`python -m benchmarks report` renders them as markdown).
@@ -74,4 +85,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks run $(if $(NAME),$(NAME),--all --quick --no-save)
 
 clean:
-	rm -rf $(VENV) $(SDK1) build dist *.egg-info
+	rm -rf $(VENV) $(SDK1) build dist site *.egg-info

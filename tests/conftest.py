@@ -127,7 +127,7 @@ def capability_profile(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
 
 def weaker(profile: str, promise: str) -> bool:
     """True when ``profile`` takes away what ``promise`` needs: the test then asserts the weaker promise.
-    The pairs are the README's "where a promise is weaker" table."""
+    The pairs are the "weaker" cells of docs/security.md's table "What each write promises"."""
     return profile in WEAKER.get(promise, ())
 
 

@@ -112,7 +112,8 @@ def build(work: Path) -> History:
     with Vault.open(db, root=root) as vault:
         for i, ((when, _), files) in enumerate(zip(snapshots, originals)):
             state = _plant(i, files, a, b, c, d, Path(a).stem)
-            shutil.rmtree(root)
+            for child in root.iterdir():  # emptied, not replaced: another folder is a replaced vault
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
             for rel, text in state.items():
                 target = root / rel
                 target.parent.mkdir(parents=True, exist_ok=True)

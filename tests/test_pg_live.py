@@ -41,8 +41,9 @@ QUERIES = ["tide", "lighthouse keeper", "storm season", "stor*", "morning watch"
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
-    if root.exists():
-        shutil.rmtree(root)
+    """The vault folder holds ``files`` and nothing else (the same folder: another one is a replaced vault)."""
+    for child in root.iterdir() if root.exists() else ():
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
     for path, text in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text, encoding="utf-8")

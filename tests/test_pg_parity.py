@@ -66,8 +66,9 @@ QUERIES = ["tide", "reviewed", "storm season", "lighthouse keeper", '"storage fo
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
-    if root.exists():
-        shutil.rmtree(root)
+    """The vault folder holds ``files`` and nothing else (the same folder: another one is a replaced vault)."""
+    for child in root.iterdir() if root.exists() else ():
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
     for path, text in files.items():
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -47,7 +47,9 @@ def test_restore_a_modified_a_deleted_and_a_renamed_note(timeline, cli) -> None:
         assert json.loads(done.stdout)["batch_id"] is not None, (path, done.stdout, done.stderr)
     (root / "Moved.md").write_text("# top, edited after the rename\n", encoding="utf-8")
     assert cli("import", str(root), db=db).returncode == 0
-    moved = json.loads(cli("restore", "Top.md", "--as-of", t0, "--json", db=db).stdout)
+    copy = json.loads(cli("restore", "Top.md", "--as-of", t0, "--dry-run", "--json", db=db).stdout)["notes"][0]
+    assert copy["path"] == "Top.md" and "lives at Moved.md now" in copy["note"], "a copy, and the plan says so"
+    moved = json.loads(cli("restore", "Top.md", "--as-of", t0, "--follow", "--json", db=db).stdout)
     assert moved["notes"][0]["path"] == "Moved.md" and moved["batch_id"] is not None, "found under its old name"
     assert (root / "P" / "a.md").read_text() == "# a\n\nfirst\n" and (root / "P" / "a.md").stat().st_mode & 0o777 == 0o600
     assert (root / "P" / "b.md").read_text() == "# b\n\nfirst\n", "a deleted note comes back at its old path"
@@ -62,15 +64,18 @@ def test_restore_a_modified_a_deleted_and_a_renamed_note(timeline, cli) -> None:
     assert json.loads(again.stdout)["batch_id"] is None, "nothing to do the second time"
 
 
-def test_a_taken_path_needs_to(timeline, cli) -> None:
+def test_a_taken_path_gets_what_read_shows_or_to(timeline, cli) -> None:
     root, db, t0 = timeline
     (root / "P" / "b.md").write_text("# another b\n", encoding="utf-8")
     assert cli("import", str(root), db=db).returncode == 0
-    refused = cli("restore", "P/b.md", "--as-of", t0, db=db)
-    assert refused.returncode == 0 and "now holds another note" in refused.stdout
-    assert (root / "P" / "b.md").read_text() == "# another b\n"
     done = cli("restore", "P/b.md", "--as-of", t0, "--to", "P/b (restored).md", db=db)
     assert done.returncode == 0 and (root / "P" / "b (restored).md").read_text() == "# b\n\nfirst\n"
+    assert (root / "P" / "b.md").read_text() == "# another b\n", "--to leaves the path alone"
+    replaced = cli("restore", "P/b.md", "--as-of", t0, db=db)
+    assert replaced.returncode == 0 and "replaces the note at P/b.md now" in replaced.stdout
+    assert (root / "P" / "b.md").read_text() == cli("read", "P/b.md", "--as-of", t0, db=db).stdout == "# b\n\nfirst\n"
+    with Vault.open(db, name="vault", readonly=True) as vault:
+        assert "# another b\n" in [vault.revision_text(r) for r in vault.history("P/b.md") if not r.deleted]
 
 
 def test_restore_a_folder_and_delete_newer(timeline, cli) -> None:

@@ -51,9 +51,7 @@ def test_restore_50_notes_to_50_moments_matches_git(help_corpus: HelpCorpus, hel
             pool = moved if kinds["renamed_since"] < 15 and moved else gone if kinds["deleted_since"] < 15 and gone \
                 else existing
             path = rng.choice(pool)
-            step = restore.plan_note(vault, path, as_of=date)
-            if step.refused:  # a deleted note's path now holds another note: restoring it needs --to
-                continue
+            step = restore.plan_note(vault, path, as_of=date, follow=True)  # a note renamed since: where it lives
             kind = "renamed_since" if step.path != path else "deleted_since" if path not in head else "other"
             before = len(vault.history(step.path))
             result = restore.apply(vault, [step], source="restore", detail=f"restore of {step.origin}")
@@ -66,7 +64,8 @@ def test_restore_50_notes_to_50_moments_matches_git(help_corpus: HelpCorpus, hel
                 assert info is not None and info["source"] == "restore" and info["detail"].startswith("restore of revision")
                 history = vault.history(step.path)
                 assert len(history) == before + 1 and history[-1].batch_id == result.summary.batch_id
-            again = restore.apply(vault, [restore.plan_note(vault, path, as_of=date)], source="restore", detail="again")
+            again = restore.apply(vault, [restore.plan_note(vault, path, as_of=date, follow=True)], source="restore",
+                                  detail="again")
             assert again.summary is None and again.steps[0].action == "unchanged", "a second restore changes nothing"
             kinds[kind] += 1
             if kind == "renamed_since":

@@ -196,6 +196,8 @@ def test_renames_deletions_history_and_follow(engine: Engine, open_engine: Any, 
         second.add_tombstone("dir/gone.md", live["dir/gone.md"][0])
     assert second.counts == {"created": 0, "modified": 0, "renamed": 1, "deleted": 1}
     assert sorted(engine.live_state(vid)) == ["moved.md"] and engine.live_under(vid, ["dir"]) == []
+    same, gone = live["a.md"][1], live["dir/gone.md"][1]
+    assert engine.live_with_hashes(vid, [same, gone, "0" * 64]) == {"moved.md": engine.live_state(vid)["moved.md"]}
     with engine.view(vid, "v") as view:
         assert [(r.path, r.kind) for r in view.history("moved.md")] == [("a.md", "created"), ("moved.md", "renamed")]
         assert {r.path: r.kind for r in view.changes(view.at(100))} == {"moved.md": "renamed",

@@ -6,7 +6,7 @@ every view is the command line: the tree must equal ``ls --as-of``, an opened no
 search results ``search --as-of``; the diff must mark exactly the words the test itself changed.
 
 The page's guard (token, Host, Origin) is checked with plain HTTP requests, browser or not. The
-screenshots the README shows are taken here; ``VAULTSYNC_WRITE_SCREENSHOTS=1`` writes them to docs/.
+screenshots the README and docs/web-page.md show are taken here; ``VAULTSYNC_WRITE_SCREENSHOTS=1`` writes them to docs/.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The validity axis end to end: read, ls and search at (as_of, valid_at) against a brute-force oracle of
-the interval overlay, and the README's worked example through history, diff, changes, the CLI and MCP."""
+the interval overlay, and the worked example of docs/concepts.md through history, diff, changes, the CLI and MCP."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ CORRECTION = ("---\nvalid_from: 2025-03-01\nvalid_to: 2025-04-01\n---\n# Travel 
 
 @pytest.fixture
 def policy(tmp_path: Path) -> Vault:
-    """The README's worked example: a policy, then (learned in May) a correction for March only."""
+    """The worked example of docs/concepts.md: a policy, then (learned in May) a correction for March only."""
     root = tmp_path / "vault"
     root.mkdir()
     note = root / "Travel policy.md"

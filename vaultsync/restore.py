@@ -20,7 +20,7 @@ from .errors import ConfigError, NoteChanged, NoteNotFound, PathError
 from .disk.digest import content_hash
 from .disk.folder import MAX_FILE_BYTES
 from .parsers import split_lines
-from .disk.paths import nfc, note_path, writable_note_path
+from .disk.paths import nfc, note_candidates, note_path, writable_note_path
 from .sync import BatchSummary
 from .revisions import check_revision_id, short_revision
 from .times import TimeLike, as_micros, format_time
@@ -45,11 +45,15 @@ class Step:
     origin: str
     """Where the text comes from (a revision, or the state before a batch)."""
     refused: str | None = None
-    """Why this file is left alone (the others go ahead)."""
+    """Why this file cannot be put in that state (the others go ahead; the command fails)."""
+    kept: bool = False
+    """Left alone on purpose (a note created since, or moved in since): ``note`` says why."""
+    note: str | None = None
+    """What else the plan should say about this file (a copy of a note living elsewhere, a note replaced)."""
 
     @property
     def changes(self) -> bool:
-        return self.refused is None and self.text != self.current
+        return self.refused is None and not self.kept and self.text != self.current
 
     def diff(self) -> str:
         lines = difflib.unified_diff(split_lines(self.current or ""), split_lines(self.text or ""),
@@ -57,7 +61,8 @@ class Step:
         return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in lines)
 
     def to_json(self, with_diff: bool = False) -> dict[str, Any]:
-        out: dict[str, Any] = {"path": self.path, "action": self.action, "from": self.origin, "refused": self.refused}
+        out: dict[str, Any] = {"path": self.path, "action": self.action, "from": self.origin, "refused": self.refused,
+                               "note": self.note}
         if with_diff:
             out["diff"] = self.diff()
         return out
@@ -66,6 +71,8 @@ class Step:
     def action(self) -> str:
         if self.refused is not None:
             return "refused"
+        if self.kept:
+            return "keep"
         if not self.changes:
             return "unchanged"
         return "delete" if self.text is None else "create" if self.current is None else "write"
@@ -125,6 +132,22 @@ def find_revision(vault: Vault, path: str, *, as_of: TimeLike = None, revision: 
         return last
 
 
+def name_at(vault: Vault, path: str, when: int) -> str | None:
+    """The path the note living at ``path`` now had at ``when`` (following its renames back), or None when
+    it did not exist anywhere in the vault then."""
+    name = path
+    for rev in reversed(vault.history(path)):
+        if rev.path != name:
+            continue  # the other end of a rename, or an older note of another name
+        if rev.known_at <= when:
+            return None if rev.deleted else name
+        if rev.kind == "renamed" and rev.renamed_from:
+            name = rev.renamed_from
+        elif rev.kind == "created" or rev.deleted:
+            return None  # born after ``when`` (a tombstone here ends an older note of this name)
+    return None
+
+
 def destination(vault: Vault, rev: Revision) -> tuple[str, bool]:
     """Where the note of ``rev`` lives now (following its renames), and whether it still exists;
     a deleted note comes back at the path ``rev`` had."""
@@ -149,22 +172,47 @@ def _now(vault: Vault, path: str) -> tuple[str | None, str | None]:
 
 
 def plan_note(vault: Vault, path: str, *, as_of: TimeLike = None, revision: str | None = None,
-              to: str | None = None) -> Step:
-    """The step that puts the note back as ``find_revision`` finds it, at ``destination`` (or ``to``)."""
+              to: str | None = None, follow: bool = False) -> Step:
+    """The step that puts the note back as ``find_revision`` finds it.
+
+    A note that lived at ``path`` then is written at ``path``: it ends up holding exactly what
+    ``read(path, as_of)`` gives, whatever note lives there now (whose text stays in the history). If
+    that note lives elsewhere now, the step says so (a copy); ``follow`` writes it where it lives
+    instead. A note found under another name then (``path`` is its name now, or was renamed away
+    before ``as_of``) is written where it lives now; ``to`` names another path.
+    """
     rev = find_revision(vault, path, as_of=as_of, revision=revision)
     origin = f"revision {short_revision(rev.content_hash)} of {rev.path}, known at {format_time(rev.known_at)}"
-    target, alive = (writable_note_path(to), True) if to is not None else destination(vault, rev)
+    lives, alive = destination(vault, rev)
+    if to is not None:
+        target = writable_note_path(to)
+    elif rev.path in note_candidates(note_path(path)) and not follow:
+        target = rev.path
+    else:
+        target = lives
     text = vault.revision_text(rev)
     current, digest = _now(vault, target)
     step = Step(target, text, current, digest, origin)
-    if not alive and current is not None and current != text:  # (the same text: restored already)
-        step.refused = f"{target} now holds another note; restore this one to another path"
+    step.note = _placement(target, lives, alive, current, text)
     return step
 
 
-def plan_folder(vault: Vault, prefix: str, *, as_of: TimeLike, delete_newer: bool = False) -> list[Step]:
-    """Every note under ``prefix`` as it was at ``as_of``; the notes created there since are left alone
-    unless ``delete_newer`` (only files whose bytes the store holds are deleted)."""
+def _placement(target: str, lives: str, alive: bool, current: str | None, text: str) -> str | None:
+    """What the plan says about writing a note's past text at ``target`` when it lives at ``lives`` now."""
+    notes = []
+    if alive and lives != target:
+        notes.append(f"a copy: this note lives at {lives} now (follow restores it there)")
+    if current is not None and current != text and (not alive or lives != target):
+        notes.append(f"replaces the note at {target} now (its text stays in the history)")
+    return "; ".join(notes) or None
+
+
+def plan_folder(vault: Vault, prefix: str, *, as_of: TimeLike, delete_newer: bool = False,
+                follow: bool = False) -> list[Step]:
+    """Every note under ``prefix`` as it was at ``as_of``, at the path it had then (a note moved since is
+    written there as a copy, which the step says; ``follow`` writes it where it lives now). Notes
+    created there since are kept unless ``delete_newer`` (only files whose bytes the store holds are
+    deleted); a note that existed elsewhere at ``as_of`` and moved in since is always kept."""
     when = as_micros(as_of, "as_of")
     if when is None:
         raise ConfigError("a folder is restored as of a time", argument="as_of")
@@ -173,17 +221,27 @@ def plan_folder(vault: Vault, prefix: str, *, as_of: TimeLike, delete_newer: boo
     then = {r.path: r for r in vault.ls(as_of=when, prefix=under)}
     steps = []
     texts = {p: vault.revision_text(r) for p, r in then.items()}
+    targets = set()
     for path, rev in sorted(then.items()):
-        current, digest = _now(vault, path)
-        steps.append(Step(path, texts[path], current, digest,
-                          f"revision {short_revision(rev.content_hash)}, known at {format_time(rev.known_at)}"))
+        lives, alive = destination(vault, rev)
+        target = lives if follow and alive else path
+        targets.add(target)
+        current, digest = _now(vault, target)
+        origin = f"revision {short_revision(rev.content_hash)}, known at {format_time(rev.known_at)}"
+        step = Step(target, texts[path], current, digest, origin)
+        step.note = _placement(target, lives, alive, current, texts[path])
+        steps.append(step)
     for rev in vault.ls(prefix=under):
-        if rev.path in then:
+        if rev.path in then or rev.path in targets:
             continue
         current, digest = _now(vault, rev.path)
         step = Step(rev.path, None, current, digest, f"absent as of {format_time(when)}")
-        if not delete_newer:
-            step.refused = "created since; left alone (delete_newer removes it)"
+        was = name_at(vault, rev.path, when)
+        if was is not None:
+            step.origin = f"{was} as of {format_time(when)}"
+            step.kept, step.note = True, f"moved here from {was} since; kept"
+        elif not delete_newer:
+            step.kept, step.note = True, "created since; kept (delete_newer removes it)"
         steps.append(step)
     return steps
 
@@ -207,7 +265,22 @@ def plan_undo(vault: Vault, batch_id: int, *, force: bool = False) -> list[Step]
                             f"the batch left {rev.content_hash[:12] if rev.content_hash else 'it absent'}); "
                             "force overwrites it")
         steps.append(step)
+    _pair_renames(vault, batch_id, steps)
     return steps
+
+
+def _pair_renames(vault: Vault, batch_id: int, steps: list[Step]) -> None:
+    """Undoing a rename is renaming back: say so on both steps (one batch records them as a rename)."""
+    by_path = {s.path: s for s in steps}
+    for rev in vault.written_by(batch_id):
+        if rev.kind == "renamed" and rev.renamed_from:
+            back, away = by_path.get(rev.renamed_from), by_path.get(rev.path)
+            if back is None or away is None:
+                continue
+            if away.refused is not None and back.refused is None:  # half a rename undone would leave a copy
+                back.refused = f"{rev.path} changed since batch {batch_id}: renaming it back would leave a copy"
+            elif back.text is not None and back.text == away.current:
+                back.note, away.note = f"renamed back from {rev.path}", f"renamed back to {rev.renamed_from}"
 
 
 # ---------------------------------------------------------------- writing it back

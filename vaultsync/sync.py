@@ -19,11 +19,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .disk.digest import content_hash
 from .errors import ParseError
-from .disk.folder import Absent, FileProblem, Observed, Present, Unreadable, decode
+from .disk.folder import Absent, FileProblem, Observed, Present, Unreadable, decode, observe_file
+from .disk.paths import disk_path
 from .parsers import ParsedNote, parse_note
 from .store.contract import Batch, Change, Engine
 from .store.read import file_stamp
@@ -44,6 +46,9 @@ GROUP = 8
 """Notes handed to a parse worker in one job (one message each way instead of one per note)."""
 
 Progress = Callable[[int, int], None]
+
+Twins = Callable[[str], list[tuple[str, tuple[int, str], bool]]]
+"""content hash -> the live notes holding that content: (path, (revision id, hash), whether its file is on disk)."""
 
 
 def default_workers() -> int:
@@ -105,6 +110,8 @@ class BatchSummary:
     seconds: float = 0.0
     paths: list[str] = field(default_factory=list)
     """Vault-relative paths whose revision this batch wrote (renames: old and new path)."""
+    held: list[str] = field(default_factory=list)
+    """Paths left for a later batch (a watcher's flush holds an unpaired deletion one window: see ``Plan``)."""
 
     @property
     def changed(self) -> int:
@@ -148,12 +155,22 @@ class Plan:
     are the whole vault (a live note not observed was deleted). Deletions, refusals and the
     notes to read are known at once; ``changes()`` then reads each of those once, in path order,
     and yields what to write, deciding unchanged notes and renames as it goes.
+
+    A move can reach a partial sync in halves. ``twins`` finds the other half of a created note: a
+    live note outside the observations with its content whose file is gone joins the plan as a
+    deletion, and the note is its rename. ``hold`` (a watcher's) may leave for a later batch
+    (``held``) a deletion no add joined and a copy of a live note still on disk.
     """
 
     def __init__(self, observed: Mapping[str, Observed], live: Mapping[str, tuple[int, str]],
                  states: Mapping[str, tuple[int, int, str]], *, full: bool = False,
-                 errors: Iterable[FileProblem] = (), now_ns: int | None = None, unchanged: int = 0) -> None:
-        self.live = live
+                 errors: Iterable[FileProblem] = (), now_ns: int | None = None, unchanged: int = 0,
+                 twins: Twins | None = None, hold: Callable[[str], bool] | None = None) -> None:
+        self.live = dict(live)
+        self._twins = twins
+        self._hold = hold
+        self.held: list[str] = []
+        """Paths left out of this batch for one window (``hold``): an unpaired deletion, a copy of a live note."""
         self.refused: list[FileProblem] = list(errors)
         self.unchanged = unchanged
         """Notes found unchanged (``unchanged`` counts those already left out of ``observed``)."""
@@ -218,11 +235,59 @@ class Plan:
             change = Change(path, "modified" if live_rev else "created", text, digest, len(data), obs.mtime_ns,
                             live_id=live_rev[0] if live_rev else None, prev_id=live_rev[0] if live_rev else None)
             candidates = self._by_hash.get(digest)
+            if live_rev is None and not candidates and self._twins is not None:
+                candidates = self._gone_twin(path, digest)
+                if candidates is None:  # a copy of a note that is still there: maybe the first half of a move
+                    continue
             if live_rev is None and candidates:
                 old = candidates.pop(0)
                 change.kind, change.renamed_from, change.prev_id = "renamed", old, self.live[old][0]
                 self.renames[old] = path
             yield change
+        if self._hold is not None:  # a deletion no add joined: held one window, an add may still come
+            held = {p for p in self.deletions if p not in self.renames and self._hold(p)}
+            self.deletions = [p for p in self.deletions if p not in held]
+            self.held.extend(sorted(held))
+
+    def _gone_twin(self, path: str, digest: str) -> list[str] | None:
+        """A created note's content found in live notes outside the batch (``twins``): those whose file is
+        gone join the batch as deletions (renamed to ``path``); None when only copies still on disk were
+        found and ``hold`` holds ``path`` back (a copy-then-delete's copy), else [] (a created note)."""
+        assert self._twins is not None
+        gone, kept = [], False
+        for old, rev, present in self._twins(digest):
+            if old in self.live or old == path:
+                continue
+            if present:
+                kept = True
+                continue
+            self.live[old] = rev
+            self.deletions.append(old)
+            gone.append(old)
+        if gone:
+            self._by_hash.setdefault(digest, []).extend(gone)
+            return self._by_hash[digest]
+        if kept and self._hold is not None and self._hold(path):
+            self.held.append(path)
+            return None
+        return []
+
+
+def twins_on_disk(everything: Mapping[str, tuple[int, str]], observed: Mapping[str, Observed], root: Path) -> Twins:
+    """``Plan``'s ``twins`` for a partial sync: content hash -> the live notes of ``everything`` (those with the
+    content of a file the batch may create: ``Store.live_with_hashes``) outside ``observed``, each with whether its
+    file is still on disk (looked at when asked: only for notes the batch creates)."""
+    by_hash: dict[str, list[tuple[str, tuple[int, str]]]] = {}
+    for path, rev in everything.items():
+        if path not in observed:
+            by_hash.setdefault(rev[1], []).append((path, rev))
+    where = str(root)
+
+    def twins(digest: str) -> list[tuple[str, tuple[int, str], bool]]:
+        return [(path, rev, not isinstance(observe_file(where, disk_path(root, path)), Absent))
+                for path, rev in by_hash.get(digest, ())]
+
+    return twins
 
 
 class LiveIndex:
@@ -312,6 +377,7 @@ def write_plan(
 
 def _summary(summary: BatchSummary, plan: Plan, writer: Batch, written: list[str], started: float) -> BatchSummary:
     summary.errors = list(plan.refused)
+    summary.held = list(plan.held)
     summary.unchanged = plan.unchanged
     summary.paths = sorted(set(written)) if writer.batch_id is not None else []
     summary.batch_id = writer.batch_id

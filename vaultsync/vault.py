@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import acting
 from .disk import edit, vanished, vaultfs
+from .disk.digest import content_hash
 from .config import default_db_path
-from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError, VaultNotFound
-from .disk.folder import MAX_FILE_BYTES, FileProblem, files_containing, observe_paths, scan
+from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError, VaultNotFound, VaultsyncError
+from .disk.folder import MAX_FILE_BYTES, FileProblem, Present, files_containing, observe_paths, scan
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitHistory, GitImport, OnCommit, in_git, to_import
 from .links import LinkReport, link_report
 from .parsers import split_lines
@@ -24,7 +25,7 @@ from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult,
 from .store import BatchNews, Revision, Store, View, is_dsn, open_store
 from .store.purge import check_strings as purge_strings_checked
 from .store.view import forgotten
-from .sync import BatchSummary, LiveIndex, ParsePool, Plan, Progress, write_plan
+from .sync import BatchSummary, LiveIndex, ParsePool, Plan, Progress, Twins, twins_on_disk, write_plan
 from .times import TimeLike, as_micros, format_time, now_micros
 
 if TYPE_CHECKING:
@@ -254,17 +255,20 @@ class Vault:
         progress: Progress | None = None,
         allow_mass_delete: bool = False,
         detail: str | None = None,
+        hold: Callable[[str], bool] | None = None,
     ) -> BatchSummary:
         """Record what changed on disk as one atomic batch: every file (``paths=None``) or just ``paths``.
 
         ``paths`` are vault-relative; a folder stands for everything under it, a missing path for a
         deletion. This is the one function both ``import`` and the watcher call. A vault folder that
         vanished, or a batch deleting most notes at once, records nothing (see ``vaultsync.disk.vanished``)
-        unless ``allow_mass_delete``.
+        unless ``allow_mass_delete``. A note created in ``paths`` whose content a live note outside them
+        had, and whose file is gone, is recorded as renamed from it. ``hold`` (the watcher's) may leave
+        an unpaired deletion, or a copy of a note still on disk, for a later batch (``BatchSummary.held``).
         """
         when = as_micros(known_at, "known_at")
         with self._writing():
-            self._check_root(allow_mass_delete)
+            replaced = self._check_root(allow_mass_delete)
             unchanged = 0
             if paths is None:  # a full scan: unchanged files are dropped as found, against a compact index
                 index = LiveIndex(self._store.live_index(self.id))
@@ -275,23 +279,65 @@ class Vault:
                 given = [rel for rel in map(changed_path, paths) if rel is not None]  # normalised once, here
                 observed, errors = observe_paths(self.root, given, self._store.live_under(self.id, given))
             live, states = self._store.plan_state(self.id, observed)
-            plan = Plan(observed, live, states, errors=errors, unchanged=unchanged)
-            return self._write_plan(plan, known_at=when, source=source, strict=strict, progress=progress,
-                                    detail=detail, on_write=None if allow_mass_delete else self._deletion_guard(plan))
+            twins = None if paths is None else self._twins(observed, live)
+            plan = Plan(observed, live, states, errors=errors, unchanged=unchanged, twins=twins,
+                        hold=None if paths is None else hold)
+            guarded = None if allow_mass_delete else self._deletion_guard(plan, replaced)
+            summary = self._write_plan(plan, known_at=when, source=source, strict=strict, progress=progress,
+                                       detail=detail, on_write=guarded)
+            if replaced:  # it holds the vault's notes: the vault folder from now on
+                self._register_root()
+            return summary
 
-    def _check_root(self, confirmed: bool) -> None:
+    def _twins(self, observed: dict[str, Any], live: dict[str, tuple[int, str]]) -> Twins | None:
+        """For a partial sync that may create notes: where ``Plan`` looks for the far end of a move (the live
+        notes with a new file's content, read before the batch)."""
+        hashes = set()
+        for path, obs in observed.items():
+            if isinstance(obs, Present) and path not in live:
+                try:
+                    hashes.add(content_hash(obs.read()))
+                except (OSError, VaultsyncError):
+                    continue  # the batch names it
+        if not hashes:
+            return None  # nothing new: nothing can be the far end of a move
+        return twins_on_disk(self._store.live_with_hashes(self.id, hashes), observed, self.root)
+
+    def _check_root(self, confirmed: bool) -> bool:
         """VaultUnavailable when the vault folder vanished (the first sync, or a ``confirmed`` one,
-        registers the device it lives on)."""
+        registers the device and inode it has); True when it is another folder than the one registered
+        (its batch may delete nothing: see ``disk.vanished``)."""
         registered, device = self._store.vault_device(self.id), vanished.device_of(self.root)
+        inode, known = vanished.inode_of(self.root), self._store.vault_inode(self.id)
         if device is not None and (registered is None or confirmed):
             vanished.check_root(self.root, None)
-            if device != registered:
-                self._store.set_vault_device(self.id, device)
-            return
+            if (device, inode) != (registered, known):
+                self._store.set_vault_device(self.id, device, inode)
+            return False
         vanished.check_root(self.root, registered)
+        if known is None and inode is not None and registered is not None:  # registered before inodes were
+            self._store.set_vault_device(self.id, registered, inode)
+            return False
+        return inode != known
 
-    def _deletion_guard(self, plan: Plan) -> Callable[[Any], None] | None:
-        """A check run inside the batch, once renames are known: MassDeletion rolls it back."""
+    def _register_root(self) -> None:
+        """Take the vault folder as it is now (its device and inode) as the vault's folder."""
+        device = vanished.device_of(self.root)
+        if device is not None:
+            self._store.set_vault_device(self.id, device, vanished.inode_of(self.root))
+
+    def _deletion_guard(self, plan: Plan, replaced: bool = False) -> Callable[[Any], None] | None:
+        """A check run inside the batch, once renames are known: MassDeletion (or, in a replaced vault
+        folder, VaultUnavailable for any deletion) rolls it back."""
+        if replaced:
+            live = len(self._store.live_index(self.id))
+
+            def check(_writer: Any) -> None:
+                deleted = len(plan.deletions) - len(plan.renames)
+                vanished.check_deletions(deleted, live)
+                vanished.check_replaced(self.root, deleted)
+
+            return check
         if len(plan.deletions) < vanished.MASS_DELETE_MIN:
             return None
         live = len(self._store.live_index(self.id))

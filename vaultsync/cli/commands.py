@@ -358,7 +358,8 @@ def copy(src: Any, dst: Any, as_json: bool) -> None:
 @click.option("--step-ms", type=click.IntRange(min=1), default=300, show_default=True,
               help="Quiet period: a batch is written once no change arrived for this long.")
 @click.option("--debounce-ms", type=click.IntRange(min=1), default=3000, show_default=True,
-              help="Maximum wait: a batch is written at the latest this long after its first change.")
+              help="Maximum wait: a batch is written at the latest this long after its first change. A deletion "
+              "no new file joined into a rename waits this long too (at least 1 s) for its other half.")
 @click.option("--reconcile-s", type=click.FloatRange(min=0), default=300.0, show_default=True,
               help="Full rescan this often to repair changes the OS did not report (0: never).")
 @click.option("-v", "--verbose", count=True, help="Also log every path each batch wrote.")

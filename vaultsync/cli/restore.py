@@ -18,7 +18,8 @@ def _show(done: Any, as_json: bool) -> None:
         echo_json(done.to_json())
         return
     for step in done.steps:
-        click.echo(f"{step.action:<9}  {step.path}  ({step.refused or step.origin})")
+        why = step.refused or (f"{step.origin}; {step.note}" if step.note else step.origin)
+        click.echo(f"{step.action:<9}  {step.path}  ({why.replace('(follow restores', '(--follow restores')})")
         if done.dry_run and step.changes:
             click.echo(step.diff(), nl=False)
     s = done.summary
@@ -32,17 +33,23 @@ def _show(done: Any, as_json: bool) -> None:
 @time_option("--as-of", help=f"Put it back as it was at this time: {ACCEPTED}.")
 @click.option("--revision", metavar="R", help="Put back this revision: its id as history shows it (8 or more hex "
               "digits of its content hash; the whole hash too).")
-@click.option("--to", "to", metavar="NEW_PATH", help="Write it at this path instead (a deleted note whose path is taken).")
+@click.option("--to", "to", metavar="NEW_PATH", help="Write it at this path instead.")
 @click.option("--prefix", metavar="FOLDER", help="Restore every note under this folder as it was (with --as-of).")
 @click.option("--delete-newer", is_flag=True, help="With --prefix: also delete notes created there since "
-              "(only files whose bytes the store holds).")
+              "(only files whose bytes the store holds; never a note that existed elsewhere and moved in).")
+@click.option("--follow", is_flag=True, help="A note moved since: restore it where it lives now, not as a copy at "
+              "the path it had.")
 @click.option("--dry-run", is_flag=True, help="Print what would change, with diffs; write nothing.")
 @json_option
 @pass_ctx
 @friendly
 def restore(obj: Context, note: str | None, as_of: int | None, revision: str | None, to: str | None,
-            prefix: str | None, delete_newer: bool, dry_run: bool, as_json: bool) -> None:
+            prefix: str | None, delete_newer: bool, follow: bool, dry_run: bool, as_json: bool) -> None:
     """Write a note (or a folder) back as it was, recorded as a new revision; history stays.
+
+    NOTE ends up holding exactly what `read NOTE --as-of` shows, whatever note lives there now (its
+    text stays in the history). A note moved since is written as a copy at the path it had, and the
+    plan says where it lives; --follow restores it where it lives instead. Any refusal exits 1.
 
     \b
     Example:
@@ -56,12 +63,14 @@ def restore(obj: Context, note: str | None, as_of: int | None, revision: str | N
         raise click.UsageError("give a NOTE or --prefix FOLDER")
     vault = obj.vault(root=str(obj.vault().root), readonly=False)
     if prefix is not None:
-        steps, detail = (r.plan_folder(vault, prefix, as_of=as_of, delete_newer=delete_newer),
+        steps, detail = (r.plan_folder(vault, prefix, as_of=as_of, delete_newer=delete_newer, follow=follow),
                          f"restore of {prefix} as of {format_time(as_of)}")
     else:
-        step = r.plan_note(vault, note, as_of=as_of, revision=revision, to=to)  # type: ignore[arg-type]
+        step = r.plan_note(vault, note, as_of=as_of, revision=revision, to=to, follow=follow)  # type: ignore[arg-type]
         steps, detail = [step], f"restore of {step.origin}"
     _show(r.apply(vault, steps, source="restore", detail=detail, dry_run=dry_run), as_json)
+    if any(s.refused for s in steps):
+        raise SystemExit(1)
 
 
 @click.command()

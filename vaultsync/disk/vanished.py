@@ -2,9 +2,11 @@
 
 A vault folder that is missing, not a folder, unreadable, or on another device than when it was
 registered (an unmounted share leaves its empty mount point behind) is *unavailable*: nothing is
-recorded until it is back. A batch that would delete more than ``MASS_DELETE_FRACTION`` of the
-live notes, and at least ``MASS_DELETE_MIN`` of them, is a *mass deletion*: refused unless the
-caller confirms it (renames do not count: they delete nothing). A folder that cannot be listed
+recorded until it is back. A vault folder that is another folder than the one registered (another
+inode: moved away and an empty one made in its place) records no deletion, whatever the vault's
+size; when it holds the vault's notes it is taken as the vault folder from then on. A batch that
+would delete more than ``MASS_DELETE_FRACTION`` of the live notes, and at least ``MASS_DELETE_MIN``
+of them, is a *mass deletion*: refused unless the caller confirms it (renames do not count: they delete nothing). A folder that cannot be listed
 during a scan keeps its notes alive (``sync.Plan`` leaves them out of the deletions).
 """
 
@@ -29,6 +31,23 @@ def device_of(root: Path) -> int | None:
         return os.stat(root).st_dev
     except OSError:
         return None
+
+
+def inode_of(root: Path) -> int | None:
+    """The vault folder's inode now, as a signed 64-bit integer (what a database column holds), or None."""
+    try:
+        ino = os.stat(root).st_ino
+    except OSError:
+        return None
+    return ino - (1 << 64) if ino >= 1 << 63 else ino
+
+
+def check_replaced(root: Path, deleted: int) -> None:
+    """VaultUnavailable when a batch read from a replaced vault folder would delete notes."""
+    if deleted:
+        raise VaultUnavailable(f"the vault folder {root} is another folder than the one registered (replaced?) "
+                               f"and lacks {deleted} of its notes; nothing was recorded; confirm if you really "
+                               "deleted them", argument="allow_mass_delete")
 
 
 def root_problem(root: Path, registered_device: int | None) -> str | None:

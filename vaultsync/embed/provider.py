@@ -19,7 +19,7 @@ class Embedder(ABC):
     batch_size: int = 256
     fuse: bool = False
     """Whether the default search mode fuses this embedder's vector ranking with the keyword ranking:
-    only where that was measured not to make any evaluation set worse (see README, search quality)."""
+    only where that was measured not to make any evaluation set worse (docs/performance.md, "Search quality")."""
 
     @abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:

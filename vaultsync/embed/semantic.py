@@ -79,7 +79,9 @@ class MiniLMEmbedder(Embedder):
     everyday words and ``signals.WEIGHTS["vector"]`` otherwise. On the Help's held-out everyday questions the
     default mode went from @1 0.28 / @10 0.72 (words alone) to 0.60 / 0.94, known-item and remembered phrases
     unchanged (``benchmarks/results/everyday_questions.md``). Chosen over two other models a package ships with
-    its weights, multilingual-e5-small at 4 bits and a static 64-dimension model (``benchmarks/bench_models.py``)."""
+    its weights, multilingual-e5-small at 4 bits and a static 64-dimension model (``benchmarks/bench_models.py``).
+    Its cost: the default mode scans every current vector, measured before at p50 74.9 ms fused against 11.3 ms
+    at 133k chunks (``bench_search.py --embedder minilm``, docs/performance.md)."""
 
     spin = False
     """Whether onnxruntime's idle intra-op threads spin-wait for work (its default, off here): with two

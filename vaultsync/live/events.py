@@ -105,6 +105,8 @@ class RunningObserver(Protocol):
 
     def alive(self) -> bool: ...
 
+    def intact(self) -> bool: ...
+
     def stop(self) -> None: ...
 
 
@@ -122,6 +124,15 @@ class WatchdogObserver:
 
     def alive(self) -> bool:
         return self.observer.is_alive()
+
+    def intact(self) -> bool:
+        """Whether it still watches every folder of the vault (Linux inotify; True where it cannot tell).
+
+        watchdog drops the watch of a folder moved into a folder created just before (its delayed
+        "moved out" removes the watch the folder keeps at its new place): events there are lost
+        until the observer is started again.
+        """
+        return self.kind != "inotify" or _all_folders_watched(self.observer, Path(self.handler.root))
 
     def stop(self) -> None:
         """Stop and join every thread, then hand over events still queued for dispatch."""

@@ -24,9 +24,10 @@ from typing import Any
 
 from .debounce import Debouncer, Pending, collapse
 from ..disk import vanished
+from ..disk.paths import is_note_path
 from ..errors import LockedError, MassDeletion, StoreError, VaultsyncError, VaultUnavailable
 from .keeper import MAX_RETRY_S, LockKeeper
-from .events import EVERYTHING, ObserverFactory, RunningObserver, start_observer
+from .events import EVERYTHING, POLL_INTERVAL_S, ObserverFactory, RunningObserver, start_observer
 from ..sync import BatchSummary
 from ..times import format_time
 from ..vault import Vault
@@ -36,6 +37,12 @@ logger = logging.getLogger(__name__)
 
 OnBatch = Callable[[BatchSummary], None]
 MAX_BACKOFF_S = 30.0
+
+RECHECK_S = 1.0
+"""After a folder went away, the observer's watches are counted again this much later (``_lost_watches``)."""
+
+HOLD_MIN_S = 1.0
+"""The shortest time a deletion no add joined is held back (see ``Watcher.hold_s``)."""
 
 
 class Watcher:
@@ -48,6 +55,12 @@ class Watcher:
     full scan, cheap when nothing changed, repairs events the OS never reported. A batch that fails
     (database busy, vault folder gone) keeps its paths dirty and is retried with a backoff.
     ``on_batch`` is called, on the watcher's thread, after each batch that wrote something.
+
+    A move can reach the watcher in two flushes (an observer reports the new folder before the old
+    one's removal, or a poll sees the removal first). A note created with the content of a live
+    note whose file is gone is recorded as renamed from it (``Vault.sync``); a deletion that no add
+    joined, and a copy of a note still on disk, are held back for ``hold_s`` and re-checked with
+    every flush meanwhile, so an add arriving later still joins them into a rename.
     """
 
     def __init__(self, vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling: bool = False,
@@ -80,6 +93,17 @@ class Watcher:
         self.last_latency_ms: float | None = None
         self.last_error: str | None = None
         self._next_reconcile = 0.0
+        self._held: dict[str, float] = {}
+        """Held paths (see ``Plan.held``) -> the monotonic time until which they may be held."""
+        self._recheck_at: float | None = None
+        """When to look once more whether the observer lost a moved folder's watch (``_lost_watches``)."""
+
+    @property
+    def hold_s(self) -> float:
+        """How long an unpaired deletion waits for its add: the maximum wait, at least ``HOLD_MIN_S``, and
+        for the polling observer long enough for two more walks of the vault."""
+        floor = 2.5 * POLL_INTERVAL_S if self.polling or self.observer_kind == "polling" else HOLD_MIN_S
+        return max(self.debounce_ms / 1000, floor)
 
     # ------------------------------------------------------------ life
 
@@ -172,6 +196,7 @@ class Watcher:
             "debounce_ms": self.debounce_ms,
             "reconcile_s": self.reconcile_s,
             "vault_unavailable": self.outage.reason,
+            "held": len(self._held),
             **self.keeper.status(),
         }
 
@@ -191,6 +216,8 @@ class Watcher:
                 continue
             wait = None if self.reconcile_s <= 0 else max(0.0, self._next_reconcile - time.monotonic())
             wait = vanished.RETRY_S if wait is None else min(wait, vanished.RETRY_S)  # notice a vanished vault folder
+            for due in [*self._held.values(), *([self._recheck_at] if self._recheck_at is not None else [])]:
+                wait = max(0.0, min(wait, due - time.monotonic()))
             pending = self._debouncer.get(timeout=wait)
             if self._stop.is_set():
                 if pending is not None:
@@ -198,8 +225,16 @@ class Watcher:
                 return
             if pending is not None:
                 ok = self._flush(pending, "batch")
+            elif self._held and min(self._held.values()) <= time.monotonic():
+                now = time.monotonic()
+                ok = self._flush(Pending(set(self._held), now, now), "held")
             elif self.outage.reason is not None or _identity(self.vault.root) != self._root_id:
                 ok = self._flush(None, "check")
+            elif self._recheck_at is not None and time.monotonic() >= self._recheck_at:
+                self._recheck_at = None
+                if self._observer is not None and not self._observer.intact():
+                    self._rewatch()
+                continue
             elif self.reconcile_s > 0 and time.monotonic() >= self._next_reconcile:
                 ok = self._flush_all("reconcile")
                 if ok:
@@ -235,7 +270,9 @@ class Watcher:
             if self.outage.reason is not None or _identity(self.vault.root) != self._root_id:
                 self._reattach()
                 paths = None  # back from an outage, or a new folder: a full scan, guarded
-            summary = self.vault.sync(paths, source="watch")
+            if paths is not None and self._held:
+                paths = collapse({*paths, *self._held})  # re-checked: an add may join them now
+            summary = self.vault.sync(paths, source="watch", hold=None if paths is None else self._may_hold)
         except (VaultUnavailable, MassDeletion) as exc:
             if raise_errors:
                 raise
@@ -269,11 +306,51 @@ class Watcher:
         if self._failing:
             logger.warning("%s written: recording again after %d failed attempts", reason, self._failing)
             self._failing = 0
+        self._keep_held(summary.held, everything=paths is None)
+        if paths is not None and self._lost_watches(paths):
+            self._rewatch()
         if self.outage.end():
             logger.warning("the vault folder %s is back; recording again", self.vault.root)
         latency_ms = (time.monotonic() - (pending.first if pending else started)) * 1000
         self._report(summary, reason, len(paths) if paths is not None else None, latency_ms)
         return True
+
+    def _lost_watches(self, paths: list[str]) -> bool:
+        """After a batch in which a folder went away: whether the observer lost the watch of a folder that is
+        still in the vault (moved into a new folder: see ``RunningObserver.intact``). Looked at again a
+        second later, in case the observer drops the watch after reporting the folder gone."""
+        gone = any(not is_note_path(p) and not os.path.isdir(os.path.join(self.vault.root, p)) for p in paths)
+        if not gone or self._observer is None:
+            return False
+        self._recheck_at = time.monotonic() + RECHECK_S
+        return not self._observer.intact()
+
+    def _rewatch(self) -> None:
+        """Start the observer afresh and scan the whole vault (what it missed meanwhile)."""
+        logger.info("the file-system observer lost the watch of a moved folder; watching %s again", self.vault.root)
+        self._recheck_at = None
+        self._shutdown_observer()
+        self._debouncer.add([EVERYTHING])
+        try:
+            self._observer = self._factory(self.vault.root, self._debouncer.add, self.polling)
+        except OSError as exc:  # healthy() is False from now on: ``watch`` stops, saying the observer stopped
+            logger.error("could not watch %s again: %s", self.vault.root, exc)
+
+    def _may_hold(self, path: str) -> bool:
+        """Whether ``path`` may be left for a later batch: not held yet, or held less than ``hold_s``."""
+        until = self._held.get(path)
+        return until is None or until > time.monotonic()
+
+    def _keep_held(self, held: list[str], everything: bool) -> None:
+        """After a batch: what it held stays held (until its first hold ends), the rest was recorded."""
+        until = time.monotonic() + self.hold_s
+        kept = {path: self._held.get(path, until) for path in held}
+        if not everything:
+            self._held = kept
+        else:  # a full scan recorded whatever was held
+            self._held = {}
+        if held:
+            logger.debug("holding %s for a matching add", ", ".join(held))
 
     def _reattach(self) -> None:
         """The vault folder is away, back or replaced: VaultUnavailable while it is away, else observe

@@ -77,7 +77,7 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         from .. import restore
 
         writer = served.writing_vault()
-        step = restore.plan_note(writer, path, as_of=as_of, revision=revision)
+        step = restore.plan_note(writer, path, as_of=as_of, revision=revision, follow=True)
         if step.refused:
             raise ToolError(step.refused)
         if expected_revision is not None:  # the file decides (an editor's save may not be recorded yet)

@@ -152,12 +152,19 @@ class Store:
         row = self.db.one("SELECT device FROM vault_devices WHERE vault_id = ?", (vault_id,))
         return None if row is None else int(row[0])
 
-    def set_vault_device(self, vault_id: int, device: int) -> None:
-        """Register (or, confirmed by the user, move) the device the vault folder lives on."""
+    def vault_inode(self, vault_id: int) -> int | None:
+        """The inode of the vault folder as registered (None: not yet; read-only, none is needed)."""
+        if self.readonly:
+            return None
+        row = self.db.one("SELECT inode FROM vault_devices WHERE vault_id = ?", (vault_id,))
+        return None if row is None or row[0] is None else int(row[0])
+
+    def set_vault_device(self, vault_id: int, device: int, inode: int | None = None) -> None:
+        """Register (or, confirmed by the user, move) the device and the inode of the vault folder."""
         with self.db.atomic() as con:
-            con.execute("INSERT INTO vault_devices (vault_id, device, updated_at) VALUES (?,?,?) ON CONFLICT "
-                        "(vault_id) DO UPDATE SET device = excluded.device, updated_at = excluded.updated_at",
-                        (vault_id, device, now_micros()))
+            con.execute("INSERT INTO vault_devices (vault_id, device, inode, updated_at) VALUES (?,?,?,?) ON CONFLICT "
+                        "(vault_id) DO UPDATE SET device = excluded.device, inode = excluded.inode, "
+                        "updated_at = excluded.updated_at", (vault_id, device, inode, now_micros()))
 
     def batch_info(self, vault_id: int, batch_id: int) -> dict[str, Any] | None:
         """The batch's id, known_at, source and detail (None: no such batch in the vault)."""
@@ -223,6 +230,12 @@ class Store:
         wanted = list(paths)
         with self.db.atomic() as con:
             return q.current_state(con, vault_id, wanted), q.file_states(con, vault_id, wanted)
+
+    def live_with_hashes(self, vault_id: int, hashes: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """Path → (live revision id, content hash) of the notes that exist now with one of ``hashes`` (a few
+        index probes: a watcher's batch that creates notes looks for the other half of a move)."""
+        with self.db.atomic() as con:
+            return q.live_with_hashes(con, vault_id, list(hashes))
 
     def live_under(self, vault_id: int, folders: Iterable[str]) -> list[str]:
         """The notes that exist now below any of ``folders`` (vault-relative), by path."""

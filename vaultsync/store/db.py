@@ -60,11 +60,18 @@ def connect(path: str | os.PathLike[str], *, readonly: bool = False, create: boo
         raise ConfigError(f"no vaultsync database at {db_path}: import a vault into it first, or open another database",
                           argument="db", remedy="sync")
     if str(path) != ":memory:" and not readonly:
-        db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ReadOnlyError(f"cannot create the database folder {db_path.parent}: {exc.strerror}; "
+                                "choose a database path in a folder you can write") from None
         _create_private(db_path)
-    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    if readonly and str(path) != ":memory:":
+        con = _open_readonly(db_path)
+    else:
+        with translated(path):
+            con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
     with translated(path):
-        con = apsw.Connection(str(path), flags=flags)
         con.set_busy_timeout(busy_timeout_ms())
         if not readonly:
             con.execute("PRAGMA journal_mode=WAL")
@@ -73,6 +80,57 @@ def connect(path: str | os.PathLike[str], *, readonly: bool = False, create: boo
         con.execute("PRAGMA cache_size=-65536")
         _load_vec(con)
     return con
+
+
+def _open_readonly(db_path: Path) -> apsw.Connection:
+    """Open for reading only, with no write access needed anywhere.
+
+    SQLite reads a WAL database through its ``-shm`` file, which it must create when it is missing
+    (the last writer removed it on closing); in a folder the reader cannot write that fails. The
+    database file then holds every committed batch (no ``-wal`` content), so it is opened
+    ``immutable``: no locks, no ``-shm``. A ``-wal`` with content but no usable ``-shm`` (a writer
+    killed, the folder read-only to us) cannot be read without losing its batches: one line says so.
+    """
+    con = _plain_readonly(db_path)
+    if con is not None:
+        return con
+    wal = db_path.with_name(db_path.name + "-wal")
+    try:
+        pending = wal.stat().st_size > 0
+    except FileNotFoundError:
+        pending = False
+    except OSError as exc:
+        raise ReadOnlyError(f"cannot read the database {db_path}: {wal} cannot be read ({exc.strerror})") from None
+    if pending:
+        raise ReadOnlyError(f"cannot read the database {db_path}: its write-ahead log {wal.name} holds batches that "
+                            f"can only be read with write access to {db_path.parent} (a writer stopped before "
+                            "folding them in); open it once with write access, or ask its owner to") from None
+    try:
+        con = apsw.Connection(db_path.absolute().as_uri() + "?immutable=1",
+                              flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        con.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+    except (apsw.CorruptError, apsw.NotADBError):  # (opened immutable: no lock, nothing to wait for)
+        raise CorruptError(f"{db_path} is damaged or is not a database") from None
+    except apsw.Error as exc:
+        raise ReadOnlyError(f"cannot read the database {db_path} ({exc})") from None
+    logger.debug("opened %s immutable: its folder cannot be written and it has no write-ahead log", db_path)
+    return con
+
+
+def _plain_readonly(db_path: Path) -> apsw.Connection | None:
+    """A read-only connection that works (None: SQLite cannot open the database without write access)."""
+    with translated(db_path):
+        try:
+            con = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+        except apsw.CantOpenError as exc:
+            raise ReadOnlyError(f"cannot read the database {db_path} ({exc})") from None
+        con.set_busy_timeout(busy_timeout_ms())  # a reader racing another's recovery of the log waits
+        try:
+            con.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+        except (apsw.CantOpenError, apsw.ReadOnlyError):
+            con.close()
+            return None
+        return con
 
 
 def _create_private(db_path: Path) -> None:

@@ -12,6 +12,9 @@ from ..revisions import short_revision
 from ..times import format_time
 from .codec import unpack
 
+HASH_PREFIX = 12
+"""How many characters of a content hash ``notes_by_hash`` (``schema.m009_moves``) holds."""
+
 VISIBLE = "n.batch_id <= :b AND n.kind != 'deleted' AND (e.batch_id IS NULL OR e.batch_id > :b)"
 """The one visibility rule: revision ``n`` (joined to its end ``e`` in ``note_ends``) exists at batch ``:b``."""
 
@@ -264,6 +267,20 @@ def current_state(con: apsw.Connection, vault_id: int, paths: list[str] | None =
                 WHERE {VISIBLE}""",
             {"v": vault_id, "b": LATEST, "paths": json.dumps(paths)},
         ).fetchall()
+    return {path: (note_id, content_hash) for path, note_id, content_hash in rows}
+
+
+def live_with_hashes(con: apsw.Connection, vault_id: int, hashes: list[str]) -> dict[str, tuple[int, str]]:
+    """Path → (live revision id, content hash) of the notes that exist now with one of ``hashes``: an index
+    probe per hash (``notes_by_hash``, on a prefix of it), whatever the vault's size."""
+    rows = con.execute(
+        f"""SELECT n.path, n.id, n.content_hash FROM json_each(:hashes) j
+            CROSS JOIN notes n INDEXED BY notes_by_hash ON n.vault_id = :v
+                                AND substr(n.content_hash, 1, {HASH_PREFIX}) = substr(j.value, 1, {HASH_PREFIX})
+            LEFT JOIN note_ends e ON e.note_id = n.id
+            WHERE n.content_hash = j.value AND {VISIBLE}""",
+        {"v": vault_id, "b": LATEST, "hashes": json.dumps(sorted(hashes))},
+    ).fetchall()
     return {path: (note_id, content_hash) for path, note_id, content_hash in rows}
 
 

@@ -246,6 +246,18 @@ def m008_search_spans(con: apsw.Connection) -> None:
     search_schema.create(con)
 
 
+@migration
+def m009_moves(con: apsw.Connection) -> None:
+    """What keeps a move a rename when its halves arrive apart, and a replaced vault folder from reading as
+    deleted notes: the notes by a prefix of their content hash (a watcher's batch that creates a note
+    looks for a live note with its content whose file is gone, in a few index probes), and the inode of
+    each vault folder beside its device (NULL until the next sync registers it)."""
+    from .read import HASH_PREFIX
+
+    con.execute(f"CREATE INDEX notes_by_hash ON notes(vault_id, substr(content_hash, 1, {HASH_PREFIX}))")
+    con.execute("ALTER TABLE vault_devices ADD COLUMN inode INTEGER")
+
+
 def has_table(con: apsw.Connection, name: str) -> bool:
     return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
@@ -258,6 +270,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
     Before ``m006`` no vault device is registered: read-only, none is needed.
     Before ``m007`` no batch names its caller: read-only, ``store.batches`` reads NULL.
     Before ``m008`` there are no search spans: read-only, a past search counts ``search_rows`` instead.
+    Before ``m009`` no vault folder's inode is registered, no note is indexed by its hash: reads need neither.
     """
     if version == len(MIGRATIONS):
         return True
@@ -266,7 +279,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
     # 0.1.0 with its search tables, a database before purges, one whose index may still hold blank
     # or heading-only chunks (before m004), or one without audit heads (before m005): reads need
     # nothing that is missing
-    return version in (1, 2, 3, 4, 5, 6, 7) and search_schema.current(con)
+    return version in (1, 2, 3, 4, 5, 6, 7, 8) and search_schema.current(con)
 
 
 def migrate(con: apsw.Connection) -> int:

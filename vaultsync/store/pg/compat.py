@@ -79,8 +79,8 @@ def translate(sql: str) -> tuple[str, bool]:
         out = out.replace(old, new)
     out = _IN_JSON.sub(_in_list, out)
     out = _JSON_EACH.sub(r"json_array_elements_text(\1::json)", out)
+    out = _INDEXED_BY.sub("", out)  # first: ``CROSS JOIN t x INDEXED BY i ON`` is then a plain join too
     out = _CROSS.sub(r"JOIN \1", out)
-    out = _INDEXED_BY.sub("", out)
     out = _LIMIT.sub(r"LIMIT NULLIF(\1, -1)", out)
     out = out.replace("group_concat(", "string_agg(").replace("char(10)", "chr(10)")
     out = out.replace("?", "%s")

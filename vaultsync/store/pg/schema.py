@@ -348,6 +348,15 @@ def m009_writer_epoch(con: Any) -> None:
     con.execute(MIGRATION)
 
 
+@migration
+def m010_moves(con: Any) -> None:
+    """The SQLite engine's ``m009_moves``: the notes by a prefix of their content hash, and each vault folder's inode."""
+    from ..read import HASH_PREFIX
+
+    con.execute(f"CREATE INDEX IF NOT EXISTS notes_by_hash ON notes (vault_id, substr(content_hash, 1, {HASH_PREFIX}))")
+    con.execute("ALTER TABLE vault_devices ADD COLUMN IF NOT EXISTS inode bigint")  # (as m008: safe to run again)
+
+
 READABLE_FROM = 8
 """The oldest schema this vaultsync reads (opened read-only): the migrations after it change nothing a reader reads,
 so readers may be upgraded before the database is (``vaultsync migrate``)."""

@@ -1,0 +1,130 @@
+"""``restore`` and ``undo`` mean what ``read`` shows: a re-created note's path, notes moved since (a copy that says
+where the note lives, or ``--follow``), ``--delete-newer`` never deleting a note that moved in, ``undo`` of a rename
+renaming back, refusals exiting non-zero, ``--dry-run`` saying all of it."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from vaultsync import Vault
+from vaultsync.times import format_time, now_micros
+
+
+def moment() -> str:
+    time.sleep(0.01)
+    at = format_time(now_micros())
+    time.sleep(0.01)
+    return at
+
+
+@pytest.fixture
+def moved(tmp_path: Path, cli) -> tuple[Path, Path, str]:
+    """Recipes/{Soup,Cake}.md and A.md imported (BEFORE after that); then ``mv Recipes Food`` imported."""
+    root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"
+    (root / "Recipes").mkdir(parents=True)
+    (root / "Recipes" / "Soup.md").write_text("# Soup\n\nleeks\n", encoding="utf-8")
+    (root / "Recipes" / "Cake.md").write_text("# Cake\n\nflour\n", encoding="utf-8")
+    (root / "A.md").write_text("# A\n\nmay\n", encoding="utf-8")
+    cli("import", str(root), db=db, check=True)
+    before = moment()
+    (root / "Recipes").rename(root / "Food")
+    cli("import", str(root), db=db, check=True)
+    return root, db, before
+
+
+def kinds(db: Path, path: str) -> list[str]:
+    with Vault.open(db, name="vault", readonly=True) as vault:
+        return [r.kind for r in vault.history(path)]
+
+
+def test_restore_of_a_recreated_note_puts_back_what_read_shows(moved, cli) -> None:
+    root, db, before = moved
+    (root / "A.md").unlink()
+    cli("import", str(root), db=db, check=True)
+    (root / "A.md").write_text("# A\n\naugust\n", encoding="utf-8")
+    cli("import", str(root), db=db, check=True)
+    shown = cli("read", "A.md", "--as-of", before, db=db, check=True).stdout
+    dry = cli("restore", "A.md", "--as-of", before, "--dry-run", db=db)
+    assert dry.returncode == 0 and "replaces the note at A.md now" in dry.stdout and "-august\n+may\n" in dry.stdout
+    done = cli("restore", "A.md", "--as-of", before, db=db)
+    assert done.returncode == 0, done.stderr
+    assert (root / "A.md").read_text(encoding="utf-8") == shown == "# A\n\nmay\n"
+    assert kinds(db, "A.md") == ["created", "deleted", "created", "modified"], "the August text stays in history"
+    with Vault.open(db, name="vault", readonly=True) as vault:
+        august = vault.history("A.md")[2]
+        assert vault.revision_text(august) == "# A\n\naugust\n"
+
+
+def test_a_note_moved_since_is_a_copy_that_says_where_it_lives_or_follows(moved, cli) -> None:
+    root, db, before = moved
+    (root / "Food" / "Soup.md").write_text("# Soup\n\nleeks, potatoes\n", encoding="utf-8")
+    cli("import", str(root), db=db, check=True)
+    dry = cli("restore", "Recipes/Soup.md", "--as-of", before, "--dry-run", db=db)
+    assert dry.returncode == 0 and "create     Recipes/Soup.md" in dry.stdout
+    assert "this note lives at Food/Soup.md now (--follow restores it there)" in dry.stdout
+    followed = cli("restore", "Recipes/Soup.md", "--as-of", before, "--follow", "--json", db=db)
+    assert followed.returncode == 0, followed.stderr
+    assert [n["path"] for n in json.loads(followed.stdout)["notes"]] == ["Food/Soup.md"]
+    assert (root / "Food" / "Soup.md").read_text(encoding="utf-8") == "# Soup\n\nleeks\n"
+    assert not (root / "Recipes").exists(), "--follow writes no copy"
+    copied = cli("restore", "Recipes/Soup.md", "--as-of", before, db=db)
+    assert copied.returncode == 0, copied.stderr
+    shown = cli("read", "Recipes/Soup.md", "--as-of", before, db=db, check=True).stdout
+    assert (root / "Recipes" / "Soup.md").read_text(encoding="utf-8") == shown
+
+
+def test_a_folder_restore_copies_or_follows_the_moved_notes(moved, cli) -> None:
+    root, db, before = moved
+    dry = cli("restore", "--prefix", "Recipes/", "--as-of", before, "--dry-run", db=db)
+    assert dry.returncode == 0 and dry.stdout.count("(--follow restores it there)") == 2
+    followed = cli("restore", "--prefix", "Recipes/", "--as-of", before, "--follow", db=db)
+    assert followed.returncode == 0 and not (root / "Recipes").exists(), "the notes live in Food/: nothing to do"
+    cli("restore", "--prefix", "Recipes/", "--as-of", before, db=db, check=True)
+    assert sorted(p.name for p in (root / "Recipes").iterdir()) == ["Cake.md", "Soup.md"]
+
+
+def test_delete_newer_never_deletes_a_note_that_moved_in(moved, cli) -> None:
+    root, db, before = moved
+    (root / "Food" / "Pie.md").write_text("# Pie\n", encoding="utf-8")
+    cli("import", str(root), db=db, check=True)
+    dry = cli("restore", "--prefix", "Food/", "--as-of", before, "--delete-newer", "--dry-run", db=db)
+    assert dry.returncode == 0
+    assert "keep       Food/Soup.md  (Recipes/Soup.md as of" in dry.stdout and "moved here from Recipes/Soup.md" in dry.stdout
+    assert "delete     Food/Pie.md" in dry.stdout
+    cli("restore", "--prefix", "Food/", "--as-of", before, "--delete-newer", db=db, check=True)
+    assert sorted(p.name for p in (root / "Food").iterdir()) == ["Cake.md", "Soup.md"]
+    kept = cli("restore", "--prefix", "Food/", "--as-of", before, db=db)
+    assert kept.returncode == 0 and "keep" in kept.stdout, "notes kept are no refusal"
+
+
+def test_undo_of_a_rename_batch_renames_back(moved, cli) -> None:
+    root, db, _ = moved
+    with Vault.open(db, name="vault", readonly=True) as vault:
+        batch = vault.history("Food/Soup.md")[-1].batch_id
+    dry = cli("undo", str(batch), "--dry-run", db=db)
+    assert dry.returncode == 0 and "renamed back from Food/Soup.md" in dry.stdout
+    done = cli("undo", str(batch), "--json", db=db)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (root / "Recipes").iterdir()) == ["Cake.md", "Soup.md"]
+    assert not list((root / "Food").glob("*.md"))
+    with Vault.open(db, name="vault", readonly=True) as vault:
+        last = vault.history("Recipes/Soup.md")[-1]
+        assert (last.kind, last.renamed_from) == ("renamed", "Food/Soup.md")
+        assert vault.batch_info(last.batch_id)["source"] == "undo"
+
+
+def test_undo_of_a_rename_edited_since_is_refused_whole_and_exits_non_zero(moved, cli) -> None:
+    root, db, _ = moved
+    with Vault.open(db, name="vault", readonly=True) as vault:
+        batch = vault.history("Food/Soup.md")[-1].batch_id
+    (root / "Food" / "Soup.md").write_text("# Soup\n\nedited since\n", encoding="utf-8")
+    cli("import", str(root), db=db, check=True)
+    refused = cli("undo", str(batch), db=db)
+    assert refused.returncode == 1
+    assert "refused    Recipes/Soup.md" in refused.stdout and "refused    Food/Soup.md" in refused.stdout
+    assert not (root / "Recipes" / "Soup.md").exists(), "no copy of the half-undone rename"
+    assert (root / "Food" / "Soup.md").read_text(encoding="utf-8") == "# Soup\n\nedited since\n"
