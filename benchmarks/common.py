@@ -15,7 +15,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "corpora"
 RESULTS = REPO / "benchmarks" / "results"
-sys.path.insert(0, str(REPO / "tests"))  # search_truth: the independent ground truth
+sys.path.insert(0, str(REPO / "tests" / "support"))  # search_truth: the independent ground truth
 sys.path.insert(0, str(REPO))
 from benchmarks.harness import record_script  # noqa: E402
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import inspect
 import json
 import logging
 import os
@@ -32,10 +33,10 @@ settings.register_profile("vaultsync", deadline=None)
 settings.load_profile("vaultsync")
 
 SHARED_FIXTURES = {
-    "corpus": ("help_replayed", {"tests/test_history_truth.py", "tests/test_search_history.py",
-                                 "tests/test_restore_truth.py", "tests/test_pg_replay.py"}),
-    "corpus-git": ("help_backfilled", {"tests/test_history_truth_git.py"}),
-    "planted": ("planted_history", {"tests/test_purge.py", "tests/test_purge_safety.py"}),
+    "corpus": ("help_replayed", {"tests/vault/test_history_truth.py", "tests/search/test_search_history.py",
+                                 "tests/vault/test_restore_truth.py", "tests/store/test_pg_replay.py"}),
+    "corpus-git": ("help_backfilled", {"tests/vault/test_history_truth_git.py"}),
+    "planted": ("planted_history", {"tests/store/test_purge.py", "tests/store/test_purge_safety.py"}),
 }
 """Session fixtures too costly to build twice (the Help replay, its --from-git backfill, a Help slice with planted
 secrets), each with the modules that read it: pytest-xdist runs those modules on one worker, as one group."""
@@ -44,9 +45,59 @@ FIRST_GROUPS = ("corpus", "corpus-git")
 """Started before anything else, one per worker: together they are the longest path through the suite."""
 
 
+TIER_FIXTURES = {
+    "corpus": {"help_corpus", "help_clone", "help_replayed", "help_backfilled", "planted_history", "planted_db"},
+    "browser": {"browser"},  # Debian's chromium through Playwright (test_ui.py)
+    "client": {"matrix", "unpacked"},  # other MCP SDKs (Node.js, mcp 1.x in .venv-sdk1) and the bundle's official CLI
+}
+"""The markers ``make check`` leaves out, given by the fixtures a test takes (``pg`` also by its engine or module)."""
+SLOW_TESTS = {
+    # each of these takes several CPU-seconds on its own (a real load, a big vault, a model, many processes)
+    "test_search_exact.py::test_keyword_default_and_vector_exact_at_every_cutoff",
+    "test_search_exact.py::test_default_exact_with_a_small_candidate_window",
+    "test_parser_properties.py::test_editing_one_section_keeps_other_ids",
+    "test_parser_properties.py::test_renaming_a_heading_changes_only_its_subtree",
+    "test_cli.py::test_the_demo_runs",
+    "test_scale.py::test_import_mappings_and_peak_memory_do_not_grow_with_the_number_of_files",
+    "test_scale.py::test_a_one_note_batch_does_the_same_work_in_a_vault_ten_times_larger",
+    "test_semantic.py::test_import_with_minilm_searches_by_meaning_and_never_mixes_vectors",
+    "test_mcp_hardening.py::test_pipelined_calls_are_bounded_in_flight",
+    "test_mcp_hardening.py::test_http_load_slow_clients_and_concurrent_calls_then_a_fresh_client",
+    "test_mcp_hardening.py::test_protocol_fuzz_over_stdio_then_tools_list",
+    "test_mcp_hardening.py::test_https_with_a_certificate_and_a_private_token_file",
+    "test_many_servers.py::test_many_servers_one_watcher_and_a_takeover",
+    "test_watch_process.py::test_kill_9_in_the_middle_of_a_batch_then_restart",
+    "test_overflow.py::test_a_real_inotify_overflow_rescans_at_once",
+    "test_mcp_stdio.py::test_stdio_a_second_watch_serves_as_a_reader",
+    "test_stdio_end_of_input.py::test_a_vault_that_cannot_be_opened_is_one_line_on_either_transport",
+    "test_hardened_roles.py::test_without_the_block_the_server_is_unchanged_and_audits_nothing",
+}
+"""Tests marked ``slow`` here rather than in their files ("module.py::function", every parametrization)."""
+
+
+def _tier_marks(item: pytest.Item) -> set[str]:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    marks = {mark for mark, names in TIER_FIXTURES.items() if fixtures & names}
+    callspec = getattr(item, "callspec", None)
+    if f"{Path(str(item.fspath)).name}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
+        marks.add("slow")
+    if Path(str(item.fspath)).name.startswith("test_pg_") or (
+            callspec is not None and callspec.params.get("open_engine") == "postgres"):
+        marks.add("pg")
+    return marks - {m.name for m in item.iter_markers()}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test reading a shared fixture must sit in one of its modules (else pytest-xdist builds it twice)."""
+    """Marks each test with the tiers it needs (``TIER_FIXTURES``: ``make check`` leaves them out); a test reading a
+    shared fixture must sit in one of its modules (else pytest-xdist builds it twice)."""
+    modules = {Path(str(item.fspath)).name for item in items}
+    named = {f"{Path(str(item.fspath)).name}::{getattr(item, 'originalname', item.name)}" for item in items}
+    stale = sorted(t for t in SLOW_TESTS if t.split("::")[0] in modules and t not in named)
+    if stale and not any(arg.count("::") for arg in sys.argv):  # a run of whole modules: every name must be found
+        raise pytest.UsageError(f"SLOW_TESTS in tests/conftest.py names tests that do not exist: {stale}")
     for item in items:
+        for mark in sorted(_tier_marks(item)):
+            item.add_marker(mark)
         module = item.nodeid.split("::")[0]
         for group, (fixture, modules) in SHARED_FIXTURES.items():
             if fixture in set(getattr(item, "fixturenames", ())) and module not in modules:
@@ -300,6 +351,9 @@ class Replayed:
     """Unix committer times of the replayed commits, oldest first."""
     summaries: list[dict]
     """The ``--json`` summary of each import."""
+    root: Path
+    """The vault folder as the last replayed commit left it (the one the database registered): read it, never
+    change it."""
 
 
 @dataclass(frozen=True)
@@ -308,6 +362,7 @@ class Backfilled:
 
     db: Path
     clone: Path
+    """The clone whose folders the database registered: read it, never change it."""
 
 
 def copy_db(src: Path, dst: Path) -> Path:
@@ -407,11 +462,10 @@ def _answer(fifo: Path, reply: bytes, tool: subprocess.Popen[bytes]) -> None:
         return
 
 
-@pytest.fixture(scope="session")
-def help_replayed(help_corpus: HelpCorpus) -> Replayed:
-    """Replay every REPLAY_EVERY-th commit of the Help history, importing each state at its commit time."""
-    work = help_corpus.work
-    db, vault = work / "replay.db", work / "help"
+def _build_replayed(help_corpus: HelpCorpus, folder: Path) -> dict[str, Any]:
+    """Replay every REPLAY_EVERY-th commit into ``folder``/help, importing each state at its commit time into
+    ``folder``/replay.db; the meta: each import's summary and commit time."""
+    db, vault = folder / "replay.db", folder / "help"
     summaries: list[dict] = []
     times: list[int] = []
 
@@ -420,42 +474,92 @@ def help_replayed(help_corpus: HelpCorpus) -> Replayed:
             if top.is_dir() and not replayed_folder(top.name):
                 shutil.rmtree(top)
         done = invoke("import", str(vault), "--known-at", commit_time, "--json", db=db,
-                      env={"VAULTSYNC_HOME": str(work / "home")})
+                      env={"VAULTSYNC_HOME": str(help_corpus.work / "home")})
         assert done.returncode == 0, done.stderr
         summaries.append(json.loads(done.stdout))
         times.append(_unix(commit_time))
 
     replay(help_corpus, vault, HELP_SELECTION, import_state)
-    assert len(summaries) == len(times) >= 1827 // REPLAY_EVERY
-    assert all(s["errors"] == [] for s in summaries)
-    assert sum(s["renamed"] for s in summaries) > 50 and sum(s["deleted"] for s in summaries) > 50
-    return Replayed(db, times, summaries)
+    return {"commit_times": times, "summaries": summaries}
+
+
+def _build_backfilled(help_corpus: HelpCorpus, folder: Path) -> dict[str, Any]:
+    """A clone of the Help bundle in ``folder``/clone, two of its language folders each imported as its own vault
+    with ``import --from-git`` into ``folder``/git.db; the meta: each import's summary and the clone's first-parent
+    commit count."""
+    clone = folder / "clone"
+    subprocess.run(["git", "clone", "-q", str(HELP_BUNDLE), str(clone)], check=True, env=help_corpus.env, timeout=300)
+    commits = len(subprocess.run(["git", "-C", str(clone), "rev-list", "--first-parent", "HEAD"],
+                                 capture_output=True, text=True, check=True).stdout.split())
+    results = []
+    for name in HELP_GIT_VAULTS:
+        done = invoke("import", str(clone / name), "--from-git", "--json", db=folder / "git.db",
+                      env={"VAULTSYNC_HOME": str(help_corpus.work / "home")})
+        assert done.returncode == 0, done.stderr
+        results.append(json.loads(done.stdout))
+    return {"commits": commits, "results": results}
+
+
+def _cache_key(name: str, *builders: Callable[..., Any], inputs: tuple[Path, ...] = (HELP_BUNDLE, REPLAY_TOOL),
+               **settings: Any) -> str:
+    from support.corpus_cache import key
+
+    return key(name, inputs=inputs, settings=settings,
+               builder_source="".join(inspect.getsource(b) for b in (*builders, replay, _answer, invoke)))
 
 
 @pytest.fixture(scope="session")
-def help_backfilled(help_corpus: HelpCorpus, help_clone: Path) -> Backfilled:
-    """Two language folders of the clone, each imported as its own vault with ``import --from-git``."""
-    db = help_corpus.work / "git.db"
-    commits = len(subprocess.run(["git", "-C", str(help_clone), "rev-list", "--first-parent", "HEAD"],
-                                 capture_output=True, text=True, check=True).stdout.split())
-    for name in HELP_GIT_VAULTS:
-        done = invoke("import", str(help_clone / name), "--from-git", "--json", db=db,
-                      env={"VAULTSYNC_HOME": str(help_corpus.work / "home")})
-        assert done.returncode == 0, done.stderr
-        result = json.loads(done.stdout)
-        assert (result["vault"], result["commits"], result["already_imported"]) == (name, commits, 0)
+def help_replayed(help_corpus: HelpCorpus) -> Replayed:
+    """Every REPLAY_EVERY-th commit of the Help history, each state imported at its commit time: built once
+    (``support.corpus_cache``: kept across runs while its inputs are unchanged), each run given a copy."""
+    from support.corpus_cache import cached
+
+    entry_key = _cache_key("replayed", _build_replayed, every=REPLAY_EVERY, folders=REPLAY_FOLDERS)
+    folder, meta = cached("replayed", entry_key, lambda f: _build_replayed(help_corpus, f),
+                          help_corpus.work / "replayed")
+    times, summaries = meta["commit_times"], meta["summaries"]
+    assert len(summaries) == len(times) >= 1827 // REPLAY_EVERY
+    assert all(s["errors"] == [] for s in summaries)
+    assert sum(s["renamed"] for s in summaries) > 50 and sum(s["deleted"] for s in summaries) > 50
+    db = copy_db(folder / "replay.db", help_corpus.work / "replay.db")
+    return Replayed(db, times, summaries, folder / "help")
+
+
+@pytest.fixture(scope="session")
+def help_backfilled(help_corpus: HelpCorpus) -> Backfilled:
+    """Two language folders of a clone, each imported as its own vault with ``import --from-git`` (built once, as
+    ``help_replayed``, with its clone: the folders the database registered)."""
+    from support.corpus_cache import cached
+
+    entry_key = _cache_key("backfilled", _build_backfilled, vaults=HELP_GIT_VAULTS)
+    folder, meta = cached("backfilled", entry_key, lambda f: _build_backfilled(help_corpus, f),
+                          help_corpus.work / "backfilled")
+    for name, result in zip(HELP_GIT_VAULTS, meta["results"]):
+        assert (result["vault"], result["commits"], result["already_imported"]) == (name, meta["commits"], 0)
         assert result["errors"] == [] and result["added"] >= 173
-    return Backfilled(db, help_clone)
+    return Backfilled(copy_db(folder / "git.db", help_corpus.work / "git.db"), folder / "clone")
 
 
 @pytest.fixture(scope="session")
 def planted_history(tmp_path_factory: pytest.TempPathFactory):
-    """A slice of the Obsidian Help history with secrets planted across many revisions (tests/purge_history.py)."""
-    from purge_history import BUNDLE, TOOL, build
+    """A slice of the Obsidian Help history with secrets planted across many revisions (tests/support/purge_history.py),
+    built once as ``help_replayed``."""
+    from support import purge_history
+    from support.purge_history import BUNDLE, TOOL, History, build
+
+    from support.corpus_cache import cached
 
     if not BUNDLE.exists() or not TOOL.exists() or shutil.which("git") is None:
         pytest.skip(f"{BUNDLE}, {TOOL} or git not available")
-    return build(tmp_path_factory.mktemp("planted"))
+
+    def build_meta(folder: Path) -> dict[str, Any]:
+        history = build(folder)
+        shutil.rmtree(folder / "cache", ignore_errors=True)  # the replay tool's clone
+        return {"times": history.times, "truth": history.truth, "planted": history.planted}
+
+    entry_key = _cache_key("planted", build_meta, inputs=(BUNDLE, TOOL, Path(purge_history.__file__)))
+    folder, meta = cached("planted", entry_key, build_meta, tmp_path_factory.mktemp("planted"))
+    return History(folder / "planted.db", folder / "vault", meta["times"], meta["truth"], meta["planted"])
 
 
 @pytest.fixture
@@ -464,17 +568,17 @@ def planted_db(planted_history, tmp_path: Path) -> Path:
     return copy_db(planted_history.db, tmp_path / "purge.db")
 
 
-from engines import ENGINES  # noqa: E402 - the store's engines, next to the fixture that runs them
+from support.engines import ENGINES  # noqa: E402 - the store's engines, next to the fixture that runs them
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Stop the PostgreSQL server this process started for the tests (tests/pgserver.py), if any."""
-    import pgserver
+    """Stop the PostgreSQL server this process started for the tests (tests/support/pgserver.py), if any."""
+    from support import pgserver
 
     pgserver.stop_shared()
 
 
 @pytest.fixture(params=sorted(ENGINES))
 def open_engine(request: pytest.FixtureRequest) -> Callable[..., object]:
-    """Opens a store of each engine (tests/engines.py; one engine today): the store's behaviour tests take this."""
+    """Opens a store of each engine (tests/support/engines.py): the store's behaviour tests take this."""
     return ENGINES[request.param]

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 
 from conftest import REPO
-from mcp_helpers import error_text, sc
+from support.mcp_helpers import error_text, sc
 from vaultsync import Vault
 from vaultsync.server import ServeConfig, build_server
 from vaultsync.times import format_time

@@ -40,8 +40,10 @@ def clear():
         del sys.modules[name]
 
 import vaultsync
-names = ["vaultsync"] + [m.name for m in pkgutil.walk_packages(
-    vaultsync.__path__, "vaultsync.", onerror=lambda name: print(json.dumps([name, "walk: " + repr(sys.exc_info()[1])])))]
+def walk_error(name):
+    print(json.dumps([name, "walk: " + repr(sys.exc_info()[1])]))
+
+names = ["vaultsync"] + [m.name for m in pkgutil.walk_packages(vaultsync.__path__, "vaultsync.", onerror=walk_error)]
 for name in names:
     clear()
     try:
@@ -99,7 +101,8 @@ def _imports(tree: ast.Module, deferred: bool, typing: bool = False) -> Iterator
 def import_graph(deferred: bool = False, typing: bool = False, package_dir: Path = PACKAGE_DIR) -> dict[str, set[str]]:
     """vaultsync module -> the vaultsync modules its module-level code imports.
 
-    With ``deferred``, imports inside functions count too; with ``typing``, those under ``if TYPE_CHECKING:``. Importing ``a.b.c`` runs the ``__init__`` of
+    With ``deferred``, imports inside functions count too; with ``typing``, those under ``if TYPE_CHECKING:``.
+    Importing ``a.b.c`` runs the ``__init__`` of
     ``a.b`` first, so a target's enclosing packages are targets too (except the importer's own, which
     are already being imported when it runs).
     """

@@ -13,7 +13,7 @@ import pytest
 
 from vaultsync import Vault
 
-pgserver = pytest.importorskip("pgserver")
+pgserver = pytest.importorskip("support.pgserver")
 
 T = [1_000_000_000_000 * k for k in (1_700, 1_710, 1_720)]
 

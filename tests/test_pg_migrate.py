@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pgserver = pytest.importorskip("pgserver")
+pgserver = pytest.importorskip("support.pgserver")
 
 PREVIOUS = "7a1c903"
 """main before the writer epoch (PostgreSQL schema 8): the previous release of the PostgreSQL schema."""

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from watch_helpers import WatchProcess, no_thread_leaks, wait_until  # noqa: F401 - a fixture
+from support.watch_helpers import WatchProcess, no_thread_leaks, wait_until  # noqa: F401 - a fixture
 
 from vaultsync import Vault
 from vaultsync.errors import LockLost
 
-pgserver = pytest.importorskip("pgserver")
+pgserver = pytest.importorskip("support.pgserver")
 
 SIGNALS = {"fast": signal.SIGINT, "immediate": signal.SIGQUIT}
 """What ``pg_ctl stop -m fast`` and ``-m immediate`` send the postmaster."""
@@ -180,7 +180,7 @@ def test_a_takeover_waits_for_the_batch_in_flight_of_the_writer_that_lost_its_se
         cluster: Cluster, tmp_path: Path) -> None:
     """The epoch is raised by an UPDATE of the head row the batch holds: the new holder returns from taking the
     lock only after the old holder's batch committed, so it plans its writes on what that batch wrote."""
-    from test_store_contract import change
+    from support.changes import change
 
     dsn = cluster.dsn("inflight")
     root = tmp_path / "vault"
@@ -248,7 +248,7 @@ RETURN_S = 10.0
 
 
 async def _every_tool(c: Any) -> None:
-    from mcp_helpers import READ_TOOLS, sc
+    from support.mcp_helpers import READ_TOOLS, sc
 
     assert sorted(t.name for t in (await c.list_tools()).tools) == sorted(READ_TOOLS) == sorted(CALLS)
     for name, args in CALLS.items():
@@ -258,7 +258,7 @@ async def _every_tool(c: Any) -> None:
 async def _answers_every_tool(c: Any, within: float) -> float:
     """Call every tool until all answer (each failure one clear line, never a traceback); the seconds it took."""
     import anyio
-    from mcp_helpers import error_text
+    from support.mcp_helpers import error_text
 
     started = time.monotonic()
     with anyio.fail_after(within):
@@ -279,7 +279,7 @@ async def test_two_http_servers_answer_every_tool_and_deliver_subscriptions_afte
     import anyio
     import httpx2
     from mcp import Client
-    from mcp_helpers import error_text, free_port, make_history_vault, next_update, start_http, stop, watching
+    from support.mcp_helpers import error_text, free_port, make_history_vault, next_update, start_http, stop, watching
 
     dsn = cluster.dsn(f"servers_{event}")
     root = tmp_path / "notes"
@@ -322,7 +322,7 @@ async def test_two_http_servers_answer_every_tool_and_deliver_subscriptions_afte
                 took = [await _answers_every_tool(c, max(0.1, back + RETURN_S - time.monotonic())) for c in clients]
                 print(f"{event}: subscriptions delivered {delivered:.2f} s after the return; every tool answered "
                       f"{max(took) + delivered:.2f} s after it")
-            from mcp_helpers import sc
+            from support.mcp_helpers import sc
 
             for c in clients:
                 assert "edited while the database was away" in sc(await c.call_tool("read_note",
@@ -344,7 +344,7 @@ def test_a_watcher_and_a_server_follow_a_standby_promoted_to_primary(tmp_path: P
     import anyio
     import psycopg
     from mcp import Client
-    from mcp_helpers import free_port, sc, start_http, stop
+    from support.mcp_helpers import free_port, sc, start_http, stop
     from urllib.parse import quote
 
     try:

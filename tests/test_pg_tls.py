@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pgserver = pytest.importorskip("pgserver")
+pgserver = pytest.importorskip("support.pgserver")
 
 
 class TcpServer(pgserver.PgServer):  # type: ignore[name-defined]
@@ -39,7 +39,7 @@ def _certificate(folder: Path, name: str) -> tuple[Path, Path]:
 def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     if shutil.which("openssl") is None:
         pytest.skip("no openssl to make a certificate")
-    from mcp_helpers import free_port
+    from support.mcp_helpers import free_port
 
     folder = tmp_path_factory.mktemp("tls")
     cert, key = _certificate(folder, "server")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from watch_helpers import WatchProcess, no_thread_leaks, wait_until  # noqa: F401  (autouse fixture)
+from support.watch_helpers import WatchProcess, no_thread_leaks, wait_until  # noqa: F401  (autouse fixture)
 
 READY = "watching "
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_helpers import sc
+from support.mcp_helpers import sc
 from vaultsync import Vault
 from vaultsync.revisions import replace_section
 from vaultsync.server import ServeConfig, build_server

@@ -24,5 +24,5 @@ def default_db_path() -> Path:
     A ``postgresql://`` URI there stays a string: it names the PostgreSQL engine (``store.open_store``)."""
     env = os.environ.get("VAULTSYNC_DB")
     if env and env.startswith(("postgresql://", "postgres://")):
-        return env  # type: ignore[return-value]
+        return env  # type: ignore[return-value]  # a postgresql:// URI stays a str (callers take both)
     return Path(env) if env else data_dir() / "vaultsync.db"

@@ -41,7 +41,7 @@ class Commit:
 
 def _git(cwd: str, *args: str) -> bytes:
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
     except FileNotFoundError:
         raise ConfigError("importing git history needs the `git` command, which is not installed") from None
     if done.returncode != 0:

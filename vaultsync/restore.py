@@ -115,14 +115,15 @@ def find_revision(vault: Vault, path: str, *, as_of: TimeLike = None, revision: 
             if not hits:
                 raise NoteNotFound(f"note {path!r} has no revision {revision!r} (see its history)")
             return hits[-1]
-        known = [r for r in revs if r.known_at <= when]  # type: ignore[operator]
+        assert when is not None  # as_of was given: revision was not
+        known = [r for r in revs if r.known_at <= when]
         last = known[-1] if known else None
         if last is not None and last.deleted and last.renamed_to and last.renamed_to not in seen:
             seen.add(rel)
             rel = last.renamed_to  # an old name asked at a time after the rename: the note's name then
             continue
         if last is None or last.deleted:  # the note living here now may have had another name then
-            later = next((r for r in revs if r.known_at > when and r.renamed_from  # type: ignore[operator]
+            later = next((r for r in revs if r.known_at > when and r.renamed_from
                           and r.renamed_from not in seen), None)
             if later is not None and later.renamed_from:
                 seen.add(rel)

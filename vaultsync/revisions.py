@@ -83,7 +83,7 @@ def replace_section(text: str, heading: str, body: str) -> str:
     heads = _headings(lines)
     stack: list[tuple[int, str]] = []
     hits = []
-    for index, (line, level, title) in enumerate(heads):
+    for index, (_line, level, title) in enumerate(heads):
         stack = [(lv, t) for lv, t in stack if lv < level] + [(level, title)]
         if [t for _, t in stack][-len(wanted):] == wanted:
             hits.append(index)

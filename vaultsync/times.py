@@ -5,11 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, overload
 
 from .errors import ConfigError
 
-ACCEPTED = "YYYY-MM-DD (midnight UTC) or ISO 8601 with an explicit offset, e.g. 2024-03-01T12:00:00Z or 2024-03-01T12:00:00+02:00"
+ACCEPTED = ("YYYY-MM-DD (midnight UTC) or ISO 8601 with an explicit offset, e.g. 2024-03-01T12:00:00Z or "
+            "2024-03-01T12:00:00+02:00")
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATETIME = re.compile(
@@ -53,6 +54,10 @@ def from_micros(micros: int) -> dt.datetime:
     return _EPOCH + dt.timedelta(microseconds=micros)
 
 
+@overload
+def format_time(micros: int) -> str: ...
+@overload
+def format_time(micros: None) -> None: ...
 def format_time(micros: int | None) -> str | None:
     """ISO 8601 in UTC with a trailing Z; microseconds shown only when present."""
     if micros is None:

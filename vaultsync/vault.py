@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -17,12 +18,12 @@ from .disk.digest import content_hash
 from .config import default_db_path
 from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError, VaultNotFound, VaultsyncError
 from .disk.folder import MAX_FILE_BYTES, FileProblem, Present, files_containing, observe_paths, scan
-from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitHistory, GitImport, OnCommit, in_git, to_import
+from .gitimport import GIT_HISTORY_NOT_REWRITTEN, Commit, GitHistory, GitImport, OnCommit, in_git, to_import
 from .links import LinkReport, link_report
 from .parsers import split_lines
 from .disk.paths import changed_path, nfc, note_candidates, note_path
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
-from .store import BatchNews, Revision, Store, View, is_dsn, open_store
+from .store import BatchNews, Engine, Revision, View, is_dsn, open_store
 from .store.purge import check_strings as purge_strings_checked
 from .store.view import forgotten
 from .sync import BatchSummary, LiveIndex, ParsePool, Plan, Progress, Twins, twins_on_disk, write_plan
@@ -66,7 +67,7 @@ class Vault:
     guarded by ``if __name__ == "__main__"`` should opt in (the CLI does).
     """
 
-    def __init__(self, store: Store, name: str, vault_id: int, root: Path, *, parse_workers: int = 0,
+    def __init__(self, store: Engine, name: str, vault_id: int, root: Path, *, parse_workers: int = 0,
                  lock_command: str | None = None) -> None:
         self._store = store
         self.name = name
@@ -364,7 +365,7 @@ class Vault:
                     live = self._store.live_state(self.id, None if first else list(observed))
                     result.summary.merge(self._write_plan(
                         Plan(observed, live, {}, full=first), known_at=when, source="git", detail=commit.sha,
-                        strict=strict, on_write=lambda w, c=commit: w.record_git_commit(c.sha, c.committed_at),
+                        strict=strict, on_write=functools.partial(_record_commit, commit),
                         workers=pool))
                     result.commits += 1
                     if progress:
@@ -402,29 +403,26 @@ class Vault:
 
     def batch_info(self, batch_id: int) -> dict[str, Any] | None:
         """A batch's id, known_at, source ("import", "watch", "git", "write", "restore", ...) and detail."""
-        return self._store_call("batch_info", batch_id)
+        return self._store.batch_info(self.id, batch_id)
 
     def written_by(self, batch_id: int) -> list[Revision]:
         """Every revision one batch wrote (rename tombstones included), by path."""
-        return self._store_call("written_by", batch_id)
+        return self._store.written_by(self.id, batch_id)
 
     def batches_by_source(self, source: str | None, caller: str | None = None,
                           limit: int = 100) -> list[dict[str, Any]]:
         """The last ``limit`` batches written by ``source`` ("mcp": by any MCP tool) and/or done for the MCP
         ``caller`` (``vaultsync.acting``), oldest first, with the paths each wrote."""
-        return self._store_call("batches_by_source", source, caller, limit)
+        return self._store.batches_by_source(self.id, source, caller, limit)
 
     def revision_before(self, path: str, batch_id: int) -> Revision | None:
         """The last revision (or tombstone) at ``path`` before the batch ``batch_id``."""
-        return self._store_call("revision_before", note_path(path), batch_id)
+        return self._store.revision_before(self.id, note_path(path), batch_id)
 
     def revision_text(self, revision: Revision) -> str:
         """The exact text of one stored revision (from ``history``, ``ls`` or ``written_by``)."""
         with self._view() as view:
             return view.content(revision)
-
-    def _store_call(self, method: str, *args: Any) -> Any:
-        return getattr(self._store, method)(self.id, *args)
 
     # ------------------------------------------------------------ reading
 
@@ -522,7 +520,7 @@ class Vault:
         names = note_candidates(note_path(path))
         with self._view(None, as_micros(valid_at, "valid_at")) as view:
             pick = view.history if view.valid_at is None else view.history_valid
-            revs = next((found for found in map(pick, names) if found), [])
+            revs: list[Revision] = next((found for found in map(pick, names) if found), [])
         if not revs:
             raise NoteNotFound(f"vault '{self.name}' has no history for {path!r}")
         return revs
@@ -629,7 +627,8 @@ class Vault:
         return self.write_note(path, content)[0]
 
     def append_to_note(self, path: str, text: str) -> BatchSummary:
-        """Append text to an existing note file in place (nothing another program writes to it is lost), then record it as one batch (as ``create_note``)."""
+        """Append text to an existing note file in place (nothing another program writes to it is lost), then record
+        it as one batch (as ``create_note``)."""
         return self.write_note(path, text, append=True)[0]
 
     def write_note(self, path: str, text: str, *, append: bool = False,
@@ -765,6 +764,11 @@ class Vault:
         """Verify the store; return the problems found (empty when healthy)."""
         with self._view() as view:
             return view.check()
+
+
+def _record_commit(commit: Commit, writer: Any) -> None:
+    """Inside a ``--from-git`` batch: the commit it came from."""
+    writer.record_git_commit(commit.sha, commit.committed_at)
 
 
 def tagged(revisions: list[Revision], tag: str) -> list[Revision]:

@@ -1,4 +1,4 @@
-"""The newest Python MCP SDK 1.x as a client of ``vaultsync serve``, for tests/test_compat_matrix.py.
+"""The newest Python MCP SDK 1.x as a client of ``vaultsync serve``, for tests/server/test_compat_matrix.py.
 
 Runs in .venv-sdk1 (``make test`` builds it from tests/compat/requirements-sdk1.txt), never in the project
 venv: it imports only the 1.x SDK. Usage: ``python sdk1_client.py SPEC_JSON`` (token in

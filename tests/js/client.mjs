@@ -1,4 +1,4 @@
-// The TypeScript MCP SDK as a client of `vaultsync serve`, for tests/test_compat_matrix.py.
+// The TypeScript MCP SDK as a client of `vaultsync serve`, for tests/server/test_compat_matrix.py.
 // Usage: node client.mjs SPEC_JSON  (token in $VAULTSYNC_TEST_TOKEN) -> prints a JSON list, one row per transport.
 // SPEC: {"packages": {label: npm name}, "stdio": {command, args}, "http": url, "script": [{step, tool, arguments}]}
 import { readFileSync } from "node:fs";

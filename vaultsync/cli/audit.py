@@ -1,6 +1,6 @@
 """The ``audit`` commands: check a hardened server's audit log (``vaultsync/hardened/verify.py``).
 
-``cli.py`` adds ``COMMANDS`` to its group; this module does not import ``cli.py``.
+``commands.py`` adds ``COMMANDS`` to its group; this module does not import ``commands.py``.
 """
 
 from __future__ import annotations

@@ -167,9 +167,9 @@ def message(exc: VaultsyncError) -> str:
             flag = OPTIONS.get(name, "--" + name.replace("_", "-"))
             words.append(flag if value is True else f"{flag} {value}")
         said.append(f"run `{' '.join(words)}`")
-    flag = OPTIONS.get(exc.argument or "")
-    if flag:
-        said.append(flag)
+    option = OPTIONS.get(exc.argument or "")
+    if option:
+        said.append(option)
     return f"{exc} ({'; '.join(said)})" if said else str(exc)
 
 

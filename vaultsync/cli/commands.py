@@ -6,7 +6,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,6 +16,9 @@ from .base import (Context, Group, as_of_option, echo_json, friendly, json_optio
 from ..config import default_db_path
 from ..errors import VaultsyncError
 from ..times import ACCEPTED, format_time
+
+if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar
 
 
 class DatabaseParam(click.Path):
@@ -56,7 +59,8 @@ class Bar:
     """A progress bar on a terminal (stderr), nothing otherwise."""
 
     def __init__(self, label: str, enabled: bool) -> None:
-        self.label, self.enabled, self.bar, self.shown = label, enabled and sys.stderr.isatty(), None, 0
+        self.label, self.enabled, self.shown = label, enabled and sys.stderr.isatty(), 0
+        self.bar: ProgressBar[int] | None = None
 
     def __call__(self, done: int, total: int, *_: Any) -> None:
         if not self.enabled or total < 50:

@@ -1,12 +1,12 @@
 """The ``purge`` command: forgetting on purpose, a thin door over ``Vault.purge``.
 
-``cli.py`` adds ``COMMANDS`` to its group; this module does not import ``cli.py``.
+``commands.py`` adds ``COMMANDS`` to its group; this module does not import ``commands.py``.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import click
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 @json_option
 @pass_ctx
 @friendly
-def purge(obj: Context, texts: tuple[str, ...], text_file: click.utils.LazyFile | None, note: str | None,
+def purge(obj: Context, texts: tuple[str, ...], text_file: IO[str] | None, note: str | None,
           before: int | None, also_current: bool, yes: bool, as_json: bool) -> None:
     """Forget on purpose: rewrite the stored history without a text, a note, or old revisions.
 
@@ -74,6 +74,7 @@ def _print_purge(result: Purged) -> None:
 
 
 def _mb(size: object) -> str:
+    # (the ignore below) size is an int or a numeric str from the store
     return f"{int(size) / 2**20:.1f} MB"  # type: ignore[call-overload]
 
 

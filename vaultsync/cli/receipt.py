@@ -1,6 +1,6 @@
 """The ``receipt verify`` command: check provenance receipts of the hardened server against the store.
 
-``cli.py`` adds ``COMMANDS`` to its group; this module does not import ``cli.py``.
+``commands.py`` adds ``COMMANDS`` to its group; this module does not import ``commands.py``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def verify(obj: Context, source: Any, keystore_path: Path | None, manifest_path:
 
     FILE ('-' or omitted: stdin) holds a receipt, or a whole answer carrying one (a read_note result
     or a search hit: its text is checked against the stored revision too), or a search result or a
-    JSON array of any of those (each is checked). Prints one line per receipt: valid, or why not (bad MAC, unknown key id, purged,
+    JSON array of any of those (each is checked). Prints one line per receipt: valid, or why not (bad MAC, unknown
+    key id, purged,
     content differs from the store, not in this store). Exit status 0 only when every one is valid.
 
     \b
@@ -67,7 +68,7 @@ def verify(obj: Context, source: Any, keystore_path: Path | None, manifest_path:
         raise SystemExit(1)
 
 
-def _keystore_and_db(obj: Context, keystore_path: Path | None, manifest_path: Path | None) -> tuple[Path, Path]:
+def _keystore_and_db(obj: Context, keystore_path: Path | None, manifest_path: Path | None) -> tuple[Path, Path | str]:
     """The keystore and the database: given (``--keystore``, ``--db``) or the manifest's."""
     from ..hardened.manifest import load_manifest
 
@@ -85,7 +86,7 @@ def _keystore_and_db(obj: Context, keystore_path: Path | None, manifest_path: Pa
     return manifest.keystore_path, manifest.db_path
 
 
-def _check(db: Path, keystore: Any, answers: list[Any]) -> list[Any]:
+def _check(db: Path | str, keystore: Any, answers: list[Any]) -> list[Any]:
     """Each answer's verdict, each receipt's vault opened (read-only) once."""
     from ..errors import VaultNotFound
     from ..hardened.provenance import check_answer, receipt_vault

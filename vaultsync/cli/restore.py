@@ -1,6 +1,6 @@
 """The ``restore`` and ``undo`` commands: bring notes back, thin doors over ``vaultsync.restore``.
 
-``cli.py`` adds ``COMMANDS`` to its group; this module does not import ``cli.py``.
+``commands.py`` adds ``COMMANDS`` to its group; this module does not import ``commands.py``.
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ def restore(obj: Context, note: str | None, as_of: int | None, revision: str | N
         steps, detail = (r.plan_folder(vault, prefix, as_of=as_of, delete_newer=delete_newer, follow=follow),
                          f"restore of {prefix} as of {format_time(as_of)}")
     else:
-        step = r.plan_note(vault, note, as_of=as_of, revision=revision, to=to, follow=follow)  # type: ignore[arg-type]
+        assert note is not None  # exactly one of note and prefix, checked above
+        step = r.plan_note(vault, note, as_of=as_of, revision=revision, to=to, follow=follow)
         steps, detail = [step], f"restore of {step.origin}"
     _show(r.apply(vault, steps, source="restore", detail=detail, dry_run=dry_run), as_json)
     if any(s.refused for s in steps):

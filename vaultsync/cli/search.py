@@ -1,6 +1,6 @@
 """The search commands (search, export, reindex, reembed): thin click commands over ``Vault``.
 
-``cli.py`` adds ``COMMANDS`` to its group; this module does not import ``cli.py``. The search engine and
+``commands.py`` adds ``COMMANDS`` to its group; this module does not import ``commands.py``. The search engine and
 the embedders are imported only when a command here runs or shows its help (``LazyChoice``, ``Lazy``).
 """
 
@@ -30,7 +30,7 @@ def _embedder_names() -> list[str]:
     return sorted(EMBEDDERS)
 
 
-def valid_at_option(fn):  # type: ignore[no-untyped-def]
+def valid_at_option(fn):
     return time_option("--valid-at", help=f"Validity time for notes declaring valid_from/valid_to: {ACCEPTED}. "
                                            "Default: the --as-of time.")(fn)
 

@@ -1,6 +1,6 @@
 """The ``ui`` command: the vault through time in a local web page, a thin door over ``vaultsync.ui``.
 
-``cli.py`` adds ``COMMANDS`` to its group; this module does not import ``cli.py``.
+``commands.py`` adds ``COMMANDS`` to its group; this module does not import ``commands.py``.
 """
 
 from __future__ import annotations

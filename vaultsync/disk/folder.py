@@ -103,7 +103,8 @@ def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[st
     """Every note file below ``root`` (or below the folder ``under``), by NFC vault-relative path.
 
     Dot-folders and dot-files are skipped; symlinks are not notes (see ``paths``): a symlinked
-    folder is not entered, a symlinked ``.md`` file is named as a file that cannot be a note. ``keep`` sees every note file found and
+    folder is not entered, a symlinked ``.md`` file is named as a file that cannot be a note. ``keep`` sees every
+    note file found and
     may leave it out (a full sync drops unchanged files as it goes, so they cost no memory).
     """
     found: dict[str, Observed] = {}

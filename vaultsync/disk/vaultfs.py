@@ -173,6 +173,7 @@ def folder(root: str | os.PathLike[str], parts: list[str], *, create: bool = Fal
     caps = capabilities.current()
     top = capabilities.long_path(os.fspath(root))
     folds = capabilities.case_folds(top)
+    fd: int | None
     if caps.dir_fd:  # the vault folder itself was resolved when the vault was opened
         fd = os.open(top, os.O_RDONLY | caps.o_directory | _CLOEXEC)
         where = Folder(fd, top, os.fstat(fd).st_dev, folds)
@@ -420,13 +421,13 @@ def edit(root: str | os.PathLike[str], rel: str, limit: int, change: Callable[[b
             if _exchange(where, tmp, name):
                 # the note is ours now and what it replaced sits at ``tmp``: if another writer got in
                 # between the check and the swap, swap back (their version returns) and try again
+                gone: os.stat_result | None
                 try:
                     fd, gone = open_file(where, tmp, rel)
-                except NotANote:  # swapped for a link or a folder meanwhile: put it back, refuse next try
-                    gone, replaced = None, b""
-                else:
                     with os.fdopen(fd, "rb") as handle:
                         replaced = handle.read(min(gone.st_size, limit) + 1)
+                except NotANote:  # swapped for a link or a folder meanwhile: put it back, refuse next try
+                    gone, replaced = None, b""
                 # (its ctime moved with the swap itself, so the inode, mtime, size and bytes decide)
                 if (gone is None or (gone.st_ino, gone.st_mtime_ns, gone.st_size)
                         != (before.inode, before.mtime_ns, before.size) or replaced != old):

@@ -168,7 +168,7 @@ class AuditLog:
             raise ConfigError(f"{where} is not a log the store knows (no head for its first record's log id); {advice}")
         if not lines[-1].endswith(b"\n") or last is None or len(lines) != head.records or digest(last) != head.head:
             raise ConfigError(f"{where} does not end where the store's head says ({head.records} records); {advice}")
-        return log_id  # type: ignore[return-value]
+        return log_id  # type: ignore[return-value]  # a str here: head is None for any other value
 
     def close(self) -> None:
         with self._lock:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,8 +99,11 @@ def restrict(tools: list[Any], manifest: Manifest | None, known: Iterable[str]) 
 class Guard:
     """The SDK server middleware that filters tools per caller and audits calls and refusals."""
 
-    def __init__(self, manifest: Manifest, audit: AuditLog | None, sequential: Iterable[str] = ()) -> None:
+    def __init__(self, manifest: Manifest, audit: AuditLog | None, sequential: Iterable[str] = (),
+                 same_as: Mapping[str, str] | None = None) -> None:
         self.rules = manifest.role_filter
+        self.same_as = dict(same_as or {})
+        """Tools the manifest cannot name, allowed to whoever may call the tool named here (a view's own tools)."""
         self.audit = audit
         self.sequential = frozenset(sequential)
         """Tools that change the vault: their call is recorded before they start, not beside them."""
@@ -128,7 +131,7 @@ class Guard:
         name = params.get("name")
         caller = self.caller()
         if isinstance(name, str) and self.rules is not None:
-            reason = refusal(self.rules, name, caller.roles)
+            reason = refusal(self.rules, self.same_as.get(name, name), caller.roles)
             if reason is not None:
                 await self._deny(caller, name, reason)
                 raise MCPError(code=METHOD_NOT_FOUND, message=f"Unknown tool: {name}")
@@ -217,14 +220,18 @@ class Guard:
 
     def _listed(self, result: HandlerResult, caller: Caller) -> HandlerResult:
         assert self.rules is not None
-        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(result, dict):
+            return result
+        tools = result.get("tools")
         if not isinstance(tools, list):
             return result
-        shown = [t for t in tools if refusal(self.rules, str(t.get("name")), caller.roles) is None]
+        shown = [t for t in tools if refusal(self.rules, self.same_as.get(str(t.get("name")), str(t.get("name"))),
+                                             caller.roles) is None]
         return {**result, "tools": shown}
 
 
-def guard(manifest: Manifest | None, keystore: Keystore | None = None, sequential: Iterable[str] = ()) -> list[Guard]:
+def guard(manifest: Manifest | None, keystore: Keystore | None = None, sequential: Iterable[str] = (),
+          same_as: Mapping[str, str] | None = None) -> list[Guard]:
     """The middleware the manifest asks for: none without ``[role_filter]``, ``audit_log_path`` and an
     ``allowed_tools`` that leaves ``read_note`` out. ``keystore``: the manifest's, loaded once by the
     caller, signs the audit records."""
@@ -232,4 +239,4 @@ def guard(manifest: Manifest | None, keystore: Keystore | None = None, sequentia
                             and (manifest.allowed_tools is None or READS in manifest.allowed_tools)):
         return []
     audit = AuditLog(manifest.audit_log_path, manifest.db_path, keystore) if manifest.audit_log_path else None
-    return [Guard(manifest, audit, sequential)]
+    return [Guard(manifest, audit, sequential, same_as)]

@@ -6,7 +6,7 @@ it does notice:
 - inotify (Linux): past ``fs.inotify.max_queued_events`` the kernel drops events and queues
   ``IN_Q_OVERFLOW``; watchdog logs WARNING ``INOTIFY_OVERFLOW`` on the logger
   ``watchdog.observers.inotify_c``, rebuilds its watches and sends no event. A filter on that
-  logger hears it (``tests/test_overflow.py`` checks the text is still in watchdog's source).
+  logger hears it (``tests/live/test_overflow.py`` checks the text is still in watchdog's source).
 - Windows: when its 64 kB buffer overflows, ``ReadDirectoryChangesW`` returns zero bytes; watchdog's
   ``DirectoryChangeReader`` queues the empty buffer and ``get_events`` skips it. Our reader's queue
   (``EmptyBufferQueue``) calls back on every empty buffer after the first (which only marks the reader
@@ -82,7 +82,7 @@ def _install_inotify_filter() -> None:
         target.addFilter(_filter)
 
 
-class EmptyBufferQueue(queue.Queue):  # type: ignore[type-arg]
+class EmptyBufferQueue(queue.Queue):
     """A ``DirectoryChangeReader`` buffer queue calling ``on_overflow`` for every empty buffer after the first."""
 
     def __init__(self, on_overflow: Callable[[], None]) -> None:
@@ -121,6 +121,7 @@ def _fsevents_observer() -> Any:  # pragma: no cover - macOS only
     from watchdog.observers.fsevents import DEFAULT_FSEVENTS_LATENCY, FSEventsEmitter, FSEventsObserver
 
     class DropAwareFSEventsEmitter(FSEventsEmitter):
+        # (the ignore below) macOS only; watchdog types it otherwise there
         def queue_events(self, timeout: Any, events: Any) -> None:  # type: ignore[override]
             if dropped(events):
                 lost_under(self.watch.path)

@@ -4,7 +4,7 @@ Parsing a note spends a large share of its time on Markdown links (the Hub's not
 most of them long URLs): markdown-it-py reads a destination one character at a time and normalizes every one
 of them through ``mdurl``'s parse, format and encode. Here a run of ordinary characters is one regex step, and
 a destination that normalizing would leave unchanged is recognised by a pattern and returned as it is.
-Everything else goes through markdown-it's own code, so the results are the same; ``tests/test_destinations.py``
+Everything else goes through markdown-it's own code, so the results are the same; ``tests/parsers/test_destinations.py``
 checks that against markdown-it on generated and real destinations.
 """
 
@@ -102,6 +102,8 @@ def normalize_link(md: MarkdownIt, url: str) -> str:
 
 def install(md: MarkdownIt) -> None:
     """Make ``md`` read and normalize link destinations with the functions above."""
-    md.helpers = SimpleNamespace(parseLinkDestination=parse_link_destination, parseLinkLabel=parseLinkLabel,
-                                 parseLinkTitle=parseLinkTitle)
+    # markdown-it types ``helpers`` as its helpers module; any object with these three functions serves
+    md.helpers = SimpleNamespace(parseLinkDestination=parse_link_destination,  # type: ignore[assignment]
+                                 parseLinkLabel=parseLinkLabel, parseLinkTitle=parseLinkTitle)
+    # (the ignore below) replaced on this instance on purpose
     md.normalizeLink = lambda url: normalize_link(md, url)  # type: ignore[method-assign]

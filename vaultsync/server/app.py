@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from mcp.server import CacheHint, MCPServer
 from mcp.server.mcpserver.tools import Tool
 
 from ..hardened.keystore import Keystore, load_keystore
 from ..hardened.manifest import Manifest
-from ..hardened.roles import guard, restrict
+from ..hardened.roles import guard, refusal, restrict
+from .apps import attach_history_app
+from .apps.history import APP_TOOLS, SHOWN_ON, AppsForAppClients
 from .resources import register_resources
 from .served import ServeConfig, ServedVault
 from .toolkit import ToolSet
@@ -39,13 +43,19 @@ def build_server(config: ServeConfig) -> MCPServer:
     return server_for(ServedVault(config))
 
 
-def server_for(served: ServedVault) -> MCPServer:
+def server_for(served: ServedVault, *, app: bool = True) -> MCPServer:
     """The MCP server over ``served`` (whose ``running()`` is the server's lifespan): for callers that
-    keep the served vault, such as tests looking at its reader and writer."""
+    keep the served vault, such as tests looking at its reader and writer. ``app=False``: without the
+    note-history MCP App (the server a client without apps support sees)."""
     config = served.config
     manifest = config.manifest
     keystore = load_keystore(manifest.keystore_path) if manifest is not None and manifest.keystore_path else None
     tools, writes = _tools(served, manifest, keystore)
+    # role filter and audit log (none without a manifest asking for them); the view's tools go with note_history
+    guards = guard(manifest, keystore, sequential=writes, same_as=dict.fromkeys(APP_TOOLS, SHOWN_ON))
+    apps = None
+    if app and (manifest is None or manifest.allowed_tools is None):  # a manifest's tool list is exact: no view
+        tools, apps = attach_history_app(tools, served, _may_restore(tools, guards))
     mcp = MCPServer(
         config.name,
         title="vaultsync",
@@ -55,7 +65,8 @@ def server_for(served: ServedVault) -> MCPServer:
         tools=tools,
         subscriptions=served.feed.bus,
         cache_hints={"tools/list": CacheHint(ttl_ms=60_000, scope="private")},
-        middleware=guard(manifest, keystore, sequential=writes),  # role filter and audit log: none without a manifest asking for them
+        middleware=[AppsForAppClients(), *guards],
+        extensions=[apps] if apps is not None else None,
     )
     register_resources(mcp, served, page_size=config.page_size)
     return mcp
@@ -77,6 +88,18 @@ def _tools(served: ServedVault, manifest: Manifest | None, keystore: Keystore | 
     add_write_tools(scratch, served)  # names a manifest may give though writes are off
     writes = [t.name for t in scratch.tools]
     return restrict(tools.tools, manifest, writes), writes
+
+
+def _may_restore(tools: list[Tool], guards: list[Any]) -> Callable[[], bool]:
+    """Whether the current caller may call restore_note: the server publishes it and the caller's roles allow it."""
+    published = any(t.name == "restore_note" for t in tools)
+
+    def may() -> bool:
+        if not published:
+            return False
+        return all(g.rules is None or refusal(g.rules, "restore_note", g.caller().roles) is None for g in guards)
+
+    return may
 
 
 def _version() -> str:

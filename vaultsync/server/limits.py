@@ -86,7 +86,7 @@ def guarded_h11(base: type, *, waiting_limit: int = MAX_WAITING_FOR_HEADERS,
     cannot hold the server, and a client that sends its request promptly is always read."""
     waiting: collections.OrderedDict[int, Any] = collections.OrderedDict()
 
-    class GuardedH11Protocol(base):  # type: ignore[misc, valid-type]
+    class GuardedH11Protocol(base):
         _deadline: asyncio.TimerHandle | None = None
         _phase: object = None
 

@@ -54,11 +54,12 @@ class SignedSearchHit(SearchHit):
 
 class SignedSearchResult(SearchResult):
     __doc__ = SearchResult.__doc__
-    hits: list[SignedSearchHit]
+    hits: list[SignedSearchHit]  # type: ignore[assignment]  # pydantic: a subclass narrows a field's model
 
 
 class ReceiptCheck(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    # (the ignore below) a Literal of a constant tuple, valid for pydantic
     status: Literal[STATUSES] = Field(description="valid, or why not")  # type: ignore[valid-type]
     valid: bool
     message: str = Field(description="One line saying what was checked or what failed")
@@ -77,7 +78,7 @@ def add_receipts(tools: ToolSet, rt: ServedVault, keystore: Keystore) -> None:
         data = result.model_dump()
         with rt.reading() as vault:
             (receipt,) = sign_answers(vault, keystore, [data], format_time(when(args.get("as_of"), "as_of")))
-        return SignedNoteResult(**data, receipt=receipt)
+        return SignedNoteResult(**data, receipt=receipt)  # type: ignore[arg-type]  # a dict pydantic validates
 
     def sign_hits(result: SearchResult, args: dict[str, Any]) -> SignedSearchResult:
         data = result.model_dump()
@@ -123,6 +124,7 @@ def _wrap(tools: ToolSet, name: str, model: type[BaseModel], sign: Callable[[Any
         return sign(inner(**kwargs), kwargs)
 
     signed.__name__ = name  # the tool keeps its name, whichever function gives the whole answer
+    # (the ignore below) the SDK builds the schema from the signature set here
     signed.__signature__ = inspect.signature(inner, eval_str=True).replace(  # type: ignore[attr-defined]
         return_annotation=model)
     signed.__doc__ = (inner.__doc__ and inspect.cleandoc(inner.__doc__) or "") + note

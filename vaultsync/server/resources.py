@@ -61,7 +61,8 @@ def register_resources(mcp: MCPServer, rt: ServedVault, *, page_size: int = 100)
         try:
             rt.feed.subscribe_legacy(str(params.uri), ctx.session)
         except ValueError as exc:
-            raise MCPError(INVALID_PARAMS, f"{exc}; subscribe to a note://Folder/Note.md URI from resources/list")
+            raise MCPError(INVALID_PARAMS,
+                           f"{exc}; subscribe to a note://Folder/Note.md URI from resources/list") from None
         return EmptyResult()
 
     async def unsubscribe(ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams) -> EmptyResult:

@@ -95,7 +95,7 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         return recorded(served.read(step.path))
 
 
-def _locked(writer: Vault, write):  # type: ignore[no-untyped-def]
+def _locked(writer: Vault, write):
     try:
         return write()
     except LockedError:

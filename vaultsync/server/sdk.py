@@ -13,7 +13,7 @@ A legacy subscription belongs to a client connection, but ``ServerSession`` (bui
 exposes the connection privately; ``connection_key`` names it.
 
 When the SDK moves one of these, the functions here raise ``SDKChanged`` naming the attribute, and
-``tests/test_mcp_sdk_adapter.py`` fails with the same message.
+``tests/server/test_mcp_sdk_adapter.py`` fails with the same message.
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ RETRY_FAILED_START_S = 30.0
 class ServeConfig:
     """How a server was asked to run (loaded once at the edge, passed down); ``build_server`` takes it."""
 
-    db: Path | None = None
-    """The database file (None: the ``given`` vault's)."""
+    db: Path | str | None = None
+    """The database file or a ``postgresql://`` URI (None: the ``given`` vault's)."""
     root: Path | None = None
     """The vault folder; needed for writes and the watcher."""
     vault: str | None = None
@@ -120,6 +120,7 @@ class ServedVault:
             self.role.stand_by()
 
     def _open_from(self, cfg: ServeConfig, need_writer: bool) -> None:
+        name: str | None
         if need_writer:
             if cfg.root is None:
                 raise ConfigError("writes and the watcher need the vault folder", argument="root")

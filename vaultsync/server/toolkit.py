@@ -67,7 +67,7 @@ def _for_caller(fn: F) -> F:
         with acting.acting_for(acting.caller() or acting.ANONYMOUS):
             return fn(*args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature of F
 
 
 def friendly(fn: F) -> F:
@@ -87,7 +87,7 @@ def friendly(fn: F) -> F:
         except VaultsyncError as exc:
             raise ToolError(str(exc)) from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature of F
 
 
 def wire_names(renames: dict[str, str]) -> Callable[[F], F]:
@@ -106,7 +106,7 @@ def wire_names(renames: dict[str, str]) -> Callable[[F], F]:
                     kwargs[py] = kwargs.pop(wire)
             return fn(**kwargs)
 
-        return call  # type: ignore[return-value]
+        return call  # type: ignore[return-value]  # functools.wraps keeps the signature of F
 
     return decorate
 

@@ -74,7 +74,9 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
             result = vault.search(query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit,
                                   prefix=prefix or None, tags=tags or None)
         hits, cut = fit_hits(result.hits)
-        return SearchResult(query=result.query, as_of=_stamp(result.as_of), mode=result.mode, hits=hits, truncated=cut,
+        return SearchResult(query=result.query, as_of=_stamp(result.as_of), mode=result.mode,
+                            hits=hits,  # type: ignore[arg-type]  # dicts: pydantic validates them into SearchHit
+                            truncated=cut,
                             before_history=result.before_history, first_batch=result.first_batch)
 
     tools.full["search_notes"] = search_hits  # the whole hits, for a server that signs them (receipts)

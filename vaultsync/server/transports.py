@@ -120,7 +120,7 @@ class GuardedLines:
                 continue
             try:
                 data = json.loads(text)
-            except ValueError as exc:
+            except json.JSONDecodeError as exc:
                 await self._error(None, PARSE_ERROR, f"Parse error: not valid JSON ({exc.msg} at column {exc.colno})")
                 continue
             except RecursionError:
@@ -181,6 +181,7 @@ async def serve_stdio(mcp: MCPServer, *, limit: int = MAX_MESSAGE_BYTES) -> None
     with _one_error():
         async with anyio.create_task_group() as tg:
             tg.start_soon(_cancel_on_signals, tg.cancel_scope)
+            # (the ignore below) GuardedLines stands in for the SDK's async stdin
             async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
                 stdin.reply = write_stream
                 server_out, to_stdout = anyio.create_memory_object_stream[SessionMessage](0)
@@ -316,9 +317,11 @@ def http_app(mcp: MCPServer, host: str, port: int, *, token: str | None, limit: 
     if token is not None or verifier is not None:
         shown = f"[{host}]" if ":" in host else host
         base = f"{'https' if tls else 'http'}://{shown}:{port}"
-        auth = AuthSettings(issuer_url=base, resource_server_url=f"{base}/mcp",  # type: ignore[arg-type]
-                            validate_token_resource=False, required_scopes=["vault"])
-        verifier = verifier or StaticTokenVerifier(token)
+        auth = AuthSettings.model_validate({"issuer_url": base, "resource_server_url": f"{base}/mcp",
+                                            "validate_token_resource": False, "required_scopes": ["vault"]})
+        if verifier is None:
+            assert token is not None
+            verifier = StaticTokenVerifier(token)
     # MCPServer takes a token verifier only in its constructor; the low-level app takes one here
     app = lowlevel_server(mcp).streamable_http_app(
         streamable_http_path="/mcp", max_request_body_size=limit, transport_security=security, host=host,

@@ -302,6 +302,7 @@ class Store:
     def reindex(self, vault_id: int, *, full: bool = False) -> int:
         """Index every batch the search index has not seen (``full``: drop and rebuild it for every vault,
         with the same embedder); return how many of this vault's batches were indexed."""
+        from .search.index import SearchIndexer
         from .search.rebuild import rebuild_search
 
         if self.readonly:
@@ -312,8 +313,10 @@ class Store:
             self._attach_search()
             return done
         self._attach_search()
+        indexer = self.indexers[-1]
+        assert isinstance(indexer, SearchIndexer)  # put last by _attach_search
         with self.db.atomic() as con:
-            return self.indexers[-1].catch_up(con, vault_id)
+            return indexer.catch_up(con, vault_id)
 
     def reembed(self, embedder_name: str) -> tuple[str, int]:
         """Replace every vector with those of another embedder: (its signature, docs embedded)."""

@@ -31,7 +31,8 @@ def by_source(con: apsw.Connection, vault_id: int, source: str | None, caller: s
     with its paths. ``source`` "mcp" means every batch an MCP tool wrote: those naming a caller, and the
     write tools' batches of a database from before callers were recorded (source ``write``)."""
     column = _caller(callers)
-    where, args = ["b.vault_id = ?"], [vault_id]
+    where = ["b.vault_id = ?"]
+    args: list[int | str] = [vault_id]
     if source == "mcp":
         where.append(f"({column} IS NOT NULL OR b.source = 'write')")
     elif source is not None:

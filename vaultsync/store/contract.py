@@ -2,7 +2,7 @@
 
 Two engines implement it: SQLite (``vaultsync.store.Store`` with ``BatchWriter``, ``View`` and
 ``WriterLock``) and PostgreSQL (``vaultsync.store.pg``: ``PgStore``, ``PgView``, ``PgWriterLock``); the
-contract tests (``tests/test_store_contract.py``) run on both. Everything above the store
+contract tests (``tests/store/test_store_contract.py``) run on both. Everything above the store
 (``sync``, ``Vault``, the watcher, the server, hardened mode) uses only what is declared here; the tests
 check that the SQLite classes match these signatures.
 
@@ -103,8 +103,9 @@ class Batch(Protocol):
         """Append a revision of ``change.path`` with its parsed facts (chunks, links, validity…)."""
         ...
 
-    def add_tombstone(self, path: str, live_id: int, renamed_to: str | None = None) -> None:
-        """Record that ``path`` (its live revision ``live_id``) stopped existing, or was renamed to ``renamed_to``."""
+    def add_tombstone(self, path: str, live_id: int, renamed_to: str | None = None) -> int:
+        """Record that ``path`` (its live revision ``live_id``) stopped existing, or was renamed to ``renamed_to``
+        (returns the tombstone's revision id)."""
         ...
 
     def set_file_state(self, path: str, size: int, mtime_ns: int, content_hash: str) -> None:
@@ -256,6 +257,21 @@ class Upkeep(Protocol):
     def last_batch(self, vault_id: int) -> tuple[int, str] | None: ...
 
     def git_commits(self, vault_id: int) -> set[str]: ...
+
+    def vault_device(self, vault_id: int) -> int | None: ...
+
+    def unreachable_s(self) -> float: ...
+
+    def set_vault_device(self, vault_id: int, device: int) -> None: ...
+
+    def batch_info(self, vault_id: int, batch_id: int) -> dict[str, Any] | None: ...
+
+    def written_by(self, vault_id: int, batch_id: int) -> list[Revision]: ...
+
+    def batches_by_source(self, vault_id: int, source: str | None, caller: str | None = None,
+                          limit: int = 100) -> list[dict[str, Any]]: ...
+
+    def revision_before(self, vault_id: int, path: str, batch_id: int) -> Revision | None: ...
 
     def reindex(self, vault_id: int, *, full: bool = False) -> int: ...
 

@@ -182,6 +182,7 @@ def _lock(kind: str, handle: IO[str], *, exclusive: bool) -> None:
         import msvcrt
 
         os.lseek(handle.fileno(), MSVCRT_OFFSET, os.SEEK_SET)
+        # (the ignore below) Windows only (typeshed hides msvcrt elsewhere)
         msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
         os.lseek(handle.fileno(), 0, os.SEEK_SET)
 
@@ -195,6 +196,7 @@ def _unlock(kind: str, handle: IO[str]) -> None:
         import msvcrt
 
         os.lseek(handle.fileno(), MSVCRT_OFFSET, os.SEEK_SET)
+        # (the ignore below) Windows only (typeshed hides msvcrt elsewhere)
         msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
         os.lseek(handle.fileno(), 0, os.SEEK_SET)
 

@@ -104,7 +104,7 @@ def revision_texts(con: apsw.Connection, vault_id: int) -> Iterable[tuple[int, s
            WHERE n.vault_id = ? ORDER BY n.id, c.ord""", (vault_id,)):
         if current is None or current[0] != note_id:
             if current is not None:
-                yield (*current, "".join(parts))  # type: ignore[misc]
+                yield (*current, "".join(parts))  # type: ignore[misc]  # current holds the four columns of a row
             current, parts = [note_id, path, kind, prev_id], []
         text = cache.get(text_id)
         if text is None:
@@ -112,7 +112,7 @@ def revision_texts(con: apsw.Connection, vault_id: int) -> Iterable[tuple[int, s
                                                              (text_id,)).fetchone()[0])
         parts.append(text)
     if current is not None:
-        yield (*current, "".join(parts))  # type: ignore[misc]
+        yield (*current, "".join(parts))  # type: ignore[misc]  # current holds the four columns of a row
 
 
 def paths_containing(con: apsw.Connection, vault_id: int, strings: Sequence[str]) -> list[str]:

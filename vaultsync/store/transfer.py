@@ -4,7 +4,8 @@ The history goes through the store's contract only, so it works both ways betwee
 (and from one file to another). Each vault is replayed batch by batch, in order, each batch with its own ``known_at``,
 source, detail and caller, and within a batch its revisions in the order they were written: new content goes
 through the parser again (the same text gives the same chunks, links, title and validity; the destination
-embeds with the source's embedder) and renames and deletions are written as such, so every answer at every time (read, ls, history, changes, export,
+embeds with the source's embedder) and renames and deletions are written as such, so every answer at every time
+(read, ls, history, changes, export,
 search) is the source's. The file states (what lets the next sync skip unchanged files) and the git
 commits already imported follow.
 
@@ -21,12 +22,17 @@ audit log the source also has.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..parsers import parse_note
 from .contract import Change, Engine
+
+if TYPE_CHECKING:
+    from . import StoredVault
 
 
 @dataclass(slots=True)
@@ -36,14 +42,14 @@ class Copied:
     vaults: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-def copy_databases(src: object, dst: object, *, progress: Callable[[str, int, int], None] | None = None) -> Copied:
+def copy_databases(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, progress: Callable[[str, int, int], None] | None = None) -> Copied:
     """Open the database ``src`` (read-only) and ``dst`` (a file or a ``postgresql://`` URI, created as needed)
     and copy every vault of one into the other."""
     from . import open_store
 
-    source = open_store(src, readonly=True)  # type: ignore[arg-type]
+    source = open_store(src, readonly=True)
     try:
-        target = open_store(dst, embedder=_embedder(source))  # type: ignore[arg-type]
+        target = open_store(dst, embedder=_embedder(source))
         try:
             return copy_database(source, target, progress=progress)
         finally:
@@ -69,7 +75,7 @@ def copy_database(src: Engine, dst: Engine, *, progress: Callable[[str, int, int
     for stored in src.vaults():
         done.vaults[stored.name] = _copy_vault(src, dst, stored, progress)
         _copy_purges(src, dst, stored)
-    with dst.db.atomic() as con:  # type: ignore[attr-defined]
+    with dst.db.atomic() as con:  # type: ignore[attr-defined]  # both engines' own database (not in the contract)
         for head in heads:
             if head[0] not in theirs:
                 con.execute(f"INSERT INTO audit_heads ({HEAD_COLUMNS}) VALUES (?,?,?,?,?)", head)
@@ -87,38 +93,38 @@ def _embedder(engine: Engine) -> str | None:
     from .search.schema import meta
     from .schema import has_table
 
-    with engine.db.atomic() as con:  # type: ignore[attr-defined]
+    with engine.db.atomic() as con:  # type: ignore[attr-defined]  # both engines' own database (not in the contract)
         return meta(con, "embedder") if has_table(con, "search_meta") else None
 
 
 def _audit_heads(engine: Engine) -> list[tuple]:
     from .schema import has_table
 
-    with engine.db.atomic() as con:  # type: ignore[attr-defined]
+    with engine.db.atomic() as con:  # type: ignore[attr-defined]  # both engines' own database (not in the contract)
         if not has_table(con, "audit_heads"):  # an older SQLite database read as it is
             return []
         return [tuple(r) for r in con.execute(f"SELECT {HEAD_COLUMNS} FROM audit_heads ORDER BY log_id")]
 
 
-def _copy_purges(src: Engine, dst: Engine, stored: object) -> None:
+def _copy_purges(src: Engine, dst: Engine, stored: StoredVault) -> None:
     """The vault's purge records, oldest first, after its history (see the module docstring)."""
-    if not src.purge_count(stored.id):  # type: ignore[attr-defined]
+    if not src.purge_count(stored.id):
         return
-    rows = src.db.query(f"SELECT {PURGE_COLUMNS} FROM purges WHERE vault_id = ? ORDER BY id",  # type: ignore[attr-defined]
-                        (stored.id,))  # type: ignore[attr-defined]
-    dst_id = dst.vault(stored.name).id  # type: ignore[attr-defined, union-attr]
-    with dst.db.atomic() as con:  # type: ignore[attr-defined]
+    db = src.db  # type: ignore[attr-defined]  # both engines' own database (not in the contract)
+    rows = db.query(f"SELECT {PURGE_COLUMNS} FROM purges WHERE vault_id = ? ORDER BY id", (stored.id,))
+    dst_id = dst.vault(stored.name).id  # type: ignore[union-attr]  # _copy_vault registered it
+    with dst.db.atomic() as con:  # type: ignore[attr-defined]  # both engines' own database (not in the contract)
         for row in rows:
             con.execute(f"INSERT INTO purges (vault_id, {PURGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
                         (dst_id, *row))
 
 
-def _copy_vault(src: Engine, dst: Engine, stored: object, progress: Callable[[str, int, int], None] | None
+def _copy_vault(src: Engine, dst: Engine, stored: StoredVault, progress: Callable[[str, int, int], None] | None
                 ) -> dict[str, int]:
     from pathlib import Path
 
-    name, src_id = stored.name, stored.id  # type: ignore[attr-defined]
-    dst_id = dst.ensure_vault(name, Path(stored.root))  # type: ignore[attr-defined]
+    name, src_id = stored.name, stored.id
+    dst_id = dst.ensure_vault(name, Path(stored.root))
     ids: dict[int, int] = {}
     """Source revision id → destination revision id."""
     commits = src.git_commits(src_id)
@@ -131,14 +137,16 @@ def _copy_vault(src: Engine, dst: Engine, stored: object, progress: Callable[[st
             break
         for item in news:
             last = item.batch_id
-            info = src.batch_info(src_id, item.batch_id)  # type: ignore[attr-defined]
-            written = sorted(src.written_by(src_id, item.batch_id), key=lambda r: r.note_id)  # type: ignore[attr-defined]
+            info = src.batch_info(src_id, item.batch_id)
+            assert info is not None, f"batch {item.batch_id} was listed but is not there"
+            written = sorted(src.written_by(src_id, item.batch_id), key=lambda r: r.note_id)
             with src.view(src_id, name) as view:
                 texts = {r.note_id: view.content(r) for r in written if not r.deleted}
             with dst.batch(dst_id, known_at=info["known_at"], source=info["source"], detail=info["detail"],
                            caller=info["caller"]) as batch:
                 for r in written:
                     if r.deleted:
+                        # (the ignore below) a tombstone always has a prev_id
                         batch.add_tombstone(r.path, ids[r.prev_id], renamed_to=r.renamed_to)  # type: ignore[index]
                         continue
                     text = texts[r.note_id]
@@ -150,7 +158,9 @@ def _copy_vault(src: Engine, dst: Engine, stored: object, progress: Callable[[st
                 if sha is not None:
                     batch.record_git_commit(sha, info["known_at"])
                     commits.discard(sha)
-            copied = sorted(dst.written_by(dst_id, batch.batch_id), key=lambda r: r.note_id)  # type: ignore[attr-defined]
+            # (batch_id None: the source batch held nothing, and neither does the copy)
+            copied = sorted(dst.written_by(dst_id, batch.batch_id),  # type: ignore[arg-type]
+                            key=lambda r: r.note_id)
             if [(r.path, r.kind) for r in copied] != [(r.path, r.kind) for r in written]:
                 raise ConfigError(f"batch {item.batch_id} of vault '{name}' did not copy as it was written")
             ids.update({a.note_id: b.note_id for a, b in zip(written, copied)})

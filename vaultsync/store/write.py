@@ -52,7 +52,7 @@ def dumps(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
-_STRING = json.encoder.encode_basestring  # type: ignore[attr-defined]  # what the encoder uses for a str (no ensure_ascii)
+_STRING = json.encoder.encode_basestring  # what the encoder uses for a str (no ensure_ascii)
 
 
 def dumps_strings(values: Sequence[str]) -> str:
@@ -142,7 +142,7 @@ class BatchWriter:
 
     def ahead(self) -> tuple[AheadWork, ...]:
         """The work parse workers may do per note for this batch's indexers (e.g. embedding its chunks)."""
-        return tuple(ix.ahead for ix in self._ahead_indexers())
+        return tuple(ix.ahead for ix in self._ahead_indexers() if ix.ahead is not None)
 
     def take_ahead(self, payloads: Sequence[Any]) -> None:
         """One note's results of ``ahead()``'s work, in the same order."""

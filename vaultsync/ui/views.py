@@ -64,7 +64,7 @@ class Explorer:
     def _cached(self, key: tuple[Any, ...], make: Callable[[], T]) -> T:
         if key in self._cache:
             self._cache.move_to_end(key)
-            return self._cache[key]  # type: ignore[no-any-return]
+            return self._cache[key]
         value = make()
         self._cache[key] = value
         while len(self._cache) > CACHED_MOMENTS * 4:

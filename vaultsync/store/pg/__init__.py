@@ -30,7 +30,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ...errors import ConfigError, LockLost, SchemaError
+from ...errors import ConfigError, LockLost, ProviderError, SchemaError
 from ...times import format_time, now_micros
 from .. import Store, codec, is_dsn  # noqa: F401 - is_dsn: what names this engine
 from ..values import PurgeResult
@@ -84,10 +84,13 @@ def upgrade(dsn: str, *, dry_run: bool = False) -> tuple[int, int, list[str]]:
 class PgStore(Store):
     """One PostgreSQL database (or schema) holding any number of vaults: the ``Engine`` of the contract."""
 
+    # Store's code runs over a PgDatabase (the same atomic/query/one API, plus the readers' pool)
+    db: PgDatabase  # type: ignore[assignment]  # PgDatabase is not a Database subclass, only the same API
+
     def __init__(self, dsn: str, *, readonly: bool = False, search: bool = True, embedder: str | None = None) -> None:
         self.dsn = dsn
         self.readonly = readonly
-        self.db = PgDatabase(dsn, readonly=readonly)  # type: ignore[assignment]
+        self.db = PgDatabase(dsn, readonly=readonly)
         self.path = self.dsn
         self.indexers = []
         self.fences: dict[int, Fence] = {}
@@ -132,22 +135,25 @@ class PgStore(Store):
 
         chosen = get_embedder(embedder) if isinstance(embedder, str) else embedder
         with self.db.atomic() as con:
-            name = meta(con, "embedder")  # type: ignore[arg-type]
+            name = meta(con, "embedder")
             if name is None:
                 name = DEFAULT_EMBEDDER if chosen is None else chosen.embedder_id
                 vectors.set_meta(con, "embedder", name)
                 vectors.set_meta(con, "embedder_signature", (chosen or get_embedder(name)).signature)
+            mismatch: ProviderError | None
             if chosen is None and name not in EMBEDDERS:
                 use, mismatch = None, unknown_embedder(name)
             else:
                 use = chosen or get_embedder(name)
-                mismatch = check_embedder(con, use)  # type: ignore[arg-type]
+                mismatch = check_embedder(con, use)
             if chosen is not None and mismatch:
                 raise mismatch
-            if use is not None and not mismatch and meta(con, "vectors_pending"):  # type: ignore[arg-type]
+            if use is not None and not mismatch and meta(con, "vectors_pending"):
                 vectors.catch_up(con, use)
+        # (the ignore below) it offers no parse-worker pre-work
         self.indexers = [PgKeywordIndexer(use, mismatch)]  # type: ignore[list-item]
 
+    # (the ignore below) a contract Lock, not Store's WriterLock
     def writer_lock(self, vault: str) -> PgWriterLock:  # type: ignore[override]
         return PgWriterLock(self, vault)
 
@@ -171,7 +177,7 @@ class PgStore(Store):
             elif last is not None and known_at < last:
                 raise ConfigError(f"known_at {format_time(known_at)} is earlier than the vault's last batch "
                                   f"at {format_time(last)}", argument="known_at")
-            writer = BatchWriter(con, vault_id, known_at, source, detail, caller, self.indexers)  # type: ignore[arg-type]
+            writer = BatchWriter(con, vault_id, known_at, source, detail, caller, self.indexers)
             try:
                 yield writer
                 writer.finish()
@@ -226,7 +232,7 @@ class PgStore(Store):
 
         with self.db.snapshot() as con:
             codec.refresh(con)
-            yield PgView(con, self.db.path, vault_id, vault_name, as_of, valid_at)  # type: ignore[arg-type]
+            yield PgView(con, self.db.path, vault_id, vault_name, as_of, valid_at)
 
     # ------------------------------------------------------------ upkeep not built on this engine yet
 
@@ -276,9 +282,9 @@ class PgStore(Store):
         if not self.indexers:  # opened with search=False: the store's embedder all the same
             self._attach_search()
         indexer = self.indexers[0]
-        if indexer.mismatch:  # type: ignore[attr-defined]
-            raise indexer.mismatch  # type: ignore[attr-defined]
-        reindex(con, indexer.embedder)  # type: ignore[attr-defined]
+        if indexer.mismatch:  # type: ignore[attr-defined]  # this engine's one indexer is a PgKeywordIndexer
+            raise indexer.mismatch  # type: ignore[attr-defined]  # this engine's one indexer is a PgKeywordIndexer
+        reindex(con, indexer.embedder)  # type: ignore[attr-defined]  # this engine's one indexer is a PgKeywordIndexer
 
     def scrub(self) -> bool:
         return False

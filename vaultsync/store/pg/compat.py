@@ -8,7 +8,8 @@ code. What is translated, and nothing else:
 
 - parameters: ``?`` → ``%s``, ``:name`` → ``%(name)s`` (a literal ``%`` doubled);
 - ``json_each(x)`` → ``json_array_elements_text(x::json)`` (its ``value`` column, as text; cast where a
-  column named ``id`` or ``…_id`` is compared; ``c IN (SELECT value FROM json_each(x))`` → ``c = ANY(ARRAY(…))``), and SQLite's ``CROSS JOIN … ON`` (a join-order hint) → ``JOIN … ON``, ``INDEXED BY x`` dropped;
+  column named ``id`` or ``…_id`` is compared; ``c IN (SELECT value FROM json_each(x))`` → ``c = ANY(ARRAY(…))``),
+  and SQLite's ``CROSS JOIN … ON`` (a join-order hint) → ``JOIN … ON``, ``INDEXED BY x`` dropped;
 - ``LIMIT ?`` takes SQLite's -1 (no limit) as NULL; ``group_concat(x, char(10))`` is ``string_agg``;
 - a few statements with no common form, replaced whole (``EXACT``) or in part (``PARTS``);
 - ``INSERT`` into a table with an ``id`` gets ``RETURNING id``: ``last_insert_rowid()`` answers it.
@@ -25,28 +26,38 @@ from typing import Any
 ID_TABLES = frozenset({"vaults", "batches", "dictionaries", "texts", "blobs", "notes", "chunks", "purges"})
 
 EXACT: dict[str, str] = {
-    "INSERT OR REPLACE INTO file_state (vault_id, path, size, mtime_ns, content_hash) VALUES (?,?,?,?,?)":
+    "INSERT OR REPLACE INTO file_state (vault_id, path, size, mtime_ns, content_hash) VALUES (?,?,?,?,?)": (
         "INSERT INTO file_state (vault_id, path, size, mtime_ns, content_hash) VALUES (%s,%s,%s,%s,%s) "
         "ON CONFLICT (vault_id, path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, "
-        "content_hash = excluded.content_hash",
-    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?":
-        "SELECT 1 FROM pg_class WHERE oid = to_regclass(%s) AND relkind IN ('r', 'p')",
+        "content_hash = excluded.content_hash"
+    ),
+    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?": (
+        "SELECT 1 FROM pg_class WHERE oid = to_regclass(%s) AND relkind IN ('r', 'p')"
+    ),
 }
 """SQLite statements with no common form, by their exact text, and what runs instead."""
 
 PARTS: dict[str, str] = {
     # search.snapshot.rows_source by docs: the rows of the given docs by the doc index (joined to the list,
     # the planner guesses 100 items and hashes every chunk row ever written: 60-90 ms a query on a long history)
-    "SELECT r.id, r.doc_id, r.note_id FROM (SELECT value FROM json_each(:docs)) j "
-    "JOIN search_rows r INDEXED BY search_rows_by_doc ON r.doc_id = j.value WHERE r.vault_id = :v":
+    (
+        "SELECT r.id, r.doc_id, r.note_id FROM (SELECT value FROM json_each(:docs)) j "
+        "JOIN search_rows r INDEXED BY search_rows_by_doc ON r.doc_id = j.value WHERE r.vault_id = :v"
+    ): (
         "SELECT r.id, r.doc_id, r.note_id FROM search_rows r WHERE r.doc_id = ANY(ARRAY(SELECT value::bigint "
-        "FROM json_array_elements_text(:docs::json) AS value)) AND r.vault_id = :v",
+        "FROM json_array_elements_text(:docs::json) AS value)) AND r.vault_id = :v"
+    ),
     # the same for pg.ranking's candidate docs (a CTE the planner guesses at 200 rows)
-    "SELECT r.id, r.doc_id, r.note_id FROM (SELECT doc AS value FROM cand) j "
-    "JOIN search_rows r INDEXED BY search_rows_by_doc ON r.doc_id = j.value WHERE r.vault_id = :v":
+    (
+        "SELECT r.id, r.doc_id, r.note_id FROM (SELECT doc AS value FROM cand) j "
+        "JOIN search_rows r INDEXED BY search_rows_by_doc ON r.doc_id = j.value WHERE r.vault_id = :v"
+    ): (
         "SELECT r.id, r.doc_id, r.note_id FROM search_rows r WHERE r.doc_id = ANY(ARRAY(SELECT doc FROM cand)) "
-        "AND r.vault_id = :v",
-    "SELECT value FROM json_each(:docs)": "SELECT value::bigint AS value FROM json_array_elements_text(:docs::json) AS value",
+        "AND r.vault_id = :v"
+    ),
+    "SELECT value FROM json_each(:docs)": (
+        "SELECT value::bigint AS value FROM json_array_elements_text(:docs::json) AS value"
+    ),
 }
 """Parts of statements with no common form (``search.snapshot.DOCS_PARAM``: doc ids), replaced first."""
 

@@ -102,7 +102,7 @@ def _phrase_freqs(con: Any, wanted: list[str], prefixes: list[bool], *, live: bo
     found first (doc ids only, from the index); positions are read for them alone."""
     if not wanted:
         return {}
-    where = {"live": live, "max_doc": max_doc}
+    where: dict[str, Any] = {"live": live, "max_doc": max_doc}
     if len(wanted) == 1:  # one term: its occurrences are its term frequency
         sql, params = _postings(wanted[0], prefixes[0], "doc, tf", **where)
         out: dict[int, int] = defaultdict(int)

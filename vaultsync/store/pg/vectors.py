@@ -134,8 +134,8 @@ def _visible(con: Any, snap: Snapshot, allowed: set[int] | None, schema: str | N
     if not snap.live and allowed is None:  # the visible docs up to the cutoff's highest, nearest first (in this
         # form PostgreSQL hashes the visible docs and sorts only their distances, top-N; as one flat query it
         # sorted every vector with its distance, on disk)
-        bound = "" if "maxdoc" not in params else " WHERE v.doc_id <= :maxdoc"
-        return (f"SELECT c.doc_id, c.d FROM (SELECT v.doc_id, {distance} AS d FROM search_vectors v{bound} "
+        upto = "" if "maxdoc" not in params else " WHERE v.doc_id <= :maxdoc"
+        return (f"SELECT c.doc_id, c.d FROM (SELECT v.doc_id, {distance} AS d FROM search_vectors v{upto} "
                 f"OFFSET 0) AS c WHERE c.doc_id IN (SELECT doc_id FROM ({source}) s)"), params
     return f"SELECT v.doc_id, {distance} AS d {visible}", params
 

@@ -164,7 +164,9 @@ class Scorer:
                 if doc not in seen:
                     met.setdefault(doc, {})[i] = rank
             if len(ranked) == first:  # else every doc holding the phrase is met
-                found = self.freqs[i][1]
+                entry = self.freqs[i]
+                assert entry is not None  # walks holds only the phrases found
+                found = entry[1]
                 rest += self.idfs[i] * tail_bound(-ranked[-1][1] / found["didf"], found["davgdl"], self.avgdl)
         if met:
             batch = self._terms(met)

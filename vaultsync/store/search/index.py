@@ -25,6 +25,7 @@ import apsw
 from ...embed.embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
 from ...errors import ProviderError
 from ..codec import unpack
+from ..contract import AheadWork
 from ..write import ChunkRow, by_hash
 from .embedding import (AHEAD, check_embedder, embed_ahead, stored_text, take_ahead, unknown_embedder,
                         write_vectors)
@@ -70,6 +71,11 @@ class SearchIndexer:
     """The ``Indexer`` the batch writer calls: docs, rows, live table, statistics and vectors."""
 
     take_ahead = staticmethod(take_ahead)
+    ahead: AheadWork | None
+    """Work a parse worker may do for this indexer (see ``sync.parse_stream``); ``take_ahead`` receives it."""
+    _checked: int | None
+    _max_doc: tuple[int, int] | None
+    """(batch id, highest doc id) while that batch is written: only this indexer adds docs inside it."""
 
     def forget_ahead(self) -> None:
         """The batch ended (the engine calls this however it ends): drop its pre-work and what was cached for it
@@ -97,11 +103,9 @@ class SearchIndexer:
         if embedder is not None and self.mismatch:
             raise self.mismatch
         self.ahead = functools.partial(embed_ahead, self.embedder.embedder_id, con.db_filename("main") or None)
-        """Work a parse worker may do for this indexer (see ``sync.parse_stream``); ``take_ahead`` receives it."""
-        self._checked: int | None = None
+        self._checked = None
         self._live_ready: set[int] = set()
-        self._max_doc: tuple[int, int] | None = None
-        """(batch id, highest doc id) while that batch is written: only this indexer adds docs inside it."""
+        self._max_doc = None
         self._held_docs: list[tuple[int, bytes, str]] = []
         """New docs (id, hash, indexed text) not yet in ``search_fts`` and ``search_docs`` (see ``HOLD_ROWS``)."""
         self._held_ids: dict[bytes, int] = {}

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
@@ -168,7 +169,7 @@ def phrase_freqs(con: apsw.Connection, fts_phrase: str, max_doc: int) -> dict[in
     return out
 
 
-def _freqs_sql(con: apsw.Connection, fts_phrase: str, max_doc: int) -> tuple[str, dict[str, object]] | None:
+def _freqs_sql(con: apsw.Connection, fts_phrase: str, max_doc: int) -> tuple[str, dict[str, Any]] | None:
     """SQL giving (doc, occurrences, length) for each doc up to ``max_doc`` containing the phrase (None:
     no doc contains it); the SQL ends with its WHERE clause, to which a caller may add conditions.
 
@@ -211,11 +212,12 @@ def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whol
                         "WHERE search_fts MATCH :whole AND rowid <= :maxdoc", {"whole": whole, "maxdoc": max_doc})
             scorer.add("SELECT id FROM temp.kw_whole", {})
         bound = [value * (K1 + 1.0) for value in idfs]  # more than the phrase can add to any doc's score
-        left = sorted((i for i, f in enumerate(freqs) if f is not None), key=lambda i: -bound[i])
+        counts = {i: f[1] for i, f in enumerate(freqs) if f is not None}
+        left = sorted(counts, key=lambda i: -bound[i])
         # docs to read for each phrase walked: about twice ``limit`` visible rows (the docs index's docs per row)
-        first = max(cutoff.FIRST, math.ceil(2 * limit * freqs[left[0]][1]["docs"] / n_rows)) if left else 0
+        first = max(cutoff.FIRST, math.ceil(2 * limit * counts[left[0]]["docs"] / n_rows)) if left else 0
         if allowed is None and 0 < len(left) <= cutoff.WALKED \
-                and min(freqs[i][1]["hits"] for i in left) >= cutoff.SHARE * first:
+                and min(counts[i]["hits"] for i in left) >= cutoff.SHARE * first:
             scorer.score()  # the docs holding ``whole``, all scored
             if scorer.best_first(phrases, max_doc, limit, first):
                 left = []  # phrases held by many docs: their best docs first, and no other can reach the best rows

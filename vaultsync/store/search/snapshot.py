@@ -165,7 +165,8 @@ def rows_source(snap: Snapshot, allowed: set[int] | None, *, docs: str | None = 
         sql += " AND r.note_id NOT IN (SELECT value FROM json_each(:rm))"
         params["rm"] = _ids(snap.removed)
     if snap.added:
-        sql += " UNION ALL SELECT id, doc_id, note_id FROM search_rows WHERE note_id IN (SELECT value FROM json_each(:add))"
+        sql += (" UNION ALL SELECT id, doc_id, note_id FROM search_rows"
+                " WHERE note_id IN (SELECT value FROM json_each(:add))")
         if docs:
             sql += f" AND doc_id IN ({docs})"
         params["add"] = _ids(snap.added)

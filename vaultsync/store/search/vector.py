@@ -97,7 +97,7 @@ def _f32(x: float) -> float:
 
 def _sum32(products: object) -> float:
     total = 0.0
-    for p in products:  # type: ignore[attr-defined]
+    for p in products:  # type: ignore[attr-defined]  # an iterable of numbers (numpy or list)
         total = _f32(total + p)  # the double sum is exact: rounding it once is float32's addition
     return total
 

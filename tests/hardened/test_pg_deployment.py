@@ -1,0 +1,243 @@
+"""The PostgreSQL deployment in ``examples/postgres`` runs as written: its systemd units come back after a reboot
+(``[Install]``), run as a service user after the network is up, retry a database that is not up yet, take the
+password from a file; started here (their ``ExecStart`` in their environment file's environment, pointed at a
+real PostgreSQL and a temporary folder), the watcher records the vault, the servers answer ``/health``, ``/ready``
+and an MCP client holding the token, and the hardened manifest's ``pass_env`` lets libpq's variables through."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shlex
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support.mcp_helpers import free_port, listening
+from test_hardened_examples import unit_directives
+from support.watch_helpers import systemd_verify, wait_until
+
+pgserver = pytest.importorskip("support.pgserver")
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "postgres"
+WATCH = EXAMPLES / "vaultsync-pg-watch.service"
+SERVE = EXAMPLES / "vaultsync-pg-serve@.service"
+ENV = EXAMPLES / "vaultsync.env"
+MANIFEST = EXAMPLES / "manifest-pg.toml"
+INSTALLED = Path(sys.executable).parent / "vaultsync"
+TOKEN = "deployment-example-token-0123456789"
+
+
+@pytest.mark.parametrize("unit", [WATCH, SERVE], ids=lambda p: p.name)
+def test_the_units_come_back_after_a_reboot_as_a_service_user_after_the_network(unit: Path) -> None:
+    sections = unit_directives(unit.read_text(encoding="utf-8"))
+    service, described = dict(sections["Service"]), dict(sections["Unit"])
+    assert dict(sections["Install"])["WantedBy"] == "multi-user.target"
+    assert service["User"] == "vaultsync" and service["Restart"] == "always" and float(service["RestartSec"]) >= 5
+    assert service["EnvironmentFile"] == "/etc/vaultsync/vaultsync.env" and described["StartLimitIntervalSec"] == "0"
+    assert "network-online.target" in described["Wants"] and "network-online.target" in described["After"]
+    assert "PGPASSWORD" not in unit.read_text(encoding="utf-8").replace("#", "")
+    assert shlex.split(service["ExecStart"])[0] == "/opt/vaultsync/bin/vaultsync"
+
+
+def env_file(text: str) -> dict[str, str]:
+    """An EnvironmentFile's assignments (comments and blank lines skipped; a later one wins)."""
+    found = {}
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            key, _, value = line.partition("=")
+            found[key.strip()] = value.strip()
+    return found
+
+
+def test_the_environment_file_names_a_password_file_and_tls() -> None:
+    env = env_file(ENV.read_text(encoding="utf-8"))
+    assert env["VAULTSYNC_DB"].startswith("postgresql://vaultsync@") and ":" not in env["VAULTSYNC_DB"].split("@")[0][13:]
+    assert env["PGPASSFILE"] == "/etc/vaultsync/pgpass" and env["PGSSLMODE"] == "verify-full"
+
+
+def started(unit: Path, tmp_path: Path, dsn: str, vault: Path, port: int | None = None) -> subprocess.Popen[str]:
+    """The unit's ExecStart in the unit's environment (its EnvironmentFile's, the database made this test's),
+    with the install paths moved under ``tmp_path``; systemd-analyze checks the unit first where it can."""
+    user = getpass.getuser()
+    etc = tmp_path / "etc"
+    etc.mkdir(exist_ok=True)
+    (etc / "token").write_text(TOKEN + "\n", encoding="utf-8")
+    (etc / "token").chmod(0o600)
+    text = unit.read_text(encoding="utf-8").replace("/opt/vaultsync/bin/vaultsync", str(INSTALLED))
+    text = text.replace("/srv/team-handbook", str(vault)).replace("/etc/vaultsync", str(etc))
+    text = text.replace("User=vaultsync", f"User={user}").replace("Group=vaultsync", "")
+    if port is not None:
+        text = text.replace("%i", str(port))
+    (etc / "vaultsync.env").write_text(ENV.read_text(encoding="utf-8"), encoding="utf-8")
+    if port is None:
+        systemd_verify(text, tmp_path / unit.name)
+    service = unit_directives(text)["Service"]
+    env = env_file((etc / "vaultsync.env").read_text(encoding="utf-8"))
+    env.update(VAULTSYNC_DB=dsn, PGSSLMODE="disable")  # the test's server: a socket, no TLS
+    env.pop("PGSSLROOTCERT")
+    env.update(dict(value.split("=", 1) for key, value in service if key == "Environment"))
+    env.update(HOME=str(tmp_path), USER=user, LOGNAME=user, PATH="/usr/local/bin:/usr/bin:/bin", LANG="C.UTF-8")
+    env.update({k: v for k, v in os.environ.items() if k == "PYTHONPATH"})  # a test run from a source tree
+    return subprocess.Popen(shlex.split(dict(service)["ExecStart"]), env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def stopped(proc: subprocess.Popen[str]) -> str:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.stderr.read() if proc.stderr else ""
+
+
+async def _search(url: str, token: str | None) -> list[str]:
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    transport = streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=30))
+    async with Client(transport) as c:
+        for _ in range(300):
+            result = await c.call_tool("search_notes", {"query": "kickoff", "mode": "keyword"})
+            assert result.is_error is False and result.structured_content is not None, result
+            hits = [hit["path"] for hit in result.structured_content["hits"]]
+            if hits:
+                return hits
+            await anyio.sleep(0.1)
+    raise AssertionError("the vault was never recorded")
+
+
+def test_the_units_start_a_watcher_and_servers_on_a_real_postgresql(tmp_path: Path) -> None:
+    import anyio
+    import httpx2
+
+    if not INSTALLED.exists():
+        pytest.skip(f"the vaultsync command is not installed next to {sys.executable}")
+    dsn = pgserver.fresh_or_skip("deployment")
+    vault = tmp_path / "team-handbook"
+    vault.mkdir()
+    (vault / "Atlas.md").write_text("# Atlas\n\nKickoff on Monday.\n", encoding="utf-8")
+    watcher = started(WATCH, tmp_path, dsn, vault)
+    servers: list[tuple[subprocess.Popen[str], int]] = []
+    try:
+        from vaultsync import Vault
+
+        def recorded() -> bool:
+            try:
+                with Vault.open(dsn, name="team-handbook", readonly=True) as v:
+                    return [r.path for r in v.ls()] == ["Atlas.md"]
+            except Exception:
+                return False
+
+        wait_until(recorded, 60, "the watcher's first catch-up")
+        for _ in range(2):  # two readers by the vault's name: no vault folder needed
+            port = free_port()
+            servers.append((listening(started(SERVE, tmp_path, dsn, tmp_path / "absent", port), port), port))
+        for _, port in servers:
+            base = f"http://127.0.0.1:{port}"
+            assert httpx2.get(base + "/health").json() == {"status": "alive"}
+            assert httpx2.get(base + "/ready").json()["database"] == "ok"
+            assert httpx2.post(base + "/mcp", json={}).status_code == 401  # the token is needed there
+            assert anyio.run(_search, base + "/mcp", TOKEN) == ["Atlas.md"]
+    finally:
+        logs = [stopped(p) for p, _ in servers] + [stopped(watcher)]
+    for log in logs:
+        assert "Traceback" not in log, log
+    assert watcher.returncode == 0
+
+
+def test_the_hardened_manifest_passes_libpqs_variables_through(tmp_path: Path) -> None:
+    """The connection string names no host: only PGHOST, kept by ``pass_env`` through the hardened mode's clean
+    environment, leads libpq to the server."""
+    import anyio
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    if not INSTALLED.exists():
+        pytest.skip(f"the vaultsync command is not installed next to {sys.executable}")
+    dsn = pgserver.fresh_or_skip("hardenedpg")
+    with psycopg.connect(dsn) as con:
+        schema = con.execute("SELECT current_schema()").fetchone()[0]
+    parts = conninfo_to_dict(dsn)
+    vault = tmp_path / "team-handbook"
+    vault.mkdir()
+    (vault / "Atlas.md").write_text("# Atlas\n\nKickoff on Monday.\n", encoding="utf-8")
+    port = free_port()
+    text = MANIFEST.read_text(encoding="utf-8").replace("127.0.0.1:8765", f"127.0.0.1:{port}")
+    text = text.replace("postgresql://vaultsync@db.internal:5432/team",
+                        f"postgresql://{parts['user']}@/{parts['dbname']}?options=-csearch_path%3D{schema}")
+    manifest = tmp_path / "manifest.toml"
+    manifest.write_text(text, encoding="utf-8")
+    manifest.chmod(0o600)
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(tmp_path), "PGHOST": parts["host"],
+           "PGSSLMODE": "disable"}
+    proc = subprocess.Popen([str(INSTALLED), "serve", str(vault), "--manifest", str(manifest)], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        listening(proc, port, "the hardened server on PostgreSQL", timeout=60)
+        assert anyio.run(_search, f"http://127.0.0.1:{port}/mcp", None) == ["Atlas.md"]
+    finally:
+        log = stopped(proc)
+    assert "Traceback" not in log, log
+
+
+def test_a_teams_reader_role_reads_its_schema_only_and_writes_nothing(tmp_path: Path) -> None:
+    """The roles of docs/running-postgres.md: a reader granted USAGE and SELECT on its team's schema serves and reads
+    the vault, cannot write it, and a reader of another team does not even see the schema."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    from vaultsync import Vault
+
+    dsn = pgserver.fresh_or_skip("teamroles")
+    vault = tmp_path / "team-handbook"
+    vault.mkdir()
+    (vault / "Atlas.md").write_text("# Atlas\n\nKickoff on Monday.\n", encoding="utf-8")
+    with Vault.open(dsn, root=vault) as v:
+        v.sync()
+    parts = conninfo_to_dict(dsn)
+    with psycopg.connect(dsn, autocommit=True) as con:
+        schema = con.execute("SELECT current_schema()").fetchone()[0]
+        for role in (f"{schema}_reader", f"{schema}_other"):
+            con.execute(f'CREATE ROLE "{role}" LOGIN')
+        con.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{schema}_reader"')
+        con.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{schema}_reader"')
+
+    def as_role(role: str) -> str:
+        return dsn.replace(f"postgresql://{parts['user']}@", f"postgresql://{role}@")
+
+    def cli(db: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "vaultsync", "--db", db, *args], capture_output=True, text=True)
+
+    reader = as_role(f"{schema}_reader")
+    read = cli(reader, "read", "Atlas.md")
+    assert read.returncode == 0 and "Kickoff" in read.stdout, read.stderr
+    assert "Atlas.md" in cli(reader, "search", "kickoff").stdout
+    (vault / "New.md").write_text("# New\n", encoding="utf-8")
+    refused = cli(reader, "import", str(vault))
+    assert refused.returncode != 0 and "permission denied" in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "vaultsync", "--db", reader, "serve", "team-handbook", "--http",
+                             f"127.0.0.1:{port}"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        import anyio
+        import httpx2
+
+        listening(proc, port, "a server of the reader role")
+        assert httpx2.get(f"http://127.0.0.1:{port}/ready").json()["database"] == "ok"
+        assert anyio.run(_search, f"http://127.0.0.1:{port}/mcp", None) == ["Atlas.md"]
+    finally:
+        assert "Traceback" not in stopped(proc)
+    other = cli(as_role(f"{schema}_other"), "read", "Atlas.md")
+    assert other.returncode != 0 and "schema" in other.stderr, other.stderr
