@@ -26,12 +26,12 @@ JS := tests/js
 $(JS)/node_modules/.package-lock.json: $(JS)/package.json $(JS)/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then cd $(JS) && npm ci --no-audit --no-fund --loglevel=error; \
 	else echo "npm not found: the TypeScript SDK rows of tests/server/test_compat_matrix.py will be skipped"; fi
-# The official MCP Inspector (CLI mode: --app-info) for tests/test_history_app_inspector.py, in its own folder;
-# its @modelcontextprotocol/ext-apps is the host bridge of tests/test_history_app_browser.py.
+# The official MCP Inspector (CLI mode: --app-info) for tests/server/test_history_app_inspector.py, in its own folder;
+# its @modelcontextprotocol/ext-apps is the host bridge of tests/server/test_history_app_browser.py.
 INSPECTOR := $(JS)/inspector
 $(INSPECTOR)/node_modules/.package-lock.json: $(INSPECTOR)/package.json $(INSPECTOR)/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then cd $(INSPECTOR) && npm ci --no-audit --no-fund --loglevel=error; \
-	else echo "npm not found: tests/test_history_app_inspector.py will be skipped"; fi
+	else echo "npm not found: tests/server/test_history_app_inspector.py will be skipped"; fi
 SDK1 := .venv-sdk1
 $(SDK1)/.installed: tests/compat/requirements-sdk1.txt $(STAMP)
 	test -x $(SDK1)/bin/python || $(UV) venv --quiet --python $(PYTHON) $(SDK1)

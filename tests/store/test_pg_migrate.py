@@ -18,7 +18,7 @@ pgserver = pytest.importorskip("support.pgserver")
 
 PREVIOUS = "7a1c903"
 """main before the writer epoch (PostgreSQL schema 8): the previous release of the PostgreSQL schema."""
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import ext_apps_host
-from history_app_helpers import HOSTILE, NOTE, TEXTS, AppsSupport, make_four_revisions
+from support import ext_apps_host
+from support.history_app_helpers import HOSTILE, NOTE, TEXTS, AppsSupport, make_four_revisions
 from mcp import Client, MCPError
 
 from conftest import REPO

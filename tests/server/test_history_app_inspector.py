@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from history_app_helpers import make_four_revisions
+from support.history_app_helpers import make_four_revisions
 
 from conftest import REPO
 from vaultsync.server.apps import APP_URI

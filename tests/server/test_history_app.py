@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from hardened_helpers import hardened_stdio, write_manifest
-from history_app_helpers import NOTE, AppsSupport, make_four_revisions
+from support.hardened_helpers import hardened_stdio, write_manifest
+from support.history_app_helpers import NOTE, AppsSupport, make_four_revisions
 from mcp import Client, MCPError
 from mcp.server.apps import APP_MIME_TYPE
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from watch_helpers import no_thread_leaks, wait_until  # noqa: F401  (autouse fixture)
+from support.watch_helpers import no_thread_leaks, wait_until  # noqa: F401  (autouse fixture)
 
 from vaultsync import Vault
 from vaultsync.sync import BatchSummary
@@ -212,7 +212,7 @@ def test_import_and_git_history_record_folder_moves_as_renames(tmp_path: Path, c
 def test_the_reported_folder_move_with_a_real_watch_process(tmp_path: Path) -> None:
     """``echo x >> Inbox.md; sleep 2; mkdir A1 && mv Travel A1/`` with ``vaultsync watch`` at its defaults (a
     300 ms quiet period: shorter than watchdog's half second wait for the move's other half), three times."""
-    from watch_helpers import WatchProcess
+    from support.watch_helpers import WatchProcess
 
     root, db = tmp_path / "vault", tmp_path / "db.sqlite"
     (root / "Travel").mkdir(parents=True)
