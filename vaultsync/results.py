@@ -30,16 +30,18 @@ class SearchResult:
     match (an empty ``hits`` that does not mean "no note held the words")."""
     first_batch: str | None = None
     """When the vault's history starts: the time of its first batch (None: it has none yet)."""
+    semantic: str | None = None
+    """The embedder whose vectors the default mode fused with the keyword ranking (None: words alone)."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SearchResult:
         return cls(data["query"], data["as_of"], data["valid_at"], data["mode"], data["match"], data["hits"],
-                   bool(data.get("before_history", False)), data.get("first_batch"))
+                   bool(data.get("before_history", False)), data.get("first_batch"), data.get("semantic"))
 
     def to_json(self) -> dict[str, Any]:
         return {"query": self.query, "as_of": self.as_of, "valid_at": self.valid_at, "mode": self.mode,
                 "match": self.match, "hits": self.hits, "before_history": self.before_history,
-                "first_batch": self.first_batch}
+                "first_batch": self.first_batch, "semantic": self.semantic}
 
 
 @dataclass(slots=True)

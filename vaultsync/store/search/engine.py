@@ -25,7 +25,7 @@ from ...embed.embedders import Embedder
 from ...errors import ConfigError, StoreError
 from ...disk.paths import note_name
 from ...times import format_time
-from . import keyword, signals, vector
+from . import everyday, keyword, signals, vector
 from .embedding import query_embedder
 from .index import index_lag
 from .keyword import Scored
@@ -108,8 +108,9 @@ def _default(con: apsw.Connection, rankers: Rankers, snap: Snapshot, parsed: Key
              parts: dict[int, dict[str, Any]]) -> list[Scored]:
     """The default mode (``signals``): BM25 candidates and the best by BM25 among the chunks holding the
     whole query in order, joined by the nearest vectors when the store's embedder fuses, ranked by the
-    documented signals."""
-    pool, held = rankers.keyword.rank_default(con, snap, parsed, rankers.whole(signals.QueryTokens.of(parsed)),
+    documented signals; a question in everyday words weighs only its content words (``everyday``)."""
+    weighed = everyday.content(parsed)
+    pool, held = rankers.keyword.rank_default(con, snap, weighed, rankers.whole(signals.QueryTokens.of(parsed)),
                                               allowed, max(limit, signals.POOL))
     for item, r in zip(pool, shared_ranks(pool, _kw_tied)):
         parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
@@ -125,7 +126,7 @@ def _default(con: apsw.Connection, rankers: Rankers, snap: Snapshot, parsed: Key
         known = {s.row_id for s in pool}
         pool = pool + [Scored(s.row_id, 0.0) for s in near if s.row_id not in known]
         cosines = rankers.vector.similarities(con, embedder, query, [s.row_id for s in pool])
-    ranked = signals.rerank(con, pool, parsed, cosines)[:limit]
+    ranked = signals.rerank(con, pool, weighed, cosines, parsed, everyday.everyday(parsed))[:limit]
     for item, found in ranked:
         parts.setdefault(item.row_id, {})["signals"] = found
     return [item for item, _ in ranked]
@@ -168,6 +169,7 @@ def search(
         for item, r in zip(ranked, shared_ranks(ranked, _vec_tied)):
             parts[item.row_id] = {"vector": {"rank": r, "score": item.score}}
     else:
+        embedder = embedder or query_embedder(con)
         ranked = _default(con, rankers, snap, parsed, query, allowed, limit, embedder, parts)
     hits = _hits(con, vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked}, parts, parsed)
     return {
@@ -177,6 +179,7 @@ def search(
         "mode": mode,
         "match": parsed.expression,
         "hits": hits,
+        "semantic": embedder.embedder_id if mode == DEFAULT_MODE and embedder is not None and embedder.fuse else None,
     }
 
 

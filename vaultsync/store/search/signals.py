@@ -18,12 +18,17 @@ is a *head* (its first three lines: title, aliases, heading path) and a *body* (
   ``QueryTokens.whole``, matches), else 0.
 
 A candidate's score is ``bm25 / best bm25 among the candidates`` (both as positive numbers) plus
-``sum(WEIGHTS[s] * s)``, plus ``WHOLE`` for a candidate holding the whole query: more than any other
-candidate can score, so such a chunk ranks above every chunk that does not, whatever their BM25
-scores. Higher is better, ties broken by path then chunk position. The candidates are the ``POOL`` (or
-``limit``, if more) best chunks by BM25, joined by the ``POOL`` (or ``limit``) best by BM25 among the
-chunks holding the whole query (``keyword.rank_default``), so that one is never lost because common
-words gave other chunks a higher BM25.
+``sum(WEIGHTS[s] * s)`` (for an embedder that fuses, ``vector`` is the cosine similarity as a share of
+the best among the candidates, a negative one as 0, weighed ``QUESTION_VECTOR`` for a question in
+everyday words), plus ``WHOLE`` for a candidate holding the whole query: more than any other candidate
+can score, so such a chunk ranks above every chunk that does not, whatever their BM25 scores. Higher is
+better, ties broken by path then chunk position. The candidates are the ``POOL`` (or ``limit``, if more)
+best chunks by BM25, joined by the ``POOL`` (or ``limit``) best by BM25 among the chunks holding the whole
+query (``keyword.rank_default``), so that one is never lost because common words gave other chunks a
+higher BM25.
+
+For a question in everyday words (``everyday``), ``q`` is its content words: BM25 and the phrase,
+proximity and head signals weigh those; ``whole`` is always of the query as typed.
 """
 
 from __future__ import annotations
@@ -44,16 +49,24 @@ WINDOW = 12
 """Tokens in the proximity window."""
 WEIGHTS = {"phrase": 0.5, "proximity": 0.5, "head": 0.5, "vector": 1.0}
 """Weight of each signal beside the normalized BM25 score (whose best value is 1); ``vector`` (the cosine
-similarity to the query) counts only for an embedder that fuses (none does yet; its weight is not
-measured). The text signals' weights were chosen on the Hub evaluation (``benchmarks/bench_quality.py``,
-a grid over 600 title, 358 anchor and 400 known-item queries): those that keep every set at least as
-good as BM25 alone on recall@10 and MRR@10 and gain most on known-item success@1. (A share-of-query-words
-signal was tried and left out: it made the anchor set worse.)"""
+similarity to the query, as a share of the best among the candidates) counts only for an embedder that fuses.
+The text signals' weights were chosen on the Hub evaluation (``benchmarks/bench_quality.py``, a grid over 600
+title, 358 anchor and 400 known-item queries): those that keep every set at least as good as BM25 alone on
+recall@10 and MRR@10 and gain most on known-item success@1. (A share-of-query-words signal was tried and left
+out: it made the anchor set worse.)"""
 
-WHOLE = 1.0 + sum(WEIGHTS.values())
+QUESTION_VECTOR = 8.0
+"""The ``vector`` weight for a question in everyday words (``everyday.everyday``): what such a question means
+is better told by the semantic model than by its words (they say "combine", the note says "merge"). Chosen on
+the ``tune`` part of ``benchmarks/questions/everyday.jsonl`` with all-MiniLM-L6-v2 (``bench_questions.py``):
+more weight kept raising @1 and @10 on the Help's questions, and the Hub's and the known-item, title and
+anchor sets do not use it (they are not questions)."""
+
+WHOLE = 1.0 + sum(w for k, w in WEIGHTS.items() if k != "vector") + max(WEIGHTS["vector"], QUESTION_VECTOR)
 """Added to the score of a candidate holding the whole query in order: more than normalized BM25 (at most 1)
-plus every weighted signal can give a candidate that does not (a candidate whose body holds the whole
-query is itself one that does: ``phrase`` reaches 1 only there).
+plus every weighted signal (the vector's at most its heavier weight) can give a candidate that does not (a
+candidate whose body holds the whole query is itself one that does: ``phrase`` reaches 1 only there), so a
+remembered phrase's holders come first for a question in everyday words too.
 
 Its measured cost (``benchmarks/results/quality_i23.md``): on the Hub's anchor set, link texts that name a
 note, 13 of 358 queries rank their note lower and none higher (success@1 0.559 to 0.533, MRR@10 0.627 to
@@ -146,8 +159,9 @@ def _matches(toks: Sequence[str], distinct: list[tuple[str, bool]]) -> list[list
     return out
 
 
-def signals(indexed_text: str, query: QueryTokens) -> dict[str, float]:
-    """The three text signals of one chunk (see the module docstring)."""
+def signals(indexed_text: str, query: QueryTokens, whole: QueryTokens | None = None) -> dict[str, float]:
+    """The text signals of one chunk (see the module docstring); ``whole``: the query as typed, when ``query``
+    weighs fewer of its words (``everyday.content``): a chunk holding it whole still counts as holding it."""
     distinct = query.matcher()
     n = len(distinct)
     if n == 0:
@@ -161,8 +175,12 @@ def signals(indexed_text: str, query: QueryTokens) -> dict[str, float]:
         "phrase": _phrase(hits, query, distinct) / len(query.sequence),
         "proximity": _proximity(hits, n) / n if n > 1 else 0.0,
         "head": len(head_found) / n,
-        "whole": 1.0 if len(query.sequence) > 1 and query.held_by(head_toks + body_toks) else 0.0,
+        "whole": _whole(whole or query, head_toks + body_toks),
     }
+
+
+def _whole(query: QueryTokens, toks: list[str]) -> float:
+    return 1.0 if len(query.sequence) > 1 and query.held_by(toks) else 0.0
 
 
 def _phrase(hits: list[list[int]], query: QueryTokens, distinct: list[tuple[str, bool]]) -> int:
@@ -198,20 +216,27 @@ def _proximity(hits: list[list[int]], n: int) -> int:
     return best
 
 
-def combine(bm25_scores: Sequence[float], found: Sequence[dict[str, float]]) -> list[float]:
-    """Final scores (higher is better) of candidates given their ``bm25()`` values (lower is better)."""
+def combine(bm25_scores: Sequence[float], found: Sequence[dict[str, float]], question: bool = False) -> list[float]:
+    """Final scores (higher is better) of candidates given their ``bm25()`` values (lower is better) and signals;
+    a ``vector`` signal counts as a share of the best among the candidates (a negative similarity as none),
+    weighed ``QUESTION_VECTOR`` for a ``question`` in everyday words."""
     best = max((-s for s in bm25_scores), default=0.0)
-    return [(-s / best if best > 0 else 0.0) + sum(WEIGHTS[k] * v.get(k, 0.0) for k in WEIGHTS)
-            + WHOLE * v.get("whole", 0.0) for s, v in zip(bm25_scores, found)]
+    nearest = max((v.get("vector", 0.0) for v in found), default=0.0)
+    share = (QUESTION_VECTOR if question else WEIGHTS["vector"]) / nearest if nearest > 0 else 0.0
+    return [(-s / best if best > 0 else 0.0) + sum(WEIGHTS[k] * v.get(k, 0.0) for k in WEIGHTS if k != "vector")
+            + share * max(v.get("vector", 0.0), 0.0) + WHOLE * v.get("whole", 0.0) for s, v in zip(bm25_scores, found)]
 
 
 def rerank(con: apsw.Connection, pool: list[Scored], query: KeywordQuery,
-           cosines: dict[int, float] | None = None) -> list[tuple[Scored, dict[str, float]]]:
+           cosines: dict[int, float] | None = None, typed: KeywordQuery | None = None,
+           question: bool = False) -> list[tuple[Scored, dict[str, float]]]:
     """The BM25 candidates ``pool`` ordered by their final score (``Scored.score``), with their signals
-    and ``bm25`` (the candidate's ``bm25()``)."""
+    and ``bm25`` (the candidate's ``bm25()``); ``query`` is what is weighed, ``typed`` the query as typed
+    (for ``whole``; default: ``query``), ``question`` whether it is a question in everyday words."""
     if not pool:
         return []
     wanted = QueryTokens.of(query)
+    whole = QueryTokens.of(typed) if typed is not None else None
     texts: dict[int, str] = {}
     bodies: dict[int, str] = {}  # candidates sharing a text (copies, unchanged chunks) unpack it once
     for row_id, heading, text_id, body, title, aliases in con.execute(
@@ -221,12 +246,12 @@ def rerank(con: apsw.Connection, pool: list[Scored], query: KeywordQuery,
         if text_id not in bodies:
             bodies[text_id] = unpack(body)
         texts[row_id] = indexed_text(title, json.loads(aliases or "[]"), json.loads(heading), bodies[text_id])
-    by_text = {text: signals(text, wanted) for text in set(texts.values())}  # a pure function of the text
+    by_text = {text: signals(text, wanted, whole) for text in set(texts.values())}  # a pure function of the text
     found = [dict(by_text[texts[s.row_id]]) for s in pool]
     if cosines is not None:
         for s, sig in zip(pool, found):
             sig["vector"] = cosines.get(s.row_id, 0.0)
-    final = combine([s.score for s in pool], found)
+    final = combine([s.score for s in pool], found, question)
     keys = order_key(con, pool)
     out = [(Scored(s.row_id, f), {"bm25": s.score, **sig}) for s, f, sig in zip(pool, final, found)]
     out.sort(key=lambda item: (-item[0].score, keys[item[0].row_id]))

@@ -1,0 +1,192 @@
+"""Everyday questions beside the known-item and link/alias sets: @1, @3, @10 and MRR@10 per search mode.
+
+    .venv/bin/python benchmarks/bench_questions.py [--embedder hash] [--modes keyword,hybrid,vector]
+        [--known 300] [--titles 300] [--remembered 300] [--name questions]
+        [--work /tmp/vs-questions]
+
+Sets (note level; a question is answered when any of its notes is found; a link/alias query's ``sources``,
+which contain its text, are left out of its ranking):
+
+* ``questions tune|held-out (help-en|hub)``: ``benchmarks/questions/everyday.jsonl`` by split (``held-out``:
+  never used to choose a weight or a model; ``tune``: the part that was), over the ``en/`` folder of the
+  Obsidian Help bundle and over the Hub, each at its newest commit;
+* ``known-item``, ``remembered`` (and its stopword-heavy half): ``bench_quality.py``'s samplers (same seeds)
+  over the Hub (and over the Help's ``en/``, named so);
+* ``title`` (a sample, seed 7) and ``anchor`` (all): the ``alias`` and ``anchor`` rows of
+  ``retrieval-hub.jsonl``.
+
+``--embedder`` builds (or reuses) databases whose vectors that embedder made; the default mode fuses them when
+the embedder fuses. Latency (p50/p95 ms) is of ``Vault.search`` in this process on the Hub; the machine may be
+shared with other work, so it is an upper bound of what a quiet machine gives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+import bench_quality
+import common
+from common import machine, save, summary_ms, timed
+
+from vaultsync.vault import Vault
+
+REPO = Path(__file__).resolve().parents[1]
+QUESTIONS = REPO / "benchmarks" / "questions" / "everyday.jsonl"
+CORPORA = Path(os.environ.get("VAULTSYNC_CORPORA", str(common.CORPORA)))
+if not CORPORA.exists():  # a worktree beside the main checkout: the corpora are the main checkout's
+    CORPORA = Path("/work/shared/corpora")
+common.CORPORA = bench_quality.CORPORA = CORPORA
+K = 10
+
+
+def build(work: Path, vault: str, embedder: str) -> Path:
+    """The database of ``vault`` (``help-en`` or ``hub``) at its newest commit, imported once per embedder."""
+    bundle = "obsidian-help.bundle" if vault == "help-en" else "obsidian-hub.bundle"
+    root = common.clone(bundle, work / vault.split("-")[0])
+    if vault == "help-en":
+        root = root / "en"
+    db = work / f"{vault}-{embedder}.db"
+    if not db.exists():
+        started = time.perf_counter()
+        extra = {} if embedder == "hash" else {"embedder": embedder}
+        with Vault.open(db, root=root, name=vault, **extra) as v:
+            v.sync(known_at="2026-06-01")
+        print(f"imported {vault} with {embedder} in {time.perf_counter() - started:.0f} s", flush=True)
+    return db
+
+
+def grouped(rows: list[dict]) -> list[dict]:
+    """Rows with the same query as one item: every relevant note, every source."""
+    out: dict[str, dict] = {}
+    for row in rows:
+        item = out.setdefault(row["query"], {"query": row["query"], "relevant": set(), "sources": set()})
+        item["relevant"].add(row["relevant_path"])
+        item["sources"].update(row.get("sources", []))
+    return list(out.values())
+
+
+def first_rank(paths: list[str], relevant: set[str], sources: set[str]) -> int | None:
+    """Rank (1-based, distinct notes, sources skipped) of the first relevant note within the top ``K``."""
+    seen: list[str] = []
+    for path in paths:
+        if path in sources or path in seen:
+            continue
+        seen.append(path)
+        if path in relevant:
+            return len(seen)
+        if len(seen) == K:
+            break
+    return None
+
+
+def measures(firsts: list[int | None]) -> dict[str, float]:
+    n = len(firsts) or 1
+    return {
+        "n": len(firsts),
+        "@1": round(sum(f == 1 for f in firsts) / n, 4),
+        "@3": round(sum(f is not None and f <= 3 for f in firsts) / n, 4),
+        "@10": round(sum(f is not None for f in firsts) / n, 4),
+        "mrr@10": round(sum(1 / f for f in firsts if f) / n, 4),
+    }
+
+
+def evaluate(vault: Vault, items: list[dict], modes: list[str]) -> tuple[dict, dict]:
+    """Per mode: the measures, and each item's first rank; plus latency per mode."""
+    out, ranks = {}, {}
+    for mode in modes:
+        firsts, ms_all = [], []
+        for item in items:
+            ms, found = timed(vault.search, item["query"], mode=mode, limit=5 * K + 3 * len(item["sources"]))
+            ms_all.append(ms)
+            firsts.append(first_rank([h["path"] for h in found.hits], item["relevant"], item["sources"]))
+        out[mode] = {**measures(firsts), **summary_ms(ms_all)}
+        ranks[mode] = firsts
+    return out, ranks
+
+
+def question_sets(split: str) -> dict[str, list[dict]]:
+    rows = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines()]
+    rows = [r for r in rows if split == "all" or r["split"] == split]
+    return {v: grouped([r for r in rows if r["vault"] == v]) for v in ("help-en", "hub")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/vs-questions"))
+    parser.add_argument("--embedder", default="hash")
+    parser.add_argument("--modes", default="keyword,hybrid,vector")
+    parser.add_argument("--sets", default="questions,known-item,remembered,title,anchor")
+    parser.add_argument("--known", type=int, default=300)
+    parser.add_argument("--titles", type=int, default=300)
+    parser.add_argument("--remembered", type=int, default=300)
+    parser.add_argument("--name", default="questions")
+    parser.add_argument("--vaults", default="help-en,hub", help="which vaults (the Hub's sets need hub)")
+    parser.add_argument("--fuse", action="store_true", help="make the embedder fuse (to measure what it would)")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    modes = args.modes.split(",")
+    chosen = args.sets.split(",")
+    if args.fuse:
+        from vaultsync.embed import embedders
+
+        made = embedders.EMBEDDERS[args.embedder]
+        embedders.EMBEDDERS[args.embedder] = lambda: bench_quality._fusing(made())
+    results: dict[str, dict] = {}
+    per_item: dict[str, dict] = {}
+    asked = {split: question_sets(split) for split in ("tune", "held-out")}
+    for vault_name in args.vaults.split(","):
+        db = build(args.work, vault_name, args.embedder)
+        with Vault.open(db, readonly=True) as vault:
+            sets: dict[str, list[dict]] = {}
+            if "questions" in chosen:
+                for split in ("tune", "held-out"):
+                    sets[f"questions {split} ({vault_name})"] = asked[split][vault_name]
+            where = "" if vault_name == "hub" else f" ({vault_name})"
+            if "known-item" in chosen:
+                sets[f"known-item{where}"] = grouped(bench_quality.known_items(vault, args.known))
+            if "remembered" in chosen:
+                windows = bench_quality.remembered_windows(vault, args.remembered)
+                sets[f"remembered{where}"] = grouped(windows)
+                sets[f"remembered (stopword-heavy){where}"] = grouped([w for w in windows if w["stopword_heavy"]])
+            if vault_name == "hub":
+                rows = [
+                    json.loads(line)
+                    for line in (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
+                ]
+                if "title" in chosen:
+                    titles = grouped([r for r in rows if r["kind"] == "alias"])
+                    sets["title"] = random.Random(7).sample(titles, min(args.titles, len(titles)))
+                if "anchor" in chosen:
+                    sets["anchor"] = grouped([r for r in rows if r["kind"] == "anchor"])
+            for set_name, items in sets.items():
+                results[set_name], ranks = evaluate(vault, items, modes)
+                if set_name.startswith("questions"):  # our own questions only: the other sets' queries are note text
+                    per_item[set_name] = {m: dict(zip((i["query"] for i in items), r)) for m, r in ranks.items()}
+                print(set_name, len(items), json.dumps(results[set_name]), flush=True)
+    labels = {"keyword": "keyword", "hybrid": "default", "vector": f"vector ({args.embedder})"}
+    lines = [
+        "| set | mode | n | @1 | @3 | @10 | MRR@10 | p50 ms | p95 ms |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for set_name, by_mode in results.items():
+        for mode, r in by_mode.items():
+            lines.append(
+                f"| {set_name} | {labels.get(mode, mode)} | {r['n']} | {r['@1']:.3f} | {r['@3']:.3f} | "
+                f"{r['@10']:.3f} | {r['mrr@10']:.3f} | {r['p50_ms']} | {r['p95_ms']} |"
+            )
+    md = (
+        "Everyday questions (`tune`: weights and model were chosen on it; `held-out`: only measured) beside the "
+        f"known-item and link/alias sets; embedder `{args.embedder}`"
+        f"{' (fused by force)' if args.fuse else ''}; note level; latency in-process, machine shared with other "
+        "work.\n\n" + "\n".join(lines) + "\n"
+    )
+    save(args.name, {"results": results, "per_item": per_item, "embedder": args.embedder, "machine": machine()}, md)
+
+
+if __name__ == "__main__":
+    main()
