@@ -28,7 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     adopt = sub.add_parser("adopt", help="append a result an old script saved as JSON to NAME's JSON lines")
     adopt.add_argument("file", type=Path)
     adopt.add_argument("name", metavar="NAME")
-    adopt.add_argument("--command", dest="made_by", help="the command that produced it (default: the file's argv, if any)")
+    adopt.add_argument(
+        "--command", dest="made_by", help="the command that produced it (default: the file's argv, if any)"
+    )
     args = parser.parse_args(argv)
 
     if args.command == "list":

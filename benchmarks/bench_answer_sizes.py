@@ -69,7 +69,7 @@ def o200k() -> Any:
     (count,), off, ranks = struct.unpack_from("<I", data, 0), 4, []
     while off < len(data):
         (size,) = struct.unpack_from("<H", data, off)
-        token = data[off + 2:off + 2 + size]
+        token = data[off + 2 : off + 2 + size]
         (rank,) = struct.unpack_from("<I", data, off + 2 + size)
         ranks.append((rank, token))
         off += 6 + size
@@ -115,8 +115,12 @@ def prepare(work: Path, quick: bool = False) -> tuple[Path, Path, dict[str, Any]
         (work / "history.json").write_text(json.dumps([str(p.relative_to(root)) for p in picked]), encoding="utf-8")
     with Vault.open(db, name="hub", readonly=True) as vault:
         stats = vault.stats().to_json()
-        info.update(notes=stats["notes"], revisions=stats["revisions"], batches=stats["batches"],
-                    first_batch=stats["first_batch"])
+        info.update(
+            notes=stats["notes"],
+            revisions=stats["revisions"],
+            batches=stats["batches"],
+            first_batch=stats["first_batch"],
+        )
     info["history_notes"] = json.loads((work / "history.json").read_text(encoding="utf-8"))
     return root, db, info
 
@@ -138,7 +142,7 @@ class Wire:
         """The next tool-call response line written since the last one."""
         for _ in range(200):
             text = self.path.read_text(encoding="utf-8") if self.path.exists() else ""
-            lines = text[self.seen:].split("\n")
+            lines = text[self.seen :].split("\n")
             for i, line in enumerate(lines[:-1]):  # complete lines only
                 try:
                     message = json.loads(line)
@@ -146,7 +150,7 @@ class Wire:
                     continue
                 result = message.get("result")
                 if isinstance(result, dict) and "content" in result:
-                    self.seen += sum(len(x) + 1 for x in lines[:i + 1])
+                    self.seen += sum(len(x) + 1 for x in lines[: i + 1])
                     return line
             time.sleep(0.01)
         raise SystemExit("no tool result on the wire")
@@ -160,10 +164,16 @@ def parts(line: str, enc: Any) -> dict[str, Any]:
     # the structured copy as the line carries it (the SDK writes compact JSON, non-ASCII as is)
     structured_text = "" if structured is None else json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
     tokens = (lambda t: None) if enc is None else (lambda t: len(enc.encode(t)))  # noqa: E731
-    return {"text_chars": len(text), "text_tokens": tokens(text),
-            "structured_chars": len(structured_text), "structured_tokens": tokens(structured_text),
-            "line_chars": len(line), "line_tokens": tokens(line),
-            "is_error": bool(result.get("isError")), "_data": structured if structured is not None else _json(text)}
+    return {
+        "text_chars": len(text),
+        "text_tokens": tokens(text),
+        "structured_chars": len(structured_text),
+        "structured_tokens": tokens(structured_text),
+        "line_chars": len(line),
+        "line_tokens": tokens(line),
+        "is_error": bool(result.get("isError")),
+        "_data": structured if structured is not None else _json(text),
+    }
 
 
 def _json(text: str) -> Any:
@@ -196,12 +206,14 @@ def listed_count(data: Any) -> int:
     return len(data["notes"])
 
 
-async def measure(root: Path, db: Path, info: dict[str, Any], count: int, enc: Any, quick: bool = False,
-                  ask: list[str] | None = None) -> dict[str, Any]:
+async def measure(
+    root: Path, db: Path, info: dict[str, Any], count: int, enc: Any, quick: bool = False, ask: list[str] | None = None
+) -> dict[str, Any]:
     wire_path = Path(tempfile.mkdtemp(prefix="vs-wire-")) / "wire.jsonl"
     exe = str(Path(sys.executable).with_name("vaultsync"))
-    params = StdioServerParameters(command="sh", args=["-c", f'"$0" "$@" | tee -a "{wire_path}"', exe, "--db",
-                                                       str(db), "serve", str(root)])
+    params = StdioServerParameters(
+        command="sh", args=["-c", f'"$0" "$@" | tee -a "{wire_path}"', exe, "--db", str(db), "serve", str(root)]
+    )
     wire = Wire(wire_path)
     out: dict[str, Any] = {}
     async with Client(params) as client:
@@ -221,7 +233,8 @@ async def measure(root: Path, db: Path, info: dict[str, Any], count: int, enc: A
             "note_text_chars": statistics.median(s["note_text_chars"] for s in searches),
             "ratio_median": round(statistics.median(s["text_chars"] / s["note_text_chars"] for s in searches), 2),
             "ratio_max": round(max(s["text_chars"] / s["note_text_chars"] for s in searches), 2),
-            "met": sum(s["text_chars"] <= 5000 and s["text_chars"] <= 1.5 * s["note_text_chars"] for s in searches)}
+            "met": sum(s["text_chars"] <= 5000 and s["text_chars"] <= 1.5 * s["note_text_chars"] for s in searches),
+        }
 
         listing = await call("list_notes", {"limit": 100})
         n = listed_count(listing.pop("_data"))
@@ -255,8 +268,9 @@ async def measure(root: Path, db: Path, info: dict[str, Any], count: int, enc: A
 
 def _summary(rows: list[dict[str, Any]], per: float | None) -> dict[str, Any]:
     keys = ("text_chars", "text_tokens", "structured_chars", "structured_tokens", "line_chars", "line_tokens")
-    out: dict[str, Any] = {k: None if rows[0][k] is None else round(statistics.median(r[k] for r in rows))
-                           for k in keys}
+    out: dict[str, Any] = {
+        k: None if rows[0][k] is None else round(statistics.median(r[k] for r in rows)) for k in keys
+    }
     out["text_chars_max"] = max(r["text_chars"] for r in rows)
     if per:
         out["per_item_text_chars"] = round(out["text_chars"] / per, 1)

@@ -72,14 +72,32 @@ def split_bytes(db: Path) -> dict[str, Any]:
     finally:
         con.close()
     core = sum(size for table, size in tables.items() if table in CORE_TABLES or table.startswith("sqlite_"))
-    return {"core_bytes": core, "other_bytes": sum(tables.values()) - core,
-            "tables": dict(sorted(tables.items(), key=lambda item: -item[1]))}
+    return {
+        "core_bytes": core,
+        "other_bytes": sum(tables.values()) - core,
+        "tables": dict(sorted(tables.items(), key=lambda item: -item[1])),
+    }
 
 
 def distinct_versions(clone: Path) -> dict[str, Any]:
     """Distinct .md blobs of the first-parent history (all paths / paths Obsidian shows) and their bytes."""
-    log = subprocess.run(["git", "-C", str(clone), "log", "--first-parent", "--no-renames", "-z", "--raw", "--no-abbrev",
-                          "--format=", "HEAD"], capture_output=True, check=True).stdout
+    log = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(clone),
+            "log",
+            "--first-parent",
+            "--no-renames",
+            "-z",
+            "--raw",
+            "--no-abbrev",
+            "--format=",
+            "HEAD",
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout
     fields = log.split(b"\0")
     shown: set[str] = set()
     every: set[str] = set()
@@ -93,16 +111,27 @@ def distinct_versions(clone: Path) -> dict[str, Any]:
         every.add(sha)
         if not any(part.startswith(b".") for part in path.split(b"/")):
             shown.add(sha)
-    check = subprocess.run(["git", "-C", str(clone), "cat-file", "--batch-check=%(objectname) %(objectsize)"],
-                           input="\n".join(sorted(every)).encode(), capture_output=True, check=True).stdout
+    check = subprocess.run(
+        ["git", "-C", str(clone), "cat-file", "--batch-check=%(objectname) %(objectsize)"],
+        input="\n".join(sorted(every)).encode(),
+        capture_output=True,
+        check=True,
+    ).stdout
     sizes = {sha: int(size) for sha, size in (line.split() for line in check.decode().splitlines())}
-    return {"blobs": len(every), "bytes": sum(sizes.values()),
-            "shown_blobs": len(shown), "shown_bytes": sum(sizes[s] for s in shown)}
+    return {
+        "blobs": len(every),
+        "bytes": sum(sizes.values()),
+        "shown_blobs": len(shown),
+        "shown_bytes": sum(sizes[s] for s in shown),
+    }
 
 
 def _step(prefix: str, result: dict[str, Any]) -> Figures:
-    return {f"{prefix}_s": result["seconds"], f"{prefix}_cpu_s": result["cpu_seconds"],
-            f"{prefix}_peak_rss_mb": result["peak_rss_mb"]}
+    return {
+        f"{prefix}_s": result["seconds"],
+        f"{prefix}_cpu_s": result["cpu_seconds"],
+        f"{prefix}_peak_rss_mb": result["peak_rss_mb"],
+    }
 
 
 def run(quick: bool) -> Figures:
@@ -117,8 +146,11 @@ def run(quick: bool) -> Figures:
         if not quick:
             time.sleep(2.5)  # let the clone's files age past the re-hash window for the no-change run
         full = child(vaultsync("--db", str(head_db), "import", str(root), "--json"))
-        figures.update(_step("import", full), import_over_parse=round(full["seconds"] / max(parse["seconds"], 1e-9), 2),
-                       db_mb=round(db_bytes(head_db) / MB, 2))
+        figures.update(
+            _step("import", full),
+            import_over_parse=round(full["seconds"] / max(parse["seconds"], 1e-9), 2),
+            db_mb=round(db_bytes(head_db) / MB, 2),
+        )
         figures["db_over_markdown"] = round(db_bytes(head_db) / max(markdown_bytes(root), 1), 2)
         split = split_bytes(head_db)
         figures.update(db_core_mb=round(split["core_bytes"] / MB, 2), db_search_mb=round(split["other_bytes"] / MB, 2))
@@ -128,7 +160,11 @@ def run(quick: bool) -> Figures:
         figures.update(_step("reimport_no_change", again))
         versions = distinct_versions(root)
         backfill = child(vaultsync("--db", str(git_db), "import", str(root), "--from-git", "--json"))
-        figures.update(_step("from_git", backfill), from_git_commits=json.loads(backfill["stdout"]).get("commits"),
-                       from_git_db_mb=round(db_bytes(git_db) / MB, 2), distinct_versions=versions["blobs"],
-                       from_git_db_over_versions=round(db_bytes(git_db) / max(versions["bytes"], 1), 3))
+        figures.update(
+            _step("from_git", backfill),
+            from_git_commits=json.loads(backfill["stdout"]).get("commits"),
+            from_git_db_mb=round(db_bytes(git_db) / MB, 2),
+            distinct_versions=versions["blobs"],
+            from_git_db_over_versions=round(db_bytes(git_db) / max(versions["bytes"], 1), 3),
+        )
     return figures

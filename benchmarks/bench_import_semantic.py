@@ -51,8 +51,20 @@ def run(quick: bool) -> Figures:
         raise Unavailable("the import_semantic benchmark reads /proc (Linux only)")
     with workdir("import-semantic") as work:
         root, db = vault_for(quick, work), work / "minilm.db"
-        command = [sys.executable, "-m", "vaultsync", "--db", str(db), "import", str(root), "--embedder", "minilm",
-                   "--known-at", "2026-06-01", "--json"]
+        command = [
+            sys.executable,
+            "-m",
+            "vaultsync",
+            "--db",
+            str(db),
+            "import",
+            str(root),
+            "--embedder",
+            "minilm",
+            "--known-at",
+            "2026-06-01",
+            "--json",
+        ]
         peak = [0.0]
         before = os.times()
         started = time.perf_counter()
@@ -74,7 +86,12 @@ def run(quick: bool) -> Figures:
         if proc.returncode != 0:
             raise SystemExit(f"import failed ({proc.returncode}): {err[-2000:]}")
         summary = json.loads(out)
-        return {"notes": summary.get("added"), "wall_s": round(wall, 2),
-                "cpu_s": round(after.children_user + after.children_system - before.children_user
-                               - before.children_system, 2),
-                "peak_tree_rss_mb": round(peak[0]), "database_mb": round(db_bytes(db) / 1e6, 2)}
+        return {
+            "notes": summary.get("added"),
+            "wall_s": round(wall, 2),
+            "cpu_s": round(
+                after.children_user + after.children_system - before.children_user - before.children_system, 2
+            ),
+            "peak_tree_rss_mb": round(peak[0]),
+            "database_mb": round(db_bytes(db) / 1e6, 2),
+        }

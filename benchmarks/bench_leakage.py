@@ -16,19 +16,21 @@ A query counts as differing when its top 5 (path, chunk id and text, in order) i
 from __future__ import annotations
 
 import random
-import sys
 import re
+import sys
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # search_truth: the independent ground truth
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[1] / "tests" / "support")
+)  # search_truth: the independent ground truth
 from search_truth import fresh_keyword, split_export  # noqa: E402
 
 from benchmarks.harness import Figures  # noqa: E402
 from benchmarks.inputs import bench_work, clone, quick_history_db, workdir  # noqa: E402
+from vaultsync.embed.tokenizer import parse_query  # noqa: E402
 from vaultsync.store.codec import content_key as doc_hash  # noqa: E402
 from vaultsync.store.search.keyword import bm25, idf, phrase_freqs  # noqa: E402
-from vaultsync.embed.tokenizer import parse_query  # noqa: E402
 from vaultsync.vault import Vault  # noqa: E402
 
 TOP = 5
@@ -56,7 +58,9 @@ class Rows:
         for row_id, doc_id, born, died, path, ord_, chunk_id, h, length in con.execute(
             """SELECT r.id, r.doc_id, r.born, r.died, n.path, c.ord, c.chunk_id, d.hash, d.length
                FROM search_rows r JOIN chunks c ON c.id = r.id JOIN notes n ON n.id = r.note_id
-               JOIN search_docs d ON d.id = r.doc_id WHERE r.vault_id = ?""", (vault_id,)):
+               JOIN search_docs d ON d.id = r.doc_id WHERE r.vault_id = ?""",
+            (vault_id,),
+        ):
             self.by_doc[doc_id].append((row_id, born, died))
             self.life[row_id] = (born, died)
             self.key[row_id] = (path, ord_, chunk_id, h)
@@ -104,8 +108,15 @@ def run(quick: bool) -> Figures:
 
 def measure(db: Path, cutoffs: int, per_cutoff: int, seed: int) -> Figures:
     rng = random.Random(seed)
-    systems = ["latest only", "global top 20", "global top 50", "global top 100", "global all",
-               "known by cutoff", "this store"]
+    systems = [
+        "latest only",
+        "global top 20",
+        "global top 50",
+        "global top 100",
+        "global all",
+        "known by cutoff",
+        "this store",
+    ]
     differs = {s: 0 for s in systems}
     total = 0
     with Vault.open(db, readonly=True) as vault:
@@ -137,7 +148,8 @@ def measure(db: Path, cutoffs: int, per_cutoff: int, seed: int) -> Figures:
                 for n in (20, 50, 100, None):
                     top = ranked if n is None else ranked[:n]
                     got[f"global top {n}" if n else "global all"] = [
-                        rows.ident(rid) for _, rid in top if rows.visible(rid, batch)][:TOP]
+                        rows.ident(rid) for _, rid in top if rows.visible(rid, batch)
+                    ][:TOP]
                 known = rows.rank(freqs, lambda r: r[1] <= batch, lambda r: r[1] <= batch, known_totals)
                 got["known by cutoff"] = [rows.ident(rid) for _, rid in known if rows.visible(rid, batch)][:TOP]
                 for name in systems:
@@ -159,7 +171,8 @@ def current_hash(con, hit: dict) -> bytes:
     row = con.execute(
         """SELECT d.hash FROM search_rows r JOIN search_docs d ON d.id = r.doc_id JOIN chunks c ON c.id = r.id
            JOIN notes n ON n.id = r.note_id WHERE r.died IS NULL AND n.path = ? AND c.chunk_id = ?""",
-        (hit["path"], hit["chunk_id"])).fetchone()
+        (hit["path"], hit["chunk_id"]),
+    ).fetchone()
     return row[0] if row else b""
 
 

@@ -62,12 +62,15 @@ def past_dates(info: dict[str, Any]) -> list[str]:
     return [format_time(first + (last - first) * k // 4) for k in (1, 2, 3)]
 
 
-async def measure(db: Path, root: Path, name: str, items: list[str], dates: list[str | None], era: str,
-                  modes: tuple[str, ...]) -> dict[str, Any]:
+async def measure(
+    db: Path, root: Path, name: str, items: list[str], dates: list[str | None], era: str, modes: tuple[str, ...]
+) -> dict[str, Any]:
     """Round trips through a real stdio server: {mode: {date: figures}}. Each call is preceded by the
     same search in-process through ``Vault.search`` (same moment, same load), so the difference of
     the two is what MCP and the pipe add."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "--db", str(db), "serve", str(root)])
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "vaultsync", "--db", str(db), "serve", str(root)]
+    )
     out: dict[str, Any] = {}
     with Vault.open(db, name=name, readonly=True) as vault:
         async with Client(params, mode=era) as client:
@@ -92,8 +95,11 @@ async def measure(db: Path, root: Path, name: str, items: list[str], dates: list
                         answer = result.structured_content or {}
                         empty += not (answer.get("hits") or answer.get("notes"))  # flat hits, or grouped by note
                     out.setdefault(mode, {})[date or "now"] = {
-                        **summary_ms(times), "empty_results": empty, "direct": summary_ms(base),
-                        "overhead_p50_ms": round(statistics.median(t - b for t, b in zip(times, base)), 2)}
+                        **summary_ms(times),
+                        "empty_results": empty,
+                        "direct": summary_ms(base),
+                        "overhead_p50_ms": round(statistics.median(t - b for t, b in zip(times, base)), 2),
+                    }
     return out
 
 
@@ -108,11 +114,15 @@ def hardened(db: Path, root: Path, work: Path) -> tuple[StdioServerParameters, P
     keystore.chmod(0o600)
     log = folder / "audit.jsonl"
     manifest = folder / "manifest.toml"
-    manifest.write_text(f"db_path = {json.dumps(str(db))}\naudit_log_path = {json.dumps(str(log))}\n"
-                        f"keystore_path = {json.dumps(str(keystore))}\n", encoding="utf-8")
+    manifest.write_text(
+        f"db_path = {json.dumps(str(db))}\naudit_log_path = {json.dumps(str(log))}\n"
+        f"keystore_path = {json.dumps(str(keystore))}\n",
+        encoding="utf-8",
+    )
     manifest.chmod(0o600)
-    return StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "serve", str(root), "--manifest",
-                                                               str(manifest)]), log
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "vaultsync", "serve", str(root), "--manifest", str(manifest)]
+    ), log
 
 
 async def measure_audit(db: Path, root: Path, items: list[str], work: Path) -> dict[str, Any]:
@@ -126,7 +136,7 @@ async def measure_audit(db: Path, root: Path, items: list[str], work: Path) -> d
             for client in clients.values():
                 await client.call_tool("search_notes", {"query": query})
         for i, query in enumerate(items):
-            for which in (("off", "on") if i % 2 == 0 else ("on", "off")):
+            for which in ("off", "on") if i % 2 == 0 else ("on", "off"):
                 started = time.perf_counter()
                 result = await clients[which].call_tool("search_notes", {"query": query})
                 times[which].append((time.perf_counter() - started) * 1000)
@@ -134,8 +144,12 @@ async def measure_audit(db: Path, root: Path, items: list[str], work: Path) -> d
                     raise RuntimeError(result.content[0].text)
     records = len(log.read_text(encoding="utf-8").splitlines())
     off_p50, on_p50 = statistics.median(times["off"]), statistics.median(times["on"])
-    return {"off": summary_ms(times["off"]), "on": summary_ms(times["on"]), "audit_records": records,
-            "p50_increase": round(on_p50 / off_p50 - 1, 4)}
+    return {
+        "off": summary_ms(times["off"]),
+        "on": summary_ms(times["on"]),
+        "audit_records": records,
+        "p50_increase": round(on_p50 / off_p50 - 1, 4),
+    }
 
 
 def _corpora(quick: bool, work: Path) -> list[tuple[str, Path, Path, dict[str, Any], list[str]]]:
@@ -154,8 +168,9 @@ def run(quick: bool) -> Figures:
     with workdir("mcp") as work:
         for name, root, db, info, items in _corpora(quick, work):
             dates: list[str | None] = [None, info["first_batch"]] if quick else [None, *past_dates(info)]
-            result = anyio.run(measure, db, root, name, items, dates, "2026-07-28", ("hybrid",) if quick else
-                               ("hybrid", "keyword"))
+            result = anyio.run(
+                measure, db, root, name, items, dates, "2026-07-28", ("hybrid",) if quick else ("hybrid", "keyword")
+            )
             figures[f"{name}_notes"], figures[f"{name}_batches"] = info["notes"], info["batches"]
             for mode, per_date in result.items():
                 for k, (date, fig) in enumerate(per_date.items()):
@@ -172,7 +187,14 @@ def run_audit(quick: bool) -> Figures:
     with workdir("mcp-audit") as work:
         for name, root, db, info, items in _corpora(quick, work):
             fig = anyio.run(measure_audit, db, root, items, work)
-            figures.update({f"{name}_off_p50_ms": fig["off"]["p50_ms"], f"{name}_on_p50_ms": fig["on"]["p50_ms"],
-                            f"{name}_off_p95_ms": fig["off"]["p95_ms"], f"{name}_on_p95_ms": fig["on"]["p95_ms"],
-                            f"{name}_p50_increase": fig["p50_increase"], f"{name}_audit_records": fig["audit_records"]})
+            figures.update(
+                {
+                    f"{name}_off_p50_ms": fig["off"]["p50_ms"],
+                    f"{name}_on_p50_ms": fig["on"]["p50_ms"],
+                    f"{name}_off_p95_ms": fig["off"]["p95_ms"],
+                    f"{name}_on_p95_ms": fig["on"]["p95_ms"],
+                    f"{name}_p50_increase": fig["p50_increase"],
+                    f"{name}_audit_records": fig["audit_records"],
+                }
+            )
     return figures

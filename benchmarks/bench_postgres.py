@@ -36,12 +36,17 @@ MODES = ("keyword", "hybrid", "vector")
 def sliced(root: Path, max_commits: int) -> Path:
     """The clone with HEAD at its ``max_commits``-th first-parent commit (0: the whole history)."""
     if max_commits:
-        shas = subprocess.run(["git", "-C", str(root), "rev-list", "--first-parent", "--reverse",
-                               "origin/HEAD"],
-                              check=True, capture_output=True, text=True).stdout.split()
+        shas = subprocess.run(
+            ["git", "-C", str(root), "rev-list", "--first-parent", "--reverse", "origin/HEAD"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
         if max_commits < len(shas):
-            subprocess.run(["git", "-C", str(root), "checkout", "-q", "-B", f"bench-{max_commits}",
-                            shas[max_commits - 1]], check=True)
+            subprocess.run(
+                ["git", "-C", str(root), "checkout", "-q", "-B", f"bench-{max_commits}", shas[max_commits - 1]],
+                check=True,
+            )
     else:
         subprocess.run(["git", "-C", str(root), "checkout", "-q", "main"], check=True)
     return root
@@ -52,8 +57,11 @@ def load(db: object, root: Path) -> dict[str, float]:
     vault = Vault.open(db, root=root, name="hub")
     try:
         done = vault.import_git()
-        return {"import_s": round(time.perf_counter() - start, 1), "commits": done.commits,
-                "bytes": vault._store.size()}
+        return {
+            "import_s": round(time.perf_counter() - start, 1),
+            "commits": done.commits,
+            "bytes": vault._store.size(),
+        }
     finally:
         vault.close()
 
@@ -96,8 +104,10 @@ async def clients(urls: list[str], queries: list[str], count: int, calls: int) -
     go = asyncio.Event()
 
     async def one(i: int) -> None:
-        async with httpx2.AsyncClient(timeout=120) as http, \
-                Client(streamable_http_client(urls[i % len(urls)], http_client=http), mode="legacy") as c:
+        async with (
+            httpx2.AsyncClient(timeout=120) as http,
+            Client(streamable_http_client(urls[i % len(urls)], http_client=http), mode="legacy") as c,
+        ):
             await c.call_tool("search_notes", {"query": queries[i % len(queries)]})  # warm-up
             await ready.wait()
             await go.wait()
@@ -116,8 +126,7 @@ async def clients(urls: list[str], queries: list[str], count: int, calls: int) -
     return {"clients": count, "calls": len(took), "requests_per_s": round(len(took) / wall, 1), **summary_ms(took)}
 
 
-def throughput(dsn: str, root: Path, queries: list[str], servers: list[int], count: int,
-               calls: int) -> dict[str, dict]:
+def throughput(dsn: str, root: Path, queries: list[str], servers: list[int], count: int, calls: int) -> dict[str, dict]:
     from mcp_helpers import free_port, start_http, stop
 
     out: dict[str, dict] = {}
@@ -169,9 +178,15 @@ def run(quick: bool) -> dict[str, Any]:
             for engine, db in (("sqlite", str(tmp / "hub.db")), ("postgres", dsn)):
                 for label, at in (("now", None), ("past", past)):
                     results[engine][label], answers[f"{engine} {label}"] = searches(db, queries, at)
-            same = {f"{mode} {label}": all(answers[f"sqlite {label}"][k] == answers[f"postgres {label}"][k]
-                                           for k in answers[f"sqlite {label}"] if k.startswith(mode + " "))
-                    for mode in MODES for label in ("now", "past")}
+            same = {
+                f"{mode} {label}": all(
+                    answers[f"sqlite {label}"][k] == answers[f"postgres {label}"][k]
+                    for k in answers[f"sqlite {label}"]
+                    if k.startswith(mode + " ")
+                )
+                for mode in MODES
+                for label in ("now", "past")
+            }
             served = throughput(dsn, root, queries, servers, count, calls)
         finally:
             server.stop()

@@ -38,8 +38,11 @@ def hub_db(work: Path) -> Path:
     db = work / "hub.db"
     if not db.exists():
         repo = clone("obsidian-hub.bundle", work / "obsidian-hub")
-        subprocess.run([sys.executable, "-m", "vaultsync", "--db", str(db), "import", str(repo), "--from-git",
-                        "--json"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "vaultsync", "--db", str(db), "import", str(repo), "--from-git", "--json"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     return db
 
 
@@ -68,7 +71,9 @@ def _texts(db: Path) -> tuple[dict[str, list[str]], list[tuple[int, str]], list[
         with store.db.atomic() as con:
             by_path: dict[str, list[str]] = {}
             modified = []
-            for note_id, path, kind in con.execute("SELECT id, path, kind FROM notes WHERE kind != 'deleted' ORDER BY id"):
+            for note_id, path, kind in con.execute(
+                "SELECT id, path, kind FROM notes WHERE kind != 'deleted' ORDER BY id"
+            ):
                 text = content(con, note_id)
                 by_path.setdefault(path, []).append(text)
                 if kind == "modified":
@@ -80,7 +85,7 @@ def _texts(db: Path) -> tuple[dict[str, list[str]], list[tuple[int, str]], list[
 
 
 def _piece(text: str) -> str | None:
-    middle = text[len(text) // 2:len(text) // 2 + 24]
+    middle = text[len(text) // 2 : len(text) // 2 + 24]
     if len(middle) == 24 and "\n" not in middle and middle.strip() == middle and "[purged]" not in middle:
         return middle
     return None
@@ -91,21 +96,26 @@ def choose(db: Path) -> dict[str, dict]:
     by_path, modified, times = _texts(db)
     paths = list(by_path)
     cases: dict[str, dict] = {}
-    for _, text in modified[len(modified) // 2:]:  # the earlier benchmark's pick
+    for _, text in modified[len(modified) // 2 :]:  # the earlier benchmark's pick
         piece = _piece(text)
         if piece:
             cases["hub-string"] = {"texts": [piece]}
             break
-    for path in paths[len(paths) // 3:]:  # a piece of one note's newest text that no other note holds
+    for path in paths[len(paths) // 3 :]:  # a piece of one note's newest text that no other note holds
         piece = _piece(by_path[path][-1])
-        if piece and not any(piece in p for p in paths) and sum(
-                any(piece in t for t in texts) for texts in by_path.values()) == 1:
+        if (
+            piece
+            and not any(piece in p for p in paths)
+            and sum(any(piece in t for t in texts) for texts in by_path.values()) == 1
+        ):
             cases["one-note"] = {"texts": [piece]}
             break
     lines: Counter[str] = Counter()
     for texts in by_path.values():
         lines.update({ln.strip() for ln in texts[-1].splitlines() if 12 <= len(ln.strip()) <= 60})
-    best = sorted((abs(n - 200), ln) for ln, n in lines.items() if not any(ln in p for p in paths) and "[purged]" not in ln)
+    best = sorted(
+        (abs(n - 200), ln) for ln, n in lines.items() if not any(ln in p for p in paths) and "[purged]" not in ln
+    )
     for _, line in best[:200]:
         notes = sum(any(line in t for t in texts) for texts in by_path.values())
         if 140 <= notes <= 280:
@@ -137,10 +147,18 @@ def step_purge(db: Path, case: dict) -> dict:
         wall = time.perf_counter() - started
         cpu = time.process_time() - cpu
         problems = vault.check()
-    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "db_bytes_before": before, "db_bytes_after": size(db),
-            "revisions_changed": result["revisions_changed"], "revisions_removed": result["revisions_removed"],
-            "notes": result["notes"], "batches_removed": result["batches_removed"],
-            "dictionary_retrained": result["dictionary_retrained"], "check_problems": len(problems)}
+    return {
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "db_bytes_before": before,
+        "db_bytes_after": size(db),
+        "revisions_changed": result["revisions_changed"],
+        "revisions_removed": result["revisions_removed"],
+        "notes": result["notes"],
+        "batches_removed": result["batches_removed"],
+        "dictionary_retrained": result["dictionary_retrained"],
+        "check_problems": len(problems),
+    }
 
 
 def step_search(db: Path, case: dict) -> dict:
@@ -172,8 +190,9 @@ def start_step(python: Path, step: str, db: Path, case: dict, work: Path) -> sub
     spec = work / f"{db.name}-{step}.json"
     spec.write_text(json.dumps(case), encoding="utf-8")
     out = open(work / f"{db.name}-{step}.out", "w", encoding="utf-8")  # noqa: SIM115 - read by finish_step
-    return subprocess.Popen([str(python), __file__, "--step", step, "--target", str(db), "--spec", str(spec)],
-                            stdout=out, text=True)
+    return subprocess.Popen(
+        [str(python), __file__, "--step", step, "--target", str(db), "--spec", str(spec)], stdout=out, text=True
+    )
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -195,7 +214,7 @@ def finish_step(proc: subprocess.Popen, deadline: float | None = None) -> dict:
         proc.wait()
         return {"unfinished": True, "cpu_s_so_far": used, "load": [round(x, 2) for x in os.getloadavg()]}
     Path(proc.args[-1]).unlink()
-    out = Path(proc.args[-1][:-len(".json")] + ".out").read_text(encoding="utf-8")
+    out = Path(proc.args[-1][: -len(".json")] + ".out").read_text(encoding="utf-8")
     if proc.returncode:
         raise SystemExit(f"a step failed ({proc.args})")
     return {**json.loads(out.strip().splitlines()[-1]), "load": [round(x, 2) for x in os.getloadavg()]}
@@ -235,5 +254,8 @@ def run(quick: bool) -> dict:
 
 if __name__ == "__main__":  # one step in a fresh process (``start_step``): --step purge|search --target DB --spec FILE
     _, _, which, _, target, _, spec = sys.argv
-    print(json.dumps((step_purge if which == "purge" else step_search)(Path(target),
-                                                                      json.loads(Path(spec).read_text("utf-8")))))
+    print(
+        json.dumps(
+            (step_purge if which == "purge" else step_search)(Path(target), json.loads(Path(spec).read_text("utf-8")))
+        )
+    )

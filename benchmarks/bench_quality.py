@@ -44,9 +44,11 @@ from vaultsync.vault import Vault
 K = 10
 SEED = 10
 REMEMBERED_SEED = 2323
-STOPWORDS = frozenset("""a about after all also an and any are as at be because been but by can do does for from
+STOPWORDS = frozenset(
+    """a about after all also an and any are as at be because been but by can do does for from
 has have how i if in into is it its more most no not of on one or other so some such than that the their them
-then there these they this to up use used using was we what when which will with you your""".split())
+then there these they this to up use used using was we what when which will with you your""".split()
+)
 _TOKENIZER = apsw.Connection(":memory:").fts5_tokenizer("unicode61", ["remove_diacritics", "2"])
 _WORD = re.compile(r"^[\w'’-]+[.,;:!?]?$")
 _LINKY = re.compile(r"\[|\]|\(|\)|https?:|www\.|`|<|>|\||\*|_{2}|==|#|\^|%%|\$")
@@ -81,8 +83,10 @@ def baseline_index(vault: Vault) -> apsw.Connection:
     con.execute("CREATE VIRTUAL TABLE notes USING fts5(path UNINDEXED, body)")
     with con:
         for rev in vault.ls():
-            con.execute("INSERT INTO notes (path, body) VALUES (?, ?)",
-                        (rev.path, f"{rev.title or ''}\n{vault.read(rev.path).content}"))
+            con.execute(
+                "INSERT INTO notes (path, body) VALUES (?, ?)",
+                (rev.path, f"{rev.title or ''}\n{vault.read(rev.path).content}"),
+            )
     return con
 
 
@@ -118,8 +122,8 @@ def known_items(vault: Vault, count: int) -> list[dict]:
             continue
         n = rng.randint(4, 6)
         start = rng.randint(0, len(words) - n)
-        query = " ".join(w.rstrip(".,;:!?") for w in words[start:start + n])
-        exact = " ".join(words[start:start + n])
+        query = " ".join(w.rstrip(".,;:!?") for w in words[start : start + n])
+        exact = " ".join(words[start : start + n])
         if sum(exact in body for body in flat.values()) != 1:
             continue
         used.add(path)
@@ -156,7 +160,7 @@ def remembered_windows(vault: Vault, count: int) -> list[dict]:
             continue
         n = rng.randint(3, min(6, len(words)))
         start = rng.randint(0, len(words) - n)
-        window = [w.strip(".,;:!?\"'()") for w in words[start:start + n]]
+        window = [w.strip(".,;:!?\"'()") for w in words[start : start + n]]
         if not all(w and _WORD.match(w) and not _LINKY.search(w) for w in window):
             continue
         heavy = 2 * sum(w.lower() in STOPWORDS for w in window) >= len(window)
@@ -169,8 +173,15 @@ def remembered_windows(vault: Vault, count: int) -> list[dict]:
             continue
         used.add(path)
         quota[heavy] -= 1
-        out.append({"query": " ".join(window), "relevant_path": path, "sources": [], "kind": "remembered",
-                    "stopword_heavy": heavy})
+        out.append(
+            {
+                "query": " ".join(window),
+                "relevant_path": path,
+                "sources": [],
+                "kind": "remembered",
+                "stopword_heavy": heavy,
+            }
+        )
         if not any(quota.values()):
             break
     return out
@@ -191,17 +202,25 @@ def score(ranked_paths: list[str], relevant: str, sources: set[str]) -> tuple[fl
     return 0.0, 0.0, 0.0
 
 
-def evaluate(vault: Vault, base: apsw.Connection, queries: list[dict], modes: list[str],
-             per: dict[str, list[tuple[float, float, float]]] | None = None) -> dict[str, dict]:
+def evaluate(
+    vault: Vault,
+    base: apsw.Connection,
+    queries: list[dict],
+    modes: list[str],
+    per: dict[str, list[tuple[float, float, float]]] | None = None,
+) -> dict[str, dict]:
     """Measures per mode; ``per`` (if given) receives each query's (hit@10, RR@10, hit@1) per mode."""
     per = {} if per is None else per
     per.update({m: [] for m in ["baseline", *modes]})
     latency: dict[str, list[float]] = {m: [] for m in ["baseline", *modes]}
     for item in queries:
         sources = set(item["sources"])
-        ms, rows = timed(lambda q: base.execute(
-            "SELECT path FROM notes WHERE notes MATCH ? ORDER BY rank LIMIT ?", (any_term(q), 4 * K + len(sources))
-        ).fetchall(), item["query"])
+        ms, rows = timed(
+            lambda q: base.execute(
+                "SELECT path FROM notes WHERE notes MATCH ? ORDER BY rank LIMIT ?", (any_term(q), 4 * K + len(sources))
+            ).fetchall(),
+            item["query"],
+        )
         latency["baseline"].append(ms)
         per["baseline"].append(score([r[0] for r in rows], item["relevant_path"], sources))
         for mode in modes:
@@ -214,8 +233,11 @@ def evaluate(vault: Vault, base: apsw.Connection, queries: list[dict], modes: li
 
 def measures(values: list[tuple[float, float, float]]) -> dict[str, float]:
     n = len(values) or 1
-    return {"recall@10": round(sum(v[0] for v in values) / n, 4), "mrr@10": round(sum(v[1] for v in values) / n, 4),
-            "success@1": round(sum(v[2] for v in values) / n, 4)}
+    return {
+        "recall@10": round(sum(v[0] for v in values) / n, 4),
+        "mrr@10": round(sum(v[1] for v in values) / n, 4),
+        "success@1": round(sum(v[2] for v in values) / n, 4),
+    }
 
 
 def _fusing(embedder):  # type: ignore[no-untyped-def]
@@ -241,8 +263,10 @@ def run(quick: bool) -> dict:
             _, db, _ = build(bench_work("quality"), "hash")
             lines = (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
             rows = [json.loads(line) for line in lines]
-            sets = {"title": [r for r in rows if r["kind"] == "alias"],
-                    "anchor": [r for r in rows if r["kind"] == "anchor"]}
+            sets = {
+                "title": [r for r in rows if r["kind"] == "alias"],
+                "anchor": [r for r in rows if r["kind"] == "anchor"],
+            }
             counts = (500, 500)
         with Vault.open(db, readonly=True) as vault:
             sets["known-item"] = known_items(vault, counts[0])
@@ -266,8 +290,11 @@ def main() -> None:
     parser.add_argument("--modes", default="keyword,hybrid,vector")
     parser.add_argument("--embedder", default="hash")
     parser.add_argument("--name", default="quality", help="results file name")
-    parser.add_argument("--fuse", action="store_true", help="fuse the embedder's vectors into the default mode "
-                        "(to measure whether it earns it: Embedder.fuse)")
+    parser.add_argument(
+        "--fuse",
+        action="store_true",
+        help="fuse the embedder's vectors into the default mode (to measure whether it earns it: Embedder.fuse)",
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     _, db, info = build(args.work, args.embedder)
@@ -295,21 +322,39 @@ def main() -> None:
             if name == "remembered":  # the stopword-heavy half on its own (same runs)
                 heavy = [q["stopword_heavy"] for q in queries]
                 results["remembered (stopword-heavy)"] = {
-                    m: {**measures([v for v, h in zip(values, heavy) if h]), "p50_ms": None} for m, values in per.items()}
+                    m: {**measures([v for v, h in zip(values, heavy) if h]), "p50_ms": None}
+                    for m, values in per.items()
+                }
         sets["remembered (stopword-heavy)"] = [q for q in sets["remembered"] if q["stopword_heavy"]]
-    payload = {"sets": {k: len(v) for k, v in sets.items()}, "corpus": "obsidian-hub HEAD", "vault": info,
-               "remembered_seed": REMEMBERED_SEED, "results": results, "machine": machine()}
+    payload = {
+        "sets": {k: len(v) for k, v in sets.items()},
+        "corpus": "obsidian-hub HEAD",
+        "vault": info,
+        "remembered_seed": REMEMBERED_SEED,
+        "results": results,
+        "machine": machine(),
+    }
     fused = f"fused: {args.embedder}" if args.fuse else "no vectors fused"
-    labels = {"baseline": "baseline: FTS5 BM25 over whole notes, any term", "keyword": "keyword (`--mode keyword`)",
-              "vector": f"vector only ({args.embedder})", "hybrid": f"default (`hybrid`, {fused})"}
+    labels = {
+        "baseline": "baseline: FTS5 BM25 over whole notes, any term",
+        "keyword": "keyword (`--mode keyword`)",
+        "vector": f"vector only ({args.embedder})",
+        "hybrid": f"default (`hybrid`, {fused})",
+    }
     lines = ["| set | system | recall@10 | MRR@10 | success@1 | p50 ms |", "|---|---|---:|---:|---:|---:|"]
     for set_name, by_mode in results.items():
         for name, r in by_mode.items():
-            lines.append(f"| {set_name} ({len(sets[set_name])}) | {labels.get(name, name)} | {r['recall@10']:.3f} | "
-                         f"{r['mrr@10']:.3f} | {r['success@1']:.3f} | {'(same runs)' if r['p50_ms'] is None else r['p50_ms']} |")
-    md = ("Quality on the Hub at HEAD (note level; source notes left out; `remembered`: seed "
-          f"{REMEMBERED_SEED}, not a set the weights were fitted on)\n\n" + "\n".join(lines) + "\n\n"
-          + f"Database {info['database_bytes']:,} bytes ({info['size_ratio']}× the Markdown), embedder {args.embedder}.\n")
+            lines.append(
+                f"| {set_name} ({len(sets[set_name])}) | {labels.get(name, name)} | {r['recall@10']:.3f} | "
+                f"{r['mrr@10']:.3f} | {r['success@1']:.3f} | {'(same runs)' if r['p50_ms'] is None else r['p50_ms']} |"
+            )
+    md = (
+        "Quality on the Hub at HEAD (note level; source notes left out; `remembered`: seed "
+        f"{REMEMBERED_SEED}, not a set the weights were fitted on)\n\n"
+        + "\n".join(lines)
+        + "\n\n"
+        + f"Database {info['database_bytes']:,} bytes ({info['size_ratio']}× the Markdown), embedder {args.embedder}.\n"
+    )
     save(args.name, payload, md)
 
 

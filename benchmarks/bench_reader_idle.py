@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import Figures
-from benchmarks.inputs import SAMPLE, Unavailable, vaultsync as command, workdir
+from benchmarks.inputs import SAMPLE, Unavailable, workdir
+from benchmarks.inputs import vaultsync as command
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -56,12 +57,24 @@ def vaultsync(db: Path, *args: str) -> list[str]:
 
 def start_server(db: Path, root: Path, *flags: str) -> subprocess.Popen[bytes]:
     """``serve`` over stdio, after one initialize and one vault_status (so everything a host uses is loaded)."""
-    proc = subprocess.Popen(vaultsync(db, "serve", str(root), *flags), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        vaultsync(db, "serve", str(root), *flags),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     for message in (
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "vault_status", "arguments": {}}},
     ):
@@ -82,8 +95,9 @@ def run(quick: bool) -> Figures:
         shutil.copytree(SAMPLE, root, symlinks=True)
         subprocess.run(vaultsync(db, "import", str(root)), check=True, capture_output=True)
         notes = sum(1 for _ in root.rglob("*.md"))
-        watcher = subprocess.Popen(vaultsync(db, "watch", str(root)), stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True)
+        watcher = subprocess.Popen(
+            vaultsync(db, "watch", str(root)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
         assert watcher.stderr is not None
         while "watching " not in watcher.stderr.readline():
             if watcher.poll() is not None:
@@ -100,9 +114,15 @@ def run(quick: bool) -> Figures:
             figures: Figures = {"seconds": round(window, 1), "notes": notes}
             for name, p in procs:
                 used = cpu_seconds(p.pid) - before[p.pid]
-                figures.update({f"{name}_cpu_s": round(used, 3), f"{name}_cpu_pct": round(used / window * 100, 3),
-                                f"{name}_rss_mb": round(rss_mb(p.pid), 1),
-                                f"{name}_inotify_watches": inotify_watches(p.pid), f"{name}_threads": threads(p.pid)})
+                figures.update(
+                    {
+                        f"{name}_cpu_s": round(used, 3),
+                        f"{name}_cpu_pct": round(used / window * 100, 3),
+                        f"{name}_rss_mb": round(rss_mb(p.pid), 1),
+                        f"{name}_inotify_watches": inotify_watches(p.pid),
+                        f"{name}_threads": threads(p.pid),
+                    }
+                )
         finally:
             for _, p in procs:
                 p.terminate()

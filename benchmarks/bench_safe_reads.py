@@ -19,7 +19,7 @@ def run(quick: bool) -> Figures:
     with workdir("safe-reads") as work:
         root = os.path.realpath(vault_for(quick, work))
         found, _ = scan(Path(root))
-        rels = [o.fs_path[len(root) + 1:] for o in found.values() if getattr(o, "fs_path", None)]
+        rels = [o.fs_path[len(root) + 1 :] for o in found.values() if getattr(o, "fs_path", None)]
         plain, safe = [], []
         for _ in range(1 if quick else 3):
             started = time.perf_counter()
@@ -32,7 +32,10 @@ def run(quick: bool) -> Figures:
                 vaultfs.read_note(root, rel, MAX_FILE_BYTES)
             safe.append(time.perf_counter() - started)
     best_plain, best_safe = min(plain), min(safe)
-    return {"notes": len(rels), "plain_read_ms": round(best_plain * 1000, 2),
-            "safe_read_ms": round(best_safe * 1000, 2),
-            "ratio": round(best_safe / best_plain, 2) if best_plain else None,
-            "extra_us_per_note": round((best_safe - best_plain) / max(len(rels), 1) * 1e6, 1)}
+    return {
+        "notes": len(rels),
+        "plain_read_ms": round(best_plain * 1000, 2),
+        "safe_read_ms": round(best_safe * 1000, 2),
+        "ratio": round(best_safe / best_plain, 2) if best_plain else None,
+        "extra_us_per_note": round((best_safe - best_plain) / max(len(rels), 1) * 1e6, 1),
+    }

@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import REPO, clone, summary_ms
-
 from vaultsync.live.events import count_folders
 from vaultsync.vault import Vault
 
@@ -110,8 +109,13 @@ def run_measured(args: list[str]) -> dict[str, Any]:
         stdout, stderr = out.read(), err.read()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}):\n{stderr[-3000:]}")
-    return {"wall_s": wall, "largest_peak_mb": usage.ru_maxrss / 1024, "tree_peak_mb": peak_tree[0] / 1024,
-            "stdout": stdout, "stderr": stderr}
+    return {
+        "wall_s": wall,
+        "largest_peak_mb": usage.ru_maxrss / 1024,
+        "tree_peak_mb": peak_tree[0] / 1024,
+        "stdout": stdout,
+        "stderr": stderr,
+    }
 
 
 def build_vault(hub: Path, k: int) -> Path:
@@ -220,8 +224,13 @@ def measure_watch(db: Path, root: Path, notes: list[Path], burst: int) -> dict[s
     written = time.monotonic()
     done = watch.wait_total("modified", count, since)
     sizes = [b["modified"] + b["added"] for _, b in watch.batches[since:]]
-    out["burst"] = {"notes": count, "writing_s": round(written - start, 1), "landed_s": round(done - start, 1),
-                    "batches": len(sizes), "largest_batch": max(sizes)}
+    out["burst"] = {
+        "notes": count,
+        "writing_s": round(written - start, 1),
+        "landed_s": round(done - start, 1),
+        "batches": len(sizes),
+        "largest_batch": max(sizes),
+    }
     out["peak_rss_mb"] = round(status_kb(watch.proc.pid, "VmHWM") / 1024, 1)
     watch.stop()
     return out
@@ -232,8 +241,10 @@ def measure_polling(db: Path, root: Path, folders: int) -> dict[str, Any]:
     if shutil.which("unshare") is None:
         return {"skipped": "no unshare"}
     limit = max(1, folders // 2)
-    script = f"echo {limit} > /proc/sys/user/max_inotify_watches && exec \"$@\""
-    watch = Watch(["unshare", "-Ur", "sh", "-c", script, "sh", *vaultsync("--db", str(db), "watch", str(root), "--json")])
+    script = f'echo {limit} > /proc/sys/user/max_inotify_watches && exec "$@"'
+    watch = Watch(
+        ["unshare", "-Ur", "sh", "-c", script, "sh", *vaultsync("--db", str(db), "watch", str(root), "--json")]
+    )
     try:
         watch.wait_log("falling back to polling", timeout=600)
         ready = watch.wait_log("watching ", timeout=1200)
@@ -244,9 +255,13 @@ def measure_polling(db: Path, root: Path, folders: int) -> dict[str, Any]:
     time.sleep(PAUSES["poll_settle"])
     cpu0 = cpu_s(watch.proc.pid)
     time.sleep(PAUSES["idle"])
-    out = {"limit": limit, "warning": warning.split("WARNING", 1)[-1].strip(" :"), "startup_s": round(ready, 2),
-           "idle_rss_mb": round(status_kb(watch.proc.pid, "VmRSS") / 1024, 1),
-           "idle_cpu_pct": round((cpu_s(watch.proc.pid) - cpu0) / PAUSES["idle"] * 100, 1)}
+    out = {
+        "limit": limit,
+        "warning": warning.split("WARNING", 1)[-1].strip(" :"),
+        "startup_s": round(ready, 2),
+        "idle_rss_mb": round(status_kb(watch.proc.pid, "VmRSS") / 1024, 1),
+        "idle_cpu_pct": round((cpu_s(watch.proc.pid) - cpu0) / PAUSES["idle"] * 100, 1),
+    }
     watch.stop()
     return out
 
@@ -295,9 +310,14 @@ def build_history(hub: Path, k: int, burst: int) -> tuple[Path, str, dict[str, A
             with note.open("a", encoding="utf-8") as handle:
                 handle.write("\nburst\n")
         vault.sync()
-    info = {"notes": count, "markdown_mb": round(size / MB, 1), "folders": folders, "past": summary["known_at"],
-            "import_wall_s": round(first["wall_s"], 1),
-            "database_mb": round(sum(p.stat().st_size for p in WORK.glob(f"scale-{k}x.db*")) / MB, 1)}
+    info = {
+        "notes": count,
+        "markdown_mb": round(size / MB, 1),
+        "folders": folders,
+        "past": summary["known_at"],
+        "import_wall_s": round(first["wall_s"], 1),
+        "database_mb": round(sum(p.stat().st_size for p in WORK.glob(f"scale-{k}x.db*")) / MB, 1),
+    }
     meta.write_text(json.dumps(info, indent=1) + "\n")
     shutil.rmtree(root, ignore_errors=True)
     return db, root.name, info
@@ -322,19 +342,26 @@ def measure_scale(hub: Path, k: int, queries: list[str], burst: int) -> dict[str
     print(f"== {k}x: import of {count} notes", file=sys.stderr, flush=True)
     first = run_measured(vaultsync("--db", str(db), "import", str(root), "--json"))
     summary = json.loads(first["stdout"])
-    r["import"] = {"wall_s": round(first["wall_s"], 1), "added": summary["added"],
-                   "ms_per_note": round(first["wall_s"] * 1000 / count, 3),
-                   "largest_process_peak_mb": round(first["largest_peak_mb"], 1),
-                   "all_processes_peak_mb": round(first["tree_peak_mb"], 1),
-                   "errors": len(summary["errors"])}
+    r["import"] = {
+        "wall_s": round(first["wall_s"], 1),
+        "added": summary["added"],
+        "ms_per_note": round(first["wall_s"] * 1000 / count, 3),
+        "largest_process_peak_mb": round(first["largest_peak_mb"], 1),
+        "all_processes_peak_mb": round(first["tree_peak_mb"], 1),
+        "errors": len(summary["errors"]),
+    }
     r["database_mb"] = round(sum(p.stat().st_size for p in WORK.glob(f"scale-{k}x.db*")) / MB, 1)
     again = run_measured(vaultsync("--db", str(db), "import", str(root), "--json"))
     with Vault.open(db, root=root) as vault:  # the same, in-process: the sync alone, without Python start-up
         start = time.perf_counter()
         unchanged = vault.sync().unchanged
         sync_s = time.perf_counter() - start
-    r["reimport"] = {"wall_s": round(again["wall_s"], 2), "sync_s": round(sync_s, 2), "unchanged": unchanged,
-                     "peak_mb": round(again["largest_peak_mb"], 1)}
+    r["reimport"] = {
+        "wall_s": round(again["wall_s"], 2),
+        "sync_s": round(sync_s, 2),
+        "unchanged": unchanged,
+        "peak_mb": round(again["largest_peak_mb"], 1),
+    }
     print(f"== {k}x: watch", file=sys.stderr, flush=True)
     notes = sorted(p for p in root.rglob("*.md") if not any(part.startswith(".") for part in p.relative_to(root).parts))
     r["watch"] = measure_watch(db, root, notes, burst)

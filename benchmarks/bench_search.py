@@ -13,17 +13,17 @@ from __future__ import annotations
 import random
 import sys
 import time
-from statistics import median
 from pathlib import Path
+from statistics import median
 
 import apsw
 
 from benchmarks.harness import Figures, p50_p95
 from benchmarks.inputs import QUICK_QUERIES, bench_work, clone, edit_some, hub_queries, sample_vault, workdir
+from vaultsync.embed.tokenizer import TOKENIZE, parse_query
 from vaultsync.gitimport import GitHistory
 from vaultsync.store.search.snapshot import export_rows, take
 from vaultsync.sync import Plan, write_plan
-from vaultsync.embed.tokenizer import TOKENIZE, parse_query
 from vaultsync.vault import Vault
 
 
@@ -38,8 +38,10 @@ def build(work: Path) -> Path:
     db = work / "big.db"
     if db.exists():
         return db
-    histories = {"help": GitHistory(clone("obsidian-help.bundle", work / "help")),
-                 "hub": GitHistory(clone("obsidian-hub.bundle", work / "hub"))}
+    histories = {
+        "help": GitHistory(clone("obsidian-help.bundle", work / "help")),
+        "hub": GitHistory(clone("obsidian-hub.bundle", work / "hub")),
+    }
     root = work / "vault"
     root.mkdir(exist_ok=True)
     steps = []
@@ -57,15 +59,29 @@ def build(work: Path) -> Path:
             observed = history.tree(sha) if parent is None else history.changes(parent, sha)
             observed = {f"{name}/{path}": obs for path, obs in observed.items()}
             last = max(last, when)
-            write_plan(vault._store, vault.id, vault.name, Plan(observed, vault._store.live_state(vault.id), {}),
-                   known_at=last, source="git", detail=sha)
+            write_plan(
+                vault._store,
+                vault.id,
+                vault.name,
+                Plan(observed, vault._store.live_state(vault.id), {}),
+                known_at=last,
+                source="git",
+                detail=sha,
+            )
             if n % 200 == 0:
                 print(f"{n}/{len(steps)} commits, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
         head = steps[-1][0] if steps[-1][1] == "hub" else max(s[0] for s in steps if s[1] == "hub")
         hub_head = [s for s in steps if s[1] == "hub"][-1][3]
         observed = {f"hub-copy/{p}": o for p, o in histories["hub"].tree(hub_head).items()}
-        write_plan(vault._store, vault.id, vault.name, Plan(observed, vault._store.live_state(vault.id), {}),
-               known_at=max(last, head) + 1_000_000, source="git", detail="hub-copy")
+        write_plan(
+            vault._store,
+            vault.id,
+            vault.name,
+            Plan(observed, vault._store.live_state(vault.id), {}),
+            known_at=max(last, head) + 1_000_000,
+            source="git",
+            detail="hub-copy",
+        )
     for history in histories.values():
         history.close()
     print(f"built in {time.perf_counter() - started:.0f} s", file=sys.stderr)
@@ -77,10 +93,13 @@ def simple_search(con: apsw.Connection, vault_id: int, as_of: int | None, expres
     snap = take(con, vault_id, as_of, None)
     con.execute(f"CREATE VIRTUAL TABLE temp.simple USING fts5(indexed_text, tokenize='{TOKENIZE}')")
     try:
-        con.executemany("INSERT INTO temp.simple (rowid, indexed_text) VALUES (?, ?)",
-                        ((i, rec["indexed_text"]) for i, rec in enumerate(export_rows(con, snap))))
-        return con.execute("SELECT rowid, bm25(simple) FROM simple WHERE simple MATCH ? ORDER BY rank LIMIT 10",
-                           (expression,)).fetchall()
+        con.executemany(
+            "INSERT INTO temp.simple (rowid, indexed_text) VALUES (?, ?)",
+            ((i, rec["indexed_text"]) for i, rec in enumerate(export_rows(con, snap))),
+        )
+        return con.execute(
+            "SELECT rowid, bm25(simple) FROM simple WHERE simple MATCH ? ORDER BY rank LIMIT 10", (expression,)
+        ).fetchall()
     finally:
         con.execute("DROP TABLE temp.simple")
 
@@ -104,12 +123,15 @@ def measure_db(db: Path, queries_pool: list[str], count: int, simple: int, seed:
         times = [r[0] for r in con.execute("SELECT known_at FROM batches WHERE vault_id = ? ORDER BY id", (vault.id,))]
         titles = con.execute("SELECT title FROM notes WHERE title IS NOT NULL ORDER BY random() LIMIT 2000")
         words = [w for (t,) in titles for w in t.split() if len(w) > 3] or ["note"]
-        queries = [rng.choice(queries_pool) if i % 2 else
-                   " ".join(rng.sample(words, min(len(words), rng.randint(1, 2)))) for i in range(count)]
-        past = times[len(times) // 10:-1] or times[:1]
+        queries = [
+            rng.choice(queries_pool) if i % 2 else " ".join(rng.sample(words, min(len(words), rng.randint(1, 2))))
+            for i in range(count)
+        ]
+        past = times[len(times) // 10 : -1] or times[:1]
         cutoffs = [rng.choice(past) for _ in queries]
-        lat: dict[str, list[float]] = {f"{k}_{when}": [] for k in ("keyword", "hybrid", "vector")
-                                       for when in ("now", "past")}
+        lat: dict[str, list[float]] = {
+            f"{k}_{when}": [] for k in ("keyword", "hybrid", "vector") for when in ("now", "past")
+        }
         for query, cutoff in zip(queries, cutoffs):
             for mode in ("keyword", "hybrid", "vector"):
                 lat[f"{mode}_now"].append(timed(vault.search, query, mode=mode)[0])
@@ -121,9 +143,14 @@ def measure_db(db: Path, queries_pool: list[str], count: int, simple: int, seed:
             ours_now.append(timed(vault.search, query, mode="keyword")[0])
             simple_past.append(timed(simple_search, con, vault.id, cutoff, expression)[0])
             ours_past.append(timed(vault.search, query, mode="keyword", as_of=cutoff)[0])
-    figures: Figures = {"visible_chunks": visible[0], "visible_distinct_texts": visible[1],
-                        "chunk_revisions": stats["chunk_revisions"], "batches": stats["batches"],
-                        "database_mb": round(stats["database_bytes"] / 1e6, 1), "queries": len(queries)}
+    figures: Figures = {
+        "visible_chunks": visible[0],
+        "visible_distinct_texts": visible[1],
+        "chunk_revisions": stats["chunk_revisions"],
+        "batches": stats["batches"],
+        "database_mb": round(stats["database_bytes"] / 1e6, 1),
+        "queries": len(queries),
+    }
     for key, values in lat.items():
         figures.update(p50_p95(key, values))
     figures.update(p50_p95("simple_now", simple_now) | p50_p95("simple_past", simple_past))

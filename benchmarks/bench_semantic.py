@@ -32,8 +32,8 @@ SEED = 10
 def sample_texts(root: Path, chunks: int) -> list[list[str]]:
     """Whole notes' indexed texts, notes drawn at random until ``chunks`` texts."""
     from vaultsync.disk.folder import Present, decode, scan
-    from vaultsync.parsers import parse_note
     from vaultsync.embed.tokenizer import indexable, indexed_text
+    from vaultsync.parsers import parse_note
 
     found, _ = scan(root)
     paths = sorted(p for p, obs in found.items() if isinstance(obs, Present))
@@ -43,8 +43,9 @@ def sample_texts(root: Path, chunks: int) -> list[list[str]]:
     for path in paths:
         parsed = parse_note(decode(found[path].read()), path)
         keep = indexable([c.text for c in parsed.chunks])
-        texts = [indexed_text(parsed.title, parsed.aliases, c.heading_path, c.text)
-                 for c, k in zip(parsed.chunks, keep) if k]
+        texts = [
+            indexed_text(parsed.title, parsed.aliases, c.heading_path, c.text) for c, k in zip(parsed.chunks, keep) if k
+        ]
         if texts:
             notes.append(texts)
             total += len(texts)
@@ -71,10 +72,21 @@ def child(config: str, texts_file: str, vectors_file: str) -> None:
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     tokens = sum(len(e.ids) for texts in notes for e in embedder._tokenizer.encode_batch(texts))
     np.save(vectors_file, np.asarray(vectors, dtype=np.float32))
-    print(json.dumps({"config": config, "load_s": round(load, 2), "chunks": len(vectors), "tokens": tokens,
-                      "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-                      "chunks_per_s": round(len(vectors) / wall, 1), "chunks_per_cpu_s": round(len(vectors) / cpu, 1),
-                      "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}))
+    print(
+        json.dumps(
+            {
+                "config": config,
+                "load_s": round(load, 2),
+                "chunks": len(vectors),
+                "tokens": tokens,
+                "wall_s": round(wall, 2),
+                "cpu_s": round(cpu, 2),
+                "chunks_per_s": round(len(vectors) / wall, 1),
+                "chunks_per_cpu_s": round(len(vectors) / cpu, 1),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            }
+        )
+    )
 
 
 def query_child(queries_file: str) -> None:
@@ -91,9 +103,17 @@ def query_child(queries_file: str) -> None:
         t0 = time.perf_counter()
         embedder.embed_batch([q])
         times.append((time.perf_counter() - t0) * 1000)
-    print(json.dumps({"load_s": round(load, 2), "queries": len(times), "p50_ms": round(percentile(times, 0.5), 1),
-                      "p95_ms": round(percentile(times, 0.95), 1),
-                      "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}))
+    print(
+        json.dumps(
+            {
+                "load_s": round(load, 2),
+                "queries": len(times),
+                "p50_ms": round(percentile(times, 0.5), 1),
+                "p95_ms": round(percentile(times, 0.95), 1),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            }
+        )
+    )
 
 
 def installed_size() -> dict[str, float]:
@@ -155,8 +175,12 @@ def run(quick: bool) -> dict:
         reference = None
         for config in configs:
             out = work / f"vectors-{config}.npy"
-            done = subprocess.run(me + ["--child", config, "--texts", str(texts_file), "--vectors", str(out)],
-                                  check=True, capture_output=True, text=True)
+            done = subprocess.run(
+                me + ["--child", config, "--texts", str(texts_file), "--vectors", str(out)],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
             result = json.loads(done.stdout)
             vectors = np.load(out)
             reference = vectors if reference is None else reference

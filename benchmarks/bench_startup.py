@@ -37,5 +37,8 @@ def run(quick: bool) -> Figures:
         done = subprocess.run(COMMAND, cwd=REPO, capture_output=True, text=True, check=True)
         wall.append((time.perf_counter() - start) * 1000)
         own.append(own_import_us(done.stderr) / 1000)
-    return {"runs": len(own), "own_imports_ms": round(statistics.median(own), 1),
-            "help_wall_ms": round(statistics.median(wall), 1)}
+    return {
+        "runs": len(own),
+        "own_imports_ms": round(statistics.median(own), 1),
+        "help_wall_ms": round(statistics.median(wall), 1),
+    }

@@ -54,14 +54,16 @@ def run(quick: bool) -> Figures:
         return _measure(db, name, info, queries, n_moments, n_notes, n_queries)
 
 
-def _measure(db: Any, name: str, info: dict[str, Any], queries: list[str], n_moments: int, n_notes: int,
-             n_queries: int) -> Figures:
+def _measure(
+    db: Any, name: str, info: dict[str, Any], queries: list[str], n_moments: int, n_notes: int, n_queries: int
+) -> Figures:
     rng = random.Random(24)
     first, last = parse_time(info["first_batch"]), parse_time(info["last_batch"])
     moments = [first + (last - first) * (2 * k + 1) // (2 * n_moments) for k in range(n_moments)]
     rng.shuffle(moments)
-    times: dict[str, list[float]] = {k: [] for k in ("timeline", "tree", "note", "move", "diff", "backlinks",
-                                                     "search", "tree_again")}
+    times: dict[str, list[float]] = {
+        k: [] for k in ("timeline", "tree", "note", "move", "diff", "backlinks", "search", "tree_again")
+    }
     with Vault.open(db, name=name, readonly=True) as vault:
         explorer = Explorer(vault)
         ms, _ = timed(explorer.timeline, view="timeline")
@@ -77,11 +79,15 @@ def _measure(db: Any, name: str, info: dict[str, Any], queries: list[str], n_mom
                     times["move"].append(tree_ms + note_ms)
                     CPU.setdefault("move", []).append(CPU["tree"][-1] + CPU["note"][-1])
                 revs = note["revisions"]
-                k = next(j for j, r in enumerate(revs) if r["known_at"] == note["revision"]["known_at"]
-                         and r["path"] == note["path"])
+                k = next(
+                    j
+                    for j, r in enumerate(revs)
+                    if r["known_at"] == note["revision"]["known_at"] and r["path"] == note["path"]
+                )
                 a = revs[k - 1] if k > 0 else revs[k]
-                ms, _ = timed(explorer.diff, a["path"], a["known_at"], note["path"], note["revision"]["known_at"],
-                              view="diff")
+                ms, _ = timed(
+                    explorer.diff, a["path"], a["known_at"], note["path"], note["revision"]["known_at"], view="diff"
+                )
                 times["diff"].append(ms)
                 ms, _ = timed(explorer.links, path, at, view="backlinks")
                 times["backlinks"].append(ms)
@@ -90,10 +96,19 @@ def _measure(db: Any, name: str, info: dict[str, Any], queries: list[str], n_mom
                 times["search"].append(ms)
             ms, _ = timed(explorer.tree, at, view="tree_again")
             times["tree_again"].append(ms)
-    figures: Figures = {"notes": info["notes"], "batches": info["batches"], "revisions": info["revisions"],
-                        "moments": n_moments}
+    figures: Figures = {
+        "notes": info["notes"],
+        "batches": info["batches"],
+        "revisions": info["revisions"],
+        "moments": n_moments,
+    }
     for view, values in times.items():
         figures.update(p50_p95(view, values))
-        figures.update({k.replace("_p", "_cpu_p", 1): v for k, v in p50_p95(view, CPU.get(view, [])).items()
-                        if not k.endswith("_n")})
+        figures.update(
+            {
+                k.replace("_p", "_cpu_p", 1): v
+                for k, v in p50_p95(view, CPU.get(view, [])).items()
+                if not k.endswith("_n")
+            }
+        )
     return figures

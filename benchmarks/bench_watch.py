@@ -67,11 +67,18 @@ class Watch:
     """A `vaultsync watch --json` process; batch lines are collected with their arrival times."""
 
     def __init__(self, db: Path, vault: Path, *args: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "vaultsync", "--db", str(db), "watch", str(vault),
-                                      "--json", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "vaultsync", "--db", str(db), "watch", str(vault), "--json", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.batches: list[tuple[float, dict[str, Any]]] = []
         self.log: list[str] = []
-        self._threads = [threading.Thread(target=self._out, daemon=True), threading.Thread(target=self._err, daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._out, daemon=True),
+            threading.Thread(target=self._err, daemon=True),
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -136,8 +143,9 @@ def import_seconds(db: Path, root: Path) -> tuple[float, dict[str, Any]]:
         return time.perf_counter() - start, summary.to_json()
 
 
-def measure_edits(watch: Watch, db: Path, root: Path, edits: int, rng: random.Random,
-                  spacing: tuple[float, float] = (0.5, 1.5)) -> dict[str, Any]:
+def measure_edits(
+    watch: Watch, db: Path, root: Path, edits: int, rng: random.Random, spacing: tuple[float, float] = (0.5, 1.5)
+) -> dict[str, Any]:
     notes = sorted(p for p in root.rglob("*.md") if ".git" not in p.parts)
     latencies: dict[str, list[float]] = {"in-place": [], "atomic": []}
     misses = 0
@@ -167,11 +175,19 @@ def measure_edits(watch: Watch, db: Path, root: Path, edits: int, rng: random.Ra
             latencies[kind].append((time.monotonic() - written) * 1000)
             time.sleep(rng.uniform(*spacing))
     every = latencies["in-place"] + latencies["atomic"]
-    figures = lambda xs: {"n": len(xs), "p50_ms": round(statistics.median(xs), 1),  # noqa: E731
-                          "p95_ms": round(percentile(xs, 0.95), 1), "p99_ms": round(percentile(xs, 0.99), 1),
-                          "max_ms": round(max(xs), 1)}
-    return {"all": figures(every), "in_place": figures(latencies["in-place"]),
-            "atomic_save": figures(latencies["atomic"]), "timed_out": misses}
+    figures = lambda xs: {
+        "n": len(xs),
+        "p50_ms": round(statistics.median(xs), 1),  # noqa: E731
+        "p95_ms": round(percentile(xs, 0.95), 1),
+        "p99_ms": round(percentile(xs, 0.99), 1),
+        "max_ms": round(max(xs), 1),
+    }
+    return {
+        "all": figures(every),
+        "in_place": figures(latencies["in-place"]),
+        "atomic_save": figures(latencies["atomic"]),
+        "timed_out": misses,
+    }
 
 
 def idle_cpu(pid: int, seconds: float) -> float:
@@ -193,17 +209,27 @@ def burst_copy(watch: Watch, db: Path, root: Path, work: Path, rng: random.Rando
     written = time.monotonic()
     done = watch.wait_total("added", count, since)
     batches = watch.batches[since:]
-    return {"files": count, "watch_s": round(done - start, 2), "after_last_write_s": round(done - written, 2),
-            "writing_s": round(written - start, 2), "batches": len(batches),
-            "batch_sizes": [b["added"] + b["modified"] for _, b in batches], "_snapshot": before}
+    return {
+        "files": count,
+        "watch_s": round(done - start, 2),
+        "after_last_write_s": round(done - written, 2),
+        "writing_s": round(written - start, 2),
+        "batches": len(batches),
+        "batch_sizes": [b["added"] + b["modified"] for _, b in batches],
+        "_snapshot": before,
+    }
 
 
 def burst_checkout(work: Path, rng: random.Random) -> dict[str, Any]:
     root = work / "hub-checkout"
     subprocess.run(["git", "clone", "-q", str(corpus("obsidian-hub.bundle")), str(root)], check=True)
     subprocess.run(["git", "-C", str(root), "checkout", "-q", f"{CHECKOUT_COMMIT}^"], check=True)
-    changed = subprocess.run(["git", "-C", str(root), "diff", "-z", "--name-only", f"{CHECKOUT_COMMIT}^",
-                              CHECKOUT_COMMIT], check=True, capture_output=True, text=True).stdout.split("\0")
+    changed = subprocess.run(
+        ["git", "-C", str(root), "diff", "-z", "--name-only", f"{CHECKOUT_COMMIT}^", CHECKOUT_COMMIT],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split("\0")
     notes = [p for p in changed if p.endswith(".md") and not any(part.startswith(".") for part in p.split("/"))]
     db = work / "checkout.db"
     cli("--db", str(db), "import", str(root))
@@ -222,11 +248,19 @@ def burst_checkout(work: Path, rng: random.Random) -> dict[str, Any]:
     watch.stop()
     import_s, summary = import_seconds(before, root)
     watch_s = done - start
-    return {"commit": CHECKOUT_COMMIT, "files": len(notes), "watch_s": round(watch_s, 2),
-            "after_last_write_s": round(done - written, 2), "writing_s": round(written - start, 2),
-            "batches": len(batches), "batch_sizes": [b["added"] + b["modified"] for _, b in batches],
-            "import_s": round(import_s, 2), "import_modified": summary["modified"],
-            "ratio": round(watch_s / import_s, 2), "watcher_memory_mb": memory}
+    return {
+        "commit": CHECKOUT_COMMIT,
+        "files": len(notes),
+        "watch_s": round(watch_s, 2),
+        "after_last_write_s": round(done - written, 2),
+        "writing_s": round(written - start, 2),
+        "batches": len(batches),
+        "batch_sizes": [b["added"] + b["modified"] for _, b in batches],
+        "import_s": round(import_s, 2),
+        "import_modified": summary["modified"],
+        "ratio": round(watch_s / import_s, 2),
+        "watcher_memory_mb": memory,
+    }
 
 
 def _flat(prefix: str, figures: dict[str, Any]) -> Figures:
@@ -259,8 +293,12 @@ def run(quick: bool) -> Figures:
         figures["startup_s"] = round(watch.wait_ready(), 2)
         time.sleep(0.2 if quick else 1)
         result = measure_edits(watch, db, root, edits, rng, (0.1, 0.3) if quick else (0.5, 1.5))
-        figures.update(_flat("edit", result["all"]), edit_in_place_p50_ms=result["in_place"]["p50_ms"],
-                       edit_atomic_save_p50_ms=result["atomic_save"]["p50_ms"], edit_timed_out=result["timed_out"])
+        figures.update(
+            _flat("edit", result["all"]),
+            edit_in_place_p50_ms=result["in_place"]["p50_ms"],
+            edit_atomic_save_p50_ms=result["atomic_save"]["p50_ms"],
+            edit_timed_out=result["timed_out"],
+        )
         time.sleep(0.5 if quick else 5)
         figures["idle_cpu_percent_of_one_core"] = idle_cpu(watch.proc.pid, idle_s)
         figures.update(_flat("idle_memory", memory_mb(watch.proc.pid)))
@@ -268,8 +306,11 @@ def run(quick: bool) -> Figures:
         figures.update(_flat("after_bursts_memory", memory_mb(watch.proc.pid)))
         watch.stop()
         import_s, summary = import_seconds(copy.pop("_snapshot"), root)
-        copy.update(import_s=round(import_s, 3), import_added=summary["added"],
-                    ratio=round(copy["watch_s"] / max(import_s, 1e-6), 2))
+        copy.update(
+            import_s=round(import_s, 3),
+            import_added=summary["added"],
+            ratio=round(copy["watch_s"] / max(import_s, 1e-6), 2),
+        )
         figures.update(_flat("burst_copy", copy))
         poll = Watch(db, root, "--polling")
         poll.wait_ready()

@@ -43,8 +43,11 @@ def timed(fn, *args, **kwargs) -> tuple[float, Any]:
 
 
 def summary_ms(values: list[float]) -> dict[str, float]:
-    return {"n": len(values), "p50_ms": round(statistics.median(values), 2) if values else None,
-            "p95_ms": round(percentile(values, 0.95), 2) if values else None}
+    return {
+        "n": len(values),
+        "p50_ms": round(statistics.median(values), 2) if values else None,
+        "p95_ms": round(percentile(values, 0.95), 2) if values else None,
+    }
 
 
 def machine() -> dict[str, Any]:
@@ -73,6 +76,11 @@ def history_db(work: Path, name: str) -> tuple[Path, Path, dict[str, Any]]:
         info["commits"] = result.commits
     with Vault.open(db, name=name, readonly=True) as vault:
         stats = vault.stats().to_json()
-        info.update(notes=stats["notes"], revisions=stats["revisions"], batches=stats["batches"],
-                    first_batch=stats["first_batch"], last_batch=stats["last_batch"])
+        info.update(
+            notes=stats["notes"],
+            revisions=stats["revisions"],
+            batches=stats["batches"],
+            first_batch=stats["first_batch"],
+            last_batch=stats["last_batch"],
+        )
     return root, db, info

@@ -46,11 +46,24 @@ def commit() -> str:
     """The checkout's short commit, with ``+dirty`` when tracked files (results aside) differ from it; ``""``
     outside git."""
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-                                ":(exclude)benchmarks/results"],  # recording a result is not a change of code
-                               cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":(exclude)benchmarks/results",
+            ],  # recording a result is not a change of code
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return ""
     return head + ("+dirty" if dirty else "")
@@ -59,8 +72,12 @@ def commit() -> str:
 def machine() -> dict[str, Any]:
     import sqlite3
 
-    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
-            "sqlite": sqlite3.sqlite_version}
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "sqlite": sqlite3.sqlite_version,
+    }
 
 
 def _usage() -> tuple[float, float]:
@@ -71,8 +88,9 @@ def _usage() -> tuple[float, float]:
     return cpu, max(me.ru_maxrss, kids.ru_maxrss) / scale
 
 
-def measure(name: str, fn: Callable[[bool], Figures], quick: bool = False,
-            command: str | None = None) -> dict[str, Any]:
+def measure(
+    name: str, fn: Callable[[bool], Figures], quick: bool = False, command: str | None = None
+) -> dict[str, Any]:
     """Run ``fn(quick)`` once and return the result entry: its figures beside the measurement of the run."""
     load_before = load_average()
     cpu_before, _ = _usage()
@@ -86,7 +104,7 @@ def measure(name: str, fn: Callable[[bool], Figures], quick: bool = False,
         "benchmark": name,
         "command": command or f"python -m benchmarks run {name}" + (" --quick" if quick else ""),
         "quick": quick,
-        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": commit(),
         "machine": machine(),
         "load_average": {"before": load_before, "after": load_average()},
@@ -120,6 +138,7 @@ def entries(name: str, results: Path | None = None) -> list[dict[str, Any]]:
 
 # Small helpers the benchmarks share.
 
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     if not ordered:
@@ -133,8 +152,11 @@ def p50_p95(prefix: str, values_ms: list[float]) -> Figures:
     """``{prefix}_p50_ms`` and ``{prefix}_p95_ms`` of a list of milliseconds (and how many there were)."""
     if not values_ms:
         return {f"{prefix}_n": 0}
-    return {f"{prefix}_n": len(values_ms), f"{prefix}_p50_ms": round(percentile(values_ms, 0.5), 2),
-            f"{prefix}_p95_ms": round(percentile(values_ms, 0.95), 2)}
+    return {
+        f"{prefix}_n": len(values_ms),
+        f"{prefix}_p50_ms": round(percentile(values_ms, 0.5), 2),
+        f"{prefix}_p95_ms": round(percentile(values_ms, 0.95), 2),
+    }
 
 
 _ID_KEYS = ("scale", "corpus", "set", "case", "variant", "process", "name", "mode", "run")
@@ -171,12 +193,19 @@ def record_script(name: str, payload: dict[str, Any], results: Path | None = Non
     measured over the whole script (wall since this module was imported, CPU and peak memory of the process tree
     since it started)."""
     cpu, peak = _usage()
-    entry = {"benchmark": name, "command": "python " + " ".join(["benchmarks/" + Path(sys.argv[0]).name,
-                                                                   *sys.argv[1:]]),
-             "quick": False, "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-             "commit": commit(), "machine": machine(), "load_average": {"before": [], "after": load_average()},
-             "wall_s": round(time.perf_counter() - _STARTED, 3), "cpu_s": round(cpu, 3), "peak_rss_mb": round(peak, 1),
-             "figures": flatten(payload)}
+    entry = {
+        "benchmark": name,
+        "command": "python " + " ".join(["benchmarks/" + Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "quick": False,
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "commit": commit(),
+        "machine": machine(),
+        "load_average": {"before": [], "after": load_average()},
+        "wall_s": round(time.perf_counter() - _STARTED, 3),
+        "cpu_s": round(cpu, 3),
+        "peak_rss_mb": round(peak, 1),
+        "figures": flatten(payload),
+    }
     return record(entry, results)
 
 
@@ -185,25 +214,58 @@ def adopt(path: Path, name: str, command: str | None = None, results: Path | Non
     its figures flattened, the whole payload kept as ``detail``, the commit and date of the file's last commit
     (unless the payload names its own), marked with a ``note``. The old file is left for the caller to remove."""
     payload = json.loads(Path(path).read_text(encoding="utf-8"))
-    log = subprocess.run(["git", "log", "-1", "--format=%h %cI", "--", str(Path(path).resolve())], cwd=REPO,
-                         capture_output=True, text=True).stdout.split()
+    log = subprocess.run(
+        ["git", "log", "-1", "--format=%h %cI", "--", str(Path(path).resolve())],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
     last_commit, last_date = (log[0], log[1][:19] + "Z") if log else ("", "")
-    m = payload.get("machine") if isinstance(payload.get("machine"), dict) else {
-        k: payload[k] for k in ("python", "cpus", "platform") if k in payload}
+    m = (
+        payload.get("machine")
+        if isinstance(payload.get("machine"), dict)
+        else {k: payload[k] for k in ("python", "cpus", "platform") if k in payload}
+    )
     before = m.get("load_average") or payload.get("load_start") or payload.get("load_average_at_start") or []
     after = payload.get("load_end") or payload.get("load_average_at_end") or []
     argv = next((payload[k] for k in ("argv", "command") if isinstance(payload.get(k), str)), None)
-    skip = {"machine", "argv", "command", "load_start", "load_end", "load_average_at_start", "load_average_at_end",
-            "python", "cpus", "platform", "commit", "started", "started_utc"}
-    figures = {k: v for k, v in flatten({k: v for k, v in payload.items() if k not in skip}).items()
-               if ".warnings." not in k and ".errors." not in k and not (isinstance(v, str) and len(v) > 80)}
-    entry = {"benchmark": name, "command": command or argv or f"python benchmarks/{Path(path).stem}", "quick": False,
-             "date": m.get("date") or payload.get("started") or payload.get("started_utc") or last_date,
-             "commit": m.get("vaultsync_commit") or payload.get("commit") or last_commit,
-             "machine": {k: m[k] for k in ("python", "cpus", "platform", "sqlite") if k in m},
-             "load_average": {"before": before if isinstance(before, list) else [],
-                              "after": after if isinstance(after, list) else []},
-             "wall_s": None, "cpu_s": None, "peak_rss_mb": None, "figures": figures, "detail": payload,
-             "note": f"measured before the harness; adopted from {Path(path).name}"
-                     + (f" (committed in {last_commit}, {last_date[:10]})" if last_commit else "")}
+    skip = {
+        "machine",
+        "argv",
+        "command",
+        "load_start",
+        "load_end",
+        "load_average_at_start",
+        "load_average_at_end",
+        "python",
+        "cpus",
+        "platform",
+        "commit",
+        "started",
+        "started_utc",
+    }
+    figures = {
+        k: v
+        for k, v in flatten({k: v for k, v in payload.items() if k not in skip}).items()
+        if ".warnings." not in k and ".errors." not in k and not (isinstance(v, str) and len(v) > 80)
+    }
+    entry = {
+        "benchmark": name,
+        "command": command or argv or f"python benchmarks/{Path(path).stem}",
+        "quick": False,
+        "date": m.get("date") or payload.get("started") or payload.get("started_utc") or last_date,
+        "commit": m.get("vaultsync_commit") or payload.get("commit") or last_commit,
+        "machine": {k: m[k] for k in ("python", "cpus", "platform", "sqlite") if k in m},
+        "load_average": {
+            "before": before if isinstance(before, list) else [],
+            "after": after if isinstance(after, list) else [],
+        },
+        "wall_s": None,
+        "cpu_s": None,
+        "peak_rss_mb": None,
+        "figures": figures,
+        "detail": payload,
+        "note": f"measured before the harness; adopted from {Path(path).name}"
+        + (f" (committed in {last_commit}, {last_date[:10]})" if last_commit else ""),
+    }
     return record(entry, results)

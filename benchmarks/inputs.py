@@ -18,8 +18,18 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "notes"
 CORPORA = Path(os.environ.get("VAULTSYNC_CORPORA", REPO.parent / "shared" / "corpora"))
-QUICK_QUERIES = ["meeting", "recipe", "project plan", "garden", "reading list", "travel", "team", "inbox",
-                 "notes", "snippet"]
+QUICK_QUERIES = [
+    "meeting",
+    "recipe",
+    "project plan",
+    "garden",
+    "reading list",
+    "travel",
+    "team",
+    "inbox",
+    "notes",
+    "snippet",
+]
 
 
 class Unavailable(SystemExit):
@@ -87,8 +97,12 @@ def child(args: list[str], cwd: Path | None = None) -> dict[str, Any]:
         stdout, stderr = out.read().decode(), err.read().decode()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}):\n{stderr[-3000:]}")
-    return {"seconds": round(wall, 3), "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
-            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "stdout": stdout}
+    return {
+        "seconds": round(wall, 3),
+        "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "stdout": stdout,
+    }
 
 
 def db_bytes(db: Path) -> int:
@@ -101,8 +115,9 @@ def markdown_bytes(vault: Path) -> int:
     total = 0
     for folder, dirs, files in os.walk(vault):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
-        total += sum(os.path.getsize(os.path.join(folder, f)) for f in files
-                     if f.endswith(".md") and not f.startswith("."))
+        total += sum(
+            os.path.getsize(os.path.join(folder, f)) for f in files if f.endswith(".md") and not f.startswith(".")
+        )
     return total
 
 

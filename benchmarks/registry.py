@@ -14,32 +14,59 @@ from typing import Any
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "startup": ("benchmarks.bench_startup", "CLI start-up: vaultsync's own import time and `--help` wall time"),
     "safe_reads": ("benchmarks.bench_safe_reads", "reading notes without following symlinks against a plain read"),
-    "import": ("benchmarks.bench_import", "import speed, memory and database size: parse alone, import, "
-               "re-import with nothing changed, --from-git"),
-    "semantic": ("benchmarks.bench_semantic", "the semantic extra: installed size, model load, embedding throughput "
-                 "per thread setting, query latency"),
-    "import_semantic": ("benchmarks.bench_import_semantic", "a full import with the semantic extra: wall, CPU, "
-                        "peak memory of the process tree, database size"),
-    "scale": ("benchmarks.bench_scale", "ten and twenty times the Hub: import, re-import, watch, polling fallback "
-              "and search at scale"),
-    "scale_search": ("benchmarks.bench_scale:run_search", "search at scale alone, now and at a past cutoff, on "
-                     "histories of 1x, 10x, 20x the Hub"),
-    "search": ("benchmarks.bench_search", "search latency p50/p95, keyword and default mode, now and at a past "
-               "cutoff, beside the simple correct approach"),
-    "leakage": ("benchmarks.bench_leakage", "how often a search as of a past moment differs from the truth then, "
-                "beside other ways to index a history"),
-    "postgres": ("benchmarks.bench_postgres", "SQLite and PostgreSQL side by side: fill, size, search p50/p95 now "
-                 "and past, the same answers, search_notes throughput with 1, 2, 4 HTTP servers"),
-    "purge": ("benchmarks.bench_purge", "purging a string, a common line or everything before a moment from a "
-              "history, and search speed on it"),
-    "quality": ("benchmarks.bench_quality", "retrieval quality: recall@10, MRR@10, success@1 per query set and mode, "
-                "beside a plain FTS5 baseline"),
+    "import": (
+        "benchmarks.bench_import",
+        "import speed, memory and database size: parse alone, import, re-import with nothing changed, --from-git",
+    ),
+    "semantic": (
+        "benchmarks.bench_semantic",
+        "the semantic extra: installed size, model load, embedding throughput per thread setting, query latency",
+    ),
+    "import_semantic": (
+        "benchmarks.bench_import_semantic",
+        "a full import with the semantic extra: wall, CPU, peak memory of the process tree, database size",
+    ),
+    "scale": (
+        "benchmarks.bench_scale",
+        "ten and twenty times the Hub: import, re-import, watch, polling fallback and search at scale",
+    ),
+    "scale_search": (
+        "benchmarks.bench_scale:run_search",
+        "search at scale alone, now and at a past cutoff, on histories of 1x, 10x, 20x the Hub",
+    ),
+    "search": (
+        "benchmarks.bench_search",
+        "search latency p50/p95, keyword and default mode, now and at a past "
+        "cutoff, beside the simple correct approach",
+    ),
+    "leakage": (
+        "benchmarks.bench_leakage",
+        "how often a search as of a past moment differs from the truth then, beside other ways to index a history",
+    ),
+    "postgres": (
+        "benchmarks.bench_postgres",
+        "SQLite and PostgreSQL side by side: fill, size, search p50/p95 now "
+        "and past, the same answers, search_notes throughput with 1, 2, 4 HTTP servers",
+    ),
+    "purge": (
+        "benchmarks.bench_purge",
+        "purging a string, a common line or everything before a moment from a history, and search speed on it",
+    ),
+    "quality": (
+        "benchmarks.bench_quality",
+        "retrieval quality: recall@10, MRR@10, success@1 per query set and mode, beside a plain FTS5 baseline",
+    ),
     "watch": ("benchmarks.bench_watch", "the watcher: start-up, one edit until readable, idle CPU and memory, a burst"),
     "mcp": ("benchmarks.bench_mcp", "search_notes round trip through a real stdio MCP server, now and in the past"),
-    "mcp_audit": ("benchmarks.bench_mcp:run_audit", "what the hardened mode's audit log and receipts add to "
-                  "search_notes over stdio"),
-    "answer_sizes": ("benchmarks.bench_answer_sizes", "what each MCP tool's answer costs an assistant: characters "
-                     "and o200k_base tokens of the text block, the structured copy and the whole JSON-RPC line"),
+    "mcp_audit": (
+        "benchmarks.bench_mcp:run_audit",
+        "what the hardened mode's audit log and receipts add to search_notes over stdio",
+    ),
+    "answer_sizes": (
+        "benchmarks.bench_answer_sizes",
+        "what each MCP tool's answer costs an assistant: characters "
+        "and o200k_base tokens of the text block, the structured copy and the whole JSON-RPC line",
+    ),
     "reader_idle": ("benchmarks.bench_reader_idle", "what idle reader servers cost: CPU, memory, inotify watches"),
     "ui": ("benchmarks.bench_ui", "`vaultsync ui` server time per view: tree, note, diff, backlinks, search"),
 }

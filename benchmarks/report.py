@@ -35,8 +35,11 @@ def _machine(entry: dict[str, Any]) -> str:
     m = entry.get("machine") or {}
     if isinstance(m, str):
         return m
-    parts = [f"{m['cpus']} CPUs" if m.get("cpus") else "", f"Python {m['python']}" if m.get("python") else "",
-             f"SQLite {m['sqlite']}" if m.get("sqlite") else ""]
+    parts = [
+        f"{m['cpus']} CPUs" if m.get("cpus") else "",
+        f"Python {m['python']}" if m.get("python") else "",
+        f"SQLite {m['sqlite']}" if m.get("sqlite") else "",
+    ]
     return ", ".join(p for p in parts if p)
 
 

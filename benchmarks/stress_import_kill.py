@@ -55,17 +55,25 @@ def write_generation(root: Path, notes: int, generation: int, rng: random.Random
 
 
 def vaultsync(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "vaultsync", "--db", str(db), *args], capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "vaultsync", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def import_and_kill(db: Path, root: Path, percent: int, extra_s: float) -> tuple[int, bool]:
     """Start ``vaultsync import`` (its stderr on a pseudo-terminal, so it draws its progress bar) and SIGKILL it
     once the bar shows ``percent`` (+ ``extra_s``); returns the percent seen and whether it had exited first."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "vaultsync", "--db", str(db), "import", str(root)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave,
-                            env={**os.environ, "COLUMNS": "100"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vaultsync", "--db", str(db), "import", str(root)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        env={**os.environ, "COLUMNS": "100"},
+    )
     os.close(slave)
     seen, buffer = -1, b""
     try:
@@ -108,13 +116,26 @@ def one_round(db: Path, root: Path, notes: int, sample: int, generation: int, rn
         hashes[path] = hashlib.sha256(done.stdout.encode("utf-8")).hexdigest()
     listed = {n["path"]: n["content_hash"] for n in json.loads(vaultsync(db, "ls", "--json").stdout or "[]")}
     with_new = sum(r == generation for r in reads)
-    agree = (len(set(reads)) == 1 and reads[0] in (generation, generation - 1)
-             and all(digest.startswith(listed.get(path) or "-") for path, digest in hashes.items()))  # (or its prefix)
+    agree = (
+        len(set(reads)) == 1
+        and reads[0] in (generation, generation - 1)
+        and all(digest.startswith(listed.get(path) or "-") for path, digest in hashes.items())
+    )  # (or its prefix)
     finished = vaultsync(db, "import", str(root))
     after = vaultsync(db, "read", f"folder{paths[0] % 50}/Note {paths[0]}.md")
-    return {"generation": generation, "aimed": percent, "extra_s": extra, "seen": seen, "exited_first": exited,
-            "landed": with_new, "of": sample, "agree": agree, "reads": reads, "listed": len(listed),
-            "completed": finished.returncode == 0 and generation_of(after.stdout) == generation}
+    return {
+        "generation": generation,
+        "aimed": percent,
+        "extra_s": extra,
+        "seen": seen,
+        "exited_first": exited,
+        "landed": with_new,
+        "of": sample,
+        "agree": agree,
+        "reads": reads,
+        "listed": len(listed),
+        "completed": finished.returncode == 0 and generation_of(after.stdout) == generation,
+    }
 
 
 def main() -> int:
@@ -141,14 +162,19 @@ def main() -> int:
         failures += not ok
         landed_whole += result["landed"] == result["of"]
         landed_none += result["landed"] == 0
-        print(f"round {generation:3d}: killed at {result['seen']:3d}% (aimed {result['aimed']}%"
-              f"{' +%.2fs' % result['extra_s'] if result['extra_s'] else ''}{', had exited' if result['exited_first'] else ''})"
-              f" -> {result['landed']}/{result['of']} reads show the batch; "
-              f"{'ok' if ok else 'DISAGREE ' + json.dumps(result['reads'])}", flush=True)
+        print(
+            f"round {generation:3d}: killed at {result['seen']:3d}% (aimed {result['aimed']}%"
+            f"{' +%.2fs' % result['extra_s'] if result['extra_s'] else ''}{', had exited' if result['exited_first'] else ''})"
+            f" -> {result['landed']}/{result['of']} reads show the batch; "
+            f"{'ok' if ok else 'DISAGREE ' + json.dumps(result['reads'])}",
+            flush=True,
+        )
     check = vaultsync(db, "check")
-    print(f"{args.rounds} rounds of a {args.notes}-note batch, {args.sample} reads each, "
-          f"{time.monotonic() - started:.0f} s: {landed_whole} landed whole, {landed_none} not at all, "
-          f"{failures} disagreeing; check: {check.stdout.strip() or check.stderr.strip()}")
+    print(
+        f"{args.rounds} rounds of a {args.notes}-note batch, {args.sample} reads each, "
+        f"{time.monotonic() - started:.0f} s: {landed_whole} landed whole, {landed_none} not at all, "
+        f"{failures} disagreeing; check: {check.stdout.strip() or check.stderr.strip()}"
+    )
     return 1 if failures or check.returncode else 0
 
 

@@ -35,13 +35,20 @@ OUT = os.path.abspath(os.environ.get("SUITE_CPU_OUT", "suite-cpu.jsonl"))
 """Read once, when the plugin loads: some tests empty the environment or change directory while they run."""
 
 if pytest is not None:
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item: Any, nextitem: Any) -> Iterator[None]:
         own, children, started = *_cpu(), time.time()
         yield
         own_after, children_after = _cpu()
-        row = {"id": item.nodeid, "self": own_after - own, "children": children_after - children,
-               "wall": time.time() - started, "start": started, "pid": os.getpid()}
+        row = {
+            "id": item.nodeid,
+            "self": own_after - own,
+            "children": children_after - children,
+            "wall": time.time() - started,
+            "start": started,
+            "pid": os.getpid(),
+        }
         with open(OUT, "a", encoding="utf-8") as out:
             out.write(json.dumps(row) + "\n")
 
@@ -59,8 +66,10 @@ def main() -> None:
         totals[1] += row["children"]
         totals[2] += row["wall"]
     cpu = sum(own + children for own, children, _ in modules.values())
-    print(f"{len(rows)} tests, {cpu:.0f} CPU-s (this process {sum(m[0] for m in modules.values()):.0f}, "
-          f"children {sum(m[1] for m in modules.values()):.0f})")
+    print(
+        f"{len(rows)} tests, {cpu:.0f} CPU-s (this process {sum(m[0] for m in modules.values()):.0f}, "
+        f"children {sum(m[1] for m in modules.values()):.0f})"
+    )
     workers: dict[int, list[float]] = collections.defaultdict(lambda: [float("inf"), 0.0, 0.0])
     for row in rows:  # per worker process: first start, last end, busy wall seconds
         span = workers[row.get("pid", 0)]
@@ -73,7 +82,7 @@ def main() -> None:
             print(f"worker {pid}: tests from {start - first:.0f} s to {end - first:.0f} s, busy {busy:.0f} s")
     print()
     print("| CPU-s | own | children | wall-s | module |\n|---|---|---|---|---|")
-    for name, (own, children, wall) in sorted(modules.items(), key=lambda kv: -(kv[1][0] + kv[1][1]))[:args.top]:
+    for name, (own, children, wall) in sorted(modules.items(), key=lambda kv: -(kv[1][0] + kv[1][1]))[: args.top]:
         print(f"| {own + children:.1f} | {own:.1f} | {children:.1f} | {wall:.1f} | {name} |")
 
 

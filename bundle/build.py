@@ -20,9 +20,11 @@ MCPB = REPO / "tests" / "js" / "node_modules" / ".bin" / "mcpb"
 def pyproject(project: dict) -> str:
     """The bundle's pyproject: vaultsync's runtime dependencies, nothing to build (uv installs them per platform)."""
     deps = "".join(f'    "{dep}",\n' for dep in project["dependencies"])
-    return (f'[project]\nname = "vaultsync-bundle"\nversion = "{project["version"]}"\n'
-            f'requires-python = "{project.get("requires-python", ">=3.11")}"\ndependencies = [\n{deps}]\n\n'
-            "[tool.uv]\npackage = false\n")
+    return (
+        f'[project]\nname = "vaultsync-bundle"\nversion = "{project["version"]}"\n'
+        f'requires-python = "{project.get("requires-python", ">=3.11")}"\ndependencies = [\n{deps}]\n\n'
+        "[tool.uv]\npackage = false\n"
+    )
 
 
 def stage(into: Path) -> Path:

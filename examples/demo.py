@@ -20,9 +20,11 @@ EDITED = "Projects/Atlas/Atlas Overview.md"
 HELD_BACK = "Team/Remote Work Policy.md"
 RENAMED = ("Inbox.md", "Inbox (January).md")
 DECISION = "\n## Decision, February\n\nWe switch the offline sync to lighthouse beacons for the field crews.\n"
-COMMITS = [("2025-01-06T09:00:00Z", "First import of the team vault"),
-           ("2025-02-03T09:00:00Z", "Remote work policy; the February decision"),
-           ("2025-03-03T09:00:00Z", "Inbox renamed, decision refined")]
+COMMITS = [
+    ("2025-01-06T09:00:00Z", "First import of the team vault"),
+    ("2025-02-03T09:00:00Z", "Remote work policy; the February decision"),
+    ("2025-03-03T09:00:00Z", "Inbox renamed, decision refined"),
+]
 
 
 def run(*args: str, db: Path, show: bool = True) -> str:
@@ -43,8 +45,13 @@ def _quote(arg: str) -> str:
 
 
 def git(vault: Path, *args: str, when: str | None = None) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "Demo", "GIT_AUTHOR_EMAIL": "demo@example.org",
-           "GIT_COMMITTER_NAME": "Demo", "GIT_COMMITTER_EMAIL": "demo@example.org"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Demo",
+        "GIT_AUTHOR_EMAIL": "demo@example.org",
+        "GIT_COMMITTER_NAME": "Demo",
+        "GIT_COMMITTER_EMAIL": "demo@example.org",
+    }
     if when:
         env |= {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
     subprocess.run(["git", "-C", str(vault), *args], check=True, env=env, capture_output=True)
@@ -74,12 +81,15 @@ async def mcp_round_trip(db: Path, vault: Path) -> None:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    server = StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "--db", str(db), "serve",
-                                                                 str(vault)])
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "vaultsync", "--db", str(db), "serve", str(vault)]
+    )
     print(f"\n# MCP: the official client starts `vaultsync serve {vault}` over stdio")
     async with Client(server) as client:
-        for name, arguments in (("search_notes", {"query": "beacons", "as_of": "2025-02-10", "limit": 3}),
-                                ("read_note", {"path": EDITED, "as_of": "2025-01-10"})):
+        for name, arguments in (
+            ("search_notes", {"query": "beacons", "as_of": "2025-02-10", "limit": 3}),
+            ("read_note", {"path": EDITED, "as_of": "2025-01-10"}),
+        ):
             result = await client.call_tool(name, arguments)
             data = result.structured_content or {}
             print(f"> {name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})")
@@ -90,8 +100,10 @@ async def mcp_round_trip(db: Path, vault: Path) -> None:
                         print(f"  {note['path']} › {heading.replace(' > ', ' › ')}  (known {known})")
             else:
                 text = data.get("content", "")
-                print(f"  {data.get('path')} as known {data.get('known_at')}: {len(text)} characters, "
-                      f"{'with' if 'Decision, February' in text else 'without'} the February decision")
+                print(
+                    f"  {data.get('path')} as known {data.get('known_at')}: {len(text)} characters, "
+                    f"{'with' if 'Decision, February' in text else 'without'} the February decision"
+                )
 
 
 def main() -> None:

@@ -33,8 +33,15 @@ settings.register_profile("vaultsync", deadline=None)
 settings.load_profile("vaultsync")
 
 SHARED_FIXTURES = {
-    "corpus": ("help_replayed", {"tests/vault/test_history_truth.py", "tests/search/test_search_history.py",
-                                 "tests/vault/test_restore_truth.py", "tests/store/test_pg_replay.py"}),
+    "corpus": (
+        "help_replayed",
+        {
+            "tests/vault/test_history_truth.py",
+            "tests/search/test_search_history.py",
+            "tests/vault/test_restore_truth.py",
+            "tests/store/test_pg_replay.py",
+        },
+    ),
     "corpus-git": ("help_backfilled", {"tests/vault/test_history_truth_git.py"}),
     "planted": ("planted_history", {"tests/store/test_purge.py", "tests/store/test_purge_safety.py"}),
 }
@@ -82,7 +89,8 @@ def _tier_marks(item: pytest.Item) -> set[str]:
     if f"{Path(str(item.fspath)).name}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
         marks.add("slow")
     if Path(str(item.fspath)).name.startswith("test_pg_") or (
-            callspec is not None and callspec.params.get("open_engine") == "postgres"):
+        callspec is not None and callspec.params.get("open_engine") == "postgres"
+    ):
         marks.add("pg")
     return marks - {m.name for m in item.iter_markers()}
 
@@ -101,8 +109,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         module = item.nodeid.split("::")[0]
         for group, (fixture, modules) in SHARED_FIXTURES.items():
             if fixture in set(getattr(item, "fixturenames", ())) and module not in modules:
-                raise pytest.UsageError(f"{item.nodeid} reads {fixture}: add its module to SHARED_FIXTURES[{group!r}] "
-                                        "in tests/conftest.py, so that one pytest-xdist worker builds it once")
+                raise pytest.UsageError(
+                    f"{item.nodeid} reads {fixture}: add its module to SHARED_FIXTURES[{group!r}] "
+                    "in tests/conftest.py, so that one pytest-xdist worker builds it once"
+                )
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -147,8 +157,11 @@ CAPABILITY_PROFILES = {
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "capabilities_off(*profiles): also run with each profile's capabilities "
-                            f"taken away ({', '.join(CAPABILITY_PROFILES)})")
+    config.addinivalue_line(
+        "markers",
+        "capabilities_off(*profiles): also run with each profile's capabilities "
+        f"taken away ({', '.join(CAPABILITY_PROFILES)})",
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -211,7 +224,9 @@ def vault_dir(tmp_path: Path) -> Path:
     (root / ".obsidian").mkdir()
     (root / "Projects" / "Atlas.md").write_text(
         "---\ntags: [project]\naliases: [Atlas project]\n---\n# Atlas\n\nKickoff on Monday. #planning\n\n"
-        "## Risks\n\nThe budget is tight. See [[People/Ana|Ana]].\n", encoding="utf-8")
+        "## Risks\n\nThe budget is tight. See [[People/Ana|Ana]].\n",
+        encoding="utf-8",
+    )
     (root / "Inbox.md").write_text("# Inbox\n\n- call the plumber\n- read [[Atlas#Risks]]\n", encoding="utf-8")
     (root / ".obsidian" / "workspace.md").write_text("not a note\n", encoding="utf-8")
     (root / "diagram.png").write_bytes(b"\x89PNG\r\n")
@@ -223,14 +238,26 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "db" / "vaultsync.db"
 
 
-def run_cli(*args: str, db: Path | None = None, check: bool = False, input: str | None = None,
-            env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str,
+    db: Path | None = None,
+    check: bool = False,
+    input: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+) -> subprocess.CompletedProcess[str]:
     """Run the installed command in a real subprocess."""
     command = [sys.executable, "-m", "vaultsync"]
     if db is not None:
         command += ["--db", str(db)]
-    done = subprocess.run([*command, *args], capture_output=True, text=True, input=input,
-                          env={**os.environ, **(env or {})}, timeout=timeout)
+    done = subprocess.run(
+        [*command, *args],
+        capture_output=True,
+        text=True,
+        input=input,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+    )
     if check and done.returncode != 0:
         raise AssertionError(f"vaultsync {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
     return done
@@ -261,8 +288,14 @@ class _CurrentStderr(logging.Handler):
             self.handleError(record)
 
 
-def invoke(*args: str, db: Path | None = None, check: bool = False, input: str | bytes | None = None,
-           env: dict[str, str] | None = None, timeout: float | None = None) -> Ran:
+def invoke(
+    *args: str,
+    db: Path | None = None,
+    check: bool = False,
+    input: str | bytes | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> Ran:
     """Run a command in this process with click's runner: same arguments and result shape as ``run_cli``.
 
     Exceptions other than the CLI's own ``Error: ...`` exits propagate (``catch_exceptions=False``), so a
@@ -328,6 +361,8 @@ def replayed_path(path: str) -> bool:
     """Whether the replay keeps this repository path: a top-level note, or one in a kept folder."""
     top, _, rest = path.partition("/")
     return not rest or replayed_folder(top)
+
+
 HELP_GIT_VAULTS = ("ko", "zh")
 """Language folders imported with --from-git, each its own vault (a subfolder of the repository): Chinese since
 2020, Korean since 2024, 1,939 changes and 246 renames between them, every path non-ASCII. (English, 1,159 commits,
@@ -408,15 +443,30 @@ def replay(corpus: HelpCorpus, vault: Path, selection: list[str], on_commit: Cal
     ask, answer = channel / "ask", channel / "answer"
     os.mkfifo(ask)
     os.mkfifo(answer)
-    command = (f'printf "%s\\n" "$COMMIT_TIME" > {shlex.quote(str(ask))} '
-               f'&& read -r reply < {shlex.quote(str(answer))} && [ "$reply" = ok ]')
+    command = (
+        f'printf "%s\\n" "$COMMIT_TIME" > {shlex.quote(str(ask))} '
+        f'&& read -r reply < {shlex.quote(str(answer))} && [ "$reply" = ok ]'
+    )
     errors = channel / "stderr"
     reader = os.open(ask, os.O_RDONLY | os.O_NONBLOCK)
     keep_open = os.open(ask, os.O_WRONLY)  # so that reads wait for lines instead of seeing end-of-file
     with open(errors, "wb") as err:
-        tool = subprocess.Popen([sys.executable, str(REPLAY_TOOL), str(HELP_BUNDLE), "--vault", str(vault),
-                                 *selection, "-q", "--exec", command], stdout=subprocess.DEVNULL, stderr=err,
-                                env=corpus.env)
+        tool = subprocess.Popen(
+            [
+                sys.executable,
+                str(REPLAY_TOOL),
+                str(HELP_BUNDLE),
+                "--vault",
+                str(vault),
+                *selection,
+                "-q",
+                "--exec",
+                command,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=corpus.env,
+        )
     buffered = b""
     try:
         while True:
@@ -473,8 +523,15 @@ def _build_replayed(help_corpus: HelpCorpus, folder: Path) -> dict[str, Any]:
         for top in vault.iterdir():  # the folders the replay leaves out (REPLAY_FOLDERS)
             if top.is_dir() and not replayed_folder(top.name):
                 shutil.rmtree(top)
-        done = invoke("import", str(vault), "--known-at", commit_time, "--json", db=db,
-                      env={"VAULTSYNC_HOME": str(help_corpus.work / "home")})
+        done = invoke(
+            "import",
+            str(vault),
+            "--known-at",
+            commit_time,
+            "--json",
+            db=db,
+            env={"VAULTSYNC_HOME": str(help_corpus.work / "home")},
+        )
         assert done.returncode == 0, done.stderr
         summaries.append(json.loads(done.stdout))
         times.append(_unix(commit_time))
@@ -489,23 +546,37 @@ def _build_backfilled(help_corpus: HelpCorpus, folder: Path) -> dict[str, Any]:
     commit count."""
     clone = folder / "clone"
     subprocess.run(["git", "clone", "-q", str(HELP_BUNDLE), str(clone)], check=True, env=help_corpus.env, timeout=300)
-    commits = len(subprocess.run(["git", "-C", str(clone), "rev-list", "--first-parent", "HEAD"],
-                                 capture_output=True, text=True, check=True).stdout.split())
+    commits = len(
+        subprocess.run(
+            ["git", "-C", str(clone), "rev-list", "--first-parent", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
     results = []
     for name in HELP_GIT_VAULTS:
-        done = invoke("import", str(clone / name), "--from-git", "--json", db=folder / "git.db",
-                      env={"VAULTSYNC_HOME": str(help_corpus.work / "home")})
+        done = invoke(
+            "import",
+            str(clone / name),
+            "--from-git",
+            "--json",
+            db=folder / "git.db",
+            env={"VAULTSYNC_HOME": str(help_corpus.work / "home")},
+        )
         assert done.returncode == 0, done.stderr
         results.append(json.loads(done.stdout))
     return {"commits": commits, "results": results}
 
 
-def _cache_key(name: str, *builders: Callable[..., Any], inputs: tuple[Path, ...] = (HELP_BUNDLE, REPLAY_TOOL),
-               **settings: Any) -> str:
+def _cache_key(
+    name: str, *builders: Callable[..., Any], inputs: tuple[Path, ...] = (HELP_BUNDLE, REPLAY_TOOL), **settings: Any
+) -> str:
     from support.corpus_cache import key
 
-    return key(name, inputs=inputs, settings=settings,
-               builder_source="".join(inspect.getsource(b) for b in (*builders, replay, _answer, invoke)))
+    return key(
+        name,
+        inputs=inputs,
+        settings=settings,
+        builder_source="".join(inspect.getsource(b) for b in (*builders, replay, _answer, invoke)),
+    )
 
 
 @pytest.fixture(scope="session")
@@ -515,8 +586,9 @@ def help_replayed(help_corpus: HelpCorpus) -> Replayed:
     from support.corpus_cache import cached
 
     entry_key = _cache_key("replayed", _build_replayed, every=REPLAY_EVERY, folders=REPLAY_FOLDERS)
-    folder, meta = cached("replayed", entry_key, lambda f: _build_replayed(help_corpus, f),
-                          help_corpus.work / "replayed")
+    folder, meta = cached(
+        "replayed", entry_key, lambda f: _build_replayed(help_corpus, f), help_corpus.work / "replayed"
+    )
     times, summaries = meta["commit_times"], meta["summaries"]
     assert len(summaries) == len(times) >= 1827 // REPLAY_EVERY
     assert all(s["errors"] == [] for s in summaries)
@@ -532,8 +604,9 @@ def help_backfilled(help_corpus: HelpCorpus) -> Backfilled:
     from support.corpus_cache import cached
 
     entry_key = _cache_key("backfilled", _build_backfilled, vaults=HELP_GIT_VAULTS)
-    folder, meta = cached("backfilled", entry_key, lambda f: _build_backfilled(help_corpus, f),
-                          help_corpus.work / "backfilled")
+    folder, meta = cached(
+        "backfilled", entry_key, lambda f: _build_backfilled(help_corpus, f), help_corpus.work / "backfilled"
+    )
     for name, result in zip(HELP_GIT_VAULTS, meta["results"]):
         assert (result["vault"], result["commits"], result["already_imported"]) == (name, meta["commits"], 0)
         assert result["errors"] == [] and result["added"] >= 173
@@ -545,9 +618,8 @@ def planted_history(tmp_path_factory: pytest.TempPathFactory):
     """A slice of the Obsidian Help history with secrets planted across many revisions (tests/support/purge_history.py),
     built once as ``help_replayed``."""
     from support import purge_history
-    from support.purge_history import BUNDLE, TOOL, History, build
-
     from support.corpus_cache import cached
+    from support.purge_history import BUNDLE, TOOL, History, build
 
     if not BUNDLE.exists() or not TOOL.exists() or shutil.which("git") is None:
         pytest.skip(f"{BUNDLE}, {TOOL} or git not available")

@@ -22,8 +22,19 @@ from benchmarks import registry  # noqa: E402
 from benchmarks.harness import RESULTS, entries, measure, record  # noqa: E402
 from benchmarks.report import render  # noqa: E402
 
-ENTRY_KEYS = {"benchmark", "command", "quick", "date", "commit", "machine", "load_average", "wall_s", "cpu_s",
-              "peak_rss_mb", "figures"}
+ENTRY_KEYS = {
+    "benchmark",
+    "command",
+    "quick",
+    "date",
+    "commit",
+    "machine",
+    "load_average",
+    "wall_s",
+    "cpu_s",
+    "peak_rss_mb",
+    "figures",
+}
 
 
 def _figure_ok(value: object) -> bool:
@@ -59,11 +70,13 @@ def test_the_cli_runs_records_and_reports(tmp_path: Path) -> None:
         subprocess.run(run, cwd=REPO, check=True, capture_output=True, text=True)
     lines = (tmp_path / "startup.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 2 and all(json.loads(line)["figures"]["runs"] == 2 for line in lines)
-    listed = subprocess.run([sys.executable, "-m", "benchmarks", "list"], cwd=REPO, check=True,
-                            capture_output=True, text=True).stdout
+    listed = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "list"], cwd=REPO, check=True, capture_output=True, text=True
+    ).stdout
     assert [line.split()[0] for line in listed.splitlines()] == registry.names()
-    unknown = subprocess.run([sys.executable, "-m", "benchmarks", "run", "no-such-benchmark"], cwd=REPO,
-                             capture_output=True, text=True)
+    unknown = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "run", "no-such-benchmark"], cwd=REPO, capture_output=True, text=True
+    )
     assert unknown.returncode != 0 and "Traceback" not in unknown.stderr
     assert "no benchmark named 'no-such-benchmark'" in unknown.stderr
 
@@ -86,14 +99,22 @@ def test_an_old_json_result_is_adopted_as_a_json_line(tmp_path: Path) -> None:
     """What the scripts saved before the harness (nested JSON) becomes an entry: flattened figures, the payload kept."""
     from benchmarks.harness import adopt
 
-    old = {"machine": {"python": "3.11.7", "cpus": 2, "load_average": [1.5, 2.0, 2.1]}, "queries": 60,
-           "latency": {"keyword_now": {"n": 60, "p50_ms": 2.1}}, "rows": [{"case": "one-note", "wall_s": 3.5}]}
+    old = {
+        "machine": {"python": "3.11.7", "cpus": 2, "load_average": [1.5, 2.0, 2.1]},
+        "queries": 60,
+        "latency": {"keyword_now": {"n": 60, "p50_ms": 2.1}},
+        "rows": [{"case": "one-note", "wall_s": 3.5}],
+    }
     path = tmp_path / "search_speed_someone.json"
     path.write_text(json.dumps(old), encoding="utf-8")
     adopt(path, "search", "python benchmarks/bench_search.py", results=tmp_path)
     (entry,) = entries("search", tmp_path)
-    assert entry["figures"] == {"queries": 60, "latency.keyword_now.n": 60, "latency.keyword_now.p50_ms": 2.1,
-                                "rows.one-note.wall_s": 3.5}
+    assert entry["figures"] == {
+        "queries": 60,
+        "latency.keyword_now.n": 60,
+        "latency.keyword_now.p50_ms": 2.1,
+        "rows.one-note.wall_s": 3.5,
+    }
     assert entry["detail"] == old and entry["load_average"]["before"] == [1.5, 2.0, 2.1]
     assert entry["command"] == "python benchmarks/bench_search.py" and "search_speed_someone.json" in entry["note"]
     assert "| latency.keyword_now.p50_ms | 2.1 |" in render("search", tmp_path)

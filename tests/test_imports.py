@@ -55,13 +55,14 @@ print(json.dumps(["#", len(names)]))
 
 
 def test_every_module_imports_first_in_a_fresh_state() -> None:
-    done = subprocess.run([sys.executable, "-c", _IMPORT_EACH], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run([sys.executable, "-c", _IMPORT_EACH], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("[")]
     failures = {name: error for name, error in rows if name != "#"}
-    assert not failures, "modules that fail to import on their own (a cycle names 'partially initialized'):\n" + \
-        "\n".join(f"  {name}: {error}" for name, error in sorted(failures.items()))
+    assert not failures, (
+        "modules that fail to import on their own (a cycle names 'partially initialized'):\n"
+        + "\n".join(f"  {name}: {error}" for name, error in sorted(failures.items()))
+    )
     (count,) = [n for name, n in rows if name == "#"]
     assert count == len(list(_module_files())), "walk_packages missed a module (or found one the files do not)"
 
@@ -79,7 +80,8 @@ def _module_files(package_dir: Path = PACKAGE_DIR) -> Iterator[tuple[str, Path]]
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(tree: ast.Module, deferred: bool, typing: bool = False) -> Iterator[ast.Import | ast.ImportFrom]:
@@ -226,6 +228,7 @@ def test_no_import_cycles_at_all(capsys: pytest.CaptureFixture[str]) -> None:
 def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     """The graph between vaultsync's parts: a subpackage (``vaultsync.store``, ``vaultsync.server``…) is one
     node with everything below it, a top-level module is its own."""
+
     def part(name: str) -> str:
         return ".".join(name.split(".")[:2])
 
@@ -260,16 +263,22 @@ def test_no_import_cycles_between_packages(capsys: pytest.CaptureFixture[str]) -
 
 def test_the_package_graph_sees_a_cycle_through_different_modules() -> None:
     """The checker itself: ``a.x -> b.y`` and ``b.z -> a.w`` have no module cycle but tie parts a and b."""
-    graph = {"vaultsync.a.x": {"vaultsync.b.y"}, "vaultsync.b.y": set(), "vaultsync.b.z": {"vaultsync.a.w"},
-             "vaultsync.a.w": set(), "vaultsync.c": {"vaultsync.a.x"}}
+    graph = {
+        "vaultsync.a.x": {"vaultsync.b.y"},
+        "vaultsync.b.y": set(),
+        "vaultsync.b.z": {"vaultsync.a.w"},
+        "vaultsync.a.w": set(),
+        "vaultsync.c": {"vaultsync.a.x"},
+    }
     assert strongly_connected(graph) == []
     assert strongly_connected(package_graph(graph)) == [["vaultsync.a", "vaultsync.b"]]
 
 
 def test_the_scan_sees_a_type_checking_import(tmp_path: Path) -> None:
     """The scanner itself: an import under ``if TYPE_CHECKING:`` and one in a function are found only when asked."""
-    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import x\n"
-                     "def f():\n    from .b import y\n")
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import x\ndef f():\n    from .b import y\n"
+    )
     found = lambda **kw: sorted(n.module for n in _imports(tree, **kw) if isinstance(n, ast.ImportFrom))  # noqa: E731
     assert found(deferred=False) == ["typing"]
     assert found(deferred=True) == ["b", "typing"]
@@ -278,8 +287,17 @@ def test_the_scan_sees_a_type_checking_import(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- layering: which part may import which
 
-LOW_LEVEL = {"vaultsync.server", "vaultsync.cli", "vaultsync.live", "vaultsync.ui", "vaultsync.hardened",
-             "vaultsync.vault", "vaultsync.sync", "vaultsync.restore", "vaultsync.gitimport"}
+LOW_LEVEL = {
+    "vaultsync.server",
+    "vaultsync.cli",
+    "vaultsync.live",
+    "vaultsync.ui",
+    "vaultsync.hardened",
+    "vaultsync.vault",
+    "vaultsync.sync",
+    "vaultsync.restore",
+    "vaultsync.gitimport",
+}
 FORBIDDEN: dict[str, set[str]] = {
     # the folder on disk knows nothing of the history kept of it
     "vaultsync.disk": LOW_LEVEL | {"vaultsync.store", "vaultsync.embed"},
@@ -318,10 +336,15 @@ def test_the_layers_hold() -> None:
 
 def test_the_layering_check_sees_a_wrong_way_import() -> None:
     """The checker itself, on a made-up graph: each kind of wrong-way import is named, the right ways are not."""
-    parts = {"vaultsync.disk": {"vaultsync.errors", "vaultsync.store"}, "vaultsync.parsers": {"vaultsync.disk"},
-             "vaultsync.embed": {"vaultsync.store"}, "vaultsync.store": {"vaultsync.disk", "vaultsync.server"},
-             "vaultsync.server": {"vaultsync.store", "vaultsync.cli"}, "vaultsync.__main__": {"vaultsync.cli"},
-             "vaultsync.cli": {"vaultsync.store"}}
+    parts = {
+        "vaultsync.disk": {"vaultsync.errors", "vaultsync.store"},
+        "vaultsync.parsers": {"vaultsync.disk"},
+        "vaultsync.embed": {"vaultsync.store"},
+        "vaultsync.store": {"vaultsync.disk", "vaultsync.server"},
+        "vaultsync.server": {"vaultsync.store", "vaultsync.cli"},
+        "vaultsync.__main__": {"vaultsync.cli"},
+        "vaultsync.cli": {"vaultsync.store"},
+    }
     assert layering_violations(parts) == [
         "vaultsync.disk -> vaultsync.store (vaultsync.disk never imports vaultsync.store)",
         "vaultsync.embed -> vaultsync.store (vaultsync.embed never imports vaultsync.store)",
@@ -337,8 +360,9 @@ def test_a_planted_wrong_way_import_fails_the_layering(tmp_path: Path) -> None:
     copy = tmp_path / "vaultsync"
     shutil.copytree(PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__", "static", "models"))
     assert not layering_violations(package_graph(import_graph(deferred=True, typing=True, package_dir=copy)))
-    (copy / "disk" / "planted.py").write_text("def f():\n    from ..store.read import LISTED_FIELDS\n\n"
-                                              "    return LISTED_FIELDS\n", encoding="utf-8")
+    (copy / "disk" / "planted.py").write_text(
+        "def f():\n    from ..store.read import LISTED_FIELDS\n\n    return LISTED_FIELDS\n", encoding="utf-8"
+    )
     (copy / "embed" / "planted.py").write_text("from vaultsync.cli import base\n", encoding="utf-8")
     parts = package_graph(import_graph(deferred=True, typing=True, package_dir=copy))
     assert layering_violations(parts) == [
@@ -350,17 +374,37 @@ def test_a_planted_wrong_way_import_fails_the_layering(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- what --help loads
 
-HEAVY = ("apsw", "sqlite_vec", "markdown_it", "mdit_py_plugins", "watchdog", "mcp", "yaml", "numpy",
-         "vaultsync.vault", "vaultsync.store", "vaultsync.parsers", "vaultsync.server")
+HEAVY = (
+    "apsw",
+    "sqlite_vec",
+    "markdown_it",
+    "mdit_py_plugins",
+    "watchdog",
+    "mcp",
+    "yaml",
+    "numpy",
+    "vaultsync.vault",
+    "vaultsync.store",
+    "vaultsync.parsers",
+    "vaultsync.server",
+)
 
 
 def test_help_imports_no_heavy_module() -> None:
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "vaultsync", "--help"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "vaultsync", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Usage: "), done.stdout
-    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
-                if line.startswith("import time:") and line.count("|") == 2}
+    imported = {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    }
     assert "vaultsync.cli" in imported, "importtime output not understood"
     heavy = sorted(h for h in HEAVY if any(name == h or name.startswith(h + ".") for name in imported))
     assert not heavy, f"`vaultsync --help` imports {heavy}"

@@ -4,15 +4,41 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import (BusyError, ConfigError, CorruptError, LockedError, NoteNotFound, ParseError, PathError,
-                     ProviderError, ReadOnlyError, SchemaError, StoreError, VaultNotFound, VaultsyncError)
+from .errors import (
+    BusyError,
+    ConfigError,
+    CorruptError,
+    LockedError,
+    NoteNotFound,
+    ParseError,
+    PathError,
+    ProviderError,
+    ReadOnlyError,
+    SchemaError,
+    StoreError,
+    VaultNotFound,
+    VaultsyncError,
+)
 
 if TYPE_CHECKING:
     from .vault import Note, Vault
 
 __all__ = [
-    "BusyError", "ConfigError", "CorruptError", "LockedError", "Note", "NoteNotFound", "ParseError", "PathError",
-    "ProviderError", "ReadOnlyError", "SchemaError", "StoreError", "Vault", "VaultNotFound", "VaultsyncError",
+    "BusyError",
+    "ConfigError",
+    "CorruptError",
+    "LockedError",
+    "Note",
+    "NoteNotFound",
+    "ParseError",
+    "PathError",
+    "ProviderError",
+    "ReadOnlyError",
+    "SchemaError",
+    "StoreError",
+    "Vault",
+    "VaultNotFound",
+    "VaultsyncError",
 ]
 
 

@@ -39,8 +39,14 @@ from typing import Any
 class VaultsyncError(Exception):
     """vaultsync failed."""
 
-    def __init__(self, message: str | None = None, *, argument: str | None = None,
-                 remedy: str | None = None, remedy_args: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        argument: str | None = None,
+        remedy: str | None = None,
+        remedy_args: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(message or (self.__doc__ or "vaultsync failed.").strip())
         self.argument = argument
         """The library argument the error is about, if one is (a door may name its own option for it)."""

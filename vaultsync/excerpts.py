@@ -9,8 +9,8 @@ collapsed, with ``…`` where it was cut.
 
 from __future__ import annotations
 
-from .store.search.snippets import snippet
 from .embed.tokenizer import parse_query
+from .store.search.snippets import snippet
 
 MIN_EXCERPT = 60
 """No excerpt is cut shorter than this many characters, whatever the budget."""

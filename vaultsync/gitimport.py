@@ -13,15 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
 from .disk.folder import Absent, Observed, Present
 from .disk.paths import is_note_path, nfc
+from .errors import ConfigError
 from .sync import BatchSummary
 from .times import format_time
 
 GIT_HISTORY_NOT_REWRITTEN = (
     "vaultsync does not rewrite the vault's own git history, which still holds what was purged here; "
-    "rewrite it with git filter-repo (--replace-text, --invert-paths) and force-push every clone")
+    "rewrite it with git filter-repo (--replace-text, --invert-paths) and force-push every clone"
+)
 
 
 def in_git(root: Path) -> bool:
@@ -95,7 +96,7 @@ class GitHistory:
             path = raw_path.decode("utf-8", "surrogateescape")
             if not path.startswith(self.prefix):
                 continue
-            rel = nfc(path[len(self.prefix):])
+            rel = nfc(path[len(self.prefix) :])
             if not is_note_path(rel):
                 continue
             if status == "D" or new_mode not in ("100644", "100755"):
@@ -117,7 +118,7 @@ class GitHistory:
             meta, raw_path = entry.split(b"\t", 1)
             mode, kind, sha = meta.decode().split()
             path = raw_path.decode("utf-8", "surrogateescape")
-            rel = nfc(path[len(self.prefix):])
+            rel = nfc(path[len(self.prefix) :])
             if kind != "blob" or mode not in ("100644", "100755") or not is_note_path(rel):
                 continue
             data = self.blob(sha)
@@ -128,9 +129,23 @@ class GitHistory:
         """``commit``'s raw diff against its first parent from the history's ``git log`` stream (None if the
         stream has passed it or does not hold it)."""
         if self._diffs is None:
-            args = ["git", "log", "--first-parent", "--full-history", "--sparse", "--reverse", "--root",
-                    "--diff-merges=first-parent", "--raw", "-r", "-z", "--no-renames", "--no-abbrev",
-                    "--format=%x01%H", "HEAD"]
+            args = [
+                "git",
+                "log",
+                "--first-parent",
+                "--full-history",
+                "--sparse",
+                "--reverse",
+                "--root",
+                "--diff-merges=first-parent",
+                "--raw",
+                "-r",
+                "-z",
+                "--no-renames",
+                "--no-abbrev",
+                "--format=%x01%H",
+                "HEAD",
+            ]
             if self.prefix:
                 args += ["--", self.prefix]
             self._log = subprocess.Popen(args, cwd=self.top, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -147,8 +162,9 @@ class GitHistory:
 
     def blob(self, sha: str) -> bytes:
         if self._cat is None:
-            self._cat = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self.top,
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            self._cat = subprocess.Popen(
+                ["git", "cat-file", "--batch"], cwd=self.top, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            )
         assert self._cat.stdin is not None and self._cat.stdout is not None
         self._cat.stdin.write(sha.encode() + b"\n")
         self._cat.stdin.flush()
@@ -195,8 +211,12 @@ class GitImport:
     lifted: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.summary.to_json(), "commits": self.commits, "already_imported": self.skipped,
-                "lifted": self.lifted}
+        return {
+            **self.summary.to_json(),
+            "commits": self.commits,
+            "already_imported": self.skipped,
+            "lifted": self.lifted,
+        }
 
 
 def to_import(history: GitHistory, imported: set[str], last: tuple[int, str] | None) -> list[tuple[str | None, Commit]]:

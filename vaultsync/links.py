@@ -58,8 +58,11 @@ class Resolver:
                 return found
         for cand in candidates:
             tail = _key(cand.lstrip("/"))
-            matches = [p for p in self.by_name.get(posixpath.basename(tail), [])
-                       if _key(p) == tail or _key(p).endswith("/" + tail)]
+            matches = [
+                p
+                for p in self.by_name.get(posixpath.basename(tail), [])
+                if _key(p) == tail or _key(p).endswith("/" + tail)
+            ]
             if matches:
                 return min(matches, key=lambda p: (posixpath.dirname(p) != folder, p.count("/"), len(p), p))
         return None
@@ -75,8 +78,12 @@ class LinkReport:
     backlinks: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "as_of": format_time(self.as_of), "outgoing": self.outgoing,
-                "backlinks": self.backlinks}
+        return {
+            "path": self.path,
+            "as_of": format_time(self.as_of),
+            "outgoing": self.outgoing,
+            "backlinks": self.backlinks,
+        }
 
 
 def link_report(note: Revision, notes: list[Revision], as_of: int | None) -> LinkReport:

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from . import acting
 from .disk import vaultfs
-from .errors import ConfigError, NoteChanged, NoteNotFound, PathError
 from .disk.digest import content_hash
 from .disk.folder import MAX_FILE_BYTES
-from .parsers import split_lines
 from .disk.paths import nfc, note_candidates, note_path, writable_note_path
-from .sync import BatchSummary
+from .errors import ConfigError, NoteChanged, NoteNotFound, PathError
+from .parsers import split_lines
 from .revisions import check_revision_id, short_revision
+from .sync import BatchSummary
 from .times import TimeLike, as_micros, format_time
 
 if TYPE_CHECKING:
@@ -57,13 +57,22 @@ class Step:
         return self.refused is None and not self.kept and self.text != self.current
 
     def diff(self) -> str:
-        lines = difflib.unified_diff(split_lines(self.current or ""), split_lines(self.text or ""),
-                                     f"{self.path} (now)", f"{self.path} ({self.origin})")
+        lines = difflib.unified_diff(
+            split_lines(self.current or ""),
+            split_lines(self.text or ""),
+            f"{self.path} (now)",
+            f"{self.path} ({self.origin})",
+        )
         return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in lines)
 
     def to_json(self, with_diff: bool = False) -> dict[str, Any]:
-        out: dict[str, Any] = {"path": self.path, "action": self.action, "from": self.origin, "refused": self.refused,
-                               "note": self.note}
+        out: dict[str, Any] = {
+            "path": self.path,
+            "action": self.action,
+            "from": self.origin,
+            "refused": self.refused,
+            "note": self.note,
+        }
         if with_diff:
             out["diff"] = self.diff()
         return out
@@ -92,9 +101,14 @@ class Restored:
 
     def to_json(self) -> dict[str, Any]:
         s = self.summary
-        return {"dry_run": self.dry_run, "source": self.source, "detail": self.detail,
-                "batch_id": s.batch_id if s else None, "known_at": format_time(s.known_at) if s else None,
-                "notes": [step.to_json(self.dry_run) for step in self.steps]}
+        return {
+            "dry_run": self.dry_run,
+            "source": self.source,
+            "detail": self.detail,
+            "batch_id": s.batch_id if s else None,
+            "known_at": format_time(s.known_at) if s else None,
+            "notes": [step.to_json(self.dry_run) for step in self.steps],
+        }
 
 
 # ---------------------------------------------------------------- finding what to restore
@@ -124,8 +138,7 @@ def find_revision(vault: Vault, path: str, *, as_of: TimeLike = None, revision: 
             rel = last.renamed_to  # an old name asked at a time after the rename: the note's name then
             continue
         if last is None or last.deleted:  # the note living here now may have had another name then
-            later = next((r for r in revs if r.known_at > when and r.renamed_from
-                          and r.renamed_from not in seen), None)
+            later = next((r for r in revs if r.known_at > when and r.renamed_from and r.renamed_from not in seen), None)
             if later is not None and later.renamed_from:
                 seen.add(rel)
                 rel = later.renamed_from
@@ -173,8 +186,15 @@ def _now(vault: Vault, path: str) -> tuple[str | None, str | None]:
     return note.content, note.revision.content_hash
 
 
-def plan_note(vault: Vault, path: str, *, as_of: TimeLike = None, revision: str | None = None,
-              to: str | None = None, follow: bool = False) -> Step:
+def plan_note(
+    vault: Vault,
+    path: str,
+    *,
+    as_of: TimeLike = None,
+    revision: str | None = None,
+    to: str | None = None,
+    follow: bool = False,
+) -> Step:
     """The step that puts the note back as ``find_revision`` finds it.
 
     A note that lived at ``path`` then is written at ``path``: it ends up holding exactly what
@@ -209,8 +229,9 @@ def _placement(target: str, lives: str, alive: bool, current: str | None, text: 
     return "; ".join(notes) or None
 
 
-def plan_folder(vault: Vault, prefix: str, *, as_of: TimeLike, delete_newer: bool = False,
-                follow: bool = False) -> list[Step]:
+def plan_folder(
+    vault: Vault, prefix: str, *, as_of: TimeLike, delete_newer: bool = False, follow: bool = False
+) -> list[Step]:
     """Every note under ``prefix`` as it was at ``as_of``, at the path it had then (a note moved since is
     written there as a copy, which the step says; ``follow`` writes it where it lives now). Notes
     created there since are kept unless ``delete_newer`` (only files whose bytes the store holds are
@@ -263,9 +284,11 @@ def plan_undo(vault: Vault, batch_id: int, *, force: bool = False) -> list[Step]
             text = vault.revision_text(before)
         step = Step(rev.path, text, current, digest, f"state before batch {batch_id}")
         if digest != rev.content_hash and not force:
-            step.refused = (f"changed since batch {batch_id} (now {digest[:12] if digest else 'absent'}, "
-                            f"the batch left {rev.content_hash[:12] if rev.content_hash else 'it absent'}); "
-                            "force overwrites it")
+            step.refused = (
+                f"changed since batch {batch_id} (now {digest[:12] if digest else 'absent'}, "
+                f"the batch left {rev.content_hash[:12] if rev.content_hash else 'it absent'}); "
+                "force overwrites it"
+            )
         steps.append(step)
     _pair_renames(vault, batch_id, steps)
     return steps
@@ -332,6 +355,7 @@ def _write(root: str, rel: str, text: str | None, expected: str | None) -> bool:
     data = text.encode("utf-8")
     try:
         if exists:
+
             def change(old: bytes) -> bytes:
                 if content_hash(old) != expected:
                     raise NoteChanged(rel)

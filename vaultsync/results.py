@@ -35,13 +35,30 @@ class SearchResult:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SearchResult:
-        return cls(data["query"], data["as_of"], data["valid_at"], data["mode"], data["match"], data["hits"],
-                   bool(data.get("before_history", False)), data.get("first_batch"), data.get("semantic"))
+        return cls(
+            data["query"],
+            data["as_of"],
+            data["valid_at"],
+            data["mode"],
+            data["match"],
+            data["hits"],
+            bool(data.get("before_history", False)),
+            data.get("first_batch"),
+            data.get("semantic"),
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"query": self.query, "as_of": self.as_of, "valid_at": self.valid_at, "mode": self.mode,
-                "match": self.match, "hits": self.hits, "before_history": self.before_history,
-                "first_batch": self.first_batch, "semantic": self.semantic}
+        return {
+            "query": self.query,
+            "as_of": self.as_of,
+            "valid_at": self.valid_at,
+            "mode": self.mode,
+            "match": self.match,
+            "hits": self.hits,
+            "before_history": self.before_history,
+            "first_batch": self.first_batch,
+            "semantic": self.semantic,
+        }
 
 
 @dataclass(slots=True)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .errors import ConfigError, PathError, RevisionMismatch
 from .disk.digest import content_hash
+from .errors import ConfigError, PathError, RevisionMismatch
 
 MIN_PREFIX = 8
 """The shortest revision prefix accepted."""
@@ -37,9 +37,11 @@ def is_revision(data: bytes, expected: str) -> bool:
 
 def mismatch(rel: str, current: str | None, expected: str) -> RevisionMismatch:
     now = "does not exist" if current is None else f"is at revision {current}"
-    return RevisionMismatch(f"{rel} {now}, not the expected revision {expected}: it changed since it was read, and "
-                            f"nothing was written; read it again (read_note '{rel}': its content_hash is the current "
-                            "revision), then retry with that expected_revision")
+    return RevisionMismatch(
+        f"{rel} {now}, not the expected revision {expected}: it changed since it was read, and "
+        f"nothing was written; read it again (read_note '{rel}': its content_hash is the current "
+        "revision), then retry with that expected_revision"
+    )
 
 
 def expecting(rel: str, expected: str | None) -> Callable[[bytes], None] | None:
@@ -85,22 +87,24 @@ def replace_section(text: str, heading: str, body: str) -> str:
     hits = []
     for index, (_line, level, title) in enumerate(heads):
         stack = [(lv, t) for lv, t in stack if lv < level] + [(level, title)]
-        if [t for _, t in stack][-len(wanted):] == wanted:
+        if [t for _, t in stack][-len(wanted) :] == wanted:
             hits.append(index)
     if len(hits) != 1:
         shown = ", ".join(" > ".join(t for t in [h[2]]) for h in heads[:20]) or "none"
-        raise PathError(f"heading {heading!r} matches {len(hits)} sections (headings: {shown}); give its path, "
-                        "e.g. 'Parent > Child'")
+        raise PathError(
+            f"heading {heading!r} matches {len(hits)} sections (headings: {shown}); give its path, "
+            "e.g. 'Parent > Child'"
+        )
     line, level, _ = heads[hits[0]]
-    end = next((h[0] for h in heads[hits[0] + 1:] if h[1] <= level), len(lines))
-    old = lines[line + 1:end]
+    end = next((h[0] for h in heads[hits[0] + 1 :] if h[1] <= level), len(lines))
+    old = lines[line + 1 : end]
     blank = [not x.strip() for x in old]
     if all(blank):  # an empty section: the new body between its blank lines
         lead, trail = len(old), (len(old) if end < len(lines) else 0)
     else:
         lead, trail = blank.index(False), blank[::-1].index(False)
     text = body.strip("\r\n")
-    after = "".join(old[len(old) - trail:]) if trail else ""
+    after = "".join(old[len(old) - trail :]) if trail else ""
     body = "".join(old[:lead]) + text + "\n" + after if text else "".join(old[:lead])
     head = lines[line]
     if not head.endswith("\n"):
@@ -114,8 +118,9 @@ def replace_text(text: str, old: str, new: str) -> str:
         raise PathError("the text to replace is empty")
     count = text.count(old)
     if count != 1:
-        raise PathError(f"the text to replace occurs {count} times in the note; give a longer, exact excerpt "
-                        "that occurs once")
+        raise PathError(
+            f"the text to replace occurs {count} times in the note; give a longer, exact excerpt that occurs once"
+        )
     return text.replace(old, new, 1)
 
 
@@ -124,9 +129,9 @@ def rewrite_file(root: str, path: str, change: Callable[[bytes], bytes], tries: 
     followed); when another writer got in meanwhile, ``change`` sees the new bytes (and its
     expected-revision check refuses them). Returns the vault-relative path."""
     from .disk import vaultfs
-    from .errors import NoteChanged, NoteNotFound
     from .disk.folder import MAX_FILE_BYTES
     from .disk.paths import writable_note_path
+    from .errors import NoteChanged, NoteNotFound
 
     rel = writable_note_path(path)
     for _ in range(tries):
@@ -163,6 +168,9 @@ def check_revision_id(value: str, argument: str = "expected_revision") -> str:
     """``value`` as a revision id (lower case), or ConfigError saying it is none."""
     wanted = value.strip().lower()
     if len(wanted) < MIN_PREFIX or len(wanted) > 64 or not _HEX.fullmatch(wanted):
-        raise ConfigError(f"{value!r} is not a revision id: give one as the note's history shows it ({MIN_PREFIX} to 64 "
-                          "hex digits of its content hash)", argument=argument)
+        raise ConfigError(
+            f"{value!r} is not a revision id: give one as the note's history shows it ({MIN_PREFIX} to 64 "
+            "hex digits of its content hash)",
+            argument=argument,
+        )
     return wanted

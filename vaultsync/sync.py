@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from .disk.digest import content_hash
-from .errors import ParseError
 from .disk.folder import Absent, FileProblem, Observed, Present, Unreadable, decode, observe_file
 from .disk.paths import disk_path
+from .errors import ParseError
 from .parsers import ParsedNote, parse_note
 from .store.contract import Batch, Change, Engine
 from .store.read import file_stamp
@@ -87,8 +87,12 @@ class ParsePool:
 
 
 def _start_pool(workers: int) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_exit_with_parent, initargs=(os.getpid(),))
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_exit_with_parent,
+        initargs=(os.getpid(),),
+    )
 
 
 @dataclass
@@ -162,10 +166,19 @@ class Plan:
     (``held``) a deletion no add joined and a copy of a live note still on disk.
     """
 
-    def __init__(self, observed: Mapping[str, Observed], live: Mapping[str, tuple[int, str]],
-                 states: Mapping[str, tuple[int, int, str]], *, full: bool = False,
-                 errors: Iterable[FileProblem] = (), now_ns: int | None = None, unchanged: int = 0,
-                 twins: Twins | None = None, hold: Callable[[str], bool] | None = None) -> None:
+    def __init__(
+        self,
+        observed: Mapping[str, Observed],
+        live: Mapping[str, tuple[int, str]],
+        states: Mapping[str, tuple[int, int, str]],
+        *,
+        full: bool = False,
+        errors: Iterable[FileProblem] = (),
+        now_ns: int | None = None,
+        unchanged: int = 0,
+        twins: Twins | None = None,
+        hold: Callable[[str], bool] | None = None,
+    ) -> None:
         self.live = dict(live)
         self._twins = twins
         self._hold = hold
@@ -191,9 +204,14 @@ class Plan:
                     gone.append(path)
                 continue
             cached = states.get(path)
-            if (live_rev is not None and cached is not None and obs.mtime_ns is not None
-                    and cached[:2] == (obs.size, obs.mtime_ns) and cached[2] == live_rev[1]
-                    and now - obs.mtime_ns > RACY_NS):
+            if (
+                live_rev is not None
+                and cached is not None
+                and obs.mtime_ns is not None
+                and cached[:2] == (obs.size, obs.mtime_ns)
+                and cached[2] == live_rev[1]
+                and now - obs.mtime_ns > RACY_NS
+            ):
                 self.unchanged += 1
                 continue
             self.to_read.append((path, obs))
@@ -232,8 +250,16 @@ class Plan:
             except OSError as exc:
                 self.refused.append(FileProblem(path, f"cannot read: {exc.strerror}"))
                 continue
-            change = Change(path, "modified" if live_rev else "created", text, digest, len(data), obs.mtime_ns,
-                            live_id=live_rev[0] if live_rev else None, prev_id=live_rev[0] if live_rev else None)
+            change = Change(
+                path,
+                "modified" if live_rev else "created",
+                text,
+                digest,
+                len(data),
+                obs.mtime_ns,
+                live_id=live_rev[0] if live_rev else None,
+                prev_id=live_rev[0] if live_rev else None,
+            )
             candidates = self._by_hash.get(digest)
             if live_rev is None and not candidates and self._twins is not None:
                 candidates = self._gone_twin(path, digest)
@@ -284,8 +310,10 @@ def twins_on_disk(everything: Mapping[str, tuple[int, str]], observed: Mapping[s
     where = str(root)
 
     def twins(digest: str) -> list[tuple[str, tuple[int, str], bool]]:
-        return [(path, rev, not isinstance(observe_file(where, disk_path(root, path)), Absent))
-                for path, rev in by_hash.get(digest, ())]
+        return [
+            (path, rev, not isinstance(observe_file(where, disk_path(root, path)), Absent))
+            for path, rev in by_hash.get(digest, ())
+        ]
 
     return twins
 
@@ -306,8 +334,13 @@ class LiveIndex:
 
     def keep(self, path: str, obs: Observed) -> bool:
         stamp = self.stamps.pop(path, None)
-        if (stamp is not None and isinstance(obs, Present) and obs.mtime_ns is not None
-                and stamp == file_stamp(obs.size, obs.mtime_ns) and self.now - obs.mtime_ns > RACY_NS):
+        if (
+            stamp is not None
+            and isinstance(obs, Present)
+            and obs.mtime_ns is not None
+            and stamp == file_stamp(obs.size, obs.mtime_ns)
+            and self.now - obs.mtime_ns > RACY_NS
+        ):
             self.unchanged += 1
             return False
         return True
@@ -348,8 +381,10 @@ def write_plan(
         raise ParseError("refusing the whole batch (strict): " + "; ".join(map(str, plan.refused)))
     progress = progress or (lambda done, total: None)
     written: list[str] = []
-    with contextlib.ExitStack() as stack, store.batch(vault_id, known_at=known_at, source=source,
-                                                      detail=detail, caller=caller) as writer:
+    with (
+        contextlib.ExitStack() as stack,
+        store.batch(vault_id, known_at=known_at, source=source, detail=detail, caller=caller) as writer,
+    ):
         pool = workers if isinstance(workers, ParsePool) else stack.enter_context(ParsePool(workers))
         parallel = pool.workers > 0 and len(plan.to_read) >= PARALLEL_MIN_NOTES
         for change, parsed in parse_stream(plan.changes(), writer, pool if parallel else None):
@@ -390,8 +425,9 @@ def _summary(summary: BatchSummary, plan: Plan, writer: Batch, written: list[str
     return summary
 
 
-def parse_stream(changes: Iterator[Change], writer: Batch,
-                 workers: ParsePool | None) -> Iterator[tuple[Change, ParsedNote]]:
+def parse_stream(
+    changes: Iterator[Change], writer: Batch, workers: ParsePool | None
+) -> Iterator[tuple[Change, ParsedNote]]:
     """Each change with its parsed note, in order.
 
     With ``workers`` the notes parse in its worker processes, ``GROUP`` notes a job, at most ``IN_FLIGHT``
@@ -423,16 +459,18 @@ def parse_stream(changes: Iterator[Change], writer: Batch,
             future.cancel()
 
 
-def _take(pending: deque[tuple[list[Change], Future[list[tuple[ParsedNote, list[Any]]]]]],
-          writer: Batch) -> Iterator[tuple[Change, ParsedNote]]:
+def _take(
+    pending: deque[tuple[list[Change], Future[list[tuple[ParsedNote, list[Any]]]]]], writer: Batch
+) -> Iterator[tuple[Change, ParsedNote]]:
     group, future = pending.popleft()
     for change, (parsed, payloads) in zip(group, future.result()):
         writer.take_ahead(payloads)
         yield change, parsed
 
 
-def _parse(notes: list[tuple[str, str]],
-           ahead: tuple[Callable[[ParsedNote], Any], ...]) -> list[tuple[ParsedNote, list[Any]]]:
+def _parse(
+    notes: list[tuple[str, str]], ahead: tuple[Callable[[ParsedNote], Any], ...]
+) -> list[tuple[ParsedNote, list[Any]]]:
     out = []
     for text, path in notes:
         parsed = parse_note(text, path)

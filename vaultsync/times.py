@@ -9,15 +9,15 @@ from typing import Any, overload
 
 from .errors import ConfigError
 
-ACCEPTED = ("YYYY-MM-DD (midnight UTC) or ISO 8601 with an explicit offset, e.g. 2024-03-01T12:00:00Z or "
-            "2024-03-01T12:00:00+02:00")
+ACCEPTED = (
+    "YYYY-MM-DD (midnight UTC) or ISO 8601 with an explicit offset, e.g. 2024-03-01T12:00:00Z or "
+    "2024-03-01T12:00:00+02:00"
+)
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_DATETIME = re.compile(
-    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|z|[+-]\d{2}:?\d{2})"
-)
+_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|z|[+-]\d{2}:?\d{2})")
 _OFFSET = re.compile(r"([+-])(\d{2}):?(\d{2})$")
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def parse_time(value: str, what: str = "time") -> int:
@@ -28,11 +28,13 @@ def parse_time(value: str, what: str = "time") -> int:
     text = str(value).strip()
     offset = _OFFSET.search(text)
     if offset and _DATETIME.fullmatch(text) and (int(offset.group(2)) >= 24 or int(offset.group(3)) >= 60):
-        raise ConfigError(f"invalid {what} {value!r} (UTC offset {offset.group(1)}{offset.group(2)}:{offset.group(3)} "
-                          f"is not between -23:59 and +23:59): use {ACCEPTED}")
+        raise ConfigError(
+            f"invalid {what} {value!r} (UTC offset {offset.group(1)}{offset.group(2)}:{offset.group(3)} "
+            f"is not between -23:59 and +23:59): use {ACCEPTED}"
+        )
     try:
         if _DATE.fullmatch(text):
-            moment = dt.datetime.fromisoformat(text).replace(tzinfo=dt.timezone.utc)
+            moment = dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)
         elif _DATETIME.fullmatch(text):
             moment = dt.datetime.fromisoformat(text.replace("z", "Z"))
         else:
@@ -45,7 +47,7 @@ def parse_time(value: str, what: str = "time") -> int:
 
 def to_micros(moment: dt.datetime) -> int:
     """An aware datetime as integer microseconds since the Unix epoch (UTC)."""
-    delta = moment.astimezone(dt.timezone.utc) - _EPOCH
+    delta = moment.astimezone(dt.UTC) - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
@@ -69,7 +71,7 @@ def format_time(micros: int | None) -> str | None:
 
 def now_micros() -> int:
     """The current wall-clock time in UTC microseconds."""
-    return to_micros(dt.datetime.now(dt.timezone.utc))
+    return to_micros(dt.datetime.now(dt.UTC))
 
 
 TimeLike = str | int | dt.datetime | None

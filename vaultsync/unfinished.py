@@ -29,8 +29,14 @@ from .sync import BatchSummary
 
 logger = logging.getLogger(__name__)
 
-SOURCES = {"restore": "restore", "undo": "undo", "scan": "import", "write": "write", "edit": "write",
-           "restore_note": "restore"}
+SOURCES = {
+    "restore": "restore",
+    "undo": "undo",
+    "scan": "import",
+    "write": "write",
+    "edit": "write",
+    "restore_note": "restore",
+}
 """Each kind of request and the source its batch is recorded with (as when the asker writes it itself)."""
 
 
@@ -50,9 +56,17 @@ def carrying(table: RequestTable, request: Request) -> Iterator[None]:
     files noted (``RequestTable.set_steps``) before they are written."""
 
     def note_steps(steps: list[Any]) -> None:
-        table.set_steps(request.id, [{"path": s.path, "before": s.current_hash,
-                                      "after": None if s.text is None else content_hash(s.text.encode("utf-8"))}
-                                     for s in steps])
+        table.set_steps(
+            request.id,
+            [
+                {
+                    "path": s.path,
+                    "before": s.current_hash,
+                    "after": None if s.text is None else content_hash(s.text.encode("utf-8")),
+                }
+                for s in steps
+            ],
+        )
 
     with contextlib.ExitStack() as stack:
         if request.caller is not None:
@@ -70,8 +84,9 @@ def recover(vault: Any) -> int:
     found = table.interrupted()
     for request in found:
         taker = request.taken_by or {}
-        stopped = (f"the process that took it, pid {taker.get('pid')} ({taker.get('command')}), stopped while "
-                   "carrying it out")
+        stopped = (
+            f"the process that took it, pid {taker.get('pid')} ({taker.get('command')}), stopped while carrying it out"
+        )
         if request.kind in ("write", "edit"):
             rel = writable_note_path(request.args["path"])
             with carrying(table, request):
@@ -83,9 +98,17 @@ def recover(vault: Any) -> int:
         else:
             put_back(vault, request.steps or [])
         line = f"vault '{vault.name}': {stopped}; nothing was written"
-        table.finish(request.id, "failed", error_answer(LockedError(line), public=(
-            f"vault '{vault.name}': the process watching the vault stopped while carrying it out; nothing was "
-            "written")))
+        table.finish(
+            request.id,
+            "failed",
+            error_answer(
+                LockedError(line),
+                public=(
+                    f"vault '{vault.name}': the process watching the vault stopped while carrying it out; nothing was "
+                    "written"
+                ),
+            ),
+        )
         logger.info("request %d (%s): %s; the files it had written are put back", request.id, request.kind, stopped)
     return len(found)
 
@@ -135,6 +158,7 @@ def _write_back(root: str, rel: str, text: str | None, expected: str | None) -> 
                     return False
                 os.unlink(where.at(vaultfs.disk_name(where, last)), dir_fd=where.fd)
         else:
+
             def change(old: bytes) -> bytes:
                 if content_hash(old) != expected:
                     raise NoteChanged(rel)

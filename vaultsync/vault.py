@@ -13,15 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import acting
+from .config import default_db_path
 from .disk import edit, vanished, vaultfs
 from .disk.digest import content_hash
-from .config import default_db_path
-from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError, VaultNotFound, VaultsyncError
 from .disk.folder import MAX_FILE_BYTES, FileProblem, Present, files_containing, observe_paths, scan
+from .disk.paths import changed_path, nfc, note_candidates, note_path
+from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError, VaultNotFound, VaultsyncError
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, Commit, GitHistory, GitImport, OnCommit, in_git, to_import
 from .links import LinkReport, link_report
 from .parsers import split_lines
-from .disk.paths import changed_path, nfc, note_candidates, note_path
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
 from .store import BatchNews, Engine, Revision, View, is_dsn, open_store
 from .store.purge import check_strings as purge_strings_checked
@@ -69,8 +69,16 @@ class Vault:
     guarded by ``if __name__ == "__main__"`` should opt in (the CLI does).
     """
 
-    def __init__(self, store: Engine, name: str, vault_id: int, root: Path, *, parse_workers: int = 0,
-                 lock_command: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Engine,
+        name: str,
+        vault_id: int,
+        root: Path,
+        *,
+        parse_workers: int = 0,
+        lock_command: str | None = None,
+    ) -> None:
         self._store = store
         self.name = name
         self.id = vault_id
@@ -110,24 +118,29 @@ class Vault:
             if not vault_root.is_dir():
                 raise ConfigError(f"vault folder {root} does not exist or is not a folder")
             if not is_dsn(db) and db.resolve().is_relative_to(vault_root):
-                raise ConfigError(f"the database {db} must not live inside the vault (sync services corrupt it); "
-                                  "choose a database path elsewhere")
+                raise ConfigError(
+                    f"the database {db} must not live inside the vault (sync services corrupt it); "
+                    "choose a database path elsewhere"
+                )
         store = open_store(db, readonly=readonly, embedder=embedder)
         try:
             if vault_root is not None:
                 vault_name = name or vault_root.name
                 found = store.vault(vault_name)
                 if found is not None and found.root != str(vault_root) and Path(found.root).is_dir():
-                    raise ConfigError(f"a vault named '{vault_name}' already lives at {found.root}; "
-                                      "give this one another name", argument="name")
+                    raise ConfigError(
+                        f"a vault named '{vault_name}' already lives at {found.root}; give this one another name",
+                        argument="name",
+                    )
                 if readonly:
                     if found is None:
                         raise VaultNotFound(f"no vault '{vault_name}' in {db}")
                     vault_id = found.id
                 else:
                     vault_id = store.ensure_vault(vault_name, vault_root)
-                return cls(store, vault_name, vault_id, vault_root, parse_workers=parse_workers,
-                           lock_command=lock_command)
+                return cls(
+                    store, vault_name, vault_id, vault_root, parse_workers=parse_workers, lock_command=lock_command
+                )
             names = [v.name for v in store.vaults()]
             if name is None:
                 if len(names) != 1:
@@ -140,8 +153,7 @@ class Vault:
         except BaseException:
             store.close()
             raise
-        return cls(store, name, record_.id, Path(record_.root), parse_workers=parse_workers,
-                   lock_command=lock_command)
+        return cls(store, name, record_.id, Path(record_.root), parse_workers=parse_workers, lock_command=lock_command)
 
     def close(self) -> None:
         self._lock.release()
@@ -306,11 +318,19 @@ class Vault:
                 observed, errors = observe_paths(self.root, given, self._store.live_under(self.id, given))
             live, states = self._store.plan_state(self.id, observed)
             twins = None if paths is None else self._twins(observed, live)
-            plan = Plan(observed, live, states, errors=errors, unchanged=unchanged, twins=twins,
-                        hold=None if paths is None else hold)
+            plan = Plan(
+                observed,
+                live,
+                states,
+                errors=errors,
+                unchanged=unchanged,
+                twins=twins,
+                hold=None if paths is None else hold,
+            )
             guarded = None if allow_mass_delete else self._deletion_guard(plan, replaced)
-            summary = self._write_plan(plan, known_at=when, source=source, strict=strict, progress=progress,
-                                       detail=detail, on_write=guarded)
+            summary = self._write_plan(
+                plan, known_at=when, source=source, strict=strict, progress=progress, detail=detail, on_write=guarded
+            )
             if replaced:  # it holds the vault's notes: the vault folder from now on
                 self._register_root()
             return summary
@@ -388,10 +408,17 @@ class Vault:
                     if last_at is not None and when < last_at:
                         when, result.lifted = last_at, result.lifted + 1
                     live = self._store.live_state(self.id, None if first else list(observed))
-                    result.summary.merge(self._write_plan(
-                        Plan(observed, live, {}, full=first), known_at=when, source="git", detail=commit.sha,
-                        strict=strict, on_write=functools.partial(_record_commit, commit),
-                        workers=pool))
+                    result.summary.merge(
+                        self._write_plan(
+                            Plan(observed, live, {}, full=first),
+                            known_at=when,
+                            source="git",
+                            detail=commit.sha,
+                            strict=strict,
+                            on_write=functools.partial(_record_commit, commit),
+                            workers=pool,
+                        )
+                    )
                     result.commits += 1
                     if progress:
                         progress(index, len(todo), commit)
@@ -400,17 +427,37 @@ class Vault:
                 history.close()
             return result
 
-    def _write_plan(self, plan: Plan, *, known_at: int | None, source: str, detail: str | None = None,
-                    strict: bool = False, progress: Progress | None = None,
-                    on_write: Callable[[Batch], None] | None = None, workers: ParsePool | None = None) -> BatchSummary:
+    def _write_plan(
+        self,
+        plan: Plan,
+        *,
+        known_at: int | None,
+        source: str,
+        detail: str | None = None,
+        strict: bool = False,
+        progress: Progress | None = None,
+        on_write: Callable[[Batch], None] | None = None,
+        workers: ParsePool | None = None,
+    ) -> BatchSummary:
         """The one plan → batch path (import, watch, writes, git backfill); the caller is ``_writing``. The batch
         that carries out another process's write request (``acting.carrying``, its source) marks it done."""
         carried = acting.carried()
         if carried is not None and carried.source == source:
             on_write = _then(on_write, lambda batch: mark_done(batch, carried.request_id))
-        return write_plan(self._store, self.id, self.name, plan, known_at=known_at, source=source, detail=detail,
-                          caller=acting.caller(), strict=strict, workers=self.parse_workers if workers is None else workers,
-                          progress=progress, on_write=on_write)
+        return write_plan(
+            self._store,
+            self.id,
+            self.name,
+            plan,
+            known_at=known_at,
+            source=source,
+            detail=detail,
+            caller=acting.caller(),
+            strict=strict,
+            workers=self.parse_workers if workers is None else workers,
+            progress=progress,
+            on_write=on_write,
+        )
 
     @contextlib.contextmanager
     def _writing(self, command: str | None = None) -> Iterator[None]:
@@ -440,8 +487,9 @@ class Vault:
         """Every revision one batch wrote (rename tombstones included), by path."""
         return self._store.written_by(self.id, batch_id)
 
-    def batches_by_source(self, source: str | None, caller: str | None = None,
-                          limit: int = 100) -> list[dict[str, Any]]:
+    def batches_by_source(
+        self, source: str | None, caller: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
         """The last ``limit`` batches written by ``source`` ("mcp": by any MCP tool) and/or done for the MCP
         ``caller`` (``vaultsync.acting``), oldest first, with the paths each wrote."""
         return self._store.batches_by_source(self.id, source, caller, limit)
@@ -481,8 +529,10 @@ class Vault:
                 why = self.no_history(format_time(view.first_known_at()))
                 raise NoteNotFound(f"note {path!r} did not exist{at}: {why}", argument="as_of")  # the time is wrong
             if rev is not None and not extra:  # a tombstone: when, and the last moment it could be read
-                raise NoteDeleted(f"note {path!r} was deleted at {format_time(rev.known_at)} in vault '{self.name}'; "
-                                  f"read it as of {format_time(rev.known_at - 1)} to see it as it was before")
+                raise NoteDeleted(
+                    f"note {path!r} was deleted at {format_time(rev.known_at)} in vault '{self.name}'; "
+                    f"read it as of {format_time(rev.known_at - 1)} to see it as it was before"
+                )
             raise NoteNotFound(f"note {path!r} did not exist{at} in vault '{self.name}'{extra}")
         return rev
 
@@ -497,8 +547,10 @@ class Vault:
         start, end = as_micros(since, "since"), as_micros(until, "until")
         horizon = self.horizon
         if horizon is not None and start is not None and start < horizon:
-            return (f"vault '{self.name}' forgot its history before {format_time(horizon)} (a retention purge): "
-                    "the changes listed start there")
+            return (
+                f"vault '{self.name}' forgot its history before {format_time(horizon)} (a retention purge): "
+                "the changes listed start there"
+            )
         if self.before_history(end):
             return self.no_history(format_time(self.first_known_at))
         return None
@@ -520,8 +572,10 @@ class Vault:
         rev = view.applies(self._existing(view, path))
         if rev is None:
             at = f" as of {format_time(view.as_of)}" if view.as_of is not None else ""
-            raise NoteNotFound(f"no revision of note {path!r} known{at} in vault '{self.name}' is valid at "
-                               f"{format_time(view.valid_at)} (see its history)")
+            raise NoteNotFound(
+                f"no revision of note {path!r} known{at} in vault '{self.name}' is valid at "
+                f"{format_time(view.valid_at)} (see its history)"
+            )
         return rev
 
     def read(self, path: str, as_of: TimeLike = None, valid_at: TimeLike = None) -> Note:
@@ -535,8 +589,9 @@ class Vault:
             view.with_links([rev])
             return Note(rev, view.content(rev))
 
-    def ls(self, as_of: TimeLike = None, prefix: str = "", valid_at: TimeLike = None, *,
-           tag: str | None = None) -> list[Revision]:
+    def ls(
+        self, as_of: TimeLike = None, prefix: str = "", valid_at: TimeLike = None, *, tag: str | None = None
+    ) -> list[Revision]:
         """The notes that existed as of ``as_of`` (with ``valid_at``: the revisions applying then), by path
         (with ``tag``: only those tagged so, see ``tagged``)."""
         with self._view(as_micros(as_of, "as_of"), as_micros(valid_at, "valid_at")) as view:
@@ -556,8 +611,9 @@ class Vault:
             raise NoteNotFound(f"vault '{self.name}' has no history for {path!r}")
         return revs
 
-    def history_window(self, path: str, since: TimeLike = None, until: TimeLike = None,
-                       valid_at: TimeLike = None) -> tuple[str, list[Revision]]:
+    def history_window(
+        self, path: str, since: TimeLike = None, until: TimeLike = None, valid_at: TimeLike = None
+    ) -> tuple[str, list[Revision]]:
         """The note's latest path and those of its revisions (``history``) learned after ``since`` up to
         and including ``until`` (each open when None), oldest first."""
         start, end = as_micros(since, "since"), as_micros(until, "until")
@@ -582,8 +638,7 @@ class Vault:
                     labels.append(f"{rev.path} @ {stamp}")
             if labels[0].endswith(")") and labels[1].endswith(")") and not texts[0] and not texts[1]:
                 raise NoteNotFound(f"note {path!r} existed at neither time in vault '{self.name}'")
-        lines = difflib.unified_diff(split_lines(texts[0]), split_lines(texts[1]),
-                                     labels[0], labels[1])
+        lines = difflib.unified_diff(split_lines(texts[0]), split_lines(texts[1]), labels[0], labels[1])
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
     def timeline(self) -> list[tuple[int, int]]:
@@ -603,8 +658,9 @@ class Vault:
         with self._view(as_micros(as_of, "as_of")) as view:
             return view.fates([note_path(p) for p in paths])
 
-    def changes(self, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None, *,
-                limit: int | None = None) -> list[Revision]:
+    def changes(
+        self, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None, *, limit: int | None = None
+    ) -> list[Revision]:
         """Revisions learned after ``since`` up to and including ``until`` (default now), in order
         (the first ``limit``).
 
@@ -614,8 +670,9 @@ class Vault:
         with self._changes_views(since, until, valid_at) as (start, end):
             return end.changes(start, limit)
 
-    def changes_page(self, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None, *,
-                     limit: int) -> tuple[list[Revision], dict[str, int], bool]:
+    def changes_page(
+        self, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None, *, limit: int
+    ) -> tuple[list[Revision], dict[str, int], bool]:
         """The first ``limit`` of ``changes``, how many of each kind there are in all (counted in the
         store, not loaded), and whether there are more; one consistent read."""
         with self._changes_views(since, until, valid_at) as (start, end):
@@ -662,8 +719,9 @@ class Vault:
         it as one batch (as ``create_note``)."""
         return self.write_note(path, text, append=True)[0]
 
-    def write_note(self, path: str, text: str, *, append: bool = False,
-                   check: Callable[[bytes], None] | None = None) -> tuple[BatchSummary, Note]:
+    def write_note(
+        self, path: str, text: str, *, append: bool = False, check: Callable[[bytes], None] | None = None
+    ) -> tuple[BatchSummary, Note]:
         """Create (or append to) a note file, record it, and read back the note as that batch left it
         (``check``: see ``edit.append_file``)."""
         with self._writing():
@@ -674,8 +732,10 @@ class Vault:
             try:
                 return self.sync([rel], source="write"), self.read(rel)
             except StoreError as exc:
-                raise type(exc)(f"wrote {rel} in the vault folder, but could not record it: {exc}; it is recorded "
-                                "at the next sync (do not write it again)") from None
+                raise type(exc)(
+                    f"wrote {rel} in the vault folder, but could not record it: {exc}; it is recorded "
+                    "at the next sync (do not write it again)"
+                ) from None
 
     def read_file(self, path: str) -> bytes:
         """The bytes of a note file in the vault folder now (read without following symlinks)."""
@@ -716,8 +776,9 @@ class Vault:
         Its ``to_json()`` is exactly what ``search --json`` prints.
         """
         with self._view(as_micros(as_of, "as_of"), as_micros(valid_at, "valid_at")) as view:
-            found = SearchResult.from_json(view.search(query, mode=mode, limit=limit, prefix=prefix, tags=tags,
-                                                       where=where))
+            found = SearchResult.from_json(
+                view.search(query, mode=mode, limit=limit, prefix=prefix, tags=tags, where=where)
+            )
             found.before_history, found.first_batch = view.before_history, format_time(view.first_known_at())
             return found
 
@@ -755,8 +816,14 @@ class Vault:
 
     # ------------------------------------------------------------ forgetting
 
-    def purge(self, *, texts: list[str] | None = None, note: str | None = None, before: TimeLike = None,
-              also_current: bool = False) -> Purged:
+    def purge(
+        self,
+        *,
+        texts: list[str] | None = None,
+        note: str | None = None,
+        before: TimeLike = None,
+        also_current: bool = False,
+    ) -> Purged:
         """Forget on purpose (exactly one of): every occurrence of ``texts`` in every stored revision
         (replaced by ``[purged]``), every revision of the note at ``note``, or every revision no longer
         visible at ``before``. See ``vaultsync.store.purge`` for what is recomputed and wiped.
@@ -766,20 +833,27 @@ class Vault:
         """
         when = as_micros(before, "before")
         if when is not None and when > now_micros():
-            raise ConfigError("before is in the future: retention keeps what was visible at a past time",
-                              argument="before")
+            raise ConfigError(
+                "before is in the future: retention keeps what was visible at a past time", argument="before"
+            )
         rel = note_path(note) if note is not None else None
         with self._writing(command="vaultsync purge"):
             if texts and not also_current:
                 found = files_containing(self.root, purge_strings_checked(texts))
                 if found:
-                    raise ConfigError(f"{len(found)} note file(s) in the vault still contain that text "
-                                      f"({', '.join(found[:3])}{', …' if len(found) > 3 else ''}); the next sync "
-                                      "would store it again: remove it from the files first, or purge the "
-                                      "current revisions too", argument="also_current")
+                    raise ConfigError(
+                        f"{len(found)} note file(s) in the vault still contain that text "
+                        f"({', '.join(found[:3])}{', …' if len(found) > 3 else ''}); the next sync "
+                        "would store it again: remove it from the files first, or purge the "
+                        "current revisions too",
+                        argument="also_current",
+                    )
             if rel is not None and not also_current and (self.root / rel).exists():
-                raise ConfigError(f"the note file {rel} is still in the vault; the next sync would store it "
-                                  "again: delete it first, or purge it anyway", argument="also_current")
+                raise ConfigError(
+                    f"the note file {rel} is still in the vault; the next sync would store it "
+                    "again: delete it first, or purge it anyway",
+                    argument="also_current",
+                )
             result = self._store.purge(self.id, strings=texts, note=rel, before=when)
         return Purged.of(result, self.name, GIT_HISTORY_NOT_REWRITTEN if in_git(self.root) else None)
 

@@ -15,14 +15,19 @@ from pathlib import Path
 
 import apsw
 import pytest
-
 from conftest import REPO, Ran, invoke, run_cli
+
 from vaultsync.cli import cli as cli_group
 
 T1, T2, T3 = "2024-01-01", "2024-02-01T12:00:00Z", "2024-03-01T00:00:00+02:00"
 READ_ONLY = [
-    ["read", "Inbox.md"], ["ls"], ["history", "Inbox.md"], ["diff", "Inbox.md", "--from", T1],
-    ["changes", "--since", T1], ["stats"], ["check"],
+    ["read", "Inbox.md"],
+    ["ls"],
+    ["history", "Inbox.md"],
+    ["diff", "Inbox.md", "--from", T1],
+    ["changes", "--since", T1],
+    ["stats"],
+    ["check"],
 ]
 
 
@@ -107,13 +112,17 @@ def test_library_errors_are_shown_in_the_command_lines_words(tmp_path: Path) -> 
     missing = tmp_path / "missing.db"
     assert one_line_error(invoke("ls", db=missing)) == (
         f"Error: no vaultsync database at {missing}: import a vault into it first, or open another database "
-        "(run `vaultsync import VAULT`; --db)")
+        "(run `vaultsync import VAULT`; --db)"
+    )
     assert message(ProviderError("switch embedders", remedy="reembed", remedy_args={"embedder": "minilm"})) == (
-        "switch embedders (run `vaultsync reembed --embedder minilm`)")
+        "switch embedders (run `vaultsync reembed --embedder minilm`)"
+    )
     assert message(StoreError("rebuild", remedy="reindex", remedy_args={"full": True})) == (
-        "rebuild (run `vaultsync reindex --full`)")
+        "rebuild (run `vaultsync reindex --full`)"
+    )
     assert message(ConfigError("not there", argument="watch", remedy="sync", remedy_args={"root": "/v"})) == (
-        "not there (run `vaultsync import /v`; --watch)")
+        "not there (run `vaultsync import /v`; --watch)"
+    )
     assert message(ConfigError("too early", argument="known_at")) == "too early (--known-at)"
     assert message(ConfigError("plain")) == "plain"
 
@@ -139,8 +148,18 @@ def test_files_that_are_not_our_database(tmp_path: Path, vault_dir: Path) -> Non
     one_line_error(invoke("import", str(vault_dir), db=newer), "newer vaultsync")
 
 
-@pytest.mark.parametrize("bad", ["2024-02-30", "yesterday", "2024-01-01T10:00", "2024-13-01", "01/02/2024",
-                                 "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "2024-02-30",
+        "yesterday",
+        "2024-01-01T10:00",
+        "2024-13-01",
+        "01/02/2024",
+        "0001-01-01T00:00:00+01:00",
+        "9999-12-31T23:59:59-01:00",
+    ],
+)
 def test_impossible_as_of_is_refused(history: tuple[Path, Path], bad: str) -> None:
     db, _ = history
     line = one_line_error(invoke("read", "Projects/Atlas.md", "--as-of", bad, db=db), bad, "YYYY-MM-DD")
@@ -152,8 +171,13 @@ def test_known_at_earlier_than_last_batch_changes_nothing(history: tuple[Path, P
     db, vault = history
     before = json.loads(invoke("stats", "--json", db=db, check=True).stdout)
     (vault / "Projects" / "Atlas.md").write_text("# Atlas\n\nrewritten\n", encoding="utf-8")
-    one_line_error(invoke("import", str(vault), "--known-at", "2024-02-01", db=db),
-                   "known_at 2024-02-01T00:00:00Z", "--known-at", "earlier than the vault's last batch", "2024-02-29T22:00:00Z")
+    one_line_error(
+        invoke("import", str(vault), "--known-at", "2024-02-01", db=db),
+        "known_at 2024-02-01T00:00:00Z",
+        "--known-at",
+        "earlier than the vault's last batch",
+        "2024-02-29T22:00:00Z",
+    )
     after = json.loads(invoke("stats", "--json", db=db, check=True).stdout)
     assert (after["batches"], after["revisions"]) == (before["batches"], before["revisions"])
     assert "rewritten" not in invoke("read", "Projects/Atlas.md", db=db).stdout
@@ -251,9 +275,24 @@ def test_strict_refuses_the_whole_batch(history: tuple[Path, Path], tmp_path: Pa
 
 def test_import_json(db_path: Path, vault_dir: Path) -> None:
     first = json.loads(invoke("import", str(vault_dir), "--known-at", T1, "--json", db=db_path, check=True).stdout)
-    assert set(first) >= {"vault", "batch_id", "known_at", "added", "modified", "renamed", "deleted", "unchanged",
-                          "errors", "warnings"}
-    assert (first["vault"], first["known_at"], first["added"], first["errors"]) == (vault_dir.name, "2024-01-01T00:00:00Z", 2, [])
+    assert set(first) >= {
+        "vault",
+        "batch_id",
+        "known_at",
+        "added",
+        "modified",
+        "renamed",
+        "deleted",
+        "unchanged",
+        "errors",
+        "warnings",
+    }
+    assert (first["vault"], first["known_at"], first["added"], first["errors"]) == (
+        vault_dir.name,
+        "2024-01-01T00:00:00Z",
+        2,
+        [],
+    )
     again = json.loads(invoke("import", str(vault_dir), "--json", db=db_path, check=True).stdout)
     assert (again["batch_id"], again["unchanged"], again["added"]) == (None, 2, 0)
     human = invoke("import", str(vault_dir), db=db_path, check=True).stdout
@@ -263,8 +302,19 @@ def test_import_json(db_path: Path, vault_dir: Path) -> None:
 def test_read_json_and_bytes(history: tuple[Path, Path]) -> None:
     db, vault = history
     old = json.loads(invoke("read", "Projects/Atlas.md", "--as-of", T1, "--json", db=db, check=True).stdout)
-    assert set(old) >= {"path", "content", "known_at", "content_hash", "size", "kind", "renamed_from", "title",
-                        "tags", "links", "frontmatter"}
+    assert set(old) >= {
+        "path",
+        "content",
+        "known_at",
+        "content_hash",
+        "size",
+        "kind",
+        "renamed_from",
+        "title",
+        "tags",
+        "links",
+        "frontmatter",
+    }
     assert (old["path"], old["known_at"], old["kind"]) == ("Projects/Atlas.md", "2024-01-01T00:00:00Z", "created")
     assert "Added in February" not in old["content"] and old["size"] == len(old["content"].encode())
     now = raw("read", "Projects/Atlas.md", db=db)
@@ -279,11 +329,14 @@ def test_ls_json(history: tuple[Path, Path]) -> None:
     rows = json.loads(invoke("ls", "--as-of", T2, "--json", db=db, check=True).stdout)
     assert [r["path"] for r in rows] == ["Inbox 2024.md", "Notes/Idea.md", "Projects/Atlas.md"]
     assert all({"path", "known_at", "content_hash", "size"} <= set(r) for r in rows)
-    assert [r["path"] for r in json.loads(invoke("ls", "--as-of", T1, "--json", db=db).stdout)] == \
-        ["Inbox.md", "Projects/Atlas.md"]
+    assert [r["path"] for r in json.loads(invoke("ls", "--as-of", T1, "--json", db=db).stdout)] == [
+        "Inbox.md",
+        "Projects/Atlas.md",
+    ]
     assert json.loads(invoke("ls", "--as-of", "2023-01-01", "--json", db=db).stdout) == []
-    assert [r["path"] for r in json.loads(invoke("ls", "--prefix", "Projects/", "--json", db=db).stdout)] == \
-        ["Projects/Atlas.md"]
+    assert [r["path"] for r in json.loads(invoke("ls", "--prefix", "Projects/", "--json", db=db).stdout)] == [
+        "Projects/Atlas.md"
+    ]
     human = invoke("ls", db=db, check=True).stdout.splitlines()
     assert len(human) == 2 and human[0].endswith("Inbox 2024.md")
 
@@ -292,12 +345,16 @@ def test_history_json_follows_renames(history: tuple[Path, Path]) -> None:
     db, _ = history
     rows = json.loads(invoke("history", "Inbox 2024.md", "--json", db=db, check=True).stdout)
     assert [(r["path"], r["kind"], r["renamed_from"]) for r in rows] == [
-        ("Inbox.md", "created", None), ("Inbox 2024.md", "renamed", "Inbox.md")]
+        ("Inbox.md", "created", None),
+        ("Inbox 2024.md", "renamed", "Inbox.md"),
+    ]
     assert all({"path", "known_at", "kind", "content_hash", "size", "renamed_from"} <= set(r) for r in rows)
     assert rows[0]["content_hash"] == rows[1]["content_hash"]
     idea = json.loads(invoke("history", "Notes/Idea.md", "--json", db=db, check=True).stdout)
-    assert [(r["kind"], r["known_at"]) for r in idea] == [("created", "2024-02-01T12:00:00Z"),
-                                                          ("deleted", "2024-02-29T22:00:00Z")]
+    assert [(r["kind"], r["known_at"]) for r in idea] == [
+        ("created", "2024-02-01T12:00:00Z"),
+        ("deleted", "2024-02-29T22:00:00Z"),
+    ]
     assert idea[1]["size"] is None and idea[1]["content_hash"] is None
 
 
@@ -305,8 +362,11 @@ def test_changes_json(history: tuple[Path, Path]) -> None:
     db, _ = history
     rows = json.loads(invoke("changes", "--since", T1, "--json", db=db, check=True).stdout)
     assert [(r["path"], r["kind"], r["renamed_from"]) for r in rows] == [
-        ("Inbox 2024.md", "renamed", "Inbox.md"), ("Notes/Idea.md", "created", None),
-        ("Projects/Atlas.md", "modified", None), ("Notes/Idea.md", "deleted", None)]
+        ("Inbox 2024.md", "renamed", "Inbox.md"),
+        ("Notes/Idea.md", "created", None),
+        ("Projects/Atlas.md", "modified", None),
+        ("Notes/Idea.md", "deleted", None),
+    ]
     assert all({"path", "kind", "known_at", "renamed_from"} <= set(r) for r in rows)
     window = json.loads(invoke("changes", "--since", T1, "--until", T2, "--json", db=db, check=True).stdout)
     assert len(window) == 3 and all(r["known_at"] == "2024-02-01T12:00:00Z" for r in window)
@@ -316,7 +376,9 @@ def test_changes_json(history: tuple[Path, Path]) -> None:
 def test_diff(history: tuple[Path, Path]) -> None:
     db, _ = history
     done = invoke("diff", "Projects/Atlas.md", "--from", T1, "--to", T2, db=db, check=True)
-    assert done.stdout.startswith("--- Projects/Atlas.md @ 2024-01-01T00:00:00Z\n+++ Projects/Atlas.md @ 2024-02-01T12:00:00Z\n")
+    assert done.stdout.startswith(
+        "--- Projects/Atlas.md @ 2024-01-01T00:00:00Z\n+++ Projects/Atlas.md @ 2024-02-01T12:00:00Z\n"
+    )
     assert "+Added in February.\n" in done.stdout and "\n-" not in done.stdout
     assert invoke("diff", "Projects/Atlas.md", "--from", T2, "--to", T3, db=db, check=True).stdout == ""
     gone = invoke("diff", "Notes/Idea.md", "--from", T2, "--to", T3, db=db, check=True).stdout
@@ -351,13 +413,29 @@ def test_check_detects_tampering(history: tuple[Path, Path]) -> None:
 
 
 def test_the_demo_runs(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(REPO / "examples" / "demo.py")], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "TMPDIR": str(tmp_path)})
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "demo.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    for step in ("$ vaultsync import", "--from-git", "$ vaultsync ls --as-of", "$ vaultsync read", "$ vaultsync diff",
-                 "$ vaultsync history", "$ vaultsync search beacons --as-of", "--valid-at", "> search_notes(",
-                 "> read_note(", "$ vaultsync changes --since", "Done."):
+    for step in (
+        "$ vaultsync import",
+        "--from-git",
+        "$ vaultsync ls --as-of",
+        "$ vaultsync read",
+        "$ vaultsync diff",
+        "$ vaultsync history",
+        "$ vaultsync search beacons --as-of",
+        "--valid-at",
+        "> search_notes(",
+        "> read_note(",
+        "$ vaultsync changes --since",
+        "Done.",
+    ):
         assert step in out, step
     past, today = out.split("$ vaultsync search beacons")[1:3]
     assert "Decision, February" not in past and "Decision, February" in today

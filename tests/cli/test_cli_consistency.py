@@ -48,8 +48,10 @@ def test_one_revision_id_shown_everywhere_and_taken_back(vault, cli) -> None:
     first, second = sha("# a\n\nfirst\n"), sha("# a\n\nsecond\n")
     shown = cli("history", "a.md", db=db, check=True).stdout
     assert re.findall(SHORT + r"(?=\s)", shown) == [first[:8], second[:8]], shown
-    assert [r["revision"] for r in json.loads(cli("history", "a.md", "--json", db=db, check=True).stdout)] == \
-        [first[:8], second[:8]]
+    assert [r["revision"] for r in json.loads(cli("history", "a.md", "--json", db=db, check=True).stdout)] == [
+        first[:8],
+        second[:8],
+    ]
     listed = json.loads(cli("ls", "--json", db=db, check=True).stdout)
     assert [(n["path"], n["revision"]) for n in listed] == [("a.md", second[:8])]
     changes = cli("changes", "--since", OLD, db=db, check=True).stdout
@@ -82,8 +84,9 @@ def test_no_python_repr_in_a_message(vault, cli) -> None:
     for bad in ("2025-01-01T00:00:00+25:00", "2025-02-30", "2025-01-01T25:00:00Z"):
         said = cli("read", "a.md", "--as-of", bad, db=db)
         assert said.returncode != 0
-        assert "timedelta" not in said.stderr and "datetime." not in said.stderr and "Error: " in said.stderr, \
+        assert "timedelta" not in said.stderr and "datetime." not in said.stderr and "Error: " in said.stderr, (
             said.stderr
+        )
 
 
 def test_db_and_vault_options_after_the_command(vault, cli) -> None:

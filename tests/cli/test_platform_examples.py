@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-
 from support.mcp_helpers import READ_TOOLS, make_history_vault, sc
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

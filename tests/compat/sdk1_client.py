@@ -24,11 +24,17 @@ async def run_script(session: ClientSession, script: list) -> dict:
     calls = {}
     for call in script:
         r = await session.call_tool(call["tool"], call["arguments"])
-        calls[call["step"]] = {"isError": bool(r.isError), "structured": r.structuredContent,
-                               "text": r.content[0].text if r.content else None}
-    return {"protocol": init.protocolVersion, "server": init.serverInfo.name, "calls": calls,
-            "tools": [{"name": t.name, "readOnly": t.annotations.readOnlyHint if t.annotations else None}
-                      for t in tools]}
+        calls[call["step"]] = {
+            "isError": bool(r.isError),
+            "structured": r.structuredContent,
+            "text": r.content[0].text if r.content else None,
+        }
+    return {
+        "protocol": init.protocolVersion,
+        "server": init.serverInfo.name,
+        "calls": calls,
+        "tools": [{"name": t.name, "readOnly": t.annotations.readOnlyHint if t.annotations else None} for t in tools],
+    }
 
 
 async def over_stdio(spec: dict) -> dict:
@@ -39,9 +45,11 @@ async def over_stdio(spec: dict) -> dict:
 
 async def over_http(spec: dict) -> dict:
     headers = {"Authorization": f"Bearer {os.environ['VAULTSYNC_TEST_TOKEN']}"}
-    async with httpx.AsyncClient(headers=headers, timeout=30) as http, \
-            streamable_http_client(spec["http"], http_client=http) as (read, write, _), \
-            ClientSession(read, write) as session:
+    async with (
+        httpx.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(spec["http"], http_client=http) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
         return await run_script(session, spec["script"])
 
 

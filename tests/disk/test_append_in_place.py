@@ -17,8 +17,8 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
-
 from support.mcp_helpers import sc
+
 from vaultsync import Vault
 from vaultsync.disk import appendfs
 from vaultsync.disk.edit import append_file
@@ -75,6 +75,7 @@ async def test_a_program_holding_the_note_open_through_a_burst_of_appends_keeps_
     held = os.open(note, os.O_WRONLY | os.O_APPEND)
     try:
         async with Client(build_server(ServeConfig(db=tmp_path / "db", root=root, allow_writes=True))) as c:
+
             async def append(line: str) -> None:
                 sc(await c.call_tool("append_to_note", {"path": "Journal.md", "text": line}))
 
@@ -101,25 +102,30 @@ async def test_a_program_holding_the_note_open_through_a_burst_of_appends_keeps_
 
 def _save_from(copy: str):
     """An editor saving ``copy`` (what it read before) plus a line of its own, by renaming a new file over the note."""
+
     def save(note: Path) -> None:
         tmp = note.with_name(".editor.tmp")
         tmp.write_text(copy + "typed in the editor\n", encoding="utf-8")
         os.replace(tmp, note)
+
     return save
 
 
 def _rewrite_in_place_from(copy: str):
     """An editor saving ``copy`` plus its line in place: truncate, then write (vim's backupcopy=yes)."""
+
     def save(note: Path) -> None:
         with open(note, "w", encoding="utf-8") as handle:
             handle.write(copy + "typed in the editor\n")
+
     return save
 
 
 @pytest.mark.parametrize("saver", [_save_from, _rewrite_in_place_from])
 @pytest.mark.capabilities_off("no-dir-fd", "no-nofollow")
 def test_a_save_right_after_the_write_from_an_older_copy_gets_the_text_appended_again(
-        tmp_path: Path, saver, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, saver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The editor's save lands after the append wrote and before it checked the note by name, from a
     copy read before the append: the save wins, and the append adds its text to the note as saved."""
     note = tmp_path / "Daily.md"
@@ -140,7 +146,8 @@ def test_a_save_right_after_the_write_from_an_older_copy_gets_the_text_appended_
 
 @pytest.mark.capabilities_off("no-dir-fd", "no-nofollow")
 def test_a_save_right_after_the_write_that_kept_the_text_is_not_appended_to_again(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     note = tmp_path / "Daily.md"
     note.write_text("# Daily\n", encoding="utf-8")
     real, saves = appendfs._landed, []
@@ -158,7 +165,8 @@ def test_a_save_right_after_the_write_that_kept_the_text_is_not_appended_to_agai
 
 @pytest.mark.capabilities_off("no-dir-fd", "no-nofollow")
 def test_an_in_place_save_that_truncates_around_the_write_gets_the_text_appended_again(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An editor truncates the note just before the append writes (after its last check) and writes
     its copy at offset 0 just after: the append's text lands at 0 and is overwritten. The append
     notices (the note does not hold its text where it landed) and appends again."""
@@ -199,8 +207,9 @@ def _editor_appends_after_the_read(monkeypatch: pytest.MonkeyPatch, note: Path, 
 
 
 @pytest.mark.capabilities_off("no-dir-fd", "no-nofollow")
-def test_the_newline_rule_sees_what_the_editor_added_after_the_read(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_newline_rule_sees_what_the_editor_added_after_the_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The note ended with a newline when read; the editor then added a line without one: the append
     reads it again and puts its text on a line of its own."""
     note = tmp_path / "Daily.md"
@@ -211,7 +220,8 @@ def test_the_newline_rule_sees_what_the_editor_added_after_the_read(tmp_path: Pa
 
 
 def test_an_expected_revision_is_checked_against_the_note_as_it_is_when_written(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     note = tmp_path / "Plan.md"
     note.write_text("# Plan\n", encoding="utf-8")
     _editor_appends_after_the_read(monkeypatch, note, "typed\n")
@@ -251,11 +261,14 @@ def test_a_write_cut_short_says_how_much_of_the_text_is_in_the_note(tmp_path: Pa
     """A process may write only up to its file size limit: the first write is short, the next fails.
     The bytes written stay (taking them back could cut another program's), and the error says so."""
     (tmp_path / "Big.md").write_text("# Big\n", encoding="utf-8")
-    done = subprocess.run([sys.executable, "-c", SHORT_WRITE, str(tmp_path)], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", SHORT_WRITE, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == ("cannot append to Big.md: File too large; the first 10 of its 100 bytes were "
-                                   "written at the end of the note and are left there")
+    assert done.stdout.strip() == (
+        "cannot append to Big.md: File too large; the first 10 of its 100 bytes were "
+        "written at the end of the note and are left there"
+    )
     assert (tmp_path / "Big.md").read_text(encoding="utf-8") == "# Big\n" + "x" * 10
 
 

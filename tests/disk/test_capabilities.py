@@ -32,7 +32,9 @@ builtins.__import__ = _no_fcntl
 
 
 def test_importing_every_door_needs_no_capability() -> None:
-    code = WINDOWS_LIKE + """
+    code = (
+        WINDOWS_LIKE
+        + """
 import vaultsync.cli, vaultsync.server, vaultsync.disk.vaultfs, vaultsync.disk.edit
 import vaultsync.live.watcher, vaultsync.store.lock
 from vaultsync.disk import capabilities
@@ -40,6 +42,7 @@ from vaultsync.errors import ConfigError
 caps = capabilities.current()
 print(caps.no_follow, caps.o_directory, caps.dir_fd, caps.lock)
 """
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "0", "False", "pidfile"]
@@ -50,16 +53,19 @@ def test_a_vault_imports_reads_and_appends_with_those_capabilities_gone(tmp_path
     root = tmp_path / "vault"
     root.mkdir()
     (root / "a.md").write_text("# A\n", encoding="utf-8")
-    code = WINDOWS_LIKE + f"""
+    code = (
+        WINDOWS_LIKE
+        + f"""
 from vaultsync import Vault
 from vaultsync.disk.edit import append_file, create_file
-with Vault.open({str(tmp_path / 'db')!r}, root={str(root)!r}) as vault:
+with Vault.open({str(tmp_path / "db")!r}, root={str(root)!r}) as vault:
     vault.sync()
     append_file({str(root)!r}, "a.md", "more")
     create_file({str(root)!r}, "New/b.md", "# B")
     assert vault.sync().added == 1
     print(vault.read("a.md").content.replace(chr(10), "|"))
 """
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "# A|more"
@@ -99,10 +105,17 @@ def test_symlinks_and_junctions_are_links_but_cloud_placeholders_are_not() -> No
     assert not capabilities.is_link(_st(stat.S_IFDIR | 0o777))
 
 
-@pytest.mark.parametrize(("path", "refused"), [
-    (r"\\nas\notes\Vault", True), ("//nas/notes/Vault", True), (r"\\?\UNC\nas\notes", True),
-    (r"C:\Users\me\Obsidian Vault", False), (r"\\?\C:\Users\me\Vault", False), (r"D:Vault", False),
-])
+@pytest.mark.parametrize(
+    ("path", "refused"),
+    [
+        (r"\\nas\notes\Vault", True),
+        ("//nas/notes/Vault", True),
+        (r"\\?\UNC\nas\notes", True),
+        (r"C:\Users\me\Obsidian Vault", False),
+        (r"\\?\C:\Users\me\Vault", False),
+        (r"D:Vault", False),
+    ],
+)
 def test_unc_vault_paths_are_refused_by_default(path: str, refused: bool) -> None:
     reason = capabilities.network_root(path, flavor=ntpath)
     assert (reason is not None) == refused

@@ -116,8 +116,11 @@ def test_a_replace_gives_up_after_a_bounded_wait_and_never_retries_other_errors(
 
 def test_a_unc_vault_folder_is_refused_unless_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
     """On Windows ``os.path`` is ntpath; here the check is given ntpath to read the path as Windows does."""
-    monkeypatch.setattr(capabilities, "network_root",
-                        lambda path, flavor=ntpath, real=capabilities.network_root: real(path, flavor=ntpath))
+    monkeypatch.setattr(
+        capabilities,
+        "network_root",
+        lambda path, flavor=ntpath, real=capabilities.network_root: real(path, flavor=ntpath),
+    )
     with pytest.raises(ConfigError, match="network \\(UNC\\) path"):
         vaultfs.check_root(r"\\nas\share\Vault")
     vaultfs.check_root(r"C:\Users\me\Obsidian Vault")
@@ -132,8 +135,10 @@ def test_the_watcher_records_a_case_only_rename_as_one_rename(tmp_path: Path, fo
 
     root = vault_with(tmp_path, {"note.md": "# Note\n\nbody\n"})
     summaries = []
-    with Vault.open(tmp_path / "db", root=root) as vault, \
-            Watcher(vault, step_ms=50, debounce_ms=500, reconcile_s=0, on_batch=summaries.append):
+    with (
+        Vault.open(tmp_path / "db", root=root) as vault,
+        Watcher(vault, step_ms=50, debounce_ms=500, reconcile_s=0, on_batch=summaries.append),
+    ):
         os.rename(root / "note.md", root / "Note.md")
         wait_until(lambda: [r.path for r in vault.ls()] == ["Note.md"], what="the rename recorded")
     assert [(s.renamed, s.added, s.deleted) for s in summaries if s.renamed or s.added or s.deleted][-1] == (1, 0, 0)

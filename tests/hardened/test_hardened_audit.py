@@ -14,12 +14,20 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, MCPError
-
 from conftest import run_cli
-from support.hardened_helpers import (audit_records, authed, clean_env, hardened_stdio, start_hardened_http, token_entry,
-                              write_keystore, write_manifest)
+from mcp import Client, MCPError
+from support.hardened_helpers import (
+    audit_records,
+    authed,
+    clean_env,
+    hardened_stdio,
+    start_hardened_http,
+    token_entry,
+    write_keystore,
+    write_manifest,
+)
 from support.mcp_helpers import free_port, history_under, stop
+
 from vaultsync.hardened.audit import GENESIS, AuditLog, canonical, digest
 from vaultsync.store import Store
 
@@ -58,10 +66,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     common = {"audit_log_path": str(log), "keystore_path": str(keystore)}
     anyio.run(stdio_calls, history["root"], write_manifest(base / "stdio.toml", history["db"], rules, **common))
     port = free_port()
-    http = (f'[http]\nbind = "127.0.0.1:{port}"\n' + token_entry(ALICE, "alice", ["owner"])
-            + token_entry(GUEST, "guest", ["guest"]))
-    proc = start_hardened_http(history["root"], write_manifest(base / "http.toml", history["db"], http + rules,
-                                                               **common), port)
+    http = (
+        f'[http]\nbind = "127.0.0.1:{port}"\n'
+        + token_entry(ALICE, "alice", ["owner"])
+        + token_entry(GUEST, "guest", ["guest"])
+    )
+    proc = start_hardened_http(
+        history["root"], write_manifest(base / "http.toml", history["db"], http + rules, **common), port
+    )
     try:
         anyio.run(http_calls, f"http://127.0.0.1:{port}/mcp")
     finally:
@@ -95,17 +107,24 @@ def test_every_call_and_refusal_is_recorded_without_its_arguments(served: dict[s
     arguments = {"query": SECRET_QUERY, "as_of": "2024-02-01"}
     assert search["arguments_sha256"] == hashlib.sha256(canonical(arguments).encode()).hexdigest()
     assert (search["caller_id"], search["tool"], search["as_of"], search["outcome"]) == (
-        "stdio", "search_notes", "2024-02-01", "ok")
+        "stdio",
+        "search_notes",
+        "2024-02-01",
+        "ok",
+    )
     assert search["result_count"] == 1 and search["duration_ms"] > 0 and search["at"].endswith("Z")
     assert (missing["tool"], missing["outcome"], missing["result_count"]) == ("read_note", "error", 0)
     assert (listing["result_count"], "as_of" in listing) == (5, False)
-    parallel = calls[3:3 + PARALLEL]
+    parallel = calls[3 : 3 + PARALLEL]
     assert {(r["caller_id"], r["tool"], r["outcome"]) for r in parallel} == {("alice", "search_notes", "ok")}
     denial = [r for r in records if r["event"] == "denial"]
     assert len(denial) == 1 and denial[0]["seq"] > max(r["seq"] for r in parallel)
     denial = denial[0]
     assert {k: denial[k] for k in ("event", "caller_id", "tool_name")} == {
-        "event": "denial", "caller_id": "guest", "tool_name": "vault_status"}
+        "event": "denial",
+        "caller_id": "guest",
+        "tool_name": "vault_status",
+    }
     assert "role_filter.deny.vault_status" in denial["reason"] and denial["attempted_at"].endswith("Z")
     assert (calls[-1]["caller_id"], calls[-1]["tool"], calls[-1]["outcome"]) == ("guest", "read_note", "ok")
 
@@ -124,13 +143,20 @@ def test_an_intact_log_verifies(served: dict[str, Any], cli: Any) -> None:
     ran = cli("audit", "verify", str(served["log"]), "--db", str(served["db"]), "--keystore", str(served["keystore"]))
     n = len(served["records"])
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert ran.stdout == f"{served['log']}: OK, {n} records, chain intact, ends at the store's head, HMACs verified (k1)\n"
+    assert (
+        ran.stdout == f"{served['log']}: OK, {n} records, chain intact, ends at the store's head, HMACs verified (k1)\n"
+    )
     report = json.loads(cli("audit", "verify", str(served["log"]), "--json", db=served["db"]).stdout)
     assert (report["ok"], report["records"], report["store_head"]["records"], report["hmac_checked"]) == (
-        True, n, n, False)
+        True,
+        n,
+        n,
+        False,
+    )
 
 
 # ---------------------------------------------------------------- tampering
+
 
 def lines_of(served: dict[str, Any]) -> list[str]:
     return served["log"].read_text(encoding="utf-8").splitlines(keepends=True)
@@ -147,46 +173,81 @@ def rechain(records: list[dict[str, Any]], start: int) -> list[str]:
 
 def edited(lines: list[str], i: int, **change: Any) -> list[str]:
     record = {**json.loads(lines[i]), **change}
-    return lines[:i] + [canonical(record) + "\n"] + lines[i + 1:]
+    return lines[:i] + [canonical(record) + "\n"] + lines[i + 1 :]
 
 
 def forged_after(lines: list[str], i: int) -> list[str]:
     """A record inserted after line i+1 with the right seq and prev (but no valid HMAC)."""
     before = json.loads(lines[i])
     fake = {**before, "seq": before["seq"] + 1, "prev": digest(before), "tool": "read_note"}
-    return lines[:i + 1] + [canonical(fake) + "\n"] + lines[i + 1:]
+    return lines[: i + 1] + [canonical(fake) + "\n"] + lines[i + 1 :]
 
 
 TAMPERING = {
     # name: (change the lines, check HMACs, expected finding)
-    "edit": (lambda ls, rs: edited(ls, 4, caller_id="mallory"), False,
-             "line 5: edited: its hash no longer matches the prev hash of the next record"),
-    "edit-with-key": (lambda ls, rs: edited(ls, 4, caller_id="mallory"), True,
-                      "line 5: HMAC does not verify: edited, or re-chained without the key"),
+    "edit": (
+        lambda ls, rs: edited(ls, 4, caller_id="mallory"),
+        False,
+        "line 5: edited: its hash no longer matches the prev hash of the next record",
+    ),
+    "edit-with-key": (
+        lambda ls, rs: edited(ls, 4, caller_id="mallory"),
+        True,
+        "line 5: HMAC does not verify: edited, or re-chained without the key",
+    ),
     "delete": (lambda ls, rs: ls[:4] + ls[5:], False, "line 5: removed: record 5 missing before this line"),
     "delete-two": (lambda ls, rs: ls[:4] + ls[6:], False, "line 5: removed: records 5..6 missing before this line"),
-    "insert-copy": (lambda ls, rs: ls[:6] + [ls[1]] + ls[6:], False,
-                    "line 7: inserted or reordered: record 2 again after record 6"),
-    "insert-forged": (lambda ls, rs: forged_after(ls, 5), False,
-                      "line 7: inserted: a second record 7 that the chain does not go through"),
-    "insert-forged-with-key": (lambda ls, rs: forged_after(ls, 5), True,
-                               "line 7: HMAC does not verify: edited, or re-chained without the key"),
-    "reorder": (lambda ls, rs: ls[:3] + [ls[4], ls[3]] + ls[5:], False,
-                "line 4: reordered: record 5 is here but record 4 comes later, at line 5"),
-    "truncate": (lambda ls, rs: ls[:-2], False, "truncated: the log ends at line {n2} but the store's head says {n} "
-                                                "records (records {n1}..{n} missing)"),
-    "truncate-one": (lambda ls, rs: ls[:-1], False, "truncated: the log ends at line {n1} but the store's head says {n} "
-                                                    "records (record {n} missing)"),
-    "rechain": (lambda ls, rs: rechain([json.loads(x) for x in edited(ls, 2, tool="vault_status")], 2), False,
-                "line {n}: rewritten: the last record is not the one the store's head recorded (the log was "
-                "re-chained after the fact)"),
-    "rechain-with-key": (lambda ls, rs: rechain([json.loads(x) for x in edited(ls, 2, tool="vault_status")], 2),
-                         True, "line 3: HMAC does not verify: edited, or re-chained without the key"),
-    "rechain-truncated": (lambda ls, rs: rechain([json.loads(x) for x in ls[:-1]], 0), False,
-                          "truncated: the log ends at line {n1} but the store's head says {n} records (record {n} "
-                          "missing)"),
-    "append": (lambda ls, rs: forged_after(ls, len(ls) - 1), False,
-               "line {n+1}: appended outside the server: lines {n+1}..{n+1} are past the store's head ({n} records)"),
+    "insert-copy": (
+        lambda ls, rs: ls[:6] + [ls[1]] + ls[6:],
+        False,
+        "line 7: inserted or reordered: record 2 again after record 6",
+    ),
+    "insert-forged": (
+        lambda ls, rs: forged_after(ls, 5),
+        False,
+        "line 7: inserted: a second record 7 that the chain does not go through",
+    ),
+    "insert-forged-with-key": (
+        lambda ls, rs: forged_after(ls, 5),
+        True,
+        "line 7: HMAC does not verify: edited, or re-chained without the key",
+    ),
+    "reorder": (
+        lambda ls, rs: ls[:3] + [ls[4], ls[3]] + ls[5:],
+        False,
+        "line 4: reordered: record 5 is here but record 4 comes later, at line 5",
+    ),
+    "truncate": (
+        lambda ls, rs: ls[:-2],
+        False,
+        "truncated: the log ends at line {n2} but the store's head says {n} records (records {n1}..{n} missing)",
+    ),
+    "truncate-one": (
+        lambda ls, rs: ls[:-1],
+        False,
+        "truncated: the log ends at line {n1} but the store's head says {n} records (record {n} missing)",
+    ),
+    "rechain": (
+        lambda ls, rs: rechain([json.loads(x) for x in edited(ls, 2, tool="vault_status")], 2),
+        False,
+        "line {n}: rewritten: the last record is not the one the store's head recorded (the log was "
+        "re-chained after the fact)",
+    ),
+    "rechain-with-key": (
+        lambda ls, rs: rechain([json.loads(x) for x in edited(ls, 2, tool="vault_status")], 2),
+        True,
+        "line 3: HMAC does not verify: edited, or re-chained without the key",
+    ),
+    "rechain-truncated": (
+        lambda ls, rs: rechain([json.loads(x) for x in ls[:-1]], 0),
+        False,
+        "truncated: the log ends at line {n1} but the store's head says {n} records (record {n} missing)",
+    ),
+    "append": (
+        lambda ls, rs: forged_after(ls, len(ls) - 1),
+        False,
+        "line {n+1}: appended outside the server: lines {n+1}..{n+1} are past the store's head ({n} records)",
+    ),
     "garbage": (lambda ls, rs: ls[:2] + ["not json\n"] + ls[3:], False, "line 3: not a JSON record: edited or damaged"),
 }
 
@@ -214,13 +275,15 @@ def test_an_edit_and_a_truncated_tail_are_both_reported(served: dict[str, Any], 
     assert done.stdout.splitlines() == [
         f"{copy}: line 2: edited: its hash no longer matches the prev hash of the next record",
         f"{copy}: truncated: the log ends at line {n - 3} but the store's head says {n} records "
-        f"(records {n - 2}..{n} missing)"]
+        f"(records {n - 2}..{n} missing)",
+    ]
 
 
 def test_a_log_the_store_does_not_know_fails(served: dict[str, Any], tmp_path: Path, cli: Any) -> None:
     copy = tmp_path / "audit.jsonl"
-    copy.write_text("".join(rechain([{**json.loads(x), "log": "f" * 32} for x in lines_of(served)], 0)),
-                    encoding="utf-8")
+    copy.write_text(
+        "".join(rechain([{**json.loads(x), "log": "f" * 32} for x in lines_of(served)], 0)), encoding="utf-8"
+    )
     ran = cli("audit", "verify", str(copy), "--db", str(served["db"]))
     assert ran.returncode == 1 and "has no head for this log" in ran.stdout
 
@@ -232,13 +295,27 @@ def test_a_server_refuses_a_log_that_does_not_end_at_the_head(served: dict[str, 
     copy.write_text("".join(lines_of(served)[:-1]), encoding="utf-8")
     copy.chmod(0o600)
     manifest = write_manifest(tmp_path / "m.toml", served["db"], audit_log_path=str(copy))
-    done = subprocess.run([sys.executable, "-m", "vaultsync", "serve", str(served["db"].parent.parent / "vault"),
-                           "--manifest", str(manifest)], input="", capture_output=True, text=True, timeout=60,
-                          env=clean_env())
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vaultsync",
+            "serve",
+            str(served["db"].parent.parent / "vault"),
+            "--manifest",
+            str(manifest),
+        ],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+    )
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         f"Error: the audit log {copy} does not end where the store's head says ({len(served['records'])} records); "
-        "check it with `vaultsync audit verify` and point audit_log_path at a new file"]
+        "check it with `vaultsync audit verify` and point audit_log_path at a new file"
+    ]
 
 
 def test_a_database_from_the_release_migrates_and_takes_heads(tmp_path: Path, cli: Any) -> None:

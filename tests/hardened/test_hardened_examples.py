@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from support.mcp_helpers import listening
 from support.watch_helpers import systemd_verify
+
 from vaultsync.hardened.manifest import HttpSettings, Manifest, RoleFilter, TokenRule, load_manifest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -54,8 +54,12 @@ def test_the_example_manifest_loads_with_every_option(tmp_path: Path) -> None:
     assert manifest.http is not None and manifest.http.bind == "127.0.0.1:8765"
     assert manifest.http.tls_cert == tmp_path / "cert.pem"
     assert manifest.http.tokens == (TokenRule(hashlib.sha256(b"test").hexdigest(), "laptop-claude", ("reader",)),)
-    assert manifest.role_filter == RoleFilter(("reader",), "deny_all", {"search_notes": ("reader",),
-                                              "read_note": ("reader",)}, {"append_to_note": ("reader",)})
+    assert manifest.role_filter == RoleFilter(
+        ("reader",),
+        "deny_all",
+        {"search_notes": ("reader",), "read_note": ("reader",)},
+        {"append_to_note": ("reader",)},
+    )
 
 
 def test_the_example_manifest_documents_every_key_with_its_default() -> None:
@@ -108,10 +112,19 @@ def unit_directives(text: str) -> dict[str, list[tuple[str, str]]]:
 def test_the_hardened_unit_is_sandboxed_with_a_clean_environment() -> None:
     service = unit_directives(UNIT.read_text(encoding="utf-8"))["Service"]
     settings = dict(service)
-    for key, value in {"NoNewPrivileges": "yes", "ProtectSystem": "strict", "PrivateTmp": "yes",
-                       "ProtectHome": "read-only", "PrivateDevices": "yes", "RestrictNamespaces": "yes",
-                       "RestrictSUIDSGID": "yes", "CapabilityBoundingSet": "", "UMask": "0077",
-                       "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6", "KillSignal": "SIGTERM"}.items():
+    for key, value in {
+        "NoNewPrivileges": "yes",
+        "ProtectSystem": "strict",
+        "PrivateTmp": "yes",
+        "ProtectHome": "read-only",
+        "PrivateDevices": "yes",
+        "RestrictNamespaces": "yes",
+        "RestrictSUIDSGID": "yes",
+        "CapabilityBoundingSet": "",
+        "UMask": "0077",
+        "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6",
+        "KillSignal": "SIGTERM",
+    }.items():
         assert settings.get(key) == value, key
     environment = [value for key, value in service if key == "Environment"]
     assert {e.split("=", 1)[0] for e in environment} == {"PATH", "LANG"}, "only what is needed"
@@ -143,8 +156,12 @@ def test_the_hardened_unit_starts_a_working_server(tmp_path: Path) -> None:
     manifest_text = manifest_text.replace("~/", f"{home}/").replace("127.0.0.1:8765", f"127.0.0.1:{port}")
     digest = hashlib.sha256(TOKEN.encode()).hexdigest()
     manifest_text = manifest_text.replace(hashlib.sha256(b"test").hexdigest(), digest)
-    for optional in ('tls_cert = "cert.pem"\n', 'tls_key = "key.pem"\n', 'keystore_path = "keys.toml"\n',
-                     'vault_name = "notes"\n'):
+    for optional in (
+        'tls_cert = "cert.pem"\n',
+        'tls_key = "key.pem"\n',
+        'keystore_path = "keys.toml"\n',
+        'vault_name = "notes"\n',
+    ):
         manifest_text = manifest_text.replace(optional, "")
     manifest = private_copy(tmp_path, manifest_text)
     user = getpass.getuser()
@@ -155,8 +172,9 @@ def test_the_hardened_unit_starts_a_working_server(tmp_path: Path) -> None:
     env = dict(value.split("=", 1) for key, value in service if key == "Environment")
     env.update(HOME=str(home), USER=user, LOGNAME=user, SHELL="/bin/sh")  # what User= sets
     command = shlex.split(dict(service)["ExecStart"])
-    proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
@@ -180,8 +198,9 @@ async def search(url: str) -> list[str]:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    transport = streamable_http_client(url, http_client=httpx2.AsyncClient(
-        headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30))
+    transport = streamable_http_client(
+        url, http_client=httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+    )
     async with Client(transport) as c:
         for _ in range(300):  # the watcher's first catch-up runs beside the server: until it has recorded
             result = await c.call_tool("search_notes", {"query": "kickoff", "mode": "keyword"})

@@ -47,7 +47,13 @@ def test_paths_are_relative_to_the_manifest_and_expand_home(tmp_path: Path) -> N
 def test_defaults(tmp_path: Path) -> None:
     m = load(tmp_path, "")
     assert (m.watch, m.allow_writes, m.allowed_parents, m.pass_env, m.http, m.role_filter) == (
-        False, False, (), (), None, None)
+        False,
+        False,
+        (),
+        (),
+        None,
+        None,
+    )
     assert m.secret_env == DEFAULT_SECRET_ENV
 
 
@@ -56,21 +62,30 @@ def test_reject_env_extends_the_secret_list_once(tmp_path: Path) -> None:
     assert m.secret_env == (*DEFAULT_SECRET_ENV, "SLACK_TOKEN")
 
 
-@pytest.mark.parametrize("text,named", [
-    ('vault_name = ""\n', "vault_name: must not be empty"),
-    ('allowed_parents = ["claude", ""]\n', "allowed_parents: must be a list of strings"),
-    ("allow_writes = 1\n", "allow_writes: must be true or false"),
-    ('http = "127.0.0.1:1"\n', "http: must be a table"),
-    ('[http]\ntls_cert = "c.pem"\n', "http.bind: missing"),
-    ('[http]\nbind = "1"\ntls_cert = "c.pem"\n', "http.tls_key: give both"),
-    ('[http]\nbind = "1"\n[[http.tokens]]\nsha256 = "abc"\ncaller_id = "a"\n', "http.tokens[0].sha256: must be the 64"),
-    (f'[http]\nbind = "1"\n[[http.tokens]]\nsha256 = "{HASH}"\n', "http.tokens[0].caller_id: missing"),
-    (f'[http]\nbind = "1"\n[[http.tokens]]\nsha256 = "{HASH}"\ncaller_id = "a"\n[[http.tokens]]\n'
-     f'sha256 = "{HASH.upper()}"\ncaller_id = "b"\n', "http.tokens: the same token is listed twice"),
-    ('[role_filter]\ndefault = "allow"\n', "role_filter.default: must be"),
-    ('[role_filter.allow]\nsearch_notes = "reader"\n', "role_filter.allow.search_notes: must be a list"),
-    ('[role_filter.deny]\nsearch_notes = [""]\n', "role_filter.deny.search_notes: must be a list"),
-])
+@pytest.mark.parametrize(
+    "text,named",
+    [
+        ('vault_name = ""\n', "vault_name: must not be empty"),
+        ('allowed_parents = ["claude", ""]\n', "allowed_parents: must be a list of strings"),
+        ("allow_writes = 1\n", "allow_writes: must be true or false"),
+        ('http = "127.0.0.1:1"\n', "http: must be a table"),
+        ('[http]\ntls_cert = "c.pem"\n', "http.bind: missing"),
+        ('[http]\nbind = "1"\ntls_cert = "c.pem"\n', "http.tls_key: give both"),
+        (
+            '[http]\nbind = "1"\n[[http.tokens]]\nsha256 = "abc"\ncaller_id = "a"\n',
+            "http.tokens[0].sha256: must be the 64",
+        ),
+        (f'[http]\nbind = "1"\n[[http.tokens]]\nsha256 = "{HASH}"\n', "http.tokens[0].caller_id: missing"),
+        (
+            f'[http]\nbind = "1"\n[[http.tokens]]\nsha256 = "{HASH}"\ncaller_id = "a"\n[[http.tokens]]\n'
+            f'sha256 = "{HASH.upper()}"\ncaller_id = "b"\n',
+            "http.tokens: the same token is listed twice",
+        ),
+        ('[role_filter]\ndefault = "allow"\n', "role_filter.default: must be"),
+        ('[role_filter.allow]\nsearch_notes = "reader"\n', "role_filter.allow.search_notes: must be a list"),
+        ('[role_filter.deny]\nsearch_notes = [""]\n', "role_filter.deny.search_notes: must be a list"),
+    ],
+)
 def test_nested_and_typed_mistakes_are_named(tmp_path: Path, text: str, named: str) -> None:
     assert named in refused(tmp_path, text)
 
@@ -122,12 +137,18 @@ def test_a_manifest_in_a_folder_others_may_change_is_refused_even_through_a_syml
 # ------------------------------------------------------------------ the safe-spawn checks
 
 
-@pytest.mark.parametrize("argv", [
-    ["serve", "v", "--manifest", "m", "-v"], ["-vv", "serve", "v", "--manifest=m"],
-    ["serve", "./-c", "--manifest", "m"],
-    ["serve", "v", "--manifest", "m", "--configure"], ["serve", "v", "--manifest", "m", "--secrets"],
-    ["serve", "v", "--manifest", "m", "-C", "x"], ["serve", "/tmp/-c", "--manifest", "m"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve", "v", "--manifest", "m", "-v"],
+        ["-vv", "serve", "v", "--manifest=m"],
+        ["serve", "./-c", "--manifest", "m"],
+        ["serve", "v", "--manifest", "m", "--configure"],
+        ["serve", "v", "--manifest", "m", "--secrets"],
+        ["serve", "v", "--manifest", "m", "-C", "x"],
+        ["serve", "/tmp/-c", "--manifest", "m"],
+    ],
+)
 def test_argv_without_configuration_passes(argv: list[str]) -> None:
     assert spawn.wants_hardened(argv)
     spawn.check_argv(argv)
@@ -155,8 +176,17 @@ def test_the_environment_checks(tmp_path: Path) -> None:
 
 def test_the_scrub_keeps_the_allow_list_and_pass_env_never_a_secret(tmp_path: Path) -> None:
     m = load(tmp_path, 'pass_env = ["SSL_CERT_FILE", "HF_TOKEN"]\nreject_env = ["TERM"]\n')
-    env = {"PATH": "/bin", "HOME": "/h", "LC_TIME": "C", "TERM": "xterm", "SSL_CERT_FILE": "/c.pem", "HF_TOKEN": "s",
-           "DATABASE_URL": "postgres://", "PYTHONPATH": "/x", "VAULTSYNC_PARENT_BASENAME": "claude"}
+    env = {
+        "PATH": "/bin",
+        "HOME": "/h",
+        "LC_TIME": "C",
+        "TERM": "xterm",
+        "SSL_CERT_FILE": "/c.pem",
+        "HF_TOKEN": "s",
+        "DATABASE_URL": "postgres://",
+        "PYTHONPATH": "/x",
+        "VAULTSYNC_PARENT_BASENAME": "claude",
+    }
     removed = spawn.scrub_environment(m, env)
     assert env == {"PATH": "/bin", "HOME": "/h", "LC_TIME": "C", "SSL_CERT_FILE": "/c.pem"}
     assert removed == ["DATABASE_URL", "HF_TOKEN", "PYTHONPATH", "TERM", "VAULTSYNC_PARENT_BASENAME"]

@@ -15,11 +15,11 @@ from typing import Any
 
 import anyio
 import pytest
+from conftest import invoke, run_cli
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-
-from conftest import invoke, run_cli
 from support.mcp_helpers import READ_TOOLS, T1, T2, history_under, make_history_vault, sc
+
 from vaultsync import Vault
 from vaultsync.hardened.keystore import load_keystore
 from vaultsync.hardened.manifest import Manifest
@@ -52,8 +52,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     facts = history_under(base)
     keys_a = keystore(base / "keys-a.toml", ("k1", K1))
     manifest = manifest_file(base / "manifest.toml", facts["db"], keys_a)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "serve", str(facts["root"]),
-                                                                 "--manifest", str(manifest)])
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "vaultsync", "serve", str(facts["root"]), "--manifest", str(manifest)]
+    )
 
     async def ask() -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -77,8 +78,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 "page": await verify({"receipt": out["big_page"]["receipt"], "content": "234", "offset": 9}),
                 "as_of": await verify({"receipt": {**receipt, "as_of": "2024-01-16T00:00:00Z"}}),
                 "hash": await verify({"receipt": {**receipt, "content_sha256": "0" * 64}}),
-                "edited": await verify({"receipt": receipt, "offset": 0,
-                                        "content": out["atlas_then"]["content"].replace("Monday", "Friday")}),
+                "edited": await verify(
+                    {
+                        "receipt": receipt,
+                        "offset": 0,
+                        "content": out["atlas_then"]["content"].replace("Monday", "Friday"),
+                    }
+                ),
                 "junk": await verify({"receipt": {"v": "vaultsync-receipt-v1"}}),
             }
         return out
@@ -90,16 +96,31 @@ def test_read_note_answers_carry_receipts(served: dict[str, Any]) -> None:
     now, then = served["answers"]["atlas_now"], served["answers"]["atlas_then"]
     for answer, as_of in ((now, None), (then, "2024-01-15T00:00:00Z")):
         receipt = answer["receipt"]
-        assert set(receipt) == {"v", "vault", "path", "revision", "content_sha256", "as_of", "known_at", "key_id",
-                                "mac"}
+        assert set(receipt) == {
+            "v",
+            "vault",
+            "path",
+            "revision",
+            "content_sha256",
+            "as_of",
+            "known_at",
+            "key_id",
+            "mac",
+        }
         assert (receipt["v"], receipt["vault"], receipt["path"], receipt["key_id"]) == (
-            "vaultsync-receipt-v1", served["name"], "Projects/Atlas.md", "k1")
+            "vaultsync-receipt-v1",
+            served["name"],
+            "Projects/Atlas.md",
+            "k1",
+        )
         assert receipt["as_of"] == as_of and receipt["known_at"] == answer["known_at"]
         assert receipt["content_sha256"] == hashlib.sha256(answer["content"].encode()).hexdigest()
-        message = canonical(*(receipt[f] for f in ("vault", "path", "revision", "content_sha256", "as_of",
-                                                   "known_at", "key_id")))
+        message = canonical(
+            *(receipt[f] for f in ("vault", "path", "revision", "content_sha256", "as_of", "known_at", "key_id"))
+        )
         assert message.startswith(b'["vaultsync-receipt-v1",')
         import hmac
+
         assert receipt["mac"] == hmac.new(bytes.fromhex(K1), message, "sha256").hexdigest()
     assert then["receipt"]["revision"] < now["receipt"]["revision"]  # two revisions, each named
     with Vault.open(served["db"], name=served["name"], readonly=True) as vault:
@@ -116,7 +137,11 @@ def test_search_hits_carry_receipts_now_and_as_of(served: dict[str, Any]) -> Non
         for hit in result["hits"]:
             r = hit["receipt"]
             assert (r["path"], r["content_sha256"], r["known_at"], r["as_of"]) == (
-                hit["path"], hit["content_hash"], hit["known_at"], as_of)
+                hit["path"],
+                hit["content_hash"],
+                hit["known_at"],
+                as_of,
+            )
     atlas_then = [h for h in then["hits"] if h["path"] == "Projects/Atlas.md"]
     assert atlas_then and atlas_then[0]["receipt"]["revision"] == served["answers"]["atlas_then"]["receipt"]["revision"]
 
@@ -151,8 +176,9 @@ def test_tool_listing_is_the_plain_one_plus_receipts(served: dict[str, Any], tmp
         if name == "search_notes":  # signed hits carry their exact text: the plain arguments, less the sizing ones
             assert "verify_receipt" in tool["description"]
             assert "receipt" in tool["outputSchema"]["properties"]["hits"]["items"]["required"]
-            sizing = {k: v for k, v in plain[name]["inputSchema"]["properties"].items()
-                      if k not in ("full_text", "explain")}
+            sizing = {
+                k: v for k, v in plain[name]["inputSchema"]["properties"].items() if k not in ("full_text", "explain")
+            }
             assert tool["inputSchema"]["properties"] == sizing
             continue
         if name == "read_note":
@@ -169,9 +195,10 @@ def test_answers_are_the_plain_answers_plus_a_receipt(served: dict[str, Any]) ->
     async def plain() -> tuple[dict[str, Any], dict[str, Any]]:
         with Vault.open(served["db"], name=served["name"], readonly=True) as vault:
             async with Client(build_server(ServeConfig.of(vault))) as c:
-                return (sc(await c.call_tool("read_note", {"path": "Projects/Atlas", "as_of": "2024-01-15"})),
-                        sc(await c.call_tool("search_notes", {"query": "plumber", "full_text": True,
-                                                              "explain": True})))
+                return (
+                    sc(await c.call_tool("read_note", {"path": "Projects/Atlas", "as_of": "2024-01-15"})),
+                    sc(await c.call_tool("search_notes", {"query": "plumber", "full_text": True, "explain": True})),
+                )
 
     note, found = anyio.run(plain)
     signed_note = dict(served["answers"]["atlas_then"])
@@ -211,8 +238,13 @@ def test_cli_verify_valid_and_edited(served: dict[str, Any], tmp_path: Path) -> 
     assert edited_hit.returncode == 1 and edited_hit.stdout.startswith("content differs"), edited_hit.stdout
     claims = verify_cli(tmp_path, db, {**note, "known_at": T2}, keys)
     assert claims.returncode == 1 and "known_at" in claims.stdout
-    for field, value in (("as_of", "2024-02-15T00:00:00Z"), ("as_of", None), ("content_sha256", "1" * 64),
-                         ("revision", note["receipt"]["revision"] + 1), ("path", "Inbox.md")):
+    for field, value in (
+        ("as_of", "2024-02-15T00:00:00Z"),
+        ("as_of", None),
+        ("content_sha256", "1" * 64),
+        ("revision", note["receipt"]["revision"] + 1),
+        ("path", "Inbox.md"),
+    ):
         tampered = verify_cli(tmp_path, db, {**note["receipt"], field: value}, keys, "--json")
         assert tampered.returncode == 1 and json.loads(tampered.stdout)["status"] == "bad_mac", (field, tampered.stdout)
     junk = verify_cli(tmp_path, db, {"hello": 1}, keys)
@@ -259,8 +291,16 @@ def test_cli_verify_subprocess_and_manifest(served: dict[str, Any], tmp_path: Pa
     ok = run_cli("receipt", "verify", "--manifest", str(served["manifest"]), input=json.dumps(note))
     assert ok.returncode == 0 and ok.stdout.startswith("valid: "), ok.stdout + ok.stderr
     edited = {**note, "content": note["content"] + "x"}
-    bad = run_cli("receipt", "verify", "-", "--keystore", str(served["keys_a"]), "--json", db=served["db"],
-                  input=json.dumps(edited))
+    bad = run_cli(
+        "receipt",
+        "verify",
+        "-",
+        "--keystore",
+        str(served["keys_a"]),
+        "--json",
+        db=served["db"],
+        input=json.dumps(edited),
+    )
     assert bad.returncode == 1 and json.loads(bad.stdout)["status"] == "content_differs", bad.stdout + bad.stderr
     loose = tmp_path / "loose.toml"
     keystore(loose, ("k1", K1)).chmod(0o644)

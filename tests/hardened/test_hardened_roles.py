@@ -13,9 +13,16 @@ from typing import Any
 import pytest
 from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters
-
-from support.hardened_helpers import (audit_records, authed, clean_env, hardened_stdio, scrubbed_overrides, start_hardened_http,
-                              token_entry, write_manifest)
+from support.hardened_helpers import (
+    audit_records,
+    authed,
+    clean_env,
+    hardened_stdio,
+    scrubbed_overrides,
+    start_hardened_http,
+    token_entry,
+    write_manifest,
+)
 from support.mcp_helpers import READ_TOOLS, free_port, history_under, sc, stop
 
 MODES = ["auto", "legacy"]  # auto: the client default, which negotiates 2026-07-28
@@ -57,8 +64,9 @@ async def tool_names(c: Client) -> list[str]:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_stdio_caller_roles_deny_wins_and_default_deny_all(history: dict[str, Any], tmp_path: Path,
-                                                                  mode: str) -> None:
+async def test_stdio_caller_roles_deny_wins_and_default_deny_all(
+    history: dict[str, Any], tmp_path: Path, mode: str
+) -> None:
     log = tmp_path / "audit" / "log.jsonl"
     log.parent.mkdir(mode=0o700)
     manifest = write_manifest(tmp_path / "m.toml", history["db"], STDIO_RULES, audit_log_path=str(log))
@@ -72,8 +80,12 @@ async def test_stdio_caller_roles_deny_wins_and_default_deny_all(history: dict[s
         assert sc(await c.call_tool("search_notes", {"query": "plumber"}))["notes"]  # still serving
     records = [r for r in audit_records(log) if r["event"] != "result"]  # calls and denials
     assert [(r["event"], r.get("tool") or r.get("tool_name")) for r in records] == [
-        ("call", "read_note"), ("denial", "vault_status"), ("denial", "list_notes"), ("denial", "get_links"),
-        ("call", "search_notes")]
+        ("call", "read_note"),
+        ("denial", "vault_status"),
+        ("denial", "list_notes"),
+        ("denial", "get_links"),
+        ("call", "search_notes"),
+    ]
     assert {r["caller_id"] for r in records} == {"stdio"}
     assert "deny.vault_status" in records[1]["reason"] and "deny_all" in records[2]["reason"]
 
@@ -83,8 +95,11 @@ def two_tokens(history: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
     """One HTTP server, two bearer tokens with different roles, default deny_all."""
     base = tmp_path_factory.mktemp("two-tokens")
     port = free_port()
-    body = (f'[http]\nbind = "127.0.0.1:{port}"\n' + token_entry(READER, "alice", ["reader"])
-            + token_entry(AUDITOR, "bob", ["auditor"]) + """
+    body = (
+        f'[http]\nbind = "127.0.0.1:{port}"\n'
+        + token_entry(READER, "alice", ["reader"])
+        + token_entry(AUDITOR, "bob", ["auditor"])
+        + """
 [role_filter]
 default = "deny_all"
 [role_filter.allow]
@@ -94,7 +109,8 @@ vault_status = ["auditor"]
 list_changes = ["auditor", "reader"]
 [role_filter.deny]
 list_changes = ["reader"]
-""")
+"""
+    )
     (base / "audit").mkdir(mode=0o700)
     log = base / "audit" / "log.jsonl"
     manifest = write_manifest(base / "m.toml", history["db"], body, audit_log_path=str(log))
@@ -108,12 +124,16 @@ list_changes = ["reader"]
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_http_each_token_sees_its_own_tools(two_tokens: dict[str, Any], mode: str) -> None:
-    async with Client(authed(two_tokens["url"], READER), mode=mode) as alice, \
-            Client(authed(two_tokens["url"], AUDITOR), mode=mode) as bob:
+    async with (
+        Client(authed(two_tokens["url"], READER), mode=mode) as alice,
+        Client(authed(two_tokens["url"], AUDITOR), mode=mode) as bob,
+    ):
         assert await tool_names(alice) == ["search_notes", "read_note"]
         assert await tool_names(bob) == ["search_notes", "list_changes", "vault_status"]
         assert sc(await alice.call_tool("read_note", {"path": "Inbox.md"}))["path"] == "Inbox.md"
-        assert sc(await bob.call_tool("vault_status", {}))["notes"] == sc(await bob.call_tool("vault_status", {}))["notes"]
+        assert (
+            sc(await bob.call_tool("vault_status", {}))["notes"] == sc(await bob.call_tool("vault_status", {}))["notes"]
+        )
         await refused(alice, "vault_status", {})  # bob's tool, alice's token
         await refused(bob, "read_note", {"path": "Inbox.md"})  # alice's tool, bob's token
         await refused(alice, "list_changes", {"since": "2024-01-01"})  # allowed to "reader", denied to it too
@@ -128,14 +148,19 @@ async def test_http_each_token_sees_its_own_tools(two_tokens: dict[str, Any], mo
     assert ("alice", "resources/read") in [(r["caller_id"], r.get("tool")) for r in records if r["event"] == "call"]
     denials = [r for r in audit_records(two_tokens["log"]) if r["event"] == "denial"]
     assert [(r["caller_id"], r["tool_name"]) for r in denials][-5:] == [
-        ("alice", "vault_status"), ("bob", "read_note"), ("alice", "list_changes"), ("bob", "resources/read"),
-        ("bob", "resources/list")]
+        ("alice", "vault_status"),
+        ("bob", "read_note"),
+        ("alice", "list_changes"),
+        ("bob", "resources/read"),
+        ("bob", "resources/list"),
+    ]
 
 
 @pytest.mark.anyio
 async def test_allowed_tools_are_the_only_tools(history: dict[str, Any], tmp_path: Path) -> None:
-    manifest = write_manifest(tmp_path / "m.toml", history["db"], allowed_tools=["read_note", "search_notes",
-                                                                                  "create_note"])
+    manifest = write_manifest(
+        tmp_path / "m.toml", history["db"], allowed_tools=["read_note", "search_notes", "create_note"]
+    )
     async with Client(hardened_stdio(history["root"], manifest)) as c:
         assert await tool_names(c) == ["search_notes", "read_note"]  # create_note: writes are off
         gone = await c.call_tool("list_notes", {})  # not registered at all: the SDK's unknown tool
@@ -153,14 +178,21 @@ async def test_without_read_note_the_resources_are_gone_too(history: dict[str, A
         assert caught.value.error.code == -32601 and "resources/read" in caught.value.error.message
 
 
-@pytest.mark.parametrize("key, body, top", [
-    ("allowed_tools", "", {"allowed_tools": ["search_notes", "serch_notes"]}),
-    ("role_filter.deny.serch_notes", '[role_filter.deny]\nserch_notes = ["guest"]\n', {}),
-    ("role_filter.allow.serch_notes", '[role_filter]\ndefault = "deny_all"\n[role_filter.allow]\n'
-                                      'serch_notes = ["guest"]\n', {}),
-])
-def test_an_unknown_tool_name_is_refused_naming_it(history: dict[str, Any], tmp_path: Path, cli: Any,
-                                                   key: str, body: str, top: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "key, body, top",
+    [
+        ("allowed_tools", "", {"allowed_tools": ["search_notes", "serch_notes"]}),
+        ("role_filter.deny.serch_notes", '[role_filter.deny]\nserch_notes = ["guest"]\n', {}),
+        (
+            "role_filter.allow.serch_notes",
+            '[role_filter]\ndefault = "deny_all"\n[role_filter.allow]\nserch_notes = ["guest"]\n',
+            {},
+        ),
+    ],
+)
+def test_an_unknown_tool_name_is_refused_naming_it(
+    history: dict[str, Any], tmp_path: Path, cli: Any, key: str, body: str, top: dict[str, Any]
+) -> None:
     manifest = write_manifest(tmp_path / "m.toml", history["db"], body, **top)
     ran = cli("serve", str(history["root"]), "--manifest", str(manifest), env=scrubbed_overrides())  # type: ignore[arg-type]
     assert ran.returncode == 1
@@ -170,11 +202,15 @@ def test_an_unknown_tool_name_is_refused_naming_it(history: dict[str, Any], tmp_
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_without_the_block_the_server_is_unchanged_and_audits_nothing(history: dict[str, Any],
-                                                                           tmp_path: Path, mode: str) -> None:
+async def test_without_the_block_the_server_is_unchanged_and_audits_nothing(
+    history: dict[str, Any], tmp_path: Path, mode: str
+) -> None:
     manifest = write_manifest(tmp_path / "m.toml", history["db"])
-    plain = StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "--db", str(history["db"]),
-                                                                "serve", str(history["root"])], env=clean_env())
+    plain = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "vaultsync", "--db", str(history["db"]), "serve", str(history["root"])],
+        env=clean_env(),
+    )
     listings = []
     for server in (plain, hardened_stdio(history["root"], manifest)):
         async with Client(server, mode=mode) as c:
@@ -205,8 +241,12 @@ async def test_each_callers_writes_are_listed_by_changes_caller(tmp_path: Path, 
     ``changes --caller ID`` lists one assistant's writes, ``--source mcp`` both, and undo takes one back."""
     work = history_under(tmp_path)
     port = free_port()
-    body = (f'[http]\nbind = "127.0.0.1:{port}"\n' + token_entry(READER, "alice", ["writer"])
-            + token_entry(AUDITOR, "bob", ["writer"]) + '[role_filter]\ndefault = "allow_all"\n')
+    body = (
+        f'[http]\nbind = "127.0.0.1:{port}"\n'
+        + token_entry(READER, "alice", ["writer"])
+        + token_entry(AUDITOR, "bob", ["writer"])
+        + '[role_filter]\ndefault = "allow_all"\n'
+    )
     manifest = write_manifest(tmp_path / "m.toml", work["db"], body, allow_writes=True)
     proc = start_hardened_http(work["root"], manifest, port)
     url = f"http://127.0.0.1:{port}/mcp"
@@ -218,10 +258,14 @@ async def test_each_callers_writes_are_listed_by_changes_caller(tmp_path: Path, 
     finally:
         stop(proc)
     env = scrubbed_overrides()
-    by = {who: json.loads(cli("changes", "--caller", who, "--json", db=work["db"], env=env).stdout)
-          for who in ("alice", "bob", "carol")}
+    by = {
+        who: json.loads(cli("changes", "--caller", who, "--json", db=work["db"], env=env).stdout)
+        for who in ("alice", "bob", "carol")
+    }
     assert [(b["paths"], b["source"], b["caller"]) for b in by["alice"]] == [
-        (["From/Alice.md"], "write", "alice"), (["Inbox.md"], "write", "alice")]
+        (["From/Alice.md"], "write", "alice"),
+        (["Inbox.md"], "write", "alice"),
+    ]
     assert [(b["paths"], b["caller"]) for b in by["bob"]] == [(["Inbox.md"], "bob")]
     assert by["carol"] == []
     both = json.loads(cli("changes", "--source", "mcp", "--json", db=work["db"], env=env).stdout)

@@ -53,8 +53,14 @@ class Setup:
         return [sys.executable, "-m", "vaultsync", "serve", str(self.vault), "--manifest", str(self.manifest), *extra]
 
     def run(self, args: list[str] | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(args or self.args(), env={**self.env, **(env or {})}, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            args or self.args(),
+            env={**self.env, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     def refused(self, result: subprocess.CompletedProcess[str], *named: str) -> str:
         """The one stderr line of a refusal, checked to name each of ``named``, before any state."""
@@ -76,9 +82,21 @@ def s(tmp_path: Path) -> Setup:
 
 def handshake(proc: subprocess.Popen[bytes], write: Any) -> dict[str, Any]:
     """Send ``initialize`` (with ``write``) and read the server's answer from its stdout."""
-    write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
-          .encode() + b"\n")
+    write(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "0"},
+                },
+            }
+        ).encode()
+        + b"\n"
+    )
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], 60)
     assert ready, "no answer to initialize"
@@ -89,8 +107,9 @@ def handshake(proc: subprocess.Popen[bytes], write: Any) -> dict[str, Any]:
 
 def serves(s: Setup, env: dict[str, str] | None = None) -> str:
     """Start the server on a pipe, complete a handshake, close stdin; its stderr (it exited 0)."""
-    proc = subprocess.Popen(s.args(), env={**s.env, **(env or {})}, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        s.args(), env={**s.env, **(env or {})}, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert proc.stdin is not None and proc.stderr is not None
 
     def write(data: bytes) -> None:
@@ -129,8 +148,7 @@ def test_a_secret_not_listed_in_this_manifest_is_not_refused_by_name(s: Setup) -
 
 @pytest.mark.parametrize("value", ["1", "false", "no", ""])
 def test_only_zero_turns_the_secret_check_off(s: Setup, value: str) -> None:
-    s.refused(s.run(env={"ANTHROPIC_API_KEY": LEAK, "VAULTSYNC_REJECT_INHERITED_SECRETS": value}),
-              "ANTHROPIC_API_KEY")
+    s.refused(s.run(env={"ANTHROPIC_API_KEY": LEAK, "VAULTSYNC_REJECT_INHERITED_SECRETS": value}), "ANTHROPIC_API_KEY")
 
 
 def test_the_override_starts_with_one_warning_line(s: Setup) -> None:
@@ -143,11 +161,19 @@ def test_the_override_starts_with_one_warning_line(s: Setup) -> None:
 # ------------------------------------------------------------------ configuration through argv
 
 ARGV_FORMS = [
-    (["--config", LEAK], "--config"), ([f"--config={LEAK}"], "--config"), ([f"--CONFIG={LEAK}"], "--config"),
-    (["--config-json", "{}"], "--config-json"), (["--config-json={}"], "--config-json"),
-    (["--inline-config", "a=b"], "--inline-config"), (["--inline-config=a=b"], "--inline-config"),
-    (["--secret", LEAK], "--secret"), ([f"--secret={LEAK}"], "--secret"),
-    (["-c", LEAK], "-c"), ([f"-c{LEAK}"], "-c"), ([f"-c={LEAK}"], "-c"), (["-vc", LEAK], "-c"),
+    (["--config", LEAK], "--config"),
+    ([f"--config={LEAK}"], "--config"),
+    ([f"--CONFIG={LEAK}"], "--config"),
+    (["--config-json", "{}"], "--config-json"),
+    (["--config-json={}"], "--config-json"),
+    (["--inline-config", "a=b"], "--inline-config"),
+    (["--inline-config=a=b"], "--inline-config"),
+    (["--secret", LEAK], "--secret"),
+    ([f"--secret={LEAK}"], "--secret"),
+    (["-c", LEAK], "-c"),
+    ([f"-c{LEAK}"], "-c"),
+    ([f"-c={LEAK}"], "-c"),
+    (["-vc", LEAK], "-c"),
     (["--", "--config", LEAK], "--config"),
 ]
 
@@ -162,8 +188,17 @@ def test_each_argv_form_is_refused_naming_the_option_not_its_value(s: Setup, ext
 @pytest.mark.parametrize("where", ["before the command", "with --manifest=PATH"])
 def test_argv_is_checked_anywhere_and_with_either_manifest_form(s: Setup, where: str) -> None:
     if where == "before the command":
-        args = [sys.executable, "-m", "vaultsync", "--secret", LEAK, "serve", str(s.vault), "--manifest",
-                str(s.manifest)]
+        args = [
+            sys.executable,
+            "-m",
+            "vaultsync",
+            "--secret",
+            LEAK,
+            "serve",
+            str(s.vault),
+            "--manifest",
+            str(s.manifest),
+        ]
     else:
         args = [sys.executable, "-m", "vaultsync", "serve", str(s.vault), f"--manifest={s.manifest}", "-c", LEAK]
     s.refused(s.run(args), "--secret" if where == "before the command" else "(-c)")
@@ -178,8 +213,12 @@ def test_without_manifest_the_options_are_clicks_business(s: Setup) -> None:
 
 
 def test_a_parent_not_allowed_is_refused(s: Setup) -> None:
-    s.refused(s.run(env={"VAULTSYNC_PARENT_BASENAME": "evil-host"}), "'evil-host'", "VAULTSYNC_PARENT_BASENAME",
-              "claude, code")
+    s.refused(
+        s.run(env={"VAULTSYNC_PARENT_BASENAME": "evil-host"}),
+        "'evil-host'",
+        "VAULTSYNC_PARENT_BASENAME",
+        "claude, code",
+    )
     s.refused(s.run(env={"VAULTSYNC_PARENT_BASENAME": ""}), "VAULTSYNC_PARENT_BASENAME")  # set, even empty
     s.refused(s.run(env={"VAULTSYNC_PARENT_BASENAME": "evil\x1b[2J"}), r"'evil\x1b[2J'")  # escaped, one line
 
@@ -196,8 +235,13 @@ def test_an_allowed_or_unset_parent_starts(s: Setup, parent: str | None) -> None
 
 def test_a_terminal_on_stdin_lifts_the_parent_check(s: Setup) -> None:
     master, slave = pty.openpty()
-    proc = subprocess.Popen(s.args(), env={**s.env, "VAULTSYNC_PARENT_BASENAME": "evil-host"}, stdin=slave,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        s.args(),
+        env={**s.env, "VAULTSYNC_PARENT_BASENAME": "evil-host"},
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     os.close(slave)
     try:
         handshake(proc, lambda data: os.write(master, data))
@@ -213,18 +257,23 @@ def test_a_terminal_on_stdin_lifts_the_parent_check(s: Setup) -> None:
 # ------------------------------------------------------------------ the manifest and the keystore
 
 
-@pytest.mark.parametrize("text,named", [
-    (BASE + "colour = \"blue\"\n", "colour: unknown key"),
-    (BASE + "[http]\nbind = \"127.0.0.1:0\"\nport = 1\n", "http.port: unknown key"),
-    (BASE + "[role_filter]\ncaller_role = [\"a\"]\n", "role_filter.caller_role: unknown key"),
-    (BASE + "[http]\nbind = \"127.0.0.1:0\"\n[[http.tokens]]\nsha256 = \"00\"\ncaller = \"x\"\n",
-     "http.tokens[0].caller: unknown key"),
-    (BASE.replace("watch = true", "watch = \"yes\""), "watch: must be true or false"),
-    (BASE + "allowed_tools = \"search_notes\"\n", "allowed_tools: must be a list of strings"),
-    (BASE + "pass_env = [1]\n", "pass_env: must be a list of strings"),
-    (BASE.replace('db_path = "../state/vaultsync.db"\n', ""), "db_path: missing"),
-    (BASE + "watch = false\n", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text,named",
+    [
+        (BASE + 'colour = "blue"\n', "colour: unknown key"),
+        (BASE + '[http]\nbind = "127.0.0.1:0"\nport = 1\n', "http.port: unknown key"),
+        (BASE + '[role_filter]\ncaller_role = ["a"]\n', "role_filter.caller_role: unknown key"),
+        (
+            BASE + '[http]\nbind = "127.0.0.1:0"\n[[http.tokens]]\nsha256 = "00"\ncaller = "x"\n',
+            "http.tokens[0].caller: unknown key",
+        ),
+        (BASE.replace("watch = true", 'watch = "yes"'), "watch: must be true or false"),
+        (BASE + 'allowed_tools = "search_notes"\n', "allowed_tools: must be a list of strings"),
+        (BASE + "pass_env = [1]\n", "pass_env: must be a list of strings"),
+        (BASE.replace('db_path = "../state/vaultsync.db"\n', ""), "db_path: missing"),
+        (BASE + "watch = false\n", "not valid TOML"),
+    ],
+)
 def test_a_bad_manifest_is_refused_naming_the_key(s: Setup, text: str, named: str) -> None:
     s.write(text)
     s.refused(s.run(), named)
@@ -255,20 +304,33 @@ def test_a_private_keystore_starts(s: Setup) -> None:
     serves(s)
 
 
-@pytest.mark.parametrize("global_args,args,env,named", [
-    (["--db", "x.db"], [], {}, "--db"),
-    ([], [], {"VAULTSYNC_DB": "x.db"}, "VAULTSYNC_DB"),
-    (["--vault", "other"], [], {}, "--vault"),
-    ([], ["--watch"], {}, "--watch"),
-    ([], ["--allow-writes"], {}, "--allow-writes"),
-    ([], ["--http", "127.0.0.1:0"], {}, "--http"),
-    ([], ["--token-file", "t"], {}, "--token-file"),
-    ([], ["--tls-cert", "c.pem", "--tls-key", "k.pem"], {}, "--tls-cert"),
-])
-def test_a_privileged_option_beside_the_manifest_is_refused(s: Setup, global_args: list[str], args: list[str],
-                                                            env: dict[str, str], named: str) -> None:
-    command = [sys.executable, "-m", "vaultsync", *global_args, "serve", str(s.vault), "--manifest", str(s.manifest),
-               *args]
+@pytest.mark.parametrize(
+    "global_args,args,env,named",
+    [
+        (["--db", "x.db"], [], {}, "--db"),
+        ([], [], {"VAULTSYNC_DB": "x.db"}, "VAULTSYNC_DB"),
+        (["--vault", "other"], [], {}, "--vault"),
+        ([], ["--watch"], {}, "--watch"),
+        ([], ["--allow-writes"], {}, "--allow-writes"),
+        ([], ["--http", "127.0.0.1:0"], {}, "--http"),
+        ([], ["--token-file", "t"], {}, "--token-file"),
+        ([], ["--tls-cert", "c.pem", "--tls-key", "k.pem"], {}, "--tls-cert"),
+    ],
+)
+def test_a_privileged_option_beside_the_manifest_is_refused(
+    s: Setup, global_args: list[str], args: list[str], env: dict[str, str], named: str
+) -> None:
+    command = [
+        sys.executable,
+        "-m",
+        "vaultsync",
+        *global_args,
+        "serve",
+        str(s.vault),
+        "--manifest",
+        str(s.manifest),
+        *args,
+    ]
     s.refused(s.run(command, env=env), named, "cannot be used with --manifest")
 
 
@@ -279,8 +341,12 @@ def test_refusals_come_before_the_heavy_imports(s: Setup) -> None:
         assert result.returncode == 1
         imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
         assert "vaultsync.hardened.spawn" in imported  # the measure measures
-        heavy = {name for name in imported if name.split(".")[0] in
-                 {"mcp", "apsw", "anyio", "pydantic", "starlette", "uvicorn", "watchdog", "markdown_it"}}
+        heavy = {
+            name
+            for name in imported
+            if name.split(".")[0]
+            in {"mcp", "apsw", "anyio", "pydantic", "starlette", "uvicorn", "watchdog", "markdown_it"}
+        }
         assert not heavy, sorted(heavy)
 
 
@@ -291,15 +357,33 @@ def test_children_inherit_only_the_scrubbed_environment(s: Setup) -> None:
     """A real parse worker (vaultsync's "spawn" pool) and a real shell run by git (gitimport's runner)
     report what they inherited after the hardened start's checks and scrub."""
     s.write(BASE + 'pass_env = ["VAULTSYNC_BUSY_TIMEOUT_MS", "HF_TOKEN"]\n')
-    env = {**s.env, "LC_ALL": "C.UTF-8", "DATABASE_URL": f"postgres://u:{LEAK}@db", "PYTHONPATH": str(SUPPORT),
-           "VAULTSYNC_BUSY_TIMEOUT_MS": "5000", "HF_TOKEN": LEAK, "VAULTSYNC_REJECT_INHERITED_SECRETS": "0",
-           "VAULTSYNC_PARENT_BASENAME": "claude"}
-    done = subprocess.run([sys.executable, str(SUPPORT / "hardened_probe.py"), str(s.manifest), str(s.vault)],
-                          env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    env = {
+        **s.env,
+        "LC_ALL": "C.UTF-8",
+        "DATABASE_URL": f"postgres://u:{LEAK}@db",
+        "PYTHONPATH": str(SUPPORT),
+        "VAULTSYNC_BUSY_TIMEOUT_MS": "5000",
+        "HF_TOKEN": LEAK,
+        "VAULTSYNC_REJECT_INHERITED_SECRETS": "0",
+        "VAULTSYNC_PARENT_BASENAME": "claude",
+    }
+    done = subprocess.run(
+        [sys.executable, str(SUPPORT / "hardened_probe.py"), str(s.manifest), str(s.vault)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
-    expected = {"PATH": s.env["PATH"], "HOME": s.env["HOME"], "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-                "VAULTSYNC_BUSY_TIMEOUT_MS": "5000"}  # HF_TOKEN: a secret is never passed, pass_env or not
+    expected = {
+        "PATH": s.env["PATH"],
+        "HOME": s.env["HOME"],
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "VAULTSYNC_BUSY_TIMEOUT_MS": "5000",
+    }  # HF_TOKEN: a secret is never passed, pass_env or not
     assert seen["server"] == expected
     assert seen["worker"]["env"] == expected and seen["worker"]["pid"] != seen["pid"]
     git_shell = {k: v for k, v in seen["git"].items() if not k.startswith("GIT_") and k != "PATH"}
@@ -308,8 +392,7 @@ def test_children_inherit_only_the_scrubbed_environment(s: Setup) -> None:
 
 
 def test_the_lock_file_never_records_argv(s: Setup) -> None:
-    proc = subprocess.Popen(s.args(), env=s.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(s.args(), env=s.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None
     try:
         handshake(proc, lambda data: (proc.stdin.write(data), proc.stdin.flush()))  # type: ignore[union-attr]
@@ -338,8 +421,9 @@ async def test_an_allowed_start_serves_the_official_client(s: Setup) -> None:
     with Vault.open(s.db, root=s.vault) as vault:
         vault.sync()
     s.write(BASE.replace("watch = true", "watch = false"))
-    params = StdioServerParameters(command=sys.executable, args=s.args()[1:],
-                                   env={**s.env, "VAULTSYNC_PARENT_BASENAME": "claude"})
+    params = StdioServerParameters(
+        command=sys.executable, args=s.args()[1:], env={**s.env, "VAULTSYNC_PARENT_BASENAME": "claude"}
+    )
     async with Client(params) as c:
         result = await c.call_tool("search_notes", {"query": "kickoff", "mode": "keyword"})
         assert result.is_error is False and result.structured_content is not None, result

@@ -15,10 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from support.mcp_helpers import free_port, listening
-from test_hardened_examples import unit_directives
 from support.watch_helpers import systemd_verify, wait_until
+from test_hardened_examples import unit_directives
 
 pgserver = pytest.importorskip("support.pgserver")
 
@@ -55,7 +54,9 @@ def env_file(text: str) -> dict[str, str]:
 
 def test_the_environment_file_names_a_password_file_and_tls() -> None:
     env = env_file(ENV.read_text(encoding="utf-8"))
-    assert env["VAULTSYNC_DB"].startswith("postgresql://vaultsync@") and ":" not in env["VAULTSYNC_DB"].split("@")[0][13:]
+    assert (
+        env["VAULTSYNC_DB"].startswith("postgresql://vaultsync@") and ":" not in env["VAULTSYNC_DB"].split("@")[0][13:]
+    )
     assert env["PGPASSFILE"] == "/etc/vaultsync/pgpass" and env["PGSSLMODE"] == "verify-full"
 
 
@@ -82,8 +83,14 @@ def started(unit: Path, tmp_path: Path, dsn: str, vault: Path, port: int | None 
     env.update(dict(value.split("=", 1) for key, value in service if key == "Environment"))
     env.update(HOME=str(tmp_path), USER=user, LOGNAME=user, PATH="/usr/local/bin:/usr/bin:/bin", LANG="C.UTF-8")
     env.update({k: v for k, v in os.environ.items() if k == "PYTHONPATH"})  # a test run from a source tree
-    return subprocess.Popen(shlex.split(dict(service)["ExecStart"]), env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        shlex.split(dict(service)["ExecStart"]),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def stopped(proc: subprocess.Popen[str]) -> str:
@@ -174,15 +181,28 @@ def test_the_hardened_manifest_passes_libpqs_variables_through(tmp_path: Path) -
     (vault / "Atlas.md").write_text("# Atlas\n\nKickoff on Monday.\n", encoding="utf-8")
     port = free_port()
     text = MANIFEST.read_text(encoding="utf-8").replace("127.0.0.1:8765", f"127.0.0.1:{port}")
-    text = text.replace("postgresql://vaultsync@db.internal:5432/team",
-                        f"postgresql://{parts['user']}@/{parts['dbname']}?options=-csearch_path%3D{schema}")
+    text = text.replace(
+        "postgresql://vaultsync@db.internal:5432/team",
+        f"postgresql://{parts['user']}@/{parts['dbname']}?options=-csearch_path%3D{schema}",
+    )
     manifest = tmp_path / "manifest.toml"
     manifest.write_text(text, encoding="utf-8")
     manifest.chmod(0o600)
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(tmp_path), "PGHOST": parts["host"],
-           "PGSSLMODE": "disable"}
-    proc = subprocess.Popen([str(INSTALLED), "serve", str(vault), "--manifest", str(manifest)], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": str(tmp_path),
+        "PGHOST": parts["host"],
+        "PGSSLMODE": "disable",
+    }
+    proc = subprocess.Popen(
+        [str(INSTALLED), "serve", str(vault), "--manifest", str(manifest)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         listening(proc, port, "the hardened server on PostgreSQL", timeout=60)
         assert anyio.run(_search, f"http://127.0.0.1:{port}/mcp", None) == ["Atlas.md"]
@@ -228,9 +248,13 @@ def test_a_teams_reader_role_reads_its_schema_only_and_writes_nothing(tmp_path: 
     assert refused.returncode != 0 and "permission denied" in refused.stderr, refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "vaultsync", "--db", reader, "serve", "team-handbook", "--http",
-                             f"127.0.0.1:{port}"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vaultsync", "--db", reader, "serve", "team-handbook", "--http", f"127.0.0.1:{port}"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         import anyio
         import httpx2

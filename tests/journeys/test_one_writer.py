@@ -145,8 +145,10 @@ def test_restore_a_folder(world: World) -> None:
     import json
 
     out = json.loads(done.stdout)
-    assert [(n["path"], n["action"]) for n in out["notes"]] == [("Travel/Oslo.md", "write"),
-                                                                ("Travel/Rome.md", "write")]
+    assert [(n["path"], n["action"]) for n in out["notes"]] == [
+        ("Travel/Oslo.md", "write"),
+        ("Travel/Rome.md", "write"),
+    ]
     batch = world.batch(out["batch_id"])
     assert (batch["source"], batch["paths"]) == ("restore", ["Travel/Oslo.md", "Travel/Rome.md"])
     assert batch["detail"] == f"restore of Travel/ as of {world.t0}"
@@ -185,9 +187,11 @@ def test_a_second_import_is_a_scan_by_the_watcher(world: World) -> None:
 
 
 def stdio_server(world: World) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "--db", str(world.db), "serve",
-                                                               str(world.root), "--watch", "--allow-writes"],
-                                   env=dict(os.environ))
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "vaultsync", "--db", str(world.db), "serve", str(world.root), "--watch", "--allow-writes"],
+        env=dict(os.environ),
+    )
 
 
 @pytest.mark.anyio
@@ -196,17 +200,29 @@ async def test_a_second_serve_watch_edits_restores_and_appends_through_the_watch
         status = sc(await c.call_tool("vault_status", {}))
         assert status["watcher"]["role"] == "reader", status["watcher"]
         note = sc(await c.call_tool("read_note", {"path": "Projects/Atlas.md"}))
-        edited = sc(await c.call_tool("edit_note", {"path": "Projects/Atlas.md", "heading": "Risks",
-                                                    "new_text": "\nNone left.\n",
-                                                    "expected_revision": note["content_hash"][:12]}))
+        edited = sc(
+            await c.call_tool(
+                "edit_note",
+                {
+                    "path": "Projects/Atlas.md",
+                    "heading": "Risks",
+                    "new_text": "\nNone left.\n",
+                    "expected_revision": note["content_hash"][:12],
+                },
+            )
+        )
         assert "None left." in world.text("Projects/Atlas.md")
         assert edited["content_hash"] == content_hash(world.text("Projects/Atlas.md").encode())
         with world.vault() as vault:
             edit_batch = vault.history("Projects/Atlas.md")[-1].batch_id
         assert (world.batch(edit_batch)["source"], world.batch(edit_batch)["caller"]) == ("write", "mcp")
 
-        restored = sc(await c.call_tool("restore_note", {"path": "Projects/Atlas.md", "as_of": world.t0,
-                                                         "expected_revision": edited["content_hash"]}))
+        restored = sc(
+            await c.call_tool(
+                "restore_note",
+                {"path": "Projects/Atlas.md", "as_of": world.t0, "expected_revision": edited["content_hash"]},
+            )
+        )
         atlas = world.text("Projects/Atlas.md")
         assert "None left." not in atlas and "budget is tight" in atlas
         with world.vault() as vault:
@@ -214,8 +230,15 @@ async def test_a_second_serve_watch_edits_restores_and_appends_through_the_watch
         assert restored["content_hash"] == content_hash(world.text("Projects/Atlas.md").encode())
         assert (world.batch(restore_batch)["source"], world.batch(restore_batch)["caller"]) == ("restore", "mcp")
 
-        stale = await c.call_tool("edit_note", {"path": "Projects/Atlas.md", "heading": "Risks", "new_text": "x\n",
-                                                "expected_revision": edited["content_hash"]})
+        stale = await c.call_tool(
+            "edit_note",
+            {
+                "path": "Projects/Atlas.md",
+                "heading": "Risks",
+                "new_text": "x\n",
+                "expected_revision": edited["content_hash"],
+            },
+        )
         assert stale.is_error and "not the expected revision" in stale.content[0].text, "checked by the watcher"
 
         appended = sc(await c.call_tool("append_to_note", {"path": "Inbox.md", "text": "- from the assistant"}))
@@ -253,10 +276,12 @@ def test_a_stopped_watcher_is_named_and_nothing_is_written(world: World, monkeyp
     finally:
         world.watcher.proc.send_signal(signal.SIGCONT)
     assert refused.returncode == 1
-    assert refused.stderr == (f"Error: vault 'vault' is being written by pid {world.watcher.proc.pid} (vaultsync "
-                              f"--db {world.db} watch {world.root} {' '.join(QUIET)}, since "
-                              f"{refused.stderr.split(', since ', 1)[1].split(')', 1)[0]}), which did not take the "
-                              "request within 1 s; nothing was written\n"), refused.stderr
+    assert refused.stderr == (
+        f"Error: vault 'vault' is being written by pid {world.watcher.proc.pid} (vaultsync "
+        f"--db {world.db} watch {world.root} {' '.join(QUIET)}, since "
+        f"{refused.stderr.split(', since ', 1)[1].split(')', 1)[0]}), which did not take the "
+        "request within 1 s; nothing was written\n"
+    ), refused.stderr
     done = world.cli("import", str(world.root))  # the watcher answers again; the dropped request never runs
     assert done.returncode == 0, done.stderr
     assert world.text("Travel/Rome.md") == "# Rome\n\nchanged again\n"
@@ -273,17 +298,25 @@ def test_the_watcher_killed_in_the_middle_of_a_folder_restore(world: World) -> N
     assert world.watcher is not None
     old = world.watcher
     first = world.root / "Bulk" / "n000.md"
-    asker = subprocess.Popen([sys.executable, "-m", "vaultsync", "--db", str(world.db), "restore", "--prefix", "Bulk/",
-                              "--as-of", world.t0], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    asker = subprocess.Popen(
+        [sys.executable, "-m", "vaultsync", "--db", str(world.db), "restore", "--prefix", "Bulk/", "--as-of", world.t0],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     killed = threading.Event()
     try:
-        wait_until(lambda: "first text" in first.read_text(encoding="utf-8") or asker.poll() is not None, 60,
-                   "the watcher to start writing the restore")
+        wait_until(
+            lambda: "first text" in first.read_text(encoding="utf-8") or asker.poll() is not None,
+            60,
+            "the watcher to start writing the restore",
+        )
         old.proc.send_signal(signal.SIGKILL)
         killed.set()
         old.finish()
-        at_kill = sum("first text" in (world.root / "Bulk" / f"n{i:03d}.md").read_text(encoding="utf-8")
-                      for i in range(BULK))
+        at_kill = sum(
+            "first text" in (world.root / "Bulk" / f"n{i:03d}.md").read_text(encoding="utf-8") for i in range(BULK)
+        )
         world.start("--wait")  # recovers the request before its catch-up
         out, err = asker.communicate(timeout=120)
     finally:
@@ -301,9 +334,10 @@ def test_the_watcher_killed_in_the_middle_of_a_folder_restore(world: World) -> N
         assert err.strip().splitlines()[-1].startswith(f"{BULK} to change, 0 refused: batch {restores[0]['batch_id']} ")
     else:  # it failed with its line, and nothing of it is left
         assert asker.returncode == 1 and err.count("\n") == 1, err
-        assert err.startswith(f"Error: vault 'vault': the process that took it, pid {old.proc.pid} (vaultsync --db "
-                              f"{world.db} watch {world.root} ") and err.endswith("), stopped while carrying it out; "
-                                                                                  "nothing was written\n"), err
+        assert err.startswith(
+            f"Error: vault 'vault': the process that took it, pid {old.proc.pid} (vaultsync --db "
+            f"{world.db} watch {world.root} "
+        ) and err.endswith("), stopped while carrying it out; nothing was written\n"), err
         assert firsts == 0, f"{firsts} notes restored by a failed request"
         assert not any(b["source"] == "restore" for b in after), after
     with world.vault() as vault:

@@ -70,15 +70,27 @@ def test_every_door_is_carried_out_by_the_watcher(two) -> None:
         assert undone.summary is not None and undone.detail == f"undo of batch {folder.summary.batch_id}"
         assert (root / "F" / "a.md").read_text(encoding="utf-8") == "# a\n\nsecond\n"
         with acting.acting_for("alice"):
-            wrote = handoff.perform(asking, "write", {"path": "Ideas/Kite.md", "text": "# Kite\n", "append": False,
-                                                      "expected": None}, public=True)
+            wrote = handoff.perform(
+                asking,
+                "write",
+                {"path": "Ideas/Kite.md", "text": "# Kite\n", "append": False, "expected": None},
+                public=True,
+            )
         kite = asking.read("Ideas/Kite.md")
         assert wrote.answer["path"] == "Ideas/Kite.md" and wrote.here is None, "carried out by the watcher"
         assert asking.batch_info(kite.revision.batch_id) | {"known_at": 0} == {
-            "batch_id": kite.revision.batch_id, "known_at": 0, "source": "write", "detail": None, "caller": "alice"}
+            "batch_id": kite.revision.batch_id,
+            "known_at": 0,
+            "source": "write",
+            "detail": None,
+            "caller": "alice",
+        }
         with pytest.raises(RevisionMismatch, match="not the expected revision 00000000"):
-            handoff.perform(asking, "edit", {"path": "Ideas/Kite.md", "expected": "00000000", "new_text": "x",
-                                             "heading": None, "old_text": "Kite"})
+            handoff.perform(
+                asking,
+                "edit",
+                {"path": "Ideas/Kite.md", "expected": "00000000", "new_text": "x", "heading": None, "old_text": "Kite"},
+            )
         (root / "New.md").write_text("# New\n", encoding="utf-8")
         scanned = handoff.summary_of(handoff.perform(asking, "scan", {}).answer)
         assert scanned.added == 1 and asking.batch_info(scanned.batch_id)["source"] == "import"
@@ -106,8 +118,10 @@ def test_no_answer_within_the_bound_is_one_line_and_nothing_written(two, monkeyp
     assert WriterRole(watching).take()
     with pytest.raises(LockedError) as refused:
         handoff.perform(asking, "restore", handoff.restore_args(note="F/a.md", as_of=t0))
-    assert str(refused.value) == (f"vault 'v' is being written by {asking.describe_lock_holder()}, which did not take "
-                                  "the request within 0.3 s; nothing was written")
+    assert str(refused.value) == (
+        f"vault 'v' is being written by {asking.describe_lock_holder()}, which did not take "
+        "the request within 0.3 s; nothing was written"
+    )
     assert (root / "F" / "a.md").read_text(encoding="utf-8") == "# a\n\nsecond\n"
     assert watching.requests().waiting() == []
 
@@ -202,8 +216,13 @@ def test_a_writer_dying_after_its_write_landed_records_it_for_the_asker(two) -> 
     watching, asking, root, _ = two
     assert WriterRole(watching).take()
     table = asking.requests()
-    rid = table.ask("write", {"path": "Inbox.md", "text": "more", "append": True, "expected": None},
-                    asker={"pid": 1}, caller="bob", take_by=now_micros() + 10_000_000)
+    rid = table.ask(
+        "write",
+        {"path": "Inbox.md", "text": "more", "append": True, "expected": None},
+        asker={"pid": 1},
+        caller="bob",
+        take_by=now_micros() + 10_000_000,
+    )
     assert watching.requests().take(rid, {"pid": 2, "command": "vaultsync watch"}) is not None
     watching.write_file("Inbox.md", "more", append=True)  # the file is written; then the writer dies
     watching.release_lock()
@@ -233,9 +252,29 @@ def test_a_real_watcher_on_postgresql_carries_out_a_cli_restore(tmp_path: Path) 
     assert invoke("--db", dsn, "import", str(root)).returncode == 0
     t0 = format_time(now_micros())
     (root / "Note.md").write_text("# Note\n\nsecond\n", encoding="utf-8")
-    watcher = WatchProcess(tmp_path / "unused.db", root, "--step-ms", "20000", "--debounce-ms", "60000",
-                           command=[sys.executable, "-m", "vaultsync", "--db", dsn, "watch", str(root), "--step-ms",
-                                    "20000", "--debounce-ms", "60000", "--reconcile-s", "0"])
+    watcher = WatchProcess(
+        tmp_path / "unused.db",
+        root,
+        "--step-ms",
+        "20000",
+        "--debounce-ms",
+        "60000",
+        command=[
+            sys.executable,
+            "-m",
+            "vaultsync",
+            "--db",
+            dsn,
+            "watch",
+            str(root),
+            "--step-ms",
+            "20000",
+            "--debounce-ms",
+            "60000",
+            "--reconcile-s",
+            "0",
+        ],
+    )
     try:
         watcher.wait_for("watching ")
         done = invoke("--db", dsn, "restore", "Note.md", "--as-of", t0)
@@ -276,8 +315,9 @@ def _masked(text: str) -> str:
     return re.sub(r'"seconds": [\d.]+', '"seconds": S', text)
 
 
-def test_the_asker_prints_what_it_prints_when_it_writes_itself(tmp_path: Path,
-                                                              caplog: pytest.LogCaptureFixture) -> None:
+def test_the_asker_prints_what_it_prints_when_it_writes_itself(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The same commands on the same history, once with nothing watching and once handed to a watcher: the
     same output, the same exit codes (times masked)."""
     import logging
@@ -288,15 +328,23 @@ def test_the_asker_prints_what_it_prints_when_it_writes_itself(tmp_path: Path,
     said: dict[str, list[tuple[int, str, str]]] = {}
     for how in ("here", "handed"):
         root, db, t0 = _world(tmp_path / how)
-        commands = [("restore", "F/a.md", "--as-of", t0), ("restore", "--prefix", "F/", "--as-of", t0, "--json"),
-                    ("restore", "--prefix", "F/", "--as-of", t0, "--delete-newer"), ("undo", "3"), ("undo", "3"),
-                    ("import", str(root)), ("import", str(root), "--json"), ("restore", "Gone.md", "--as-of", t0)]
+        commands = [
+            ("restore", "F/a.md", "--as-of", t0),
+            ("restore", "--prefix", "F/", "--as-of", t0, "--json"),
+            ("restore", "--prefix", "F/", "--as-of", t0, "--delete-newer"),
+            ("undo", "3"),
+            ("undo", "3"),
+            ("import", str(root)),
+            ("import", str(root), "--json"),
+            ("restore", "Gone.md", "--as-of", t0),
+        ]
         with Vault.open(db, root=root) as vault, contextlib.ExitStack() as stack:
             if how == "handed":
                 stack.enter_context(Watcher(vault, **QUIET))
             (root / "New.md").write_text("# New\n", encoding="utf-8")  # found by the import: nothing records it before
-            said[how] = [(r.returncode, _masked(r.stdout), _masked(r.stderr))
-                         for r in (invoke(*c, db=db) for c in commands)]
+            said[how] = [
+                (r.returncode, _masked(r.stdout), _masked(r.stderr)) for r in (invoke(*c, db=db) for c in commands)
+            ]
     assert said["handed"] == said["here"]
     desk = [r.getMessage() for r in caplog.records if r.name == "vaultsync.live.handoff"]
     assert sum(" carried out: " in m for m in desk) == 7 and sum(" refused: " in m for m in desk) == 1, desk
@@ -310,8 +358,13 @@ def test_a_batch_for_a_request_put_right_elsewhere_never_lands(two) -> None:
 
     watching, asking, root, _ = two
     table = asking.requests()
-    rid = table.ask("write", {"path": "Inbox.md", "text": "late", "append": True, "expected": None},
-                    asker={"pid": 1}, caller=None, take_by=now_micros() + 10_000_000)
+    rid = table.ask(
+        "write",
+        {"path": "Inbox.md", "text": "late", "append": True, "expected": None},
+        asker={"pid": 1},
+        caller=None,
+        take_by=now_micros() + 10_000_000,
+    )
     request = watching.requests().take(rid, {"pid": 2})
     assert request is not None
     table.finish(rid, "failed", {"error": "LockedError", "message": "put right elsewhere"})
@@ -345,18 +398,38 @@ def test_a_watcher_on_postgresql_killed_mid_restore_leaves_it_whole_or_not_at_al
     for i in range(count):
         (root / "B" / f"n{i:03d}.md").write_text(f"# {i}\n\nsecond {i}\n", encoding="utf-8")
     assert invoke("--db", dsn, "import", str(root)).returncode == 0
-    watch = [sys.executable, "-m", "vaultsync", "--db", dsn, "watch", str(root), "--step-ms", "20000",
-             "--debounce-ms", "60000", "--reconcile-s", "0"]
+    watch = [
+        sys.executable,
+        "-m",
+        "vaultsync",
+        "--db",
+        dsn,
+        "watch",
+        str(root),
+        "--step-ms",
+        "20000",
+        "--debounce-ms",
+        "60000",
+        "--reconcile-s",
+        "0",
+    ]
     old = WatchProcess(tmp_path / "unused.db", root, command=watch)
     new = None
     asker = None
     try:
         old.wait_for("watching ")
-        asker = subprocess.Popen([sys.executable, "-m", "vaultsync", "--db", dsn, "restore", "--prefix", "B/",
-                                  "--as-of", t0], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        asker = subprocess.Popen(
+            [sys.executable, "-m", "vaultsync", "--db", dsn, "restore", "--prefix", "B/", "--as-of", t0],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         first = root / "B" / "n000.md"
-        wait_until(lambda: "first" in first.read_text(encoding="utf-8") or asker.poll() is not None, 60,
-                   "the watcher to start writing the restore")
+        wait_until(
+            lambda: "first" in first.read_text(encoding="utf-8") or asker.poll() is not None,
+            60,
+            "the watcher to start writing the restore",
+        )
         old.proc.send_signal(signal.SIGKILL)
         old.finish()
         new = WatchProcess(tmp_path / "unused.db", root, command=[*watch, "--wait"])
@@ -400,8 +473,11 @@ async def test_serve_watch_holding_the_vault_carries_out_a_cli_undo(tmp_path: Pa
     (root / "Inbox.md").write_text("# Inbox\n\n- buy milk\n", encoding="utf-8")
     changed = invoke("import", str(root), "--json", db=db)
     batch = json.loads(changed.stdout)["batch_id"]
-    server = StdioServerParameters(command=sys.executable, env=dict(os.environ), args=[
-        "-m", "vaultsync", "--db", str(db), "serve", str(root), "--watch"])
+    server = StdioServerParameters(
+        command=sys.executable,
+        env=dict(os.environ),
+        args=["-m", "vaultsync", "--db", str(db), "serve", str(root), "--watch"],
+    )
     async with Client(server) as c:
         assert (await watching(c))["role"] == "watcher"
         undone = invoke("undo", str(batch), db=db)

@@ -56,7 +56,7 @@ def test_watchdog_still_signals_lost_events_where_we_listen() -> None:
     assert f'logger.warning("{overflow.INOTIFY_OVERFLOW}")' in inotify and "getLogger(__name__)" in inotify
     winapi = _source("watchdog.observers.winapi")  # read, not imported: it needs Windows
     assert "self._buf_queue.put((buf, self._extended))" in winapi
-    assert "self._buf_queue.put((b\"\", self._extended))  # indicates that this thread has started" in winapi
+    assert 'self._buf_queue.put((b"", self._extended))  # indicates that this thread has started' in winapi
     assert "if not buf:\n                continue" in winapi
     fsevents = _source("watchdog.observers.fsevents")
     assert "def queue_events(self, timeout: Seconds, events: list[_fsevents.NativeEvent])" in fsevents
@@ -76,8 +76,9 @@ def test_windows_empty_buffers_after_the_first_are_overflows() -> None:
 
 def test_fsevents_rescan_flags_are_dropped_events() -> None:
     def event(**flags: bool) -> types.SimpleNamespace:
-        return types.SimpleNamespace(**{**dict.fromkeys(("must_scan_subdirs", "is_user_dropped", "is_kernel_dropped"),
-                                                        False), **flags})
+        return types.SimpleNamespace(
+            **{**dict.fromkeys(("must_scan_subdirs", "is_user_dropped", "is_kernel_dropped"), False), **flags}
+        )
 
     assert not overflow.dropped([event(), event()])
     for flag in ("must_scan_subdirs", "is_user_dropped", "is_kernel_dropped"):
@@ -94,11 +95,17 @@ def test_a_real_inotify_overflow_rescans_at_once(tmp_path: Path, caplog: pytest.
         (root / f"n{i:02}.md").write_text(f"# {i}\n", encoding="utf-8")
     rounds = max(100, queued // notes)  # each append is at least 3 events (open, modify, close): 3 queues full
     caplog.set_level(logging.INFO, logger="vaultsync")
-    with Vault.open(tmp_path / "db", root=root) as vault, \
-            Watcher(vault, step_ms=100, debounce_ms=1000, reconcile_s=3600) as watcher:
+    with (
+        Vault.open(tmp_path / "db", root=root) as vault,
+        Watcher(vault, step_ms=100, debounce_ms=1000, reconcile_s=3600) as watcher,
+    ):
         assert watcher.observer_kind == "inotify"
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(notes), str(rounds)],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        writer = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(root), str(notes), str(rounds)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert writer.stdin is not None and writer.stdout is not None
         big = [random.random() for _ in range(2_000_000)]
         writer.stdin.write("go\n")
@@ -110,8 +117,10 @@ def test_a_real_inotify_overflow_rescans_at_once(tmp_path: Path, caplog: pytest.
         writer.wait()
 
         def overflowed() -> bool:  # logged once watchdog's reader reads the queue again
-            return any(r.name == overflow.INOTIFY_LOGGER and r.getMessage() == overflow.INOTIFY_OVERFLOW
-                       for r in caplog.records)
+            return any(
+                r.name == overflow.INOTIFY_LOGGER and r.getMessage() == overflow.INOTIFY_OVERFLOW
+                for r in caplog.records
+            )
 
         wait_until(overflowed, timeout=30, what="the kernel queue to overflow (the test could not provoke it)")
         expected = {path.name: path.read_text(encoding="utf-8") for path in root.iterdir()}
@@ -121,7 +130,14 @@ def test_a_real_inotify_overflow_rescans_at_once(tmp_path: Path, caplog: pytest.
             listed = {r.path for r in vault.ls()}
             return listed == set(expected) and all(vault.read(p).content == text for p, text in expected.items())
 
-        wait_until(recorded, timeout=60, what="the late notes and every last append recorded (reconcile is an hour away)")
-        wait_until(lambda: any(r.getMessage().startswith("rescan ") for r in caplog.records
-                               if r.name == "vaultsync.live.watcher"), timeout=10, what="the rescan's log line")
+        wait_until(
+            recorded, timeout=60, what="the late notes and every last append recorded (reconcile is an hour away)"
+        )
+        wait_until(
+            lambda: any(
+                r.getMessage().startswith("rescan ") for r in caplog.records if r.name == "vaultsync.live.watcher"
+            ),
+            timeout=10,
+            what="the rescan's log line",
+        )
         assert any("lost events" in r.getMessage() for r in caplog.records if r.name == "vaultsync.live.events")

@@ -55,8 +55,14 @@ def resumes(proc: WatchProcess, root: Path, db: Path) -> None:
 
 
 @contextlib.contextmanager
-def watching(db: Path, root: Path, *args: str, prefix: list[str] | None = None, env: dict[str, str] | None = None,
-             undo: Callable[[], None] = lambda: None) -> Iterator[WatchProcess]:
+def watching(
+    db: Path,
+    root: Path,
+    *args: str,
+    prefix: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    undo: Callable[[], None] = lambda: None,
+) -> Iterator[WatchProcess]:
     """A real ``vaultsync watch`` once it is watching; after the block it must stop cleanly on SIGTERM.
     ``undo`` (put the folder's modes back, say) runs before the process is killed on a failure."""
     proc = WatchProcess(db, root, *args, prefix=prefix or [], env=env)
@@ -212,8 +218,7 @@ def test_watch_vault_replaced_by_an_empty_folder(big_vault, tmp_path: Path) -> N
 def test_watch_vault_made_unreadable_and_readable(nobody_place: Path, cli) -> None:
     """Run as an unprivileged user (setpriv), since chmod 000 does not stop root."""
     root, db, env = nobody_vault(nobody_place, cli)
-    with watching(db, root, "--step-ms", "50", prefix=as_nobody(), env=env,
-                  undo=lambda: os.chmod(root, 0o755)) as proc:
+    with watching(db, root, "--step-ms", "50", prefix=as_nobody(), env=env, undo=lambda: os.chmod(root, 0o755)) as proc:
         os.chmod(root, 0o000)
         (root / "F0" / "Note 0000.md").unlink()  # root still can: another program deleting a note meanwhile
         proc.wait_for("cannot be read: Permission denied")
@@ -226,16 +231,27 @@ def test_watch_vault_made_unreadable_and_readable(nobody_place: Path, cli) -> No
 
 def test_watch_subfolder_made_unreadable_keeps_its_notes(nobody_place: Path, cli) -> None:
     root, db, env = nobody_vault(nobody_place, cli)
-    with watching(db, root, "--step-ms", "50", "--reconcile-s", "1", prefix=as_nobody(), env=env,
-                  undo=lambda: os.chmod(root / "F1", 0o755)) as proc:
+    with watching(
+        db,
+        root,
+        "--step-ms",
+        "50",
+        "--reconcile-s",
+        "1",
+        prefix=as_nobody(),
+        env=env,
+        undo=lambda: os.chmod(root / "F1", 0o755),
+    ) as proc:
         os.chmod(root / "F1", 0o000)
         proc.wait_for("skipped F1: cannot list folder")
         (root / "Other.md").write_text("# Other\n", encoding="utf-8")
         wait_until(lambda: "Other.md" in live(db), what="the rest of the vault to be recorded")
         os.chmod(root / "F1", 0o755)
         (root / "F1" / "Note 0001.md").write_text("# changed\n", encoding="utf-8")
-        wait_until(lambda: "changed" in Vault.open(db, name="vault", readonly=True).read("F1/Note 0001.md").content,
-                   what="the folder to be recorded again")
+        wait_until(
+            lambda: "changed" in Vault.open(db, name="vault", readonly=True).read("F1/Note 0001.md").content,
+            what="the folder to be recorded again",
+        )
     assert len(live(db)) == 41 and deletions(db) == 0
 
 
@@ -245,10 +261,13 @@ def mounted(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     store, root = tmp_path / "tmpfs", tmp_path / "vault"
     store.mkdir()
     root.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "vaultsync-test", str(store)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "vaultsync-test", str(store)], capture_output=True, text=True
+    )
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}): needs root and CAP_SYS_ADMIN")
+        pytest.skip(
+            f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}): needs root and CAP_SYS_ADMIN"
+        )
     try:
         (store / "vault").mkdir()
         yield store / "vault", root
@@ -297,8 +316,9 @@ def test_watcher_status_says_the_vault_is_unavailable(big_vault, tmp_path: Path)
     with Vault.open(db, root=root) as vault, Watcher(vault, step_ms=20, debounce_ms=200) as watcher:
         assert watcher.status()["vault_unavailable"] is None
         root.rename(tmp_path / "away")
-        status = wait_until(lambda: watcher.status() if watcher.status()["vault_unavailable"] else None,
-                            what="the outage in the status")
+        status = wait_until(
+            lambda: watcher.status() if watcher.status()["vault_unavailable"] else None, what="the outage in the status"
+        )
         assert "is gone" in status["vault_unavailable"] and watcher.healthy()
         (tmp_path / "away").rename(root)
         wait_until(lambda: watcher.status()["vault_unavailable"] is None, what="the vault to be back")

@@ -14,9 +14,9 @@ import pytest
 from support.watch_helpers import HeldClock, atomic_write, debounce_clock, no_thread_leaks, wait_until  # noqa: F401  (fixtures)
 
 from vaultsync import LockedError, NoteNotFound, Vault
+from vaultsync.live.watcher import Watcher
 from vaultsync.store.lock import holders
 from vaultsync.sync import BatchSummary
-from vaultsync.live.watcher import Watcher
 
 FAST = {"step_ms": 50, "debounce_ms": 500}
 
@@ -186,12 +186,15 @@ def test_concurrent_readers_never_see_a_partial_batch(vault: Vault, vault_dir: P
                 folder = staging / f"g{g:02}"
                 folder.mkdir(parents=True)
                 for i in range(group_size):
-                    (folder / f"n{i}.md").write_text(f"# group {g:02}\n\nmember {i} of group {g:02}\n" * 20,
-                                                     encoding="utf-8")
+                    (folder / f"n{i}.md").write_text(
+                        f"# group {g:02}\n\nmember {i} of group {g:02}\n" * 20, encoding="utf-8"
+                    )
                 os.rename(folder, vault_dir / "groups" / f"g{g:02}")
                 if g % 4 == 3:  # spread over many batches: let them land and a reader see them, then go on
                     landed = (g + 1) * group_size
-                    wait_until(lambda n=landed: n in observed or failures, timeout=60, what=f"a reader seeing {landed} notes")
+                    wait_until(
+                        lambda n=landed: n in observed or failures, timeout=60, what=f"a reader seeing {landed} notes"
+                    )
             wait_until(lambda: len(paths(vault, "groups/")) == group_size * groups, timeout=60, what="every group")
         finally:
             done.set()
@@ -214,8 +217,9 @@ def test_second_writer_is_refused_while_watching(vault: Vault, db_path: Path, va
         assert other.sync().changed == 0, "the lock is released when the watcher stops"
 
 
-def test_failed_batch_keeps_paths_dirty_and_retries(vault_dir: Path, db_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_batch_keeps_paths_dirty_and_retries(
+    vault_dir: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("VAULTSYNC_BUSY_TIMEOUT_MS", "50")  # the documented knob: a blocked batch gives up fast
     with Vault.open(db_path, root=vault_dir) as vault, Watcher(vault, **FAST) as watcher:
         blocker = apsw.Connection(str(db_path))
@@ -225,15 +229,18 @@ def test_failed_batch_keeps_paths_dirty_and_retries(vault_dir: Path, db_path: Pa
             wait_until(lambda: watcher.status()["failures"] >= 1, what="a failed batch")
             [holder] = holders(str(db_path))  # the watcher itself holds the vault's writer lock
             assert holder.startswith(f"pid {os.getpid()} (")
-            assert watcher.status()["last_error"] == (f"the database {db_path} is busy: {holder} is writing to it; "
-                                                      "try again when it has finished")
+            assert watcher.status()["last_error"] == (
+                f"the database {db_path} is busy: {holder} is writing to it; try again when it has finished"
+            )
             wait_until(lambda: watcher.status()["pending"] >= 1, what="the failed paths to stay dirty")
             assert content(vault, "Inbox.md") != "# Inbox\n\nwritten while the database was busy\n"
         finally:
             blocker.execute("ROLLBACK")
             blocker.close()
-        wait_until(lambda: content(vault, "Inbox.md") == "# Inbox\n\nwritten while the database was busy\n",
-                   what="the retried batch")
+        wait_until(
+            lambda: content(vault, "Inbox.md") == "# Inbox\n\nwritten while the database was busy\n",
+            what="the retried batch",
+        )
         assert watcher.status()["last_error"] is None
 
 
@@ -290,5 +297,10 @@ def test_forced_polling_sees_edits(vault: Vault, vault_dir: Path) -> None:
         assert watcher.status()["observer"] == "polling"
         atomic_write(vault_dir / "Projects" / "Atlas.md", "# Atlas\n\npolled\n")
         (vault_dir / "Polled.md").write_text("# polled\n", encoding="utf-8")
-        wait_until(lambda: content(vault, "Projects/Atlas.md") == "# Atlas\n\npolled\n"
-                   and content(vault, "Polled.md") == "# polled\n", what="changes seen by polling")
+        wait_until(
+            lambda: (
+                content(vault, "Projects/Atlas.md") == "# Atlas\n\npolled\n"
+                and content(vault, "Polled.md") == "# polled\n"
+            ),
+            what="changes seen by polling",
+        )

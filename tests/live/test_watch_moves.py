@@ -18,8 +18,8 @@ import pytest
 from support.watch_helpers import no_thread_leaks, wait_until  # noqa: F401  (autouse fixture)
 
 from vaultsync import Vault
-from vaultsync.sync import BatchSummary
 from vaultsync.live.watcher import Watcher
+from vaultsync.sync import BatchSummary
 
 pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
 
@@ -60,8 +60,11 @@ def one_move(root: Path, rng: random.Random, step: int) -> dict[str, str]:
     else:
         source = rng.choice(existing)
         if kind == "existing":
-            targets = [f for f in folders(root) if f != source and not f.startswith(source + "/")
-                       and not source.startswith(f + "/")]
+            targets = [
+                f
+                for f in folders(root)
+                if f != source and not f.startswith(source + "/") and not source.startswith(f + "/")
+            ]
             target_folder = rng.choice(targets) if targets else f"N{step}"
         elif kind == "new":
             target_folder = f"N{step}"
@@ -74,7 +77,7 @@ def one_move(root: Path, rng: random.Random, step: int) -> dict[str, str]:
     (root / target_folder).mkdir(parents=True, exist_ok=True)
     os.rename(root / source, root / target_folder / name)
     new_rel = f"{target_folder}/{name}"
-    return {old: new_rel + old[len(source):] for old in before}
+    return {old: new_rel + old[len(source) :] for old in before}
 
 
 def recorded_as_renames(db: Path, moved: dict[str, str]) -> str | None:
@@ -226,8 +229,13 @@ def test_the_reported_folder_move_with_a_real_watch_process(tmp_path: Path) -> N
         for attempt in range(3):
             with (root / "Inbox.md").open("a", encoding="utf-8") as inbox:
                 inbox.write("x\n")
-            wait_until(lambda: "x\n" * (attempt + 1) in (root / "Inbox.md").read_text() and
-                       sum("1 modified" in line for line in proc.lines) == attempt + 1, what="the edit recorded")
+            wait_until(
+                lambda: (
+                    "x\n" * (attempt + 1) in (root / "Inbox.md").read_text()
+                    and sum("1 modified" in line for line in proc.lines) == attempt + 1
+                ),
+                what="the edit recorded",
+            )
             (root / f"A{attempt}").mkdir()
             os.rename(root / where, root / f"A{attempt}" / "Travel")
             moved = {f"{where}/{n}.md": f"A{attempt}/Travel/{n}.md" for n in ("Paris", "Rome")}

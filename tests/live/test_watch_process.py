@@ -27,8 +27,9 @@ def readonly(db: Path) -> Vault:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 @pytest.mark.capabilities_off("no-fcntl")
-def test_signal_flushes_pending_batch_and_second_writer_is_refused(sig: int, db_path: Path, vault_dir: Path,
-                                                                    cli) -> None:
+def test_signal_flushes_pending_batch_and_second_writer_is_refused(
+    sig: int, db_path: Path, vault_dir: Path, cli
+) -> None:
     watcher = WatchProcess(db_path, vault_dir, "--step-ms", "20000", "--debounce-ms", "60000", "--json", "-v")
     try:
         watcher.wait_for(READY)
@@ -57,7 +58,9 @@ def test_signal_flushes_pending_batch_and_second_writer_is_refused(sig: int, db_
     assert cli("import", str(vault_dir), db=db_path).returncode == 0, "the lock was released"
 
 
-def test_vault_folder_removed_keeps_watching_with_one_clear_line(db_path: Path, vault_dir: Path, tmp_path: Path) -> None:
+def test_vault_folder_removed_keeps_watching_with_one_clear_line(
+    db_path: Path, vault_dir: Path, tmp_path: Path
+) -> None:
     """A vanished vault folder is waited for, not recorded as deleted (issue 19; it used to stop the watcher)."""
     watcher = WatchProcess(db_path, vault_dir, "--step-ms", "50")
     try:
@@ -175,8 +178,9 @@ while os.getppid() == parent:  # until the watcher, which sh became, exits
 def unshare_available() -> bool:
     if not sys.platform.startswith("linux") or shutil.which("unshare") is None:
         return False
-    probe = subprocess.run(["unshare", "-Ur", "sh", "-c", "echo 100 > /proc/sys/user/max_inotify_watches"],
-                           capture_output=True)
+    probe = subprocess.run(
+        ["unshare", "-Ur", "sh", "-c", "echo 100 > /proc/sys/user/max_inotify_watches"], capture_output=True
+    )
     return probe.returncode == 0
 
 
@@ -201,17 +205,25 @@ def test_inotify_watch_limit_falls_back_to_polling(case: str, db_path: Path, vau
         limit = 60
         holder = tmp_path / "hold_watches.py"
         holder.write_text(HOLD_WATCHES, encoding="utf-8")
-        hold = (f"{sys.executable} {holder} {ready} {' '.join(map(str, others))} </dev/null >/dev/null 2>&1 & "
-                f"while [ ! -e {ready} ]; do sleep 0.05; done; ")
-    script = f"echo {limit} > /proc/sys/user/max_inotify_watches; {hold}exec \"$@\""
+        hold = (
+            f"{sys.executable} {holder} {ready} {' '.join(map(str, others))} </dev/null >/dev/null 2>&1 & "
+            f"while [ ! -e {ready} ]; do sleep 0.05; done; "
+        )
+    script = f'echo {limit} > /proc/sys/user/max_inotify_watches; {hold}exec "$@"'
     watcher = WatchProcess(db_path, vault_dir, "--step-ms", "50", prefix=["unshare", "-Ur", "sh", "-c", script, "sh"])
     try:
         warning = watcher.wait_for("falling back to polling")
         folders = 1 + sum(len(names) for _, names, _ in os.walk(vault_dir))
-        share = "fewer than its folders" if case == "limit below folder count" else "for all of this user's programs together"
-        assert (f"the native observer cannot watch {vault_dir}: not all of its {folders} folders could be watched "
-                f"(inotify watches are limited to fs.inotify.max_user_watches = {limit}, {share}); "
-                f"falling back to polling every 1 s") in warning, warning
+        share = (
+            "fewer than its folders"
+            if case == "limit below folder count"
+            else "for all of this user's programs together"
+        )
+        assert (
+            f"the native observer cannot watch {vault_dir}: not all of its {folders} folders could be watched "
+            f"(inotify watches are limited to fs.inotify.max_user_watches = {limit}, {share}); "
+            f"falling back to polling every 1 s"
+        ) in warning, warning
         watcher.wait_for(READY + str(vault_dir) + " (polling)")
         (vault_dir / "f39" / "deep.md").write_text("# seen by polling\n", encoding="utf-8")
 

@@ -26,12 +26,12 @@ from watchdog.events import (
     FileSystemEvent,
 )
 
+from vaultsync.disk.folder import observe_paths, scan
+from vaultsync.disk.paths import changed_path, is_note_path, nfc
+from vaultsync.gitimport import GitHistory
 from vaultsync.live import debounce
 from vaultsync.live.debounce import Debouncer, Pending, collapse
-from vaultsync.disk.folder import observe_paths, scan
-from vaultsync.gitimport import GitHistory
 from vaultsync.live.events import DirtyHandler, NoteFilter
-from vaultsync.disk.paths import changed_path, is_note_path, nfc
 
 
 def test_collapse_keeps_folders_and_drops_what_they_cover() -> None:
@@ -121,31 +121,34 @@ def test_debouncer_put_back_drain_and_close() -> None:
 ROOT = "/vault"
 
 
-@pytest.mark.parametrize(("event", "dirty"), [
-    (FileModifiedEvent(f"{ROOT}/a.md"), ["a.md"]),
-    (FileClosedEvent(f"{ROOT}/Sub/a.md"), ["Sub/a.md"]),
-    (FileMovedEvent(f"{ROOT}/.a.md.tmp", f"{ROOT}/a.md"), ["a.md"]),  # atomic save: temp name ignored
-    (FileMovedEvent(f"{ROOT}/a.md", f"{ROOT}/b.md"), ["a.md", "b.md"]),
-    (FileMovedEvent(f"{ROOT}/a.md", f"{ROOT}/.trash/a.md"), ["a.md"]),
-    (FileMovedEvent(f"{ROOT}/a.md", "/elsewhere/a.md"), ["a.md"]),
-    (FileCreatedEvent(f"{ROOT}/.obsidian/workspace.md"), []),
-    (FileCreatedEvent(f"{ROOT}/a.md~"), []),
-    (FileCreatedEvent(f"{ROOT}/.a.md.swp"), []),
-    (FileCreatedEvent(f"{ROOT}/a.md.swp"), []),
-    (FileCreatedEvent(f"{ROOT}/4913"), []),
-    (FileCreatedEvent(f"{ROOT}/image.png"), []),
-    (FileDeletedEvent("/elsewhere/a.md"), []),
-    (FileOpenedEvent(f"{ROOT}/a.md"), []),
-    (FileClosedNoWriteEvent(f"{ROOT}/a.md"), []),
-    (DirModifiedEvent(f"{ROOT}/Sub"), []),
-    (DirModifiedEvent(ROOT), []),
-    (DirDeletedEvent(f"{ROOT}/Sub"), ["Sub"]),  # a folder moved out of the vault
-    (DirCreatedEvent(f"{ROOT}/New/Deeper"), ["New/Deeper"]),
-    (DirMovedEvent(f"{ROOT}/Old", f"{ROOT}/New"), ["Old", "New"]),
-    (DirMovedEvent(f"{ROOT}/.staging/g1", f"{ROOT}/groups/g1"), ["groups/g1"]),
-    (DirCreatedEvent(f"{ROOT}/.git/objects"), []),
-    (DirDeletedEvent(ROOT), []),
-])
+@pytest.mark.parametrize(
+    ("event", "dirty"),
+    [
+        (FileModifiedEvent(f"{ROOT}/a.md"), ["a.md"]),
+        (FileClosedEvent(f"{ROOT}/Sub/a.md"), ["Sub/a.md"]),
+        (FileMovedEvent(f"{ROOT}/.a.md.tmp", f"{ROOT}/a.md"), ["a.md"]),  # atomic save: temp name ignored
+        (FileMovedEvent(f"{ROOT}/a.md", f"{ROOT}/b.md"), ["a.md", "b.md"]),
+        (FileMovedEvent(f"{ROOT}/a.md", f"{ROOT}/.trash/a.md"), ["a.md"]),
+        (FileMovedEvent(f"{ROOT}/a.md", "/elsewhere/a.md"), ["a.md"]),
+        (FileCreatedEvent(f"{ROOT}/.obsidian/workspace.md"), []),
+        (FileCreatedEvent(f"{ROOT}/a.md~"), []),
+        (FileCreatedEvent(f"{ROOT}/.a.md.swp"), []),
+        (FileCreatedEvent(f"{ROOT}/a.md.swp"), []),
+        (FileCreatedEvent(f"{ROOT}/4913"), []),
+        (FileCreatedEvent(f"{ROOT}/image.png"), []),
+        (FileDeletedEvent("/elsewhere/a.md"), []),
+        (FileOpenedEvent(f"{ROOT}/a.md"), []),
+        (FileClosedNoWriteEvent(f"{ROOT}/a.md"), []),
+        (DirModifiedEvent(f"{ROOT}/Sub"), []),
+        (DirModifiedEvent(ROOT), []),
+        (DirDeletedEvent(f"{ROOT}/Sub"), ["Sub"]),  # a folder moved out of the vault
+        (DirCreatedEvent(f"{ROOT}/New/Deeper"), ["New/Deeper"]),
+        (DirMovedEvent(f"{ROOT}/Old", f"{ROOT}/New"), ["Old", "New"]),
+        (DirMovedEvent(f"{ROOT}/.staging/g1", f"{ROOT}/groups/g1"), ["groups/g1"]),
+        (DirCreatedEvent(f"{ROOT}/.git/objects"), []),
+        (DirDeletedEvent(ROOT), []),
+    ],
+)
 def test_handler_marks_only_paths_that_can_matter(event: FileSystemEvent, dirty: list[str]) -> None:
     recorded: list[str] = []
     DirtyHandler(Path(ROOT), recorded.extend).dispatch(event)
@@ -234,8 +237,11 @@ def test_every_door_applies_the_same_note_rules(tricky_vault: Path) -> None:
             found["git backfill"] = sorted(history.tree(history.commits()[-1].sha))
         finally:
             history.close()
-    wrong = {door: (sorted(set(got) - set(EXPECTED)), sorted(set(EXPECTED) - set(got)))
-             for door, got in found.items() if got != EXPECTED}
+    wrong = {
+        door: (sorted(set(got) - set(EXPECTED)), sorted(set(EXPECTED) - set(got)))
+        for door, got in found.items()
+        if got != EXPECTED
+    }
     assert not wrong, f"doors disagreeing with the table (extra, missing): {wrong}"
 
 

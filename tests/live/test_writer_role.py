@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from vaultsync import Vault
-from vaultsync.live import handoff
 from vaultsync.errors import LockedError
+from vaultsync.live import handoff
 from vaultsync.live.writer_role import WriterRole
 
 
@@ -29,7 +29,11 @@ def test_stand_by_then_take_over_when_the_holder_stops(two) -> None:
     assert not standing.stand_by()
     assert (standing.role, standing.standby) == ("reader", True)
     line = standing.describe_standby()
-    assert line is not None and line.startswith("vault 'vault' is being watched by pid ") and "serving it as a reader" in line
+    assert (
+        line is not None
+        and line.startswith("vault 'vault' is being watched by pid ")
+        and "serving it as a reader" in line
+    )
     assert standing.holder() is not None and standing.holder()["watching"] is True
     standing.back_off(0)
     assert not standing.take_over()  # the holder still holds it
@@ -50,8 +54,9 @@ def test_wait_returns_when_stopped_or_once_the_holder_stops(two) -> None:
     stop = threading.Event()
     stop.set()
     assert not waiting.wait(stop, say=said.append, every_s=0.01)
-    assert said == [f"vault 'vault' is being watched by {second.describe_lock_holder()}; waiting to take over when "
-                    "it stops"]
+    assert said == [
+        f"vault 'vault' is being watched by {second.describe_lock_holder()}; waiting to take over when it stops"
+    ]
     releaser = threading.Timer(0.2, holding.release)
     releaser.start()
     try:
@@ -61,8 +66,9 @@ def test_wait_returns_when_stopped_or_once_the_holder_stops(two) -> None:
     assert said[-1] == "the other watcher stopped; taking over vault 'vault'" and waiting.holding
 
 
-def test_a_write_waits_for_the_watching_holder_then_takes_over(two, vault_dir: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_write_waits_for_the_watching_holder_then_takes_over(
+    two, vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """While another process watches, a write asks it to write and record the note (``live.handoff``); it
     never answers here (no desk), so the write fails in one line, nothing written; once that process
     stops, the write waiting for it does it itself."""
@@ -75,7 +81,8 @@ def test_a_write_waits_for_the_watching_holder_then_takes_over(two, vault_dir: P
         writing.write("Ideas/Kite.md", "# Kite\n", append=False)
     assert str(refused.value) == (
         f"vault 'vault' is being written by another process watching the vault, since "
-        f"{second.lock_holder()['started']}, which did not take the request within 0.3 s; nothing was written")
+        f"{second.lock_holder()['started']}, which did not take the request within 0.3 s; nothing was written"
+    )
     assert not (vault_dir / "Ideas" / "Kite.md").exists() and told == []
     monkeypatch.setattr(handoff, "WAIT_FOR_WRITER_S", 60.0)
     stopper = threading.Timer(0.5, watching.release)  # the holder stops while the write waits for it

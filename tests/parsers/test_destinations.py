@@ -24,10 +24,33 @@ def _same(string: str, pos: int, maximum: int) -> None:
     assert (ours.ok, ours.pos, ours.str) == (theirs.ok, theirs.pos, theirs.str), (string, pos, maximum)
 
 
-@pytest.mark.parametrize("string", [
-    "<My Note.md>", "<a\\>b>", "<a\nb>", "<a<b>", "<open", "<>", "<a\\", "a(b)c", "a(b", "a)b", "(" * 33 + ")" * 33,
-    "(" * 32 + ")" * 32, "a\\ b", "a\\)b", "a\\", "a b", "a\x7fb", "a\tb", "&amp;x", "a\\(b", "é/ü", "",
-])
+@pytest.mark.parametrize(
+    "string",
+    [
+        "<My Note.md>",
+        "<a\\>b>",
+        "<a\nb>",
+        "<a<b>",
+        "<open",
+        "<>",
+        "<a\\",
+        "a(b)c",
+        "a(b",
+        "a)b",
+        "(" * 33 + ")" * 33,
+        "(" * 32 + ")" * 32,
+        "a\\ b",
+        "a\\)b",
+        "a\\",
+        "a b",
+        "a\x7fb",
+        "a\tb",
+        "&amp;x",
+        "a\\(b",
+        "é/ü",
+        "",
+    ],
+)
 def test_destinations_read_as_markdown_it_reads_them(string: str) -> None:
     for maximum in range(len(string) + 2):
         for pos in range(min(maximum, len(string)) + 1):
@@ -43,13 +66,40 @@ def test_generated_destinations_read_as_markdown_it_reads_them() -> None:
         _same(string, pos, rnd.choice([len(string), rnd.randint(pos, len(string) + 2)]))
 
 
-@pytest.mark.parametrize("url", [
-    "https://example.com", "https://example.com/a/b?c=d&e=f#g", "http://x-y.b.c/p:q@r", "HTTPS://Example.com/",
-    "https://a..b/", "https://a./x", "https://" + "a" * 64 + ".com/", "https://" + ".".join(["abc"] * 90) + "/x",
-    "https://host:8080/x", "https://user@host/x", "https://[::1]/x", "https://bücher.de/", "https://x/{{repo}}",
-    "https://x/a b", "//host/x", "mailto:a@b.c", "obsidian://open?vault=a", "javascript:alert(1)",
-    "My%20Note.md", "My Note.md", "Note.md#Heading", "100%", "100%2", "%zz", "a/b/../c", "?q", "#h", "", "Örnek.md",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com",
+        "https://example.com/a/b?c=d&e=f#g",
+        "http://x-y.b.c/p:q@r",
+        "HTTPS://Example.com/",
+        "https://a..b/",
+        "https://a./x",
+        "https://" + "a" * 64 + ".com/",
+        "https://" + ".".join(["abc"] * 90) + "/x",
+        "https://host:8080/x",
+        "https://user@host/x",
+        "https://[::1]/x",
+        "https://bücher.de/",
+        "https://x/{{repo}}",
+        "https://x/a b",
+        "//host/x",
+        "mailto:a@b.c",
+        "obsidian://open?vault=a",
+        "javascript:alert(1)",
+        "My%20Note.md",
+        "My Note.md",
+        "Note.md#Heading",
+        "100%",
+        "100%2",
+        "%zz",
+        "a/b/../c",
+        "?q",
+        "#h",
+        "",
+        "Örnek.md",
+    ],
+)
 def test_normalized_as_markdown_it_normalizes(url: str) -> None:
     assert normalize_link(MARKDOWN_IT, url) == normalizeLink(url)
 
@@ -69,8 +119,11 @@ _DESTINATION = re.compile(r"\]\(\s*(<[^>\n]*>|[^)\s]*)")
 
 
 def _notes(clone: Path) -> list[tuple[str, str]]:
-    return [(decode(path.read_bytes()), path.relative_to(clone).as_posix()) for path in sorted(clone.rglob("*.md"))
-            if ".git" not in path.parts]
+    return [
+        (decode(path.read_bytes()), path.relative_to(clone).as_posix())
+        for path in sorted(clone.rglob("*.md"))
+        if ".git" not in path.parts
+    ]
 
 
 def test_a_real_vaults_links_parse_as_with_markdown_it_alone(help_clone: Path) -> None:

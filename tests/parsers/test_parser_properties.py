@@ -56,21 +56,46 @@ def check_cuts_between_blocks(text: str, note: ParsedNote, bound: int) -> None:
 
 WORD = st.one_of(
     st.text("abcdefghijklmnopqrstuvwxyzABC0123456789", min_size=1, max_size=8),
-    st.sampled_from(["[[Note]]", "[[Note#Head|alias]]", "![[pic.png]]", "#tag", "#a/b", "`code [[x]]`",
-                     "[md](other.md#h)", "^blk-1", "数据", "日本語", "é", "\t", "  ", "\x0c", "\u2028", "\x85",
-                     "**bold**", "_it_", "&amp;", "\\#", "%%c%%"]),
+    st.sampled_from(
+        [
+            "[[Note]]",
+            "[[Note#Head|alias]]",
+            "![[pic.png]]",
+            "#tag",
+            "#a/b",
+            "`code [[x]]`",
+            "[md](other.md#h)",
+            "^blk-1",
+            "数据",
+            "日本語",
+            "é",
+            "\t",
+            "  ",
+            "\x0c",
+            "\u2028",
+            "\x85",
+            "**bold**",
+            "_it_",
+            "&amp;",
+            "\\#",
+            "%%c%%",
+        ]
+    ),
 )
 INLINE = st.lists(WORD, min_size=1, max_size=12).map(" ".join)
 LONG_LINE = st.integers(10, 120).map(lambda n: ("long " * n).strip())
 PARAGRAPH = st.lists(st.one_of(INLINE, LONG_LINE), min_size=1, max_size=4)
-FENCE = st.tuples(st.sampled_from(["```", "~~~", "```python"]),
-                  st.lists(st.one_of(INLINE, st.just("# not a heading"), st.just("[[in fence]]"), LONG_LINE),
-                           max_size=12)).map(lambda t: [t[0], *t[1], t[0][:3]])
+FENCE = st.tuples(
+    st.sampled_from(["```", "~~~", "```python"]),
+    st.lists(st.one_of(INLINE, st.just("# not a heading"), st.just("[[in fence]]"), LONG_LINE), max_size=12),
+).map(lambda t: [t[0], *t[1], t[0][:3]])
 LIST = st.lists(INLINE, min_size=1, max_size=8).map(lambda items: [f"- {i}" for i in items])
 TABLE = st.lists(INLINE, min_size=1, max_size=8).map(
-    lambda rows: ["| a | b |", "| - | - |", *(f"| {r} | x |" for r in rows)])
+    lambda rows: ["| a | b |", "| - | - |", *(f"| {r} | x |" for r in rows)]
+)
 QUOTE = st.tuples(st.sampled_from(["", "[!note] ", "[!tip]- Title ", "[!WARNING]"]), st.lists(INLINE, max_size=4)).map(
-    lambda t: [f"> {t[0]}".rstrip(), *(f"> {line}" for line in t[1])])
+    lambda t: [f"> {t[0]}".rstrip(), *(f"> {line}" for line in t[1])]
+)
 BODY_BLOCK = st.one_of(PARAGRAPH, FENCE, LIST, TABLE, QUOTE, st.just(["    indented code #x [[y]]"]))
 """Blocks that never change the heading structure around them."""
 BODY = st.lists(BODY_BLOCK, max_size=6).map(lambda blocks: [line for b in blocks for line in [*b, ""]])
@@ -108,8 +133,10 @@ def test_any_text_round_trips(text: str, bound: int) -> None:
 
 
 @settings(max_examples=200)
-@given(text=st.text(alphabet=st.sampled_from("\r\n\x0c\u2028\x85\x00 #>-|`[]!^%ab"), max_size=200),
-       bound=st.sampled_from(BOUNDS))
+@given(
+    text=st.text(alphabet=st.sampled_from("\r\n\x0c\u2028\x85\x00 #>-|`[]!^%ab"), max_size=200),
+    bound=st.sampled_from(BOUNDS),
+)
 def test_control_heavy_text_round_trips(text: str, bound: int) -> None:
     check_chunks(text, parse_note(text, "n.md", bound), bound)
 
@@ -127,8 +154,10 @@ def test_line_cutting_matches_markdown_it() -> None:
     text = "a\r\nb\rc\nd\x0ce\u2028f\x85g\n\nh"
     assert split_lines(text) == ["a\r\n", "b\r", "c\n", "d\x0ce\u2028f\x85g\n", "\n", "h"]
     note = parse_note("# A\x0c\u2028x\r# B\r\n", "n.md")
-    assert [(c.heading_path, c.line_start, c.line_end) for c in note.chunks] == [(("A\x0c\u2028x",), 1, 1),
-                                                                                  (("B",), 2, 2)]
+    assert [(c.heading_path, c.line_start, c.line_end) for c in note.chunks] == [
+        (("A\x0c\u2028x",), 1, 1),
+        (("B",), 2, 2),
+    ]
 
 
 # --- stable IDs --------------------------------------------------------------------------
@@ -173,8 +202,13 @@ def paths(headings: list[tuple[int, str]]) -> list[tuple[str, ...]]:
 
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
-@given(note=sectioned_note(), new_body=BODY, which=st.integers(0), frontmatter=st.booleans(),
-       bound=st.sampled_from((40, 200, 2000)))
+@given(
+    note=sectioned_note(),
+    new_body=BODY,
+    which=st.integers(0),
+    frontmatter=st.booleans(),
+    bound=st.sampled_from((40, 200, 2000)),
+)
 def test_editing_one_section_keeps_other_ids(note, new_body, which, frontmatter, bound) -> None:  # type: ignore[no-untyped-def]
     headings, bodies, ending = note
     which %= len(bodies)
@@ -227,17 +261,20 @@ def test_duplicate_block_ids_and_headings_stay_unique() -> None:
 # --- never raises, odd frontmatter ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", [
-    ">" * 5000 + " deep",
-    "- " * 3000 + "x",
-    "[" * 5000 + "]" * 5000,
-    "*" * 10000,
-    "---\na: &a [*a]\n---\n",
-    "---\n" + "a: [" * 3000 + "\n---\n",
-    "---\nx: 2024-02-30\ny: !!python/object:os.system ls\n---\n",
-    "---\na: !!binary aGk=\nb: .nan\n? [k]\n: v\n---\n",
-    "\x00" * 10 + "\n# \x00\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        ">" * 5000 + " deep",
+        "- " * 3000 + "x",
+        "[" * 5000 + "]" * 5000,
+        "*" * 10000,
+        "---\na: &a [*a]\n---\n",
+        "---\n" + "a: [" * 3000 + "\n---\n",
+        "---\nx: 2024-02-30\ny: !!python/object:os.system ls\n---\n",
+        "---\na: !!binary aGk=\nb: .nan\n? [k]\n: v\n---\n",
+        "\x00" * 10 + "\n# \x00\n",
+    ],
+)
 def test_never_raises_on_hostile_input(text: str) -> None:
     note = parse_note(text, "n.md", 40)
     check_chunks(text, note, 40)
@@ -264,12 +301,21 @@ def test_docstring_examples_run(module: str) -> None:
 def test_obsidian_help_corpus(help_clone: Path) -> None:
     """Every English note of the Help vault at HEAD, from the session's clone of the bundle (conftest.py)."""
     clone = help_clone / ".git"
-    listing = subprocess.run(["git", "--git-dir", str(clone), "ls-tree", "-r", "-z", "HEAD", "en/"],
-                             check=True, capture_output=True).stdout.decode("utf-8").split("\0")
+    listing = (
+        subprocess.run(
+            ["git", "--git-dir", str(clone), "ls-tree", "-r", "-z", "HEAD", "en/"], check=True, capture_output=True
+        )
+        .stdout.decode("utf-8")
+        .split("\0")
+    )
     blobs = [(entry.split("\t", 1)[1], entry.split()[2]) for entry in listing if entry.endswith(".md")]
     assert len(blobs) > 100
-    batch = subprocess.run(["git", "--git-dir", str(clone), "cat-file", "--batch"], check=True,
-                           capture_output=True, input="".join(f"{sha}\n" for _, sha in blobs).encode()).stdout
+    batch = subprocess.run(
+        ["git", "--git-dir", str(clone), "cat-file", "--batch"],
+        check=True,
+        capture_output=True,
+        input="".join(f"{sha}\n" for _, sha in blobs).encode(),
+    ).stdout
     pos = 0
     for path, _ in blobs:
         header_end = batch.index(b"\n", pos)

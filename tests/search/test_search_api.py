@@ -8,25 +8,28 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from support.search_truth import brute_vector, fresh_keyword, same_ranking, split_export
-from vaultsync.embed.embedders import EMBEDDERS, HashEmbedder
-from vaultsync.errors import ConfigError, ProviderError, StoreError
-from vaultsync.store.search.engine import shared_ranks
-from vaultsync.store.search.signals import WEIGHTS, WHOLE
-from vaultsync.store.search.keyword import Scored
-from vaultsync.embed.tokenizer import parse_query
-from vaultsync.store import Store
+
 from vaultsync.disk.folder import scan
+from vaultsync.embed.embedders import EMBEDDERS, HashEmbedder
+from vaultsync.embed.tokenizer import parse_query
+from vaultsync.errors import ConfigError, ProviderError, StoreError
+from vaultsync.store import Store
+from vaultsync.store.search.engine import shared_ranks
+from vaultsync.store.search.keyword import Scored
+from vaultsync.store.search.signals import WEIGHTS, WHOLE
 from vaultsync.sync import Plan, write_plan
 from vaultsync.vault import Vault
 
 NOTES = {
-    "Projects/Atlas.md": ("---\ntags: [project, project/atlas]\nstatus: active\n---\n"
-                          "# Atlas\n\nBudget review and kickoff.\n\n"
-                          "## Risks\n\nThe budget is tight; e-mail the C++ team.\n"),
-    "Projects/Borealis.md": ("---\ntags: [project]\nstatus: done\n---\n"
-                             "# Borealis\n\nBudget closed. 東京で会議をした。\n"),
+    "Projects/Atlas.md": (
+        "---\ntags: [project, project/atlas]\nstatus: active\n---\n"
+        "# Atlas\n\nBudget review and kickoff.\n\n"
+        "## Risks\n\nThe budget is tight; e-mail the C++ team.\n"
+    ),
+    "Projects/Borealis.md": (
+        "---\ntags: [project]\nstatus: done\n---\n# Borealis\n\nBudget closed. 東京で会議をした。\n"
+    ),
     "Journal/2024-01-01.md": "# Monday\n\nBudget meeting notes, budget again. 서울에서 회의\n",
     "Inbox.md": "# Inbox\n\n- call the plumber about the budget\n",
 }
@@ -57,18 +60,28 @@ def scores(result: dict) -> dict[tuple[str, str], float]:
 
 
 @pytest.mark.parametrize("as_of", [None, "2024-01-15"])
-@pytest.mark.parametrize("filters", [{"prefix": "Projects/"}, {"tags": ["project"]}, {"tags": ["project/atlas"]},
-                                     {"where": {"status": "done"}}, {"prefix": "Journal/", "tags": ["project"]}])
+@pytest.mark.parametrize(
+    "filters",
+    [
+        {"prefix": "Projects/"},
+        {"tags": ["project"]},
+        {"tags": ["project/atlas"]},
+        {"where": {"status": "done"}},
+        {"prefix": "Journal/", "tags": ["project"]},
+    ],
+)
 def test_filters_narrow_results_without_changing_scores(history: Path, as_of: str | None, filters: dict) -> None:
     with Vault.open(history, readonly=True) as vault:
         everything = vault.search("budget", as_of=as_of, mode="keyword", limit=100).to_json()
         narrowed = vault.search("budget", as_of=as_of, mode="keyword", limit=100, **filters).to_json()
         notes = {r.path: r for r in vault.ls(as_of=as_of)}
+
     def keep(path: str) -> bool:
         rev = notes[path]
         ok = path.startswith(filters.get("prefix", ""))
         ok = ok and all(any(t == w or t.startswith(w + "/") for t in rev.tags) for w in filters.get("tags", []))
         return ok and all((rev.frontmatter or {}).get(k) == v for k, v in filters.get("where", {}).items())
+
     expected = [(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in everything["hits"] if keep(h["path"])]
     got = [(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in narrowed["hits"]]
     assert got == expected  # same chunks, same order, bit-identical scores
@@ -86,8 +99,10 @@ def test_historical_search_sees_only_what_was_known(history: Path) -> None:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(query=st.text(alphabet=st.sampled_from(list('abc "*-+():^.,ANDORNT東京\\\'{}[]#@~ \t\n')), max_size=20)
-       | st.text(max_size=12))
+@given(
+    query=st.text(alphabet=st.sampled_from(list("abc \"*-+():^.,ANDORNT東京\\'{}[]#@~ \t\n")), max_size=20)
+    | st.text(max_size=12)
+)
 def test_query_syntax_never_raises(history: Path, query: str) -> None:
     with Vault.open(history, readonly=True) as vault:
         for mode in ("keyword", "vector", "hybrid"):
@@ -96,7 +111,9 @@ def test_query_syntax_never_raises(history: Path, query: str) -> None:
         vault.search(query, mode="keyword", as_of="2024-01-15")
 
 
-@pytest.mark.parametrize("query", ["C++", "e-mail", "AND", "budget OR", '"budget review"', "budg*", '"unclosed', "NEAR(a b)"])
+@pytest.mark.parametrize(
+    "query", ["C++", "e-mail", "AND", "budget OR", '"budget review"', "budg*", '"unclosed', "NEAR(a b)"]
+)
 def test_awkward_queries_match_as_text(history: Path, query: str) -> None:
     with Vault.open(history, readonly=True) as vault:
         header, chunks = split_export(vault.export())
@@ -109,8 +126,12 @@ def test_awkward_queries_match_as_text(history: Path, query: str) -> None:
 
 def test_cjk_partial_phrases_match(history: Path) -> None:
     with Vault.open(history, readonly=True) as vault:
-        for query, path in [("東京", "Projects/Borealis.md"), ("会議", "Projects/Borealis.md"),
-                            ("京で会", "Projects/Borealis.md"), ("서울", "Journal/2024-01-01.md")]:
+        for query, path in [
+            ("東京", "Projects/Borealis.md"),
+            ("会議", "Projects/Borealis.md"),
+            ("京で会", "Projects/Borealis.md"),
+            ("서울", "Journal/2024-01-01.md"),
+        ]:
             hits = vault.search(query, mode="keyword").hits
             assert [h["path"] for h in hits] == [path], query
 
@@ -121,15 +142,28 @@ def test_hit_fields_and_signals(history: Path) -> None:
     assert set(result) >= {"query", "as_of", "mode", "hits"} and result["mode"] == "hybrid"
     best = max(-h["keyword"]["score"] for h in result["hits"])
     for hit in result["hits"]:
-        assert set(hit) >= {"path", "chunk_id", "heading_path", "lines", "text", "score", "keyword", "vector",
-                            "signals", "known_at", "content_hash", "uri"}
+        assert set(hit) >= {
+            "path",
+            "chunk_id",
+            "heading_path",
+            "lines",
+            "text",
+            "score",
+            "keyword",
+            "vector",
+            "signals",
+            "known_at",
+            "content_hash",
+            "uri",
+        }
         assert hit["vector"] is None  # the hashed embedder is not fused into the default mode
         found = hit["signals"]
         assert found["bm25"] == hit["keyword"]["score"]
         # the documented score: normalized bm25 (the best candidate here is among the hits) plus weighted signals,
         # plus WHOLE for a chunk holding the whole query in order
-        assert hit["score"] == pytest.approx(-found["bm25"] / best + sum(WEIGHTS[k] * found.get(k, 0.0) for k in WEIGHTS)
-                                             + WHOLE * found["whole"])
+        assert hit["score"] == pytest.approx(
+            -found["bm25"] / best + sum(WEIGHTS[k] * found.get(k, 0.0) for k in WEIGHTS) + WHOLE * found["whole"]
+        )
         assert hit["uri"].startswith("obsidian://open?vault=vault&file=")
         assert not hit["uri"].endswith(".md")
     fused = [h["score"] for h in result["hits"]]
@@ -156,8 +190,12 @@ def test_embedders_are_never_mixed_and_reembed_switches(history: Path, monkeypat
         vault.sync(known_at="2024-03-01")  # later batches keep using the store's embedder
         header, chunks = split_export(vault.export())
         got = vault.search("budget meeting", mode="vector", limit=100).to_json()
-        same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
-                     brute_vector(chunks, OtherEmbedder(), "budget meeting"), rel=0.0, abs_=1e-12)
+        same_ranking(
+            [(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
+            brute_vector(chunks, OtherEmbedder(), "budget meeting"),
+            rel=0.0,
+            abs_=1e-12,
+        )
     with pytest.raises(ProviderError):
         Store(history, embedder=HashEmbedder.embedder_id)  # now made by "other"
     monkeypatch.delitem(EMBEDDERS, "other")  # a vaultsync without that embedder: a clear error, keyword still works
@@ -183,8 +221,10 @@ def test_database_from_before_search_is_reindexed(tmp_path: Path) -> None:
         assert vault.reindex().batches_indexed == 1
         header, chunks = split_export(vault.export())
         got = vault.search("budget", mode="keyword", limit=100).to_json()
-        same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
-                     fresh_keyword(header, chunks, '"budget"'))
+        same_ranking(
+            [(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
+            fresh_keyword(header, chunks, '"budget"'),
+        )
         assert vault.reindex(full=True).batches_indexed == 1
         assert vault.search("budget", mode="keyword", limit=100).hits == got["hits"]
 
@@ -202,11 +242,18 @@ def test_cli_search_and_export(history: Path, cli) -> None:
     result = json.loads(done.stdout)
     assert result["mode"] == "keyword" and result["as_of"] == "2024-01-15T00:00:00Z" and result["hits"]
     with Vault.open(history, readonly=True) as vault:
-        assert result == {**vault.search("budget", mode="keyword", as_of="2024-01-15").to_json(), "valid_at": result["valid_at"]}
-    lines = [json.loads(line) for line in cli("export", "--as-of", "2024-01-15", db=history, check=True).stdout.splitlines()]
+        assert result == {
+            **vault.search("budget", mode="keyword", as_of="2024-01-15").to_json(),
+            "valid_at": result["valid_at"],
+        }
+    lines = [
+        json.loads(line) for line in cli("export", "--as-of", "2024-01-15", db=history, check=True).stdout.splitlines()
+    ]
     assert lines[0]["tokenizer"] == "unicode61 remove_diacritics 2"
-    same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in result["hits"]],
-                 fresh_keyword(lines[0], lines[1:], '"budget"', 10))
+    same_ranking(
+        [(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in result["hits"]],
+        fresh_keyword(lines[0], lines[1:], '"budget"', 10),
+    )
     human = cli("search", "budget", "--tag", "project", db=history, check=True).stdout
     assert "Projects/Atlas.md" in human and "Journal" not in human
     bad = cli("search", "budget", "--as-of", "soon", db=history)
@@ -230,8 +277,10 @@ def test_vaults_sharing_a_database_are_searched_apart(tmp_path: Path) -> None:
                 got = vault.search("budget", mode=mode, limit=100).to_json()
                 assert {h["path"] for h in got["hits"]} <= {c["path"] for c in chunks}
             got = vault.search("budget", mode="keyword", limit=100).to_json()
-            same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
-                         fresh_keyword(header, chunks, '"budget"'))
+            same_ranking(
+                [(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
+                fresh_keyword(header, chunks, '"budget"'),
+            )
 
 
 def test_validity_is_an_interval_overlay(tmp_path: Path) -> None:
@@ -239,17 +288,20 @@ def test_validity_is_an_interval_overlay(tmp_path: Path) -> None:
     write(root, {"Plan.md": "# Plan\n\nThe budget is open.\n"})
     with Vault.open(tmp_path / "db.sqlite", root=root) as vault:
         vault.sync(known_at="2024-01-01")
-        write(root, {"Plan.md": "---\nvalid_from: 2024-03-01\nvalid_to: 2024-04-01\n---\n# Plan\n\nThe budget is frozen.\n"})
+        write(
+            root,
+            {"Plan.md": "---\nvalid_from: 2024-03-01\nvalid_to: 2024-04-01\n---\n# Plan\n\nThe budget is frozen.\n"},
+        )
         vault.sync(known_at="2024-02-01")
 
         def words(valid_at: str | None, as_of: str | None = None) -> list[str]:
             hits = vault.search("budget", as_of=as_of, valid_at=valid_at, mode="keyword").hits
             return [w for h in hits for w in ("open", "frozen") if w in h["text"]]
 
-        assert words("2024-03-15") == ["frozen"]            # inside the interval: the bounded revision
-        assert words("2024-05-01") == ["open"]              # outside: the revision it replaced
+        assert words("2024-03-15") == ["frozen"]  # inside the interval: the bounded revision
+        assert words("2024-05-01") == ["open"]  # outside: the revision it replaced
         assert words("2024-03-15", as_of="2024-01-15") == ["open"]  # not known yet at that cutoff
-        assert words(None, as_of="2024-03-15") == ["frozen"]        # valid_at defaults to the cutoff
+        assert words(None, as_of="2024-03-15") == ["frozen"]  # valid_at defaults to the cutoff
 
 
 def test_a_full_reindex_keeps_the_stores_embedder(history: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,11 +10,11 @@ import random
 from pathlib import Path
 
 import pytest
-
 from support.search_truth import FreshKeyword, fresh_default, same_ranking, split_export
-from vaultsync.store.search import cutoff
-from vaultsync.store.search.cutoff import B, K1, tail_bound
+
 from vaultsync.embed.tokenizer import parse_query
+from vaultsync.store.search import cutoff
+from vaultsync.store.search.cutoff import K1, B, tail_bound
 from vaultsync.vault import Vault
 
 
@@ -98,7 +98,7 @@ def test_best_first_equals_a_fresh_index_at_past_cutoffs(tmp_path: Path, walked:
                     (root / f"n{i:03d}.md").write_text(_note(i, step), encoding="utf-8")
                 for i in range(40, 50):
                     (root / f"n{i:03d}.md").unlink()
-            when = dt.datetime(2024, 2, 1 + step, tzinfo=dt.timezone.utc).isoformat()
+            when = dt.datetime(2024, 2, 1 + step, tzinfo=dt.UTC).isoformat()
             vault.sync(known_at=when)
             times.append(when)
         holding = vault.search("common", mode="keyword", limit=1000).hits
@@ -108,18 +108,23 @@ def test_best_first_equals_a_fresh_index_at_past_cutoffs(tmp_path: Path, walked:
             for query in QUERIES:
                 for limit in (1, 3, 10, 40, 500):
                     got = vault.search(query, as_of=as_of, mode="keyword", limit=limit).hits
-                    same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
-                                 fresh.search(parse_query(query).expression, limit))
+                    same_ranking(
+                        [(h["path"], h["chunk_id"], h["score"]) for h in got],
+                        fresh.search(parse_query(query).expression, limit),
+                    )
                 got = vault.search(query, as_of=as_of, limit=30).hits  # default mode: the whole query's docs too
-                same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
-                             fresh_default(header, chunks, query, 30, index=fresh))
+                same_ranking(
+                    [(h["path"], h["chunk_id"], h["score"]) for h in got],
+                    fresh_default(header, chunks, query, 30, index=fresh),
+                )
             fresh.close()
     assert any(early and scored < len(holding) for early, scored, _ in walked)  # stopped early
     assert any(not early for early, _, _ in walked)  # the rest scored as without the walk
 
 
-def test_best_first_equals_a_fresh_index_now_over_copies_and_valid_time(tmp_path: Path,
-                                                                         walked: list[tuple[bool, int, int]]) -> None:
+def test_best_first_equals_a_fresh_index_now_over_copies_and_valid_time(
+    tmp_path: Path, walked: list[tuple[bool, int, int]]
+) -> None:
     """Now over copies (the per-doc ranking replaces the live table's) and at a validity time that swaps a
     revision for an earlier one (the overlay changes the docs' visible rows): as a fresh index."""
     root = tmp_path / "vault"
@@ -132,8 +137,10 @@ def test_best_first_equals_a_fresh_index_now_over_copies_and_valid_time(tmp_path
     policy.write_text("---\nvalid_from: 2024-01-01\n---\n# Policy\n\ncommon common common rule\n", encoding="utf-8")
     with Vault.open(tmp_path / "db.sqlite", root=root) as vault:
         vault.sync(known_at="2024-03-01")
-        policy.write_text("---\nvalid_from: 2025-01-01\n---\n# Policy\n\ncommon later rule with many more words in it\n",
-                          encoding="utf-8")
+        policy.write_text(
+            "---\nvalid_from: 2025-01-01\n---\n# Policy\n\ncommon later rule with many more words in it\n",
+            encoding="utf-8",
+        )
         vault.sync(known_at="2024-03-02")
         for valid_at in (None, "2024-06-01"):
             header, chunks = split_export(vault.export(valid_at=valid_at))
@@ -143,7 +150,9 @@ def test_best_first_equals_a_fresh_index_now_over_copies_and_valid_time(tmp_path
                 for limit in (1, 5, 30, 400):
                     walked.clear()
                     got = vault.search(query, valid_at=valid_at, mode="keyword", limit=limit).hits
-                    same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
-                                 fresh.search(parse_query(query).expression, limit))
+                    same_ranking(
+                        [(h["path"], h["chunk_id"], h["score"]) for h in got],
+                        fresh.search(parse_query(query).expression, limit),
+                    )
                     assert walked or not got  # every query was walked
             fresh.close()

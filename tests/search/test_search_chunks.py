@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from mdit_py_plugins.front_matter import front_matter_plugin
-
 from support.search_truth import split_export
+
 from vaultsync.vault import Vault
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,8 +61,10 @@ def check_index(vault: Vault) -> int:
                 assert chunk["indexed"], (path, chunk["text"])
     for query in ["the", "a", "notes", "sync", "budget"]:
         for hit in vault.search(query, limit=50).hits:
-            assert has_content(hit["text"]) or not any(
-                has_content(c["text"]) for c in notes[hit["path"]]), (query, hit["text"])
+            assert has_content(hit["text"]) or not any(has_content(c["text"]) for c in notes[hit["path"]]), (
+                query,
+                hit["text"],
+            )
     return left_out
 
 
@@ -80,9 +82,21 @@ def test_no_sample_vault_chunk_in_the_index_is_blank_or_heading_only(tmp_path: P
 
 
 HEADINGS = st.sampled_from(["# Title", "## Plan", "### Deep", "## Risks ##", "   ## Indented", "#### Four"])
-BODY = st.sampled_from(["Some words here.", "- a list item", "1. first", "> quoted", "```\n# not a heading\n```",
-                        "| a | b |\n|---|---|\n| 1 | 2 |", "#tag-only", "    indented code", "text ^block1",
-                        "<div>html</div>", "word " * 60])
+BODY = st.sampled_from(
+    [
+        "Some words here.",
+        "- a list item",
+        "1. first",
+        "> quoted",
+        "```\n# not a heading\n```",
+        "| a | b |\n|---|---|\n| 1 | 2 |",
+        "#tag-only",
+        "    indented code",
+        "text ^block1",
+        "<div>html</div>",
+        "word " * 60,
+    ]
+)
 BARE_LINES = st.sampled_from(["", "", "---", "***", "_ _ _", "  "])
 LINE = st.one_of(HEADINGS, BODY, BARE_LINES)
 
@@ -96,8 +110,9 @@ def note(draw: st.DrawFn) -> str:
     return "\n".join(lines) + draw(st.sampled_from(["\n", "", "\n\n"]))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(notes=st.lists(note(), min_size=1, max_size=4))
 @example(notes=["---\n# Title\n---\nSome words here.\n", "---\n#tag-only\n---\n## Plan\n"])
 def test_no_generated_chunk_in_the_index_is_blank_or_heading_only(tmp_path_factory, notes: list[str]) -> None:

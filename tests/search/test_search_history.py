@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import Replayed
 from support.search_truth import BruteVector, FreshKeyword, fresh_default, same_ranking, split_export
+
 from vaultsync.embed.embedders import HashEmbedder
 from vaultsync.embed.tokenizer import CJK_RUN, parse_query
 from vaultsync.times import parse_time
@@ -43,10 +43,12 @@ def queries_for(chunks: list[dict], rng: random.Random) -> list[str]:
         if words:
             out.append(" ".join(rng.sample(words, min(2, len(words)))))
         if folder in ("zh", "ja", "ko"):
-            runs = [r for c in rng.sample(items, min(20, len(items))) for r in CJK_RUN.findall(c["text"]) if len(r) >= 2]
+            runs = [
+                r for c in rng.sample(items, min(20, len(items))) for r in CJK_RUN.findall(c["text"]) if len(r) >= 2
+            ]
             for run in rng.sample(runs, min(3, len(runs))):
                 start = rng.randrange(0, len(run) - 1)
-                out.append(run[start:start + rng.randint(2, 4)])
+                out.append(run[start : start + rng.randint(2, 4)])
     return out
 
 
@@ -83,8 +85,12 @@ def test_vector_exact_on_real_history(help_history: tuple[Path, list[int]]) -> N
             brute = BruteVector(chunks, HashEmbedder())
             for query in ("embed a file", "同期", "plugin settings"):
                 got = vault.search(query, as_of=as_of, mode="vector", limit=20).to_json()
-                same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
-                             brute.search(query, 20), rel=0.0, abs_=1e-12)
+                same_ranking(
+                    [(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
+                    brute.search(query, 20),
+                    rel=0.0,
+                    abs_=1e-12,
+                )
 
 
 def words_in_order(query: str) -> re.Pattern[str]:
@@ -123,7 +129,7 @@ def test_remembered_words_find_their_note_first(help_replayed: Replayed) -> None
             if len(holders) == 1:
                 assert notes[0] == wanted, (query, notes[:5])
             else:  # every holder before every other note, the remembered one among them
-                assert set(notes[:len(holders)]) == holders, (query, notes[:len(holders) + 2], holders)
+                assert set(notes[: len(holders)]) == holders, (query, notes[: len(holders) + 2], holders)
 
 
 def test_default_exact_on_real_history(help_history: tuple[Path, list[int]]) -> None:
@@ -142,12 +148,14 @@ def test_default_exact_on_real_history(help_history: tuple[Path, list[int]]) -> 
                 if len(words) >= 6:
                     n = rng.randint(3, 6)
                     start = rng.randrange(len(words) - n + 1)
-                    queries.append(" ".join(words[start:start + n]))
+                    queries.append(" ".join(words[start : start + n]))
             for query in queries:
                 for limit in (10, 250):
                     got = vault.search(query, as_of=as_of, limit=limit).hits
-                    same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
-                                 fresh_default(header, chunks, query, limit, index=fresh))
+                    same_ranking(
+                        [(h["path"], h["chunk_id"], h["score"]) for h in got],
+                        fresh_default(header, chunks, query, limit, index=fresh),
+                    )
             fresh.close()
 
 
@@ -160,7 +168,9 @@ def test_common_words_best_first_exact_on_real_history(help_history: tuple[Path,
     db, times = help_history
     outcomes: list[bool] = []
     walk = cutoff.Scorer.best_first
-    monkeypatch.setattr(cutoff.Scorer, "best_first", lambda self, *a: (outcomes.append(walk(self, *a)), outcomes[-1])[1])
+    monkeypatch.setattr(
+        cutoff.Scorer, "best_first", lambda self, *a: (outcomes.append(walk(self, *a)), outcomes[-1])[1]
+    )
     monkeypatch.setattr(cutoff, "SHARE", 0)
     monkeypatch.setattr(cutoff, "WALKED", 2)
     queries = ["the", "to", "obsidian", "note", "link*", '"you can"', "the note", "obsidian plugin", "and a"]
@@ -177,7 +187,9 @@ def test_common_words_best_first_exact_on_real_history(help_history: tuple[Path,
                     same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got], want)
             for query in ("the", "the note", "obsidian plugin"):  # default mode: the whole query's docs too
                 got = vault.search(query, as_of=as_of, limit=10).hits
-                same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
-                             fresh_default(header, chunks, query, 10, index=fresh))
+                same_ranking(
+                    [(h["path"], h["chunk_id"], h["score"]) for h in got],
+                    fresh_default(header, chunks, query, 10, index=fresh),
+                )
             fresh.close()
     assert True in outcomes and False in outcomes, outcomes  # walks that sufficed, walks followed by the rest

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import apsw
 import pytest
-
 from conftest import copy_db
-from support.search_truth import FreshKeyword, fresh_default, same_ranking, split_export
 from support.purge_repair import TIMES, _rebuilt, _rows, two_vaults  # noqa: F401 (a fixture)
+from support.search_truth import FreshKeyword, fresh_default, same_ranking, split_export
+
+from vaultsync.embed.tokenizer import parse_query
 from vaultsync.store.search import cutoff
 from vaultsync.store.search.schema import OPEN
-from vaultsync.embed.tokenizer import parse_query
 from vaultsync.vault import Vault
 
 RECOUNT = f"""SELECT doc_id, vault_id, born, coalesce(died, {OPEN}), count(*) FROM search_rows
@@ -43,8 +43,11 @@ def test_spans_equal_a_recount_after_index_purge_and_rebuild(two_vaults, tmp_pat
     _spans_match(db)
     assert any(died != OPEN for _, _, _, died, _ in _rows(db, SPANS))  # ended rows too
     with Vault.open(db, root=alpha) as vault:
-        args = {"text": {"texts": ["harlequin-gazebo-7731"]}, "note": {"note": "n2.md"},
-                "before": {"before": TIMES[3]}}[kind]
+        args = {
+            "text": {"texts": ["harlequin-gazebo-7731"]},
+            "note": {"note": "n2.md"},
+            "before": {"before": TIMES[3]},
+        }[kind]
         vault.purge(**args, also_current=True)
     _spans_match(db)
     _spans_match(_rebuilt(db, tmp_path / "rebuilt.db"))
@@ -62,11 +65,13 @@ def test_migration_adds_spans_and_an_older_database_reads_the_same(two_vaults, t
     con.close()
     queries = ["garden notes", "lantern gate", "harlequin"]
     with Vault.open(older, name="alpha", readonly=True) as vault:  # read as it is: the counts come from search_rows
-        before = {(q, t): vault.search(q, as_of=t, mode="keyword", limit=50).to_json()["hits"]
-                  for q in queries for t in TIMES}
+        before = {
+            (q, t): vault.search(q, as_of=t, mode="keyword", limit=50).to_json()["hits"] for q in queries for t in TIMES
+        }
     with Vault.open(older, root=alpha) as vault:  # migrated
-        after = {(q, t): vault.search(q, as_of=t, mode="keyword", limit=50).to_json()["hits"]
-                 for q in queries for t in TIMES}
+        after = {
+            (q, t): vault.search(q, as_of=t, mode="keyword", limit=50).to_json()["hits"] for q in queries for t in TIMES
+        }
     assert _rows(older, "PRAGMA user_version")[0][0] >= 8
     _spans_match(older)
     assert before == after and any(before.values())
@@ -91,7 +96,7 @@ def test_pruning_keeps_every_row_a_fresh_index_ranks_in_its_top_limit(tmp_path: 
         for step in range(3):
             for i in range(step * 20, step * 20 + 30):  # overlapping ranges: later steps rewrite some notes
                 (root / f"n{i:03d}.md").write_text(_note(i + step * (i % 2)), encoding="utf-8")
-            when = dt.datetime(2024, 2, 1 + step, tzinfo=dt.timezone.utc).isoformat()
+            when = dt.datetime(2024, 2, 1 + step, tzinfo=dt.UTC).isoformat()
             vault.sync(known_at=when)
             times.append(when)
         scored: list[int] = []
@@ -111,8 +116,10 @@ def test_pruning_keeps_every_row_a_fresh_index_ranks_in_its_top_limit(tmp_path: 
                 for limit in (1, 2, 3, 5, 8, 13, 40):
                     scored.clear()
                     got = vault.search(query, as_of=as_of, mode="keyword", limit=limit).to_json()["hits"]
-                    same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
-                                 fresh.search(parse_query(query).expression, limit))
+                    same_ranking(
+                        [(h["path"], h["chunk_id"], h["score"]) for h in got],
+                        fresh.search(parse_query(query).expression, limit),
+                    )
                     pruned += bool(scored) and scored[-1] < holding
             fresh.close()
     assert pruned  # the bound did skip docs somewhere, and every answer was still exact
@@ -138,8 +145,10 @@ def test_now_ranks_copies_by_doc_as_a_fresh_index(tmp_path: Path, monkeypatch) -
                 calls.clear()
                 got = vault.search(query, mode="keyword", limit=limit).to_json()["hits"]
                 assert calls  # ranked per doc, not by the live table
-                same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got],
-                             fresh.search(parse_query(query).expression, limit))
+                same_ranking(
+                    [(h["path"], h["chunk_id"], h["score"]) for h in got],
+                    fresh.search(parse_query(query).expression, limit),
+                )
             got = vault.search(query, limit=30).to_json()["hits"]
             want = fresh_default(header, chunks, query, 30)
             same_ranking([(h["path"], h["chunk_id"], h["score"]) for h in got], want)

@@ -6,17 +6,41 @@ import apsw
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from vaultsync.store.search.snippets import snippet
 from vaultsync.embed.tokenizer import TOKENIZE, parse_query
+from vaultsync.store.search.snippets import snippet
 
-WORDS = ["ate", "create", "states", "sync", "notes", "Ünïcode", "unicode", "e-mail", "email", "café", "cafe",
-         "C++", "x2", "2x", "don't", "_under_", "a", "at", "ATE", "naïve"]
+WORDS = [
+    "ate",
+    "create",
+    "states",
+    "sync",
+    "notes",
+    "Ünïcode",
+    "unicode",
+    "e-mail",
+    "email",
+    "café",
+    "cafe",
+    "C++",
+    "x2",
+    "2x",
+    "don't",
+    "_under_",
+    "a",
+    "at",
+    "ATE",
+    "naïve",
+]
 SEPARATORS = [" ", "  ", "\n", "\n\n", ", ", "-", ".", "'", "(", ")", "*", "_", "/", " — "]
 
 text_st = st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPARATORS)), min_size=1, max_size=80).map(
-    lambda parts: "".join(w + s for w, s in parts))
-query_st = st.lists(st.one_of(st.sampled_from(WORDS), st.sampled_from(["cre*", "st*", '"sync ate"', '"e mail"'])),
-                    min_size=1, max_size=3).map(" ".join)
+    lambda parts: "".join(w + s for w, s in parts)
+)
+query_st = st.lists(
+    st.one_of(st.sampled_from(WORDS), st.sampled_from(["cre*", "st*", '"sync ate"', '"e mail"'])),
+    min_size=1,
+    max_size=3,
+).map(" ".join)
 
 
 def highlighted(text: str, query: str) -> str:
@@ -24,8 +48,9 @@ def highlighted(text: str, query: str) -> str:
     con = apsw.Connection(":memory:")
     con.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize='{TOKENIZE}')")
     con.execute("INSERT INTO t (rowid, body) VALUES (1, ?)", (text,))
-    row = con.execute("SELECT highlight(t, 0, '**', '**') FROM t WHERE t MATCH ?",
-                      (parse_query(query).expression,)).fetchone()
+    row = con.execute(
+        "SELECT highlight(t, 0, '**', '**') FROM t WHERE t MATCH ?", (parse_query(query).expression,)
+    ).fetchone()
     con.close()
     return " ".join((row[0] if row else text).split())
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
-
 from conftest import REPO
+from mcp import Client
 from support.mcp_helpers import error_text, sc
+
 from vaultsync import Vault
 from vaultsync.server import ServeConfig, build_server
 from vaultsync.times import format_time
@@ -67,7 +67,7 @@ async def test_search_answers_are_compact_grouped_and_explain_only_when_asked(sa
             assert data["times"][note["time"]].endswith("Z")  # times are said once, rows name them by index
             for heading, first, last, excerpt in note["hits"]:
                 assert isinstance(heading, str) and 1 <= first <= last
-                flat = " ".join(" ".join(disk.decode().splitlines()[first - 1:last]).split())
+                flat = " ".join(" ".join(disk.decode().splitlines()[first - 1 : last]).split())
                 assert excerpt.strip("…") in flat, (excerpt, flat)  # an excerpt of the hit's own lines
                 carried += len(excerpt)
         assert len(text) <= 5000 and len(text) <= 1.5 * carried, (len(text), carried)
@@ -93,8 +93,11 @@ async def test_lists_are_terse_and_revisions_short_and_accepted_back(sample: tup
     async with Client(build_server(ServeConfig(db=db, root=root, allow_writes=True))) as c:
         listing = await c.call_tool("list_notes", {"limit": 500})
         data = compact(listing)
-        rows = [(folder + name, rev, data["times"][at]) for folder, notes in data["folders"].items()
-                for name, rev, at in notes]
+        rows = [
+            (folder + name, rev, data["times"][at])
+            for folder, notes in data["folders"].items()
+            for name, rev, at in notes
+        ]
         with Vault.open(db, name=root.name, readonly=True) as vault:
             expected = vault.ls()
         assert [r[0] for r in rows] == [r.path for r in expected]
@@ -109,8 +112,9 @@ async def test_lists_are_terse_and_revisions_short_and_accepted_back(sample: tup
 
         # the short id is a revision id: restore_note and expected_revision take it back
         first, last = revs[0]["revision"], revs[-1]["revision"]
-        restored = sc(await c.call_tool("restore_note", {"path": "Inbox.md", "revision": first,
-                                                         "expected_revision": last}))
+        restored = sc(
+            await c.call_tool("restore_note", {"path": "Inbox.md", "revision": first, "expected_revision": last})
+        )
         assert hashlib.sha256((root / "Inbox.md").read_bytes()).hexdigest().startswith(first)
         assert restored["path"] == "Inbox.md"
         changes = compact(await c.call_tool("list_changes", {"since": revs[0]["known_at"]}))
@@ -128,8 +132,9 @@ async def test_argument_errors_name_the_argument_without_a_url(sample: tuple[Pat
         assert "argument 'limit'" in wrong and "integer" in wrong and "http" not in wrong
         both = error_text(await c.call_tool("edit_note", {"new_text": "x"}))
         assert "missing argument 'path'" in both and "missing argument 'expected_revision'" in both
-        bad = error_text(await c.call_tool("append_to_note", {"path": "Inbox.md", "text": "x",
-                                                              "expected_revision": "zzzz"}))
+        bad = error_text(
+            await c.call_tool("append_to_note", {"path": "Inbox.md", "text": "x", "expected_revision": "zzzz"})
+        )
         assert "not a revision id" in bad and "changed since" not in bad, bad
 
 

@@ -22,7 +22,6 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-
 from support import compat_matrix as cm
 from support.mcp_helpers import free_port, history_under, start_http, stop
 
@@ -36,8 +35,11 @@ WRITE = os.environ.get("VAULTSYNC_WRITE_COMPAT") == "1"
 
 async def v2_row(mode: str, transport: str, stdio: StdioServerParameters, url: str) -> dict[str, Any]:
     """The Python SDK v2 (this venv) runs the script; mode "auto" negotiates 2026-07-28, "legacy" 2025-11-25."""
-    row: dict[str, Any] = {"client": cm.PY2_AUTO if mode == "auto" else cm.PY2_LEGACY, "version": version("mcp"),
-                           "transport": transport}
+    row: dict[str, Any] = {
+        "client": cm.PY2_AUTO if mode == "auto" else cm.PY2_LEGACY,
+        "version": version("mcp"),
+        "transport": transport,
+    }
     try:
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http:
             target = stdio if transport == "stdio" else streamable_http_client(url, http_client=http)
@@ -46,10 +48,17 @@ async def v2_row(mode: str, transport: str, stdio: StdioServerParameters, url: s
                 calls = {}
                 for call in cm.SCRIPT:
                     r = await c.call_tool(call["tool"], call["arguments"])
-                    calls[call["step"]] = {"isError": r.is_error, "structured": r.structured_content,
-                                           "text": r.content[0].text if r.content else None}
-                row.update(protocol=c.protocol_version, server=c.server_info.name, calls=calls,
-                           tools=[{"name": t.name, "readOnly": t.annotations.read_only_hint} for t in tools])
+                    calls[call["step"]] = {
+                        "isError": r.is_error,
+                        "structured": r.structured_content,
+                        "text": r.content[0].text if r.content else None,
+                    }
+                row.update(
+                    protocol=c.protocol_version,
+                    server=c.server_info.name,
+                    calls=calls,
+                    tools=[{"name": t.name, "readOnly": t.annotations.read_only_hint} for t in tools],
+                )
     except Exception:
         row["error"] = traceback.format_exc()
     return row
@@ -60,11 +69,23 @@ def start_subprocess_clients(spec: dict[str, Any], unavailable: dict[str, str]) 
     env = {**os.environ, "VAULTSYNC_TEST_TOKEN": TOKEN}
     started = []
     if SDK1_PYTHON.exists():
-        started.append(subprocess.Popen(
-            [str(SDK1_PYTHON), str(REPO / "tests" / "compat" / "sdk1_client.py"), json.dumps({**spec, "label": cm.PY1})],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+        started.append(
+            subprocess.Popen(
+                [
+                    str(SDK1_PYTHON),
+                    str(REPO / "tests" / "compat" / "sdk1_client.py"),
+                    json.dumps({**spec, "label": cm.PY1}),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+        )
     else:
-        unavailable[cm.PY1] = "SKIPPED: .venv-sdk1 is missing; `make test` creates it (pip install from requirements-sdk1.txt)"
+        unavailable[cm.PY1] = (
+            "SKIPPED: .venv-sdk1 is missing; `make test` creates it (pip install from requirements-sdk1.txt)"
+        )
     node = shutil.which("node")
     packages = {}
     for label, name in TS_PACKAGES.items():
@@ -75,8 +96,16 @@ def start_subprocess_clients(spec: dict[str, Any], unavailable: dict[str, str]) 
         else:
             packages[label] = name
     if packages:
-        started.append(subprocess.Popen([node, str(JS / "client.mjs"), json.dumps({**spec, "packages": packages})],
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=JS))
+        started.append(
+            subprocess.Popen(
+                [node, str(JS / "client.mjs"), json.dumps({**spec, "packages": packages})],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                cwd=JS,
+            )
+        )
     return started
 
 
@@ -99,8 +128,9 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
         async def in_process() -> list[dict[str, Any]]:
             stdio = StdioServerParameters(command=sys.executable, args=argv)
-            return [await v2_row(mode, transport, stdio, url) for mode in ("auto", "legacy")
-                    for transport in cm.TRANSPORTS]
+            return [
+                await v2_row(mode, transport, stdio, url) for mode in ("auto", "legacy") for transport in cm.TRANSPORTS
+            ]
 
         rows = anyio.run(in_process)
         for proc in clients:
@@ -150,17 +180,26 @@ def test_checks_flag_each_wrong_answer(matrix: dict[str, Any]) -> None:
     """The row checks are not vacuous: a good row breaks on any one wrong answer."""
     good = next(r for r in matrix["rows"] if r["client"] == cm.PY2_AUTO and r["transport"] == "stdio")
     assert cm.problems(good) == [] and cm.line(good)[-1] == "pass"
-    breaks = [("protocol", None), ("server", "other"), ("tools", good["tools"][1:]),
-              ("tools", [{**t, "readOnly": None} for t in good["tools"]])]
-    for step, field, value in [("search", "isError", True), ("read", "structured", {**good["calls"]["read"]["structured"],
-                               "known_at": "2024-02-01T00:00:00Z"}), ("missing", "isError", False),
-                               ("missing", "text", "no such note")]:
+    breaks = [
+        ("protocol", None),
+        ("server", "other"),
+        ("tools", good["tools"][1:]),
+        ("tools", [{**t, "readOnly": None} for t in good["tools"]]),
+    ]
+    for step, field, value in [
+        ("search", "isError", True),
+        ("read", "structured", {**good["calls"]["read"]["structured"], "known_at": "2024-02-01T00:00:00Z"}),
+        ("missing", "isError", False),
+        ("missing", "text", "no such note"),
+    ]:
         breaks.append(("calls", {**good["calls"], step: {**good["calls"][step], field: value}}))
     for key, value in breaks:
         bad = {**good, key: value}
         assert cm.problems(bad) and cm.line(bad)[-1].startswith("FAIL: "), (key, value)
-    assert cm.line({**good, "error": "Traceback...\nConnectionError: refused"})[-1] == "FAIL: client error: " \
+    assert (
+        cm.line({**good, "error": "Traceback...\nConnectionError: refused"})[-1] == "FAIL: client error: "
         "ConnectionError: refused"
+    )
     assert cm.parse(cm.render({cm.line(good)})) == {cm.line(good)}
 
 
@@ -176,7 +215,10 @@ def test_doc_lists_exactly_the_tested_rows(matrix: dict[str, Any]) -> None:
     assert not missing and not untested, (
         "docs/compatibility.md disagrees with the tested rows; run `make compat-doc` and commit it.\n"
         + "".join(f"  tested, not in the doc: {m}\n" for m in sorted(missing))
-        + "".join(f"  in the doc, not tested: {u}\n" for u in sorted(untested)))
+        + "".join(f"  in the doc, not tested: {u}\n" for u in sorted(untested))
+    )
     if unverified:
-        pytest.skip(f"{len(unverified)} documented row(s) not verified here: "
-                    + "; ".join(sorted(set(matrix["unavailable"].values()))))
+        pytest.skip(
+            f"{len(unverified)} documented row(s) not verified here: "
+            + "; ".join(sorted(set(matrix["unavailable"].values())))
+        )

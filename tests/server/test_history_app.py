@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
-from support.hardened_helpers import hardened_stdio, write_manifest
-from support.history_app_helpers import NOTE, AppsSupport, make_four_revisions
 from mcp import Client, MCPError
 from mcp.server.apps import APP_MIME_TYPE
+from support.hardened_helpers import hardened_stdio, write_manifest
+from support.history_app_helpers import NOTE, AppsSupport, make_four_revisions
 
 from vaultsync import Vault
 from vaultsync.server import ServeConfig, ServedVault, build_server
@@ -54,12 +54,16 @@ async def test_an_apps_client_sees_the_view_on_note_history_and_reads_it(vault: 
         first = (await client.call_tool("history_view_note", {"path": NOTE})).structured_content
         assert [r["kind"] for r in first["revisions"]] == ["created", "modified", "modified", "modified"]
         assert first["can_restore"] is True
-        old = (await client.call_tool("history_view_note", {"path": NOTE, "at": first["revisions"][0]["known_at"]}))
+        old = await client.call_tool("history_view_note", {"path": NOTE, "at": first["revisions"][0]["known_at"]})
         assert "Monday" in old.structured_content["html"]
         revs = first["revisions"]
-        runs = (await client.call_tool("history_view_diff", {"path_a": NOTE, "at_a": revs[0]["known_at"],
-                                                             "path_b": NOTE, "at_b": revs[1]["known_at"]}))
-        assert ["-", "Monday"] in runs.structured_content["runs"] and ["+", "Tuesday"] in runs.structured_content["runs"]
+        runs = await client.call_tool(
+            "history_view_diff",
+            {"path_a": NOTE, "at_a": revs[0]["known_at"], "path_b": NOTE, "at_b": revs[1]["known_at"]},
+        )
+        assert ["-", "Monday"] in runs.structured_content["runs"] and ["+", "Tuesday"] in runs.structured_content[
+            "runs"
+        ]
 
 
 @pytest.mark.anyio
@@ -108,8 +112,9 @@ restore_note = ["writer"]
 @pytest.mark.parametrize("roles", [["reader"], ["reader", "writer"]])
 async def test_the_restore_is_offered_only_to_a_role_that_may_restore(tmp_path: Path, roles: list[str]) -> None:
     make_four_revisions(tmp_path / "vault", tmp_path / "db" / "v.db")
-    manifest = write_manifest(tmp_path / "m.toml", tmp_path / "db" / "v.db", ROLES.format(roles=json.dumps(roles)),
-                              allow_writes=True)
+    manifest = write_manifest(
+        tmp_path / "m.toml", tmp_path / "db" / "v.db", ROLES.format(roles=json.dumps(roles)), allow_writes=True
+    )
     async with Client(hardened_stdio(tmp_path / "vault", manifest), extensions=[AppsSupport()]) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert APP_ONLY | {"note_history", "read_note"} <= names  # the view's tools go with note_history

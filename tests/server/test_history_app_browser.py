@@ -20,18 +20,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import REPO
+from mcp import Client, MCPError
 from support import ext_apps_host
 from support.history_app_helpers import HOSTILE, NOTE, TEXTS, AppsSupport, make_four_revisions
-from mcp import Client, MCPError
 
-from conftest import REPO
 from vaultsync import Vault
 from vaultsync.server import ServeConfig, build_server
 from vaultsync.server.apps import APP_URI
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 HOST_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>test host</title>
 <style>body{margin:0;font:13px system-ui} iframe{border:0;width:100%;height:640px;display:block}</style></head>
@@ -132,7 +140,9 @@ class Hosted:
             self.tab.set_content(HOST_PAGE)
         html = self.bridge.do(self.bridge.client.read_resource(APP_URI)).contents[0].text
         answer = json.loads(self.bridge.forward(json.dumps({"name": "note_history", "arguments": {"path": path}})))
-        self.tab.evaluate("([html, args, result]) => window.startApp(html, args, result)", [html, {"path": path}, answer])
+        self.tab.evaluate(
+            "([html, args, result]) => window.startApp(html, args, result)", [html, {"path": path}, answer]
+        )
         self.app = self.tab.frame_locator("#app")
         self.tab.wait_for_function("window.hostLog.includes('ui/notifications/initialized')")  # the view runs
 
@@ -147,7 +157,9 @@ class Hosted:
                 return
             self.tab.wait_for_timeout(50)
         status = self.frame.evaluate("document.getElementById('status').textContent")
-        raise AssertionError(f"still false after {timeout_s} s: {expression} (status: {status!r}, errors: {self.errors})")
+        raise AssertionError(
+            f"still false after {timeout_s} s: {expression} (status: {status!r}, errors: {self.errors})"
+        )
 
     def close(self) -> None:
         self.context.close()
@@ -181,15 +193,24 @@ def test_timeline_diff_and_a_restore_that_lands_as_a_new_revision(hosted: Any, h
     assert kinds == ["created", "modified", "modified", "modified"]
     # the latest revision is shown, diffed against the one before; no restore of what is already there
     assert "Friday" in h.frame.evaluate("document.getElementById('note').textContent")
-    assert h.frame.evaluate("[...document.querySelectorAll('#diff del')].map(e => e.textContent)") == ["Tuesday", " Ana and"]
-    assert h.frame.evaluate("[...document.querySelectorAll('#diff ins')].map(e => e.textContent)") == ["Friday", "very "]
+    assert h.frame.evaluate("[...document.querySelectorAll('#diff del')].map(e => e.textContent)") == [
+        "Tuesday",
+        " Ana and",
+    ]
+    assert h.frame.evaluate("[...document.querySelectorAll('#diff ins')].map(e => e.textContent)") == [
+        "Friday",
+        "very ",
+    ]
     assert h.frame.evaluate("document.getElementById('restore').hidden") is True
     # the first revision: its text, its diff against itself empty of changes, and a restore offered
     h.app.locator("#timeline li").nth(1).locator("button").click()
     h.until("document.getElementById('note').textContent.includes('Tuesday')")
     h.until("[...document.querySelectorAll('#diff ins')].some(e => e.textContent.includes('Tuesday'))")
     if os.environ.get("VAULTSYNC_WRITE_SCREENSHOTS") and host == HOSTS[0]:
-        h.tab.screenshot(path=str(REPO / "docs" / "img" / "app-note-history.png"), clip={"x": 0, "y": 0, "width": 1100, "height": 360})
+        h.tab.screenshot(
+            path=str(REPO / "docs" / "img" / "app-note-history.png"),
+            clip={"x": 0, "y": 0, "width": 1100, "height": 360},
+        )
     h.app.locator("#timeline li").nth(0).locator("button").click()
     h.until("document.getElementById('note').textContent.includes('Monday')")
     assert h.frame.evaluate("document.getElementById('restore').hidden") is False
@@ -244,7 +265,9 @@ def test_a_restore_over_a_newer_revision_is_refused(hosted: Any) -> None:
     """The view restores with expected_revision: a change it has not seen makes the restore a refusal."""
     h = hosted()
     h.until(f"{TIMELINE} === 4 && {DIFF_READY}")
-    h.bridge.do(h.bridge.client.call_tool("append_to_note", {"path": NOTE, "text": "\nA change the view has not seen.\n"}))
+    h.bridge.do(
+        h.bridge.client.call_tool("append_to_note", {"path": NOTE, "text": "\nA change the view has not seen.\n"})
+    )
     h.app.locator("#timeline li").nth(0).locator("button").click()
     h.until("document.getElementById('note').textContent.includes('Monday')")
     h.app.locator("#restore").click()

@@ -6,17 +6,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 from support.history_app_helpers import make_four_revisions
 
-from conftest import REPO
 from vaultsync.server.apps import APP_URI
 
 INSPECTOR = REPO / "tests" / "js" / "inspector" / "node_modules" / ".bin" / "mcp-inspector"
 
-pytestmark = pytest.mark.skipif(not INSPECTOR.exists(), reason="the MCP Inspector is not installed (make deps, needs npm)")
+pytestmark = pytest.mark.skipif(
+    not INSPECTOR.exists(), reason="the MCP Inspector is not installed (make deps, needs npm)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +28,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 
 
 def inspect(served: list[str], *flags: str) -> tuple[int, list[dict]]:
-    done = subprocess.run([str(INSPECTOR), "--cli", "--app-info", *flags, *served], capture_output=True, text=True,
-                          timeout=120, cwd=REPO)
+    done = subprocess.run(
+        [str(INSPECTOR), "--cli", "--app-info", *flags, *served], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     return done.returncode, lines
 
@@ -36,8 +38,16 @@ def inspect(served: list[str], *flags: str) -> tuple[int, list[dict]]:
 def test_the_inspector_reports_the_app_on_note_history(served: list[str]) -> None:
     code, lines = inspect(served, "--advertise-apps", "--method", "tools/call", "--tool-name", "note_history")
     assert code == 0, lines
-    assert lines == [{"hasApp": True, "toolName": "note_history", "resourceUri": APP_URI, "csp": {},
-                      "prefersBorder": True, "resourceMimeType": "text/html;profile=mcp-app"}]
+    assert lines == [
+        {
+            "hasApp": True,
+            "toolName": "note_history",
+            "resourceUri": APP_URI,
+            "csp": {},
+            "prefersBorder": True,
+            "resourceMimeType": "text/html;profile=mcp-app",
+        }
+    ]
 
 
 def test_without_apps_the_inspector_finds_no_app(served: list[str]) -> None:

@@ -31,8 +31,10 @@ DEADLINE_S = 60.0
 
 
 def serve(facts: dict[str, Any]) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "--db", str(facts["db"]), "serve",
-                                                               str(facts["root"]), "--watch"])
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "vaultsync", "--db", str(facts["db"]), "serve", str(facts["root"]), "--watch"],
+    )
 
 
 @pytest.fixture
@@ -100,14 +102,20 @@ def check_store_matches_folder(facts: dict[str, Any]) -> None:
         for rel, data in disk.items():
             assert vault.read(rel).content.encode() == data, rel
             revs = vault.history(rel)
-            twice = [b.known_at for a, b in zip(revs, revs[1:]) if b.kind == "modified" and a.content_hash == b.content_hash]
+            twice = [
+                b.known_at for a, b in zip(revs, revs[1:]) if b.kind == "modified" and a.content_hash == b.content_hash
+            ]
             assert not twice, f"{rel}: the same content recorded twice"
         batches = vault.batches_after(0, limit=100_000)
         assert [b.batch_id for b in batches] == list(range(1, len(batches) + 1)), "a gap in the batch log"
         assert all(b.paths for b in batches), "an empty batch"
         assert vault.check() == []
-    done = subprocess.run([sys.executable, "-m", "vaultsync", "--db", str(facts["db"]), "check"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "vaultsync", "--db", str(facts["db"]), "check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -166,14 +174,18 @@ async def test_many_servers_one_watcher_and_a_takeover(facts: dict[str, Any], wa
         if background is not None:
             background.finish()
         async with contextlib.AsyncExitStack() as subs:
-            listens = [await subs.enter_async_context(c.listen(resource_subscriptions=["note://People/Ana.md"]))
-                       for c in survivors]
+            listens = [
+                await subs.enter_async_context(c.listen(resource_subscriptions=["note://People/Ana.md"]))
+                for c in survivors
+            ]
             new = await one_watcher(survivors)
             print(f"SIGKILL -> a survivor watches again, catch-up done: {time.monotonic() - killed:.2f} s")
             taken = await status(survivors[new])
             assert taken["took_over_at"] and taken["last_error"] is None
-            await until("the gap's edits readable in every survivor",
-                        lambda: _all(all_read(survivors, "Gap.md", gap), all_read(survivors, "People/Ana.md", ana)))
+            await until(
+                "the gap's edits readable in every survivor",
+                lambda: _all(all_read(survivors, "Gap.md", gap), all_read(survivors, "People/Ana.md", ana)),
+            )
             for listen in listens:  # the new watcher tells its own subscribers; the readers tell theirs
                 await next_update(listen, "note://People/Ana.md", timeout=DEADLINE_S)
         for i, c in enumerate(survivors):
@@ -184,8 +196,9 @@ async def test_many_servers_one_watcher_and_a_takeover(facts: dict[str, Any], wa
         # a write through the watching server's folder after the takeover is still recorded once
         atlas = (root / "Projects" / "Atlas.md").read_text(encoding="utf-8") + "\nAfter the takeover.\n"
         (root / "Projects" / "Atlas.md").write_text(atlas, encoding="utf-8")
-        await until("an edit after the takeover readable everywhere",
-                    lambda: all_read(survivors, "Projects/Atlas.md", atlas))
+        await until(
+            "an edit after the takeover readable everywhere", lambda: all_read(survivors, "Projects/Atlas.md", atlas)
+        )
         exits_alive = [e for c, e in zip(clients, exits) if c in survivors]
         exits[:] = [e for c, e in zip(clients, exits) if c not in survivors]  # the killed server's, closed below
         await _close_all(exits_alive)

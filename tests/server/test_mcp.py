@@ -12,9 +12,7 @@ import anyio
 import pytest
 from mcp import Client, MCPError
 from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated
-
 from support.mcp_helpers import (
-    listed_paths,
     Updates,
     check_big_note,
     check_errors,
@@ -23,10 +21,12 @@ from support.mcp_helpers import (
     check_tool_listing,
     error_text,
     history_under,
+    listed_paths,
     make_history_vault,
     next_update,
     sc,
 )
+
 from vaultsync import Vault
 from vaultsync.server import ServeConfig, ServedVault, build_server, server_for
 
@@ -126,7 +126,10 @@ async def test_writes_are_ingested_before_returning(writable: Vault, mode: str) 
         assert sc(await c.call_tool("read_note", {"path": "Ideas/Kite.md"}))["known_at"] == made["known_at"]
         sc(await c.call_tool("append_to_note", {"path": "Ideas/Kite.md", "text": "On Sunday."}))
         # append_to_note leaves the note ending with a newline
-        assert sc(await c.call_tool("read_note", {"path": "Ideas/Kite.md"}))["content"] == "# Kite\n\nFly it.\nOn Sunday.\n"
+        assert (
+            sc(await c.call_tool("read_note", {"path": "Ideas/Kite.md"}))["content"]
+            == "# Kite\n\nFly it.\nOn Sunday.\n"
+        )
         history = sc(await c.call_tool("note_history", {"path": "Ideas/Kite.md"}))
         assert [r["kind"] for r in history["revisions"]] == ["created", "modified"]
 
@@ -173,7 +176,9 @@ async def test_listen_notified_after_a_write(writable: Vault) -> None:
 @pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")
 async def test_legacy_subscribe_notified_after_a_write(writable: Vault) -> None:
     updates = Updates()
-    async with Client(build_server(ServeConfig.of(writable, allow_writes=True)), mode="legacy", message_handler=updates) as c:
+    async with Client(
+        build_server(ServeConfig.of(writable, allow_writes=True)), mode="legacy", message_handler=updates
+    ) as c:
         assert c.server_capabilities.resources.subscribe is True
         await c.session.subscribe_resource("note://People/Ana.md")
         sc(await c.call_tool("append_to_note", {"path": "People/Ana.md", "text": "Moved teams."}))
@@ -229,22 +234,29 @@ sys.stdin.read()
 
 
 @pytest.mark.anyio
-async def test_a_write_while_an_import_holds_the_lock_is_refused_untouched(writable: Vault, tmp_path: Path,
-                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_write_while_an_import_holds_the_lock_is_refused_untouched(
+    writable: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Another process holds the vault's writer lock without watching (an import): the write waits
     WAIT_FOR_LOCK_S, then is refused in one line before touching the file; the client sees what the
     holder does, not its pid or command line (there or in vault_status); the server keeps serving."""
     from vaultsync.live import handoff
 
     monkeypatch.setattr(handoff, "WAIT_FOR_LOCK_S", 0.5)
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path / "db" / "w.db"), str(writable.root)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(tmp_path / "db" / "w.db"), str(writable.root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     before = (writable.root / "Inbox.md").read_bytes()
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
         async with Client(build_server(ServeConfig.of(writable, allow_writes=True))) as c:
-            for tool, args in (("append_to_note", {"path": "Inbox.md", "text": "- more"}),
-                               ("create_note", {"path": "New.md", "content": "# New"})):
+            for tool, args in (
+                ("append_to_note", {"path": "Inbox.md", "text": "- more"}),
+                ("create_note", {"path": "New.md", "content": "# New"}),
+            ):
                 message = error_text(await c.call_tool(tool, args))
                 assert "\n" not in message
                 assert "another process (an import or a writer), since " in message, message

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-
 from support.mcp_helpers import READ_TOOLS, make_history_vault, sc, watching
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "mcp"
@@ -18,8 +17,12 @@ CONFIGS = sorted(EXAMPLES.glob("*.json"))
 
 
 def test_every_client_has_a_config() -> None:
-    assert [p.name for p in CONFIGS] == ["claude_code.mcp.json", "claude_desktop_config.json", "cursor.mcp.json",
-                                         "vscode.mcp.json"]
+    assert [p.name for p in CONFIGS] == [
+        "claude_code.mcp.json",
+        "claude_desktop_config.json",
+        "cursor.mcp.json",
+        "vscode.mcp.json",
+    ]
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     assert "An MCP server in one line" in readme
     for client in ("Claude Desktop", "Claude Code", "Cursor", "VS Code"):
@@ -33,8 +36,12 @@ def server_entry(config: Path) -> dict:
     return entry
 
 
-DISTINCT = sorted({json.dumps({k: v for k, v in server_entry(c).items() if k in ("command", "args", "env") and v},
-                              sort_keys=True) for c in CONFIGS})
+DISTINCT = sorted(
+    {
+        json.dumps({k: v for k, v in server_entry(c).items() if k in ("command", "args", "env") and v}, sort_keys=True)
+        for c in CONFIGS
+    }
+)
 """The configs' distinct command lines (with their environment): each is started once, whichever configs share it."""
 
 
@@ -42,8 +49,10 @@ def test_each_config_is_one_of_the_started_command_lines() -> None:
     assert 1 <= len(DISTINCT) <= len(CONFIGS)
     for config in CONFIGS:
         entry = server_entry(config)
-        assert json.dumps({k: v for k, v in entry.items() if k in ("command", "args", "env") and v},
-                          sort_keys=True) in DISTINCT, config.name
+        assert (
+            json.dumps({k: v for k, v in entry.items() if k in ("command", "args", "env") and v}, sort_keys=True)
+            in DISTINCT
+        ), config.name
 
 
 @pytest.mark.anyio

@@ -22,12 +22,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-
 from support.mcp_helpers import free_port, history_under, sc, start_http, stop
+
 from vaultsync.server import limits
 
-INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}},
+}
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +43,12 @@ class Stdio:
     """``vaultsync serve`` on stdio; its stdout read on a thread, so a flood never blocks the test."""
 
     def __init__(self, facts: dict, *flags: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "vaultsync", "--db", str(facts["db"]), "serve",
-                                      str(facts["root"]), *flags],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "vaultsync", "--db", str(facts["db"]), "serve", str(facts["root"]), *flags],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         self.replies: queue.Queue[dict[str, Any]] = queue.Queue()
         self.raw_lines: list[bytes] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -94,8 +101,14 @@ def test_deep_nesting_and_object_ids_are_answered(history: dict) -> None:
         nested: Any = "x"
         for _ in range(limits.MAX_JSON_DEPTH + 5):
             nested = {"a": nested}
-        server.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                     "params": {"name": "read_note", "arguments": {"path": nested}}})
+        server.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {"name": "read_note", "arguments": {"path": nested}},
+            }
+        )
         assert "nested too deeply" in server.reply_to(7)["error"]["message"]
         for ident in ({"an": "object"}, [1, 2], 1.5, True):
             server.send({"jsonrpc": "2.0", "id": ident, "method": "tools/list"})
@@ -115,7 +128,11 @@ def test_pipelined_calls_are_bounded_in_flight(history: dict) -> None:
     calls = 3000
     try:
         server.start()
-        call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "read_note", "arguments": {"path": "Big.md"}}}
+        call = {
+            "jsonrpc": "2.0",
+            "method": "tools/call",
+            "params": {"name": "read_note", "arguments": {"path": "Big.md"}},
+        }
         assert server.proc.stdin is not None
         server.proc.stdin.write(b"".join(json.dumps({**call, "id": 100 + i}).encode() + b"\n" for i in range(calls)))
         server.proc.stdin.flush()
@@ -136,24 +153,48 @@ def test_pipelined_calls_are_bounded_in_flight(history: dict) -> None:
         server.close()
 
 
-METHODS = ["initialize", "tools/list", "tools/call", "resources/list", "resources/read", "resources/subscribe",
-           "resources/unsubscribe", "ping", "notifications/cancelled", "notifications/initialized",
-           "prompts/list", "completion/complete", "logging/setLevel"]
+METHODS = [
+    "initialize",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "ping",
+    "notifications/cancelled",
+    "notifications/initialized",
+    "prompts/list",
+    "completion/complete",
+    "logging/setLevel",
+]
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=40),
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=40),
     lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=10), children, max_size=5),
     max_leaves=30,
 )
-ids = st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=20) | \
-    st.lists(st.integers(), max_size=3) | st.dictionaries(st.text(max_size=5), st.integers(), max_size=3)
+ids = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=20)
+    | st.lists(st.integers(), max_size=3)
+    | st.dictionaries(st.text(max_size=5), st.integers(), max_size=3)
+)
 messages = st.fixed_dictionaries(
     {},
-    optional={"jsonrpc": st.sampled_from(["2.0", "1.0", 2]), "id": ids,
-              "method": st.sampled_from(METHODS) | st.text(max_size=30),
-              "params": json_values | st.fixed_dictionaries({"name": st.sampled_from(["read_note", "search_notes",
-                                                                                       "list_notes", "nope"]),
-                                                            "arguments": json_values}),
-              "result": json_values, "error": json_values},
+    optional={
+        "jsonrpc": st.sampled_from(["2.0", "1.0", 2]),
+        "id": ids,
+        "method": st.sampled_from(METHODS) | st.text(max_size=30),
+        "params": json_values
+        | st.fixed_dictionaries(
+            {"name": st.sampled_from(["read_note", "search_notes", "list_notes", "nope"]), "arguments": json_values}
+        ),
+        "result": json_values,
+        "error": json_values,
+    },
 )
 raw_lines = st.one_of(
     messages.map(lambda m: json.dumps(m).encode()),
@@ -245,8 +286,10 @@ def test_http_load_slow_clients_and_concurrent_calls_then_a_fresh_client(history
         assert anyio.run(tools_list, url) >= 8
         took = time.monotonic() - started
         dropped = sum(closed_by_server(s) for s in slow)
-        print(f"\nHTTP: 400 half-sent requests, 40 concurrent clients; a fresh client served in {took * 1000:.0f} ms; "
-              f"{dropped} half-sent connections closed by the server")
+        print(
+            f"\nHTTP: 400 half-sent requests, 40 concurrent clients; a fresh client served in {took * 1000:.0f} ms; "
+            f"{dropped} half-sent connections closed by the server"
+        )
         assert dropped >= len(slow) - limits.MAX_WAITING_FOR_HEADERS
     finally:
         for sock in slow:
@@ -259,9 +302,28 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
     if shutil.which("openssl") is None:
         pytest.skip("the openssl command makes the test certificate")
     cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return cert, key
 
 
@@ -271,20 +333,49 @@ def test_https_with_a_certificate_and_a_private_token_file(history: dict, tmp_pa
     token.write_text("a-private-token-0123456789\n")
     token.chmod(0o644)
     port = free_port()
-    refused = subprocess.run([sys.executable, "-m", "vaultsync", "--db", str(history["db"]), "serve",
-                              str(history["root"]), "--http", f"127.0.0.1:{port}", "--token-file", str(token)],
-                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    refused = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vaultsync",
+            "--db",
+            str(history["db"]),
+            "serve",
+            str(history["root"]),
+            "--http",
+            f"127.0.0.1:{port}",
+            "--token-file",
+            str(token),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert refused.returncode == 1 and refused.stderr.count("\n") == 1
     assert "readable or writable by other users (mode 644)" in refused.stderr and "chmod 600" in refused.stderr
     token.chmod(0o600)
-    proc = start_http(history["db"], history["root"], port, "--token-file", str(token), "--tls-cert", str(cert),
-                      "--tls-key", str(key), host="0.0.0.0")
+    proc = start_http(
+        history["db"],
+        history["root"],
+        port,
+        "--token-file",
+        str(token),
+        "--tls-cert",
+        str(cert),
+        "--tls-key",
+        str(key),
+        host="0.0.0.0",
+    )
     try:
         assert proc.stderr is not None
         first = proc.stderr.readline()
         assert f"https://0.0.0.0:{port}/mcp" in first
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                   "Authorization": "Bearer a-private-token-0123456789"}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Authorization": "Bearer a-private-token-0123456789",
+        }
         with httpx2.Client(verify=ssl.create_default_context(cafile=str(cert))) as client:
             ok = client.post(f"https://127.0.0.1:{port}/mcp", json={**INIT, "id": 1}, headers=headers)
         assert ok.status_code == 200

@@ -11,7 +11,6 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-
 from support.mcp_helpers import (
     Updates,
     check_errors,
@@ -22,18 +21,25 @@ from support.mcp_helpers import (
     history_under,
     make_history_vault,
     next_update,
-    watching,
     sc,
     start_http,
     stop,
+    watching,
 )
 
 MODES = ["auto", "legacy"]  # auto: the client default, which negotiates 2026-07-28
 TOKEN = "test-token-0123456789abcdef"
-HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-           "MCP-Protocol-Version": "2025-11-25"}
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": "2025-11-25",
+}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+}
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +67,9 @@ def live(tmp_path_factory: pytest.TempPathFactory):
     token_file.write_text(TOKEN + "\n")
     token_file.chmod(0o600)
     port = free_port()
-    proc = start_http(base / "db" / "vaultsync.db", base / "vault", port, "--watch", "--allow-writes",
-                      "--token-file", str(token_file))
+    proc = start_http(
+        base / "db" / "vaultsync.db", base / "vault", port, "--watch", "--allow-writes", "--token-file", str(token_file)
+    )
     yield {**facts, "root": base / "vault", "url": f"http://127.0.0.1:{port}/mcp"}
     stop(proc)
 
@@ -75,8 +82,9 @@ def authed(url: str, token: str = TOKEN, *, get_stream: anyio.Event | None = Non
         if get_stream is not None and response.request.method == "GET" and response.status_code == 200:
             get_stream.set()
 
-    client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30,
-                                event_hooks={"response": [opened]})
+    client = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {token}"}, timeout=30, event_hooks={"response": [opened]}
+    )
     return streamable_http_client(url, http_client=client)
 
 
@@ -146,11 +154,18 @@ def test_http_protocol_abuse(server: str) -> None:
 
     modern = {**HEADERS, "MCP-Protocol-Version": "2026-07-28"}
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
-    unknown = httpx2.post(server, json={"jsonrpc": "2.0", "id": 2, "method": "vault/explode", "params": {"_meta": meta}},
-                          headers={**modern, "Mcp-Method": "vault/explode"})
+    unknown = httpx2.post(
+        server,
+        json={"jsonrpc": "2.0", "id": 2, "method": "vault/explode", "params": {"_meta": meta}},
+        headers={**modern, "Mcp-Method": "vault/explode"},
+    )
     assert _error(unknown)["code"] == -32601
-    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-            "params": {"name": "read_note", "arguments": {"path": "Inbox.md"}, "_meta": meta}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "read_note", "arguments": {"path": "Inbox.md"}, "_meta": meta},
+    }
     ok = httpx2.post(server, json=call, headers={**modern, "Mcp-Method": "tools/call", "Mcp-Name": "read_note"})
     assert ok.status_code == 200 and "# Inbox" in ok.text
 
@@ -167,8 +182,12 @@ def test_http_beyond_loopback_generates_a_token(history: dict) -> None:
         url = f"http://127.0.0.1:{port}/mcp"
         assert httpx2.post(url, json=INIT, headers=HEADERS).status_code == 401
         assert httpx2.post(url, json=INIT, headers={**HEADERS, "Authorization": f"Bearer {token}"}).status_code == 200
-        assert httpx2.post(url, json=INIT, headers={**HEADERS, "Authorization": f"Bearer {token}",
-                                                    "Origin": "http://evil.example"}).status_code == 403
+        assert (
+            httpx2.post(
+                url, json=INIT, headers={**HEADERS, "Authorization": f"Bearer {token}", "Origin": "http://evil.example"}
+            ).status_code
+            == 403
+        )
     finally:
         rest = stop(proc)
     assert token not in rest, "the token is printed once"

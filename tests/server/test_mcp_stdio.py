@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-
 from support.mcp_helpers import (
     Updates,
     check_big_note,
@@ -25,8 +24,8 @@ from support.mcp_helpers import (
     history_under,
     make_history_vault,
     next_update,
-    watching,
     sc,
+    watching,
 )
 
 MODES = ["auto", "legacy"]  # auto: the client default, which negotiates 2026-07-28
@@ -46,8 +45,9 @@ def copy(tmp_path: Path) -> dict:
 
 
 def stdio(facts: dict, *flags: str) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "--db", str(facts["db"]), "serve",
-                                                               str(facts["root"]), *flags])
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "vaultsync", "--db", str(facts["db"]), "serve", str(facts["root"]), *flags]
+    )
 
 
 @pytest.mark.anyio
@@ -103,9 +103,13 @@ async def test_stdio_a_second_watch_serves_as_a_reader(copy: dict) -> None:
     """A second server with --watch on the same vault serves at once as a reader and says who watches."""
     async with Client(stdio(copy, "--watch")) as c:
         assert (await watching(c))["role"] == "watcher"
-        second = subprocess.Popen([sys.executable, "-m", "vaultsync", "--db", str(copy["db"]), "serve",
-                                   str(copy["root"]), "--watch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True)
+        second = subprocess.Popen(
+            [sys.executable, "-m", "vaultsync", "--db", str(copy["db"]), "serve", str(copy["root"]), "--watch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert second.stderr is not None
             line = second.stderr.readline()
@@ -130,7 +134,9 @@ class RawServer:
     def __init__(self, facts: dict, *flags: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "vaultsync", "--db", str(facts["db"]), "serve", str(facts["root"]), *flags],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         self.lines: list[bytes] = []
 
@@ -162,8 +168,11 @@ class RawServer:
 def test_stdio_protocol_abuse(history: dict) -> None:
     server = RawServer(history)
     try:
-        init = server.request(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                                "clientInfo": {"name": "raw", "version": "0"}})
+        init = server.request(
+            1,
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+        )
         assert init["result"]["protocolVersion"] == "2025-11-25"
         server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
@@ -175,8 +184,10 @@ def test_stdio_protocol_abuse(history: dict) -> None:
         reply = server.receive()
         assert reply["id"] == 3 and reply["error"]["code"] == -32600
 
-        server.send(b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "read_note", '
-                    b'"arguments": {"path": "' + b"x" * (5 * 1024 * 1024) + b'"}}}')
+        server.send(
+            b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "read_note", '
+            b'"arguments": {"path": "' + b"x" * (5 * 1024 * 1024) + b'"}}}'
+        )
         reply = server.receive()
         assert reply["id"] is None and reply["error"]["code"] == -32600 and "too large" in reply["error"]["message"]
 
@@ -184,8 +195,11 @@ def test_stdio_protocol_abuse(history: dict) -> None:
         assert reply["id"] == 5 and reply["error"]["code"] == -32601
 
         reply = server.request(6, "tools/call", {"name": "no_such_tool", "arguments": {}})
-        assert reply == {"jsonrpc": "2.0", "id": 6, "result": {
-            "content": [{"type": "text", "text": "Unknown tool: no_such_tool"}], "isError": True}}
+        assert reply == {
+            "jsonrpc": "2.0",
+            "id": 6,
+            "result": {"content": [{"type": "text", "text": "Unknown tool: no_such_tool"}], "isError": True},
+        }
 
         reply = server.request(7, "tools/call", {"name": "list_notes", "arguments": {"limit": [1, 2]}})
         assert reply["result"]["isError"] is True and "limit" in reply["result"]["content"][0]["text"]
@@ -207,8 +221,11 @@ def test_stdio_sigterm_flushes_the_watcher_and_exits_cleanly(copy: dict) -> None
     from vaultsync import Vault
 
     server = RawServer(copy, "--watch")
-    init = server.request(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                            "clientInfo": {"name": "raw", "version": "0"}})
+    init = server.request(
+        1,
+        "initialize",
+        {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+    )
     assert "result" in init
     server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     for _ in range(300):  # until the watcher is watching

@@ -12,7 +12,6 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-
 from support.mcp_helpers import READ_TOOLS, make_history_vault, sc, watching
 
 pgserver = pytest.importorskip("support.pgserver")
@@ -40,8 +39,9 @@ def _comparable(value: Any) -> Any:
 
 async def _answers(db: str, root: Path, home: Path, write: bool) -> list[Any]:
     env = {**os.environ, "VAULTSYNC_DB": db, "VAULTSYNC_HOME": str(home)}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "serve", str(root), "--watch"],
-                                   env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "vaultsync", "serve", str(root), "--watch"], env=env
+    )
     async with Client(params, mode="legacy") as c:
         assert [t.name for t in (await c.list_tools()).tools] == READ_TOOLS
         await watching(c)
@@ -74,6 +74,7 @@ async def test_a_hardened_server_on_postgres_keeps_its_audit_head_there(tmp_path
     """A manifest whose ``db_path`` is a ``postgresql://`` URI: the hardened server reads the vault from
     PostgreSQL and moves its audit log's head there; ``audit verify --db URI`` checks the log against it."""
     from support.hardened_helpers import audit_records, hardened_stdio, write_keystore, write_manifest
+
     from vaultsync.hardened.audit import digest
     from vaultsync.hardened.manifest import load_manifest
     from vaultsync.store import open_store
@@ -83,8 +84,12 @@ async def test_a_hardened_server_on_postgres_keeps_its_audit_head_there(tmp_path
     make_history_vault(root, dsn)  # type: ignore[arg-type]
     (tmp_path / "audit").mkdir(mode=0o700)
     log, keystore = tmp_path / "audit" / "audit.jsonl", write_keystore(tmp_path / "keys.toml")
-    manifest = write_manifest(tmp_path / "m" / "manifest.toml", dsn,  # type: ignore[arg-type]
-                              audit_log_path=str(log), keystore_path=str(keystore))
+    manifest = write_manifest(
+        tmp_path / "m" / "manifest.toml",
+        dsn,  # type: ignore[arg-type]
+        audit_log_path=str(log),
+        keystore_path=str(keystore),
+    )
     assert load_manifest(manifest).db_path == dsn  # kept as it is, not read as a path beside the manifest
     async with Client(hardened_stdio(root, manifest), mode="legacy") as c:
         found = sc(await c.call_tool("search_notes", {"query": "budget risks"}))["hits"]
@@ -102,7 +107,8 @@ async def test_a_hardened_server_on_postgres_keeps_its_audit_head_there(tmp_path
 
 @pytest.mark.anyio
 async def test_a_servers_change_feed_learns_of_another_writers_batch_through_notify(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The server's follow loop (its change feed, and ``serve --watch``'s take-over) waits on the engine's
     wakeup: with an hour between its polls, only PostgreSQL's NOTIFY can tell it of a batch another process
     wrote, and it tells that batch once."""

@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 from mcp import Client
 from mcp.server import MCPServer
-
 from support.mcp_helpers import error_text, sc
+
 from vaultsync import Vault
 from vaultsync.server import ServeConfig, build_server
 
-ORIGINAL = ("# Plan\n\nIntro line.\n\n## Risks\n\nThe budget is tight.\n\n## Steps\n\n1. call Ana\n"
-            "2. book the room\n")
+ORIGINAL = "# Plan\n\nIntro line.\n\n## Risks\n\nThe budget is tight.\n\n## Steps\n\n1. call Ana\n2. book the room\n"
 
 
 def server(db: Path, root: Path) -> MCPServer:
@@ -50,20 +49,26 @@ async def test_an_editor_saving_between_read_and_write_refuses_the_write(setup: 
         seen = read["content_hash"]
         saved = ORIGINAL.encode() + b"\nthe editor's line\n"
         note.write_bytes(saved)  # an editor saves between the assistant's read and its write
-        for tool, args in (("append_to_note", {"path": "Plan.md", "text": "assistant line"}),
-                           ("edit_note", {"path": "Plan.md", "old_text": "budget", "new_text": "cost"}),
-                           ("restore_note", {"path": "Plan.md", "revision": seen})):
+        for tool, args in (
+            ("append_to_note", {"path": "Plan.md", "text": "assistant line"}),
+            ("edit_note", {"path": "Plan.md", "old_text": "budget", "new_text": "cost"}),
+            ("restore_note", {"path": "Plan.md", "revision": seen}),
+        ):
             message = error_text(await c.call_tool(tool, {**args, "expected_revision": seen}))
             assert f"is at revision {sha(saved)}" in message and "read_note" in message, message
             assert note.read_bytes() == saved, f"{tool} left the file untouched"
-        message = error_text(await c.call_tool("create_note", {"path": "Plan.md", "content": "x",
-                                                               "expected_revision": seen}))
+        message = error_text(
+            await c.call_tool("create_note", {"path": "Plan.md", "content": "x", "expected_revision": seen})
+        )
         assert f"is at revision {sha(saved)}" in message
         # read again, write with the matching revision: written and recorded
         now = sc(await c.call_tool("read_note", {"path": "Plan.md"}))  # the store may lag; the file decides
         assert now["content_hash"] in (seen, sha(saved))
-        wrote = sc(await c.call_tool("append_to_note", {"path": "Plan.md", "text": "assistant line",
-                                                        "expected_revision": sha(saved)[:12]}))
+        wrote = sc(
+            await c.call_tool(
+                "append_to_note", {"path": "Plan.md", "text": "assistant line", "expected_revision": sha(saved)[:12]}
+            )
+        )
         assert note.read_bytes() == saved + b"assistant line\n"  # append_to_note leaves a final newline
         assert wrote["content_hash"] == sha(note.read_bytes())
         history = sc(await c.call_tool("note_history", {"path": "Plan.md"}))["revisions"]
@@ -78,22 +83,54 @@ async def test_edit_a_section_and_a_text_then_restore_the_revision_before(setup:
     async with Client(server(db, root)) as c:
         first = sc(await c.call_tool("read_note", {"path": "Plan.md"}))["content_hash"]
         assert error_text(await c.call_tool("edit_note", {"path": "Plan.md", "heading": "Risks", "new_text": "x"}))
-        edited = sc(await c.call_tool("edit_note", {"path": "Plan.md", "expected_revision": first,
-                                                    "heading": "Plan > Risks", "new_text": "\nNo risks left.\n\n"}))
+        edited = sc(
+            await c.call_tool(
+                "edit_note",
+                {
+                    "path": "Plan.md",
+                    "expected_revision": first,
+                    "heading": "Plan > Risks",
+                    "new_text": "\nNo risks left.\n\n",
+                },
+            )
+        )
         want = ORIGINAL.replace("The budget is tight.\n\n", "No risks left.\n\n")
         assert note.read_bytes() == want.encode() and edited["content_hash"] == sha(want.encode())
-        text_edit = sc(await c.call_tool("edit_note", {"path": "Plan.md", "expected_revision": edited["content_hash"],
-                                                       "old_text": "book the room", "new_text": "book the hall"}))
+        text_edit = sc(
+            await c.call_tool(
+                "edit_note",
+                {
+                    "path": "Plan.md",
+                    "expected_revision": edited["content_hash"],
+                    "old_text": "book the room",
+                    "new_text": "book the hall",
+                },
+            )
+        )
         assert note.read_text() == want.replace("book the room", "book the hall")
-        message = error_text(await c.call_tool("edit_note", {"path": "Plan.md", "old_text": "\n\n",
-                                                             "new_text": "a", "expected_revision": text_edit["content_hash"]}))
+        message = error_text(
+            await c.call_tool(
+                "edit_note",
+                {
+                    "path": "Plan.md",
+                    "old_text": "\n\n",
+                    "new_text": "a",
+                    "expected_revision": text_edit["content_hash"],
+                },
+            )
+        )
         assert "occurs" in message and "times" in message
-        restored = sc(await c.call_tool("restore_note", {"path": "Plan.md", "revision": first[:10],
-                                                         "expected_revision": text_edit["content_hash"]}))
+        restored = sc(
+            await c.call_tool(
+                "restore_note",
+                {"path": "Plan.md", "revision": first[:10], "expected_revision": text_edit["content_hash"]},
+            )
+        )
         assert note.read_bytes() == ORIGINAL.encode() and restored["content_hash"] == first
         history = sc(await c.call_tool("note_history", {"path": "Plan.md"}))["revisions"]
-        assert [r["revision"] for r in history] == [h[:8] for h in (first, edited["content_hash"],
-                                                                 text_edit["content_hash"], first)]
+        assert [r["revision"] for r in history] == [
+            h[:8] for h in (first, edited["content_hash"], text_edit["content_hash"], first)
+        ]
     with Vault.open(db, name="vault", readonly=True) as vault:
         last = vault.history("Plan.md")[-1]
         info = vault.batch_info(last.batch_id)

@@ -9,9 +9,12 @@ from pathlib import Path
 
 from support.mcp_helpers import make_history_vault
 
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                         "clientInfo": {"name": "printf", "version": "0"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "printf", "version": "0"}},
+}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
@@ -22,8 +25,13 @@ def test_requests_read_before_stdin_closes_are_answered(tmp_path: Path) -> None:
     root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"
     make_history_vault(root, db)
     lines = "".join(json.dumps(m) + "\n" for m in (INITIALIZE, INITIALIZED, TOOLS_LIST))
-    done = subprocess.run([sys.executable, "-m", "vaultsync", "--db", str(db), "serve", str(root)], input=lines,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "vaultsync", "--db", str(db), "serve", str(root)],
+        input=lines,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
     assert sorted(answers) == [1, 2], (done.stdout, done.stderr)
     assert answers[1]["result"]["serverInfo"]["name"] == "vaultsync"
@@ -39,8 +47,13 @@ def test_a_vault_that_cannot_be_opened_is_one_line_on_either_transport(tmp_path:
     root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"
     make_history_vault(root, db)
     for transport in ([], ["--http", "127.0.0.1:9"]):
-        done = subprocess.run([sys.executable, "-m", "vaultsync", "--db", str(db), "serve", "elsewhere", *transport],
-                              input="", capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "vaultsync", "--db", str(db), "serve", "elsewhere", *transport],
+            input="",
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert (done.returncode, done.stdout) == (1, ""), (transport, done.stderr)
         assert done.stderr == f"Error: no vault 'elsewhere' in {db} (known: vault)\n", (transport, done.stderr)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
-
 from support.mcp_helpers import sc
+
 from vaultsync import Vault
 from vaultsync.revisions import replace_section
 from vaultsync.server import ServeConfig, build_server
@@ -16,12 +16,15 @@ from vaultsync.server import ServeConfig, build_server
 NOTE = "# Plan\n\nIntro line.\n\n## Risks\n\nThe budget is tight.\n\n## Steps\n\n1. call Ana\n"
 
 
-@pytest.mark.parametrize(("body", "expected"), [
-    ("Costs are fine.", "## Risks\n\nCosts are fine.\n\n## Steps"),
-    ("Costs are fine.\n", "## Risks\n\nCosts are fine.\n\n## Steps"),
-    ("\n\nCosts are fine.\n\n\n", "## Risks\n\nCosts are fine.\n\n## Steps"),
-    ("One.\n\nTwo.", "## Risks\n\nOne.\n\nTwo.\n\n## Steps"),
-])
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("Costs are fine.", "## Risks\n\nCosts are fine.\n\n## Steps"),
+        ("Costs are fine.\n", "## Risks\n\nCosts are fine.\n\n## Steps"),
+        ("\n\nCosts are fine.\n\n\n", "## Risks\n\nCosts are fine.\n\n## Steps"),
+        ("One.\n\nTwo.", "## Risks\n\nOne.\n\nTwo.\n\n## Steps"),
+    ],
+)
 def test_a_section_edit_keeps_the_blank_lines_around_it(body: str, expected: str) -> None:
     assert expected in replace_section(NOTE, "Risks", body)
 
@@ -41,10 +44,13 @@ async def test_edit_and_append_through_mcp_keep_the_note_shape(tmp_path: Path) -
         vault.sync()
     async with Client(build_server(ServeConfig(db=db, root=root, allow_writes=True))) as c:
         seen = sc(await c.call_tool("read_note", {"path": "Plan.md"}))["content_hash"]
-        sc(await c.call_tool("edit_note", {"path": "Plan.md", "heading": "Risks", "new_text": "Costs are fine.",
-                                           "expected_revision": seen[:8]}))
-        assert (root / "Plan.md").read_text(encoding="utf-8") == NOTE.replace("The budget is tight.",
-                                                                              "Costs are fine.")
+        sc(
+            await c.call_tool(
+                "edit_note",
+                {"path": "Plan.md", "heading": "Risks", "new_text": "Costs are fine.", "expected_revision": seen[:8]},
+            )
+        )
+        assert (root / "Plan.md").read_text(encoding="utf-8") == NOTE.replace("The budget is tight.", "Costs are fine.")
         sc(await c.call_tool("append_to_note", {"path": "Plan.md", "text": "2. book the room"}))
         text = (root / "Plan.md").read_text(encoding="utf-8")
         assert text.endswith("1. call Ana\n2. book the room\n"), text

@@ -25,21 +25,35 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import Ran, invoke
+
 from vaultsync import Vault
 
 NOTES = 250
-WORDS = ("alpha beta gamma delta river stone cloud ledger orbit maple quartz harbor lantern meadow signal "
-         "copper tundra violet whisper anchor 雨 東京 café").split()
+WORDS = (
+    "alpha beta gamma delta river stone cloud ledger orbit maple quartz harbor lantern meadow signal "
+    "copper tundra violet whisper anchor 雨 東京 café"
+).split()
 PERCENT = re.compile(rb"(\d+)%")
 
 # (seconds after start, None) or (None, percent of the batch's notes written, extra seconds after it)
 AIMS: list[tuple[float | None, int | None, float]] = [
-    (0.05, None, 0), (0.4, None, 0),
-    (None, 1, 0), (None, 5, 0), (None, 15, 0), (None, 30, 0), (None, 45, 0), (None, 60, 0),
-    (None, 75, 0), (None, 90, 0), (None, 97, 0), (None, 99, 0), (None, 100, 0),
-    (None, 100, 0.02), (None, 100, 0.08), (None, 100, 0.25),
+    (0.05, None, 0),
+    (0.4, None, 0),
+    (None, 1, 0),
+    (None, 5, 0),
+    (None, 15, 0),
+    (None, 30, 0),
+    (None, 45, 0),
+    (None, 60, 0),
+    (None, 75, 0),
+    (None, 90, 0),
+    (None, 97, 0),
+    (None, 99, 0),
+    (None, 100, 0),
+    (None, 100, 0.02),
+    (None, 100, 0.08),
+    (None, 100, 0.25),
 ]
 
 
@@ -56,8 +70,9 @@ def note_text(rng: random.Random, index: int, generation: int) -> str:
 
 def snapshot(root: Path) -> dict[str, str]:
     """Path → sha256 of every note on disk: what a complete import of the vault must show."""
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*.md"))}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*.md"))
+    }
 
 
 def mutate(root: Path, rng: random.Random, generation: int) -> None:
@@ -89,9 +104,13 @@ def import_and_kill(db: Path, root: Path, after: float | None, percent: int | No
     """Start `vaultsync import` with its stderr on a pseudo-terminal and SIGKILL it at the aimed moment."""
     master, slave = pty.openpty()
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "vaultsync", "--db", str(db), "import", str(root)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave,
-                            env={**os.environ, "COLUMNS": "100"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vaultsync", "--db", str(db), "import", str(root)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        env={**os.environ, "COLUMNS": "100"},
+    )
     os.close(slave)
     seen, buffer = -1, b""
     try:
@@ -171,8 +190,10 @@ def test_sigkilled_import_lands_all_or_nothing(tmp_path: Path) -> None:
             landed_batches += 1
         else:
             extra_paths = len(set(listed) ^ set(before)), len(set(listed) ^ set(after))
-            pytest.fail(f"kill at {kill} left a partial batch: {len(listed)} notes visible "
-                        f"(before {len(before)}, after {len(after)}), paths differing {extra_paths}")
+            pytest.fail(
+                f"kill at {kill} left a partial batch: {len(listed)} notes visible "
+                f"(before {len(before)}, after {len(after)}), paths differing {extra_paths}"
+            )
         assert all(reads[p] == expected[p] for p in reads), f"reads disagree with ls after kill at {kill}"
         assert batches == landed_batches, f"kill at {kill}: {batches} batches, expected {landed_batches}"
         outcomes.append(f"{kill.aim}→{outcome}@{kill.percent_seen}%")

@@ -9,9 +9,9 @@ import apsw
 from support.engines import sqlite_file
 
 from vaultsync import Vault
+from vaultsync.embed.tokenizer import TOKENIZE
 from vaultsync.store.search import index
 from vaultsync.store.search.embedding import doc_texts
-from vaultsync.embed.tokenizer import TOKENIZE
 
 SHARED = "A paragraph that several notes and revisions share, word for word."
 
@@ -19,8 +19,14 @@ SHARED = "A paragraph that several notes and revisions share, word for word."
 def write_notes(root: Path, revision: int) -> None:
     root.mkdir(parents=True, exist_ok=True)
     for n in range(6):
-        body = [f"# Note {n}", f"Only in note {n}, revision {revision}: 東京で会議 {n * revision}.",
-                "## Again", SHARED, "## Again", SHARED]  # the same text twice in one note: one doc, two rows
+        body = [
+            f"# Note {n}",
+            f"Only in note {n}, revision {revision}: 東京で会議 {n * revision}.",
+            "## Again",
+            SHARED,
+            "## Again",
+            SHARED,
+        ]  # the same text twice in one note: one doc, two rows
         if (n + revision) % 3:
             body.append(f"A line that comes and goes ({n}).")
         body += ["## End", "The end."]
@@ -54,8 +60,12 @@ def fts_lengths(texts: list[str]) -> list[int]:
 
 
 def search_tables(con: apsw.Connection) -> dict[str, list[tuple]]:
-    names = [name for (name,) in con.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'search%' ORDER BY name")]
+    names = [
+        name
+        for (name,) in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'search%' ORDER BY name"
+        )
+    ]
     return {name: con.execute(f"SELECT * FROM {name} ORDER BY 1").fetchall() for name in names}
 
 
@@ -66,10 +76,18 @@ def test_docs_written_per_note_are_those_of_one_text_at_a_time(tmp_path: Path) -
         texts = dict(doc_texts(con))
         assert [doc_id for doc_id, _ in docs] == list(range(1, len(docs) + 1))  # ids dense, in order of appearance
         assert [length for _, length in docs] == fts_lengths([texts[doc_id] for doc_id, _ in docs])
-        assert con.execute("SELECT count(*) FROM (SELECT 1 FROM search_rows GROUP BY note_id, doc_id "
-                           "HAVING count(*) > 1)").fetchone()[0] >= 6  # a doc twice in one revision
-        assert con.execute("SELECT count(*) FROM (SELECT 1 FROM search_rows GROUP BY doc_id "
-                           "HAVING count(DISTINCT note_id) > 2)").fetchone()[0] >= 6  # in other notes, revisions
+        assert (
+            con.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM search_rows GROUP BY note_id, doc_id HAVING count(*) > 1)"
+            ).fetchone()[0]
+            >= 6
+        )  # a doc twice in one revision
+        assert (
+            con.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM search_rows GROUP BY doc_id HAVING count(DISTINCT note_id) > 2)"
+            ).fetchone()[0]
+            >= 6
+        )  # in other notes, revisions
         first = con.execute("SELECT doc_id, min(born) FROM search_rows GROUP BY doc_id").fetchall()
         for batch_id, max_doc in con.execute("SELECT batch_id, max_doc FROM search_stats"):
             assert max_doc == max(doc for doc, born in first if born <= batch_id)

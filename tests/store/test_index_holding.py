@@ -23,18 +23,25 @@ QUERIES = ["storage format", "atlas", "paragraph share word", "revision 2", "東
 
 def index_tables(con: apsw.Connection) -> dict[str, list[tuple]]:
     """Every search table but FTS5's segments (their layout follows when FTS5 was handed the rows)."""
-    names = [name for (name,) in con.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'search%'"
-        " AND sql NOT LIKE 'CREATE VIRTUAL%'"
-        " AND name NOT LIKE '%\\_data' ESCAPE '\\' AND name NOT LIKE '%\\_idx' ESCAPE '\\' ORDER BY name")]
+    names = [
+        name
+        for (name,) in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'search%'"
+            " AND sql NOT LIKE 'CREATE VIRTUAL%'"
+            " AND name NOT LIKE '%\\_data' ESCAPE '\\' AND name NOT LIKE '%\\_idx' ESCAPE '\\' ORDER BY name"
+        )
+    ]
     return {name: sorted(con.execute(f"SELECT * FROM {name}").fetchall(), key=repr) for name in names}
 
 
 def edit(root: Path, revision: int) -> None:
     notes = sorted(root.rglob("*.md"))
     for n, note in enumerate(notes[revision::3]):
-        note.write_text(note.read_text(encoding="utf-8") + f"\n\n## Revision {revision}\n\nA paragraph that several "
-                        f"notes share, word for word.\n\nOnly here: {n} 東京 {revision}.\n", encoding="utf-8")
+        note.write_text(
+            note.read_text(encoding="utf-8") + f"\n\n## Revision {revision}\n\nA paragraph that several "
+            f"notes share, word for word.\n\nOnly here: {n} 東京 {revision}.\n",
+            encoding="utf-8",
+        )
     if revision == 2:
         notes[0].unlink()
         shutil.copyfile(notes[1], root / "copy of a note.md")

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import weaker
+
 from vaultsync.disk import capabilities
 from vaultsync.errors import LockedError
 from vaultsync.store.lock import WriterLock
@@ -70,8 +70,9 @@ def test_what_decides_is_the_lock_not_a_pid_in_a_file(tmp_path: Path, capability
     db = str(tmp_path / "vaultsync.db")
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        Path(f"{db}.vault.lock").write_text(json.dumps({"pid": stranger.pid, "command": "vaultsync watch",
-                                                        "started": "2026-01-01T00:00:00+0000"}))
+        Path(f"{db}.vault.lock").write_text(
+            json.dumps({"pid": stranger.pid, "command": "vaultsync watch", "started": "2026-01-01T00:00:00+0000"})
+        )
         lock = WriterLock(db, "vault")
         if weaker(capability_profile, "a dead holder's lock is released by the OS"):
             assert capabilities.current().lock == "pidfile"
@@ -94,8 +95,10 @@ def test_many_processes_racing_for_a_stale_lock_leave_one_holder(tmp_path: Path,
     dead.wait()
     Path(f"{db}.vault.lock").write_text(json.dumps({"pid": dead.pid, "command": "crashed", "started": "x"}))
     start = time.time() + 2.0
-    racers = [subprocess.Popen([sys.executable, "-c", RACE, db, str(start)], stdout=subprocess.PIPE, text=True)
-              for _ in range(6)]
+    racers = [
+        subprocess.Popen([sys.executable, "-c", RACE, db, str(start)], stdout=subprocess.PIPE, text=True)
+        for _ in range(6)
+    ]
     outcomes = [proc.stdout.readline().strip() for proc in racers if proc.stdout is not None]
     for proc in racers:
         proc.wait()

@@ -11,31 +11,25 @@ vectors bit for bit), with a filter as well.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
+from support.pg_live import STATES, _history, _same_searches
 
 from vaultsync import Vault
-from support.pg_live import STATES, _history, _same_searches
 
 pgserver = pytest.importorskip("support.pgserver")
 
 
-
-
-
-
 EXPECTED = {
     "live": "SELECT r.vault_id, r.doc_id, count(*), min(d.length) FROM search_rows r JOIN search_docs d "
-            "ON d.id = r.doc_id WHERE r.died IS NULL GROUP BY 1, 2 ORDER BY 1, 2",
+    "ON d.id = r.doc_id WHERE r.died IS NULL GROUP BY 1, 2 ORDER BY 1, 2",
     "postings": "SELECT term, doc, tf FROM search_postings WHERE doc IN (SELECT doc_id FROM search_rows "
-                "WHERE died IS NULL) ORDER BY doc, term",
+    "WHERE died IS NULL) ORDER BY doc, term",
     "vectors": "SELECT r.vault_id, v.doc_id, v.embedding, {halfvec} FROM (SELECT DISTINCT vault_id, doc_id FROM "
-               "search_rows WHERE died IS NULL) r JOIN search_vectors v ON v.doc_id = r.doc_id ORDER BY 1, 2",
+    "search_rows WHERE died IS NULL) r JOIN search_vectors v ON v.doc_id = r.doc_id ORDER BY 1, 2",
     "max_doc": "SELECT s.vault_id, s.batch_id, (SELECT max(doc_id) FROM search_rows r WHERE r.vault_id = s.vault_id "
-               "AND r.born <= s.batch_id) FROM search_stats s ORDER BY 1, 2",
+    "AND r.born <= s.batch_id) FROM search_stats s ORDER BY 1, 2",
 }
 KEPT = {
     "live": "SELECT vault_id, doc_id, rows, length FROM search_live ORDER BY 1, 2",
@@ -65,23 +59,25 @@ def assert_live_exact(dsn: str) -> dict[str, list[tuple]]:
     import psycopg
 
     with psycopg.connect(dsn) as con:
-        assert con.execute("""SELECT count(*) FROM search_rows r JOIN batches b ON b.vault_id = r.vault_id
+        assert (
+            con.execute("""SELECT count(*) FROM search_rows r JOIN batches b ON b.vault_id = r.vault_id
                               AND r.born <= b.id AND (r.died IS NULL OR r.died > b.id)
                               WHERE r.doc_id > (SELECT max_doc FROM search_stats s WHERE s.vault_id = b.vault_id
-                                                AND s.batch_id <= b.id ORDER BY s.batch_id DESC LIMIT 1)""").fetchone()[0] == 0
+                                                AND s.batch_id <= b.id ORDER BY s.batch_id DESC LIMIT 1)""").fetchone()[
+                0
+            ]
+            == 0
+        )
     return kept
 
 
 def _shape(kept: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
     """The live set without its doc ids (a reindex numbers the docs anew)."""
-    return {"live": sorted((v, n, k) for v, _, n, k in kept["live"]), "postings": sorted((t, f) for t, _, f in kept["postings"]),
-            "vectors": sorted((v, bytes(e), x) for v, _, e, x in kept["vectors"])}
-
-
-
-
-
-
+    return {
+        "live": sorted((v, n, k) for v, _, n, k in kept["live"]),
+        "postings": sorted((t, f) for t, _, f in kept["postings"]),
+        "vectors": sorted((v, bytes(e), x) for v, _, e, x in kept["vectors"]),
+    }
 
 
 def test_the_live_set_equals_a_recomputation_after_every_batch_and_searches_equal_sqlite(tmp_path: Path) -> None:
@@ -95,7 +91,9 @@ def test_the_live_set_equals_a_recomputation_after_every_batch_and_searches_equa
     assert _same_searches(tmp_path / "lite.db", dsn, times) > 300
 
 
-def test_purge_reindex_reembed_and_copy_keep_the_live_set_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_purge_reindex_reembed_and_copy_keep_the_live_set_exact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from support.embedders import FusedHash
 
     from vaultsync.embed import embedders

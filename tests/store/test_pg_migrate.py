@@ -5,11 +5,11 @@ refuses it (so the documented order is: readers first, then stop the writers, mi
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 import tarfile
-import io
 from pathlib import Path
 
 import pytest
@@ -24,8 +24,9 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def previous(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The previous release's package, from git (skipped outside a git checkout holding that commit)."""
-    done = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", PREVIOUS, "vaultsync"],
-                          capture_output=True)
+    done = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", PREVIOUS, "vaultsync"], capture_output=True
+    )
     if done.returncode != 0:
         pytest.skip(f"the previous release ({PREVIOUS}) is not in this checkout's git history")
     folder = tmp_path_factory.mktemp("previous")
@@ -39,8 +40,13 @@ def run(code: Path | None, dsn: str, *args: str) -> subprocess.CompletedProcess[
     env = dict(os.environ)
     if code is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(code), env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "vaultsync", "--db", dsn, *args], capture_output=True, text=True,
-                          env=env, cwd=code or None)
+    return subprocess.run(
+        [sys.executable, "-m", "vaultsync", "--db", dsn, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=code or None,
+    )
 
 
 def version(dsn: str) -> int:
@@ -50,8 +56,9 @@ def version(dsn: str) -> int:
         return int(con.execute("SELECT max(version) FROM vaultsync_schema").fetchone()[0])
 
 
-def test_a_database_of_the_previous_release_is_read_then_migrated_only_by_migrate(previous: Path,
-                                                                                  tmp_path: Path) -> None:
+def test_a_database_of_the_previous_release_is_read_then_migrated_only_by_migrate(
+    previous: Path, tmp_path: Path
+) -> None:
     from vaultsync.store.pg.schema import MIGRATIONS
 
     dsn = pgserver.fresh_or_skip("previous")

@@ -51,18 +51,27 @@ class Cluster:
         import psycopg
 
         with psycopg.connect(dsn, autocommit=True, application_name="test admin") as con:
-            return len(con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
-                                   "current_database() AND application_name LIKE %s AND pid <> pg_backend_pid()",
-                                   (like,)).fetchall())
+            return len(
+                con.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
+                    "current_database() AND application_name LIKE %s AND pid <> pg_backend_pid()",
+                    (like,),
+                ).fetchall()
+            )
 
     def writers(self, dsn: str) -> list[str]:
         """The sessions holding a writer lock now (one per writing process)."""
         import psycopg
 
         with psycopg.connect(dsn, autocommit=True, application_name="test admin") as con:
-            return [r[0] for r in con.execute("SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a "
-                                              "ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "
-                                              "AND l.objsubid = 1 AND a.datname = current_database()").fetchall()]
+            return [
+                r[0]
+                for r in con.execute(
+                    "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a "
+                    "ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted "
+                    "AND l.objsubid = 1 AND a.datname = current_database()"
+                ).fetchall()
+            ]
 
     def close(self) -> None:
         self.server.stop()
@@ -94,7 +103,8 @@ def _on_disk(root: Path) -> set[str]:
 
 @pytest.mark.parametrize("event", ["fast", "immediate", "terminate"])
 def test_watch_records_every_edit_of_a_burst_across_a_restart_or_a_terminated_session(
-        cluster: Cluster, tmp_path: Path, event: str) -> None:
+    cluster: Cluster, tmp_path: Path, event: str
+) -> None:
     dsn = cluster.dsn(f"outage_{event}")
     root = tmp_path / "vault"
     root.mkdir()
@@ -124,8 +134,9 @@ def test_watch_records_every_edit_of_a_burst_across_a_restart_or_a_terminated_se
             _write(root, i)
             time.sleep(0.05)
         wanted = _on_disk(root)
-        recorded = wait_until(lambda: (r := _recorded(dsn, root)) and set(r) == wanted and r, 90,
-                              "every file of the burst recorded")
+        recorded = wait_until(
+            lambda: (r := _recorded(dsn, root)) and set(r) == wanted and r, 90, "every file of the burst recorded"
+        )
         assert recorded == {path: 1 for path in wanted}  # each edit once: no batch written twice
         watcher.wait_for("took the writer lock back")
         assert cluster.writers(dsn) == [w for w in cluster.writers(dsn) if w.startswith("vaultsync writer")]
@@ -147,7 +158,8 @@ def test_watch_records_every_edit_of_a_burst_across_a_restart_or_a_terminated_se
 
 
 def test_a_writer_whose_lock_session_was_lost_cannot_commit_after_another_took_the_lock(
-        cluster: Cluster, tmp_path: Path) -> None:
+    cluster: Cluster, tmp_path: Path
+) -> None:
     dsn = cluster.dsn("fence")
     root = tmp_path / "vault"
     root.mkdir()
@@ -177,7 +189,8 @@ def test_a_writer_whose_lock_session_was_lost_cannot_commit_after_another_took_t
 
 
 def test_a_takeover_waits_for_the_batch_in_flight_of_the_writer_that_lost_its_session(
-        cluster: Cluster, tmp_path: Path) -> None:
+    cluster: Cluster, tmp_path: Path
+) -> None:
     """The epoch is raised by an UPDATE of the head row the batch holds: the new holder returns from taking the
     lock only after the old holder's batch committed, so it plans its writes on what that batch wrote."""
     from support.changes import change
@@ -210,7 +223,8 @@ def test_a_takeover_waits_for_the_batch_in_flight_of_the_writer_that_lost_its_se
 
 
 def test_watch_exits_after_the_outage_bound_and_the_next_start_records_what_was_pending(
-        cluster: Cluster, tmp_path: Path) -> None:
+    cluster: Cluster, tmp_path: Path
+) -> None:
     dsn = cluster.dsn("bound")
     root = tmp_path / "vault"
     root.mkdir()
@@ -238,10 +252,16 @@ def test_watch_exits_after_the_outage_bound_and_the_next_start_records_what_was_
         assert again.finish() == 0
 
 
-CALLS = {"search_notes": {"query": "plumber"}, "read_note": {"path": "Inbox.md"},
-         "note_history": {"path": "Inbox.md"}, "diff_note": {"path": "Projects/Atlas.md", "from": "2024-01-15"},
-         "list_changes": {"since": "2024-01-15"}, "list_notes": {"limit": 5}, "get_links": {"path": "Inbox.md"},
-         "vault_status": {}}
+CALLS = {
+    "search_notes": {"query": "plumber"},
+    "read_note": {"path": "Inbox.md"},
+    "note_history": {"path": "Inbox.md"},
+    "diff_note": {"path": "Projects/Atlas.md", "from": "2024-01-15"},
+    "list_changes": {"since": "2024-01-15"},
+    "list_notes": {"limit": 5},
+    "get_links": {"path": "Inbox.md"},
+    "vault_status": {},
+}
 """One call of every read tool."""
 RETURN_S = 10.0
 """Within this long of the database's return, both servers answer every tool and deliver subscriptions."""
@@ -275,7 +295,8 @@ async def _answers_every_tool(c: Any, within: float) -> float:
 @pytest.mark.anyio
 @pytest.mark.parametrize("event", ["fast", "immediate", "terminate"])
 async def test_two_http_servers_answer_every_tool_and_deliver_subscriptions_after_the_database_returns(
-        cluster: Cluster, tmp_path: Path, event: str) -> None:
+    cluster: Cluster, tmp_path: Path, event: str
+) -> None:
     import anyio
     import httpx2
     from mcp import Client
@@ -294,11 +315,16 @@ async def test_two_http_servers_answer_every_tool_and_deliver_subscriptions_afte
             for c in clients:
                 await _every_tool(c)
             for url in urls:
-                assert httpx2.get(url + "/ready").json() == {"status": "ready", "database": "ok",
-                                                             "vault_current": True if url == urls[0] else None,
-                                                             "watcher_lag_seconds": 0.0 if url == urls[0] else None}
-            async with watching_server.listen(resource_subscriptions=["note://Inbox.md"]) as sub_a, \
-                    reader.listen(resource_subscriptions=["note://Inbox.md"]) as sub_b:
+                assert httpx2.get(url + "/ready").json() == {
+                    "status": "ready",
+                    "database": "ok",
+                    "vault_current": True if url == urls[0] else None,
+                    "watcher_lag_seconds": 0.0 if url == urls[0] else None,
+                }
+            async with (
+                watching_server.listen(resource_subscriptions=["note://Inbox.md"]) as sub_a,
+                reader.listen(resource_subscriptions=["note://Inbox.md"]) as sub_b,
+            ):
                 if event == "terminate":
                     assert cluster.terminate(dsn) >= 4  # each server's store, readers, listener; the lock
                 else:
@@ -320,13 +346,17 @@ async def test_two_http_servers_answer_every_tool_and_deliver_subscriptions_afte
                     await next_update(sub, "note://Inbox.md", timeout=max(0.1, back + RETURN_S - time.monotonic()))
                 delivered = time.monotonic() - back
                 took = [await _answers_every_tool(c, max(0.1, back + RETURN_S - time.monotonic())) for c in clients]
-                print(f"{event}: subscriptions delivered {delivered:.2f} s after the return; every tool answered "
-                      f"{max(took) + delivered:.2f} s after it")
+                print(
+                    f"{event}: subscriptions delivered {delivered:.2f} s after the return; every tool answered "
+                    f"{max(took) + delivered:.2f} s after it"
+                )
             from support.mcp_helpers import sc
 
             for c in clients:
-                assert "edited while the database was away" in sc(await c.call_tool("read_note",
-                                                                                    {"path": "Inbox.md"}))["content"]
+                assert (
+                    "edited while the database was away"
+                    in sc(await c.call_tool("read_note", {"path": "Inbox.md"}))["content"]
+                )
             for url in urls:
                 assert httpx2.get(url + "/ready").status_code == 200
     finally:
@@ -341,11 +371,12 @@ def test_a_watcher_and_a_server_follow_a_standby_promoted_to_primary(tmp_path: P
     (``-m immediate``) and the standby is promoted, every new session goes to the new primary; the watcher takes
     its lock back there and its catch-up scan records what the standby had not received, and a reader server
     answers from it."""
+    from urllib.parse import quote
+
     import anyio
     import psycopg
     from mcp import Client
     from support.mcp_helpers import free_port, sc, start_http, stop
-    from urllib.parse import quote
 
     try:
         primary = pgserver.PgServer.start(options=("-c", "wal_level=replica"))
@@ -356,8 +387,20 @@ def test_a_watcher_and_a_server_follow_a_standby_promoted_to_primary(tmp_path: P
     try:
         dsn = primary.fresh_database("promote")
         copy = primary.folder / "standby"
-        done = primary.run("pg_basebackup", "-D", str(copy), "-h", str(primary.socket_dir), "-U", pgserver.SUPERUSER,
-                           "-R", "-X", "stream", "--no-sync", "--checkpoint=fast")
+        done = primary.run(
+            "pg_basebackup",
+            "-D",
+            str(copy),
+            "-h",
+            str(primary.socket_dir),
+            "-U",
+            pgserver.SUPERUSER,
+            "-R",
+            "-X",
+            "stream",
+            "--no-sync",
+            "--checkpoint=fast",
+        )
         assert done.returncode == 0, done.stderr
         standby = pgserver.PgServer.start(data=copy, options=("-c", "hot_standby=on"))
         hosts = ",".join(quote(str(s.socket_dir), safe="") for s in (primary, standby))
@@ -379,8 +422,11 @@ def test_a_watcher_and_a_server_follow_a_standby_promoted_to_primary(tmp_path: P
         with psycopg.connect(standby.dsn(dsn.rsplit("/", 1)[1].split("?")[0]), autocommit=True) as con:
             assert con.execute("SELECT pg_promote(wait => true)").fetchone()[0]
         wanted = _on_disk(root)
-        recorded = wait_until(lambda: (r := _recorded(both, root)) and set(r) == wanted and r, 90,
-                              "every edit recorded on the promoted standby")
+        recorded = wait_until(
+            lambda: (r := _recorded(both, root)) and set(r) == wanted and r,
+            90,
+            "every edit recorded on the promoted standby",
+        )
         assert recorded == {path: 1 for path in wanted}
         watcher.wait_for("took the writer lock back")
 
@@ -422,9 +468,13 @@ def test_the_ui_answers_again_after_a_restart(cluster: Cluster, tmp_path: Path) 
     (root / "a.md").write_text("# A\n", encoding="utf-8")
     with Vault.open(dsn, root=root) as vault:
         vault.sync()
-    proc = subprocess.Popen([sys.executable, "-m", "vaultsync", "--db", dsn, "ui", "--no-browser"],
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vaultsync", "--db", dsn, "ui", "--no-browser"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         assert proc.stderr is not None
         found = re.search(r"(http://127\.0\.0\.1:\d+)/\?token=(\S+)", proc.stderr.readline())
@@ -436,8 +486,9 @@ def test_the_ui_answers_again_after_a_restart(cluster: Cluster, tmp_path: Path) 
         assert away.status_code == 400 and "cannot use the database" in away.json()["error"]
         cluster.start()
         back = time.monotonic()
-        wait_until(lambda: httpx2.get(url, params={"token": token}).status_code == 200, RETURN_S,
-                   "the ui answering again")
+        wait_until(
+            lambda: httpx2.get(url, params={"token": token}).status_code == 200, RETURN_S, "the ui answering again"
+        )
         print(f"ui: answering {time.monotonic() - back:.2f} s after the return")
     finally:
         if cluster.server.process.poll() is not None:

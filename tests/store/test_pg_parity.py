@@ -16,28 +16,20 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.pg_history import DAY, QUERIES, STATES, T0, _import_all
 
 from vaultsync import Vault
 from vaultsync.embed.embedders import HashEmbedder
 from vaultsync.errors import NoteNotFound
 from vaultsync.store.read import HISTORY_FIELDS, LISTED_FIELDS
-from support.pg_history import DAY, QUERIES, STATES, T0, _import_all
 
 pgserver = pytest.importorskip("support.pgserver")
-
-
-
-
-
-
-
 
 
 def _answers(vault: Vault, at: int, paths: list[str]) -> dict[str, Any]:
@@ -55,7 +47,8 @@ def _answers(vault: Vault, at: int, paths: list[str]) -> dict[str, Any]:
                     found = vault.search(query, mode=mode, as_of=at, valid_at=valid_at, limit=8, **options)
                     out[f"search {mode} {query} {valid_at} {options}"] = [
                         (h["path"], h["chunk_id"], json.dumps([h["keyword"], h["signals"]]), h["score"], h["snippet"])
-                        for h in found.hits]
+                        for h in found.hits
+                    ]
     return out
 
 
@@ -130,24 +123,29 @@ def test_history_follows_renames_the_same_way(both: tuple[Vault, Vault, list[int
     assert [r.kind for r in pg.history("Plans/2025 Q1.md")] == ["created", "renamed", "modified"]
 
 
-def test_the_postgres_database_checks_clean_and_refuses_rewrites(both: tuple[Vault, Vault, list[int], list[str]],
-                                                                  databases: tuple[Path, str, list[int]]) -> None:
+def test_the_postgres_database_checks_clean_and_refuses_rewrites(
+    both: tuple[Vault, Vault, list[int], list[str]], databases: tuple[Path, str, list[int]]
+) -> None:
     import psycopg
 
     _, pg, _, _ = both
     assert pg.check() == []
     dsn = databases[1]  # the test reaches the database itself: append-only must hold there, not only in vaultsync
     with psycopg.connect(dsn) as con:
-        for sql in ("UPDATE notes SET path = 'x'", "DELETE FROM chunks", "UPDATE texts SET body = ''::bytea",
-                    "DELETE FROM search_postings"):
+        for sql in (
+            "UPDATE notes SET path = 'x'",
+            "DELETE FROM chunks",
+            "UPDATE texts SET body = ''::bytea",
+            "DELETE FROM search_postings",
+        ):
             with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
                 con.execute(sql)
             con.rollback()
 
 
-def test_copy_sqlite_to_postgres_and_back_keeps_every_answer(both: tuple[Vault, Vault, list[int], list[str]],
-                                                             databases: tuple[Path, str, list[int]],
-                                                             tmp_path: Path) -> None:
+def test_copy_sqlite_to_postgres_and_back_keeps_every_answer(
+    both: tuple[Vault, Vault, list[int], list[str]], databases: tuple[Path, str, list[int]], tmp_path: Path
+) -> None:
     """``vaultsync copy`` SQLite → PostgreSQL → SQLite: each copy answers as the original, and checks clean."""
     from click.testing import CliRunner
 
@@ -174,8 +172,9 @@ def test_copy_sqlite_to_postgres_and_back_keeps_every_answer(both: tuple[Vault, 
             for at, answers in expected.items():
                 assert _answers(copy, at, paths) == answers, (db, at)
             for path in ("Home.md", "Plans/2025 Q1.md", "Policy.md"):
-                assert [r.summary(HISTORY_FIELDS) for r in copy.history(path)] == \
-                    [r.summary(HISTORY_FIELDS) for r in lite.history(path)]
+                assert [r.summary(HISTORY_FIELDS) for r in copy.history(path)] == [
+                    r.summary(HISTORY_FIELDS) for r in lite.history(path)
+                ]
         finally:
             copy.close()
 
@@ -228,7 +227,8 @@ def _vector_answers(vault: Vault, at: int) -> dict[str, Any]:
                     found = vault.search(query, mode=mode, as_of=at, valid_at=valid_at, limit=limit, **options)
                     out[f"{mode} {limit} {query} {valid_at} {options}"] = [
                         (h["path"], h["chunk_id"], json.dumps([h["keyword"], h["vector"], h["signals"]]), h["score"])
-                        for h in found.hits]
+                        for h in found.hits
+                    ]
     return out
 
 
@@ -259,10 +259,19 @@ def test_reembed_purge_and_reindex_keep_the_vectors_equal(tmp_path: Path, monkey
     _import_all(dsn, tmp_path / "vault")
     vaults = [Vault.open(db, root=tmp_path / "vault", name="v") for db in (tmp_path / "lite.db", dsn)]
     try:
+
         def same(mode: str, queries: tuple[str, ...] = ("tide table", "lighthouse keeper", "storm")) -> list[Any]:
-            found = [[[(h["path"], h["chunk_id"], h["score"], h["vector"]) for h in
-                       v.search(q, mode=mode, limit=6, as_of=at).hits] for q in queries for at in (None, T0)]
-                     for v in vaults]
+            found = [
+                [
+                    [
+                        (h["path"], h["chunk_id"], h["score"], h["vector"])
+                        for h in v.search(q, mode=mode, limit=6, as_of=at).hits
+                    ]
+                    for q in queries
+                    for at in (None, T0)
+                ]
+                for v in vaults
+            ]
             assert found[1] == found[0], mode
             return found[0]
 
@@ -281,7 +290,9 @@ def test_reembed_purge_and_reindex_keep_the_vectors_equal(tmp_path: Path, monkey
             vault.close()
 
 
-def test_copy_carries_purge_records_audit_heads_and_the_embedder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_copy_carries_purge_records_audit_heads_and_the_embedder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A vault purged twice (a text, then a retention horizon) in a database with an audit log head and a fusing
     embedder: copied SQLite → PostgreSQL → SQLite, each copy has the same purge records, horizon, audit head
     and answers (the default mode fused with the same vectors), and checks clean."""
@@ -308,6 +319,7 @@ def test_copy_carries_purge_records_audit_heads_and_the_embedder(tmp_path: Path,
     lite = Vault.open(lite_db, name="v", readonly=True)
     paths = sorted({p for state in STATES for p in state} | {"Plans/Q1.md"})
     try:
+
         def records(db: Any) -> list[tuple]:
             with _store(db) as (store, vid), store.view(vid, "v") as view:
                 return [(p.command, p.horizon, p.revisions_changed, p.revisions_removed, p.at) for p in view.purges()]
@@ -337,8 +349,7 @@ def test_copy_carries_purge_records_audit_heads_and_the_embedder(tmp_path: Path,
         lite.close()
 
 
-def test_readers_of_one_store_share_a_pool_and_answer_as_one_at_a_time(
-        databases: tuple[Path, str, list[int]]) -> None:
+def test_readers_of_one_store_share_a_pool_and_answer_as_one_at_a_time(databases: tuple[Path, str, list[int]]) -> None:
     """Threads searching one PgStore at once get the serial answers, over several connections of the readers' pool:
     a view held open in one thread does not stop another thread's view (each its own REPEATABLE READ READ ONLY
     transaction, as ``PgView.session`` reports it)."""
@@ -348,6 +359,7 @@ def test_readers_of_one_store_share_a_pool_and_answer_as_one_at_a_time(
     _, dsn, times = databases
     held, go = threading.Event(), threading.Event()
     with _store(dsn) as (store, vid):
+
         def hold() -> Any:
             with store.view(vid, "v") as view:
                 session = view.session()
@@ -379,8 +391,9 @@ def test_readers_of_one_store_share_a_pool_and_answer_as_one_at_a_time(
         assert store.db.pool().get_stats()["pool_size"] >= 2  # the readers really spread over connections
 
 
-def test_the_system_postgres_without_pgvector_falls_back_by_itself(fused: Any, tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_system_postgres_without_pgvector_falls_back_by_itself(
+    fused: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On the system's PostgreSQL (Debian's packages: no ``vector`` extension to create), with no setting, the
     schema is made without pgvector and vector search and the fused default mode answer as SQLite's."""
     import psycopg

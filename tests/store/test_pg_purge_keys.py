@@ -36,8 +36,11 @@ def _keys(dsn: str) -> list[tuple[str, str, str, bool]]:
 
 
 def _unindexed(dsn: str) -> list[tuple[str, str, str]]:
-    return [(child, column, parent) for child, column, parent, indexed in _keys(dsn)
-            if parent in PURGED_PARENTS and not indexed]
+    return [
+        (child, column, parent)
+        for child, column, parent, indexed in _keys(dsn)
+        if parent in PURGED_PARENTS and not indexed
+    ]
 
 
 def test_every_key_a_purge_checks_has_an_index(tmp_path: Path) -> None:
@@ -45,8 +48,13 @@ def test_every_key_a_purge_checks_has_an_index(tmp_path: Path) -> None:
     _history(dsn, tmp_path)
     keys = _keys(dsn)
     assert {(child, column) for child, column, parent, _ in keys if parent in PURGED_PARENTS} >= {
-        ("chunks", "text_id"), ("chunks", "links_id"), ("notes", "prev_id"), ("notes", "batch_id"),
-        ("note_ends", "batch_id"), ("git_commits", "batch_id")}  # what the check below covers
+        ("chunks", "text_id"),
+        ("chunks", "links_id"),
+        ("notes", "prev_id"),
+        ("notes", "batch_id"),
+        ("note_ends", "batch_id"),
+        ("git_commits", "batch_id"),
+    }  # what the check below covers
     assert _unindexed(dsn) == []
     assert not [k for k in keys if k[0] == "search_postings"]
 
@@ -85,8 +93,10 @@ def test_m008_on_a_database_built_before_it(tmp_path: Path) -> None:
         with Vault.open(db, root=tmp_path / "v", name="v") as vault:
             assert vault.purge(before=horizon).revisions_removed > 0
             assert vault.check() == []
-    with Vault.open(tmp_path / "lite.db", name="v", readonly=True) as lite, \
-            Vault.open(dsn, name="v", readonly=True) as pg:
+    with (
+        Vault.open(tmp_path / "lite.db", name="v", readonly=True) as lite,
+        Vault.open(dsn, name="v", readonly=True) as pg,
+    ):
         for at in (None, horizon, times[-1]):
             for query in ("tide", "keeper", "storm season"):
                 want = [(h["path"], h["chunk_id"]) for h in lite.search(query, as_of=at, mode="keyword").hits]
@@ -103,7 +113,9 @@ def test_check_reports_postings_whose_doc_is_gone(tmp_path: Path) -> None:
     with Vault.open(dsn, name="v", readonly=True) as vault:
         assert vault.check() == []
     with psycopg.connect(dsn) as con:
-        con.execute("INSERT INTO search_postings (term, doc, tf, positions) "
-                    "SELECT 'ghost', max(id) + 1000, 1, '{0}' FROM search_docs")
+        con.execute(
+            "INSERT INTO search_postings (term, doc, tf, positions) "
+            "SELECT 'ghost', max(id) + 1000, 1, '{0}' FROM search_docs"
+        )
     with Vault.open(dsn, name="v", readonly=True) as vault:
         assert vault.check() == ["1 keyword postings belong to no indexed text: rebuild the search index"]

@@ -26,10 +26,15 @@ from vaultsync.store.read import LISTED_FIELDS
 
 pgserver = pytest.importorskip("support.pgserver")
 
-pytestmark = [pytest.mark.corpus, pytest.mark.slow,
-              pytest.mark.skipif(os.environ.get("VAULTSYNC_PG_REPLAY") != "1",
-                                 reason="copying the whole Help replay into PostgreSQL takes over 10 minutes on two "
-                                        "cores: not in make test; run it with VAULTSYNC_PG_REPLAY=1")]
+pytestmark = [
+    pytest.mark.corpus,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("VAULTSYNC_PG_REPLAY") != "1",
+        reason="copying the whole Help replay into PostgreSQL takes over 10 minutes on two "
+        "cores: not in make test; run it with VAULTSYNC_PG_REPLAY=1",
+    ),
+]
 
 QUERIES = ["link", "canvas plugin", '"graph view"', "sync*", "prop*", "链接", "插件", "笔记 同步", "the", "Obsidian"]
 
@@ -74,8 +79,9 @@ def test_search_at_24_cutoffs_is_the_same(engines) -> None:
             for mode, options in (("keyword", {}), ("hybrid", {}), ("keyword", {"prefix": "zh/"}), ("vector", {})):
                 a = lite.search(query, mode=mode, as_of=at, limit=10, **options).hits
                 b = pg.search(query, mode=mode, as_of=at, limit=10, **options).hits
-                assert [(h["path"], h["chunk_id"], h["keyword"] and h["keyword"]["rank"]) for h in b] == \
-                    [(h["path"], h["chunk_id"], h["keyword"] and h["keyword"]["rank"]) for h in a], (at, query, mode)
+                assert [(h["path"], h["chunk_id"], h["keyword"] and h["keyword"]["rank"]) for h in b] == [
+                    (h["path"], h["chunk_id"], h["keyword"] and h["keyword"]["rank"]) for h in a
+                ], (at, query, mode)
                 assert all(abs(x["score"] - y["score"]) <= 1e-9 for x, y in zip(a, b)), (at, query, mode)
                 compared += len(a)
     assert compared > 2000

@@ -26,8 +26,12 @@ def _stats_rows(dsn: str) -> list[tuple[int, int, int, int]]:
     import psycopg
 
     with psycopg.connect(dsn) as con:
-        return [tuple(r) for r in con.execute("SELECT vault_id, batch_id, rows, tokens FROM search_stats "
-                                               "ORDER BY vault_id, batch_id")]
+        return [
+            tuple(r)
+            for r in con.execute(
+                "SELECT vault_id, batch_id, rows, tokens FROM search_stats ORDER BY vault_id, batch_id"
+            )
+        ]
 
 
 def _check_counts(dsn: str) -> int:
@@ -40,9 +44,13 @@ def _check_counts(dsn: str) -> int:
             counted = con.execute(
                 """SELECT count(*), coalesce(sum(d.length), 0) FROM search_rows r JOIN search_docs d ON d.id = r.doc_id
                    WHERE r.vault_id = %s AND r.born <= %s AND (r.died IS NULL OR r.died > %s)""",
-                (vault_id, batch, batch)).fetchone()
-            kept = con.execute("SELECT rows, tokens FROM search_stats WHERE vault_id = %s AND batch_id <= %s "
-                               "ORDER BY batch_id DESC LIMIT 1", (vault_id, batch)).fetchone() or (0, 0)
+                (vault_id, batch, batch),
+            ).fetchone()
+            kept = con.execute(
+                "SELECT rows, tokens FROM search_stats WHERE vault_id = %s AND batch_id <= %s "
+                "ORDER BY batch_id DESC LIMIT 1",
+                (vault_id, batch),
+            ).fetchone() or (0, 0)
             assert tuple(kept) == tuple(counted), (vault_id, batch)
         return len(batches)
 
@@ -79,7 +87,10 @@ def test_pruned_ranking_equals_sqlite_at_every_limit(tmp_path: Path) -> None:
     times = _import_all(tmp_path / "lite.db", tmp_path / "vault")
     assert _import_all(dsn, tmp_path / "vault") == times
     compared = 0
-    with Vault.open(tmp_path / "lite.db", name="v", readonly=True) as lite, Vault.open(dsn, name="v", readonly=True) as pg:
+    with (
+        Vault.open(tmp_path / "lite.db", name="v", readonly=True) as lite,
+        Vault.open(dsn, name="v", readonly=True) as pg,
+    ):
         for at in (None, *times, T0 + DAY // 2):
             for query in (*QUERIES, "the tide", "the keeper logs the tide"):
                 for limit in (1, 2, 3, 5):

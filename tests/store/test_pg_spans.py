@@ -29,7 +29,6 @@ from support.pg_live import _history as _live_history  # noqa: E402
 from vaultsync.store.pg import spans  # noqa: E402
 from vaultsync.store.search.schema import OPEN  # noqa: E402
 
-
 AWAY = {**STATES[-1], "Home.md": "# Home\n\nThe keeper is away.\n\n## More\n\nMorning watch.\n"}
 HISTORY = [*STATES, AWAY, STATES[-1]]
 """The live set's history, then the first section of ``Home.md`` edited away and back: a text whose rows all
@@ -76,24 +75,34 @@ def assert_spans_exact(dsn: str) -> list[tuple]:
 
     with psycopg.connect(dsn) as con:
         kept_vec, want_vec = _columns(con)
-        kept = [tuple(r) for r in con.execute(
-            f"SELECT vault_id, doc_id, born, died, {kept_vec} FROM search_doc_spans ORDER BY 1, 2, 3")]
+        kept = [
+            tuple(r)
+            for r in con.execute(
+                f"SELECT vault_id, doc_id, born, died, {kept_vec} FROM search_doc_spans ORDER BY 1, 2, 3"
+            )
+        ]
         vectors = dict(con.execute(f"SELECT doc_id, {want_vec} FROM search_vectors").fetchall())
         rows = con.execute("SELECT vault_id, doc_id, born, died FROM search_rows").fetchall()
         assert kept == [(*s, vectors.get(s[1])) for s in _merged(rows)]
         for vault, batch in con.execute("SELECT vault_id, id FROM batches ORDER BY id").fetchall():
-            shown = con.execute("SELECT doc_id FROM search_doc_spans WHERE vault_id = %s AND born <= %s "
-                                "AND died > %s ORDER BY doc_id", (vault, batch, batch)).fetchall()
-            visible = con.execute("SELECT DISTINCT doc_id FROM search_rows WHERE vault_id = %s AND born <= %s AND "
-                                  "(died IS NULL OR died > %s) ORDER BY doc_id", (vault, batch, batch)).fetchall()
+            shown = con.execute(
+                "SELECT doc_id FROM search_doc_spans WHERE vault_id = %s AND born <= %s AND died > %s ORDER BY doc_id",
+                (vault, batch, batch),
+            ).fetchall()
+            visible = con.execute(
+                "SELECT DISTINCT doc_id FROM search_rows WHERE vault_id = %s AND born <= %s AND "
+                "(died IS NULL OR died > %s) ORDER BY doc_id",
+                (vault, batch, batch),
+            ).fetchall()
             assert shown == visible, (vault, batch)
         assert sorted(tuple(r) for r in con.execute(spans.FROM_ROWS)) == [s[:4] for s in kept]  # m007's fill
     return kept
 
 
 @pytest.mark.parametrize("vectors", ["pgvector", "python"])
-def test_the_spans_equal_the_merged_row_lifetimes_after_every_batch(tmp_path: Path, vectors: str,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_spans_equal_the_merged_row_lifetimes_after_every_batch(
+    tmp_path: Path, vectors: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from vaultsync.store.pg.vectors import ENV
 
     if vectors == "python":
@@ -188,9 +197,11 @@ def test_the_check_fails_on_spans_kept_wrong(tmp_path: Path, monkeypatch: pytest
     _history(dsn, tmp_path / "moved")
     assert_spans_exact(dsn)
     with psycopg.connect(dsn) as con:
-        con.execute("UPDATE search_doc_spans SET born = born + 1 WHERE (vault_id, doc_id, born) = "
-                    "(SELECT vault_id, doc_id, born FROM search_doc_spans WHERE died <> %s ORDER BY 1, 2, 3 LIMIT 1)",
-                    (OPEN,))
+        con.execute(
+            "UPDATE search_doc_spans SET born = born + 1 WHERE (vault_id, doc_id, born) = "
+            "(SELECT vault_id, doc_id, born FROM search_doc_spans WHERE died <> %s ORDER BY 1, 2, 3 LIMIT 1)",
+            (OPEN,),
+        )
     with pytest.raises(AssertionError):
         assert_spans_exact(dsn)
 
@@ -212,8 +223,12 @@ def test_a_doc_entering_and_leaving_opens_closes_reopens_or_drops_its_span(tmp_p
         con = Con(raw)
 
         def spans_of(doc: int) -> list[tuple[int, int]]:
-            return [tuple(r) for r in raw.execute("SELECT born, died FROM search_doc_spans WHERE vault_id = 1 "
-                                                  "AND doc_id = %s ORDER BY born", (doc,))]
+            return [
+                tuple(r)
+                for r in raw.execute(
+                    "SELECT born, died FROM search_doc_spans WHERE vault_id = 1 AND doc_id = %s ORDER BY born", (doc,)
+                )
+            ]
 
         live.add(con, 1, 5, [7], text, length)
         live.remove(con, 1, 5, [7])
@@ -247,9 +262,14 @@ def test_the_spans_are_read_by_index_and_the_setting_is_given_back(tmp_path: Pat
             raw.execute("SELECT set_config('enable_seqscan', %s, false)", (before,))
             with spans.by_index(raw):
                 assert raw.execute("SHOW enable_seqscan").fetchone()[0] == "off"
-                plan = "\n".join(r[0] for r in raw.execute(
-                    "EXPLAIN SELECT doc_id FROM search_doc_spans s WHERE s.vault_id = 1 AND s.born <= %s "
-                    "AND s.died > %s", (3, 3)))
+                plan = "\n".join(
+                    r[0]
+                    for r in raw.execute(
+                        "EXPLAIN SELECT doc_id FROM search_doc_spans s WHERE s.vault_id = 1 AND s.born <= %s "
+                        "AND s.died > %s",
+                        (3, 3),
+                    )
+                )
             assert "search_doc_spans_at" in plan and "Seq Scan" not in plan
             assert raw.execute("SHOW enable_seqscan").fetchone()[0] == before
             with pytest.raises(ZeroDivisionError), spans.by_index(raw):

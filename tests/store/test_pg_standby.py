@@ -33,11 +33,25 @@ def test_a_reader_on_a_standby_answers_as_on_the_primary(tmp_path: Path) -> None
         writer = Vault.open(dsn, root=root, name="v")
         writer.sync(known_at=1_000_000)
         copy = primary.folder / f"replica-{time.time_ns()}"
-        done = primary.run("pg_basebackup", "-D", str(copy), "-h", str(primary.socket_dir), "-U", pgserver.SUPERUSER,
-                           "-R", "-X", "stream", "--no-sync", "--checkpoint=fast")
+        done = primary.run(
+            "pg_basebackup",
+            "-D",
+            str(copy),
+            "-h",
+            str(primary.socket_dir),
+            "-U",
+            pgserver.SUPERUSER,
+            "-R",
+            "-X",
+            "stream",
+            "--no-sync",
+            "--checkpoint=fast",
+        )
         assert done.returncode == 0, done.stderr
         standby = pgserver.PgServer.start(data=copy, options=("-c", "hot_standby=on"))
-        reader_dsn = dsn.replace(str(primary.socket_dir).replace("/", "%2F"), str(standby.socket_dir).replace("/", "%2F"))
+        reader_dsn = dsn.replace(
+            str(primary.socket_dir).replace("/", "%2F"), str(standby.socket_dir).replace("/", "%2F")
+        )
         assert reader_dsn != dsn
         reader = Vault.open(reader_dsn, name="v", readonly=True)
         try:

@@ -28,9 +28,28 @@ class TcpServer(pgserver.PgServer):  # type: ignore[name-defined]
 
 def _certificate(folder: Path, name: str) -> tuple[Path, Path]:
     cert, key = folder / f"{name}.pem", folder / f"{name}.key"
-    done = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
-                           "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
-                           "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     return cert, key
 
@@ -55,9 +74,23 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]
         pgserver._give(server.folder / path.name)  # type: ignore[attr-defined]
         os.chmod(server.folder / path.name, 0o600)
     port = TcpServer.port = free_port()
-    server = TcpServer.start(server.folder, data=server.data, bin_=binaries, options=(
-        "-c", "listen_addresses=127.0.0.1", "-c", f"port={port}", "-c", "ssl=on",
-        "-c", f"ssl_cert_file={server.folder / cert.name}", "-c", f"ssl_key_file={server.folder / key.name}"))
+    server = TcpServer.start(
+        server.folder,
+        data=server.data,
+        bin_=binaries,
+        options=(
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            f"port={port}",
+            "-c",
+            "ssl=on",
+            "-c",
+            f"ssl_cert_file={server.folder / cert.name}",
+            "-c",
+            f"ssl_key_file={server.folder / key.name}",
+        ),
+    )
     try:
         local = server.fresh_database("tls")
         name = local.rsplit("/", 1)[1].split("?")[0]
@@ -67,8 +100,12 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]
 
 
 def _run(dsn: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "vaultsync", "--db", dsn, *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "vaultsync", "--db", dsn, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_verify_full_connects_encrypted_and_a_wrong_ca_is_refused_in_one_line(tls: dict, tmp_path: Path) -> None:

@@ -58,8 +58,12 @@ def test_a_writer_killed_mid_batch_leaves_nothing_and_another_takes_over(dsn: st
         vid = store.ensure_vault("v", tmp_path)
         with store.batch(vid, known_at=1_000) as first:
             first.add_revision(*change("before.md", "# Before\n\nalready there\n"))
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, dsn, str(tmp_path)], stdout=subprocess.PIPE, text=True,
-                                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, dsn, str(tmp_path)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
         try:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "writing"
             mine = store.writer_lock("v")
@@ -136,8 +140,9 @@ def _try_batch(store: object, vid: int, known_at: int) -> str:
     return "written"
 
 
-def test_readers_learn_of_committed_batches_through_listen_and_catch_up_after_a_reconnect(dsn: str,
-                                                                                        tmp_path: Path) -> None:
+def test_readers_learn_of_committed_batches_through_listen_and_catch_up_after_a_reconnect(
+    dsn: str, tmp_path: Path
+) -> None:
     import threading
 
     from support.changes import change
@@ -221,6 +226,7 @@ def test_a_wait_ends_when_a_batch_commits_a_writer_lets_go_or_the_session_is_los
             def run() -> None:
                 time.sleep(0.3)
                 act()
+
             thread = threading.Thread(target=run)
             thread.start()
             return thread

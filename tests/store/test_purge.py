@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from support.engines import own_store, sqlite_file
-
 from support.purge_history import (
     S_ASCII,
     S_CJK,
@@ -29,10 +28,11 @@ from support.purge_history import (
     tokens,
 )
 from support.search_truth import FreshKeyword, brute_vector, same_ranking, split_export
+
 from vaultsync import NoteNotFound
 from vaultsync.embed.embedders import HashEmbedder
-from vaultsync.errors import ConfigError
 from vaultsync.embed.tokenizer import parse_query
+from vaultsync.errors import ConfigError
 from vaultsync.vault import Vault
 
 pytestmark = [pytest.mark.corpus]
@@ -76,12 +76,17 @@ def check_exact(vault: Vault, history: History, expected: list[dict[str, str] | 
         for query in QUERIES:
             expression = parse_query(query).expression
             got = vault.search(query, as_of=when, mode="keyword", limit=1000).to_json()
-            same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
-                         fresh.search(expression))
+            same_ranking(
+                [(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]], fresh.search(expression)
+            )
         fresh.close()
         got = vault.search(QUERIES[2], as_of=when, mode="vector", limit=1000).to_json()
-        same_ranking([(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
-                     brute_vector(chunks, HashEmbedder(), QUERIES[2]), rel=0.0, abs_=1e-12)
+        same_ranking(
+            [(h["path"], h["chunk_id"], h["vector"]["score"]) for h in got["hits"]],
+            brute_vector(chunks, HashEmbedder(), QUERIES[2]),
+            rel=0.0,
+            abs_=1e-12,
+        )
 
 
 def test_purged_texts_leave_no_trace_and_history_stays_exact(planted_history: History, planted_db: Path) -> None:
@@ -99,7 +104,9 @@ def test_purged_texts_leave_no_trace_and_history_stays_exact(planted_history: Hi
         assert S_STASH in vault.read(STASH, as_of=when).revision.title
         kinds = [r.kind for r in vault.history(STASH_RENAMED)]
         assert kinds[0] == "created" and "renamed" in kinds and kinds[-1] == "deleted"
-        planted_revisions = sum(1 for state in history.truth for text in state.values() if any(s in text for s in SECRETS))
+        planted_revisions = sum(
+            1 for state in history.truth for text in state.values() if any(s in text for s in SECRETS)
+        )
         assert planted_revisions >= 40
         # the detector finds every secret before the purge (it can fail)
         before = find_traces(planted_db, needles(NAMED), terms, vault, history.times)
@@ -139,12 +146,16 @@ def test_purged_note_is_gone_under_every_name(planted_history: History, planted_
         for name in (STASH, STASH_RENAMED):
             with pytest.raises(NoteNotFound):
                 vault.history(name)
-        check_exact(vault, history, [{p: t for p, t in state.items() if p not in (STASH, STASH_RENAMED)}
-                                     for state in history.truth])
+        check_exact(
+            vault,
+            history,
+            [{p: t for p, t in state.items() if p not in (STASH, STASH_RENAMED)} for state in history.truth],
+        )
 
 
-def test_retention_keeps_exactly_what_was_visible_from_the_horizon_on(planted_history: History,
-                                                                      planted_db: Path) -> None:
+def test_retention_keeps_exactly_what_was_visible_from_the_horizon_on(
+    planted_history: History, planted_db: Path
+) -> None:
     history = planted_history
     k = 9
     horizon = history.times[k]
@@ -152,8 +163,9 @@ def test_retention_keeps_exactly_what_was_visible_from_the_horizon_on(planted_hi
     gone = {f"credentials rev {i}": f"API credentials (rev {i}): " for i in range(2, k)}
     gone |= {f"ledger rev {i}": f"ledger rev {i}: " for i in range(3, 8)}
     with Vault.open(planted_db, name="vault", readonly=True) as vault:
-        assert set(gone) == {f.split(" in ")[0] for f in find_traces(planted_db, needles(gone), {}, vault,
-                                                                      history.times[:k])}
+        assert set(gone) == {
+            f.split(" in ")[0] for f in find_traces(planted_db, needles(gone), {}, vault, history.times[:k])
+        }
     with Vault.open(planted_db, name="vault") as vault:
         result = vault.purge(before=horizon).to_json()
     assert result["command"] == "before" and result["revisions_removed"] > 0

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-from support.engines import own_store, sqlite_file
-
 from conftest import invoke
+from support.engines import own_store, sqlite_file
 from support.purge_history import S_ASCII, S_CJK, S_STASH, SECRETS, STASH, History, find_traces, redact
+
 from vaultsync.errors import ConfigError, LockedError
 from vaultsync.store.codec import MIN_SAMPLE
 from vaultsync.store.lock import WriterLock
@@ -29,10 +29,12 @@ def observe(db: Path, history: History, k: int) -> tuple:
         found = store.vault("vault")
         assert found is not None
         with store.view(found.id, found.name, as_of=as_micros(history.times[k])) as view:
-            return (view.content(view.revision(history.planted["ascii"])),
-                    view.content(view.revision(history.planted["cjk"])),
-                    tuple(r.path for r in view.ls()),
-                    tuple(h["chunk_id"] for h in view.search("quokka", mode="keyword")["hits"]))
+            return (
+                view.content(view.revision(history.planted["ascii"])),
+                view.content(view.revision(history.planted["cjk"])),
+                tuple(r.path for r in view.ls()),
+                tuple(h["chunk_id"] for h in view.search("quokka", mode="keyword")["hits"]),
+            )
 
 
 @pytest.mark.corpus
@@ -70,8 +72,9 @@ def test_a_concurrent_reader_sees_before_or_after_never_between(planted_history:
 
 
 @pytest.mark.corpus
-def test_sigkill_during_purge_leaves_before_or_after(planted_history: History, planted_db: Path,
-                                                     tmp_path: Path) -> None:
+def test_sigkill_during_purge_leaves_before_or_after(
+    planted_history: History, planted_db: Path, tmp_path: Path
+) -> None:
     history = planted_history
     k = 6
     before = observe(planted_db, history, k)
@@ -88,8 +91,7 @@ def test_sigkill_during_purge_leaves_before_or_after(planted_history: History, p
     for fraction in (0.3, 0.6, 0.85, 0.95, None):  # None: the moment the purge's commit is visible
         copy = tmp_path / f"kill{fraction}.db"
         copy.write_bytes(reference.read_bytes())
-        proc = subprocess.Popen([*args[:4], str(copy), *args[5:]], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen([*args[:4], str(copy), *args[5:]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if fraction is None:
             committed(copy, proc)
         else:
@@ -174,8 +176,10 @@ def test_a_revision_made_identical_by_the_purge_is_merged(tmp_path: Path) -> Non
         vault.sync(known_at="2024-01-04")
         vault.purge(texts=["tr0ub4dor"])
         history = vault.history("n.md")
-        assert [(r.kind, r.known_at) for r in history][1:] == [("modified", history[1].known_at),
-                                                               ("modified", history[2].known_at)]
+        assert [(r.kind, r.known_at) for r in history][1:] == [
+            ("modified", history[1].known_at),
+            ("modified", history[2].known_at),
+        ]
         assert len(history) == 3
         assert vault.read("n.md", as_of="2024-01-03").content == "# N\n\nplain\n\npassword: [purged]\n"
         assert vault.read("n.md", as_of="2024-01-02").content == "# N\n\nplain\n\npassword: [purged]\n"
@@ -200,8 +204,9 @@ def test_a_dictionary_holding_the_text_is_trained_again(tmp_path: Path) -> None:
         with sqlite_file(tmp_path / "db") as con:
             held = con.execute("SELECT body FROM dictionaries").fetchall()
         assert held and b"DICTSECRET-77aa" not in held[0][0]
-        assert vault.read("n005.md", as_of="2024-01-01").content == notes["n005.md"].replace("DICTSECRET-77aa",
-                                                                                               "[purged]")
+        assert vault.read("n005.md", as_of="2024-01-01").content == notes["n005.md"].replace(
+            "DICTSECRET-77aa", "[purged]"
+        )
         assert vault.check() == []
     assert find_traces(tmp_path / "db", {"s": [b"DICTSECRET-77aa"]}, {}) == []
 
@@ -235,5 +240,7 @@ def test_cli_text_purge_of_a_path_points_at_the_note_purge(tmp_path: Path) -> No
     invoke("import", str(root), db=db, check=True)
     done = invoke("purge", "--text", "hunter2-secret", "--also-current", db=db)
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.strip() == ("Error: that text is part of a note's path, which a text purge does not rename; "
-                                   "remove that note with a note purge (--note)")
+    assert done.stderr.strip() == (
+        "Error: that text is part of a note's path, which a text purge does not rename; "
+        "remove that note with a note purge (--note)"
+    )

@@ -19,9 +19,18 @@ from mcp.client.stdio import StdioServerParameters
 
 from vaultsync import Vault
 
-READS = [["ls"], ["ls", "--json"], ["read", "A.md"], ["history", "A.md"], ["search", "apples"],
-         ["changes", "--since", "2000-01-01"], ["stats"], ["check"], ["export"],
-         ["diff", "A.md", "--from", "2000-01-01"]]
+READS = [
+    ["ls"],
+    ["ls", "--json"],
+    ["read", "A.md"],
+    ["history", "A.md"],
+    ["search", "apples"],
+    ["changes", "--since", "2000-01-01"],
+    ["stats"],
+    ["check"],
+    ["export"],
+    ["diff", "A.md", "--from", "2000-01-01"],
+]
 
 
 def immutable(*paths: Path) -> None:
@@ -117,7 +126,9 @@ def test_a_log_without_its_index_is_one_line(place: Path, cli) -> None:
 async def test_serve_without_writes_on_a_database_nobody_may_write(place: Path, cli) -> None:
     root, db = vault_db(place, cli)
     no_write_access(db)
-    server = StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "--db", str(db), "serve", str(root)])
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "vaultsync", "--db", str(db), "serve", str(root)]
+    )
     async with Client(server) as c:
         read = await c.call_tool("read_note", {"path": "A.md"})
         found = await c.call_tool("search_notes", {"query": "pears"})

@@ -77,6 +77,7 @@ def test_migrated_index_equals_a_fresh_one_without_blank_or_heading_only_chunks(
     """m003 takes the 0.1.0 index's blank and heading-only chunk rows out: at every cutoff, keyword search
     equals a fresh FTS5 table over exactly the chunks `export` marks indexed, and none of those is bare."""
     from support.search_truth import fresh_keyword, same_ranking, split_export
+
     from vaultsync.embed.tokenizer import has_content, parse_query
 
     with Vault.open(release_db, name="notes") as vault:
@@ -89,14 +90,17 @@ def test_migrated_index_equals_a_fresh_one_without_blank_or_heading_only_chunks(
             for query in ["ferry timetable", "the", "chili", "notes"]:
                 expression = parse_query(query).expression
                 got = vault.search(query, as_of=as_of, mode="keyword", limit=1000).hits
-                same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got],
-                             fresh_keyword(header, chunks, expression))
+                same_ranking(
+                    [(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got],
+                    fresh_keyword(header, chunks, expression),
+                )
         assert dropped > 0  # the fixture has such chunks: the migration had work to do
 
 
 @pytest.mark.parametrize("readonly", [False, True])
-def test_a_write_tools_batch_before_callers_were_recorded_is_still_an_assistants(tmp_path: Path, readonly: bool,
-                                                                                   cli) -> None:
+def test_a_write_tools_batch_before_callers_were_recorded_is_still_an_assistants(
+    tmp_path: Path, readonly: bool, cli
+) -> None:
     """A schema-6 batch of the write tools (source "write", no caller column) is listed by ``changes --source
     mcp``, read-only as it is and after m007, and names no caller; ``--caller`` finds nothing there."""
     db = fixture_copy(tmp_path, SCHEMA_6)
@@ -107,5 +111,6 @@ def test_a_write_tools_batch_before_callers_were_recorded_is_still_an_assistants
     assert listed.returncode == 0, listed.stderr
     batches = json.loads(listed.stdout)
     assert [(b["paths"], b["source"], b["caller"], b["known_at"][:10]) for b in batches] == [
-        (["Inbox.md"], "write", None, "2025-05-05")]
+        (["Inbox.md"], "write", None, "2025-05-05")
+    ]
     assert json.loads(cli("changes", "--caller", "mcp", "--json", db=db).stdout) == []

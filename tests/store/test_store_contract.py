@@ -17,16 +17,22 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
+from support.changes import change
 
 from vaultsync.errors import ConfigError, LockedError
-from vaultsync.parsers import parse_note
 from vaultsync.store import BatchWriter, Store, View, WriterLock, file_stamp
 from vaultsync.store.contract import PROTOCOLS, Batch, Change, Engine, Follow, Lock, ReadView, Upkeep, Wakeup
 from vaultsync.store.lock import Sleep
-from support.changes import change
 
-SQLITE_CLASSES: dict[type, type] = {Batch: BatchWriter, ReadView: View, Lock: WriterLock, Follow: Store,
-                                    Upkeep: Store, Engine: Store, Wakeup: Sleep}
+SQLITE_CLASSES: dict[type, type] = {
+    Batch: BatchWriter,
+    ReadView: View,
+    Lock: WriterLock,
+    Follow: Store,
+    Upkeep: Store,
+    Engine: Store,
+    Wakeup: Sleep,
+}
 
 
 # ---------------------------------------------------------------- conformance
@@ -39,14 +45,18 @@ def _declared(protocol: type) -> dict[str, Any]:
         if base in (object, Protocol) or not getattr(base, "_is_protocol", False):
             continue
         out.update({name: "attribute" for name in getattr(base, "__annotations__", {})})
-        out.update({name: value for name, value in vars(base).items()
-                    if not name.startswith("_") and (callable(value) or isinstance(value, property))})
+        out.update(
+            {
+                name: value
+                for name, value in vars(base).items()
+                if not name.startswith("_") and (callable(value) or isinstance(value, property))
+            }
+        )
     return out
 
 
 def _params(fn: Any) -> list[tuple[str, Any, bool]]:
-    return [(p.name, p.kind, p.default is inspect.Parameter.empty)
-            for p in inspect.signature(fn).parameters.values()]
+    return [(p.name, p.kind, p.default is inspect.Parameter.empty) for p in inspect.signature(fn).parameters.values()]
 
 
 def mismatches(protocol: type, cls: type) -> list[str]:
@@ -54,8 +64,11 @@ def mismatches(protocol: type, cls: type) -> list[str]:
     problems = []
     for name, declared in _declared(protocol).items():
         if declared == "attribute":
-            if name not in getattr(cls, "__annotations__", {}) and not hasattr(cls, name) and \
-                    name not in _init_attributes(cls):
+            if (
+                name not in getattr(cls, "__annotations__", {})
+                and not hasattr(cls, name)
+                and name not in _init_attributes(cls)
+            ):
                 problems.append(f"{cls.__name__} has no attribute {name}")
             continue
         actual = getattr(cls, name, None)
@@ -65,7 +78,9 @@ def mismatches(protocol: type, cls: type) -> list[str]:
             if not isinstance(actual, property):
                 problems.append(f"{cls.__name__}.{name} is not a property")
         elif _params(declared) != _params(actual):
-            problems.append(f"{cls.__name__}.{name}{inspect.signature(actual)} is not {name}{inspect.signature(declared)}")
+            problems.append(
+                f"{cls.__name__}.{name}{inspect.signature(actual)} is not {name}{inspect.signature(declared)}"
+            )
     return problems
 
 
@@ -75,8 +90,11 @@ def _init_attributes(cls: type) -> set[str]:
         source = inspect.getsource(cls.__init__)
     except (OSError, TypeError):
         return set()
-    return {line.split("self.", 1)[1].split("=", 1)[0].split(":")[0].strip()
-            for line in source.splitlines() if line.strip().startswith("self.") and "=" in line}
+    return {
+        line.split("self.", 1)[1].split("=", 1)[0].split(":")[0].strip()
+        for line in source.splitlines()
+        if line.strip().startswith("self.") and "=" in line
+    }
 
 
 @pytest.mark.parametrize("protocol", sorted(SQLITE_CLASSES, key=lambda p: p.__name__), ids=lambda p: p.__name__)
@@ -91,8 +109,15 @@ def _pg_classes() -> dict[type, type]:
     from vaultsync.store.pg.lock import PgWriterLock
     from vaultsync.store.pg.view import PgView
 
-    return {Batch: BatchWriter, ReadView: PgView, Lock: PgWriterLock, Follow: PgStore, Upkeep: PgStore, Engine: PgStore,
-            Wakeup: PgWakeup}
+    return {
+        Batch: BatchWriter,
+        ReadView: PgView,
+        Lock: PgWriterLock,
+        Follow: PgStore,
+        Upkeep: PgStore,
+        Engine: PgStore,
+        Wakeup: PgWakeup,
+    }
 
 
 @pytest.mark.parametrize("protocol", sorted(SQLITE_CLASSES, key=lambda p: p.__name__), ids=lambda p: p.__name__)
@@ -121,8 +146,6 @@ def test_the_conformance_check_catches_a_departure() -> None:
 
 
 # ---------------------------------------------------------------- behaviour, through the contract
-
-
 
 
 @pytest.fixture
@@ -186,8 +209,9 @@ def test_renames_deletions_history_and_follow(engine: Engine, open_engine: Any, 
     live = engine.live_state(vid)
     assert engine.live_under(vid, ["dir"]) == ["dir/gone.md"]
     with engine.batch(vid, known_at=200, source="watch") as second:
-        second.add_revision(*change("moved.md", "# A\n\nsame text\n", kind="renamed", prev=live["a.md"][0],
-                                    renamed_from="a.md"))
+        second.add_revision(
+            *change("moved.md", "# A\n\nsame text\n", kind="renamed", prev=live["a.md"][0], renamed_from="a.md")
+        )
         second.add_tombstone("a.md", live["a.md"][0], renamed_to="moved.md")
         second.add_tombstone("dir/gone.md", live["dir/gone.md"][0])
     assert second.counts == {"created": 0, "modified": 0, "renamed": 1, "deleted": 1}
@@ -196,11 +220,11 @@ def test_renames_deletions_history_and_follow(engine: Engine, open_engine: Any, 
     assert engine.live_with_hashes(vid, [same, gone, "0" * 64]) == {"moved.md": engine.live_state(vid)["moved.md"]}
     with engine.view(vid, "v") as view:
         assert [(r.path, r.kind) for r in view.history("moved.md")] == [("a.md", "created"), ("moved.md", "renamed")]
-        assert {r.path: r.kind for r in view.changes(view.at(100))} == {"moved.md": "renamed",
-                                                                        "dir/gone.md": "deleted"}
+        assert {r.path: r.kind for r in view.changes(view.at(100))} == {"moved.md": "renamed", "dir/gone.md": "deleted"}
     news = engine.batches_after(vid, first.batch_id)
     assert [(n.batch_id, sorted(n.paths), n.listed) for n in news] == [
-        (second.batch_id, ["a.md", "dir/gone.md", "moved.md"], True)]
+        (second.batch_id, ["a.md", "dir/gone.md", "moved.md"], True)
+    ]
     reader = open_engine(engine.path, readonly=True)  # another connection follows what this one commits
     try:
         before = reader.data_version()
@@ -213,12 +237,14 @@ def test_renames_deletions_history_and_follow(engine: Engine, open_engine: Any, 
         reader.close()
 
 
-def test_the_first_big_batch_trains_compression_from_its_notes_and_keeps_every_text(engine: Engine,
-                                                                                    tmp_path: Path) -> None:
+def test_the_first_big_batch_trains_compression_from_its_notes_and_keeps_every_text(
+    engine: Engine, tmp_path: Path
+) -> None:
     """More notes than the engine holds back to train on: every one lands, in order, and reads back exactly."""
     vid = engine.ensure_vault("v", tmp_path)
-    texts = {f"n{i:04}.md": f"# Note {i}\n\nshared words about ferries and timetables, number {i}\n"
-             for i in range(1100)}
+    texts = {
+        f"n{i:04}.md": f"# Note {i}\n\nshared words about ferries and timetables, number {i}\n" for i in range(1100)
+    }
     with engine.batch(vid, known_at=1) as batch:
         for path, text in texts.items():
             batch.add_revision(*change(path, text))

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
+
 from vaultsync import Vault
 from vaultsync.errors import BusyError, LockedError
 
@@ -36,8 +36,9 @@ def holder(db_path: Path, vault_dir: Path):
     started: list[subprocess.Popen[str]] = []
 
     def start(vault: str, mode: str) -> subprocess.Popen[str]:
-        proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(db_path), vault, mode], stdout=subprocess.PIPE,
-                                text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(db_path), vault, mode], stdout=subprocess.PIPE, text=True
+        )
         started.append(proc)
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         return proc
@@ -65,8 +66,9 @@ def test_a_held_vault_lock_names_its_holder(holder, db_path: Path, vault_dir: Pa
 
 
 @pytest.mark.capabilities_off("no-fcntl")
-def test_a_busy_database_names_the_process_writing(holder, db_path: Path, vault_dir: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_busy_database_names_the_process_writing(
+    holder, db_path: Path, vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     proc = holder("other-vault", "write")  # another vault of the same database, mid-transaction
     (vault_dir / "Inbox.md").write_text("# Inbox\n\nchanged\n", encoding="utf-8")
     done = run_cli("import", str(vault_dir), db=db_path, env={"VAULTSYNC_BUSY_TIMEOUT_MS": "300"})
@@ -83,13 +85,14 @@ def test_a_busy_database_names_the_process_writing(holder, db_path: Path, vault_
 
 
 @pytest.mark.anyio
-async def test_a_busy_database_is_one_line_tool_error_over_mcp(holder, db_path: Path, vault_dir: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_busy_database_is_one_line_tool_error_over_mcp(
+    holder, db_path: Path, vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same busy database reaches an MCP client as a tool error of one line (the write tool), while
     reads keep answering from their snapshot."""
     from mcp import Client
-
     from support.mcp_helpers import error_text, sc
+
     from vaultsync.server import ServeConfig, build_server
 
     monkeypatch.setenv("VAULTSYNC_BUSY_TIMEOUT_MS", "300")

@@ -6,8 +6,8 @@ import random
 from pathlib import Path
 
 import pytest
-
 from support.search_truth import fresh_keyword, same_ranking, split_export
+
 from vaultsync import Vault
 from vaultsync.embed.tokenizer import parse_query
 

@@ -73,15 +73,25 @@ def problems(row: dict[str, Any]) -> list[str]:
     search = calls.get("search", {})
     notes = (search.get("structured") or {}).get("notes") or [{}]
     excerpt = (notes[0].get("hits") or [["", 0, 0, ""]])[0][-1]
-    expect(search.get("isError") is False and notes[0].get("path") == "Inbox.md"
-           and "plumber" in excerpt, f"search_notes answered {search}")
+    expect(
+        search.get("isError") is False and notes[0].get("path") == "Inbox.md" and "plumber" in excerpt,
+        f"search_notes answered {search}",
+    )
     read = calls.get("read", {})
     note = read.get("structured") or {}
-    expect(read.get("isError") is False and note.get("known_at") == "2024-01-01T00:00:00Z"
-           and note.get("content") == ATLAS_AT_T1, f"read_note as_of answered {read}")
+    expect(
+        read.get("isError") is False
+        and note.get("known_at") == "2024-01-01T00:00:00Z"
+        and note.get("content") == ATLAS_AT_T1,
+        f"read_note as_of answered {read}",
+    )
     missing = calls.get("missing", {})
-    expect(missing.get("isError") is True and "did not exist" in (missing.get("text") or "")
-           and "list_notes" in (missing.get("text") or ""), f"missing note answered {missing}")
+    expect(
+        missing.get("isError") is True
+        and "did not exist" in (missing.get("text") or "")
+        and "list_notes" in (missing.get("text") or ""),
+        f"missing note answered {missing}",
+    )
     return out
 
 
@@ -89,13 +99,22 @@ def line(row: dict[str, Any]) -> tuple[str, ...]:
     """The doc's cells for a row."""
     found = problems(row)
     result = "pass" if not found else "FAIL: " + re.sub(r"[|\n]", " ", found[0])[:120]
-    return (row["client"], row.get("version") or "?", row.get("protocol") or "?", era(row.get("protocol")),
-            row["transport"], result)
+    return (
+        row["client"],
+        row.get("version") or "?",
+        row.get("protocol") or "?",
+        era(row.get("protocol")),
+        row["transport"],
+        result,
+    )
 
 
 def _order(cells: tuple[str, ...]) -> tuple[int, str, int]:
-    return (CLIENTS.index(cells[0]) if cells[0] in CLIENTS else len(CLIENTS), cells[1],
-            TRANSPORTS.index(cells[4]) if cells[4] in TRANSPORTS else len(TRANSPORTS))
+    return (
+        CLIENTS.index(cells[0]) if cells[0] in CLIENTS else len(CLIENTS),
+        cells[1],
+        TRANSPORTS.index(cells[4]) if cells[4] in TRANSPORTS else len(TRANSPORTS),
+    )
 
 
 def render(lines: set[tuple[str, ...]]) -> str:

@@ -29,8 +29,19 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "vaultsync"
-NEVER_WRITE = ("ui/", "server/", "hardened/", "live/", "cli/audit.py", "cli/purge.py", "cli/receipt.py",
-               "cli/restore.py", "cli/search.py", "cli/ui.py", "restore.py")
+NEVER_WRITE = (
+    "ui/",
+    "server/",
+    "hardened/",
+    "live/",
+    "cli/audit.py",
+    "cli/purge.py",
+    "cli/receipt.py",
+    "cli/restore.py",
+    "cli/search.py",
+    "cli/ui.py",
+    "restore.py",
+)
 """Package paths (relative to vaultsync/) that take no part in building a corpus database."""
 LIBRARIES = ("apsw", "markdown-it-py", "mdit-py-plugins", "PyYAML", "sqlite-vec")
 KEEP = 2
@@ -47,8 +58,7 @@ def cache_folder() -> Path | None:
 
 def code_files() -> list[Path]:
     """The vaultsync sources a corpus database depends on (see ``NEVER_WRITE``)."""
-    return [p for p in sorted(PACKAGE.rglob("*.py"))
-            if not p.relative_to(PACKAGE).as_posix().startswith(NEVER_WRITE)]
+    return [p for p in sorted(PACKAGE.rglob("*.py")) if not p.relative_to(PACKAGE).as_posix().startswith(NEVER_WRITE)]
 
 
 def _file_digest(path: Path) -> str:
@@ -62,11 +72,15 @@ def _file_digest(path: Path) -> str:
 def key(name: str, *, inputs: Iterable[Path], settings: dict[str, Any], builder_source: str) -> str:
     """The entry's key: a hash of its inputs' bytes, its settings, its builder's source, the code and libraries."""
     h = hashlib.sha256()
-    parts: dict[str, Any] = {"name": name, "settings": settings, "python": sys.version_info[:2],
-                             "builder": hashlib.sha256(builder_source.encode()).hexdigest(),
-                             "inputs": {p.name: _file_digest(p) for p in inputs},
-                             "code": {p.relative_to(REPO).as_posix(): _file_digest(p) for p in code_files()},
-                             "libraries": {lib: _version(lib) for lib in LIBRARIES}}
+    parts: dict[str, Any] = {
+        "name": name,
+        "settings": settings,
+        "python": sys.version_info[:2],
+        "builder": hashlib.sha256(builder_source.encode()).hexdigest(),
+        "inputs": {p.name: _file_digest(p) for p in inputs},
+        "code": {p.relative_to(REPO).as_posix(): _file_digest(p) for p in code_files()},
+        "libraries": {lib: _version(lib) for lib in LIBRARIES},
+    }
     h.update(json.dumps(parts, sort_keys=True, default=str).encode())
     return h.hexdigest()
 
@@ -99,8 +113,9 @@ def _log(folder: Path, line: str) -> None:
         log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime())} {line}\n")
 
 
-def cached(name: str, entry_key: str, build: Callable[[Path], dict[str, Any]],
-           scratch: Path) -> tuple[Path, dict[str, Any]]:
+def cached(
+    name: str, entry_key: str, build: Callable[[Path], dict[str, Any]], scratch: Path
+) -> tuple[Path, dict[str, Any]]:
     """The folder of the entry ``name``/``entry_key`` and its meta, built by ``build(folder)`` (which returns
     the meta, JSON) when missing; without a cache folder, built in ``scratch``."""
     root = cache_folder()

@@ -53,7 +53,7 @@ def _resolve(spec: str) -> str:
     """A bare specifier as the browser-facing file its package exports (``browser``, ``import``, ``default``)."""
     parts = spec.split("/")
     name = "/".join(parts[:2]) if spec.startswith("@") else parts[0]
-    sub = "." + spec[len(name):]
+    sub = "." + spec[len(name) :]
     package = json.loads((MODULES / name / "package.json").read_text(encoding="utf-8"))
     exports = package.get("exports")
     entry = exports.get(sub) if isinstance(exports, dict) and sub in exports else (exports if sub == "." else None)
@@ -87,7 +87,9 @@ def import_map() -> dict[str, str]:
             seen.add(path)
             text = path.read_text(encoding="utf-8")
             todo += _IMPORT.findall(text)
-            files += [(path.parent / rel).resolve() for rel in re.findall(r"""(?:from|import)\s*["'](\.[^"']+)["']""", text)]
+            files += [
+                (path.parent / rel).resolve() for rel in re.findall(r"""(?:from|import)\s*["'](\.[^"']+)["']""", text)
+            ]
     return imports
 
 

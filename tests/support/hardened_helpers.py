@@ -56,21 +56,30 @@ def token_entry(token: str, caller_id: str, roles: list[str]) -> str:
 
 
 def hardened_stdio(vault: Path, manifest: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", "serve", str(vault), "--manifest",
-                                                               str(manifest)], env=clean_env())
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "vaultsync", "serve", str(vault), "--manifest", str(manifest)],
+        env=clean_env(),
+    )
 
 
 def start_hardened_http(vault: Path, manifest: Path, port: int) -> subprocess.Popen[str]:
     """``vaultsync serve VAULT --manifest M`` (the manifest's [http] bind on ``port``), once it accepts connections."""
-    proc = subprocess.Popen([sys.executable, "-m", "vaultsync", "serve", str(vault), "--manifest", str(manifest)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=clean_env())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vaultsync", "serve", str(vault), "--manifest", str(manifest)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(),
+    )
     return listening(proc, port, "the hardened HTTP server")
 
 
 def authed(url: str, token: str) -> Any:
-    return streamable_http_client(url, http_client=httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
-                                                                      timeout=30))
+    return streamable_http_client(
+        url, http_client=httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    )
 
 
 def audit_records(path: Path) -> list[dict[str, Any]]:

@@ -55,14 +55,18 @@ def main(manifest_path: str, vault: str) -> None:
 
     prepare(Path(manifest_path), [])
     writer = Writer()
-    change = sync.Change(path="a.md", kind="created", text="# A\n", hash="0" * 64, size=4, mtime_ns=None,
-                         live_id=None, prev_id=None)
+    change = sync.Change(
+        path="a.md", kind="created", text="# A\n", hash="0" * 64, size=4, mtime_ns=None, live_id=None, prev_id=None
+    )
     with sync.ParsePool(1) as pool:
         list(sync.parse_stream(iter([change]), writer, pool))  # type: ignore[arg-type]
     shell = gitimport._git(vault, "-c", "alias.probe=!env", "probe").decode()
     git_env = dict(line.split("=", 1) for line in shell.splitlines() if "=" in line)
-    print(json.dumps({"pid": os.getpid(), "server": dict(os.environ), "worker": writer.indexers[0].seen[0],
-                      "git": git_env}))
+    print(
+        json.dumps(
+            {"pid": os.getpid(), "server": dict(os.environ), "worker": writer.indexers[0].seen[0], "git": git_env}
+        )
+    )
 
 
 if __name__ == "__main__":  # the spawned worker imports this module as __mp_main__ without running it

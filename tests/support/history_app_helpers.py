@@ -20,9 +20,11 @@ TEXTS = [
 ]
 TIMES = ["2024-01-01", "2024-02-01", "2024-03-01", "2024-04-01"]
 HOSTILE = "Hostile.md"
-HOSTILE_TEXT = ("# Hostile <script>window.__pwned = 1</script>\n\n<img src=x onerror=\"window.__pwned = 2\">\n\n"
-                "[click](javascript:window.__pwned=3) <svg onload=\"window.__pwned = 4\"></svg>\n\n"
-                "<iframe src=\"javascript:parent.__pwned=5\"></iframe>\n")
+HOSTILE_TEXT = (
+    '# Hostile <script>window.__pwned = 1</script>\n\n<img src=x onerror="window.__pwned = 2">\n\n'
+    '[click](javascript:window.__pwned=3) <svg onload="window.__pwned = 4"></svg>\n\n'
+    '<iframe src="javascript:parent.__pwned=5"></iframe>\n'
+)
 
 
 def make_four_revisions(root: Path, db: Path) -> None:

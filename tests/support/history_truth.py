@@ -8,7 +8,6 @@ import datetime as dt
 import functools
 import importlib.util
 import io
-import json
 import random
 import subprocess
 import sys
@@ -16,10 +15,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-import pytest
-from conftest import HELP_BUNDLE, HELP_GIT_VAULTS, HELP_SELECTION, REPLAY_TOOL, HelpCorpus, Ran, Replayed, invoke, replayed_path
-from vaultsync import NoteNotFound, Vault
 
+from conftest import (
+    HELP_BUNDLE,
+    HELP_GIT_VAULTS,
+    HELP_SELECTION,
+    REPLAY_TOOL,
+    Ran,
+    invoke,
+)
+
+from vaultsync import NoteNotFound, Vault
 
 BUNDLE, TOOL, SELECTION, GIT_VAULTS = HELP_BUNDLE, REPLAY_TOOL, HELP_SELECTION, HELP_GIT_VAULTS
 
@@ -49,8 +55,12 @@ class Truth:
     listings: dict[str, tuple[str | None, list[str]]] = field(default_factory=dict)
 
     def tool(self, *args: str) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run([sys.executable, str(TOOL), str(BUNDLE), *self.selection, *args],
-                              capture_output=True, env=self.env, timeout=120)
+        return subprocess.run(
+            [sys.executable, str(TOOL), str(BUNDLE), *self.selection, *args],
+            capture_output=True,
+            env=self.env,
+            timeout=120,
+        )
 
     @property
     def git_dir(self) -> str:
@@ -83,8 +93,13 @@ class Truth:
     def contents(self, pairs: list[tuple[str | None, str]]) -> list[bytes | None]:
         """The bytes of each (commit, repo path) from git (None: no such file then)."""
         asked = [(c, p) for c, p in pairs if c is not None]
-        batch = subprocess.run(["git", "--git-dir", self.git_dir, "cat-file", "--batch"], capture_output=True,
-                               input=b"".join(f"{c}:{p}\n".encode() for c, p in asked), check=True, timeout=300)
+        batch = subprocess.run(
+            ["git", "--git-dir", self.git_dir, "cat-file", "--batch"],
+            capture_output=True,
+            input=b"".join(f"{c}:{p}\n".encode() for c, p in asked),
+            check=True,
+            timeout=300,
+        )
         out, pos, answers = batch.stdout, 0, {}
         for key in asked:
             end = out.index(b"\n", pos)
@@ -95,14 +110,28 @@ class Truth:
                 continue
             assert header[1] == b"blob", header
             size = int(header[2])
-            answers[key] = out[pos:pos + size]
+            answers[key] = out[pos : pos + size]
             pos += size + 1
         return [answers.get((c, p)) if c is not None else None for c, p in pairs]
 
     def ever(self) -> set[str]:
         """Every visible .md path any first-parent commit ever touched (renames as delete + add)."""
-        log = subprocess.run(["git", "--git-dir", self.git_dir, "log", "--first-parent", "--no-renames", "--format=",
-                              "--name-only", "-z", "HEAD"], capture_output=True, check=True).stdout
+        log = subprocess.run(
+            [
+                "git",
+                "--git-dir",
+                self.git_dir,
+                "log",
+                "--first-parent",
+                "--no-renames",
+                "--format=",
+                "--name-only",
+                "-z",
+                "HEAD",
+            ],
+            capture_output=True,
+            check=True,
+        ).stdout
         paths = {p.decode("utf-8") for p in log.split(b"\0") if p.endswith(b".md")}
         return {p for p in paths if not hidden(p) and self.keep(p)}
 

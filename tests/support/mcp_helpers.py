@@ -37,8 +37,12 @@ def make_history_vault(root: Path, db: Path) -> dict[str, Any]:
     write(root, "Doomed.md", "# Doomed\n\nDeleted at T3.\n")
     with Vault.open(db, root=root) as vault:
         vault.sync(known_at=T1)
-        write(root, "Projects/Atlas.md", "---\ntags: [project]\n---\n# Atlas\n\nKickoff on Monday with [[Ana]].\n"
-                                         "\n## Risks\n\nThe budget is tight.\n")
+        write(
+            root,
+            "Projects/Atlas.md",
+            "---\ntags: [project]\n---\n# Atlas\n\nKickoff on Monday with [[Ana]].\n"
+            "\n## Risks\n\nThe budget is tight.\n",
+        )
         (root / "Archive").mkdir()
         os.replace(root / "Old Name.md", root / "Archive" / "New Name.md")
         for i in range(FILLERS):
@@ -67,13 +71,17 @@ def start_http(db: Path, vault: Path, port: int, *extra: str, host: str = "127.0
     """``vaultsync serve --http`` as a subprocess, returned once it accepts connections."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "vaultsync", "--db", str(db), "serve", str(vault), "--http", f"{host}:{port}", *extra],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     return listening(proc, port)
 
 
-def listening(proc: subprocess.Popen[str], port: int, what: str = "the HTTP server",
-              timeout: float = 30) -> subprocess.Popen[str]:
+def listening(
+    proc: subprocess.Popen[str], port: int, what: str = "the HTTP server", timeout: float = 30
+) -> subprocess.Popen[str]:
     """``proc`` once it accepts connections on 127.0.0.1:``port`` (AssertionError with its stderr if it exits)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -143,8 +151,16 @@ async def all_pages(fetch: Callable[[str | None], Any]) -> list[Any]:
 
 # ---------------------------------------------------------------- the same checks on every transport
 
-READ_TOOLS = ["search_notes", "read_note", "note_history", "diff_note", "list_changes", "list_notes", "get_links",
-              "vault_status"]
+READ_TOOLS = [
+    "search_notes",
+    "read_note",
+    "note_history",
+    "diff_note",
+    "list_changes",
+    "list_notes",
+    "get_links",
+    "vault_status",
+]
 WRITE_TOOLS = ["create_note", "append_to_note", "edit_note", "restore_note"]
 SEARCH = hasattr(Vault, "search")
 
@@ -209,7 +225,9 @@ async def check_read_tools(c: Any, root: Path, notes: int) -> None:
     history = sc(await c.call_tool("note_history", {"path": "Archive/New Name.md"}))
     assert history["path"] == "Archive/New Name.md"  # a row names its path where it had another name
     assert [(r["kind"], r.get("path", history["path"])) for r in history["revisions"]] == [
-        ("created", "Old Name.md"), ("renamed", "Archive/New Name.md")]
+        ("created", "Old Name.md"),
+        ("renamed", "Archive/New Name.md"),
+    ]
     assert history["revisions"][1]["renamed_from"] == "Old Name.md"
     window = sc(await c.call_tool("note_history", {"path": "Projects/Atlas.md", "since": T1}))
     assert [r["kind"] for r in window["revisions"]] == ["modified"]
@@ -257,8 +275,7 @@ async def check_read_tools(c: Any, root: Path, notes: int) -> None:
         assert (heading, first) == ("Inbox", 1) and last >= first and "call the plumber" in excerpt
         budget_now = sc(await c.call_tool("search_notes", {"query": "budget tight", "mode": "keyword"}))
         assert hit_notes(budget_now)[:1] == ["Projects/Atlas.md"]
-        budget_then = sc(await c.call_tool("search_notes", {"query": "budget tight", "mode": "keyword",
-                                                            "as_of": T1}))
+        budget_then = sc(await c.call_tool("search_notes", {"query": "budget tight", "mode": "keyword", "as_of": T1}))
         assert budget_then["notes"] == []
 
 
@@ -267,7 +284,8 @@ async def check_errors(c: Any) -> None:
     missing = error_text(await c.call_tool("read_note", {"path": "Nope.md"}))
     assert "did not exist" in missing and "list_notes" in missing
     assert "did not exist as of 2023-06-01" in error_text(
-        await c.call_tool("read_note", {"path": "Inbox.md", "as_of": "2023-06-01"}))
+        await c.call_tool("read_note", {"path": "Inbox.md", "as_of": "2023-06-01"})
+    )
     bad_date = error_text(await c.call_tool("read_note", {"path": "Inbox.md", "as_of": "last tuesday"}))
     assert "invalid as_of 'last tuesday'" in bad_date and "YYYY-MM-DD" in bad_date
     assert "invalid from" in error_text(await c.call_tool("diff_note", {"path": "Inbox.md", "from": "2024-13-01"}))

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-import pytest
-from vaultsync import Vault
-from vaultsync.embed.embedders import HashEmbedder
-from vaultsync.errors import NoteNotFound
-from vaultsync.store.read import HISTORY_FIELDS, LISTED_FIELDS
 
+from vaultsync import Vault
 
 T0 = 1_700_000_000_000_000
 
@@ -24,36 +16,49 @@ DAY = 86_400_000_000
 
 STATES: list[dict[str, str]] = [
     {
-        "Home.md": ("# Home\n\nThe lighthouse keeper logs the tide every morning.\n\n"
-                    "## Links\n\n[[Atlas]] and [[東京]]\n"),
+        "Home.md": (
+            "# Home\n\nThe lighthouse keeper logs the tide every morning.\n\n## Links\n\n[[Atlas]] and [[東京]]\n"
+        ),
         "Atlas.md": "---\ntags: [project/atlas]\n---\n# Atlas\n\nStorage format notes: the tide table is "
-                    "compressed.\n\nMorning standup at nine.\n",
+        "compressed.\n\nMorning standup at nine.\n",
         "東京.md": "# 東京\n\n東京で会議がありました。灯台の記録。\n",
         "Plans/Q1.md": "# Q1\n\nShip the storage format. Review the lighthouse budget.\n",
     },
     {
         "Home.md": "# Home\n\nThe lighthouse keeper logs the tide every evening now.\n\n## Links\n\n[[Atlas]]\n",
         "Atlas.md": "---\ntags: [project/atlas]\n---\n# Atlas\n\nStorage format notes: the tide table is "
-                    "compressed.\n\nMorning standup at nine.\n",
+        "compressed.\n\nMorning standup at nine.\n",
         "東京.md": "# 東京\n\n東京で会議がありました。灯台の記録。\n",
         "Plans/2025 Q1.md": "# Q1\n\nShip the storage format. Review the lighthouse budget.\n",
         "Policy.md": "---\nvalid_from: 2023-11-15\nvalid_to: 2023-11-16\n---\n# Policy\n\nTide tables are "
-                     "reviewed weekly during the storm season.\n",
+        "reviewed weekly during the storm season.\n",
     },
     {
         "Home.md": "# Home\n\nThe lighthouse keeper logs the tide every evening now.\n\n## Links\n\n[[Atlas]]\n",
         "Atlas.md": "---\ntags: [project/atlas]\n---\n# Atlas\n\nStorage formats compared: tide tables, "
-                    "logs, budgets.\n",
+        "logs, budgets.\n",
         "Plans/2025 Q1.md": "# Q1\n\nShip the storage format. Review the lighthouse budget and the tide gauge.\n",
         "Policy.md": "---\nvalid_from: 2023-11-16\n---\n# Policy\n\nTide tables are reviewed daily, "
-                     "storm season or not.\n",
+        "storm season or not.\n",
         "Storm.md": "# Storm\n\nStorm season: the keeper doubles the morning watch. 灯台の記録を毎日。\n",
     },
 ]
 
 
-QUERIES = ["tide", "reviewed", "storm season", "lighthouse keeper", '"storage format"', "stor*", "morning tide budget", "東京", "灯台の記録",
-           "record", "table*", "the"]
+QUERIES = [
+    "tide",
+    "reviewed",
+    "storm season",
+    "lighthouse keeper",
+    '"storage format"',
+    "stor*",
+    "morning tide budget",
+    "東京",
+    "灯台の記録",
+    "record",
+    "table*",
+    "the",
+]
 
 
 def _write(root: Path, files: dict[str, str]) -> None:

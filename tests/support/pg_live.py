@@ -5,9 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 from typing import Any
-import pytest
-from vaultsync import Vault
 
+from vaultsync import Vault
 
 T0 = 1_700_000_000_000_000
 
@@ -19,15 +18,26 @@ SHARED = "# Shared\n\nThe tide gauge and the lighthouse keeper, shared by both v
 
 
 STATES: list[dict[str, str]] = [
-    {"Home.md": "# Home\n\nThe lighthouse keeper logs the tide.\n\n## More\n\nMorning watch.\n",
-     "Shared.md": SHARED, "Old.md": "# Old\n\nAn old storm report, tide tables and gauges.\n"},
-    {"Home.md": "# Home\n\nThe lighthouse keeper logs the tide every evening.\n\n## More\n\nMorning watch.\n",
-     "Shared.md": SHARED, "Archive/Old.md": "# Old\n\nAn old storm report, tide tables and gauges.\n",
-     "Copy.md": "# Home\n\nThe lighthouse keeper logs the tide.\n\n## More\n\nMorning watch.\n"},
-    {"Home.md": "# Home\n\nThe lighthouse keeper logs the tide.\n\n## More\n\nMorning watch.\n",  # back again
-     "Shared.md": SHARED, "Storm.md": "# Storm\n\nStorm season: the keeper doubles the morning watch.\n"},
-    {"Home.md": "# Home\n\nThe lighthouse keeper logs the tide.\n\n## More\n\nMorning watch.\n",
-     "Storm.md": "# Storm\n\nStorm season: the keeper doubles the morning watch.\n"},
+    {
+        "Home.md": "# Home\n\nThe lighthouse keeper logs the tide.\n\n## More\n\nMorning watch.\n",
+        "Shared.md": SHARED,
+        "Old.md": "# Old\n\nAn old storm report, tide tables and gauges.\n",
+    },
+    {
+        "Home.md": "# Home\n\nThe lighthouse keeper logs the tide every evening.\n\n## More\n\nMorning watch.\n",
+        "Shared.md": SHARED,
+        "Archive/Old.md": "# Old\n\nAn old storm report, tide tables and gauges.\n",
+        "Copy.md": "# Home\n\nThe lighthouse keeper logs the tide.\n\n## More\n\nMorning watch.\n",
+    },
+    {
+        "Home.md": "# Home\n\nThe lighthouse keeper logs the tide.\n\n## More\n\nMorning watch.\n",  # back again
+        "Shared.md": SHARED,
+        "Storm.md": "# Storm\n\nStorm season: the keeper doubles the morning watch.\n",
+    },
+    {
+        "Home.md": "# Home\n\nThe lighthouse keeper logs the tide.\n\n## More\n\nMorning watch.\n",
+        "Storm.md": "# Storm\n\nStorm season: the keeper doubles the morning watch.\n",
+    },
 ]
 
 
@@ -63,8 +73,10 @@ def _history(db: Any, tmp_path: Path, check: Any = None, states: list[dict[str, 
 
 
 def _hits(vault: Vault, query: str, mode: str, at: int | None, **options: Any) -> list[tuple]:
-    return [(h["path"], h["chunk_id"], h["score"]) for h in vault.search(query, mode=mode, as_of=at, limit=5,
-                                                                          **options).hits]
+    return [
+        (h["path"], h["chunk_id"], h["score"])
+        for h in vault.search(query, mode=mode, as_of=at, limit=5, **options).hits
+    ]
 
 
 def _same_searches(lite_db: Path, dsn: str, times: list[int]) -> int:

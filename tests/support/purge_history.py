@@ -23,9 +23,9 @@ from pathlib import Path
 
 import apsw
 
+from vaultsync.embed.tokenizer import TOKENIZE, normalize
 from vaultsync.store import codec
 from vaultsync.store.purge import MARKER
-from vaultsync.embed.tokenizer import TOKENIZE, normalize
 from vaultsync.vault import Vault
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -59,8 +59,13 @@ def _snapshots(work: Path, env: dict[str, str]) -> list[tuple[str, Path]]:
     snaps = work / "snaps"
     snaps.mkdir()
     command = f'cp -a "$VAULT" {snaps}/"$COMMIT_INDEX" && printf "%s\\n" "$COMMIT_TIME" > {snaps}/"$COMMIT_INDEX".time'
-    done = subprocess.run([sys.executable, str(TOOL), str(BUNDLE), "--vault", str(work / "replay"), *SLICE, "-q",
-                           "--exec", command], capture_output=True, text=True, env=env, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(TOOL), str(BUNDLE), "--vault", str(work / "replay"), *SLICE, "-q", "--exec", command],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     count = len(list(snaps.glob("*.time")))
     return [((snaps / f"{i}.time").read_text().strip(), snaps / str(i)) for i in range(1, count + 1)]
@@ -137,8 +142,9 @@ def redact(text: str) -> str:
 def tokens(text: str) -> set[str]:
     """The terms the keyword index makes of ``text`` (its tokenizer, on its normalized form)."""
     con = apsw.Connection(":memory:")
-    con.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{TOKENIZE}'); "
-                "CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
+    con.execute(
+        f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{TOKENIZE}'); CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')"
+    )
     con.execute("INSERT INTO t (x) VALUES (?)", (normalize(text),))
     found = {r[0] for r in con.execute("SELECT term FROM v")}
     con.close()
@@ -169,8 +175,13 @@ def _decoded(value: bytes, dictionaries: list[bytes]) -> list[bytes]:
     return out
 
 
-def find_traces(db: Path, needles: dict[str, list[bytes]], terms: dict[str, set[str]],
-                vault: Vault | None = None, times: list[str] = ()) -> list[str]:
+def find_traces(
+    db: Path,
+    needles: dict[str, list[bytes]],
+    terms: dict[str, set[str]],
+    vault: Vault | None = None,
+    times: list[str] = (),
+) -> list[str]:
     """Where any needle (UTF-8 bytes of a secret) or index term of a secret still is: raw bytes of the
     database, WAL and shared memory; every value of every table (FTS5 shadow tables included), decompressed
     every way; the vocabulary of every FTS5 table; ``export`` at every batch time."""
@@ -179,13 +190,16 @@ def find_traces(db: Path, needles: dict[str, list[bytes]], terms: dict[str, set[
         path = Path(str(db) + suffix)
         if path.exists():
             data = path.read_bytes()
-            found += [f"{name} in the raw bytes of {path.name}" for name, ns in needles.items()
-                      if any(n in data for n in ns)]
+            found += [
+                f"{name} in the raw bytes of {path.name}" for name, ns in needles.items() if any(n in data for n in ns)
+            ]
     con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     dictionaries = [bytes(r[0]) for r in con.execute("SELECT body FROM dictionaries")]
     codec.load(con)
-    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                        "AND sql NOT LIKE 'CREATE VIRTUAL%'")]
+    tables = [
+        r[0]
+        for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'")
+    ]
     for table in tables:
         for row in con.execute(f'SELECT * FROM "{table}"'):
             for value in row:
@@ -204,8 +218,11 @@ def find_traces(db: Path, needles: dict[str, list[bytes]], terms: dict[str, set[
     for table in fts:
         vocab.execute(f'CREATE VIRTUAL TABLE temp."v_{table}" USING fts5vocab(main, "{table}", "row")')
         present = {r[0] for r in vocab.execute(f'SELECT term FROM temp."v_{table}"')}
-        found += [f"{name}'s terms {sorted(ts & present)} in the vocabulary of {table}"
-                  for name, ts in terms.items() if ts & present]
+        found += [
+            f"{name}'s terms {sorted(ts & present)} in the vocabulary of {table}"
+            for name, ts in terms.items()
+            if ts & present
+        ]
     vocab.close()
     if vault is not None:
         for when in times:
@@ -219,7 +236,9 @@ def find_traces(db: Path, needles: dict[str, list[bytes]], terms: dict[str, set[
 def sqlite_fts_tables(db: Path) -> list[tuple[str]]:
     con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        return con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%USING fts5(%'").fetchall()
+        return con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%USING fts5(%'"
+        ).fetchall()
     finally:
         con.close()
 

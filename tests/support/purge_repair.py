@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+
 import apsw
 import pytest
 from conftest import copy_db
-from support.search_truth import FreshKeyword, same_ranking, split_export
-from vaultsync.store.search.rebuild import rebuild_search
-from vaultsync.embed.tokenizer import parse_query
-from vaultsync.vault import Vault
 
+from vaultsync.store.search.rebuild import rebuild_search
+from vaultsync.vault import Vault
 
 SECRET = "harlequin-gazebo-7731"
 
@@ -28,8 +27,10 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 def _states() -> list[dict[str, str]]:
     """Eight states of a small vault: the secret comes, spreads, is edited around, one note is renamed."""
-    base = {f"n{i}.md": f"# Note {i}\n\ngarden notes {i}, a lantern by the gate.\n\n## Part\n\nline {i} of text.\n"
-            for i in range(6)}
+    base = {
+        f"n{i}.md": f"# Note {i}\n\ngarden notes {i}, a lantern by the gate.\n\n## Part\n\nline {i} of text.\n"
+        for i in range(6)
+    }
     states = []
     for k in range(8):
         files = dict(base)

@@ -20,10 +20,14 @@ class FreshKeyword:
         self.con = apsw.Connection(":memory:")
         self.con.execute(f"CREATE VIRTUAL TABLE gt USING fts5(indexed_text, tokenize='{header['tokenizer']}')")
         with self.con:
-            self.con.executemany("INSERT INTO gt (rowid, indexed_text) VALUES (?, ?)",
-                                 [(i, c["indexed_text"]) for i, c in enumerate(chunks)])
+            self.con.executemany(
+                "INSERT INTO gt (rowid, indexed_text) VALUES (?, ?)",
+                [(i, c["indexed_text"]) for i, c in enumerate(chunks)],
+            )
 
-    def search(self, expression: str, limit: int | None = None, within: str | None = None) -> list[tuple[str, str, float]]:
+    def search(
+        self, expression: str, limit: int | None = None, within: str | None = None
+    ) -> list[tuple[str, str, float]]:
         """(path, chunk_id, bm25), ordered by bm25 then path then chunk position; with ``within``, only the
         rows that also match that FTS5 expression (their bm25 still that of ``expression`` alone)."""
         chunks = self.chunks
@@ -39,8 +43,13 @@ class FreshKeyword:
         self.con.close()
 
 
-def fresh_keyword(header: dict[str, Any], chunks: list[dict[str, Any]], expression: str,
-                  limit: int | None = None, within: str | None = None) -> list[tuple[str, str, float]]:
+def fresh_keyword(
+    header: dict[str, Any],
+    chunks: list[dict[str, Any]],
+    expression: str,
+    limit: int | None = None,
+    within: str | None = None,
+) -> list[tuple[str, str, float]]:
     """(path, chunk_id, bm25) of a fresh FTS5 table over exactly the exported ``indexed_text``,
     ordered by bm25 then path then chunk position (``within``: see ``FreshKeyword.search``)."""
     index = FreshKeyword(header, chunks)
@@ -75,8 +84,9 @@ class BruteVector:
         return out if limit is None else out[:limit]
 
 
-def brute_vector(chunks: list[dict[str, Any]], embedder: Embedder, query: str,
-                 limit: int | None = None) -> list[tuple[str, str, float]]:
+def brute_vector(
+    chunks: list[dict[str, Any]], embedder: Embedder, query: str, limit: int | None = None
+) -> list[tuple[str, str, float]]:
     """(path, chunk_id, cosine similarity) by exhaustive comparison of the exported chunks' vectors."""
     return BruteVector(chunks, embedder).search(query, limit)
 
@@ -86,8 +96,9 @@ def split_export(lines: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], list[
     return items[0], items[1:]
 
 
-def same_ranking(got: list[tuple[str, str, float]], want: list[tuple[str, str, float]], rel: float = 1e-9,
-                 abs_: float = 0.0) -> None:
+def same_ranking(
+    got: list[tuple[str, str, float]], want: list[tuple[str, str, float]], rel: float = 1e-9, abs_: float = 0.0
+) -> None:
     """Assert the same chunks in the same order with scores equal to ``rel`` (relative) or ``abs_``."""
     assert [(p, c) for p, c, _ in got] == [(p, c) for p, c, _ in want], (got[:5], want[:5])
     for (_, _, a), (_, _, b) in zip(got, want):
@@ -97,8 +108,8 @@ def same_ranking(got: list[tuple[str, str, float]], want: list[tuple[str, str, f
 def whole_phrase(query: str) -> str | None:
     """The FTS5 phrase of the whole query, its phrases in order (``"a b" + "c" *``), written independently of
     ``signals.QueryTokens.whole``; None for a query of fewer than two tokens."""
-    from vaultsync.store.search.signals import tokens
     from vaultsync.embed.tokenizer import parse_query
+    from vaultsync.store.search.signals import tokens
 
     phrases = parse_query(query).phrases
     if sum(len(tokens(p.text)) for p in phrases) < 2:
@@ -106,17 +117,22 @@ def whole_phrase(query: str) -> str | None:
     return " + ".join(p.fts() for p in phrases)
 
 
-def fresh_default(header: dict[str, Any], chunks: list[dict[str, Any]], query: str,
-                  limit: int | None = None, fused: Embedder | None = None,
-                  index: FreshKeyword | None = None) -> list[tuple[str, str, float]]:
+def fresh_default(
+    header: dict[str, Any],
+    chunks: list[dict[str, Any]],
+    query: str,
+    limit: int | None = None,
+    fused: Embedder | None = None,
+    index: FreshKeyword | None = None,
+) -> list[tuple[str, str, float]]:
     """(path, chunk_id, final score) of the default mode's pipeline over a fresh FTS5 table: its best
     ``POOL`` chunks by bm25 and its best ``POOL`` by bm25 among those matching the whole query as one phrase
     (joined, with ``fused``, by the brute force's nearest ``CANDIDATES``), re-ranked by the documented signals
     of their exported ``indexed_text``. ``index``: a fresh index already built over these chunks, to reuse."""
+    from vaultsync.embed.tokenizer import parse_query
     from vaultsync.store.search.engine import CANDIDATES
     from vaultsync.store.search.everyday import content, everyday
     from vaultsync.store.search.signals import POOL, QueryTokens, combine, signals
-    from vaultsync.embed.tokenizer import parse_query
 
     parsed = parse_query(query)
     weighed = content(parsed)  # a pure function of the query: what a question in everyday words weighs
@@ -127,8 +143,9 @@ def fresh_default(header: dict[str, Any], chunks: list[dict[str, Any]], query: s
         whole = whole_phrase(query)
         if whole is not None:
             known = {(p, c) for p, c, _ in pool}
-            pool += [hit for hit in fresh.search(weighed.expression, max(POOL, limit or 0), whole)
-                     if hit[:2] not in known]
+            pool += [
+                hit for hit in fresh.search(weighed.expression, max(POOL, limit or 0), whole) if hit[:2] not in known
+            ]
         if index is None:
             fresh.close()
     cosines: dict[tuple[str, str], float] = {}
@@ -136,7 +153,7 @@ def fresh_default(header: dict[str, Any], chunks: list[dict[str, Any]], query: s
         nearest = brute_vector(chunks, fused, query)
         cosines = {(p, c): s for p, c, s in nearest}
         known = {(p, c) for p, c, _ in pool}
-        pool += [(p, c, 0.0) for p, c, _ in nearest[:max(CANDIDATES, limit or 0)] if (p, c) not in known]
+        pool += [(p, c, 0.0) for p, c, _ in nearest[: max(CANDIDATES, limit or 0)] if (p, c) not in known]
     text = {(c["path"], c["chunk_id"]): c for c in chunks}
     wanted, typed = QueryTokens.of(weighed), QueryTokens.of(parsed)
     found = [signals(text[p, c]["indexed_text"], wanted, typed) for p, c, _ in pool]

@@ -89,8 +89,15 @@ def atomic_write(path: Path, text: str) -> None:
 class WatchProcess:
     """``vaultsync watch`` in a real subprocess, its stderr collected line by line."""
 
-    def __init__(self, db: Path, vault: Path, *args: str, prefix: list[str] | None = None,
-                 command: list[str] | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        db: Path,
+        vault: Path,
+        *args: str,
+        prefix: list[str] | None = None,
+        command: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         """``command`` replaces the whole command line (the database then comes from $VAULTSYNC_DB);
         ``env`` adds to the environment."""
         if command is None:

@@ -27,13 +27,21 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-
 from conftest import REPO, invoke, run_cli
+
 from vaultsync.times import parse_time
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 MOMENTS = ["2025-01-20", "2025-02-10", "2025-03-20"]
 """Between the history's commits (2025-01-06, 02-03, 03-03, 04-07): three different vaults."""
 EDITED = "Projects/Atlas/Atlas Overview.md"
@@ -107,8 +115,12 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> History:
     demo.git(vault, "commit", "-q", "-m", "Words replaced; a hostile note", when="2025-04-07T09:00:00Z")
     db = work / "db" / "vaultsync.db"
     run_cli("import", str(vault), "--from-git", db=db, check=True)
-    commits = subprocess.run(["git", "-C", str(vault), "log", "--first-parent", "--reverse", "--format=%H %cI"],
-                             capture_output=True, text=True, check=True).stdout.split("\n")
+    commits = subprocess.run(
+        ["git", "-C", str(vault), "log", "--first-parent", "--reverse", "--format=%H %cI"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
     return History(vault, db, [tuple(line.split()) for line in commits if line])  # type: ignore[misc]
 
 
@@ -123,9 +135,13 @@ class Server:
 @pytest.fixture(scope="module")
 def server(history: History) -> Iterator[Server]:
     """``vaultsync ui --no-browser`` in a real process, on its random port; its printed URL read from stderr."""
-    proc = subprocess.Popen([sys.executable, "-m", "vaultsync", "--db", str(history.db), "ui", "--no-browser"],
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vaultsync", "--db", str(history.db), "ui", "--no-browser"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
@@ -192,8 +208,9 @@ def wait_until(tab: Any, expression: str, arg: Any = None, timeout_s: float = 20
         if tab.evaluate(expression, arg):
             return
         tab.wait_for_timeout(50)
-    shown = tab.evaluate("[document.querySelector('#tree').dataset.at, document.querySelector('#error').textContent, "
-                         "location.hash]")
+    shown = tab.evaluate(
+        "[document.querySelector('#tree').dataset.at, document.querySelector('#error').textContent, location.hash]"
+    )
     raise AssertionError(f"still false after {timeout_s} s: {expression} (tree at, error, hash: {shown})")
 
 
@@ -218,8 +235,12 @@ def open_note(tab: Any, path: str, micros: int | str) -> None:
 
 
 def wait_note(tab: Any, path: str, micros: int | str) -> None:
-    wait_until(tab, "([p, at]) => { const n = document.querySelector('#note'); "
-                    "return !n.hidden && n.dataset.path === p && n.dataset.at === at; }", [path, str(micros)])
+    wait_until(
+        tab,
+        "([p, at]) => { const n = document.querySelector('#note'); "
+        "return !n.hidden && n.dataset.path === p && n.dataset.at === at; }",
+        [path, str(micros)],
+    )
 
 
 def source(tab: Any) -> str:
@@ -240,8 +261,9 @@ def screenshot(tab: Any, name: str, tmp_path: Path, **kwargs: Any) -> None:
 # ---------------------------------------------------------------------------------------------- the browser
 
 
-def test_three_moments_tree_note_links_and_search_equal_the_cli(page: Watched, server: Server, history: History,
-                                                                 tmp_path: Path) -> None:
+def test_three_moments_tree_note_links_and_search_equal_the_cli(
+    page: Watched, server: Server, history: History, tmp_path: Path
+) -> None:
     tab = open_page(page, server)
     shown_trees, hit_counts = [], []
     for moment in MOMENTS:
@@ -273,8 +295,11 @@ def test_three_moments_tree_note_links_and_search_equal_the_cli(page: Watched, s
         tab.fill("#search-input", "beacons")
         tab.press("#search-input", "Enter")
         expected = cli_json(history.db, "search", "beacons", "--as-of", moment, "--limit", "20")["hits"]
-        wait_until(tab, f"document.querySelectorAll('#search-results > li').length === {len(expected)} && "
-                        f"document.querySelector('#search-info').textContent.includes('{moment}')")
+        wait_until(
+            tab,
+            f"document.querySelectorAll('#search-results > li').length === {len(expected)} && "
+            f"document.querySelector('#search-info').textContent.includes('{moment}')",
+        )
         shown = tab.eval_on_selector_all("#search-results > li", "els => els.map(e => e.dataset.path)")
         assert shown == [h["path"] for h in expected]
         snippets = tab.eval_on_selector_all("#search-results .snippet", "els => els.map(e => e.textContent)")
@@ -289,8 +314,9 @@ def test_three_moments_tree_note_links_and_search_equal_the_cli(page: Watched, s
     assert not page.dialogs and not page.errors and not page.foreign
 
 
-def test_a_diff_between_two_revisions_marks_exactly_the_changed_words(page: Watched, server: Server,
-                                                                       history: History, tmp_path: Path) -> None:
+def test_a_diff_between_two_revisions_marks_exactly_the_changed_words(
+    page: Watched, server: Server, history: History, tmp_path: Path
+) -> None:
     demo = _demo()
     tab = open_page(page, server)
     open_note(tab, EDITED, "now")
@@ -353,11 +379,14 @@ HOLD_FIRST_CHANGES = """() => {
 
 
 def changes_shown(tab: Any) -> list[list[str]]:
-    return tab.eval_on_selector_all("#changes > li", "els => els.map(e => [e.dataset.kind, e.dataset.path, e.dataset.from])")
+    return tab.eval_on_selector_all(
+        "#changes > li", "els => els.map(e => [e.dataset.kind, e.dataset.path, e.dataset.from])"
+    )
 
 
-def test_changes_between_two_moments_equal_the_cli_and_open_their_diff(page: Watched, server: Server,
-                                                                         history: History) -> None:
+def test_changes_between_two_moments_equal_the_cli_and_open_their_diff(
+    page: Watched, server: Server, history: History
+) -> None:
     demo = _demo()
     tab = open_page(page, server)
     until = go_to(tab, MOMENTS[2])
@@ -365,9 +394,12 @@ def test_changes_between_two_moments_equal_the_cli_and_open_their_diff(page: Wat
     tab.fill("#since-input", MOMENTS[0])
     tab.press("#since-input", "Enter")  # ...and this for the wider one; the page shows the one asked for last
     expected = cli_json(history.db, "changes", "--since", MOMENTS[0], "--until", MOMENTS[2])
-    wait_until(tab, "w => { const list = document.querySelector('#changes'); "
-                    "return list.dataset.state === 'ready' && list.dataset.window === w; }",
-               f"{parse_time(MOMENTS[0])}|{until}")
+    wait_until(
+        tab,
+        "w => { const list = document.querySelector('#changes'); "
+        "return list.dataset.state === 'ready' && list.dataset.window === w; }",
+        f"{parse_time(MOMENTS[0])}|{until}",
+    )
     assert tab.locator("#changes-info").text_content().startswith(f"{MOMENTS[0]} 00:00:00 UTC → {MOMENTS[2]} ")
     assert changes_shown(tab) == [[c["kind"], c["path"], c["renamed_from"] or ""] for c in expected]
     assert {c["kind"] for c in expected} == {"created", "modified", "renamed"}
@@ -381,8 +413,9 @@ def test_changes_between_two_moments_equal_the_cli_and_open_their_diff(page: Wat
     assert not page.dialogs and not page.errors and not page.foreign
 
 
-def test_a_late_answer_for_an_older_window_never_replaces_the_changes_list(page: Watched, server: Server,
-                                                                            history: History) -> None:
+def test_a_late_answer_for_an_older_window_never_replaces_the_changes_list(
+    page: Watched, server: Server, history: History
+) -> None:
     """Opening the tab asks for one window, typing a "since" for another: whichever answer comes last,
     the list and its header show the window asked for last."""
     tab = open_page(page, server)
@@ -393,8 +426,10 @@ def test_a_late_answer_for_an_older_window_never_replaces_the_changes_list(page:
     tab.fill("#since-input", MOMENTS[0])
     tab.press("#since-input", "Enter")  # asks for the wider window: answered at once
     wait_until(tab, "window.changesHandled === 1")
-    expected = [[c["kind"], c["path"], c["renamed_from"] or ""]
-                for c in cli_json(history.db, "changes", "--since", MOMENTS[0], "--until", MOMENTS[2])]
+    expected = [
+        [c["kind"], c["path"], c["renamed_from"] or ""]
+        for c in cli_json(history.db, "changes", "--since", MOMENTS[0], "--until", MOMENTS[2])
+    ]
     assert {kind for kind, _, _ in expected} == {"created", "modified", "renamed"}  # more than the held window's
     assert changes_shown(tab) == expected
     tab.evaluate("window.releaseChanges()")  # the older window's answer arrives last
@@ -504,8 +539,12 @@ def test_tree_marks_agree_with_git(history: History) -> None:
         for moment in MOMENTS:
             micros = parse_time(moment)
             sha = [c for c, when in history.commits if parse_time(when) <= micros][-1]
-            git = subprocess.run(["git", "-C", str(history.vault), "diff", "-M", "--name-status", "-z", sha, "HEAD"],
-                                 capture_output=True, text=True, check=True).stdout.split("\0")
+            git = subprocess.run(
+                ["git", "-C", str(history.vault), "diff", "-M", "--name-status", "-z", sha, "HEAD"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split("\0")
             expected: dict[str, Any] = {}
             added = set()
             i = 0
@@ -525,8 +564,9 @@ def test_tree_marks_agree_with_git(history: History) -> None:
             marks = {n["path"]: (n["mark"], n.get("now")) for n in tree["notes"] if "mark" in n}
             assert marks == {p: m for p, m in expected.items() if p.endswith(".md")}
             assert set(tree["added_since"]) == {p for p in added if p.endswith(".md")}
-            assert sorted(n["path"] for n in tree["notes"]) == sorted(r["path"] for r in cli_json(
-                history.db, "ls", "--as-of", moment))
+            assert sorted(n["path"] for n in tree["notes"]) == sorted(
+                r["path"] for r in cli_json(history.db, "ls", "--as-of", moment)
+            )
             assert tree["folders"][""] == len(tree["notes"])
             assert tree["folders"]["Team"] == sum(1 for n in tree["notes"] if n["path"].startswith("Team/"))
         assert ("renamed", RENAMED_AGAIN) in marks.values() and ("deleted", None) in marks.values()
@@ -545,8 +585,13 @@ class Answer:
     text: str
 
 
-def request(server: Server, path: str, params: dict[str, str] | None = None, method: str = "GET",
-            headers: dict[str, str] | None = None) -> Answer:
+def request(
+    server: Server,
+    path: str,
+    params: dict[str, str] | None = None,
+    method: str = "GET",
+    headers: dict[str, str] | None = None,
+) -> Answer:
     """One plain HTTP request, with whatever Host header the test chooses (a browser could not send some)."""
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     try:
@@ -556,8 +601,9 @@ def request(server: Server, path: str, params: dict[str, str] | None = None, met
             conn.putheader(name, value)
         conn.endheaders()
         response = conn.getresponse()
-        return Answer(response.status, {k.lower(): v for k, v in response.getheaders()},
-                      response.read().decode("utf-8"))
+        return Answer(
+            response.status, {k.lower(): v for k, v in response.getheaders()}, response.read().decode("utf-8")
+        )
     finally:
         conn.close()
 
@@ -573,18 +619,18 @@ def test_requests_without_the_token_or_from_elsewhere_are_refused(server: Server
     assert request(server, api, token, headers={"host": f"localhost:{server.port}"}).status == 200
     assert request(server, api, token, headers={"origin": server.base}).status == 200
     refused = [
-        request(server, api),                                                          # no token
-        request(server, api, {"token": server.token[:-1]}),                            # a wrong one
+        request(server, api),  # no token
+        request(server, api, {"token": server.token[:-1]}),  # a wrong one
         request(server, api, {"token": ""}),
         request(server, "/", {"token": "x" + server.token}),
-        request(server, "/static/ui.js"),                                              # assets need it too
-        request(server, api, token, headers={"host": "evil.example"}),                 # DNS rebinding
+        request(server, "/static/ui.js"),  # assets need it too
+        request(server, api, token, headers={"host": "evil.example"}),  # DNS rebinding
         request(server, api, token, headers={"host": f"evil.example:{server.port}"}),
         request(server, api, token, headers={"host": f"127.0.0.1:{server.port + 1}"}),
-        request(server, api, token, headers={"origin": "http://evil.example"}),        # another site's page
+        request(server, api, token, headers={"origin": "http://evil.example"}),  # another site's page
         request(server, api, token, headers={"origin": "null"}),
         request(server, api, token, headers={"sec-fetch-site": "cross-site"}),
-        request(server, api, token, method="POST"),                                    # read-only
+        request(server, api, token, method="POST"),  # read-only
     ]
     assert [r.status for r in refused] == [401, 401, 401, 401, 401, 403, 403, 403, 403, 403, 403, 405]
     for r in refused:

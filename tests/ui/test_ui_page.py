@@ -8,19 +8,26 @@ import json
 import re
 import shutil
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import run_cli
-from test_ui import (History, Server, _demo, browser, open_page, page, server, wait_note,  # noqa: F401 (fixtures)
-                     wait_until)
+from test_ui import (
+    History,
+    Server,
+    _demo,
+    open_page,
+    wait_note,  # noqa: F401 (fixtures)
+    wait_until,
+)
+
 from vaultsync.times import parse_time
 
 TASKS = "Tasks.md"
-TASKS_TEXT = ("# Tasks\n\n- [ ] buy milk\n- [x] call Ana #errand\n\nSome ==highlighted **words**== here. ^block-1\n\n"
-              "#project/alpha and #todo, but not a == b.\n")
+TASKS_TEXT = (
+    "# Tasks\n\n- [ ] buy milk\n- [x] call Ana #errand\n\nSome ==highlighted **words**== here. ^block-1\n\n"
+    "#project/alpha and #todo, but not a == b.\n"
+)
 SECOND = ["2025-05-01T10:00:00.25Z", "2025-05-01T10:00:00.75Z"]
 ATLAS = "Projects/Atlas/Atlas Overview.md"
 
@@ -46,8 +53,12 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> History:
         with (vault / TASKS).open("a", encoding="utf-8") as f:
             f.write(f"\nedit {n}\n")
         run_cli("import", str(vault), "--known-at", moment, db=db, check=True)
-    commits = subprocess.run(["git", "-C", str(vault), "log", "--first-parent", "--reverse", "--format=%H %cI"],
-                             capture_output=True, text=True, check=True).stdout.split("\n")
+    commits = subprocess.run(
+        ["git", "-C", str(vault), "log", "--first-parent", "--reverse", "--format=%H %cI"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
     return History(vault, db, [tuple(line.split()) for line in commits if line])  # type: ignore[misc]
 
 
@@ -67,8 +78,11 @@ def test_obsidian_syntax_is_rendered_and_the_source_kept(page: Any, server: Serv
     assert body.locator("mark").text_content() == "highlighted words"
     assert body.locator("mark strong").text_content() == "words"
     assert body.locator(".block-id").text_content() == "^block-1"
-    assert tab.eval_on_selector_all("#note-body .tag", "e => e.map(x => x.textContent)") == \
-        ["#errand", "#project/alpha", "#todo"]
+    assert tab.eval_on_selector_all("#note-body .tag", "e => e.map(x => x.textContent)") == [
+        "#errand",
+        "#project/alpha",
+        "#todo",
+    ]
     text = body.text_content()
     assert "==" not in text.replace("a == b", "") and "[ ]" not in text and "[x]" not in text
     assert tab.locator("#note-source").text_content().startswith(TASKS_TEXT)
@@ -125,7 +139,9 @@ def test_the_search_panel_never_scrolls_sideways(page: Any, server: Server) -> N
     tab.press("#search-input", "Enter")
     wait_until(tab, "document.querySelectorAll('#search-results > li').length === 1")
     assert tab.locator("#search-results a[data-path*='A_very_long_note_name']").count() == 1
-    widths = tab.evaluate("() => { const p = document.querySelector('#side-panel'); return [p.scrollWidth, p.clientWidth]; }")
+    widths = tab.evaluate(
+        "() => { const p = document.querySelector('#side-panel'); return [p.scrollWidth, p.clientWidth]; }"
+    )
     assert widths[0] <= widths[1], widths
 
 
@@ -167,7 +183,9 @@ def test_entries_are_links_to_the_page_itself(page: Any, server: Server, browser
     tab.fill("#since-input", "2025-01-20")
     tab.press("#since-input", "Enter")
     wait_until(tab, "document.querySelector('#changes').dataset.state === 'ready'")
-    entries = tab.eval_on_selector_all("#changes > li", "e => e.map(x => [x.dataset.path, x.dataset.kind, x.dataset.from])")
+    entries = tab.eval_on_selector_all(
+        "#changes > li", "e => e.map(x => [x.dataset.path, x.dataset.kind, x.dataset.from])"
+    )
     assert len(entries) >= 3
     since = parse_time("2025-01-20")
     for i, (path, kind, was) in enumerate(entries):

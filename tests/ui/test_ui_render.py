@@ -14,17 +14,80 @@ from hypothesis import strategies as st
 
 from vaultsync.ui.render import render, word_diff
 
-ALLOWED_TAGS = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "em", "strong", "s", "code", "pre", "blockquote", "ul", "ol",
-                "li", "a", "span", "br", "hr", "table", "thead", "tbody", "tr", "th", "td", "section", "sup", "div"}
+ALLOWED_TAGS = {
+    "p",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "em",
+    "strong",
+    "s",
+    "code",
+    "pre",
+    "blockquote",
+    "ul",
+    "ol",
+    "li",
+    "a",
+    "span",
+    "br",
+    "hr",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "section",
+    "sup",
+    "div",
+}
 ALLOWED_ATTRIBUTES = {"class", "href", "data-path", "data-heading", "title", "rel", "target", "start", "id", "style"}
-PIECES = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "<svg onload=alert(1)>", "</svg>",
-          "[x](javascript:alert(1))", "[x](JAVASCRIPT:alert(1))", "[x](&#106;avascript:alert(1))",
-          "[x](data:text/html,<script>alert(1)</script>)", "![i](data:image/svg+xml;base64,PHN2Zz4=)",
-          "![i](http://example.com/i.png)", "[[Note]]", "[[Note|a\" onclick=\"alert(1)]]", "[[#H]]",
-          "![[Note#H]]", "<a href='javascript:alert(1)'>a</a>", "<iframe src=x></iframe>", "`<b>`", "```\n<b>\n```",
-          "<div style='x'>", "\"", "'", "<", ">", "&", "\n", "\n\n", "# ", "- ", "| a | b |\n|---|---|\n| c | d |",
-          "%%c%%", "[^1]", "[^1]: note", "<!-- c -->", "<style>*{}</style>", "[x](vbscript:y)", "[x](file:///etc)",
-          "[x](<javascript:alert(1)>)", "[x]: javascript:alert(1)\n\n[x]", "word", " "]
+PIECES = [
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "<svg onload=alert(1)>",
+    "</svg>",
+    "[x](javascript:alert(1))",
+    "[x](JAVASCRIPT:alert(1))",
+    "[x](&#106;avascript:alert(1))",
+    "[x](data:text/html,<script>alert(1)</script>)",
+    "![i](data:image/svg+xml;base64,PHN2Zz4=)",
+    "![i](http://example.com/i.png)",
+    "[[Note]]",
+    '[[Note|a" onclick="alert(1)]]',
+    "[[#H]]",
+    "![[Note#H]]",
+    "<a href='javascript:alert(1)'>a</a>",
+    "<iframe src=x></iframe>",
+    "`<b>`",
+    "```\n<b>\n```",
+    "<div style='x'>",
+    '"',
+    "'",
+    "<",
+    ">",
+    "&",
+    "\n",
+    "\n\n",
+    "# ",
+    "- ",
+    "| a | b |\n|---|---|\n| c | d |",
+    "%%c%%",
+    "[^1]",
+    "[^1]: note",
+    "<!-- c -->",
+    "<style>*{}</style>",
+    "[x](vbscript:y)",
+    "[x](file:///etc)",
+    "[x](<javascript:alert(1)>)",
+    "[x]: javascript:alert(1)\n\n[x]",
+    "word",
+    " ",
+]
 
 
 class Checker(HTMLParser):
@@ -67,7 +130,7 @@ def test_the_hostile_pieces_come_out_as_text() -> None:
     assert check(html) == []
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert 'class="wikilink" href="#" data-path="Note.md"' in html
-    assert 'a&quot; onclick=&quot;alert(1)' in html  # an alias is text, never an attribute
+    assert "a&quot; onclick=&quot;alert(1)" in html  # an alias is text, never an attribute
     assert "example.com" not in html.replace('title="http://example.com/i.png"', "")  # images are not loaded
     assert check('<a href="javascript:x">') == ["href javascript:x"]  # the checker itself can fail
 
@@ -81,7 +144,13 @@ def test_a_word_diff_gives_back_both_texts(before: str, after: str) -> None:
 
 
 def test_a_word_diff_marks_whole_words_and_keeps_the_rest() -> None:
-    runs = word_diff("Keep this line.\nWe use lighthouse beacons now.\n", "Keep this line.\nWe use mesh radio relays now.\n")
-    assert runs == [["=", "Keep this line.\nWe use "], ["-", "lighthouse beacons"], ["+", "mesh radio relays"],
-                    ["=", " now.\n"]]
+    runs = word_diff(
+        "Keep this line.\nWe use lighthouse beacons now.\n", "Keep this line.\nWe use mesh radio relays now.\n"
+    )
+    assert runs == [
+        ["=", "Keep this line.\nWe use "],
+        ["-", "lighthouse beacons"],
+        ["+", "mesh radio relays"],
+        ["=", " now.\n"],
+    ]
     assert word_diff("same\n", "same\n") == [["=", "same\n"]]

@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
-from mcp import Client
-
 from conftest import invoke
+from mcp import Client
 from support.mcp_helpers import error_text, listed_paths, sc
+
 from vaultsync import Vault
 from vaultsync.errors import ConfigError, NoteNotFound
 from vaultsync.server import ServeConfig, build_server
@@ -68,8 +68,10 @@ def test_read_before_the_first_batch_names_where_history_starts(history: tuple[P
     with Vault.open(db, readonly=True) as vault:
         with pytest.raises(NoteNotFound) as early:
             vault.read("Alpha.md", as_of=EARLY)
-        assert str(early.value) == (f"note 'Alpha.md' did not exist as of {EARLY}T00:00:00Z: vault 'notes' has no "
-                                    f"history before {T1} (its first batch)")
+        assert str(early.value) == (
+            f"note 'Alpha.md' did not exist as of {EARLY}T00:00:00Z: vault 'notes' has no "
+            f"history before {T1} (its first batch)"
+        )
         with pytest.raises(NoteNotFound) as gone:  # deleted by then: the history existed, the note did not
             vault.read("Alpha.md", as_of=T3)
         assert "no history" not in str(gone.value) and "was deleted at" in str(gone.value)
@@ -101,8 +103,10 @@ def test_cli_search_ls_changes_and_read_before_history(history: tuple[Path, Path
 
     read = invoke("read", "Alpha.md", "--as-of", EARLY, db=db)
     assert read.returncode == 1
-    assert read.stderr.strip() == (f"Error: note 'Alpha.md' did not exist as of {EARLY}T00:00:00Z: vault 'notes' "
-                                   f"has no history before {T1} (its first batch) (--as-of)")
+    assert read.stderr.strip() == (
+        f"Error: note 'Alpha.md' did not exist as of {EARLY}T00:00:00Z: vault 'notes' "
+        f"has no history before {T1} (its first batch) (--as-of)"
+    )
 
 
 def test_before_a_retention_horizon(history: tuple[Path, Path]) -> None:
@@ -119,14 +123,16 @@ def test_before_a_retention_horizon(history: tuple[Path, Path]) -> None:
         with pytest.raises(ConfigError) as until:
             vault.changes("2024-01-01", "2024-06-01")
         assert until.value.argument == "until" and f"forgot its history before {horizon}" in str(until.value)
-        assert vault.window_note("2024-01-01") == (f"vault 'notes' forgot its history before {horizon} (a retention "
-                                                   "purge): the changes listed start there")
+        assert vault.window_note("2024-01-01") == (
+            f"vault 'notes' forgot its history before {horizon} (a retention purge): the changes listed start there"
+        )
         assert vault.window_note("2024-06-20") is None
         assert [r.path for r in vault.changes("2024-01-01")] == ["Gamma.md"]
     clipped = invoke("changes", "--since", "2024-01-01", db=db, check=True)
     assert clipped.stdout.split()[-1] == "Gamma.md"
-    assert clipped.stderr.strip() == (f"note: vault 'notes' forgot its history before {horizon} (a retention purge): "
-                                      "the changes listed start there")
+    assert clipped.stderr.strip() == (
+        f"note: vault 'notes' forgot its history before {horizon} (a retention purge): the changes listed start there"
+    )
     refused_cli = invoke("changes", "--since", "2024-01-01", "--until", "2024-06-01", db=db)
     assert refused_cli.returncode == 1 and refused_cli.stderr.strip().endswith("or later (--until)")
 
@@ -152,8 +158,9 @@ async def test_mcp_tools_say_before_history(history: tuple[Path, Path]) -> None:
             assert (len(whole["changes"]), whole["before_history"], whole["first_batch"]) == (4, False, T1)
 
             message = error_text(await c.call_tool("read_note", {"path": "Alpha.md", "as_of": EARLY}))
-            assert message.endswith(f"vault 'notes' has no history before {T1} (its first batch). Ask about a later "
-                                    "as_of.")
+            assert message.endswith(
+                f"vault 'notes' has no history before {T1} (its first batch). Ask about a later as_of."
+            )
             wrong = error_text(await c.call_tool("read_note", {"path": "Alpha.md", "as_of": T3}))  # deleted by then
             assert "was deleted at" in wrong and "no history" not in wrong  # when, and how to read it before
     with Vault.open(db, root=root) as vault:

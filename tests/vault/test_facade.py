@@ -31,15 +31,25 @@ def reach_ins(source: str, filename: str = "<module>") -> list[tuple[int, str]]:
                 continue
             me = args[0].arg
             for node in ast.walk(fn):
-                if (isinstance(node, ast.Attribute) and node.attr in PRIVATE and isinstance(node.value, ast.Name)
-                        and node.value.id == me):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr in PRIVATE
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == me
+                ):
                     own.add(id(node))
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in PRIVATE and id(node) not in own:
             found.append((node.lineno, ast.unparse(node)))
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr")
-              and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value in PRIVATE):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "setattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value in PRIVATE
+        ):
             found.append((node.lineno, ast.unparse(node)))
     return sorted(found)
 
@@ -57,8 +67,10 @@ def outside_the_facade(package: Path = PACKAGE_DIR) -> list[str]:
 
 def test_nothing_outside_the_facade_touches_a_vaults_store_or_lock() -> None:
     found = outside_the_facade()
-    assert not found, "code outside vault.py / live/writer_role.py touches a vault's store or lock (add a Vault method):\n  " + \
-        "\n  ".join(found)
+    assert not found, (
+        "code outside vault.py / live/writer_role.py touches a vault's store or lock (add a Vault method):\n  "
+        + "\n  ".join(found)
+    )
 
 
 def test_the_facade_itself_is_scanned_and_uses_them() -> None:
@@ -68,11 +80,12 @@ def test_the_facade_itself_is_scanned_and_uses_them() -> None:
     assert "self._store" in source and "self._lock" in source
     assert not reach_ins(source)  # all of vault.py's touches are its own
     assert reach_ins(source + "\n\ndef reach(vault):\n    return vault._store\n") == [
-        (source.count("\n") + 4, "vault._store")]
+        (source.count("\n") + 4, "vault._store")
+    ]
 
 
 def test_the_scan_catches_reach_ins() -> None:
-    planted = '''
+    planted = """
 class Watcher:
     def __init__(self, vault):
         self._lock = object()          # its own lock: fine
@@ -85,7 +98,7 @@ def backfill(vault):
     store = vault._store               # caught
     getattr(vault, "_lock")            # caught
     return store
-'''
+"""
     assert [expr for _, expr in reach_ins(planted)] == ["self.vault._lock", "vault._store", "getattr(vault, '_lock')"]
 
 

@@ -30,11 +30,24 @@ class Repo:
         self.git("init", "-q", "-b", "main")
 
     def git(self, *args: str) -> str:
-        env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
-               "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_AUTHOR_DATE": f"@{self.clock} +0000",
-               "GIT_COMMITTER_DATE": f"@{self.clock} +0000", "HOME": str(self.top)}
-        return subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=self.top, env=env, check=True,
-                              capture_output=True, text=True).stdout
+        env = {
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@example.org",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@example.org",
+            "GIT_AUTHOR_DATE": f"@{self.clock} +0000",
+            "GIT_COMMITTER_DATE": f"@{self.clock} +0000",
+            "HOME": str(self.top),
+        }
+        return subprocess.run(
+            ["git", "-c", "core.quotepath=off", *args],
+            cwd=self.top,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
 
     def write(self, path: str, text: str) -> None:
         file = self.top / path
@@ -62,7 +75,7 @@ class Repo:
         for entry in filter(None, out.split("\0")):
             meta, path = entry.split("\t", 1)
             if meta.split()[0] in ("100644", "100755") and path.endswith(".md"):
-                notes[path[len(folder) + 1:] if folder else path] = self.git("show", f"{sha}:{path}")
+                notes[path[len(folder) + 1 :] if folder else path] = self.git("show", f"{sha}:{path}")
         return notes
 
 
@@ -118,7 +131,7 @@ def test_from_git_matches_every_first_parent_commit_and_resumes(tmp_path: Path) 
 
     with Vault.open(db, name="vault", readonly=True) as vault:
         for sha, seconds in all_commits:
-            at = dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
+            at = dt.datetime.fromtimestamp(seconds, dt.UTC)
             truth = repo.notes_at(sha, "vault")
             assert {r.path for r in vault.ls(as_of=at)} == set(truth), sha
             for path, text in truth.items():
@@ -140,7 +153,7 @@ def test_a_vault_at_the_top_of_its_repository_matches_every_commit(tmp_path: Pat
     assert (done["commits"], done["errors"]) == (len(commits), [])
     with Vault.open(db, name="repo", readonly=True) as vault:
         for sha, seconds in commits:
-            at = dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
+            at = dt.datetime.fromtimestamp(seconds, dt.UTC)
             truth = repo.notes_at(sha)
             assert {r.path for r in vault.ls(as_of=at)} == set(truth), sha
             for path, text in truth.items():

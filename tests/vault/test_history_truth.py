@@ -15,46 +15,21 @@ for the bytes; a sample is cross-checked against the tool's own ``--truth`` and 
 
 from __future__ import annotations
 
-import contextlib
-import datetime as dt
-import functools
-import importlib.util
-import io
 import json
 import random
-import subprocess
-import sys
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from conftest import (
+    HelpCorpus,
+    Replayed,
+    replayed_path,
+)
+from support.history_truth import SEED, SELECTION, Pair, Truth, check_pairs, coverage, iso, sample_dates, vaultsync
 
-from conftest import HELP_BUNDLE, HELP_GIT_VAULTS, HELP_SELECTION, REPLAY_TOOL, HelpCorpus, Ran, Replayed, invoke, replayed_path
-from vaultsync import NoteNotFound, Vault
-from support.history_truth import Pair, SEED, SELECTION, Truth, check_pairs, coverage, iso, sample_dates, vaultsync
+from vaultsync import Vault
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 # ---------------------------------------------------------------- replay with --known-at
@@ -76,8 +51,9 @@ def test_replayed_reads_match_git(replayed: tuple[Path, Truth, list[int]]) -> No
     gone = sorted(ever - head)
     non_ascii = sorted(p for p in ever if not p.isascii())
     with Vault.open(db, name="help", readonly=True) as vault:
-        renamed = sorted({p for r in vault.changes(since="2000-01-01") if r.kind == "renamed"
-                          for p in (r.path, r.renamed_from)})
+        renamed = sorted(
+            {p for r in vault.changes(since="2000-01-01") if r.kind == "renamed" for p in (r.path, r.renamed_from)}
+        )
         pairs = []
         for date in dates:
             existing = truth.listings[date][1]

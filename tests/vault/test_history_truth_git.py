@@ -14,9 +14,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import Backfilled, HelpCorpus, copy_db
 from support.history_truth import GIT_VAULTS, SEED, Pair, Truth, check_pairs, coverage, sample_dates, vaultsync
+
 from vaultsync import Vault
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
@@ -33,8 +33,12 @@ def backfilled(help_corpus: HelpCorpus, help_backfilled: Backfilled) -> tuple[Pa
 
 def test_from_git_reads_match_git(backfilled: tuple[Path, Path, Truth]) -> None:
     db, clone, truth = backfilled
-    log = subprocess.run(["git", "-C", str(clone), "log", "--first-parent", "--format=%ct", "HEAD", "--",
-                          *GIT_VAULTS], capture_output=True, text=True, check=True).stdout
+    log = subprocess.run(
+        ["git", "-C", str(clone), "log", "--first-parent", "--format=%ct", "HEAD", "--", *GIT_VAULTS],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     commit_times = sorted(int(t) for t in log.split())
     rng = random.Random(SEED + 2)
     dates = sample_dates(rng, commit_times, extra=40)
@@ -52,7 +56,7 @@ def test_from_git_reads_match_git(backfilled: tuple[Path, Path, Truth]) -> None:
                 gone = [p for p in pool if p not in head]
                 picks = rng.sample(existing, min(2, len(existing)))
                 picks += [rng.choice(p) for p in (pool, gone) if p]
-                pairs += [Pair(name, p[len(prefix):], date, p) for p in dict.fromkeys(picks)]
+                pairs += [Pair(name, p[len(prefix) :], date, p) for p in dict.fromkeys(picks)]
         wrong = check_pairs(truth, vaults, pairs)
         exists = [p.repo_path in set(truth.listings[p.date][1]) for p in pairs]
         seen = coverage(pairs, exists, head)
@@ -64,7 +68,7 @@ def test_from_git_reads_match_git(backfilled: tuple[Path, Path, Truth]) -> None:
         for date in dates:
             for name, vault in vaults.items():
                 prefix = name + "/"
-                want = sorted(p[len(prefix):] for p in truth.listings[date][1] if p.startswith(prefix))
+                want = sorted(p[len(prefix) :] for p in truth.listings[date][1] if p.startswith(prefix))
                 assert [r.path for r in vault.ls(as_of=date)] == want, f"{name}: ls as of {date} differs"
     finally:
         for vault in vaults.values():
@@ -90,17 +94,24 @@ def test_from_git_cli_matches_truth_tool(backfilled: tuple[Path, Path, Truth]) -
     """A sample of the backfilled vaults through the command line against replay_history.py --truth."""
     db, clone, truth = backfilled
     rng = random.Random(SEED + 3)
-    log = subprocess.run(["git", "-C", str(clone), "log", "--first-parent", "--format=%ct", "HEAD", "--", "zh"],
-                         capture_output=True, text=True, check=True).stdout
+    log = subprocess.run(
+        ["git", "-C", str(clone), "log", "--first-parent", "--format=%ct", "HEAD", "--", "zh"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     dates = sample_dates(rng, sorted(int(t) for t in log.split()))
     ever = sorted(truth.ever())
     for date in rng.sample(dates, 12):
         name = rng.choice(GIT_VAULTS)
         existing = [p for p in truth.list_at(date)[1] if p.startswith(name + "/")]
-        repo_path = rng.choice(existing) if existing and rng.random() < 0.7 else rng.choice(
-            [p for p in ever if p.startswith(name + "/")])
+        repo_path = (
+            rng.choice(existing)
+            if existing and rng.random() < 0.7
+            else rng.choice([p for p in ever if p.startswith(name + "/")])
+        )
         told = truth.tool("--truth", date, repo_path)
-        read = vaultsync(db, "--vault", name, "read", repo_path[len(name) + 1:], "--as-of", date)
+        read = vaultsync(db, "--vault", name, "read", repo_path[len(name) + 1 :], "--as-of", date)
         assert (read.returncode, read.stdout_bytes) == (told.returncode, told.stdout), (repo_path, date, read.stderr)
     date = rng.choice(dates)
     listed = vaultsync(db, "--vault", "zh", "ls", "--as-of", date, "--json")

@@ -158,8 +158,13 @@ def test_append_only_tables_refuse_rewrites(db_path: Path, vault_dir: Path) -> N
         (vault_dir / "Inbox.md").write_text("changed\n", encoding="utf-8")
         vault.sync(known_at=T2)
         with sqlite_file(db_path) as con:  # the database itself refuses, whoever writes
-            for sql in ["UPDATE notes SET path = 'x'", "DELETE FROM chunks", "UPDATE texts SET body = x''",
-                        "DELETE FROM batches", "UPDATE note_ends SET batch_id = 0"]:
+            for sql in [
+                "UPDATE notes SET path = 'x'",
+                "DELETE FROM chunks",
+                "UPDATE texts SET body = x''",
+                "DELETE FROM batches",
+                "UPDATE note_ends SET batch_id = 0",
+            ]:
                 with pytest.raises(apsw.ConstraintError, match="append-only"):
                     con.execute(sql)
         assert vault.check() == []
@@ -217,8 +222,10 @@ def test_links_are_stored_per_chunk_and_read_back_exactly(db_path: Path, vault_d
     from vaultsync.store.write import link_dict
 
     note = vault_dir / "Linked.md"
-    body = ("# Top\n\n[[A]] and [[B#H|b]]\n\n## Second\n\n![[img.png]] [web](https://example.org)\n\n"
-            "## Third\n\n[[C^blk]]\n")
+    body = (
+        "# Top\n\n[[A]] and [[B#H|b]]\n\n## Second\n\n![[img.png]] [web](https://example.org)\n\n"
+        "## Third\n\n[[C^blk]]\n"
+    )
     note.write_text(body, encoding="utf-8")
     with open_vault(db_path, vault_dir) as vault:
         vault.sync(known_at=T1)
@@ -231,8 +238,10 @@ def test_links_are_stored_per_chunk_and_read_back_exactly(db_path: Path, vault_d
         assert vault.read("Linked.md").revision.links == [link_dict(x) for x in parse_note(shifted, "Linked.md").links]
         assert vault.read("Linked.md", as_of=T1).revision.links == expected
         with sqlite_file(db_path) as con:
-            blobs = con.execute("SELECT count(DISTINCT c.links_id) FROM chunks c JOIN notes n ON n.id = c.note_id "
-                                "WHERE n.path = 'Linked.md'").fetchone()[0]
+            blobs = con.execute(
+                "SELECT count(DISTINCT c.links_id) FROM chunks c JOIN notes n ON n.id = c.note_id "
+                "WHERE n.path = 'Linked.md'"
+            ).fetchone()[0]
         assert blobs == 4  # three chunks' link lists, plus the first chunk's again after its edit
 
 
@@ -242,7 +251,8 @@ def test_texts_compress_with_a_dictionary_trained_on_the_vault(db_path: Path, va
     for i in range(120):  # enough text (>= 64 KB) to train a dictionary in the first batch
         (vault_dir / f"Daily {i:03}.md").write_text(
             f"# Day {i}\n\n" + f"Met the Atlas crew about sync, offline maps and field notes, item {i}.\n" * 12,
-            encoding="utf-8")
+            encoding="utf-8",
+        )
     with open_vault(db_path, vault_dir) as vault:
         vault.sync(known_at=T1)
         with sqlite_file(db_path) as con:

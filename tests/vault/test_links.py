@@ -12,20 +12,23 @@ from vaultsync.links import Resolver
 NOTES = ["A/Note.md", "B/Note.md", "B/Other.md", "Deep/Sub/Thing.md", "Top.md"]
 
 
-@pytest.mark.parametrize(("link", "source", "expected"), [
-    ({"target": "Top"}, "A/Note.md", "Top.md"),
-    ({"target": "top"}, "A/Note.md", "Top.md"),                       # case-insensitive
-    ({"target": "Note"}, "B/Other.md", "B/Note.md"),                  # same folder wins
-    ({"target": "Note"}, "Top.md", "A/Note.md"),                      # else shortest, then alphabetical
-    ({"target": "B/Note"}, "A/Note.md", "B/Note.md"),                 # exact vault path
-    ({"target": "Sub/Thing.md"}, "Top.md", "Deep/Sub/Thing.md"),      # path tail
-    ({"target": "../Top.md", "kind": "markdown"}, "A/Note.md", "Top.md"),  # relative Markdown link
-    ({"target": "Other.md", "kind": "markdown"}, "B/Note.md", "B/Other.md"),
-    ({"target": "", "heading": "H"}, "Top.md", "Top.md"),             # [[#H]] is the note itself
-    ({"target": "Missing"}, "Top.md", None),
-    ({"target": "https://example.org/Top", "kind": "markdown"}, "Top.md", None),
-    ({"target": "image.png", "embed": True}, "Top.md", None),
-])
+@pytest.mark.parametrize(
+    ("link", "source", "expected"),
+    [
+        ({"target": "Top"}, "A/Note.md", "Top.md"),
+        ({"target": "top"}, "A/Note.md", "Top.md"),  # case-insensitive
+        ({"target": "Note"}, "B/Other.md", "B/Note.md"),  # same folder wins
+        ({"target": "Note"}, "Top.md", "A/Note.md"),  # else shortest, then alphabetical
+        ({"target": "B/Note"}, "A/Note.md", "B/Note.md"),  # exact vault path
+        ({"target": "Sub/Thing.md"}, "Top.md", "Deep/Sub/Thing.md"),  # path tail
+        ({"target": "../Top.md", "kind": "markdown"}, "A/Note.md", "Top.md"),  # relative Markdown link
+        ({"target": "Other.md", "kind": "markdown"}, "B/Note.md", "B/Other.md"),
+        ({"target": "", "heading": "H"}, "Top.md", "Top.md"),  # [[#H]] is the note itself
+        ({"target": "Missing"}, "Top.md", None),
+        ({"target": "https://example.org/Top", "kind": "markdown"}, "Top.md", None),
+        ({"target": "image.png", "embed": True}, "Top.md", None),
+    ],
+)
 def test_resolver(link: dict, source: str, expected: str | None) -> None:
     assert Resolver(NOTES).resolve({"kind": "wikilink", **link}, source) == expected
 

@@ -13,10 +13,13 @@ from vaultsync import Vault, sync
 REPO = Path(__file__).resolve().parents[2]
 
 TABLES = {
-    "notes": ("SELECT path, kind, content_hash, size, title, frontmatter, tags, aliases, warnings"
-              " FROM notes ORDER BY id"),
-    "chunks": ("SELECT note_id, ord, chunk_id, text_id, heading_path, line_start, line_end, kind, links_id"
-               " FROM chunks ORDER BY id"),
+    "notes": (
+        "SELECT path, kind, content_hash, size, title, frontmatter, tags, aliases, warnings FROM notes ORDER BY id"
+    ),
+    "chunks": (
+        "SELECT note_id, ord, chunk_id, text_id, heading_path, line_start, line_end, kind, links_id"
+        " FROM chunks ORDER BY id"
+    ),
     "texts": "SELECT hash FROM texts ORDER BY id",
     "vectors": "SELECT doc_id, embedding FROM search_vectors ORDER BY doc_id",
 }
@@ -40,7 +43,9 @@ def test_parallel_parsing_gives_the_same_store(tmp_path: Path, monkeypatch: pyte
     assert not __import__("vaultsync.store.search.embedding", fromlist=["AHEAD"]).AHEAD  # nothing left behind
 
 
-def test_a_second_parallel_batch_gives_the_same_store_as_inline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_second_parallel_batch_gives_the_same_store_as_inline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A batch of changed notes: workers embed only the texts the index lacks, and the store is the same."""
     stores = {}
     for workers in (0, 2):
@@ -50,8 +55,9 @@ def test_a_second_parallel_batch_gives_the_same_store_as_inline(tmp_path: Path, 
         monkeypatch.setattr(sync, "PARALLEL_MIN_NOTES", 1)
         snapshot(db, root, workers)
         for note in sorted(root.rglob("*.md"))[::2]:
-            note.write_text(note.read_text(encoding="utf-8") + "\nOne more line, new in the second batch.\n",
-                            encoding="utf-8")
+            note.write_text(
+                note.read_text(encoding="utf-8") + "\nOne more line, new in the second batch.\n", encoding="utf-8"
+            )
         with Vault.open(db, root=root, parse_workers=workers) as vault:
             vault.sync(known_at="2024-02-01")
         with sqlite_file(db) as con:
@@ -61,9 +67,9 @@ def test_a_second_parallel_batch_gives_the_same_store_as_inline(tmp_path: Path, 
 
 def test_workers_embed_only_what_the_index_lacks(tmp_path: Path) -> None:
     """``embed_ahead`` (what a parse worker runs) skips chunk texts the committed index already holds."""
+    from vaultsync.embed.tokenizer import indexed_text
     from vaultsync.parsers import parse_note
     from vaultsync.store.search.embedding import embed_ahead
-    from vaultsync.embed.tokenizer import indexed_text
 
     root = tmp_path / "notes"
     shutil.copytree(REPO / "notes", root)
@@ -86,13 +92,20 @@ def test_workers_embed_only_what_the_index_lacks(tmp_path: Path) -> None:
 def _git(root: Path, *args: str) -> None:
     import subprocess
 
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.org", "HOME": str(root), "PATH": __import__("os").environ["PATH"]}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+        "HOME": str(root),
+        "PATH": __import__("os").environ["PATH"],
+    }
     subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
 
 
-def test_import_from_git_keeps_one_pool_and_gives_the_same_store(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_import_from_git_keeps_one_pool_and_gives_the_same_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``import_git``: every large commit parses in the same worker processes (one pool for the import),
     and the store equals an inline import's, vectors included (workers see the index grow between commits)."""
     monkeypatch.setattr(sync, "PARALLEL_MIN_NOTES", 1)

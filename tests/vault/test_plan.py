@@ -6,8 +6,8 @@ import hashlib
 
 import pytest
 
-from vaultsync.errors import ParseError
 from vaultsync.disk.folder import Absent, FileProblem, Present, Unreadable
+from vaultsync.errors import ParseError
 from vaultsync.sync import RACY_NS, Plan
 
 NOW = 10**18
@@ -56,7 +56,8 @@ def test_same_content_under_a_new_path_is_a_rename() -> None:
     plan = Plan(observed, now, {}, now_ns=NOW)
     changes = list(plan.changes())
     assert [(c.path, c.kind, c.renamed_from, c.prev_id, c.live_id) for c in changes] == [
-        ("New/Note.md", "renamed", "Old/Note.md", 1, None)]
+        ("New/Note.md", "renamed", "Old/Note.md", 1, None)
+    ]
     assert plan.deletions == ["Old/Note.md"] and plan.renames == {"Old/Note.md": "New/Note.md"}
 
 
@@ -92,10 +93,13 @@ def test_an_unchanged_file_with_a_new_mtime_is_remembered() -> None:
     assert list(plan.changes()) == [] and plan.state_updates == [("a.md", 4, 5, sha("# A\n"))]
 
 
-@pytest.mark.parametrize("data, reason", [
-    (b"\xff\xfe bad", "invalid UTF-8 at byte 0"),
-    (b"ok\x00no", "contains NUL bytes"),
-])
+@pytest.mark.parametrize(
+    "data, reason",
+    [
+        (b"\xff\xfe bad", "invalid UTF-8 at byte 0"),
+        (b"ok\x00no", "contains NUL bytes"),
+    ],
+)
 def test_bad_bytes_are_refused_with_the_reason_and_the_old_revision_kept(data: bytes, reason: str) -> None:
     now = live(a="# A\n")
     plan = Plan({"a.md": Present(size=len(data), data=data)}, now, {}, full=True, now_ns=NOW)
@@ -116,8 +120,14 @@ def test_unreadable_paths_and_unlisted_folders_delete_nothing() -> None:
 
 def test_an_unreadable_note_is_not_deleted() -> None:
     now = live(c="c\n")
-    plan = Plan({"c.md": Unreadable("symlink points outside the vault (/etc/passwd)")}, now, {}, full=True,
-                errors=[FileProblem("c.md", "symlink points outside the vault (/etc/passwd)")], now_ns=NOW)
+    plan = Plan(
+        {"c.md": Unreadable("symlink points outside the vault (/etc/passwd)")},
+        now,
+        {},
+        full=True,
+        errors=[FileProblem("c.md", "symlink points outside the vault (/etc/passwd)")],
+        now_ns=NOW,
+    )
     assert plan.deletions == [] and [e.path for e in plan.refused] == ["c.md"]
 
 

@@ -16,11 +16,13 @@ def twins_of(notes: dict[str, tuple[int, str]], on_disk: set[str]):  # type: ign
 
 def test_a_new_note_whose_twin_is_gone_is_renamed_from_it() -> None:
     everything = live(Travel__Paris="# Paris\n", Inbox="# Inbox\n")
-    plan = Plan({"A1/Travel/Paris.md": blob("# Paris\n")}, {}, {}, now_ns=NOW,
-                twins=twins_of(everything, on_disk={"Inbox.md"}))
+    plan = Plan(
+        {"A1/Travel/Paris.md": blob("# Paris\n")}, {}, {}, now_ns=NOW, twins=twins_of(everything, on_disk={"Inbox.md"})
+    )
     changes = list(plan.changes())
     assert [(c.path, c.kind, c.renamed_from, c.prev_id) for c in changes] == [
-        ("A1/Travel/Paris.md", "renamed", "Travel/Paris.md", 1)]
+        ("A1/Travel/Paris.md", "renamed", "Travel/Paris.md", 1)
+    ]
     assert plan.deletions == ["Travel/Paris.md"] and plan.renames == {"Travel/Paris.md": "A1/Travel/Paris.md"}
 
 

@@ -51,7 +51,9 @@ def test_restore_a_modified_a_deleted_and_a_renamed_note(timeline, cli) -> None:
     assert copy["path"] == "Top.md" and "lives at Moved.md now" in copy["note"], "a copy, and the plan says so"
     moved = json.loads(cli("restore", "Top.md", "--as-of", t0, "--follow", "--json", db=db).stdout)
     assert moved["notes"][0]["path"] == "Moved.md" and moved["batch_id"] is not None, "found under its old name"
-    assert (root / "P" / "a.md").read_text() == "# a\n\nfirst\n" and (root / "P" / "a.md").stat().st_mode & 0o777 == 0o600
+    assert (root / "P" / "a.md").read_text() == "# a\n\nfirst\n" and (
+        root / "P" / "a.md"
+    ).stat().st_mode & 0o777 == 0o600
     assert (root / "P" / "b.md").read_text() == "# b\n\nfirst\n", "a deleted note comes back at its old path"
     assert (root / "Moved.md").read_text() == "# top\n" and not (root / "Top.md").exists()
     with Vault.open(db, name="vault", readonly=True) as vault:

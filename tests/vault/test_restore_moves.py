@@ -93,7 +93,10 @@ def test_delete_newer_never_deletes_a_note_that_moved_in(moved, cli) -> None:
     cli("import", str(root), db=db, check=True)
     dry = cli("restore", "--prefix", "Food/", "--as-of", before, "--delete-newer", "--dry-run", db=db)
     assert dry.returncode == 0
-    assert "keep       Food/Soup.md  (Recipes/Soup.md as of" in dry.stdout and "moved here from Recipes/Soup.md" in dry.stdout
+    assert (
+        "keep       Food/Soup.md  (Recipes/Soup.md as of" in dry.stdout
+        and "moved here from Recipes/Soup.md" in dry.stdout
+    )
     assert "delete     Food/Pie.md" in dry.stdout
     cli("restore", "--prefix", "Food/", "--as-of", before, "--delete-newer", db=db, check=True)
     assert sorted(p.name for p in (root / "Food").iterdir()) == ["Cake.md", "Soup.md"]

@@ -12,9 +12,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import HelpCorpus, Replayed, copy_db, replayed_path
 from support.history_truth import SELECTION, Truth, iso
 
-from conftest import HelpCorpus, Replayed, copy_db, replayed_path
 from vaultsync import Vault, restore
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
@@ -22,8 +22,9 @@ pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 SEED = 20261201
 
 
-def test_restore_50_notes_to_50_moments_matches_git(help_corpus: HelpCorpus, help_replayed: Replayed,
-                                                      tmp_path: Path) -> None:
+def test_restore_50_notes_to_50_moments_matches_git(
+    help_corpus: HelpCorpus, help_replayed: Replayed, tmp_path: Path
+) -> None:
     db = copy_db(help_replayed.db, tmp_path / "restore.db")
     root = tmp_path / "help"
     shutil.copytree(help_replayed.root, root, symlinks=True)
@@ -48,8 +49,13 @@ def test_restore_50_notes_to_50_moments_matches_git(help_corpus: HelpCorpus, hel
                 continue
             moved = [p for p, when in renames if p in existing and when > _micros(date)]
             gone = [p for p in existing if p not in head and p not in moved]
-            pool = moved if kinds["renamed_since"] < 15 and moved else gone if kinds["deleted_since"] < 15 and gone \
+            pool = (
+                moved
+                if kinds["renamed_since"] < 15 and moved
+                else gone
+                if kinds["deleted_since"] < 15 and gone
                 else existing
+            )
             path = rng.choice(pool)
             step = restore.plan_note(vault, path, as_of=date, follow=True)  # a note renamed since: where it lives
             kind = "renamed_since" if step.path != path else "deleted_since" if path not in head else "other"
@@ -61,11 +67,16 @@ def test_restore_50_notes_to_50_moments_matches_git(help_corpus: HelpCorpus, hel
             if step.changes:
                 assert result.summary is not None and result.summary.batch_id is not None
                 info = vault.batch_info(result.summary.batch_id)
-                assert info is not None and info["source"] == "restore" and info["detail"].startswith("restore of revision")
+                assert (
+                    info is not None
+                    and info["source"] == "restore"
+                    and info["detail"].startswith("restore of revision")
+                )
                 history = vault.history(step.path)
                 assert len(history) == before + 1 and history[-1].batch_id == result.summary.batch_id
-            again = restore.apply(vault, [restore.plan_note(vault, path, as_of=date, follow=True)], source="restore",
-                                  detail="again")
+            again = restore.apply(
+                vault, [restore.plan_note(vault, path, as_of=date, follow=True)], source="restore", detail="again"
+            )
             assert again.summary is None and again.steps[0].action == "unchanged", "a second restore changes nothing"
             kinds[kind] += 1
             if kind == "renamed_since":

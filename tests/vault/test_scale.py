@@ -18,9 +18,9 @@ from pathlib import Path
 
 import apsw
 import pytest
-
 from conftest import copy_db
 from support.engines import own_store
+
 from vaultsync.vault import Vault
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self")
@@ -44,7 +44,8 @@ def make_vault(root: Path, count: int) -> Path:
         folder = root / f"Folder {WORDS[i % 7]} {WORDS[i // 7 % 3]}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{name(i)}.md").write_text(
-            f"# {name(i)}\n\nAbout {WORDS[i % 7]} and [[{name(i * 7 % 50)}]]. #{WORDS[i % 3]}\n", encoding="utf-8")
+            f"# {name(i)}\n\nAbout {WORDS[i % 7]} and [[{name(i * 7 % 50)}]]. #{WORDS[i % 3]}\n", encoding="utf-8"
+        )
     return root
 
 
@@ -83,8 +84,12 @@ print(json.dumps(out))
 
 def import_in_child(tmp_path: Path, count: int) -> dict[str, int]:
     root = make_vault(tmp_path / f"vault{count}", count)
-    done = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / f"db{count}" / "v.db"), str(root)],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(tmp_path / f"db{count}" / "v.db"), str(root)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -147,12 +152,15 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[Path, 
 
 @pytest.mark.parametrize("edit", ["modify", "create", "delete", "folder"])
 def test_a_one_note_batch_does_the_same_work_in_a_vault_ten_times_larger(
-        tmp_path: Path, edit: str, imported: dict[int, tuple[Path, Path]]) -> None:
+    tmp_path: Path, edit: str, imported: dict[int, tuple[Path, Path]]
+) -> None:
     steps = []
     for count, (folder, db) in imported.items():
         root = shutil.copytree(folder, tmp_path / f"vault{count}")  # a private copy of each, mtimes kept
-        with counting_vm_steps() as counted, \
-                Vault.open(copy_db(db, tmp_path / f"db{count}.db"), name="vault", readonly=False) as vault:
+        with (
+            counting_vm_steps() as counted,
+            Vault.open(copy_db(db, tmp_path / f"db{count}.db"), name="vault", readonly=False) as vault,
+        ):
             vault.root = root
             assert vault.sync().changed == 0
             note = root / "Folder kickoff atlas" / "kickoff.md"

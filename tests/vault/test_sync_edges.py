@@ -31,8 +31,9 @@ def make_unlistable(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.capabilities_off("no-dir-fd")
-def test_an_unlistable_folder_does_not_delete_its_notes(db_path: Path, vault_dir: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unlistable_folder_does_not_delete_its_notes(
+    db_path: Path, vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with Vault.open(db_path, root=vault_dir) as vault:
         vault.sync(known_at=T1)
         (vault_dir / "Inbox.md").write_text("# Inbox\n\nchanged\n", encoding="utf-8")

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import invoke
 from support.search_truth import fresh_keyword, overlay_oracle, same_ranking, split_export
+
 from vaultsync import NoteNotFound
 from vaultsync.embed.tokenizer import parse_query
 from vaultsync.vault import Vault
@@ -38,14 +38,19 @@ def revision(draw: st.DrawFn) -> str:
     return f"{head}# Note\n\n{body} {serial}\n"
 
 
-op = st.one_of(st.tuples(st.just("write"), st.sampled_from(PATHS), revision()),
-               st.tuples(st.just("delete"), st.sampled_from(PATHS), st.none()))
+op = st.one_of(
+    st.tuples(st.just("write"), st.sampled_from(PATHS), revision()),
+    st.tuples(st.just("delete"), st.sampled_from(PATHS), st.none()),
+)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
-@given(steps=st.lists(st.lists(op, min_size=1, max_size=3), min_size=1, max_size=6),
-       days=st.lists(st.sampled_from(DAYS), min_size=1, max_size=3, unique=True))
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(
+    steps=st.lists(st.lists(op, min_size=1, max_size=3), min_size=1, max_size=6),
+    days=st.lists(st.sampled_from(DAYS), min_size=1, max_size=3, unique=True),
+)
 def test_read_ls_and_search_follow_the_overlay_oracle(tmp_path_factory, steps, days) -> None:
     base = tmp_path_factory.mktemp("v")
     root = base / "vault"
@@ -61,17 +66,21 @@ def test_read_ls_and_search_follow_the_overlay_oracle(tmp_path_factory, steps, d
                     target.write_text(content, encoding="utf-8")
                 else:
                     target.unlink(missing_ok=True)
-            when = dt.datetime(2024, 1, 1 + i, tzinfo=dt.timezone.utc).isoformat()
+            when = dt.datetime(2024, 1, 1 + i, tzinfo=dt.UTC).isoformat()
             vault.sync(known_at=when)
             disk = {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in root.rglob("*.md")}
-            chains = {p: (chains[p] + [c] if chains[p][-1] != c else chains[p]) if p in chains else [c]
-                      for p, c in disk.items()}  # a deleted path starts a new chain when it comes back
+            chains = {
+                p: (chains[p] + [c] if chains[p][-1] != c else chains[p]) if p in chains else [c]
+                for p, c in disk.items()
+            }  # a deleted path starts a new chain when it comes back
             known.append((when, {p: list(c) for p, c in chains.items()}))
         for when, state in known:
             for day in days:
                 want = overlay_oracle(state, day)
-                assert {r.path: vault.read(r.path, as_of=when, valid_at=day).content
-                        for r in vault.ls(as_of=when, valid_at=day)} == want
+                assert {
+                    r.path: vault.read(r.path, as_of=when, valid_at=day).content
+                    for r in vault.ls(as_of=when, valid_at=day)
+                } == want
                 for path in PATHS:
                     if path not in want:
                         with pytest.raises(NoteNotFound):
@@ -83,16 +92,21 @@ def test_read_ls_and_search_follow_the_overlay_oracle(tmp_path_factory, steps, d
                 assert texts == want
                 for query in ("budget", "frozen plan", "東京"):
                     got = vault.search(query, as_of=when, valid_at=day, mode="keyword", limit=100).to_json()
-                    same_ranking([(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
-                                 fresh_keyword(header, chunks, parse_query(query).expression))
+                    same_ranking(
+                        [(h["path"], h["chunk_id"], h["keyword"]["score"]) for h in got["hits"]],
+                        fresh_keyword(header, chunks, parse_query(query).expression),
+                    )
             # without valid_at, read and ls are the revisions exactly as recorded
-            assert {r.path: vault.read(r.path, as_of=when).content for r in vault.ls(as_of=when)} == \
-                {p: c[-1] for p, c in state.items()}
+            assert {r.path: vault.read(r.path, as_of=when).content for r in vault.ls(as_of=when)} == {
+                p: c[-1] for p, c in state.items()
+            }
 
 
 POLICY = "---\nvalid_from: {start}\n---\n# Travel policy\n\nEconomy class. Per diem {amount} EUR.\n"
-CORRECTION = ("---\nvalid_from: 2025-03-01\nvalid_to: 2025-04-01\n---\n# Travel policy\n\n"
-              "Economy class. Per diem 45 EUR (corrected for March: the board approved 45, not 40).\n")
+CORRECTION = (
+    "---\nvalid_from: 2025-03-01\nvalid_to: 2025-04-01\n---\n# Travel policy\n\n"
+    "Economy class. Per diem 45 EUR (corrected for March: the board approved 45, not 40).\n"
+)
 
 
 @pytest.fixture
@@ -117,8 +131,9 @@ def test_worked_example_through_every_read(policy: Vault) -> None:
     june_now = vault.read("Travel policy.md", valid_at="2025-06-01").content
     assert "40 EUR" in march_then and "45 EUR" in march_now and "40 EUR" in june_now
     assert "45 EUR" in vault.read("Travel policy.md").content  # without valid_at: the latest revision as recorded
-    assert [r.known_at for r in vault.history("Travel policy.md", valid_at="2025-03-15")] == \
-        [r.known_at for r in vault.history("Travel policy.md")]  # March: both revisions applied in turn
+    assert [r.known_at for r in vault.history("Travel policy.md", valid_at="2025-03-15")] == [
+        r.known_at for r in vault.history("Travel policy.md")
+    ]  # March: both revisions applied in turn
     assert len(vault.history("Travel policy.md", valid_at="2025-06-01")) == 1  # June: the correction never applied
     assert vault.changes(since="2025-02-01", valid_at="2025-06-01") == []
     assert [r.kind for r in vault.changes(since="2025-02-01", valid_at="2025-03-15")] == ["modified"]
@@ -151,8 +166,9 @@ async def test_mcp_tools_take_valid_at(policy: Vault) -> None:
     from vaultsync.server import ServeConfig, build_server
 
     async with Client(build_server(ServeConfig.of(policy)), raise_exceptions=True) as client:
-        read = await client.call_tool("read_note", {"path": "Travel policy.md", "valid_at": "2025-03-15",
-                                                    "as_of": "2025-04-01"})
+        read = await client.call_tool(
+            "read_note", {"path": "Travel policy.md", "valid_at": "2025-03-15", "as_of": "2025-04-01"}
+        )
         assert "40 EUR" in read.structured_content["content"]
         listed = await client.call_tool("list_notes", {"valid_at": "2024-12-01"})
         assert listed.structured_content["folders"] == {}
@@ -160,6 +176,7 @@ async def test_mcp_tools_take_valid_at(policy: Vault) -> None:
         assert [c["kind"] for c in changes.structured_content["changes"]] == ["modified"]
         history = await client.call_tool("note_history", {"path": "Travel policy.md", "valid_at": "2025-06-01"})
         assert len(history.structured_content["revisions"]) == 1
-        diff = await client.call_tool("diff_note", {"path": "Travel policy.md", "from": "2025-04-01",
-                                                    "valid_at": "2025-03-15"})
+        diff = await client.call_tool(
+            "diff_note", {"path": "Travel policy.md", "from": "2025-04-01", "valid_at": "2025-03-15"}
+        )
         assert "45 EUR" in diff.structured_content["diff"]

@@ -24,11 +24,19 @@ def audit() -> None:
 
 @audit.command()
 @click.argument("log", metavar="PATH", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--db", "db_path", type=click.Path(dir_okay=False),
-              help="The database the server used (the manifest's db_path: a file or a postgresql:// URI). "
-                   "Default: the global --db.")
-@click.option("--keystore", "keystore_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also check every record's HMAC with this keystore (the manifest's keystore_path).")
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False),
+    help="The database the server used (the manifest's db_path: a file or a postgresql:// URI). "
+    "Default: the global --db.",
+)
+@click.option(
+    "--keystore",
+    "keystore_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also check every record's HMAC with this keystore (the manifest's keystore_path).",
+)
 @json_option
 @pass_ctx
 @friendly
@@ -42,15 +50,17 @@ def verify(obj: Context, log: Path, db_path: Path | None, keystore_path: Path | 
         vaultsync audit verify /var/log/vaultsync/audit.jsonl --db /srv/vaultsync.db --keystore keys.toml
     """
     from ..hardened.verify import verify_log
-
     from ..store import is_dsn
 
     report = verify_log(log, (db_path if is_dsn(db_path) else Path(db_path)) if db_path else obj.db, keystore_path)
     if as_json:
         echo_json(report.to_json())
     elif report.ok:
-        signed = f", HMACs verified ({', '.join(report.hmac_key_ids)})" if report.hmac_key_ids else \
-            ", HMACs not checked (no --keystore)"
+        signed = (
+            f", HMACs verified ({', '.join(report.hmac_key_ids)})"
+            if report.hmac_key_ids
+            else ", HMACs not checked (no --keystore)"
+        )
         click.echo(f"{log}: OK, {report.records} records, chain intact, ends at the store's head{signed}")
     else:
         for finding in report.findings:

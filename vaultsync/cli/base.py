@@ -48,14 +48,14 @@ class Group(click.Group):
             name = arg.split("=", 1)[0]
             if command is None:
                 if name in GLOBAL_OPTIONS and "=" not in arg:  # before the command: keep its value with it
-                    out += args[i:i + 2]
+                    out += args[i : i + 2]
                     i += 2
                     continue
                 if not arg.startswith("-"):
                     command = self.get_command(ctx, arg) or click.Command(arg)
             elif name in GLOBAL_OPTIONS and name not in _own_options(command):
                 width = 1 if "=" in arg else 2
-                moved += args[i:i + width]
+                moved += args[i : i + width]
                 i += width
                 continue
             out.append(arg)
@@ -95,8 +95,14 @@ class Context:
         from ..vault import Vault
 
         # our entry points guard their main module, as the parse workers' "spawn" needs
-        vault = Vault.open(self.db, root=root, name=self.vault_name, readonly=readonly,
-                           parse_workers=default_workers(), embedder=embedder)
+        vault = Vault.open(
+            self.db,
+            root=root,
+            name=self.vault_name,
+            readonly=readonly,
+            parse_workers=default_workers(),
+            embedder=embedder,
+        )
         self._open.append(vault)
         return vault
 
@@ -134,9 +140,12 @@ def as_of_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def validity_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return time_option("--valid-at", help=f"Validity time: the revision that applies then, for notes declaring "
-                       f"valid_from/valid_to (an interval overlay): {ACCEPTED}. Default: the revisions as "
-                       "recorded.")(fn)
+    return time_option(
+        "--valid-at",
+        help=f"Validity time: the revision that applies then, for notes declaring "
+        f"valid_from/valid_to (an interval overlay): {ACCEPTED}. Default: the revisions as "
+        "recorded.",
+    )(fn)
 
 
 def echo_json(value: Any) -> None:
@@ -173,14 +182,32 @@ def message(exc: VaultsyncError) -> str:
     return f"{exc} ({'; '.join(said)})" if said else str(exc)
 
 
-OPTIONS = {"known_at": "--known-at", "name": "--vault NAME", "also_current": "--also-current", "as_of": "--as-of",
-           "before": "--before", "texts": "--text", "note": "--note", "db": "--db", "watch": "--watch",
-           "root": "VAULT", "embedder": "--embedder", "full": "--full",
-           "allow_mass_delete": "--allow-mass-delete", "revision": "--revision", "since": "--since", "until": "--until"}
+OPTIONS = {
+    "known_at": "--known-at",
+    "name": "--vault NAME",
+    "also_current": "--also-current",
+    "as_of": "--as-of",
+    "before": "--before",
+    "texts": "--text",
+    "note": "--note",
+    "db": "--db",
+    "watch": "--watch",
+    "root": "VAULT",
+    "embedder": "--embedder",
+    "full": "--full",
+    "allow_mass_delete": "--allow-mass-delete",
+    "revision": "--revision",
+    "since": "--since",
+    "until": "--until",
+}
 """The command line's option for a library argument named in an error."""
 
-COMMANDS = {"sync": "vaultsync import {root}", "reindex": "vaultsync reindex", "reembed": "vaultsync reembed",
-            "migrate": "vaultsync migrate"}
+COMMANDS = {
+    "sync": "vaultsync import {root}",
+    "reindex": "vaultsync reindex",
+    "reembed": "vaultsync reembed",
+    "migrate": "vaultsync migrate",
+}
 """The command line's command for a library remedy named in an error (``root``: the vault folder)."""
 
 

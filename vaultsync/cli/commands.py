@@ -10,12 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import audit, migrate, purge, receipt, restore, search, ui
-from .base import (Context, Group, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option,
-                       validity_option)
 from ..config import default_db_path
 from ..errors import VaultsyncError
 from ..times import ACCEPTED, format_time
+from . import audit, migrate, purge, receipt, restore, search, ui
+from .base import Context, Group, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option, validity_option
 
 if TYPE_CHECKING:
     from click._termui_impl import ProgressBar
@@ -34,9 +33,12 @@ class DatabaseParam(click.Path):
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", type=DatabaseParam(), envvar="VAULTSYNC_DB",
-              help="Database file, or a postgresql:// URI. Default: $VAULTSYNC_DB, else vaultsync.db in the user "
-                   "data directory.")
+@click.option(
+    "--db",
+    type=DatabaseParam(),
+    envvar="VAULTSYNC_DB",
+    help="Database file, or a postgresql:// URI. Default: $VAULTSYNC_DB, else vaultsync.db in the user data directory.",
+)
 @click.option("--vault", "vault_name", metavar="NAME", help="Which vault, when the database holds several.")
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
 @click.version_option(package_name="vaultsync")
@@ -80,16 +82,34 @@ class Bar:
 @click.argument("vault_dir", metavar="VAULT", type=click.Path(file_okay=False, path_type=Path))
 @time_option("--known-at", help=f"Assert when this state was known (loading history): {ACCEPTED}.")
 @click.option("--from-git", is_flag=True, help="Replay the vault's git history (first parent), one batch per commit.")
-@click.option("--strict", is_flag=True, help="Refuse the whole batch if any file cannot be read or has broken frontmatter.")
-@click.option("--embedder", default=None, metavar="NAME",
-              help="Embedder of a new database's vectors: hash (built in) or minilm (the semantic extra).")
-@click.option("--allow-mass-delete", is_flag=True, help="Record it even if most notes are gone at once, or the "
-              "vault folder moved to another device (refused by default: a vanished vault is not an empty one).")
+@click.option(
+    "--strict", is_flag=True, help="Refuse the whole batch if any file cannot be read or has broken frontmatter."
+)
+@click.option(
+    "--embedder",
+    default=None,
+    metavar="NAME",
+    help="Embedder of a new database's vectors: hash (built in) or minilm (the semantic extra).",
+)
+@click.option(
+    "--allow-mass-delete",
+    is_flag=True,
+    help="Record it even if most notes are gone at once, or the "
+    "vault folder moved to another device (refused by default: a vanished vault is not an empty one).",
+)
 @json_option
 @pass_ctx
 @friendly
-def import_(obj: Context, vault_dir: Path, known_at: int | None, from_git: bool, strict: bool,
-            embedder: str | None, allow_mass_delete: bool, as_json: bool) -> None:
+def import_(
+    obj: Context,
+    vault_dir: Path,
+    known_at: int | None,
+    from_git: bool,
+    strict: bool,
+    embedder: str | None,
+    allow_mass_delete: bool,
+    as_json: bool,
+) -> None:
     """Record the vault's current state (or its git history) as one atomic batch.
 
     \b
@@ -144,8 +164,10 @@ def _print_import(name: str, summary: Any, payload: dict[str, Any], *, as_json: 
         f"{summary.deleted} deleted, {summary.unchanged} unchanged, {len(summary.errors)} errors"
     )
     if from_git:
-        click.echo(f"{payload['commits']} commits imported, {payload['already_imported']} already imported"
-                   + (f", {payload['lifted']} commit times lifted (clock skew)" if payload["lifted"] else ""))
+        click.echo(
+            f"{payload['commits']} commits imported, {payload['already_imported']} already imported"
+            + (f", {payload['lifted']} commit times lifted (clock skew)" if payload["lifted"] else "")
+        )
 
 
 @cli.command()
@@ -206,8 +228,7 @@ def ls(obj: Context, as_of: int | None, valid_at: int | None, prefix: str, as_js
 @json_option
 @pass_ctx
 @friendly
-def history(obj: Context, note: str, since: int | None, until: int | None, valid_at: int | None,
-            as_json: bool) -> None:
+def history(obj: Context, note: str, since: int | None, until: int | None, valid_at: int | None, as_json: bool) -> None:
     """Every revision of a note, following renames, with its revision id (restore --revision takes it).
 
     With --valid-at: the revisions that in turn applied then.
@@ -257,15 +278,30 @@ def diff(obj: Context, note: str, since: int, until: int | None, valid_at: int |
 @time_option("--since", help=f"Start of the window (exclusive): {ACCEPTED}. Default: 7 days ago.")
 @time_option("--until", help="End of the window (inclusive, default now).")
 @validity_option
-@click.option("--source", metavar="NAME", help="Instead: the batches this source wrote (mcp: what assistants "
-              "wrote; restore, undo, watch, import, git), for undo.")
-@click.option("--caller", metavar="ID", help="Instead: the batches MCP tools wrote for this caller (hardened mode: "
-              "a token's caller_id, or stdio / local; mcp outside it).")
+@click.option(
+    "--source",
+    metavar="NAME",
+    help="Instead: the batches this source wrote (mcp: what assistants "
+    "wrote; restore, undo, watch, import, git), for undo.",
+)
+@click.option(
+    "--caller",
+    metavar="ID",
+    help="Instead: the batches MCP tools wrote for this caller (hardened mode: "
+    "a token's caller_id, or stdio / local; mcp outside it).",
+)
 @json_option
 @pass_ctx
 @friendly
-def changes(obj: Context, since: int | None, until: int | None, valid_at: int | None, source: str | None,
-            caller: str | None, as_json: bool) -> None:
+def changes(
+    obj: Context,
+    since: int | None,
+    until: int | None,
+    valid_at: int | None,
+    source: str | None,
+    caller: str | None,
+    as_json: bool,
+) -> None:
     """Notes created, modified, renamed or deleted in a time window (or the batches one source wrote).
 
     Each line names its batch (what undo takes) and the revision it made. Without --since: the last 7 days.
@@ -286,8 +322,11 @@ def changes(obj: Context, since: int | None, until: int | None, valid_at: int | 
         from ..times import now_micros
 
         since = (until if until is not None else now_micros()) - RECENT_DAYS * 86_400_000_000
-        click.echo(f"changes in the {RECENT_DAYS} days up to {format_time(until) or 'now'} (since "
-                   f"{format_time(since)}; --since for another window)", err=True)
+        click.echo(
+            f"changes in the {RECENT_DAYS} days up to {format_time(until) or 'now'} (since "
+            f"{format_time(since)}; --since for another window)",
+            err=True,
+        )
     revisions = vault.changes(since, until, valid_at=valid_at)
     if as_json:
         echo_json([r.summary(CHANGE_FIELDS) for r in revisions])
@@ -372,26 +411,64 @@ def copy(src: Any, dst: Any, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("vault_dir", metavar="VAULT", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--polling", is_flag=True, envvar="VAULTSYNC_FORCE_POLLING",
-              help="Poll the folder every second instead of OS events (network shares, some containers).")
-@click.option("--step-ms", type=click.IntRange(min=1), default=300, show_default=True,
-              help="Quiet period: a batch is written once no change arrived for this long.")
-@click.option("--debounce-ms", type=click.IntRange(min=1), default=3000, show_default=True,
-              help="Maximum wait: a batch is written at the latest this long after its first change. A deletion "
-              "no new file joined into a rename waits this long too (at least 1 s) for its other half.")
-@click.option("--reconcile-s", type=click.FloatRange(min=0), default=300.0, show_default=True,
-              help="Full rescan this often to repair changes the OS did not report (0: never).")
+@click.option(
+    "--polling",
+    is_flag=True,
+    envvar="VAULTSYNC_FORCE_POLLING",
+    help="Poll the folder every second instead of OS events (network shares, some containers).",
+)
+@click.option(
+    "--step-ms",
+    type=click.IntRange(min=1),
+    default=300,
+    show_default=True,
+    help="Quiet period: a batch is written once no change arrived for this long.",
+)
+@click.option(
+    "--debounce-ms",
+    type=click.IntRange(min=1),
+    default=3000,
+    show_default=True,
+    help="Maximum wait: a batch is written at the latest this long after its first change. A deletion "
+    "no new file joined into a rename waits this long too (at least 1 s) for its other half.",
+)
+@click.option(
+    "--reconcile-s",
+    type=click.FloatRange(min=0),
+    default=300.0,
+    show_default=True,
+    help="Full rescan this often to repair changes the OS did not report (0: never).",
+)
 @click.option("-v", "--verbose", count=True, help="Also log every path each batch wrote.")
 @click.option("--json", "as_json", is_flag=True, help="Print each batch as one JSON line on stdout.")
-@click.option("--wait", is_flag=True, help="If another process watches the vault (e.g. serve --watch), wait and "
-              "take over when it stops, instead of exiting with an error.")
-@click.option("--max-outage-s", type=click.FloatRange(min=0), default=300.0, show_default=True,
-              help="Exit with an error (for a service manager to restart) once the database has been unreachable "
-              "this long; what changed meanwhile is recorded by the next start.")
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="If another process watches the vault (e.g. serve --watch), wait and "
+    "take over when it stops, instead of exiting with an error.",
+)
+@click.option(
+    "--max-outage-s",
+    type=click.FloatRange(min=0),
+    default=300.0,
+    show_default=True,
+    help="Exit with an error (for a service manager to restart) once the database has been unreachable "
+    "this long; what changed meanwhile is recorded by the next start.",
+)
 @pass_ctx
 @friendly
-def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_ms: int, reconcile_s: float,
-          verbose: int, as_json: bool, wait: bool, max_outage_s: float) -> None:
+def watch(
+    obj: Context,
+    vault_dir: Path,
+    polling: bool,
+    step_ms: int,
+    debounce_ms: int,
+    reconcile_s: float,
+    verbose: int,
+    as_json: bool,
+    wait: bool,
+    max_outage_s: float,
+) -> None:
     """Keep the store current while you write: one atomic batch per burst of changes.
 
     Catches up on what changed since the last run, then watches until SIGINT or SIGTERM, which
@@ -417,35 +494,75 @@ def watch(obj: Context, vault_dir: Path, polling: bool, step_ms: int, debounce_m
     try:
         if wait and not role.wait(stop, say=lambda line: _say(f"vaultsync: {line}")):
             return
-        watch_vault(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling, reconcile_s=reconcile_s,
-                    stop_event=stop, on_batch=(lambda s: click.echo(json.dumps(s.to_json()))) if as_json else None,
-                    role=role, describe=_refusal(vault_dir), max_outage_s=max_outage_s)
+        watch_vault(
+            vault,
+            step_ms=step_ms,
+            debounce_ms=debounce_ms,
+            polling=polling,
+            reconcile_s=reconcile_s,
+            stop_event=stop,
+            on_batch=(lambda s: click.echo(json.dumps(s.to_json()))) if as_json else None,
+            role=role,
+            describe=_refusal(vault_dir),
+            max_outage_s=max_outage_s,
+        )
     finally:
         restore()
 
 
 @cli.command()
 @click.argument("vault_dir", metavar="VAULT", type=click.Path(path_type=Path))
-@click.option("--http", "bind", metavar="HOST:PORT", help="Serve streamable HTTP at http://HOST:PORT/mcp instead of "
-              "stdio. Loopback (127.0.0.1) unless you name another address; then a bearer token is required.")
-@click.option("--watch", is_flag=True, help="Run the watcher in this process so answers always reflect the folder "
-              "(if another process watches this vault, serve as a reader and take over when it stops).")
-@click.option("--allow-writes", is_flag=True, help="Offer the write tools, inside the vault only: create_note, "
-              "append_to_note, edit_note and restore_note (each recorded as a new revision; history is never "
-              "rewritten).")
-@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Require the bearer token in this file (--http; mode 600). Beyond loopback one is generated "
-              "if omitted.")
-@click.option("--tls-cert", type=click.Path(dir_okay=False, path_type=Path),
-              help="Serve HTTPS with this certificate (PEM; with --tls-key and --http).")
+@click.option(
+    "--http",
+    "bind",
+    metavar="HOST:PORT",
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of "
+    "stdio. Loopback (127.0.0.1) unless you name another address; then a bearer token is required.",
+)
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Run the watcher in this process so answers always reflect the folder "
+    "(if another process watches this vault, serve as a reader and take over when it stops).",
+)
+@click.option(
+    "--allow-writes",
+    is_flag=True,
+    help="Offer the write tools, inside the vault only: create_note, "
+    "append_to_note, edit_note and restore_note (each recorded as a new revision; history is never "
+    "rewritten).",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Require the bearer token in this file (--http; mode 600). Beyond loopback one is generated if omitted.",
+)
+@click.option(
+    "--tls-cert",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Serve HTTPS with this certificate (PEM; with --tls-key and --http).",
+)
 @click.option("--tls-key", type=click.Path(dir_okay=False, path_type=Path), help="The certificate's private key (PEM).")
-@click.option("--manifest", "manifest_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Hardened mode: every privileged setting comes from this TOML file (see examples/manifest.toml); "
-              "no other option may set them.")
+@click.option(
+    "--manifest",
+    "manifest_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Hardened mode: every privileged setting comes from this TOML file (see examples/manifest.toml); "
+    "no other option may set them.",
+)
 @pass_ctx
 @friendly
-def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_writes: bool,
-          token_file: Path | None, tls_cert: Path | None, tls_key: Path | None, manifest_path: Path | None) -> None:
+def serve(
+    obj: Context,
+    vault_dir: Path,
+    bind: str | None,
+    watch: bool,
+    allow_writes: bool,
+    token_file: Path | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    manifest_path: Path | None,
+) -> None:
     """Serve the vault to AI assistants over MCP (stdio by default; only protocol on stdout).
 
     VAULT is the vault folder (or, read-only, a vault name in the database). The database is
@@ -461,21 +578,23 @@ def serve(obj: Context, vault_dir: Path, bind: str | None, watch: bool, allow_wr
     if manifest_path is not None:
         from ..hardened import serve as hardened
 
-        given = _privileged_options(http=bind, watch=watch, allow_writes=allow_writes, token_file=token_file,
-                                    tls_cert=tls_cert, tls_key=tls_key)
+        given = _privileged_options(
+            http=bind, watch=watch, allow_writes=allow_writes, token_file=token_file, tls_cert=tls_cert, tls_key=tls_key
+        )
         manifest = hardened.prepare(manifest_path, given, echo=_say)  # every refusal before the heavy imports
         from ..server import launch
 
         launch.run(*launch.hardened_config(manifest, vault_dir), _say)
         return
-    from ..server import launch
-
     import dataclasses
+
+    from ..server import launch
 
     config = launch.plain_config(obj.db, obj.vault_name, vault_dir, watch=watch, allow_writes=allow_writes)
     if watch:  # the in-process watcher says a refusal in the command line's words, as `watch` does
-        config = dataclasses.replace(config, watcher_options={**(config.watcher_options or {}),
-                                                              "describe": _refusal(vault_dir)})
+        config = dataclasses.replace(
+            config, watcher_options={**(config.watcher_options or {}), "describe": _refusal(vault_dir)}
+        )
     http = launch.plain_http(bind, token_file, tls_cert, tls_key)
     launch.run(config, http, _say, warn=lambda line: click.secho(line, err=True, fg="red", bold=True))
 
@@ -503,16 +622,27 @@ def _say(line: str) -> None:
 def _privileged_options(**values: object) -> list[str]:
     """What ``serve --manifest`` refuses: the global options and environment, then the serve options given."""
     root = click.get_current_context().find_root()
-    given = [env if source.name == "ENVIRONMENT" else flag
-             for flag, env, source in (("--db", "VAULTSYNC_DB", root.get_parameter_source("db")),
-                                       ("--vault", "--vault", root.get_parameter_source("vault_name")))
-             if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")]
+    given = [
+        env if source.name == "ENVIRONMENT" else flag
+        for flag, env, source in (
+            ("--db", "VAULTSYNC_DB", root.get_parameter_source("db")),
+            ("--vault", "--vault", root.get_parameter_source("vault_name")),
+        )
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+    ]
     return given + ["--" + name.replace("_", "-") for name, value in values.items() if value]
 
 
 # search, export, reindex, reembed; purge; audit verify; receipt verify; ui; restore, undo
-for _command in (*search.COMMANDS, *migrate.COMMANDS, *purge.COMMANDS, *audit.COMMANDS, *receipt.COMMANDS,
-                 *ui.COMMANDS, *restore.COMMANDS):
+for _command in (
+    *search.COMMANDS,
+    *migrate.COMMANDS,
+    *purge.COMMANDS,
+    *audit.COMMANDS,
+    *receipt.COMMANDS,
+    *ui.COMMANDS,
+    *restore.COMMANDS,
+):
     cli.add_command(_command)
 
 

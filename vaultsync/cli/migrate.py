@@ -42,8 +42,15 @@ def migrate(obj: Context, dry_run: bool, as_json: bool) -> None:
 
     before, after, steps = upgrade(str(obj.db), dry_run=dry_run)
     if as_json:
-        echo_json({"engine": "postgresql", "dry_run": dry_run, "schema_before": before, "schema_after": after,
-                   "migrations": steps})
+        echo_json(
+            {
+                "engine": "postgresql",
+                "dry_run": dry_run,
+                "schema_before": before,
+                "schema_after": after,
+                "migrations": steps,
+            }
+        )
         return
     if not steps:
         click.echo(f"schema {before}: up to date, nothing to do")

@@ -10,29 +10,48 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
-from .base import Context, echo_json, friendly, json_option, pass_ctx, time_option
 from ..times import ACCEPTED
+from .base import Context, echo_json, friendly, json_option, pass_ctx, time_option
 
 if TYPE_CHECKING:
     from ..results import Purged
 
 
 @click.command()
-@click.option("--text", "texts", multiple=True, metavar="STRING",
-              help="Replace every occurrence in every stored revision by [purged] (repeatable).")
-@click.option("--text-file", type=click.File("r", encoding="utf-8"),
-              help="Read the strings to purge from this file, one per line ('-': stdin), keeping them out of "
-                   "your shell history and the process list.")
+@click.option(
+    "--text",
+    "texts",
+    multiple=True,
+    metavar="STRING",
+    help="Replace every occurrence in every stored revision by [purged] (repeatable).",
+)
+@click.option(
+    "--text-file",
+    type=click.File("r", encoding="utf-8"),
+    help="Read the strings to purge from this file, one per line ('-': stdin), keeping them out of "
+    "your shell history and the process list.",
+)
 @click.option("--note", metavar="PATH", help="Remove every revision of this note, under every name it had.")
 @time_option("--before", help=f"Retention: drop the revisions no longer visible at this time: {ACCEPTED}.")
-@click.option("--also-current", is_flag=True,
-              help="Purge even though the vault's files still hold the text (or the note file still exists).")
+@click.option(
+    "--also-current",
+    is_flag=True,
+    help="Purge even though the vault's files still hold the text (or the note file still exists).",
+)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation on a terminal.")
 @json_option
 @pass_ctx
 @friendly
-def purge(obj: Context, texts: tuple[str, ...], text_file: IO[str] | None, note: str | None,
-          before: int | None, also_current: bool, yes: bool, as_json: bool) -> None:
+def purge(
+    obj: Context,
+    texts: tuple[str, ...],
+    text_file: IO[str] | None,
+    note: str | None,
+    before: int | None,
+    also_current: bool,
+    yes: bool,
+    as_json: bool,
+) -> None:
     """Forget on purpose: rewrite the stored history without a text, a note, or old revisions.
 
     The one exception to append-only. Every historical answer afterwards is what the redacted
@@ -51,8 +70,11 @@ def purge(obj: Context, texts: tuple[str, ...], text_file: IO[str] | None, note:
     if sum((bool(strings), note is not None, before is not None)) != 1:
         raise click.UsageError("give exactly one of --text/--text-file, --note, --before")
     vault = obj.vault(readonly=False)
-    if not yes and sys.stdin.isatty() and not click.confirm(
-            f"Rewrite the stored history of vault '{vault.name}' for good?", err=True):
+    if (
+        not yes
+        and sys.stdin.isatty()
+        and not click.confirm(f"Rewrite the stored history of vault '{vault.name}' for good?", err=True)
+    ):
         raise click.Abort()
     result = vault.purge(texts=strings or None, note=note, before=before, also_current=also_current)
     if as_json:
@@ -62,13 +84,18 @@ def purge(obj: Context, texts: tuple[str, ...], text_file: IO[str] | None, note:
 
 
 def _print_purge(result: Purged) -> None:
-    click.echo(f"{result.vault}: purge ({result.command}): {result.revisions_changed} revisions rewritten, "
-               f"{result.revisions_removed} removed, {result.notes} notes, {result.batches_removed} "
-               f"batches removed; database {_mb(result.database_bytes_before)} -> "
-               f"{_mb(result.database_bytes_after)} in {result.seconds:.1f} s")
+    click.echo(
+        f"{result.vault}: purge ({result.command}): {result.revisions_changed} revisions rewritten, "
+        f"{result.revisions_removed} removed, {result.notes} notes, {result.batches_removed} "
+        f"batches removed; database {_mb(result.database_bytes_before)} -> "
+        f"{_mb(result.database_bytes_after)} in {result.seconds:.1f} s"
+    )
     if not result.scrubbed:
-        click.echo("warning: a reader kept the WAL from being truncated; old pages may remain until the next "
-                   "purge or the next time the database is opened for writing", err=True)
+        click.echo(
+            "warning: a reader kept the WAL from being truncated; old pages may remain until the next "
+            "purge or the next time the database is opened for writing",
+            err=True,
+        )
     if result.git is not None:
         click.echo(f"note: {result.git}", err=True)
 

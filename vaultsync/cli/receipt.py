@@ -26,10 +26,18 @@ def receipt() -> None:
 
 @receipt.command()
 @click.argument("source", metavar="[FILE]", type=click.File("r", encoding="utf-8"), default="-")
-@click.option("--keystore", "keystore_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="The keystore (mode 600) holding the key that signed the receipt (current or [[retired]]).")
-@click.option("--manifest", "manifest_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Take the keystore and the database from the server's manifest instead.")
+@click.option(
+    "--keystore",
+    "keystore_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The keystore (mode 600) holding the key that signed the receipt (current or [[retired]]).",
+)
+@click.option(
+    "--manifest",
+    "manifest_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Take the keystore and the database from the server's manifest instead.",
+)
 @json_option
 @pass_ctx
 @friendly
@@ -55,8 +63,13 @@ def verify(obj: Context, source: Any, keystore_path: Path | None, manifest_path:
         data = json.loads(source.read())
     except (ValueError, UnicodeDecodeError) as exc:
         raise click.ClickException(f"{source.name} is not JSON: {exc}") from None
-    answers = (data if isinstance(data, list) else data["hits"] if isinstance(data, dict)
-               and isinstance(data.get("hits"), list) else [data])
+    answers = (
+        data
+        if isinstance(data, list)
+        else data["hits"]
+        if isinstance(data, dict) and isinstance(data.get("hits"), list)
+        else [data]
+    )
     verdicts = _check(db, keystore, answers)
     if as_json:
         found = [v.to_json() for v in verdicts]

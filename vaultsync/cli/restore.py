@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from .base import Context, echo_json, friendly, json_option, pass_ctx, time_option
 from ..times import ACCEPTED, format_time
+from .base import Context, echo_json, friendly, json_option, pass_ctx, time_option
 
 
 def _show(done: Any, as_json: bool) -> None:
@@ -23,28 +23,58 @@ def _show(done: Any, as_json: bool) -> None:
         if done.dry_run and step.changes:
             click.echo(step.diff(), nl=False)
     s = done.summary
-    where = f"batch {s.batch_id} ({done.detail})" if s and s.batch_id else "nothing written" if not done.dry_run else "dry run"
-    click.echo(f"{sum(x.changes for x in done.steps)} to change, {sum(x.refused is not None for x in done.steps)} "
-               f"refused: {where}", err=True)
+    where = (
+        f"batch {s.batch_id} ({done.detail})"
+        if s and s.batch_id
+        else "nothing written"
+        if not done.dry_run
+        else "dry run"
+    )
+    click.echo(
+        f"{sum(x.changes for x in done.steps)} to change, {sum(x.refused is not None for x in done.steps)} "
+        f"refused: {where}",
+        err=True,
+    )
 
 
 @click.command()
 @click.argument("note", required=False)
 @time_option("--as-of", help=f"Put it back as it was at this time: {ACCEPTED}.")
-@click.option("--revision", metavar="R", help="Put back this revision: its id as history shows it (8 or more hex "
-              "digits of its content hash; the whole hash too).")
+@click.option(
+    "--revision",
+    metavar="R",
+    help="Put back this revision: its id as history shows it (8 or more hex "
+    "digits of its content hash; the whole hash too).",
+)
 @click.option("--to", "to", metavar="NEW_PATH", help="Write it at this path instead.")
 @click.option("--prefix", metavar="FOLDER", help="Restore every note under this folder as it was (with --as-of).")
-@click.option("--delete-newer", is_flag=True, help="With --prefix: also delete notes created there since "
-              "(only files whose bytes the store holds; never a note that existed elsewhere and moved in).")
-@click.option("--follow", is_flag=True, help="A note moved since: restore it where it lives now, not as a copy at "
-              "the path it had.")
+@click.option(
+    "--delete-newer",
+    is_flag=True,
+    help="With --prefix: also delete notes created there since "
+    "(only files whose bytes the store holds; never a note that existed elsewhere and moved in).",
+)
+@click.option(
+    "--follow",
+    is_flag=True,
+    help="A note moved since: restore it where it lives now, not as a copy at the path it had.",
+)
 @click.option("--dry-run", is_flag=True, help="Print what would change, with diffs; write nothing.")
 @json_option
 @pass_ctx
 @friendly
-def restore(obj: Context, note: str | None, as_of: int | None, revision: str | None, to: str | None,
-            prefix: str | None, delete_newer: bool, follow: bool, dry_run: bool, as_json: bool) -> None:
+def restore(
+    obj: Context,
+    note: str | None,
+    as_of: int | None,
+    revision: str | None,
+    to: str | None,
+    prefix: str | None,
+    delete_newer: bool,
+    follow: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
     """Write a note (or a folder) back as it was, recorded as a new revision; history stays.
 
     NOTE ends up holding exactly what `read NOTE --as-of` shows, whatever note lives there now (its
@@ -63,8 +93,9 @@ def restore(obj: Context, note: str | None, as_of: int | None, revision: str | N
     if (note is None) == (prefix is None):
         raise click.UsageError("give a NOTE or --prefix FOLDER")
     vault = obj.vault(root=str(obj.vault().root), readonly=False)
-    args = handoff.restore_args(note=note, prefix=prefix, as_of=as_of, revision=revision, to=to,
-                                delete_newer=delete_newer, follow=follow)
+    args = handoff.restore_args(
+        note=note, prefix=prefix, as_of=as_of, revision=revision, to=to, delete_newer=delete_newer, follow=follow
+    )
     if dry_run:  # reads only: planned here, whoever holds the vault
         steps, detail = handoff.plan_restore(vault, args)
         done = r.apply(vault, steps, source="restore", detail=detail, dry_run=True)
@@ -97,8 +128,9 @@ def undo(obj: Context, batch: int, force: bool, dry_run: bool, as_json: bool) ->
 
     vault = obj.vault(root=str(obj.vault().root), readonly=False)
     if dry_run:
-        done = r.apply(vault, r.plan_undo(vault, batch, force=force), source="undo", detail=f"undo of batch {batch}",
-                       dry_run=True)
+        done = r.apply(
+            vault, r.plan_undo(vault, batch, force=force), source="undo", detail=f"undo of batch {batch}", dry_run=True
+        )
     else:  # by the watcher, if one runs
         done = handoff.restored_of(handoff.perform(vault, "undo", {"batch": batch, "force": force}))
     _show(done, as_json)
@@ -115,8 +147,10 @@ def show_batches(vault: Any, source: str | None, caller: str | None, as_json: bo
         return
     for b in found:
         who = f"  for {b['caller']}" if b["caller"] else ""
-        click.echo(f"batch {b['batch_id']}  {format_time(b['known_at'])}  {b['source']}{who}  {', '.join(b['paths'])}"
-                   + (f"  ({b['detail']})" if b["detail"] else ""))
+        click.echo(
+            f"batch {b['batch_id']}  {format_time(b['known_at'])}  {b['source']}{who}  {', '.join(b['paths'])}"
+            + (f"  ({b['detail']})" if b["detail"] else "")
+        )
 
 
 COMMANDS = (restore, undo)

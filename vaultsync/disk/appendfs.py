@@ -49,8 +49,8 @@ import logging
 import os
 from collections.abc import Callable
 
+from ..errors import NotANote, NoteChanged, PathError
 from .capabilities import same_file
-from ..errors import NoteChanged, NotANote, PathError
 from .vaultfs import Folder, disk_name, folder, identity, open_file
 
 logger = logging.getLogger(__name__)
@@ -66,8 +66,10 @@ def append(root: str | os.PathLike[str], rel: str, limit: int, addition: Callabl
         fd, st = open_file(where, name, rel, os.O_RDWR | os.O_APPEND)
         try:
             if st.st_nlink > 1:
-                raise PathError(f"{rel} has {st.st_nlink} names (hard links, perhaps outside the vault): an append "
-                                "would change every one of them; vaultsync does not write to it")
+                raise PathError(
+                    f"{rel} has {st.st_nlink} names (hard links, perhaps outside the vault): an append "
+                    "would change every one of them; vaultsync does not write to it"
+                )
             old = _read_from(fd, 0, min(st.st_size, limit) + 1)
             data = addition(old)
             if not data:
@@ -76,8 +78,11 @@ def append(root: str | os.PathLike[str], rel: str, limit: int, addition: Callabl
             start = _write_at_end(fd, data, rel)
             os.fsync(fd)
             if start != len(old):
-                logger.warning("%s changed size just before the append landed (another program wrote to it); "
-                               "the appended text follows what it wrote", rel)
+                logger.warning(
+                    "%s changed size just before the append landed (another program wrote to it); "
+                    "the appended text follows what it wrote",
+                    rel,
+                )
             _landed(where, name, rel, start, data)  # while ``fd`` is open, so its inode cannot be reused meanwhile
         finally:
             os.close(fd)
@@ -103,8 +108,12 @@ def _unchanged(where: Folder, name: str, rel: str, fd: int, st: os.stat_result, 
         named = where.lstat(name)
     except FileNotFoundError:
         named = None
-    if (identity(now) != identity(st) or named is None or not same_file(named, st)
-            or _read_from(fd, 0, min(now.st_size, limit) + 1) != old):
+    if (
+        identity(now) != identity(st)
+        or named is None
+        or not same_file(named, st)
+        or _read_from(fd, 0, min(now.st_size, limit) + 1) != old
+    ):
         raise NoteChanged(rel)
 
 
@@ -122,8 +131,10 @@ def _write_at_end(fd: int, data: bytes, rel: str) -> int:
     except OSError as exc:
         if not done:
             raise
-        raise PathError(f"cannot append to {rel}: {exc.strerror}; the first {done} of its {len(data)} bytes "
-                        "were written at the end of the note and are left there") from None
+        raise PathError(
+            f"cannot append to {rel}: {exc.strerror}; the first {done} of its {len(data)} bytes "
+            "were written at the end of the note and are left there"
+        ) from None
     return start
 
 

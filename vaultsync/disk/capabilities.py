@@ -173,8 +173,9 @@ def is_link(st: os.stat_result) -> bool:
     if stat.S_ISLNK(st.st_mode):
         return True
     attributes = getattr(st, "st_file_attributes", 0) or 0
-    return bool(attributes & FILE_ATTRIBUTE_REPARSE_POINT) and bool((getattr(st, "st_reparse_tag", 0) or 0)
-                                                                    & NAME_SURROGATE)
+    return bool(attributes & FILE_ATTRIBUTE_REPARSE_POINT) and bool(
+        (getattr(st, "st_reparse_tag", 0) or 0) & NAME_SURROGATE
+    )
 
 
 def same_file(a: os.stat_result, b: os.stat_result) -> bool:
@@ -196,8 +197,10 @@ def network_root(path: str, flavor: object = os.path) -> str | None:
         unc = drive[4:8].upper() == "UNC\\" or drive[4:8].upper() == "UNC/"
     if not unc:
         return None
-    return (f"{path} is a network (UNC) path: Windows sends your credentials to that host when it is "
-            "touched; map it to a drive letter or set VAULTSYNC_ALLOW_NETWORK=1")
+    return (
+        f"{path} is a network (UNC) path: Windows sends your credentials to that host when it is "
+        "touched; map it to a drive letter or set VAULTSYNC_ALLOW_NETWORK=1"
+    )
 
 
 def long_path(path: str, flavor: object = os.path) -> str:
@@ -241,5 +244,15 @@ def inotify_limit() -> int | None:
     return min(limits) if limits else None
 
 
-__all__ = ["Capabilities", "case_folds", "current", "exchange", "inotify_limit", "is_link", "long_path", "network_root", "reset",
-           "same_file"]
+__all__ = [
+    "Capabilities",
+    "case_folds",
+    "current",
+    "exchange",
+    "inotify_limit",
+    "is_link",
+    "long_path",
+    "network_root",
+    "reset",
+    "same_file",
+]

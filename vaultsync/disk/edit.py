@@ -14,8 +14,8 @@ import errno
 import logging
 from collections.abc import Callable
 
-from . import appendfs, vaultfs
 from ..errors import NotANote, NoteChanged, NoteNotFound, PathError
+from . import appendfs, vaultfs
 from .folder import MAX_FILE_BYTES
 from .paths import writable_note_path
 

@@ -178,7 +178,9 @@ def observe_file(root: str, fs_path: str) -> Observed:
     return Present(size=st.st_size, mtime_ns=st.st_mtime_ns, fs_path=fs_path, root=root)
 
 
-def observe_paths(root: Path, paths: Iterable[str], live: Iterable[str]) -> tuple[dict[str, Observed], list[FileProblem]]:
+def observe_paths(
+    root: Path, paths: Iterable[str], live: Iterable[str]
+) -> tuple[dict[str, Observed], list[FileProblem]]:
     """Observe exactly the given vault-relative NFC paths (``paths.changed_path``: normalised once, by
     the caller); a folder stands for everything under it.
 

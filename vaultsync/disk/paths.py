@@ -52,7 +52,7 @@ def note_candidates(name: str) -> tuple[str, ...]:
 
 def note_name(path: str) -> str:
     """A note path without its ``.md``: how Obsidian names the note (links, ``obsidian://`` URIs)."""
-    return path[:-len(NOTE_SUFFIX)] if path.endswith(NOTE_SUFFIX) else path
+    return path[: -len(NOTE_SUFFIX)] if path.endswith(NOTE_SUFFIX) else path
 
 
 def changed_path(raw: str) -> str | None:
@@ -135,5 +135,17 @@ def disk_path(root: str | os.PathLike[str], rel: str) -> str:
     return current
 
 
-__all__ = ["NOTE_SUFFIX", "changed_path", "disk_path", "is_hidden", "is_note_path", "is_visible_folder",
-           "nfc", "note_candidates", "note_name", "note_path", "relative", "writable_note_path"]
+__all__ = [
+    "NOTE_SUFFIX",
+    "changed_path",
+    "disk_path",
+    "is_hidden",
+    "is_note_path",
+    "is_visible_folder",
+    "nfc",
+    "note_candidates",
+    "note_name",
+    "note_path",
+    "relative",
+    "writable_note_path",
+]

@@ -45,9 +45,12 @@ def inode_of(root: Path) -> int | None:
 def check_replaced(root: Path, deleted: int) -> None:
     """VaultUnavailable when a batch read from a replaced vault folder would delete notes."""
     if deleted:
-        raise VaultUnavailable(f"the vault folder {root} is another folder than the one registered (replaced?) "
-                               f"and lacks {deleted} of its notes; nothing was recorded; confirm if you really "
-                               "deleted them", argument="allow_mass_delete")
+        raise VaultUnavailable(
+            f"the vault folder {root} is another folder than the one registered (replaced?) "
+            f"and lacks {deleted} of its notes; nothing was recorded; confirm if you really "
+            "deleted them",
+            argument="allow_mass_delete",
+        )
 
 
 def root_problem(root: Path, registered_device: int | None) -> str | None:
@@ -77,8 +80,9 @@ def check_root(root: Path, registered_device: int | None) -> None:
         raise VaultUnavailable(f"{problem}; nothing was recorded", argument="allow_mass_delete")
 
 
-def is_mass_deletion(deleted: int, live: int, *, fraction: float = MASS_DELETE_FRACTION,
-                     minimum: int = MASS_DELETE_MIN) -> bool:
+def is_mass_deletion(
+    deleted: int, live: int, *, fraction: float = MASS_DELETE_FRACTION, minimum: int = MASS_DELETE_MIN
+) -> bool:
     """Whether deleting ``deleted`` of ``live`` notes at once is a mass deletion."""
     return deleted >= minimum and deleted > live * fraction
 
@@ -86,9 +90,12 @@ def is_mass_deletion(deleted: int, live: int, *, fraction: float = MASS_DELETE_F
 def check_deletions(deleted: int, live: int) -> None:
     """MassDeletion when deleting ``deleted`` of ``live`` notes at once is a mass deletion."""
     if is_mass_deletion(deleted, live):
-        raise MassDeletion(f"refusing to record {deleted} deletions of {live} live notes at once (the vault folder "
-                           "may have vanished for a moment: unmounted, evicted, or a permission error); nothing "
-                           "was recorded; confirm if you really deleted them", argument="allow_mass_delete")
+        raise MassDeletion(
+            f"refusing to record {deleted} deletions of {live} live notes at once (the vault folder "
+            "may have vanished for a moment: unmounted, evicted, or a permission error); nothing "
+            "was recorded; confirm if you really deleted them",
+            argument="allow_mass_delete",
+        )
 
 
 RETRY_S = 1.0

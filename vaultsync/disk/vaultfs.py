@@ -40,9 +40,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from ..errors import ConfigError, NotANote, NoteChanged, PathError
 from . import capabilities
 from .capabilities import is_link, same_file
-from ..errors import ConfigError, NoteChanged, NotANote, PathError
 from .paths import nfc
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
@@ -163,8 +163,9 @@ def _open_dir(where: Folder, name: str, rel: str) -> tuple[int | None, os.stat_r
 
 
 @contextlib.contextmanager
-def folder(root: str | os.PathLike[str], parts: list[str], *, create: bool = False,
-           exact: bool = False) -> Iterator[Folder]:
+def folder(
+    root: str | os.PathLike[str], parts: list[str], *, create: bool = False, exact: bool = False
+) -> Iterator[Folder]:
     """The vault folder ``parts`` (NFC names), walked without following symlinks.
 
     FileNotFoundError when a part is missing (and ``create`` is false; with ``exact``, also when it
@@ -228,8 +229,11 @@ def open_file(where: Folder, name: str, rel: str, mode: int = os.O_RDONLY) -> tu
             raise NotANote(f"{rel} is not a regular file in the vault")
     flags = mode | caps.no_follow | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC  # a FIFO never blocks the open
     try:
-        fd = os.open(where.at(name), flags, dir_fd=where.fd) if mode == os.O_RDONLY else \
-            held_retry(lambda: os.open(where.at(name), flags, dir_fd=where.fd))
+        fd = (
+            os.open(where.at(name), flags, dir_fd=where.fd)
+            if mode == os.O_RDONLY
+            else held_retry(lambda: os.open(where.at(name), flags, dir_fd=where.fd))
+        )
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EMLINK):
             raise NotANote(_why(where, name, rel)) from None
@@ -273,7 +277,7 @@ def read_note(root: str | os.PathLike[str], rel: str, limit: int) -> tuple[bytes
 
 
 def kind(root: str | os.PathLike[str], rel: str) -> str | None:
-    """"folder" or "file" for a real folder or regular file at ``rel`` (no symlink on the way, its
+    """ "folder" or "file" for a real folder or regular file at ``rel`` (no symlink on the way, its
     name's exact case where names fold case), else None."""
     *parts, last = rel.split("/")
     try:
@@ -310,7 +314,7 @@ def _temp(where: Folder, data: bytes, mode: int | None) -> str:
             os.fchmod(fd, stat.S_IMODE(mode))
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
     except BaseException:
         os.close(fd)
@@ -382,12 +386,18 @@ def held_retry(call: Callable[[], T], sleep: Callable[[float], None] = time.slee
         except PermissionError as exc:
             if getattr(exc, "winerror", None) not in SHARING_VIOLATIONS or attempt == REPLACE_TRIES - 1:
                 raise
-            sleep(min(0.5, 0.02 * 2 ** attempt))
+            sleep(min(0.5, 0.02 * 2**attempt))
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def replace(src: str, dst: str, *, dir_fd: int | None = None, sleep: Callable[[float], None] = time.sleep,
-            rename: Callable[..., None] = os.replace) -> None:
+def replace(
+    src: str,
+    dst: str,
+    *,
+    dir_fd: int | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    rename: Callable[..., None] = os.replace,
+) -> None:
     """``os.replace``, tried again (bounded) while another program holds the file open on Windows."""
     held_retry(lambda: rename(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd), sleep)
 
@@ -429,8 +439,11 @@ def edit(root: str | os.PathLike[str], rel: str, limit: int, change: Callable[[b
                 except NotANote:  # swapped for a link or a folder meanwhile: put it back, refuse next try
                     gone, replaced = None, b""
                 # (its ctime moved with the swap itself, so the inode, mtime, size and bytes decide)
-                if (gone is None or (gone.st_ino, gone.st_mtime_ns, gone.st_size)
-                        != (before.inode, before.mtime_ns, before.size) or replaced != old):
+                if (
+                    gone is None
+                    or (gone.st_ino, gone.st_mtime_ns, gone.st_size) != (before.inode, before.mtime_ns, before.size)
+                    or replaced != old
+                ):
                     _exchange(where, tmp, name)
                     raise NoteChanged(rel)
             else:  # no exchange here: a writer between the check above and this rename loses its change

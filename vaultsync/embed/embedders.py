@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from itertools import chain, repeat
 from operator import add, mod, mul, rshift, sub
 
-from .provider import Embedder
 from ..errors import ProviderError
+from .provider import Embedder
 
 __all__ = ["DEFAULT_EMBEDDER", "EMBEDDERS", "Embedder", "HashEmbedder", "get_embedder", "quantize"]
 
@@ -95,7 +95,7 @@ class HashEmbedder(Embedder):
         marked = f"<{word}>"
         codes = self._codes(word, 1.0)
         for i in range(len(marked) - 2):
-            codes += self._codes(marked[i:i + 3], self.trigram_weight)
+            codes += self._codes(marked[i : i + 3], self.trigram_weight)
         return codes
 
     def embed_quantized(self, texts: Sequence[str]) -> list[bytes]:
@@ -118,8 +118,13 @@ class HashEmbedder(Embedder):
             crcs = list(map(zlib.crc32, encoded[1:], heads))
             # ``_code`` of each, in C: ``h % dims``, plus ``dims`` when bit 31 is clear (1 - (h >> 31) is 1)
             dims = self.dims
-            pairs = list(map(add, map(mod, crcs, repeat(dims)),
-                             map(mul, map(sub, repeat(1), map(rshift, crcs, repeat(31))), repeat(dims))))
+            pairs = list(
+                map(
+                    add,
+                    map(mod, crcs, repeat(dims)),
+                    map(mul, map(sub, repeat(1), map(rshift, crcs, repeat(31))), repeat(dims)),
+                )
+            )
             counted.update(pairs * round(self.pair_weight * 4))  # counted in C, once per quarter of the weight
         dims = self.dims
         codes = list(map(counted.get, range(2 * dims), repeat(0)))  # in C: no Python step per slot

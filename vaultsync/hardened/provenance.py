@@ -32,9 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..results import RevisionFacts
 from ..store import PurgeRecord, Revision
 from ..times import format_time, parse_time
-from ..results import RevisionFacts
 from ..vault import Vault
 from .keystore import Keystore
 from .receipts import Receipt, ReceiptError, parse, sign
@@ -71,8 +71,9 @@ class Presented:
 # ---------------------------------------------------------------- signing answers
 
 
-def sign_answers(vault: Vault, keystore: Keystore, answers: Sequence[dict[str, Any]],
-                 as_of: str | None) -> list[dict[str, Any]]:
+def sign_answers(
+    vault: Vault, keystore: Keystore, answers: Sequence[dict[str, Any]], as_of: str | None
+) -> list[dict[str, Any]]:
     """A receipt (JSON) for each answer (``path``, ``content_hash``, ``known_at`` as the tools give them)."""
     keys = [(a["path"], a["content_hash"], parse_time(a["known_at"])) for a in answers]
     ids = vault.locate(keys)
@@ -80,8 +81,17 @@ def sign_answers(vault: Vault, keystore: Keystore, answers: Sequence[dict[str, A
     for answer, revision in zip(answers, ids):
         if revision is None:  # a batch cannot remove what a read just saw; only a purge in between can
             raise ReceiptError(f"revision of {answer['path']} was purged while it was being read; ask again")
-        out.append(sign(keystore, vault=vault.name, path=answer["path"], revision=revision,
-                        content_sha256=answer["content_hash"], as_of=as_of, known_at=answer["known_at"]).to_json())
+        out.append(
+            sign(
+                keystore,
+                vault=vault.name,
+                path=answer["path"],
+                revision=revision,
+                content_sha256=answer["content_hash"],
+                as_of=as_of,
+                known_at=answer["known_at"],
+            ).to_json()
+        )
     return out
 
 
@@ -96,16 +106,24 @@ def check(data: object, keystore: Keystore, vault: Vault | None, presented: Pres
         return Verdict("malformed", str(exc))
     if receipt.key_id not in keystore.keys:
         held = ", ".join(sorted(keystore.keys))
-        return Verdict("unknown_key", f"unknown key id {receipt.key_id!r}: this keystore holds {held} (keep a "
-                                      "retired key listed under [[retired]] to verify what it signed)")
+        return Verdict(
+            "unknown_key",
+            f"unknown key id {receipt.key_id!r}: this keystore holds {held} (keep a "
+            "retired key listed under [[retired]] to verify what it signed)",
+        )
     if not keystore.verify(receipt.message(), receipt.key_id, receipt.mac):
-        return Verdict("bad_mac", f"bad MAC: the receipt was changed after it was signed, or key "
-                                  f"{receipt.key_id!r} is not the key that signed it")
+        return Verdict(
+            "bad_mac",
+            f"bad MAC: the receipt was changed after it was signed, or key "
+            f"{receipt.key_id!r} is not the key that signed it",
+        )
     if vault is None:
         return Verdict("not_in_store", f"not in this store: it holds no vault {receipt.vault!r}")
     if vault.name != receipt.vault:
-        return Verdict("not_in_store", f"not in this store: the receipt is for vault {receipt.vault!r}, "
-                                       f"this is vault {vault.name!r}")
+        return Verdict(
+            "not_in_store",
+            f"not in this store: the receipt is for vault {receipt.vault!r}, this is vault {vault.name!r}",
+        )
     return _against_store(vault.revision_facts(receipt.revision), receipt, presented, keystore)
 
 
@@ -118,28 +136,48 @@ def _against_store(facts: RevisionFacts, r: Receipt, presented: Presented | None
         removers = [p for p in after if p.revisions_removed and (p.command != "before" or known < (p.horizon or 0))]
         if removers:
             reused = "" if rev is None else f" (its id now names a later revision of {rev.path!r})"
-            return Verdict("purged", f"the note revision was purged: {what} is no longer in the store{reused}; "
-                                     f"{_named(removers)} removed revisions after it was learned")
+            return Verdict(
+                "purged",
+                f"the note revision was purged: {what} is no longer in the store{reused}; "
+                f"{_named(removers)} removed revisions after it was learned",
+            )
         if rev is None:
-            return Verdict("not_in_store", f"not in this store: vault {r.vault!r} never held {what} (no purge "
-                                           f"since {r.known_at} removed any): a receipt from another database?")
-        return Verdict("content_differs", f"content differs from the store: revision {r.revision} is "
-                                          f"{_describe(rev)}, the receipt says {r.path!r} learned at {r.known_at}")
+            return Verdict(
+                "not_in_store",
+                f"not in this store: vault {r.vault!r} never held {what} (no purge "
+                f"since {r.known_at} removed any): a receipt from another database?",
+            )
+        return Verdict(
+            "content_differs",
+            f"content differs from the store: revision {r.revision} is "
+            f"{_describe(rev)}, the receipt says {r.path!r} learned at {r.known_at}",
+        )
     if rev.content_hash != r.content_sha256:
         rewriters = [p for p in after if p.command == "text" and p.revisions_changed]
         if rewriters:
-            return Verdict("purged", f"the note revision was purged: text in {what} was redacted by "
-                                     f"{_named(rewriters)} (its content hash is now {rev.content_hash})")
-        return Verdict("content_differs", f"content differs from the store: {what} has content hash "
-                                          f"{rev.content_hash}, the receipt says {r.content_sha256}")
+            return Verdict(
+                "purged",
+                f"the note revision was purged: text in {what} was redacted by "
+                f"{_named(rewriters)} (its content hash is now {rev.content_hash})",
+            )
+        return Verdict(
+            "content_differs",
+            f"content differs from the store: {what} has content hash "
+            f"{rev.content_hash}, the receipt says {r.content_sha256}",
+        )
     if presented is not None and not _holds(facts.content or "", presented):
         place = f"at offset {presented.offset}" if presented.offset is not None else "anywhere"
-        return Verdict("content_differs", f"content differs from the store: the text given is not in {what} "
-                                          f"{place} (edited after the answer?)")
+        return Verdict(
+            "content_differs",
+            f"content differs from the store: the text given is not in {what} {place} (edited after the answer?)",
+        )
     key = "current key" if r.key_id == keystore.current_id else "retired key"
     cutoff = f" (as of {r.as_of})" if r.as_of is not None else ""
-    return Verdict("valid", f"valid: {what} in vault {r.vault!r}, learned at {r.known_at}{cutoff}, content "
-                            f"sha256 {r.content_sha256[:12]}…, signed with the {key} {r.key_id!r}")
+    return Verdict(
+        "valid",
+        f"valid: {what} in vault {r.vault!r}, learned at {r.known_at}{cutoff}, content "
+        f"sha256 {r.content_sha256[:12]}…, signed with the {key} {r.key_id!r}",
+    )
 
 
 def _holds(stored: str, presented: Presented) -> bool:
@@ -147,7 +185,7 @@ def _holds(stored: str, presented: Presented) -> bool:
     if presented.offset is None:
         text = text.removesuffix(TRUNCATED)
         return text in stored
-    return stored[presented.offset:presented.offset + len(text)] == text
+    return stored[presented.offset : presented.offset + len(text)] == text
 
 
 def _named(purges: list[PurgeRecord]) -> str:
@@ -193,6 +231,12 @@ def presented_from(answer: dict[str, Any]) -> tuple[object, Presented | None, st
     if isinstance(receipt, dict):
         for field, signed in (("path", "path"), ("content_hash", "content_sha256"), ("known_at", "known_at")):
             if field in answer and answer[field] != receipt.get(signed):
-                return receipt, presented, (f"content differs from the store: the answer's {field} is "
-                                            f"{answer[field]!r}, its receipt's {signed} is {receipt.get(signed)!r}")
+                return (
+                    receipt,
+                    presented,
+                    (
+                        f"content differs from the store: the answer's {field} is "
+                        f"{answer[field]!r}, its receipt's {signed} is {receipt.get(signed)!r}"
+                    ),
+                )
     return receipt, presented, None

@@ -59,21 +59,24 @@ class Receipt:
 
     def message(self) -> bytes:
         """The canonical bytes the MAC is over (see the module docstring)."""
-        return canonical(self.vault, self.path, self.revision, self.content_sha256, self.as_of, self.known_at,
-                         self.key_id)
+        return canonical(
+            self.vault, self.path, self.revision, self.content_sha256, self.as_of, self.known_at, self.key_id
+        )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def canonical(vault: str, path: str, revision: int, content_sha256: str, as_of: str | None, known_at: str,
-              key_id: str) -> bytes:
+def canonical(
+    vault: str, path: str, revision: int, content_sha256: str, as_of: str | None, known_at: str, key_id: str
+) -> bytes:
     fields = [VERSION, vault, path, revision, content_sha256, as_of, known_at, key_id]
     return json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def sign(keystore: Keystore, *, vault: str, path: str, revision: int, content_sha256: str, as_of: str | None,
-         known_at: str) -> Receipt:
+def sign(
+    keystore: Keystore, *, vault: str, path: str, revision: int, content_sha256: str, as_of: str | None, known_at: str
+) -> Receipt:
     """A receipt for one answer, made with the keystore's current key."""
     key_id = keystore.current_id
     _, mac = keystore.sign(canonical(vault, path, revision, content_sha256, as_of, known_at, key_id))
@@ -107,4 +110,3 @@ def parse(data: object) -> Receipt:
         if not isinstance(data[name], str) or not _HEX64.fullmatch(data[name]):
             raise ReceiptError(f"not a receipt: {name} must be 64 lowercase hex digits")
     return Receipt(**{f: data[f] for f in FIELDS})
-

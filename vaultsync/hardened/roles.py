@@ -81,8 +81,9 @@ def check_tool_names(manifest: Manifest, known: Iterable[str]) -> None:
             named += [(f"role_filter.{kind}.{t}", t) for t in getattr(manifest.role_filter, kind)]
     for key, tool in named:
         if tool not in names:
-            raise ConfigError(f"manifest {manifest.path}: {key}: unknown tool {tool!r} "
-                              f"(known: {', '.join(sorted(names))})")
+            raise ConfigError(
+                f"manifest {manifest.path}: {key}: unknown tool {tool!r} (known: {', '.join(sorted(names))})"
+            )
 
 
 def restrict(tools: list[Any], manifest: Manifest | None, known: Iterable[str]) -> list[Any]:
@@ -99,8 +100,13 @@ def restrict(tools: list[Any], manifest: Manifest | None, known: Iterable[str]) 
 class Guard:
     """The SDK server middleware that filters tools per caller and audits calls and refusals."""
 
-    def __init__(self, manifest: Manifest, audit: AuditLog | None, sequential: Iterable[str] = (),
-                 same_as: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        manifest: Manifest,
+        audit: AuditLog | None,
+        sequential: Iterable[str] = (),
+        same_as: Mapping[str, str] | None = None,
+    ) -> None:
         self.rules = manifest.role_filter
         self.same_as = dict(same_as or {})
         """Tools the manifest cannot name, allowed to whoever may call the tool named here (a view's own tools)."""
@@ -108,8 +114,9 @@ class Guard:
         self.sequential = frozenset(sequential)
         """Tools that change the vault: their call is recorded before they start, not beside them."""
         self.reads_listed = manifest.allowed_tools is None or READS in manifest.allowed_tools
-        self.anonymous = Caller("stdio" if manifest.http is None else "local",
-                                self.rules.caller_roles if self.rules else ())
+        self.anonymous = Caller(
+            "stdio" if manifest.http is None else "local", self.rules.caller_roles if self.rules else ()
+        )
         tokens = manifest.http.tokens if manifest.http else ()
         self.by_token = {t.sha256: Caller(t.caller_id, t.roles) for t in tokens}
 
@@ -138,8 +145,9 @@ class Guard:
         with acting.acting_for(caller.caller_id):  # a write tool's batch records whom it was done for
             return await self._audited(ctx, call_next, caller, str(name), params.get("arguments"))
 
-    async def _resource(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext,
-                        params: dict[str, Any]) -> HandlerResult:
+    async def _resource(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext, params: dict[str, Any]
+    ) -> HandlerResult:
         """Resources are read_note's: refused as a method that does not exist when it is."""
         caller = self.caller()
         reason = None
@@ -160,8 +168,9 @@ class Guard:
             audit = self.audit
             await self._record(lambda: audit.denial(caller_id=caller.caller_id, tool_name=name, reason=reason))
 
-    async def _audited(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext, caller: Caller, name: str,
-                       arguments: Any) -> HandlerResult:
+    async def _audited(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext, caller: Caller, name: str, arguments: Any
+    ) -> HandlerResult:
         """Run the request and, with an audit log, record it: the ``call`` record is on disk before the
         answer leaves (written while the tool works, or before it starts for a tool that changes the
         vault), then the ``result`` record. A call that cannot be recorded is not answered."""
@@ -174,8 +183,14 @@ class Guard:
             return audit.begin(caller_id=caller.caller_id, tool=name, arguments=arguments, started=started)
 
         def finish(seq: int, result: Any, ok: bool) -> None:
-            audit.finish(seq, caller_id=caller.caller_id, tool=name, result=result, ok=ok,
-                         duration_ms=(time.perf_counter() - clock) * 1000)
+            audit.finish(
+                seq,
+                caller_id=caller.caller_id,
+                tool=name,
+                result=result,
+                ok=ok,
+                duration_ms=(time.perf_counter() - clock) * 1000,
+            )
 
         if name in self.sequential:
             seq = await self._record(begin)
@@ -195,8 +210,9 @@ class Guard:
             if "error" in box:
                 raise box["error"]
             seq = box["seq"]
-        await self._record(lambda: finish(seq, result, failure is None and isinstance(result, dict)
-                                          and not result.get("isError")))
+        await self._record(
+            lambda: finish(seq, result, failure is None and isinstance(result, dict) and not result.get("isError"))
+        )
         if failure is not None:
             raise failure
         return result
@@ -216,7 +232,9 @@ class Guard:
                 return await anyio.to_thread.run_sync(append)
         except (VaultsyncError, OSError) as exc:
             logger.error("vaultsync: the audit log refused a record: %s", exc)
-            raise MCPError(code=INTERNAL_ERROR, message="the call could not be audited; the server's log says why") from None
+            raise MCPError(
+                code=INTERNAL_ERROR, message="the call could not be audited; the server's log says why"
+            ) from None
 
     def _listed(self, result: HandlerResult, caller: Caller) -> HandlerResult:
         assert self.rules is not None
@@ -225,18 +243,28 @@ class Guard:
         tools = result.get("tools")
         if not isinstance(tools, list):
             return result
-        shown = [t for t in tools if refusal(self.rules, self.same_as.get(str(t.get("name")), str(t.get("name"))),
-                                             caller.roles) is None]
+        shown = [
+            t
+            for t in tools
+            if refusal(self.rules, self.same_as.get(str(t.get("name")), str(t.get("name"))), caller.roles) is None
+        ]
         return {**result, "tools": shown}
 
 
-def guard(manifest: Manifest | None, keystore: Keystore | None = None, sequential: Iterable[str] = (),
-          same_as: Mapping[str, str] | None = None) -> list[Guard]:
+def guard(
+    manifest: Manifest | None,
+    keystore: Keystore | None = None,
+    sequential: Iterable[str] = (),
+    same_as: Mapping[str, str] | None = None,
+) -> list[Guard]:
     """The middleware the manifest asks for: none without ``[role_filter]``, ``audit_log_path`` and an
     ``allowed_tools`` that leaves ``read_note`` out. ``keystore``: the manifest's, loaded once by the
     caller, signs the audit records."""
-    if manifest is None or (manifest.role_filter is None and manifest.audit_log_path is None
-                            and (manifest.allowed_tools is None or READS in manifest.allowed_tools)):
+    if manifest is None or (
+        manifest.role_filter is None
+        and manifest.audit_log_path is None
+        and (manifest.allowed_tools is None or READS in manifest.allowed_tools)
+    ):
         return []
     audit = AuditLog(manifest.audit_log_path, manifest.db_path, keystore) if manifest.audit_log_path else None
     return [Guard(manifest, audit, sequential, same_as)]

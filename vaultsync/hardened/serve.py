@@ -16,12 +16,15 @@ from ..errors import ConfigError
 from . import spawn
 from .manifest import Manifest, load_manifest
 
+
 def refuse_options(given: list[str]) -> None:
     """``given``: the options (or ``VAULTSYNC_DB``) that would set what the manifest sets."""
     if given:
         name = given[0]
-        raise ConfigError(f"{name} cannot be used with --manifest: the manifest holds every privileged setting "
-                          f"(see examples/manifest.toml)")
+        raise ConfigError(
+            f"{name} cannot be used with --manifest: the manifest holds every privileged setting "
+            f"(see examples/manifest.toml)"
+        )
 
 
 def _stderr(line: str) -> None:

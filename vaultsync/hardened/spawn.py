@@ -44,8 +44,23 @@ OVERRIDE = "VAULTSYNC_REJECT_INHERITED_SECRETS"
 PARENT = "VAULTSYNC_PARENT_BASENAME"
 """The host's program name, as the host itself reports it."""
 
-KEEP_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM",
-            "SYSTEMROOT", "WINDIR", "TEMP", "TMP", "PATHEXT", "COMSPEC")
+KEEP_ENV = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "TERM",
+    "SYSTEMROOT",
+    "WINDIR",
+    "TEMP",
+    "TMP",
+    "PATHEXT",
+    "COMSPEC",
+)
 """What the server process keeps of its environment (with ``LC_*`` and the manifest's ``pass_env``):
 enough for git, Python and the locale; no credentials, no configuration of other programs."""
 
@@ -65,8 +80,10 @@ def check_argv(argv: Sequence[str]) -> None:
             shown = "-c"
         else:
             continue
-        raise ConfigError(f"argument {position} ({shown}) refused: with --manifest no configuration comes "
-                          "through the command line; put the setting in the manifest")
+        raise ConfigError(
+            f"argument {position} ({shown}) refused: with --manifest no configuration comes "
+            "through the command line; put the setting in the manifest"
+        )
 
 
 def check_environment(manifest: Manifest, environ: MutableMapping[str, str] | None = None) -> str | None:
@@ -79,9 +96,11 @@ def check_environment(manifest: Manifest, environ: MutableMapping[str, str] | No
         return f"warning: {OVERRIDE}=0: the inherited-secrets check is off, at your own risk ({found})"
     if present:
         more = f" (and {', '.join(present[1:])})" if len(present) > 1 else ""
-        raise ConfigError(f"environment variable {present[0]}{more} refused: a hardened server must not inherit "
-                          f"secrets; start it without (env -u {present[0]} ...), or set {OVERRIDE}=0 at your "
-                          "own risk")
+        raise ConfigError(
+            f"environment variable {present[0]}{more} refused: a hardened server must not inherit "
+            f"secrets; start it without (env -u {present[0]} ...), or set {OVERRIDE}=0 at your "
+            "own risk"
+        )
     return None
 
 
@@ -92,8 +111,9 @@ def stdin_is_terminal() -> bool:
         return False
 
 
-def check_parent(manifest: Manifest, environ: MutableMapping[str, str] | None = None, *,
-                 terminal: bool | None = None) -> None:
+def check_parent(
+    manifest: Manifest, environ: MutableMapping[str, str] | None = None, *, terminal: bool | None = None
+) -> None:
     """Refuse a parent the manifest does not allow (see the module docstring for when it applies)."""
     env = os.environ if environ is None else environ
     parent = env.get(PARENT)
@@ -102,8 +122,9 @@ def check_parent(manifest: Manifest, environ: MutableMapping[str, str] | None = 
     if parent not in manifest.allowed_parents:
         shown = repr(parent[:80])  # the host wrote it: quoted, control characters escaped, bounded
         allowed = ", ".join(manifest.allowed_parents) or "none"
-        raise ConfigError(f"parent {shown} ({PARENT}) refused: not in allowed_parents of {manifest.path} "
-                          f"(allowed: {allowed})")
+        raise ConfigError(
+            f"parent {shown} ({PARENT}) refused: not in allowed_parents of {manifest.path} (allowed: {allowed})"
+        )
 
 
 def scrub_environment(manifest: Manifest, environ: MutableMapping[str, str] | None = None) -> list[str]:

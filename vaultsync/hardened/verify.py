@@ -42,11 +42,19 @@ class Report:
         return not self.findings
 
     def to_json(self) -> dict[str, Any]:
-        head = None if self.head is None else {"log_id": self.head.log_id, "records": self.head.records,
-                                               "hash": self.head.head}
-        return {"path": str(self.path), "ok": self.ok, "records": self.records, "store_head": head,
-                "hmac_checked": bool(self.hmac_key_ids),
-                "findings": [{"line": f.line, "problem": f.problem} for f in self.findings]}
+        head = (
+            None
+            if self.head is None
+            else {"log_id": self.head.log_id, "records": self.head.records, "hash": self.head.head}
+        )
+        return {
+            "path": str(self.path),
+            "ok": self.ok,
+            "records": self.records,
+            "store_head": head,
+            "hmac_checked": bool(self.hmac_key_ids),
+            "findings": [{"line": f.line, "problem": f.problem} for f in self.findings],
+        }
 
 
 def _mac_problem(record: dict[str, Any], keystore: Keystore) -> str | None:
@@ -76,7 +84,9 @@ def check_chain(records: list[dict[str, Any] | None], keystore: Keystore | None)
                 return Finding(line, problem)
             if record.get("prev") != prev:
                 if i + 1 < len(records) and seqs[i + 1] == expected:
-                    return Finding(line, f"inserted: not part of the chain (record {expected} follows at line {line + 1})")
+                    return Finding(
+                        line, f"inserted: not part of the chain (record {expected} follows at line {line + 1})"
+                    )
                 if line == 1:
                     return Finding(1, "edited: its prev hash is not the start of a log")
                 return Finding(line - 1, "edited: its hash no longer matches the prev hash of the next record")
@@ -85,9 +95,12 @@ def check_chain(records: list[dict[str, Any] | None], keystore: Keystore | None)
             prev, expected = digest(record), expected + 1
             continue
         if isinstance(seq, int) and not isinstance(seq, bool) and seq > expected:
-            if expected in seqs[i + 1:]:
-                return Finding(line, f"reordered: record {seq} is here but record {expected} comes later, "
-                                     f"at line {seqs.index(expected, i + 1) + 1}")
+            if expected in seqs[i + 1 :]:
+                return Finding(
+                    line,
+                    f"reordered: record {seq} is here but record {expected} comes later, "
+                    f"at line {seqs.index(expected, i + 1) + 1}",
+                )
             gone = f"record {expected}" if seq == expected + 1 else f"records {expected}..{seq - 1}"
             return Finding(line, f"removed: {gone} missing before this line")
         if seq == expected - 1:  # two records with one number: the one the chain goes on from is the original
@@ -105,14 +118,29 @@ def check_tail(report: Report, lines: list[bytes], last: dict[str, Any] | None, 
         return
     if n < head.records:
         gone = f"record {head.records}" if n + 1 == head.records else f"records {n + 1}..{head.records}"
-        report.findings.append(Finding(None, f"truncated: the log ends at line {n} but the store's head says "
-                                             f"{head.records} records ({gone} missing)"))
+        report.findings.append(
+            Finding(
+                None,
+                f"truncated: the log ends at line {n} but the store's head says "
+                f"{head.records} records ({gone} missing)",
+            )
+        )
     elif n > head.records:
-        report.findings.append(Finding(head.records + 1, f"appended outside the server: lines {head.records + 1}..{n} "
-                                                          f"are past the store's head ({head.records} records)"))
+        report.findings.append(
+            Finding(
+                head.records + 1,
+                f"appended outside the server: lines {head.records + 1}..{n} "
+                f"are past the store's head ({head.records} records)",
+            )
+        )
     elif n and not chain_broken and (last is None or digest(last) != head.head):
-        report.findings.append(Finding(n, "rewritten: the last record is not the one the store's head recorded "
-                                          "(the log was re-chained after the fact)"))
+        report.findings.append(
+            Finding(
+                n,
+                "rewritten: the last record is not the one the store's head recorded "
+                "(the log was re-chained after the fact)",
+            )
+        )
 
 
 def verify_log(path: Path, db_path: Path | str | None, keystore_path: Path | None = None) -> Report:
@@ -150,11 +178,21 @@ def verify_log(path: Path, db_path: Path | str | None, keystore_path: Path | Non
         store.close()
     if report.head is None:
         if lines:
-            report.findings.append(Finding(None, f"the store {db_path} has no head for this log: it was not written "
-                                                 "by a server using this database, or it was replaced"))
+            report.findings.append(
+                Finding(
+                    None,
+                    f"the store {db_path} has no head for this log: it was not written "
+                    "by a server using this database, or it was replaced",
+                )
+            )
     elif log_id is not None and report.head.log_id != log_id:
-        report.findings.append(Finding(None, f"replaced: this file is log {log_id} but the store's last log at this "
-                                             f"path is {report.head.log_id} ({report.head.records} records)"))
+        report.findings.append(
+            Finding(
+                None,
+                f"replaced: this file is log {log_id} but the store's last log at this "
+                f"path is {report.head.log_id} ({report.head.records} records)",
+            )
+        )
         return report
     check_tail(report, lines, records[-1] if records else None, first is not None)
     return report

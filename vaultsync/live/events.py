@@ -22,16 +22,17 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserverVFS
 
-from . import overflow
 from ..disk.capabilities import inotify_limit
 from ..disk.paths import is_hidden, is_note_path, is_visible_folder
+from . import overflow
 
 logger = logging.getLogger(__name__)
 
 # A folder moved out of the vault and back in keeps its inotify watch (same inode); watchdog then warns
 # that it re-registers its own callback. Harmless for us (paths are re-checked on disk), so keep it quiet.
-warnings.filterwarnings("ignore", message="Callback with id .* already exists", category=RuntimeWarning,
-                        module="watchdog")
+warnings.filterwarnings(
+    "ignore", message="Callback with id .* already exists", category=RuntimeWarning, module="watchdog"
+)
 
 MarkDirty = Callable[[Iterable[str]], None]
 """Where dirty paths go (the debouncer's ``add``)."""
@@ -78,7 +79,7 @@ class DirtyHandler(FileSystemEventHandler):
         text = os.fsdecode(path)
         if not text.startswith(self.root):
             return None
-        return text[len(self.root):].replace(os.sep, "/").strip("/")
+        return text[len(self.root) :].replace(os.sep, "/").strip("/")
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         kind = event.event_type
@@ -175,16 +176,21 @@ def start_observer(root: Path, mark: MarkDirty, polling: bool = False) -> Watchd
                 overflow.forget(handler)
                 if exc.errno not in _WATCH_ERRORS:
                     raise
-                reason = (_not_all_watched(root) if exc.errno == errno.ENOSPC
-                          else f"{exc.strerror or exc} ({_limits_hint()})")
+                reason = (
+                    _not_all_watched(root) if exc.errno == errno.ENOSPC else f"{exc.strerror or exc} ({_limits_hint()})"
+                )
             else:
                 if _all_folders_watched(native, root):
                     return WatchdogObserver(native, handler, _kind(native))
                 _stop_quietly(native)
                 overflow.forget(handler)
                 reason = _not_all_watched(root)
-        logger.warning("the native observer cannot watch %s: %s; falling back to polling every %.0f s",
-                       root, reason, POLL_INTERVAL_S)
+        logger.warning(
+            "the native observer cannot watch %s: %s; falling back to polling every %.0f s",
+            root,
+            reason,
+            POLL_INTERVAL_S,
+        )
     poller = PollingObserverVFS(os.stat, _note_entries, polling_interval=POLL_INTERVAL_S)
     poller.schedule(handler, str(root), recursive=True)
     poller.start()
@@ -259,5 +265,7 @@ def _not_all_watched(root: Path) -> str:
     if limit is None:
         return f"not all of its {folders} folders could be watched (inotify watch limit reached)"
     share = "fewer than its folders" if limit < folders else "for all of this user's programs together"
-    return (f"not all of its {folders} folders could be watched "
-            f"(inotify watches are limited to fs.inotify.max_user_watches = {limit}, {share})")
+    return (
+        f"not all of its {folders} folders could be watched "
+        f"(inotify watches are limited to fs.inotify.max_user_watches = {limit}, {share})"
+    )

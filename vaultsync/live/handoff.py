@@ -83,16 +83,19 @@ def perform(vault: Vault, kind: str, args: dict[str, Any], *, public: bool = Fal
                 return Outcome(answer)
             continue  # the watcher stopped before taking it: try here again
         if holder is not None and time.monotonic() >= deadline:
-            raise LockedError(f"vault '{vault.name}' is being written by {_named(vault, holder, public)}; "
-                              "nothing was written, try again when it has finished")
+            raise LockedError(
+                f"vault '{vault.name}' is being written by {_named(vault, holder, public)}; "
+                "nothing was written, try again when it has finished"
+            )
         time.sleep(0.1)
 
 
 # ---------------------------------------------------------------- asking
 
 
-def ask(vault: Vault, kind: str, args: dict[str, Any], *, public: bool = False,
-        wait_s: float | None = None) -> dict[str, Any] | None:
+def ask(
+    vault: Vault, kind: str, args: dict[str, Any], *, public: bool = False, wait_s: float | None = None
+) -> dict[str, Any] | None:
     """Ask the watching process to carry the write out and wait for it: its answer, the error it met raised
     again here, or LockedError in one line naming it when it does not take the request within ``wait_s``;
     None when the lock became free before anyone took it (the caller does it itself)."""
@@ -117,8 +120,10 @@ def ask(vault: Vault, kind: str, args: dict[str, Any], *, public: bool = False,
                 if (taken_over or now >= deadline) and table.drop(rid):
                     if taken_over:
                         return None
-                    raise LockedError(f"vault '{vault.name}' is being written by {_named(vault, holder, public)}, "
-                                      f"which did not take the request within {wait_s:g} s; nothing was written")
+                    raise LockedError(
+                        f"vault '{vault.name}' is being written by {_named(vault, holder, public)}, "
+                        f"which did not take the request within {wait_s:g} s; nothing was written"
+                    )
             elif request.state == "taken":
                 ran_until = ran_until or now + RUN_FOR_S
                 if vault.lock_holder() is None:  # the writer that took it is gone: recover it here
@@ -126,9 +131,11 @@ def ask(vault: Vault, kind: str, args: dict[str, Any], *, public: bool = False,
                         pass
                     continue
                 if now >= ran_until:
-                    raise LockedError(f"vault '{vault.name}': {_named(vault, holder, public)} took the request "
-                                      f"{RUN_FOR_S:g} s ago and has not finished it; it lands whole as one batch or "
-                                      "not at all (see `vaultsync changes`)")
+                    raise LockedError(
+                        f"vault '{vault.name}': {_named(vault, holder, public)} took the request "
+                        f"{RUN_FOR_S:g} s ago and has not finished it; it lands whole as one batch or "
+                        "not at all (see `vaultsync changes`)"
+                    )
             wakeup.wait(ASK_POLL_S)
     finally:
         wakeup.close()
@@ -164,11 +171,20 @@ def _from_batch(vault: Vault, request: Request) -> dict[str, Any]:
         step = {"path": r.path, "action": kinds.get(r.kind, "write"), "from": info.get("detail"), "refused": None}
         steps.append({**step, "origin": step["from"], "changes": True, "json": step})
     counted = {"added": "created", "modified": "modified", "renamed": "renamed", "deleted": "deleted"}
-    summary = {"vault": vault.name, "batch_id": request.batch_id, "known_at_us": info.get("known_at"),
-               "paths": sorted({r.path for r in written}),
-               **{name: sum(r.kind == kind for r in written) for name, kind in counted.items()}}
-    return {"path": request.args.get("path"), "source": info.get("source"), "detail": info.get("detail") or "",
-            "steps": steps, "summary": summary}
+    summary = {
+        "vault": vault.name,
+        "batch_id": request.batch_id,
+        "known_at_us": info.get("known_at"),
+        "paths": sorted({r.path for r in written}),
+        **{name: sum(r.kind == kind for r in written) for name, kind in counted.items()},
+    }
+    return {
+        "path": request.args.get("path"),
+        "source": info.get("source"),
+        "detail": info.get("detail") or "",
+        "steps": steps,
+        "summary": summary,
+    }
 
 
 def _me(vault: Vault) -> dict[str, Any]:
@@ -190,12 +206,21 @@ def _named(vault: Vault, holder: dict[str, Any] | None, public: bool) -> str:
 def summary_of(answer: dict[str, Any]) -> BatchSummary:
     """The ``BatchSummary`` an answer carries (as the library returned it where it was carried out)."""
     a = answer["summary"]
-    return BatchSummary(vault=a["vault"], batch_id=a.get("batch_id"), known_at=a.get("known_at_us"),
-                        added=a.get("added", 0), modified=a.get("modified", 0), renamed=a.get("renamed", 0),
-                        deleted=a.get("deleted", 0), unchanged=a.get("unchanged", 0),
-                        errors=[FileProblem(e["path"], e["reason"]) for e in a.get("errors", [])],
-                        warnings=[FileProblem(w["path"], w["reason"]) for w in a.get("warnings", [])],
-                        lifted=a.get("lifted", 0), seconds=a.get("seconds", 0.0), paths=a.get("paths", []))
+    return BatchSummary(
+        vault=a["vault"],
+        batch_id=a.get("batch_id"),
+        known_at=a.get("known_at_us"),
+        added=a.get("added", 0),
+        modified=a.get("modified", 0),
+        renamed=a.get("renamed", 0),
+        deleted=a.get("deleted", 0),
+        unchanged=a.get("unchanged", 0),
+        errors=[FileProblem(e["path"], e["reason"]) for e in a.get("errors", [])],
+        warnings=[FileProblem(w["path"], w["reason"]) for w in a.get("warnings", [])],
+        lifted=a.get("lifted", 0),
+        seconds=a.get("seconds", 0.0),
+        paths=a.get("paths", []),
+    )
 
 
 class ShownStep:
@@ -223,8 +248,14 @@ def restored_of(outcome: Outcome) -> Any:
         return outcome.here
     a = outcome.answer
     summary = None if a.get("summary") is None else summary_of(a)
-    return Restored([ShownStep(s) for s in a["steps"]], False, summary=summary, detail=a.get("detail", ""),
-                    source=a.get("source") or "restore", notes=list(a.get("notes") or []))
+    return Restored(
+        [ShownStep(s) for s in a["steps"]],
+        False,
+        summary=summary,
+        detail=a.get("detail", ""),
+        source=a.get("source") or "restore",
+        notes=list(a.get("notes") or []),
+    )
 
 
 # ---------------------------------------------------------------- the writer's desk
@@ -303,9 +334,11 @@ class Desk:
                 logger.exception("the on_batch callback failed")
         table.finish(rid, "done", answer)
         self.carried += 1
-        logger.info("request %d carried out: %s", rid, f"batch {summary.batch_id}" if summary and summary.batch_id
-                    else "nothing to change")
-
+        logger.info(
+            "request %d carried out: %s",
+            rid,
+            f"batch {summary.batch_id}" if summary and summary.batch_id else "nothing to change",
+        )
 
     def _undo(self, table: RequestTable, rid: int) -> None:
         """A request that failed after its files were written (its batch refused: the database away, the lock
@@ -334,5 +367,16 @@ def public_holder(info: dict[str, object] | None) -> str:
     return f"{role}, since {started}" if isinstance(started, str) else role
 
 
-__all__ = ["Desk", "Outcome", "ask", "edit_change", "execute", "perform", "plan_restore", "public_holder",
-           "restore_args", "restored_of", "summary_of"]
+__all__ = [
+    "Desk",
+    "Outcome",
+    "ask",
+    "edit_change",
+    "execute",
+    "perform",
+    "plan_restore",
+    "public_holder",
+    "restore_args",
+    "restored_of",
+    "summary_of",
+]

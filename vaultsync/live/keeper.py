@@ -72,8 +72,12 @@ class LockKeeper:
         self.lost_since, self.why, self.holder = time.monotonic(), why, None
         self.losses += 1
         self._next_try, self._wait = 0.0, RETRY_S
-        logger.warning("vault '%s': this watcher lost the writer lock; recording nothing until it takes the lock back "
-                       "(changes stay pending): %s", self.role.vault.name, why)
+        logger.warning(
+            "vault '%s': this watcher lost the writer lock; recording nothing until it takes the lock back "
+            "(changes stay pending): %s",
+            self.role.vault.name,
+            why,
+        )
 
     def retake(self) -> bool:
         """Try to take the lost lock back, at the pace allowed; True when this call took it (the watcher then
@@ -91,14 +95,20 @@ class LockKeeper:
             self._next_try = now + STANDBY_TRY_S
             if self.holder is None:
                 self.holder = self._describe_holder()
-                logger.warning("vault '%s' is now watched by %s; standing by, and watching it here again when that "
-                               "process stops", self.role.vault.name, self.holder)
+                logger.warning(
+                    "vault '%s' is now watched by %s; standing by, and watching it here again when that process stops",
+                    self.role.vault.name,
+                    self.holder,
+                )
             return False
         away = now - (self.lost_since or now)
         self.lost_since, self.why, self.holder = None, None, None
         self._next_check = time.monotonic() + CHECK_EVERY_S
-        logger.warning("vault '%s': took the writer lock back after %.1f s; recording what changed meanwhile",
-                       self.role.vault.name, away)
+        logger.warning(
+            "vault '%s': took the writer lock back after %.1f s; recording what changed meanwhile",
+            self.role.vault.name,
+            away,
+        )
         return True
 
     def _describe_holder(self) -> str:

@@ -100,8 +100,12 @@ class EmptyBufferQueue(queue.Queue):
 
 def dropped(events: Iterable[Any]) -> bool:
     """Whether a batch of FSEvents native events says events were dropped (rescan needed)."""
-    return any(getattr(e, "must_scan_subdirs", False) or getattr(e, "is_user_dropped", False)
-               or getattr(e, "is_kernel_dropped", False) for e in events)
+    return any(
+        getattr(e, "must_scan_subdirs", False)
+        or getattr(e, "is_user_dropped", False)
+        or getattr(e, "is_kernel_dropped", False)
+        for e in events
+    )
 
 
 def native_observer() -> Any:
@@ -129,8 +133,9 @@ def _fsevents_observer() -> Any:  # pragma: no cover - macOS only
 
     class DropAwareFSEventsObserver(FSEventsObserver):
         def __init__(self) -> None:
-            BaseObserver.__init__(self, DropAwareFSEventsEmitter, timeout=DEFAULT_OBSERVER_TIMEOUT,
-                                  latency=DEFAULT_FSEVENTS_LATENCY)
+            BaseObserver.__init__(
+                self, DropAwareFSEventsEmitter, timeout=DEFAULT_OBSERVER_TIMEOUT, latency=DEFAULT_FSEVENTS_LATENCY
+            )
 
     return DropAwareFSEventsObserver()
 

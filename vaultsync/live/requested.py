@@ -25,12 +25,26 @@ def execute(vault: Vault, kind: str, args: dict[str, Any]) -> tuple[dict[str, An
         return run(vault, args)
 
 
-def restore_args(*, note: str | None = None, prefix: str | None = None, as_of: TimeLike = None,
-                 revision: str | None = None, to: str | None = None, delete_newer: bool = False,
-                 **more: Any) -> dict[str, Any]:
+def restore_args(
+    *,
+    note: str | None = None,
+    prefix: str | None = None,
+    as_of: TimeLike = None,
+    revision: str | None = None,
+    to: str | None = None,
+    delete_newer: bool = False,
+    **more: Any,
+) -> dict[str, Any]:
     """The arguments of a ``restore`` request (``more``: options a newer ``plan_note``/``plan_folder`` take)."""
-    return {"note": note, "prefix": prefix, "as_of": as_micros(as_of, "as_of"), "revision": revision, "to": to,
-            "delete_newer": delete_newer, **more}
+    return {
+        "note": note,
+        "prefix": prefix,
+        "as_of": as_micros(as_of, "as_of"),
+        "revision": revision,
+        "to": to,
+        "delete_newer": delete_newer,
+        **more,
+    }
 
 
 def plan_restore(vault: Vault, args: dict[str, Any]) -> tuple[list[Any], str]:
@@ -41,8 +55,10 @@ def plan_restore(vault: Vault, args: dict[str, Any]) -> tuple[list[Any], str]:
     note, prefix, as_of = a.pop("note"), a.pop("prefix"), a.pop("as_of")
     revision, to, delete_newer = a.pop("revision"), a.pop("to"), a.pop("delete_newer")
     if prefix is not None:
-        return (r.plan_folder(vault, prefix, as_of=as_of, delete_newer=delete_newer, **a),
-                f"restore of {prefix} as of {format_time(as_of)}")
+        return (
+            r.plan_folder(vault, prefix, as_of=as_of, delete_newer=delete_newer, **a),
+            f"restore of {prefix} as of {format_time(as_of)}",
+        )
     step = r.plan_note(vault, note, as_of=as_of, revision=revision, to=to, **a)
     return [step], f"restore of {step.origin}"
 
@@ -65,8 +81,11 @@ def _undo(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
 
 
 def _scan(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-    summary = vault.sync(known_at=args.get("known_at"), strict=bool(args.get("strict")),
-                         allow_mass_delete=bool(args.get("allow_mass_delete")))
+    summary = vault.sync(
+        known_at=args.get("known_at"),
+        strict=bool(args.get("strict")),
+        allow_mass_delete=bool(args.get("allow_mass_delete")),
+    )
     return {"summary": summary_answer(summary)}, summary
 
 
@@ -74,8 +93,9 @@ def _write(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     from ..revisions import expecting
 
     rel = writable_note_path(args["path"])
-    summary, note = vault.write_note(rel, args["text"], append=bool(args["append"]),
-                                     check=expecting(rel, args.get("expected")))
+    summary, note = vault.write_note(
+        rel, args["text"], append=bool(args["append"]), check=expecting(rel, args.get("expected"))
+    )
     return {"path": note.revision.path, "summary": summary_answer(summary)}, (summary, note)
 
 
@@ -120,14 +140,32 @@ def _restore_note(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], A
     return {"path": step.path, **restored_answer(done)}, done
 
 
-KINDS = {"restore": _restore, "undo": _undo, "scan": _scan, "write": _write, "edit": _edit,
-         "restore_note": _restore_note}
+KINDS = {
+    "restore": _restore,
+    "undo": _undo,
+    "scan": _scan,
+    "write": _write,
+    "edit": _edit,
+    "restore_note": _restore_note,
+}
 
 
 def restored_answer(done: Any) -> dict[str, Any]:
     """A ``restore.Restored`` as an answer: each step's fields (not its texts), what it does, and its JSON."""
     s = done.summary
-    steps = [{**{f.name: getattr(step, f.name) for f in dataclasses.fields(step) if f.name not in ("text", "current")},
-              "action": step.action, "changes": step.changes, "json": step.to_json(False)} for step in done.steps]
-    return {"source": done.source, "detail": done.detail, "steps": steps, "notes": list(done.notes),
-            "summary": None if s is None else summary_answer(s)}
+    steps = [
+        {
+            **{f.name: getattr(step, f.name) for f in dataclasses.fields(step) if f.name not in ("text", "current")},
+            "action": step.action,
+            "changes": step.changes,
+            "json": step.to_json(False),
+        }
+        for step in done.steps
+    ]
+    return {
+        "source": done.source,
+        "detail": done.detail,
+        "steps": steps,
+        "notes": list(done.notes),
+        "summary": None if s is None else summary_answer(s),
+    }

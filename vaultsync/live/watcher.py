@@ -22,16 +22,16 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from .debounce import Debouncer, Pending, collapse
 from ..disk import vanished
 from ..disk.paths import is_note_path
 from ..errors import LockedError, MassDeletion, StoreError, VaultsyncError, VaultUnavailable
-from .keeper import MAX_RETRY_S, LockKeeper
-from .events import EVERYTHING, POLL_INTERVAL_S, ObserverFactory, RunningObserver, start_observer
 from ..sync import BatchSummary
 from ..times import format_time
 from ..vault import Vault
+from .debounce import Debouncer, Pending, collapse
+from .events import EVERYTHING, POLL_INTERVAL_S, ObserverFactory, RunningObserver, start_observer
 from .handoff import Desk
+from .keeper import MAX_RETRY_S, LockKeeper
 from .writer_role import WriterRole
 
 logger = logging.getLogger(__name__)
@@ -66,10 +66,19 @@ class Watcher:
     every flush meanwhile, so an add arriving later still joins them into a rename.
     """
 
-    def __init__(self, vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling: bool = False,
-                 reconcile_s: float = 300.0, on_batch: OnBatch | None = None,
-                 observer_factory: ObserverFactory = start_observer, role: WriterRole | None = None,
-                 describe: Callable[[VaultsyncError], str] = str) -> None:
+    def __init__(
+        self,
+        vault: Vault,
+        *,
+        step_ms: int = 300,
+        debounce_ms: int = 3000,
+        polling: bool = False,
+        reconcile_s: float = 300.0,
+        on_batch: OnBatch | None = None,
+        observer_factory: ObserverFactory = start_observer,
+        role: WriterRole | None = None,
+        describe: Callable[[VaultsyncError], str] = str,
+    ) -> None:
         if step_ms <= 0 or debounce_ms <= 0:
             raise ValueError("step_ms and debounce_ms must be positive")
         self.vault = vault
@@ -136,9 +145,14 @@ class Watcher:
         self._thread = threading.Thread(target=self._run, name="vaultsync-watcher", daemon=True)
         self._thread.start()
         self._desk = Desk(self.vault, on_batch=self._told).start()  # other processes' writes, carried out here
-        logger.info("watching %s (%s): quiet period %d ms, max wait %d ms, reconcile %s", self.vault.root,
-                    self.observer_kind, self.step_ms, self.debounce_ms,
-                    f"every {self.reconcile_s:g} s" if self.reconcile_s > 0 else "off")
+        logger.info(
+            "watching %s (%s): quiet period %d ms, max wait %d ms, reconcile %s",
+            self.vault.root,
+            self.observer_kind,
+            self.step_ms,
+            self.debounce_ms,
+            f"every {self.reconcile_s:g} s" if self.reconcile_s > 0 else "off",
+        )
 
     def stop(self) -> None:
         """Stop observing, record everything still unrecorded as one batch, join every thread, release the lock."""
@@ -156,8 +170,10 @@ class Watcher:
             # a full scan, cheap when little changed: it also covers events the OS had not delivered yet
             pending = self._debouncer.drain()
             if not self._flush(None, "final"):
-                logger.error("the final batch could not be written (%d paths pending); the next start will catch "
-                             "them up", len(pending.paths) if pending is not None else 0)
+                logger.error(
+                    "the final batch could not be written (%d paths pending); the next start will catch them up",
+                    len(pending.paths) if pending is not None else 0,
+                )
         finally:
             self._release()
         logger.info("stopped watching %s (%d batches written)", self.vault.root, self.batches)
@@ -304,8 +320,9 @@ class Watcher:
             self.last_error = str(exc) if isinstance(exc, VaultsyncError) else f"{type(exc).__name__}: {exc}"
             kept = "" if reason == "final" else ", will retry" + (f" ({len(paths)} paths kept)" if paths else "")
             # the first failure of a run of them is said; the next ones (the database away) are not, until one succeeds
-            logger.log(logging.DEBUG if self._failing else logging.WARNING, "%s failed%s: %s", reason, kept,
-                       self.last_error)
+            logger.log(
+                logging.DEBUG if self._failing else logging.WARNING, "%s failed%s: %s", reason, kept, self.last_error
+            )
             self._failing += 1
             if pending is not None:
                 self._debouncer.put_back(pending)
@@ -375,8 +392,11 @@ class Watcher:
         self.failures += 1
         self.last_error = str(exc)
         if self.outage.begin(str(exc)):
-            logger.warning("%s; watching for %s to come back", self.describe(exc),
-                           "them" if isinstance(exc, MassDeletion) else "it")
+            logger.warning(
+                "%s; watching for %s to come back",
+                self.describe(exc),
+                "them" if isinstance(exc, MassDeletion) else "it",
+            )
         if pending is not None:
             self._debouncer.put_back(pending)
         return False
@@ -394,9 +414,19 @@ class Watcher:
         self.last_batch_at = summary.known_at
         self.last_latency_ms = latency_ms
         after = f", {latency_ms:.0f} ms after the first change" if checked is not None else ""
-        logger.info("%s %d: %d added, %d modified, %d renamed, %d deleted, %d errors (%s) in %d ms%s", reason,
-                    summary.batch_id, summary.added, summary.modified, summary.renamed, summary.deleted,
-                    len(summary.errors), scope, summary.seconds * 1000, after)
+        logger.info(
+            "%s %d: %d added, %d modified, %d renamed, %d deleted, %d errors (%s) in %d ms%s",
+            reason,
+            summary.batch_id,
+            summary.added,
+            summary.modified,
+            summary.renamed,
+            summary.deleted,
+            len(summary.errors),
+            scope,
+            summary.seconds * 1000,
+            after,
+        )
         logger.debug("batch %d wrote %s", summary.batch_id, ", ".join(summary.paths))
         if self.on_batch is not None:
             try:
@@ -433,10 +463,19 @@ def _identity(root: os.PathLike[str]) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino)
 
 
-def watch(vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling: bool = False,
-          reconcile_s: float = 300.0, on_batch: OnBatch | None = None,
-          stop_event: threading.Event | None = None, role: WriterRole | None = None,
-          describe: Callable[[VaultsyncError], str] = str, max_outage_s: float | None = None) -> Watcher:
+def watch(
+    vault: Vault,
+    *,
+    step_ms: int = 300,
+    debounce_ms: int = 3000,
+    polling: bool = False,
+    reconcile_s: float = 300.0,
+    on_batch: OnBatch | None = None,
+    stop_event: threading.Event | None = None,
+    role: WriterRole | None = None,
+    describe: Callable[[VaultsyncError], str] = str,
+    max_outage_s: float | None = None,
+) -> Watcher:
     """Watch until ``stop_event`` is set, then flush and return the stopped watcher (``describe``: how a
     refusal is said, in the words of the door that runs it).
 
@@ -445,8 +484,16 @@ def watch(vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling:
     (watching stops after a final flush; what is pending is recorded by the next start's catch-up scan).
     """
     stop_event = stop_event or threading.Event()
-    watcher = Watcher(vault, step_ms=step_ms, debounce_ms=debounce_ms, polling=polling,
-                      reconcile_s=reconcile_s, on_batch=on_batch, role=role, describe=describe)
+    watcher = Watcher(
+        vault,
+        step_ms=step_ms,
+        debounce_ms=debounce_ms,
+        polling=polling,
+        reconcile_s=reconcile_s,
+        on_batch=on_batch,
+        role=role,
+        describe=describe,
+    )
     with watcher:
         while not stop_event.wait(1.0):
             if not watcher.healthy():
@@ -454,9 +501,11 @@ def watch(vault: Vault, *, step_ms: int = 300, debounce_ms: int = 3000, polling:
             away = vault.database_unreachable_s()
             if max_outage_s is not None and away > max_outage_s:
                 pending = watcher.status()["pending"]
-                raise StoreError(f"stopped watching {vault.root}: the database has been unreachable for {away:.0f} s "
-                                 f"(the limit is {max_outage_s:g} s; {watcher.last_error}); {pending} changed "
-                                 f"path{'s' * (pending != 1)} pending, recorded by the next start's catch-up scan")
+                raise StoreError(
+                    f"stopped watching {vault.root}: the database has been unreachable for {away:.0f} s "
+                    f"(the limit is {max_outage_s:g} s; {watcher.last_error}); {pending} changed "
+                    f"path{'s' * (pending != 1)} pending, recorded by the next start's catch-up scan"
+                )
     return watcher
 
 

@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import VaultsyncError
 from ..disk.paths import writable_note_path
+from ..errors import VaultsyncError
 from ..sync import BatchSummary
 from .handoff import perform, public_holder
 
@@ -105,14 +105,21 @@ class WriterRole:
 
     # ------------------------------------------------------------ waiting and standing by
 
-    def wait(self, stop: threading.Event, *, say: Callable[[str], object] = logger.warning,
-             every_s: float = TAKE_OVER_EVERY_S) -> bool:
+    def wait(
+        self,
+        stop: threading.Event,
+        *,
+        say: Callable[[str], object] = logger.warning,
+        every_s: float = TAKE_OVER_EVERY_S,
+    ) -> bool:
         """Hold the lock, waiting while another process does (trying it every ``every_s``) until it is
         free or ``stop`` is set; True when held. ``say`` gets one line when waiting starts and ends."""
         if self.take():
             return True
-        say(f"vault '{self.vault.name}' is being watched by {self.vault.describe_lock_holder() or 'another process'}; "
-            "waiting to take over when it stops")
+        say(
+            f"vault '{self.vault.name}' is being watched by {self.vault.describe_lock_holder() or 'another process'}; "
+            "waiting to take over when it stops"
+        )
         wakeup = self.vault.wakeup()  # PostgreSQL: a writer giving the lock up says so, and this tries at once
         try:
             while not self.take():
@@ -166,19 +173,23 @@ class WriterRole:
         if not self.standby or self._holding:
             return None
         holder = self.vault.describe_lock_holder() or "another process"
-        return (f"vault '{self.vault.name}' is being watched by {holder}; serving it as a reader, "
-                "and watching it here if that process stops")
+        return (
+            f"vault '{self.vault.name}' is being watched by {holder}; serving it as a reader, "
+            "and watching it here if that process stops"
+        )
 
     # ------------------------------------------------------------ writing
 
-    def write(self, path: str, text: str, *, append: bool, read: Read | None = None,
-              expected: str | None = None) -> Note:
+    def write(
+        self, path: str, text: str, *, append: bool, read: Read | None = None, expected: str | None = None
+    ) -> Note:
         """Create (or append to) a note and return it as recorded; ``read`` reads a recorded note back
         (default: this vault's ``read``); ``expected``: the revision the note must be at (``revisions``).
         See the module docstring for who records, and when a write is refused (LockedError, one line)."""
         rel = writable_note_path(path)  # a bad path is refused before anything else
-        done = perform(self.vault, "write", {"path": rel, "text": text, "append": append, "expected": expected},
-                       public=True)
+        done = perform(
+            self.vault, "write", {"path": rel, "text": text, "append": append, "expected": expected}, public=True
+        )
         if done.here is not None:
             summary, note = done.here
             self._told(summary)

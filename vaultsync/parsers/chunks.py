@@ -150,8 +150,9 @@ class _Packer:
     def _closes(self, start: int, end: int) -> bool:
         """True when lines ``start:end`` are big enough and their last line is a boundary."""
         offsets = self.offsets
-        return (offsets[end] - offsets[start] >= self.min_chars
-                and _is_boundary(self.text[offsets[end - 1] : offsets[end]]))
+        return offsets[end] - offsets[start] >= self.min_chars and _is_boundary(
+            self.text[offsets[end - 1] : offsets[end]]
+        )
 
     def cut_lines(self, start: int, end: int, block: Block | None) -> None:
         """Cut an oversized unit into pieces of its own, packing whole lines up to the bound."""

@@ -43,7 +43,7 @@ def parse_link_destination(string: str, pos: int, maximum: int) -> _Result:
             if char == "\n" or char == "<":
                 return result
             if char == ">":
-                result.pos, result.str, result.ok = pos + 1, unescapeAll(string[start + 1:pos]), True
+                result.pos, result.str, result.ok = pos + 1, unescapeAll(string[start + 1 : pos]), True
                 return result
             pos += 2 if pos + 1 < maximum else 1  # a backslash escapes the next character
         return result
@@ -103,7 +103,10 @@ def normalize_link(md: MarkdownIt, url: str) -> str:
 def install(md: MarkdownIt) -> None:
     """Make ``md`` read and normalize link destinations with the functions above."""
     # markdown-it types ``helpers`` as its helpers module; any object with these three functions serves
-    md.helpers = SimpleNamespace(parseLinkDestination=parse_link_destination,  # type: ignore[assignment]
-                                 parseLinkLabel=parseLinkLabel, parseLinkTitle=parseLinkTitle)
+    md.helpers = SimpleNamespace(
+        parseLinkDestination=parse_link_destination,  # type: ignore[assignment]
+        parseLinkLabel=parseLinkLabel,
+        parseLinkTitle=parseLinkTitle,
+    )
     # (the ignore below) replaced on this instance on purpose
     md.normalizeLink = lambda url: normalize_link(md, url)  # type: ignore[method-assign]

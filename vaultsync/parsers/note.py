@@ -11,8 +11,8 @@ from .engine import MD
 from .frontmatter import load_frontmatter
 from .lines import line_offsets, split_lines
 from .model import ParsedNote
-from .tokens import TokenFacts, walk_tokens
 from .tags import frontmatter_tags
+from .tokens import TokenFacts, walk_tokens
 
 __all__ = ["DEFAULT_MAX_CHUNK_CHARS", "parse_note", "split_lines"]
 

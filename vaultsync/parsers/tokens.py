@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 from markdown_it.token import Token
 
@@ -103,14 +103,22 @@ def _walk_inline(tok: Token, span: list[int], in_paragraph: bool, found: TokenFa
         elif ctype == "wikilink":
             meta = child.meta
             found.links.append(
-                Link(meta["target"], meta["heading"], meta["block"], meta["alias"], meta["embed"], "wikilink",
-                     base + meta["line"])
+                Link(
+                    meta["target"],
+                    meta["heading"],
+                    meta["block"],
+                    meta["alias"],
+                    meta["embed"],
+                    "wikilink",
+                    base + meta["line"],
+                )
             )
         elif ctype == "tag":
             found.tags.append((base + child.meta["line"], child.meta["tag"]))
         elif ctype == "link_open":
-            found.links.append(_markdown_link(str(child.attrGet("href") or ""), _link_text(children, k + 1),
-                                             False, base + breaks))
+            found.links.append(
+                _markdown_link(str(child.attrGet("href") or ""), _link_text(children, k + 1), False, base + breaks)
+            )
         elif ctype == "image":
             found.links.append(_markdown_link(str(child.attrGet("src") or ""), child.content, True, base + breaks))
     if in_paragraph:

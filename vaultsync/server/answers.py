@@ -42,12 +42,15 @@ class NoteHits(Compact):
     """The hits in one note, best first."""
 
     path: str = Field(description="Vault-relative path of the note")
-    revision: str = Field(description="The note revision the hits come from (restore_note and expected_revision "
-                          "take it)")
+    revision: str = Field(
+        description="The note revision the hits come from (restore_note and expected_revision take it)"
+    )
     time: int = Field(description="When vaultsync learned this revision: an index into the answer's times")
-    hits: list[Hit] = Field(description="Each hit as [heading path ('A > B'; '' above the first heading), first line, "
-                            "last line, text]: the text is an excerpt around the match (spaces collapsed, '…' where "
-                            "cut) or, with full_text, the chunk's exact text")
+    hits: list[Hit] = Field(
+        description="Each hit as [heading path ('A > B'; '' above the first heading), first line, "
+        "last line, text]: the text is an excerpt around the match (spaces collapsed, '…' where "
+        "cut) or, with full_text, the chunk's exact text"
+    )
 
 
 class Explained(Compact):
@@ -57,8 +60,9 @@ class Explained(Compact):
     path: str
     lines: list[int]
     chunk_id: str
-    score: float = Field(description="The mode's score: hybrid, higher is better; keyword, bm25 (lower is better); "
-                         "vector, cosine")
+    score: float = Field(
+        description="The mode's score: hybrid, higher is better; keyword, bm25 (lower is better); vector, cosine"
+    )
 
 
 TIMES = "Each distinct known_at (UTC) of the revisions in this answer, oldest first; rows name one by its index"
@@ -71,12 +75,17 @@ class SearchAnswer(Compact):
     times: list[str] = Field(description=TIMES)
     as_of: str | None = Field(default=None, description="The knowledge cutoff searched (absent: now)")
     truncated: bool | None = Field(default=None, description="True when hit texts were cut to keep the answer small")
-    before_history: bool | None = Field(default=None, description="True when as_of is before the vault's first "
-                                        "batch: the vault had no history then, so nothing could match (ask about "
-                                        "first_batch or later)")
+    before_history: bool | None = Field(
+        default=None,
+        description="True when as_of is before the vault's first "
+        "batch: the vault had no history then, so nothing could match (ask about "
+        "first_batch or later)",
+    )
     first_batch: str | None = Field(default=None, description="With before_history: when the vault's history starts")
-    explain: list[Explained] | None = Field(default=None, description="explain=true: every hit in rank order with "
-                                            "its scores (keyword and vector ranks, signals)")
+    explain: list[Explained] | None = Field(
+        default=None,
+        description="explain=true: every hit in rank order with its scores (keyword and vector ranks, signals)",
+    )
 
 
 def search_answer(result: Any, *, full_text: bool, explain: bool) -> SearchAnswer:
@@ -91,8 +100,11 @@ def search_answer(result: Any, *, full_text: bool, explain: bool) -> SearchAnswe
             group = groups.get(hit["path"])
             if group is None:
                 group = groups[hit["path"]] = NoteHits(
-                    path=hit["path"], revision=short_revision(hit["content_hash"]) or "",
-                    time=times.index(_time(hit["known_at"])), hits=[])
+                    path=hit["path"],
+                    revision=short_revision(hit["content_hash"]) or "",
+                    time=times.index(_time(hit["known_at"])),
+                    hits=[],
+                )
             group.hits.append((" > ".join(hit["heading_path"]), hit["lines"][0], hit["lines"][1], text))
         return list(groups.values())
 
@@ -108,16 +120,24 @@ def search_answer(result: Any, *, full_text: bool, explain: bool) -> SearchAnswe
     answer.notes = grouped(texts)
     answer.truncated = cut or None
     if explain:
-        answer.explain = [Explained(path=h["path"], lines=list(h["lines"]), chunk_id=h["chunk_id"], score=h["score"],
-                                    **{k: h[k] for k in ("keyword", "vector", "signals") if h.get(k) is not None})
-                          for h in hits]
+        answer.explain = [
+            Explained(
+                path=h["path"],
+                lines=list(h["lines"]),
+                chunk_id=h["chunk_id"],
+                score=h["score"],
+                **{k: h[k] for k in ("keyword", "vector", "signals") if h.get(k) is not None},
+            )
+            for h in hits
+        ]
     return answer
 
 
 def _budget(answer: SearchAnswer, hits: int) -> int:
     """Characters left for excerpts once the answer's other parts are counted."""
-    shape = len(json.dumps(answer.model_dump(mode="json", exclude_none=True), ensure_ascii=False,
-                           separators=(",", ":")))
+    shape = len(
+        json.dumps(answer.model_dump(mode="json", exclude_none=True), ensure_ascii=False, separators=(",", ":"))
+    )
     return max(ANSWER_CHARS_PER_HIT * hits - shape, 60 * hits)
 
 
@@ -138,18 +158,20 @@ def fit_hits(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
     return hits, cut
 
 
-
 class NoteListAnswer(Compact):
     """A page of notes by path, grouped by folder."""
 
     folders: dict[str, list[tuple[str, str, int]]] = Field(
         description="Each folder's path (with a trailing '/'; '' for the vault's top folder) and its notes on this "
-                    "page, each as [file name, revision, time]: time is an index into times")
+        "page, each as [file name, revision, time]: time is an index into times"
+    )
     times: list[str] = Field(description=TIMES)
     as_of: str | None = Field(default=None, description="The knowledge cutoff listed (absent: now)")
     next_cursor: str | None = Field(default=None, description="Pass as cursor for the next page; absent on the last")
-    before_history: bool | None = Field(default=None, description="True when as_of is before the vault's first "
-                                        "batch: no note existed yet (see first_batch)")
+    before_history: bool | None = Field(
+        default=None,
+        description="True when as_of is before the vault's first batch: no note existed yet (see first_batch)",
+    )
     first_batch: str | None = Field(default=None, description="With before_history: when the vault's history starts")
 
 
@@ -159,7 +181,8 @@ def note_list(revisions: list[Any], *, as_of: int | None, next_cursor: str | Non
     for r in revisions:
         folder, _, name = r.path.rpartition("/")
         folders.setdefault(folder + "/" if folder else "", []).append(
-            (name, short_revision(r.content_hash) or "", times.index(format_time(r.known_at))))
+            (name, short_revision(r.content_hash) or "", times.index(format_time(r.known_at)))
+        )
     return NoteListAnswer(folders=folders, times=times.values, as_of=format_time(as_of), next_cursor=next_cursor)
 
 
@@ -183,15 +206,30 @@ class HistoryAnswer(Compact):
 
 def history_answer(path: str, revisions: list[Any], truncated: bool) -> HistoryAnswer:
     ids = short_revisions([r.content_hash for r in revisions])
-    rows = [RevisionRow(kind=r.kind, known_at=format_time(r.known_at), revision=ids[i],
-                        path=r.path if r.path != path else None, renamed_from=r.renamed_from)
-            for i, r in enumerate(revisions)]
+    rows = [
+        RevisionRow(
+            kind=r.kind,
+            known_at=format_time(r.known_at),
+            revision=ids[i],
+            path=r.path if r.path != path else None,
+            renamed_from=r.renamed_from,
+        )
+        for i, r in enumerate(revisions)
+    ]
     return HistoryAnswer(path=path, revisions=rows, truncated=truncated or None)
 
 
 def change_rows(revisions: list[Any]) -> list[RevisionRow]:
-    return [RevisionRow(kind=r.kind, known_at=format_time(r.known_at), revision=short_revision(r.content_hash),
-                        path=r.path, renamed_from=r.renamed_from) for r in revisions]
+    return [
+        RevisionRow(
+            kind=r.kind,
+            known_at=format_time(r.known_at),
+            revision=short_revision(r.content_hash),
+            path=r.path,
+            renamed_from=r.renamed_from,
+        )
+        for r in revisions
+    ]
 
 
 def _time(value: Any) -> Any:

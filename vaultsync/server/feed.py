@@ -56,7 +56,7 @@ def uri_path(uri: str) -> str | None:
     text = str(uri)
     if not text.startswith("note://") or len(text) <= len("note://"):
         return None
-    return unquote(text[len("note://"):])
+    return unquote(text[len("note://") :])
 
 
 class ChangeFeed:
@@ -121,8 +121,12 @@ class ChangeFeed:
                 try:
                     self._tell(news)
                 except Exception:  # the event loop is gone: nobody is left to tell
-                    logger.debug("could not tell subscribers about batches %d..%d", news[0].batch_id,
-                                 news[-1].batch_id, exc_info=True)
+                    logger.debug(
+                        "could not tell subscribers about batches %d..%d",
+                        news[0].batch_id,
+                        news[-1].batch_id,
+                        exc_info=True,
+                    )
                 self.told = news[-1].batch_id
 
     def _publish_soon(self, news: list[BatchNews]) -> None:
@@ -162,8 +166,10 @@ class ChangeFeed:
             if self.per_connection.get(key, 0) >= MAX_SUBSCRIPTIONS:
                 if not subscribers:
                     del self.legacy[canonical]
-                raise ValueError(f"this connection already holds {MAX_SUBSCRIPTIONS} subscriptions (the most one "
-                                 "may hold); unsubscribe from some first")
+                raise ValueError(
+                    f"this connection already holds {MAX_SUBSCRIPTIONS} subscriptions (the most one "
+                    "may hold); unsubscribe from some first"
+                )
             self.per_connection[key] = self.per_connection.get(key, 0) + 1
         subscribers[key] = session
         return canonical

@@ -50,9 +50,13 @@ def plain_config(db: Path, vault_name: str | None, vault_dir: Path, *, watch: bo
     folder = vault_dir.expanduser()
     if not folder.is_dir() and (len(vault_dir.parts) > 1 or str(vault_dir).startswith((".", "~"))):
         raise ConfigError(f"vault folder {vault_dir} does not exist or is not a folder")
-    return ServeConfig(db=db, root=folder if folder.is_dir() else None,
-                       vault=vault_name or (None if folder.is_dir() else str(vault_dir)),
-                       allow_writes=allow_writes, watch=watch)
+    return ServeConfig(
+        db=db,
+        root=folder if folder.is_dir() else None,
+        vault=vault_name or (None if folder.is_dir() else str(vault_dir)),
+        allow_writes=allow_writes,
+        watch=watch,
+    )
 
 
 def plain_http(bind: str | None, token_file: Path | None, tls_cert: Path | None, tls_key: Path | None) -> Http | None:
@@ -72,16 +76,25 @@ def hardened_config(manifest: Manifest, vault_dir: Path) -> tuple[ServeConfig, H
     folder = vault_dir.expanduser()
     if not folder.is_dir():
         raise ConfigError(f"vault folder {vault_dir} does not exist or is not a folder")
-    config = ServeConfig(db=manifest.db_path, root=folder, vault=manifest.vault_name, allow_writes=manifest.allow_writes,
-                         watch=manifest.watch, lock_command=LOCK_COMMAND, manifest=manifest)
+    config = ServeConfig(
+        db=manifest.db_path,
+        root=folder,
+        vault=manifest.vault_name,
+        allow_writes=manifest.allow_writes,
+        watch=manifest.watch,
+        lock_command=LOCK_COMMAND,
+        manifest=manifest,
+    )
     http = manifest.http
     if http is None:
         return config, None
     host, port = t.parse_bind(http.bind)
     tls = t.check_tls(http.tls_cert, http.tls_key)
     if not http.tokens and host not in t.LOOPBACK:
-        raise ConfigError(f"manifest {manifest.path}: http.tokens: serving beyond loopback ({host}) needs at "
-                          "least one [[http.tokens]] entry")
+        raise ConfigError(
+            f"manifest {manifest.path}: http.tokens: serving beyond loopback ({host}) needs at "
+            "least one [[http.tokens]] entry"
+        )
     return config, Http(host, port, tls=tls, verifier=t.HashedTokenVerifier(http.tokens) if http.tokens else None)
 
 
@@ -110,5 +123,8 @@ def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = Non
     if http is None:
         anyio.run(t.serve_stdio, mcp)
     else:
-        anyio.run(lambda: t.serve_http(mcp, http.host, http.port, token=http.token, tls=http.tls,
-                                       verifier=http.verifier, served=served))
+        anyio.run(
+            lambda: t.serve_http(
+                mcp, http.host, http.port, token=http.token, tls=http.tls, verifier=http.verifier, served=served
+            )
+        )

@@ -79,8 +79,13 @@ class InFlight:
                 del self.pending[ident]
 
 
-def guarded_h11(base: type, *, waiting_limit: int = MAX_WAITING_FOR_HEADERS,
-                header_timeout_s: float = HEADER_TIMEOUT_S, body_timeout_s: float = BODY_TIMEOUT_S) -> type:
+def guarded_h11(
+    base: type,
+    *,
+    waiting_limit: int = MAX_WAITING_FOR_HEADERS,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+    body_timeout_s: float = BODY_TIMEOUT_S,
+) -> type:
     """uvicorn's h11 protocol with a deadline for each request to arrive and a cap on connections
     still sending one (the oldest is closed when the cap is reached): slow or half-sent requests
     cannot hold the server, and a client that sends its request promptly is always read."""

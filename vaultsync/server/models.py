@@ -34,8 +34,10 @@ class SearchHit(_Out):
     heading_path: list[str] = Field(description="Headings the chunk sits under, outermost first")
     lines: list[int] = Field(description="First and last line of the chunk (1-based, inclusive)")
     text: str = Field(description="The chunk's exact text (cut when very long; see truncated)")
-    score: float = Field(description="The mode's score: hybrid, higher is better (BM25 plus phrase, "
-                                     "proximity and heading signals); keyword, bm25 (lower is better); vector, cosine")
+    score: float = Field(
+        description="The mode's score: hybrid, higher is better (BM25 plus phrase, "
+        "proximity and heading signals); keyword, bm25 (lower is better); vector, cosine"
+    )
     keyword: Component | None = Field(default=None, description="Keyword (BM25) ranking, if it matched")
     vector: Component | None = Field(default=None, description="Vector (cosine) ranking, if it matched")
     known_at: str | None = Field(description="When vaultsync learned this revision (UTC)")
@@ -53,8 +55,11 @@ class SearchResult(_Out):
     mode: str
     hits: list[SearchHit]
     truncated: bool = Field(default=False, description="True when hit texts were cut to keep the result small")
-    before_history: bool = Field(default=False, description="True when as_of is before the vault's first batch: "
-                                 "the vault had no history then, so nothing could match (ask about first_batch or later)")
+    before_history: bool = Field(
+        default=False,
+        description="True when as_of is before the vault's first batch: "
+        "the vault had no history then, so nothing could match (ask about first_batch or later)",
+    )
     first_batch: str | None = Field(default=None, description="When the vault's history starts (its first batch, UTC)")
 
 
@@ -93,8 +98,10 @@ class RevisionRow(Compact):
     kind: str = Field(description="created, modified, renamed or deleted")
     known_at: str = Field(description="When vaultsync learned it (UTC)")
     revision: str | None = Field(default=None, description="Its revision id (absent for a deletion)")
-    path: str | None = Field(default=None, description="The note's path then (note_history: only where it had "
-                             "another name than the answer's path)")
+    path: str | None = Field(
+        default=None,
+        description="The note's path then (note_history: only where it had another name than the answer's path)",
+    )
     renamed_from: str | None = Field(default=None, description="For a rename: the path it had before")
 
 
@@ -112,10 +119,15 @@ class ChangesResult(Compact):
     changes: list[RevisionRow] = Field(description="In the order vaultsync learned them")
     counts: dict[str, int] = Field(description="How many of each kind (all of them, even when truncated)")
     truncated: bool = Field(default=False, description="True when only the first `limit` changes are listed")
-    horizon: str | None = Field(default=None, description="Set when since is before the vault's retention horizon: "
-                                "its history before this time was purged, and the changes listed start there")
-    before_history: bool = Field(default=False, description="True when until is before the vault's first batch: "
-                                 "nothing had changed yet (see first_batch)")
+    horizon: str | None = Field(
+        default=None,
+        description="Set when since is before the vault's retention horizon: "
+        "its history before this time was purged, and the changes listed start there",
+    )
+    before_history: bool = Field(
+        default=False,
+        description="True when until is before the vault's first batch: nothing had changed yet (see first_batch)",
+    )
     first_batch: str | None = Field(default=None, description="When the vault's history starts (its first batch, UTC)")
 
 
@@ -131,12 +143,19 @@ class WatcherStatus(_Out):
     model_config = ConfigDict(extra="allow")
     running: bool = Field(description="A watcher keeps the index current (in this process or another)")
     in_process: bool = Field(description="The watcher runs inside this server (serve --watch)")
-    other_process: str | None = Field(default=None, description="Another process writing this vault, if any (what "
-                                      "it does and since when)")
-    role: str = Field(default="reader", description="watcher: this server records the folder's changes; reader: "
-                      "it only reads the store (another process, other_process, may be watching)")
-    standby: bool = Field(default=False, description="Asked to watch (serve --watch): a reader takes over "
-                          "watching within seconds when the watching process stops")
+    other_process: str | None = Field(
+        default=None, description="Another process writing this vault, if any (what it does and since when)"
+    )
+    role: str = Field(
+        default="reader",
+        description="watcher: this server records the folder's changes; reader: "
+        "it only reads the store (another process, other_process, may be watching)",
+    )
+    standby: bool = Field(
+        default=False,
+        description="Asked to watch (serve --watch): a reader takes over "
+        "watching within seconds when the watching process stops",
+    )
     lag_seconds: float | None = Field(default=None, description="How far the index may be behind the folder")
 
 
@@ -179,8 +198,11 @@ def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
             kinds = list({json.dumps(item, sort_keys=True): item for item in node["prefixItems"]}.values())
             node = {k: v for k, v in node.items() if k not in ("prefixItems", "items")}
             node["items"] = kinds[0] if len(kinds) == 1 else {"anyOf": kinds}
-        out = {k: ({name: walk(sub) for name, sub in v.items()} if k == "properties" else walk(v))
-               for k, v in node.items() if k not in ("title", "$defs")}
+        out = {
+            k: ({name: walk(sub) for name, sub in v.items()} if k == "properties" else walk(v))
+            for k, v in node.items()
+            if k not in ("title", "$defs")
+        }
         options = out.get("anyOf")
         if options and all(set(o) == {"type"} and isinstance(o["type"], str) for o in options):
             out.pop("anyOf")

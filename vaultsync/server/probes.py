@@ -53,8 +53,12 @@ def readiness(served: ServedVault) -> tuple[bool, dict[str, Any]]:
             except Exception:
                 current = False
     ready = database == "ok" and current is not False
-    return ready, {"status": "ready" if ready else "not ready", "database": database, "vault_current": current,
-                   "watcher_lag_seconds": lag}
+    return ready, {
+        "status": "ready" if ready else "not ready",
+        "database": database,
+        "vault_current": current,
+        "watcher_lag_seconds": lag,
+    }
 
 
 def routes(served: ServedVault) -> list[Route]:
@@ -64,8 +68,10 @@ def routes(served: ServedVault) -> list[Route]:
         return JSONResponse({"status": "alive"}, headers=HEADERS)
 
     async def ready(request: Request) -> JSONResponse:
-        answer: tuple[bool, dict[str, Any]] = (False, {"status": "not ready", "database": "unreachable",
-                                                       "vault_current": None, "watcher_lag_seconds": None})
+        answer: tuple[bool, dict[str, Any]] = (
+            False,
+            {"status": "not ready", "database": "unreachable", "vault_current": None, "watcher_lag_seconds": None},
+        )
         with anyio.move_on_after(CHECK_TIMEOUT_S):
             answer = await anyio.to_thread.run_sync(readiness, served, abandon_on_cancel=True)
         ok, body = answer
@@ -92,8 +98,14 @@ def logged(app: Any) -> Any:
             await app(scope, receive, sending)
         finally:
             client = scope.get("client") or ("-", 0)
-            access.info('%s "%s %s" %s %.0f ms', client[0], scope.get("method", "-"), scope.get("path", "-"),
-                        status[0] or "-", (time.monotonic() - started) * 1000)
+            access.info(
+                '%s "%s %s" %s %.0f ms',
+                client[0],
+                scope.get("method", "-"),
+                scope.get("path", "-"),
+                status[0] or "-",
+                (time.monotonic() - started) * 1000,
+            )
 
     return wrapped
 

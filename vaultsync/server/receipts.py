@@ -65,10 +65,14 @@ class ReceiptCheck(BaseModel):
     message: str = Field(description="One line saying what was checked or what failed")
 
 
-SIGNED_NOTE = "\n\nEvery answer carries a receipt (HMAC by this server's key) over vault, path, revision, content hash, " \
-              "as_of and known_at; verify_receipt checks it."
-SIGNED_HITS = "\n\nEvery hit carries a receipt (HMAC by this server's key) over vault, path, revision, the note " \
-              "revision's content hash, as_of and known_at; verify_receipt checks it."
+SIGNED_NOTE = (
+    "\n\nEvery answer carries a receipt (HMAC by this server's key) over vault, path, revision, content hash, "
+    "as_of and known_at; verify_receipt checks it."
+)
+SIGNED_HITS = (
+    "\n\nEvery hit carries a receipt (HMAC by this server's key) over vault, path, revision, the note "
+    "revision's content hash, as_of and known_at; verify_receipt checks it."
+)
 
 
 def add_receipts(tools: ToolSet, rt: ServedVault, keystore: Keystore) -> None:
@@ -93,13 +97,21 @@ def add_receipts(tools: ToolSet, rt: ServedVault, keystore: Keystore) -> None:
     @tools.add("Verify a provenance receipt", READ_ONLY)
     @friendly
     def verify_receipt(
-        receipt: Annotated[dict[str, Any], Field(description="The receipt object exactly as a read_note answer or "
-                                                  "a search hit carried it")],
-        content: Annotated[str | None, Field(description="The text that came with it (read_note content or the "
-                                             "hit's text), to check it against the stored revision too",
-                                             max_length=300_000)] = None,
-        offset: Annotated[int | None, Field(ge=0, description="read_note's offset for that content; omit for a "
-                                            "search hit's text")] = None,
+        receipt: Annotated[
+            dict[str, Any],
+            Field(description="The receipt object exactly as a read_note answer or a search hit carried it"),
+        ],
+        content: Annotated[
+            str | None,
+            Field(
+                description="The text that came with it (read_note content or the "
+                "hit's text), to check it against the stored revision too",
+                max_length=300_000,
+            ),
+        ] = None,
+        offset: Annotated[
+            int | None, Field(ge=0, description="read_note's offset for that content; omit for a search hit's text")
+        ] = None,
     ) -> ReceiptCheck:
         """Check a provenance receipt: its MAC under this server's keys (current or retired) and, against the
         store, that the revision exists at that path with that content hash and known_at. Says valid, or
@@ -111,8 +123,9 @@ def add_receipts(tools: ToolSet, rt: ServedVault, keystore: Keystore) -> None:
         return ReceiptCheck(**verdict.to_json())
 
 
-def _wrap(tools: ToolSet, name: str, model: type[BaseModel], sign: Callable[[Any, dict[str, Any]], BaseModel],
-          note: str) -> None:
+def _wrap(
+    tools: ToolSet, name: str, model: type[BaseModel], sign: Callable[[Any, dict[str, Any]], BaseModel], note: str
+) -> None:
     """Replace tool ``name`` by one with the same arguments whose answer ``sign`` turns into a ``model``."""
     index = next(i for i, t in enumerate(tools.tools) if t.name == name)
     old: Tool = tools.tools[index]
@@ -126,7 +139,8 @@ def _wrap(tools: ToolSet, name: str, model: type[BaseModel], sign: Callable[[Any
     signed.__name__ = name  # the tool keeps its name, whichever function gives the whole answer
     # (the ignore below) the SDK builds the schema from the signature set here
     signed.__signature__ = inspect.signature(inner, eval_str=True).replace(  # type: ignore[attr-defined]
-        return_annotation=model)
+        return_annotation=model
+    )
     signed.__doc__ = (inner.__doc__ and inspect.cleandoc(inner.__doc__) or "") + note
     one = ToolSet()
     one.add(old.title or name, old.annotations or READ_ONLY)(signed)

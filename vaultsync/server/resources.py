@@ -23,16 +23,21 @@ from mcp.types import (
 from ..errors import VaultsyncError
 from ..times import format_time
 from .feed import NOTE_TEMPLATE, note_uri
-from .served import ServedVault
 from .sdk import lowlevel_server
+from .served import ServedVault
 from .toolkit import decode_cursor, page
 
 
 def register_resources(mcp: MCPServer, rt: ServedVault, *, page_size: int = 100) -> None:
     """The note template, a paginated resources/list, and legacy resources/subscribe handlers."""
 
-    @mcp.resource(NOTE_TEMPLATE, name="note", title="Note (current text)", mime_type="text/markdown",
-                  description="A note's current Markdown text by vault-relative path, e.g. note://Projects/Atlas.md")
+    @mcp.resource(
+        NOTE_TEMPLATE,
+        name="note",
+        title="Note (current text)",
+        mime_type="text/markdown",
+        description="A note's current Markdown text by vault-relative path, e.g. note://Projects/Atlas.md",
+    )
     def note(path: str) -> str:
         try:
             with rt.reading() as vault:
@@ -42,7 +47,9 @@ def register_resources(mcp: MCPServer, rt: ServedVault, *, page_size: int = 100)
 
     lowlevel = lowlevel_server(mcp)  # MCPServer has no paginated resources/list and no resources/subscribe
 
-    async def list_resources(ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None) -> ListResourcesResult:
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
         try:
             after = decode_cursor(params.cursor if params is not None else None)
         except ValueError as exc:
@@ -51,8 +58,14 @@ def register_resources(mcp: MCPServer, rt: ServedVault, *, page_size: int = 100)
         revisions = await anyio.to_thread.run_sync(rt.listing)
         chosen, nxt = page(revisions, after, page_size, key=lambda r: r.path)
         resources = [
-            Resource(uri=note_uri(r.path), name=r.path, title=r.title, mime_type="text/markdown", size=r.size,
-                     annotations=Annotations(last_modified=format_time(r.known_at)))
+            Resource(
+                uri=note_uri(r.path),
+                name=r.path,
+                title=r.title,
+                mime_type="text/markdown",
+                size=r.size,
+                annotations=Annotations(last_modified=format_time(r.known_at)),
+            )
             for r in chosen
         ]
         return ListResourcesResult(resources=resources, next_cursor=nxt)
@@ -61,8 +74,9 @@ def register_resources(mcp: MCPServer, rt: ServedVault, *, page_size: int = 100)
         try:
             rt.feed.subscribe_legacy(str(params.uri), ctx.session)
         except ValueError as exc:
-            raise MCPError(INVALID_PARAMS,
-                           f"{exc}; subscribe to a note://Folder/Note.md URI from resources/list") from None
+            raise MCPError(
+                INVALID_PARAMS, f"{exc}; subscribe to a note://Folder/Note.md URI from resources/list"
+            ) from None
         return EmptyResult()
 
     async def unsubscribe(ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams) -> EmptyResult:
@@ -72,4 +86,3 @@ def register_resources(mcp: MCPServer, rt: ServedVault, *, page_size: int = 100)
     lowlevel.add_request_handler("resources/list", PaginatedRequestParams, list_resources)
     lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
     lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
-

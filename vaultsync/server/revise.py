@@ -9,20 +9,22 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from ..disk.edit import MAX_WRITE_CHARS
-from ..errors import LockedError, NoteNotFound
 from ..disk.paths import writable_note_path
+from ..errors import LockedError, NoteNotFound
+from ..live.handoff import perform
 from ..revisions import check_revision_id, mismatch, revision_of
 from ..times import format_time
 from ..vault import Note, Vault
-from ..live.handoff import perform
 from .feed import note_uri
 from .models import WriteResult
 from .served import ServedVault
 from .toolkit import REWRITE, PathArg, TimeArg, ToolSet, friendly
 
-EXPECTED = ("The note's revision you last read (read_note's content_hash, or a revision id as note_history and "
-            "search_notes show it: its first 8+ characters): the write "
-            "is refused, nothing written, if the note changed since")
+EXPECTED = (
+    "The note's revision you last read (read_note's content_hash, or a revision id as note_history and "
+    "search_notes show it: its first 8+ characters): the write "
+    "is refused, nothing written, if the note changed since"
+)
 Expected = Annotated[str | None, Field(description=EXPECTED, max_length=64)]
 """``expected_revision`` where it may be left out (create_note, append_to_note, restore_note)."""
 Required = Annotated[str, Field(description=EXPECTED, min_length=8, max_length=64)]
@@ -35,12 +37,23 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
     def edit_note(
         path: PathArg,
         expected_revision: Required,
-        new_text: Annotated[str, Field(description="The replacement: the section's new body (its heading line "
-                                       "stays), or the text that replaces old_text", max_length=MAX_WRITE_CHARS)],
-        heading: Annotated[str | None, Field(description="Replace the body of this section: its heading path, "
-                                             "e.g. 'Plan > Risks'", max_length=1024)] = None,
-        old_text: Annotated[str | None, Field(description="Replace this exact text, which must occur once",
-                                              max_length=MAX_WRITE_CHARS)] = None,
+        new_text: Annotated[
+            str,
+            Field(
+                description="The replacement: the section's new body (its heading line "
+                "stays), or the text that replaces old_text",
+                max_length=MAX_WRITE_CHARS,
+            ),
+        ],
+        heading: Annotated[
+            str | None,
+            Field(
+                description="Replace the body of this section: its heading path, e.g. 'Plan > Risks'", max_length=1024
+            ),
+        ] = None,
+        old_text: Annotated[
+            str | None, Field(description="Replace this exact text, which must occur once", max_length=MAX_WRITE_CHARS)
+        ] = None,
     ) -> WriteResult:
         """Edit a note in place: replace one section's body (by heading path) or one exact text
         occurrence. Requires expected_revision (read_note's content_hash): when the note changed
@@ -49,9 +62,21 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
             raise ToolError("give exactly one of heading and old_text")
         check_revision_id(expected_revision)
         writer, rel = served.writing_vault(), writable_note_path(path)
-        done = _locked(writer, lambda: perform(writer, "edit", {
-            "path": rel, "expected": expected_revision, "new_text": new_text, "heading": heading,
-            "old_text": old_text}, public=True))
+        done = _locked(
+            writer,
+            lambda: perform(
+                writer,
+                "edit",
+                {
+                    "path": rel,
+                    "expected": expected_revision,
+                    "new_text": new_text,
+                    "heading": heading,
+                    "old_text": old_text,
+                },
+                public=True,
+            ),
+        )
         if done.here is None:  # carried out by the process watching the vault
             return recorded(served.read(done.answer["path"]))
         summary, note = done.here
@@ -63,8 +88,13 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
     def restore_note(
         path: PathArg,
         as_of: TimeArg = None,
-        revision: Annotated[str | None, Field(description="The revision to bring back (a content_hash from "
-                                              "note_history, or its first 8+ characters)", max_length=64)] = None,
+        revision: Annotated[
+            str | None,
+            Field(
+                description="The revision to bring back (a content_hash from note_history, or its first 8+ characters)",
+                max_length=64,
+            ),
+        ] = None,
         expected_revision: Expected = None,
     ) -> WriteResult:
         """Write a past state of a note back (as_of a time, or a revision from note_history) as a new
@@ -73,8 +103,15 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         writer = served.writing_vault()
         if expected_revision is not None:
             check_revision_id(expected_revision)
-        done = _locked(writer, lambda: perform(writer, "restore_note", {
-            "path": path, "as_of": as_of, "revision": revision, "expected": expected_revision}, public=True))
+        done = _locked(
+            writer,
+            lambda: perform(
+                writer,
+                "restore_note",
+                {"path": path, "as_of": as_of, "revision": revision, "expected": expected_revision},
+                public=True,
+            ),
+        )
         if done.here is not None and done.here.summary is not None:
             served.on_batch(done.here.summary)
         return recorded(served.read(done.answer["path"]))
@@ -100,5 +137,11 @@ def refuse_create(writer: Vault, rel: str, expected: str) -> None:
 def recorded(note: Note) -> WriteResult:
     """A write tool's answer: the note as recorded."""
     r = note.revision
-    return WriteResult(path=r.path, known_at=format_time(r.known_at), content_hash=r.content_hash, size=r.size,
-                       ingested=True, uri=note_uri(r.path))
+    return WriteResult(
+        path=r.path,
+        known_at=format_time(r.known_at),
+        content_hash=r.content_hash,
+        size=r.size,
+        ingested=True,
+        uri=note_uri(r.path),
+    )

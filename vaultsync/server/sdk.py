@@ -36,8 +36,10 @@ def lowlevel_server(mcp: MCPServer) -> Server[Any]:
     """The low-level ``Server`` behind ``mcp`` (for handlers, ``run`` and the HTTP app with auth)."""
     server = getattr(mcp, LOWLEVEL_SERVER, None)
     if not isinstance(server, Server):
-        raise SDKChanged(f"mcp.server.MCPServer.{LOWLEVEL_SERVER} is no longer the low-level mcp.server.lowlevel.Server "
-                         f"(got {type(server).__name__}); update vaultsync/server/sdk.py for this SDK version")
+        raise SDKChanged(
+            f"mcp.server.MCPServer.{LOWLEVEL_SERVER} is no longer the low-level mcp.server.lowlevel.Server "
+            f"(got {type(server).__name__}); update vaultsync/server/sdk.py for this SDK version"
+        )
     return server
 
 
@@ -45,6 +47,8 @@ def connection_key(session: ServerSession) -> int:
     """A key for the client connection behind a per-request ``ServerSession`` (stable across requests)."""
     connection = getattr(session, SESSION_CONNECTION, None)
     if connection is None:
-        raise SDKChanged(f"mcp.server.session.ServerSession.{SESSION_CONNECTION} is gone; legacy resources/subscribe "
-                         "cannot tell connections apart: update vaultsync/server/sdk.py for this SDK version")
+        raise SDKChanged(
+            f"mcp.server.session.ServerSession.{SESSION_CONNECTION} is gone; legacy resources/subscribe "
+            "cannot tell connections apart: update vaultsync/server/sdk.py for this SDK version"
+        )
     return id(connection)

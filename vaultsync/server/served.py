@@ -25,10 +25,10 @@ import anyio
 import anyio.to_thread
 
 from ..errors import ConfigError, VaultNotFound, VaultsyncError
-from ..sync import BatchSummary
-from ..vault import Note, Vault
 from ..live.watcher import Watcher
 from ..live.writer_role import WriterRole, public_holder
+from ..sync import BatchSummary
+from ..vault import Note, Vault
 from .feed import POLL_S, ChangeFeed
 
 if TYPE_CHECKING:
@@ -134,8 +134,12 @@ class ServedVault:
             # the database exists but does not hold this vault: say how to fill it
             if cfg.root is None:
                 raise
-            raise VaultNotFound(f"{exc}; import it first, or watch the vault folder", argument="watch", remedy="sync",
-                                remedy_args={"root": cfg.root}) from None
+            raise VaultNotFound(
+                f"{exc}; import it first, or watch the vault folder",
+                argument="watch",
+                remedy="sync",
+                remedy_args={"root": cfg.root},
+            ) from None
 
     def close(self) -> None:
         if self.config.given is None:
@@ -195,8 +199,9 @@ class ServedVault:
         with self.reading() as vault:
             return vault.read(path)
 
-    def listing(self, as_of: int | None = None, prefix: str = "", valid_at: int | None = None,
-                tag: str | None = None) -> list[Any]:
+    def listing(
+        self, as_of: int | None = None, prefix: str = "", valid_at: int | None = None, tag: str | None = None
+    ) -> list[Any]:
         """``Vault.ls`` with a small cache: the store is append-only, so a listing stays valid until
         the next batch or purge (``generation`` moves); paging through a big vault lists it once."""
         with self.reading() as vault:
@@ -301,8 +306,13 @@ class ServedVault:
         """``vault_status``'s watcher fields: this process's role and watcher, or the other process watching."""
         role = self.role
         assert role is not None
-        status: dict[str, Any] = {"running": False, "in_process": False, "other_process": None, "lag_seconds": None,
-                                  **role.status()}
+        status: dict[str, Any] = {
+            "running": False,
+            "in_process": False,
+            "other_process": None,
+            "lag_seconds": None,
+            **role.status(),
+        }
         watcher = self.watcher
         if role.holding and watcher is None:
             status.update(running=True, in_process=True, starting=True, last_error=None)
@@ -325,4 +335,3 @@ class ServedVault:
     def describe(self) -> str | None:
         """One line for the operator while this server serves as a reader in standby (None otherwise)."""
         return self.role.describe_standby() if self.role is not None else None
-

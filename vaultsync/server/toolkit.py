@@ -29,8 +29,12 @@ REWRITE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempoten
 """A write that replaces a note's text (its earlier states stay in the history)."""
 
 TimeArg = Annotated[str | None, Field(description=f"Knowledge cutoff: {ACCEPTED}. Omit for now.", max_length=64)]
-PathArg = Annotated[str, Field(description="Vault-relative note path, e.g. 'Projects/Atlas.md' ('.md' optional)",
-                               min_length=1, max_length=1024)]
+PathArg = Annotated[
+    str,
+    Field(
+        description="Vault-relative note path, e.g. 'Projects/Atlas.md' ('.md' optional)", min_length=1, max_length=1024
+    ),
+]
 
 
 class ToolSet:
@@ -48,8 +52,9 @@ class ToolSet:
 
         def register(fn: F) -> F:
             served = fn if annotations.read_only_hint else _for_caller(fn)
-            tool = Tool.from_function(served, title=title, description=inspect.cleandoc(fn.__doc__ or ""),
-                                      annotations=annotations)
+            tool = Tool.from_function(
+                served, title=title, description=inspect.cleandoc(fn.__doc__ or ""), annotations=annotations
+            )
             if tool.fn_metadata.output_schema is not None:  # a public field, read on every tools/list
                 tool.fn_metadata.output_schema = flat_schema(tool.fn_metadata.output_schema)
             tool.fn_metadata = compact(tool.fn_metadata)  # compact answers, readable argument errors
@@ -82,8 +87,10 @@ def friendly(fn: F) -> F:
         except NoteNotFound as exc:
             if exc.argument == "as_of":  # before the vault's history: the path may be right
                 raise ToolError(f"{exc}. Ask about a later as_of.") from None
-            raise ToolError(f"{exc}. Find the right path with list_notes or search_notes "
-                            "(paths are case-sensitive and relative to the vault).") from None
+            raise ToolError(
+                f"{exc}. Find the right path with list_notes or search_notes "
+                "(paths are case-sensitive and relative to the vault)."
+            ) from None
         except VaultsyncError as exc:
             raise ToolError(str(exc)) from None
 

@@ -9,10 +9,10 @@ from pydantic import Field
 
 from ..times import ACCEPTED, format_time
 from .answers import (
+    MAX_RESULT_CHARS,
     HistoryAnswer,
     NoteListAnswer,
     SearchAnswer,
-    MAX_RESULT_CHARS,
     change_rows,
     fit_hits,
     history_answer,
@@ -31,9 +31,15 @@ from .models import (
 from .served import ServedVault
 from .toolkit import READ_ONLY, PathArg, TimeArg, ToolSet, decode_cursor, friendly, page, when, wire_names
 
-ValidArg = Annotated[str | None, Field(description="Validity time: for notes declaring valid_from/valid_to in "
-                                       "frontmatter, the revision that applies at this time (an interval overlay); "
-                                       "omit for the revisions as recorded", max_length=64)]
+ValidArg = Annotated[
+    str | None,
+    Field(
+        description="Validity time: for notes declaring valid_from/valid_to in "
+        "frontmatter, the revision that applies at this time (an interval overlay); "
+        "omit for the revisions as recorded",
+        max_length=64,
+    ),
+]
 
 MAX_NOTE_CHARS = 262_144
 """read_note returns the whole note up to this many characters; page with offset beyond it."""
@@ -43,8 +49,16 @@ MAX_LINKS = 500
 
 def add_read_tools(tools: ToolSet, rt: ServedVault) -> None:
     """Search, read, history, diff, changes, listing, links and status, in the order tools/list shows them."""
-    for add in (add_search_notes, add_read_note, add_note_history, add_diff_note, add_list_changes, add_list_notes,
-                add_get_links, add_vault_status):
+    for add in (
+        add_search_notes,
+        add_read_note,
+        add_note_history,
+        add_diff_note,
+        add_list_changes,
+        add_list_notes,
+        add_get_links,
+        add_vault_status,
+    ):
         add(tools, rt)
 
 
@@ -53,16 +67,29 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
     def search_hits(
         query: Annotated[str, Field(description="Words or a phrase to look for", min_length=1, max_length=1000)],
         as_of: TimeArg = None,
-        valid_at: Annotated[str | None, Field(description="Only notes valid at this time (frontmatter "
-                                              "valid_from/valid_to); default: the cutoff", max_length=64)] = None,
-        mode: Annotated[Literal["hybrid", "keyword", "vector"], Field(description="hybrid (default) ranks "
-                        "keyword matches by phrase, proximity and headings (and meaning, with a semantic model); "
-                        "keyword is plain BM25; vector is similarity only")] = "hybrid",
+        valid_at: Annotated[
+            str | None,
+            Field(
+                description="Only notes valid at this time (frontmatter valid_from/valid_to); default: the cutoff",
+                max_length=64,
+            ),
+        ] = None,
+        mode: Annotated[
+            Literal["hybrid", "keyword", "vector"],
+            Field(
+                description="hybrid (default) ranks "
+                "keyword matches by phrase, proximity and headings (and meaning, with a semantic model); "
+                "keyword is plain BM25; vector is similarity only"
+            ),
+        ] = "hybrid",
         limit: Annotated[int, Field(ge=1, le=50, description="Most hits to return")] = 10,
-        prefix: Annotated[str | None, Field(description="Only paths starting with this, e.g. 'Projects/'",
-                                            max_length=1024)] = None,
-        tags: Annotated[list[Annotated[str, Field(max_length=200)]] | None,
-                        Field(description="Only notes with all these tags (without #)", max_length=20)] = None,
+        prefix: Annotated[
+            str | None, Field(description="Only paths starting with this, e.g. 'Projects/'", max_length=1024)
+        ] = None,
+        tags: Annotated[
+            list[Annotated[str, Field(max_length=200)]] | None,
+            Field(description="Only notes with all these tags (without #)", max_length=20),
+        ] = None,
     ) -> SearchResult:
         """Search the vault's notes by meaning and keywords, as they are now or as they were at a past time.
 
@@ -71,13 +98,19 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
         whole note with read_note(path, as_of).
         """
         with rt.reading() as vault:
-            result = vault.search(query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit,
-                                  prefix=prefix or None, tags=tags or None)
+            result = vault.search(
+                query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit, prefix=prefix or None, tags=tags or None
+            )
         hits, cut = fit_hits(result.hits)
-        return SearchResult(query=result.query, as_of=_stamp(result.as_of), mode=result.mode,
-                            hits=hits,  # type: ignore[arg-type]  # dicts: pydantic validates them into SearchHit
-                            truncated=cut,
-                            before_history=result.before_history, first_batch=result.first_batch)
+        return SearchResult(
+            query=result.query,
+            as_of=_stamp(result.as_of),
+            mode=result.mode,
+            hits=hits,  # type: ignore[arg-type]  # dicts: pydantic validates them into SearchHit
+            truncated=cut,
+            before_history=result.before_history,
+            first_batch=result.first_batch,
+        )
 
     tools.full["search_notes"] = search_hits  # the whole hits, for a server that signs them (receipts)
 
@@ -86,20 +119,39 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
     def search_notes(
         query: Annotated[str, Field(description="Words or a phrase to look for", min_length=1, max_length=1000)],
         as_of: TimeArg = None,
-        valid_at: Annotated[str | None, Field(description="Only notes valid at this time (frontmatter "
-                                              "valid_from/valid_to); default: the cutoff", max_length=64)] = None,
-        mode: Annotated[Literal["hybrid", "keyword", "vector"], Field(description="hybrid (default) ranks "
-                        "keyword matches by phrase, proximity and headings (and meaning, with a semantic model); "
-                        "keyword is plain BM25; vector is similarity only")] = "hybrid",
+        valid_at: Annotated[
+            str | None,
+            Field(
+                description="Only notes valid at this time (frontmatter valid_from/valid_to); default: the cutoff",
+                max_length=64,
+            ),
+        ] = None,
+        mode: Annotated[
+            Literal["hybrid", "keyword", "vector"],
+            Field(
+                description="hybrid (default) ranks "
+                "keyword matches by phrase, proximity and headings (and meaning, with a semantic model); "
+                "keyword is plain BM25; vector is similarity only"
+            ),
+        ] = "hybrid",
         limit: Annotated[int, Field(ge=1, le=50, description="Most hits to return")] = 10,
-        prefix: Annotated[str | None, Field(description="Only paths starting with this, e.g. 'Projects/'",
-                                            max_length=1024)] = None,
-        tags: Annotated[list[Annotated[str, Field(max_length=200)]] | None,
-                        Field(description="Only notes with all these tags (without #)", max_length=20)] = None,
-        full_text: Annotated[bool, Field(description="Give each hit's exact text instead of an excerpt around "
-                                         "its match")] = False,
-        explain: Annotated[bool, Field(description="Also list every hit in rank order with its scores "
-                                       "(keyword and vector ranks, ranking signals)")] = False,
+        prefix: Annotated[
+            str | None, Field(description="Only paths starting with this, e.g. 'Projects/'", max_length=1024)
+        ] = None,
+        tags: Annotated[
+            list[Annotated[str, Field(max_length=200)]] | None,
+            Field(description="Only notes with all these tags (without #)", max_length=20),
+        ] = None,
+        full_text: Annotated[
+            bool, Field(description="Give each hit's exact text instead of an excerpt around its match")
+        ] = False,
+        explain: Annotated[
+            bool,
+            Field(
+                description="Also list every hit in rank order with its scores "
+                "(keyword and vector ranks, ranking signals)"
+            ),
+        ] = False,
     ) -> SearchAnswer:
         """Search the vault's notes by meaning and keywords, as they are now or as they were at a past time.
 
@@ -110,8 +162,9 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
         the sections' exact text. Read a whole note with read_note(path, as_of).
         """
         with rt.reading() as vault:
-            result = vault.search(query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit,
-                                  prefix=prefix or None, tags=tags or None)
+            result = vault.search(
+                query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit, prefix=prefix or None, tags=tags or None
+            )
         return search_answer(result, full_text=full_text, explain=explain)
 
 
@@ -123,7 +176,9 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
         as_of: TimeArg = None,
         valid_at: ValidArg = None,
         offset: Annotated[int, Field(ge=0, description="Character offset to start at (for notes over 256K chars)")] = 0,
-        max_chars: Annotated[int, Field(ge=1, le=MAX_NOTE_CHARS, description="Most characters to return")] = MAX_NOTE_CHARS,
+        max_chars: Annotated[
+            int, Field(ge=1, le=MAX_NOTE_CHARS, description="Most characters to return")
+        ] = MAX_NOTE_CHARS,
     ) -> NoteResult:
         """Read a note's exact Markdown text, now or as it was at a past time, with its title, tags,
         links, known_at (when vaultsync learned that version) and content hash.
@@ -140,8 +195,16 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
         end = min(len(text), offset + max_chars)
         data.pop("warnings", None)
         data.pop("kind", None)
-        return NoteResult(**{**data, "content": text[offset:end], "offset": offset, "total_chars": len(text),
-                             "next_offset": end if end < len(text) else None, "truncated": end < len(text)})
+        return NoteResult(
+            **{
+                **data,
+                "content": text[offset:end],
+                "offset": offset,
+                "total_chars": len(text),
+                "next_offset": end if end < len(text) else None,
+                "truncated": end < len(text),
+            }
+        )
 
 
 def add_note_history(tools: ToolSet, rt: ServedVault) -> None:
@@ -149,10 +212,12 @@ def add_note_history(tools: ToolSet, rt: ServedVault) -> None:
     @friendly
     def note_history(
         path: PathArg,
-        since: Annotated[str | None, Field(description=f"Only revisions learned after this time: {ACCEPTED}",
-                                           max_length=64)] = None,
-        until: Annotated[str | None, Field(description="Only revisions learned at or before this time",
-                                           max_length=64)] = None,
+        since: Annotated[
+            str | None, Field(description=f"Only revisions learned after this time: {ACCEPTED}", max_length=64)
+        ] = None,
+        until: Annotated[
+            str | None, Field(description="Only revisions learned at or before this time", max_length=64)
+        ] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most revisions to return (the latest)")] = 200,
         valid_at: ValidArg = None,
     ) -> HistoryAnswer:
@@ -189,8 +254,9 @@ def add_list_changes(tools: ToolSet, rt: ServedVault) -> None:
     @friendly
     def list_changes(
         since: Annotated[str, Field(description=f"Start of the window (exclusive): {ACCEPTED}", max_length=64)],
-        until: Annotated[str | None, Field(description="End of the window (inclusive); omit for now",
-                                           max_length=64)] = None,
+        until: Annotated[
+            str | None, Field(description="End of the window (inclusive); omit for now", max_length=64)
+        ] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most changes to list")] = 200,
         valid_at: ValidArg = None,
     ) -> ChangesResult:
@@ -201,17 +267,25 @@ def add_list_changes(tools: ToolSet, rt: ServedVault) -> None:
             revisions, counts, more = vault.changes_page(start, end, valid_at=valid_at, limit=limit)
             first, horizon, early = vault.first_known_at, vault.horizon, vault.before_history(end)
         clipped = horizon is not None and start is not None and start < horizon
-        return ChangesResult(since=since, until=until, changes=change_rows(revisions),
-                             counts=counts, truncated=more, horizon=format_time(horizon) if clipped else None,
-                             before_history=early, first_batch=format_time(first))
+        return ChangesResult(
+            since=since,
+            until=until,
+            changes=change_rows(revisions),
+            counts=counts,
+            truncated=more,
+            horizon=format_time(horizon) if clipped else None,
+            before_history=early,
+            first_batch=format_time(first),
+        )
 
 
 def add_list_notes(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("List notes (now or as of a date)", READ_ONLY)
     @friendly
     def list_notes(
-        prefix: Annotated[str | None, Field(description="Only paths starting with this, e.g. 'Projects/'",
-                                            max_length=1024)] = None,
+        prefix: Annotated[
+            str | None, Field(description="Only paths starting with this, e.g. 'Projects/'", max_length=1024)
+        ] = None,
         tag: Annotated[str | None, Field(description="Only notes with this tag (without #)", max_length=200)] = None,
         as_of: TimeArg = None,
         valid_at: ValidArg = None,
@@ -244,8 +318,13 @@ def add_get_links(tools: ToolSet, rt: ServedVault) -> None:
         with rt.reading() as vault:
             report = vault.links(path, as_of=as_of).to_json()
         cut = len(report["outgoing"]) > MAX_LINKS or len(report["backlinks"]) > MAX_LINKS
-        return LinksResult(path=report["path"], as_of=report["as_of"], outgoing=report["outgoing"][:MAX_LINKS],
-                           backlinks=report["backlinks"][:MAX_LINKS], truncated=cut)
+        return LinksResult(
+            path=report["path"],
+            as_of=report["as_of"],
+            outgoing=report["outgoing"][:MAX_LINKS],
+            backlinks=report["backlinks"][:MAX_LINKS],
+            truncated=cut,
+        )
 
 
 def add_vault_status(tools: ToolSet, rt: ServedVault) -> None:
@@ -256,10 +335,16 @@ def add_vault_status(tools: ToolSet, rt: ServedVault) -> None:
         enabled, and whether a watcher keeps the index current (and its lag)."""
         with rt.reading() as vault:
             stats = vault.stats()
-        return StatusResult(vault=stats.vault, notes=stats.notes,
-                            revisions=stats.revisions, batches=stats.batches, first_batch=stats.first_batch,
-                            last_batch=stats.last_batch, writes_enabled=rt.allow_writes,
-                            watcher=WatcherStatus(**_public_watcher(rt)))
+        return StatusResult(
+            vault=stats.vault,
+            notes=stats.notes,
+            revisions=stats.revisions,
+            batches=stats.batches,
+            first_batch=stats.first_batch,
+            last_batch=stats.last_batch,
+            writes_enabled=rt.allow_writes,
+            watcher=WatcherStatus(**_public_watcher(rt)),
+        )
 
 
 PRIVATE_STATUS = frozenset({"root", "vault"})

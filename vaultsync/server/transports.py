@@ -29,14 +29,12 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import SessionMessage
-from mcp.types import (INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCResponse,
-                       jsonrpc_message_adapter)
+from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCResponse, jsonrpc_message_adapter
 from pydantic import ValidationError
 
 from ..errors import ConfigError, VaultsyncError
-from .limits import (KEEP_ALIVE_S, MAX_HTTP_CONNECTIONS, MAX_JSON_DEPTH, InFlight, depth, guarded_h11,
-                     valid_id)
 from . import probes
+from .limits import KEEP_ALIVE_S, MAX_HTTP_CONNECTIONS, MAX_JSON_DEPTH, InFlight, depth, guarded_h11, valid_id
 from .sdk import lowlevel_server
 
 logger = logging.getLogger(__name__)
@@ -86,7 +84,7 @@ class GuardedLines:
                 start = 0
                 while (end := chunk.find(b"\n", start)) >= 0:
                     if not skipping:
-                        pending += chunk[start:end + 1]
+                        pending += chunk[start : end + 1]
                     line = self._OVERSIZED if skipping or len(pending) > self.limit else bytes(pending)
                     pending.clear()
                     skipping = False
@@ -134,15 +132,19 @@ class GuardedLines:
             method, ident = data.get("method"), data.get("id")
             if method is not None and ident is not None:
                 if self.in_flight.full:
-                    await self._error(ident, INVALID_REQUEST, f"too many requests in flight: at most "
-                                      f"{self.in_flight.limit} unanswered at once; wait for replies")
+                    await self._error(
+                        ident,
+                        INVALID_REQUEST,
+                        f"too many requests in flight: at most "
+                        f"{self.in_flight.limit} unanswered at once; wait for replies",
+                    )
                     continue
                 self.in_flight.sent(ident)
             elif method == "notifications/cancelled" and isinstance(data.get("params"), dict):
                 self.in_flight.answered(data["params"].get("requestId"))
             yield text
         with anyio.move_on_after(END_OF_INPUT_S):  # end of input: answer what was read before stopping,
-            while self.in_flight.pending:          # but never linger for a request the SDK drops unanswered
+            while self.in_flight.pending:  # but never linger for a request the SDK drops unanswered
                 self._answered = anyio.Event()
                 await self._answered.wait()
 
@@ -279,8 +281,10 @@ def read_token(path: Path) -> str:
     except OSError as exc:
         raise ConfigError(f"cannot read --token-file {path}: {exc.strerror}") from None
     if os.name == "posix" and mode & 0o077:
-        raise ConfigError(f"the token file {path} is readable or writable by other users (mode {mode & 0o777:o}); "
-                          f"make it private: chmod 600 {path}")
+        raise ConfigError(
+            f"the token file {path} is readable or writable by other users (mode {mode & 0o777:o}); "
+            f"make it private: chmod 600 {path}"
+        )
     if len(token) < 16:
         raise ConfigError(f"the token in {path} is too short; use at least 16 characters (e.g. openssl rand -hex 32)")
     return token
@@ -302,8 +306,17 @@ def _host_names(host: str) -> list[str]:
     return sorted(names)
 
 
-def http_app(mcp: MCPServer, host: str, port: int, *, token: str | None, limit: int = MAX_MESSAGE_BYTES,
-             tls: bool = False, verifier: Any = None, served: Any = None) -> Any:
+def http_app(
+    mcp: MCPServer,
+    host: str,
+    port: int,
+    *,
+    token: str | None,
+    limit: int = MAX_MESSAGE_BYTES,
+    tls: bool = False,
+    verifier: Any = None,
+    served: Any = None,
+) -> Any:
     """The Starlette app for ``/mcp``: DNS-rebinding checks always on, bearer auth when ``token`` (or
     a ``verifier`` of several tokens, ``HashedTokenVerifier``); with the ``served`` vault, ``/health`` and
     ``/ready`` beside it, without a token (``probes``)."""
@@ -317,15 +330,25 @@ def http_app(mcp: MCPServer, host: str, port: int, *, token: str | None, limit: 
     if token is not None or verifier is not None:
         shown = f"[{host}]" if ":" in host else host
         base = f"{'https' if tls else 'http'}://{shown}:{port}"
-        auth = AuthSettings.model_validate({"issuer_url": base, "resource_server_url": f"{base}/mcp",
-                                            "validate_token_resource": False, "required_scopes": ["vault"]})
+        auth = AuthSettings.model_validate(
+            {
+                "issuer_url": base,
+                "resource_server_url": f"{base}/mcp",
+                "validate_token_resource": False,
+                "required_scopes": ["vault"],
+            }
+        )
         if verifier is None:
             assert token is not None
             verifier = StaticTokenVerifier(token)
     # MCPServer takes a token verifier only in its constructor; the low-level app takes one here
     app = lowlevel_server(mcp).streamable_http_app(
-        streamable_http_path="/mcp", max_request_body_size=limit, transport_security=security, host=host,
-        auth=auth, token_verifier=verifier,
+        streamable_http_path="/mcp",
+        max_request_body_size=limit,
+        transport_security=security,
+        host=host,
+        auth=auth,
+        token_verifier=verifier,
     )
     if served is not None:
         app.router.routes[0:0] = probes.routes(served)
@@ -357,28 +380,51 @@ def clear_text_warning(host: str, tls: tuple[str, str] | None) -> str | None:
     """The warning to show when the bearer token would cross the network unencrypted (None when it does not)."""
     if tls is not None or host in LOOPBACK:
         return None
-    return (f"WARNING: serving plain HTTP on {host}, beyond this machine: the bearer token and every note travel "
-            "in clear text; give --tls-cert and --tls-key, or put a TLS proxy in front")
+    return (
+        f"WARNING: serving plain HTTP on {host}, beyond this machine: the bearer token and every note travel "
+        "in clear text; give --tls-cert and --tls-key, or put a TLS proxy in front"
+    )
 
 
-async def serve_http(mcp: MCPServer, host: str, port: int, *, token: str | None,
-                     limit: int = MAX_MESSAGE_BYTES, tls: tuple[str, str] | None = None, verifier: Any = None,
-                     served: Any = None) -> None:
+async def serve_http(
+    mcp: MCPServer,
+    host: str,
+    port: int,
+    *,
+    token: str | None,
+    limit: int = MAX_MESSAGE_BYTES,
+    tls: tuple[str, str] | None = None,
+    verifier: Any = None,
+    served: Any = None,
+) -> None:
     """Serve streamable HTTP at ``http(s)://HOST:PORT/mcp`` until SIGINT/SIGTERM (limits: ``guards``), with
     ``/health`` and ``/ready`` for the ``served`` vault, and one access-log line per request (``probes``)."""
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     failed: list[VaultsyncError] = []
-    app = _quiet_startup(probes.logged(http_app(mcp, host, port, token=token, limit=limit, tls=tls is not None,
-                                                verifier=verifier, served=served)), failed)
+    app = _quiet_startup(
+        probes.logged(
+            http_app(mcp, host, port, token=token, limit=limit, tls=tls is not None, verifier=verifier, served=served)
+        ),
+        failed,
+    )
     if probes.access.level == logging.NOTSET:
         probes.access.setLevel(logging.INFO)  # the access log is on unless the embedding program says otherwise
     cert, key = tls if tls is not None else (None, None)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
-                            http=guarded_h11(H11Protocol), h11_max_incomplete_event_size=64 * 1024,
-                            limit_concurrency=MAX_HTTP_CONNECTIONS, timeout_keep_alive=KEEP_ALIVE_S,
-                            ssl_certfile=cert, ssl_keyfile=key)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        http=guarded_h11(H11Protocol),
+        h11_max_incomplete_event_size=64 * 1024,
+        limit_concurrency=MAX_HTTP_CONNECTIONS,
+        timeout_keep_alive=KEEP_ALIVE_S,
+        ssl_certfile=cert,
+        ssl_keyfile=key,
+    )
     quiet = _Unless(failed)  # uvicorn's own line for it: the error says it better
     logging.getLogger("uvicorn.error").addFilter(quiet)
     try:

@@ -66,5 +66,9 @@ class CompactMetadata(FuncMetadata):
 
 def compact(metadata: FuncMetadata) -> CompactMetadata:
     """The same metadata (argument model, output schema and model) with compact answers."""
-    return CompactMetadata(arg_model=metadata.arg_model, output_schema=metadata.output_schema,
-                           output_model=metadata.output_model, wrap_output=metadata.wrap_output)
+    return CompactMetadata(
+        arg_model=metadata.arg_model,
+        output_schema=metadata.output_schema,
+        output_model=metadata.output_model,
+        wrap_output=metadata.wrap_output,
+    )

@@ -19,8 +19,9 @@ from .revise import Expected, add_revision_tools, recorded, refuse_create
 from .served import ServedVault
 from .toolkit import WRITE, ToolSet, friendly
 
-NewPath = Annotated[str, Field(description="Vault-relative path ending in .md, e.g. 'Inbox/Idea.md'",
-                               min_length=4, max_length=1024)]
+NewPath = Annotated[
+    str, Field(description="Vault-relative path ending in .md, e.g. 'Inbox/Idea.md'", min_length=4, max_length=1024)
+]
 
 
 def add_write_tools(tools: ToolSet, served: ServedVault) -> None:
@@ -41,11 +42,21 @@ def add_write_tools(tools: ToolSet, served: ServedVault) -> None:
     @tools.add("Append to a note", WRITE)
     @friendly
     def append_to_note(
-        path: Annotated[str, Field(description="Vault-relative path of an existing note, e.g. 'Inbox.md'",
-                                   min_length=4, max_length=1024)],
-        text: Annotated[str, Field(description="Markdown to add at the end (a newline is put before it "
-                                   "if the note does not end with one, and after it if it has none)", min_length=1,
-                                   max_length=MAX_WRITE_CHARS)],
+        path: Annotated[
+            str,
+            Field(
+                description="Vault-relative path of an existing note, e.g. 'Inbox.md'", min_length=4, max_length=1024
+            ),
+        ],
+        text: Annotated[
+            str,
+            Field(
+                description="Markdown to add at the end (a newline is put before it "
+                "if the note does not end with one, and after it if it has none)",
+                min_length=1,
+                max_length=MAX_WRITE_CHARS,
+            ),
+        ],
         expected_revision: Expected = None,
     ) -> WriteResult:
         """Append text to the end of an existing note in the vault. The change is searchable when

@@ -19,23 +19,38 @@ from typing import Any
 from ..errors import ConfigError, SchemaError
 from ..times import format_time, now_micros
 from . import audit as audit_heads
-from . import batches
-from . import codec
+from . import batches, codec
 from . import purge as purging
 from . import read as q
+from .audit import AuditHead
+from .contract import Change, Engine
 from .db import Database
 from .lock import Sleep, WriterLock
-from .audit import AuditHead
 from .provenance import PurgeRecord
 from .purge import PurgeResult
 from .read import UNSTAMPED, BatchNews, Revision, file_stamp
 from .schema import CALLERS_SCHEMA, MIGRATIONS, migrate, readable, schema_version
 from .view import View
-from .contract import Change, Engine
 from .write import BatchWriter, Indexer
 
-__all__ = ["UNSTAMPED", "AuditHead", "BatchNews", "BatchWriter", "Change", "Engine", "PurgeRecord", "PurgeResult",
-           "Revision", "Store", "StoredVault", "View", "WriterLock", "file_stamp", "is_dsn", "open_store"]
+__all__ = [
+    "UNSTAMPED",
+    "AuditHead",
+    "BatchNews",
+    "BatchWriter",
+    "Change",
+    "Engine",
+    "PurgeRecord",
+    "PurgeResult",
+    "Revision",
+    "Store",
+    "StoredVault",
+    "View",
+    "WriterLock",
+    "file_stamp",
+    "is_dsn",
+    "open_store",
+]
 
 DSN_SCHEMES = ("postgresql://", "postgres://")
 
@@ -45,8 +60,9 @@ def is_dsn(db: object) -> bool:
     return isinstance(db, str) and db.startswith(DSN_SCHEMES)
 
 
-def open_store(db: str | os.PathLike[str], *, readonly: bool = False, search: bool = True,
-               embedder: str | None = None) -> Engine:
+def open_store(
+    db: str | os.PathLike[str], *, readonly: bool = False, search: bool = True, embedder: str | None = None
+) -> Engine:
     """The engine ``db`` names: PostgreSQL for a ``postgresql://`` URI (``store/pg``), else a SQLite file."""
     if is_dsn(db):
         from .pg import PgStore
@@ -75,8 +91,9 @@ class Store:
     batch_callers = True
     """Whether ``batches`` has its ``caller`` column (False: an old database read as it is, see ``m007``)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False, search: bool = True,
-                 embedder: str | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, readonly: bool = False, search: bool = True, embedder: str | None = None
+    ) -> None:
         self.path = str(path)
         self.readonly = readonly
         self.db = Database(path, readonly=readonly)
@@ -102,8 +119,11 @@ class Store:
                 if version == 0:
                     raise SchemaError(f"{path} is not a vaultsync database (or is empty)")
                 if not readable(con, version):
-                    raise SchemaError(f"{path} was written by an older vaultsync (schema {version}); "
-                                      "sync the vault into it once to upgrade it", remedy="sync")
+                    raise SchemaError(
+                        f"{path} was written by an older vaultsync (schema {version}); "
+                        "sync the vault into it once to upgrade it",
+                        remedy="sync",
+                    )
                 self.batch_callers = version >= CALLERS_SCHEMA
                 return
             if version == 0 and con.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]:
@@ -139,7 +159,9 @@ class Store:
         with self.db.atomic() as con:
             row = con.execute("SELECT id, root FROM vaults WHERE name = ?", (name,)).fetchone()
             if row is None:
-                con.execute("INSERT INTO vaults (name, root, created_at) VALUES (?,?,?)", (name, str(root), now_micros()))
+                con.execute(
+                    "INSERT INTO vaults (name, root, created_at) VALUES (?,?,?)", (name, str(root), now_micros())
+                )
                 return con.last_insert_rowid()
             if row[1] != str(root):
                 con.execute("UPDATE vaults SET root = ? WHERE id = ?", (str(root), row[0]))
@@ -162,9 +184,12 @@ class Store:
     def set_vault_device(self, vault_id: int, device: int, inode: int | None = None) -> None:
         """Register (or, confirmed by the user, move) the device and the inode of the vault folder."""
         with self.db.atomic() as con:
-            con.execute("INSERT INTO vault_devices (vault_id, device, inode, updated_at) VALUES (?,?,?,?) ON CONFLICT "
-                        "(vault_id) DO UPDATE SET device = excluded.device, inode = excluded.inode, "
-                        "updated_at = excluded.updated_at", (vault_id, device, inode, now_micros()))
+            con.execute(
+                "INSERT INTO vault_devices (vault_id, device, inode, updated_at) VALUES (?,?,?,?) ON CONFLICT "
+                "(vault_id) DO UPDATE SET device = excluded.device, inode = excluded.inode, "
+                "updated_at = excluded.updated_at",
+                (vault_id, device, inode, now_micros()),
+            )
 
     def batch_info(self, vault_id: int, batch_id: int) -> dict[str, Any] | None:
         """The batch's id, known_at, source and detail (None: no such batch in the vault)."""
@@ -176,8 +201,9 @@ class Store:
         with self.db.atomic() as con:
             return batches.written_by(con, vault_id, batch_id)
 
-    def batches_by_source(self, vault_id: int, source: str | None, caller: str | None = None,
-                          limit: int = 100) -> list[dict[str, Any]]:
+    def batches_by_source(
+        self, vault_id: int, source: str | None, caller: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
         """The vault's last ``limit`` batches written by ``source`` ("mcp": by any MCP tool) and/or done for
         ``caller``, oldest first, with their paths."""
         with self.db.atomic() as con:
@@ -194,8 +220,15 @@ class Store:
     # ------------------------------------------------------------ writing
 
     @contextlib.contextmanager
-    def batch(self, vault_id: int, *, known_at: int | None = None, source: str = "import",
-              detail: str | None = None, caller: str | None = None) -> Iterator[BatchWriter]:
+    def batch(
+        self,
+        vault_id: int,
+        *,
+        known_at: int | None = None,
+        source: str = "import",
+        detail: str | None = None,
+        caller: str | None = None,
+    ) -> Iterator[BatchWriter]:
         """One atomic batch: everything the writer adds lands, or nothing does.
 
         ``known_at`` None means now (kept from going before the last batch when the clock steps
@@ -207,8 +240,10 @@ class Store:
             if known_at is None:
                 known_at = now_micros() if last is None else max(now_micros(), last)
             elif last is not None and known_at < last:
-                raise ConfigError(f"known_at {format_time(known_at)} is earlier than the vault's last batch "
-                                  f"at {format_time(last)}", argument="known_at")
+                raise ConfigError(
+                    f"known_at {format_time(known_at)} is earlier than the vault's last batch at {format_time(last)}",
+                    argument="known_at",
+                )
             writer = BatchWriter(con, vault_id, known_at, source, detail, caller, self.indexers)
             try:
                 yield writer
@@ -224,8 +259,9 @@ class Store:
         with self.db.atomic() as con:
             return q.current_state(con, vault_id, None if paths is None else list(paths))
 
-    def plan_state(self, vault_id: int, paths: Iterable[str]) -> tuple[dict[str, tuple[int, str]],
-                                                                      dict[str, tuple[int, int, str]]]:
+    def plan_state(
+        self, vault_id: int, paths: Iterable[str]
+    ) -> tuple[dict[str, tuple[int, str]], dict[str, tuple[int, int, str]]]:
         """``live_state`` and ``file_states`` of ``paths``, read in one transaction: what a plan needs."""
         wanted = list(paths)
         with self.db.atomic() as con:
@@ -258,8 +294,9 @@ class Store:
 
     def last_batch(self, vault_id: int) -> tuple[int, str] | None:
         """(known_at, source) of the vault's last batch, None before the first."""
-        row = self.db.one("SELECT known_at, source FROM batches WHERE vault_id = ? ORDER BY id DESC LIMIT 1",
-                          (vault_id,))
+        row = self.db.one(
+            "SELECT known_at, source FROM batches WHERE vault_id = ? ORDER BY id DESC LIMIT 1", (vault_id,)
+        )
         return None if row is None else (row[0], row[1])
 
     def last_batch_id(self, vault_id: int) -> int:
@@ -290,8 +327,9 @@ class Store:
     # ------------------------------------------------------------ reading
 
     @contextlib.contextmanager
-    def view(self, vault_id: int, vault_name: str, *, as_of: int | None = None,
-             valid_at: int | None = None) -> Iterator[View]:
+    def view(
+        self, vault_id: int, vault_name: str, *, as_of: int | None = None, valid_at: int | None = None
+    ) -> Iterator[View]:
         """The vault as known at ``as_of`` (None: now), inside one read transaction."""
         with self.db.atomic() as con:
             codec.refresh(con)  # a purge may have retrained the dictionary since this process loaded it
@@ -340,8 +378,9 @@ class Store:
             raise ConfigError("purge takes exactly one of: texts, a note, a time before which to forget")
         return purging.check_strings(strings) if strings else []
 
-    def purge(self, vault_id: int, *, strings: list[str] | None = None, note: str | None = None,
-              before: int | None = None) -> PurgeResult:
+    def purge(
+        self, vault_id: int, *, strings: list[str] | None = None, note: str | None = None, before: int | None = None
+    ) -> PurgeResult:
         """Rewrite the vault's history without ``strings``, without the note at ``note``, or without what
         was no longer visible at ``before`` (exactly one); then wipe free pages and the WAL."""
         chosen = self._purge_request(strings, note, before)

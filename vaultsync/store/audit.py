@@ -29,8 +29,9 @@ def head(con: apsw.Connection, *, log_id: str | None = None, path: str | None = 
     if log_id is not None:
         row = con.execute(f"SELECT {cols} FROM audit_heads WHERE log_id = ?", (log_id,)).fetchone()
     if row is None and path is not None:
-        row = con.execute(f"SELECT {cols} FROM audit_heads WHERE path = ? AND records > 0 "
-                          "ORDER BY updated_at DESC LIMIT 1", (path,)).fetchone()
+        row = con.execute(
+            f"SELECT {cols} FROM audit_heads WHERE path = ? AND records > 0 ORDER BY updated_at DESC LIMIT 1", (path,)
+        ).fetchone()
     return None if row is None else AuditHead(*row)
 
 
@@ -41,10 +42,15 @@ def advance(con: apsw.Connection, log_id: str, path: str, now: int, write: Calla
     The first statement writes, so SQLite takes its write lock before reading the head: two processes
     appending to one log take turns, each building on the other's last record.
     """
-    con.execute("INSERT INTO audit_heads (log_id, path, records, head, updated_at) VALUES (?, ?, 0, '', ?) "
-                "ON CONFLICT (log_id) DO NOTHING", (log_id, path, now))
+    con.execute(
+        "INSERT INTO audit_heads (log_id, path, records, head, updated_at) VALUES (?, ?, 0, '', ?) "
+        "ON CONFLICT (log_id) DO NOTHING",
+        (log_id, path, now),
+    )
     records, last = con.execute("SELECT records, head FROM audit_heads WHERE log_id = ?", (log_id,)).fetchone()
     new_head = write(int(records), str(last))
-    con.execute("UPDATE audit_heads SET path = ?, records = ?, head = ?, updated_at = ? WHERE log_id = ?",
-                (path, records + 1, new_head, now, log_id))
+    con.execute(
+        "UPDATE audit_heads SET path = ?, records = ?, head = ?, updated_at = ? WHERE log_id = ?",
+        (path, records + 1, new_head, now, log_id),
+    )
     return AuditHead(log_id, path, int(records) + 1, new_head, now)

@@ -39,7 +39,7 @@ size (4.31 MB). Any memory level decompresses the same way."""
 # Link lists are small JSON arrays with the same keys over and over: a fixed dictionary of our own.
 LINKS_DICT = (
     b'"kind":"markdown","line":"alias":"heading":"embed":true,"block":'
-    b'https://github.com/https://www.youtube.com/https://obsidian.md/.png.jpg.md#'
+    b"https://github.com/https://www.youtube.com/https://obsidian.md/.png.jpg.md#"
     b'[{"target":"","kind":"wikilink","alias":"","line":1},{"target":"","kind":"wikilink","heading":"","line":2}]'
 )
 

@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..parsers import ParsedNote
-
 from .read import BatchNews, Revision
 from .values import AuditHead, PurgeRecord, PurgeResult
 
@@ -166,8 +165,16 @@ class ReadView(Protocol):
 
     def purges(self) -> list[PurgeRecord]: ...
 
-    def search(self, query: str, *, mode: str = ..., limit: int = 10, prefix: str | None = None,
-               tags: Sequence[str] | None = None, where: dict[str, str] | None = None) -> dict[str, Any]: ...
+    def search(
+        self,
+        query: str,
+        *,
+        mode: str = ...,
+        limit: int = 10,
+        prefix: str | None = None,
+        tags: Sequence[str] | None = None,
+        where: dict[str, str] | None = None,
+    ) -> dict[str, Any]: ...
 
     def export(self) -> Iterator[dict[str, Any]]: ...
 
@@ -241,8 +248,9 @@ class Upkeep(Protocol):
 
     def live_state(self, vault_id: int, paths: Iterable[str] | None = None) -> dict[str, tuple[int, str]]: ...
 
-    def plan_state(self, vault_id: int, paths: Iterable[str]) -> tuple[dict[str, tuple[int, str]],
-                                                                      dict[str, tuple[int, int, str]]]:
+    def plan_state(
+        self, vault_id: int, paths: Iterable[str]
+    ) -> tuple[dict[str, tuple[int, str]], dict[str, tuple[int, int, str]]]:
         """``live_state`` and ``file_states`` of ``paths`` in one consistent read."""
         ...
 
@@ -268,8 +276,9 @@ class Upkeep(Protocol):
 
     def written_by(self, vault_id: int, batch_id: int) -> list[Revision]: ...
 
-    def batches_by_source(self, vault_id: int, source: str | None, caller: str | None = None,
-                          limit: int = 100) -> list[dict[str, Any]]: ...
+    def batches_by_source(
+        self, vault_id: int, source: str | None, caller: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]: ...
 
     def revision_before(self, vault_id: int, path: str, batch_id: int) -> Revision | None: ...
 
@@ -277,8 +286,9 @@ class Upkeep(Protocol):
 
     def reembed(self, embedder_name: str) -> tuple[str, int]: ...
 
-    def purge(self, vault_id: int, *, strings: list[str] | None = None, note: str | None = None,
-              before: int | None = None) -> PurgeResult: ...
+    def purge(
+        self, vault_id: int, *, strings: list[str] | None = None, note: str | None = None, before: int | None = None
+    ) -> PurgeResult: ...
 
     def horizon(self, vault_id: int) -> int | None: ...
 
@@ -302,19 +312,35 @@ class Engine(Upkeep, Follow, Protocol):
     path: str
     readonly: bool
 
-    def batch(self, vault_id: int, *, known_at: int | None = None, source: str = "import",
-              detail: str | None = None, caller: str | None = None) -> AbstractContextManager[Batch]:
+    def batch(
+        self,
+        vault_id: int,
+        *,
+        known_at: int | None = None,
+        source: str = "import",
+        detail: str | None = None,
+        caller: str | None = None,
+    ) -> AbstractContextManager[Batch]:
         """One atomic batch (``known_at`` None: now, never before the vault's last batch; an explicit
         earlier time is refused). ``source``/``detail`` say where it came from (import, watch, git + sha…),
         ``caller`` whom an MCP tool wrote it for."""
         ...
 
-    def view(self, vault_id: int, vault_name: str, *, as_of: int | None = None,
-             valid_at: int | None = None) -> AbstractContextManager[ReadView]: ...
+    def view(
+        self, vault_id: int, vault_name: str, *, as_of: int | None = None, valid_at: int | None = None
+    ) -> AbstractContextManager[ReadView]: ...
 
     def writer_lock(self, vault: str) -> Lock: ...
 
 
-PROTOCOLS: dict[str, type] = {"batch": Batch, "view": ReadView, "lock": Lock, "follow": Follow, "upkeep": Upkeep,
-                              "engine": Engine, "indexer": Indexer, "wakeup": Wakeup}
+PROTOCOLS: dict[str, type] = {
+    "batch": Batch,
+    "view": ReadView,
+    "lock": Lock,
+    "follow": Follow,
+    "upkeep": Upkeep,
+    "engine": Engine,
+    "indexer": Indexer,
+    "wakeup": Wakeup,
+}
 """Each part of the contract by name (the contract tests check an engine's classes against them)."""

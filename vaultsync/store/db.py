@@ -32,8 +32,9 @@ def translated(path: str | os.PathLike[str]) -> Iterator[None]:
     try:
         yield
     except apsw.BusyError:
-        raise BusyError(f"the database {path} is busy: {_writers(str(path))} is writing to it; "
-                        "try again when it has finished") from None
+        raise BusyError(
+            f"the database {path} is busy: {_writers(str(path))} is writing to it; try again when it has finished"
+        ) from None
     except (apsw.CorruptError, apsw.NotADBError):
         raise CorruptError(f"{path} is damaged or is not a database") from None
     except (apsw.ReadOnlyError, apsw.CantOpenError, apsw.PermissionsError) as exc:
@@ -57,14 +58,19 @@ def connect(path: str | os.PathLike[str], *, readonly: bool = False, create: boo
     """
     db_path = Path(path)
     if str(path) != ":memory:" and not db_path.exists() and (readonly or not create):
-        raise ConfigError(f"no vaultsync database at {db_path}: import a vault into it first, or open another database",
-                          argument="db", remedy="sync")
+        raise ConfigError(
+            f"no vaultsync database at {db_path}: import a vault into it first, or open another database",
+            argument="db",
+            remedy="sync",
+        )
     if str(path) != ":memory:" and not readonly:
         try:
             db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
-            raise ReadOnlyError(f"cannot create the database folder {db_path.parent}: {exc.strerror}; "
-                                "choose a database path in a folder you can write") from None
+            raise ReadOnlyError(
+                f"cannot create the database folder {db_path.parent}: {exc.strerror}; "
+                "choose a database path in a folder you can write"
+            ) from None
         _create_private(db_path)
     if readonly and str(path) != ":memory:":
         con = _open_readonly(db_path)
@@ -102,12 +108,15 @@ def _open_readonly(db_path: Path) -> apsw.Connection:
     except OSError as exc:
         raise ReadOnlyError(f"cannot read the database {db_path}: {wal} cannot be read ({exc.strerror})") from None
     if pending:
-        raise ReadOnlyError(f"cannot read the database {db_path}: its write-ahead log {wal.name} holds batches that "
-                            f"can only be read with write access to {db_path.parent} (a writer stopped before "
-                            "folding them in); open it once with write access, or ask its owner to") from None
+        raise ReadOnlyError(
+            f"cannot read the database {db_path}: its write-ahead log {wal.name} holds batches that "
+            f"can only be read with write access to {db_path.parent} (a writer stopped before "
+            "folding them in); open it once with write access, or ask its owner to"
+        ) from None
     try:
-        con = apsw.Connection(db_path.absolute().as_uri() + "?immutable=1",
-                              flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        con = apsw.Connection(
+            db_path.absolute().as_uri() + "?immutable=1", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+        )
         con.execute("SELECT count(*) FROM sqlite_schema").fetchone()
     except (apsw.CorruptError, apsw.NotADBError):  # (opened immutable: no lock, nothing to wait for)
         raise CorruptError(f"{db_path} is damaged or is not a database") from None
@@ -184,4 +193,3 @@ class Database:
     def one(self, sql: str, params: tuple | dict = ()) -> tuple | None:
         with self._lock, translated(self.path):
             return self.con.execute(sql, params).fetchone()
-

@@ -54,8 +54,9 @@ class WriterLock:
     def acquire(self, command: str | None = None, *, watching: bool = False) -> None:
         """Take the lock, or raise LockedError naming the process that holds it (see ``try_acquire``)."""
         if not self.try_acquire(command, watching=watching):
-            raise LockedError(f"vault '{self.vault}' is already being written by {self.holder() or 'another process'}; "
-                              "stop it first")
+            raise LockedError(
+                f"vault '{self.vault}' is already being written by {self.holder() or 'another process'}; stop it first"
+            )
 
     def try_acquire(self, command: str | None = None, *, watching: bool = False) -> bool:
         """Take the lock if it is free (never waits); True when this object holds it afterwards.
@@ -66,12 +67,14 @@ class WriterLock:
         if self._file is not None:
             return True
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        record = json.dumps({
-            "pid": os.getpid(),
-            "command": command or self.command or " ".join(["vaultsync", *sys.argv[1:]]),
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "watching": watching,
-        })
+        record = json.dumps(
+            {
+                "pid": os.getpid(),
+                "command": command or self.command or " ".join(["vaultsync", *sys.argv[1:]]),
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "watching": watching,
+            }
+        )
         if self._kind == "pidfile":
             self._file = self._pidfile(record)
             return self._file is not None
@@ -87,7 +90,9 @@ class WriterLock:
 
     def _locked(self) -> IO[str] | None:
         """The lock file opened and locked (fcntl or msvcrt), or None when another process holds it."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)  # the holder's argv: private
+        fd = os.open(
+            self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600
+        )  # the holder's argv: private
         handle = open(fd, "a+", encoding="utf-8")
         try:
             _lock(self._kind, handle, exclusive=True)

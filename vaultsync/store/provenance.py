@@ -45,6 +45,11 @@ def purge_records(con: apsw.Connection, vault_id: int) -> list[PurgeRecord]:
     """The vault's purges, oldest first (none before the purges table existed)."""
     if not has_table(con, "purges"):
         return []
-    return [PurgeRecord(*row) for row in con.execute(
-        """SELECT id, at, command, horizon, revisions_changed, revisions_removed FROM purges
-           WHERE vault_id = ? ORDER BY id""", (vault_id,))]
+    return [
+        PurgeRecord(*row)
+        for row in con.execute(
+            """SELECT id, at, command, horizon, revisions_changed, revisions_removed FROM purges
+           WHERE vault_id = ? ORDER BY id""",
+            (vault_id,),
+        )
+    ]

@@ -36,9 +36,9 @@ from collections.abc import Iterable, Sequence
 import apsw
 
 from ..disk.digest import content_hash
+from ..embed.tokenizer import TEXT_VERSION, TOKENIZE
 from ..errors import ConfigError, NoteNotFound
 from ..parsers import parse_note
-from ..embed.tokenizer import TEXT_VERSION, TOKENIZE
 from ..times import format_time, now_micros
 from . import codec
 from .read import cutoff
@@ -46,8 +46,8 @@ from .schema import APPEND_ONLY_TABLES, append_only_triggers, has_table
 from .search.index import SearchIndexer, index_lag
 from .search.rebuild import rebuild_search
 from .search.repair import Repair
-from .write import BatchWriter, dumps
 from .values import PurgeResult
+from .write import BatchWriter, dumps
 
 MARKER = "[purged]"
 """What every purged occurrence of a text becomes."""
@@ -55,10 +55,14 @@ MIN_TEXT_CHARS = 3
 """Shorter strings are refused: purging them would rewrite ordinary words everywhere."""
 _SAMPLE_TEXTS = 2048
 """How many stored texts, spread over the table, a retrained dictionary is drawn from."""
-_FK_INDEXES = {"purge_chunks_by_text": "chunks(text_id)", "purge_chunks_by_links": "chunks(links_id)",
-               "purge_notes_by_prev": "notes(prev_id)", "purge_notes_by_batch": "notes(batch_id)",
-               "purge_note_ends_by_batch": "note_ends(batch_id)",
-               "purge_git_commits_by_batch": "git_commits(batch_id)"}
+_FK_INDEXES = {
+    "purge_chunks_by_text": "chunks(text_id)",
+    "purge_chunks_by_links": "chunks(links_id)",
+    "purge_notes_by_prev": "notes(prev_id)",
+    "purge_notes_by_batch": "notes(batch_id)",
+    "purge_note_ends_by_batch": "note_ends(batch_id)",
+    "purge_git_commits_by_batch": "git_commits(batch_id)",
+}
 """Indexes on the child side of each foreign key whose parent rows a purge deletes, made for the purge's
 transaction only (dropped before it commits, so the schema is unchanged): without them SQLite checks every
 deleted revision, text, link list or batch by a full scan of its child table (a retention purge at the
@@ -71,11 +75,11 @@ def check_strings(strings: Sequence[str]) -> list[str]:
     out: list[str] = []
     for s in strings:
         if len(s.strip()) < MIN_TEXT_CHARS:
-            raise ConfigError(f"a text to purge must have at least {MIN_TEXT_CHARS} characters besides spaces",
-                              argument="texts")
+            raise ConfigError(
+                f"a text to purge must have at least {MIN_TEXT_CHARS} characters besides spaces", argument="texts"
+            )
         if s in MARKER or MARKER in s:
-            raise ConfigError(f"a text to purge may not contain or be part of the marker {MARKER!r}",
-                              argument="texts")
+            raise ConfigError(f"a text to purge may not contain or be part of the marker {MARKER!r}", argument="texts")
         out.append(s)
     return sorted(dict.fromkeys(out), key=len, reverse=True)
 
@@ -87,8 +91,9 @@ def redact(text: str, strings: Sequence[str]) -> str:
             text = text.replace(s, MARKER)
         if not any(s in text for s in strings):
             return text
-    raise ConfigError("the texts to purge keep reappearing around the marker; purge them one at a time",
-                      argument="texts")
+    raise ConfigError(
+        "the texts to purge keep reappearing around the marker; purge them one at a time", argument="texts"
+    )
 
 
 # ---------------------------------------------------------------- finding what to purge
@@ -101,15 +106,18 @@ def revision_texts(con: apsw.Connection, vault_id: int) -> Iterable[tuple[int, s
     parts: list[str] = []
     for note_id, path, kind, prev_id, text_id in con.execute(
         """SELECT n.id, n.path, n.kind, n.prev_id, c.text_id FROM notes n JOIN chunks c ON c.note_id = n.id
-           WHERE n.vault_id = ? ORDER BY n.id, c.ord""", (vault_id,)):
+           WHERE n.vault_id = ? ORDER BY n.id, c.ord""",
+        (vault_id,),
+    ):
         if current is None or current[0] != note_id:
             if current is not None:
                 yield (*current, "".join(parts))  # type: ignore[misc]  # current holds the four columns of a row
             current, parts = [note_id, path, kind, prev_id], []
         text = cache.get(text_id)
         if text is None:
-            text = cache[text_id] = codec.unpack(con.execute("SELECT body FROM texts WHERE id = ?",
-                                                             (text_id,)).fetchone()[0])
+            text = cache[text_id] = codec.unpack(
+                con.execute("SELECT body FROM texts WHERE id = ?", (text_id,)).fetchone()[0]
+            )
         parts.append(text)
     if current is not None:
         yield (*current, "".join(parts))  # type: ignore[misc]  # current holds the four columns of a row
@@ -117,8 +125,11 @@ def revision_texts(con: apsw.Connection, vault_id: int) -> Iterable[tuple[int, s
 
 def paths_containing(con: apsw.Connection, vault_id: int, strings: Sequence[str]) -> list[str]:
     """Note paths (of any revision) that contain one of ``strings``: a purge cannot rename notes."""
-    return [p for (p,) in con.execute("SELECT DISTINCT path FROM notes WHERE vault_id = ?", (vault_id,))
-            if any(s in p for s in strings)]
+    return [
+        p
+        for (p,) in con.execute("SELECT DISTINCT path FROM notes WHERE vault_id = ?", (vault_id,))
+        if any(s in p for s in strings)
+    ]
 
 
 def note_component(con: apsw.Connection, vault_id: int, path: str) -> set[int]:
@@ -129,9 +140,14 @@ def note_component(con: apsw.Connection, vault_id: int, path: str) -> set[int]:
     frontier = set(found)
     while frontier:
         ids = json.dumps(sorted(frontier))
-        linked = {r[0] for r in con.execute(
-            """SELECT prev_id FROM notes WHERE id IN (SELECT value FROM json_each(?)) AND prev_id IS NOT NULL
-               UNION SELECT id FROM notes WHERE prev_id IN (SELECT value FROM json_each(?))""", (ids, ids))}
+        linked = {
+            r[0]
+            for r in con.execute(
+                """SELECT prev_id FROM notes WHERE id IN (SELECT value FROM json_each(?)) AND prev_id IS NOT NULL
+               UNION SELECT id FROM notes WHERE prev_id IN (SELECT value FROM json_each(?))""",
+                (ids, ids),
+            )
+        }
         frontier = linked - found
         found |= frontier
     return found
@@ -147,9 +163,19 @@ def _rewrite(con: apsw.Connection, writer: BatchWriter, note_id: int, path: str,
     con.execute(
         """UPDATE notes SET content_hash = ?, size = ?, title = ?, frontmatter = ?, tags = ?, aliases = ?,
                warnings = ?, valid_from = ?, valid_to = ? WHERE id = ?""",
-        (content_hash(data), len(data), parsed.title,
-         None if parsed.frontmatter is None else dumps(parsed.frontmatter), dumps(list(parsed.tags)),
-         dumps(list(parsed.aliases)), dumps(list(parsed.warnings)), parsed.valid_from, parsed.valid_to, note_id))
+        (
+            content_hash(data),
+            len(data),
+            parsed.title,
+            None if parsed.frontmatter is None else dumps(parsed.frontmatter),
+            dumps(list(parsed.tags)),
+            dumps(list(parsed.aliases)),
+            dumps(list(parsed.warnings)),
+            parsed.valid_from,
+            parsed.valid_to,
+            note_id,
+        ),
+    )
     con.execute("DELETE FROM chunks WHERE note_id = ?", (note_id,))
     writer.write_chunks(note_id, path, parsed)
 
@@ -161,7 +187,9 @@ def _merge_unchanged(con: apsw.Connection, candidates: Iterable[int]) -> int:
         row = con.execute(
             """SELECT r.prev_id FROM notes r JOIN notes p ON p.id = r.prev_id
                WHERE r.id = ? AND r.kind = 'modified' AND p.kind != 'deleted' AND p.path = r.path
-                 AND p.content_hash = r.content_hash""", (note_id,)).fetchone()
+                 AND p.content_hash = r.content_hash""",
+            (note_id,),
+        ).fetchone()
         if row is None:
             continue
         prev = row[0]
@@ -177,31 +205,54 @@ def _merge_unchanged(con: apsw.Connection, candidates: Iterable[int]) -> int:
 def _remove(con: apsw.Connection, ids: set[int]) -> None:
     """Delete revisions ``ids``; a surviving revision that followed one of them now follows nothing."""
     chosen = json.dumps(sorted(ids))
-    con.execute("""UPDATE notes SET prev_id = NULL WHERE prev_id IN (SELECT value FROM json_each(:ids))
-                   AND id NOT IN (SELECT value FROM json_each(:ids))""", {"ids": chosen})
-    for sql in ("DELETE FROM note_ends WHERE note_id IN (SELECT value FROM json_each(?))",
-                "DELETE FROM chunks WHERE note_id IN (SELECT value FROM json_each(?))",
-                "DELETE FROM notes WHERE id IN (SELECT value FROM json_each(?))"):
+    con.execute(
+        """UPDATE notes SET prev_id = NULL WHERE prev_id IN (SELECT value FROM json_each(:ids))
+                   AND id NOT IN (SELECT value FROM json_each(:ids))""",
+        {"ids": chosen},
+    )
+    for sql in (
+        "DELETE FROM note_ends WHERE note_id IN (SELECT value FROM json_each(?))",
+        "DELETE FROM chunks WHERE note_id IN (SELECT value FROM json_each(?))",
+        "DELETE FROM notes WHERE id IN (SELECT value FROM json_each(?))",
+    ):
         con.execute(sql, (chosen,))
 
 
 def _paths(con: apsw.Connection, ids: Iterable[int]) -> set[str]:
-    return {r[0] for r in con.execute("SELECT DISTINCT path FROM notes WHERE id IN (SELECT value FROM json_each(?))",
-                                      (json.dumps(sorted(ids)),))}
+    return {
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT path FROM notes WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(ids)),)
+        )
+    }
 
 
 def _touched(con: apsw.Connection, ids: set[int]) -> set[int]:
     """``ids`` with the revisions that follow them and the ones those follow (a merge changes both ends)."""
-    children = {r[0] for r in con.execute("SELECT id FROM notes WHERE prev_id IN (SELECT value FROM json_each(?))",
-                                          (json.dumps(sorted(ids)),))}
-    prevs = {r[0] for r in con.execute(
-        "SELECT prev_id FROM notes WHERE id IN (SELECT value FROM json_each(?)) AND prev_id IS NOT NULL",
-        (json.dumps(sorted(ids | children)),))}
+    children = {
+        r[0]
+        for r in con.execute(
+            "SELECT id FROM notes WHERE prev_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(ids)),)
+        )
+    }
+    prevs = {
+        r[0]
+        for r in con.execute(
+            "SELECT prev_id FROM notes WHERE id IN (SELECT value FROM json_each(?)) AND prev_id IS NOT NULL",
+            (json.dumps(sorted(ids | children)),),
+        )
+    }
     return ids | children | prevs
 
 
-def purge_strings(con: apsw.Connection, writer: BatchWriter, vault_id: int, strings: Sequence[str],
-                  result: PurgeResult, repair: Repair | None = None) -> None:
+def purge_strings(
+    con: apsw.Connection,
+    writer: BatchWriter,
+    vault_id: int,
+    strings: Sequence[str],
+    result: PurgeResult,
+    repair: Repair | None = None,
+) -> None:
     affected: dict[int, tuple[str, str]] = {}
     for note_id, path, _kind, _prev, text in revision_texts(con, vault_id):
         if any(s in text for s in strings):
@@ -213,37 +264,51 @@ def purge_strings(con: apsw.Connection, writer: BatchWriter, vault_id: int, stri
         repair.take_out(touched)
     for note_id, (path, text) in affected.items():
         _rewrite(con, writer, note_id, path, text)
-    children = {r[0] for r in con.execute("SELECT id FROM notes WHERE prev_id IN (SELECT value FROM json_each(?))",
-                                          (json.dumps(sorted(affected)),))}
+    children = {
+        r[0]
+        for r in con.execute(
+            "SELECT id FROM notes WHERE prev_id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(affected)),)
+        )
+    }
     paths = {path for path, _ in affected.values()}
     result.revisions_removed = _merge_unchanged(con, set(affected) | children)
     if repair is not None:
         repair.put_back(touched)
     result.revisions_changed = len(affected) - result.revisions_removed
     result.notes = len(paths)
-    con.execute("DELETE FROM file_state WHERE vault_id = ? AND path IN (SELECT value FROM json_each(?))",
-                (vault_id, json.dumps(sorted(paths))))
+    con.execute(
+        "DELETE FROM file_state WHERE vault_id = ? AND path IN (SELECT value FROM json_each(?))",
+        (vault_id, json.dumps(sorted(paths))),
+    )
 
 
-def purge_note(con: apsw.Connection, vault_id: int, path: str, result: PurgeResult,
-               repair: Repair | None = None) -> None:
+def purge_note(
+    con: apsw.Connection, vault_id: int, path: str, result: PurgeResult, repair: Repair | None = None
+) -> None:
     ids = note_component(con, vault_id, path)
     paths = _paths(con, ids)
     if repair is not None:
         repair.take_out(ids)
     _remove(con, ids)
-    con.execute("DELETE FROM file_state WHERE vault_id = ? AND path IN (SELECT value FROM json_each(?))",
-                (vault_id, json.dumps(sorted(paths))))
+    con.execute(
+        "DELETE FROM file_state WHERE vault_id = ? AND path IN (SELECT value FROM json_each(?))",
+        (vault_id, json.dumps(sorted(paths))),
+    )
     result.revisions_removed, result.notes = len(ids), len(paths)
 
 
-def purge_before(con: apsw.Connection, vault_id: int, before: int, result: PurgeResult,
-                 repair: Repair | None = None) -> None:
+def purge_before(
+    con: apsw.Connection, vault_id: int, before: int, result: PurgeResult, repair: Repair | None = None
+) -> None:
     batch = cutoff(con, vault_id, before)
-    ids = {r[0] for r in con.execute(
-        """SELECT n.id FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
+    ids = {
+        r[0]
+        for r in con.execute(
+            """SELECT n.id FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
            WHERE n.vault_id = :v AND n.batch_id <= :b AND (e.batch_id <= :b OR n.kind = 'deleted')""",
-        {"v": vault_id, "b": batch})}
+            {"v": vault_id, "b": batch},
+        )
+    }
     if ids:
         result.notes = len(_paths(con, ids))
         if repair is not None:
@@ -259,9 +324,16 @@ def _collect_garbage(con: apsw.Connection, vault_id: int) -> int:
     """Delete texts, link lists and batches nothing uses any more; return how many batches went."""
     con.execute("DELETE FROM texts WHERE id NOT IN (SELECT text_id FROM chunks)")
     con.execute("DELETE FROM blobs WHERE id NOT IN (SELECT links_id FROM chunks WHERE links_id IS NOT NULL)")
-    empty = json.dumps([r[0] for r in con.execute(
-        """SELECT id FROM batches WHERE vault_id = ? AND id NOT IN (SELECT batch_id FROM notes)
-           AND id NOT IN (SELECT batch_id FROM note_ends)""", (vault_id,))])
+    empty = json.dumps(
+        [
+            r[0]
+            for r in con.execute(
+                """SELECT id FROM batches WHERE vault_id = ? AND id NOT IN (SELECT batch_id FROM notes)
+           AND id NOT IN (SELECT batch_id FROM note_ends)""",
+                (vault_id,),
+            )
+        ]
+    )
     con.execute("UPDATE git_commits SET batch_id = NULL WHERE batch_id IN (SELECT value FROM json_each(?))", (empty,))
     con.execute("DELETE FROM batches WHERE id IN (SELECT value FROM json_each(?))", (empty,))
     return len(json.loads(empty))
@@ -287,10 +359,14 @@ def _retrain_dictionary(con: apsw.Connection, writer: BatchWriter, strings: Sequ
     writer.text_dict = key
     ids = [r[0] for r in con.execute("SELECT id FROM texts")]
     for start in range(0, len(ids), 1000):
-        part = json.dumps(ids[start:start + 1000])
-        rows = con.execute("SELECT id, body FROM texts WHERE id IN (SELECT value FROM json_each(?))", (part,)).fetchall()
-        con.executemany("UPDATE texts SET body = ? WHERE id = ?",
-                        [(codec.pack(codec.unpack(body), key), text_id) for text_id, body in rows])
+        part = json.dumps(ids[start : start + 1000])
+        rows = con.execute(
+            "SELECT id, body FROM texts WHERE id IN (SELECT value FROM json_each(?))", (part,)
+        ).fetchall()
+        con.executemany(
+            "UPDATE texts SET body = ? WHERE id = ?",
+            [(codec.pack(codec.unpack(body), key), text_id) for text_id, body in rows],
+        )
     return True
 
 
@@ -311,8 +387,14 @@ def _repair(con: apsw.Connection, vault_id: int) -> Repair | None:
     return Repair(con, vault_id, indexer)
 
 
-def run(con: apsw.Connection, vault_id: int, *, strings: Sequence[str] = (), note: str | None = None,
-        before: int | None = None) -> PurgeResult:
+def run(
+    con: apsw.Connection,
+    vault_id: int,
+    *,
+    strings: Sequence[str] = (),
+    note: str | None = None,
+    before: int | None = None,
+) -> PurgeResult:
     """Carry out one purge inside the caller's transaction (exactly one of the three kinds)."""
     started = time.perf_counter()
     command = "text" if strings else "note" if note is not None else "before"
@@ -322,8 +404,11 @@ def run(con: apsw.Connection, vault_id: int, *, strings: Sequence[str] = (), not
     for name, on in _FK_INDEXES.items():
         con.execute(f"CREATE INDEX {name} ON {on}")
     if strings and paths_containing(con, vault_id, strings):
-        raise ConfigError("that text is part of a note's path, which a text purge does not rename; "
-                          "remove that note with a note purge", argument="note")
+        raise ConfigError(
+            "that text is part of a note's path, which a text purge does not rename; "
+            "remove that note with a note purge",
+            argument="note",
+        )
     writer = BatchWriter(con, vault_id, 0, "purge")
     repair = _repair(con, vault_id)
     if strings:
@@ -344,13 +429,28 @@ def run(con: apsw.Connection, vault_id: int, *, strings: Sequence[str] = (), not
         con.execute(f"DROP INDEX {name}")
     for table in APPEND_ONLY_TABLES:
         con.execute(append_only_triggers(table))
-    detail = (f"{len(strings)} string{'s' * (len(strings) != 1)}" if strings else
-              f"before {format_time(before)}" if before is not None else "1 note")
+    detail = (
+        f"{len(strings)} string{'s' * (len(strings) != 1)}"
+        if strings
+        else f"before {format_time(before)}"
+        if before is not None
+        else "1 note"
+    )
     con.execute(
         """INSERT INTO purges (vault_id, at, command, detail, horizon, revisions_changed, revisions_removed, notes,
                batches_removed) VALUES (?,?,?,?,?,?,?,?,?)""",
-        (vault_id, now_micros(), command, detail, before, result.revisions_changed, result.revisions_removed,
-         result.notes, result.batches_removed))
+        (
+            vault_id,
+            now_micros(),
+            command,
+            detail,
+            before,
+            result.revisions_changed,
+            result.revisions_removed,
+            result.notes,
+            result.batches_removed,
+        ),
+    )
     result.seconds = time.perf_counter() - started
     return result
 
@@ -371,8 +471,10 @@ def count(con: apsw.Connection, vault_id: int) -> int:
 
 def scrub_pending(con: apsw.Connection) -> bool:
     """True when a purge committed but its VACUUM and WAL truncation did not complete."""
-    return has_table(con, "purges") and con.execute(
-        "SELECT 1 FROM purges WHERE scrubbed_at IS NULL LIMIT 1").fetchone() is not None
+    return (
+        has_table(con, "purges")
+        and con.execute("SELECT 1 FROM purges WHERE scrubbed_at IS NULL LIMIT 1").fetchone() is not None
+    )
 
 
 def mark_scrubbed(con: apsw.Connection) -> None:

@@ -85,14 +85,44 @@ _JSON_FIELDS: dict[str, Any] = {
 
 
 def _revision(row: tuple) -> Revision:
-    (note_id, path, kind, prev_id, renamed_from, renamed_to, content_hash, size, title, frontmatter,
-     tags, aliases, warnings, valid_from, valid_to, batch_id, known_at) = row
+    (
+        note_id,
+        path,
+        kind,
+        prev_id,
+        renamed_from,
+        renamed_to,
+        content_hash,
+        size,
+        title,
+        frontmatter,
+        tags,
+        aliases,
+        warnings,
+        valid_from,
+        valid_to,
+        batch_id,
+        known_at,
+    ) = row
     return Revision(
-        note_id, path, kind, prev_id, renamed_from, renamed_to, content_hash, size, title,
+        note_id,
+        path,
+        kind,
+        prev_id,
+        renamed_from,
+        renamed_to,
+        content_hash,
+        size,
+        title,
         json.loads(frontmatter) if frontmatter else None,
-        json.loads(tags) if tags else [], json.loads(aliases) if aliases else [],
-        [], json.loads(warnings) if warnings else [],
-        valid_from, valid_to, batch_id, known_at,
+        json.loads(tags) if tags else [],
+        json.loads(aliases) if aliases else [],
+        [],
+        json.loads(warnings) if warnings else [],
+        valid_from,
+        valid_to,
+        batch_id,
+        known_at,
     )
 
 
@@ -127,8 +157,9 @@ def revision_by_id(con: apsw.Connection, note_id: int) -> Revision | None:
 
 def valid(revision: Revision, at: int) -> bool:
     """Whether ``revision``'s validity interval (half-open; open ends unbounded) contains ``at``."""
-    return ((revision.valid_from is None or revision.valid_from <= at)
-            and (revision.valid_to is None or at < revision.valid_to))
+    return (revision.valid_from is None or revision.valid_from <= at) and (
+        revision.valid_to is None or at < revision.valid_to
+    )
 
 
 def effective(con: apsw.Connection, revision: Revision | None, at: int) -> Revision | None:
@@ -159,7 +190,9 @@ def revisions_at(con: apsw.Connection, vault_id: int, batch: int, prefix: str = 
     return [_revision(r) for r in rows]
 
 
-def revisions_of_path(con: apsw.Connection, vault_id: int, path: str, before_batch: int | None = None) -> list[Revision]:
+def revisions_of_path(
+    con: apsw.Connection, vault_id: int, path: str, before_batch: int | None = None
+) -> list[Revision]:
     """All revisions ever stored at ``path`` (up to and including ``before_batch``), oldest first."""
     rows = con.execute(
         f"""SELECT {_NOTE_COLUMNS} FROM notes n JOIN batches b ON b.id = n.batch_id
@@ -173,8 +206,9 @@ _BETWEEN = """n.vault_id = ? AND n.batch_id > ? AND n.batch_id <= ?
               AND NOT (n.kind = 'deleted' AND n.renamed_to IS NOT NULL)"""
 
 
-def revisions_between(con: apsw.Connection, vault_id: int, after_batch: int, upto_batch: int,
-                      limit: int | None = None) -> list[Revision]:
+def revisions_between(
+    con: apsw.Connection, vault_id: int, after_batch: int, upto_batch: int, limit: int | None = None
+) -> list[Revision]:
     """Revisions written in batches ``after_batch < id <= upto_batch``, in order (the first ``limit``);
     rename tombstones left out."""
     rows = con.execute(
@@ -198,13 +232,20 @@ class BatchNews:
 
 def batches_after(con: apsw.Connection, vault_id: int, after_batch: int, limit: int) -> list[BatchNews]:
     """The vault's batches with ``id > after_batch``, oldest first, at most ``limit`` of them."""
-    ids = [r[0] for r in con.execute("SELECT id FROM batches WHERE vault_id = ? AND id > ? ORDER BY id LIMIT ?",
-                                     (vault_id, after_batch, limit))]
+    ids = [
+        r[0]
+        for r in con.execute(
+            "SELECT id FROM batches WHERE vault_id = ? AND id > ? ORDER BY id LIMIT ?", (vault_id, after_batch, limit)
+        )
+    ]
     if not ids:
         return []
     found: dict[int, tuple[list[str], bool]] = {i: ([], False) for i in ids}
-    rows = con.execute("SELECT batch_id, path, kind FROM notes WHERE vault_id = ? AND batch_id BETWEEN ? AND ? "
-                       "ORDER BY batch_id, path", (vault_id, ids[0], ids[-1]))
+    rows = con.execute(
+        "SELECT batch_id, path, kind FROM notes WHERE vault_id = ? AND batch_id BETWEEN ? AND ? "
+        "ORDER BY batch_id, path",
+        (vault_id, ids[0], ids[-1]),
+    )
     for batch_id, path, kind in rows:
         paths, listed = found[batch_id]
         paths.append(path)
@@ -214,8 +255,9 @@ def batches_after(con: apsw.Connection, vault_id: int, after_batch: int, limit: 
 
 def kinds_between(con: apsw.Connection, vault_id: int, after_batch: int, upto_batch: int) -> dict[str, int]:
     """How many revisions of each kind ``revisions_between`` holds (counted, not loaded)."""
-    rows = con.execute(f"SELECT n.kind, count(*) FROM notes n WHERE {_BETWEEN} GROUP BY n.kind",
-                       (vault_id, after_batch, upto_batch)).fetchall()
+    rows = con.execute(
+        f"SELECT n.kind, count(*) FROM notes n WHERE {_BETWEEN} GROUP BY n.kind", (vault_id, after_batch, upto_batch)
+    ).fetchall()
     return {kind: count for kind, count in rows}
 
 
@@ -334,6 +376,7 @@ def file_states(con: apsw.Connection, vault_id: int, paths: list[str] | None = N
     else:
         rows = con.execute(
             """SELECT f.path, f.size, f.mtime_ns, f.content_hash FROM json_each(?) j
-               CROSS JOIN file_state f ON f.vault_id = ? AND f.path = j.value""", (json.dumps(paths), vault_id)
+               CROSS JOIN file_state f ON f.vault_id = ? AND f.path = j.value""",
+            (json.dumps(paths), vault_id),
         ).fetchall()
     return {path: (size, mtime_ns, h) for path, size, mtime_ns, h in rows}

@@ -17,7 +17,8 @@ def batch_times(con: apsw.Connection, vault_id: int, upto_batch: int) -> list[tu
                   (SELECT count(*) FROM notes n WHERE n.vault_id = b.vault_id AND n.batch_id = b.id
                      AND NOT (n.kind = 'deleted' AND n.renamed_to IS NOT NULL))
            FROM batches b WHERE b.vault_id = ? AND b.id <= ? ORDER BY b.id""",
-        (vault_id, upto_batch)).fetchall()
+        (vault_id, upto_batch),
+    ).fetchall()
     return [(i, known_at, count) for i, known_at, count in rows]
 
 
@@ -28,7 +29,9 @@ def fates(con: apsw.Connection, vault_id: int, after_batch: int, paths: Iterable
     later: dict[str, list[tuple[int, str | None]]] = {}
     rows = con.execute(
         """SELECT path, batch_id, renamed_to FROM notes WHERE vault_id = ? AND batch_id > ? AND kind = 'deleted'
-           ORDER BY batch_id, id""", (vault_id, after_batch))
+           ORDER BY batch_id, id""",
+        (vault_id, after_batch),
+    )
     for path, batch_id, renamed_to in rows:
         later.setdefault(path, []).append((batch_id, renamed_to))
     ends: dict[str, str | None] = {}
@@ -51,5 +54,7 @@ def listing(con: apsw.Connection, vault_id: int, batch: int) -> list[tuple[str, 
     without decoding each revision's frontmatter, tags and aliases (most of its cost)."""
     rows = con.execute(
         f"""SELECT n.path, n.title, n.content_hash FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
-            WHERE n.vault_id = :v AND {VISIBLE} ORDER BY n.path""", {"v": vault_id, "b": batch}).fetchall()
+            WHERE n.vault_id = :v AND {VISIBLE} ORDER BY n.path""",
+        {"v": vault_id, "b": batch},
+    ).fetchall()
     return [(path, title, content_hash) for path, title, content_hash in rows]

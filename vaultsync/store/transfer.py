@@ -42,7 +42,9 @@ class Copied:
     vaults: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-def copy_databases(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, progress: Callable[[str, int, int], None] | None = None) -> Copied:
+def copy_databases(
+    src: str | os.PathLike[str], dst: str | os.PathLike[str], *, progress: Callable[[str, int, int], None] | None = None
+) -> Copied:
     """Open the database ``src`` (read-only) and ``dst`` (a file or a ``postgresql://`` URI, created as needed)
     and copy every vault of one into the other."""
     from . import open_store
@@ -65,13 +67,17 @@ def copy_database(src: Engine, dst: Engine, *, progress: Callable[[str, int, int
     theirs = {h[0]: h for h in _audit_heads(dst)}
     clash = [h[0] for h in heads if h[0] in theirs and theirs[h[0]] != h]
     if clash:
-        raise ConfigError(f"the destination already has another head for audit log {clash[0]}; copy into a "
-                          "database that does not hold that log")
+        raise ConfigError(
+            f"the destination already has another head for audit log {clash[0]}; copy into a "
+            "database that does not hold that log"
+        )
     for stored in src.vaults():
         found = dst.vault(stored.name)
         if found is not None and dst.last_batch(found.id) is not None:
-            raise ConfigError(f"the destination already holds a vault '{stored.name}' with history; copy into a "
-                              "database (or schema) that does not hold it (other vaults there are kept)")
+            raise ConfigError(
+                f"the destination already holds a vault '{stored.name}' with history; copy into a "
+                "database (or schema) that does not hold it (other vaults there are kept)"
+            )
     for stored in src.vaults():
         done.vaults[stored.name] = _copy_vault(src, dst, stored, progress)
         _copy_purges(src, dst, stored)
@@ -82,16 +88,17 @@ def copy_database(src: Engine, dst: Engine, *, progress: Callable[[str, int, int
     return done
 
 
-PURGE_COLUMNS = ("at, command, detail, horizon, revisions_changed, revisions_removed, notes, batches_removed, "
-                 "scrubbed_at")
+PURGE_COLUMNS = (
+    "at, command, detail, horizon, revisions_changed, revisions_removed, notes, batches_removed, scrubbed_at"
+)
 HEAD_COLUMNS = "log_id, path, records, head, updated_at"
 
 
 def _embedder(engine: Engine) -> str | None:
     """The registry name of the embedder whose vectors ``engine`` keeps (the copy's vectors are made by the
     same one, so vector search and a fusing default mode answer alike; None: no search index)."""
-    from .search.schema import meta
     from .schema import has_table
+    from .search.schema import meta
 
     with engine.db.atomic() as con:  # type: ignore[attr-defined]  # both engines' own database (not in the contract)
         return meta(con, "embedder") if has_table(con, "search_meta") else None
@@ -115,12 +122,12 @@ def _copy_purges(src: Engine, dst: Engine, stored: StoredVault) -> None:
     dst_id = dst.vault(stored.name).id  # type: ignore[union-attr]  # _copy_vault registered it
     with dst.db.atomic() as con:  # type: ignore[attr-defined]  # both engines' own database (not in the contract)
         for row in rows:
-            con.execute(f"INSERT INTO purges (vault_id, {PURGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                        (dst_id, *row))
+            con.execute(f"INSERT INTO purges (vault_id, {PURGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)", (dst_id, *row))
 
 
-def _copy_vault(src: Engine, dst: Engine, stored: StoredVault, progress: Callable[[str, int, int], None] | None
-                ) -> dict[str, int]:
+def _copy_vault(
+    src: Engine, dst: Engine, stored: StoredVault, progress: Callable[[str, int, int], None] | None
+) -> dict[str, int]:
     from pathlib import Path
 
     name, src_id = stored.name, stored.id
@@ -142,8 +149,9 @@ def _copy_vault(src: Engine, dst: Engine, stored: StoredVault, progress: Callabl
             written = sorted(src.written_by(src_id, item.batch_id), key=lambda r: r.note_id)
             with src.view(src_id, name) as view:
                 texts = {r.note_id: view.content(r) for r in written if not r.deleted}
-            with dst.batch(dst_id, known_at=info["known_at"], source=info["source"], detail=info["detail"],
-                           caller=info["caller"]) as batch:
+            with dst.batch(
+                dst_id, known_at=info["known_at"], source=info["source"], detail=info["detail"], caller=info["caller"]
+            ) as batch:
                 for r in written:
                     if r.deleted:
                         # (the ignore below) a tombstone always has a prev_id
@@ -151,16 +159,27 @@ def _copy_vault(src: Engine, dst: Engine, stored: StoredVault, progress: Callabl
                         continue
                     text = texts[r.note_id]
                     prev = None if r.prev_id is None else ids[r.prev_id]
-                    change = Change(r.path, r.kind, text, r.content_hash or "", r.size or 0, None,
-                                    prev if r.kind == "modified" else None, prev, r.renamed_from)
+                    change = Change(
+                        r.path,
+                        r.kind,
+                        text,
+                        r.content_hash or "",
+                        r.size or 0,
+                        None,
+                        prev if r.kind == "modified" else None,
+                        prev,
+                        r.renamed_from,
+                    )
                     batch.add_revision(change, parse_note(text, r.path))
                 sha = info["detail"] if info["detail"] in commits else None
                 if sha is not None:
                     batch.record_git_commit(sha, info["known_at"])
                     commits.discard(sha)
             # (batch_id None: the source batch held nothing, and neither does the copy)
-            copied = sorted(dst.written_by(dst_id, batch.batch_id),  # type: ignore[arg-type]
-                            key=lambda r: r.note_id)
+            copied = sorted(
+                dst.written_by(dst_id, batch.batch_id),  # type: ignore[arg-type]
+                key=lambda r: r.note_id,
+            )
             if [(r.path, r.kind) for r in copied] != [(r.path, r.kind) for r in written]:
                 raise ConfigError(f"batch {item.batch_id} of vault '{name}' did not copy as it was written")
             ids.update({a.note_id: b.note_id for a, b in zip(written, copied)})

@@ -14,9 +14,9 @@ from ..errors import ConfigError
 from ..times import format_time
 from . import read as q
 from . import timeline
-from .purge import horizon
 from .codec import content_key, unpack
 from .provenance import PurgeRecord, locate, purge_records, revision_in_vault
+from .purge import horizon
 from .read import Revision
 from .schema import APPEND_ONLY_TABLES
 from .search import engine
@@ -24,8 +24,10 @@ from .search import engine
 
 def forgotten(vault_name: str, horizon: int) -> str:
     """The refusal of a question about a time before the vault's retention horizon."""
-    return (f"vault '{vault_name}' forgot its history before {format_time(horizon)} (a retention purge); "
-            f"ask about {format_time(horizon)} or later")
+    return (
+        f"vault '{vault_name}' forgot its history before {format_time(horizon)} (a retention purge); "
+        f"ask about {format_time(horizon)} or later"
+    )
 
 
 class View:
@@ -45,8 +47,15 @@ class View:
     rankers: ClassVar[engine.Rankers] = engine.SQLITE
     """What search ranks with (an engine's view sets its own; the rest of search is ``search.engine``'s)."""
 
-    def __init__(self, con: apsw.Connection, db_path: str, vault_id: int, vault_name: str,
-                 as_of: int | None, valid_at: int | None) -> None:
+    def __init__(
+        self,
+        con: apsw.Connection,
+        db_path: str,
+        vault_id: int,
+        vault_name: str,
+        as_of: int | None,
+        valid_at: int | None,
+    ) -> None:
         self._con = con
         self._db_path = db_path
         self.vault_id = vault_id
@@ -111,8 +120,11 @@ class View:
         while revs and revs[0].kind == "renamed" and revs[0].renamed_from and revs[0].renamed_from not in seen:
             old = revs[0].renamed_from
             seen.add(old)
-            earlier = [r for r in self.revisions_of(old, revs[0].batch_id)
-                       if not (r.deleted and r.renamed_to == revs[0].path and r.batch_id == revs[0].batch_id)]
+            earlier = [
+                r
+                for r in self.revisions_of(old, revs[0].batch_id)
+                if not (r.deleted and r.renamed_to == revs[0].path and r.batch_id == revs[0].batch_id)
+            ]
             revs = earlier + revs
         return revs
 
@@ -197,12 +209,31 @@ class View:
 
     # ------------------------------------------------------------ search
 
-    def search(self, query: str, *, mode: str = engine.DEFAULT_MODE, limit: int = 10, prefix: str | None = None,
-               tags: Sequence[str] | None = None, where: dict[str, str] | None = None) -> dict[str, Any]:
+    def search(
+        self,
+        query: str,
+        *,
+        mode: str = engine.DEFAULT_MODE,
+        limit: int = 10,
+        prefix: str | None = None,
+        tags: Sequence[str] | None = None,
+        where: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
         """Hybrid search of the chunks visible at the cutoff (see ``vaultsync.store.search.engine``)."""
-        return engine.search(self._con, self.vault_id, self.vault_name, query, as_of=self.as_of,
-                             valid_at=self.valid_at, mode=mode, limit=limit, prefix=prefix, tags=tags, where=where,
-                             rankers=self.rankers)
+        return engine.search(
+            self._con,
+            self.vault_id,
+            self.vault_name,
+            query,
+            as_of=self.as_of,
+            valid_at=self.valid_at,
+            mode=mode,
+            limit=limit,
+            prefix=prefix,
+            tags=tags,
+            where=where,
+            rankers=self.rankers,
+        )
 
     def export(self) -> Iterator[dict[str, Any]]:
         """A header, then every chunk visible at the cutoff with the exact text the keyword index tokenizes."""
@@ -223,7 +254,9 @@ class View:
             "notes": len(q.current_state(con, self.vault_id)),
             "revisions": one("SELECT count(*) FROM notes WHERE vault_id = :v"),
             "batches": one("SELECT count(*) FROM batches WHERE vault_id = :v"),
-            "chunk_revisions": one("SELECT count(*) FROM chunks c JOIN notes n ON n.id = c.note_id WHERE n.vault_id = :v"),
+            "chunk_revisions": one(
+                "SELECT count(*) FROM chunks c JOIN notes n ON n.id = c.note_id WHERE n.vault_id = :v"
+            ),
             "first_batch": format_time(one("SELECT min(known_at) FROM batches WHERE vault_id = :v")),
             "last_batch": format_time(one("SELECT max(known_at) FROM batches WHERE vault_id = :v")),
             "distinct_texts": con.execute("SELECT count(*) FROM texts").fetchone()[0],
@@ -237,8 +270,9 @@ class View:
     def _engine_problems(self) -> list[str]:
         """What only this engine can check: SQLite's integrity check and its append-only triggers."""
         con = self._con
-        problems = [f"SQLite integrity: {r[0]}" for r in con.execute("PRAGMA integrity_check").fetchall()
-                    if r[0] != "ok"]
+        problems = [
+            f"SQLite integrity: {r[0]}" for r in con.execute("PRAGMA integrity_check").fetchall() if r[0] != "ok"
+        ]
         triggers = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
         for table in APPEND_ONLY_TABLES:
             for action in ("update", "delete"):

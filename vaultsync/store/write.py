@@ -11,11 +11,10 @@ from typing import Any
 
 import apsw
 
-from . import codec
-from .contract import AheadWork, Change, Indexer
-
 from ..parsers import ParsedNote
 from ..times import now_micros
+from . import codec
+from .contract import AheadWork, Change, Indexer
 
 DICTIONARY_SAMPLE = 1024
 """A database without a compression dictionary trains one from up to this many of a batch's first notes."""
@@ -38,11 +37,13 @@ def by_hash(con: Any, table: str, columns: str, keys: list[bytes]) -> dict[bytes
     found: dict[bytes, tuple] = {}
     unique = list(dict.fromkeys(keys))
     for start in range(0, len(unique), IN_CHUNK):
-        part = padded(unique[start:start + IN_CHUNK])
+        part = padded(unique[start : start + IN_CHUNK])
         for key, *values in con.execute(
-                f"SELECT hash, {columns} FROM {table} WHERE hash IN ({','.join('?' * len(part))})", part):
+            f"SELECT hash, {columns} FROM {table} WHERE hash IN ({','.join('?' * len(part))})", part
+        ):
             found[bytes(key)] = tuple(values)
     return found
+
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=False)
 
@@ -195,11 +196,22 @@ class BatchWriter:
                    title, frontmatter, tags, aliases, warnings, valid_from, valid_to, mtime_ns)
                VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
             (
-                self.vault_id, batch_id, path, kind, change.prev_id, change.renamed_from, change.hash, change.size,
+                self.vault_id,
+                batch_id,
+                path,
+                kind,
+                change.prev_id,
+                change.renamed_from,
+                change.hash,
+                change.size,
                 parsed.title,
                 None if parsed.frontmatter is None else dumps(parsed.frontmatter),
-                dumps_strings(parsed.tags), dumps_strings(parsed.aliases),
-                dumps_strings(parsed.warnings), parsed.valid_from, parsed.valid_to, change.mtime_ns,
+                dumps_strings(parsed.tags),
+                dumps_strings(parsed.aliases),
+                dumps_strings(parsed.warnings),
+                parsed.valid_from,
+                parsed.valid_to,
+                change.mtime_ns,
             ),
         )
         note_id = self.con.last_insert_rowid()
@@ -221,11 +233,31 @@ class BatchWriter:
             self.con.execute(
                 """INSERT INTO chunks (note_id, ord, chunk_id, text_id, heading_path, line_start, line_end, kind,
                        links_id) VALUES (?,?,?,?,?,?,?,?,?)""",
-                (note_id, ord_, chunk.chunk_id, text_id, dumps_strings(chunk.heading_path),
-                 chunk.line_start, chunk.line_end, chunk.kind, links_id),
+                (
+                    note_id,
+                    ord_,
+                    chunk.chunk_id,
+                    text_id,
+                    dumps_strings(chunk.heading_path),
+                    chunk.line_start,
+                    chunk.line_end,
+                    chunk.kind,
+                    links_id,
+                ),
             )
-            rows.append(ChunkRow(self.con.last_insert_rowid(), note_id, path, chunk.chunk_id, text_id, chunk.text,
-                                 chunk.heading_path, parsed.title, parsed.aliases))
+            rows.append(
+                ChunkRow(
+                    self.con.last_insert_rowid(),
+                    note_id,
+                    path,
+                    chunk.chunk_id,
+                    text_id,
+                    chunk.text,
+                    chunk.heading_path,
+                    parsed.title,
+                    parsed.aliases,
+                )
+            )
         return rows
 
     def add_tombstone(self, path: str, live_id: int, renamed_to: str | None = None) -> int:
@@ -287,4 +319,3 @@ def link_dict(link: Any) -> dict[str, Any]:
         out["embed"] = True
     out["line"] = link.line
     return out
-

@@ -59,6 +59,7 @@ def build_app(vault: Vault, token: str, port: int) -> Guard:
                 return JSONResponse({"error": str(exc)}, status_code=404)
             except VaultsyncError as exc:
                 return JSONResponse({"error": str(exc)}, status_code=400)
+
         return endpoint
 
     async def index(request: Request) -> Response:
@@ -75,21 +76,27 @@ def build_app(vault: Vault, token: str, port: int) -> Guard:
         Route("/static/{name}", asset),
         Route("/api/timeline", api(lambda r: explorer.timeline())),
         Route("/api/tree", api(lambda r: explorer.tree(_time(r, "at"), _time(r, "valid")))),
-        Route("/api/note", api(lambda r: explorer.note(_param(r, "path", True) or "", _time(r, "at"),
-                                                      _time(r, "valid")))),
+        Route(
+            "/api/note", api(lambda r: explorer.note(_param(r, "path", True) or "", _time(r, "at"), _time(r, "valid")))
+        ),
         Route("/api/links", api(lambda r: explorer.links(_param(r, "path", True) or "", _time(r, "at")))),
-        Route("/api/diff", api(lambda r: explorer.diff(_param(r, "a", True) or "", _time(r, "at_a"),
-                                                      _param(r, "b", True) or "", _time(r, "at_b")))),
-        Route("/api/search", api(lambda r: explorer.search(_param(r, "q", True) or "", _time(r, "at"),
-                                                          _time(r, "valid")))),
-        Route("/api/changes", api(lambda r: explorer.changes(_time(r, "since"), _time(r, "until"),
-                                                            _time(r, "valid")))),
+        Route(
+            "/api/diff",
+            api(
+                lambda r: explorer.diff(
+                    _param(r, "a", True) or "", _time(r, "at_a"), _param(r, "b", True) or "", _time(r, "at_b")
+                )
+            ),
+        ),
+        Route(
+            "/api/search", api(lambda r: explorer.search(_param(r, "q", True) or "", _time(r, "at"), _time(r, "valid")))
+        ),
+        Route("/api/changes", api(lambda r: explorer.changes(_time(r, "since"), _time(r, "until"), _time(r, "valid")))),
     ]
     return Guard(Starlette(routes=routes), token, port)
 
 
-def serve(vault: Vault, *, port: int = 0, open_browser: bool = True,
-          announce: Callable[[str], None] = print) -> None:
+def serve(vault: Vault, *, port: int = 0, open_browser: bool = True, announce: Callable[[str], None] = print) -> None:
     """Serve the page on 127.0.0.1 (a random free port unless ``port``) until interrupted."""
     import uvicorn
 

@@ -24,11 +24,19 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 TOKEN_HEADER = b"x-vaultsync-token"
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-       "font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-           (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"), (b"cache-control", b"no-store"),
-           (b"cross-origin-resource-policy", b"same-origin"), (b"cross-origin-opener-policy", b"same-origin")]
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+]
 
 
 class Guard:
@@ -73,9 +81,17 @@ class Guard:
         if refused is not None:
             status, reason = refused
             body = json.dumps({"error": reason}).encode()
-            await send({"type": "http.response.start", "status": status,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(body)).encode()), *HEADERS]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        *HEADERS,
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
             return
 

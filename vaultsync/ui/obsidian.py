@@ -44,7 +44,7 @@ def _highlight(state: StateInline, silent: bool) -> bool:
     if silent or not state.src.startswith("==", start):
         return False
     end = state.src.find("==", start + 2, maximum)
-    inner = state.src[start + 2:end] if end > start + 2 else ""
+    inner = state.src[start + 2 : end] if end > start + 2 else ""
     if not inner or inner[0].isspace() or inner[-1].isspace() or "\n\n" in inner:
         return False
     token = state.push("mark_open", "mark", 1)

@@ -62,7 +62,9 @@ def _link_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: 
 def _image(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
     token = tokens[idx]
     alt = "".join(child.content for child in token.children or [])
-    return f'<span class="image" title="{escapeHtml(str(token.attrGet("src") or ""))}">[image: {escapeHtml(alt)}]</span>'
+    return (
+        f'<span class="image" title="{escapeHtml(str(token.attrGet("src") or ""))}">[image: {escapeHtml(alt)}]</span>'
+    )
 
 
 def _nothing(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
@@ -78,8 +80,14 @@ def build_renderer() -> MarkdownIt:
     md.use(comments_plugin)
     md.use(wikilinks_plugin)
     md.use(obsidian_plugin)  # tasks, ==highlights==, ^block-ids, #tags
-    for name, rule in (("wikilink", _wikilink), ("link_open", _link_open), ("image", _image),
-                       ("front_matter", _nothing), ("comment", _nothing), ("comment_block", _nothing)):
+    for name, rule in (
+        ("wikilink", _wikilink),
+        ("link_open", _link_open),
+        ("image", _image),
+        ("front_matter", _nothing),
+        ("comment", _nothing),
+        ("comment_block", _nothing),
+    ):
         md.add_render_rule(name, rule)
     return md
 
@@ -129,8 +137,9 @@ def _grouped(runs: list[tuple[str, str]]) -> list[list[str]]:
     out: list[list[str]] = []
     removed, added = "", ""
     for i, (op, text) in enumerate(runs):
-        between = (op == "=" and text.isspace() and 0 < i < len(runs) - 1
-                   and runs[i - 1][0] != "=" and runs[i + 1][0] != "=")
+        between = (
+            op == "=" and text.isspace() and 0 < i < len(runs) - 1 and runs[i - 1][0] != "=" and runs[i + 1][0] != "="
+        )
         if op == "=" and not between:
             out += [[o, t] for o, t in (("-", removed), ("+", added)) if t]
             removed, added = "", ""

@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 from ..errors import NoteNotFound
 from ..links import Resolver
-from ..store import Revision
 from ..revisions import short_revision
+from ..store import Revision
 from ..times import TimeLike, as_micros, format_time
 from ..vault import Vault
 from .render import render, word_diff
@@ -36,9 +36,17 @@ def _when(micros: int | None) -> dict[str, Any]:
 
 
 def _revision(r: Revision) -> dict[str, Any]:
-    return {"path": r.path, "kind": r.kind, "known_at": r.known_at, "iso": format_time(r.known_at),
-            "renamed_from": r.renamed_from, "renamed_to": r.renamed_to, "size": r.size, "title": r.title,
-            "revision": short_revision(r.content_hash)}
+    return {
+        "path": r.path,
+        "kind": r.kind,
+        "known_at": r.known_at,
+        "iso": format_time(r.known_at),
+        "renamed_from": r.renamed_from,
+        "renamed_to": r.renamed_to,
+        "size": r.size,
+        "title": r.title,
+        "revision": short_revision(r.content_hash),
+    }
 
 
 class Explorer:
@@ -89,8 +97,10 @@ class Explorer:
             return []
         if valid is None:
             return self._cached(("ls", key), lambda: self.vault.listing(as_of=key))
-        return self._cached(("ls", key, valid), lambda: [(r.path, r.title, r.content_hash) for r in
-                                                         self.vault.ls(as_of=key, valid_at=valid)])
+        return self._cached(
+            ("ls", key, valid),
+            lambda: [(r.path, r.title, r.content_hash) for r in self.vault.ls(as_of=key, valid_at=valid)],
+        )
 
     def _resolver(self, at: int | None) -> Resolver:
         key = self.cutoff(at)
@@ -103,11 +113,16 @@ class Explorer:
         with self.lock:
             self._fresh()
             batches = self._batches()
-            validity = self._cached(("validity",), lambda: any(
-                r.valid_from is not None or r.valid_to is not None for r in self.vault.ls()))
-            return {"vault": self.vault.name, "batches": [list(b) for b in batches],
-                    "first": _when(batches[0][0] if batches else None),
-                    "last": _when(batches[-1][0] if batches else None), "validity": validity}
+            validity = self._cached(
+                ("validity",), lambda: any(r.valid_from is not None or r.valid_to is not None for r in self.vault.ls())
+            )
+            return {
+                "vault": self.vault.name,
+                "batches": [list(b) for b in batches],
+                "first": _when(batches[0][0] if batches else None),
+                "last": _when(batches[-1][0] if batches else None),
+                "validity": validity,
+            }
 
     def tree(self, at: TimeLike = None, valid: TimeLike = None) -> dict[str, Any]:
         """The notes that existed at ``at`` (``ls --as-of``), each marked relative to now: modified,
@@ -149,9 +164,19 @@ class Explorer:
             rev = note.revision
             html = render(note.content, lambda link: resolver.resolve(link, rev.path))
             history = self.vault.history(rev.path)
-            return {"path": rev.path, "title": rev.title, "at": _when(when), "revision": _revision(rev),
-                    "content": note.content, "html": html, "frontmatter": rev.frontmatter, "tags": rev.tags,
-                    "aliases": rev.aliases, "warnings": rev.warnings, "revisions": [_revision(r) for r in history]}
+            return {
+                "path": rev.path,
+                "title": rev.title,
+                "at": _when(when),
+                "revision": _revision(rev),
+                "content": note.content,
+                "html": html,
+                "frontmatter": rev.frontmatter,
+                "tags": rev.tags,
+                "aliases": rev.aliases,
+                "warnings": rev.warnings,
+                "revisions": [_revision(r) for r in history],
+            }
 
     def links(self, path: str, at: TimeLike = None) -> dict[str, Any]:
         """The notes linking to ``path`` as of ``at``, and its outgoing links resolved then."""
@@ -159,8 +184,11 @@ class Explorer:
             self._fresh()
             report = self.vault.links(path, as_of=as_micros(at, "as_of"))
             backlinks = sorted({b["source"] for b in report.backlinks})
-            return {"path": report.path, "backlinks": backlinks,
-                    "outgoing": [{"target": o.get("target"), "resolved": o.get("resolved")} for o in report.outgoing]}
+            return {
+                "path": report.path,
+                "backlinks": backlinks,
+                "outgoing": [{"target": o.get("target"), "resolved": o.get("resolved")} for o in report.outgoing],
+            }
 
     def diff(self, path_a: str, at_a: TimeLike, path_b: str, at_b: TimeLike) -> dict[str, Any]:
         """The word-level difference between the note ``path_a`` as of ``at_a`` and ``path_b`` as of ``at_b``
@@ -179,8 +207,13 @@ class Explorer:
                 raise NoteNotFound(f"note {path_a!r} existed at neither moment")
             runs = word_diff(texts[0], texts[1])
             counts = {op: sum(len(t.split()) for o, t in runs if o == op) for op in "-+"}
-            return {"a": sides[0], "b": sides[1], "runs": runs, "removed_words": counts["-"],
-                    "added_words": counts["+"]}
+            return {
+                "a": sides[0],
+                "b": sides[1],
+                "runs": runs,
+                "removed_words": counts["-"],
+                "added_words": counts["+"],
+            }
 
     def _exists(self, path: str, when: int | None) -> bool:
         """Whether the (empty) note existed then: only asked for an empty text, which is rare."""
@@ -189,17 +222,24 @@ class Explorer:
     def search(self, query: str, at: TimeLike = None, valid: TimeLike = None, limit: int = 20) -> dict[str, Any]:
         """The default search mode as of ``at`` (exactly ``search --as-of``); snippets mark matches ``**so**``."""
         with self.lock:
-            return self.vault.search(query, as_of=as_micros(at, "as_of"), valid_at=as_micros(valid, "valid_at"),
-                                     limit=limit).to_json()
+            return self.vault.search(
+                query, as_of=as_micros(at, "as_of"), valid_at=as_micros(valid, "valid_at"), limit=limit
+            ).to_json()
 
-    def changes(self, since: TimeLike, until: TimeLike = None, valid: TimeLike = None,
-                limit: int = 500) -> dict[str, Any]:
+    def changes(
+        self, since: TimeLike, until: TimeLike = None, valid: TimeLike = None, limit: int = 500
+    ) -> dict[str, Any]:
         """What changed in the whole vault after ``since`` up to ``until``: added, changed, renamed, deleted."""
         start, end = as_micros(since, "since"), as_micros(until, "until")
         with self.lock:
             revisions, counts, more = self.vault.changes_page(start, end, as_micros(valid, "valid_at"), limit=limit)
-            return {"since": _when(start), "until": _when(end), "counts": counts, "more": more,
-                    "changes": [_revision(r) for r in revisions]}
+            return {
+                "since": _when(start),
+                "until": _when(end),
+                "counts": counts,
+                "more": more,
+                "changes": [_revision(r) for r in revisions],
+            }
 
 
 def folders(paths: list[str]) -> dict[str, int]:

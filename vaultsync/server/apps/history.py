@@ -35,8 +35,9 @@ SHOWN_ON = "note_history"
 APP_TOOLS = ("history_view_note", "history_view_diff")
 """The tools only the view calls."""
 
-MomentArg = Annotated[int | str | None, Field(description="A revision's known_at (UTC microseconds) or a time; "
-                                              "omit for now")]
+MomentArg = Annotated[
+    int | str | None, Field(description="A revision's known_at (UTC microseconds) or a time; omit for now")
+]
 
 
 def add_history_app_tools(tools: ToolSet, rt: ServedVault, may_restore: Callable[[], bool]) -> None:
@@ -67,8 +68,9 @@ def add_history_app_tools(tools: ToolSet, rt: ServedVault, may_restore: Callable
             return Explorer(vault).diff(path_a, as_micros(at_a, "at_a"), path_b, as_micros(at_b, "at_b"))
 
 
-def attach_history_app(tools: list[Any], rt: ServedVault,
-                       may_restore: Callable[[], bool]) -> tuple[list[Any], Apps | None]:
+def attach_history_app(
+    tools: list[Any], rt: ServedVault, may_restore: Callable[[], bool]
+) -> tuple[list[Any], Apps | None]:
     """``tools`` plus the app-only tools, ``note_history`` pointing at the view, and the extension serving
     it; unchanged (and no extension) when ``note_history`` is not published (a manifest left it out)."""
     shown = next((t for t in tools if t.name == SHOWN_ON), None)
@@ -80,9 +82,15 @@ def attach_history_app(tools: list[Any], rt: ServedVault,
         tool.meta = {**(tool.meta or {}), "ui": {"resourceUri": APP_URI, "visibility": ["app"]}}
     shown.meta = {**(shown.meta or {}), "ui": {"resourceUri": APP_URI}}
     apps = Apps()
-    apps.add_html_resource(APP_URI, view_html(), name="note-history", title="Note history",
-                           description="A note's timeline, its text as of any revision, a word diff and a restore",
-                           csp=ResourceCsp(), prefers_border=True)
+    apps.add_html_resource(
+        APP_URI,
+        view_html(),
+        name="note-history",
+        title="Note history",
+        description="A note's timeline, its text as of any revision, a word diff and a restore",
+        csp=ResourceCsp(),
+        prefers_border=True,
+    )
     return [*tools, *extra.tools], apps
 
 

@@ -22,9 +22,14 @@ def _sha256(text: str) -> str:
 
 
 def policy(script: str, style: str) -> str:
-    return ("default-src 'none'; script-src " + _sha256(script) + "; style-src " + _sha256(style)
-            + "; img-src 'none'; font-src 'none'; connect-src 'none'; frame-src 'none'; object-src 'none'; "
-            "base-uri 'none'; form-action 'none'")
+    return (
+        "default-src 'none'; script-src "
+        + _sha256(script)
+        + "; style-src "
+        + _sha256(style)
+        + "; img-src 'none'; font-src 'none'; connect-src 'none'; frame-src 'none'; object-src 'none'; "
+        "base-uri 'none'; form-action 'none'"
+    )
 
 
 @cache

@@ -40,8 +40,8 @@ from .compat import Con
 from .db import POOL_ENV, POOL_SIZE, PgDatabase, _driver, pool_size, redact, translated  # noqa: F401 - its names
 from .fence import LOST, Fence, hold_head
 from .lock import PgWriterLock
-from .session import connect
 from .schema import MIGRATIONS, READABLE_FROM, migrate, pending, schema_version
+from .session import connect
 
 
 def check_version(where: str, version: int, *, readonly: bool) -> None:
@@ -49,16 +49,23 @@ def check_version(where: str, version: int, *, readonly: bool) -> None:
     one only read-only from ``READABLE_FROM`` on; for writing only after ``upgrade`` (never implicitly)."""
     latest = len(MIGRATIONS)
     if version > latest:
-        raise SchemaError(f"{where} was written by a newer vaultsync (schema {version}, this one knows {latest}); "
-                          "upgrade vaultsync")
+        raise SchemaError(
+            f"{where} was written by a newer vaultsync (schema {version}, this one knows {latest}); upgrade vaultsync"
+        )
     if readonly and version == 0:
         raise SchemaError(f"{where} is not a vaultsync database (or is empty)")
     if 0 < version < latest and not readonly:
-        raise SchemaError(f"{where} was written by an older vaultsync (schema {version}; this one writes {latest}): "
-                          "stop its writers and upgrade it (this version reads it meanwhile)", remedy="migrate")
+        raise SchemaError(
+            f"{where} was written by an older vaultsync (schema {version}; this one writes {latest}): "
+            "stop its writers and upgrade it (this version reads it meanwhile)",
+            remedy="migrate",
+        )
     if 0 < version < READABLE_FROM:
-        raise SchemaError(f"{where} was written by an older vaultsync (schema {version}; this one reads "
-                          f"{READABLE_FROM} and later): upgrade it", remedy="migrate")
+        raise SchemaError(
+            f"{where} was written by an older vaultsync (schema {version}; this one reads "
+            f"{READABLE_FROM} and later): upgrade it",
+            remedy="migrate",
+        )
 
 
 def upgrade(dsn: str, *, dry_run: bool = False) -> tuple[int, int, list[str]]:
@@ -164,8 +171,15 @@ class PgStore(Store):
     # ------------------------------------------------------------ writing
 
     @contextlib.contextmanager
-    def batch(self, vault_id: int, *, known_at: int | None = None, source: str = "import",
-              detail: str | None = None, caller: str | None = None) -> Iterator[BatchWriter]:
+    def batch(
+        self,
+        vault_id: int,
+        *,
+        known_at: int | None = None,
+        source: str = "import",
+        detail: str | None = None,
+        caller: str | None = None,
+    ) -> Iterator[BatchWriter]:
         """One atomic batch, serialized with every other batch of the vault by its head row."""
         if self.readonly:
             raise ConfigError("writing needs the database opened for writing")
@@ -175,17 +189,22 @@ class PgStore(Store):
             if known_at is None:
                 known_at = now_micros() if last is None else max(now_micros(), last)
             elif last is not None and known_at < last:
-                raise ConfigError(f"known_at {format_time(known_at)} is earlier than the vault's last batch "
-                                  f"at {format_time(last)}", argument="known_at")
+                raise ConfigError(
+                    f"known_at {format_time(known_at)} is earlier than the vault's last batch at {format_time(last)}",
+                    argument="known_at",
+                )
             writer = BatchWriter(con, vault_id, known_at, source, detail, caller, self.indexers)
             try:
                 yield writer
                 writer.finish()
                 if writer.batch_id is not None:
-                    con.raw.execute("UPDATE vault_heads SET last_batch = %s WHERE vault_id = %s",
-                                    (writer.batch_id, vault_id))
-                    con.raw.execute("SELECT pg_notify(%s, %s)", (self.channel, json.dumps(
-                        {"vault_id": vault_id, "batch_id": writer.batch_id})))
+                    con.raw.execute(
+                        "UPDATE vault_heads SET last_batch = %s WHERE vault_id = %s", (writer.batch_id, vault_id)
+                    )
+                    con.raw.execute(
+                        "SELECT pg_notify(%s, %s)",
+                        (self.channel, json.dumps({"vault_id": vault_id, "batch_id": writer.batch_id})),
+                    )
             finally:
                 writer.forget_ahead()
 
@@ -204,8 +223,10 @@ class PgStore(Store):
 
     def data_version(self) -> int:
         """Changes when another session commits a batch or a purge (a cheap "anything new?")."""
-        row = self.db.one("SELECT (SELECT coalesce(max(id), 0) FROM batches), (SELECT count(*) FROM purges), "
-                          "(SELECT coalesce(sum(last_batch), 0) FROM vault_heads)")
+        row = self.db.one(
+            "SELECT (SELECT coalesce(max(id), 0) FROM batches), (SELECT count(*) FROM purges), "
+            "(SELECT coalesce(sum(last_batch), 0) FROM vault_heads)"
+        )
         assert row is not None
         return hash((int(row[0]), int(row[1]), int(row[2]))) & ((1 << 62) - 1)
 
@@ -224,8 +245,9 @@ class PgStore(Store):
     # ------------------------------------------------------------ reading
 
     @contextlib.contextmanager
-    def view(self, vault_id: int, vault_name: str, *, as_of: int | None = None,
-             valid_at: int | None = None) -> Iterator[View]:
+    def view(
+        self, vault_id: int, vault_name: str, *, as_of: int | None = None, valid_at: int | None = None
+    ) -> Iterator[View]:
         """The vault as known at ``as_of`` (None: now), inside one REPEATABLE READ READ ONLY transaction on a
         connection of the readers' pool."""
         from .view import PgView
@@ -259,8 +281,9 @@ class PgStore(Store):
         self._attach_search()
         return embedder.signature, count
 
-    def purge(self, vault_id: int, *, strings: list[str] | None = None, note: str | None = None,
-              before: int | None = None) -> PurgeResult:
+    def purge(
+        self, vault_id: int, *, strings: list[str] | None = None, note: str | None = None, before: int | None = None
+    ) -> PurgeResult:
         """Rewrite the vault's history without ``strings``, the note at ``note``, or what was no longer visible
         at ``before`` (exactly one), in one transaction (see ``pg/purge.py`` for what it cannot reach)."""
         from . import purge as pg_purge
@@ -269,8 +292,7 @@ class PgStore(Store):
         size_before = self.size()
         with self.db.atomic() as con:
             self._hold_head(con, vault_id)
-            result = pg_purge.run(con, vault_id, strings=chosen, note=note, before=before,
-                                  reindex=self._reindex_in)
+            result = pg_purge.run(con, vault_id, strings=chosen, note=note, before=before, reindex=self._reindex_in)
         result.scrubbed = False  # see pg_purge.LIMITS: nothing here wipes the WAL, archives or standbys
         result.database_bytes_before, result.database_bytes_after = size_before, self.size()
         return result
@@ -291,7 +313,9 @@ class PgStore(Store):
 
     def size(self) -> int:
         """Bytes of the schema's tables and indexes."""
-        row = self.db.one("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-                          "JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = current_schema() "
-                          "AND c.relkind IN ('r', 'm')")
+        row = self.db.one(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = current_schema() "
+            "AND c.relkind IN ('r', 'm')"
+        )
         return int(row[0]) if row else 0

@@ -172,8 +172,9 @@ class PgDatabase:
                 raw = inner.enter_context(self.pool().connection(timeout=POOL_WAIT_S))
             except PoolTimeout:
                 inner.close()
-                raise StoreError(f"cannot use the database {self.path}: no connection within {POOL_WAIT_S:g} s") \
-                    from None
+                raise StoreError(
+                    f"cannot use the database {self.path}: no connection within {POOL_WAIT_S:g} s"
+                ) from None
             begun = False
             try:
                 begun = self._begin(inner, raw)
@@ -205,8 +206,9 @@ class PgDatabase:
                 try:
                     from psycopg_pool import ConnectionPool
                 except ImportError:
-                    raise ConfigError("the PostgreSQL engine needs psycopg_pool: pip install 'vaultsync[postgres]'") \
-                        from None
+                    raise ConfigError(
+                        "the PostgreSQL engine needs psycopg_pool: pip install 'vaultsync[postgres]'"
+                    ) from None
                 schema = self.schema
 
                 def configure(raw: Any) -> None:
@@ -216,10 +218,15 @@ class PgDatabase:
                 quiet = logging.getLogger("psycopg.pool")
                 if quiet.level == logging.NOTSET:  # each broken connection it drops: ``reach`` says the loss once
                     quiet.setLevel(logging.ERROR)
-                self._pool = ConnectionPool(self.dsn, min_size=1, max_size=pool_size(), configure=configure,
-                                            kwargs={"autocommit": True, "application_name": self.application_name,
-                                                    **options(self.dsn)},
-                                            name=f"vaultsync readers of {self.path}", open=False)
+                self._pool = ConnectionPool(
+                    self.dsn,
+                    min_size=1,
+                    max_size=pool_size(),
+                    configure=configure,
+                    kwargs={"autocommit": True, "application_name": self.application_name, **options(self.dsn)},
+                    name=f"vaultsync readers of {self.path}",
+                    open=False,
+                )
                 with translated(self.path, self.reach):
                     self._pool.open(wait=True, timeout=POOL_WAIT_S)
             return self._pool

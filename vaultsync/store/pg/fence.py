@@ -48,7 +48,9 @@ def raise_epoch(lock_con: Any, vault: str, key: int) -> tuple[int, Fence] | None
     row = lock_con.execute(
         "INSERT INTO vault_heads (vault_id, writer_epoch) SELECT id, 1 FROM vaults WHERE name = %s "
         "ON CONFLICT (vault_id) DO UPDATE SET writer_epoch = vault_heads.writer_epoch + 1 "
-        "RETURNING vault_id, writer_epoch, pg_backend_pid()", (vault,)).fetchone()
+        "RETURNING vault_id, writer_epoch, pg_backend_pid()",
+        (vault,),
+    ).fetchone()
     if row is None:
         return None
     return int(row[0]), Fence(int(row[1]), int(row[2]), key, vault)
@@ -62,22 +64,28 @@ def hold_head(raw: Any, vault_id: int, fence: Fence | None) -> None:
         raw.execute("SELECT last_batch FROM vault_heads WHERE vault_id = %s FOR UPDATE", (vault_id,))
         return
     if fence is LOST:
-        raise LockLost("this process lost the vault's writer lock (its database session ended); nothing was "
-                       "written until it takes the lock again")
+        raise LockLost(
+            "this process lost the vault's writer lock (its database session ended); nothing was "
+            "written until it takes the lock again"
+        )
     classid, objid = (fence.key >> 32) & 0xFFFF_FFFF, fence.key & 0xFFFF_FFFF
     epoch, holding = raw.execute(
         """SELECT h.writer_epoch, EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.pid = %s
                   AND l.granted AND l.classid = %s::oid AND l.objid = %s::oid AND l.objsubid = 1
                   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))
            FROM vault_heads h WHERE h.vault_id = %s FOR UPDATE OF h""",
-        (fence.backend_pid, classid, objid, vault_id)).fetchone()
+        (fence.backend_pid, classid, objid, vault_id),
+    ).fetchone()
     named = f"vault '{fence.vault}'" if fence.vault else "the vault"
     if int(epoch) != fence.epoch:
-        raise LockLost(f"another process took {named}'s writer lock after this one lost its database session; "
-                       "nothing was written")
+        raise LockLost(
+            f"another process took {named}'s writer lock after this one lost its database session; nothing was written"
+        )
     if not holding:
-        raise LockLost(f"this process lost {named}'s writer lock (its database session ended); nothing was "
-                       "written until it takes the lock again")
+        raise LockLost(
+            f"this process lost {named}'s writer lock (its database session ended); nothing was "
+            "written until it takes the lock again"
+        )
 
 
 __all__ = ["LOST", "MIGRATION", "Fence", "hold_head", "raise_epoch"]

@@ -27,8 +27,8 @@ from ...embed.tokenizer import indexable, indexed_text
 from ..codec import content_key
 from ..write import ChunkRow
 from . import live
-from .vectors import pgvector_schema
 from .ranking import rank, rank_default, tokens, whole_phrase
+from .vectors import pgvector_schema
 
 __all__ = ["PgKeywordIndexer", "lag", "rank", "rank_default", "reindex", "whole_phrase"]
 
@@ -55,9 +55,13 @@ class PgKeywordIndexer:
         if self.mismatch:
             raise self.mismatch
         vault_id, valid_from, valid_to = con.raw.execute(
-            "SELECT vault_id, valid_from, valid_to FROM notes WHERE id = %s", (note_id,)).fetchone()
-        rows = [(c.row_id, indexed_text(c.title, c.aliases, c.heading_path, c.text))
-                for c, keep in zip(chunks, indexable([c.text for c in chunks])) if keep]
+            "SELECT vault_id, valid_from, valid_to FROM notes WHERE id = %s", (note_id,)
+        ).fetchone()
+        rows = [
+            (c.row_id, indexed_text(c.title, c.aliases, c.heading_path, c.text))
+            for c, keep in zip(chunks, indexable([c.text for c in chunks]))
+            if keep
+        ]
         new: list[tuple[int, str]] = []
         fresh: dict[int, dict[str, int]] = {}
         found = [self._doc(con, text, new, fresh) for _, text in rows]
@@ -65,32 +69,52 @@ class PgKeywordIndexer:
         if new and self.embedder is not None:
             write_vectors(con, self.embedder, new)
         with con.raw.cursor() as cur:
-            cur.executemany("INSERT INTO search_rows (id, vault_id, note_id, doc_id, born) VALUES (%s,%s,%s,%s,%s)",
-                            [(row_id, vault_id, note_id, doc, batch_id) for (row_id, _), doc in zip(rows, docs)])
+            cur.executemany(
+                "INSERT INTO search_rows (id, vault_id, note_id, doc_id, born) VALUES (%s,%s,%s,%s,%s)",
+                [(row_id, vault_id, note_id, doc, batch_id) for (row_id, _), doc in zip(rows, docs)],
+            )
         if self.pgvector is live.UNKNOWN:
             self.pgvector = pgvector_schema(con.raw)
-        live.add(con, vault_id, batch_id, docs, {doc: text for (_, text), doc in zip(rows, docs)}, dict(found),
-                 self.pgvector, fresh)
+        live.add(
+            con,
+            vault_id,
+            batch_id,
+            docs,
+            {doc: text for (_, text), doc in zip(rows, docs)},
+            dict(found),
+            self.pgvector,
+            fresh,
+        )
         _count(con, vault_id, batch_id, len(found), sum(length for _, length in found), max(docs, default=None))
         if valid_from is not None or valid_to is not None:
-            con.raw.execute("INSERT INTO search_bounded (note_id, vault_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                            (note_id, vault_id))
-        con.raw.execute("INSERT INTO search_state (vault_id, last_batch) VALUES (%s, %s) ON CONFLICT (vault_id) "
-                        "DO UPDATE SET last_batch = excluded.last_batch", (vault_id, batch_id))
+            con.raw.execute(
+                "INSERT INTO search_bounded (note_id, vault_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (note_id, vault_id),
+            )
+        con.raw.execute(
+            "INSERT INTO search_state (vault_id, last_batch) VALUES (%s, %s) ON CONFLICT (vault_id) "
+            "DO UPDATE SET last_batch = excluded.last_batch",
+            (vault_id, batch_id),
+        )
 
     def on_end(self, con: Any, batch_id: int, note_id: int) -> None:
         (vault_id,) = con.raw.execute("SELECT vault_id FROM notes WHERE id = %s", (note_id,)).fetchone()
         died = con.raw.execute(
             "WITH k AS (UPDATE search_rows SET died = %s WHERE note_id = %s AND died IS NULL RETURNING doc_id) "
             "SELECT k.doc_id, d.length FROM k JOIN search_docs d ON d.id = k.doc_id",
-            (batch_id, note_id)).fetchall()
+            (batch_id, note_id),
+        ).fetchall()
         live.remove(con, vault_id, batch_id, [int(doc) for doc, _ in died])
         _count(con, vault_id, batch_id, -len(died), -sum(int(length) for _, length in died))
-        con.raw.execute("INSERT INTO search_state (vault_id, last_batch) VALUES (%s, %s) "
-                        "ON CONFLICT (vault_id) DO UPDATE SET last_batch = excluded.last_batch", (vault_id, batch_id))
+        con.raw.execute(
+            "INSERT INTO search_state (vault_id, last_batch) VALUES (%s, %s) "
+            "ON CONFLICT (vault_id) DO UPDATE SET last_batch = excluded.last_batch",
+            (vault_id, batch_id),
+        )
 
-    def _doc(self, con: Any, text: str, new: list[tuple[int, str]],
-             fresh: dict[int, dict[str, int]]) -> tuple[int, int]:
+    def _doc(
+        self, con: Any, text: str, new: list[tuple[int, str]], fresh: dict[int, dict[str, int]]
+    ) -> tuple[int, int]:
         """The doc of ``text`` (made, with its postings, when new: then added to ``new``, and its term counts to
         ``fresh``) and its length."""
         key = content_key(text)
@@ -98,8 +122,11 @@ class PgKeywordIndexer:
         if row is not None:
             return int(row[0]), int(row[1])
         terms = tokens(text)
-        doc = int(con.raw.execute("INSERT INTO search_docs (hash, length) VALUES (%s, %s) RETURNING id",
-                                  (key, len(terms))).fetchone()[0])
+        doc = int(
+            con.raw.execute(
+                "INSERT INTO search_docs (hash, length) VALUES (%s, %s) RETURNING id", (key, len(terms))
+            ).fetchone()[0]
+        )
         new.append((doc, text))
         positions: dict[str, list[int]] = defaultdict(list)
         for i, term in enumerate(terms):
@@ -126,27 +153,40 @@ def _count(con: Any, vault_id: int, batch_id: int, rows: int, tokens: int, max_d
                               AND batch_id < %(b)s ORDER BY batch_id DESC LIMIT 1) AS s ON true
            ON CONFLICT (vault_id, batch_id) DO UPDATE SET rows = search_stats.rows + %(r)s,
                tokens = search_stats.tokens + %(t)s, max_doc = greatest(search_stats.max_doc, %(m)s::bigint)""",
-        {"v": vault_id, "b": batch_id, "r": rows, "t": tokens, "m": max_doc})
+        {"v": vault_id, "b": batch_id, "r": rows, "t": tokens, "m": max_doc},
+    )
 
 
 def reindex(con: Any, embedder: Any = None) -> None:
     """Rebuild every vault's search index (keyword, and ``embedder``'s vectors) from the revision tables (after
     a purge), in the caller's transaction."""
     live.clear(con)
-    for table in ("search_vectors", "search_postings", "search_rows", "search_bounded", "search_state",
-                  "search_stats", "search_docs"):
+    for table in (
+        "search_vectors",
+        "search_postings",
+        "search_rows",
+        "search_bounded",
+        "search_state",
+        "search_stats",
+        "search_docs",
+    ):
         con.raw.execute(f"DELETE FROM {table}")
     con.raw.execute("DELETE FROM search_meta WHERE key = 'vectors_pending'")
     indexer = PgKeywordIndexer(embedder)
     for batch_id, vault_id in con.raw.execute("SELECT id, vault_id FROM batches ORDER BY id").fetchall():
-        for (note_id,) in con.raw.execute("SELECT note_id FROM note_ends WHERE batch_id = %s ORDER BY note_id",
-                                          (batch_id,)).fetchall():
+        for (note_id,) in con.raw.execute(
+            "SELECT note_id FROM note_ends WHERE batch_id = %s ORDER BY note_id", (batch_id,)
+        ).fetchall():
             indexer.on_end(con, batch_id, note_id)
-        for (note_id,) in con.raw.execute("SELECT id FROM notes WHERE batch_id = %s AND kind != 'deleted' "
-                                          "ORDER BY id", (batch_id,)).fetchall():
+        for (note_id,) in con.raw.execute(
+            "SELECT id FROM notes WHERE batch_id = %s AND kind != 'deleted' ORDER BY id", (batch_id,)
+        ).fetchall():
             indexer.on_revision(con, batch_id, note_id, _chunk_rows(con, note_id))
-        con.raw.execute("INSERT INTO search_state (vault_id, last_batch) VALUES (%s, %s) ON CONFLICT (vault_id) "
-                        "DO UPDATE SET last_batch = excluded.last_batch", (vault_id, batch_id))
+        con.raw.execute(
+            "INSERT INTO search_state (vault_id, last_batch) VALUES (%s, %s) ON CONFLICT (vault_id) "
+            "DO UPDATE SET last_batch = excluded.last_batch",
+            (vault_id, batch_id),
+        )
 
 
 def _chunk_rows(con: Any, note_id: int) -> list[ChunkRow]:
@@ -154,16 +194,32 @@ def _chunk_rows(con: Any, note_id: int) -> list[ChunkRow]:
 
     out = []
     for row_id, path, chunk_id, text_id, heading, body, title, aliases in con.raw.execute(
-            """SELECT c.id, n.path, c.chunk_id, c.text_id, c.heading_path, t.body, n.title, n.aliases
+        """SELECT c.id, n.path, c.chunk_id, c.text_id, c.heading_path, t.body, n.title, n.aliases
                FROM chunks c JOIN notes n ON n.id = c.note_id JOIN texts t ON t.id = c.text_id
-               WHERE c.note_id = %s ORDER BY c.ord""", (note_id,)).fetchall():
-        out.append(ChunkRow(row_id, note_id, path, chunk_id, text_id, unpack(body), tuple(json.loads(heading)),
-                            title, tuple(json.loads(aliases or "[]"))))
+               WHERE c.note_id = %s ORDER BY c.ord""",
+        (note_id,),
+    ).fetchall():
+        out.append(
+            ChunkRow(
+                row_id,
+                note_id,
+                path,
+                chunk_id,
+                text_id,
+                unpack(body),
+                tuple(json.loads(heading)),
+                title,
+                tuple(json.loads(aliases or "[]")),
+            )
+        )
     return out
 
 
 def lag(con: Any, vault_id: int) -> int:
     """How many of the vault's batches the keyword index has not seen (written with ``search=False``)."""
     row = con.raw.execute("SELECT last_batch FROM search_state WHERE vault_id = %s", (vault_id,)).fetchone()
-    return int(con.raw.execute("SELECT count(*) FROM batches WHERE vault_id = %s AND id > %s",
-                               (vault_id, row[0] if row else 0)).fetchone()[0])
+    return int(
+        con.raw.execute(
+            "SELECT count(*) FROM batches WHERE vault_id = %s AND id > %s", (vault_id, row[0] if row else 0)
+        ).fetchone()[0]
+    )

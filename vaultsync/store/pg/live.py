@@ -31,7 +31,8 @@ def pgvector_schema(con: Any) -> str | None:
     row = con.execute(
         "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector' "
         "AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('search_vectors') AND attname = 'vec' "
-        "AND NOT attisdropped)").fetchone()
+        "AND NOT attisdropped)"
+    ).fetchone()
     return None if row is None else row[0]
 
 
@@ -55,13 +56,24 @@ def _copy_vectors(con: Any, where: str, params: tuple) -> None:
     """Live vectors of the ``search_live`` rows selected by ``where`` (aliased ``l``), from ``search_vectors``."""
     raw = _raw(con)
     vec, value = _halfvec(raw)
-    raw.execute(f"INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec}) "
-                f"SELECT l.vault_id, l.doc_id, v.embedding{value} FROM search_live l "
-                f"JOIN search_vectors v ON v.doc_id = l.doc_id WHERE {where} ON CONFLICT DO NOTHING", params)
+    raw.execute(
+        f"INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec}) "
+        f"SELECT l.vault_id, l.doc_id, v.embedding{value} FROM search_live l "
+        f"JOIN search_vectors v ON v.doc_id = l.doc_id WHERE {where} ON CONFLICT DO NOTHING",
+        params,
+    )
 
 
-def add(con: Any, vault_id: int, batch_id: int, docs: list[int], texts: dict[int, str], lengths: dict[int, int],
-        schema: Any = UNKNOWN, counted: dict[int, dict[str, int]] | None = None) -> None:
+def add(
+    con: Any,
+    vault_id: int,
+    batch_id: int,
+    docs: list[int],
+    texts: dict[int, str],
+    lengths: dict[int, int],
+    schema: Any = UNKNOWN,
+    counted: dict[int, dict[str, int]] | None = None,
+) -> None:
     """Rows using ``docs`` (one entry per row) became current in the vault at batch ``batch_id``; ``texts``: each
     doc's indexed text (its postings are written again when the doc was live in no vault), ``lengths``: its length
     in tokens; ``schema``: pgvector's (``pgvector_schema``, None: none), when the caller knows it; ``counted``: the
@@ -86,7 +98,8 @@ def add(con: Any, vault_id: int, batch_id: int, docs: list[int], texts: dict[int
                 WHERE v.doc_id IN (SELECT doc_id FROM k WHERE inserted)){spans.enter(schema)}
             SELECT k.doc_id, EXISTS (SELECT 1 FROM search_live o WHERE o.doc_id = k.doc_id AND o.vault_id <> %(v)s)
             FROM k WHERE k.inserted""",
-        {"v": vault_id, "b": batch_id, "d": ids, "n": list(counts.values()), "k": [lengths[d] for d in ids]}).fetchall()
+        {"v": vault_id, "b": batch_id, "d": ids, "n": list(counts.values()), "k": [lengths[d] for d in ids]},
+    ).fetchall()
     if not any(not elsewhere for _, elsewhere in new):
         return
     with con.raw.cursor() as cur, cur.copy("COPY search_live_postings (term, doc, tf) FROM STDIN") as copy:
@@ -114,7 +127,8 @@ def remove(con: Any, vault_id: int, batch_id: int, docs: list[int]) -> None:
                        AND doc_id IN (SELECT doc_id FROM gone)){spans.LEAVE}
            DELETE FROM search_live_postings p WHERE p.doc IN (SELECT doc_id FROM gone)
                AND NOT EXISTS (SELECT 1 FROM search_live o WHERE o.doc_id = p.doc AND o.vault_id <> %(v)s)""",
-        {"d": list(counts), "n": list(counts.values()), "v": vault_id, "b": batch_id})
+        {"d": list(counts), "n": list(counts.values()), "v": vault_id, "b": batch_id},
+    )
 
 
 def refill_vectors(con: Any) -> None:

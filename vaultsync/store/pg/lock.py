@@ -72,8 +72,9 @@ class PgWriterLock:
 
     def acquire(self, command: str | None = None, *, watching: bool = False) -> None:
         if not self.try_acquire(command, watching=watching):
-            raise LockedError(f"vault '{self.vault}' is already being written by {self.holder() or 'another process'}; "
-                              "stop it first")
+            raise LockedError(
+                f"vault '{self.vault}' is already being written by {self.holder() or 'another process'}; stop it first"
+            )
 
     def try_acquire(self, command: str | None = None, *, watching: bool = False) -> bool:
         if self.held:
@@ -101,11 +102,17 @@ class PgWriterLock:
         if not con.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
             return False
         fenced = raise_epoch(con, self.vault, key)  # waits for a batch of a previous holder still in flight
-        info = {"pid": os.getpid(), "command": described, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "watching": watching}
-        con.execute("INSERT INTO writers (vault, backend_pid, info) VALUES (%s, pg_backend_pid(), %s) "
-                    "ON CONFLICT (vault) DO UPDATE SET backend_pid = excluded.backend_pid, info = excluded.info",
-                    (self.vault, json.dumps(info)))
+        info = {
+            "pid": os.getpid(),
+            "command": described,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "watching": watching,
+        }
+        con.execute(
+            "INSERT INTO writers (vault, backend_pid, info) VALUES (%s, pg_backend_pid(), %s) "
+            "ON CONFLICT (vault) DO UPDATE SET backend_pid = excluded.backend_pid, info = excluded.info",
+            (self.vault, json.dumps(info)),
+        )
         return fenced
 
     def holder(self) -> str | None:
@@ -128,11 +135,13 @@ class PgWriterLock:
                 """SELECT l.pid, a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
                    WHERE l.locktype = 'advisory' AND l.classid = %s::oid AND l.objid = %s::oid AND l.objsubid = 1
                      AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())""",
-                (classid, objid)).fetchone()
+                (classid, objid),
+            ).fetchone()
             if row is None:
                 return None
-            found = con.raw.execute("SELECT info FROM writers WHERE vault = %s AND backend_pid = %s",
-                                (self.vault, row[0])).fetchone()
+            found = con.raw.execute(
+                "SELECT info FROM writers WHERE vault = %s AND backend_pid = %s", (self.vault, row[0])
+            ).fetchone()
         if found is None:
             return {"command": row[1]}
         info = json.loads(found[0])
@@ -146,7 +155,9 @@ class PgWriterLock:
         try:
             try:  # free it, then say so: a process waiting to take over (``pg.follow.Wakeup``) tries at once
                 self._con.execute("SELECT pg_advisory_unlock(%s)", (lock_key(self.store.schema, self.vault),))
-                self._con.execute("SELECT pg_notify(%s, %s)", (self.store.channel, json.dumps({"released": self.vault})))
+                self._con.execute(
+                    "SELECT pg_notify(%s, %s)", (self.store.channel, json.dumps({"released": self.vault}))
+                )
             except Exception:  # the session is already gone: so is the lock
                 pass
             self._con.close()  # ends the session: the server releases the advisory lock

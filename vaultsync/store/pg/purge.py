@@ -22,13 +22,16 @@ from .. import purge as purging
 from ..values import PurgeResult
 from ..write import BatchWriter
 
-LIMITS = ("PostgreSQL keeps the purged bytes in its WAL, in WAL archives, on standbys and in backups until they "
-          "are rotated, and in dead rows until VACUUM reuses them")
+LIMITS = (
+    "PostgreSQL keeps the purged bytes in its WAL, in WAL archives, on standbys and in backups until they "
+    "are rotated, and in dead rows until VACUUM reuses them"
+)
 """What the engine says after every purge."""
 
 
-def run(con: Any, vault_id: int, *, strings: list[str], note: str | None, before: int | None,
-        reindex: Any = None) -> PurgeResult:
+def run(
+    con: Any, vault_id: int, *, strings: list[str], note: str | None, before: int | None, reindex: Any = None
+) -> PurgeResult:
     """Carry out one purge inside the caller's transaction (exactly one of the three kinds)."""
     started = time.perf_counter()
     command = "text" if strings else "note" if note is not None else "before"
@@ -37,8 +40,11 @@ def run(con: Any, vault_id: int, *, strings: list[str], note: str | None, before
     if strings and purging.paths_containing(con, vault_id, strings):
         from ...errors import ConfigError
 
-        raise ConfigError("that text is part of a note's path, which a text purge does not rename; "
-                          "remove that note with a note purge", argument="note")
+        raise ConfigError(
+            "that text is part of a note's path, which a text purge does not rename; "
+            "remove that note with a note purge",
+            argument="note",
+        )
     writer = BatchWriter(con, vault_id, 0, "purge")
     if strings:
         purging.purge_strings(con, writer, vault_id, strings, result)
@@ -51,13 +57,29 @@ def run(con: Any, vault_id: int, *, strings: list[str], note: str | None, before
         result.dictionary_retrained = purging._retrain_dictionary(con, writer, strings if strings else None)
         if reindex is not None:
             reindex(con)
-    detail = (f"{len(strings)} string{'s' * (len(strings) != 1)}" if strings else
-              f"before {format_time(before)}" if before is not None else "1 note")
+    detail = (
+        f"{len(strings)} string{'s' * (len(strings) != 1)}"
+        if strings
+        else f"before {format_time(before)}"
+        if before is not None
+        else "1 note"
+    )
     con.execute(
         """INSERT INTO purges (vault_id, at, command, detail, horizon, revisions_changed, revisions_removed, notes,
                batches_removed, scrubbed_at) VALUES (?,?,?,?,?,?,?,?,?,?)""",
-        (vault_id, now_micros(), command, detail, before, result.revisions_changed, result.revisions_removed,
-         result.notes, result.batches_removed, now_micros()))
+        (
+            vault_id,
+            now_micros(),
+            command,
+            detail,
+            before,
+            result.revisions_changed,
+            result.revisions_removed,
+            result.notes,
+            result.batches_removed,
+            now_micros(),
+        ),
+    )
     con.raw.execute("SELECT set_config('vaultsync.purging', 'off', true)")
     result.seconds = time.perf_counter() - started
     return result

@@ -35,11 +35,10 @@ from collections import defaultdict
 from typing import Any
 
 from ...embed.tokenizer import TOKENIZE, KeywordQuery
-from ..search.cutoff import B, K1
+from ..search.cutoff import K1, B
 from ..search.keyword import Scored, _top, bm25, idf
 from ..search.snapshot import DOCS_PARAM, Snapshot, rows_source
 from .compat import translate
-
 
 KEY_CHARS = 256
 """How much of a term the postings index holds (``search_postings_by_term``)."""
@@ -68,34 +67,46 @@ def _short(term: str) -> bool:
     return len(term.encode("utf-8", "surrogatepass")) <= SHORT_BYTES
 
 
-def _postings(term: str, prefix: bool, columns: str, *, live: bool = False,
-              max_doc: int | None = None) -> tuple[str, list[Any]]:
+def _postings(
+    term: str, prefix: bool, columns: str, *, live: bool = False, max_doc: int | None = None
+) -> tuple[str, list[Any]]:
     """SQL selecting ``columns`` of the postings of ``term`` (a prefix: of every term starting with it, in byte
     order as FTS5 compares), by the index that holds them best: of the live docs (``live``: ``search_live_postings``,
     which has no positions) or of every doc (of the docs up to ``max_doc`` when given)."""
     bound, extra = ("", []) if max_doc is None else (" AND doc <= %s", [max_doc])
     table = "search_live_postings" if live else "search_postings"
     if not prefix and _short(term):  # an index-only scan of the (term, doc) INCLUDE (tf) index
-        return (f"SELECT {columns} FROM {table} WHERE term = %s AND octet_length(term) <= {SHORT_BYTES}{bound}",
-                [term, *extra])
+        return (
+            f"SELECT {columns} FROM {table} WHERE term = %s AND octet_length(term) <= {SHORT_BYTES}{bound}",
+            [term, *extra],
+        )
     key = term[:KEY_CHARS]
     if not prefix:
-        return (f"SELECT {columns} FROM {table} WHERE left(term, 256) = %s AND term = %s"
-                f"{f' AND octet_length(term) > {SHORT_BYTES}' if live else ''}{bound}", [key, term, *extra])
+        return (
+            f"SELECT {columns} FROM {table} WHERE left(term, 256) = %s AND term = %s"
+            f"{f' AND octet_length(term) > {SHORT_BYTES}' if live else ''}{bound}",
+            [key, term, *extra],
+        )
     upper = key[:-1] + chr(ord(key[-1]) + 1) if ord(key[-1]) < 0x10FFFF else None
-    longer = (f"SELECT {columns} FROM {table} WHERE left(term, 256) >= %s "
-              f"AND (%s::text IS NULL OR left(term, 256) < %s) AND starts_with(term, %s){bound}")
+    longer = (
+        f"SELECT {columns} FROM {table} WHERE left(term, 256) >= %s "
+        f"AND (%s::text IS NULL OR left(term, 256) < %s) AND starts_with(term, %s){bound}"
+    )
     if not live:
         return longer, [key, upper, upper, term, *extra]
     # the live table's two partial indexes: short terms by the covering one, long ones by left(term, 256)
     top = term[:-1] + chr(ord(term[-1]) + 1) if ord(term[-1]) < 0x10FFFF else None
-    return (f"SELECT {columns} FROM {table} WHERE term >= %s AND (%s::text IS NULL OR term < %s) "
-            f"AND starts_with(term, %s) AND octet_length(term) <= {SHORT_BYTES} UNION ALL "
-            f"{longer} AND octet_length(term) > {SHORT_BYTES}", [term, top, top, term, key, upper, upper, term])
+    return (
+        f"SELECT {columns} FROM {table} WHERE term >= %s AND (%s::text IS NULL OR term < %s) "
+        f"AND starts_with(term, %s) AND octet_length(term) <= {SHORT_BYTES} UNION ALL "
+        f"{longer} AND octet_length(term) > {SHORT_BYTES}",
+        [term, top, top, term, key, upper, upper, term],
+    )
 
 
-def _phrase_freqs(con: Any, wanted: list[str], prefixes: list[bool], *, live: bool = False,
-                  max_doc: int | None = None) -> dict[int, int]:
+def _phrase_freqs(
+    con: Any, wanted: list[str], prefixes: list[bool], *, live: bool = False, max_doc: int | None = None
+) -> dict[int, int]:
     """doc → occurrences of the phrase of terms ``wanted`` at consecutive positions (a term flagged in
     ``prefixes``: any term starting with it, in byte order as FTS5 compares), for every doc holding it (of
     the live docs with ``live``, of the docs up to ``max_doc`` when given). The docs holding every term are
@@ -111,16 +122,19 @@ def _phrase_freqs(con: Any, wanted: list[str], prefixes: list[bool], *, live: bo
         return dict(out)
     # the docs holding every term, from the index alone
     parts = [_postings(term, prefix, "doc", **where) for term, prefix in zip(wanted, prefixes)]
-    holding = [int(r[0]) for r in con.raw.execute(" INTERSECT ".join(f"({sql})" for sql, _ in parts),
-                                                  [p for _, ps in parts for p in ps])]
+    holding = [
+        int(r[0])
+        for r in con.raw.execute(" INTERSECT ".join(f"({sql})" for sql, _ in parts), [p for _, ps in parts for p in ps])
+    ]
     if not holding:
         return {}
     per_token: list[dict[int, list[int]]] = []
     for term, prefix in zip(wanted, prefixes):
         sql, params = _postings(term, prefix, "doc, positions")
         found: dict[int, list[int]] = defaultdict(list)
-        for doc, positions in con.raw.execute(f"SELECT * FROM ({sql}) AS s WHERE doc = ANY(%s)",
-                                              params + [holding]).fetchall():
+        for doc, positions in con.raw.execute(
+            f"SELECT * FROM ({sql}) AS s WHERE doc = ANY(%s)", params + [holding]
+        ).fetchall():
             found[int(doc)].extend(positions)
         per_token.append(found)
     docs = set(per_token[0]).intersection(*per_token[1:])
@@ -158,8 +172,14 @@ def rank(con: Any, snap: Snapshot, query: KeywordQuery, allowed: set[int] | None
     return rank_default(con, snap, query, None, allowed, limit)[0]
 
 
-def rank_default(con: Any, snap: Snapshot, query: KeywordQuery, whole: tuple[list[str], list[bool]] | None,
-                 allowed: set[int] | None, limit: int) -> tuple[list[Scored], list[Scored]]:
+def rank_default(
+    con: Any,
+    snap: Snapshot,
+    query: KeywordQuery,
+    whole: tuple[list[str], list[bool]] | None,
+    allowed: set[int] | None,
+    limit: int,
+) -> tuple[list[Scored], list[Scored]]:
     """``rank``'s best ``limit`` rows, and the best ``limit`` (same scores, same order) among the rows whose
     text holds ``whole`` (terms and prefix flags: the whole query in order; empty when None), as
     ``search.keyword.rank_default`` gives them.
@@ -178,8 +198,15 @@ def rank_default(con: Any, snap: Snapshot, query: KeywordQuery, whole: tuple[lis
     # now: the live docs' postings and row counts (m006); a past cutoff: the docs written by then
     live = snap.live
     where: dict[str, Any] = {"live": live, "max_doc": None if live else max_doc}
-    params: dict[str, Any] = {"nrows": float(n_rows), "avgdl": total / n_rows, "lim": limit,
-                              "kk1": K1, "kk1p1": K1 + 1.0, "kb": B, "komb": 1 - B}
+    params: dict[str, Any] = {
+        "nrows": float(n_rows),
+        "avgdl": total / n_rows,
+        "lim": limit,
+        "kk1": K1,
+        "kk1p1": K1 + 1.0,
+        "kb": B,
+        "komb": 1 - B,
+    }
     sources = []
     for i, phrase in enumerate(query.phrases):
         wanted, prefixes = _query_phrase(phrase.text, phrase.prefix)
@@ -196,8 +223,10 @@ def rank_default(con: Any, snap: Snapshot, query: KeywordQuery, whole: tuple[lis
     params["keep"] = list(holding)
     if live and allowed is None:  # each live doc's current rows, counted
         params["vid"] = snap.vault_id
-        visible = ("SELECT l.doc_id, l.rows AS n, l.rows AS na, l.length FROM search_live l "
-                   "WHERE l.vault_id = %(vid)s AND l.doc_id IN (SELECT doc FROM cand)")
+        visible = (
+            "SELECT l.doc_id, l.rows AS n, l.rows AS na, l.length FROM search_live l "
+            "WHERE l.vault_id = %(vid)s AND l.doc_id IN (SELECT doc FROM cand)"
+        )
     else:
         rows_sql, rows_params = rows_source(snap, None, docs="SELECT doc AS value FROM cand")
         params.update(rows_params)
@@ -205,8 +234,10 @@ def rank_default(con: Any, snap: Snapshot, query: KeywordQuery, whole: tuple[lis
         if allowed is not None:
             na = "count(*) FILTER (WHERE vr.note_id = ANY(%(okn)s::bigint[]))"
             params["okn"] = sorted(allowed)
-        visible = (f"SELECT vr.doc_id, count(*) AS n, {na} AS na, d.length FROM ({translate(rows_sql)[0]}) AS vr "
-                   "JOIN search_docs d ON d.id = vr.doc_id GROUP BY vr.doc_id, d.length")
+        visible = (
+            f"SELECT vr.doc_id, count(*) AS n, {na} AS na, d.length FROM ({translate(rows_sql)[0]}) AS vr "
+            "JOIN search_docs d ON d.id = vr.doc_id GROUP BY vr.doc_id, d.length"
+        )
     found = con.raw.execute(_SCORE.format(phrases=" UNION ALL ".join(sources), visible=visible), params).fetchall()
     if not found:
         return [], []
@@ -220,9 +251,11 @@ def rank_default(con: Any, snap: Snapshot, query: KeywordQuery, whole: tuple[lis
             f[i] = float(n)
         scores[int(doc)] = bm25(f, idfs, float(length), avgdl)
     source, sparams = rows_source(snap, None, docs=DOCS_PARAM)
-    scored = [(Scored(int(row_id), scores[doc]), doc)
-              for row_id, doc, note_id in con.execute(source, {**sparams, "docs": json.dumps(sorted(scores))})
-              if allowed is None or note_id in allowed]
+    scored = [
+        (Scored(int(row_id), scores[doc]), doc)
+        for row_id, doc, note_id in con.execute(source, {**sparams, "docs": json.dumps(sorted(scores))})
+        if allowed is None or note_id in allowed
+    ]
     held: list[Scored] = []
     if whole is not None:
         held = _top(con, [item for item, doc in scored if doc in holding], limit)
@@ -259,14 +292,19 @@ def _stats(con: Any, snap: Snapshot) -> tuple[int, int, int | None]:
     """Visible chunk rows at the snapshot and their total tokens: ``search_stats`` at the cutoff's batch,
     corrected by the validity overlay (the removed revisions' rows out, the added ones' in); and the highest
     doc any of them can use (None: unknown)."""
-    row = con.raw.execute("SELECT rows, tokens, max_doc FROM search_stats WHERE vault_id = %s AND batch_id <= %s "
-                          "ORDER BY batch_id DESC LIMIT 1", (snap.vault_id, snap.batch)).fetchone()
+    row = con.raw.execute(
+        "SELECT rows, tokens, max_doc FROM search_stats WHERE vault_id = %s AND batch_id <= %s "
+        "ORDER BY batch_id DESC LIMIT 1",
+        (snap.vault_id, snap.batch),
+    ).fetchone()
     rows, tokens, max_doc = (int(row[0]), int(row[1]), row[2]) if row else (0, 0, None)
     count = "SELECT count(*), coalesce(sum(d.length), 0) FROM search_rows r JOIN search_docs d ON d.id = r.doc_id "
     if snap.removed:
-        less = con.raw.execute(count + "WHERE r.note_id = ANY(%s) AND r.vault_id = %s AND r.born <= %s "
-                               "AND (r.died IS NULL OR r.died > %s)",
-                               (sorted(snap.removed), snap.vault_id, snap.batch, snap.batch)).fetchone()
+        less = con.raw.execute(
+            count + "WHERE r.note_id = ANY(%s) AND r.vault_id = %s AND r.born <= %s "
+            "AND (r.died IS NULL OR r.died > %s)",
+            (sorted(snap.removed), snap.vault_id, snap.batch, snap.batch),
+        ).fetchone()
         rows, tokens = rows - int(less[0]), tokens - int(less[1])
     if snap.added:
         more = con.raw.execute(count + "WHERE r.note_id = ANY(%s)", (sorted(snap.added),)).fetchone()
@@ -276,6 +314,8 @@ def _stats(con: Any, snap: Snapshot) -> tuple[int, int, int | None]:
 
 def max_doc(con: Any, snap: Snapshot) -> int | None:
     """The highest doc a chunk row visible at the snapshot can use (doc ids grow with time: m006)."""
-    row = con.raw.execute("SELECT max_doc FROM search_stats WHERE vault_id = %s AND batch_id <= %s "
-                          "ORDER BY batch_id DESC LIMIT 1", (snap.vault_id, snap.batch)).fetchone()
+    row = con.raw.execute(
+        "SELECT max_doc FROM search_stats WHERE vault_id = %s AND batch_id <= %s ORDER BY batch_id DESC LIMIT 1",
+        (snap.vault_id, snap.batch),
+    ).fetchone()
     return None if row is None or row[0] is None else int(row[0])

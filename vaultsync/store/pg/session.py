@@ -135,8 +135,10 @@ class Reach:
             if self.since is None or time.monotonic() >= self._next_try:
                 return
             away, why = time.monotonic() - self.since, self.why
-        raise StoreError(f"cannot use the database {self.where}: unreachable for {away:.0f} s ({why}); "
-                         "reconnecting, try again shortly")
+        raise StoreError(
+            f"cannot use the database {self.where}: unreachable for {away:.0f} s ({why}); "
+            "reconnecting, try again shortly"
+        )
 
 
 def connect(dsn: str, where: str, reach: Reach | None = None, *, application_name: str) -> Any:

@@ -75,16 +75,19 @@ def rebuild(raw: Any, schema: str | None) -> None:
     """The whole table computed from ``search_rows`` (and the vectors), in (vault, born) order."""
     vec, value = _vec(schema)
     raw.execute(f"DELETE FROM {TABLE}")
-    raw.execute(f"INSERT INTO {TABLE} (vault_id, doc_id, born, died{vec}) SELECT s.vault_id, s.doc_id, s.born, "
-                f"s.died{value} FROM ({FROM_ROWS}) s LEFT JOIN search_vectors v ON v.doc_id = s.doc_id "
-                "ORDER BY s.vault_id, s.born, s.doc_id")
+    raw.execute(
+        f"INSERT INTO {TABLE} (vault_id, doc_id, born, died{vec}) SELECT s.vault_id, s.doc_id, s.born, "
+        f"s.died{value} FROM ({FROM_ROWS}) s LEFT JOIN search_vectors v ON v.doc_id = s.doc_id "
+        "ORDER BY s.vault_id, s.born, s.doc_id"
+    )
 
 
 def refill_vectors(raw: Any, schema: str | None) -> None:
     """Every span's vector, after the vectors were written anew (``vectors.catch_up``, ``reembed``)."""
     if schema is not None:
-        raw.execute(f'UPDATE {TABLE} s SET vec = v.vec::"{schema}".halfvec FROM search_vectors v '
-                    "WHERE v.doc_id = s.doc_id")
+        raw.execute(
+            f'UPDATE {TABLE} s SET vec = v.vec::"{schema}".halfvec FROM search_vectors v WHERE v.doc_id = s.doc_id'
+        )
 
 
 def create(raw: Any, schema: str | None) -> None:
@@ -128,6 +131,7 @@ def visible(snap: Any, distance: str | None) -> tuple[str, dict[str, Any]]:
     params = {"vault": snap.vault_id, "b": snap.batch}
     where = "s.vault_id = :vault AND s.born <= :b AND s.died > :b"
     if distance is None:
-        return (f"SELECT s.doc_id, v.embedding FROM {TABLE} s JOIN search_vectors v ON v.doc_id = s.doc_id "
-                f"WHERE {where}"), params
+        return (
+            f"SELECT s.doc_id, v.embedding FROM {TABLE} s JOIN search_vectors v ON v.doc_id = s.doc_id WHERE {where}"
+        ), params
     return f"SELECT s.doc_id, {distance} AS d FROM {TABLE} s WHERE {where} AND s.vec IS NOT NULL", params

@@ -63,12 +63,16 @@ def add_pgvector(con: Any) -> bool:
             con.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except psycopg.Error as exc:  # not installed, or the extension is untrusted and this role may not create it
         why = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc).strip().splitlines()[0]
-        logger.warning("vector search compares every vector in Python: the pgvector extension could not be created "
-                       "(%s); this database keeps that choice (have an administrator run CREATE EXTENSION vector "
-                       "before the first import to use it)", why)
+        logger.warning(
+            "vector search compares every vector in Python: the pgvector extension could not be created "
+            "(%s); this database keeps that choice (have an administrator run CREATE EXTENSION vector "
+            "before the first import to use it)",
+            why,
+        )
         return False
-    schema = con.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
-                         "WHERE e.extname = 'vector'").fetchone()[0]
+    schema = con.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+    ).fetchone()[0]
     kind = f'"{schema}".vector'
     con.execute(f"""
     CREATE FUNCTION vaultsync_int8_vector(b bytea) RETURNS {kind} LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
@@ -83,8 +87,9 @@ def _ints(blob: bytes) -> list[int]:
     return [b - 256 if b > 127 else b for b in blob]
 
 
-def rank(con: Any, snap: Snapshot, embedder: Embedder, query: str, allowed: set[int] | None,
-         limit: int) -> list[Scored]:
+def rank(
+    con: Any, snap: Snapshot, embedder: Embedder, query: str, allowed: set[int] | None, limit: int
+) -> list[Scored]:
     """``search.vector.rank`` on this engine: the ``limit`` visible chunks (of allowed notes) nearest the query."""
     q = searchable(embedder, query, allowed, limit)
     if q is None:
@@ -101,7 +106,9 @@ def rank(con: Any, snap: Snapshot, embedder: Embedder, query: str, allowed: set[
         else:  # distances of every visible doc; the int8 vectors of the few candidates alone leave the database
             near = _nearest(con, distances, {**params, "q": _ints(q)}, limit)
     if schema is not None:
-        docs = con.raw.execute("SELECT doc_id, embedding FROM search_vectors WHERE doc_id = ANY(%s)", (near,)).fetchall()
+        docs = con.raw.execute(
+            "SELECT doc_id, embedding FROM search_vectors WHERE doc_id = ANY(%s)", (near,)
+        ).fetchall()
     scores = sorted(((similarity(bytes(blob), q), int(doc)) for doc, blob in docs), reverse=True)
     if len(scores) > limit:  # every doc tied with the ``limit``-th stays until rows are ordered
         edge = scores[limit - 1][0]
@@ -135,8 +142,10 @@ def _visible(con: Any, snap: Snapshot, allowed: set[int] | None, schema: str | N
         # form PostgreSQL hashes the visible docs and sorts only their distances, top-N; as one flat query it
         # sorted every vector with its distance, on disk)
         upto = "" if "maxdoc" not in params else " WHERE v.doc_id <= :maxdoc"
-        return (f"SELECT c.doc_id, c.d FROM (SELECT v.doc_id, {distance} AS d FROM search_vectors v{upto} "
-                f"OFFSET 0) AS c WHERE c.doc_id IN (SELECT doc_id FROM ({source}) s)"), params
+        return (
+            f"SELECT c.doc_id, c.d FROM (SELECT v.doc_id, {distance} AS d FROM search_vectors v{upto} "
+            f"OFFSET 0) AS c WHERE c.doc_id IN (SELECT doc_id FROM ({source}) s)"
+        ), params
     return f"SELECT v.doc_id, {distance} AS d {visible}", params
 
 
@@ -153,8 +162,9 @@ def _nearest(con: Any, distances: str, params: dict[str, Any], limit: int) -> li
         return [int(doc) for doc, _ in found]
     edge = float(found[limit - 1][1]) + MARGIN
     if len(found) == limit + SPARE and float(found[-1][1]) <= edge:
-        found = con.execute(f"SELECT doc_id, d FROM ({distances}) AS c WHERE d <= :edge", {**params, "edge": edge}
-                            ).fetchall()
+        found = con.execute(
+            f"SELECT doc_id, d FROM ({distances}) AS c WHERE d <= :edge", {**params, "edge": edge}
+        ).fetchall()
     return [int(doc) for doc, d in found if float(d) <= edge]
 
 
@@ -163,14 +173,19 @@ def similarities(con: Any, embedder: Embedder, query: str, row_ids: list[int]) -
     q = query_vector(embedder, query)
     if not any(q) or not row_ids:
         return {}
-    rows = con.execute("""SELECT r.id, v.embedding FROM search_rows r JOIN search_vectors v ON v.doc_id = r.doc_id
-                          WHERE r.id IN (SELECT value FROM json_each(:ids))""", {"ids": json.dumps(row_ids)})
+    rows = con.execute(
+        """SELECT r.id, v.embedding FROM search_rows r JOIN search_vectors v ON v.doc_id = r.doc_id
+                          WHERE r.id IN (SELECT value FROM json_each(:ids))""",
+        {"ids": json.dumps(row_ids)},
+    )
     return {int(row_id): similarity(bytes(blob), q) for row_id, blob in rows}
 
 
 def set_meta(con: Any, key: str, value: str) -> None:
-    con.raw.execute("INSERT INTO search_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
-                    "SET value = excluded.value", (key, value))
+    con.raw.execute(
+        "INSERT INTO search_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
 
 
 def catch_up(con: Any, embedder: Embedder) -> int:
@@ -181,7 +196,7 @@ def catch_up(con: Any, embedder: Embedder) -> int:
     have = {int(r[0]) for r in con.raw.execute("SELECT doc_id FROM search_vectors")}
     docs = [(int(doc), text) for doc, text in doc_texts(con) if doc not in have]
     for start in range(0, len(docs), 512):
-        write_vectors(con, embedder, docs[start:start + 512])
+        write_vectors(con, embedder, docs[start : start + 512])
     con.raw.execute("DELETE FROM search_meta WHERE key = 'vectors_pending'")
     if docs and con.raw.execute("SELECT to_regclass('search_live_vectors')").fetchone()[0] is not None:
         live.refill_vectors(con)

@@ -31,15 +31,18 @@ def _index_current(con: Any, vault_id: int, vault_name: str) -> None:
     """The postings are written by every batch; one written without them (``search=False``) leaves them behind."""
     behind = keyword.lag(con, vault_id)
     if behind:
-        raise StoreError(f"the search index of vault '{vault_name}' is {behind} batches behind: reindex it",
-                         remedy="reindex")
+        raise StoreError(
+            f"the search index of vault '{vault_name}' is {behind} batches behind: reindex it", remedy="reindex"
+        )
 
 
 def _vectors_ready(con: Any) -> None:
     """Texts indexed before the vectors' migration have none until the store is opened for writing (or reindexed)."""
     if meta(con, "vectors_pending"):
-        raise StoreError("this database's texts have no vectors yet: open it for writing once (sync, watch) "
-                         "or reindex it", remedy="reindex")
+        raise StoreError(
+            "this database's texts have no vectors yet: open it for writing once (sync, watch) or reindex it",
+            remedy="reindex",
+        )
 
 
 RANKERS = engine.Rankers(keyword, vectors, keyword.whole_phrase, _index_current, _vectors_ready)
@@ -57,7 +60,8 @@ class PgView(View):
         per view, on a connection of the readers' pool (PostgreSQL only: a SQLite view has no server session)."""
         pid, isolation, read_only = self._con.raw.execute(
             "SELECT pg_backend_pid(), current_setting('transaction_isolation'), "
-            "current_setting('transaction_read_only')").fetchone()
+            "current_setting('transaction_read_only')"
+        ).fetchone()
         return Session(int(pid), str(isolation), read_only == "on")
 
     def at(self, as_of: int | None) -> PgView:
@@ -70,7 +74,8 @@ class PgView(View):
             row = self._con.execute(
                 """SELECT max(n.id) FROM notes n JOIN batches b ON b.id = n.batch_id
                    WHERE n.vault_id = ? AND n.path = ? AND n.content_hash = ? AND b.known_at = ?""",
-                (self.vault_id, path, content_hash, known_at)).fetchone()
+                (self.vault_id, path, content_hash, known_at),
+            ).fetchone()
             found.append(None if row is None or row[0] is None else int(row[0]))
         return found
 
@@ -79,24 +84,35 @@ class PgView(View):
         from .live import pgvector_schema
 
         found = super().stats()
-        found["vector_search"] = ("pgvector" if pgvector_schema(self._con.raw) is not None
-                                  else "python (no pgvector in this database)")
+        found["vector_search"] = (
+            "pgvector" if pgvector_schema(self._con.raw) is not None else "python (no pgvector in this database)"
+        )
         return found
 
     def _database_bytes(self) -> int:
         """Bytes of the schema's tables (with their indexes and TOAST)."""
-        return int(self._con.raw.execute(
-            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace s "
-            "ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND c.relkind = 'r'").fetchone()[0])
+        return int(
+            self._con.raw.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace s "
+                "ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND c.relkind = 'r'"
+            ).fetchone()[0]
+        )
 
     def _engine_problems(self) -> list[str]:
         """The append-only triggers, and postings whose doc is gone (PostgreSQL keeps its own integrity where a
         foreign key says so; the rest is ``View.check``'s)."""
-        triggers = {r[0] for r in self._con.raw.execute(
-            "SELECT tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace s "
-            "ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND NOT t.tgisinternal")}
-        problems = [f"append-only trigger {table}_append_only is missing" for table in APPEND_ONLY_TABLES
-                    if f"{table}_append_only" not in triggers]
+        triggers = {
+            r[0]
+            for r in self._con.raw.execute(
+                "SELECT tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace s "
+                "ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND NOT t.tgisinternal"
+            )
+        }
+        problems = [
+            f"append-only trigger {table}_append_only is missing"
+            for table in APPEND_ONLY_TABLES
+            if f"{table}_append_only" not in triggers
+        ]
         orphans = self._con.raw.execute(
             "SELECT count(*) FROM search_postings p WHERE NOT EXISTS (SELECT 1 FROM search_docs d WHERE d.id = p.doc)"
         ).fetchone()[0]

@@ -59,8 +59,10 @@ def spans_source(con: apsw.Connection) -> str:
     """``search_spans``, or the same counts over ``search_rows`` in a database from before it (read-only)."""
     if has_spans(con):
         return "search_spans"
-    return (f"(SELECT doc_id, vault_id, born, coalesce(died, {OPEN}) AS died, 1 AS rows "
-            "FROM search_rows INDEXED BY search_rows_by_doc)")
+    return (
+        f"(SELECT doc_id, vault_id, born, coalesce(died, {OPEN}) AS died, 1 AS rows "
+        "FROM search_rows INDEXED BY search_rows_by_doc)"
+    )
 
 
 def adjust(con: apsw.Connection, snap: Snapshot) -> bool:
@@ -75,8 +77,13 @@ def adjust(con: apsw.Connection, snap: Snapshot) -> bool:
                     AND vault_id = :v AND born <= :b AND (died IS NULL OR died > :b)
                 UNION ALL SELECT doc_id, 1 FROM search_rows WHERE note_id IN (SELECT value FROM json_each(:add)))
             GROUP BY doc_id""",
-        {"rm": json.dumps(sorted(snap.removed)), "add": json.dumps(sorted(snap.added)), "v": snap.vault_id,
-         "b": snap.batch})
+        {
+            "rm": json.dumps(sorted(snap.removed)),
+            "add": json.dumps(sorted(snap.added)),
+            "v": snap.vault_id,
+            "b": snap.batch,
+        },
+    )
     return True
 
 
@@ -86,20 +93,31 @@ def phrase_df(con: apsw.Connection, snap: Snapshot, fts_phrase: str, max_doc: in
     df = con.execute(
         f"""SELECT coalesce(sum(s.rows), 0) FROM search_fts JOIN {spans} s ON s.doc_id = search_fts.rowid
             AND s.vault_id = :v AND s.born <= :b AND s.died > :b
-            WHERE search_fts MATCH :phrase AND search_fts.rowid <= :maxdoc""", params).fetchone()[0]
+            WHERE search_fts MATCH :phrase AND search_fts.rowid <= :maxdoc""",
+        params,
+    ).fetchone()[0]
     if adjusted:
         df += con.execute(
             """SELECT coalesce(sum(a.delta), 0) FROM temp.kw_adj a WHERE a.doc <= :maxdoc AND EXISTS
                (SELECT 1 FROM search_fts WHERE search_fts MATCH :phrase AND search_fts.rowid = a.doc)""",
-            params).fetchone()[0]
+            params,
+        ).fetchone()[0]
     return df
 
 
 class Scorer:
     """The docs scored so far (``temp.kw_docs``: visible rows ``n``, summed terms ``s``) for one query."""
 
-    def __init__(self, con: apsw.Connection, snap: Snapshot, freqs: list[tuple[str, dict] | None], idfs: list[float],
-                 avgdl: float, spans: str, adjusted: bool) -> None:
+    def __init__(
+        self,
+        con: apsw.Connection,
+        snap: Snapshot,
+        freqs: list[tuple[str, dict] | None],
+        idfs: list[float],
+        avgdl: float,
+        spans: str,
+        adjusted: bool,
+    ) -> None:
         self.con, self.snap, self.freqs, self.idfs = con, snap, freqs, idfs
         self.avgdl, self.spans, self.adjusted = avgdl, spans, adjusted
         self.pending = False
@@ -128,15 +146,20 @@ class Scorer:
                     SELECT doc, :idf * ((tf * :k1p1) / (tf + :k1 * (:omb + :b * length / :avgdl))) FROM ({sql}
                         AND +search_fts.rowid IN (SELECT doc FROM temp.kw_docs WHERE n IS NULL)) WHERE true
                     ON CONFLICT (doc) DO UPDATE SET s = s + excluded.s""",
-                {**sql_params, "idf": self.idfs[i], "avgdl": self.avgdl})
-        con.execute(f"UPDATE temp.kw_docs SET n = {self._visible_rows('kw_docs.doc')} WHERE n IS NULL",
-                    {"v": self.snap.vault_id, "b": self.snap.batch})
+                {**sql_params, "idf": self.idfs[i], "avgdl": self.avgdl},
+            )
+        con.execute(
+            f"UPDATE temp.kw_docs SET n = {self._visible_rows('kw_docs.doc')} WHERE n IS NULL",
+            {"v": self.snap.vault_id, "b": self.snap.batch},
+        )
 
     def _visible_rows(self, doc: str) -> str:
         """SQL for the visible rows at the cutoff of the doc ``doc`` names (parameters ``:v``, ``:b``)."""
         adjust = f" + coalesce((SELECT a.delta FROM temp.kw_adj a WHERE a.doc = {doc}), 0)" if self.adjusted else ""
-        return (f"(SELECT coalesce(sum(s.rows), 0) FROM {self.spans} s WHERE s.doc_id = {doc} AND s.vault_id = :v "
-                f"AND s.born <= :b AND s.died > :b){adjust}")
+        return (
+            f"(SELECT coalesce(sum(s.rows), 0) FROM {self.spans} s WHERE s.doc_id = {doc} AND s.vault_id = :v "
+            f"AND s.born <= :b AND s.died > :b){adjust}"
+        )
 
     def best_first(self, phrases: list[str], max_doc: int, limit: int, first: int) -> bool:
         """Score the best ``first`` docs holding each of the query's phrases; True when no doc left can reach the
@@ -158,7 +181,8 @@ class Scorer:
         for i in walks:
             ranked = con.execute(
                 "SELECT rowid, bm25(search_fts) AS r FROM search_fts WHERE search_fts MATCH :phrase "
-                "AND rowid <= :maxdoc ORDER BY r LIMIT :n", {"phrase": phrases[i], "maxdoc": max_doc, "n": first}
+                "AND rowid <= :maxdoc ORDER BY r LIMIT :n",
+                {"phrase": phrases[i], "maxdoc": max_doc, "n": first},
             ).fetchall()
             for doc, rank in ranked:
                 if doc not in seen:
@@ -192,8 +216,9 @@ class Scorer:
                     tfs[doc, i] = _round(g * (K1 * ((1 - B) + B * length / params["davgdl"])) / ((K1 + 1.0) - g))
             else:
                 for doc, tf, _ in self.con.execute(
-                        f"{sql} AND +search_fts.rowid IN (SELECT value FROM json_each(:docs))",
-                        {**params, "docs": json.dumps(docs)}):
+                    f"{sql} AND +search_fts.rowid IN (SELECT value FROM json_each(:docs))",
+                    {**params, "docs": json.dumps(docs)},
+                ):
                     tfs[doc, i] = tf
         out = []
         for doc in docs:
@@ -208,10 +233,14 @@ class Scorer:
 
     def _visible(self, docs: list[int]) -> dict[int, tuple[int, int]]:
         """doc → (length, visible rows at the cutoff)."""
-        return {doc: (length, n) for doc, length, n in self.con.execute(
-            f"""SELECT j.value, d.length, {self._visible_rows('j.value')}
+        return {
+            doc: (length, n)
+            for doc, length, n in self.con.execute(
+                f"""SELECT j.value, d.length, {self._visible_rows("j.value")}
                 FROM json_each(:docs) j JOIN search_docs d ON d.id = j.value""",
-            {"docs": json.dumps(docs), "v": self.snap.vault_id, "b": self.snap.batch})}
+                {"docs": json.dumps(docs), "v": self.snap.vault_id, "b": self.snap.batch},
+            )
+        }
 
     def threshold(self, limit: int) -> float | None:
         """The summed terms of the ``limit``-th best visible row among the docs scored (None: fewer rows)."""
@@ -251,16 +280,19 @@ def tail_bound(g_docs: float, davgdl: float, avgdl: float) -> float:
     return (K1 + 1.0) / (1.0 + least)
 
 
-def best_rows(con: apsw.Connection, snap: Snapshot, allowed: set[int] | None, limit: int,
-              within: str = "") -> list[tuple]:
+def best_rows(
+    con: apsw.Connection, snap: Snapshot, allowed: set[int] | None, limit: int, within: str = ""
+) -> list[tuple]:
     """(row id, score) of the visible rows (of allowed notes) of the best docs in ``temp.kw_docs`` (``within``:
     a WHERE clause narrowing those docs): whole groups of equal score, best first, until ``limit`` rows are
     reached (as ``keyword._lowest``: every row tied with the last one is kept)."""
     out: list[tuple] = []
     taken, step, last = 0, max(limit + 1, 64), None
     while True:
-        docs = con.execute(f"SELECT doc, -1.0 * s FROM temp.kw_docs {within} ORDER BY s DESC, doc LIMIT :n OFFSET :o",
-                           {"n": step, "o": taken}).fetchall()
+        docs = con.execute(
+            f"SELECT doc, -1.0 * s FROM temp.kw_docs {within} ORDER BY s DESC, doc LIMIT :n OFFSET :o",
+            {"n": step, "o": taken},
+        ).fetchall()
         if not docs:
             return out
         taken += len(docs)

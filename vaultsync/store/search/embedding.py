@@ -8,11 +8,11 @@ from collections.abc import Iterable
 import apsw
 
 from ...embed.embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder, quantize
+from ...embed.tokenizer import indexable, indexed_text
 from ...errors import ProviderError
 from ...parsers import ParsedNote
 from ..codec import content_key, unpack
 from .schema import LIVE_VECTORS_REBUILD, meta, set_meta
-from ...embed.tokenizer import indexable, indexed_text
 
 
 def check_embedder(con: apsw.Connection, embedder: Embedder) -> ProviderError | None:
@@ -20,15 +20,21 @@ def check_embedder(con: apsw.Connection, embedder: Embedder) -> ProviderError | 
     recorded = meta(con, "embedder_signature")
     if recorded is None or recorded == embedder.signature:
         return None
-    return ProviderError(f"this store's vectors were made by embedder {recorded}, not {embedder.signature}; vectors "
-                         f"are never mixed: reembed the store with {embedder.embedder_id!r} to switch",
-                         remedy="reembed", remedy_args={"embedder": embedder.embedder_id})
+    return ProviderError(
+        f"this store's vectors were made by embedder {recorded}, not {embedder.signature}; vectors "
+        f"are never mixed: reembed the store with {embedder.embedder_id!r} to switch",
+        remedy="reembed",
+        remedy_args={"embedder": embedder.embedder_id},
+    )
 
 
 def unknown_embedder(name: str) -> ProviderError:
-    return ProviderError(f"this store's vectors were made by embedder {name!r}, which this vaultsync does not have; "
-                         f"reembed the store with {DEFAULT_EMBEDDER!r} to switch",
-                         remedy="reembed", remedy_args={"embedder": DEFAULT_EMBEDDER})
+    return ProviderError(
+        f"this store's vectors were made by embedder {name!r}, which this vaultsync does not have; "
+        f"reembed the store with {DEFAULT_EMBEDDER!r} to switch",
+        remedy="reembed",
+        remedy_args={"embedder": DEFAULT_EMBEDDER},
+    )
 
 
 _QUERY_EMBEDDERS: dict[tuple[str, object], Embedder] = {}
@@ -68,7 +74,8 @@ def doc_texts(con: apsw.Connection) -> Iterable[tuple[int, str]]:
         """SELECT r.doc_id, c.heading_path, t.body, n.title, n.aliases
            FROM (SELECT doc_id, min(id) AS id FROM search_rows GROUP BY doc_id) r
            JOIN chunks c ON c.id = r.id JOIN texts t ON t.id = c.text_id JOIN notes n ON n.id = c.note_id
-           ORDER BY r.doc_id""")
+           ORDER BY r.doc_id"""
+    )
     for doc_id, heading_path, body, title, aliases in rows:
         yield doc_id, stored_text(title, aliases, heading_path, body)
 
@@ -136,9 +143,11 @@ def _known(db: str | None, keys: list[bytes]) -> set[bytes]:
         return set()
     found: set[bytes] = set()
     for start in range(0, len(keys), 500):
-        part = keys[start:start + 500]
-        found.update(bytes(row[0]) for row in con.execute(
-            f"SELECT hash FROM search_docs WHERE hash IN ({','.join('?' * len(part))})", part))
+        part = keys[start : start + 500]
+        found.update(
+            bytes(row[0])
+            for row in con.execute(f"SELECT hash FROM search_docs WHERE hash IN ({','.join('?' * len(part))})", part)
+        )
     return found
 
 
@@ -152,8 +161,9 @@ def embed_ahead(name: str, db: str | None, parsed: ParsedNote) -> tuple[str, dic
         if hasattr(embedder, "threads"):
             embedder.threads = 1
     keep = indexable([c.text for c in parsed.chunks])
-    texts = [indexed_text(parsed.title, parsed.aliases, c.heading_path, c.text)
-             for c, k in zip(parsed.chunks, keep) if k]
+    texts = [
+        indexed_text(parsed.title, parsed.aliases, c.heading_path, c.text) for c, k in zip(parsed.chunks, keep) if k
+    ]
     keys = [content_key(t) for t in texts]
     known = _known(db, keys)
     if known:

@@ -21,16 +21,16 @@ from urllib.parse import quote
 
 import apsw
 
-from ...embed.embedders import Embedder
-from ...errors import ConfigError, StoreError
 from ...disk.paths import note_name
+from ...embed.embedders import Embedder
+from ...embed.tokenizer import TOKENIZE, KeywordQuery, indexable, parse_query
+from ...errors import ConfigError, StoreError
 from ...times import format_time
 from . import everyday, keyword, signals, vector
 from .embedding import query_embedder
 from .index import index_lag
 from .keyword import Scored
 from .snapshot import CHUNK_COLUMNS, Snapshot, allowed_notes, bounded_from_core, chunk_record, export_rows, take
-from ...embed.tokenizer import TOKENIZE, KeywordQuery, indexable, parse_query
 from .snippets import snippet
 
 MODES = ("hybrid", "keyword", "vector")
@@ -73,8 +73,9 @@ def check_index(con: apsw.Connection, vault_id: int, vault_name: str) -> None:
     if lag < 0:
         raise StoreError(f"this database has no search index yet: reindex vault '{vault_name}'", remedy="reindex")
     if lag > 0:
-        raise StoreError(f"the search index of vault '{vault_name}' is {lag} batches behind: reindex it",
-                         remedy="reindex")
+        raise StoreError(
+            f"the search index of vault '{vault_name}' is {lag} batches behind: reindex it", remedy="reindex"
+        )
 
 
 def _vectors_ready(con: Any) -> None:
@@ -103,15 +104,24 @@ SQLITE = Rankers(keyword, vector, attrgetter("whole"), check_index)
 """The SQLite engine's: FTS5 and sqlite-vec (or its exact fallback)."""
 
 
-def _default(con: apsw.Connection, rankers: Rankers, snap: Snapshot, parsed: KeywordQuery, query: str,
-             allowed: set[int] | None, limit: int, embedder: Embedder | None,
-             parts: dict[int, dict[str, Any]]) -> list[Scored]:
+def _default(
+    con: apsw.Connection,
+    rankers: Rankers,
+    snap: Snapshot,
+    parsed: KeywordQuery,
+    query: str,
+    allowed: set[int] | None,
+    limit: int,
+    embedder: Embedder | None,
+    parts: dict[int, dict[str, Any]],
+) -> list[Scored]:
     """The default mode (``signals``): BM25 candidates and the best by BM25 among the chunks holding the
     whole query in order, joined by the nearest vectors when the store's embedder fuses, ranked by the
     documented signals; a question in everyday words weighs only its content words (``everyday``)."""
     weighed = everyday.content(parsed)
-    pool, held = rankers.keyword.rank_default(con, snap, weighed, rankers.whole(signals.QueryTokens.of(parsed)),
-                                              allowed, max(limit, signals.POOL))
+    pool, held = rankers.keyword.rank_default(
+        con, snap, weighed, rankers.whole(signals.QueryTokens.of(parsed)), allowed, max(limit, signals.POOL)
+    )
     for item, r in zip(pool, shared_ranks(pool, _kw_tied)):
         parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
     known = {s.row_id for s in pool}
@@ -183,47 +193,63 @@ def search(
     }
 
 
-def _hits(con: apsw.Connection, vault_name: str, order: list[int], scores: dict[int, float],
-          parts: dict[int, dict[str, Any]], query: KeywordQuery) -> list[dict[str, Any]]:
+def _hits(
+    con: apsw.Connection,
+    vault_name: str,
+    order: list[int],
+    scores: dict[int, float],
+    parts: dict[int, dict[str, Any]],
+    query: KeywordQuery,
+) -> list[dict[str, Any]]:
     if not order:
         return []
     rows = con.execute(
         f"""SELECT {CHUNK_COLUMNS} FROM chunks c JOIN notes n ON n.id = c.note_id
             JOIN batches b ON b.id = n.batch_id JOIN texts t ON t.id = c.text_id
-            WHERE c.id IN (SELECT value FROM json_each(?))""", (json.dumps(order),)).fetchall()
+            WHERE c.id IN (SELECT value FROM json_each(?))""",
+        (json.dumps(order),),
+    ).fetchall()
     records = {rec["_row"]: rec for rec in map(chunk_record, rows)}
     hits = []
     for row_id in order:
         rec = records[row_id]
-        hits.append({
-            "path": rec["path"],
-            "chunk_id": rec["chunk_id"],
-            "heading_path": rec["heading_path"],
-            "lines": rec["lines"],
-            "text": rec["text"],
-            "snippet": snippet(rec["text"], query),
-            "score": scores[row_id],
-            "keyword": parts[row_id].get("keyword"),
-            "vector": parts[row_id].get("vector"),
-            "signals": parts[row_id].get("signals"),
-            "known_at": rec["known_at"],
-            "content_hash": rec["content_hash"],
-            "title": rec["title"],
-            "uri": obsidian_uri(vault_name, rec["path"]),
-        })
+        hits.append(
+            {
+                "path": rec["path"],
+                "chunk_id": rec["chunk_id"],
+                "heading_path": rec["heading_path"],
+                "lines": rec["lines"],
+                "text": rec["text"],
+                "snippet": snippet(rec["text"], query),
+                "score": scores[row_id],
+                "keyword": parts[row_id].get("keyword"),
+                "vector": parts[row_id].get("vector"),
+                "signals": parts[row_id].get("signals"),
+                "known_at": rec["known_at"],
+                "content_hash": rec["content_hash"],
+                "title": rec["title"],
+                "uri": obsidian_uri(vault_name, rec["path"]),
+            }
+        )
     return hits
 
 
-def export(con: apsw.Connection, vault_id: int, vault_name: str, *, as_of: int | None = None,
-           valid_at: int | None = None) -> Iterator[dict[str, Any]]:
+def export(
+    con: apsw.Connection, vault_id: int, vault_name: str, *, as_of: int | None = None, valid_at: int | None = None
+) -> Iterator[dict[str, Any]]:
     """A header, then every chunk visible at ``as_of`` with its ``indexed_text`` and whether the search index
     holds it (``indexed``: see ``text.indexable``), read from the revision tables only."""
     from ..read import cutoff
 
     batch = cutoff(con, vault_id, as_of)
     snap: Snapshot = take(con, vault_id, as_of, valid_at, bounded=bounded_from_core(con, vault_id, batch))
-    yield {"tokenizer": TOKENIZE, "vault": vault_name, "as_of": format_time(as_of),
-           "valid_at": format_time(snap.valid_at), "batch": snap.batch}
+    yield {
+        "tokenizer": TOKENIZE,
+        "vault": vault_name,
+        "as_of": format_time(as_of),
+        "valid_at": format_time(snap.valid_at),
+        "batch": snap.batch,
+    }
     note: list[dict[str, Any]] = []
     for rec in [*export_rows(con, snap), None]:
         if note and (rec is None or rec["_note"] != note[0]["_note"]):

@@ -23,15 +23,13 @@ import logging
 import apsw
 
 from ...embed.embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
+from ...embed.tokenizer import TOKENIZE, indexable, indexed_text
 from ...errors import ProviderError
-from ..codec import unpack
+from ..codec import content_key, unpack
 from ..contract import AheadWork
 from ..write import ChunkRow, by_hash
-from .embedding import (AHEAD, check_embedder, embed_ahead, stored_text, take_ahead, unknown_embedder,
-                        write_vectors)
-from ..codec import content_key
+from .embedding import AHEAD, check_embedder, embed_ahead, stored_text, take_ahead, unknown_embedder, write_vectors
 from .schema import check_text_version, has_schema, live_table, meta, set_meta
-from ...embed.tokenizer import TOKENIZE, indexable, indexed_text
 
 logger = logging.getLogger(__name__)
 
@@ -123,12 +121,21 @@ class SearchIndexer:
         if self.mismatch:
             raise self.mismatch
         vault_id, valid_from, valid_to = con.execute(
-            "SELECT vault_id, valid_from, valid_to FROM notes WHERE id = ?", (note_id,)).fetchone()
+            "SELECT vault_id, valid_from, valid_to FROM notes WHERE id = ?", (note_id,)
+        ).fetchone()
         self._catch_up_before(con, vault_id, batch_id)
-        self._add(con, vault_id, batch_id, note_id,
-                  [(c.row_id, indexed_text(c.title, c.aliases, c.heading_path, c.text))
-                   for c, keep in zip(chunks, indexable([c.text for c in chunks])) if keep],
-                  bounded=valid_from is not None or valid_to is not None)
+        self._add(
+            con,
+            vault_id,
+            batch_id,
+            note_id,
+            [
+                (c.row_id, indexed_text(c.title, c.aliases, c.heading_path, c.text))
+                for c, keep in zip(chunks, indexable([c.text for c in chunks]))
+                if keep
+            ],
+            bounded=valid_from is not None or valid_to is not None,
+        )
 
     def on_end(self, con: apsw.Connection, batch_id: int, note_id: int) -> None:
         vault_id = con.execute("SELECT vault_id FROM notes WHERE id = ?", (note_id,)).fetchone()[0]
@@ -140,8 +147,9 @@ class SearchIndexer:
     def _live(self, con: apsw.Connection, vault_id: int) -> str:
         name = live_table(vault_id)
         if vault_id not in self._live_ready:
-            con.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5(indexed_text, content='', "
-                        f"tokenize='{TOKENIZE}')")
+            con.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5(indexed_text, content='', tokenize='{TOKENIZE}')"
+            )
             self._live_ready.add(vault_id)
         return name
 
@@ -154,8 +162,16 @@ class SearchIndexer:
         doc_id, length = self._hold_docs(con, [text], new_docs)[0]
         return (doc_id, self.flush(con)[doc_id]) if length < 0 else (doc_id, length)
 
-    def _add(self, con: apsw.Connection, vault_id: int, batch_id: int, note_id: int,
-             rows: list[tuple[int, str]], *, bounded: bool) -> None:
+    def _add(
+        self,
+        con: apsw.Connection,
+        vault_id: int,
+        batch_id: int,
+        note_id: int,
+        rows: list[tuple[int, str]],
+        *,
+        bounded: bool,
+    ) -> None:
         live = self._live(con, vault_id)
         new_docs: list[tuple[int, str]] = []
         docs = self._hold_docs(con, [text for _, text in rows], new_docs, batch_id)
@@ -165,8 +181,10 @@ class SearchIndexer:
         held = [doc_id for doc_id, length in docs if length < 0]
         if held:
             self._held_uses.setdefault((vault_id, batch_id), []).extend(held)
-        con.executemany("INSERT INTO search_rows (id, vault_id, note_id, doc_id, born) VALUES (?,?,?,?,?)",
-                        [(row_id, vault_id, note_id, doc_id, batch_id) for (row_id, _), (doc_id, _) in zip(rows, docs)])
+        con.executemany(
+            "INSERT INTO search_rows (id, vault_id, note_id, doc_id, born) VALUES (?,?,?,?,?)",
+            [(row_id, vault_id, note_id, doc_id, batch_id) for (row_id, _), (doc_id, _) in zip(rows, docs)],
+        )
         held_live = self._held_live.setdefault(live, [])
         held_live.extend(rows)
         self._held_notes.add(note_id)
@@ -174,21 +192,24 @@ class SearchIndexer:
             """INSERT INTO search_live_vectors (vault_id, doc_id, refs, embedding)
                SELECT ?, doc_id, 1, embedding FROM search_vectors WHERE doc_id = ?
                ON CONFLICT (vault_id, doc_id) DO UPDATE SET refs = refs + 1""",
-            [(vault_id, doc_id) for doc_id, _ in docs])
+            [(vault_id, doc_id) for doc_id, _ in docs],
+        )
         if bounded:
             con.execute("INSERT OR IGNORE INTO search_bounded (note_id, vault_id) VALUES (?, ?)", (note_id, vault_id))
         self._stats(con, vault_id, batch_id, len(rows), tokens)
         if len(self._held_docs) >= HOLD_ROWS or len(held_live) >= HOLD_ROWS:
             self.flush(con)
 
-    def _hold_docs(self, con: apsw.Connection, texts: list[str], new_docs: list[tuple[int, str]],
-                   batch_id: int | None = None) -> list[tuple[int, int]]:
+    def _hold_docs(
+        self, con: apsw.Connection, texts: list[str], new_docs: list[tuple[int, str]], batch_id: int | None = None
+    ) -> list[tuple[int, int]]:
         """``_docs`` for a batch's own path: (doc id, token count) of each text, a new text given the next id and
         held back (its count -1 until ``flush`` learns it from FTS5) and appended to ``new_docs``."""
         keys = [content_key(text) for text in texts]
         held = self._held_ids
-        found: dict[bytes, tuple[int, int]] = by_hash(con, "search_docs", "id, length",
-                                                      [key for key in keys if key not in held])
+        found: dict[bytes, tuple[int, int]] = by_hash(
+            con, "search_docs", "id, length", [key for key in keys if key not in held]
+        )
         fresh = False
         for key, text in zip(keys, texts):
             if key in found:
@@ -217,18 +238,29 @@ class SearchIndexer:
         new docs' token counts by id."""
         docs, lengths = self._held_docs, {}
         if docs:
-            con.executemany("INSERT INTO search_fts (rowid, indexed_text) VALUES (?, ?)",
-                            [(doc_id, text) for doc_id, _, text in docs])
-            sizes = dict(con.execute("SELECT id, sz FROM search_fts_docsize WHERE id BETWEEN ? AND ?",
-                                     (docs[0][0], docs[-1][0])))
+            con.executemany(
+                "INSERT INTO search_fts (rowid, indexed_text) VALUES (?, ?)",
+                [(doc_id, text) for doc_id, _, text in docs],
+            )
+            sizes = dict(
+                con.execute("SELECT id, sz FROM search_fts_docsize WHERE id BETWEEN ? AND ?", (docs[0][0], docs[-1][0]))
+            )
             lengths = {doc_id: _varint(sizes[doc_id]) if sizes.get(doc_id) else 0 for doc_id, _, _ in docs}
-            con.executemany("INSERT INTO search_docs (id, hash, length) VALUES (?, ?, ?)",
-                            [(doc_id, key, lengths[doc_id]) for doc_id, key, _ in docs])
-            con.execute("UPDATE search_doc_totals SET docs = docs + ?, tokens = tokens + ? WHERE id = 1",
-                        (len(docs), sum(lengths.values())))
-            con.executemany("UPDATE search_stats SET tokens = tokens + ? WHERE vault_id = ? AND batch_id = ?",
-                            [(sum(map(lengths.__getitem__, uses)), vault_id, batch_id)
-                             for (vault_id, batch_id), uses in self._held_uses.items()])
+            con.executemany(
+                "INSERT INTO search_docs (id, hash, length) VALUES (?, ?, ?)",
+                [(doc_id, key, lengths[doc_id]) for doc_id, key, _ in docs],
+            )
+            con.execute(
+                "UPDATE search_doc_totals SET docs = docs + ?, tokens = tokens + ? WHERE id = 1",
+                (len(docs), sum(lengths.values())),
+            )
+            con.executemany(
+                "UPDATE search_stats SET tokens = tokens + ? WHERE vault_id = ? AND batch_id = ?",
+                [
+                    (sum(map(lengths.__getitem__, uses)), vault_id, batch_id)
+                    for (vault_id, batch_id), uses in self._held_uses.items()
+                ],
+            )
         for table, rows in self._held_live.items():
             con.executemany(f"INSERT INTO {table} (rowid, indexed_text) VALUES (?, ?)", rows)
         self._drop_held()
@@ -264,8 +296,10 @@ class SearchIndexer:
         if rows:
             con.executemany(f"INSERT INTO {live} ({live}, rowid, indexed_text) VALUES ('delete', ?, ?)", deletes)
             con.executemany("UPDATE search_live_vectors SET refs = refs - 1 WHERE vault_id = ? AND doc_id = ?", docs)
-            con.executemany("DELETE FROM search_live_vectors WHERE vault_id = ? AND doc_id = ? AND refs <= 0",
-                            list(dict.fromkeys(docs)))
+            con.executemany(
+                "DELETE FROM search_live_vectors WHERE vault_id = ? AND doc_id = ? AND refs <= 0",
+                list(dict.fromkeys(docs)),
+            )
         con.execute("UPDATE search_rows SET died = ? WHERE note_id = ? AND died IS NULL", (batch_id, note_id))
         self._stats(con, vault_id, batch_id, -len(rows), -tokens)
 
@@ -299,33 +333,49 @@ class SearchIndexer:
         """Index the vault's batches after the last indexed one, up to ``upto`` (default all); return how many."""
         row = con.execute("SELECT last_batch FROM search_state WHERE vault_id = ?", (vault_id,)).fetchone()
         last = row[0] if row else 0
-        batches = [r[0] for r in con.execute(
-            "SELECT id FROM batches WHERE vault_id = ? AND id > ? AND id <= ? ORDER BY id",
-            (vault_id, last, upto if upto is not None else 1 << 62))]
+        batches = [
+            r[0]
+            for r in con.execute(
+                "SELECT id FROM batches WHERE vault_id = ? AND id > ? AND id <= ? ORDER BY id",
+                (vault_id, last, upto if upto is not None else 1 << 62),
+            )
+        ]
         for batch_id in batches:
             self._replay(con, vault_id, batch_id)
-            con.execute("INSERT OR REPLACE INTO search_state (vault_id, last_batch) VALUES (?, ?)", (vault_id, batch_id))
+            con.execute(
+                "INSERT OR REPLACE INTO search_state (vault_id, last_batch) VALUES (?, ?)", (vault_id, batch_id)
+            )
         self.flush(con)
         if batches:
             logger.info("search index: caught up %d batches of vault %d", len(batches), vault_id)
         return len(batches)
 
     def _replay(self, con: apsw.Connection, vault_id: int, batch_id: int) -> None:
-        for (note_id,) in con.execute("SELECT note_id FROM note_ends WHERE batch_id = ? ORDER BY note_id",
-                                      (batch_id,)).fetchall():
+        for (note_id,) in con.execute(
+            "SELECT note_id FROM note_ends WHERE batch_id = ? ORDER BY note_id", (batch_id,)
+        ).fetchall():
             self._end(con, vault_id, batch_id, note_id)
         notes = con.execute(
             """SELECT id, title, aliases, valid_from, valid_to FROM notes
-               WHERE batch_id = ? AND kind != 'deleted' ORDER BY id""", (batch_id,)).fetchall()
+               WHERE batch_id = ? AND kind != 'deleted' ORDER BY id""",
+            (batch_id,),
+        ).fetchall()
         for note_id, title, aliases, valid_from, valid_to in notes:
             alias_list = json.loads(aliases or "[]")
-            found = [(row_id, json.loads(heading_path), unpack(body)) for row_id, heading_path, body in con.execute(
-                """SELECT c.id, c.heading_path, t.body FROM chunks c JOIN texts t ON t.id = c.text_id
-                   WHERE c.note_id = ? ORDER BY c.ord""", (note_id,))]
-            rows = [(row_id, indexed_text(title, alias_list, heading, text))
-                    for (row_id, heading, text), keep in zip(found, indexable([f[2] for f in found])) if keep]
-            self._add(con, vault_id, batch_id, note_id, rows,
-                      bounded=valid_from is not None or valid_to is not None)
+            found = [
+                (row_id, json.loads(heading_path), unpack(body))
+                for row_id, heading_path, body in con.execute(
+                    """SELECT c.id, c.heading_path, t.body FROM chunks c JOIN texts t ON t.id = c.text_id
+                   WHERE c.note_id = ? ORDER BY c.ord""",
+                    (note_id,),
+                )
+            ]
+            rows = [
+                (row_id, indexed_text(title, alias_list, heading, text))
+                for (row_id, heading, text), keep in zip(found, indexable([f[2] for f in found]))
+                if keep
+            ]
+            self._add(con, vault_id, batch_id, note_id, rows, bounded=valid_from is not None or valid_to is not None)
 
 
 def index_lag(con: apsw.Connection, vault_id: int) -> int:

@@ -25,11 +25,11 @@ from typing import Any
 
 import apsw
 
+from ...embed.tokenizer import KeywordQuery
 from . import cutoff
-from .cutoff import B, CONSTANTS, K1
+from .cutoff import CONSTANTS, K1, B
 from .schema import has_spans, live_table
 from .snapshot import Snapshot
-from ...embed.tokenizer import KeywordQuery
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +57,9 @@ def order_key(con: apsw.Connection, scored: list[Scored]) -> dict[int, tuple[str
         return {}
     rows = con.execute(
         """SELECT c.id, n.path, c.ord FROM chunks c JOIN notes n ON n.id = c.note_id
-           WHERE c.id IN (SELECT value FROM json_each(?))""", (json.dumps([s.row_id for s in scored]),))
+           WHERE c.id IN (SELECT value FROM json_each(?))""",
+        (json.dumps([s.row_id for s in scored]),),
+    )
     return {r[0]: (r[1], r[2]) for r in rows}
 
 
@@ -72,14 +74,16 @@ def _top(con: apsw.Connection, scored: list[Scored], limit: int) -> list[Scored]
     return scored[:limit]
 
 
-def rank(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, allowed: set[int] | None,
-         limit: int) -> list[Scored]:
+def rank(
+    con: apsw.Connection, snap: Snapshot, query: KeywordQuery, allowed: set[int] | None, limit: int
+) -> list[Scored]:
     """The best ``limit`` visible chunks (of allowed notes) for the query, with their bm25 scores."""
     return rank_default(con, snap, query, None, allowed, limit)[0]
 
 
-def rank_default(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None,
-                 allowed: set[int] | None, limit: int) -> tuple[list[Scored], list[Scored]]:
+def rank_default(
+    con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None, allowed: set[int] | None, limit: int
+) -> tuple[list[Scored], list[Scored]]:
     """``rank``'s best ``limit`` rows, and the best ``limit`` (same scores, same order) among the rows
     whose text matches the FTS5 phrase ``whole`` (empty when ``whole`` is None)."""
     if not query.phrases or limit <= 0 or (allowed is not None and not allowed):
@@ -100,14 +104,16 @@ chooses the cheaper one."""
 def _shared(con: apsw.Connection, snap: Snapshot) -> bool:
     if not has_spans(con):
         return False
-    rows = con.execute("SELECT coalesce(sum(rows), 0) FROM search_stats WHERE vault_id = ?",
-                       (snap.vault_id,)).fetchone()[0]
+    rows = con.execute(
+        "SELECT coalesce(sum(rows), 0) FROM search_stats WHERE vault_id = ?", (snap.vault_id,)
+    ).fetchone()[0]
     docs = con.execute("SELECT docs FROM search_doc_totals WHERE id = 1").fetchone()[0] or 0
     return rows >= SHARED * max(docs, 1)
 
 
-def _rank_live(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None,
-               allowed: set[int] | None, limit: int) -> tuple[list[Scored], list[Scored]]:
+def _rank_live(
+    con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None, allowed: set[int] | None, limit: int
+) -> tuple[list[Scored], list[Scored]]:
     table = live_table(snap.vault_id)
     if con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is None:
         return [], []
@@ -123,13 +129,13 @@ def _rank_live(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole:
         con.execute("CREATE TEMP TABLE IF NOT EXISTS kw_whole (id INTEGER PRIMARY KEY)")
         con.execute("DELETE FROM temp.kw_whole")
         try:
-            con.execute(f"INSERT INTO temp.kw_whole (id) SELECT rowid FROM {table} WHERE {table} MATCH :whole",
-                        {"whole": whole})
+            con.execute(
+                f"INSERT INTO temp.kw_whole (id) SELECT rowid FROM {table} WHERE {table} MATCH :whole", {"whole": whole}
+            )
             held = _lowest(con, f"{select} AND +rowid IN (SELECT id FROM temp.kw_whole)", params, limit)
         finally:
             con.execute("DELETE FROM temp.kw_whole")
-    return (_top(con, [Scored(r[0], r[1]) for r in rows], limit),
-            _top(con, [Scored(r[0], r[1]) for r in held], limit))
+    return (_top(con, [Scored(r[0], r[1]) for r in rows], limit), _top(con, [Scored(r[0], r[1]) for r in held], limit))
 
 
 def _lowest(con: apsw.Connection, inner: str, params: dict[str, object], limit: int) -> list[tuple]:
@@ -139,7 +145,8 @@ def _lowest(con: apsw.Connection, inner: str, params: dict[str, object], limit: 
     if len(rows) > limit and rows[limit - 1][1] == rows[limit][1]:
         edge = rows[limit - 1][1]
         rows = [r for r in rows if r[1] < edge] + con.execute(
-            f"SELECT id, s FROM ({inner}) WHERE s = :edge", {**params, "edge": edge}).fetchall()
+            f"SELECT id, s FROM ({inner}) WHERE s = :edge", {**params, "edge": edge}
+        ).fetchall()
     return rows
 
 
@@ -147,12 +154,16 @@ def cutoff_stats(con: apsw.Connection, snap: Snapshot) -> tuple[int, int, int]:
     """(visible chunk rows, their total tokens, highest doc id they can use) in the snapshot."""
     n_rows, tokens, max_doc = con.execute(
         """SELECT coalesce(sum(rows), 0), coalesce(sum(tokens), 0), coalesce(max(max_doc), 0)
-           FROM search_stats WHERE vault_id = ? AND batch_id <= ?""", (snap.vault_id, snap.batch)).fetchone()
+           FROM search_stats WHERE vault_id = ? AND batch_id <= ?""",
+        (snap.vault_id, snap.batch),
+    ).fetchone()
     for notes, sign in ((snap.removed, -1), (snap.added, 1)):
         if notes:
             count, total = con.execute(
                 """SELECT count(*), coalesce(sum(d.length), 0) FROM search_rows r JOIN search_docs d ON d.id = r.doc_id
-                   WHERE r.note_id IN (SELECT value FROM json_each(?))""", (json.dumps(sorted(notes)),)).fetchone()
+                   WHERE r.note_id IN (SELECT value FROM json_each(?))""",
+                (json.dumps(sorted(notes)),),
+            ).fetchone()
             n_rows, tokens = n_rows + sign * count, tokens + sign * total
     return n_rows, tokens, max_doc
 
@@ -183,14 +194,24 @@ def _freqs_sql(con: apsw.Connection, fts_phrase: str, max_doc: int) -> tuple[str
         return None
     g = "(-bm25(search_fts) / :didf)"
     k = ":k1 * (:omb + :b * d.length / :davgdl)"
-    sql = (f"SELECT search_fts.rowid AS doc, round({g} * ({k}) / (:k1p1 - {g})) AS tf, d.length AS length FROM search_fts "
-           "JOIN search_docs d ON d.id = search_fts.rowid WHERE search_fts MATCH :phrase AND search_fts.rowid <= :maxdoc")
-    return sql, {"didf": idf(n_docs, n_hit), "davgdl": total / n_docs, "phrase": fts_phrase, "maxdoc": max_doc,
-                 "hits": n_hit, "docs": n_docs, **CONSTANTS}  # hits, docs: counts for the caller, unused by the SQL
+    sql = (
+        f"SELECT search_fts.rowid AS doc, round({g} * ({k}) / (:k1p1 - {g})) AS tf, d.length AS length FROM search_fts "
+        "JOIN search_docs d ON d.id = search_fts.rowid WHERE search_fts MATCH :phrase AND search_fts.rowid <= :maxdoc"
+    )
+    return sql, {
+        "didf": idf(n_docs, n_hit),
+        "davgdl": total / n_docs,
+        "phrase": fts_phrase,
+        "maxdoc": max_doc,
+        "hits": n_hit,
+        "docs": n_docs,
+        **CONSTANTS,
+    }  # hits, docs: counts for the caller, unused by the SQL
 
 
-def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None,
-                 allowed: set[int] | None, limit: int) -> tuple[list[Scored], list[Scored]]:
+def _rank_cutoff(
+    con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whole: str | None, allowed: set[int] | None, limit: int
+) -> tuple[list[Scored], list[Scored]]:
     """BM25 at a cutoff, computed inside SQLite per distinct doc (see ``cutoff``): each phrase's document
     frequency, then the scores of the docs that can reach the best ``limit`` rows (and of every doc holding
     ``whole``), then the rows of the best docs only."""
@@ -203,21 +224,29 @@ def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whol
         adjusted = cutoff.adjust(con, snap)
         phrases = [p.fts() for p in query.phrases]
         freqs = [_freqs_sql(con, p, max_doc) for p in phrases]
-        dfs = [cutoff.phrase_df(con, snap, p, max_doc, spans, adjusted) if f is not None else 0
-               for p, f in zip(phrases, freqs)]
+        dfs = [
+            cutoff.phrase_df(con, snap, p, max_doc, spans, adjusted) if f is not None else 0
+            for p, f in zip(phrases, freqs)
+        ]
         idfs = [idf(n_rows, df) for df in dfs]
         scorer = cutoff.Scorer(con, snap, freqs, idfs, tokens / n_rows, spans, adjusted)
         if whole is not None:
-            con.execute("INSERT INTO temp.kw_whole (id) SELECT rowid FROM search_fts "
-                        "WHERE search_fts MATCH :whole AND rowid <= :maxdoc", {"whole": whole, "maxdoc": max_doc})
+            con.execute(
+                "INSERT INTO temp.kw_whole (id) SELECT rowid FROM search_fts "
+                "WHERE search_fts MATCH :whole AND rowid <= :maxdoc",
+                {"whole": whole, "maxdoc": max_doc},
+            )
             scorer.add("SELECT id FROM temp.kw_whole", {})
         bound = [value * (K1 + 1.0) for value in idfs]  # more than the phrase can add to any doc's score
         counts = {i: f[1] for i, f in enumerate(freqs) if f is not None}
         left = sorted(counts, key=lambda i: -bound[i])
         # docs to read for each phrase walked: about twice ``limit`` visible rows (the docs index's docs per row)
         first = max(cutoff.FIRST, math.ceil(2 * limit * counts[left[0]]["docs"] / n_rows)) if left else 0
-        if allowed is None and 0 < len(left) <= cutoff.WALKED \
-                and min(counts[i]["hits"] for i in left) >= cutoff.SHARE * first:
+        if (
+            allowed is None
+            and 0 < len(left) <= cutoff.WALKED
+            and min(counts[i]["hits"] for i in left) >= cutoff.SHARE * first
+        ):
             scorer.score()  # the docs holding ``whole``, all scored
             if scorer.best_first(phrases, max_doc, limit, first):
                 left = []  # phrases held by many docs: their best docs first, and no other can reach the best rows
@@ -239,14 +268,19 @@ def _rank_cutoff(con: apsw.Connection, snap: Snapshot, query: KeywordQuery, whol
                     if not take:
                         break  # no doc holding only the phrases left can reach the best ``limit`` rows
             for i in take:
-                scorer.add("SELECT rowid FROM search_fts WHERE search_fts MATCH :phrase AND rowid <= :maxdoc",
-                           {"phrase": phrases[i], "maxdoc": max_doc})
+                scorer.add(
+                    "SELECT rowid FROM search_fts WHERE search_fts MATCH :phrase AND rowid <= :maxdoc",
+                    {"phrase": phrases[i], "maxdoc": max_doc},
+                )
             scorer.score()
-            left = left[len(take):]
+            left = left[len(take) :]
         scorer.score()
         rows = cutoff.best_rows(con, snap, allowed, limit)
-        held = cutoff.best_rows(con, snap, allowed, limit, within="WHERE doc IN (SELECT id FROM temp.kw_whole)") \
-            if whole is not None else []
+        held = (
+            cutoff.best_rows(con, snap, allowed, limit, within="WHERE doc IN (SELECT id FROM temp.kw_whole)")
+            if whole is not None
+            else []
+        )
     finally:
         cutoff.clear(con)
     return _top(con, [Scored(r[0], r[1]) for r in rows], limit), _top(con, [Scored(r[0], r[1]) for r in held], limit)

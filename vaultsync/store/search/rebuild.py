@@ -28,10 +28,13 @@ def rebuild_search(con: apsw.Connection) -> dict[int, int]:
     search_schema.drop_schema(con)
     search_schema.create(con)
     indexer = SearchIndexer(con, get_embedder(name) if name in EMBEDDERS else None)
-    done = {vault_id: indexer.catch_up(con, vault_id)
-            for (vault_id,) in con.execute("SELECT id FROM vaults ORDER BY id").fetchall()}
+    done = {
+        vault_id: indexer.catch_up(con, vault_id)
+        for (vault_id,) in con.execute("SELECT id FROM vaults ORDER BY id").fetchall()
+    }
     for (table,) in con.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5(%'").fetchall():
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5(%'"
+    ).fetchall():
         con.execute(f'INSERT INTO "{table}" ("{table}") VALUES (\'optimize\')')  # one segment each: compact
     return done
 
@@ -46,10 +49,11 @@ def drop_unindexable(con: apsw.Connection) -> int:
         return 0
     by_note: dict[int, list[tuple]] = {}
     for row in con.execute(
-            """SELECT r.note_id, r.id, r.vault_id, r.doc_id, r.born, r.died, d.length, c.heading_path, t.body,
+        """SELECT r.note_id, r.id, r.vault_id, r.doc_id, r.born, r.died, d.length, c.heading_path, t.body,
                       n.title, n.aliases
                FROM search_rows r JOIN search_docs d ON d.id = r.doc_id JOIN chunks c ON c.id = r.id
-               JOIN texts t ON t.id = c.text_id JOIN notes n ON n.id = r.note_id ORDER BY r.note_id, c.ord"""):
+               JOIN texts t ON t.id = c.text_id JOIN notes n ON n.id = r.note_id ORDER BY r.note_id, c.ord"""
+    ):
         by_note.setdefault(row[0], []).append(row[1:])
     dropped = 0
     for rows in by_note.values():
@@ -60,17 +64,22 @@ def drop_unindexable(con: apsw.Connection) -> int:
             row_id, vault_id, doc_id, born, died, length, heading_path, _, title, aliases = row
             deltas = [(born, -1, -length)] + ([(died, 1, length)] if died is not None else [])
             for batch_id, n, tokens in deltas:
-                con.execute("UPDATE search_stats SET rows = rows + ?, tokens = tokens + ? "
-                            "WHERE vault_id = ? AND batch_id = ?", (n, tokens, vault_id, batch_id))
+                con.execute(
+                    "UPDATE search_stats SET rows = rows + ?, tokens = tokens + ? WHERE vault_id = ? AND batch_id = ?",
+                    (n, tokens, vault_id, batch_id),
+                )
             if died is None:
                 live = live_table(vault_id)
                 full = indexed_text(title, json.loads(aliases or "[]"), json.loads(heading_path), text)
-                con.execute(f"INSERT INTO {live} ({live}, rowid, indexed_text) VALUES ('delete', ?, ?)",
-                            (row_id, full))
-                con.execute("UPDATE search_live_vectors SET refs = refs - 1 WHERE vault_id = ? AND doc_id = ?",
-                            (vault_id, doc_id))
-                con.execute("DELETE FROM search_live_vectors WHERE vault_id = ? AND doc_id = ? AND refs <= 0",
-                            (vault_id, doc_id))
+                con.execute(f"INSERT INTO {live} ({live}, rowid, indexed_text) VALUES ('delete', ?, ?)", (row_id, full))
+                con.execute(
+                    "UPDATE search_live_vectors SET refs = refs - 1 WHERE vault_id = ? AND doc_id = ?",
+                    (vault_id, doc_id),
+                )
+                con.execute(
+                    "DELETE FROM search_live_vectors WHERE vault_id = ? AND doc_id = ? AND refs <= 0",
+                    (vault_id, doc_id),
+                )
             con.execute("DELETE FROM search_rows WHERE id = ?", (row_id,))
             dropped += 1
     if dropped:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import apsw
 
-from ...errors import StoreError
 from ...embed.tokenizer import TEXT_VERSION, TOKENIZE
+from ...errors import StoreError
 
 
 def live_table(vault_id: int) -> str:
@@ -156,7 +156,9 @@ def check_text_version(con: apsw.Connection) -> None:
     if stored != (TOKENIZE, str(TEXT_VERSION)):
         raise StoreError(
             f"the search index was built with tokenizer {stored[0]!r}, text version {stored[1]}; "
-            "a full reindex rebuilds it", remedy="reindex", remedy_args={"full": True}
+            "a full reindex rebuilds it",
+            remedy="reindex",
+            remedy_args={"full": True},
         )
 
 
@@ -167,13 +169,21 @@ def current(con: apsw.Connection) -> bool:
 
 def drop_schema(con: apsw.Connection) -> None:
     """Remove every search table (before a full rebuild)."""
-    names = [r[0] for r in con.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'search\\_%' ESCAPE '\\' "
-        "AND sql LIKE 'CREATE VIRTUAL%'")]
-    names += [r[0] for r in con.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'search\\_%' ESCAPE '\\' "
-        "AND sql NOT LIKE 'CREATE VIRTUAL%' AND name NOT LIKE 'search\\_fts\\_%' ESCAPE '\\' "
-        "AND name NOT LIKE 'search\\_live\\_%\\_%' ESCAPE '\\'")]
+    names = [
+        r[0]
+        for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'search\\_%' ESCAPE '\\' "
+            "AND sql LIKE 'CREATE VIRTUAL%'"
+        )
+    ]
+    names += [
+        r[0]
+        for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'search\\_%' ESCAPE '\\' "
+            "AND sql NOT LIKE 'CREATE VIRTUAL%' AND name NOT LIKE 'search\\_fts\\_%' ESCAPE '\\' "
+            "AND name NOT LIKE 'search\\_live\\_%\\_%' ESCAPE '\\'"
+        )
+    ]
     with con:
         for name in names:
             con.execute(f'DROP TABLE IF EXISTS "{name}"')

@@ -84,8 +84,13 @@ def tokens(text: str) -> list[str]:
     """The tokens FTS5 indexes for ``text`` (already normalized, as ``indexed_text`` is)."""
     if not text:
         return []
-    return _TOKENIZER(text.encode("utf-8", "surrogatepass"), apsw.FTS5_TOKENIZE_DOCUMENT, None,
-                      include_offsets=False, include_colocated=False)
+    return _TOKENIZER(
+        text.encode("utf-8", "surrogatepass"),
+        apsw.FTS5_TOKENIZE_DOCUMENT,
+        None,
+        include_offsets=False,
+        include_colocated=False,
+    )
 
 
 def token_spans(text: str) -> list[tuple[int, int, str]]:
@@ -132,8 +137,9 @@ class QueryTokens:
         """The FTS5 phrase of every query token in order (``"a" + "b" + "c" *``), None for fewer than two tokens."""
         if len(self.sequence) < 2:
             return None
-        return " + ".join('"' + tok.replace('"', '""') + '"' + (" *" if pre else "")
-                          for tok, pre in zip(self.sequence, self.prefix))
+        return " + ".join(
+            '"' + tok.replace('"', '""') + '"' + (" *" if pre else "") for tok, pre in zip(self.sequence, self.prefix)
+        )
 
     def held_by(self, toks: Sequence[str]) -> bool:
         """True when ``toks`` hold the query's tokens consecutively and in order (a prefix token as a prefix)."""
@@ -223,13 +229,23 @@ def combine(bm25_scores: Sequence[float], found: Sequence[dict[str, float]], que
     best = max((-s for s in bm25_scores), default=0.0)
     nearest = max((v.get("vector", 0.0) for v in found), default=0.0)
     share = (QUESTION_VECTOR if question else WEIGHTS["vector"]) / nearest if nearest > 0 else 0.0
-    return [(-s / best if best > 0 else 0.0) + sum(WEIGHTS[k] * v.get(k, 0.0) for k in WEIGHTS if k != "vector")
-            + share * max(v.get("vector", 0.0), 0.0) + WHOLE * v.get("whole", 0.0) for s, v in zip(bm25_scores, found)]
+    return [
+        (-s / best if best > 0 else 0.0)
+        + sum(WEIGHTS[k] * v.get(k, 0.0) for k in WEIGHTS if k != "vector")
+        + share * max(v.get("vector", 0.0), 0.0)
+        + WHOLE * v.get("whole", 0.0)
+        for s, v in zip(bm25_scores, found)
+    ]
 
 
-def rerank(con: apsw.Connection, pool: list[Scored], query: KeywordQuery,
-           cosines: dict[int, float] | None = None, typed: KeywordQuery | None = None,
-           question: bool = False) -> list[tuple[Scored, dict[str, float]]]:
+def rerank(
+    con: apsw.Connection,
+    pool: list[Scored],
+    query: KeywordQuery,
+    cosines: dict[int, float] | None = None,
+    typed: KeywordQuery | None = None,
+    question: bool = False,
+) -> list[tuple[Scored, dict[str, float]]]:
     """The BM25 candidates ``pool`` ordered by their final score (``Scored.score``), with their signals
     and ``bm25`` (the candidate's ``bm25()``); ``query`` is what is weighed, ``typed`` the query as typed
     (for ``whole``; default: ``query``), ``question`` whether it is a question in everyday words."""
@@ -240,9 +256,11 @@ def rerank(con: apsw.Connection, pool: list[Scored], query: KeywordQuery,
     texts: dict[int, str] = {}
     bodies: dict[int, str] = {}  # candidates sharing a text (copies, unchanged chunks) unpack it once
     for row_id, heading, text_id, body, title, aliases in con.execute(
-            """SELECT c.id, c.heading_path, c.text_id, t.body, n.title, n.aliases FROM chunks c
+        """SELECT c.id, c.heading_path, c.text_id, t.body, n.title, n.aliases FROM chunks c
                JOIN texts t ON t.id = c.text_id JOIN notes n ON n.id = c.note_id
-               WHERE c.id IN (SELECT value FROM json_each(?))""", (json.dumps([s.row_id for s in pool]),)):
+               WHERE c.id IN (SELECT value FROM json_each(?))""",
+        (json.dumps([s.row_id for s in pool]),),
+    ):
         if text_id not in bodies:
             bodies[text_id] = unpack(body)
         texts[row_id] = indexed_text(title, json.loads(aliases or "[]"), json.loads(heading), bodies[text_id])

@@ -9,12 +9,10 @@ from typing import Any
 
 import apsw
 
-from ..read import VISIBLE
-from ..codec import unpack
-from ..read import cutoff
-from ...times import format_time, now_micros
 from ...embed.tokenizer import indexed_text
-
+from ...times import format_time, now_micros
+from ..codec import unpack
+from ..read import VISIBLE, cutoff
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +39,14 @@ def _valid(valid_from: int | None, valid_to: int | None, at: int) -> bool:
     return (valid_from is None or valid_from <= at) and (valid_to is None or at < valid_to)
 
 
-def take(con: apsw.Connection, vault_id: int, as_of: int | None, valid_at: int | None,
-         *, bounded: Sequence[int] | None = None) -> Snapshot:
+def take(
+    con: apsw.Connection,
+    vault_id: int,
+    as_of: int | None,
+    valid_at: int | None,
+    *,
+    bounded: Sequence[int] | None = None,
+) -> Snapshot:
     """The snapshot at knowledge cutoff ``as_of`` (None: now) and validity time ``valid_at``
     (None: the cutoff, or now). ``bounded`` lists the visible revisions that declare validity;
     by default they are found through the search index's ``search_bounded`` table.
@@ -51,22 +55,28 @@ def take(con: apsw.Connection, vault_id: int, as_of: int | None, valid_at: int |
     last = cutoff(con, vault_id, None)
     at = valid_at if valid_at is not None else (as_of if as_of is not None else now_micros())
     if bounded is None:
-        bounded = [r[0] for r in con.execute(
-            f"""SELECT n.id FROM search_bounded s JOIN notes n ON n.id = s.note_id
+        bounded = [
+            r[0]
+            for r in con.execute(
+                f"""SELECT n.id FROM search_bounded s JOIN notes n ON n.id = s.note_id
                 LEFT JOIN note_ends e ON e.note_id = n.id WHERE s.vault_id = :v AND {VISIBLE}""",
-            {"v": vault_id, "b": batch})]
+                {"v": vault_id, "b": batch},
+            )
+        ]
     removed: set[int] = set()
     added: set[int] = set()
     for note_id in bounded:
         path, valid_from, valid_to, prev_id = con.execute(
-            "SELECT path, valid_from, valid_to, prev_id FROM notes WHERE id = ?", (note_id,)).fetchone()
+            "SELECT path, valid_from, valid_to, prev_id FROM notes WHERE id = ?", (note_id,)
+        ).fetchone()
         if _valid(valid_from, valid_to, at):
             continue
         removed.add(note_id)
         # an interval overlay: outside its interval, the revision it replaced (same path) applies
         while prev_id is not None:
-            row = con.execute("SELECT path, valid_from, valid_to, prev_id, kind FROM notes WHERE id = ?",
-                              (prev_id,)).fetchone()
+            row = con.execute(
+                "SELECT path, valid_from, valid_to, prev_id, kind FROM notes WHERE id = ?", (prev_id,)
+            ).fetchone()
             if row is None or row[0] != path or row[4] == "deleted":
                 break
             if _valid(row[1], row[2], at):
@@ -78,10 +88,14 @@ def take(con: apsw.Connection, vault_id: int, as_of: int | None, valid_at: int |
 
 def bounded_from_core(con: apsw.Connection, vault_id: int, batch: int) -> list[int]:
     """Visible revisions declaring validity, read from the revision tables alone (no search index)."""
-    return [r[0] for r in con.execute(
-        f"""SELECT n.id FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
+    return [
+        r[0]
+        for r in con.execute(
+            f"""SELECT n.id FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
             WHERE n.vault_id = :v AND {VISIBLE} AND (n.valid_from IS NOT NULL OR n.valid_to IS NOT NULL)""",
-        {"v": vault_id, "b": batch})]
+            {"v": vault_id, "b": batch},
+        )
+    ]
 
 
 def _ids(values: Sequence[int] | frozenset[int] | set[int]) -> str:
@@ -90,8 +104,14 @@ def _ids(values: Sequence[int] | frozenset[int] | set[int]) -> str:
 
 def visible_notes(con: apsw.Connection, snap: Snapshot, prefix: str = "") -> list[tuple]:
     """(id, path, tags JSON, frontmatter JSON) of every note revision visible in the snapshot."""
-    params = {"v": snap.vault_id, "b": snap.batch, "rm": _ids(snap.removed), "add": _ids(snap.added),
-              "n": len(prefix), "p": prefix}
+    params = {
+        "v": snap.vault_id,
+        "b": snap.batch,
+        "rm": _ids(snap.removed),
+        "add": _ids(snap.added),
+        "n": len(prefix),
+        "p": prefix,
+    }
     return con.execute(
         f"""SELECT n.id, n.path, n.tags, n.frontmatter FROM notes n LEFT JOIN note_ends e ON e.note_id = n.id
             WHERE n.vault_id = :v AND {VISIBLE} AND substr(n.path, 1, :n) = :p
@@ -99,7 +119,8 @@ def visible_notes(con: apsw.Connection, snap: Snapshot, prefix: str = "") -> lis
             UNION ALL
             SELECT n.id, n.path, n.tags, n.frontmatter FROM notes n
             WHERE n.id IN (SELECT value FROM json_each(:add)) AND substr(n.path, 1, :n) = :p""",
-        params).fetchall()
+        params,
+    ).fetchall()
 
 
 def _tag_match(wanted: str, tags: list[str]) -> bool:
@@ -115,8 +136,9 @@ def _field_match(frontmatter: dict[str, Any] | None, key: str, value: str) -> bo
     return any(str(v).lower() == value.lower() if isinstance(v, bool) else str(v) == value for v in values)
 
 
-def allowed_notes(con: apsw.Connection, snap: Snapshot, prefix: str | None, tags: Sequence[str] | None,
-                  where: dict[str, str] | None) -> set[int] | None:
+def allowed_notes(
+    con: apsw.Connection, snap: Snapshot, prefix: str | None, tags: Sequence[str] | None, where: dict[str, str] | None
+) -> set[int] | None:
     """Revisions passing the filters (None: no filter). Tags match nested tags too (``a`` matches ``a/b``),
     case-insensitively; every given tag and every ``key=value`` must hold."""
     if not prefix and not tags and not where:
@@ -150,8 +172,10 @@ def rows_source(snap: Snapshot, allowed: set[int] | None, *, docs: str | None = 
             sql += f" AND doc_id IN ({docs})"
         return sql, {"allowed": _ids(allowed)}
     if docs:
-        head = (f"SELECT r.id, r.doc_id, r.note_id FROM ({docs}) j "
-                "JOIN search_rows r INDEXED BY search_rows_by_doc ON r.doc_id = j.value WHERE r.vault_id = :v")
+        head = (
+            f"SELECT r.id, r.doc_id, r.note_id FROM ({docs}) j "
+            "JOIN search_rows r INDEXED BY search_rows_by_doc ON r.doc_id = j.value WHERE r.vault_id = :v"
+        )
     elif snap.live:
         head = "SELECT r.id, r.doc_id, r.note_id FROM search_rows r INDEXED BY search_rows_live WHERE r.vault_id = :v"
     else:
@@ -165,8 +189,10 @@ def rows_source(snap: Snapshot, allowed: set[int] | None, *, docs: str | None = 
         sql += " AND r.note_id NOT IN (SELECT value FROM json_each(:rm))"
         params["rm"] = _ids(snap.removed)
     if snap.added:
-        sql += (" UNION ALL SELECT id, doc_id, note_id FROM search_rows"
-                " WHERE note_id IN (SELECT value FROM json_each(:add))")
+        sql += (
+            " UNION ALL SELECT id, doc_id, note_id FROM search_rows"
+            " WHERE note_id IN (SELECT value FROM json_each(:add))"
+        )
         if docs:
             sql += f" AND doc_id IN ({docs})"
         params["add"] = _ids(snap.added)
@@ -180,15 +206,38 @@ CHUNK_COLUMNS = """n.id, n.path, n.title, n.aliases, n.content_hash, b.known_at,
 
 
 def chunk_record(row: tuple) -> dict[str, Any]:
-    (note_id, path, title, aliases, content_hash, known_at, row_id, ord_, chunk_id, heading_path,
-     line_start, line_end, kind, body) = row
+    (
+        note_id,
+        path,
+        title,
+        aliases,
+        content_hash,
+        known_at,
+        row_id,
+        ord_,
+        chunk_id,
+        heading_path,
+        line_start,
+        line_end,
+        kind,
+        body,
+    ) = row
     heading = json.loads(heading_path)
     text = unpack(body)
     return {
-        "path": path, "chunk_id": chunk_id, "ord": ord_, "heading_path": heading, "lines": [line_start, line_end],
-        "kind": kind, "title": title, "known_at": format_time(known_at), "content_hash": content_hash,
-        "indexed_text": indexed_text(title, json.loads(aliases or "[]"), heading, text), "text": text,
-        "_row": row_id, "_note": note_id,
+        "path": path,
+        "chunk_id": chunk_id,
+        "ord": ord_,
+        "heading_path": heading,
+        "lines": [line_start, line_end],
+        "kind": kind,
+        "title": title,
+        "known_at": format_time(known_at),
+        "content_hash": content_hash,
+        "indexed_text": indexed_text(title, json.loads(aliases or "[]"), heading, text),
+        "text": text,
+        "_row": row_id,
+        "_note": note_id,
     }
 
 
@@ -202,6 +251,7 @@ def export_rows(con: apsw.Connection, snap: Snapshot) -> Iterator[dict[str, Any]
             WHERE n.vault_id = :v AND (({VISIBLE} AND n.id NOT IN (SELECT value FROM json_each(:rm)))
                   OR n.id IN (SELECT value FROM json_each(:add)))
             ORDER BY n.path, c.ord""",
-        params)
+        params,
+    )
     for row in rows:
         yield chunk_record(row)

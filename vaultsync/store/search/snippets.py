@@ -55,9 +55,13 @@ def _marks(found: list[tuple[str, int, int]], query: KeywordQuery) -> list[tuple
             starts = [i for i, tok in enumerate(toks) if (tok.startswith(last) if prefix else tok == last)]
         else:
             first, head = want[0], want[:-1]
-            starts = [i for i, tok in enumerate(toks[:len(toks) - n + 1])
-                      if tok == first and toks[i:i + n - 1] == head
-                      and (toks[i + n - 1].startswith(last) if prefix else toks[i + n - 1] == last)]
+            starts = [
+                i
+                for i, tok in enumerate(toks[: len(toks) - n + 1])
+                if tok == first
+                and toks[i : i + n - 1] == head
+                and (toks[i + n - 1].startswith(last) if prefix else toks[i + n - 1] == last)
+            ]
         spans += [(found[i][1], found[i + n - 1][2]) for i in starts]
     spans.sort()
     merged: list[tuple[int, int]] = []

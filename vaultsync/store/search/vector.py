@@ -37,8 +37,9 @@ def searchable(embedder: Embedder, query: str, allowed: set[int] | None, limit: 
     return q if any(q) else None
 
 
-def rank(con: apsw.Connection, snap: Snapshot, embedder: Embedder, query: str, allowed: set[int] | None,
-         limit: int) -> list[Scored]:
+def rank(
+    con: apsw.Connection, snap: Snapshot, embedder: Embedder, query: str, allowed: set[int] | None, limit: int
+) -> list[Scored]:
     """The ``limit`` visible chunks (of allowed notes) nearest the query; ``score`` is the cosine similarity."""
     q = searchable(embedder, query, allowed, limit)
     if q is None:
@@ -53,19 +54,24 @@ def rank(con: apsw.Connection, snap: Snapshot, embedder: Embedder, query: str, a
     # Unfiltered, the visible docs are most of the table: scan it in order and test membership
     # (``+`` keeps SQLite from seeking each doc); a filter's few docs are looked up one by one.
     member = "v.doc_id" if allowed is not None else "+v.doc_id"
-    nearest = nearest or f"SELECT v.doc_id, {DISTANCE} AS d FROM search_vectors v WHERE {member} IN (SELECT doc_id FROM ({source}))"
+    nearest = (
+        nearest
+        or f"SELECT v.doc_id, {DISTANCE} AS d FROM search_vectors v WHERE {member} IN (SELECT doc_id FROM ({source}))"
+    )
     docs = con.execute(f"{nearest} ORDER BY d LIMIT :n", {**params, "n": limit + 1}).fetchall()
     if len(docs) > limit and docs[limit - 1][1] == docs[limit][1]:
         edge = docs[limit - 1][1]
         docs = [d for d in docs if d[1] < edge] + con.execute(
-            f"SELECT doc_id, d FROM ({nearest}) WHERE d = :edge", {**params, "edge": edge}).fetchall()
+            f"SELECT doc_id, d FROM ({nearest}) WHERE d = :edge", {**params, "edge": edge}
+        ).fetchall()
     if not docs:
         return []
     return best_rows(con, snap, allowed, {doc_id: 1.0 - d for doc_id, d in docs}, limit)
 
 
-def best_rows(con: apsw.Connection, snap: Snapshot, allowed: set[int] | None, similarity: dict[int, float],
-              limit: int) -> list[Scored]:
+def best_rows(
+    con: apsw.Connection, snap: Snapshot, allowed: set[int] | None, similarity: dict[int, float], limit: int
+) -> list[Scored]:
     """The best ``limit`` visible chunk rows (of allowed notes) using the docs of ``similarity`` (doc id →
     cosine similarity), by similarity, then path, then chunk position (both engines)."""
     by_doc, by_doc_params = rows_source(snap, allowed, docs=DOCS_PARAM)
@@ -81,8 +87,11 @@ def similarities(con: apsw.Connection, embedder: Embedder, query: str, row_ids: 
     q = query_vector(embedder, query)
     if not any(q) or not row_ids:
         return {}
-    rows = con.execute(f"""SELECT r.id, {DISTANCE} FROM search_rows r JOIN search_vectors v ON v.doc_id = r.doc_id
-                           WHERE r.id IN (SELECT value FROM json_each(:ids))""", {"q": q, "ids": json.dumps(row_ids)})
+    rows = con.execute(
+        f"""SELECT r.id, {DISTANCE} FROM search_rows r JOIN search_vectors v ON v.doc_id = r.doc_id
+                           WHERE r.id IN (SELECT value FROM json_each(:ids))""",
+        {"q": q, "ids": json.dumps(row_ids)},
+    )
     return {row_id: 1.0 - d for row_id, d in rows}
 
 
