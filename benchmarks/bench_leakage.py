@@ -150,7 +150,7 @@ def measure(db: Path, cutoffs: int, per_cutoff: int, seed: int) -> Figures:
                     got[f"global top {n}" if n else "global all"] = [
                         rows.ident(rid) for _, rid in top if rows.visible(rid, batch)
                     ][:TOP]
-                known = rows.rank(freqs, lambda r: r[1] <= batch, lambda r: r[1] <= batch, known_totals)
+                known = rows.rank(freqs, lambda r, b=batch: r[1] <= b, lambda r, b=batch: r[1] <= b, known_totals)
                 got["known by cutoff"] = [rows.ident(rid) for _, rid in known if rows.visible(rid, batch)][:TOP]
                 for name in systems:
                     if got[name] != truth_ids:
@@ -174,7 +174,3 @@ def current_hash(con, hit: dict) -> bytes:
         (hit["path"], hit["chunk_id"]),
     ).fetchone()
     return row[0] if row else b""
-
-
-if __name__ == "__main__":
-    main()

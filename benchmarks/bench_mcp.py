@@ -185,7 +185,7 @@ def run(quick: bool) -> Figures:
 def run_audit(quick: bool) -> Figures:
     figures: Figures = {}
     with workdir("mcp-audit") as work:
-        for name, root, db, info, items in _corpora(quick, work):
+        for name, root, db, _info, items in _corpora(quick, work):
             fig = anyio.run(measure_audit, db, root, items, work)
             figures.update(
                 {

@@ -216,7 +216,7 @@ def evaluate(
     for item in queries:
         sources = set(item["sources"])
         ms, rows = timed(
-            lambda q: base.execute(
+            lambda q, sources=sources: base.execute(
                 "SELECT path FROM notes WHERE notes MATCH ? ORDER BY rank LIMIT ?", (any_term(q), 4 * K + len(sources))
             ).fetchall(),
             item["query"],

@@ -175,13 +175,16 @@ def measure_edits(
             latencies[kind].append((time.monotonic() - written) * 1000)
             time.sleep(rng.uniform(*spacing))
     every = latencies["in-place"] + latencies["atomic"]
-    figures = lambda xs: {
-        "n": len(xs),
-        "p50_ms": round(statistics.median(xs), 1),  # noqa: E731
-        "p95_ms": round(percentile(xs, 0.95), 1),
-        "p99_ms": round(percentile(xs, 0.99), 1),
-        "max_ms": round(max(xs), 1),
-    }
+
+    def figures(xs: list[float]) -> dict[str, float]:
+        return {
+            "n": len(xs),
+            "p50_ms": round(statistics.median(xs), 1),
+            "p95_ms": round(percentile(xs, 0.95), 1),
+            "p99_ms": round(percentile(xs, 0.99), 1),
+            "max_ms": round(max(xs), 1),
+        }
+
     return {
         "all": figures(every),
         "in_place": figures(latencies["in-place"]),

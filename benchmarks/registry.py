@@ -1,6 +1,7 @@
 """Every benchmark the harness runs: name -> (module, what it measures).
 
-Each entry is a module whose ``run(quick: bool) -> dict`` returns the benchmark's named figures (or ``module:function`` for another function of that form).
+Each entry is a module whose ``run(quick: bool) -> dict`` returns the benchmark's named figures (or
+``module:function`` for another function of that form).
 
 A new benchmark is a module ``benchmarks/bench_NAME.py`` with that function, and one line here.
 """

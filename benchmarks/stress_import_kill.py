@@ -162,9 +162,10 @@ def main() -> int:
         failures += not ok
         landed_whole += result["landed"] == result["of"]
         landed_none += result["landed"] == 0
+        extra = f" +{result['extra_s']:.2f}s" if result["extra_s"] else ""
+        exited = ", had exited" if result["exited_first"] else ""
         print(
-            f"round {generation:3d}: killed at {result['seen']:3d}% (aimed {result['aimed']}%"
-            f"{' +%.2fs' % result['extra_s'] if result['extra_s'] else ''}{', had exited' if result['exited_first'] else ''})"
+            f"round {generation:3d}: killed at {result['seen']:3d}% (aimed {result['aimed']}%{extra}{exited})"
             f" -> {result['landed']}/{result['of']} reads show the batch; "
             f"{'ok' if ok else 'DISAGREE ' + json.dumps(result['reads'])}",
             flush=True,

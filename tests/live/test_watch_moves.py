@@ -117,7 +117,7 @@ def test_fifty_random_moves_are_all_renames(vault: tuple[Vault, Path, Path], pol
     with Watcher(opened, step_ms=20, debounce_ms=100, polling=polling, reconcile_s=0, on_batch=seen.append) as watcher:
         for step in range(MOVES):
             moved = one_move(root, rng, step)
-            wait_until(lambda: moved_now(db, moved), what=f"move {step} recorded")
+            wait_until(lambda moved=moved: moved_now(db, moved), what=f"move {step} recorded")
             wait_until(lambda: watcher.status()["held"] == 0, what=f"nothing held after move {step}")
             problem = recorded_as_renames(db, moved)
             if problem:
@@ -230,7 +230,7 @@ def test_the_reported_folder_move_with_a_real_watch_process(tmp_path: Path) -> N
             with (root / "Inbox.md").open("a", encoding="utf-8") as inbox:
                 inbox.write("x\n")
             wait_until(
-                lambda: (
+                lambda attempt=attempt: (
                     "x\n" * (attempt + 1) in (root / "Inbox.md").read_text()
                     and sum("1 modified" in line for line in proc.lines) == attempt + 1
                 ),
@@ -240,7 +240,7 @@ def test_the_reported_folder_move_with_a_real_watch_process(tmp_path: Path) -> N
             os.rename(root / where, root / f"A{attempt}" / "Travel")
             moved = {f"{where}/{n}.md": f"A{attempt}/Travel/{n}.md" for n in ("Paris", "Rome")}
             where = f"A{attempt}/Travel"
-            wait_until(lambda: moved_now(db, moved), what=f"move {attempt} recorded")
+            wait_until(lambda moved=moved: moved_now(db, moved), what=f"move {attempt} recorded")
             assert recorded_as_renames(db, moved) is None
         proc.proc.terminate()
         assert proc.finish() == 0

@@ -237,7 +237,8 @@ def test_a_hostile_note_is_inert(hosted: Any) -> None:
     assert h.frame.evaluate("window.__pwned") is None and h.tab.evaluate("window.__pwned") is None
     note = h.frame.evaluate("""(() => { const n = document.getElementById('note');
         return {scripts: n.querySelectorAll('script, img, svg, iframe').length,
-                handlers: [...n.querySelectorAll('*')].filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).length,
+                handlers: [...n.querySelectorAll('*')]
+                    .filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).length,
                 hrefs: [...n.querySelectorAll('a')].map(a => a.getAttribute('href')), text: n.textContent}; })()""")
     assert note["scripts"] == 0 and note["handlers"] == 0
     assert not any(h and h.lower().startswith("javascript") for h in note["hrefs"])

@@ -61,7 +61,8 @@ def test_every_key_a_purge_checks_has_an_index(tmp_path: Path) -> None:
 
 def test_m008_on_a_database_built_before_it(tmp_path: Path) -> None:
     """A database with m007's schema (m008 undone, the version set back): the check above fails on it; opening it
-    with ``upgrade`` (``vaultsync migrate``) runs m008; then a text purge and a retention purge answer as SQLite's, and ``check`` is clean."""
+    with ``upgrade`` (``vaultsync migrate``) runs m008; then a text purge and a retention purge answer as SQLite's,
+    and ``check`` is clean."""
     import psycopg
 
     from vaultsync.store.pg import upgrade

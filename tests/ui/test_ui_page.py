@@ -188,7 +188,7 @@ def test_entries_are_links_to_the_page_itself(page: Any, server: Server, browser
     )
     assert len(entries) >= 3
     since = parse_time("2025-01-20")
-    for i, (path, kind, was) in enumerate(entries):
+    for i, (path, _kind, was) in enumerate(entries):
         link = tab.locator("#changes > li a.change").nth(i)
         href = link.get_attribute("href")
         assert href.startswith("#") and "note=" in href and f"since={since}" in href

@@ -6,8 +6,9 @@ recorded until it is back. A vault folder that is another folder than the one re
 inode: moved away and an empty one made in its place) records no deletion, whatever the vault's
 size; when it holds the vault's notes it is taken as the vault folder from then on. A batch that
 would delete more than ``MASS_DELETE_FRACTION`` of the live notes, and at least ``MASS_DELETE_MIN``
-of them, is a *mass deletion*: refused unless the caller confirms it (renames do not count: they delete nothing). A folder that cannot be listed
-during a scan keeps its notes alive (``sync.Plan`` leaves them out of the deletions).
+of them, is a *mass deletion*: refused unless the caller confirms it (renames do not count: they delete
+nothing). A folder that cannot be listed during a scan keeps its notes alive (``sync.Plan`` leaves them out of
+the deletions).
 """
 
 from __future__ import annotations

@@ -78,9 +78,9 @@ def perform(vault: Vault, kind: str, args: dict[str, Any], *, public: bool = Fal
                 return Outcome(answer, here)
         holder = vault.lock_holder()
         if holder is not None and holder.get("watching"):
-            answer = ask(vault, kind, args, public=public)
-            if answer is not None:
-                return Outcome(answer)
+            asked = ask(vault, kind, args, public=public)
+            if asked is not None:
+                return Outcome(asked)
             continue  # the watcher stopped before taking it: try here again
         if holder is not None and time.monotonic() >= deadline:
             raise LockedError(
@@ -249,7 +249,8 @@ def restored_of(outcome: Outcome) -> Any:
     a = outcome.answer
     summary = None if a.get("summary") is None else summary_of(a)
     return Restored(
-        [ShownStep(s) for s in a["steps"]],
+        # ShownStep has every field of restore.Step but its texts: what showing a step reads
+        [ShownStep(s) for s in a["steps"]],  # type: ignore[misc]
         False,
         summary=summary,
         detail=a.get("detail", ""),

@@ -117,7 +117,7 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         return recorded(served.read(done.answer["path"]))
 
 
-def _locked(writer: Vault, write):  # type: ignore[no-untyped-def]
+def _locked(writer: Vault, write):
     """A write's LockedError (another process holds the vault and did not carry it out) as the tool's error."""
     try:
         return write()

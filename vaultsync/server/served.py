@@ -188,7 +188,7 @@ class ServedVault:
         if not self._read_lock.acquire(timeout=wait_s):
             return vault.database_unreachable_s() == 0
         try:
-            vault.last_batch_id
+            _ = vault.last_batch_id  # a read that reaches the database
             return True
         except Exception:
             return False

@@ -107,7 +107,9 @@ class AppsForAppClients:
                 raise MCPError(code=METHOD_NOT_FOUND, message=f"Unknown tool: {params.get('name')}")
             return await call_next(ctx)
         result = await call_next(ctx)
-        listed = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(result, dict):
+            return result
+        listed = result.get("tools")
         if not isinstance(listed, list):
             return result
         return {**result, "tools": [_without_ui(t) for t in listed if t.get("name") not in APP_TOOLS]}

@@ -358,7 +358,7 @@ def m009_writer_epoch(con: Any) -> None:
 
 @migration
 def m010_moves(con: Any) -> None:
-    """The SQLite engine's ``m009_moves``: the notes by a prefix of their content hash, and each vault folder's inode."""
+    """The SQLite engine's ``m009_moves``: notes by a prefix of their content hash, and each vault folder's inode."""
     from ..read import HASH_PREFIX
 
     con.execute(f"CREATE INDEX IF NOT EXISTS notes_by_hash ON notes (vault_id, substr(content_hash, 1, {HASH_PREFIX}))")
