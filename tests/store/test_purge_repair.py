@@ -9,7 +9,7 @@ from pathlib import Path
 
 import apsw
 import pytest
-from support.purge_repair import SECRET, TIMES, _rebuilt, _rows, _states, _write
+from support.purge_repair import SECRET, TIMES, _rebuilt, _rows, _states, _write, two_vaults  # noqa: F401 (a fixture)
 from support.search_truth import FreshKeyword, same_ranking, split_export
 
 from vaultsync.embed.tokenizer import parse_query

@@ -12,14 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import run_cli
-from test_ui import (
-    History,
-    Server,
-    _demo,
-    open_page,
-    wait_note,  # noqa: F401 (fixtures)
-    wait_until,
-)
+from test_ui import History, Server, _demo, browser, open_page, page, server, wait_note, wait_until  # noqa: F401, E501 (fixtures)
 
 from vaultsync.times import parse_time
 
