@@ -254,8 +254,10 @@ def m009_moves(con: apsw.Connection) -> None:
     each vault folder beside its device (NULL until the next sync registers it)."""
     from .read import HASH_PREFIX
 
-    con.execute(f"CREATE INDEX notes_by_hash ON notes(vault_id, substr(content_hash, 1, {HASH_PREFIX}))")
-    con.execute("ALTER TABLE vault_devices ADD COLUMN inode INTEGER")
+    # safe to run twice, as the PostgreSQL twin is (a test rebuilds an older database by undoing one migration)
+    con.execute(f"CREATE INDEX IF NOT EXISTS notes_by_hash ON notes(vault_id, substr(content_hash, 1, {HASH_PREFIX}))")
+    if "inode" not in {row[1] for row in con.execute("PRAGMA table_info(vault_devices)")}:
+        con.execute("ALTER TABLE vault_devices ADD COLUMN inode INTEGER")
 
 
 @migration

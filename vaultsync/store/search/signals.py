@@ -177,11 +177,13 @@ def signals(indexed_text: str, query: QueryTokens, whole: QueryTokens | None = N
     body_toks = tokens(parts[3]) if len(parts) > 3 else []
     head_found = {i for m in _matches(head_toks, distinct) for i in m}
     hits = _matches(body_toks, distinct)
+    held = _whole(whole or query, head_toks + body_toks)
     return {
-        "phrase": _phrase(hits, query, distinct) / len(query.sequence),
+        # a chunk holding the query as typed holds its whole phrase, though a question weighs fewer of its words
+        "phrase": 1.0 if held else _phrase(hits, query, distinct) / len(query.sequence),
         "proximity": _proximity(hits, n) / n if n > 1 else 0.0,
         "head": len(head_found) / n,
-        "whole": _whole(whole or query, head_toks + body_toks),
+        "whole": held,
     }
 
 
