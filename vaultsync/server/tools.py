@@ -62,34 +62,41 @@ def add_read_tools(tools: ToolSet, rt: ServedVault) -> None:
         add(tools, rt)
 
 
+# The arguments both search tools take (search_notes, and its full-hits twin for a server that signs answers).
+QueryArg = Annotated[str, Field(description="Words or a phrase to look for", min_length=1, max_length=1000)]
+ValidAtArg = Annotated[
+    str | None,
+    Field(
+        description="Only notes valid at this time (frontmatter valid_from/valid_to); default: the cutoff",
+        max_length=64,
+    ),
+]
+ModeArg = Annotated[
+    Literal["hybrid", "keyword", "vector"],
+    Field(
+        description="hybrid (default) ranks "
+        "keyword matches by phrase, proximity and headings (and meaning, with a semantic model); "
+        "keyword is plain BM25; vector is similarity only"
+    ),
+]
+LimitArg = Annotated[int, Field(ge=1, le=50, description="Most hits to return")]
+PrefixArg = Annotated[str | None, Field(description="Only paths starting with this, e.g. 'Projects/'", max_length=1024)]
+TagsArg = Annotated[
+    list[Annotated[str, Field(max_length=200)]] | None,
+    Field(description="Only notes with all these tags (without #)", max_length=20),
+]
+
+
 def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
     @friendly
     def search_hits(
-        query: Annotated[str, Field(description="Words or a phrase to look for", min_length=1, max_length=1000)],
+        query: QueryArg,
         as_of: TimeArg = None,
-        valid_at: Annotated[
-            str | None,
-            Field(
-                description="Only notes valid at this time (frontmatter valid_from/valid_to); default: the cutoff",
-                max_length=64,
-            ),
-        ] = None,
-        mode: Annotated[
-            Literal["hybrid", "keyword", "vector"],
-            Field(
-                description="hybrid (default) ranks "
-                "keyword matches by phrase, proximity and headings (and meaning, with a semantic model); "
-                "keyword is plain BM25; vector is similarity only"
-            ),
-        ] = "hybrid",
-        limit: Annotated[int, Field(ge=1, le=50, description="Most hits to return")] = 10,
-        prefix: Annotated[
-            str | None, Field(description="Only paths starting with this, e.g. 'Projects/'", max_length=1024)
-        ] = None,
-        tags: Annotated[
-            list[Annotated[str, Field(max_length=200)]] | None,
-            Field(description="Only notes with all these tags (without #)", max_length=20),
-        ] = None,
+        valid_at: ValidAtArg = None,
+        mode: ModeArg = "hybrid",
+        limit: LimitArg = 10,
+        prefix: PrefixArg = None,
+        tags: TagsArg = None,
     ) -> SearchResult:
         """Search the vault's notes by meaning and keywords, as they are now or as they were at a past time.
 
@@ -117,31 +124,13 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("Search notes (now or as of a date)", READ_ONLY)
     @friendly
     def search_notes(
-        query: Annotated[str, Field(description="Words or a phrase to look for", min_length=1, max_length=1000)],
+        query: QueryArg,
         as_of: TimeArg = None,
-        valid_at: Annotated[
-            str | None,
-            Field(
-                description="Only notes valid at this time (frontmatter valid_from/valid_to); default: the cutoff",
-                max_length=64,
-            ),
-        ] = None,
-        mode: Annotated[
-            Literal["hybrid", "keyword", "vector"],
-            Field(
-                description="hybrid (default) ranks "
-                "keyword matches by phrase, proximity and headings (and meaning, with a semantic model); "
-                "keyword is plain BM25; vector is similarity only"
-            ),
-        ] = "hybrid",
-        limit: Annotated[int, Field(ge=1, le=50, description="Most hits to return")] = 10,
-        prefix: Annotated[
-            str | None, Field(description="Only paths starting with this, e.g. 'Projects/'", max_length=1024)
-        ] = None,
-        tags: Annotated[
-            list[Annotated[str, Field(max_length=200)]] | None,
-            Field(description="Only notes with all these tags (without #)", max_length=20),
-        ] = None,
+        valid_at: ValidAtArg = None,
+        mode: ModeArg = "hybrid",
+        limit: LimitArg = 10,
+        prefix: PrefixArg = None,
+        tags: TagsArg = None,
         full_text: Annotated[
             bool, Field(description="Give each hit's exact text instead of an excerpt around its match")
         ] = False,
