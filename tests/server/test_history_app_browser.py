@@ -146,14 +146,22 @@ class Hosted:
         self.app = self.tab.frame_locator("#app")
         self.tab.wait_for_function("window.hostLog.includes('ui/notifications/initialized')")  # the view runs
 
+    def _view(self) -> Any:
+        """The view's frame, or None while the browser has not yet reported it at its srcdoc address."""
+        return next((f for f in self.tab.frames if f.url == "about:srcdoc"), None)
+
     @property
     def frame(self) -> Any:
-        return next(f for f in self.tab.frames if f.url == "about:srcdoc")
+        view = self._view()
+        assert view is not None, "the view's frame never appeared"
+        return view
 
     def until(self, expression: str, timeout_s: float = 20) -> None:
-        """Poll inside the view (whose CSP forbids the string evaluation ``wait_for_function`` uses)."""
+        """Poll inside the view (whose CSP forbids the string evaluation ``wait_for_function`` uses), from the
+        moment its frame is reported (the host may hear the view before the browser lists its frame)."""
         for _ in range(int(timeout_s / 0.05)):
-            if self.frame.evaluate(expression):
+            view = self._view()
+            if view is not None and view.evaluate(expression):
                 return
             self.tab.wait_for_timeout(50)
         status = self.frame.evaluate("document.getElementById('status').textContent")
