@@ -70,6 +70,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     ),
     "reader_idle": ("benchmarks.bench_reader_idle", "what idle reader servers cost: CPU, memory, inotify watches"),
     "ui": ("benchmarks.bench_ui", "`vaultsync ui` server time per view: tree, note, diff, backlinks, search"),
+    "stress_import_kill": (
+        "benchmarks.stress_import_kill",
+        "a 2,500-note import batch killed by SIGKILL inside its write, 22 notes read one by one after it: "
+        "rounds where every read shows all of the batch or none",
+    ),
 }
 
 
