@@ -337,7 +337,17 @@ def apply(vault: Vault, steps: list[Step], *, source: str, detail: str, dry_run:
             else:
                 raise PathError(f"{step.path} kept changing ({WRITE_TRIES} tries); nothing more was written")
         done.summary = vault.sync(paths, source=source, detail=detail)
+        _remove_emptied(root, [s.path for s in todo if s.text is None])
     return done
+
+
+def _remove_emptied(root: str, deleted: list[str]) -> None:
+    """The folders the deleted notes leave empty (an undone folder rename's new folder) are removed too, walking
+    up while they are empty; a folder holding anything else stays (``vaultfs.remove_empty_folder``)."""
+    folders = sorted({rel.rpartition("/")[0] for rel in deleted if "/" in rel}, key=lambda f: -f.count("/"))
+    for rel in folders:
+        while rel and vaultfs.remove_empty_folder(root, rel):
+            rel = rel.rpartition("/")[0]
 
 
 def _write(root: str, rel: str, text: str | None, expected: str | None) -> bool:

@@ -113,7 +113,7 @@ def test_undo_of_a_rename_batch_renames_back(moved, cli) -> None:
     done = cli("undo", str(batch), "--json", db=db)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in (root / "Recipes").iterdir()) == ["Cake.md", "Soup.md"]
-    assert not list((root / "Food").glob("*.md"))
+    assert not (root / "Food").exists(), "the folder the undo emptied is removed"
     with Vault.open(db, name="vault", readonly=True) as vault:
         last = vault.history("Recipes/Soup.md")[-1]
         assert (last.kind, last.renamed_from) == ("renamed", "Food/Soup.md")
@@ -131,3 +131,46 @@ def test_undo_of_a_rename_edited_since_is_refused_whole_and_exits_non_zero(moved
     assert "refused    Recipes/Soup.md" in refused.stdout and "refused    Food/Soup.md" in refused.stdout
     assert not (root / "Recipes" / "Soup.md").exists(), "no copy of the half-undone rename"
     assert (root / "Food" / "Soup.md").read_text(encoding="utf-8") == "# Soup\n\nedited since\n"
+
+
+def test_undo_keeps_a_folder_that_still_holds_something(moved, cli) -> None:
+    """Only a folder the undo left empty goes: one holding a file that is not a note (or a sub-folder) stays."""
+    root, db, _ = moved
+    with Vault.open(db, name="vault", readonly=True) as vault:
+        batch = vault.history("Food/Soup.md")[-1].batch_id
+    (root / "Food" / "photo.png").write_bytes(b"png")
+    (root / "Food" / "Empty").mkdir()
+    cli("undo", str(batch), db=db, check=True)
+    assert sorted(p.name for p in (root / "Food").iterdir()) == ["Empty", "photo.png"]
+
+
+def test_undo_of_a_nested_move_removes_each_folder_it_emptied(moved, cli) -> None:
+    root, db, _ = moved
+    (root / "Deep" / "er").mkdir(parents=True)
+    (root / "A.md").rename(root / "Deep" / "er" / "A.md")
+    cli("import", str(root), db=db, check=True)
+    with Vault.open(db, name="vault", readonly=True) as vault:
+        last = vault.history("Deep/er/A.md")[-1]
+        assert last.kind == "renamed"
+    cli("undo", str(last.batch_id), db=db, check=True)
+    assert (root / "A.md").read_text(encoding="utf-8") == "# A\n\nmay\n"
+    assert not (root / "Deep").exists()
+
+
+def test_an_empty_folder_is_removed_only_inside_the_vault_and_never_through_a_symlink(tmp_path: Path) -> None:
+    from vaultsync.disk import vaultfs
+
+    root, outside = tmp_path / "vault", tmp_path / "outside"
+    (root / "kept").mkdir(parents=True)
+    (root / "kept" / "x.md").write_text("x", encoding="utf-8")
+    (root / "empty" / "inner").mkdir(parents=True)
+    (outside / "empty").mkdir(parents=True)
+    (root / "link").symlink_to(outside, target_is_directory=True)
+    (root / "emptylink").symlink_to(outside / "empty", target_is_directory=True)
+    for rel in ("", ".", "..", "../outside/empty", "link/empty", "emptylink", "kept", "missing", "empty"):
+        assert vaultfs.remove_empty_folder(root, rel) is False, rel
+    assert (outside / "empty").is_dir() and (root / "emptylink").is_symlink() and (root / "kept" / "x.md").exists()
+    assert (root / "empty").is_dir(), "a folder holding a folder is not empty"
+    assert vaultfs.remove_empty_folder(root, "empty/inner") is True
+    assert vaultfs.remove_empty_folder(root, "empty") is True
+    assert not (root / "empty").exists() and root.is_dir()

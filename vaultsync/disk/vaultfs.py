@@ -329,6 +329,27 @@ def _unlink(where: Folder, name: str) -> None:
         os.unlink(where.at(name), dir_fd=where.fd)
 
 
+def remove_empty_folder(root: str | os.PathLike[str], rel: str) -> bool:
+    """Remove the vault folder ``rel`` if it is empty: never the vault folder itself, never a symlink or a
+    folder reached through one, never one on another device; a folder holding anything is kept. Whether it
+    was removed."""
+    parts = rel.split("/")
+    if not rel or any(part in ("", ".", "..") for part in parts):
+        return False
+    *up, last = parts
+    try:
+        with folder(root, up) as where:
+            name = disk_name(where, last)
+            st = where.lstat(name)
+            if is_link(st) or not stat.S_ISDIR(st.st_mode) or st.st_dev != where.device:
+                return False
+            where.recheck(rel)
+            os.rmdir(where.at(name), dir_fd=where.fd)  # removes an empty folder only, and never follows a link
+    except (OSError, PathError):
+        return False
+    return True
+
+
 def _sync(where: Folder) -> None:
     """Make the folder's new names durable (without a descriptor: not possible on Windows; skipped)."""
     if where.fd is not None:
