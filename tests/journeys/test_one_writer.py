@@ -1,6 +1,7 @@
 """Journeys with the background watcher running, as the README tells people to run it: a real
 ``vaultsync watch`` process holds the vault's writer role for the whole module, and every other door —
-``restore`` (a note, a folder, a deleted note), ``undo`` of an assistant's batch, a second ``import``, and
+``restore`` (a note, a folder, a deleted note, a re-created note), ``undo`` of an assistant's batch and of a
+rename, a second ``import``, and
 ``edit_note`` / ``restore_note`` / ``append_to_note`` of a second ``serve --watch`` (official MCP client) —
 hands its write to it: each lands as one batch the watcher records, with the source and caller it has when
 the asking process writes it itself. Then the watcher is stopped (SIGSTOP: the asker fails in one line
@@ -12,6 +13,7 @@ always a real separate process."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -38,6 +40,7 @@ QUIET = ("--step-ms", "20000", "--debounce-ms", "60000", "--reconcile-s", "0")
 request the watcher carried out (or by its catch-up at start)."""
 BULK = 300
 """Notes in the folder restored while the watcher is killed (a wide window to be killed in)."""
+DAY_THEN, DAY_NOW = "# Day\n\nthe first note at this path\n", "# Day\n\nanother note, created here later\n"
 
 
 class World:
@@ -113,6 +116,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Any:
     w.write("Projects/Atlas.md", "# Atlas\n\n## Plan\n\nKickoff on Monday.\n\n## Risks\n\nThe budget is tight.\n")
     w.write("Travel/Rome.md", "# Rome\n\nPantheon at dawn.\n")
     w.write("Travel/Oslo.md", "# Oslo\n\nFjord ferry.\n")
+    w.write("Journal/Day.md", DAY_THEN)
+    w.write("Recipes/Soup.md", "# Soup\n\nleeks\n")
+    w.write("Recipes/Cake.md", "# Cake\n\nflour\n")
+    w.write("Lone.md", "# Lone\n\na note on its own\n")
     for i in range(BULK):
         w.write(f"Bulk/n{i:03d}.md", f"# Note {i}\n\nfirst text of note {i}\n")
     assert run_cli("import", str(w.root), db=w.db, check=True).returncode == 0
@@ -142,8 +149,6 @@ def test_restore_a_folder(world: World) -> None:
     world.write("Travel/Oslo.md", "# Oslo\n\nmissed the ferry\n")
     done = world.cli("restore", "--prefix", "Travel/", "--as-of", world.t0, "--json")
     assert done.returncode == 0, done.stderr
-    import json
-
     out = json.loads(done.stdout)
     assert [(n["path"], n["action"]) for n in out["notes"]] == [
         ("Travel/Oslo.md", "write"),
@@ -177,8 +182,6 @@ def test_a_second_import_is_a_scan_by_the_watcher(world: World) -> None:
     before = world.last_batch()
     scanned = world.cli("import", str(world.root), "--json")
     assert scanned.returncode == 0, scanned.stderr
-    import json
-
     out = json.loads(scanned.stdout)
     assert (out["added"], out["modified"], out["deleted"]) == (1, 0, 0) and out["batch_id"] > before
     assert world.batch(out["batch_id"])["source"] == "import"
@@ -263,6 +266,70 @@ def test_undo_an_assistants_batch(world: World) -> None:
     undo = world.batch(_batch_of(line))
     assert (undo["source"], undo["paths"], undo["caller"]) == ("undo", ["Inbox.md"], None)
     assert world.text("Inbox.md") == "# Inbox\n\n- call the plumber\n"
+
+
+def _scan(world: World) -> dict[str, Any]:
+    """A second ``import``: a scan the watcher carries out; its JSON answer, once the watcher recorded it."""
+    scanned = world.cli("import", str(world.root), "--json")
+    assert scanned.returncode == 0, scanned.stderr
+    out = json.loads(scanned.stdout)
+    assert world.batch(out["batch_id"])["source"] == "import"
+    return out
+
+
+def test_restore_a_recreated_note(world: World) -> None:
+    """A note deleted, then another note created at its path: ``restore PATH --as-of`` a moment before the
+    deletion puts exactly what ``read PATH --as-of`` that moment prints at PATH, and the newer note's text stays
+    in the history."""
+    rel = "Journal/Day.md"
+    (world.root / rel).unlink()
+    assert _scan(world)["deleted"] == 1 and world.recorded(rel) is None
+    world.write(rel, DAY_NOW)
+    assert _scan(world)["added"] == 1 and world.recorded(rel) == DAY_NOW
+    shown = world.cli("read", rel, "--as-of", world.t0)
+    assert shown.returncode == 0 and shown.stdout == DAY_THEN, shown.stderr
+    done = world.cli("restore", rel, "--as-of", world.t0)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(f"write      {rel}  (revision "), done.stdout
+    batch = world.batch(_batch_of(done.stderr.strip().splitlines()[-1]))
+    assert (batch["source"], batch["paths"], batch["caller"]) == ("restore", [rel], None)
+    assert world.text(rel) == shown.stdout == world.recorded(rel)
+    with world.vault() as vault:
+        revisions = vault.history(rel)
+        assert [r.kind for r in revisions] == ["created", "deleted", "created", "modified"]
+        assert revisions[-1].batch_id == batch["batch_id"]
+        assert vault.revision_text(revisions[2]) == DAY_NOW, "the newer note's text stays in history"
+
+
+def test_undo_a_rename(world: World) -> None:
+    """A folder renamed and a note moved into another folder, recorded as renames; ``undo`` of that batch renames
+    them back (recorded as renames by the watcher) and leaves no emptied folder behind."""
+    (world.root / "Recipes").rename(world.root / "Food")
+    (world.root / "Lone.md").rename(world.root / "Projects" / "Lone.md")
+    moves = {"Recipes/Cake.md": "Food/Cake.md", "Recipes/Soup.md": "Food/Soup.md", "Lone.md": "Projects/Lone.md"}
+    texts = {old: (world.root / new).read_text(encoding="utf-8") for old, new in moves.items()}
+    out = _scan(world)
+    assert (out["added"], out["modified"], out["renamed"], out["deleted"]) == (0, 0, 3, 0), out
+    with world.vault() as vault:
+        for old, new in moves.items():
+            last = vault.history(new)[-1]
+            assert (last.kind, last.renamed_from, last.batch_id) == ("renamed", old, out["batch_id"])
+    done = world.cli("undo", str(out["batch_id"]))
+    assert done.returncode == 0, done.stdout + done.stderr
+    for old, new in moves.items():
+        assert f"renamed back from {new}" in done.stdout and f"renamed back to {old}" in done.stdout, done.stdout
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.endswith(f"(undo of batch {out['batch_id']})"), done.stderr
+    undo = world.batch(_batch_of(line))
+    assert (undo["source"], undo["caller"]) == ("undo", None)
+    assert undo["paths"] == sorted([*moves, *moves.values()])
+    for old, new in moves.items():
+        assert world.text(old) == texts[old] == world.recorded(old) and not (world.root / new).exists()
+    assert not (world.root / "Food").exists(), "the folder the undo emptied is removed"
+    with world.vault() as vault:
+        for old, new in moves.items():
+            last = vault.history(old)[-1]
+            assert (last.kind, last.renamed_from, last.batch_id) == ("renamed", new, undo["batch_id"])
 
 
 def test_a_stopped_watcher_is_named_and_nothing_is_written(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
