@@ -23,8 +23,9 @@ from support.mcp_helpers import READ_TOOLS, T1, T2, history_under, make_history_
 from vaultsync import Vault
 from vaultsync.hardened.keystore import load_keystore
 from vaultsync.hardened.manifest import Manifest
-from vaultsync.hardened.receipts import canonical, sign
+from vaultsync.hardened.receipts import V1, canonical, sign
 from vaultsync.server import ServeConfig, build_server
+from vaultsync.times import parse_time
 
 K1, K2 = secrets.token_hex(32), secrets.token_hex(32)
 
@@ -77,7 +78,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 "hit": await verify({"receipt": hit["receipt"], "content": hit["text"]}),
                 "page": await verify({"receipt": out["big_page"]["receipt"], "content": "234", "offset": 9}),
                 "as_of": await verify({"receipt": {**receipt, "as_of": "2024-01-16T00:00:00Z"}}),
-                "hash": await verify({"receipt": {**receipt, "content_sha256": "0" * 64}}),
+                "hash": await verify({"receipt": {**receipt, "content_sha256": receipt["revision"] + "0" * 56}}),
                 "edited": await verify(
                     {
                         "receipt": receipt,
@@ -108,7 +109,7 @@ def test_read_note_answers_carry_receipts(served: dict[str, Any]) -> None:
             "mac",
         }
         assert (receipt["v"], receipt["vault"], receipt["path"], receipt["key_id"]) == (
-            "vaultsync-receipt-v1",
+            "vaultsync-receipt-v2",
             served["name"],
             "Projects/Atlas.md",
             "k1",
@@ -118,14 +119,16 @@ def test_read_note_answers_carry_receipts(served: dict[str, Any]) -> None:
         message = canonical(
             *(receipt[f] for f in ("vault", "path", "revision", "content_sha256", "as_of", "known_at", "key_id"))
         )
-        assert message.startswith(b'["vaultsync-receipt-v1",')
+        assert message.startswith(b'["vaultsync-receipt-v2",')
         import hmac
 
         assert receipt["mac"] == hmac.new(bytes.fromhex(K1), message, "sha256").hexdigest()
-    assert then["receipt"]["revision"] < now["receipt"]["revision"]  # two revisions, each named
     with Vault.open(served["db"], name=served["name"], readonly=True) as vault:
         revs = vault.history("Projects/Atlas.md")
-    assert [r.note_id for r in revs] == [then["receipt"]["revision"], now["receipt"]["revision"]]
+    shown = invoke("history", "Projects/Atlas.md", db=served["db"]).stdout.splitlines()
+    ids = [then["receipt"]["revision"], now["receipt"]["revision"]]
+    assert ids == [r.content_hash[:8] for r in revs] and ids[0] != ids[1], "the revision ids history shows"
+    assert all(any(i in row for row in shown) for i in ids), shown
     page = served["answers"]["big_page"]
     assert page["content"] == "234" and page["receipt"]["content_sha256"] == page["content_hash"]
 
@@ -241,8 +244,8 @@ def test_cli_verify_valid_and_edited(served: dict[str, Any], tmp_path: Path) -> 
     for field, value in (
         ("as_of", "2024-02-15T00:00:00Z"),
         ("as_of", None),
-        ("content_sha256", "1" * 64),
-        ("revision", note["receipt"]["revision"] + 1),
+        ("content_sha256", note["receipt"]["revision"] + "1" * 56),
+        ("revision", note["receipt"]["content_sha256"][:9]),
         ("path", "Inbox.md"),
     ):
         tampered = verify_cli(tmp_path, db, {**note["receipt"], field: value}, keys, "--json")
@@ -336,6 +339,7 @@ def private(tmp_path: Path) -> dict[str, Any]:
 
 def status(tmp_path: Path, facts: dict[str, Any], answer: Any) -> tuple[str, str]:
     ran = verify_cli(tmp_path, facts["db"], answer, facts["keys"], "--json")
+    assert ran.stdout, ran.stderr
     found = json.loads(ran.stdout)
     assert ran.returncode == (0 if found["valid"] else 1)
     return found["status"], found["message"]
@@ -366,12 +370,53 @@ def test_foreign_and_inconsistent_receipts(private: dict[str, Any], tmp_path: Pa
     keys = load_keystore(private["keys"])
     good = private["answers"]["ana"]["receipt"]
     fields = {k: good[k] for k in ("vault", "path", "content_sha256", "as_of", "known_at")}
-    never = sign(keys, **{**fields, "revision": 10_000}).to_json()
+    never = sign(keys, **{**fields, "path": "Never.md", "revision": good["revision"]}).to_json()
     state, message = status(tmp_path, private, never)
     assert state == "not_in_store" and "another database" in message, message
-    other = sign(keys, **{**fields, "revision": good["revision"], "content_sha256": "ab" * 32}).to_json()
-    assert status(tmp_path, private, other)[0] == "content_differs"
+    other = sign(keys, **{**fields, "revision": "abababab", "content_sha256": "ab" * 32}).to_json()
+    state, message = status(tmp_path, private, other)
+    assert state == "content_differs" and f"has content hash {good['content_sha256']}" in message, message
+    not_its_own = {**good, "revision": "abababab"}
+    assert status(tmp_path, private, not_its_own) == (
+        "malformed",
+        "not a receipt: revision must be the first hex digits of content_sha256",
+    )
     elsewhere = sign(keys, **{**fields, "vault": "someone-else", "revision": good["revision"]}).to_json()
     state, message = status(tmp_path, private, elsewhere)
     assert state == "not_in_store" and "no vault 'someone-else'" in message
     assert os.stat(private["keys"]).st_mode & 0o777 == 0o600
+
+
+def test_receipts_signed_before_still_verify(private: dict[str, Any], tmp_path: Path) -> None:
+    """A ``vaultsync-receipt-v1`` receipt (``revision``: the store's numeric id, its own version tag in the signed
+    message) made as this server made them before still verifies; changed, it is a bad MAC; its id naming
+    another revision is told as before."""
+    keys = load_keystore(private["keys"])
+    good = private["answers"]["ana"]["receipt"]
+    with Vault.open(private["db"], name=private["name"], readonly=True) as vault:
+        (note_id,) = vault.locate([(good["path"], good["content_sha256"], parse_time(good["known_at"]))])
+    assert note_id is not None
+
+    def v1(revision: int, **change: Any) -> dict[str, Any]:
+        fields = {**{k: good[k] for k in ("vault", "path", "content_sha256", "as_of", "known_at")}, **change}
+        message = canonical(
+            fields["vault"],
+            fields["path"],
+            revision,
+            fields["content_sha256"],
+            fields["as_of"],
+            fields["known_at"],
+            keys.current_id,
+            V1,
+        )
+        assert message.startswith(b'["vaultsync-receipt-v1","')
+        _, mac = keys.sign(message)
+        return {"v": V1, **fields, "revision": revision, "key_id": keys.current_id, "mac": mac}
+
+    old = v1(note_id)
+    state, message = status(tmp_path, private, old)
+    assert state == "valid" and message.startswith(f"valid: revision {note_id} of 'People/Ana.md'"), message
+    assert status(tmp_path, private, {**old, "revision": note_id + 1})[0] == "bad_mac"
+    assert status(tmp_path, private, {**old, "v": "vaultsync-receipt-v2"})[0] == "malformed"
+    assert status(tmp_path, private, v1(10_000))[0] == "not_in_store"
+    assert status(tmp_path, private, {**old, "revision": "abc"})[0] == "malformed"

@@ -32,12 +32,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import NoteNotFound
 from ..results import RevisionFacts
+from ..revisions import short_revision
 from ..store import PurgeRecord, Revision
 from ..times import format_time, parse_time
 from ..vault import Vault
 from .keystore import Keystore
-from .receipts import Receipt, ReceiptError, parse, sign
+from .receipts import V1, Receipt, ReceiptError, parse, sign
 
 STATUSES = ("valid", "bad_mac", "unknown_key", "purged", "content_differs", "not_in_store", "malformed")
 TRUNCATED = " …[truncated]"
@@ -78,15 +80,15 @@ def sign_answers(
     keys = [(a["path"], a["content_hash"], parse_time(a["known_at"])) for a in answers]
     ids = vault.locate(keys)
     out = []
-    for answer, revision in zip(answers, ids):
-        if revision is None:  # a batch cannot remove what a read just saw; only a purge in between can
+    for answer, found in zip(answers, ids):
+        if found is None:  # a batch cannot remove what a read just saw; only a purge in between can
             raise ReceiptError(f"revision of {answer['path']} was purged while it was being read; ask again")
         out.append(
             sign(
                 keystore,
                 vault=vault.name,
                 path=answer["path"],
-                revision=revision,
+                revision=short_revision(answer["content_hash"]) or "",
                 content_sha256=answer["content_hash"],
                 as_of=as_of,
                 known_at=answer["known_at"],
@@ -124,7 +126,28 @@ def check(data: object, keystore: Keystore, vault: Vault | None, presented: Pres
             "not_in_store",
             f"not in this store: the receipt is for vault {receipt.vault!r}, this is vault {vault.name!r}",
         )
-    return _against_store(vault.revision_facts(receipt.revision), receipt, presented, keystore)
+    if receipt.v == V1:  # signed before revision ids were hash prefixes: the store's numeric id
+        facts = vault.revision_facts(int(receipt.revision))
+    else:
+        facts = _facts_of(vault, receipt)
+    return _against_store(facts, receipt, presented, keystore)
+
+
+def _facts_of(vault: Vault, r: Receipt) -> RevisionFacts:
+    """What the store holds about the revision a receipt names by path, content hash and ``known_at``: that
+    revision, else the revision of that path learned at that moment (other content: redacted, or not what the
+    receipt says), else none."""
+    known = parse_time(r.known_at)
+    (found,) = vault.locate([(r.path, r.content_sha256, known)])
+    if found is None:
+        try:
+            same = [rev for rev in vault.history(r.path) if rev.path == r.path and rev.known_at == known]
+        except NoteNotFound:  # no revision of that path left (purged) or ever
+            same = []
+        found = same[-1].note_id if same else None
+    if found is None:
+        return RevisionFacts(None, None, vault.revision_facts(0).purges)  # id 0 names no revision
+    return vault.revision_facts(found)
 
 
 def _against_store(facts: RevisionFacts, r: Receipt, presented: Presented | None, keystore: Keystore) -> Verdict:

@@ -3,15 +3,17 @@
 A receipt rides on every ``read_note`` answer and every ``search_notes`` hit of a server whose manifest
 names a ``keystore_path``. It is the compact object::
 
-    {"v": "vaultsync-receipt-v1", "vault": "notes", "path": "Projects/Atlas.md", "revision": 42,
-     "content_sha256": "9f2c…", "as_of": "2024-01-15T00:00:00Z", "known_at": "2024-01-01T00:00:00Z",
+    {"v": "vaultsync-receipt-v2", "vault": "notes", "path": "Projects/Atlas.md", "revision": "9f2c41ab",
+     "content_sha256": "9f2c41ab…", "as_of": "2024-01-15T00:00:00Z", "known_at": "2024-01-01T00:00:00Z",
      "key_id": "2026-11", "mac": "…64 hex digits…"}
 
 Fields:
 
 - ``vault``: the vault's name in the store.
 - ``path``: the vault-relative path (Unicode NFC) the revision is stored under.
-- ``revision``: the store's id of the note revision the answer came from (an integer, unique in the database).
+- ``revision``: the revision id the answer came from, as ``history``, ``changes`` and the tools show it: the
+  first hex digits of ``content_sha256`` (8 of them, ``revisions.short_revision``). The store finds the
+  revision by path, content hash and ``known_at``.
 - ``content_sha256``: SHA-256 (hex) of that whole revision's UTF-8 text, which is the store's content hash
   (``content_hash`` in answers). For a whole ``read_note`` answer it is the SHA-256 of ``content``; for a
   page of a long note, or for a search hit (one chunk), it is the hash of the whole revision the text is
@@ -23,10 +25,13 @@ Fields:
 - ``key_id``: the key the MAC is made with (the keystore's current key when signed).
 
 ``mac`` is HMAC-SHA256 (hex) over the canonical message: the UTF-8 bytes of the compact JSON array
-``["vaultsync-receipt-v1", vault, path, revision, content_sha256, as_of, known_at, key_id]`` (that order,
+``[v, vault, path, revision, content_sha256, as_of, known_at, key_id]`` (that order,
 ``separators=(",", ":")``, non-ASCII kept as is). A JSON array of typed values has one reading, so no
 two different receipts share a message; the version tag comes first so a later format cannot be
 mistaken for this one, and the key id is signed so a receipt cannot be moved to another key.
+
+Receipts signed before are ``vaultsync-receipt-v1``: the same fields, except that ``revision`` is the store's
+numeric id of the revision (an integer); they verify as they did (their message has their own version tag).
 """
 
 from __future__ import annotations
@@ -40,9 +45,13 @@ from ..errors import ConfigError, ReceiptError
 from ..times import parse_time
 from .keystore import Keystore
 
-VERSION = "vaultsync-receipt-v1"
+VERSION = "vaultsync-receipt-v2"
+V1 = "vaultsync-receipt-v1"
+"""Receipts signed before revision ids were content-hash prefixes: ``revision`` is the store's numeric id."""
+VERSIONS = (V1, VERSION)
 FIELDS = ("v", "vault", "path", "revision", "content_sha256", "as_of", "known_at", "key_id", "mac")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX_ID = re.compile(r"[0-9a-f]{8,64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +59,8 @@ class Receipt:
     v: str
     vault: str
     path: str
-    revision: int
+    revision: str | int
+    """The revision id (v2: hex digits of ``content_sha256``; v1: the store's numeric id)."""
     content_sha256: str
     as_of: str | None
     known_at: str
@@ -60,7 +70,7 @@ class Receipt:
     def message(self) -> bytes:
         """The canonical bytes the MAC is over (see the module docstring)."""
         return canonical(
-            self.vault, self.path, self.revision, self.content_sha256, self.as_of, self.known_at, self.key_id
+            self.vault, self.path, self.revision, self.content_sha256, self.as_of, self.known_at, self.key_id, self.v
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -68,14 +78,21 @@ class Receipt:
 
 
 def canonical(
-    vault: str, path: str, revision: int, content_sha256: str, as_of: str | None, known_at: str, key_id: str
+    vault: str,
+    path: str,
+    revision: str | int,
+    content_sha256: str,
+    as_of: str | None,
+    known_at: str,
+    key_id: str,
+    version: str = VERSION,
 ) -> bytes:
-    fields = [VERSION, vault, path, revision, content_sha256, as_of, known_at, key_id]
+    fields = [version, vault, path, revision, content_sha256, as_of, known_at, key_id]
     return json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def sign(
-    keystore: Keystore, *, vault: str, path: str, revision: int, content_sha256: str, as_of: str | None, known_at: str
+    keystore: Keystore, *, vault: str, path: str, revision: str, content_sha256: str, as_of: str | None, known_at: str
 ) -> Receipt:
     """A receipt for one answer, made with the keystore's current key."""
     key_id = keystore.current_id
@@ -93,13 +110,16 @@ def parse(data: object) -> Receipt:
     extra = sorted(set(data) - set(FIELDS))
     if extra:
         raise ReceiptError(f"not a receipt: unknown field {extra[0]}")
-    if data["v"] != VERSION:
+    if data["v"] not in VERSIONS:
         raise ReceiptError(f"not a receipt this vaultsync reads: v is {data['v']!r}, not {VERSION!r}")
     for name in ("vault", "path", "known_at", "key_id"):
         if not isinstance(data[name], str) or not data[name]:
             raise ReceiptError(f"not a receipt: {name} must be a non-empty string")
-    if not isinstance(data["revision"], int) or isinstance(data["revision"], bool) or data["revision"] < 1:
-        raise ReceiptError("not a receipt: revision must be a positive integer")
+    if data["v"] == V1:
+        if not isinstance(data["revision"], int) or isinstance(data["revision"], bool) or data["revision"] < 1:
+            raise ReceiptError(f"not a receipt: revision must be a positive integer in a {V1} receipt")
+    elif not isinstance(data["revision"], str) or not _HEX_ID.fullmatch(data["revision"]):
+        raise ReceiptError("not a receipt: revision must be a revision id (8 to 64 lowercase hex digits)")
     if data["as_of"] is not None and not isinstance(data["as_of"], str):
         raise ReceiptError("not a receipt: as_of must be a string or null")
     try:
@@ -109,4 +129,6 @@ def parse(data: object) -> Receipt:
     for name in ("content_sha256", "mac"):
         if not isinstance(data[name], str) or not _HEX64.fullmatch(data[name]):
             raise ReceiptError(f"not a receipt: {name} must be 64 lowercase hex digits")
+    if data["v"] != V1 and not data["content_sha256"].startswith(data["revision"]):
+        raise ReceiptError("not a receipt: revision must be the first hex digits of content_sha256")
     return Receipt(**{f: data[f] for f in FIELDS})

@@ -28,10 +28,13 @@ class ReceiptOut(BaseModel):
     """A provenance receipt: an HMAC by this server's key over what the answer was."""
 
     model_config = ConfigDict(extra="forbid")
-    v: str = Field(description="Receipt format (vaultsync-receipt-v1)")
+    v: str = Field(description="Receipt format (vaultsync-receipt-v2)")
     vault: str = Field(description="The vault's name in the store")
     path: str = Field(description="Path the revision is stored under")
-    revision: int = Field(description="The store's id of the note revision the answer came from")
+    revision: str = Field(
+        description="The revision id the answer came from, as note_history shows it (the first hex digits of "
+        "content_sha256)"
+    )
     content_sha256: str = Field(description="SHA-256 of that whole revision's UTF-8 text (its content_hash)")
     as_of: str | None = Field(description="The knowledge cutoff asked for (null = now)")
     known_at: str = Field(description="When vaultsync learned the revision")
