@@ -111,6 +111,59 @@ def test_a_request_is_taken_once_and_a_dropped_one_never(two) -> None:
     assert other.tidy() == 1 and table.get(stale).state == "dropped"
 
 
+def test_a_request_id_is_never_given_twice(two) -> None:
+    """The asker deletes its request once it read the outcome: the next request still gets a new id (on SQLite
+    a plain rowid would give the same id again), so the watcher's log never names two requests alike."""
+    _, asking, _, _ = two
+    table = asking.requests()
+    seen = []
+    for _ in range(3):
+        rid = table.ask("scan", {}, asker={"pid": 1}, caller=None, take_by=now_micros() + 10_000_000)
+        assert table.drop(rid)
+        table.forget(rid)
+        assert table.get(rid) is None, "its row is gone"
+        seen.append(rid)
+    assert seen == sorted(set(seen)) and len(set(seen)) == 3, seen
+
+
+def test_an_older_sqlite_database_keeps_its_requests_and_gives_new_ids(tmp_path: Path) -> None:
+    """m011 rebuilds the request table of a database made before it (ids given again): the rows it holds kept,
+    ids from then on never given twice; run twice, it changes nothing."""
+    import apsw
+
+    from vaultsync.store import schema
+
+    db = tmp_path / "db" / "vaultsync.db"
+    (tmp_path / "vault").mkdir()
+    with Vault.open(db, root=tmp_path / "vault", name="v") as vault:
+        kept = vault.requests().ask("scan", {}, asker={"pid": 7}, caller=None, take_by=now_micros() + 10_000_000)
+    con = apsw.Connection(str(db))
+    with con:  # back to the table as m010 made it, and the schema version before m011
+        sql = con.execute("SELECT sql FROM sqlite_master WHERE name = 'write_requests'").fetchone()[0]
+        assert "AUTOINCREMENT" in sql
+        con.execute("ALTER TABLE write_requests RENAME TO old")
+        con.execute(sql.replace(" AUTOINCREMENT", ""))
+        con.execute("INSERT INTO write_requests SELECT * FROM old")
+        con.execute("DROP TABLE old")
+        con.execute(f"PRAGMA user_version = {len(schema.MIGRATIONS) - 1}")
+    con.close()
+    with Vault.open(db, name="v") as vault:
+        table = vault.requests()
+        assert table.get(kept) is not None and table.get(kept).asker == {"pid": 7}
+        assert table.drop(kept)
+        table.forget(kept)
+        assert table.ask("scan", {}, asker={"pid": 8}, caller=None, take_by=now_micros() + 10_000_000) > kept
+    con = apsw.Connection(str(db))
+    before = con.execute("SELECT sql FROM sqlite_master WHERE name LIKE 'write_requests%' ORDER BY name").fetchall()
+    with con:
+        next(m for m in schema.MIGRATIONS if m.__name__ == "m011_request_ids")(con)
+    assert con.execute("SELECT sql FROM sqlite_master WHERE name LIKE 'write_requests%' ORDER BY name").fetchall() == (
+        before
+    )
+    assert len(before) == 2, "the table and its index"
+    con.close()
+
+
 def test_no_answer_within_the_bound_is_one_line_and_nothing_written(two, monkeypatch: pytest.MonkeyPatch) -> None:
     """A holder that watches but does not answer (here: holding the lock with no desk)."""
     watching, asking, root, t0 = two

@@ -289,6 +289,21 @@ def m010_write_requests(con: apsw.Connection) -> None:
     )
 
 
+@migration
+def m011_request_ids(con: apsw.Connection) -> None:
+    """Write request ids are never given twice (``AUTOINCREMENT``, as PostgreSQL's identity): an asker deletes
+    its row once it read the outcome, and a plain rowid would give the next request the same id again, so the
+    watcher's log named different requests alike. The table rebuilt with its rows; safe to run twice."""
+    row = con.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'write_requests'").fetchone()
+    if row is None or "AUTOINCREMENT" in row[0].upper():
+        return
+    con.execute("ALTER TABLE write_requests RENAME TO write_requests_m011")
+    con.execute(row[0].replace("id          INTEGER PRIMARY KEY,", "id          INTEGER PRIMARY KEY AUTOINCREMENT,", 1))
+    con.execute("INSERT INTO write_requests SELECT * FROM write_requests_m011")
+    con.execute("DROP TABLE write_requests_m011")  # and its index
+    con.execute("CREATE INDEX IF NOT EXISTS write_requests_by_state ON write_requests(vault_id, state, id)")
+
+
 def has_table(con: apsw.Connection, name: str) -> bool:
     return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
@@ -303,6 +318,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
     Before ``m008`` there are no search spans: read-only, a past search counts ``search_rows`` instead.
     Before ``m009`` no vault folder's inode is registered, no note is indexed by its hash: reads need neither.
     Before ``m010`` there are no write requests: read-only, none is asked or answered.
+    Before ``m011`` a write request's id may be given again: read-only, none is given.
     """
     if version == len(MIGRATIONS):
         return True
@@ -311,7 +327,7 @@ def readable(con: apsw.Connection, version: int) -> bool:
     # 0.1.0 with its search tables, a database before purges, one whose index may still hold blank
     # or heading-only chunks (before m004), or one without audit heads (before m005): reads need
     # nothing that is missing
-    return version in (1, 2, 3, 4, 5, 6, 7, 8, 9) and search_schema.current(con)
+    return version in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10) and search_schema.current(con)
 
 
 def migrate(con: apsw.Connection) -> int:
