@@ -294,6 +294,7 @@ LOW_LEVEL = {
     "vaultsync.ui",
     "vaultsync.hardened",
     "vaultsync.vault",
+    "vaultsync.vault_lock",
     "vaultsync.sync",
     "vaultsync.restore",
     "vaultsync.gitimport",

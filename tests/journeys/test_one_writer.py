@@ -97,7 +97,7 @@ class World:
 
 def _holder_pids(db: Path) -> list[int]:
     with Vault.open(db, name="vault", readonly=True) as vault:
-        info = vault.lock_holder()
+        info = vault.lock.holder_info()
     return [int(info["pid"])] if info and "pid" in info else []
 
 

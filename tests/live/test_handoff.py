@@ -119,7 +119,7 @@ def test_no_answer_within_the_bound_is_one_line_and_nothing_written(two, monkeyp
     with pytest.raises(LockedError) as refused:
         handoff.perform(asking, "restore", handoff.restore_args(note="F/a.md", as_of=t0))
     assert str(refused.value) == (
-        f"vault 'v' is being written by {asking.describe_lock_holder()}, which did not take "
+        f"vault 'v' is being written by {asking.lock.holder()}, which did not take "
         "the request within 0.3 s; nothing was written"
     )
     assert (root / "F" / "a.md").read_text(encoding="utf-8") == "# a\n\nsecond\n"
@@ -136,7 +136,7 @@ def _die_after(monkeypatch: pytest.MonkeyPatch, files: int, holder: Vault) -> No
     def write(root: str, rel: str, text: Any, expected: Any) -> bool:
         if len(written) == files:
             monkeypatch.setattr(restore, "_write", real)  # whoever puts it right writes for real
-            holder.release_lock()
+            holder.lock.release()
             raise SystemExit("killed")
         written.append(rel)
         return real(root, rel, text, expected)
@@ -165,7 +165,7 @@ def _serve_one(holder: Vault, monkeypatch: pytest.MonkeyPatch, files: int | None
 
         def finish(self: RequestTable, rid: int, state: str, answer: Any) -> None:
             if state == "done":
-                holder.release_lock()
+                holder.lock.release()
                 raise SystemExit("killed")
             real(self, rid, state, answer)
 
@@ -225,7 +225,7 @@ def test_a_writer_dying_after_its_write_landed_records_it_for_the_asker(two) -> 
     )
     assert watching.requests().take(rid, {"pid": 2, "command": "vaultsync watch"}) is not None
     watching.write_file("Inbox.md", "more", append=True)  # the file is written; then the writer dies
-    watching.release_lock()
+    watching.lock.release()
     with asking.writing():  # whoever takes the lock next puts it right first
         pass
     done = table.get(rid)

@@ -167,20 +167,20 @@ def test_a_writer_whose_lock_session_was_lost_cannot_commit_after_another_took_t
     first = Vault.open(dsn, root=root, name="v", lock_command="first writer")
     second = Vault.open(dsn, root=root, name="v", lock_command="second writer")
     try:
-        assert first.hold_lock() and first.sync().batch_id is not None
+        assert first.lock.hold() and first.sync().batch_id is not None
         assert cluster.terminate(dsn, "vaultsync writer: first writer%") == 1  # only its lock's session
-        assert second.hold_lock()  # the lock went with that session: the other process takes it
-        assert first.lock_held  # and the first one does not know yet
+        assert second.lock.hold()  # the lock went with that session: the other process takes it
+        assert first.lock.held  # and the first one does not know yet
         (root / "b.md").write_text("# B\n", encoding="utf-8")
         batches = first.last_batch_id
         with pytest.raises(LockLost, match="another process took vault"):
             first.sync()
-        assert first.last_batch_id == batches and not first.lock_held  # nothing written; it knows now
+        assert first.last_batch_id == batches and not first.lock.held  # nothing written; it knows now
         with pytest.raises(Exception, match="already being written by"):
             first.sync()  # it cannot take the lock back while the other holds it
         assert second.sync().added == 1
-        second.release_lock()
-        assert first.hold_lock()  # once the other lets go, the first takes the lock again and writes
+        second.lock.release()
+        assert first.lock.hold()  # once the other lets go, the first takes the lock again and writes
         (root / "c.md").write_text("# C\n", encoding="utf-8")
         assert first.sync().added == 1
     finally:
@@ -202,12 +202,12 @@ def test_a_takeover_waits_for_the_batch_in_flight_of_the_writer_that_lost_its_se
     second = Vault.open(dsn, root=root, name="v", lock_command="second writer")
     took: list[float] = []
     try:
-        assert first.hold_lock()
+        assert first.lock.hold()
         store: Any = first._store
         with store.batch(first.id, source="test") as batch:
             batch.add_revision(*change("inflight.md", "# In flight\n"))
             assert cluster.terminate(dsn, "vaultsync writer: first writer%") == 1
-            taker = threading.Thread(target=lambda: took.append(time.monotonic()) if second.hold_lock() else None)
+            taker = threading.Thread(target=lambda: took.append(time.monotonic()) if second.lock.hold() else None)
             taker.start()
             taker.join(1.0)
             assert taker.is_alive() and not took  # waiting for this batch's head row
