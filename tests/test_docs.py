@@ -19,7 +19,6 @@ import difflib
 import functools
 import http.server
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -28,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
+from support.browser import browser  # noqa: F401 (fixture)
+from support.repo import REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
 
@@ -36,16 +36,6 @@ import docgen_cli  # noqa: E402
 import docgen_mcp  # noqa: E402
 import docgen_perf  # noqa: E402
 
-CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 FIX = "run `make docs-gen` (scripts/docgen.py) and commit the page"
 
 
@@ -211,17 +201,6 @@ def served(site: Path) -> Iterator[str]:
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
     httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (make deps installs it when run as root: apt-get install chromium)")
-    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
-    with playwright.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.mark.parametrize(

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import weaker
 from mcp import Client
 from mcp.server import MCPServer
+from support.capabilities import weaker
 from support.mcp_helpers import error_text, sc
 
 from vaultsync import Vault

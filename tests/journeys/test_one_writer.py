@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import invoke, run_cli
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from support.cli import invoke, run_cli
 from support.mcp_helpers import sc
 from support.watch_helpers import WatchProcess, wait_until
 

@@ -238,7 +238,7 @@ def test_a_real_watcher_on_postgresql_carries_out_a_cli_restore(tmp_path: Path) 
     """``vaultsync watch`` on PostgreSQL in a process of its own (woken by NOTIFY), ``restore`` from this one."""
     import sys
 
-    from conftest import invoke
+    from support.cli import invoke
     from support.watch_helpers import WatchProcess
 
     pgserver = pytest.importorskip("support.pgserver")
@@ -291,7 +291,7 @@ def test_a_real_watcher_on_postgresql_carries_out_a_cli_restore(tmp_path: Path) 
 
 def _world(base: Path) -> tuple[Path, Path, str]:
     """The same small history built again under ``base``: folder, database, T0."""
-    from conftest import invoke
+    from support.cli import invoke
 
     root, db = base / "vault", base / "db" / "vaultsync.db"
     (root / "F").mkdir(parents=True)
@@ -322,7 +322,7 @@ def test_the_asker_prints_what_it_prints_when_it_writes_itself(
     same output, the same exit codes (times masked)."""
     import logging
 
-    from conftest import invoke
+    from support.cli import invoke
 
     caplog.set_level(logging.INFO, logger="vaultsync.live.handoff")
     said: dict[str, list[tuple[int, str, str]]] = {}
@@ -381,7 +381,7 @@ def test_a_watcher_on_postgresql_killed_mid_restore_leaves_it_whole_or_not_at_al
     import subprocess
     import sys
 
-    from conftest import invoke
+    from support.cli import invoke
     from support.watch_helpers import WatchProcess, wait_until
 
     pgserver = pytest.importorskip("support.pgserver")
@@ -461,9 +461,9 @@ async def test_serve_watch_holding_the_vault_carries_out_a_cli_undo(tmp_path: Pa
     import os
     import sys
 
-    from conftest import invoke
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
+    from support.cli import invoke
     from support.mcp_helpers import sc, watching
 
     root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"

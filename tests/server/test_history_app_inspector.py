@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
 from support.history_app_helpers import make_four_revisions
+from support.repo import REPO
 
 from vaultsync.server.apps import APP_URI
 

@@ -386,23 +386,7 @@ def test_a_watcher_and_a_server_follow_a_standby_promoted_to_primary(tmp_path: P
     watcher = server = None
     try:
         dsn = primary.fresh_database("promote")
-        copy = primary.folder / "standby"
-        done = primary.run(
-            "pg_basebackup",
-            "-D",
-            str(copy),
-            "-h",
-            str(primary.socket_dir),
-            "-U",
-            pgserver.SUPERUSER,
-            "-R",
-            "-X",
-            "stream",
-            "--no-sync",
-            "--checkpoint=fast",
-        )
-        assert done.returncode == 0, done.stderr
-        standby = pgserver.PgServer.start(data=copy, options=("-c", "hot_standby=on"))
+        standby = pgserver.start_standby(primary, "standby")
         hosts = ",".join(quote(str(s.socket_dir), safe="") for s in (primary, standby))
         both = dsn.replace(quote(str(primary.socket_dir), safe=""), hosts) + "&target_session_attrs=read-write"
         root = tmp_path / "vault"
@@ -455,12 +439,8 @@ def test_a_watcher_and_a_server_follow_a_standby_promoted_to_primary(tmp_path: P
 def test_the_ui_answers_again_after_a_restart(cluster: Cluster, tmp_path: Path) -> None:
     """``vaultsync ui`` is a long-lived process too: while the database is away its API answers one line, and
     once it is back the same process answers again."""
-    import os
-    import re
-    import subprocess
-    import sys
-
     import httpx2
+    from support.ui_page import ui_process
 
     dsn = cluster.dsn("ui")
     root = tmp_path / "vault"
@@ -468,30 +448,19 @@ def test_the_ui_answers_again_after_a_restart(cluster: Cluster, tmp_path: Path) 
     (root / "a.md").write_text("# A\n", encoding="utf-8")
     with Vault.open(dsn, root=root) as vault:
         vault.sync()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vaultsync", "--db", dsn, "ui", "--no-browser"],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        assert proc.stderr is not None
-        found = re.search(r"(http://127\.0\.0\.1:\d+)/\?token=(\S+)", proc.stderr.readline())
-        assert found
-        url, token = found.group(1) + "/api/tree", found.group(2)
-        assert httpx2.get(url, params={"token": token}).status_code == 200
-        cluster.stop("fast")
-        away = httpx2.get(url, params={"token": token})
-        assert away.status_code == 400 and "cannot use the database" in away.json()["error"]
-        cluster.start()
-        back = time.monotonic()
-        wait_until(
-            lambda: httpx2.get(url, params={"token": token}).status_code == 200, RETURN_S, "the ui answering again"
-        )
-        print(f"ui: answering {time.monotonic() - back:.2f} s after the return")
-    finally:
-        if cluster.server.process.poll() is not None:
+    with ui_process(dsn) as ui:
+        url, token = ui.base + "/api/tree", ui.token
+        try:
+            assert httpx2.get(url, params={"token": token}).status_code == 200
+            cluster.stop("fast")
+            away = httpx2.get(url, params={"token": token})
+            assert away.status_code == 400 and "cannot use the database" in away.json()["error"]
             cluster.start()
-        proc.terminate()
-        proc.wait(timeout=30)
+            back = time.monotonic()
+            wait_until(
+                lambda: httpx2.get(url, params={"token": token}).status_code == 200, RETURN_S, "the ui answering again"
+            )
+            print(f"ui: answering {time.monotonic() - back:.2f} s after the return")
+        finally:
+            if cluster.server.process.poll() is not None:
+                cluster.start()

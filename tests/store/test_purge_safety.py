@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import invoke
+from support.cli import invoke
 from support.engines import own_store, sqlite_file
 from support.purge_history import S_ASCII, S_CJK, S_STASH, SECRETS, STASH, History, find_traces, redact
 

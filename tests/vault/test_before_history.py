@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import invoke
 from mcp import Client
+from support.cli import invoke
 from support.mcp_helpers import error_text, listed_paths, sc
 
 from vaultsync import Vault
