@@ -279,3 +279,18 @@ def test_pages_speak_to_users(page: str) -> None:
     ):
         found = re.search(pattern, text, flags=re.IGNORECASE)
         assert found is None, f"{page} mentions {what}: {found.group(0)!r}"
+
+
+def test_performance_notes_speak_to_users() -> None:
+    """The notes name commits on purpose (where a figure was measured), but not the machine's state then: no load
+    average, no shared machine, no issue number."""
+    import re
+
+    text = prose((REPO / "docs" / "performance-notes.md").read_text(encoding="utf-8"))
+    for pattern, what in (
+        (r"\bissue \d+", "an issue number"),
+        (r"load average", "a load average"),
+        (r"\bshared\b[^.]{0,40}\bmachine\b|\bmachine\b[^.]{0,20}\bshared\b", "the shared machine"),
+    ):
+        found = re.search(pattern, text, flags=re.IGNORECASE)
+        assert found is None, f"docs/performance-notes.md mentions {what}: {found.group(0)!r}"
