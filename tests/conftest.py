@@ -61,7 +61,8 @@ TIER_FIXTURES = {
     "browser": {"browser"},  # Debian's chromium through Playwright (test_ui.py)
     "client": {"matrix", "unpacked"},  # other MCP SDKs (Node.js, mcp 1.x in .venv-sdk1) and the bundle's official CLI
 }
-"""The markers ``make check`` leaves out, given by the fixtures a test takes (``pg`` also by its engine or module)."""
+"""The markers ``make check`` leaves out, given by the fixtures a test takes (``pg`` also by its engine, an
+``open_engine`` or ``db`` parameter "postgres", or its module, test_pg_*.py)."""
 SLOW_TESTS = {
     # each of these takes several CPU-seconds on its own (a real load, a big vault, a model, many processes)
     "test_search_exact.py::test_keyword_default_and_vector_exact_at_every_cutoff",
@@ -82,6 +83,12 @@ SLOW_TESTS = {
     "test_mcp_stdio.py::test_stdio_a_second_watch_serves_as_a_reader",
     "test_stdio_end_of_input.py::test_a_vault_that_cannot_be_opened_is_one_line_on_either_transport",
     "test_hardened_roles.py::test_without_the_block_the_server_is_unchanged_and_audits_nothing",
+    # make check's longest (measured with CPU-seconds and wall time): a model, fifty real moves, a thousand notes
+    "test_everyday.py::test_minilm_fuses_into_the_default_mode_exactly_at_every_cutoff",
+    "test_search_exact.py::test_fused_default_mode_exact_at_every_cutoff",
+    "test_watch_moves.py::test_fifty_random_moves_are_all_renames",
+    "test_vanished_vault.py::test_watch_records_30_of_1000_deleted_in_one_batch",
+    "test_imports.py::test_every_module_imports_first_in_a_fresh_state",
 }
 """Tests marked ``slow`` here rather than in their files ("module.py::function", every parametrization)."""
 
@@ -93,7 +100,7 @@ def _tier_marks(item: pytest.Item) -> set[str]:
     if f"{Path(str(item.fspath)).name}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
         marks.add("slow")
     if Path(str(item.fspath)).name.startswith("test_pg_") or (
-        callspec is not None and callspec.params.get("open_engine") == "postgres"
+        callspec is not None and "postgres" in (callspec.params.get("open_engine"), callspec.params.get("db"))
     ):
         marks.add("pg")
     return marks - {m.name for m in item.iter_markers()}

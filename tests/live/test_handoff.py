@@ -234,6 +234,7 @@ def test_a_writer_dying_after_its_write_landed_records_it_for_the_asker(two) -> 
     assert asking.read("Inbox.md").content == "# Inbox\nmore"
 
 
+@pytest.mark.pg
 def test_a_real_watcher_on_postgresql_carries_out_a_cli_restore(tmp_path: Path) -> None:
     """``vaultsync watch`` on PostgreSQL in a process of its own (woken by NOTIFY), ``restore`` from this one."""
     import sys
@@ -374,6 +375,7 @@ def test_a_batch_for_a_request_put_right_elsewhere_never_lands(two) -> None:
     assert asking.last_batch_id == before and table.get(rid).state == "failed"
 
 
+@pytest.mark.pg
 def test_a_watcher_on_postgresql_killed_mid_restore_leaves_it_whole_or_not_at_all(tmp_path: Path) -> None:
     """The journey's SIGKILL on PostgreSQL: the killed writer's session (and advisory lock) ends with it; the
     restarted ``watch --wait`` (or the asker) puts the half-written folder restore back before anything else."""
