@@ -7,8 +7,9 @@ database is kept as the base, and every note is rewritten (new text, ending with
 change batch. Each round starts from a fresh copy of the base database (its folder holds nothing else),
 starts a real ``vaultsync import`` of the rewritten vault (parse workers on, as the CLI runs them) with
 its progress bar on a pseudo-terminal, and kills it with SIGKILL at a random point of the write
-transaction (the bar counts notes written inside it; one round in four up to two seconds after the last
-note: the index, the commit, the exit). Then 22 random notes are read one by one, each by its own
+transaction (the bar counts notes written inside it; one round in four after the last note, up to 0.15 s or
+2 s later: the search index and the commit take a fraction of a second, then the exit; ``--tail``: every round
+within 0.15 s of the last note). Then 22 random notes are read one by one, each by its own
 ``vaultsync read`` process (the first of them meets the killed writer's WAL and runs its recovery), and
 ``ls --json`` after them. A round passes when every read shows the same generation (1: the batch landed
 whole; 0: not at all) and each read's bytes hash to what ``ls`` lists for the note. Every tenth round
@@ -143,10 +144,14 @@ def fresh_copy(base: Path, to: Path) -> Path:
     return to / base.name
 
 
-def one_round(base: Path, work: Path, root: Path, paths: list[str], sample: int, complete: bool, rng: random.Random):
+def one_round(
+    base: Path, work: Path, root: Path, paths: list[str], sample: int, complete: bool, rng: random.Random, tail: bool
+):
     db = fresh_copy(base, work / "round")
-    percent = rng.choice([rng.randint(1, 99), rng.randint(1, 99), rng.randint(1, 99), 100])
-    extra = round(rng.uniform(0.0, 2.0), 2) if percent == 100 else 0.0  # the tombstones, the index, the commit
+    percent = 100 if tail else rng.choice([rng.randint(1, 99), rng.randint(1, 99), rng.randint(1, 99), 100])
+    # after the last note: the tombstones, the search index, the commit (a fraction of a second), the exit
+    reach = 0.15 if tail else rng.choice([0.15, 2.0])
+    extra = round(rng.uniform(0.0, reach), 3) if percent == 100 else 0.0
     seen, exited = import_and_kill(db, root, percent, extra)
     chosen = rng.sample(paths, min(sample, len(paths)))
     reads: list[Any] = []
@@ -190,6 +195,7 @@ def stress(
     max_seconds: float | None = None,
     work: Path | None = None,
     log=sys.stderr,
+    tail: bool = False,
 ) -> dict[str, Any]:
     """The procedure; ``notes=None`` uses the sample vault. Returns the figures."""
     own = work is None
@@ -215,7 +221,7 @@ def stress(
                 break
             round_started = time.monotonic()
             complete = number % complete_every == 0 or number == rounds
-            result = one_round(base, work, root, paths, sample, complete, rng)
+            result = one_round(base, work, root, paths, sample, complete, rng, tail)
             seconds.append(time.monotonic() - round_started)
             ran += 1
             whole += result["landed"] == result["of"] and result["agree"]
@@ -228,7 +234,7 @@ def stress(
                 not_completed += not result["completed"]
             if not result["agree"] or result["completed"] is False:
                 bad_rounds.append(number)
-            extra = f" +{result['extra_s']:.2f}s" if result["extra_s"] else ""
+            extra = f" +{result['extra_s']:.3f}s" if result["extra_s"] else ""
             gone = ", had exited" if result["exited_first"] else ""
             verdict = "ok" if result["agree"] else "DISAGREE " + json.dumps(result["reads"])
             if result["completed"] is not None:
@@ -257,6 +263,7 @@ def stress(
             "had_exited_before_the_kill": exited_first,
             "round_p50_s": round(percentile(seconds, 0.5), 1) if seconds else None,
             "seed": seed,
+            "tail_only": tail,
         }
     finally:
         if own:
@@ -278,6 +285,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=34)
     parser.add_argument("--complete-every", type=int, default=10, help="complete the batch every Nth round")
     parser.add_argument("--max-minutes", type=float, default=None, help="start no round after this; record what ran")
+    parser.add_argument(
+        "--tail", action="store_true", help="kill every round within 0.15 s after the last note (the commit's window)"
+    )
     parser.add_argument("--dir", type=Path, default=None, help="work here (default: a temporary folder)")
     parser.add_argument("--no-save", action="store_true", help="print the result only")
     parser.add_argument("--results", type=Path, help="folder for the JSON line (default benchmarks/results)")
@@ -295,6 +305,7 @@ def main() -> int:
             args.complete_every,
             args.max_minutes * 60 if args.max_minutes else None,
             args.dir,
+            tail=args.tail,
         ),
         command=command.strip(),
     )
