@@ -49,6 +49,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "SQLite and PostgreSQL side by side: fill, size, search p50/p95 now "
         "and past, the same answers, search_notes throughput with 1, 2, 4 HTTP servers",
     ),
+    "hosted": (
+        "benchmarks.bench_hosted",
+        "the hosted deployment behind nginx with OAuth clients: search_notes p50/p95 under 10 requests/s offered, "
+        "now, past and common words, then the most requests/s and CPU per request, PostgreSQL beside SQLite",
+    ),
     "purge": (
         "benchmarks.bench_purge",
         "purging a string, a common line or everything before a moment from a history, and search speed on it",

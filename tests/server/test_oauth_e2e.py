@@ -16,7 +16,7 @@ import httpx2
 import jwt
 import pytest
 from mcp import Client
-from support.mcp_helpers import T2, free_port, hit_notes, history_under, sc, start_http, stop
+from support.mcp_helpers import T2, free_port, history_under, hit_notes, sc, start_http, stop
 from support.oidc import Browser, MemoryStorage, issuer_missing, oauth_client, start_issuer
 
 pytestmark = [pytest.mark.client, pytest.mark.anyio]

@@ -41,7 +41,9 @@ EXAMPLE_PORT = "8101"
 def exec_start(unit: Path, instance: str) -> list[str]:
     """A unit's ExecStart for one instance (``%i``), the installed command in place of /opt/vaultsync."""
     line = next(x for x in unit.read_text(encoding="utf-8").splitlines() if x.startswith("ExecStart="))
-    return shlex.split(line.partition("=")[2].replace("%i", instance).replace("/opt/vaultsync/bin/vaultsync", str(INSTALLED)))
+    return shlex.split(
+        line.partition("=")[2].replace("%i", instance).replace("/opt/vaultsync/bin/vaultsync", str(INSTALLED))
+    )
 
 
 def toml_list(values: list[str]) -> str:

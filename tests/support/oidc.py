@@ -224,3 +224,44 @@ def client_metadata_document(url: str, *, client_name: str = "vaultsync tests (C
         "response_types": ["code"],
         "token_endpoint_auth_method": "none",
     }
+
+
+class ClientDocumentSite:
+    """An MCP client vendor's https site publishing its client ID metadata document (a thread of this process;
+    ``cert``/``key``: a certificate for 127.0.0.1 the issuer trusts through NODE_EXTRA_CA_CERTS)."""
+
+    def __init__(self, cert: Path, key: Path, path: str = "/oauth/vaultsync-tests.json") -> None:
+        import ssl
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+                site.fetches += 1
+                body = json.dumps(site.document).encode()
+                found = self.path == path
+                self.send_response(200 if found else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body) if found else 0))
+                self.end_headers()
+                if found:
+                    self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.fetches = 0
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+        self.url = f"https://localhost:{self.httpd.server_address[1]}{path}"
+        self.document = client_metadata_document(self.url)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -13,9 +13,9 @@ temporary folder.
 from __future__ import annotations
 
 import datetime
-import re
 import ipaddress
 import os
+import re
 import shutil
 import ssl
 import subprocess
@@ -46,7 +46,9 @@ def _name(common: str) -> x509.Name:
 
 
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 @dataclass
@@ -60,7 +62,7 @@ class LocalCA:
     @classmethod
     def create(cls, folder: Path, hosts: tuple[str, ...] = ("localhost", "127.0.0.1")) -> LocalCA:
         folder.mkdir(parents=True, exist_ok=True)
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         ca_key = ec.generate_private_key(ec.SECP256R1())
         ca = (
             x509.CertificateBuilder()
@@ -95,9 +97,7 @@ class LocalCA:
             .add_extension(x509.SubjectAlternativeName(names), critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-            )
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
             .sign(ca_key, hashes.SHA256())
         )
         found = cls(folder / "ca.pem", folder / "server.pem", folder / "server.key")
@@ -168,7 +168,9 @@ def start_nginx(prefix: Path, site: str, port: int) -> Proxy:
     command = [binary, "-p", str(prefix), "-c", str(conf), "-e", str(prefix / "error.log")]
     checked = subprocess.run([*command, "-t", "-q"], capture_output=True, text=True)
     assert checked.returncode == 0, f"nginx refused the configuration: {checked.stderr}"
-    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     return Proxy(listening(proc, port, "nginx"), prefix, port)
 
 
