@@ -511,7 +511,7 @@ def watch(
 
 
 @cli.command()
-@click.argument("vault_dir", metavar="VAULT", type=click.Path(path_type=Path))
+@click.argument("vault_dir", metavar="[VAULT]", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--http",
     "bind",
@@ -544,6 +544,24 @@ def watch(
 )
 @click.option("--tls-key", type=click.Path(dir_okay=False, path_type=Path), help="The certificate's private key (PEM).")
 @click.option(
+    "--oauth-issuer",
+    metavar="URL",
+    help="Be an OAuth 2.1 resource server: accept access tokens (JWTs) of this issuer, checked against its "
+    "published keys (with --public-url and --http; see docs/hosted.md).",
+)
+@click.option(
+    "--public-url",
+    metavar="URL",
+    help="The base URL clients reach this server at (through a proxy): the MCP endpoint, and the audience "
+    "tokens must name, is URL/mcp.",
+)
+@click.option(
+    "--oauth-introspection",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also accept opaque tokens by asking the issuer (RFC 7662), with the client_id and client_secret "
+    "in this TOML file (mode 600).",
+)
+@click.option(
     "--manifest",
     "manifest_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -561,12 +579,16 @@ def serve(
     token_file: Path | None,
     tls_cert: Path | None,
     tls_key: Path | None,
+    oauth_issuer: str | None,
+    public_url: str | None,
+    oauth_introspection: Path | None,
     manifest_path: Path | None,
 ) -> None:
     """Serve the vault to AI assistants over MCP (stdio by default; only protocol on stdout).
 
     VAULT is the vault folder (or, read-only, a vault name in the database). The database is
-    opened read-only unless --watch or --allow-writes is given.
+    opened read-only unless --watch or --allow-writes is given. A hosted server whose manifest
+    lists several vaults ([[oauth.vaults]]) takes no VAULT.
 
     \b
     Example:
@@ -574,20 +596,40 @@ def serve(
         vaultsync serve ~/notes --watch --http 127.0.0.1:8765
         vaultsync serve ~/notes --http 0.0.0.0:8765 --token-file token --tls-cert c.pem --tls-key k.pem
         vaultsync serve ~/notes --manifest /etc/vaultsync/manifest.toml
+        vaultsync serve ~/notes --http 127.0.0.1:8765 --oauth-issuer https://id.example.com --public-url https://notes.example.com
+        vaultsync serve --manifest /etc/vaultsync/hosted.toml    # several vaults: [[oauth.vaults]]
     """
     if manifest_path is not None:
         from ..hardened import serve as hardened
 
         given = _privileged_options(
-            http=bind, watch=watch, allow_writes=allow_writes, token_file=token_file, tls_cert=tls_cert, tls_key=tls_key
+            http=bind,
+            watch=watch,
+            allow_writes=allow_writes,
+            token_file=token_file,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            oauth_issuer=oauth_issuer,
+            public_url=public_url,
+            oauth_introspection=oauth_introspection,
         )
         manifest = hardened.prepare(manifest_path, given, echo=_say)  # every refusal before the heavy imports
         from ..server import launch
 
+        if manifest.oauth is not None and manifest.oauth.vaults:
+            if vault_dir is not None:
+                raise click.UsageError("the manifest lists [[oauth.vaults]]: give no VAULT")
+            launch.run_hosted(*launch.hosted_configs(manifest), _say)
+            return
+        if vault_dir is None:
+            raise click.UsageError("give the VAULT folder")
         launch.run(*launch.hardened_config(manifest, vault_dir), _say)
         return
+    if vault_dir is None:
+        raise click.UsageError("give the VAULT to serve (a folder, or a vault name in the database)")
     import dataclasses
 
+    from ..hardened.access import from_flags
     from ..server import launch
 
     config = launch.plain_config(obj.db, obj.vault_name, vault_dir, watch=watch, allow_writes=allow_writes)
@@ -595,7 +637,8 @@ def serve(
         config = dataclasses.replace(
             config, watcher_options={**(config.watcher_options or {}), "describe": _refusal(vault_dir)}
         )
-    http = launch.plain_http(bind, token_file, tls_cert, tls_key)
+    oauth = from_flags(oauth_issuer, public_url, oauth_introspection)
+    http = launch.plain_http(bind, token_file, tls_cert, tls_key, oauth)
     launch.run(config, http, _say, warn=lambda line: click.secho(line, err=True, fg="red", bold=True))
 
 

@@ -6,7 +6,8 @@
 is refused with JSON-RPC -32601 (method not found: as if the tool did not exist), in both protocol
 eras. Deny always wins, then an allow naming one of the caller's roles, then ``default``.
 
-The caller: over HTTP, the bearer token's ``[[http.tokens]]`` entry (``caller_id``, ``roles``); without
+The caller: over HTTP, the bearer token's ``[[http.tokens]]`` entry (``caller_id``, ``roles``), or for an OAuth
+access token its subject, with its effective scopes (``vault:read``…) as its roles; without
 a token (stdio, or loopback HTTP without tokens), ``role_filter.caller_roles`` under the caller id
 ``stdio`` (``local`` over HTTP).
 
@@ -125,7 +126,11 @@ class Guard:
         if token is None:
             return self.anonymous
         found = self.by_token.get(hashlib.sha256(token.token.encode()).hexdigest())
-        return found if found is not None else Caller(token.client_id, ())
+        if found is not None:
+            return found
+        if token.subject:  # an OAuth access token: its subject, and its (effective) scopes as roles
+            return Caller(token.subject, tuple(token.scopes))
+        return Caller(token.client_id, ())
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method == "tools/list" and self.rules is not None:
