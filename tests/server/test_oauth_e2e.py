@@ -8,10 +8,9 @@ past date; with tokens that live two seconds, it refreshes without a second sign
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
+import anyio
 import httpx2
 import jwt
 import pytest
@@ -88,15 +87,10 @@ async def test_an_expired_access_token_is_refreshed_without_a_second_sign_in(ser
         assert sc(await c.call_tool("vault_status", {}))
         first = storage.tokens
         assert first is not None and first.expires_in == SHORT_TTL
-        time.sleep(SHORT_TTL + 0.5)  # the client's copy has expired: its next request refreshes first
+        await anyio.sleep(SHORT_TTL + 0.5)  # the client's copy has expired: its next request refreshes first
         assert hit_notes(sc(await c.call_tool("search_notes", {"query": "Deleted", "as_of": T2}))) == ["Doomed.md"]
     assert len(browser.visits) == 1  # no second authorization
     assert len(storage.tokens_seen) >= 2 and storage.tokens is not None
     assert storage.tokens.access_token != first.access_token
     assert claims(storage.tokens.access_token)["sub"] == "bob"
 
-
-def test_the_issuer_log_has_no_errors(issuer, tmp_path: Path) -> None:
-    """The authorization server saw nothing it could not handle (its log holds only its start-up notices)."""
-    log = issuer.log.read_text(encoding="utf-8")
-    assert "Error" not in log and "error" not in log.replace("errors", ""), log

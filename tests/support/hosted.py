@@ -62,7 +62,7 @@ def manifest_text(
     text = text.replace('"https://id.example.com"', json.dumps(issuer))
     text = text.replace('"https://vaults.example.com"', json.dumps(public_url))
     if vaults is not None:
-        text = text[: text.index("[[oauth.vaults]]")]
+        text = text[: text.index("\n[[oauth.vaults]]") + 1]
         for name, grants in vaults.items():
             text += f"[[oauth.vaults]]\nname = {json.dumps(name)}\n"
             text += "".join(f"{role} = {toml_list(who)}\n" for role, who in grants.items()) + "\n"
