@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx2
 import jwt
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 from support.hosted import INSTALLED, Deployment, jsonl, wait_recorded
 from support.mcp_helpers import hit_notes, sc
 from support.oidc import Browser, ClientDocumentSite, MemoryStorage, issuer_missing, oauth_client
@@ -97,8 +97,9 @@ async def test_a_subject_never_reaches_a_vault_it_was_not_granted(deployment: De
     every server refuses it with 403; his token for the team vault is refused there too (another audience)."""
     verify = deployment.ca.context()
     browser, storage = Browser("bob", verify=verify), MemoryStorage()
-    with pytest.raises(Exception):  # noqa: B017 (the SDK surfaces the 403 as an error of the session)
+    with pytest.raises(ExceptionGroup) as refused:  # the SDK surfaces the 403 as an error of the session
         await search(deployment.url("alice"), browser, storage, verify)
+    assert refused.group_contains(MCPError)
     assert storage.tokens is not None
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     headers = {
