@@ -16,7 +16,7 @@ and open one session (protocol 2026: stateless, so nginx spreads every request).
   seconds per request in the four servers, in PostgreSQL (the postmaster, its backends and those that exited) and in
   nginx.
 
-Quick (inside ``make test``): the sample vault as a git history of two commits, two servers, four clients, 2 s per
+Quick (inside ``make test``): the sample vault as a git history of two commits, one server, two clients, 1 s per
 phase. The machine's other load is recorded by the harness (load average before and after).
 """
 
@@ -123,11 +123,11 @@ async def closed_loop(sessions: list[Any], queries: list[str], seconds: float, p
             took.append((time.perf_counter() - begun) * 1000.0)
             k += len(sessions)
 
-    before = {role: cpu_of(p, with_children=role == "postgres") for role, p in pids.items()}
+    before = {role: cpu_of(p, with_children=role != "servers") for role, p in pids.items()}
     start = time.perf_counter()
     await asyncio.gather(*(one(i) for i in range(len(sessions))))
     wall = time.perf_counter() - start
-    used = {role: cpu_of(p, with_children=role == "postgres") - before[role] for role, p in pids.items()}
+    used = {role: cpu_of(p, with_children=role != "servers") - before[role] for role, p in pids.items()}
     done = max(len(took), 1)
     per = {f"cpu_ms_per_request_{role}": round(1000.0 * s / done, 2) for role, s in used.items()}
     return {"requests_per_s": round(len(took) / wall, 1), **summary_ms(took), **per}
@@ -181,7 +181,7 @@ def postgres_copy(work: Path, sqlite_db: Path, quick: bool) -> tuple[Any, str]:
 
 def run(quick: bool) -> dict[str, Any]:
     """The harness's entry (see the module's text): PostgreSQL and SQLite, four servers, 16 clients, 10 requests/s
-    offered; quick: the sample vault, two servers, four clients, 2 s per phase."""
+    offered; quick: the sample vault, one server, two clients, 1 s per phase."""
     from benchmarks.harness import flatten
     from benchmarks.inputs import QUICK_QUERIES, Unavailable, bench_work, git_vault, history_db, hub_queries, workdir
 
@@ -194,6 +194,8 @@ def run(quick: bool) -> dict[str, Any]:
     if (reason := issuer_missing()) or (reason := None if nginx_binary() else "nginx not found (make deps)"):
         raise Unavailable(f"the hosted benchmark needs its authorization server and nginx: {reason}")
     from support.hosted import Deployment
+    from support.oidc import start_issuer
+    from support.tls_proxy import LocalCA
 
     from vaultsync.vault import Vault
 
@@ -204,7 +206,7 @@ def run(quick: bool) -> dict[str, Any]:
             with Vault.open(sqlite_db, root=root, name="hub") as vault:
                 vault.import_git()
             queries = QUICK_QUERIES[:5]
-            sizes = {"servers": 2, "clients": 4, "rate": 10.0, "seconds": 2.0, "saturate_s": 2.0}
+            sizes = {"servers": 1, "clients": 2, "rate": 10.0, "seconds": 1.0, "saturate_s": 1.0}
             work = tmp
         else:
             work = bench_work("hosted")
@@ -216,10 +218,12 @@ def run(quick: bool) -> dict[str, Any]:
         past = datetime.datetime.fromtimestamp(times[len(times) // 2] / 1e6, tz=datetime.UTC).isoformat()
         pg, dsn = postgres_copy(work, sqlite_db, quick)
         results: dict[str, Any] = {"servers": sizes["servers"], "clients": sizes["clients"], "queries": len(queries)}
+        ca = LocalCA.create(tmp / "tls")
+        issuer = start_issuer(tmp / "issuer.log")
         try:
             for engine, db in (("postgres", dsn), ("sqlite", str(sqlite_db))):
                 with Deployment.start(
-                    tmp / engine, db, {"hub": root}, GRANTS, servers=sizes["servers"], watch=False
+                    tmp / engine, db, {"hub": root}, GRANTS, servers=sizes["servers"], watch=False, ca=ca, issuer=issuer
                 ) as deployment:
                     pids = {
                         "servers": [p.pid for p, _ in deployment.servers],
@@ -229,6 +233,7 @@ def run(quick: bool) -> dict[str, Any]:
                     results[engine] = asyncio.run(drive(deployment, sizes, queries, past, pids))
                 print(f"{engine}: {results[engine]}", file=sys.stderr, flush=True)
         finally:
+            issuer.stop()
             pg.stop()
     results["load_average_end"] = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return flatten(results)

@@ -84,6 +84,7 @@ class Deployment(AbstractContextManager["Deployment"]):
     proxy: Proxy
     servers: list[tuple[subprocess.Popen[str], int]] = field(default_factory=list)
     watchers: list[subprocess.Popen[str]] = field(default_factory=list)
+    owns_issuer: bool = True
 
     @property
     def public(self) -> str:
@@ -106,16 +107,21 @@ class Deployment(AbstractContextManager["Deployment"]):
         servers: int = 2,
         issuer_env: dict[str, str] | None = None,
         watch: bool = True,
+        ca: LocalCA | None = None,
+        issuer: Issuer | None = None,
     ) -> Deployment:
         """Everything started, in the order a machine would: database (given), issuer, watchers (each vault
-        recorded once), servers (listening), nginx."""
+        recorded once), servers (listening), nginx. ``ca`` and ``issuer``: ones already running (left running)."""
         root.mkdir(parents=True, exist_ok=True)
         (root / "state").mkdir(exist_ok=True)
-        ca = LocalCA.create(root / "tls")
-        env = {"ISSUER_ALLOW_LOOPBACK_FETCH": "1", "NODE_EXTRA_CA_CERTS": str(ca.root), **(issuer_env or {})}
-        issuer = start_issuer(root / "issuer.log", **env)
+        ca = ca or LocalCA.create(root / "tls")
+        owns_issuer = issuer is None
+        if issuer is None:
+            env = {"ISSUER_ALLOW_LOOPBACK_FETCH": "1", "NODE_EXTRA_CA_CERTS": str(ca.root), **(issuer_env or {})}
+            issuer = start_issuer(root / "issuer.log", **env)
         proxy_port = free_port()
         deployment = cls(root, issuer, ca, Proxy(None, root / "nginx", proxy_port))  # type: ignore[arg-type]
+        deployment.owns_issuer = owns_issuer
         try:
             if watch:
                 for name, folder in folders.items():
@@ -194,7 +200,8 @@ class Deployment(AbstractContextManager["Deployment"]):
                 proc.wait()
         if self.proxy.proc is not None:
             self.proxy.stop()
-        self.issuer.stop()
+        if self.owns_issuer:
+            self.issuer.stop()
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
