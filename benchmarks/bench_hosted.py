@@ -10,8 +10,8 @@ and open one session (protocol 2026: stateless, so nginx spreads every request).
 
 - **Open loop**: 10 requests/s offered in all (request k leaves at k/10 s, from client k mod 16, whatever came back
   before), for 30 s: ``search_notes`` (its default mode) over the first 100 Hub queries, now and as of the middle
-  commit; then the same offered load with common words alone (``the``, ``and``, ``note`` …). Latency is counted
-  from the moment a request was due, so a queue shows.
+  commit, and in keyword mode now; then the same offered load with common words alone (``the``, ``and``,
+  ``note`` …). Latency is counted from the moment a request was due, so a queue shows.
 - **Most requests/s**: the 16 clients calling back to back for 20 s (closed loop): requests/s, p50/p95, and CPU
   seconds per request in the four servers, in PostgreSQL (the postmaster, its backends and those that exited) and in
   nginx.
@@ -77,15 +77,19 @@ async def sign_in(urls: list[str], count: int, verify: Any) -> tuple[contextlib.
     return stack, sessions
 
 
-async def call(session: Any, query: str, as_of: str | None) -> None:
+async def call(session: Any, query: str, as_of: str | None, mode: str | None = None) -> None:
     args: dict[str, Any] = {"query": query}
     if as_of is not None:
         args["as_of"] = as_of
+    if mode is not None:
+        args["mode"] = mode
     result = await session.call_tool("search_notes", args)
     assert not result.is_error, result.content
 
 
-async def open_loop(sessions: list[Any], queries: list[str], rate: float, seconds: float, as_of: str | None) -> dict:
+async def open_loop(
+    sessions: list[Any], queries: list[str], rate: float, seconds: float, as_of: str | None, mode: str | None = None
+) -> dict:
     """``rate`` requests/s offered for ``seconds``: request k due at k/rate, from session k mod n; each latency from
     its due time to its answer."""
     took: list[float] = []
@@ -95,7 +99,7 @@ async def open_loop(sessions: list[Any], queries: list[str], rate: float, second
     async def one(k: int, due: float) -> None:
         nonlocal failed
         try:
-            await call(sessions[k % len(sessions)], queries[k % len(queries)], as_of)
+            await call(sessions[k % len(sessions)], queries[k % len(queries)], as_of, mode)
             took.append((time.perf_counter() - due) * 1000.0)
         except Exception:
             failed += 1
@@ -143,6 +147,7 @@ async def drive(deployment: Any, sizes: dict[str, Any], queries: list[str], past
         out = {
             "now": await open_loop(sessions, queries, rate, seconds, None),
             "past": await open_loop(sessions, queries, rate, seconds, past),
+            "now_keyword": await open_loop(sessions, queries, rate, seconds, None, "keyword"),
             "common_words": await open_loop(sessions, COMMON_WORDS, rate, seconds, None),
             "most": await closed_loop(sessions, queries, sizes["saturate_s"], pids),
         }
