@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from support.hardened_helpers import audit_records, authed, clean_env, scrubbed_overrides, token_entry, write_manifest
 from support.mcp_helpers import T1, free_port, hit_notes, listening, sc, stop, write
-from support.oauth_issuer import Issuer
+from support.oauth_issuer import INTROSPECTION_CLIENT, Issuer
 
 from vaultsync.vault import Vault
 
@@ -60,10 +60,16 @@ def hosted(tmp_path_factory: pytest.TempPathFactory, issuer: Issuer) -> Iterator
             vault.sync(known_at=T1)
     port = free_port()
     public = f"http://127.0.0.1:{port}"
+    (base / "conf").mkdir(mode=0o700)
+    secret = base / "conf" / "introspection.toml"
+    client_id, client_secret = INTROSPECTION_CLIENT
+    secret.write_text(f'client_id = "{client_id}"\nclient_secret = "{client_secret}"\n', encoding="utf-8")
+    secret.chmod(0o600)
     body = (
         f'[http]\nbind = "127.0.0.1:{port}"\n'
         + token_entry(STATIC, "operator", [])
         + f'[oauth]\nissuer = "{issuer.url}"\npublic_url = "{public}"\njwks_refresh_s = 3600\n'
+        + 'introspection_file = "introspection.toml"\n'
         + f'[[oauth.vaults]]\nname = "team"\nfolder = "{base / "team"}"\nread = ["group:staff"]\nwrite = ["alice"]\n'
         + '[[oauth.vaults]]\nname = "private"\nread = ["alice"]\n'
     )
@@ -160,3 +166,17 @@ def test_unknown_key_ids_refetch_the_keys_at_most_once_per_interval(hosted: dict
         issuer.add_key(kid, publish=False)
         assert post(team, INIT, issuer.token("alice", team, kid=kid)).status_code == 401
     assert issuer.jwks_fetches <= before + 1
+
+
+@pytest.mark.anyio
+async def test_opaque_tokens_are_asked_of_the_issuer(hosted: dict[str, Any], issuer: Issuer) -> None:
+    """RFC 7662: an opaque token is taken when the issuer says it is active, for this vault, with a subject."""
+    team, private = hosted["urls"]["team"], hosted["urls"]["private"]
+    issuer.opaque["opaque-good"] = {**issuer.claims("alice", team, "vault:write"), "active": True}
+    issuer.opaque["opaque-revoked"] = {"active": False}
+    issuer.opaque["opaque-private"] = {**issuer.claims("alice", private, "vault:read"), "active": True}
+    async with Client(authed(team, "opaque-good")) as c:
+        assert WRITES <= {t.name for t in (await c.list_tools()).tools}
+    for token, reason in (("opaque-revoked", "not active"), ("opaque-private", "another resource")):
+        answer = post(team, INIT, token)
+        assert answer.status_code == 401 and reason in answer.headers["www-authenticate"]
