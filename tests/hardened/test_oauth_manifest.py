@@ -4,6 +4,7 @@ cannot be reached does not start, and says so in one line."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from support.mcp_helpers import free_port, history_under
 
 from vaultsync.errors import ConfigError
+from vaultsync.hardened import access
 from vaultsync.hardened.access import ADMIN, READ, WRITE, Grant, ladder, level_of
 from vaultsync.hardened.manifest import Manifest, load_manifest
 
@@ -119,3 +121,22 @@ def test_an_unreachable_issuer_stops_the_start_in_one_line(tmp_path: Path) -> No
     assert done.returncode == 1, done.stderr
     assert f"Error: cannot reach the OAuth issuer http://127.0.0.1:{dead}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hosted.toml"
+
+
+@pytest.mark.parametrize("optional", [False, True])
+def test_the_hosted_example_loads_and_names_every_oauth_key(tmp_path: Path, optional: bool) -> None:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    text = re.sub(r"(?m)^#: ", "", text) if optional else text
+    path = tmp_path / "hosted.toml"
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o600)
+    oauth = load_manifest(path).oauth
+    assert oauth is not None and [v.name for v in oauth.vaults] == ["team", "alice"]
+    assert oauth.vaults[0].grant.level("bob", []) == 2 and oauth.vaults[1].grant.level("bob", ["staff"]) == 0
+    if optional:
+        assert oauth.algorithms == ("RS256", "ES256") and oauth.introspection_file == tmp_path / "introspection.toml"
+        keys = set(re.findall(r"(?m)^(\w+) = ", text))
+        assert set(access._OAUTH) - {"vaults"} <= keys and set(access._VAULT) <= keys

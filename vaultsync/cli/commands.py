@@ -287,8 +287,8 @@ def diff(obj: Context, note: str, since: int, until: int | None, valid_at: int |
 @click.option(
     "--caller",
     metavar="ID",
-    help="Instead: the batches MCP tools wrote for this caller (hardened mode: "
-    "a token's caller_id, or stdio / local; mcp outside it).",
+    help="Instead: the batches MCP tools wrote for this caller (an OAuth token's subject; hardened mode: "
+    "a static token's caller_id, or stdio / local; otherwise mcp).",
 )
 @json_option
 @pass_ctx
