@@ -72,6 +72,7 @@ def hosted(tmp_path_factory: pytest.TempPathFactory, issuer: Issuer) -> Iterator
         + 'introspection_file = "introspection.toml"\n'
         + f'[[oauth.vaults]]\nname = "team"\nfolder = "{base / "team"}"\nread = ["group:staff"]\nwrite = ["alice"]\n'
         + '[[oauth.vaults]]\nname = "private"\nread = ["alice"]\n'
+        + '[role_filter]\ndefault = "allow_all"\n[role_filter.deny]\ndiff_note = ["vault:read"]\n'
     )
     manifest = write_manifest(base / "conf" / "hosted.toml", db, body, allow_writes=True, audit_log_path="audit.jsonl")
     proc = subprocess.Popen(
@@ -180,3 +181,15 @@ async def test_opaque_tokens_are_asked_of_the_issuer(hosted: dict[str, Any], iss
     for token, reason in (("opaque-revoked", "not active"), ("opaque-private", "another resource")):
         answer = post(team, INIT, token)
         assert answer.status_code == 401 and reason in answer.headers["www-authenticate"]
+
+
+@pytest.mark.anyio
+async def test_a_tokens_scopes_are_its_roles_for_the_role_filter(hosted: dict[str, Any], issuer: Issuer) -> None:
+    """The manifest's [role_filter] denies diff_note to the role vault:read: every OAuth caller holds it, the
+    operator's static token (no roles) does not."""
+    team = hosted["urls"]["team"]
+    async with Client(authed(team, issuer.token("alice", team, scope="vault:write"))) as c:
+        names = {t.name for t in (await c.list_tools()).tools}
+        assert "note_history" in names and "diff_note" not in names
+    async with Client(authed(team, STATIC)) as c:
+        assert "diff_note" in {t.name for t in (await c.list_tools()).tools}

@@ -76,6 +76,7 @@ def test_several_vaults_each_at_its_own_url(tmp_path: Path) -> None:
             HTTP + OAUTH + '[[oauth.vaults]]\nname = "t"\nread = ["x"]\n[[oauth.vaults]]\nname = "t"\nread = ["y"]\n',
             "listed twice",
         ),
+        ('vault_name = "x"\n' + HTTP + OAUTH + '[[oauth.vaults]]\nname = "t"\nread = ["x"]\n', "vault_name: a hosted"),
     ],
 )
 def test_a_wrong_oauth_table_is_refused_naming_the_key(tmp_path: Path, text: str, named: str) -> None:
