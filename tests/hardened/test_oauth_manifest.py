@@ -15,7 +15,7 @@ from support.mcp_helpers import free_port, history_under
 
 from vaultsync.errors import ConfigError
 from vaultsync.hardened import access
-from vaultsync.hardened.access import ADMIN, READ, WRITE, Grant, ladder, level_of
+from vaultsync.hardened.access import ADMIN, READ, WRITE, Grant, from_flags, ladder, level_of
 from vaultsync.hardened.manifest import Manifest, load_manifest
 
 HTTP = '[http]\nbind = "127.0.0.1:8765"\n'
@@ -96,6 +96,17 @@ def test_grants_name_subjects_groups_or_anyone_and_cap_the_ladder() -> None:
     assert ladder(min(level_of([WRITE]), grant.level("bob", ["staff"]))) == (READ,)
     assert ladder(level_of([ADMIN])) == (READ, WRITE, ADMIN)
     assert level_of(["openid", "vault"]) == 0
+
+
+def test_oauth_allow_names_who_may_use_the_vault() -> None:
+    settings = from_flags("https://id.example.com", "https://n.example.com", None, ["alice", "group:staff"])
+    assert settings is not None and settings.resource() == "https://n.example.com/mcp"
+    grant = settings.grant
+    assert (grant.level("alice", []), grant.level("bob", ["staff"]), grant.level("carol", ["guests"])) == (3, 3, 0)
+    open_grant = from_flags("https://id.example.com", "https://n.example.com", None)
+    assert open_grant is not None and open_grant.grant.open
+    with pytest.raises(ConfigError, match="--oauth-allow needs --oauth-issuer"):
+        from_flags(None, None, None, ["alice"])
 
 
 def test_the_options_go_together(cli: Any, tmp_path: Path) -> None:

@@ -67,6 +67,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, issuer: Issuer) -> Iterator
     stderr = stop(proc)
     assert "Traceback" not in stderr, stderr
     assert STATIC not in stderr  # no token is ever logged
+    assert "WARNING: anyone the OAuth issuer signs in may use this vault; name who may with --oauth-allow" in stderr
 
 
 def post(url: str, body: Any, token: str | None = None, **params: str) -> httpx2.Response:

@@ -213,6 +213,9 @@ def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = Non
         warning = t.clear_text_warning(http.host, http.tls)
         if warning and not (http.oauth is not None and http.oauth.public_url.startswith("https://")):
             (warn or say)(f"vaultsync: {warning}")
+        if http.oauth is not None and http.oauth.grant.open:
+            how = "list who may in [oauth] read/write/admin" if config.manifest else "name who may with --oauth-allow"
+            (warn or say)(f"vaultsync: WARNING: anyone the OAuth issuer signs in may use this vault; {how}")
         if http.generated:
             say(f"vaultsync: bearer token (shown once; send 'Authorization: Bearer <token>'): {http.token}")
 
