@@ -59,7 +59,8 @@ def hosted(tmp_path_factory: pytest.TempPathFactory, issuer: Issuer) -> Iterator
         with Vault.open(db, root=base / name) as vault:
             vault.sync(known_at=T1)
     port = free_port()
-    public = f"http://127.0.0.1:{port}"
+    origin = f"http://127.0.0.1:{port}"
+    public = f"{origin}/notes"  # a public URL with a path: the server answers on that path (a proxy keeps it)
     (base / "conf").mkdir(mode=0o700)
     secret = base / "conf" / "introspection.toml"
     client_id, client_secret = INTROSPECTION_CLIENT
@@ -85,19 +86,21 @@ def hosted(tmp_path_factory: pytest.TempPathFactory, issuer: Issuer) -> Iterator
     )
     listening(proc, port, "the hosted server")
     urls = {name: f"{public}/vaults/{name}/mcp" for name in ("team", "private")}
-    yield {"db": db, "public": public, "urls": urls, "audit": base / "conf" / "audit.jsonl", "proc": proc}
+    yield {"db": db, "origin": origin, "urls": urls, "audit": base / "conf" / "audit.jsonl", "proc": proc}
     stderr = stop(proc)
     assert "Traceback" not in stderr, stderr
 
 
 def test_each_vault_has_its_own_metadata_document(hosted: dict[str, Any], issuer: Issuer) -> None:
     for name, scopes in (("team", ["vault:read", "vault:write"]), ("private", ["vault:read"])):
-        answer = httpx2.get(f"{hosted['public']}/.well-known/oauth-protected-resource/vaults/{name}/mcp", timeout=30)
+        where = f"{hosted['origin']}/.well-known/oauth-protected-resource/notes/vaults/{name}/mcp"
+        answer = httpx2.get(where, timeout=30)
         assert answer.status_code == 200
         assert answer.json()["resource"] == hosted["urls"][name]
         assert answer.json()["authorization_servers"] == [issuer.url]
         assert answer.json()["scopes_supported"] == scopes
-    assert httpx2.get(f"{hosted['public']}/.well-known/oauth-protected-resource/mcp", timeout=30).status_code == 404
+    assert httpx2.get(f"{hosted['origin']}/.well-known/oauth-protected-resource/mcp", timeout=30).status_code == 404
+    assert hosted["urls"]["team"] == f"{hosted['origin']}/notes/vaults/team/mcp"
 
 
 @pytest.mark.anyio
@@ -122,7 +125,11 @@ def test_a_subject_not_granted_a_vault_is_refused_before_anything(hosted: dict[s
     answer = post(private, INIT, issuer.token("bob", private, groups=["staff"]))
     assert answer.status_code == 403
     www = answer.headers["www-authenticate"]
-    assert "error=" not in www and "scope=" not in www and "resource_metadata=" in www  # no step-up helps
+    assert "error=" not in www and "scope=" not in www  # no step-up helps
+    assert (
+        www
+        == f'Bearer resource_metadata="{hosted["origin"]}/.well-known/oauth-protected-resource/notes/vaults/private/mcp"'
+    )
     assert "bob may not use vault 'private'" in answer.json()["error_description"]
     assert post(hosted["urls"]["team"], INIT, issuer.token("carol", hosted["urls"]["team"])).status_code == 403
 
