@@ -126,10 +126,8 @@ def test_a_subject_not_granted_a_vault_is_refused_before_anything(hosted: dict[s
     assert answer.status_code == 403
     www = answer.headers["www-authenticate"]
     assert "error=" not in www and "scope=" not in www  # no step-up helps
-    assert (
-        www
-        == f'Bearer resource_metadata="{hosted["origin"]}/.well-known/oauth-protected-resource/notes/vaults/private/mcp"'
-    )
+    metadata = f"{hosted['origin']}/.well-known/oauth-protected-resource/notes/vaults/private/mcp"
+    assert www == f'Bearer resource_metadata="{metadata}"'
     assert "bob may not use vault 'private'" in answer.json()["error_description"]
     assert post(hosted["urls"]["team"], INIT, issuer.token("carol", hosted["urls"]["team"])).status_code == 403
 
