@@ -101,6 +101,7 @@ class Gate:
                 head = challenge(ep, "insufficient_scope", desc, READ)
                 return await _answer(send, 403, "insufficient_scope", desc, head)
             desc = f"{checked.subject} may not use {ep.label}"
+            logger.info("refused %s: not granted %s", checked.subject, ep.label)
             return await _answer(send, 403, "access_denied", desc, challenge(ep, scope=None))
         if scope["method"] == "POST":
             body = await _body(receive, self.limit)
@@ -110,6 +111,13 @@ class Gate:
             if missing is not None:
                 tool, need = missing
                 desc = f"{tool} needs the scope {need}"
+                logger.info(
+                    "refused %s a call of %s on %s: it needs %s",
+                    token.subject or "a local client",
+                    tool,
+                    ep.label,
+                    need,
+                )
                 head = challenge(ep, "insufficient_scope", desc, need)
                 return await _answer(send, 403, "insufficient_scope", desc, head)
             receive = _replay(body, receive)
