@@ -68,7 +68,8 @@ class Issuer:
 
     def public_pem(self, kid: str) -> bytes:
         key, _ = self.private[kid]
-        return key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        spki = serialization.PublicFormat.SubjectPublicKeyInfo
+        return key.public_key().public_bytes(serialization.Encoding.PEM, spki)
 
     # ------------------------------------------------------------ tokens
 
@@ -77,11 +78,21 @@ class Issuer:
         base = {"iss": self.url, "sub": sub, "aud": aud, "scope": scope, "iat": now, "exp": now + ttl_s}
         return {**base, **extra}
 
-    def token(self, sub: str, aud: Any, scope: str = "vault:read", *, kid: str | None = None, **extra: Any) -> str:
-        """A JWT signed with key ``kid`` (default: the first published one)."""
+    def token(
+        self,
+        sub: str,
+        aud: Any,
+        scope: str = "vault:read",
+        *,
+        kid: str | None = None,
+        without: tuple[str, ...] = (),
+        **extra: Any,
+    ) -> str:
+        """A JWT signed with key ``kid`` (default: the first published one), without the claims ``without``."""
         kid = kid or self.published[0]
         key, alg = self.private[kid]
-        return jwt.encode(self.claims(sub, aud, scope, **extra), key, algorithm=alg, headers={"kid": kid})
+        claims = {k: v for k, v in self.claims(sub, aud, scope, **extra).items() if k not in without}
+        return jwt.encode(claims, key, algorithm=alg, headers={"kid": kid})
 
     def unsigned(self, sub: str, aud: Any, scope: str = "vault:read") -> str:
         """``alg: none``: no signature at all."""

@@ -287,8 +287,8 @@ def diff(obj: Context, note: str, since: int, until: int | None, valid_at: int |
 @click.option(
     "--caller",
     metavar="ID",
-    help="Instead: the batches MCP tools wrote for this caller (hardened mode: "
-    "a token's caller_id, or stdio / local; mcp outside it).",
+    help="Instead: the batches MCP tools wrote for this caller (an OAuth token's subject; hardened mode: "
+    "a static token's caller_id, or stdio / local; otherwise mcp).",
 )
 @json_option
 @pass_ctx
@@ -556,6 +556,13 @@ def watch(
     "tokens must name, is URL/mcp.",
 )
 @click.option(
+    "--oauth-allow",
+    metavar="WHO",
+    multiple=True,
+    help="Only these may use the vault over OAuth: a subject (the token's sub), group:NAME (its groups claim) "
+    "or * (anyone the issuer signs in). Repeat it; default: anyone holding a valid token, with a warning.",
+)
+@click.option(
     "--oauth-introspection",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also accept opaque tokens by asking the issuer (RFC 7662), with the client_id and client_secret "
@@ -581,6 +588,7 @@ def serve(
     tls_key: Path | None,
     oauth_issuer: str | None,
     public_url: str | None,
+    oauth_allow: tuple[str, ...],
     oauth_introspection: Path | None,
     manifest_path: Path | None,
 ) -> None:
@@ -612,6 +620,7 @@ def serve(
             oauth_issuer=oauth_issuer,
             public_url=public_url,
             oauth_introspection=oauth_introspection,
+            oauth_allow=oauth_allow,
         )
         manifest = hardened.prepare(manifest_path, given, echo=_say)  # every refusal before the heavy imports
         from ..server import launch
@@ -637,7 +646,7 @@ def serve(
         config = dataclasses.replace(
             config, watcher_options={**(config.watcher_options or {}), "describe": _refusal(vault_dir)}
         )
-    oauth = from_flags(oauth_issuer, public_url, oauth_introspection)
+    oauth = from_flags(oauth_issuer, public_url, oauth_introspection, oauth_allow)
     http = launch.plain_http(bind, token_file, tls_cert, tls_key, oauth)
     launch.run(config, http, _say, warn=lambda line: click.secho(line, err=True, fg="red", bold=True))
 

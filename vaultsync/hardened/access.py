@@ -124,11 +124,16 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def from_flags(issuer: str | None, public_url: str | None, introspection: Path | None) -> OAuthSettings | None:
-    """``--oauth-issuer``, ``--public-url`` and ``--oauth-introspection`` as settings (None: no OAuth)."""
+def from_flags(
+    issuer: str | None, public_url: str | None, introspection: Path | None, allow: Iterable[str] = ()
+) -> OAuthSettings | None:
+    """``--oauth-issuer``, ``--public-url``, ``--oauth-introspection`` and ``--oauth-allow`` as settings (None: no
+    OAuth). Those ``allow`` names may do what their tokens' scopes say; nobody else may use the vault."""
+    allow = tuple(allow)
     if issuer is None and public_url is None:
-        if introspection is not None:
-            raise ConfigError("--oauth-introspection needs --oauth-issuer and --public-url")
+        if introspection is not None or allow:
+            option = "--oauth-introspection" if introspection is not None else "--oauth-allow"
+            raise ConfigError(f"{option} needs --oauth-issuer and --public-url")
         return None
     if issuer is None or public_url is None:
         raise ConfigError("an OAuth resource server needs both --oauth-issuer and --public-url")
@@ -136,6 +141,7 @@ def from_flags(issuer: str | None, public_url: str | None, introspection: Path |
         issuer=check_url(issuer, "--oauth-issuer"),
         public_url=_base(public_url, "--public-url"),
         introspection_file=introspection,
+        grant=Grant(admin=allow),
     )
 
 

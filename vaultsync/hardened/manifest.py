@@ -237,6 +237,8 @@ def load_manifest(path: Path) -> Manifest:
         if http is None:
             raise _fail(path, "oauth", "an OAuth resource server serves HTTP: add an [http] table with bind")
         oauth = read_oauth(path, data["oauth"], lambda value: where(value) or base)
+        if oauth.vaults and "vault_name" in data:
+            raise _fail(path, "vault_name", "a hosted server names its vaults in [[oauth.vaults]]")
 
     return Manifest(
         path=path,

@@ -107,7 +107,10 @@ class Guard:
         audit: AuditLog | None,
         sequential: Iterable[str] = (),
         same_as: Mapping[str, str] | None = None,
+        vault: str | None = None,
     ) -> None:
+        self.vault = vault
+        """The vault's name in the records, on a hosted server (several vaults share the log)."""
         self.rules = manifest.role_filter
         self.same_as = dict(same_as or {})
         """Tools the manifest cannot name, allowed to whoever may call the tool named here (a view's own tools)."""
@@ -171,7 +174,9 @@ class Guard:
     async def _deny(self, caller: Caller, name: str, reason: str) -> None:
         if self.audit is not None:
             audit = self.audit
-            await self._record(lambda: audit.denial(caller_id=caller.caller_id, tool_name=name, reason=reason))
+            await self._record(
+                lambda: audit.denial(caller_id=caller.caller_id, tool_name=name, reason=reason, vault=self.vault)
+            )
 
     async def _audited(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext, caller: Caller, name: str, arguments: Any
@@ -185,7 +190,9 @@ class Guard:
         started, clock = now_micros(), time.perf_counter()
 
         def begin() -> int:
-            return audit.begin(caller_id=caller.caller_id, tool=name, arguments=arguments, started=started)
+            return audit.begin(
+                caller_id=caller.caller_id, tool=name, arguments=arguments, started=started, vault=self.vault
+            )
 
         def finish(seq: int, result: Any, ok: bool) -> None:
             audit.finish(
@@ -261,15 +268,19 @@ def guard(
     keystore: Keystore | None = None,
     sequential: Iterable[str] = (),
     same_as: Mapping[str, str] | None = None,
+    audit: AuditLog | None = None,
+    vault: str | None = None,
 ) -> list[Guard]:
     """The middleware the manifest asks for: none without ``[role_filter]``, ``audit_log_path`` and an
     ``allowed_tools`` that leaves ``read_note`` out. ``keystore``: the manifest's, loaded once by the
-    caller, signs the audit records."""
+    caller, signs the audit records. ``audit``: a log already open (a hosted server's vaults share one),
+    its records naming ``vault``."""
     if manifest is None or (
         manifest.role_filter is None
         and manifest.audit_log_path is None
         and (manifest.allowed_tools is None or READS in manifest.allowed_tools)
     ):
         return []
-    audit = AuditLog(manifest.audit_log_path, manifest.db_path, keystore) if manifest.audit_log_path else None
-    return [Guard(manifest, audit, sequential, same_as)]
+    if audit is None and manifest.audit_log_path:
+        audit = AuditLog(manifest.audit_log_path, manifest.db_path, keystore)
+    return [Guard(manifest, audit, sequential, same_as, vault)]

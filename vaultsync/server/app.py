@@ -43,16 +43,19 @@ def build_server(config: ServeConfig) -> MCPServer:
     return server_for(ServedVault(config))
 
 
-def server_for(served: ServedVault, *, app: bool = True) -> MCPServer:
+def server_for(served: ServedVault, *, app: bool = True, audit: Any = None, vault: str | None = None) -> MCPServer:
     """The MCP server over ``served`` (whose ``running()`` is the server's lifespan): for callers that
     keep the served vault, such as tests looking at its reader and writer. ``app=False``: without the
-    note-history MCP App (the server a client without apps support sees)."""
+    note-history MCP App (the server a client without apps support sees). ``audit``, ``vault``: one vault of
+    a hosted server, whose vaults share the audit log (``AuditLog``) and are named in it."""
     config = served.config
     manifest = config.manifest
     keystore = load_keystore(manifest.keystore_path) if manifest is not None and manifest.keystore_path else None
     tools, writes = _tools(served, manifest, keystore)
     # role filter and audit log (none without a manifest asking for them); the view's tools go with note_history
-    guards = guard(manifest, keystore, sequential=writes, same_as=dict.fromkeys(APP_TOOLS, SHOWN_ON))
+    guards = guard(
+        manifest, keystore, sequential=writes, same_as=dict.fromkeys(APP_TOOLS, SHOWN_ON), audit=audit, vault=vault
+    )
     apps = None
     if app and (manifest is None or manifest.allowed_tools is None):  # a manifest's tool list is exact: no view
         tools, apps = attach_history_app(tools, served, _may_restore(tools, guards, config.oauth))

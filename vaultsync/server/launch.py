@@ -152,6 +152,7 @@ def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: 
     assert http.oauth is not None
     oauth = http.oauth
     protected, first = [], None
+    audit = _shared_audit(configs[0][1].manifest) if configs else None
     for vault, config in configs:
 
         def announce(served: ServedVault, vault: HostedVault = vault) -> None:
@@ -162,7 +163,8 @@ def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: 
 
         served = ServedVault(replace(config, announce=announce))
         first = first or served
-        protected.append(Protected(server_for(served), vault.name, vault.grant, served.allow_writes))
+        mcp = server_for(served, audit=audit, vault=vault.name)
+        protected.append(Protected(mcp, vault.name, vault.grant, served.allow_writes))
     warning = t.clear_text_warning(http.host, http.tls)
     if warning and not oauth.public_url.startswith("https://"):
         (warn or say)(f"vaultsync: {warning}")
@@ -179,6 +181,17 @@ def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: 
             protected=protected,
         )
     )
+
+
+def _shared_audit(manifest: Manifest | None) -> Any:
+    """The one audit log every vault of a hosted server appends to (None: the manifest keeps none)."""
+    if manifest is None or manifest.audit_log_path is None:
+        return None
+    from ..hardened.audit import AuditLog
+    from ..hardened.keystore import load_keystore
+
+    keystore = load_keystore(manifest.keystore_path) if manifest.keystore_path else None
+    return AuditLog(manifest.audit_log_path, manifest.db_path, keystore)
 
 
 def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = None) -> None:
@@ -200,6 +213,9 @@ def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = Non
         warning = t.clear_text_warning(http.host, http.tls)
         if warning and not (http.oauth is not None and http.oauth.public_url.startswith("https://")):
             (warn or say)(f"vaultsync: {warning}")
+        if http.oauth is not None and http.oauth.grant.open:
+            how = "list who may in [oauth] read/write/admin" if config.manifest else "name who may with --oauth-allow"
+            (warn or say)(f"vaultsync: WARNING: anyone the OAuth issuer signs in may use this vault; {how}")
         if http.generated:
             say(f"vaultsync: bearer token (shown once; send 'Authorization: Bearer <token>'): {http.token}")
 

@@ -72,9 +72,12 @@ def metadata_route(settings: OAuthSettings, ep: Endpoint) -> Route:
 
 
 def public_security(settings: OAuthSettings, base: TransportSecuritySettings) -> TransportSecuritySettings:
-    """``base`` with the public URL's host and origin allowed too (what the proxy forwards)."""
+    """``base`` with the public URL's host (with any port, or none: a proxy may forward the name alone) and its
+    origin allowed too."""
     parts = urlsplit(settings.public_url)
-    hosts = [parts.netloc, f"{parts.hostname}:*"] if parts.port is None else [parts.netloc]
+    name = parts.hostname or ""
+    name = f"[{name}]" if ":" in name else name
+    hosts = [name, f"{name}:*"]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[*base.allowed_hosts, *hosts],

@@ -89,7 +89,7 @@ class Gate:
             return await _answer(send, 400, "invalid_request", desc, challenge(ep, "invalid_request", desc))
         raw = _bearer(scope)
         if raw is None:
-            return await _answer(send, 401, "invalid_token", "authentication required", challenge(ep))
+            return await _answer(send, 401, None, "authentication required", challenge(ep))
         checked = await self.verifier.check(raw, ep.resource)
         if isinstance(checked, str):
             logger.info("refused a bearer token: %s", checked)
@@ -101,6 +101,7 @@ class Gate:
                 head = challenge(ep, "insufficient_scope", desc, READ)
                 return await _answer(send, 403, "insufficient_scope", desc, head)
             desc = f"{checked.subject} may not use {ep.label}"
+            logger.info("refused %s: not granted %s", checked.subject, ep.label)
             return await _answer(send, 403, "access_denied", desc, challenge(ep, scope=None))
         if scope["method"] == "POST":
             body = await _body(receive, self.limit)
@@ -110,6 +111,13 @@ class Gate:
             if missing is not None:
                 tool, need = missing
                 desc = f"{tool} needs the scope {need}"
+                logger.info(
+                    "refused %s a call of %s on %s: it needs %s",
+                    token.subject or "a local client",
+                    tool,
+                    ep.label,
+                    need,
+                )
                 head = challenge(ep, "insufficient_scope", desc, need)
                 return await _answer(send, 403, "insufficient_scope", desc, head)
             receive = _replay(body, receive)
@@ -179,8 +187,9 @@ def _missing_scope(body: bytes, scopes: list[str]) -> tuple[str, str] | None:
     return None
 
 
-async def _answer(send: Any, status: int, error: str, description: str, www: str | None) -> None:
-    body = json.dumps({"error": error, "error_description": description}).encode()
+async def _answer(send: Any, status: int, error: str | None, description: str, www: str | None) -> None:
+    shown = {"error": error, "error_description": description} if error else {"message": description}
+    body = json.dumps(shown).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if www is not None:
         headers.append((b"www-authenticate", www.encode()))

@@ -5,7 +5,8 @@
   ``issuer`` must equal the configured one exactly; it names ``jwks_uri`` (and ``introspection_endpoint``).
 - ``key(kid)``: the JWK with that key id. Keys are cached for ``CACHE_S``; a key id not in the cache refetches the
   set, at most once per ``jwks_refresh_s`` (a token naming random key ids cannot make the server hammer the
-  issuer), and only one fetch runs at a time. At most ``MAX_KEYS`` keys are kept, each document at most
+  issuer), and only one fetch runs at a time; after a failed fetch the keys held are kept and the next try
+  waits ``RETRY_S``. At most ``MAX_KEYS`` keys are kept, each document at most
   ``MAX_DOCUMENT_BYTES``.
 """
 
@@ -27,6 +28,9 @@ logger = logging.getLogger(__name__)
 
 CACHE_S = 300.0
 """How long fetched keys are used before the set is fetched again."""
+RETRY_S = 5.0
+"""After a failed fetch, how long the keys held are used before the next try (an issuer that is down is not
+asked on every request)."""
 MAX_KEYS = 32
 MAX_DOCUMENT_BYTES = 256 * 1024
 FETCH_TIMEOUT_S = 10.0
@@ -128,7 +132,9 @@ class IssuerKeys:
                 document = await self._get(metadata["jwks_uri"])
             except (httpx2.HTTPError, ConfigError) as exc:
                 logger.warning("vaultsync: cannot fetch the OAuth issuer's keys: %s", exc)
-                return  # keep the keys held; a token signed by a new key waits for the next try
+                # keep the keys held, and try again after RETRY_S
+                self.fetched = max(self.fetched, time.monotonic() - CACHE_S + RETRY_S)
+                return
             self.fetches += 1
             self.fetched = time.monotonic()
             keys = (document or {}).get("keys")

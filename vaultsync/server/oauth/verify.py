@@ -10,6 +10,9 @@ A JWT is accepted only when all of these hold (each refusal says which did not):
   key of that ``kid``, ``aud`` (a string or a list) names this resource's canonical URL (RFC 8707), ``exp`` is
   in the future and ``nbf``/``iat`` not (``leeway_s`` either way), and it names a ``sub``.
 
+A JWT once accepted is remembered (by its SHA-256, for this audience) until it expires, for at most
+``REMEMBER_S`` and ``REMEMBERED`` tokens: the next request with it costs a hash, not a signature check.
+
 The result is the SDK's ``AccessToken``: ``subject`` the ``sub``, ``scopes`` the ``scope`` (or ``scp``) claim,
 ``claims`` the issuer and the groups. Static tokens come back with every scope and no subject (the operator's
 own clients). The token is never sent anywhere but, when it is opaque, to the issuer's introspection endpoint.
@@ -17,7 +20,10 @@ own clients). The token is never sent anywhere but, when it is opaque, to the is
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import time
+from collections import OrderedDict
 from typing import Any, Protocol
 
 import jwt
@@ -30,6 +36,9 @@ logger = logging.getLogger(__name__)
 
 Refusal = str
 """Why a token was refused, for ``error_description`` (never the token itself)."""
+
+REMEMBER_S = 300.0
+REMEMBERED = 4096
 
 
 class TokenCheck(Protocol):
@@ -85,6 +94,7 @@ class TokenVerifier:
         self.keys = keys
         self.static = static
         self.introspection = introspection
+        self.remembered: OrderedDict[str, tuple[float, AccessToken]] = OrderedDict()
 
     async def check(self, token: str, audience: str) -> AccessToken | Refusal:
         """The verified token for ``audience``, or why it is refused."""
@@ -92,14 +102,23 @@ class TokenVerifier:
             local = await self.static.verify_token(token)
             if local is not None:
                 return AccessToken(token=token, client_id=local.client_id, scopes=list(SCOPES))
+        key = hashlib.sha256(f"{audience}\n{token}".encode()).hexdigest()
+        held = self.remembered.get(key)
+        if held is not None and held[0] > time.time():
+            return held[1]
         try:
             header = jwt.get_unverified_header(token)
             unverified = jwt.decode(token, options={"verify_signature": False})
         except jwt.PyJWTError:
-            if self.introspection is not None:
+            if self.introspection is not None:  # it keeps its own, shorter memory (a token may be revoked)
                 return await self.introspection.check(token, audience)
             return "the token is not a JWT this server can verify"
-        return await self._jwt(token, header, unverified, audience)
+        checked = await self._jwt(token, header, unverified, audience)
+        if isinstance(checked, AccessToken) and checked.expires_at is not None:
+            self.remembered[key] = (min(float(checked.expires_at), time.time() + REMEMBER_S), checked)
+            while len(self.remembered) > REMEMBERED:
+                self.remembered.popitem(last=False)
+        return checked
 
     async def _jwt(self, token: str, header: dict[str, Any], unverified: dict[str, Any], audience: str) -> Any:
         settings = self.settings
