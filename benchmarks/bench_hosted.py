@@ -156,7 +156,7 @@ async def drive(deployment: Any, sizes: dict[str, Any], queries: list[str], past
 
 def postgres_copy(work: Path, sqlite_db: Path, quick: bool) -> tuple[Any, str]:
     """A PostgreSQL server holding the Hub history (copied from ``sqlite_db`` once; the cluster is kept in
-    ``work/pg`` for full runs) and its connection string."""
+    ``work/pg`` for full runs: stop it with ``keep=True``) and its connection string."""
     import pgserver  # tests/support/pgserver.py
     import psycopg
 
@@ -239,6 +239,6 @@ def run(quick: bool) -> dict[str, Any]:
                 print(f"{engine}: {results[engine]}", file=sys.stderr, flush=True)
         finally:
             issuer.stop()
-            pg.stop()
+            pg.stop(keep=not quick)  # a full run keeps its copy of the Hub history for the next
     results["load_average_end"] = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return flatten(results)

@@ -41,7 +41,7 @@ import apsw
 
 from ...embed.tokenizer import TOKENIZE, KeywordQuery, indexed_text
 from ..codec import unpack
-from .keyword import Scored, order_key
+from .keyword import Scored
 
 POOL = 200
 """BM25 candidates re-ranked."""
@@ -275,13 +275,15 @@ def rerank(
     wanted = QueryTokens.of(query)
     whole = QueryTokens.of(typed) if typed is not None else None
     texts: dict[int, str] = {}
+    keys: dict[int, tuple[str, int]] = {}  # the tie-break (``keyword.order_key``), read with the texts
     bodies: dict[int, str] = {}  # candidates sharing a text (copies, unchanged chunks) unpack it once
-    for row_id, heading, text_id, body, title, aliases in con.execute(
-        """SELECT c.id, c.heading_path, c.text_id, t.body, n.title, n.aliases FROM chunks c
+    for row_id, heading, text_id, body, title, aliases, path, ord_ in con.execute(
+        """SELECT c.id, c.heading_path, c.text_id, t.body, n.title, n.aliases, n.path, c.ord FROM chunks c
                JOIN texts t ON t.id = c.text_id JOIN notes n ON n.id = c.note_id
                WHERE c.id IN (SELECT value FROM json_each(?))""",
         (json.dumps([s.row_id for s in pool]),),
     ):
+        keys[row_id] = (path, ord_)
         if text_id not in bodies:
             bodies[text_id] = unpack(body)
         texts[row_id] = indexed_text(title, json.loads(aliases or "[]"), json.loads(heading), bodies[text_id])
@@ -291,7 +293,6 @@ def rerank(
         for s, sig in zip(pool, found):
             sig["vector"] = cosines.get(s.row_id, 0.0)
     final = combine([s.score for s in pool], found, question)
-    keys = order_key(con, pool)
     out = [(Scored(s.row_id, f), {"bm25": s.score, **sig}) for s, f, sig in zip(pool, final, found)]
     out.sort(key=lambda item: (-item[0].score, keys[item[0].row_id]))
     return out
