@@ -93,4 +93,3 @@ async def test_an_expired_access_token_is_refreshed_without_a_second_sign_in(ser
     assert len(storage.tokens_seen) >= 2 and storage.tokens is not None
     assert storage.tokens.access_token != first.access_token
     assert claims(storage.tokens.access_token)["sub"] == "bob"
-
