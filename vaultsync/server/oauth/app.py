@@ -41,6 +41,8 @@ class Protected:
     vault: str | None
     grant: Grant
     writes: bool
+    audit: Any = None
+    """The hardened mode's audit log (``AuditLog``), which records the gate's refusals too."""
 
 
 def endpoint(settings: OAuthSettings, vault: str | None, grant: Grant, writes: bool) -> Endpoint:
@@ -113,7 +115,8 @@ def resource_server_app(
             streamable_http_path=ep.path, max_request_body_size=limit, transport_security=security, host=host
         )
         inner.append(app)
-        all_routes += [metadata_route(settings, ep), Route(ep.path, endpoint=Gate(app, ep, verifier, limit))]
+        gate = Gate(app, ep, verifier, limit, audit=vault.audit, vault=vault.vault)
+        all_routes += [metadata_route(settings, ep), Route(ep.path, endpoint=gate)]
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:
