@@ -168,11 +168,12 @@ def test_a_token_without_any_vault_scope_is_403_asking_for_read(server: dict[str
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # auto negotiates 2026-07-28
 async def test_a_read_only_token_sees_no_write_tool_and_a_call_is_403_naming_the_scope(
-    server: dict[str, Any], issuer: Issuer
+    server: dict[str, Any], issuer: Issuer, mode: str
 ) -> None:
     token = issuer.token("reader", server["url"], scope="vault:read")
-    async with Client(authed(server["url"], token)) as c:
+    async with Client(authed(server["url"], token), mode=mode) as c:
         names = {t.name for t in (await c.list_tools()).tools}
         assert "search_notes" in names and not names & WRITES
     answer = post(server["url"], call("create_note", {"path": "X.md", "content": "x"}), token)
