@@ -272,3 +272,9 @@ async def test_one_vault_by_manifest_with_its_own_grant(tmp_path: Path, issuer: 
     assert ("call", "alice", "search_notes") in records and ("denial", "bob", "initialize") in records
     ran = cli("audit", "verify", str(tmp_path / "conf" / "audit.jsonl"), db=db, env=scrubbed_overrides())
     assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+def test_the_probes_answer_for_every_vault_without_a_token(hosted: dict[str, Any]) -> None:
+    ready = httpx2.get(f"{hosted['origin']}/ready", timeout=30)
+    assert ready.status_code == 200
+    assert ready.json() == {"status": "ready", "database": "ok", "vault_current": None, "watcher_lag_seconds": None}

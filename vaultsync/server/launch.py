@@ -151,7 +151,7 @@ def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: 
 
     assert http.oauth is not None
     oauth = http.oauth
-    protected, first = [], None
+    protected, served_all = [], []
     audit = _shared_audit(configs[0][1].manifest) if configs else None
     for vault, config in configs:
 
@@ -162,7 +162,7 @@ def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: 
             say(f"vaultsync: serving vault '{vault.name}' (hardened, OAuth) at {oauth.resource(vault.name)}")
 
         served = ServedVault(replace(config, announce=announce))
-        first = first or served
+        served_all.append(served)
         mcp = server_for(served, audit=audit, vault=vault.name)
         protected.append(Protected(mcp, vault.name, vault.grant, served.allow_writes, audit=audit))
     warning = t.clear_text_warning(http.host, http.tls)
@@ -176,7 +176,7 @@ def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: 
             token=None,
             tls=http.tls,
             verifier=http.verifier,
-            served=first,
+            served=served_all,
             oauth=oauth,
             protected=protected,
         )
