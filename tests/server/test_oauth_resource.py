@@ -79,8 +79,11 @@ def challenge(response: httpx2.Response) -> str:
     return response.headers.get("www-authenticate", "")
 
 
-def test_the_metadata_document_names_the_issuer_and_the_resource(server: dict[str, Any], issuer: Issuer) -> None:
-    answer = httpx2.get(f"{server['public']}/.well-known/oauth-protected-resource/mcp", timeout=30)
+@pytest.mark.parametrize("path", ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"])
+def test_the_metadata_document_names_the_issuer_and_the_resource(
+    server: dict[str, Any], issuer: Issuer, path: str
+) -> None:
+    answer = httpx2.get(f"{server['public']}{path}", timeout=30)
     assert answer.status_code == 200
     assert answer.json() == {
         "resource": server["url"],
