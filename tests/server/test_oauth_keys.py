@@ -69,3 +69,17 @@ async def test_a_token_expired_within_the_leeway_is_taken_beyond_it_not(issuer: 
         assert not isinstance(listed, str) and "vault:write" in listed.scopes
     finally:
         await keys.aclose()
+
+
+@pytest.mark.anyio
+async def test_the_subject_may_come_from_another_claim(issuer: Issuer) -> None:
+    settings = OAuthSettings(issuer=issuer.url, public_url="http://127.0.0.1:1", subject_claim="preferred_username")
+    keys = IssuerKeys(settings)
+    verifier = TokenVerifier(settings, keys)
+    try:
+        named = await verifier.check(issuer.token("9f1c-opaque", AUDIENCE, preferred_username="alice"), AUDIENCE)
+        assert not isinstance(named, str) and named.subject == "alice"
+        unnamed = await verifier.check(issuer.token("9f1c-opaque", AUDIENCE), AUDIENCE)
+        assert unnamed == "the token names no subject (preferred_username)"
+    finally:
+        await keys.aclose()

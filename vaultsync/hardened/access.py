@@ -89,6 +89,9 @@ class OAuthSettings:
     jwks_refresh_s: float = 5.0
     """Least time between two fetches of the issuer's keys for a token signed with a key id not known yet."""
     groups_claim: str = "groups"
+    subject_claim: str = "sub"
+    """The claim naming the person in grants, the audit log and ``changes --caller`` (e.g. ``preferred_username``
+    where ``sub`` is an opaque id); a token without it is refused."""
     introspection_file: Path | None = None
     """A TOML file (mode 600) with ``client_id`` and ``client_secret`` for RFC 7662 introspection of opaque tokens."""
     resource_name: str | None = None
@@ -159,6 +162,7 @@ _OAUTH = {
     "leeway_s": "number",
     "jwks_refresh_s": "number",
     "groups_claim": "str",
+    "subject_claim": "str",
     "introspection_file": "path",
     "resource_name": "str",
     "read": "names",
@@ -200,6 +204,7 @@ def read_oauth(path: Path, table: dict[str, Any], where: Callable[[str], Path]) 
         leeway_s=float(table.get("leeway_s", 30)),
         jwks_refresh_s=float(table.get("jwks_refresh_s", 5)),
         groups_claim=table.get("groups_claim", "groups"),
+        subject_claim=table.get("subject_claim", "sub"),
         introspection_file=where(table["introspection_file"]) if "introspection_file" in table else None,
         resource_name=table.get("resource_name"),
         grant=grant,
