@@ -15,7 +15,8 @@ A JWT once accepted is remembered (by its SHA-256, for this audience) until it e
 
 The result is the SDK's ``AccessToken``: ``subject`` the ``sub`` (or the settings' ``subject_claim``),
 ``scopes`` the ``scope`` (or ``scp``) claim, ``claims`` the issuer and the groups. Static tokens come back with
-every scope and no subject (the operator's own clients). The token is never sent anywhere but, when it is opaque, to the issuer's introspection endpoint.
+every scope and no subject (the operator's own clients). The token is never sent anywhere but, when it is
+opaque, to the issuer's introspection endpoint.
 """
 
 from __future__ import annotations
