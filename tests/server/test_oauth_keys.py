@@ -30,6 +30,10 @@ def test_metadata_urls_follow_rfc_8414_then_openid() -> None:
         "https://id.example.com/.well-known/openid-configuration/realms/x",
         "https://id.example.com/realms/x/.well-known/openid-configuration",
     ]
+    assert metadata_urls("https://tenant.example.com/") == [  # an issuer ending in a slash keeps it elsewhere
+        "https://tenant.example.com/.well-known/oauth-authorization-server",
+        "https://tenant.example.com/.well-known/openid-configuration",
+    ]
 
 
 @pytest.mark.anyio

@@ -105,8 +105,9 @@ class OAuthSettings:
         return f"{self.public_url}/mcp" if vault is None else f"{self.public_url}/vaults/{vault}/mcp"
 
 
-def check_url(value: str, what: str) -> str:
-    """``value`` as an absolute https URL (http only on loopback) without query or fragment, no trailing slash."""
+def check_url(value: str, what: str, *, keep_slash: bool = False) -> str:
+    """``value`` as an absolute https URL (http only on loopback) without query or fragment; without a trailing
+    slash unless ``keep_slash`` (an issuer is compared exactly as its metadata states it, slash and all)."""
     parts = urlsplit(value.strip())
     host = parts.hostname or ""
     if parts.scheme not in ("https", "http") or not host:
@@ -115,7 +116,7 @@ def check_url(value: str, what: str) -> str:
         raise ConfigError(f"{what} {value!r}: must be https (plain http is accepted on loopback only)")
     if parts.query or parts.fragment or parts.username or parts.password:
         raise ConfigError(f"{what} {value!r}: no query, fragment or user name in it")
-    return value.strip().rstrip("/")
+    return value.strip() if keep_slash else value.strip().rstrip("/")
 
 
 def _loopback(host: str) -> bool:
@@ -141,7 +142,7 @@ def from_flags(
     if issuer is None or public_url is None:
         raise ConfigError("an OAuth resource server needs both --oauth-issuer and --public-url")
     return OAuthSettings(
-        issuer=check_url(issuer, "--oauth-issuer"),
+        issuer=check_url(issuer, "--oauth-issuer", keep_slash=True),
         public_url=_base(public_url, "--public-url"),
         introspection_file=introspection,
         grant=Grant(admin=allow),
@@ -180,7 +181,8 @@ def read_oauth(path: Path, table: dict[str, Any], where: Callable[[str], Path]) 
         if key not in table:
             raise fail(path, f"oauth.{key}", "missing: an OAuth resource server names its issuer and public URL")
     try:
-        issuer, public = check_url(table["issuer"], "issuer"), _base(table["public_url"], "public_url")
+        issuer = check_url(table["issuer"], "issuer", keep_slash=True)
+        public = _base(table["public_url"], "public_url")
     except ConfigError as exc:
         raise fail(path, "oauth", str(exc)) from None
     algorithms = tuple(table.get("algorithms", ASYMMETRIC))
