@@ -213,3 +213,12 @@ async def test_the_static_token_of_local_clients_still_works(server: dict[str, A
 
 def test_the_probes_need_no_token(server: dict[str, Any]) -> None:
     assert httpx2.get(f"{server['public']}/health", timeout=30).status_code == 200
+
+
+def test_a_malformed_body_with_a_good_token_reaches_the_mcp_handler(server: dict[str, Any], issuer: Issuer) -> None:
+    """The gate reads the body only to find tool calls: what it cannot parse is answered by the MCP handler."""
+    token = issuer.token("alice", server["url"])
+    headers = {**HEADERS, "Authorization": f"Bearer {token}"}
+    answer = httpx2.post(server["url"], content=b"{not json", headers=headers, timeout=30)
+    assert answer.status_code == 400 and "www-authenticate" not in answer.headers
+    assert answer.json()["error"]["code"] == -32700  # JSON-RPC parse error
