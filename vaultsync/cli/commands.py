@@ -132,6 +132,37 @@ def import_(
     finally:
         bar.close()
     _print_import(vault.name, summary, payload, as_json=as_json, from_git=from_git)
+    _fill_vectors(vault, not as_json)
+
+
+def _fill_vectors(vault: Any, say: bool) -> None:
+    """After an import: the semantic vectors the batch left to fill, before exiting, newest notes first; searching
+    by words works meanwhile. Interrupted (Ctrl-C), or while another process holds the writer role, the rest is
+    left to the vault's next writer (its watcher fills them)."""
+    from ..errors import LockedError
+
+    found = vault.vector_progress()
+    if not found or found["filled"] >= found["total"] or vault.lock_holder() is not None:
+        return
+    left = found["total"] - found["filled"]
+    if say:
+        click.echo(
+            f"semantic vectors: filling {left:,} texts (search works by words meanwhile; "
+            "Ctrl-C leaves the rest to the vault's watcher)",
+            err=True,
+        )
+    bar, done = Bar("embedding", say), 0
+    try:
+        while done < left and (filled := vault.fill_vectors()):  # the current texts (the past ones: the watcher)
+            done += filled
+            bar(min(done, left), left)
+    except KeyboardInterrupt:
+        bar.close()
+        click.echo("stopped filling semantic vectors: the vault's watcher (or next import) fills the rest", err=True)
+        raise SystemExit(130) from None
+    except LockedError:  # a watcher started meanwhile: it fills them
+        pass
+    bar.close()
 
 
 def _scan(vault: Any, *, progress: Any, **options: Any) -> Any:
@@ -356,7 +387,9 @@ def stats(obj: Context, as_json: bool) -> None:
         echo_json(result)
         return
     for key, value in result.items():
-        if value is not None or key != "vector_search":
+        if key == "semantic_vectors" and value:
+            value = f"{value['filled']:,} of {value['total']:,} current texts ({value['embedder']})"
+        if value is not None or key not in ("vector_search", "semantic_vectors"):
             click.echo(f"{key:>16}: {value}")
 
 

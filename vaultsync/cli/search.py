@@ -124,6 +124,10 @@ def search(
             f"{'  › ' + where_in if where_in else ''}  ({lines})"
         )
         click.echo(f"    {_bold(hit['snippet'])}")
+    if result.vectors:  # still being filled: say how far, once per search
+        from ..store.search.backfill import Progress
+
+        click.echo(Progress(**result.vectors).sentence(), err=True)
     _semantic_note(result.mode, result.query, result.semantic)
 
 

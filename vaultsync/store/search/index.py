@@ -100,7 +100,11 @@ class SearchIndexer:
             self.mismatch = check_embedder(con, self.embedder)
         if embedder is not None and self.mismatch:
             raise self.mismatch
-        self.ahead = functools.partial(embed_ahead, self.embedder.embedder_id, con.db_filename("main") or None)
+        self.ahead = (
+            None
+            if self.embedder.background  # filled after the batch (``backfill``), not by parse workers
+            else functools.partial(embed_ahead, self.embedder.embedder_id, con.db_filename("main") or None)
+        )
         self._checked = None
         self._live_ready: set[int] = set()
         self._max_doc = None
@@ -175,7 +179,7 @@ class SearchIndexer:
         live = self._live(con, vault_id)
         new_docs: list[tuple[int, str]] = []
         docs = self._hold_docs(con, [text for _, text in rows], new_docs, batch_id)
-        if new_docs:
+        if new_docs and not self.embedder.background:  # a background embedder's are filled after (``backfill``)
             write_vectors(con, self.embedder, new_docs)
         tokens = sum(length for _, length in docs if length >= 0)
         held = [doc_id for doc_id, length in docs if length < 0]
