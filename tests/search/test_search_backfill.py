@@ -141,7 +141,7 @@ def now_known(chunks: list[dict[str, Any]]) -> str:
 def test_a_first_import_fills_the_most_recently_modified_notes_first(tmp_path: Path) -> None:
     root = tmp_path / "vault"
     root.mkdir()
-    for i, name in enumerate(["old", "newest", "middle"]):
+    for name in ["old", "newest", "middle"]:
         (root / f"{name}.md").write_text(f"# {name}\n\nthe {name} note about gardens\n", encoding="utf-8")
     for name, mtime in [("old", 1_000_000), ("middle", 2_000_000), ("newest", 3_000_000)]:
         os.utime(root / f"{name}.md", (mtime, mtime))

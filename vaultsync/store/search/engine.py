@@ -184,7 +184,8 @@ def search(
     else:
         embedder = embedder or query_embedder(con)
         ranked = _default(con, rankers, snap, parsed, query, allowed, limit, embedder, parts)
-    hits = _hits(con, vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked}, parts, parsed)
+    shown = everyday.marked(parsed) if mode == DEFAULT_MODE else parsed  # what the snippets mark
+    hits = _hits(con, vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked}, parts, shown)
     filling = None
     if mode != "keyword" and embedder is not None and embedder.background and (mode == "vector" or embedder.fuse):
         found = rankers.progress(con, vault_id, embedder.embedder_id)
