@@ -23,6 +23,11 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+# New databases get the hashed embedder unless a test asks for another: with the semantic extra installed (as in
+# the dev environment) the default would be the semantic model, slow and not what the tests measure. Set here, at
+# import, so that session fixtures and every subprocess inherit it.
+os.environ.setdefault("VAULTSYNC_EMBEDDER", "hash")
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 CORPORA = SHARED / "corpora"

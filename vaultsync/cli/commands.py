@@ -89,7 +89,8 @@ class Bar:
     "--embedder",
     default=None,
     metavar="NAME",
-    help="Embedder of a new database's vectors: hash (built in) or minilm (the semantic extra).",
+    help="Embedder of a new database's vectors: minilm (the semantic extra; the default when it is installed, "
+    "its vectors filled after the import) or hash (built in; the default otherwise). Env: VAULTSYNC_EMBEDDER.",
 )
 @click.option(
     "--allow-mass-delete",

@@ -135,7 +135,7 @@ class PgStore(Store):
     def _attach_search(self, embedder: Any = None) -> None:
         """The indexer of batches written here, with the store's embedder (recorded on first use, as SQLite
         does: a store's vectors are never mixed); texts indexed before m004 get their vectors now."""
-        from ...embed.embedders import DEFAULT_EMBEDDER, EMBEDDERS, get_embedder
+        from ...embed.embedders import DEFAULT_EMBEDDER, EMBEDDERS, default_embedder, get_embedder
         from ..search.embedding import check_embedder, unknown_embedder
         from ..search.schema import meta
         from . import vectors
@@ -145,7 +145,8 @@ class PgStore(Store):
         with self.db.atomic() as con:
             name = meta(con, "embedder")
             if name is None:
-                name = DEFAULT_EMBEDDER if chosen is None else chosen.embedder_id
+                fresh = con.raw.execute("SELECT 1 FROM search_docs LIMIT 1").fetchone() is None  # else: hashed
+                name = chosen.embedder_id if chosen else default_embedder() if fresh else DEFAULT_EMBEDDER
                 vectors.set_meta(con, "embedder", name)
                 vectors.set_meta(con, "embedder_signature", (chosen or get_embedder(name)).signature)
             mismatch: ProviderError | None

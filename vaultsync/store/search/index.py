@@ -22,7 +22,7 @@ import logging
 
 import apsw
 
-from ...embed.embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
+from ...embed.embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, default_embedder, get_embedder
 from ...embed.tokenizer import TOKENIZE, indexable, indexed_text
 from ...errors import ProviderError
 from ..codec import content_key, unpack
@@ -89,7 +89,8 @@ class SearchIndexer:
         with con:
             name = meta(con, "embedder")
             if name is None:
-                name = DEFAULT_EMBEDDER if embedder is None else embedder.embedder_id
+                fresh = con.execute("SELECT 1 FROM search_docs LIMIT 1").fetchone() is None  # else: hashed vectors
+                name = embedder.embedder_id if embedder else default_embedder() if fresh else DEFAULT_EMBEDDER
                 set_meta(con, "embedder", name)
                 set_meta(con, "embedder_signature", (embedder or get_embedder(name)).signature)
         if embedder is None and name not in EMBEDDERS:
