@@ -120,6 +120,10 @@ class Filler:
 
     def step(self, embedder: Embedder, vault_id: int, limit: int = STEP) -> int:
         """Fill up to ``limit`` texts; how many were filled (0: none is left)."""
+        if getattr(embedder, "threads", 0) is None and not getattr(embedder, "_session", None):
+            # one thread: background work leaves the other cores to the person, and on a busy machine one thread
+            # embedded over twice the texts per CPU-second two did (each run waits for its slowest thread)
+            embedder.threads = 1  # type: ignore[attr-defined]  # MiniLMEmbedder's, read when it loads
         skip = self.skip if self.skip is not None else set()
         self.skip = skip
         with self.atomic() as con:
