@@ -155,6 +155,7 @@ def test_watch_records_every_edit_of_a_burst_across_a_restart_or_a_terminated_se
     said = [line for line in log.splitlines() if "lost the connection to the database" in line]
     assert len(said) == 1, log  # said once, however many attempts the outage took
     assert log.count("reconnected to the database") == 1, log
+    assert log.count("could not look for write requests") <= 1, log  # said once, not at every poll of the outage
 
 
 def test_a_writer_whose_lock_session_was_lost_cannot_commit_after_another_took_the_lock(
@@ -364,6 +365,10 @@ async def test_two_http_servers_answer_every_tool_and_deliver_subscriptions_afte
     for log in logs:
         assert "Traceback" not in log, log
         assert "/ready" in log and '"GET /health" 200' in log or event == "terminate", log
+        # said once per process, though ``serve --watch`` has two stores (the writer's, the readers') and a pool
+        assert log.count("lost the connection to the database") == 1, log
+        assert log.count("reconnected to the database") == 1, log
+        assert log.count("could not look for write requests") <= 1, log  # not at every poll of the outage
 
 
 def test_a_watcher_and_a_server_follow_a_standby_promoted_to_primary(tmp_path: Path) -> None:

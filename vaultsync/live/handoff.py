@@ -289,6 +289,7 @@ class Desk:
 
     def _run(self) -> None:
         table, wakeup, tidy_at = self.vault.requests(), self.vault.wakeup(), 0.0
+        failing = False  # said once while the database is busy or away, not at every poll
         try:
             while not self._stop.is_set():
                 try:
@@ -299,8 +300,13 @@ class Desk:
                         if self._stop.is_set():
                             break
                         self.serve(table, rid)
+                    if failing:
+                        failing = False
+                        logger.info("looking for write requests again")
                 except Exception as exc:  # a busy database: look again at the next poll
-                    logger.warning("could not look for write requests: %s", exc)
+                    if not failing:
+                        failing = True
+                        logger.warning("could not look for write requests: %s (trying again)", exc)
                 wakeup.wait(DESK_POLL_S, self._stop)
         finally:
             wakeup.close()

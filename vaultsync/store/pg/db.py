@@ -79,7 +79,7 @@ class PgDatabase:
         self.path = redact(dsn)
         self.dsn = dsn
         self.readonly = readonly
-        self.reach = Reach(self.path)
+        self.reach = Reach.of(self.path)
         self.raw = connect(dsn, self.path, application_name=application_name)
         self.con = Con(self.raw)
         self._lock = threading.RLock()

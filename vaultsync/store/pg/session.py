@@ -9,7 +9,10 @@ session): its caller gets one line and the next request reconnects.
 
 While the database cannot be reached, ``Reach`` lets a connection be tried at most every ``RETRY_S`` (growing
 to ``MAX_RETRY_S``): the requests in between fail at once with one line saying since when, instead of each
-waiting out a timeout. The loss is logged once when it begins and once when it ends.
+waiting out a timeout. The loss is logged once when it begins and once when it ends, however many connections
+of the process found it: the stores of one process on one database share their ``Reach`` (``Reach.of``; ``serve
+--watch`` has a writer's store and a readers' store), and a connection found lost within ``SAME_OUTAGE_S`` of the
+end of an outage belongs to that outage (it was cut by it, and is mended without a word).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+import weakref
+from typing import Any, ClassVar
 
 from ...errors import StoreError
 
@@ -32,6 +36,8 @@ CONNECT_TIMEOUT_S = 10
 KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
 """TCP keepalives, unless the connection string says: a session across a dropped network is found lost in about
 a minute instead of the system's two hours."""
+SAME_OUTAGE_S = 30.0
+"""A connection found lost this soon after the database came back was cut by the outage just ended: not news."""
 LOST_STATES = ("08", "57P01", "57P02", "57P03")
 """SQLSTATEs (prefixes) of a connection the server ended or cannot give yet: connection exceptions, admin or crash
 shutdown, "the database system is starting up"."""
@@ -82,6 +88,18 @@ class Reach:
     """Whether the database answered last time, for one store: says a loss once, its end once, and spaces the
     connection attempts while it lasts (``may_try``)."""
 
+    _shared: ClassVar[weakref.WeakValueDictionary[str, Reach]] = weakref.WeakValueDictionary()
+    _shared_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    @classmethod
+    def of(cls, where: str) -> Reach:
+        """The process's one ``Reach`` for the database ``where`` (its connection string without password)."""
+        with cls._shared_lock:
+            reach = cls._shared.get(where)
+            if reach is None:
+                reach = cls._shared[where] = cls(where)
+            return reach
+
     def __init__(self, where: str) -> None:
         self.where = where
         self.since: float | None = None
@@ -92,6 +110,10 @@ class Reach:
         self._next_try = 0.0
         self._wait = RETRY_S
         self._lock = threading.Lock()
+        self._ended: float | None = None
+        """``time.monotonic()`` when the last outage ended."""
+        self._quiet = False
+        """This outage is the tail of the last one (a connection it cut, found later): neither end is said."""
 
     @property
     def down(self) -> bool:
@@ -110,12 +132,19 @@ class Reach:
                 self.since = time.monotonic()
                 self.losses += 1
                 self._next_try, self._wait = 0.0, RETRY_S  # the first attempt right away
-                logger.warning("lost the connection to the database %s (%s); reconnecting", self.where, why)
+                ended = self._ended
+                self._quiet = ended is not None and self.since - ended < SAME_OUTAGE_S
+                if not self._quiet:
+                    logger.warning("lost the connection to the database %s (%s); reconnecting", self.where, why)
 
     def failed(self, why: str) -> None:
-        """An attempt to connect failed: the next one waits longer (up to ``MAX_RETRY_S``)."""
+        """An attempt to connect failed: the next one waits longer (up to ``MAX_RETRY_S``). The database is away
+        again: that is news, even soon after it came back."""
         self.lost(why)
         with self._lock:
+            if self._quiet:
+                self._quiet = False
+                logger.warning("lost the connection to the database %s (%s); reconnecting", self.where, why)
             self._next_try = time.monotonic() + self._wait
             self._wait = min(MAX_RETRY_S, self._wait * 2)
 
@@ -126,8 +155,11 @@ class Reach:
         with self._lock:
             if self.since is None:
                 return
-            away, self.since, self.why = time.monotonic() - self.since, None, None
-        logger.warning("reconnected to the database %s after %.1f s", self.where, away)
+            self._ended = time.monotonic()
+            away, self.since, self.why = self._ended - self.since, None, None
+            quiet, self._quiet = self._quiet, False
+        if not quiet:
+            logger.warning("reconnected to the database %s after %.1f s", self.where, away)
 
     def check(self) -> None:
         """Before a connection attempt: StoreError at once, in one line, while the last failure is recent."""
