@@ -146,3 +146,21 @@ def test_a_new_database_takes_the_semantic_model_when_the_extra_is_installed(
     with Vault.open(tmp_path / "words.db", root=root) as vault:
         vault.sync()
         assert vault.vector_progress() is None and vault.search("budget").semantic is None
+
+
+def test_search_and_stats_say_how_far_the_vectors_are_while_they_are_filled(tmp_path: Path, cli) -> None:
+    root = tmp_path / "notes"
+    shutil.copytree(REPO / "notes", root)
+    db = tmp_path / "db.sqlite"
+    with Vault.open(db, root=root, embedder="minilm") as vault:
+        vault.sync()  # words first: the vectors wait for the writer
+        assert vault.fill_vectors(limit=5) == 5
+        total = vault.vector_progress()["total"]
+    found = cli("search", "budget review", db=db, check=True)
+    assert found.stdout.strip() and f"semantic vectors: 5 of {total} current texts so far" in found.stderr
+    assert len(found.stderr.strip().splitlines()) == 1  # one line, after the hits
+    assert f"5 of {total} current texts (minilm)" in cli("stats", db=db, check=True).stdout
+    with Vault.open(db, root=root) as vault:
+        while vault.fill_vectors():
+            pass
+    assert "semantic vectors" not in cli("search", "budget review", db=db, check=True).stderr
