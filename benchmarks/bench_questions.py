@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import time
 from pathlib import Path
 
@@ -46,6 +47,9 @@ if not CORPORA.exists():  # a worktree beside the main checkout: the corpora are
     CORPORA = Path("/work/shared/corpora")
 common.CORPORA = bench_quality.CORPORA = CORPORA
 K = 10
+GUIDES_LEFT_OUT = ("01 - Community/People", "02 - Community Expansions/02.05 All Community Expansions")
+"""``hub-guides``: the Hub without these folders (one note per person, one per plugin or theme: 31,000 of its 35,500
+texts), where every note an everyday question of the Hub points to is; a semantic model embeds it in minutes."""
 
 
 def build(work: Path, vault: str, embedder: str) -> Path:
@@ -53,9 +57,12 @@ def build(work: Path, vault: str, embedder: str) -> Path:
     import (words first), then its semantic vectors filled as the writer fills them after a batch; both timed
     (wall and this process's CPU) into ``NAME.timing.json`` beside the database."""
     bundle = "obsidian-help.bundle" if vault == "help-en" else "obsidian-hub.bundle"
-    root = common.clone(bundle, work / vault.split("-")[0])
+    root = common.clone(bundle, work / ("hub-guides" if vault == "hub-guides" else vault.split("-")[0]))
     if vault == "help-en":
         root = root / "en"
+    if vault == "hub-guides":  # a work tree of the Hub without its note-per-person and note-per-plugin folders
+        for folder in GUIDES_LEFT_OUT:
+            shutil.rmtree(root / folder, ignore_errors=True)
     db = work / f"{vault}-{embedder}.db"
     timing = db.with_suffix(".timing.json")
     if not db.exists():
@@ -153,9 +160,10 @@ def measure_vault(
     per_item: dict[str, dict] = {}
     with Vault.open(db, readonly=True) as vault:
         sets: dict[str, list[dict]] = {}
+        asked = "hub" if vault_name == "hub-guides" else vault_name
         if "questions" in chosen:
             for split in ("tune", "held-out"):
-                sets[f"questions {split} ({vault_name})"] = question_sets(split)[vault_name]
+                sets[f"questions {split} ({vault_name})"] = question_sets(split)[asked]
         where = "" if vault_name == "hub" else f" ({vault_name})"
         if "known-item" in chosen:
             sets[f"known-item{where}"] = grouped(bench_quality.known_items(vault, counts[0]))
@@ -163,10 +171,13 @@ def measure_vault(
             windows = bench_quality.remembered_windows(vault, counts[1])
             sets[f"remembered{where}"] = grouped(windows)
             sets[f"remembered (stopword-heavy){where}"] = grouped([w for w in windows if w["stopword_heavy"]])
-        if vault_name == "hub":
+        if asked == "hub":
             rows = [
                 json.loads(line) for line in (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
             ]
+            if vault_name == "hub-guides":  # the link/alias queries whose notes it holds
+                held = {path for path, _, _ in vault.listing()}
+                rows = [r for r in rows if r["relevant_path"] in held and set(r.get("sources", [])) <= held]
             if "title" in chosen:
                 titles = grouped([r for r in rows if r["kind"] == "alias"])
                 sets["title"] = random.Random(7).sample(titles, min(counts[2], len(titles)))
@@ -247,7 +258,9 @@ def main() -> None:
     parser.add_argument("--titles", type=int, default=300)
     parser.add_argument("--remembered", type=int, default=300)
     parser.add_argument("--name", default="questions")
-    parser.add_argument("--vaults", default="help-en,hub", help="which vaults (the Hub's sets need hub)")
+    parser.add_argument(
+        "--vaults", default="help-en,hub", help="which vaults: help-en, hub, hub-guides (the Hub's guides alone)"
+    )
     parser.add_argument("--fuse", action="store_true", help="make the embedder fuse (to measure what it would)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)

@@ -173,3 +173,22 @@ def test_the_watcher_fills_the_vectors_and_keeps_them_current(tmp_path: Path) ->
             hits = vault.search("tomatoes grow", mode="vector", limit=1).hits
             assert hits[0]["path"] == "Gardens.md"
             assert watcher.vectors_filled == vault.vector_progress()["total"]
+
+
+def test_reembedding_with_a_background_embedder_keeps_no_old_vector(database: str, tmp_path: Path) -> None:
+    """``reembed`` to an embedder whose vectors are filled after: every old vector goes at once (now and at every
+    past cutoff), the writer fills the new ones, and search is exact for what is filled all along."""
+    root = tmp_path / "vault"
+    shutil.copytree(NOTES, root)
+    with Vault.open(database, root=root, embedder="hash") as vault:
+        times = _history(vault, root)
+        assert _with_vectors(database)  # the hashed vectors, written with each batch
+        assert vault.reembed("hash-background").docs_embedded == 0
+        assert _with_vectors(database) == set() and vault.vector_progress()["filled"] == 0
+        assert _exact(vault, database, times) == 0
+        assert vault.fill_vectors(limit=7) == 7
+        assert _exact(vault, database, times) > 0
+        while vault.fill_vectors():
+            pass
+        assert vault.search("budget review").vectors is None
+        _exact(vault, database, times)

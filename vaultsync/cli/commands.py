@@ -133,13 +133,13 @@ def import_(
     finally:
         bar.close()
     _print_import(vault.name, summary, payload, as_json=as_json, from_git=from_git)
-    _fill_vectors(vault, not as_json)
+    fill_vectors(vault, not as_json)
 
 
-def _fill_vectors(vault: Any, say: bool) -> None:
-    """After an import: the semantic vectors the batch left to fill, before exiting, newest notes first; searching
-    by words works meanwhile. Interrupted (Ctrl-C), or while another process holds the writer role, the rest is
-    left to the vault's next writer (its watcher fills them)."""
+def fill_vectors(vault: Any, say: bool) -> None:
+    """After an import (or a reembed): the semantic vectors it left to fill, before exiting, newest notes first;
+    searching by words works meanwhile. Interrupted (Ctrl-C), or while another process holds the writer role, the
+    rest is left to the vault's next writer (its watcher fills them)."""
     from ..errors import LockedError
 
     found = vault.vector_progress()
@@ -154,7 +154,7 @@ def _fill_vectors(vault: Any, say: bool) -> None:
         )
     bar, done = Bar("embedding", say), 0
     try:
-        while done < left and (filled := vault.fill_vectors()):  # the current texts (the past ones: the watcher)
+        while done < left and (filled := vault.fill_vectors(128)):  # the current texts (the past: the watcher)
             done += filled
             bar(min(done, left), left)
     except KeyboardInterrupt:

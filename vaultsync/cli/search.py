@@ -211,11 +211,15 @@ def reembed(obj: Context, name: str, as_json: bool) -> None:
     Example:
         vaultsync reembed --embedder hash
     """
-    result = obj.vault(readonly=False).reembed(name)
+    from .commands import fill_vectors
+
+    vault = obj.vault(readonly=False)
+    result = vault.reembed(name)
     if as_json:
         echo_json(result.to_json())
     else:
         click.echo(f"{result.docs_embedded} texts embedded with {result.embedder}")
+    fill_vectors(vault, not as_json)  # a semantic model's: the current texts, before exiting
 
 
 COMMANDS = (search, export, reindex, reembed)
