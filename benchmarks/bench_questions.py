@@ -180,9 +180,9 @@ def measure_vault(
                 rows = [r for r in rows if r["relevant_path"] in held and set(r.get("sources", [])) <= held]
             if "title" in chosen:
                 titles = grouped([r for r in rows if r["kind"] == "alias"])
-                sets["title"] = random.Random(7).sample(titles, min(counts[2], len(titles)))
+                sets[f"title{where}"] = random.Random(7).sample(titles, min(counts[2], len(titles)))
             if "anchor" in chosen:
-                sets["anchor"] = grouped([r for r in rows if r["kind"] == "anchor"])
+                sets[f"anchor{where}"] = grouped([r for r in rows if r["kind"] == "anchor"])
         for set_name, items in sets.items():
             results[set_name], ranks = evaluate(vault, items, modes)
             if set_name.startswith("questions"):  # our own questions only: the other sets' queries are note text
