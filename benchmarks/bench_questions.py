@@ -23,6 +23,7 @@ shared with other work, so it is an upper bound of what a quiet machine gives.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -191,6 +192,33 @@ def measure_vault(
     return results, per_item
 
 
+def latency(work: Path, vault_name: str, rounds: int = 3, model: bool = True) -> dict:
+    """p50/p95 ms of ``Vault.search`` (limit 10) in this process over the vault's everyday questions and its
+    known-item sample (100), interleaved query by query so every mode meets the same load: keyword and the default
+    mode by words alone (the hashed embedder's database), the default mode with MiniLM fused (its database)."""
+    import importlib.util
+
+    dbs = {"hash": build(work, vault_name, "hash")}
+    if model and importlib.util.find_spec("onnxruntime") is not None:
+        dbs["minilm"] = build(work, vault_name, "minilm")
+    asked = "hub" if vault_name == "hub-guides" else vault_name
+    with contextlib.ExitStack() as stack:
+        vaults = {k: stack.enter_context(Vault.open(db, readonly=True)) for k, db in dbs.items()}
+        queries = [i["query"] for i in question_sets("all")[asked]]
+        queries += [i["query"] for i in grouped(bench_quality.known_items(vaults["hash"], 100))]
+        runs = [("keyword", "hash", "keyword"), ("default (words)", "hash", "hybrid")]
+        runs += [("default (MiniLM fused)", "minilm", "hybrid")] if "minilm" in vaults else []
+        for _, key, mode in runs:  # warm: the model loads, the pages are read
+            vaults[key].search(queries[0], mode=mode)
+        times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
+        for _ in range(rounds):
+            for query in queries:
+                for name, key, mode in runs:
+                    ms, _ = timed(vaults[key].search, query, mode=mode, limit=10)
+                    times[name].append(ms)
+    return {"queries": len(queries), **{name: summary_ms(values) for name, values in times.items()}}
+
+
 def modes_of(embedder: str) -> list[str]:
     """What a database of these vectors adds: words alone (keyword, default) for the hashed embedder; the default
     mode fused and the vectors alone for a semantic model (its keyword ranking is the same)."""
@@ -203,7 +231,8 @@ def run(quick: bool) -> dict:
     (tune, held-out) beside the known-item, remembered (300 each) and link/alias sets (``modes_of``), with the
     latency of ``Vault.search`` in this process, and what each import took (words, then until its vectors were
     complete: ``build``; databases are reused between runs, with what their build measured). Quick: the sample
-    vault, 10 known-item and 10 remembered queries, with each embedder."""
+    vault, 10 known-item and 10 remembered queries, with each embedder. Also the latency of each mode on the Hub
+    and its guides (``latency``)."""
     import importlib.util
 
     from benchmarks.harness import flatten
@@ -232,7 +261,7 @@ def run(quick: bool) -> dict:
         return figures
     work = bench_work("questions")
     for embedder in embedders:
-        for vault_name in ("help-en", "hub"):
+        for vault_name in ("help-en", "hub-guides", "hub"):
             measured, _ = measure_vault(
                 work,
                 vault_name,
@@ -245,6 +274,8 @@ def run(quick: bool) -> dict:
                 for mode, m in by_mode.items():
                     figures.update({f"{embedder}.{set_name}.{mode}.{k}": v for k, v in m.items() if k != "n"})
             figures.update(flatten(build_times(work, vault_name, embedder), f"{embedder}.{vault_name}.import."))
+    for vault_name in ("hub-guides", "hub"):
+        figures.update(flatten(latency(work, vault_name), f"latency.{vault_name}."))
     return figures
 
 
@@ -262,8 +293,17 @@ def main() -> None:
         "--vaults", default="help-en,hub", help="which vaults: help-en, hub, hub-guides (the Hub's guides alone)"
     )
     parser.add_argument("--fuse", action="store_true", help="make the embedder fuse (to measure what it would)")
+    parser.add_argument(
+        "--latency", action="store_true", help="only each vault's interleaved latency (--embedder minilm: fused too)"
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.latency:
+        model = args.embedder != "hash"  # --embedder hash: words alone (no model's database built)
+        found = {vault_name: latency(args.work, vault_name, model=model) for vault_name in args.vaults.split(",")}
+        print(json.dumps(found, indent=1))
+        save(args.name, {"latency": found, "machine": machine()}, "")
+        return
     modes = args.modes.split(",")
     if args.fuse:
         from vaultsync.embed import embedders
