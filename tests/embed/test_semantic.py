@@ -164,3 +164,39 @@ def test_search_and_stats_say_how_far_the_vectors_are_while_they_are_filled(tmp_
         while vault.fill_vectors():
             pass
     assert "semantic vectors" not in cli("search", "budget review", db=db, check=True).stderr
+
+
+def test_ctrl_c_while_an_import_fills_its_vectors_keeps_the_batch_and_what_is_filled(tmp_path: Path) -> None:
+    """The batch is recorded before the vectors are filled: interrupted then, the command says what happens to the
+    rest and exits 130; the store checks clean, searchable by words, and the next writer fills the rest."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = tmp_path / "notes"
+    shutil.copytree(REPO / "notes", root)
+    db = tmp_path / "db.sqlite"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vaultsync", "--db", str(db), "import", str(root), "--embedder", "minilm"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's Ctrl-C reaches it
+    )
+    assert proc.stderr is not None
+    said = ""
+    while not said.startswith("semantic vectors: filling"):  # the batch is recorded (a warning may come first)
+        said = proc.stderr.readline()
+        assert said, "the import ended without filling"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err
+    assert "fills the rest" in err and "added" in out
+    with Vault.open(db, root=root) as vault:
+        assert vault.check() == [] and vault.search("budget", mode="keyword").hits
+        assert vault.vector_progress()["filled"] < vault.vector_progress()["total"]
+        while vault.fill_vectors():  # the next writer
+            pass
+        assert vault.search("budget").vectors is None
