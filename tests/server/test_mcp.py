@@ -227,7 +227,7 @@ HOLD_LOCK = """
 import sys
 from vaultsync import Vault
 vault = Vault.open(sys.argv[1], root=sys.argv[2])
-vault.acquire_lock("vaultsync import (a test holding the lock)")
+vault.lock.acquire("vaultsync import (a test holding the lock)")
 print("holding", flush=True)
 sys.stdin.read()
 """

@@ -12,12 +12,14 @@ import click
 
 from ..config import default_db_path
 from ..errors import VaultsyncError
-from ..times import ACCEPTED, format_time
+from ..times import ACCEPTED, TimeLike, format_time
 from . import audit, migrate, purge, receipt, restore, search, ui
 from .base import Context, Group, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option, validity_option
 
 if TYPE_CHECKING:
     from click._termui_impl import ProgressBar
+
+    from ..vault import Vault
 
 
 class DatabaseParam(click.Path):
@@ -175,7 +177,7 @@ def _scan(vault: Any, *, progress: Any, **options: Any) -> Any:
     try:
         return vault.sync(progress=progress, **options)
     except LockedError:
-        holder = vault.lock_holder()
+        holder = vault.lock.holder_info()
         if not holder or not holder.get("watching"):
             raise
     return handoff.summary_of(handoff.perform(vault, "scan", options).answer)
@@ -247,7 +249,9 @@ def ls(obj: Context, as_of: int | None, valid_at: int | None, prefix: str, as_js
         echo_json([r.summary(LISTED_FIELDS) for r in revisions])
         return
     if not revisions and vault.before_history(as_of):
-        click.echo(f"no notes: {vault.no_history(format_time(vault.first_known_at))}", err=True)
+        from ..store.view import no_history
+
+        click.echo(f"no notes: {no_history(vault.name, format_time(vault.first_known_at))}", err=True)
     for r in revisions:
         click.echo(f"{format_time(r.known_at)}  {r.size:>8}  {r.path}")
 
@@ -363,13 +367,31 @@ def changes(
     if as_json:
         echo_json([r.summary(CHANGE_FIELDS) for r in revisions])
         return
-    why = vault.window_note(since, until)
+    why = window_note(vault, since, until)
     if why:
         click.echo(f"{'note' if revisions else 'no changes'}: {why}", err=True)
     for r in revisions:
         extra = f" (from {r.renamed_from})" if r.renamed_from else ""
         revision = r.content_hash[:8] if r.content_hash else "-"
         click.echo(f"{format_time(r.known_at)}  batch {r.batch_id:<6}  {revision:<8}  {r.kind:<8}  {r.path}{extra}")
+
+
+def window_note(vault: Vault, since: TimeLike, until: TimeLike = None) -> str | None:
+    """What ``changes`` after ``since`` up to ``until`` cannot show, in words: the part of the window before a
+    retention horizon or before the vault's first batch (None: nothing)."""
+    from ..store.view import no_history
+    from ..times import as_micros
+
+    start, end = as_micros(since, "since"), as_micros(until, "until")
+    horizon = vault.horizon
+    if horizon is not None and start is not None and start < horizon:
+        return (
+            f"vault '{vault.name}' forgot its history before {format_time(horizon)} (a retention purge): "
+            "the changes listed start there"
+        )
+    if vault.before_history(end):
+        return no_history(vault.name, format_time(vault.first_known_at))
+    return None
 
 
 @cli.command()

@@ -114,7 +114,9 @@ def search(
         echo_json(result.to_json())
         return
     if not result.hits:
-        why = vault.no_history(result.first_batch) if result.before_history else None
+        from ..store.view import no_history
+
+        why = no_history(vault.name, result.first_batch) if result.before_history else None
         click.echo(f"no matches: {why}" if why else "no matches", err=True)
     for n, hit in enumerate(result.hits, start=1):
         where_in = " › ".join(hit["heading_path"])

@@ -295,7 +295,7 @@ class Watcher:
         if pending is not None and paths is None:
             reason = "rescan"  # the observer lost events: a full scan, now
         started = time.monotonic()
-        if not raise_errors and reason != "final" and not self.vault.lock_held:  # it went with a lost session:
+        if not raise_errors and reason != "final" and not self.vault.lock.held:  # it went with a lost session:
             self.keeper.lose("its database session ended")  # never borrowed for one batch, retaken for good
             if pending is not None:
                 self._debouncer.put_back(pending)

@@ -30,6 +30,13 @@ def forgotten(vault_name: str, horizon: int) -> str:
     )
 
 
+def no_history(vault_name: str, first_batch: str | None) -> str:
+    """Why nothing was known at a cutoff before the vault's first batch (``first_batch``: its time), in words."""
+    if first_batch is None:
+        return f"vault '{vault_name}' has no history yet"
+    return f"vault '{vault_name}' has no history before {first_batch} (its first batch)"
+
+
 class View:
     """Reads of one vault as of ``as_of`` (None: now), valid at ``valid_at``; see ``Store.view``.
 
