@@ -710,7 +710,7 @@ class Vault:
         work after its batches: ``vaultsync.store.search.backfill``); how many were filled, 0 when none is left."""
         if self._store.readonly:
             return 0
-        with self._writing():
+        with self.lock.writing():
             return self._store.fill_vectors(self.id, limit=limit)
 
     def vector_progress(self) -> dict[str, Any] | None:

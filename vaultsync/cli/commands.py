@@ -14,11 +14,21 @@ from ..config import default_db_path
 from ..errors import VaultsyncError
 from ..times import ACCEPTED, TimeLike, format_time
 from . import audit, migrate, purge, receipt, restore, search, ui
-from .base import Context, Group, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option, validity_option
+from .base import (
+    Bar,
+    Context,
+    Group,
+    as_of_option,
+    echo_json,
+    fill_vectors,
+    friendly,
+    json_option,
+    pass_ctx,
+    time_option,
+    validity_option,
+)
 
 if TYPE_CHECKING:
-    from click._termui_impl import ProgressBar
-
     from ..vault import Vault
 
 
@@ -57,27 +67,6 @@ def cli(ctx: click.Context, db: Path | None, vault_name: str | None, verbose: in
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     ctx.obj = Context(db or default_db_path(), vault_name)
     ctx.call_on_close(ctx.obj.close)
-
-
-class Bar:
-    """A progress bar on a terminal (stderr), nothing otherwise."""
-
-    def __init__(self, label: str, enabled: bool) -> None:
-        self.label, self.enabled, self.shown = label, enabled and sys.stderr.isatty(), 0
-        self.bar: ProgressBar[int] | None = None
-
-    def __call__(self, done: int, total: int, *_: Any) -> None:
-        if not self.enabled or total < 50:
-            return
-        if self.bar is None:
-            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
-            self.bar.__enter__()
-        self.bar.update(done - self.shown)
-        self.shown = done
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
 
 
 @cli.command("import")
@@ -136,36 +125,6 @@ def import_(
         bar.close()
     _print_import(vault.name, summary, payload, as_json=as_json, from_git=from_git)
     fill_vectors(vault, not as_json)
-
-
-def fill_vectors(vault: Any, say: bool) -> None:
-    """After an import (or a reembed): the semantic vectors it left to fill, before exiting, newest notes first;
-    searching by words works meanwhile. Interrupted (Ctrl-C), or while another process holds the writer role, the
-    rest is left to the vault's next writer (its watcher fills them)."""
-    from ..errors import LockedError
-
-    found = vault.vector_progress()
-    if not found or found["filled"] >= found["total"] or vault.lock_holder() is not None:
-        return
-    left = found["total"] - found["filled"]
-    if say:
-        click.echo(
-            f"semantic vectors: filling {left:,} texts (search works by words meanwhile; "
-            "Ctrl-C leaves the rest to the vault's watcher)",
-            err=True,
-        )
-    bar, done = Bar("embedding", say), 0
-    try:
-        while done < left and (filled := vault.fill_vectors(128)):  # the current texts (the past: the watcher)
-            done += filled
-            bar(min(done, left), left)
-    except KeyboardInterrupt:
-        bar.close()
-        click.echo("stopped filling semantic vectors: the vault's watcher (or next import) fills the rest", err=True)
-        raise SystemExit(130) from None
-    except LockedError:  # a watcher started meanwhile: it fills them
-        pass
-    bar.close()
 
 
 def _scan(vault: Any, *, progress: Any, **options: Any) -> Any:

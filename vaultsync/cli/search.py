@@ -15,7 +15,18 @@ import click
 
 from ..errors import ConfigError
 from ..times import ACCEPTED
-from .base import Context, Lazy, LazyChoice, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option
+from .base import (
+    Context,
+    Lazy,
+    LazyChoice,
+    as_of_option,
+    echo_json,
+    fill_vectors,
+    friendly,
+    json_option,
+    pass_ctx,
+    time_option,
+)
 
 
 def _engine() -> ModuleType:
@@ -213,8 +224,6 @@ def reembed(obj: Context, name: str, as_json: bool) -> None:
     Example:
         vaultsync reembed --embedder hash
     """
-    from .commands import fill_vectors
-
     vault = obj.vault(readonly=False)
     result = vault.reembed(name)
     if as_json:

@@ -352,7 +352,7 @@ class Watcher:
 
     def _fill(self) -> None:
         """One step of filling vectors (``Vault.fill_vectors``); none left, or a failure: stop until the next batch."""
-        if not self.vault.lock_held:  # it went with a lost session: never borrowed for this
+        if not self.vault.lock.held:  # it went with a lost session: never borrowed for this
             self._filling = False
             return
         try:

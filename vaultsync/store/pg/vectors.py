@@ -210,9 +210,10 @@ def reembed(con: Any, embedder: Embedder) -> int:
     if embedder.background:  # the writer fills them after (``backfill``): none of the old ones is left anywhere
         count = 0
         live.refill_vectors(con)
-        if pgvector_schema(con.raw) is not None and con.raw.execute(
-            "SELECT to_regclass('search_doc_spans')"
-        ).fetchone()[0] is not None:
+        if (
+            pgvector_schema(con.raw) is not None
+            and con.raw.execute("SELECT to_regclass('search_doc_spans')").fetchone()[0] is not None
+        ):
             con.raw.execute("UPDATE search_doc_spans SET vec = NULL WHERE vec IS NOT NULL")
     else:
         count = catch_up(con, embedder)

@@ -45,15 +45,16 @@ def _normal_tokens(piece: str) -> tuple[str, ...] | None:
     return None if normal == piece else tuple(tokens(normal))
 
 
-_BOLD = re.compile(r"(\*\*|__)(?=[^\s*_])([^\n]*?[^\s*_])\1")
-"""Markdown strong emphasis on one line: ``**text**`` or ``__text__`` (its inside: ``group(2)``)."""
+_BOLD = re.compile(r"\*\*(?=[^\s*])([^\n]*?[^\s*])\*\*|(?<!\w)__(?=[^\s_])([^\n]*?[^\s_])__(?!\w)")
+"""Markdown strong emphasis on one line: ``**text**``, or ``__text__`` not inside a word (``snake__case__x`` is no
+emphasis); its inside is group 1 or 2."""
 
 
 def _unbolded(text: str, marks: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The marks that are not inside the text's own bold (those are shown bold as they are)."""
     if "**" not in text and "__" not in text:
         return marks
-    bold = [m.span(2) for m in _BOLD.finditer(text)]
+    bold = [m.span(1) if m.group(1) is not None else m.span(2) for m in _BOLD.finditer(text)]
     return [(s, e) for s, e in marks if not any(b <= s and e <= f for b, f in bold)]
 
 
