@@ -46,6 +46,10 @@ HOLD_MIN_S = 1.0
 """The shortest time a deletion no add joined is held back (see ``Watcher.hold_s``)."""
 
 
+FILL_SAID = 32
+"""The watcher says "semantic vectors complete" when it filled more texts than this since they last were."""
+
+
 class Watcher:
     """Keeps a vault's store current in background threads; the only writer while it runs.
 
@@ -115,6 +119,7 @@ class Watcher:
         no batch is due (``Vault.fill_vectors``), until none is left; set again by every batch written."""
         self.vectors_filled = 0
         """Texts this watcher gave their vectors."""
+        self._run_filled = 0  # filled since the vectors were last complete
 
     @property
     def hold_s(self) -> float:
@@ -363,10 +368,13 @@ class Watcher:
             logger.warning("semantic vectors not filled (tried again after the next batch): %s", why)
             return
         self.vectors_filled += filled
+        self._run_filled += filled
         if not filled:
             self._filling = False
-            if self.vectors_filled:
-                logger.info("semantic vectors complete (%d texts filled by this watcher)", self.vectors_filled)
+            run, self._run_filled = self._run_filled, 0
+            if run:  # a backlog caught up is news; the few texts of one edit are not
+                say = logger.info if run > FILL_SAID else logger.debug
+                say("semantic vectors complete (%d %s filled)", run, "text" if run == 1 else "texts")
 
     def _lost_watches(self, paths: list[str]) -> bool:
         """After a batch in which a folder went away: whether the observer lost the watch of a folder that is
