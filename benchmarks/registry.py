@@ -62,6 +62,23 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "benchmarks.bench_quality",
         "retrieval quality: recall@10, MRR@10, success@1 per query set and mode, beside a plain FTS5 baseline",
     ),
+    "quality_minilm": (
+        "benchmarks.bench_quality:run_minilm",
+        "retrieval quality on a store of MiniLM vectors (the semantic extra), the default mode by words alone",
+    ),
+    "quality_minilm_fused": (
+        "benchmarks.bench_quality:run_minilm_fused",
+        "retrieval quality on a store of MiniLM vectors fused into the default mode, as shipped",
+    ),
+    "questions": (
+        "benchmarks.bench_questions",
+        "everyday questions beside known-item, remembered and link/alias sets: @1/@3/@10/MRR per mode, words "
+        "alone and MiniLM fused, on the Help and the Hub; search latency; import, then until vectors are complete",
+    ),
+    "models": (
+        "benchmarks.bench_models",
+        "which embedding model: vector-only quality on the everyday questions, embedding speed, install size",
+    ),
     "watch": ("benchmarks.bench_watch", "the watcher: start-up, one edit until readable, idle CPU and memory, a burst"),
     "mcp": ("benchmarks.bench_mcp", "search_notes round trip through a real stdio MCP server, now and in the past"),
     "mcp_audit": (

@@ -1,32 +1,41 @@
-"""Shared fixtures: an isolated environment, temporary vaults and databases, the real CLI."""
+"""Shared fixtures and hooks: an isolated environment, temporary vaults and databases, the real CLI, the test tiers.
+
+Test files never import from here (nor from each other): what they share is in tests/support/ (tests/test_imports.py
+checks it)."""
 
 from __future__ import annotations
 
-import datetime as dt
-import errno
-import inspect
-import json
-import logging
 import os
-import select
-import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import settings
+from support.capabilities import CAPABILITY_PROFILES
+from support.cli import invoke
+from support.help_corpus import (
+    HELP_BUNDLE,
+    HELP_GIT_VAULTS,
+    REPLAY_EVERY,
+    REPLAY_FOLDERS,
+    REPLAY_TOOL,
+    Backfilled,
+    HelpCorpus,
+    Replayed,
+    _build_backfilled,
+    _build_replayed,
+    _cache_key,
+    copy_db,
+)
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-CORPORA = SHARED / "corpora"
-
+# New databases get the hashed embedder unless a test asks for another: with the semantic extra installed (as in
+# the dev environment) the default would be the semantic model, slow and not what the tests measure. Set here, at
+# import, so that session fixtures and every subprocess inherit it.
+os.environ.setdefault("VAULTSYNC_EMBEDDER", "hash")
 
 # No wall-clock limit on a property example: a loaded machine is not a failure (per-test settings keep theirs).
 settings.register_profile("vaultsync", deadline=None)
@@ -57,7 +66,8 @@ TIER_FIXTURES = {
     "browser": {"browser"},  # Debian's chromium through Playwright (test_ui.py)
     "client": {"matrix", "unpacked"},  # other MCP SDKs (Node.js, mcp 1.x in .venv-sdk1) and the bundle's official CLI
 }
-"""The markers ``make check`` leaves out, given by the fixtures a test takes (``pg`` also by its engine or module)."""
+"""The markers ``make check`` leaves out, given by the fixtures a test takes (``pg`` also by its engine, an
+``open_engine`` or ``db`` parameter "postgres", or its module, test_pg_*.py)."""
 SLOW_TESTS = {
     # each of these takes several CPU-seconds on its own (a real load, a big vault, a model, many processes)
     "test_search_exact.py::test_keyword_default_and_vector_exact_at_every_cutoff",
@@ -78,6 +88,12 @@ SLOW_TESTS = {
     "test_mcp_stdio.py::test_stdio_a_second_watch_serves_as_a_reader",
     "test_stdio_end_of_input.py::test_a_vault_that_cannot_be_opened_is_one_line_on_either_transport",
     "test_hardened_roles.py::test_without_the_block_the_server_is_unchanged_and_audits_nothing",
+    # make check's longest (measured with CPU-seconds and wall time): a model, fifty real moves, a thousand notes
+    "test_everyday.py::test_minilm_fuses_into_the_default_mode_exactly_at_every_cutoff",
+    "test_search_exact.py::test_fused_default_mode_exact_at_every_cutoff",
+    "test_watch_moves.py::test_fifty_random_moves_are_all_renames",
+    "test_vanished_vault.py::test_watch_records_30_of_1000_deleted_in_one_batch",
+    "test_imports.py::test_every_module_imports_first_in_a_fresh_state",
 }
 """Tests marked ``slow`` here rather than in their files ("module.py::function", every parametrization)."""
 
@@ -89,7 +105,7 @@ def _tier_marks(item: pytest.Item) -> set[str]:
     if f"{Path(str(item.fspath)).name}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
         marks.add("slow")
     if Path(str(item.fspath)).name.startswith("test_pg_") or (
-        callspec is not None and callspec.params.get("open_engine") == "postgres"
+        callspec is not None and "postgres" in (callspec.params.get("open_engine"), callspec.params.get("db"))
     ):
         marks.add("pg")
     return marks - {m.name for m in item.iter_markers()}
@@ -146,14 +162,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 # per named profile, with ``VAULTSYNC_CAPABILITIES_OFF`` set for this process and every subprocess it starts (the
 # server, the CLI, a watcher): vaultsync.disk.capabilities then reports those capabilities absent and every caller
 # takes its other path. Nothing inside vaultsync is patched. Where a promise is weaker on that path the test
-# asserts the weaker promise, naming it (``weaker(...)``).
-
-CAPABILITY_PROFILES = {
-    "no-dir-fd": "dir_fd",  # Windows: every read and write walks paths with lstat and identity re-checks
-    "no-nofollow": "no_follow,o_directory",  # Windows: no O_NOFOLLOW / O_DIRECTORY (each open is lstat-checked)
-    "no-exchange": "exchange",  # Windows, some network file systems: a rewrite's swap is a checked rename
-    "no-fcntl": "fcntl",  # the writer lock without fcntl: the pidfile path (Windows itself uses msvcrt)
-}
+# asserts the weaker promise, naming it (``weaker(...)``). The profiles: tests/support/capabilities.py.
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -187,19 +196,6 @@ def capability_profile(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
     capabilities.reset()
     yield profile
     capabilities.reset()
-
-
-def weaker(profile: str, promise: str) -> bool:
-    """True when ``profile`` takes away what ``promise`` needs: the test then asserts the weaker promise.
-    The pairs are the "weaker" cells of docs/security.md's table "What each write promises"."""
-    return profile in WEAKER.get(promise, ())
-
-
-WEAKER = {
-    "an editor's save between a rewrite's last check and its replace is kept": ("no-exchange",),
-    "nothing at all is created outside the vault during a folder swap": ("no-dir-fd",),
-    "a dead holder's lock is released by the OS": ("no-fcntl",),
-}
 
 
 @pytest.fixture(autouse=True)
@@ -238,179 +234,17 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "db" / "vaultsync.db"
 
 
-def run_cli(
-    *args: str,
-    db: Path | None = None,
-    check: bool = False,
-    input: str | None = None,
-    env: dict[str, str] | None = None,
-    timeout: float = 600,
-) -> subprocess.CompletedProcess[str]:
-    """Run the installed command in a real subprocess."""
-    command = [sys.executable, "-m", "vaultsync"]
-    if db is not None:
-        command += ["--db", str(db)]
-    done = subprocess.run(
-        [*command, *args],
-        capture_output=True,
-        text=True,
-        input=input,
-        env={**os.environ, **(env or {})},
-        timeout=timeout,
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(f"vaultsync {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
-    return done
-
-
-@dataclass
-class Ran:
-    """What a command did in-process, shaped like the text ``subprocess.CompletedProcess`` of ``run_cli``."""
-
-    args: list[str]
-    returncode: int
-    stdout: str
-    stderr: str
-    stdout_bytes: bytes
-
-
-class _CurrentStderr(logging.Handler):
-    """Log records to whatever ``sys.stderr`` is now (the runner's), as the CLI's own handler would."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            sys.stderr.write(self.format(record) + "\n")
-        except Exception:  # noqa: BLE001 - logging must never break the command
-            self.handleError(record)
-
-
-def invoke(
-    *args: str,
-    db: Path | None = None,
-    check: bool = False,
-    input: str | bytes | None = None,
-    env: dict[str, str] | None = None,
-    timeout: float | None = None,
-) -> Ran:
-    """Run a command in this process with click's runner: same arguments and result shape as ``run_cli``.
-
-    Exceptions other than the CLI's own ``Error: ...`` exits propagate (``catch_exceptions=False``), so a
-    traceback fails the test. Warnings logged by the library reach ``stderr`` as the CLI's handler would
-    write them.
-    """
-    from click.testing import CliRunner
-
-    from vaultsync.cli import cli as group
-
-    argv = [*(["--db", str(db)] if db is not None else []), *args]
-    root = logging.getLogger()
-    handler = _CurrentStderr()
-    root.addHandler(handler)  # also keeps the CLI's logging.basicConfig from binding the runner's stream
-    try:
-        result = CliRunner().invoke(group, argv, input=input, env=env, catch_exceptions=False, prog_name="vaultsync")
-    finally:
-        root.removeHandler(handler)
-    code = result.exit_code
-    if check and code != 0:
-        raise AssertionError(f"vaultsync {' '.join(args)} failed ({code}):\n{result.stderr}")
-    return Ran(argv, code, result.stdout, result.stderr, result.stdout_bytes)
-
-
 @pytest.fixture
 def cli():
     """The command line in this process (``invoke``); ``run_cli`` where the process boundary is the point."""
     return invoke
 
 
-def corpus(name: str) -> Path:
-    path = CORPORA / name
-    if not path.exists():
-        pytest.skip(f"corpus {path} not available")
-    return path
-
-
 # ---------------------------------------------------------------- real histories, built once per run
 #
 # Each corpus database is built once per test run (session scope) and shared by every test that reads
-# it. Readers open it read-only; a test that writes works on a copy (``copy_db``).
-
-HELP_BUNDLE = CORPORA / "obsidian-help.bundle"
-REPLAY_TOOL = SHARED / "tools" / "replay_history.py"
-REPLAY_EVERY = int(os.environ.get("VAULTSYNC_REPLAY_EVERY", "16"))
-"""Every how many commits of the Help history the replay imports: 16 in ``make test`` (115 of 1,827 commits,
-431 renames and 2,052 deletions between them); ``VAULTSYNC_REPLAY_EVERY=8`` replays twice as many states."""
-HELP_SELECTION = ["--every", str(REPLAY_EVERY)]
-"""The replay's commit selection (every REPLAY_EVERY-th commit, 2020-2026); truth uses the same."""
-REPLAY_FOLDERS = os.environ.get("VAULTSYNC_REPLAY_FOLDERS", "en,zh,ja,ko,ru,ar,th,km,Release notes,Sandbox")
-"""The top folders of the Help tree that the replay keeps (top-level notes are always kept): English, the release
-notes, the sandbox and one translation in each other script (Han, kana, Hangul, Cyrillic, Arabic, Thai, Khmer).
-The other 26 translations, Latin-script copies of English added mostly in 2026, are taken out of the folder before
-each import: they were 55 % of the replay's revisions and none of its scripts. ``all`` keeps every folder."""
-
-
-def replayed_folder(name: str) -> bool:
-    """Whether the replay keeps this top folder of the Help tree (see REPLAY_FOLDERS)."""
-    return REPLAY_FOLDERS == "all" or name.startswith(".") or name in REPLAY_FOLDERS.split(",")
-
-
-def replayed_path(path: str) -> bool:
-    """Whether the replay keeps this repository path: a top-level note, or one in a kept folder."""
-    top, _, rest = path.partition("/")
-    return not rest or replayed_folder(top)
-
-
-HELP_GIT_VAULTS = ("ko", "zh")
-"""Language folders imported with --from-git, each its own vault (a subfolder of the repository): Chinese since
-2020, Korean since 2024, 1,939 changes and 246 renames between them, every path non-ASCII. (English, 1,159 commits,
-took two thirds of the backfill; its history is checked through the replay.)"""
-
-
-@dataclass(frozen=True)
-class HelpCorpus:
-    """The Obsidian Help bundle, and a work folder whose environment gives replay_history.py one clone cache."""
-
-    work: Path
-    env: dict[str, str]
-
-
-@dataclass(frozen=True)
-class Replayed:
-    """Every REPLAY_EVERY-th commit of the Help history imported with ``vaultsync import --known-at "$COMMIT_TIME"``."""
-
-    db: Path
-    commit_times: list[int]
-    """Unix committer times of the replayed commits, oldest first."""
-    summaries: list[dict]
-    """The ``--json`` summary of each import."""
-    root: Path
-    """The vault folder as the last replayed commit left it (the one the database registered): read it, never
-    change it."""
-
-
-@dataclass(frozen=True)
-class Backfilled:
-    """Two language folders of a clone of the Help bundle, each imported as its own vault with --from-git."""
-
-    db: Path
-    clone: Path
-    """The clone whose folders the database registered: read it, never change it."""
-
-
-def copy_db(src: Path, dst: Path) -> Path:
-    """A private copy of a (closed) database file, for a test that writes to a shared one."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    for suffix in ("", "-wal"):
-        if Path(f"{src}{suffix}").exists():
-            shutil.copyfile(f"{src}{suffix}", f"{dst}{suffix}")
-    return dst
-
-
-def _unix(text: str) -> int:
-    return int(dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+# it. Readers open it read-only; a test that writes works on a copy (``copy_db``). The builders:
+# tests/support/help_corpus.py.
 
 
 @pytest.fixture(scope="session")
@@ -431,152 +265,6 @@ def help_clone(help_corpus: HelpCorpus) -> Path:
     clone = help_corpus.work / "clone"
     subprocess.run(["git", "clone", "-q", str(HELP_BUNDLE), str(clone)], check=True, env=help_corpus.env, timeout=300)
     return clone
-
-
-def replay(corpus: HelpCorpus, vault: Path, selection: list[str], on_commit: Callable[[str], None]) -> None:
-    """Run replay_history.py into ``vault``; after each commit it waits while ``on_commit(COMMIT_TIME)`` runs here.
-
-    The tool's ``--exec`` command hands the commit over through a FIFO and waits for the answer on
-    another, so each state of the folder is imported in this process (no Python start per commit).
-    """
-    channel = Path(tempfile.mkdtemp(dir=corpus.work, prefix="replay-"))
-    ask, answer = channel / "ask", channel / "answer"
-    os.mkfifo(ask)
-    os.mkfifo(answer)
-    command = (
-        f'printf "%s\\n" "$COMMIT_TIME" > {shlex.quote(str(ask))} '
-        f'&& read -r reply < {shlex.quote(str(answer))} && [ "$reply" = ok ]'
-    )
-    errors = channel / "stderr"
-    reader = os.open(ask, os.O_RDONLY | os.O_NONBLOCK)
-    keep_open = os.open(ask, os.O_WRONLY)  # so that reads wait for lines instead of seeing end-of-file
-    with open(errors, "wb") as err:
-        tool = subprocess.Popen(
-            [
-                sys.executable,
-                str(REPLAY_TOOL),
-                str(HELP_BUNDLE),
-                "--vault",
-                str(vault),
-                *selection,
-                "-q",
-                "--exec",
-                command,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=corpus.env,
-        )
-    buffered = b""
-    try:
-        while True:
-            ready, _, _ = select.select([reader], [], [], 0.5)
-            if not ready:
-                if tool.poll() is not None:
-                    break
-                continue
-            buffered += os.read(reader, 4096)
-            while b"\n" in buffered:
-                line, buffered = buffered.split(b"\n", 1)
-                reply = b"ok\n"
-                try:
-                    on_commit(line.decode())
-                except BaseException:
-                    reply = b"failed\n"
-                    raise
-                finally:
-                    _answer(answer, reply, tool)
-        assert tool.wait(timeout=60) == 0, errors.read_text(errors="replace")[-2000:]
-    finally:
-        os.close(keep_open)
-        os.close(reader)
-        if tool.poll() is None:
-            tool.kill()
-            tool.wait()
-
-
-def _answer(fifo: Path, reply: bytes, tool: subprocess.Popen[bytes]) -> None:
-    """Write ``reply`` once the waiting ``--exec`` command has opened ``fifo`` (or the tool has exited)."""
-    while True:
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as exc:
-            if exc.errno != errno.ENXIO or tool.poll() is not None:  # ENXIO: no reader yet
-                return
-            time.sleep(0.001)
-            continue
-        try:
-            os.write(fd, reply)
-        finally:
-            os.close(fd)
-        return
-
-
-def _build_replayed(help_corpus: HelpCorpus, folder: Path) -> dict[str, Any]:
-    """Replay every REPLAY_EVERY-th commit into ``folder``/help, importing each state at its commit time into
-    ``folder``/replay.db; the meta: each import's summary and commit time."""
-    db, vault = folder / "replay.db", folder / "help"
-    summaries: list[dict] = []
-    times: list[int] = []
-
-    def import_state(commit_time: str) -> None:
-        for top in vault.iterdir():  # the folders the replay leaves out (REPLAY_FOLDERS)
-            if top.is_dir() and not replayed_folder(top.name):
-                shutil.rmtree(top)
-        done = invoke(
-            "import",
-            str(vault),
-            "--known-at",
-            commit_time,
-            "--json",
-            db=db,
-            env={"VAULTSYNC_HOME": str(help_corpus.work / "home")},
-        )
-        assert done.returncode == 0, done.stderr
-        summaries.append(json.loads(done.stdout))
-        times.append(_unix(commit_time))
-
-    replay(help_corpus, vault, HELP_SELECTION, import_state)
-    return {"commit_times": times, "summaries": summaries}
-
-
-def _build_backfilled(help_corpus: HelpCorpus, folder: Path) -> dict[str, Any]:
-    """A clone of the Help bundle in ``folder``/clone, two of its language folders each imported as its own vault
-    with ``import --from-git`` into ``folder``/git.db; the meta: each import's summary and the clone's first-parent
-    commit count."""
-    clone = folder / "clone"
-    subprocess.run(["git", "clone", "-q", str(HELP_BUNDLE), str(clone)], check=True, env=help_corpus.env, timeout=300)
-    commits = len(
-        subprocess.run(
-            ["git", "-C", str(clone), "rev-list", "--first-parent", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.split()
-    )
-    results = []
-    for name in HELP_GIT_VAULTS:
-        done = invoke(
-            "import",
-            str(clone / name),
-            "--from-git",
-            "--json",
-            db=folder / "git.db",
-            env={"VAULTSYNC_HOME": str(help_corpus.work / "home")},
-        )
-        assert done.returncode == 0, done.stderr
-        results.append(json.loads(done.stdout))
-    return {"commits": commits, "results": results}
-
-
-def _cache_key(
-    name: str, *builders: Callable[..., Any], inputs: tuple[Path, ...] = (HELP_BUNDLE, REPLAY_TOOL), **settings: Any
-) -> str:
-    from support.corpus_cache import key
-
-    return key(
-        name,
-        inputs=inputs,
-        settings=settings,
-        builder_source="".join(inspect.getsource(b) for b in (*builders, replay, _answer, invoke)),
-    )
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """The package imports cleanly: no import cycles, and ``vaultsync --help`` loads no heavy dependency.
 
-Four independent checks (issue 8, item 4; the layering, issue 35):
+Five independent checks (issue 8, item 4; the layering and the tests' imports, issue 35):
 
 - every module of ``vaultsync`` imported first, on its own, in a fresh interpreter state (one child
   process that clears every ``vaultsync*`` entry of ``sys.modules`` before each import), so a cycle
@@ -11,7 +11,8 @@ Four independent checks (issue 8, item 4; the layering, issue 35):
   import still ties two modules together), printed by the test;
 - the layering between the parts (``disk/`` never imports ``store/``, nothing but ``__main__`` imports
   ``cli/``…: ``FORBIDDEN``, ``ONLY_IMPORTED_BY``), on the same graph;
-- the modules ``python -X importtime -m vaultsync --help`` imports, by name (never by time).
+- the modules ``python -X importtime -m vaultsync --help`` imports, by name (never by time);
+- and in the tests: no test file imports another test file or conftest.py (what they share is in tests/support/).
 """
 
 from __future__ import annotations
@@ -294,6 +295,7 @@ LOW_LEVEL = {
     "vaultsync.ui",
     "vaultsync.hardened",
     "vaultsync.vault",
+    "vaultsync.vault_lock",
     "vaultsync.sync",
     "vaultsync.restore",
     "vaultsync.gitimport",
@@ -408,3 +410,79 @@ def test_help_imports_no_heavy_module() -> None:
     assert "vaultsync.cli" in imported, "importtime output not understood"
     heavy = sorted(h for h in HEAVY if any(name == h or name.startswith(h + ".") for name in imported))
     assert not heavy, f"`vaultsync --help` imports {heavy}"
+
+
+# ---------------------------------------------------------------- the tests: shared helpers come from tests/support/
+
+TESTS_DIR = Path(__file__).resolve().parent
+_DYNAMIC = {"import_module", "importorskip", "__import__"}
+
+
+def _test_files(tests_dir: Path) -> Iterator[Path]:
+    for path in sorted(tests_dir.rglob("*.py")):
+        if "node_modules" not in path.parts:
+            yield path
+
+
+def imports_of_test_files(tests_dir: Path = TESTS_DIR) -> list[str]:
+    """Each import, in any Python file under ``tests_dir``, of ``conftest`` or of a test module (a ``test_*.py`` file
+    there), as ``"file:line imports name"``: what tests share lives in tests/support/, never in a test file (whose
+    fixtures would run twice, under two module names) nor in conftest.py (which pytest loads, not the test)."""
+    test_modules = {path.stem for path in _test_files(tests_dir) if path.name.startswith("test_")}
+    found = []
+    for path in _test_files(tests_dir):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.ImportFrom) and node.level:  # from . import x / from .test_x import y
+                names = [node.module or alias.name for alias in node.names]
+            elif (
+                isinstance(node, ast.Call)
+                and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) in _DYNAMIC
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                names = [node.args[0].value]
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "tests":
+                    parts = parts[1:]
+                if parts and (parts[0] == "conftest" or parts[-1] in test_modules or parts[0] in test_modules):
+                    found.append(f"{path.relative_to(tests_dir).as_posix()}:{node.lineno} imports {name}")
+    return found
+
+
+def test_no_test_file_imports_another_or_conftest() -> None:
+    found = imports_of_test_files()
+    assert not found, "move what these share into tests/support/ and import it from there:\n  " + "\n  ".join(found)
+
+
+def test_a_planted_import_of_a_test_file_or_conftest_is_named(tmp_path: Path) -> None:
+    """The checker itself, on a copy of the tests' Python files: each kind of planted reach-in is named, and nothing
+    else (a test module at the top, conftest inside a function, a test module by ``importorskip``, a test module by
+    its dotted path)."""
+    copy = tmp_path / "tests"
+    for path in _test_files(TESTS_DIR):
+        target = copy / path.relative_to(TESTS_DIR)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    (copy / "vault" / "test_planted.py").write_text(
+        "from test_plan import kinds\n\n\ndef test_x():\n    from conftest import SLOW_TESTS\n\n"
+        "    import pytest\n\n    pytest.importorskip('test_ui')\n",
+        encoding="utf-8",
+    )
+    with (copy / "support" / "cli.py").open("a", encoding="utf-8") as out:
+        out.write("\nimport tests.live.test_watch  # noqa\n")
+    assert sorted(imports_of_test_files(copy)) == [
+        "support/cli.py:"
+        + str((copy / "support" / "cli.py").read_text(encoding="utf-8").count("\n"))
+        + " imports tests.live.test_watch",
+        "vault/test_planted.py:1 imports test_plan",
+        "vault/test_planted.py:5 imports conftest",
+        "vault/test_planted.py:9 imports test_ui",
+    ]

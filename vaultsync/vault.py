@@ -6,7 +6,6 @@ import contextlib
 import difflib
 import functools
 import os
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,10 +25,11 @@ from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult,
 from .store import BatchNews, Engine, Revision, View, is_dsn, open_store
 from .store.purge import check_strings as purge_strings_checked
 from .store.requests import RequestTable, mark_done
-from .store.view import forgotten
+from .store.view import forgotten, no_history
 from .sync import BatchSummary, LiveIndex, ParsePool, Plan, Progress, Twins, twins_on_disk, write_plan
 from .times import TimeLike, as_micros, format_time, now_micros
 from .unfinished import recover
+from .vault_lock import VaultLock
 
 if TYPE_CHECKING:
     from .store.contract import Batch
@@ -84,11 +84,10 @@ class Vault:
         self.id = vault_id
         self.root = root
         self.parse_workers = parse_workers
-        self._lock = store.writer_lock(name)
-        self._lock.command = lock_command
-        self.lock_command = lock_command
-        """How this process names itself to others (the writer lock, write requests); None: its arguments."""
-        self._sync_lock = threading.RLock()
+        self.lock = VaultLock(
+            store.writer_lock(name), command=lock_command, readonly=store.readonly, on_taken=lambda: recover(self)
+        )
+        """The vault's writer lock (across processes) and this process's batch lock: ``vault_lock.VaultLock``."""
 
     # ------------------------------------------------------------ opening
 
@@ -156,7 +155,7 @@ class Vault:
         return cls(store, name, record_.id, Path(record_.root), parse_workers=parse_workers, lock_command=lock_command)
 
     def close(self) -> None:
-        self._lock.release()
+        self.lock.close()
         self._store.close()
 
     def __enter__(self) -> Vault:
@@ -202,64 +201,11 @@ class Vault:
         return self._store.readonly
 
     @property
-    def lock_held(self) -> bool:
-        """Whether this process holds the vault's writer lock."""
-        return self._lock.held
-
-    @property
     def generation(self) -> tuple[int | None, int]:
         """Changes whenever an answer about the past may have changed: a new batch, or a purge."""
         return self.last_known_at, self._store.purge_count(self.id)
 
     # ------------------------------------------------------------ writing
-
-    def hold_lock(self, command: str | None = None) -> bool:
-        """Take the vault's writer lock for good if it is free (never waits); True when held afterwards.
-
-        Taken between batches of this process, so a write in progress never loses the lock it
-        borrowed; ``close()`` releases it.
-        """
-        with self._sync_lock:
-            held = self._lock.held
-            taken = self._lock.try_acquire(command, watching=True)  # held for good: by a watcher
-            if taken and not held:
-                self._taken()
-            return taken
-
-    def acquire_lock(self, command: str | None = None, *, watching: bool = False) -> None:
-        """Take the vault's writer lock now, or LockedError naming its holder (``release_lock`` gives it up)."""
-        with self._sync_lock:
-            self._lock.acquire(command, watching=watching)
-
-    def take_lock(self) -> bool:
-        """``hold_lock`` for a watcher that starts: True when this call took the lock, False when this
-        process already held it; ConfigError for a read-only vault, LockedError naming the holder when
-        another process holds it."""
-        if self._store.readonly:
-            raise ConfigError("the watcher needs a vault opened for writing (Vault.open(db, root=FOLDER))")
-        with self._sync_lock:  # no batch of this process is borrowing it meanwhile
-            if self._lock.held:
-                return False
-            self._lock.acquire(watching=True)
-            self._taken()
-            return True
-
-    def release_lock(self) -> None:
-        """Give up the writer lock taken with ``hold_lock`` (between batches of this process)."""
-        with self._sync_lock:
-            self._lock.release()
-
-    def _taken(self) -> None:
-        """This process just took the writer lock: before anything else is written, put right the write
-        requests a writer that died left half done (``unfinished.recover``); the lock is given up again
-        when that fails."""
-        if self._store.readonly:
-            return
-        try:
-            recover(self)
-        except BaseException:
-            self._lock.release()
-            raise
 
     def requests(self) -> RequestTable:
         """The write requests other processes asked of this vault's writer (``live.handoff``)."""
@@ -268,20 +214,6 @@ class Vault:
     def database_unreachable_s(self) -> float:
         """How long the database has been unreachable (0 while it answers)."""
         return self._store.unreachable_s()
-
-    def lock_alive(self) -> bool:
-        """Whether this process still holds the vault's writer lock, asking the engine (a PostgreSQL lock goes with
-        its database session; then the vault's batches are refused until the lock is taken again)."""
-        return self._lock.alive()
-
-    def lock_holder(self) -> dict[str, object] | None:
-        """What the other process holding the writer lock wrote about itself ({} if unreadable): pid,
-        command, started, watching; None when the lock is free or this process holds it."""
-        return self._lock.holder_info()
-
-    def describe_lock_holder(self) -> str | None:
-        """The other process holding the writer lock in one phrase (pid, command, since), or None."""
-        return self._lock.holder()
 
     def sync(
         self,
@@ -305,7 +237,7 @@ class Vault:
         an unpaired deletion, or a copy of a note still on disk, for a later batch (``BatchSummary.held``).
         """
         when = as_micros(known_at, "known_at")
-        with self._writing():
+        with self.lock.writing():
             replaced = self._check_root(allow_mass_delete)
             unchanged = 0
             if paths is None:  # a full scan: unchanged files are dropped as found, against a compact index
@@ -393,7 +325,7 @@ class Vault:
         """Replay the first-parent git history of the vault's repository not imported yet, one batch per
         commit at commit time (see ``gitimport``); a commit older than the vault's last batch is recorded
         at that batch's time (``lifted``)."""
-        with self._writing():
+        with self.lock.writing():
             history = GitHistory(self.root)
             result = GitImport(BatchSummary(vault=self.name))
             pool = ParsePool(self.parse_workers)  # started by the first large batch, kept for the others
@@ -439,7 +371,7 @@ class Vault:
         on_write: Callable[[Batch], None] | None = None,
         workers: ParsePool | None = None,
     ) -> BatchSummary:
-        """The one plan → batch path (import, watch, writes, git backfill); the caller is ``_writing``. The batch
+        """The one plan → batch path (import, watch, writes, git backfill); the caller holds ``lock.writing``. The batch
         that carries out another process's write request (``acting.carrying``, its source) marks it done."""
         carried = acting.carried()
         if carried is not None and carried.source == source:
@@ -459,25 +391,10 @@ class Vault:
             on_write=on_write,
         )
 
-    @contextlib.contextmanager
-    def _writing(self, command: str | None = None) -> Iterator[None]:
-        """Hold this process's batch lock and the vault's writer lock (re-entrant) while writing
-        (``command``: how the lock names its holder, instead of this process's arguments)."""
-        with self._sync_lock:  # one batch at a time in this process (watcher thread, write tools)
-            held = self._lock.held
-            self._lock.acquire(command)
-            try:
-                if not held:
-                    self._taken()
-                yield
-            finally:
-                if not held:
-                    self._lock.release()
-
     def writing(self, command: str | None = None) -> contextlib.AbstractContextManager[None]:
         """Hold the vault's writer lock (and this process's batch lock) while writing note files and
         recording them (``restore``, ``undo``); LockedError while another process holds it."""
-        return self._writing(command)
+        return self.lock.writing(command)
 
     def batch_info(self, batch_id: int) -> dict[str, Any] | None:
         """A batch's id, known_at, source ("import", "watch", "git", "write", "restore", ...) and detail."""
@@ -526,7 +443,7 @@ class Vault:
             at = f" as of {format_time(view.as_of)}" if view.as_of is not None else ""
             extra = f" (it was renamed to {rev.renamed_to})" if rev is not None and rev.renamed_to else ""
             if view.before_history and view.as_of is not None:
-                why = self.no_history(format_time(view.first_known_at()))
+                why = no_history(self.name, format_time(view.first_known_at()))
                 raise NoteNotFound(f"note {path!r} did not exist{at}: {why}", argument="as_of")  # the time is wrong
             if rev is not None and not extra:  # a tombstone: when, and the last moment it could be read
                 raise NoteDeleted(
@@ -541,31 +458,11 @@ class Vault:
         """The vault's retention horizon: its history before this time was purged (None: never)."""
         return self._store.horizon(self.id)
 
-    def window_note(self, since: TimeLike, until: TimeLike = None) -> str | None:
-        """What the changes after ``since`` up to ``until`` cannot show, in words: the part of the window before a
-        retention horizon or before the vault's first batch (None: nothing; see ``changes``)."""
-        start, end = as_micros(since, "since"), as_micros(until, "until")
-        horizon = self.horizon
-        if horizon is not None and start is not None and start < horizon:
-            return (
-                f"vault '{self.name}' forgot its history before {format_time(horizon)} (a retention purge): "
-                "the changes listed start there"
-            )
-        if self.before_history(end):
-            return self.no_history(format_time(self.first_known_at))
-        return None
-
     def before_history(self, cutoff: TimeLike) -> bool:
         """True when nothing was known at ``cutoff`` (None: now): the vault has no batch yet, or ``cutoff`` is before
         its first."""
         first, at = self.first_known_at, as_micros(cutoff, "as_of")
         return first is None or (at is not None and at < first)
-
-    def no_history(self, first_batch: str | None) -> str:
-        """Why nothing was known at a cutoff before the vault's first batch (``first_batch``: its time), in words."""
-        if first_batch is None:
-            return f"vault '{self.name}' has no history yet"
-        return f"vault '{self.name}' has no history before {first_batch} (its first batch)"
 
     def _applying(self, view: View, path: str) -> Revision:
         """The revision of ``path`` that applies in ``view`` (at its ``valid_at``), or NoteNotFound saying why."""
@@ -724,7 +621,7 @@ class Vault:
     ) -> tuple[BatchSummary, Note]:
         """Create (or append to) a note file, record it, and read back the note as that batch left it
         (``check``: see ``edit.append_file``)."""
-        with self._writing():
+        with self.lock.writing():
             if append:
                 rel = edit.append_file(str(self.root), path, text, check)
             else:
@@ -745,7 +642,7 @@ class Vault:
         """Only write the file (create, or append to it), serialized with this process's writes and
         batches, without recording it: for when another process holds the writer lock and watches
         the vault (it records the file). Returns the vault-relative path."""
-        with self._sync_lock:
+        with self.lock.local:
             if append:
                 return edit.append_file(str(self.root), path, text, check)
             return edit.create_file(str(self.root), path, text)
@@ -755,7 +652,7 @@ class Vault:
         ``change`` leaves it untouched), record it, and read it back (see ``revisions``)."""
         from .revisions import rewrite_file
 
-        with self._writing():
+        with self.lock.writing():
             rel = rewrite_file(str(self.root), path, change)
             return self.sync([rel], source="write"), self.read(rel)
 
@@ -804,13 +701,27 @@ class Vault:
         """Bring the search index up to date (``full``: rebuild it from the revision tables)."""
         if self._store.readonly:
             raise ConfigError("reindex needs the database opened for writing")
-        with self._writing():
+        with self.lock.writing():
             done = self._store.reindex(self.id, full=full)
         return Reindexed(self.name, done, full)
 
+    def fill_vectors(self, limit: int | None = None) -> int:
+        """Give up to ``limit`` texts the vectors of a background embedder, newest notes first (the writer role's
+        work after its batches: ``vaultsync.store.search.backfill``); how many were filled, 0 when none is left."""
+        if self._store.readonly:
+            return 0
+        with self.lock.writing():
+            return self._store.fill_vectors(self.id, limit=limit)
+
+    def vector_progress(self) -> dict[str, Any] | None:
+        """How many current texts have the vectors of a background embedder (``embedder``, ``filled``, ``total``);
+        None when every batch writes its vectors."""
+        with self._view() as view:
+            return view.vector_progress()
+
     def reembed(self, embedder: str) -> Reembedded:
         """Re-embed every chunk text with another embedder (the store never mixes embedders)."""
-        with self._writing():
+        with self.lock.writing():
             signature, count = self._store.reembed(embedder)
         return Reembedded(signature, count)
 
@@ -837,7 +748,7 @@ class Vault:
                 "before is in the future: retention keeps what was visible at a past time", argument="before"
             )
         rel = note_path(note) if note is not None else None
-        with self._writing(command="vaultsync purge"):
+        with self.lock.writing(command="vaultsync purge"):
             if texts and not also_current:
                 found = files_containing(self.root, purge_strings_checked(texts))
                 if found:

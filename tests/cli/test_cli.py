@@ -15,7 +15,8 @@ from pathlib import Path
 
 import apsw
 import pytest
-from conftest import REPO, Ran, invoke, run_cli
+from support.cli import Ran, invoke, run_cli
+from support.repo import REPO
 
 from vaultsync.cli import cli as cli_group
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import weaker
 from mcp import Client
 from mcp.server import MCPServer
+from support.capabilities import weaker
 from support.mcp_helpers import error_text, sc
 
 from vaultsync import Vault
@@ -377,7 +377,7 @@ def test_a_write_into_a_held_vault_waits_for_its_watcher(setup: dict[str, Path])
     try:
         with Vault.open(db, root=root) as vault:
             deadline = time.monotonic() + 30
-            while not (vault.lock_holder() or {}).get("watching"):
+            while not (vault.lock.holder_info() or {}).get("watching"):
                 assert watcher.poll() is None and time.monotonic() < deadline, "the watcher did not start"
                 time.sleep(0.05)
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import run_cli
 from mcp import Client, MCPError
+from support.cli import run_cli
 from support.hardened_helpers import (
     audit_records,
     authed,

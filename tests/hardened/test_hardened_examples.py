@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.hardened_helpers import unit_directives
 from support.mcp_helpers import listening
 from support.watch_helpers import systemd_verify
 
@@ -92,21 +93,6 @@ def test_the_example_manifest_documents_every_key_with_its_default() -> None:
 
 
 # ------------------------------------------------------------------ the systemd unit
-
-
-def unit_directives(text: str) -> dict[str, list[tuple[str, str]]]:
-    sections: dict[str, list[tuple[str, str]]] = {}
-    current = ""
-    for line in text.splitlines():
-        if not line.strip() or line.startswith(("#", ";")):
-            continue
-        if line.startswith("["):
-            current = line.strip("[]")
-            sections[current] = []
-            continue
-        key, _, value = line.partition("=")
-        sections[current].append((key.strip(), value.strip()))
-    return sections
 
 
 def test_the_hardened_unit_is_sandboxed_with_a_clean_environment() -> None:

@@ -15,9 +15,9 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import invoke, run_cli
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from support.cli import invoke, run_cli
 from support.mcp_helpers import READ_TOOLS, T1, T2, history_under, make_history_vault, sc
 
 from vaultsync import Vault

@@ -11,13 +11,22 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from support.hardened_helpers import audit_records, authed, clean_env, scrubbed_overrides, token_entry, write_manifest
+from support.hardened_helpers import (
+    audit_records,
+    authed,
+    clean_env,
+    scrubbed_overrides,
+    start_hardened_http,
+    token_entry,
+    write_manifest,
+)
 from support.mcp_helpers import T1, free_port, hit_notes, listening, sc, stop, write
 from support.oauth_issuer import INTROSPECTION_CLIENT, Issuer
 
@@ -198,3 +207,74 @@ async def test_a_tokens_scopes_are_its_roles_for_the_role_filter(hosted: dict[st
         assert "note_history" in names and "diff_note" not in names
     async with Client(authed(team, STATIC)) as c:
         assert "diff_note" in {t.name for t in (await c.list_tools()).tools}
+
+
+def test_the_gates_refusals_are_denials_in_the_audit_log(hosted: dict[str, Any], issuer: Issuer) -> None:
+    team, private = hosted["urls"]["team"], hosted["urls"]["private"]
+    write_call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "edit_note"}}
+    assert post(team, write_call, issuer.token("dave", team, groups=["staff"])).status_code == 403
+    assert post(private, INIT, issuer.token("dave", private, groups=["staff"])).status_code == 403
+    denials = [
+        (r["caller_id"], r["tool_name"], r["vault"], r["reason"])
+        for r in audit_records(hosted["audit"])
+        if r["event"] == "denial" and r["caller_id"] == "dave"
+    ]
+    assert denials == [
+        (
+            "dave",
+            "edit_note",
+            "team",
+            "edit_note needs the scope vault:write; the token's scopes on vault 'team': vault:read",
+        ),
+        ("dave", "initialize", "private", "dave may not use vault 'private'"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_the_shared_audit_log_is_one_intact_chain(hosted: dict[str, Any], issuer: Issuer, cli: Any) -> None:
+    """Every vault and the gate append to one log: its chain verifies and ends at the database's head."""
+    team, private = hosted["urls"]["team"], hosted["urls"]["private"]
+    async with Client(authed(team, issuer.token("alice", team))) as c:
+        sc(await c.call_tool("read_note", {"path": "Plan.md"}))
+    assert post(private, INIT, issuer.token("eve", private)).status_code == 403
+    ran = cli("audit", "verify", str(hosted["audit"]), db=hosted["db"], env=scrubbed_overrides())
+    assert ran.returncode == 0 and "chain intact" in ran.stdout, ran.stdout + ran.stderr
+    assert {r.get("vault") for r in audit_records(hosted["audit"])} >= {"team", "private"}
+
+
+@pytest.mark.anyio
+async def test_one_vault_by_manifest_with_its_own_grant(tmp_path: Path, issuer: Issuer, cli: Any) -> None:
+    """``serve VAULT --manifest M`` with ``[oauth]`` and no ``[[oauth.vaults]]``: the vault at ``/mcp``, the grant in
+    ``[oauth]`` itself, calls and refusals in the audit log."""
+    root = tmp_path / "notes"
+    write(root, "Plan.md", "# Plan\n\nkickoff\n")
+    db = tmp_path / "db" / "v.db"
+    with Vault.open(db, root=root) as vault:
+        vault.sync(known_at=T1)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    body = f'[http]\nbind = "127.0.0.1:{port}"\n[oauth]\nissuer = "{issuer.url}"\n'
+    body += f'public_url = "http://127.0.0.1:{port}"\nread = ["alice"]\n'
+    manifest = write_manifest(tmp_path / "conf" / "m.toml", db, body, audit_log_path="audit.jsonl")
+    proc = start_hardened_http(root, manifest, port)
+    try:
+        async with Client(authed(url, issuer.token("alice", url, scope="vault:write"))) as c:
+            assert not {t.name for t in (await c.list_tools()).tools} & WRITES  # writes are off here
+            assert hit_notes(sc(await c.call_tool("search_notes", {"query": "kickoff"}))) == ["Plan.md"]
+        assert post(url, INIT, issuer.token("bob", url)).status_code == 403
+    finally:
+        stderr = stop(proc)
+    assert "Traceback" not in stderr and "WARNING: anyone" not in stderr, stderr
+    records = [
+        (r["event"], r["caller_id"], r.get("tool") or r.get("tool_name"))
+        for r in audit_records(tmp_path / "conf" / "audit.jsonl")
+    ]
+    assert ("call", "alice", "search_notes") in records and ("denial", "bob", "initialize") in records
+    ran = cli("audit", "verify", str(tmp_path / "conf" / "audit.jsonl"), db=db, env=scrubbed_overrides())
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+def test_the_probes_answer_for_every_vault_without_a_token(hosted: dict[str, Any]) -> None:
+    ready = httpx2.get(f"{hosted['origin']}/ready", timeout=30)
+    assert ready.status_code == 200
+    assert ready.json() == {"status": "ready", "database": "ok", "vault_current": None, "watcher_lag_seconds": None}

@@ -98,6 +98,12 @@ def test_grants_name_subjects_groups_or_anyone_and_cap_the_ladder() -> None:
     assert level_of(["openid", "vault"]) == 0
 
 
+def test_an_issuer_keeps_its_trailing_slash_a_public_url_loses_it() -> None:
+    settings = from_flags("https://tenant.example.com/", "https://n.example.com/", None)
+    assert settings is not None and settings.issuer == "https://tenant.example.com/"
+    assert settings.resource() == "https://n.example.com/mcp"
+
+
 def test_oauth_allow_names_who_may_use_the_vault() -> None:
     settings = from_flags("https://id.example.com", "https://n.example.com", None, ["alice", "group:staff"])
     assert settings is not None and settings.resource() == "https://n.example.com/mcp"

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.hardened_helpers import unit_directives
 from support.mcp_helpers import free_port, listening
 from support.watch_helpers import systemd_verify, wait_until
-from test_hardened_examples import unit_directives
 
 pgserver = pytest.importorskip("support.pgserver")
 

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import invoke, run_cli
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from support.cli import invoke, run_cli
 from support.mcp_helpers import sc
 from support.watch_helpers import WatchProcess, wait_until
 
@@ -97,7 +97,7 @@ class World:
 
 def _holder_pids(db: Path) -> list[int]:
     with Vault.open(db, name="vault", readonly=True) as vault:
-        info = vault.lock_holder()
+        info = vault.lock.holder_info()
     return [int(info["pid"])] if info and "pid" in info else []
 
 

@@ -119,7 +119,7 @@ def test_no_answer_within_the_bound_is_one_line_and_nothing_written(two, monkeyp
     with pytest.raises(LockedError) as refused:
         handoff.perform(asking, "restore", handoff.restore_args(note="F/a.md", as_of=t0))
     assert str(refused.value) == (
-        f"vault 'v' is being written by {asking.describe_lock_holder()}, which did not take "
+        f"vault 'v' is being written by {asking.lock.holder()}, which did not take "
         "the request within 0.3 s; nothing was written"
     )
     assert (root / "F" / "a.md").read_text(encoding="utf-8") == "# a\n\nsecond\n"
@@ -136,7 +136,7 @@ def _die_after(monkeypatch: pytest.MonkeyPatch, files: int, holder: Vault) -> No
     def write(root: str, rel: str, text: Any, expected: Any) -> bool:
         if len(written) == files:
             monkeypatch.setattr(restore, "_write", real)  # whoever puts it right writes for real
-            holder.release_lock()
+            holder.lock.release()
             raise SystemExit("killed")
         written.append(rel)
         return real(root, rel, text, expected)
@@ -165,7 +165,7 @@ def _serve_one(holder: Vault, monkeypatch: pytest.MonkeyPatch, files: int | None
 
         def finish(self: RequestTable, rid: int, state: str, answer: Any) -> None:
             if state == "done":
-                holder.release_lock()
+                holder.lock.release()
                 raise SystemExit("killed")
             real(self, rid, state, answer)
 
@@ -225,7 +225,7 @@ def test_a_writer_dying_after_its_write_landed_records_it_for_the_asker(two) -> 
     )
     assert watching.requests().take(rid, {"pid": 2, "command": "vaultsync watch"}) is not None
     watching.write_file("Inbox.md", "more", append=True)  # the file is written; then the writer dies
-    watching.release_lock()
+    watching.lock.release()
     with asking.writing():  # whoever takes the lock next puts it right first
         pass
     done = table.get(rid)
@@ -234,11 +234,12 @@ def test_a_writer_dying_after_its_write_landed_records_it_for_the_asker(two) -> 
     assert asking.read("Inbox.md").content == "# Inbox\nmore"
 
 
+@pytest.mark.pg
 def test_a_real_watcher_on_postgresql_carries_out_a_cli_restore(tmp_path: Path) -> None:
     """``vaultsync watch`` on PostgreSQL in a process of its own (woken by NOTIFY), ``restore`` from this one."""
     import sys
 
-    from conftest import invoke
+    from support.cli import invoke
     from support.watch_helpers import WatchProcess
 
     pgserver = pytest.importorskip("support.pgserver")
@@ -291,7 +292,7 @@ def test_a_real_watcher_on_postgresql_carries_out_a_cli_restore(tmp_path: Path) 
 
 def _world(base: Path) -> tuple[Path, Path, str]:
     """The same small history built again under ``base``: folder, database, T0."""
-    from conftest import invoke
+    from support.cli import invoke
 
     root, db = base / "vault", base / "db" / "vaultsync.db"
     (root / "F").mkdir(parents=True)
@@ -322,7 +323,7 @@ def test_the_asker_prints_what_it_prints_when_it_writes_itself(
     same output, the same exit codes (times masked)."""
     import logging
 
-    from conftest import invoke
+    from support.cli import invoke
 
     caplog.set_level(logging.INFO, logger="vaultsync.live.handoff")
     said: dict[str, list[tuple[int, str, str]]] = {}
@@ -374,6 +375,7 @@ def test_a_batch_for_a_request_put_right_elsewhere_never_lands(two) -> None:
     assert asking.last_batch_id == before and table.get(rid).state == "failed"
 
 
+@pytest.mark.pg
 def test_a_watcher_on_postgresql_killed_mid_restore_leaves_it_whole_or_not_at_all(tmp_path: Path) -> None:
     """The journey's SIGKILL on PostgreSQL: the killed writer's session (and advisory lock) ends with it; the
     restarted ``watch --wait`` (or the asker) puts the half-written folder restore back before anything else."""
@@ -381,7 +383,7 @@ def test_a_watcher_on_postgresql_killed_mid_restore_leaves_it_whole_or_not_at_al
     import subprocess
     import sys
 
-    from conftest import invoke
+    from support.cli import invoke
     from support.watch_helpers import WatchProcess, wait_until
 
     pgserver = pytest.importorskip("support.pgserver")
@@ -461,9 +463,9 @@ async def test_serve_watch_holding_the_vault_carries_out_a_cli_undo(tmp_path: Pa
     import os
     import sys
 
-    from conftest import invoke
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
+    from support.cli import invoke
     from support.mcp_helpers import sc, watching
 
     root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"

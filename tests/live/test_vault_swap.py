@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.vanished_helpers import deletions, live, make_vault, resumes, said, watching
 from support.watch_helpers import no_thread_leaks, wait_until  # noqa: F401  (autouse fixture)
-from test_vanished_vault import deletions, live, make_vault, resumes, said, watching
 
 from vaultsync import Vault
 from vaultsync.errors import VaultUnavailable

@@ -54,9 +54,7 @@ def test_wait_returns_when_stopped_or_once_the_holder_stops(two) -> None:
     stop = threading.Event()
     stop.set()
     assert not waiting.wait(stop, say=said.append, every_s=0.01)
-    assert said == [
-        f"vault 'vault' is being watched by {second.describe_lock_holder()}; waiting to take over when it stops"
-    ]
+    assert said == [f"vault 'vault' is being watched by {second.lock.holder()}; waiting to take over when it stops"]
     releaser = threading.Timer(0.2, holding.release)
     releaser.start()
     try:
@@ -81,7 +79,7 @@ def test_a_write_waits_for_the_watching_holder_then_takes_over(
         writing.write("Ideas/Kite.md", "# Kite\n", append=False)
     assert str(refused.value) == (
         f"vault 'vault' is being written by another process watching the vault, since "
-        f"{second.lock_holder()['started']}, which did not take the request within 0.3 s; nothing was written"
+        f"{second.lock.holder_info()['started']}, which did not take the request within 0.3 s; nothing was written"
     )
     assert not (vault_dir / "Ideas" / "Kite.md").exists() and told == []
     monkeypatch.setattr(handoff, "WAIT_FOR_WRITER_S", 60.0)

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import Replayed
+from support.help_corpus import Replayed
 from support.search_truth import BruteVector, FreshKeyword, fresh_default, same_ranking, split_export
 
 from vaultsync.embed.embedders import HashEmbedder

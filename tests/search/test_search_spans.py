@@ -18,7 +18,7 @@ from pathlib import Path
 
 import apsw
 import pytest
-from conftest import copy_db
+from support.help_corpus import copy_db
 from support.purge_repair import TIMES, _rebuilt, _rows, two_vaults  # noqa: F401 (a fixture)
 from support.search_truth import FreshKeyword, fresh_default, same_ranking, split_export
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
 from mcp import Client
 from support.mcp_helpers import error_text, sc
+from support.repo import REPO
 
 from vaultsync import Vault
 from vaultsync.server import ServeConfig, build_server

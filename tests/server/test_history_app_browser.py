@@ -13,33 +13,21 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
 from mcp import Client, MCPError
 from support import ext_apps_host
+from support.browser import browser  # noqa: F401 (fixture)
 from support.history_app_helpers import HOSTILE, NOTE, TEXTS, AppsSupport, make_four_revisions
+from support.repo import REPO
 
 from vaultsync import Vault
 from vaultsync.server import ServeConfig, build_server
 from vaultsync.server.apps import APP_URI
-
-CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 HOST_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>test host</title>
 <style>body{margin:0;font:13px system-ui} iframe{border:0;width:100%;height:640px;display:block}</style></head>
@@ -103,17 +91,6 @@ class Bridge:
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.stop.set)
         self.thread.join(30)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (make test installs it when run as root: apt-get install chromium)")
-    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
-    with playwright.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

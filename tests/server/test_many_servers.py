@@ -88,7 +88,7 @@ def holder_pid(s: dict[str, Any], facts: dict[str, Any]) -> int:
     only that another process watches and since when, never its pid or command line."""
     assert s["other_process"] and s["other_process"].startswith("another process watching the vault, since "), s
     with Vault.open(facts["db"], name=facts["name"], readonly=True) as vault:
-        info = vault.lock_holder()
+        info = vault.lock.holder_info()
     assert info and info["watching"] is True, info
     return int(info["pid"])
 

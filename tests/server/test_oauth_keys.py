@@ -30,6 +30,10 @@ def test_metadata_urls_follow_rfc_8414_then_openid() -> None:
         "https://id.example.com/.well-known/openid-configuration/realms/x",
         "https://id.example.com/realms/x/.well-known/openid-configuration",
     ]
+    assert metadata_urls("https://tenant.example.com/") == [  # an issuer ending in a slash keeps it elsewhere
+        "https://tenant.example.com/.well-known/oauth-authorization-server",
+        "https://tenant.example.com/.well-known/openid-configuration",
+    ]
 
 
 @pytest.mark.anyio
@@ -67,5 +71,19 @@ async def test_a_token_expired_within_the_leeway_is_taken_beyond_it_not(issuer: 
         token = issuer.token("alice", [AUDIENCE, "other"], without=("scope",), scp=["vault:write"])
         listed = await verifier.check(token, AUDIENCE)
         assert not isinstance(listed, str) and "vault:write" in listed.scopes
+    finally:
+        await keys.aclose()
+
+
+@pytest.mark.anyio
+async def test_the_subject_may_come_from_another_claim(issuer: Issuer) -> None:
+    settings = OAuthSettings(issuer=issuer.url, public_url="http://127.0.0.1:1", subject_claim="preferred_username")
+    keys = IssuerKeys(settings)
+    verifier = TokenVerifier(settings, keys)
+    try:
+        named = await verifier.check(issuer.token("9f1c-opaque", AUDIENCE, preferred_username="alice"), AUDIENCE)
+        assert not isinstance(named, str) and named.subject == "alice"
+        unnamed = await verifier.check(issuer.token("9f1c-opaque", AUDIENCE), AUDIENCE)
+        assert unnamed == "the token names no subject (preferred_username)"
     finally:
         await keys.aclose()

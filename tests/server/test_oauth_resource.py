@@ -79,8 +79,11 @@ def challenge(response: httpx2.Response) -> str:
     return response.headers.get("www-authenticate", "")
 
 
-def test_the_metadata_document_names_the_issuer_and_the_resource(server: dict[str, Any], issuer: Issuer) -> None:
-    answer = httpx2.get(f"{server['public']}/.well-known/oauth-protected-resource/mcp", timeout=30)
+@pytest.mark.parametrize("path", ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"])
+def test_the_metadata_document_names_the_issuer_and_the_resource(
+    server: dict[str, Any], issuer: Issuer, path: str
+) -> None:
+    answer = httpx2.get(f"{server['public']}{path}", timeout=30)
     assert answer.status_code == 200
     assert answer.json() == {
         "resource": server["url"],
@@ -168,11 +171,12 @@ def test_a_token_without_any_vault_scope_is_403_asking_for_read(server: dict[str
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # auto negotiates 2026-07-28
 async def test_a_read_only_token_sees_no_write_tool_and_a_call_is_403_naming_the_scope(
-    server: dict[str, Any], issuer: Issuer
+    server: dict[str, Any], issuer: Issuer, mode: str
 ) -> None:
     token = issuer.token("reader", server["url"], scope="vault:read")
-    async with Client(authed(server["url"], token)) as c:
+    async with Client(authed(server["url"], token), mode=mode) as c:
         names = {t.name for t in (await c.list_tools()).tools}
         assert "search_notes" in names and not names & WRITES
     answer = post(server["url"], call("create_note", {"path": "X.md", "content": "x"}), token)
@@ -209,3 +213,12 @@ async def test_the_static_token_of_local_clients_still_works(server: dict[str, A
 
 def test_the_probes_need_no_token(server: dict[str, Any]) -> None:
     assert httpx2.get(f"{server['public']}/health", timeout=30).status_code == 200
+
+
+def test_a_malformed_body_with_a_good_token_reaches_the_mcp_handler(server: dict[str, Any], issuer: Issuer) -> None:
+    """The gate reads the body only to find tool calls: what it cannot parse is answered by the MCP handler."""
+    token = issuer.token("alice", server["url"])
+    headers = {**HEADERS, "Authorization": f"Bearer {token}"}
+    answer = httpx2.post(server["url"], content=b"{not json", headers=headers, timeout=30)
+    assert answer.status_code == 400 and "www-authenticate" not in answer.headers
+    assert answer.json()["error"]["code"] == -32700  # JSON-RPC parse error

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import Ran, invoke
+from support.cli import Ran, invoke
 
 from vaultsync import Vault
 

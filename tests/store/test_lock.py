@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import weaker
+from support.capabilities import weaker
 
 from vaultsync.disk import capabilities
 from vaultsync.errors import LockedError

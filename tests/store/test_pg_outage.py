@@ -168,20 +168,20 @@ def test_a_writer_whose_lock_session_was_lost_cannot_commit_after_another_took_t
     first = Vault.open(dsn, root=root, name="v", lock_command="first writer")
     second = Vault.open(dsn, root=root, name="v", lock_command="second writer")
     try:
-        assert first.hold_lock() and first.sync().batch_id is not None
+        assert first.lock.hold() and first.sync().batch_id is not None
         assert cluster.terminate(dsn, "vaultsync writer: first writer%") == 1  # only its lock's session
-        assert second.hold_lock()  # the lock went with that session: the other process takes it
-        assert first.lock_held  # and the first one does not know yet
+        assert second.lock.hold()  # the lock went with that session: the other process takes it
+        assert first.lock.held  # and the first one does not know yet
         (root / "b.md").write_text("# B\n", encoding="utf-8")
         batches = first.last_batch_id
         with pytest.raises(LockLost, match="another process took vault"):
             first.sync()
-        assert first.last_batch_id == batches and not first.lock_held  # nothing written; it knows now
+        assert first.last_batch_id == batches and not first.lock.held  # nothing written; it knows now
         with pytest.raises(Exception, match="already being written by"):
             first.sync()  # it cannot take the lock back while the other holds it
         assert second.sync().added == 1
-        second.release_lock()
-        assert first.hold_lock()  # once the other lets go, the first takes the lock again and writes
+        second.lock.release()
+        assert first.lock.hold()  # once the other lets go, the first takes the lock again and writes
         (root / "c.md").write_text("# C\n", encoding="utf-8")
         assert first.sync().added == 1
     finally:
@@ -203,12 +203,12 @@ def test_a_takeover_waits_for_the_batch_in_flight_of_the_writer_that_lost_its_se
     second = Vault.open(dsn, root=root, name="v", lock_command="second writer")
     took: list[float] = []
     try:
-        assert first.hold_lock()
+        assert first.lock.hold()
         store: Any = first._store
         with store.batch(first.id, source="test") as batch:
             batch.add_revision(*change("inflight.md", "# In flight\n"))
             assert cluster.terminate(dsn, "vaultsync writer: first writer%") == 1
-            taker = threading.Thread(target=lambda: took.append(time.monotonic()) if second.hold_lock() else None)
+            taker = threading.Thread(target=lambda: took.append(time.monotonic()) if second.lock.hold() else None)
             taker.start()
             taker.join(1.0)
             assert taker.is_alive() and not took  # waiting for this batch's head row
@@ -391,23 +391,7 @@ def test_a_watcher_and_a_server_follow_a_standby_promoted_to_primary(tmp_path: P
     watcher = server = None
     try:
         dsn = primary.fresh_database("promote")
-        copy = primary.folder / "standby"
-        done = primary.run(
-            "pg_basebackup",
-            "-D",
-            str(copy),
-            "-h",
-            str(primary.socket_dir),
-            "-U",
-            pgserver.SUPERUSER,
-            "-R",
-            "-X",
-            "stream",
-            "--no-sync",
-            "--checkpoint=fast",
-        )
-        assert done.returncode == 0, done.stderr
-        standby = pgserver.PgServer.start(data=copy, options=("-c", "hot_standby=on"))
+        standby = pgserver.start_standby(primary, "standby")
         hosts = ",".join(quote(str(s.socket_dir), safe="") for s in (primary, standby))
         both = dsn.replace(quote(str(primary.socket_dir), safe=""), hosts) + "&target_session_attrs=read-write"
         root = tmp_path / "vault"
@@ -460,12 +444,8 @@ def test_a_watcher_and_a_server_follow_a_standby_promoted_to_primary(tmp_path: P
 def test_the_ui_answers_again_after_a_restart(cluster: Cluster, tmp_path: Path) -> None:
     """``vaultsync ui`` is a long-lived process too: while the database is away its API answers one line, and
     once it is back the same process answers again."""
-    import os
-    import re
-    import subprocess
-    import sys
-
     import httpx2
+    from support.ui_page import ui_process
 
     dsn = cluster.dsn("ui")
     root = tmp_path / "vault"
@@ -473,30 +453,19 @@ def test_the_ui_answers_again_after_a_restart(cluster: Cluster, tmp_path: Path) 
     (root / "a.md").write_text("# A\n", encoding="utf-8")
     with Vault.open(dsn, root=root) as vault:
         vault.sync()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vaultsync", "--db", dsn, "ui", "--no-browser"],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        assert proc.stderr is not None
-        found = re.search(r"(http://127\.0\.0\.1:\d+)/\?token=(\S+)", proc.stderr.readline())
-        assert found
-        url, token = found.group(1) + "/api/tree", found.group(2)
-        assert httpx2.get(url, params={"token": token}).status_code == 200
-        cluster.stop("fast")
-        away = httpx2.get(url, params={"token": token})
-        assert away.status_code == 400 and "cannot use the database" in away.json()["error"]
-        cluster.start()
-        back = time.monotonic()
-        wait_until(
-            lambda: httpx2.get(url, params={"token": token}).status_code == 200, RETURN_S, "the ui answering again"
-        )
-        print(f"ui: answering {time.monotonic() - back:.2f} s after the return")
-    finally:
-        if cluster.server.process.poll() is not None:
+    with ui_process(dsn) as ui:
+        url, token = ui.base + "/api/tree", ui.token
+        try:
+            assert httpx2.get(url, params={"token": token}).status_code == 200
+            cluster.stop("fast")
+            away = httpx2.get(url, params={"token": token})
+            assert away.status_code == 400 and "cannot use the database" in away.json()["error"]
             cluster.start()
-        proc.terminate()
-        proc.wait(timeout=30)
+            back = time.monotonic()
+            wait_until(
+                lambda: httpx2.get(url, params={"token": token}).status_code == 200, RETURN_S, "the ui answering again"
+            )
+            print(f"ui: answering {time.monotonic() - back:.2f} s after the return")
+        finally:
+            if cluster.server.process.poll() is not None:
+                cluster.start()

@@ -32,23 +32,7 @@ def test_a_reader_on_a_standby_answers_as_on_the_primary(tmp_path: Path) -> None
         _write(root, {"a.md": "# A\n\nharbour tide tables\n", "b.md": "# B\n\nthe tide at the harbour\n"})
         writer = Vault.open(dsn, root=root, name="v")
         writer.sync(known_at=1_000_000)
-        copy = primary.folder / f"replica-{time.time_ns()}"
-        done = primary.run(
-            "pg_basebackup",
-            "-D",
-            str(copy),
-            "-h",
-            str(primary.socket_dir),
-            "-U",
-            pgserver.SUPERUSER,
-            "-R",
-            "-X",
-            "stream",
-            "--no-sync",
-            "--checkpoint=fast",
-        )
-        assert done.returncode == 0, done.stderr
-        standby = pgserver.PgServer.start(data=copy, options=("-c", "hot_standby=on"))
+        standby = pgserver.start_standby(primary, f"replica-{time.time_ns()}")
         reader_dsn = dsn.replace(
             str(primary.socket_dir).replace("/", "%2F"), str(standby.socket_dir).replace("/", "%2F")
         )

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import invoke
+from support.cli import invoke
 from support.engines import own_store, sqlite_file
 from support.purge_history import S_ASCII, S_CJK, S_STASH, SECRETS, STASH, History, find_traces, redact
 
@@ -154,11 +154,11 @@ def test_refusals_name_the_problem(tmp_path: Path) -> None:
         assert vault.read("a.md").content == "# A\n\n[purged]-secret\n"
         other = Vault.open(tmp_path / "db", root=root)
         try:
-            vault.acquire_lock()
+            vault.lock.acquire()
             with pytest.raises(LockedError):
                 other.purge(texts=["something"], also_current=True)
         finally:
-            vault.release_lock()
+            vault.lock.release()
             other.close()
         lock_text = WriterLock(str(tmp_path / "db"), vault.name).path.read_text()  # the lock file as the holder left it
     assert "hunter2" not in lock_text

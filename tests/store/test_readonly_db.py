@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from support.cli import run_cli
 
 from vaultsync import Vault
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from support.cli import run_cli
 
 from vaultsync import Vault
 from vaultsync.errors import BusyError, LockedError

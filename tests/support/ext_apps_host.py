@@ -9,7 +9,7 @@ import mimetypes
 import re
 from typing import Any
 
-from conftest import REPO
+from support.repo import REPO
 
 MODULES = REPO / "tests" / "js" / "inspector" / "node_modules"
 ORIGIN = "http://host.test"

@@ -84,3 +84,19 @@ def authed(url: str, token: str) -> Any:
 
 def audit_records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def unit_directives(text: str) -> dict[str, list[tuple[str, str]]]:
+    """A systemd unit file as section -> its (key, value) directives, in order (repeated keys kept)."""
+    sections: dict[str, list[tuple[str, str]]] = {}
+    current = ""
+    for line in text.splitlines():
+        if not line.strip() or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            current = line.strip("[]")
+            sections[current] = []
+            continue
+        key, _, value = line.partition("=")
+        sections[current].append((key.strip(), value.strip()))
+    return sections

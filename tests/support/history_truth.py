@@ -16,15 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from conftest import (
-    HELP_BUNDLE,
-    HELP_GIT_VAULTS,
-    HELP_SELECTION,
-    REPLAY_TOOL,
-    Ran,
-    invoke,
-)
-
+from support.cli import Ran, invoke
+from support.help_corpus import HELP_BUNDLE, HELP_GIT_VAULTS, HELP_SELECTION, REPLAY_TOOL
 from vaultsync import NoteNotFound, Vault
 
 BUNDLE, TOOL, SELECTION, GIT_VAULTS = HELP_BUNDLE, REPLAY_TOOL, HELP_SELECTION, HELP_GIT_VAULTS

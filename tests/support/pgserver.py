@@ -286,3 +286,25 @@ def shared_system() -> PgServer:
         _system = PgServer.start(bin_=system_binaries())
         atexit.register(_system.stop)
     return _system
+
+
+def start_standby(primary: PgServer, name: str) -> PgServer:
+    """A streaming standby of ``primary`` (``pg_basebackup -R -X stream`` into ``primary.folder / name``), started
+    with ``hot_standby=on``: it answers reads once it has replayed; the caller stops it."""
+    copy = primary.folder / name
+    done = primary.run(
+        "pg_basebackup",
+        "-D",
+        str(copy),
+        "-h",
+        str(primary.socket_dir),
+        "-U",
+        SUPERUSER,
+        "-R",
+        "-X",
+        "stream",
+        "--no-sync",
+        "--checkpoint=fast",
+    )
+    assert done.returncode == 0, done.stderr
+    return PgServer.start(data=copy, options=("-c", "hot_standby=on"))

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import apsw
 import pytest
-from conftest import copy_db
 
+from support.help_corpus import copy_db
 from vaultsync.store.search.rebuild import rebuild_search
 from vaultsync.vault import Vault
 

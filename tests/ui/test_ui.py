@@ -12,36 +12,33 @@ screenshots the README and docs/web-page.md show are taken here; ``VAULTSYNC_WRI
 from __future__ import annotations
 
 import http.client
-import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
-import sys
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from conftest import REPO, invoke, run_cli
+from support.browser import browser  # noqa: F401 (fixture)
+from support.cli import invoke, run_cli
+from support.repo import REPO
+from support.ui_page import (  # noqa: F401 (fixtures)
+    History,
+    Server,
+    Watched,
+    load_demo,
+    open_page,
+    page,
+    server,
+    wait_note,
+    wait_until,
+)
 
 from vaultsync.times import parse_time
 
-CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 MOMENTS = ["2025-01-20", "2025-02-10", "2025-03-20"]
 """Between the history's commits (2025-01-06, 02-03, 03-03, 04-07): three different vaults."""
 EDITED = "Projects/Atlas/Atlas Overview.md"
@@ -77,29 +74,13 @@ x: "<img src=x onerror=alert('fm2')>"
 pytestmark = pytest.mark.slow
 
 
-def _demo() -> Any:
-    spec = importlib.util.spec_from_file_location("vaultsync_demo", REPO / "examples" / "demo.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@dataclass
-class History:
-    vault: Path
-    db: Path
-    commits: list[tuple[str, str]]
-    """(sha, committer time), oldest first."""
-
-
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> History:
     """The demo's dated history of notes/, plus a fourth commit: two words replaced, a hostile note added, a
     note deleted, the renamed inbox renamed again."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
-    demo = _demo()
+    demo = load_demo()
     work = tmp_path_factory.mktemp("ui")
     vault = work / "vault"
     demo.build_history(vault)
@@ -115,103 +96,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> History:
     demo.git(vault, "commit", "-q", "-m", "Words replaced; a hostile note", when="2025-04-07T09:00:00Z")
     db = work / "db" / "vaultsync.db"
     run_cli("import", str(vault), "--from-git", db=db, check=True)
-    commits = subprocess.run(
-        ["git", "-C", str(vault), "log", "--first-parent", "--reverse", "--format=%H %cI"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split("\n")
-    return History(vault, db, [tuple(line.split()) for line in commits if line])  # type: ignore[misc]
-
-
-@dataclass
-class Server:
-    url: str
-    base: str
-    port: int
-    token: str
-
-
-@pytest.fixture(scope="module")
-def server(history: History) -> Iterator[Server]:
-    """``vaultsync ui --no-browser`` in a real process, on its random port; its printed URL read from stderr."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vaultsync", "--db", str(history.db), "ui", "--no-browser"],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        found = re.search(r"(http://127\.0\.0\.1:(\d+))/\?token=(\S+)", line)
-        assert found, f"no URL in {line!r}"
-        base, port, token = found.group(1), int(found.group(2)), found.group(3)
-        log: list[str] = []
-        threading.Thread(target=lambda: log.extend(proc.stderr or ()), daemon=True).start()  # never let it block
-        yield Server(f"{base}/?token={token}", base, port, token)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (make test installs it when run as root: apt-get install chromium)")
-    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
-    with playwright.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
-@dataclass
-class Watched:
-    page: Any
-    dialogs: list[str]
-    errors: list[str]
-    foreign: list[str]
-
-
-@pytest.fixture
-def page(browser: Any, server: Server) -> Iterator[Watched]:
-    """A fresh page that records every dialog, console error, page error and request leaving the server."""
-    context = browser.new_context(viewport={"width": 1360, "height": 860})
-    tab = context.new_page()
-    watched = Watched(tab, [], [], [])
-
-    def on_dialog(dialog: Any) -> None:
-        watched.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    tab.on("dialog", on_dialog)
-    tab.on("console", lambda m: watched.errors.append(m.text) if m.type in ("error", "warning") else None)
-    tab.on("pageerror", lambda e: watched.errors.append(str(e)))
-    tab.on("request", lambda r: watched.foreign.append(r.url) if not r.url.startswith(server.base + "/") else None)
-    yield watched
-    context.close()
-
-
-def open_page(watched: Watched, server: Server, fragment: str = "") -> Any:
-    tab = watched.page
-    tab.goto(server.url + fragment)
-    wait_until(tab, "document.body.dataset.ready === '1'")
-    return tab
-
-
-def wait_until(tab: Any, expression: str, arg: Any = None, timeout_s: float = 20) -> None:
-    """Poll a JavaScript expression until it is true (Playwright's ``wait_for_function`` evaluates strings
-    inside the page, which the page's Content-Security-Policy forbids; ``evaluate`` is not affected)."""
-    for _ in range(int(timeout_s / 0.05)):
-        if tab.evaluate(expression, arg):
-            return
-        tab.wait_for_timeout(50)
-    shown = tab.evaluate(
-        "[document.querySelector('#tree').dataset.at, document.querySelector('#error').textContent, location.hash]"
-    )
-    raise AssertionError(f"still false after {timeout_s} s: {expression} (tree at, error, hash: {shown})")
+    return History.of(vault, db)
 
 
 def go_to(tab: Any, moment: str) -> int:
@@ -232,15 +117,6 @@ def open_note(tab: Any, path: str, micros: int | str) -> None:
             details.locator(":scope > summary").click()
     tab.locator(f"#tree a.note-link[data-path={json.dumps(path)}]").click()
     wait_note(tab, path, micros)
-
-
-def wait_note(tab: Any, path: str, micros: int | str) -> None:
-    wait_until(
-        tab,
-        "([p, at]) => { const n = document.querySelector('#note'); "
-        "return !n.hidden && n.dataset.path === p && n.dataset.at === at; }",
-        [path, str(micros)],
-    )
 
 
 def source(tab: Any) -> str:
@@ -317,7 +193,7 @@ def test_three_moments_tree_note_links_and_search_equal_the_cli(
 def test_a_diff_between_two_revisions_marks_exactly_the_changed_words(
     page: Watched, server: Server, history: History, tmp_path: Path
 ) -> None:
-    demo = _demo()
+    demo = load_demo()
     tab = open_page(page, server)
     open_note(tab, EDITED, "now")
     revisions = cli_json(history.db, "history", EDITED)
@@ -387,7 +263,7 @@ def changes_shown(tab: Any) -> list[list[str]]:
 def test_changes_between_two_moments_equal_the_cli_and_open_their_diff(
     page: Watched, server: Server, history: History
 ) -> None:
-    demo = _demo()
+    demo = load_demo()
     tab = open_page(page, server)
     until = go_to(tab, MOMENTS[2])
     tab.click("#tab-changes")  # asks for the window since the batch before the moment...
@@ -443,7 +319,7 @@ def test_a_late_answer_for_an_older_window_never_replaces_the_changes_list(
 
 def test_the_timeline_by_keyboard_alone(page: Watched, server: Server, history: History, tmp_path: Path) -> None:
     tab = open_page(page, server)
-    batches = [parse_time(c[0]) for c in _demo().COMMITS] + [parse_time("2025-04-07T09:00:00Z")]
+    batches = [parse_time(c[0]) for c in load_demo().COMMITS] + [parse_time("2025-04-07T09:00:00Z")]
     for _ in range(5):  # the strip is the first stop of the Tab key
         if tab.evaluate("document.activeElement.id") == "timeline":
             break

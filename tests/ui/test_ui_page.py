@@ -7,12 +7,22 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from typing import Any
 
 import pytest
-from conftest import run_cli
-from test_ui import History, Server, _demo, browser, open_page, page, server, wait_note, wait_until  # noqa: F401, E501 (fixtures)
+from support.browser import browser  # noqa: F401 (fixture)
+from support.cli import run_cli
+from support.ui_page import (  # noqa: F401 (fixtures)
+    History,
+    Server,
+    Watched,
+    load_demo,
+    open_page,
+    page,
+    server,
+    wait_note,
+    wait_until,
+)
 
 from vaultsync.times import parse_time
 
@@ -32,7 +42,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> History:
     """The demo's dated history, then a note with Obsidian's syntax, edited twice within one second."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
-    demo = _demo()
+    demo = load_demo()
     work = tmp_path_factory.mktemp("ui-page")
     vault, db = work / "vault", work / "db" / "vaultsync.db"
     demo.build_history(vault)
@@ -46,13 +56,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> History:
         with (vault / TASKS).open("a", encoding="utf-8") as f:
             f.write(f"\nedit {n}\n")
         run_cli("import", str(vault), "--known-at", moment, db=db, check=True)
-    commits = subprocess.run(
-        ["git", "-C", str(vault), "log", "--first-parent", "--reverse", "--format=%H %cI"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split("\n")
-    return History(vault, db, [tuple(line.split()) for line in commits if line])  # type: ignore[misc]
+    return History.of(vault, db)
 
 
 def show(tab: Any, path: str, at: str = "now") -> None:

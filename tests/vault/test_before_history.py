@@ -10,11 +10,12 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import invoke
 from mcp import Client
+from support.cli import invoke
 from support.mcp_helpers import error_text, listed_paths, sc
 
 from vaultsync import Vault
+from vaultsync.cli.commands import window_note
 from vaultsync.errors import ConfigError, NoteNotFound
 from vaultsync.server import ServeConfig, build_server
 from vaultsync.times import format_time
@@ -60,7 +61,7 @@ def test_a_vault_with_no_batch_yet(tmp_path: Path) -> None:
     with Vault.open(tmp_path / "v.db", root=root) as vault:
         found = vault.search("anything")
         assert (found.hits, found.before_history, found.first_batch, vault.first_known_at) == ([], True, None, None)
-        assert vault.window_note(EARLY) == "vault 'empty' has no history yet"
+        assert window_note(vault, EARLY) == "vault 'empty' has no history yet"
 
 
 def test_read_before_the_first_batch_names_where_history_starts(history: tuple[Path, Path]) -> None:
@@ -123,10 +124,10 @@ def test_before_a_retention_horizon(history: tuple[Path, Path]) -> None:
         with pytest.raises(ConfigError) as until:
             vault.changes("2024-01-01", "2024-06-01")
         assert until.value.argument == "until" and f"forgot its history before {horizon}" in str(until.value)
-        assert vault.window_note("2024-01-01") == (
+        assert window_note(vault, "2024-01-01") == (
             f"vault 'notes' forgot its history before {horizon} (a retention purge): the changes listed start there"
         )
-        assert vault.window_note("2024-06-20") is None
+        assert window_note(vault, "2024-06-20") is None
         assert [r.path for r in vault.changes("2024-01-01")] == ["Gamma.md"]
     clipped = invoke("changes", "--since", "2024-01-01", db=db, check=True)
     assert clipped.stdout.split()[-1] == "Gamma.md"

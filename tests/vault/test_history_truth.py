@@ -20,11 +20,7 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import (
-    HelpCorpus,
-    Replayed,
-    replayed_path,
-)
+from support.help_corpus import HelpCorpus, Replayed, replayed_path
 from support.history_truth import SEED, SELECTION, Pair, Truth, check_pairs, coverage, iso, sample_dates, vaultsync
 
 from vaultsync import Vault

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Backfilled, HelpCorpus, copy_db
+from support.help_corpus import Backfilled, HelpCorpus, copy_db
 from support.history_truth import GIT_VAULTS, SEED, Pair, Truth, check_pairs, coverage, sample_dates, vaultsync
 
 from vaultsync import Vault

@@ -184,10 +184,10 @@ def test_check_finds_tampering(db_path: Path, vault_dir: Path) -> None:
 @pytest.mark.capabilities_off("no-fcntl")
 def test_second_writer_is_refused(db_path: Path, vault_dir: Path) -> None:
     with open_vault(db_path, vault_dir) as first, open_vault(db_path, vault_dir) as second:
-        first.acquire_lock(command="vaultsync watch test")
+        first.lock.acquire(command="vaultsync watch test")
         with pytest.raises(LockedError, match="vaultsync watch test"):
             second.sync()
-        first.release_lock()
+        first.lock.release()
         assert second.sync(known_at=T1).added == 2
 
 

@@ -2,29 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
+from support.plans import NOW, blob, live, sha
 
 from vaultsync.disk.folder import Absent, FileProblem, Present, Unreadable
 from vaultsync.errors import ParseError
 from vaultsync.sync import RACY_NS, Plan
-
-NOW = 10**18
-
-
-def blob(text: str, mtime_ns: int | None = None) -> Present:
-    data = text.encode("utf-8")
-    return Present(size=len(data), mtime_ns=mtime_ns, data=data)
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def live(**notes: str) -> dict[str, tuple[int, str]]:
-    """Path → (revision id, hash); keyword names use __ for / and end without .md."""
-    return {k.replace("__", "/") + ".md": (i, sha(v)) for i, (k, v) in enumerate(notes.items(), start=1)}
 
 
 def kinds(plan: Plan) -> dict[str, str]:

@@ -3,7 +3,7 @@ watcher's flush holds back one window (``hold``)."""
 
 from __future__ import annotations
 
-from test_plan import NOW, blob, live
+from support.plans import NOW, blob, live
 
 from vaultsync.disk.folder import Absent
 from vaultsync.sync import Plan

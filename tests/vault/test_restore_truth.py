@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import HelpCorpus, Replayed, copy_db, replayed_path
+from support.help_corpus import HelpCorpus, Replayed, copy_db, replayed_path
 from support.history_truth import SELECTION, Truth, iso
 
 from vaultsync import Vault, restore

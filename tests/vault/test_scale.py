@@ -18,8 +18,8 @@ from pathlib import Path
 
 import apsw
 import pytest
-from conftest import copy_db
 from support.engines import own_store
+from support.help_corpus import copy_db
 
 from vaultsync.vault import Vault
 

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.cli import invoke
 from support.search_truth import fresh_keyword, overlay_oracle, same_ranking, split_export
 
 from vaultsync import NoteNotFound

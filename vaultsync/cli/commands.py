@@ -12,12 +12,24 @@ import click
 
 from ..config import default_db_path
 from ..errors import VaultsyncError
-from ..times import ACCEPTED, format_time
+from ..times import ACCEPTED, TimeLike, format_time
 from . import audit, migrate, purge, receipt, restore, search, ui
-from .base import Context, Group, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option, validity_option
+from .base import (
+    Bar,
+    Context,
+    Group,
+    as_of_option,
+    echo_json,
+    fill_vectors,
+    friendly,
+    json_option,
+    pass_ctx,
+    time_option,
+    validity_option,
+)
 
 if TYPE_CHECKING:
-    from click._termui_impl import ProgressBar
+    from ..vault import Vault
 
 
 class DatabaseParam(click.Path):
@@ -57,27 +69,6 @@ def cli(ctx: click.Context, db: Path | None, vault_name: str | None, verbose: in
     ctx.call_on_close(ctx.obj.close)
 
 
-class Bar:
-    """A progress bar on a terminal (stderr), nothing otherwise."""
-
-    def __init__(self, label: str, enabled: bool) -> None:
-        self.label, self.enabled, self.shown = label, enabled and sys.stderr.isatty(), 0
-        self.bar: ProgressBar[int] | None = None
-
-    def __call__(self, done: int, total: int, *_: Any) -> None:
-        if not self.enabled or total < 50:
-            return
-        if self.bar is None:
-            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
-            self.bar.__enter__()
-        self.bar.update(done - self.shown)
-        self.shown = done
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-
-
 @cli.command("import")
 @click.argument("vault_dir", metavar="VAULT", type=click.Path(file_okay=False, path_type=Path))
 @time_option("--known-at", help=f"Assert when this state was known (loading history): {ACCEPTED}.")
@@ -89,7 +80,8 @@ class Bar:
     "--embedder",
     default=None,
     metavar="NAME",
-    help="Embedder of a new database's vectors: hash (built in) or minilm (the semantic extra).",
+    help="Embedder of a new database's vectors: minilm (the semantic extra; the default when it is installed, "
+    "its vectors filled after the import) or hash (built in; the default otherwise). Env: VAULTSYNC_EMBEDDER.",
 )
 @click.option(
     "--allow-mass-delete",
@@ -132,6 +124,7 @@ def import_(
     finally:
         bar.close()
     _print_import(vault.name, summary, payload, as_json=as_json, from_git=from_git)
+    fill_vectors(vault, not as_json)
 
 
 def _scan(vault: Any, *, progress: Any, **options: Any) -> Any:
@@ -143,7 +136,7 @@ def _scan(vault: Any, *, progress: Any, **options: Any) -> Any:
     try:
         return vault.sync(progress=progress, **options)
     except LockedError:
-        holder = vault.lock_holder()
+        holder = vault.lock.holder_info()
         if not holder or not holder.get("watching"):
             raise
     return handoff.summary_of(handoff.perform(vault, "scan", options).answer)
@@ -215,7 +208,9 @@ def ls(obj: Context, as_of: int | None, valid_at: int | None, prefix: str, as_js
         echo_json([r.summary(LISTED_FIELDS) for r in revisions])
         return
     if not revisions and vault.before_history(as_of):
-        click.echo(f"no notes: {vault.no_history(format_time(vault.first_known_at))}", err=True)
+        from ..store.view import no_history
+
+        click.echo(f"no notes: {no_history(vault.name, format_time(vault.first_known_at))}", err=True)
     for r in revisions:
         click.echo(f"{format_time(r.known_at)}  {r.size:>8}  {r.path}")
 
@@ -331,13 +326,31 @@ def changes(
     if as_json:
         echo_json([r.summary(CHANGE_FIELDS) for r in revisions])
         return
-    why = vault.window_note(since, until)
+    why = window_note(vault, since, until)
     if why:
         click.echo(f"{'note' if revisions else 'no changes'}: {why}", err=True)
     for r in revisions:
         extra = f" (from {r.renamed_from})" if r.renamed_from else ""
         revision = r.content_hash[:8] if r.content_hash else "-"
         click.echo(f"{format_time(r.known_at)}  batch {r.batch_id:<6}  {revision:<8}  {r.kind:<8}  {r.path}{extra}")
+
+
+def window_note(vault: Vault, since: TimeLike, until: TimeLike = None) -> str | None:
+    """What ``changes`` after ``since`` up to ``until`` cannot show, in words: the part of the window before a
+    retention horizon or before the vault's first batch (None: nothing)."""
+    from ..store.view import no_history
+    from ..times import as_micros
+
+    start, end = as_micros(since, "since"), as_micros(until, "until")
+    horizon = vault.horizon
+    if horizon is not None and start is not None and start < horizon:
+        return (
+            f"vault '{vault.name}' forgot its history before {format_time(horizon)} (a retention purge): "
+            "the changes listed start there"
+        )
+    if vault.before_history(end):
+        return no_history(vault.name, format_time(vault.first_known_at))
+    return None
 
 
 @cli.command()
@@ -356,7 +369,9 @@ def stats(obj: Context, as_json: bool) -> None:
         echo_json(result)
         return
     for key, value in result.items():
-        if value is not None or key != "vector_search":
+        if key == "semantic_vectors" and value:
+            value = f"{value['filled']:,} of {value['total']:,} current texts ({value['embedder']})"
+        if value is not None or key not in ("vector_search", "semantic_vectors"):
             click.echo(f"{key:>16}: {value}")
 
 

@@ -89,6 +89,9 @@ class OAuthSettings:
     jwks_refresh_s: float = 5.0
     """Least time between two fetches of the issuer's keys for a token signed with a key id not known yet."""
     groups_claim: str = "groups"
+    subject_claim: str = "sub"
+    """The claim naming the person in grants, the audit log and ``changes --caller`` (e.g. ``preferred_username``
+    where ``sub`` is an opaque id); a token without it is refused."""
     introspection_file: Path | None = None
     """A TOML file (mode 600) with ``client_id`` and ``client_secret`` for RFC 7662 introspection of opaque tokens."""
     resource_name: str | None = None
@@ -102,8 +105,9 @@ class OAuthSettings:
         return f"{self.public_url}/mcp" if vault is None else f"{self.public_url}/vaults/{vault}/mcp"
 
 
-def check_url(value: str, what: str) -> str:
-    """``value`` as an absolute https URL (http only on loopback) without query or fragment, no trailing slash."""
+def check_url(value: str, what: str, *, keep_slash: bool = False) -> str:
+    """``value`` as an absolute https URL (http only on loopback) without query or fragment; without a trailing
+    slash unless ``keep_slash`` (an issuer is compared exactly as its metadata states it, slash and all)."""
     parts = urlsplit(value.strip())
     host = parts.hostname or ""
     if parts.scheme not in ("https", "http") or not host:
@@ -112,7 +116,7 @@ def check_url(value: str, what: str) -> str:
         raise ConfigError(f"{what} {value!r}: must be https (plain http is accepted on loopback only)")
     if parts.query or parts.fragment or parts.username or parts.password:
         raise ConfigError(f"{what} {value!r}: no query, fragment or user name in it")
-    return value.strip().rstrip("/")
+    return value.strip() if keep_slash else value.strip().rstrip("/")
 
 
 def _loopback(host: str) -> bool:
@@ -138,7 +142,7 @@ def from_flags(
     if issuer is None or public_url is None:
         raise ConfigError("an OAuth resource server needs both --oauth-issuer and --public-url")
     return OAuthSettings(
-        issuer=check_url(issuer, "--oauth-issuer"),
+        issuer=check_url(issuer, "--oauth-issuer", keep_slash=True),
         public_url=_base(public_url, "--public-url"),
         introspection_file=introspection,
         grant=Grant(admin=allow),
@@ -159,6 +163,7 @@ _OAUTH = {
     "leeway_s": "number",
     "jwks_refresh_s": "number",
     "groups_claim": "str",
+    "subject_claim": "str",
     "introspection_file": "path",
     "resource_name": "str",
     "read": "names",
@@ -176,7 +181,8 @@ def read_oauth(path: Path, table: dict[str, Any], where: Callable[[str], Path]) 
         if key not in table:
             raise fail(path, f"oauth.{key}", "missing: an OAuth resource server names its issuer and public URL")
     try:
-        issuer, public = check_url(table["issuer"], "issuer"), _base(table["public_url"], "public_url")
+        issuer = check_url(table["issuer"], "issuer", keep_slash=True)
+        public = _base(table["public_url"], "public_url")
     except ConfigError as exc:
         raise fail(path, "oauth", str(exc)) from None
     algorithms = tuple(table.get("algorithms", ASYMMETRIC))
@@ -200,6 +206,7 @@ def read_oauth(path: Path, table: dict[str, Any], where: Callable[[str], Path]) 
         leeway_s=float(table.get("leeway_s", 30)),
         jwks_refresh_s=float(table.get("jwks_refresh_s", 5)),
         groups_claim=table.get("groups_claim", "groups"),
+        subject_claim=table.get("subject_claim", "sub"),
         introspection_file=where(table["introspection_file"]) if "introspection_file" in table else None,
         resource_name=table.get("resource_name"),
         grant=grant,

@@ -76,7 +76,7 @@ def perform(vault: Vault, kind: str, args: dict[str, Any], *, public: bool = Fal
             else:
                 answer, here = execute(vault, kind, args)
                 return Outcome(answer, here)
-        holder = vault.lock_holder()
+        holder = vault.lock.holder_info()
         if holder is not None and holder.get("watching"):
             asked = ask(vault, kind, args, public=public)
             if asked is not None:
@@ -101,7 +101,7 @@ def ask(
     None when the lock became free before anyone took it (the caller does it itself)."""
     wait_s = WAIT_FOR_WRITER_S if wait_s is None else wait_s
     table = vault.requests()
-    holder = vault.lock_holder() or {}
+    holder = vault.lock.holder_info() or {}
     rid = table.ask(kind, args, asker=_me(vault), caller=acting.caller(), take_by=now_micros() + int(wait_s * 1e6))
     logger.info("asked %s (request %d) to carry out %s", _named(vault, holder, False), rid, kind)
     deadline, ran_until = time.monotonic() + wait_s, None
@@ -116,7 +116,7 @@ def ask(
                 break
             now = time.monotonic()
             if request.state == "asked":
-                taken_over = vault.lock_holder() is None
+                taken_over = vault.lock.holder_info() is None
                 if (taken_over or now >= deadline) and table.drop(rid):
                     if taken_over:
                         return None
@@ -126,7 +126,7 @@ def ask(
                     )
             elif request.state == "taken":
                 ran_until = ran_until or now + RUN_FOR_S
-                if vault.lock_holder() is None:  # the writer that took it is gone: recover it here
+                if vault.lock.holder_info() is None:  # the writer that took it is gone: recover it here
                     with contextlib.suppress(LockedError), vault.writing():
                         pass
                     continue
@@ -189,7 +189,7 @@ def _from_batch(vault: Vault, request: Request) -> dict[str, Any]:
 
 def _me(vault: Vault) -> dict[str, Any]:
     """This process as a request names its asker or its taker (hardened mode: never its arguments)."""
-    command = vault.lock_command or " ".join(["vaultsync", *sys.argv[1:]])
+    command = vault.lock.command or " ".join(["vaultsync", *sys.argv[1:]])
     return {"pid": os.getpid(), "host": socket.gethostname(), "command": command}
 
 
@@ -197,7 +197,7 @@ def _named(vault: Vault, holder: dict[str, Any] | None, public: bool) -> str:
     if public:
         return public_holder(holder)
     pid = (holder or {}).get("pid")
-    return vault.describe_lock_holder() or (f"pid {pid}" if pid else "another process")
+    return vault.lock.holder() or (f"pid {pid}" if pid else "another process")
 
 
 # ---------------------------------------------------------------- answers, both ways

@@ -58,7 +58,7 @@ class LockKeeper:
             return
         self._next_check = now + CHECK_EVERY_S
         try:
-            alive = self.role.vault.lock_alive()
+            alive = self.role.vault.lock.alive()
         except Exception as exc:  # asking failed: the session is gone
             logger.debug("could not check the writer lock: %s", exc)
             alive = False
@@ -113,7 +113,7 @@ class LockKeeper:
 
     def _describe_holder(self) -> str:
         try:
-            return self.role.vault.describe_lock_holder() or "another process"
+            return self.role.vault.lock.holder() or "another process"
         except Exception:
             return "another process"
 

@@ -77,31 +77,31 @@ class WriterRole:
     def take(self) -> bool:
         """Hold the writer lock for good if it is free (never waits); True when held afterwards."""
         if not self._holding:
-            self._holding = self.vault.hold_lock()
+            self._holding = self.vault.lock.hold()
         return self._holding
 
     def take_for_watching(self) -> bool:
         """Hold the lock for a ``Watcher`` that starts: True when this call took it (the watcher frees it
         with ``release`` when it stops), False when this process already held it; LockedError naming
         the holder when another process does."""
-        took = self.vault.take_lock()
+        took = self.vault.lock.take()
         self._holding = True
         return took
 
     def retake(self) -> bool:
         """The watcher's lock went with a lost database session: take it again if it is free (True); False while
         another process holds it (StoreError while the database is away). This process keeps its role meanwhile."""
-        return self.vault.hold_lock()
+        return self.vault.lock.hold()
 
     def release(self) -> None:
         """Give the lock up (between batches of this process)."""
         if self._holding:
-            self.vault.release_lock()
+            self.vault.lock.release()
             self._holding = False
 
     def holder(self) -> dict[str, object] | None:
         """What the other process holding the lock says it does ({} if unreadable); None when free or ours."""
-        return self.vault.lock_holder()
+        return self.vault.lock.holder_info()
 
     # ------------------------------------------------------------ waiting and standing by
 
@@ -117,7 +117,7 @@ class WriterRole:
         if self.take():
             return True
         say(
-            f"vault '{self.vault.name}' is being watched by {self.vault.describe_lock_holder() or 'another process'}; "
+            f"vault '{self.vault.name}' is being watched by {self.vault.lock.holder() or 'another process'}; "
             "waiting to take over when it stops"
         )
         wakeup = self.vault.wakeup()  # PostgreSQL: a writer giving the lock up says so, and this tries at once
@@ -172,7 +172,7 @@ class WriterRole:
         """One line for the operator while this process stands by as a reader (None otherwise)."""
         if not self.standby or self._holding:
             return None
-        holder = self.vault.describe_lock_holder() or "another process"
+        holder = self.vault.lock.holder() or "another process"
         return (
             f"vault '{self.vault.name}' is being watched by {holder}; serving it as a reader, "
             "and watching it here if that process stops"

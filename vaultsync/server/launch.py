@@ -151,7 +151,7 @@ def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: 
 
     assert http.oauth is not None
     oauth = http.oauth
-    protected, first = [], None
+    protected, served_all = [], []
     audit = _shared_audit(configs[0][1].manifest) if configs else None
     for vault, config in configs:
 
@@ -162,9 +162,9 @@ def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: 
             say(f"vaultsync: serving vault '{vault.name}' (hardened, OAuth) at {oauth.resource(vault.name)}")
 
         served = ServedVault(replace(config, announce=announce))
-        first = first or served
+        served_all.append(served)
         mcp = server_for(served, audit=audit, vault=vault.name)
-        protected.append(Protected(mcp, vault.name, vault.grant, served.allow_writes))
+        protected.append(Protected(mcp, vault.name, vault.grant, served.allow_writes, audit=audit))
     warning = t.clear_text_warning(http.host, http.tls)
     if warning and not oauth.public_url.startswith("https://"):
         (warn or say)(f"vaultsync: {warning}")
@@ -176,7 +176,7 @@ def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: 
             token=None,
             tls=http.tls,
             verifier=http.verifier,
-            served=first,
+            served=served_all,
             oauth=oauth,
             protected=protected,
         )
@@ -220,7 +220,16 @@ def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = Non
             say(f"vaultsync: bearer token (shown once; send 'Authorization: Bearer <token>'): {http.token}")
 
     served = ServedVault(replace(config, announce=announce))
-    mcp = server_for(served)
+    protected = None
+    if http is not None and http.oauth is not None and config.manifest is not None:
+        from .oauth.app import Protected
+
+        # one audit log for the MCP server's records and the HTTP gate's refusals
+        audit = _shared_audit(config.manifest)
+        mcp = server_for(served, audit=audit)
+        protected = [Protected(mcp, None, http.oauth.grant, served.allow_writes, audit=audit)]
+    else:
+        mcp = server_for(served)
     if http is None:
         anyio.run(t.serve_stdio, mcp)
     else:
@@ -234,5 +243,6 @@ def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = Non
                 verifier=http.verifier,
                 served=served,
                 oauth=http.oauth,
+                protected=protected,
             )
         )

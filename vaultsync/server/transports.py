@@ -414,7 +414,8 @@ async def serve_http(
     protected: Any = None,
 ) -> None:
     """Serve streamable HTTP at ``http(s)://HOST:PORT/mcp`` until SIGINT/SIGTERM (limits: ``guards``), with
-    ``/health`` and ``/ready`` for the ``served`` vault, and one access-log line per request (``probes``)."""
+    ``/health`` and ``/ready`` for the ``served`` vault (or vaults), and one access-log line per request
+    (``probes``)."""
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 

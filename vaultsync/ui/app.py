@@ -103,6 +103,7 @@ def serve(vault: Vault, *, port: int = 0, open_browser: bool = True, announce: C
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
+    sock.listen(128)  # before the URL is printed or opened: a request sent at once waits instead of being refused
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(32)
     url = f"http://127.0.0.1:{port}/?token={token}"

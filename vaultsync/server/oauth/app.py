@@ -41,6 +41,8 @@ class Protected:
     vault: str | None
     grant: Grant
     writes: bool
+    audit: Any = None
+    """The hardened mode's audit log (``AuditLog``), which records the gate's refusals too."""
 
 
 def endpoint(settings: OAuthSettings, vault: str | None, grant: Grant, writes: bool) -> Endpoint:
@@ -56,7 +58,9 @@ def endpoint(settings: OAuthSettings, vault: str | None, grant: Grant, writes: b
     )
 
 
-def metadata_route(settings: OAuthSettings, ep: Endpoint) -> Route:
+def metadata_routes(settings: OAuthSettings, ep: Endpoint, root: bool = False) -> list[Route]:
+    """The endpoint's metadata document at its RFC 9728 path; ``root``: also at
+    ``/.well-known/oauth-protected-resource`` (the one vault of a server: for clients that look there first)."""
     metadata = ProtectedResourceMetadata.model_validate(
         {
             "resource": ep.resource,
@@ -66,9 +70,9 @@ def metadata_route(settings: OAuthSettings, ep: Endpoint) -> Route:
             "resource_name": settings.resource_name or "vaultsync",
         }
     )
-    handler = ProtectedResourceMetadataHandler(metadata)
-    path = urlsplit(ep.metadata_url).path
-    return Route(path, endpoint=cors_middleware(handler.handle, ["GET", "OPTIONS"]), methods=["GET", "OPTIONS"])
+    handler = cors_middleware(ProtectedResourceMetadataHandler(metadata).handle, ["GET", "OPTIONS"])
+    paths = [urlsplit(ep.metadata_url).path] + (["/.well-known/oauth-protected-resource"] if root else [])
+    return [Route(path, endpoint=handler, methods=["GET", "OPTIONS"]) for path in dict.fromkeys(paths)]
 
 
 def public_security(settings: OAuthSettings, base: TransportSecuritySettings) -> TransportSecuritySettings:
@@ -113,7 +117,8 @@ def resource_server_app(
             streamable_http_path=ep.path, max_request_body_size=limit, transport_security=security, host=host
         )
         inner.append(app)
-        all_routes += [metadata_route(settings, ep), Route(ep.path, endpoint=Gate(app, ep, verifier, limit))]
+        gate = Gate(app, ep, verifier, limit, audit=vault.audit, vault=vault.vault)
+        all_routes += [*metadata_routes(settings, ep, root=len(vaults) == 1), Route(ep.path, endpoint=gate)]
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:

@@ -12,6 +12,8 @@ In this order:
   naming the scope it needs, so a client can step up. The JSON-RPC body is read for this (up to the request
   limit; beyond it, 413) and handed on unchanged.
 
+Each 403 is logged and, in the hardened mode, recorded in the audit log as a ``denial`` of the token's subject.
+
 The request then goes on with the token's **effective** scopes (the token's, capped by the subject's grant) as
 the SDK's authenticated user, which the server's middleware (``scopes.ScopeGate``, the hardened ``Guard``) read.
 """
@@ -24,11 +26,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
+import anyio
+import anyio.to_thread
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.authentication import AuthCredentials
 
+from ...errors import VaultsyncError
 from ...hardened.access import ADMIN, READ, Grant, ladder, level_of
 from .scopes import allowed, required_scope
 from .verify import TokenVerifier
@@ -73,11 +78,16 @@ def challenge(endpoint: Endpoint, error: str | None = None, description: str | N
 class Gate:
     """ASGI: the checks of the module docstring, then ``app`` (the SDK's streamable HTTP app)."""
 
-    def __init__(self, app: Any, endpoint: Endpoint, verifier: TokenVerifier, limit: int) -> None:
+    def __init__(
+        self, app: Any, endpoint: Endpoint, verifier: TokenVerifier, limit: int, audit: Any = None, vault: Any = None
+    ) -> None:
         self.app = AuthContextMiddleware(app)
         self.endpoint = endpoint
         self.verifier = verifier
         self.limit = limit
+        self.audit = audit
+        """The hardened mode's audit log: a refusal of a verified token is recorded as a ``denial``."""
+        self.vault = vault
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -94,35 +104,46 @@ class Gate:
         if isinstance(checked, str):
             logger.info("refused a bearer token: %s", checked)
             return await _answer(send, 401, "invalid_token", checked, challenge(ep, "invalid_token", checked))
+        body = b""
+        if scope["method"] == "POST":
+            read = await _body(receive, self.limit)
+            if read is None:
+                return await _answer(send, 413, "invalid_request", f"request body over {self.limit} bytes", None)
+            body, receive = read, _replay(read, receive)
         token = self._effective(checked)
+        who = checked.subject or checked.client_id
         if not token.scopes:
             if level_of(checked.scopes) == 0:
                 desc = f"the token holds none of the scopes {READ}, vault:write, {ADMIN}"
+                await self._deny(who, _method(body), desc)
                 head = challenge(ep, "insufficient_scope", desc, READ)
                 return await _answer(send, 403, "insufficient_scope", desc, head)
             desc = f"{checked.subject} may not use {ep.label}"
-            logger.info("refused %s: not granted %s", checked.subject, ep.label)
+            await self._deny(who, _method(body), desc)
             return await _answer(send, 403, "access_denied", desc, challenge(ep, scope=None))
-        if scope["method"] == "POST":
-            body = await _body(receive, self.limit)
-            if body is None:
-                return await _answer(send, 413, "invalid_request", f"request body over {self.limit} bytes", None)
-            missing = _missing_scope(body, token.scopes)
-            if missing is not None:
-                tool, need = missing
-                desc = f"{tool} needs the scope {need}"
-                logger.info(
-                    "refused %s a call of %s on %s: it needs %s",
-                    token.subject or "a local client",
-                    tool,
-                    ep.label,
-                    need,
-                )
-                head = challenge(ep, "insufficient_scope", desc, need)
-                return await _answer(send, 403, "insufficient_scope", desc, head)
-            receive = _replay(body, receive)
+        missing = _missing_scope(body, token.scopes) if body else None
+        if missing is not None:
+            tool, need = missing
+            desc = f"{tool} needs the scope {need}"
+            await self._deny(who, tool, f"{desc}; the token's scopes on {ep.label}: {' '.join(token.scopes)}")
+            head = challenge(ep, "insufficient_scope", desc, need)
+            return await _answer(send, 403, "insufficient_scope", desc, head)
         scope = {**scope, "user": AuthenticatedUser(token), "auth": AuthCredentials(token.scopes)}
         await self.app(scope, receive, send)
+
+    async def _deny(self, who: str, what: str, reason: str) -> None:
+        """Log a refusal of a verified token, and record it in the audit log when there is one."""
+        logger.info("refused %s (%s): %s", who, what, reason)
+        if self.audit is None:
+            return
+        audit = self.audit
+        try:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(
+                    lambda: audit.denial(caller_id=who, tool_name=what, reason=reason, vault=self.vault)
+                )
+        except (VaultsyncError, OSError) as exc:  # the request is refused anyway
+            logger.error("vaultsync: the audit log refused a record: %s", exc)
 
     def _effective(self, token: AccessToken) -> AccessToken:
         """``token`` with its scopes capped by the endpoint's grant (a static token: the operator's, all of them)."""
@@ -169,6 +190,17 @@ def _replay(body: bytes, receive: Any) -> Any:
         return await receive()
 
     return replayed
+
+
+def _method(body: bytes) -> str:
+    """The JSON-RPC method of ``body`` (the first of a batch), for the audit log; ``-`` when there is none."""
+    try:
+        data = json.loads(body) if body else None
+    except (ValueError, RecursionError):
+        return "-"
+    first = data[0] if isinstance(data, list) and data else data
+    method = first.get("method") if isinstance(first, dict) else None
+    return method[:100] if isinstance(method, str) else "-"
 
 
 def _missing_scope(body: bytes, scopes: list[str]) -> tuple[str, str] | None:

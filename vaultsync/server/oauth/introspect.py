@@ -86,9 +86,9 @@ class Introspector:
         exp = answer.get("exp")
         if not isinstance(exp, int | float) or exp + self.settings.leeway_s < now:
             return "the token has expired"
-        subject = answer.get("sub")
+        subject = answer.get(self.settings.subject_claim)
         if not isinstance(subject, str) or not subject:
-            return "the issuer names no subject (sub) for the token"
+            return f"the issuer names no subject ({self.settings.subject_claim}) for the token"
         return AccessToken(
             token=token,
             client_id=str(answer.get("client_id") or subject),

@@ -43,7 +43,7 @@ def metadata_urls(issuer: str) -> list[str]:
     urls = [
         f"{origin}/.well-known/oauth-authorization-server{path}",
         f"{origin}/.well-known/openid-configuration{path}",
-        f"{issuer}/.well-known/openid-configuration",
+        f"{issuer.rstrip('/')}/.well-known/openid-configuration",
     ]
     return list(dict.fromkeys(urls))
 

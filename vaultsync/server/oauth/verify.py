@@ -13,9 +13,10 @@ A JWT is accepted only when all of these hold (each refusal says which did not):
 A JWT once accepted is remembered (by its SHA-256, for this audience) until it expires, for at most
 ``REMEMBER_S`` and ``REMEMBERED`` tokens: the next request with it costs a hash, not a signature check.
 
-The result is the SDK's ``AccessToken``: ``subject`` the ``sub``, ``scopes`` the ``scope`` (or ``scp``) claim,
-``claims`` the issuer and the groups. Static tokens come back with every scope and no subject (the operator's
-own clients). The token is never sent anywhere but, when it is opaque, to the issuer's introspection endpoint.
+The result is the SDK's ``AccessToken``: ``subject`` the ``sub`` (or the settings' ``subject_claim``),
+``scopes`` the ``scope`` (or ``scp``) claim, ``claims`` the issuer and the groups. Static tokens come back with
+every scope and no subject (the operator's own clients). The token is never sent anywhere but, when it is
+opaque, to the issuer's introspection endpoint.
 """
 
 from __future__ import annotations
@@ -146,10 +147,10 @@ class TokenVerifier:
             )
         except jwt.PyJWTError as exc:
             return next((reason for kind, reason in _REASONS if isinstance(exc, kind)), "the token is not valid")
-        subject = claims["sub"]
+        subject = claims.get(settings.subject_claim)
         if not isinstance(subject, str) or not subject:
-            return "the token's subject (sub) is not a string"
-        client = claims.get("client_id") or claims.get("azp") or subject
+            return f"the token names no subject ({settings.subject_claim})"
+        client = claims.get("client_id") or claims.get("azp") or claims["sub"]
         return AccessToken(
             token=token,
             client_id=str(client),
