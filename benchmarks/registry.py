@@ -49,6 +49,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "SQLite and PostgreSQL side by side: fill, size, search p50/p95 now "
         "and past, the same answers, search_notes throughput with 1, 2, 4 HTTP servers",
     ),
+    "hosted": (
+        "benchmarks.bench_hosted",
+        "the hosted deployment behind nginx with OAuth clients: search_notes p50/p95 under 10 requests/s offered, "
+        "now, past and common words, then the most requests/s and CPU per request, PostgreSQL beside SQLite",
+    ),
     "purge": (
         "benchmarks.bench_purge",
         "purging a string, a common line or everything before a moment from a history, and search speed on it",
@@ -56,6 +61,23 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "quality": (
         "benchmarks.bench_quality",
         "retrieval quality: recall@10, MRR@10, success@1 per query set and mode, beside a plain FTS5 baseline",
+    ),
+    "quality_minilm": (
+        "benchmarks.bench_quality:run_minilm",
+        "retrieval quality on a store of MiniLM vectors (the semantic extra), the default mode by words alone",
+    ),
+    "quality_minilm_fused": (
+        "benchmarks.bench_quality:run_minilm_fused",
+        "retrieval quality on a store of MiniLM vectors fused into the default mode, as shipped",
+    ),
+    "questions": (
+        "benchmarks.bench_questions",
+        "everyday questions beside known-item, remembered and link/alias sets: @1/@3/@10/MRR per mode, words "
+        "alone and MiniLM fused, on the Help and the Hub; search latency; import, then until vectors are complete",
+    ),
+    "models": (
+        "benchmarks.bench_models",
+        "which embedding model: vector-only quality on the everyday questions, embedding speed, install size",
     ),
     "watch": ("benchmarks.bench_watch", "the watcher: start-up, one edit until readable, idle CPU and memory, a burst"),
     "mcp": ("benchmarks.bench_mcp", "search_notes round trip through a real stdio MCP server, now and in the past"),

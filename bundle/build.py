@@ -18,8 +18,11 @@ MCPB = REPO / "tests" / "js" / "node_modules" / ".bin" / "mcpb"
 
 
 def pyproject(project: dict) -> str:
-    """The bundle's pyproject: vaultsync's runtime dependencies, nothing to build (uv installs them per platform)."""
-    deps = "".join(f'    "{dep}",\n' for dep in project["dependencies"])
+    """The bundle's pyproject: vaultsync's runtime dependencies and its semantic model (the ``semantic`` extra: a
+    new database's vectors are the model's, filled by the server's watcher after it records the vault), nothing to
+    build (uv installs them per platform)."""
+    wanted = [*project["dependencies"], *project["optional-dependencies"]["semantic"]]
+    deps = "".join(f'    "{dep}",\n' for dep in wanted)
     return (
         f'[project]\nname = "vaultsync-bundle"\nversion = "{project["version"]}"\n'
         f'requires-python = "{project.get("requires-python", ">=3.11")}"\ndependencies = [\n{deps}]\n\n'

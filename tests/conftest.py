@@ -32,6 +32,11 @@ from support.help_corpus import (
     copy_db,
 )
 
+# New databases get the hashed embedder unless a test asks for another: with the semantic extra installed (as in
+# the dev environment) the default would be the semantic model, slow and not what the tests measure. Set here, at
+# import, so that session fixtures and every subprocess inherit it.
+os.environ.setdefault("VAULTSYNC_EMBEDDER", "hash")
+
 # No wall-clock limit on a property example: a loaded machine is not a failure (per-test settings keep theirs).
 settings.register_profile("vaultsync", deadline=None)
 settings.load_profile("vaultsync")

@@ -32,6 +32,9 @@ class SearchResult:
     """When the vault's history starts: the time of its first batch (None: it has none yet)."""
     semantic: str | None = None
     """The embedder whose vectors the default mode fused with the keyword ranking (None: words alone)."""
+    vectors: dict[str, Any] | None = None
+    """While the semantic vectors are still being filled: how far (``embedder``, ``filled``, ``total`` current
+    texts); the texts without one are found by their words alone meanwhile. None once complete (or unused)."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SearchResult:
@@ -45,6 +48,7 @@ class SearchResult:
             bool(data.get("before_history", False)),
             data.get("first_batch"),
             data.get("semantic"),
+            data.get("vectors"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -58,6 +62,7 @@ class SearchResult:
             "before_history": self.before_history,
             "first_batch": self.first_batch,
             "semantic": self.semantic,
+            "vectors": self.vectors,
         }
 
 
@@ -78,6 +83,9 @@ class Stats:
     database_bytes: int
     vector_search: str | None = None
     """PostgreSQL: "pgvector", or the comparison of every vector in Python (None: SQLite, sqlite-vec)."""
+    semantic_vectors: dict[str, Any] | None = None
+    """How many current texts have the semantic model's vectors so far (``embedder``, ``filled``, ``total``): the
+    writer fills them after each batch, newest notes first. None when every batch writes its vectors."""
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

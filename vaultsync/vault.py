@@ -705,6 +705,20 @@ class Vault:
             done = self._store.reindex(self.id, full=full)
         return Reindexed(self.name, done, full)
 
+    def fill_vectors(self, limit: int | None = None) -> int:
+        """Give up to ``limit`` texts the vectors of a background embedder, newest notes first (the writer role's
+        work after its batches: ``vaultsync.store.search.backfill``); how many were filled, 0 when none is left."""
+        if self._store.readonly:
+            return 0
+        with self.lock.writing():
+            return self._store.fill_vectors(self.id, limit=limit)
+
+    def vector_progress(self) -> dict[str, Any] | None:
+        """How many current texts have the vectors of a background embedder (``embedder``, ``filled``, ``total``);
+        None when every batch writes its vectors."""
+        with self._view() as view:
+            return view.vector_progress()
+
     def reembed(self, embedder: str) -> Reembedded:
         """Re-embed every chunk text with another embedder (the store never mixes embedders)."""
         with self.lock.writing():

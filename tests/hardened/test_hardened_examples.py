@@ -149,6 +149,8 @@ def test_the_hardened_unit_starts_a_working_server(tmp_path: Path) -> None:
         'vault_name = "notes"\n',
     ):
         manifest_text = manifest_text.replace(optional, "")
+    # no identity provider here (tests/hardened/test_oauth_hosted.py serves one): static tokens only
+    manifest_text = re.sub(r"(?ms)^\[oauth\]\n.*?(?=^\[)", "", manifest_text)
     manifest = private_copy(tmp_path, manifest_text)
     user = getpass.getuser()
     unit = UNIT.read_text(encoding="utf-8").replace("/home/YOU", str(home)).replace("User=YOU", f"User={user}")

@@ -127,6 +127,9 @@ def test_minilm_fuses_into_the_default_mode_exactly_at_every_cutoff(tmp_path: Pa
             "# Pasta\n\nCan I keep an older copy of the recipe? Cook it for ten minutes.\n", encoding="utf-8"
         )
         vault.sync(known_at=times[1])
+        assert vault.search(question).vectors["filled"] == 0  # filled after the batches
+        while vault.fill_vectors():  # what the writer does after its batches
+            pass
         found = vault.search(question)
         assert found.semantic == "minilm" and found.hits[0]["path"] == "Versions.md"
         assert vault.search(question, mode="keyword").hits[0]["path"] != "Versions.md"

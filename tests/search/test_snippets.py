@@ -78,3 +78,35 @@ def test_the_issue_query_marks_words_not_insides_of_words() -> None:
     got = snippet("It was created when states changed; the sync ate my notes.", parse_query("sync ate my notes"))
     assert "cre**ate**d" not in got and "st**ate**s" not in got
     assert "**sync** **ate** **my** **notes**" in got
+
+
+def test_a_match_inside_the_notes_own_bold_is_not_marked_again() -> None:
+    text = "- **Budget:** 40k for the Q3 plan.\n- __Budget__ again, and a budget outside."
+    got = snippet(text, parse_query("budget"), width=10_000)
+    assert "****" not in got and "____" not in got and "**__" not in got
+    assert got.startswith("- **Budget:** 40k") and "__Budget__ again" in got and "a **budget** outside" in got
+    # a bold run holding more than the match: still shown as the note has it
+    assert snippet("**the Budget plan** and more", parse_query("budget")) == "**the Budget plan** and more"
+
+
+def test_a_question_in_the_default_mode_marks_what_counted(tmp_path) -> None:
+    """The snippet of a question marks the words that weighed (not "I", "the"); the whole query where a chunk
+    holds it as typed (a remembered phrase, function words and all)."""
+    from vaultsync.vault import Vault
+
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "App.md").write_text(
+        "# App\n\nI have enabled 2FA. Will I lose my notes if I delete the app from the phone?\n", encoding="utf-8"
+    )
+    (root / "Recipe.md").write_text("# Recipe\n\nCan I keep an older copy of the recipe? Cook it.\n", encoding="utf-8")
+    with Vault.open(tmp_path / "db.sqlite", root=root) as vault:
+        vault.sync()
+        hit = vault.search("how do I delete the app", limit=1).hits[0]
+        assert hit["path"] == "App.md"
+        assert "**delete**" in hit["snippet"] and "**app**" in hit["snippet"]
+        assert "**I**" not in hit["snippet"] and "**the**" not in hit["snippet"]
+        typed = vault.search("how do I delete the app", mode="keyword", limit=1).hits[0]
+        assert "**I**" in typed["snippet"]  # the keyword mode matches (and marks) the query as typed
+        remembered = vault.search("can I keep an older copy", limit=1).hits[0]
+        assert "**Can I keep an older copy** of the recipe" in remembered["snippet"]

@@ -271,3 +271,37 @@ async def test_a_write_while_an_import_holds_the_lock_is_refused_untouched(
             assert len(history["revisions"]) == 1
     finally:
         holder.communicate("", timeout=30)
+
+
+@pytest.mark.anyio
+async def test_vault_status_says_how_far_the_semantic_vectors_are(tmp_path: Path, monkeypatch) -> None:
+    """A store whose embedder fills its vectors after each batch: vault_status says how many current texts have
+    theirs (and nothing for a store whose batches write them)."""
+    from support.embedders import BackgroundHash
+
+    from vaultsync.embed import embedders
+
+    monkeypatch.setitem(embedders.EMBEDDERS, "hash-background", BackgroundHash)
+    root = tmp_path / "vault"
+    make_history_vault(root, tmp_path / "db.sqlite")
+    with Vault.open(tmp_path / "bg.db", root=root, embedder="hash-background") as vault:
+        vault.sync()
+        total = vault.vector_progress()["total"]
+        vault.fill_vectors(limit=2)
+        async with Client(build_server(ServeConfig.of(vault))) as c:
+            assert sc(await c.call_tool("vault_status", {}))["semantic_vectors"] == {
+                "embedder": "hash-background",
+                "filled": 2,
+                "total": total,
+            }
+        while vault.fill_vectors():
+            pass
+        async with Client(build_server(ServeConfig.of(vault))) as c:
+            assert sc(await c.call_tool("vault_status", {}))["semantic_vectors"] == {
+                "embedder": "hash-background",
+                "filled": total,
+                "total": total,
+            }
+    with Vault.open(tmp_path / "db.sqlite", root=root) as vault:
+        async with Client(build_server(ServeConfig.of(vault))) as c:
+            assert sc(await c.call_tool("vault_status", {})).get("semantic_vectors") is None

@@ -10,3 +10,10 @@ class FusedHash(HashEmbedder):
 
     embedder_id = "hash-fused"
     fuse = True
+
+
+class BackgroundHash(FusedHash):
+    """``FusedHash`` whose vectors are filled after each batch (``Embedder.background``), as the semantic model's."""
+
+    embedder_id = "hash-background"
+    background = True

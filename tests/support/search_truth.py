@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import apsw
@@ -124,11 +124,13 @@ def fresh_default(
     limit: int | None = None,
     fused: Embedder | None = None,
     index: FreshKeyword | None = None,
+    vectored: Callable[[dict[str, Any]], bool] | None = None,
 ) -> list[tuple[str, str, float]]:
     """(path, chunk_id, final score) of the default mode's pipeline over a fresh FTS5 table: its best
     ``POOL`` chunks by bm25 and its best ``POOL`` by bm25 among those matching the whole query as one phrase
     (joined, with ``fused``, by the brute force's nearest ``CANDIDATES``), re-ranked by the documented signals
-    of their exported ``indexed_text``. ``index``: a fresh index already built over these chunks, to reuse."""
+    of their exported ``indexed_text``. ``index``: a fresh index already built over these chunks, to reuse;
+    ``vectored``: which chunks have vectors (default all: a store whose vectors are partly filled has fewer)."""
     from vaultsync.embed.tokenizer import parse_query
     from vaultsync.store.search.engine import CANDIDATES
     from vaultsync.store.search.everyday import content, everyday
@@ -150,7 +152,7 @@ def fresh_default(
             fresh.close()
     cosines: dict[tuple[str, str], float] = {}
     if fused is not None:
-        nearest = brute_vector(chunks, fused, query)
+        nearest = brute_vector([c for c in chunks if vectored is None or vectored(c)], fused, query)
         cosines = {(p, c): s for p, c, s in nearest}
         known = {(p, c) for p, c, _ in pool}
         pool += [(p, c, 0.0) for p, c, _ in nearest[: max(CANDIDATES, limit or 0)] if (p, c) not in known]

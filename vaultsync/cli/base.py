@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,8 @@ from ..errors import VaultsyncError
 from ..times import ACCEPTED
 
 if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar
+
     from ..vault import Vault
 
 
@@ -241,3 +244,54 @@ class Lazy:
 
     def __str__(self) -> str:
         return str(self._load())
+
+
+class Bar:
+    """A progress bar on a terminal (stderr), nothing otherwise."""
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label, self.enabled, self.shown = label, enabled and sys.stderr.isatty(), 0
+        self.bar: ProgressBar[int] | None = None
+
+    def __call__(self, done: int, total: int, *_: Any) -> None:
+        if not self.enabled or total < 50:
+            return
+        if self.bar is None:
+            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.shown)
+        self.shown = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+def fill_vectors(vault: Any, say: bool) -> None:
+    """After an import (or a reembed): the semantic vectors it left to fill, before exiting, newest notes first;
+    searching by words works meanwhile. Interrupted (Ctrl-C), or while another process holds the writer role, the
+    rest is left to the vault's next writer (its watcher fills them)."""
+    from ..errors import LockedError
+
+    found = vault.vector_progress()
+    if not found or found["filled"] >= found["total"] or vault.lock.holder_info() is not None:
+        return
+    left = found["total"] - found["filled"]
+    if say:
+        click.echo(
+            f"semantic vectors: filling {left:,} texts (search works by words meanwhile; "
+            "Ctrl-C leaves the rest to the vault's watcher)",
+            err=True,
+        )
+    bar, done = Bar("embedding", say), 0
+    try:
+        while done < left and (filled := vault.fill_vectors(128)):  # the current texts (the past: the watcher)
+            done += filled
+            bar(min(done, left), left)
+    except KeyboardInterrupt:
+        bar.close()
+        click.echo("stopped filling semantic vectors: the vault's watcher (or next import) fills the rest", err=True)
+        raise SystemExit(130) from None
+    except LockedError:  # a watcher started meanwhile: it fills them
+        pass
+    bar.close()

@@ -14,11 +14,21 @@ from ..config import default_db_path
 from ..errors import VaultsyncError
 from ..times import ACCEPTED, TimeLike, format_time
 from . import audit, migrate, purge, receipt, restore, search, ui
-from .base import Context, Group, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option, validity_option
+from .base import (
+    Bar,
+    Context,
+    Group,
+    as_of_option,
+    echo_json,
+    fill_vectors,
+    friendly,
+    json_option,
+    pass_ctx,
+    time_option,
+    validity_option,
+)
 
 if TYPE_CHECKING:
-    from click._termui_impl import ProgressBar
-
     from ..vault import Vault
 
 
@@ -59,27 +69,6 @@ def cli(ctx: click.Context, db: Path | None, vault_name: str | None, verbose: in
     ctx.call_on_close(ctx.obj.close)
 
 
-class Bar:
-    """A progress bar on a terminal (stderr), nothing otherwise."""
-
-    def __init__(self, label: str, enabled: bool) -> None:
-        self.label, self.enabled, self.shown = label, enabled and sys.stderr.isatty(), 0
-        self.bar: ProgressBar[int] | None = None
-
-    def __call__(self, done: int, total: int, *_: Any) -> None:
-        if not self.enabled or total < 50:
-            return
-        if self.bar is None:
-            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
-            self.bar.__enter__()
-        self.bar.update(done - self.shown)
-        self.shown = done
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-
-
 @cli.command("import")
 @click.argument("vault_dir", metavar="VAULT", type=click.Path(file_okay=False, path_type=Path))
 @time_option("--known-at", help=f"Assert when this state was known (loading history): {ACCEPTED}.")
@@ -91,7 +80,8 @@ class Bar:
     "--embedder",
     default=None,
     metavar="NAME",
-    help="Embedder of a new database's vectors: hash (built in) or minilm (the semantic extra).",
+    help="Embedder of a new database's vectors: minilm (the semantic extra; the default when it is installed, "
+    "its vectors filled after the import) or hash (built in; the default otherwise). Env: VAULTSYNC_EMBEDDER.",
 )
 @click.option(
     "--allow-mass-delete",
@@ -134,6 +124,7 @@ def import_(
     finally:
         bar.close()
     _print_import(vault.name, summary, payload, as_json=as_json, from_git=from_git)
+    fill_vectors(vault, not as_json)
 
 
 def _scan(vault: Any, *, progress: Any, **options: Any) -> Any:
@@ -291,8 +282,8 @@ def diff(obj: Context, note: str, since: int, until: int | None, valid_at: int |
 @click.option(
     "--caller",
     metavar="ID",
-    help="Instead: the batches MCP tools wrote for this caller (hardened mode: "
-    "a token's caller_id, or stdio / local; mcp outside it).",
+    help="Instead: the batches MCP tools wrote for this caller (an OAuth token's subject; hardened mode: "
+    "a static token's caller_id, or stdio / local; otherwise mcp).",
 )
 @json_option
 @pass_ctx
@@ -378,7 +369,9 @@ def stats(obj: Context, as_json: bool) -> None:
         echo_json(result)
         return
     for key, value in result.items():
-        if value is not None or key != "vector_search":
+        if key == "semantic_vectors" and value:
+            value = f"{value['filled']:,} of {value['total']:,} current texts ({value['embedder']})"
+        if value is not None or key not in ("vector_search", "semantic_vectors"):
             click.echo(f"{key:>16}: {value}")
 
 
@@ -533,7 +526,7 @@ def watch(
 
 
 @cli.command()
-@click.argument("vault_dir", metavar="VAULT", type=click.Path(path_type=Path))
+@click.argument("vault_dir", metavar="[VAULT]", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--http",
     "bind",
@@ -566,6 +559,31 @@ def watch(
 )
 @click.option("--tls-key", type=click.Path(dir_okay=False, path_type=Path), help="The certificate's private key (PEM).")
 @click.option(
+    "--oauth-issuer",
+    metavar="URL",
+    help="Be an OAuth 2.1 resource server: accept access tokens (JWTs) of this issuer, checked against its "
+    "published keys (with --public-url and --http; see docs/hosted.md).",
+)
+@click.option(
+    "--public-url",
+    metavar="URL",
+    help="The base URL clients reach this server at (through a proxy): the MCP endpoint, and the audience "
+    "tokens must name, is URL/mcp.",
+)
+@click.option(
+    "--oauth-allow",
+    metavar="WHO",
+    multiple=True,
+    help="Only these may use the vault over OAuth: a subject (the token's sub), group:NAME (its groups claim) "
+    "or * (anyone the issuer signs in). Repeat it; default: anyone holding a valid token, with a warning.",
+)
+@click.option(
+    "--oauth-introspection",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also accept opaque tokens by asking the issuer (RFC 7662), with the client_id and client_secret "
+    "in this TOML file (mode 600).",
+)
+@click.option(
     "--manifest",
     "manifest_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -583,12 +601,17 @@ def serve(
     token_file: Path | None,
     tls_cert: Path | None,
     tls_key: Path | None,
+    oauth_issuer: str | None,
+    public_url: str | None,
+    oauth_allow: tuple[str, ...],
+    oauth_introspection: Path | None,
     manifest_path: Path | None,
 ) -> None:
     """Serve the vault to AI assistants over MCP (stdio by default; only protocol on stdout).
 
     VAULT is the vault folder (or, read-only, a vault name in the database). The database is
-    opened read-only unless --watch or --allow-writes is given.
+    opened read-only unless --watch or --allow-writes is given. A hosted server whose manifest
+    lists several vaults ([[oauth.vaults]]) takes no VAULT.
 
     \b
     Example:
@@ -596,20 +619,41 @@ def serve(
         vaultsync serve ~/notes --watch --http 127.0.0.1:8765
         vaultsync serve ~/notes --http 0.0.0.0:8765 --token-file token --tls-cert c.pem --tls-key k.pem
         vaultsync serve ~/notes --manifest /etc/vaultsync/manifest.toml
+        vaultsync serve ~/notes --http 127.0.0.1:8765 --oauth-issuer https://id.example.com --public-url https://notes.example.com
+        vaultsync serve --manifest /etc/vaultsync/hosted.toml    # several vaults: [[oauth.vaults]]
     """
     if manifest_path is not None:
         from ..hardened import serve as hardened
 
         given = _privileged_options(
-            http=bind, watch=watch, allow_writes=allow_writes, token_file=token_file, tls_cert=tls_cert, tls_key=tls_key
+            http=bind,
+            watch=watch,
+            allow_writes=allow_writes,
+            token_file=token_file,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            oauth_issuer=oauth_issuer,
+            public_url=public_url,
+            oauth_introspection=oauth_introspection,
+            oauth_allow=oauth_allow,
         )
         manifest = hardened.prepare(manifest_path, given, echo=_say)  # every refusal before the heavy imports
         from ..server import launch
 
+        if manifest.oauth is not None and manifest.oauth.vaults:
+            if vault_dir is not None:
+                raise click.UsageError("the manifest lists [[oauth.vaults]]: give no VAULT")
+            launch.run_hosted(*launch.hosted_configs(manifest), _say)
+            return
+        if vault_dir is None:
+            raise click.UsageError("give the VAULT folder")
         launch.run(*launch.hardened_config(manifest, vault_dir), _say)
         return
+    if vault_dir is None:
+        raise click.UsageError("give the VAULT to serve (a folder, or a vault name in the database)")
     import dataclasses
 
+    from ..hardened.access import from_flags
     from ..server import launch
 
     config = launch.plain_config(obj.db, obj.vault_name, vault_dir, watch=watch, allow_writes=allow_writes)
@@ -617,7 +661,8 @@ def serve(
         config = dataclasses.replace(
             config, watcher_options={**(config.watcher_options or {}), "describe": _refusal(vault_dir)}
         )
-    http = launch.plain_http(bind, token_file, tls_cert, tls_key)
+    oauth = from_flags(oauth_issuer, public_url, oauth_introspection, oauth_allow)
+    http = launch.plain_http(bind, token_file, tls_cert, tls_key, oauth)
     launch.run(config, http, _say, warn=lambda line: click.secho(line, err=True, fg="red", bold=True))
 
 

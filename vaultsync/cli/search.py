@@ -15,7 +15,18 @@ import click
 
 from ..errors import ConfigError
 from ..times import ACCEPTED
-from .base import Context, Lazy, LazyChoice, as_of_option, echo_json, friendly, json_option, pass_ctx, time_option
+from .base import (
+    Context,
+    Lazy,
+    LazyChoice,
+    as_of_option,
+    echo_json,
+    fill_vectors,
+    friendly,
+    json_option,
+    pass_ctx,
+    time_option,
+)
 
 
 def _engine() -> ModuleType:
@@ -126,6 +137,10 @@ def search(
             f"{'  › ' + where_in if where_in else ''}  ({lines})"
         )
         click.echo(f"    {_bold(hit['snippet'])}")
+    if result.vectors:  # still being filled: say how far, once per search
+        from ..store.search.backfill import Progress
+
+        click.echo(Progress(**result.vectors).sentence(), err=True)
     _semantic_note(result.mode, result.query, result.semantic)
 
 
@@ -209,11 +224,13 @@ def reembed(obj: Context, name: str, as_json: bool) -> None:
     Example:
         vaultsync reembed --embedder hash
     """
-    result = obj.vault(readonly=False).reembed(name)
+    vault = obj.vault(readonly=False)
+    result = vault.reembed(name)
     if as_json:
         echo_json(result.to_json())
     else:
         click.echo(f"{result.docs_embedded} texts embedded with {result.embedder}")
+    fill_vectors(vault, not as_json)  # a semantic model's: the current texts, before exiting
 
 
 COMMANDS = (search, export, reindex, reembed)

@@ -16,7 +16,7 @@ from operator import add, mod, mul, rshift, sub
 from ..errors import ProviderError
 from .provider import Embedder
 
-__all__ = ["DEFAULT_EMBEDDER", "EMBEDDERS", "Embedder", "HashEmbedder", "get_embedder", "quantize"]
+__all__ = ["DEFAULT_EMBEDDER", "EMBEDDERS", "Embedder", "HashEmbedder", "default_embedder", "get_embedder", "quantize"]
 
 
 _WORD = re.compile(r"\w+")
@@ -141,6 +141,23 @@ EMBEDDERS: dict[str, Callable[[], Embedder]] = {"hash": HashEmbedder, "minilm": 
 """Built-in embedders by name (``--embedder NAME``); ``minilm`` needs the ``semantic`` extra."""
 
 DEFAULT_EMBEDDER = "hash"
+"""The embedder of a store whose search index does not name one (made before vectors were recorded)."""
+
+EMBEDDER_ENV = "VAULTSYNC_EMBEDDER"
+
+
+def default_embedder() -> str:
+    """The embedder a new database's vectors are made with when none is asked for: ``$VAULTSYNC_EMBEDDER``, else
+    the semantic model when its extra is installed (``minilm``: its vectors are filled after each batch, so an
+    import stays as fast), else the built-in ``hash``."""
+    import os
+
+    from . import semantic
+
+    chosen = os.environ.get(EMBEDDER_ENV, "").strip()
+    if chosen:
+        return chosen
+    return "minilm" if semantic.installed() else DEFAULT_EMBEDDER
 
 
 def get_embedder(name: str) -> Embedder:

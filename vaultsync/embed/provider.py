@@ -20,6 +20,10 @@ class Embedder(ABC):
     fuse: bool = False
     """Whether the default search mode fuses this embedder's vector ranking with the keyword ranking:
     only where that was measured not to make any evaluation set worse (docs/performance.md, "Search quality")."""
+    background: bool = False
+    """Whether new texts get this embedder's vectors after their batch rather than inside it: filled by whichever
+    process holds the vault's writer role, newest notes first (``store.search.backfill``), so that a model too
+    slow to hold a batch up leaves a first import as fast as words alone. Search uses the vectors filled so far."""
 
     @abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:

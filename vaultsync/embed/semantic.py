@@ -83,6 +83,10 @@ class MiniLMEmbedder(Embedder):
     Its cost: the default mode scans every current vector, measured before at p50 74.9 ms fused against 11.3 ms
     at 133k chunks (``bench_search.py --embedder minilm``, docs/performance.md)."""
 
+    background = True
+    """Its vectors are filled after each batch, newest notes first, by the process holding the writer role (the
+    watcher, or an import before it exits): 40 chunks per CPU-second would hold a first import up for minutes."""
+
     spin = False
     """Whether onnxruntime's idle intra-op threads spin-wait for work (its default, off here): with two
     threads on two busy cores, spinning doubled the CPU time per chunk and halved the throughput

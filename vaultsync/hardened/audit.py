@@ -189,8 +189,9 @@ class AuditLog:
             self._fd = -1
             self.store.close()
 
-    def begin(self, *, caller_id: str, tool: str, arguments: Any, started: int) -> int:
-        """Record that a call starts, on disk when this returns; its ``seq`` (for ``finish``)."""
+    def begin(self, *, caller_id: str, tool: str, arguments: Any, started: int, vault: str | None = None) -> int:
+        """Record that a call starts, on disk when this returns; its ``seq`` (for ``finish``). ``vault``: on a
+        hosted server (several vaults, one log), the vault called."""
         event: dict[str, Any] = {
             "event": "call",
             "at": format_time(started),
@@ -198,6 +199,8 @@ class AuditLog:
             "tool": tool,
             "arguments_sha256": arguments_digest(arguments),
         }
+        if vault is not None:
+            event["vault"] = vault
         as_of = arguments.get("as_of") if isinstance(arguments, dict) else None
         if as_of is not None:
             event["as_of"] = str(as_of)
@@ -218,18 +221,18 @@ class AuditLog:
             durable=False,
         )
 
-    def denial(self, *, caller_id: str, tool_name: str, reason: str) -> None:
+    def denial(self, *, caller_id: str, tool_name: str, reason: str, vault: str | None = None) -> None:
         """Record a refused call (on disk when this returns)."""
-        self.append(
-            {
-                "event": "denial",
-                "caller_id": caller_id,
-                "tool_name": tool_name,
-                "attempted_at": format_time(now_micros()),
-                "reason": reason,
-            },
-            durable=True,
-        )
+        event = {
+            "event": "denial",
+            "caller_id": caller_id,
+            "tool_name": tool_name,
+            "attempted_at": format_time(now_micros()),
+            "reason": reason,
+        }
+        if vault is not None:
+            event["vault"] = vault
+        self.append(event, durable=True)
 
     def append(self, event: dict[str, Any], *, durable: bool = True) -> int:
         """Append one record and move the store's head; its ``seq``. ``durable``: fsync before returning

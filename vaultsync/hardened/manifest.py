@@ -13,9 +13,11 @@ import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..errors import ConfigError
+from .access import OAuthSettings, read_oauth
+from .checking import check_table as _check_table
+from .checking import fail as _fail
 
 DEFAULT_SECRET_ENV = (
     "ANTHROPIC_API_KEY",
@@ -92,6 +94,8 @@ class Manifest:
     other one is removed after the checks; a name of ``secret_env`` never is kept)."""
     http: HttpSettings | None = None
     role_filter: RoleFilter | None = None
+    oauth: OAuthSettings | None = None
+    """The OAuth resource server (``access``): tokens of one issuer, for one vault or several."""
 
     @property
     def secret_env(self) -> tuple[str, ...]:
@@ -113,47 +117,16 @@ _TOP = {
     "pass_env": "names",
     "http": "table",
     "role_filter": "table",
+    "oauth": "table",
 }
 _HTTP = {"bind": "str", "tls_cert": "path", "tls_key": "path", "tokens": "tables"}
 _TOKEN = {"sha256": "str", "caller_id": "str", "roles": "names"}
 _ROLES = {"caller_roles": "names", "default": "str", "allow": "table", "deny": "table"}
-_KINDS = {
-    "str": "a string",
-    "path": "a path (string)",
-    "bool": "true or false",
-    "names": "a list of strings",
-    "table": "a table",
-    "tables": "an array of tables",
-}
 
 
 def _is_dsn(value: str) -> bool:
     """``store.is_dsn`` without importing the store (a refused start imports nothing heavy)."""
     return value.startswith(("postgresql://", "postgres://"))
-
-
-def _fail(path: Path, key: str, problem: str) -> ConfigError:
-    return ConfigError(f"manifest {path}: {key}: {problem}")
-
-
-def _check_table(path: Path, data: dict[str, Any], schema: dict[str, str], prefix: str) -> None:
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        kind = schema.get(key)
-        if kind is None:
-            raise _fail(path, name, f"unknown key (known here: {', '.join(sorted(schema))})")
-        ok = {
-            "str": isinstance(value, str),
-            "path": isinstance(value, str),
-            "bool": isinstance(value, bool),
-            "names": isinstance(value, list) and all(isinstance(v, str) and v for v in value),
-            "table": isinstance(value, dict),
-            "tables": isinstance(value, list) and all(isinstance(v, dict) for v in value),
-        }[kind]
-        if not ok:
-            raise _fail(path, name, f"must be {_KINDS[kind]}, not {type(value).__name__} {value!r}"[:300])
-        if kind in ("str", "path") and not value:
-            raise _fail(path, name, "must not be empty")
 
 
 def _check_mode(path: Path, info: os.stat_result, what: str, mask: int) -> None:
@@ -259,6 +232,14 @@ def load_manifest(path: Path) -> Manifest:
                 rules[kind][tool] = tuple(names)
         roles = RoleFilter(tuple(table.get("caller_roles", ())), default, rules["allow"], rules["deny"])
 
+    oauth = None
+    if "oauth" in data:
+        if http is None:
+            raise _fail(path, "oauth", "an OAuth resource server serves HTTP: add an [http] table with bind")
+        oauth = read_oauth(path, data["oauth"], lambda value: where(value) or base)
+        if oauth.vaults and "vault_name" in data:
+            raise _fail(path, "vault_name", "a hosted server names its vaults in [[oauth.vaults]]")
+
     return Manifest(
         path=path,
         # (the ignore below) where() of a str is never None
@@ -274,4 +255,5 @@ def load_manifest(path: Path) -> Manifest:
         pass_env=tuple(data.get("pass_env", ())),
         http=http,
         role_filter=roles,
+        oauth=oauth,
     )

@@ -6,7 +6,8 @@
 is refused with JSON-RPC -32601 (method not found: as if the tool did not exist), in both protocol
 eras. Deny always wins, then an allow naming one of the caller's roles, then ``default``.
 
-The caller: over HTTP, the bearer token's ``[[http.tokens]]`` entry (``caller_id``, ``roles``); without
+The caller: over HTTP, the bearer token's ``[[http.tokens]]`` entry (``caller_id``, ``roles``), or for an OAuth
+access token its subject, with its effective scopes (``vault:read``…) as its roles; without
 a token (stdio, or loopback HTTP without tokens), ``role_filter.caller_roles`` under the caller id
 ``stdio`` (``local`` over HTTP).
 
@@ -106,7 +107,10 @@ class Guard:
         audit: AuditLog | None,
         sequential: Iterable[str] = (),
         same_as: Mapping[str, str] | None = None,
+        vault: str | None = None,
     ) -> None:
+        self.vault = vault
+        """The vault's name in the records, on a hosted server (several vaults share the log)."""
         self.rules = manifest.role_filter
         self.same_as = dict(same_as or {})
         """Tools the manifest cannot name, allowed to whoever may call the tool named here (a view's own tools)."""
@@ -125,7 +129,11 @@ class Guard:
         if token is None:
             return self.anonymous
         found = self.by_token.get(hashlib.sha256(token.token.encode()).hexdigest())
-        return found if found is not None else Caller(token.client_id, ())
+        if found is not None:
+            return found
+        if token.subject:  # an OAuth access token: its subject, and its (effective) scopes as roles
+            return Caller(token.subject, tuple(token.scopes))
+        return Caller(token.client_id, ())
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.method == "tools/list" and self.rules is not None:
@@ -166,7 +174,9 @@ class Guard:
     async def _deny(self, caller: Caller, name: str, reason: str) -> None:
         if self.audit is not None:
             audit = self.audit
-            await self._record(lambda: audit.denial(caller_id=caller.caller_id, tool_name=name, reason=reason))
+            await self._record(
+                lambda: audit.denial(caller_id=caller.caller_id, tool_name=name, reason=reason, vault=self.vault)
+            )
 
     async def _audited(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext, caller: Caller, name: str, arguments: Any
@@ -180,7 +190,9 @@ class Guard:
         started, clock = now_micros(), time.perf_counter()
 
         def begin() -> int:
-            return audit.begin(caller_id=caller.caller_id, tool=name, arguments=arguments, started=started)
+            return audit.begin(
+                caller_id=caller.caller_id, tool=name, arguments=arguments, started=started, vault=self.vault
+            )
 
         def finish(seq: int, result: Any, ok: bool) -> None:
             audit.finish(
@@ -256,15 +268,19 @@ def guard(
     keystore: Keystore | None = None,
     sequential: Iterable[str] = (),
     same_as: Mapping[str, str] | None = None,
+    audit: AuditLog | None = None,
+    vault: str | None = None,
 ) -> list[Guard]:
     """The middleware the manifest asks for: none without ``[role_filter]``, ``audit_log_path`` and an
     ``allowed_tools`` that leaves ``read_note`` out. ``keystore``: the manifest's, loaded once by the
-    caller, signs the audit records."""
+    caller, signs the audit records. ``audit``: a log already open (a hosted server's vaults share one),
+    its records naming ``vault``."""
     if manifest is None or (
         manifest.role_filter is None
         and manifest.audit_log_path is None
         and (manifest.allowed_tools is None or READS in manifest.allowed_tools)
     ):
         return []
-    audit = AuditLog(manifest.audit_log_path, manifest.db_path, keystore) if manifest.audit_log_path else None
-    return [Guard(manifest, audit, sequential, same_as)]
+    if audit is None and manifest.audit_log_path:
+        audit = AuditLog(manifest.audit_log_path, manifest.db_path, keystore)
+    return [Guard(manifest, audit, sequential, same_as, vault)]

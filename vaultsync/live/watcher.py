@@ -46,6 +46,10 @@ HOLD_MIN_S = 1.0
 """The shortest time a deletion no add joined is held back (see ``Watcher.hold_s``)."""
 
 
+FILL_SAID = 32
+"""The watcher says "semantic vectors complete" when it filled more texts than this since they last were."""
+
+
 class Watcher:
     """Keeps a vault's store current in background threads; the only writer while it runs.
 
@@ -110,6 +114,12 @@ class Watcher:
         """Held paths (see ``Plan.held``) -> the monotonic time until which they may be held."""
         self._recheck_at: float | None = None
         """When to look once more whether the observer lost a moved folder's watch (``_lost_watches``)."""
+        self._filling = True
+        """Whether texts may be waiting for the vectors of a background embedder: filled a step at a time while
+        no batch is due (``Vault.fill_vectors``), until none is left; set again by every batch written."""
+        self.vectors_filled = 0
+        """Texts this watcher gave their vectors."""
+        self._run_filled = 0  # filled since the vectors were last complete
 
     @property
     def hold_s(self) -> float:
@@ -242,6 +252,8 @@ class Watcher:
             wait = vanished.RETRY_S if wait is None else min(wait, vanished.RETRY_S)  # notice a vanished vault folder
             for due in [*self._held.values(), *([self._recheck_at] if self._recheck_at is not None else [])]:
                 wait = max(0.0, min(wait, due - time.monotonic()))
+            if self._filling:  # vectors to fill: a step now unless a batch is due (a step is about a second)
+                wait = 0.0
             pending = self._debouncer.get(timeout=wait)
             if self._stop.is_set():
                 if pending is not None:
@@ -263,6 +275,9 @@ class Watcher:
                 ok = self._flush_all("reconcile")
                 if ok:
                     self._next_reconcile = time.monotonic() + self.reconcile_s
+            elif self._filling:
+                self._fill()
+                continue
             else:
                 continue
             backoff = 0.0 if ok else min(MAX_BACKOFF_S, max(0.5, backoff * 2))
@@ -340,6 +355,27 @@ class Watcher:
         self._report(summary, reason, len(paths) if paths is not None else None, latency_ms)
         return True
 
+    def _fill(self) -> None:
+        """One step of filling vectors (``Vault.fill_vectors``); none left, or a failure: stop until the next batch."""
+        if not self.vault.lock.held:  # it went with a lost session: never borrowed for this
+            self._filling = False
+            return
+        try:
+            filled = self.vault.fill_vectors()
+        except Exception as exc:  # the model missing or broken, the database away: words alone meanwhile
+            self._filling = False
+            why = str(exc) if isinstance(exc, VaultsyncError) else f"{type(exc).__name__}: {exc}"
+            logger.warning("semantic vectors not filled (tried again after the next batch): %s", why)
+            return
+        self.vectors_filled += filled
+        self._run_filled += filled
+        if not filled:
+            self._filling = False
+            run, self._run_filled = self._run_filled, 0
+            if run:  # a backlog caught up is news; the few texts of one edit are not
+                say = logger.info if run > FILL_SAID else logger.debug
+                say("semantic vectors complete (%d %s filled)", run, "text" if run == 1 else "texts")
+
     def _lost_watches(self, paths: list[str]) -> bool:
         """After a batch in which a folder went away: whether the observer lost the watch of a folder that is
         still in the vault (moved into a new folder: see ``RunningObserver.intact``). Looked at again a
@@ -411,6 +447,7 @@ class Watcher:
             logger.debug("%s: no change (%s, %d ms)", reason, scope, summary.seconds * 1000)
             return
         self.batches += 1
+        self._filling = True  # its new texts may wait for vectors
         self.last_batch_at = summary.known_at
         self.last_latency_ms = latency_ms
         after = f", {latency_ms:.0f} ms after the first change" if checked is not None else ""
@@ -437,6 +474,7 @@ class Watcher:
     def _told(self, summary: BatchSummary) -> None:
         """A batch the desk wrote for another process: counted and told as the watcher's own."""
         self.batches += 1
+        self._filling = True
         self.last_batch_at = summary.known_at
         if self.on_batch is not None:
             try:

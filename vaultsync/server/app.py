@@ -43,19 +43,22 @@ def build_server(config: ServeConfig) -> MCPServer:
     return server_for(ServedVault(config))
 
 
-def server_for(served: ServedVault, *, app: bool = True) -> MCPServer:
+def server_for(served: ServedVault, *, app: bool = True, audit: Any = None, vault: str | None = None) -> MCPServer:
     """The MCP server over ``served`` (whose ``running()`` is the server's lifespan): for callers that
     keep the served vault, such as tests looking at its reader and writer. ``app=False``: without the
-    note-history MCP App (the server a client without apps support sees)."""
+    note-history MCP App (the server a client without apps support sees). ``audit``, ``vault``: one vault of
+    a hosted server, whose vaults share the audit log (``AuditLog``) and are named in it."""
     config = served.config
     manifest = config.manifest
     keystore = load_keystore(manifest.keystore_path) if manifest is not None and manifest.keystore_path else None
     tools, writes = _tools(served, manifest, keystore)
     # role filter and audit log (none without a manifest asking for them); the view's tools go with note_history
-    guards = guard(manifest, keystore, sequential=writes, same_as=dict.fromkeys(APP_TOOLS, SHOWN_ON))
+    guards = guard(
+        manifest, keystore, sequential=writes, same_as=dict.fromkeys(APP_TOOLS, SHOWN_ON), audit=audit, vault=vault
+    )
     apps = None
     if app and (manifest is None or manifest.allowed_tools is None):  # a manifest's tool list is exact: no view
-        tools, apps = attach_history_app(tools, served, _may_restore(tools, guards))
+        tools, apps = attach_history_app(tools, served, _may_restore(tools, guards, config.oauth))
     mcp = MCPServer(
         config.name,
         title="vaultsync",
@@ -65,7 +68,7 @@ def server_for(served: ServedVault, *, app: bool = True) -> MCPServer:
         tools=tools,
         subscriptions=served.feed.bus,
         cache_hints={"tools/list": CacheHint(ttl_ms=60_000, scope="private")},
-        middleware=[AppsForAppClients(), *guards],
+        middleware=[AppsForAppClients(), *_scope_gate(config.oauth), *guards],
         extensions=[apps] if apps is not None else None,
     )
     register_resources(mcp, served, page_size=config.page_size)
@@ -90,13 +93,30 @@ def _tools(served: ServedVault, manifest: Manifest | None, keystore: Keystore | 
     return restrict(tools.tools, manifest, writes), writes
 
 
-def _may_restore(tools: list[Tool], guards: list[Any]) -> Callable[[], bool]:
-    """Whether the current caller may call restore_note: the server publishes it and the caller's roles allow it."""
+def _scope_gate(oauth: bool) -> list[Any]:
+    if not oauth:
+        return []
+    from .oauth.scopes import ScopeGate
+
+    return [ScopeGate()]
+
+
+def _may_restore(tools: list[Tool], guards: list[Any], oauth: bool = False) -> Callable[[], bool]:
+    """Whether the current caller may call restore_note: the server publishes it and the caller's roles (behind
+    OAuth: and the token's scopes) allow it."""
     published = any(t.name == "restore_note" for t in tools)
 
     def may() -> bool:
         if not published:
             return False
+        if oauth:
+            from mcp.server.auth.middleware.auth_context import get_access_token
+
+            from .oauth.scopes import allowed
+
+            token = get_access_token()
+            if token is not None and not allowed("restore_note", token.scopes):
+                return False
         return all(g.rules is None or refusal(g.rules, "restore_note", g.caller().roles) is None for g in guards)
 
     return may

@@ -17,6 +17,7 @@ from .app import server_for
 from .served import ServeConfig, ServedVault
 
 if TYPE_CHECKING:
+    from ..hardened.access import HostedVault, OAuthSettings
     from ..hardened.manifest import Manifest
 
 Say = Callable[[str], object]
@@ -39,9 +40,13 @@ class Http:
     """The certificate and key files for HTTPS."""
     verifier: Any = None
     """A verifier of several tokens (``transports.HashedTokenVerifier``)."""
+    oauth: OAuthSettings | None = None
+    """An OAuth 2.1 resource server: the issuer whose tokens it takes, its public URL, who may use which vault."""
 
     @property
     def url(self) -> str:
+        if self.oauth is not None:
+            return self.oauth.resource()
         return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}/mcp"
 
 
@@ -59,14 +64,26 @@ def plain_config(db: Path, vault_name: str | None, vault_dir: Path, *, watch: bo
     )
 
 
-def plain_http(bind: str | None, token_file: Path | None, tls_cert: Path | None, tls_key: Path | None) -> Http | None:
-    """``--http HOST:PORT`` with its token and certificate options (None: stdio)."""
+def plain_http(
+    bind: str | None,
+    token_file: Path | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    oauth: OAuthSettings | None = None,
+) -> Http | None:
+    """``--http HOST:PORT`` with its token, certificate and OAuth options (None: stdio). Behind OAuth no token is
+    generated: a ``--token-file`` token is still taken (the operator's local clients)."""
     host, port = t.parse_bind(bind) if bind else ("", 0)
     tls = t.check_tls(tls_cert, tls_key)
     if tls is not None and not bind:
         raise ConfigError("--tls-cert and --tls-key serve HTTPS: add --http HOST:PORT")
+    if oauth is not None and not bind:
+        raise ConfigError("--oauth-issuer serves OAuth over HTTP: add --http HOST:PORT")
     if not bind:
         return None
+    if oauth is not None:
+        token = t.read_token(token_file) if token_file is not None else None
+        return Http(host, port, token=token, tls=tls, oauth=oauth)
     token, generated = t.resolve_token(host, token_file)
     return Http(host, port, token=token, generated=generated, tls=tls)
 
@@ -90,18 +107,99 @@ def hardened_config(manifest: Manifest, vault_dir: Path) -> tuple[ServeConfig, H
         return config, None
     host, port = t.parse_bind(http.bind)
     tls = t.check_tls(http.tls_cert, http.tls_key)
-    if not http.tokens and host not in t.LOOPBACK:
+    if not http.tokens and host not in t.LOOPBACK and manifest.oauth is None:
         raise ConfigError(
             f"manifest {manifest.path}: http.tokens: serving beyond loopback ({host}) needs at "
-            "least one [[http.tokens]] entry"
+            "least one [[http.tokens]] entry (or an [oauth] table)"
         )
-    return config, Http(host, port, tls=tls, verifier=t.HashedTokenVerifier(http.tokens) if http.tokens else None)
+    verifier = t.HashedTokenVerifier(http.tokens) if http.tokens else None
+    if manifest.oauth is not None:
+        config = replace(config, oauth=True)
+    return config, Http(host, port, tls=tls, verifier=verifier, oauth=manifest.oauth)
+
+
+def hosted_configs(manifest: Manifest) -> tuple[list[tuple[HostedVault, ServeConfig]], Http]:
+    """A hosted server's vaults (the manifest's ``[[oauth.vaults]]``), each opened by name from the database."""
+    assert manifest.oauth is not None and manifest.http is not None
+    configs = []
+    for vault in manifest.oauth.vaults:
+        folder = vault.folder
+        if folder is not None and not folder.is_dir():
+            raise ConfigError(f"manifest {manifest.path}: oauth.vaults: {vault.name!r}: {folder} is not a folder")
+        config = ServeConfig(
+            db=manifest.db_path,
+            root=folder,
+            vault=vault.name,
+            allow_writes=manifest.allow_writes and folder is not None,
+            watch=manifest.watch and folder is not None,
+            lock_command=LOCK_COMMAND,
+            manifest=manifest,
+            oauth=True,
+            name=f"vaultsync ({vault.name})",
+        )
+        configs.append((vault, config))
+    http = manifest.http
+    host, port = t.parse_bind(http.bind)
+    tls = t.check_tls(http.tls_cert, http.tls_key)
+    verifier = t.HashedTokenVerifier(http.tokens) if http.tokens else None
+    return configs, Http(host, port, tls=tls, verifier=verifier, oauth=manifest.oauth)
+
+
+def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: Say, warn: Say | None = None) -> None:
+    """Serve every vault of a hosted server, each at its own endpoint, until SIGINT/SIGTERM."""
+    from .oauth.app import Protected
+
+    assert http.oauth is not None
+    oauth = http.oauth
+    protected, served_all = [], []
+    audit = _shared_audit(configs[0][1].manifest) if configs else None
+    for vault, config in configs:
+
+        def announce(served: ServedVault, vault: HostedVault = vault) -> None:
+            standby = served.describe()
+            if standby:
+                say(f"vaultsync: {vault.name}: {standby}")
+            say(f"vaultsync: serving vault '{vault.name}' (hardened, OAuth) at {oauth.resource(vault.name)}")
+
+        served = ServedVault(replace(config, announce=announce))
+        served_all.append(served)
+        mcp = server_for(served, audit=audit, vault=vault.name)
+        protected.append(Protected(mcp, vault.name, vault.grant, served.allow_writes, audit=audit))
+    warning = t.clear_text_warning(http.host, http.tls)
+    if warning and not oauth.public_url.startswith("https://"):
+        (warn or say)(f"vaultsync: {warning}")
+    anyio.run(
+        lambda: t.serve_http(
+            protected[0].mcp,
+            http.host,
+            http.port,
+            token=None,
+            tls=http.tls,
+            verifier=http.verifier,
+            served=served_all,
+            oauth=oauth,
+            protected=protected,
+        )
+    )
+
+
+def _shared_audit(manifest: Manifest | None) -> Any:
+    """The one audit log every vault of a hosted server appends to (None: the manifest keeps none)."""
+    if manifest is None or manifest.audit_log_path is None:
+        return None
+    from ..hardened.audit import AuditLog
+    from ..hardened.keystore import load_keystore
+
+    keystore = load_keystore(manifest.keystore_path) if manifest.keystore_path else None
+    return AuditLog(manifest.audit_log_path, manifest.db_path, keystore)
 
 
 def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = None) -> None:
     """Serve until stdin closes (stdio) or SIGINT/SIGTERM. Once the vault is open ``say`` gets the
     operator's lines (a reader in standby; over HTTP where it serves, and a generated token);
     ``warn`` a warning about clear text beyond this machine."""
+    if http is not None and http.oauth is not None:
+        config = replace(config, oauth=True)
 
     def announce(served: ServedVault) -> None:
         standby = served.describe()
@@ -113,18 +211,38 @@ def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = Non
         hardened = " (hardened)" if config.manifest is not None else ""
         say(f"vaultsync: serving vault '{name}'{hardened} at {http.url}")
         warning = t.clear_text_warning(http.host, http.tls)
-        if warning:
+        if warning and not (http.oauth is not None and http.oauth.public_url.startswith("https://")):
             (warn or say)(f"vaultsync: {warning}")
+        if http.oauth is not None and http.oauth.grant.open:
+            how = "list who may in [oauth] read/write/admin" if config.manifest else "name who may with --oauth-allow"
+            (warn or say)(f"vaultsync: WARNING: anyone the OAuth issuer signs in may use this vault; {how}")
         if http.generated:
             say(f"vaultsync: bearer token (shown once; send 'Authorization: Bearer <token>'): {http.token}")
 
     served = ServedVault(replace(config, announce=announce))
-    mcp = server_for(served)
+    protected = None
+    if http is not None and http.oauth is not None and config.manifest is not None:
+        from .oauth.app import Protected
+
+        # one audit log for the MCP server's records and the HTTP gate's refusals
+        audit = _shared_audit(config.manifest)
+        mcp = server_for(served, audit=audit)
+        protected = [Protected(mcp, None, http.oauth.grant, served.allow_writes, audit=audit)]
+    else:
+        mcp = server_for(served)
     if http is None:
         anyio.run(t.serve_stdio, mcp)
     else:
         anyio.run(
             lambda: t.serve_http(
-                mcp, http.host, http.port, token=http.token, tls=http.tls, verifier=http.verifier, served=served
+                mcp,
+                http.host,
+                http.port,
+                token=http.token,
+                tls=http.tls,
+                verifier=http.verifier,
+                served=served,
+                oauth=http.oauth,
+                protected=protected,
             )
         )

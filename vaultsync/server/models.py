@@ -159,6 +159,12 @@ class WatcherStatus(_Out):
     lag_seconds: float | None = Field(default=None, description="How far the index may be behind the folder")
 
 
+class SemanticVectors(_Out):
+    embedder: str = Field(description="The semantic model whose vectors are being filled")
+    filled: int = Field(description="Current texts that have their vector: search finds them by meaning too")
+    total: int = Field(description="Current texts; the rest are found by their words until the watcher fills them")
+
+
 class StatusResult(_Out):
     vault: str
     notes: int
@@ -168,6 +174,10 @@ class StatusResult(_Out):
     last_batch: str | None
     writes_enabled: bool
     watcher: WatcherStatus
+    semantic_vectors: SemanticVectors | None = Field(
+        default=None,
+        description="How far the semantic model's vectors are filled (None: every text has its vector as written)",
+    )
 
 
 class WriteResult(_Out):

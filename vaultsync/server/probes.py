@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -61,8 +62,25 @@ def readiness(served: ServedVault) -> tuple[bool, dict[str, Any]]:
     }
 
 
-def routes(served: ServedVault) -> list[Route]:
-    """``/health`` and ``/ready`` for the HTTP app (ahead of ``/mcp`` and its authentication)."""
+def readiness_of_all(served: Sequence[ServedVault]) -> tuple[bool, dict[str, Any]]:
+    """``readiness`` of a server with several vaults (a hosted server): ready when every one is; the database
+    unreachable when it is for one, a vault not current when one is not, the largest lag."""
+    answers = [readiness(one) for one in served]
+    ready = all(ok for ok, _ in answers)
+    currents = [body["vault_current"] for _, body in answers if body["vault_current"] is not None]
+    lags = [body["watcher_lag_seconds"] for _, body in answers if body["watcher_lag_seconds"] is not None]
+    return ready, {
+        "status": "ready" if ready else "not ready",
+        "database": "ok" if all(body["database"] == "ok" for _, body in answers) else "unreachable",
+        "vault_current": all(currents) if currents else None,
+        "watcher_lag_seconds": max(lags) if lags else None,
+    }
+
+
+def routes(served: ServedVault | Sequence[ServedVault]) -> list[Route]:
+    """``/health`` and ``/ready`` for the HTTP app (ahead of ``/mcp`` and its authentication), for one served vault
+    or every vault of a hosted server."""
+    check: Any = readiness_of_all if isinstance(served, Sequence) else readiness
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "alive"}, headers=HEADERS)
@@ -73,7 +91,7 @@ def routes(served: ServedVault) -> list[Route]:
             {"status": "not ready", "database": "unreachable", "vault_current": None, "watcher_lag_seconds": None},
         )
         with anyio.move_on_after(CHECK_TIMEOUT_S):
-            answer = await anyio.to_thread.run_sync(readiness, served, abandon_on_cancel=True)
+            answer = await anyio.to_thread.run_sync(check, served, abandon_on_cancel=True)
         ok, body = answer
         return JSONResponse(body, status_code=200 if ok else 503, headers=HEADERS)
 
@@ -110,4 +128,4 @@ def logged(app: Any) -> Any:
     return wrapped
 
 
-__all__ = ["READY_LAG_S", "logged", "readiness", "routes"]
+__all__ = ["READY_LAG_S", "logged", "readiness", "readiness_of_all", "routes"]

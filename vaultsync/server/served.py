@@ -68,6 +68,8 @@ class ServeConfig:
     given: Vault | None = None
     """An open vault to serve as reader and writer, left open (tests, embedding); None: opened from
     ``db``/``root``/``vault`` in the lifespan and closed after."""
+    oauth: bool = False
+    """Served behind an OAuth resource server's gate: tools listed and allowed by the token's scopes."""
     announce: Callable[[ServedVault], object] | None = None
     """Called once the vault is open, before the first request (the command line says what it serves)."""
 

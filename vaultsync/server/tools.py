@@ -25,6 +25,7 @@ from .models import (
     LinksResult,
     NoteResult,
     SearchResult,
+    SemanticVectors,
     StatusResult,
     WatcherStatus,
 )
@@ -333,6 +334,7 @@ def add_vault_status(tools: ToolSet, rt: ServedVault) -> None:
             last_batch=stats.last_batch,
             writes_enabled=rt.allow_writes,
             watcher=WatcherStatus(**_public_watcher(rt)),
+            semantic_vectors=SemanticVectors(**stats.semantic_vectors) if stats.semantic_vectors else None,
         )
 
 

@@ -316,16 +316,30 @@ def http_app(
     tls: bool = False,
     verifier: Any = None,
     served: Any = None,
+    oauth: Any = None,
+    protected: Any = None,
 ) -> Any:
     """The Starlette app for ``/mcp``: DNS-rebinding checks always on, bearer auth when ``token`` (or
     a ``verifier`` of several tokens, ``HashedTokenVerifier``); with the ``served`` vault, ``/health`` and
-    ``/ready`` beside it, without a token (``probes``)."""
+    ``/ready`` beside it, without a token (``probes``). With ``oauth`` (``OAuthSettings``): an OAuth resource
+    server (``oauth.app``) for ``mcp`` or the ``protected`` vaults, the static tokens still accepted."""
     names = _host_names(host)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{n}:*" for n in names],
         allowed_origins=[f"{scheme}://{n}:*" for n in names for scheme in ("http", "https")],
     )
+    if oauth is not None:
+        from .oauth.app import Protected, resource_server_app
+
+        if protected is None:
+            writes = bool(served is not None and served.allow_writes)
+            protected = [Protected(mcp, None, oauth.grant, writes)]
+        static = verifier if verifier is not None else (StaticTokenVerifier(token) if token is not None else None)
+        routes = probes.routes(served) if served is not None else []
+        return resource_server_app(
+            oauth, protected, host=host, limit=limit, security=security, static=static, routes=routes
+        )
     auth = None
     if token is not None or verifier is not None:
         shown = f"[{host}]" if ":" in host else host
@@ -396,16 +410,30 @@ async def serve_http(
     tls: tuple[str, str] | None = None,
     verifier: Any = None,
     served: Any = None,
+    oauth: Any = None,
+    protected: Any = None,
 ) -> None:
     """Serve streamable HTTP at ``http(s)://HOST:PORT/mcp`` until SIGINT/SIGTERM (limits: ``guards``), with
-    ``/health`` and ``/ready`` for the ``served`` vault, and one access-log line per request (``probes``)."""
+    ``/health`` and ``/ready`` for the ``served`` vault (or vaults), and one access-log line per request
+    (``probes``)."""
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     failed: list[VaultsyncError] = []
     app = _quiet_startup(
         probes.logged(
-            http_app(mcp, host, port, token=token, limit=limit, tls=tls is not None, verifier=verifier, served=served)
+            http_app(
+                mcp,
+                host,
+                port,
+                token=token,
+                limit=limit,
+                tls=tls is not None,
+                verifier=verifier,
+                served=served,
+                oauth=oauth,
+                protected=protected,
+            )
         ),
         failed,
     )

@@ -102,6 +102,7 @@ class Store:
             with self.db.atomic() as con:
                 codec.load(con)
             self.indexers: list[Indexer] = []
+            self._filler: Any = None
             if search and not readonly:
                 from ..embed.embedders import get_embedder
 
@@ -367,6 +368,23 @@ class Store:
         if not self.readonly:
             self._attach_search()
         return embedder.signature, count
+
+    def fill_vectors(self, vault_id: int, *, limit: int | None = None) -> int:
+        """Give up to ``limit`` of the vault's texts the vectors of a background embedder (``search.backfill``):
+        current ones first, newest first; how many were filled (0: none is left, or the embedder is not one)."""
+        from .search import backfill
+
+        indexer = self._search_indexer()
+        if indexer is None or indexer.mismatch is not None or not indexer.embedder.background:
+            return 0
+        if self._filler is None:
+            self._filler = backfill.Filler(self.db.atomic, backfill.store_sqlite, "INDEXED BY search_rows_live")
+        return self._filler.step(indexer.embedder, vault_id, limit or backfill.STEP)
+
+    def _search_indexer(self) -> Any:
+        from .search.index import SearchIndexer
+
+        return next((i for i in self.indexers if isinstance(i, SearchIndexer)), None)
 
     # ------------------------------------------------------------ forgetting (see store/purge.py)
 

@@ -268,7 +268,25 @@ class View:
             "last_batch": format_time(one("SELECT max(known_at) FROM batches WHERE vault_id = :v")),
             "distinct_texts": con.execute("SELECT count(*) FROM texts").fetchone()[0],
             "database_bytes": self._database_bytes(),
+            "semantic_vectors": self.vector_progress(),
         }
+
+    def vector_progress(self) -> dict[str, Any] | None:
+        """How many current texts have their vectors (``search.backfill.Progress``), when the store's embedder
+        fills them after each batch; None when every batch writes its vectors (or there is no search index)."""
+        from ..errors import VaultsyncError
+        from .search.embedding import query_embedder
+        from .search.schema import has_schema
+
+        if self.rankers is engine.SQLITE and not has_schema(self._con):  # (PostgreSQL's schema always has it)
+            return None
+        try:
+            embedder = query_embedder(self._con)
+        except VaultsyncError:  # another embedder's vectors, or one this vaultsync lacks: nothing is being filled
+            return None
+        if not embedder.background:
+            return None
+        return self.rankers.progress(self._con, self.vault_id, embedder.embedder_id).to_json()
 
     def _database_bytes(self) -> int:
         """Bytes of the database file and its WAL (the engine's own measure)."""

@@ -100,6 +100,7 @@ class PgStore(Store):
         self.db = PgDatabase(dsn, readonly=readonly)
         self.path = self.dsn
         self.indexers = []
+        self._filler: Any = None
         self.fences: dict[int, Fence] = {}
         """The fence of each vault whose writer lock this store took (``pg/fence.py``): its batches check it."""
         try:
@@ -134,7 +135,7 @@ class PgStore(Store):
     def _attach_search(self, embedder: Any = None) -> None:
         """The indexer of batches written here, with the store's embedder (recorded on first use, as SQLite
         does: a store's vectors are never mixed); texts indexed before m004 get their vectors now."""
-        from ...embed.embedders import DEFAULT_EMBEDDER, EMBEDDERS, get_embedder
+        from ...embed.embedders import DEFAULT_EMBEDDER, EMBEDDERS, default_embedder, get_embedder
         from ..search.embedding import check_embedder, unknown_embedder
         from ..search.schema import meta
         from . import vectors
@@ -144,7 +145,8 @@ class PgStore(Store):
         with self.db.atomic() as con:
             name = meta(con, "embedder")
             if name is None:
-                name = DEFAULT_EMBEDDER if chosen is None else chosen.embedder_id
+                fresh = con.raw.execute("SELECT 1 FROM search_docs LIMIT 1").fetchone() is None  # else: hashed
+                name = chosen.embedder_id if chosen else default_embedder() if fresh else DEFAULT_EMBEDDER
                 vectors.set_meta(con, "embedder", name)
                 vectors.set_meta(con, "embedder_signature", (chosen or get_embedder(name)).signature)
             mismatch: ProviderError | None
@@ -156,7 +158,10 @@ class PgStore(Store):
             if chosen is not None and mismatch:
                 raise mismatch
             if use is not None and not mismatch and meta(con, "vectors_pending"):
-                vectors.catch_up(con, use)
+                if use.background:  # filled after, as new texts are (``fill_vectors``)
+                    con.raw.execute("DELETE FROM search_meta WHERE key = 'vectors_pending'")
+                else:
+                    vectors.catch_up(con, use)
         # (the ignore below) it offers no parse-worker pre-work
         self.indexers = [PgKeywordIndexer(use, mismatch)]  # type: ignore[list-item]
 
@@ -255,6 +260,20 @@ class PgStore(Store):
         with self.db.snapshot() as con:
             codec.refresh(con)
             yield PgView(con, self.db.path, vault_id, vault_name, as_of, valid_at)
+
+    def fill_vectors(self, vault_id: int, *, limit: int | None = None) -> int:
+        """``Store.fill_vectors`` on this engine: up to ``limit`` of the vault's texts given the vectors of a
+        background embedder (``search.backfill``, ``pg/backfill.py``); how many were filled (0: none is left)."""
+        from ..search import backfill as steps
+        from . import backfill
+
+        indexer = self.indexers[0] if self.indexers else None
+        embedder = getattr(indexer, "embedder", None)
+        if embedder is None or getattr(indexer, "mismatch", None) is not None or not embedder.background:
+            return 0
+        if self._filler is None:
+            self._filler = steps.Filler(self.db.atomic, backfill.store)
+        return int(self._filler.step(embedder, vault_id, limit or steps.STEP))
 
     # ------------------------------------------------------------ upkeep not built on this engine yet
 

@@ -66,7 +66,7 @@ class PgKeywordIndexer:
         fresh: dict[int, dict[str, int]] = {}
         found = [self._doc(con, text, new, fresh) for _, text in rows]
         docs = [doc for doc, _ in found]
-        if new and self.embedder is not None:
+        if new and self.embedder is not None and not self.embedder.background:  # else filled after (``backfill``)
             write_vectors(con, self.embedder, new)
         with con.raw.cursor() as cur:
             cur.executemany(

@@ -207,7 +207,16 @@ def reembed(con: Any, embedder: Embedder) -> int:
     """Replace every vector with ``embedder``'s and record it as the store's embedder (the caller's transaction)."""
     con.raw.execute("SELECT set_config('vaultsync.purging', 'on', true)")
     con.raw.execute("DELETE FROM search_vectors")
-    count = catch_up(con, embedder)
+    if embedder.background:  # the writer fills them after (``backfill``): none of the old ones is left anywhere
+        count = 0
+        live.refill_vectors(con)
+        if (
+            pgvector_schema(con.raw) is not None
+            and con.raw.execute("SELECT to_regclass('search_doc_spans')").fetchone()[0] is not None
+        ):
+            con.raw.execute("UPDATE search_doc_spans SET vec = NULL WHERE vec IS NOT NULL")
+    else:
+        count = catch_up(con, embedder)
     set_meta(con, "embedder", embedder.embedder_id)
     set_meta(con, "embedder_signature", embedder.signature)
     con.raw.execute("SELECT set_config('vaultsync.purging', 'off', true)")

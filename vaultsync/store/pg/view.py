@@ -11,7 +11,7 @@ from ...errors import StoreError
 from ..search import engine
 from ..search.schema import meta
 from ..view import View
-from . import keyword, vectors
+from . import backfill, keyword, vectors
 from .schema import APPEND_ONLY_TABLES
 
 
@@ -45,7 +45,7 @@ def _vectors_ready(con: Any) -> None:
         )
 
 
-RANKERS = engine.Rankers(keyword, vectors, keyword.whole_phrase, _index_current, _vectors_ready)
+RANKERS = engine.Rankers(keyword, vectors, keyword.whole_phrase, _index_current, _vectors_ready, backfill.progress)
 """This engine's rankers for ``search.engine.search``: BM25 over the postings tables, pgvector's exact distance
 (or the fallback's)."""
 

@@ -81,12 +81,13 @@ def doc_texts(con: apsw.Connection) -> Iterable[tuple[int, str]]:
 
 
 def reembed(con: apsw.Connection, embedder: Embedder) -> int:
-    """Replace every vector with ``embedder``'s, in one transaction; return how many docs were embedded."""
+    """Replace every vector with ``embedder``'s, in one transaction; return how many docs were embedded (none for a
+    background embedder: the old vectors go, the writer fills the new ones after, ``backfill``)."""
     with con:
         con.execute("DELETE FROM search_vectors")
         count = 0
         batch: list[tuple[int, str]] = []
-        for doc in list(doc_texts(con)):
+        for doc in [] if embedder.background else list(doc_texts(con)):
             batch.append(doc)
             if len(batch) >= 512:
                 write_vectors(con, embedder, batch)

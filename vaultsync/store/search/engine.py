@@ -26,7 +26,7 @@ from ...embed.embedders import Embedder
 from ...embed.tokenizer import TOKENIZE, KeywordQuery, indexable, parse_query
 from ...errors import ConfigError, StoreError
 from ...times import format_time
-from . import everyday, keyword, signals, vector
+from . import backfill, everyday, keyword, signals, vector
 from .embedding import query_embedder
 from .index import index_lag
 from .keyword import Scored
@@ -98,6 +98,8 @@ class Rankers:
     """``check(con, vault_id, vault_name)``: refuse (``StoreError``) when the vault's index is behind its batches."""
     ready: Callable[[Any], None] = _vectors_ready
     """``ready(con)``: refuse before a ranking by vectors when the store has none yet."""
+    progress: Callable[[Any, int, str], backfill.Progress] = backfill.progress_sqlite
+    """``progress(con, vault_id, embedder)``: how many current texts have the vectors of a background embedder."""
 
 
 SQLITE = Rankers(keyword, vector, attrgetter("whole"), check_index)
@@ -175,13 +177,19 @@ def search(
             parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
     elif mode == "vector":
         rankers.ready(con)
-        ranked = rankers.vector.rank(con, snap, embedder or query_embedder(con), query, allowed, limit)
+        embedder = embedder or query_embedder(con)
+        ranked = rankers.vector.rank(con, snap, embedder, query, allowed, limit)
         for item, r in zip(ranked, shared_ranks(ranked, _vec_tied)):
             parts[item.row_id] = {"vector": {"rank": r, "score": item.score}}
     else:
         embedder = embedder or query_embedder(con)
         ranked = _default(con, rankers, snap, parsed, query, allowed, limit, embedder, parts)
-    hits = _hits(con, vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked}, parts, parsed)
+    shown = everyday.marked(parsed) if mode == DEFAULT_MODE else parsed  # what the snippets mark
+    hits = _hits(con, vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked}, parts, shown)
+    filling = None
+    if mode != "keyword" and embedder is not None and embedder.background and (mode == "vector" or embedder.fuse):
+        found = rankers.progress(con, vault_id, embedder.embedder_id)
+        filling = None if found.complete else found.to_json()
     return {
         "query": query,
         "as_of": format_time(as_of),
@@ -190,6 +198,7 @@ def search(
         "match": parsed.expression,
         "hits": hits,
         "semantic": embedder.embedder_id if mode == DEFAULT_MODE and embedder is not None and embedder.fuse else None,
+        "vectors": filling,
     }
 
 

@@ -21,7 +21,7 @@ language is left as typed.
 
 from __future__ import annotations
 
-from ...embed.tokenizer import KeywordQuery
+from ...embed.tokenizer import KeywordQuery, Phrase
 from .signals import tokens
 
 MIN_TOKENS = 3
@@ -63,3 +63,14 @@ def content(query: KeywordQuery) -> KeywordQuery:
         p for p in query.phrases if " " in p.text.strip() or p.prefix or not all(map(function_word, tokens(p.text)))
     )
     return KeywordQuery(kept) if kept else query
+
+
+def marked(query: KeywordQuery) -> KeywordQuery:
+    """What a hit's snippet marks in the default mode: the words ``content`` weighs (a question's function words
+    are not marked: they did not count), and the whole query as typed wherever a chunk holds it in order (a
+    remembered phrase is marked whole, its function words too)."""
+    weighed = content(query)
+    if weighed is query:
+        return query
+    whole = Phrase(" ".join(p.text for p in query.phrases), query.phrases[-1].prefix)
+    return KeywordQuery((*weighed.phrases, whole))

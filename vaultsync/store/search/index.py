@@ -22,7 +22,7 @@ import logging
 
 import apsw
 
-from ...embed.embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, get_embedder
+from ...embed.embedders import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, default_embedder, get_embedder
 from ...embed.tokenizer import TOKENIZE, indexable, indexed_text
 from ...errors import ProviderError
 from ..codec import content_key, unpack
@@ -89,7 +89,8 @@ class SearchIndexer:
         with con:
             name = meta(con, "embedder")
             if name is None:
-                name = DEFAULT_EMBEDDER if embedder is None else embedder.embedder_id
+                fresh = con.execute("SELECT 1 FROM search_docs LIMIT 1").fetchone() is None  # else: hashed vectors
+                name = embedder.embedder_id if embedder else default_embedder() if fresh else DEFAULT_EMBEDDER
                 set_meta(con, "embedder", name)
                 set_meta(con, "embedder_signature", (embedder or get_embedder(name)).signature)
         if embedder is None and name not in EMBEDDERS:
@@ -100,7 +101,11 @@ class SearchIndexer:
             self.mismatch = check_embedder(con, self.embedder)
         if embedder is not None and self.mismatch:
             raise self.mismatch
-        self.ahead = functools.partial(embed_ahead, self.embedder.embedder_id, con.db_filename("main") or None)
+        self.ahead = (
+            None
+            if self.embedder.background  # filled after the batch (``backfill``), not by parse workers
+            else functools.partial(embed_ahead, self.embedder.embedder_id, con.db_filename("main") or None)
+        )
         self._checked = None
         self._live_ready: set[int] = set()
         self._max_doc = None
@@ -175,7 +180,7 @@ class SearchIndexer:
         live = self._live(con, vault_id)
         new_docs: list[tuple[int, str]] = []
         docs = self._hold_docs(con, [text for _, text in rows], new_docs, batch_id)
-        if new_docs:
+        if new_docs and not self.embedder.background:  # a background embedder's are filled after (``backfill``)
             write_vectors(con, self.embedder, new_docs)
         tokens = sum(length for _, length in docs if length >= 0)
         held = [doc_id for doc_id, length in docs if length < 0]

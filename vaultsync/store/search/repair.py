@@ -161,7 +161,8 @@ class Repair:
                 con.execute(
                     "INSERT OR IGNORE INTO search_bounded (note_id, vault_id) VALUES (?, ?)", (note_id, self.vault_id)
                 )
-        if new_docs:  # ``_doc`` counted them in search_doc_totals
+        if new_docs and not self.indexer.embedder.background:  # ``_doc`` counted them in search_doc_totals (a
+            # background embedder's vectors are filled after: ``backfill``)
             write_vectors(con, self.indexer.embedder, new_docs)
         con.executemany(
             """INSERT INTO search_live_vectors (vault_id, doc_id, refs, embedding)

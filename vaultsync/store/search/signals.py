@@ -41,7 +41,7 @@ import apsw
 
 from ...embed.tokenizer import TOKENIZE, KeywordQuery, indexed_text
 from ..codec import unpack
-from .keyword import Scored, order_key
+from .keyword import Scored
 
 POOL = 200
 """BM25 candidates re-ranked."""
@@ -145,6 +145,15 @@ class QueryTokens:
         """True when ``toks`` hold the query's tokens consecutively and in order (a prefix token as a prefix)."""
         seq, pre, n = self.sequence, self.prefix, len(self.sequence)
         first, first_pre = seq[0], pre[0]
+        if not first_pre:  # jump from one occurrence of the first token to the next (list.index runs in C)
+            i, stop = -1, max(len(toks) - n + 1, 0)  # (a negative stop would count from the end)
+            while True:
+                try:
+                    i = toks.index(first, i + 1, stop)
+                except ValueError:
+                    return False
+                if all(toks[i + k] == seq[k] or (pre[k] and toks[i + k].startswith(seq[k])) for k in range(1, n)):
+                    return True
         for i in range(len(toks) - n + 1):
             if toks[i] == first or (first_pre and toks[i].startswith(first)):
                 if all(toks[i + k] == seq[k] or (pre[k] and toks[i + k].startswith(seq[k])) for k in range(1, n)):
@@ -152,16 +161,20 @@ class QueryTokens:
         return False
 
 
-def _matches(toks: Sequence[str], distinct: list[tuple[str, bool]]) -> list[list[int]]:
-    """For each token, the indexes of the distinct query tokens it is (a prefix may add more than one)."""
+def _matches(toks: Sequence[str], distinct: list[tuple[str, bool]]) -> list[tuple[int, list[int]]]:
+    """``(position, indexes of the distinct query tokens it is)`` of each token that is one (a prefix may add more
+    than one), in order; tokens matching nothing are left out (most of a body: the signals only read the matches)."""
     exact = {w: i for i, (w, is_prefix) in enumerate(distinct) if not is_prefix}
     prefixes = [(w, i) for i, (w, is_prefix) in enumerate(distinct) if is_prefix]
+    if not prefixes:
+        return [(p, [exact[tok]]) for p, tok in enumerate(toks) if tok in exact]
     out = []
-    for tok in toks:
+    for p, tok in enumerate(toks):
         found = [i for w, i in prefixes if tok.startswith(w)]
         if tok in exact:
             found.append(exact[tok])
-        out.append(found)
+        if found:
+            out.append((p, found))
     return out
 
 
@@ -175,7 +188,7 @@ def signals(indexed_text: str, query: QueryTokens, whole: QueryTokens | None = N
     parts = indexed_text.split("\n", 3)
     head_toks = tokens("\n".join(parts[:3]))
     body_toks = tokens(parts[3]) if len(parts) > 3 else []
-    head_found = {i for m in _matches(head_toks, distinct) for i in m}
+    head_found = {i for _, m in _matches(head_toks, distinct) for i in m}
     hits = _matches(body_toks, distinct)
     held = _whole(whole or query, head_toks + body_toks)
     return {
@@ -191,33 +204,39 @@ def _whole(query: QueryTokens, toks: list[str]) -> float:
     return 1.0 if len(query.sequence) > 1 and query.held_by(toks) else 0.0
 
 
-def _phrase(hits: list[list[int]], query: QueryTokens, distinct: list[tuple[str, bool]]) -> int:
-    """Longest run (at least 2) of consecutive query tokens appearing consecutively in the body."""
+def _phrase(hits: list[tuple[int, list[int]]], query: QueryTokens, distinct: list[tuple[str, bool]]) -> int:
+    """Longest run (at least 2) of consecutive query tokens appearing consecutively in the body (``hits``: the
+    body's matching positions, ``_matches``)."""
     where: dict[int, list[int]] = {}
     for j, key in enumerate(zip(query.sequence, query.prefix)):
         where.setdefault(distinct.index(key), []).append(j)
     best = 0
     prev: dict[int, int] = {}
-    for matched in hits:
+    last = -2
+    for p, matched in hits:
+        if p != last + 1:  # a token matching nothing came between: no run goes on
+            prev = {}
         cur = {j: prev.get(j - 1, 0) + 1 for i in matched for j in where[i]}
-        if cur:
-            best = max(best, *cur.values())
-        prev = cur
+        best = max(best, *cur.values())
+        prev, last = cur, p
     return best if best >= 2 else 0
 
 
-def _proximity(hits: list[list[int]], n: int) -> int:
-    """Most distinct query tokens within any ``WINDOW`` consecutive body tokens."""
+def _proximity(hits: list[tuple[int, list[int]]], n: int) -> int:
+    """Most distinct query tokens within any ``WINDOW`` consecutive body tokens (``hits``: the body's matching
+    positions; the best window ends on one of them)."""
     best = 0
     counts: dict[int, int] = {}
-    for p, matched in enumerate(hits):
+    first = 0  # the oldest match still inside the window
+    for p, matched in hits:
         for i in matched:
             counts[i] = counts.get(i, 0) + 1
-        if p >= WINDOW:
-            for i in hits[p - WINDOW]:
+        while hits[first][0] <= p - WINDOW:
+            for i in hits[first][1]:
                 counts[i] -= 1
                 if counts[i] == 0:
                     del counts[i]
+            first += 1
         best = max(best, len(counts))
         if best == n:
             break
@@ -256,13 +275,15 @@ def rerank(
     wanted = QueryTokens.of(query)
     whole = QueryTokens.of(typed) if typed is not None else None
     texts: dict[int, str] = {}
+    keys: dict[int, tuple[str, int]] = {}  # the tie-break (``keyword.order_key``), read with the texts
     bodies: dict[int, str] = {}  # candidates sharing a text (copies, unchanged chunks) unpack it once
-    for row_id, heading, text_id, body, title, aliases in con.execute(
-        """SELECT c.id, c.heading_path, c.text_id, t.body, n.title, n.aliases FROM chunks c
+    for row_id, heading, text_id, body, title, aliases, path, ord_ in con.execute(
+        """SELECT c.id, c.heading_path, c.text_id, t.body, n.title, n.aliases, n.path, c.ord FROM chunks c
                JOIN texts t ON t.id = c.text_id JOIN notes n ON n.id = c.note_id
                WHERE c.id IN (SELECT value FROM json_each(?))""",
         (json.dumps([s.row_id for s in pool]),),
     ):
+        keys[row_id] = (path, ord_)
         if text_id not in bodies:
             bodies[text_id] = unpack(body)
         texts[row_id] = indexed_text(title, json.loads(aliases or "[]"), json.loads(heading), bodies[text_id])
@@ -272,7 +293,6 @@ def rerank(
         for s, sig in zip(pool, found):
             sig["vector"] = cosines.get(s.row_id, 0.0)
     final = combine([s.score for s in pool], found, question)
-    keys = order_key(con, pool)
     out = [(Scored(s.row_id, f), {"bm25": s.score, **sig}) for s, f, sig in zip(pool, final, found)]
     out.sort(key=lambda item: (-item[0].score, keys[item[0].row_id]))
     return out

@@ -6,11 +6,14 @@ query phrase (its tokens consecutive, the last one a prefix for ``word*``) is ma
 its first token to the end of its last, as FTS5's ``highlight()`` does. A mark never starts or ends
 inside a word; a CJK run or a word NFKC rewrites (``ﬁle``) is marked whole when one of its indexed
 tokens matches. The excerpt starts and ends between tokens; it is never empty when the chunk has text.
+A match inside the note's own bold (``**Budget:**``, ``__Budget__``) is bold already: it is not marked again
+(marking it would double the asterisks, ``****Budget**:**``).
 """
 
 from __future__ import annotations
 
 import functools
+import re
 
 from ...embed.tokenizer import KeywordQuery, normalize
 from .signals import token_spans, tokens
@@ -40,6 +43,19 @@ def _normal_tokens(piece: str) -> tuple[str, ...] | None:
     when normalizing leaves it as it is. Cached: the same runs recur across the hits of a search."""
     normal = normalize(piece)
     return None if normal == piece else tuple(tokens(normal))
+
+
+_BOLD = re.compile(r"\*\*(?=[^\s*])([^\n]*?[^\s*])\*\*|(?<!\w)__(?=[^\s_])([^\n]*?[^\s_])__(?!\w)")
+"""Markdown strong emphasis on one line: ``**text**``, or ``__text__`` not inside a word (``snake__case__x`` is no
+emphasis); its inside is group 1 or 2."""
+
+
+def _unbolded(text: str, marks: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The marks that are not inside the text's own bold (those are shown bold as they are)."""
+    if "**" not in text and "__" not in text:
+        return marks
+    bold = [m.span(1) if m.group(1) is not None else m.span(2) for m in _BOLD.finditer(text)]
+    return [(s, e) for s, e in marks if not any(b <= s and e <= f for b, f in bold)]
 
 
 def _marks(found: list[tuple[str, int, int]], query: KeywordQuery) -> list[tuple[int, int]]:
@@ -95,7 +111,7 @@ def snippet(text: str, query: KeywordQuery, width: int = WIDTH, mark: bool = Tru
             end = e
     end = min(end, len(text))
     out, pos = [], start
-    for s, e in marks:
+    for s, e in _unbolded(text, marks):
         if e <= start or s >= end:
             continue
         out += [text[pos:s], "**", text[s:e], "**"] if mark else [text[pos:s], text[s:e]]

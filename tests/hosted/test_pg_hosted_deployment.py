@@ -1,0 +1,122 @@
+"""The hosted deployment of ``examples/hosted`` runs as written, behind nginx with TLS: a real PostgreSQL, one
+watcher per vault (the watcher unit), two stateless servers from the example manifest (the serve unit), the example
+nginx site with a certificate from a local CA, and a real authorization server (oidc-provider). The official MCP
+client, trusting only that CA, finds the metadata at the public https URL, names that URL as the resource,
+registers by DCR or by its client ID metadata document (CIMD), and reads only the vaults its subject may."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx2
+import jwt
+import pytest
+from mcp import Client, MCPError
+from support.hosted import INSTALLED, Deployment, jsonl, wait_recorded
+from support.mcp_helpers import hit_notes, sc
+from support.oidc import Browser, ClientDocumentSite, MemoryStorage, issuer_missing, oauth_client
+from support.tls_proxy import nginx_binary
+
+pgserver = pytest.importorskip("support.pgserver")
+pytestmark = [pytest.mark.client, pytest.mark.anyio]
+
+GRANTS = {"team": {"read": ["group:staff"], "write": ["alice"]}, "alice": {"read": ["alice"], "write": ["alice"]}}
+GROUPS = '{"bob": ["staff"]}'
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory):
+    for reason in (issuer_missing(), None if nginx_binary() else "nginx not found (make deps installs it as root)"):
+        if reason:
+            pytest.skip(reason)
+    if not INSTALLED.exists():
+        pytest.skip(f"the vaultsync command is not installed next to {__import__('sys').executable}")
+    dsn = pgserver.fresh_or_skip("hosted")
+    root = tmp_path_factory.mktemp("hosted")
+    folders = {"team": root / "srv" / "vaults" / "team", "alice": root / "srv" / "vaults" / "alice"}
+    for folder in folders.values():
+        folder.mkdir(parents=True)
+    (folders["team"] / "Handbook.md").write_text("# Handbook\n\nKickoff on Monday for the team.\n", encoding="utf-8")
+    (folders["alice"] / "Diary.md").write_text("# Diary\n\nKickoff of my own private plan.\n", encoding="utf-8")
+    with Deployment.start(root, dsn, folders, GRANTS, servers=2, issuer_env={"ISSUER_GROUPS": GROUPS}) as found:
+        wait_recorded(dsn, list(folders))
+        yield found
+    for log in found.server_logs() + [found.log("watch-team"), found.log("watch-alice")]:
+        assert "Traceback" not in log, log
+
+
+async def search(url: str, browser: Browser, storage: MemoryStorage, verify, **kw) -> list[str]:
+    async with Client(oauth_client(url, browser, storage, verify=verify, **kw)) as c:
+        return hit_notes(sc(await c.call_tool("search_notes", {"query": "kickoff", "mode": "keyword"})))
+
+
+async def test_the_metadata_seen_through_the_proxy_names_the_public_urls(deployment: Deployment) -> None:
+    url = deployment.url("team")
+    async with httpx2.AsyncClient(verify=deployment.ca.context()) as http:
+        refused = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert refused.status_code == 401
+        prm_url = f"{deployment.public}/.well-known/oauth-protected-resource/vaults/team/mcp"
+        assert f'resource_metadata="{prm_url}"' in refused.headers["www-authenticate"]
+        prm = (await http.get(prm_url)).json()
+    assert prm["resource"] == url and prm["authorization_servers"] == [deployment.issuer.url]
+    assert url.startswith("https://localhost:")
+    # An https client that does not trust the local CA gets nowhere.
+    async with httpx2.AsyncClient() as http:
+        with pytest.raises(httpx2.ConnectError):
+            await http.get(prm_url)
+
+
+async def test_a_client_registered_by_its_metadata_document_reads_the_team_vault(deployment: Deployment) -> None:
+    site = ClientDocumentSite(deployment.ca.cert, deployment.ca.key)
+    try:
+        browser, storage = Browser("bob", verify=deployment.ca.context()), MemoryStorage()
+        found = await search(
+            deployment.url("team"), browser, storage, deployment.ca.context(), client_metadata_url=site.url
+        )
+    finally:
+        site.stop()
+    assert found == ["Handbook.md"]
+    assert storage.client is not None and storage.client.client_id == site.url and site.fetches >= 1  # CIMD, not DCR
+    assert storage.tokens is not None
+    token = jwt.decode(storage.tokens.access_token, options={"verify_signature": False})
+    assert token["aud"] == deployment.url("team") and token["sub"] == "bob" and token["groups"] == ["staff"]
+
+
+async def test_a_client_registered_by_dcr_reads_its_own_vault_and_is_audited(deployment: Deployment) -> None:
+    browser, storage = Browser("alice", verify=deployment.ca.context()), MemoryStorage()
+    assert await search(deployment.url("alice"), browser, storage, deployment.ca.context()) == ["Diary.md"]
+    assert storage.client is not None and not storage.client.client_id.startswith("https://")
+    callers = {
+        record.get("caller_id") or record.get("caller") for log in deployment.audit_logs() for record in jsonl(log)
+    }
+    assert "alice" in callers, callers
+
+
+async def test_a_subject_never_reaches_a_vault_it_was_not_granted(deployment: Deployment) -> None:
+    """bob (group staff) signs in for alice's vault: the token is issued (the issuer does not know the grants), and
+    every server refuses it with 403; his token for the team vault is refused there too (another audience)."""
+    verify = deployment.ca.context()
+    browser, storage = Browser("bob", verify=verify), MemoryStorage()
+    with pytest.raises(ExceptionGroup) as refused:  # the SDK surfaces the 403 as an error of the session
+        await search(deployment.url("alice"), browser, storage, verify)
+    assert refused.group_contains(MCPError)
+    assert storage.tokens is not None
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {
+        "Authorization": f"Bearer {storage.tokens.access_token}",
+        "Accept": "application/json, text/event-stream",
+    }
+    async with httpx2.AsyncClient(verify=verify) as http:
+        for _ in deployment.servers:  # whichever server nginx picks
+            assert (await http.post(deployment.url("alice"), json=body, headers=headers)).status_code == 403
+        assert (await http.post(deployment.url("team"), json=body, headers=headers)).status_code == 401
+
+
+def test_the_example_files_name_what_the_test_replaced() -> None:
+    """The examples keep the production values the test swaps (so a change there is a change here)."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "hosted"
+    site = (examples / "nginx-vaultsync.conf").read_text(encoding="utf-8")
+    assert "listen 443 ssl;" in site and site.count("server 127.0.0.1:81") == 4
+    assert "proxy_set_header X-Forwarded-Proto $scheme;" in site and "proxy_buffering off;" in site
+    manifest = (examples / "hosted.toml").read_text(encoding="utf-8")
+    assert 'public_url = "https://vaults.example.com"' in manifest and 'issuer = "https://id.example.com"' in manifest

@@ -1,0 +1,229 @@
+"""Who may reach which vault over OAuth: the resource server's settings (``--oauth-issuer``/``--public-url``, or a
+manifest's ``[oauth]`` table) and the scopes, which are roles.
+
+Scopes form one ladder: ``vault:read`` < ``vault:write`` < ``vault:admin``; each implies those below it. A token's
+effective scopes on a vault are the ladder up to the lower of the token's highest scope and the subject's grant
+on that vault (``Grant``). A grant lists subjects (the token's ``sub``, exactly), groups (``group:NAME``, from
+the token's groups claim) or ``*`` (any subject the issuer vouches for).
+
+Pure: no network, no server. The server side (``vaultsync.server.oauth``) verifies tokens against these settings.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import ConfigError
+from .checking import check_table, fail
+
+READ, WRITE, ADMIN = "vault:read", "vault:write", "vault:admin"
+SCOPES = (READ, WRITE, ADMIN)
+"""The ladder, lowest first."""
+
+ASYMMETRIC = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+"""The signature algorithms an access token may use: public-key ones only (never ``none``, never HS*)."""
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def level_of(scopes: Iterable[str]) -> int:
+    """The highest rung of the ladder ``scopes`` name (0: none)."""
+    return max((SCOPES.index(s) + 1 for s in scopes if s in SCOPES), default=0)
+
+
+def ladder(level: int) -> tuple[str, ...]:
+    """The scopes up to ``level`` (1: read; 2: read, write; 3: all)."""
+    return SCOPES[: max(0, min(level, len(SCOPES)))]
+
+
+@dataclass(frozen=True)
+class Grant:
+    """Who may read, write or administer one vault. ``open``: no list given, any subject with a valid token."""
+
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    admin: tuple[str, ...] = ()
+
+    @property
+    def open(self) -> bool:
+        return not (self.read or self.write or self.admin)
+
+    def level(self, subject: str | None, groups: Iterable[str]) -> int:
+        """The highest rung granted to ``subject`` (a member of ``groups``): 0 when none."""
+        if self.open:
+            return len(SCOPES)
+        names = {"*"} | ({subject} if subject else set()) | {f"group:{g}" for g in groups}
+        for level, listed in ((3, self.admin), (2, self.write), (1, self.read)):
+            if names & set(listed):
+                return level
+        return 0
+
+
+@dataclass(frozen=True)
+class HostedVault:
+    """One vault of a hosted server: served at ``/vaults/<name>/mcp``, its own audience."""
+
+    name: str
+    """The vault's name in the database."""
+    grant: Grant
+    folder: Path | None = None
+    """The vault folder, where writes (and a watcher) need it."""
+
+
+@dataclass(frozen=True)
+class OAuthSettings:
+    """The resource server: which issuer's tokens, for which public URL, and who may use which vault."""
+
+    issuer: str
+    """The authorization server's issuer identifier, exactly as its metadata states it."""
+    public_url: str
+    """The base URL clients reach this server at (no trailing slash): the MCP endpoint is ``{public_url}/mcp``."""
+    algorithms: tuple[str, ...] = ASYMMETRIC
+    leeway_s: float = 30.0
+    """Clock skew allowed on ``exp``, ``nbf`` and ``iat``."""
+    jwks_refresh_s: float = 5.0
+    """Least time between two fetches of the issuer's keys for a token signed with a key id not known yet."""
+    groups_claim: str = "groups"
+    subject_claim: str = "sub"
+    """The claim naming the person in grants, the audit log and ``changes --caller`` (e.g. ``preferred_username``
+    where ``sub`` is an opaque id); a token without it is refused."""
+    introspection_file: Path | None = None
+    """A TOML file (mode 600) with ``client_id`` and ``client_secret`` for RFC 7662 introspection of opaque tokens."""
+    resource_name: str | None = None
+    grant: Grant = field(default_factory=Grant)
+    """Who may use the one vault (served at ``/mcp``) when ``vaults`` is empty."""
+    vaults: tuple[HostedVault, ...] = ()
+    """Several vaults, each at ``/vaults/<name>/mcp``."""
+
+    def resource(self, vault: str | None = None) -> str:
+        """The canonical URL (and token audience) of the one vault, or of ``vault`` on a hosted server."""
+        return f"{self.public_url}/mcp" if vault is None else f"{self.public_url}/vaults/{vault}/mcp"
+
+
+def check_url(value: str, what: str, *, keep_slash: bool = False) -> str:
+    """``value`` as an absolute https URL (http only on loopback) without query or fragment; without a trailing
+    slash unless ``keep_slash`` (an issuer is compared exactly as its metadata states it, slash and all)."""
+    parts = urlsplit(value.strip())
+    host = parts.hostname or ""
+    if parts.scheme not in ("https", "http") or not host:
+        raise ConfigError(f"{what} {value!r}: give an absolute URL, e.g. https://vault.example.com")
+    if parts.scheme == "http" and not _loopback(host):
+        raise ConfigError(f"{what} {value!r}: must be https (plain http is accepted on loopback only)")
+    if parts.query or parts.fragment or parts.username or parts.password:
+        raise ConfigError(f"{what} {value!r}: no query, fragment or user name in it")
+    return value.strip() if keep_slash else value.strip().rstrip("/")
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def from_flags(
+    issuer: str | None, public_url: str | None, introspection: Path | None, allow: Iterable[str] = ()
+) -> OAuthSettings | None:
+    """``--oauth-issuer``, ``--public-url``, ``--oauth-introspection`` and ``--oauth-allow`` as settings (None: no
+    OAuth). Those ``allow`` names may do what their tokens' scopes say; nobody else may use the vault."""
+    allow = tuple(allow)
+    if issuer is None and public_url is None:
+        if introspection is not None or allow:
+            option = "--oauth-introspection" if introspection is not None else "--oauth-allow"
+            raise ConfigError(f"{option} needs --oauth-issuer and --public-url")
+        return None
+    if issuer is None or public_url is None:
+        raise ConfigError("an OAuth resource server needs both --oauth-issuer and --public-url")
+    return OAuthSettings(
+        issuer=check_url(issuer, "--oauth-issuer", keep_slash=True),
+        public_url=_base(public_url, "--public-url"),
+        introspection_file=introspection,
+        grant=Grant(admin=allow),
+    )
+
+
+def _base(value: str, what: str) -> str:
+    url = check_url(value, what)
+    if url.endswith("/mcp"):
+        raise ConfigError(f"{what} {value!r}: give the base URL, without /mcp (the endpoint is BASE/mcp)")
+    return url
+
+
+_OAUTH = {
+    "issuer": "str",
+    "public_url": "str",
+    "algorithms": "names",
+    "leeway_s": "number",
+    "jwks_refresh_s": "number",
+    "groups_claim": "str",
+    "subject_claim": "str",
+    "introspection_file": "path",
+    "resource_name": "str",
+    "read": "names",
+    "write": "names",
+    "admin": "names",
+    "vaults": "tables",
+}
+_VAULT = {"name": "str", "folder": "path", "read": "names", "write": "names", "admin": "names"}
+
+
+def read_oauth(path: Path, table: dict[str, Any], where: Callable[[str], Path]) -> OAuthSettings:
+    """The manifest's ``[oauth]`` table (at ``path``) as settings; ``where`` resolves a relative path."""
+    check_table(path, table, _OAUTH, "oauth.")
+    for key in ("issuer", "public_url"):
+        if key not in table:
+            raise fail(path, f"oauth.{key}", "missing: an OAuth resource server names its issuer and public URL")
+    try:
+        issuer = check_url(table["issuer"], "issuer", keep_slash=True)
+        public = _base(table["public_url"], "public_url")
+    except ConfigError as exc:
+        raise fail(path, "oauth", str(exc)) from None
+    algorithms = tuple(table.get("algorithms", ASYMMETRIC))
+    wrong = [a for a in algorithms if a not in ASYMMETRIC]
+    if wrong or not algorithms:
+        raise fail(path, "oauth.algorithms", f"only public-key algorithms: some of {', '.join(ASYMMETRIC)}")
+    for key, top in (("leeway_s", 300), ("jwks_refresh_s", 3600)):
+        if not 0 <= table.get(key, 0) <= top:
+            raise fail(path, f"oauth.{key}", f"must be between 0 and {top} seconds")
+    vaults = tuple(_vault(path, i, entry, where) for i, entry in enumerate(table.get("vaults", [])))
+    names = [v.name for v in vaults]
+    if len(set(names)) != len(names):
+        raise fail(path, "oauth.vaults", "a vault is listed twice")
+    grant = _grant(table)
+    if vaults and not grant.open:
+        raise fail(path, "oauth.read", "with [[oauth.vaults]] each vault lists its own read/write/admin")
+    return OAuthSettings(
+        issuer=issuer,
+        public_url=public,
+        algorithms=algorithms,
+        leeway_s=float(table.get("leeway_s", 30)),
+        jwks_refresh_s=float(table.get("jwks_refresh_s", 5)),
+        groups_claim=table.get("groups_claim", "groups"),
+        subject_claim=table.get("subject_claim", "sub"),
+        introspection_file=where(table["introspection_file"]) if "introspection_file" in table else None,
+        resource_name=table.get("resource_name"),
+        grant=grant,
+        vaults=vaults,
+    )
+
+
+def _grant(table: dict[str, Any]) -> Grant:
+    return Grant(*(tuple(table.get(k, ())) for k in ("read", "write", "admin")))
+
+
+def _vault(path: Path, i: int, entry: dict[str, Any], where: Callable[[str], Path]) -> HostedVault:
+    check_table(path, entry, _VAULT, f"oauth.vaults[{i}].")
+    name = entry.get("name", "")
+    if not name or any(c in name for c in '/?#%\\ "') or name in (".", ".."):
+        raise fail(path, f"oauth.vaults[{i}].name", "missing or not usable in a URL path (no / ? # % \\ space)")
+    grant = _grant(entry)
+    if grant.open:
+        raise fail(path, f"oauth.vaults[{i}]", f"vault {name!r} grants nobody: list read, write or admin")
+    return HostedVault(name, grant, where(entry["folder"]) if "folder" in entry else None)

@@ -1,0 +1,169 @@
+"""Vectors filled after their batch: the texts of a background embedder (``Embedder.background``), embedded by
+whichever process holds the vault's writer role, a few at a time, newest notes first.
+
+A batch written with such an embedder indexes its texts for keyword search only, as fast as words alone; each
+``fill`` step then gives up to ``STEP`` of the vault's texts their vectors, in its own short transaction:
+
+1. the texts of current chunks without a current vector (``search_live_vectors``), the vault's newest batch
+   first and, within a batch (a first import), the most recently modified files first;
+2. once every current text has one, the texts only past cutoffs see, newest first.
+
+A text written meanwhile, or taken out by a purge, is checked by its hash when its vector is stored; the current
+vectors of every vault using it are written with it (and, on PostgreSQL, its spans' vectors: ``pg/spans.py``).
+
+What search promises holds for what is filled: at any cutoff the vector ranking is that of a fresh comparison
+with the vectors of exactly the visible chunks whose text has one (``tests/search/test_search_backfill.py``), and
+the fused default mode is the same pipeline over those. ``progress`` says how far the current texts are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ...embed.provider import Embedder
+from .embedding import embed_quantized, stored_text
+
+STEP = 32
+"""Texts embedded per step: about a second of MiniLM on one core, so a batch waits at most that long behind it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """How many of a vault's current texts have their vectors."""
+
+    embedder: str
+    """The embedder filling them (its registry name)."""
+    filled: int
+    total: int
+
+    @property
+    def complete(self) -> bool:
+        return self.filled >= self.total
+
+    def to_json(self) -> dict[str, Any]:
+        return {"embedder": self.embedder, "filled": self.filled, "total": self.total}
+
+    def sentence(self) -> str:
+        """One line for a person: how far, and what search does meanwhile."""
+        share = 100 * self.filled // self.total if self.total else 100
+        return (
+            f"semantic vectors: {self.filled:,} of {self.total:,} current texts so far ({share}%); "
+            "the rest are found by their words until the vault's watcher fills them"
+        )
+
+
+CURRENT = """
+    SELECT r.doc_id FROM search_rows r {live} JOIN notes n ON n.id = r.note_id
+    WHERE r.vault_id = :v AND r.died IS NULL AND r.doc_id NOT IN (SELECT value FROM json_each(:skip))
+      AND NOT EXISTS (SELECT 1 FROM search_live_vectors l WHERE l.vault_id = :v AND l.doc_id = r.doc_id)
+    GROUP BY r.doc_id ORDER BY max(r.born) DESC, max(coalesce(n.mtime_ns, 0)) DESC, r.doc_id DESC LIMIT :n"""
+"""Current texts without a current vector, newest first (``{live}``: SQLite's index hint for current rows)."""
+
+PAST = """
+    SELECT r.doc_id FROM search_rows r
+    WHERE r.vault_id = :v AND r.doc_id NOT IN (SELECT value FROM json_each(:skip))
+      AND NOT EXISTS (SELECT 1 FROM search_vectors x WHERE x.doc_id = r.doc_id)
+    GROUP BY r.doc_id ORDER BY max(r.born) DESC, r.doc_id DESC LIMIT :n"""
+"""Texts of past chunks without a vector, newest first."""
+
+TEXTS = """
+    SELECT r.doc_id, d.hash, c.heading_path, t.body, n.title, n.aliases,
+           EXISTS (SELECT 1 FROM search_vectors x WHERE x.doc_id = r.doc_id)
+    FROM (SELECT doc_id, min(id) AS id FROM search_rows WHERE doc_id IN (SELECT value FROM json_each(:docs))
+          GROUP BY doc_id) r
+    JOIN search_docs d ON d.id = r.doc_id JOIN chunks c ON c.id = r.id JOIN texts t ON t.id = c.text_id
+    JOIN notes n ON n.id = c.note_id"""
+"""Each wanted doc's hash, its ``indexed_text`` (from one chunk revision using it) and whether it has a vector."""
+
+
+@dataclass(slots=True)
+class Wanted:
+    """One text a step fills: its doc, its hash, and its vector (None: it has one already, only not current)."""
+
+    doc_id: int
+    hash: bytes
+    text: str
+    blob: bytes | None = None
+    has_vector: bool = False
+
+
+def wanted(con: Any, vault_id: int, limit: int, skip: set[int], live_hint: str = "") -> list[Wanted]:
+    """Up to ``limit`` texts of the vault waiting for vectors (current ones first, newest first); ``skip``: docs
+    left out (this process found their vectors empty: nothing to store, see ``Filler``)."""
+    params = {"v": vault_id, "n": limit, "skip": json.dumps(sorted(skip))}
+    docs = [int(r[0]) for r in con.execute(CURRENT.format(live=live_hint), params).fetchall()]
+    if not docs:
+        docs = [int(r[0]) for r in con.execute(PAST, params).fetchall()]
+    if not docs:
+        return []
+    found = {
+        int(doc): Wanted(int(doc), bytes(key), stored_text(title, aliases, heading, bytes(body)), None, bool(has))
+        for doc, key, heading, body, title, aliases, has in con.execute(TEXTS, {"docs": json.dumps(docs)}).fetchall()
+    }
+    return [found[doc] for doc in docs if doc in found]
+
+
+@dataclass(slots=True)
+class Filler:
+    """One engine's part in filling: its transaction, how it stores a step, and how it counts what is filled."""
+
+    atomic: Callable[[], Any]
+    """A context manager yielding a connection in one transaction (the engine's ``db.atomic``)."""
+    store: Callable[[Any, list[Wanted]], None]
+    """Inside that transaction: store the step's vectors (checked by hash) and the current vectors of its docs."""
+    live_hint: str = ""
+    skip: set[int] | None = None
+    """Docs whose vector came out empty (all zero, nothing to compare): not asked for again by this process."""
+
+    def step(self, embedder: Embedder, vault_id: int, limit: int = STEP) -> int:
+        """Fill up to ``limit`` texts; how many were filled (0: none is left)."""
+        if getattr(embedder, "threads", 0) is None and not getattr(embedder, "_session", None):
+            # one thread: background work leaves the other cores to the person, and on a busy machine one thread
+            # embedded over twice the texts per CPU-second two did (each run waits for its slowest thread)
+            embedder.threads = 1  # type: ignore[attr-defined]  # MiniLMEmbedder's, read when it loads
+        skip = self.skip if self.skip is not None else set()
+        self.skip = skip
+        with self.atomic() as con:
+            found = wanted(con, vault_id, limit, skip, self.live_hint)
+        todo = [w for w in found if not w.has_vector]
+        if todo:  # outside any transaction: the model takes its time, readers and the database do not wait
+            for item, blob in zip(todo, embed_quantized(embedder, [w.text for w in todo])):
+                item.blob = blob
+        empty = {w.doc_id for w in todo if not any(w.blob or b"")}
+        skip |= empty
+        kept = [w for w in found if w.doc_id not in empty]
+        if kept:
+            with self.atomic() as con:
+                self.store(con, kept)
+        return len(found)
+
+
+def store_sqlite(con: Any, done: list[Wanted]) -> None:
+    """SQLite's ``Filler.store``: the vectors, then the current vectors of every vault using their docs."""
+    con.executemany(
+        "INSERT OR IGNORE INTO search_vectors (doc_id, embedding) "
+        "SELECT ?, ? WHERE EXISTS (SELECT 1 FROM search_docs WHERE id = ? AND hash = ?)",
+        [(w.doc_id, w.blob, w.doc_id, w.hash) for w in done if w.blob is not None],
+    )
+    con.execute(
+        """INSERT INTO search_live_vectors (vault_id, doc_id, refs, embedding)
+           SELECT r.vault_id, r.doc_id, count(*), v.embedding FROM search_rows r INDEXED BY search_rows_by_doc
+           JOIN search_vectors v ON v.doc_id = r.doc_id
+           WHERE r.doc_id IN (SELECT value FROM json_each(?)) AND r.died IS NULL GROUP BY r.vault_id, r.doc_id
+           ON CONFLICT (vault_id, doc_id) DO NOTHING""",
+        (json.dumps([w.doc_id for w in done]),),
+    )
+
+
+def progress_sqlite(con: Any, vault_id: int, embedder: str) -> Progress:
+    """SQLite's ``Progress`` of a vault: its current texts (distinct docs of current rows) and their vectors."""
+    total = con.execute(
+        "SELECT count(DISTINCT doc_id) FROM search_rows INDEXED BY search_rows_live WHERE vault_id = ? "
+        "AND died IS NULL",
+        (vault_id,),
+    ).fetchone()[0]
+    filled = con.execute("SELECT count(*) FROM search_live_vectors WHERE vault_id = ?", (vault_id,)).fetchone()[0]
+    return Progress(embedder, int(filled), int(total))
