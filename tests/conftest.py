@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +196,18 @@ def capability_profile(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
     capabilities.reset()
     yield profile
     capabilities.reset()
+
+
+@pytest.fixture(autouse=True)
+def environment_given_back() -> Iterator[None]:
+    """A test that changes ``os.environ`` outside ``monkeypatch`` gives it back (the hardened mode, run in process,
+    scrubs the environment down to a few variables, ``VAULTSYNC_EMBEDDER`` among those it drops: a corpus built in
+    that worker afterwards would take the semantic model)."""
+    saved = dict(os.environ)
+    yield
+    if dict(os.environ) != saved:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 @pytest.fixture(autouse=True)

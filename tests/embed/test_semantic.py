@@ -192,7 +192,7 @@ def test_ctrl_c_while_an_import_fills_its_vectors_keeps_the_batch_and_what_is_fi
         assert said, "the import ended without filling"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and "Traceback" not in err
+    assert proc.returncode == 130 and "Traceback" not in err, err
     assert "fills the rest" in err and "added" in out
     with Vault.open(db, root=root) as vault:
         assert vault.check() == [] and vault.search("budget", mode="keyword").hits

@@ -277,14 +277,14 @@ def fill_vectors(vault: Any, say: bool) -> None:
     if not found or found["filled"] >= found["total"] or vault.lock.holder_info() is not None:
         return
     left = found["total"] - found["filled"]
-    if say:
-        click.echo(
-            f"semantic vectors: filling {left:,} texts (search works by words meanwhile; "
-            "Ctrl-C leaves the rest to the vault's watcher)",
-            err=True,
-        )
     bar, done = Bar("embedding", say), 0
-    try:
+    try:  # from the line on: a Ctrl-C right after it is this one's too
+        if say:
+            click.echo(
+                f"semantic vectors: filling {left:,} texts (search works by words meanwhile; "
+                "Ctrl-C leaves the rest to the vault's watcher)",
+                err=True,
+            )
         while done < left and (filled := vault.fill_vectors(128)):  # the current texts (the past: the watcher)
             done += filled
             bar(min(done, left), left)
