@@ -67,7 +67,7 @@ TIER_FIXTURES = {
     "client": {"matrix", "unpacked"},  # other MCP SDKs (Node.js, mcp 1.x in .venv-sdk1) and the bundle's official CLI
 }
 """The markers ``make check`` leaves out, given by the fixtures a test takes (``pg`` also by its engine, an
-``open_engine`` or ``db`` parameter "postgres", or its module, test_pg_*.py)."""
+``open_engine``, ``db`` or ``database`` parameter "postgres", or its module, test_pg_*.py)."""
 SLOW_TESTS = {
     # each of these takes several CPU-seconds on its own (a real load, a big vault, a model, many processes)
     "test_search_exact.py::test_keyword_default_and_vector_exact_at_every_cutoff",
@@ -94,6 +94,9 @@ SLOW_TESTS = {
     "test_watch_moves.py::test_fifty_random_moves_are_all_renames",
     "test_vanished_vault.py::test_watch_records_30_of_1000_deleted_in_one_batch",
     "test_imports.py::test_every_module_imports_first_in_a_fresh_state",
+    # the semantic model filling vectors through real CLI processes (each loads the model)
+    "test_semantic.py::test_search_and_stats_say_how_far_the_vectors_are_while_they_are_filled",
+    "test_semantic.py::test_ctrl_c_while_an_import_fills_its_vectors_keeps_the_batch_and_what_is_filled",
 }
 """Tests marked ``slow`` here rather than in their files ("module.py::function", every parametrization)."""
 
@@ -105,7 +108,7 @@ def _tier_marks(item: pytest.Item) -> set[str]:
     if f"{Path(str(item.fspath)).name}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
         marks.add("slow")
     if Path(str(item.fspath)).name.startswith("test_pg_") or (
-        callspec is not None and "postgres" in (callspec.params.get("open_engine"), callspec.params.get("db"))
+        callspec is not None and "postgres" in (callspec.params.get(name) for name in ("open_engine", "db", "database"))
     ):
         marks.add("pg")
     return marks - {m.name for m in item.iter_markers()}
