@@ -206,10 +206,15 @@ def environment_given_back() -> Iterator[None]:
     """A test that changes ``os.environ`` outside ``monkeypatch`` gives it back (the hardened mode, run in process,
     scrubs the environment down to a few variables, ``VAULTSYNC_EMBEDDER`` among those it drops: a corpus built in
     that worker afterwards would take the semantic model)."""
-    saved = dict(os.environ)
+
+    def ours() -> dict[str, str]:  # pytest itself sets PYTEST_CURRENT_TEST for each phase
+        return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+
+    saved = ours()
     yield
-    if dict(os.environ) != saved:
-        os.environ.clear()
+    if ours() != saved:
+        for name in set(ours()) - set(saved):
+            del os.environ[name]
         os.environ.update(saved)
 
 
