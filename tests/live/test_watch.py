@@ -223,6 +223,7 @@ def test_failed_batch_keeps_paths_dirty_and_retries(
     monkeypatch.setenv("VAULTSYNC_BUSY_TIMEOUT_MS", "50")  # the documented knob: a blocked batch gives up fast
     with Vault.open(db_path, root=vault_dir) as vault, Watcher(vault, **FAST) as watcher:
         blocker = apsw.Connection(str(db_path))
+        blocker.set_busy_timeout(30_000)  # the watcher's own start-up writes may hold the lock for a moment
         blocker.execute("BEGIN IMMEDIATE")  # another connection holds SQLite's write lock
         try:
             (vault_dir / "Inbox.md").write_text("# Inbox\n\nwritten while the database was busy\n", encoding="utf-8")
