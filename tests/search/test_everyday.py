@@ -150,10 +150,21 @@ def test_minilm_fuses_into_the_default_mode_exactly_at_every_cutoff(tmp_path: Pa
 def test_a_holder_of_the_whole_query_outscores_the_nearest_vector() -> None:
     """The worst a holder can score (weakest BM25, no signal, a similarity below zero) beats the best a candidate
     that does not hold the query can (strongest BM25, every signal, the nearest vector), for a question too."""
-    from vaultsync.store.search.signals import combine
+    from vaultsync.store.search.signals import combine, vector_weight
 
     holder = {"phrase": 0.0, "proximity": 0.0, "head": 0.0, "whole": 1.0, "vector": -0.3}
     other = {"phrase": 0.99, "proximity": 1.0, "head": 1.0, "whole": 0.0, "vector": 0.7}
-    for question in (False, True):
-        held, best = combine([-0.001, -50.0], [holder, other], question)
+    for question, words in ((False, 2), (False, 3), (True, 3)):
+        held, best = combine([-0.001, -50.0], [holder, other], vector_weight(question, words))
         assert held > best
+
+
+def test_a_description_of_three_words_leans_on_the_model_less_than_a_question_more_than_a_name() -> None:
+    """A question in everyday words weighs the similarity most; another query of three tokens or more (a
+    description: "scribble comments on PDFs") less; a name or keyword search of one or two tokens least."""
+    from vaultsync.store.search.signals import vector_weight
+
+    question = vector_weight(everyday(parse_query("how do I scribble on a PDF")), 6)
+    description = vector_weight(everyday(parse_query("scribble comments on PDFs")), 4)
+    name = vector_weight(everyday(parse_query("PDF comments")), 2)
+    assert question > description > name

@@ -134,7 +134,7 @@ def fresh_default(
     from vaultsync.embed.tokenizer import parse_query
     from vaultsync.store.search.engine import CANDIDATES
     from vaultsync.store.search.everyday import content, everyday
-    from vaultsync.store.search.signals import POOL, QueryTokens, combine, signals
+    from vaultsync.store.search.signals import POOL, QueryTokens, combine, signals, vector_weight
 
     parsed = parse_query(query)
     weighed = content(parsed)  # a pure function of the query: what a question in everyday words weighs
@@ -162,7 +162,7 @@ def fresh_default(
     if fused is not None:
         for (p, c, _), sig in zip(pool, found):
             sig["vector"] = cosines.get((p, c), 0.0)
-    final = combine([s for _, _, s in pool], found, everyday(parsed))
+    final = combine([s for _, _, s in pool], found, vector_weight(everyday(parsed), len(typed.sequence)))
     ranked = sorted(zip(pool, final), key=lambda x: (-x[1], x[0][0], text[x[0][0], x[0][1]]["ord"]))
     out = [(p, c, f) for (p, c, _), f in ranked]
     return out if limit is None else out[:limit]

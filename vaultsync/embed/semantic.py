@@ -76,7 +76,8 @@ class MiniLMEmbedder(Embedder):
     fuse = True
     """Fused into the default mode: its cosine ranking joins the keyword candidates at every cutoff (exactly:
     the stored vectors of the visible chunks), as a signal weighed ``signals.QUESTION_VECTOR`` for a question in
-    everyday words and ``signals.WEIGHTS["vector"]`` otherwise. On the Help's held-out everyday questions the
+    everyday words, ``signals.DESCRIPTION_VECTOR`` for another query of three tokens or more and
+    ``signals.WEIGHTS["vector"]`` otherwise (``signals.vector_weight``). On the Help's held-out everyday questions the
     default mode went from @1 0.28 / @10 0.72 (words alone) to 0.60 / 0.94, known-item and remembered phrases
     unchanged (``benchmarks/results/everyday_questions.md``). Chosen over two other models a package ships with
     its weights, multilingual-e5-small at 4 bits and a static 64-dimension model (``benchmarks/bench_models.py``).

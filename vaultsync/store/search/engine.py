@@ -138,7 +138,8 @@ def _default(
         known = {s.row_id for s in pool}
         pool = pool + [Scored(s.row_id, 0.0) for s in near if s.row_id not in known]
         cosines = rankers.vector.similarities(con, embedder, query, [s.row_id for s in pool])
-    ranked = signals.rerank(con, pool, weighed, cosines, parsed, everyday.everyday(parsed))[:limit]
+    weight = signals.vector_weight(everyday.everyday(parsed), len(signals.QueryTokens.of(parsed).sequence))
+    ranked = signals.rerank(con, pool, weighed, cosines, parsed, weight)[:limit]
     for item, found in ranked:
         parts.setdefault(item.row_id, {})["signals"] = found
     return [item for item, _ in ranked]

@@ -20,7 +20,7 @@ is a *head* (its first three lines: title, aliases, heading path) and a *body* (
 A candidate's score is ``bm25 / best bm25 among the candidates`` (both as positive numbers) plus
 ``sum(WEIGHTS[s] * s)`` (for an embedder that fuses, ``vector`` is the cosine similarity as a share of
 the best among the candidates, a negative one as 0, weighed ``QUESTION_VECTOR`` for a question in
-everyday words), plus ``WHOLE`` for a candidate holding the whole query: more than any other candidate
+everyday words and ``DESCRIPTION_VECTOR`` for another query of at least three tokens: ``vector_weight``), plus ``WHOLE`` for a candidate holding the whole query: more than any other candidate
 can score, so such a chunk ranks above every chunk that does not, whatever their BM25 scores. Higher is
 better, ties broken by path then chunk position. The candidates are the ``POOL`` (or ``limit``, if more)
 best chunks by BM25, joined by the ``POOL`` (or ``limit``) best by BM25 among the chunks holding the whole
@@ -62,7 +62,17 @@ the ``tune`` part of ``benchmarks/questions/everyday.jsonl`` with all-MiniLM-L6-
 more weight kept raising @1 and @10 on the Help's questions, and the Hub's and the known-item, title and
 anchor sets do not use it (they are not questions)."""
 
-WHOLE = 1.0 + sum(w for k, w in WEIGHTS.items() if k != "vector") + max(WEIGHTS["vector"], QUESTION_VECTOR)
+DESCRIPTION_VECTOR = 4.0
+"""The ``vector`` weight for a query of at least ``DESCRIPTION_TOKENS`` tokens that is not a question in everyday
+words (no question word, person or auxiliary): a description of what is wanted ("scribble comments on PDFs",
+"writing formulas with LaTeX"), which often names none of the note's words either. Chosen on the ``tune`` part of
+``benchmarks/questions/everyday.jsonl`` (all-MiniLM-L6-v2, the Hub's guides and the Help): 1 to 4 raised the
+Hub's @10 from 0.63 to 0.74 and the Help's @1 from 0.62 to 0.66; 8 gained no more there and cost the Hub's anchor
+set (link texts, which are such queries too) a second query at @1, 4 cost it one of 105."""
+DESCRIPTION_TOKENS = 3
+"""Fewer tokens is a name or a keyword search: the vector keeps its own weight (``WEIGHTS``)."""
+
+WHOLE = 1.0 + sum(w for k, w in WEIGHTS.items() if k != "vector") + max(WEIGHTS["vector"], QUESTION_VECTOR, DESCRIPTION_VECTOR)
 """Added to the score of a candidate holding the whole query in order: more than normalized BM25 (at most 1)
 plus every weighted signal (the vector's at most its heavier weight) can give a candidate that does not (a
 candidate whose body holds the whole query is itself one that does: ``phrase`` reaches 1 only there), so a
@@ -243,13 +253,22 @@ def _proximity(hits: list[tuple[int, list[int]]], n: int) -> int:
     return best
 
 
-def combine(bm25_scores: Sequence[float], found: Sequence[dict[str, float]], question: bool = False) -> list[float]:
+def vector_weight(question: bool, words: int) -> float:
+    """The ``vector`` signal's weight for a query of ``words`` tokens: ``QUESTION_VECTOR`` for a ``question`` in
+    everyday words, ``DESCRIPTION_VECTOR`` for another of at least ``DESCRIPTION_TOKENS`` tokens, else
+    ``WEIGHTS["vector"]``."""
+    if question:
+        return QUESTION_VECTOR
+    return DESCRIPTION_VECTOR if words >= DESCRIPTION_TOKENS else WEIGHTS["vector"]
+
+
+def combine(bm25_scores: Sequence[float], found: Sequence[dict[str, float]], weight: float | None = None) -> list[float]:
     """Final scores (higher is better) of candidates given their ``bm25()`` values (lower is better) and signals;
     a ``vector`` signal counts as a share of the best among the candidates (a negative similarity as none),
-    weighed ``QUESTION_VECTOR`` for a ``question`` in everyday words."""
+    weighed ``weight`` (``vector_weight``; default ``WEIGHTS["vector"]``)."""
     best = max((-s for s in bm25_scores), default=0.0)
     nearest = max((v.get("vector", 0.0) for v in found), default=0.0)
-    share = (QUESTION_VECTOR if question else WEIGHTS["vector"]) / nearest if nearest > 0 else 0.0
+    share = (WEIGHTS["vector"] if weight is None else weight) / nearest if nearest > 0 else 0.0
     return [
         (-s / best if best > 0 else 0.0)
         + sum(WEIGHTS[k] * v.get(k, 0.0) for k in WEIGHTS if k != "vector")
@@ -265,11 +284,11 @@ def rerank(
     query: KeywordQuery,
     cosines: dict[int, float] | None = None,
     typed: KeywordQuery | None = None,
-    question: bool = False,
+    weight: float | None = None,
 ) -> list[tuple[Scored, dict[str, float]]]:
     """The BM25 candidates ``pool`` ordered by their final score (``Scored.score``), with their signals
     and ``bm25`` (the candidate's ``bm25()``); ``query`` is what is weighed, ``typed`` the query as typed
-    (for ``whole``; default: ``query``), ``question`` whether it is a question in everyday words."""
+    (for ``whole``; default: ``query``), ``weight`` the ``vector`` signal's (``vector_weight``)."""
     if not pool:
         return []
     wanted = QueryTokens.of(query)
@@ -292,7 +311,7 @@ def rerank(
     if cosines is not None:
         for s, sig in zip(pool, found):
             sig["vector"] = cosines.get(s.row_id, 0.0)
-    final = combine([s.score for s in pool], found, question)
+    final = combine([s.score for s in pool], found, weight)
     out = [(Scored(s.row_id, f), {"bm25": s.score, **sig}) for s, f, sig in zip(pool, final, found)]
     out.sort(key=lambda item: (-item[0].score, keys[item[0].row_id]))
     return out
