@@ -97,10 +97,17 @@ def test_import_with_minilm_searches_by_meaning_and_never_mixes_vectors(tmp_path
     root = tmp_path / "notes"
     shutil.copytree(REPO / "notes", root)
     db = tmp_path / "db.sqlite"
-    done = cli("import", str(root), "--embedder", "minilm", db=db, check=True)
-    assert "semantic vectors: filling 171 texts" in done.stderr  # after the batch, before the command exits
+    later = cli("import", str(root), "--embedder", "minilm", "--vectors-wait", "0", db=db, check=True)
+    assert "171 texts to fill; the vault's watcher" in later.stderr and "filling" not in later.stderr
+    assert "0 of 171 current texts (minilm)" in cli("stats", db=db, check=True).stdout
+    some = cli("import", str(root), "--vectors-wait", "0.001", db=db, check=True)  # out of time after one round
+    assert "semantic vectors: 128 filled, 43 to go; the vault's watcher" in some.stderr
+    done = cli("import", str(root), "--vectors-wait", "all", db=db, check=True)  # nothing changed: it fills them
+    assert "semantic vectors: filling 43 texts" in done.stderr  # before the command exits
     stats = cli("stats", db=db, check=True).stdout
     assert "semantic_vectors" in stats and "(minilm)" in stats
+    wrong = cli("import", str(root), "--vectors-wait", "soon", db=db)
+    assert wrong.returncode == 2 and "give seconds (e.g. 30, 0) or 'all'" in wrong.stderr
     with Vault.open(db, readonly=True) as vault:
         assert (p := vault.vector_progress()) and p["filled"] == p["total"] > 0  # filled before import exited
         assert vault.search("sync ate my notes").vectors is None
@@ -178,7 +185,8 @@ def test_ctrl_c_while_an_import_fills_its_vectors_keeps_the_batch_and_what_is_fi
     shutil.copytree(REPO / "notes", root)
     db = tmp_path / "db.sqlite"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vaultsync", "--db", str(db), "import", str(root), "--embedder", "minilm"],
+        [sys.executable, "-m", "vaultsync", "--db", str(db), "import", str(root), "--embedder", "minilm"]
+        + ["--vectors-wait", "all"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

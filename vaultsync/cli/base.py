@@ -267,17 +267,44 @@ class Bar:
             self.bar.__exit__(None, None, None)
 
 
-def fill_vectors(vault: Any, say: bool) -> None:
-    """After an import (or a reembed): the semantic vectors it left to fill, before exiting, newest notes first;
-    searching by words works meanwhile. Interrupted (Ctrl-C), or while another process holds the writer role, the
-    rest is left to the vault's next writer (its watcher fills them)."""
+VECTORS_WAIT = 30.0
+"""Seconds an import goes on filling the semantic vectors after its batch, by default: a first import stays about
+as fast as by words alone, a small vault's vectors are complete when it returns, and a large one's rest is the
+watcher's (or the next import's, or ``--vectors-wait all``)."""
+
+
+def parse_vectors_wait(_ctx: Any, _param: Any, value: str) -> float | None:
+    """``--vectors-wait``: seconds (0: none), or ``all`` (None: until every current text has its vector)."""
+    if value.strip().lower() == "all":
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: give seconds (e.g. 30, 0) or 'all'") from None
+    if seconds < 0 or seconds != seconds:
+        raise click.BadParameter(f"{value!r}: give seconds (e.g. 30, 0) or 'all'")
+    return seconds
+
+
+def fill_vectors(vault: Any, say: bool, wait: float | None = None) -> None:
+    """After an import (or a reembed): the semantic vectors it left to fill, before exiting, newest notes first, for
+    at most ``wait`` seconds (None: all of them); searching by words works meanwhile. Out of time, interrupted
+    (Ctrl-C), or while another process holds the writer role, the rest is left to the vault's next writer (its
+    watcher fills them)."""
+    import time
+
     from ..errors import LockedError
 
     found = vault.vector_progress()
     if not found or found["filled"] >= found["total"] or vault.lock.holder_info() is not None:
         return
     left = found["total"] - found["filled"]
+    if wait == 0:
+        if say:
+            click.echo(f"semantic vectors: {left:,} texts to fill; {LEFT_TO}", err=True)
+        return
     bar, done = Bar("embedding", say), 0
+    until = None if wait is None else time.monotonic() + wait
     try:  # from the line on: a Ctrl-C right after it is this one's too
         if say:
             click.echo(
@@ -288,6 +315,11 @@ def fill_vectors(vault: Any, say: bool) -> None:
         while done < left and (filled := vault.fill_vectors(128)):  # the current texts (the past: the watcher)
             done += filled
             bar(min(done, left), left)
+            if until is not None and done < left and time.monotonic() >= until:
+                bar.close()
+                if say:
+                    click.echo(f"semantic vectors: {done:,} filled, {left - done:,} to go; {LEFT_TO}", err=True)
+                return
     except KeyboardInterrupt:
         bar.close()
         click.echo("stopped filling semantic vectors: the vault's watcher (or next import) fills the rest", err=True)
@@ -295,3 +327,9 @@ def fill_vectors(vault: Any, say: bool) -> None:
     except LockedError:  # a watcher started meanwhile: it fills them
         pass
     bar.close()
+
+
+LEFT_TO = (
+    "the vault's watcher (vaultsync watch, or serve) fills them, or the next import "
+    "(--vectors-wait all waits for them); search finds those texts by their words meanwhile"
+)

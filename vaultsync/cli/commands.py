@@ -15,6 +15,7 @@ from ..errors import VaultsyncError
 from ..times import ACCEPTED, TimeLike, format_time
 from . import audit, migrate, purge, receipt, restore, search, ui
 from .base import (
+    VECTORS_WAIT,
     Bar,
     Context,
     Group,
@@ -23,6 +24,7 @@ from .base import (
     fill_vectors,
     friendly,
     json_option,
+    parse_vectors_wait,
     pass_ctx,
     time_option,
     validity_option,
@@ -89,6 +91,15 @@ def cli(ctx: click.Context, db: Path | None, vault_name: str | None, verbose: in
     help="Record it even if most notes are gone at once, or the "
     "vault folder moved to another device (refused by default: a vanished vault is not an empty one).",
 )
+@click.option(
+    "--vectors-wait",
+    default=str(int(VECTORS_WAIT)),
+    show_default=True,
+    callback=parse_vectors_wait,
+    metavar="SECONDS|all",
+    help="After the batch, fill the semantic model's vectors for at most this long (newest notes first; 0: not "
+    "now; all: until done); the vault's watcher or the next import fills the rest, search uses words meanwhile.",
+)
 @json_option
 @pass_ctx
 @friendly
@@ -100,6 +111,7 @@ def import_(
     strict: bool,
     embedder: str | None,
     allow_mass_delete: bool,
+    vectors_wait: float | None,
     as_json: bool,
 ) -> None:
     """Record the vault's current state (or its git history) as one atomic batch.
@@ -124,7 +136,7 @@ def import_(
     finally:
         bar.close()
     _print_import(vault.name, summary, payload, as_json=as_json, from_git=from_git)
-    fill_vectors(vault, not as_json)
+    fill_vectors(vault, not as_json, wait=vectors_wait)
 
 
 def _scan(vault: Any, *, progress: Any, **options: Any) -> Any:
