@@ -18,14 +18,14 @@ is a *head* (its first three lines: title, aliases, heading path) and a *body* (
   ``QueryTokens.whole``, matches), else 0.
 
 A candidate's score is ``bm25 / best bm25 among the candidates`` (both as positive numbers) plus
-``sum(WEIGHTS[s] * s)`` (for an embedder that fuses, ``vector`` is the cosine similarity as a share of
-the best among the candidates, a negative one as 0, weighed ``QUESTION_VECTOR`` for a question in
-everyday words and ``DESCRIPTION_VECTOR`` for another query of at least three tokens: ``vector_weight``), plus ``WHOLE`` for a candidate holding the whole query: more than any other candidate
-can score, so such a chunk ranks above every chunk that does not, whatever their BM25 scores. Higher is
-better, ties broken by path then chunk position. The candidates are the ``POOL`` (or ``limit``, if more)
-best chunks by BM25, joined by the ``POOL`` (or ``limit``) best by BM25 among the chunks holding the whole
-query (``keyword.rank_default``), so that one is never lost because common words gave other chunks a
-higher BM25.
+``sum(WEIGHTS[s] * s)`` (for an embedder that fuses, ``vector`` is the cosine similarity as a share of the
+best among the candidates, a negative one as 0, weighed ``QUESTION_VECTOR`` for a question in everyday words
+and ``DESCRIPTION_VECTOR`` for another query of at least three tokens: ``vector_weight``), plus ``WHOLE`` for
+a candidate holding the whole query: more than any other candidate can score, so such a chunk ranks above
+every chunk that does not, whatever their BM25 scores. Higher is better, ties broken by path then chunk
+position. The candidates are the ``POOL`` (or ``limit``, if more) best chunks by BM25, joined by the ``POOL``
+(or ``limit``) best by BM25 among the chunks holding the whole query (``keyword.rank_default``), so that one
+is never lost because common words gave other chunks a higher BM25.
 
 For a question in everyday words (``everyday``), ``q`` is its content words: BM25 and the phrase,
 proximity and head signals weigh those; ``whole`` is always of the query as typed.
@@ -72,7 +72,11 @@ set (link texts, which are such queries too) a second query at @1, 4 cost it one
 DESCRIPTION_TOKENS = 3
 """Fewer tokens is a name or a keyword search: the vector keeps its own weight (``WEIGHTS``)."""
 
-WHOLE = 1.0 + sum(w for k, w in WEIGHTS.items() if k != "vector") + max(WEIGHTS["vector"], QUESTION_VECTOR, DESCRIPTION_VECTOR)
+WHOLE = (
+    1.0
+    + sum(w for k, w in WEIGHTS.items() if k != "vector")
+    + max(WEIGHTS["vector"], QUESTION_VECTOR, DESCRIPTION_VECTOR)
+)
 """Added to the score of a candidate holding the whole query in order: more than normalized BM25 (at most 1)
 plus every weighted signal (the vector's at most its heavier weight) can give a candidate that does not (a
 candidate whose body holds the whole query is itself one that does: ``phrase`` reaches 1 only there), so a
@@ -262,7 +266,9 @@ def vector_weight(question: bool, words: int) -> float:
     return DESCRIPTION_VECTOR if words >= DESCRIPTION_TOKENS else WEIGHTS["vector"]
 
 
-def combine(bm25_scores: Sequence[float], found: Sequence[dict[str, float]], weight: float | None = None) -> list[float]:
+def combine(
+    bm25_scores: Sequence[float], found: Sequence[dict[str, float]], weight: float | None = None
+) -> list[float]:
     """Final scores (higher is better) of candidates given their ``bm25()`` values (lower is better) and signals;
     a ``vector`` signal counts as a share of the best among the candidates (a negative similarity as none),
     weighed ``weight`` (``vector_weight``; default ``WEIGHTS["vector"]``)."""
