@@ -497,8 +497,8 @@ def watch(
     """
     import threading
 
-    from ..live.watcher import stop_on_signals
-    from ..live.watcher import watch as watch_vault
+    from ..live.foreground import stop_on_signals
+    from ..live.foreground import watch as watch_vault
     from ..live.writer_role import WriterRole
 
     log = logging.getLogger("vaultsync")
