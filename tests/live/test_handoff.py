@@ -58,7 +58,8 @@ def two(db: str, tmp_path: Path) -> Iterator[tuple[Vault, Vault, Path, str]]:
         yield first, second, root, t0
 
 
-def test_every_door_is_carried_out_by_the_watcher(two) -> None:
+def test_every_door_is_carried_out_by_the_watcher(two, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(handoff, "DESK_POLL_S", 0.05)  # SQLite announces no request: the desk looks this often
     watching, asking, root, t0 = two
     told: list[int] = []
     with Watcher(watching, on_batch=lambda s: told.append(s.batch_id), **QUIET):
