@@ -53,16 +53,19 @@ INSERT INTO search_stats (vault_id, batch_id, rows, tokens, max_doc)
 """
 """The vault's ``search_stats`` from its rows (``schema.STATS_FROM_ROWS`` and ``MAX_DOC_FROM_ROWS`` for one vault)."""
 
-LIVE = ("""
+LIVE = (
+    """
 INSERT INTO search_live (vault_id, doc_id, rows, length)
     SELECT r.vault_id, r.doc_id, count(*), min(d.length) FROM search_rows r JOIN search_docs d ON d.id = r.doc_id
     WHERE r.vault_id = %(v)s AND r.died IS NULL GROUP BY r.vault_id, r.doc_id
-""", """
+""",
+    """
 INSERT INTO search_live_postings (term, doc, tf)
     SELECT p.term, p.doc, p.tf FROM search_postings p
     WHERE p.doc IN (SELECT doc_id FROM search_live l WHERE l.vault_id = %(v)s AND NOT EXISTS (
         SELECT 1 FROM search_live o WHERE o.doc_id = l.doc_id AND o.vault_id <> %(v)s))
-""")
+""",
+)
 """The vault's live docs, and the postings of those live in no other vault (``live.LIVE_FROM_ROWS`` for one vault)."""
 
 
@@ -88,7 +91,9 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
                 at: dict[str, list[int]] = defaultdict(list)
                 for i, term in enumerate(terms):
                     at[term].append(i)
-                postings.extend(f"{_text(term)}\t{doc}\t{len(p)}\t{{{','.join(map(str, p))}}}\n" for term, p in at.items())
+                postings.extend(
+                    f"{_text(term)}\t{doc}\t{len(p)}\t{{{','.join(map(str, p))}}}\n" for term, p in at.items()
+                )
                 texts.append((doc, text))
             rows.append((chunk_id, vault_id, note_id, doc, born, died))
         _copy(raw, "search_docs (id, hash, length)", docs)

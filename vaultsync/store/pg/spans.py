@@ -30,6 +30,7 @@ from ..search.schema import OPEN
 
 TABLE = "search_doc_spans"
 
+
 def from_rows(where: str = "true") -> str:
     """``FROM_ROWS`` for the rows ``where`` selects (of one vault, say)."""
     return f"""
