@@ -2,8 +2,10 @@
 ``search_notes`` through nginx (TLS) by clients holding OAuth access tokens from a real authorization server.
 
 Set-up, the same for PostgreSQL and for SQLite: the Hub history imported once with ``import --from-git`` into a
-SQLite file (reused from the work folder) and copied once into a PostgreSQL 18 database (``vaultsync copy``, then
-``VACUUM (ANALYZE)``; the cluster is kept in the work folder and reused), four ``vaultsync serve --manifest``
+SQLite file (reused from the work folder, ``$VAULTSYNC_BENCH_WORK/hosted``, default /tmp/vs-bench/hosted) and copied
+once into a PostgreSQL 18 database (``vaultsync copy``, then ``VACUUM (ANALYZE)``; the cluster is kept in the work
+folder's ``pg/`` and reused while its ``copied.json`` names the same history and schema, so a run after the first
+only measures), four ``vaultsync serve --manifest``
 processes (the example manifest, the vault ``hub`` readable by any subject) behind the example nginx site, and
 oidc-provider issuing JWT access tokens. Sixteen official MCP clients each sign in (authorization code + PKCE, DCR)
 and open one session (protocol 2026: stateless, so nginx spreads every request).
