@@ -7,7 +7,8 @@ through the parser again (the same text gives the same chunks, links, title and 
 embeds with the source's embedder) and renames and deletions are written as such, so every answer at every time
 (read, ls, history, changes, export,
 search) is the source's. The file states (what lets the next sync skip unchanged files) and the git
-commits already imported follow.
+commits already imported follow. Into PostgreSQL, each copied vault's search index is built once, after its
+batches (``PgStore.deferred_index``, ``pg/bulk.py``: the tables the batch-by-batch indexer would leave).
 
 A purged vault is copied as its history now is (the purged revisions as they were rewritten), followed by
 its purge records, verbatim (so the retention horizon, the ``purges`` a view lists and the provenance of
