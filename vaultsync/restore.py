@@ -22,7 +22,7 @@ from .disk.folder import MAX_FILE_BYTES
 from .disk.paths import nfc, note_candidates, note_path, writable_note_path
 from .errors import ConfigError, NoteChanged, NoteNotFound, PathError
 from .parsers import split_lines
-from .revisions import check_revision_id, short_revision
+from .revisions import looks_like_revision, revision_id
 from .sync import BatchSummary
 from .times import TimeLike, as_micros, format_time
 
@@ -119,18 +119,14 @@ def find_revision(vault: Vault, path: str, *, as_of: TimeLike = None, revision: 
     or new name), or the one ``revision`` names (its id as history shows it: its content hash or a prefix)."""
     if (as_of is None) == (revision is None):
         raise ConfigError("give exactly one of a time (as_of) and a revision", argument="as_of")
+    if revision is not None or looks_like_revision(as_of):  # as history shows it: r12, or its content's digits
+        return vault.revision(path, str(revision or as_of), "revision" if revision is not None else "as_of")
     when = as_micros(as_of, "as_of")
+    assert when is not None  # as_of was given: revision was not
     seen: set[str] = set()
     rel = note_path(path)
     while True:
         revs = vault.history(rel)
-        if revision is not None:  # a revision id as history shows it: a prefix of its content hash
-            wanted = check_revision_id(revision, "revision")
-            hits = [r for r in revs if not r.deleted and (r.content_hash or "").startswith(wanted)]
-            if not hits:
-                raise NoteNotFound(f"note {path!r} has no revision {revision!r} (see its history)")
-            return hits[-1]
-        assert when is not None  # as_of was given: revision was not
         known = [r for r in revs if r.known_at <= when]
         last = known[-1] if known else None
         if last is not None and last.deleted and last.renamed_to and last.renamed_to not in seen:
@@ -204,7 +200,7 @@ def plan_note(
     before ``as_of``) is written where it lives now; ``to`` names another path.
     """
     rev = find_revision(vault, path, as_of=as_of, revision=revision)
-    origin = f"revision {short_revision(rev.content_hash)} of {rev.path}, known at {format_time(rev.known_at)}"
+    origin = f"revision {revision_id(rev)} of {rev.path}, known at {format_time(rev.known_at)}"
     lives, alive = destination(vault, rev)
     if to is not None:
         target = writable_note_path(to)
@@ -250,7 +246,7 @@ def plan_folder(
         target = lives if follow and alive else path
         targets.add(target)
         current, digest = _now(vault, target)
-        origin = f"revision {short_revision(rev.content_hash)}, known at {format_time(rev.known_at)}"
+        origin = f"revision {revision_id(rev)}, known at {format_time(rev.known_at)}"
         step = Step(target, texts[path], current, digest, origin)
         step.note = _placement(target, lives, alive, current, texts[path])
         steps.append(step)

@@ -43,8 +43,8 @@ def _show(done: Any, as_json: bool) -> None:
 @click.option(
     "--revision",
     metavar="R",
-    help="Put back this revision: its id as history shows it (8 or more hex "
-    "digits of its content hash; the whole hash too).",
+    help="Put back this revision: its id as history shows it (r12), or 8 or more hex "
+    "digits of its content hash (the whole hash too).",
 )
 @click.option("--to", "to", metavar="NEW_PATH", help="Write it at this path instead.")
 @click.option("--prefix", metavar="FOLDER", help="Restore every note under this folder as it was (with --as-of).")
@@ -84,7 +84,7 @@ def restore(
     \b
     Example:
         vaultsync restore "Projects/Atlas.md" --as-of 2025-03-01
-        vaultsync restore "Projects/Atlas.md" --revision 3f2a9c1d --dry-run
+        vaultsync restore "Projects/Atlas.md" --revision r12 --dry-run
         vaultsync restore --prefix Projects/ --as-of 2025-03-01 --delete-newer
     """
     from .. import restore as r
