@@ -280,11 +280,10 @@ def plan_undo(vault: Vault, batch_id: int, *, force: bool = False) -> list[Step]
             text = vault.revision_text(before)
         step = Step(rev.path, text, current, digest, f"state before batch {batch_id}")
         if digest != rev.content_hash and not force:
-            step.refused = (
-                f"changed since batch {batch_id} (now {digest[:12] if digest else 'absent'}, "
-                f"the batch left {rev.content_hash[:12] if rev.content_hash else 'it absent'}); "
-                "force overwrites it"
-            )
+            later = [r for r in vault.history(rev.path) if r.path == rev.path and r.batch_id > batch_id]
+            since = "absent now" if not digest else f"now at {revision_id(later[-1])}" if later else "its file differs"
+            left = f"at {revision_id(rev)}" if rev.content_hash else "absent"
+            step.refused = f"changed since batch {batch_id}: {since}, the batch left it {left}; force overwrites it"
         steps.append(step)
     _pair_renames(vault, batch_id, steps)
     return steps

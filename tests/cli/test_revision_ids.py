@@ -127,3 +127,14 @@ async def test_mcp_tools_give_and_take_the_same_ids(vault) -> None:
         assert {r["id"] for r in changes if r.get("path") == "Archive/Plan.md"} == {ids[3]}
         sc(await c.call_tool("restore_note", {"path": "Archive/Plan.md", "revision": ids[1]}))
     assert (root / "Archive" / "Plan.md").read_text(encoding="utf-8") == TWO
+
+
+def test_an_undo_refused_names_revisions_by_their_ids_and_the_flag(vault) -> None:
+    _, db = vault
+    twin = [r["id"] for r in history(db, "Twin.md")]
+    done = run_cli("undo", twin[2][1:], "--dry-run", db=db)  # the batch that made Twin's third and Plan's third
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    line = next(x for x in done.stdout.splitlines() if x.startswith("refused") and "Twin.md" in x)
+    assert f"now at {twin[3]}, the batch left it at {twin[2]}; --force overwrites it" in line, line
+    plan = next(x for x in done.stdout.splitlines() if x.startswith("refused") and " Plan.md" in x)
+    assert "absent now" in plan and "--force" in plan, plan
