@@ -138,3 +138,31 @@ def test_an_undo_refused_names_revisions_by_their_ids_and_the_flag(vault) -> Non
     assert f"now at {twin[3]}, the batch left it at {twin[2]}; --force overwrites it" in line, line
     plan = next(x for x in done.stdout.splitlines() if x.startswith("refused") and " Plan.md" in x)
     assert "absent now" in plan and "--force" in plan, plan
+
+
+def test_a_folder_moved_away_edited_and_moved_back_keeps_its_whole_history(tmp_path: Path, cli) -> None:
+    root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"
+    (root / "Projects").mkdir(parents=True)
+    note = root / "Projects" / "Atlas.md"
+    steps = [
+        lambda: note.write_text(ONE, encoding="utf-8"),
+        lambda: (root / "Archive").mkdir() or (root / "Projects").rename(root / "Archive" / "Projects"),
+        lambda: (root / "Archive" / "Projects" / "Atlas.md").write_text(TWO, encoding="utf-8"),
+        lambda: (root / "Archive" / "Projects").rename(root / "Projects"),
+    ]
+    for day, step in zip(TIMES, steps):
+        step()
+        assert cli("import", str(root), "--known-at", day, db=db).returncode == 0
+    revs = history(db, "Projects/Atlas.md")
+    assert [(r["kind"], r["path"]) for r in revs] == [
+        ("created", "Projects/Atlas.md"),
+        ("renamed", "Archive/Projects/Atlas.md"),
+        ("modified", "Archive/Projects/Atlas.md"),  # the edit made while it lived in Archive/
+        ("renamed", "Projects/Atlas.md"),
+    ]
+    assert len({r["id"] for r in revs}) == 4
+    edit = revs[2]["id"]
+    out = run_cli("diff", "Projects/Atlas.md", "--from", revs[0]["id"], "--to", edit, db=db, check=True).stdout
+    assert "-first" in out and "+second" in out
+    by_time = run_cli("diff", "Projects/Atlas.md", "--from", TIMES[1], "--to", TIMES[2], db=db, check=True).stdout
+    assert "--- Archive/Projects/Atlas.md @ 2025-01-02" in by_time and "+second" in by_time  # its name then
