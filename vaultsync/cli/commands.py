@@ -154,6 +154,8 @@ def _print_import(name: str, summary: Any, payload: dict[str, Any], *, as_json: 
         echo_json(payload)
         return
     where = f"batch {summary.batch_id} known at {format_time(summary.known_at)}" if summary.batch_id else "no change"
+    if from_git and summary.batch_id and payload["commits"] > 1:  # one batch a commit: the counts are their sum
+        where = f"batches up to {summary.batch_id} (one a commit, the last known at {format_time(summary.known_at)}), in all"
     click.echo(
         f"{name}: {where}: {summary.added} added, {summary.modified} modified, {summary.renamed} renamed, "
         f"{summary.deleted} deleted, {summary.unchanged} unchanged, {len(summary.errors)} errors"
