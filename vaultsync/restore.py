@@ -51,12 +51,16 @@ class Step:
     """Left alone on purpose (a note created since, or moved in since): ``note`` says why."""
     note: str | None = None
     """What else the plan should say about this file (a copy of a note living elsewhere, a note replaced)."""
+    moved: bool = False
+    """One end of a rename undone: its text moves as it is, so it has no diff to show."""
 
     @property
     def changes(self) -> bool:
         return self.refused is None and not self.kept and self.text != self.current
 
     def diff(self) -> str:
+        if self.moved:
+            return ""
         lines = difflib.unified_diff(
             split_lines(self.current or ""),
             split_lines(self.text or ""),
@@ -301,6 +305,7 @@ def _pair_renames(vault: Vault, batch_id: int, steps: list[Step]) -> None:
                 back.refused = f"{rev.path} changed since batch {batch_id}: renaming it back would leave a copy"
             elif back.text is not None and back.text == away.current:
                 back.note, away.note = f"renamed back from {rev.path}", f"renamed back to {rev.renamed_from}"
+                back.moved = away.moved = True
 
 
 # ---------------------------------------------------------------- writing it back
