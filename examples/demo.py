@@ -136,7 +136,7 @@ def main() -> None:
 def _activate(db: Path) -> str:
     """The shell line that makes the printed commands reach the demo's database with this venv's program."""
     bin_dir = Path(sys.executable).parent
-    return f"export VAULTSYNC_DB={_quote(str(db))} PATH={_quote(str(bin_dir))}:\"$PATH\""
+    return f'export VAULTSYNC_DB={_quote(str(db))} PATH={_quote(str(bin_dir))}:"$PATH"'
 
 
 if __name__ == "__main__":

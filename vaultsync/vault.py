@@ -21,8 +21,8 @@ from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError, VaultNot
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, Commit, GitHistory, GitImport, OnCommit, in_git, to_import
 from .links import LinkReport, link_report
 from .parsers import split_lines
-from .revisions import looks_like_revision, pick_revision, revision_id
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
+from .revisions import looks_like_revision, pick_revision, revision_id
 from .store import BatchNews, Engine, Revision, View, is_dsn, open_store
 from .store.purge import check_strings as purge_strings_checked
 from .store.requests import RequestTable, mark_done

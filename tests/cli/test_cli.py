@@ -445,7 +445,9 @@ def test_the_demo_runs(tmp_path: Path) -> None:
     assert "without the February decision" in out and "known 2025-02-03" in out
     assert "renamed" in out and "Traceback" not in out + done.stderr
     # three commits, three batches: the import's counts say they are the sum, not one batch's
-    assert re.search(r"batches up to \d+ \(one a commit, the last known at 2025-03-03T09:00:00Z\), in all: \d+ added", out)
+    assert re.search(
+        r"batches up to \d+ \(one a commit, the last known at 2025-03-03T09:00:00Z\), in all: \d+ added", out
+    )
     # the commands it prints can be typed as they are, after the line it says to type first
     first = next(line for line in out.splitlines() if line.startswith("To type the commands below yourself"))
     db = re.search(r"VAULTSYNC_DB=(\S+)", first)

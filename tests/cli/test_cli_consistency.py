@@ -1,8 +1,9 @@
 """Messages that say what happened and commands that agree with each other, in-process with click's runner:
 one short content hash shown by history, changes and ls --json, and taken back by ``restore --revision``
-(whose plan names the revision by the id history prints); a deleted note's read says when and how to read it before; no Python repr in a
-message; --db and --vault after the command; diff --json; history --since/--until; changes without a
-window (the last 7 days, with the batch ids undo takes); help that does not cut summaries."""
+(whose plan names the revision by the id history prints); a deleted note's read says when and how to read
+it before; no Python repr in a message; --db and --vault after the command; diff --json; history
+--since/--until; changes without a window (the last 7 days, with the batch ids undo takes); help that does
+not cut summaries."""
 
 from __future__ import annotations
 

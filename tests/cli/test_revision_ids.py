@@ -95,7 +95,10 @@ def test_unknown_ambiguous_and_deleted_ids_are_one_clear_line(vault) -> None:
     ids = [r["id"] for r in history(db, "Twin.md")]
     for args, said in (
         (("diff", "Archive/Plan.md", "--from", "r999"), "note 'Archive/Plan.md' has no revision r999"),
-        (("read", "Twin.md", "--as-of", "3ff08759"), f"begins the content of several revisions of 'Twin.md' ({', '.join(ids)})"),
+        (
+            ("read", "Twin.md", "--as-of", "3ff08759"),
+            f"begins the content of several revisions of 'Twin.md' ({', '.join(ids)})",
+        ),
         (("restore", "Twin.md", "--revision", "3ff08759", "--dry-run"), "give its id (r12) or more hex digits"),
         (("read", "Plan.md", "--as-of", history(db, "Plan.md")[-1]["id"]), "is its deletion"),
         (("diff", "Twin.md", "--from", "soon"), "or a revision id as history shows it (r12)"),

@@ -15,6 +15,7 @@ from ..errors import VaultsyncError
 from ..times import ACCEPTED, TimeLike, format_time
 from . import audit, migrate, purge, receipt, restore, search, ui
 from .base import (
+    REVISION_FORMS,
     Bar,
     Context,
     Group,
@@ -22,7 +23,6 @@ from .base import (
     echo_json,
     fill_vectors,
     friendly,
-    REVISION_FORMS,
     json_option,
     moment_option,
     pass_ctx,
@@ -155,7 +155,8 @@ def _print_import(name: str, summary: Any, payload: dict[str, Any], *, as_json: 
         return
     where = f"batch {summary.batch_id} known at {format_time(summary.known_at)}" if summary.batch_id else "no change"
     if from_git and summary.batch_id and payload["commits"] > 1:  # one batch a commit: the counts are their sum
-        where = f"batches up to {summary.batch_id} (one a commit, the last known at {format_time(summary.known_at)}), in all"
+        last = format_time(summary.known_at)
+        where = f"batches up to {summary.batch_id} (one a commit, the last known at {last}), in all"
     click.echo(
         f"{name}: {where}: {summary.added} added, {summary.modified} modified, {summary.renamed} renamed, "
         f"{summary.deleted} deleted, {summary.unchanged} unchanged, {len(summary.errors)} errors"

@@ -19,7 +19,9 @@ def _show(done: Any, as_json: bool) -> None:
         return
     for step in done.steps:
         why = step.refused or (f"{step.origin}; {step.note}" if step.note else step.origin)
-        why = why.replace("(follow restores", "(--follow restores").replace("; force overwrites", "; --force overwrites")
+        why = why.replace("(follow restores", "(--follow restores").replace(
+            "; force overwrites", "; --force overwrites"
+        )
         click.echo(f"{step.action:<9}  {step.path}  ({why})")
         if done.dry_run and step.changes:
             click.echo(step.diff(), nl=False)

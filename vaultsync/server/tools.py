@@ -234,12 +234,13 @@ def add_diff_note(tools: ToolSet, rt: ServedVault) -> None:
         path: PathArg,
         from_: Annotated[
             str,
-            Field(alias="from", description=f"Earlier time: {ACCEPTED}; or a revision id from note_history (r12)",
-                  max_length=64),
+            Field(
+                alias="from",
+                description=f"Earlier time: {ACCEPTED}; or a revision id from note_history (r12)",
+                max_length=64,
+            ),
         ],
-        to: Annotated[
-            str | None, Field(description="Later time or revision id (omit for now)", max_length=64)
-        ] = None,
+        to: Annotated[str | None, Field(description="Later time or revision id (omit for now)", max_length=64)] = None,
         valid_at: ValidArg = None,
     ) -> DiffResult:
         """Show how a note changed between two times or two of its revisions (ids from note_history), as a
