@@ -329,9 +329,9 @@ def changes(
         return restore.show_batches(obj.vault(), source, caller, as_json)
     vault = obj.vault()
     if since is None:
-        from ..times import now_micros
+        from ..times import RECENT_DAYS, recent
 
-        since = (until if until is not None else now_micros()) - RECENT_DAYS * 86_400_000_000
+        since = recent(until)
         click.echo(
             f"changes in the {RECENT_DAYS} days up to {format_time(until) or 'now'} (since "
             f"{format_time(since)}; --since for another window)",
@@ -691,10 +691,6 @@ def _refusal(vault_dir: Path) -> Any:
         return str(exc)  # a vanished folder: the watcher waits for it (no option to give)
 
     return describe
-
-
-RECENT_DAYS = 7
-"""``changes`` without --since shows this many days."""
 
 
 def _say(line: str) -> None:

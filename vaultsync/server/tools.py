@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from ..times import ACCEPTED, format_time
+from ..times import ACCEPTED, RECENT_DAYS, format_time, recent
 from .answers import (
     MAX_RESULT_CHARS,
     HistoryAnswer,
@@ -258,22 +258,31 @@ def add_list_changes(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("What changed in a time window", READ_ONLY)
     @friendly
     def list_changes(
-        since: Annotated[str, Field(description=f"Start of the window (exclusive): {ACCEPTED}", max_length=64)],
+        since: Annotated[
+            str | None,
+            Field(
+                description=f"Start of the window (exclusive): {ACCEPTED}; omit for the {RECENT_DAYS} days up to until",
+                max_length=64,
+            ),
+        ] = None,
         until: Annotated[
             str | None, Field(description="End of the window (inclusive); omit for now", max_length=64)
         ] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most changes to list")] = 200,
         valid_at: ValidArg = None,
     ) -> ChangesResult:
-        """List the notes created, modified, renamed or deleted between two times, in the order
-        vaultsync learned of them."""
-        start, end = when(since, "since"), when(until, "until")
+        """List the notes created, modified, renamed or deleted between two times (by default the last
+        week), in the order vaultsync learned of them."""
+        end = when(until, "until")
+        picked = when(since, "since")
+        start = picked if picked is not None else recent(end)
+        said = since if since is not None else format_time(start)
         with rt.reading() as vault:
             revisions, counts, more = vault.changes_page(start, end, valid_at=valid_at, limit=limit)
             first, horizon, early = vault.first_known_at, vault.horizon, vault.before_history(end)
         clipped = horizon is not None and start is not None and start < horizon
         return ChangesResult(
-            since=since,
+            since=said,
             until=until,
             changes=change_rows(revisions),
             counts=counts,
