@@ -206,7 +206,7 @@ def pick_revision(history: list[Any], value: str, path: str, argument: str = "re
 
     text = value.strip()
     ids = ", ".join(dict.fromkeys(revision_id(r) for r in history[-6:]))
-    known = f"its latest revisions: {ids}; see 'vaultsync history' or note_history"
+    known = f"{'its revisions' if len(history) <= 6 else 'its latest revisions'}: {ids}; see its history"
     numbered = _REVISION_ID.fullmatch(text)
     if numbered:
         hits = [r for r in history if r.batch_id == int(numbered.group(1))]
