@@ -169,3 +169,17 @@ def test_a_folder_moved_away_edited_and_moved_back_keeps_its_whole_history(tmp_p
     assert "-first" in out and "+second" in out
     by_time = run_cli("diff", "Projects/Atlas.md", "--from", TIMES[1], "--to", TIMES[2], db=db, check=True).stdout
     assert "--- Archive/Projects/Atlas.md @ 2025-01-02" in by_time and "+second" in by_time  # its name then
+
+
+@pytest.mark.anyio
+async def test_restore_as_of_an_id_on_the_command_line_and_over_mcp(vault) -> None:
+    root, db = vault
+    first, second, _, _ = (r["id"] for r in history(db, "Archive/Plan.md"))
+    run_cli("restore", "Archive/Plan.md", "--as-of", second, db=db, check=True)
+    assert (root / "Archive" / "Plan.md").read_text(encoding="utf-8") == TWO
+    folder = run_cli("restore", "--prefix", "Archive/", "--as-of", second, "--dry-run", db=db)
+    assert folder.returncode == 1 and "a folder is restored as of a time" in folder.stderr, folder.stderr
+    assert "Traceback" not in folder.stderr
+    async with Client(build_server(ServeConfig(db=db, root=root, allow_writes=True))) as c:
+        sc(await c.call_tool("restore_note", {"path": "Archive/Plan.md", "as_of": first}))
+    assert (root / "Archive" / "Plan.md").read_text(encoding="utf-8") == ONE

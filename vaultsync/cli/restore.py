@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from ..times import ACCEPTED, format_time
-from .base import Context, echo_json, friendly, json_option, pass_ctx, time_option
+from .base import Context, echo_json, friendly, json_option, moment_option, pass_ctx
 
 
 def _show(done: Any, as_json: bool) -> None:
@@ -42,7 +42,9 @@ def _show(done: Any, as_json: bool) -> None:
 
 @click.command()
 @click.argument("note", required=False)
-@time_option("--as-of", help=f"Put it back as it was at this time: {ACCEPTED}.")
+@moment_option(
+    "--as-of", help=f"Put it back as it was at this time: {ACCEPTED}; for a NOTE also a revision id from its history."
+)
 @click.option(
     "--revision",
     metavar="R",
@@ -69,7 +71,7 @@ def _show(done: Any, as_json: bool) -> None:
 def restore(
     obj: Context,
     note: str | None,
-    as_of: int | None,
+    as_of: int | str | None,
     revision: str | None,
     to: str | None,
     prefix: str | None,
