@@ -222,6 +222,10 @@ def pick_revision(history: list[Any], value: str, path: str, argument: str = "re
             f"({', '.join(revision_id(r) for r in hits)}): give its id (r12) or more hex digits",
             argument=argument,
         )
+    if not hits and text.isdigit():  # 20250301: a date without its dashes, most likely
+        from .times import ACCEPTED
+
+        raise ConfigError(f"{text!r} is neither a time nor a revision of {path!r}: use {ACCEPTED}; or {known}")
     if not hits:
         raise NoteNotFound(f"note {path!r} has no revision {text!r} ({known})", argument=argument)
     return hits[-1]
