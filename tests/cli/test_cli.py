@@ -444,6 +444,8 @@ def test_the_demo_runs(tmp_path: Path) -> None:
     assert "+We switch the offline sync to lighthouse beacons" in out
     assert "without the February decision" in out and "known 2025-02-03" in out
     assert "renamed" in out and "Traceback" not in out + done.stderr
+    # the vectors' line does not promise a watcher that nobody started
+    assert "Ctrl-C leaves the rest to the watcher or the next import" in out or "semantic vectors" not in out
     # three commits, three batches: the import's counts say they are the sum, not one batch's
     assert re.search(
         r"batches up to \d+ \(one a commit, the last known at 2025-03-03T09:00:00Z\), in all: \d+ added", out

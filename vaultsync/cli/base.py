@@ -304,7 +304,7 @@ def fill_vectors(vault: Any, say: bool) -> None:
         if say:
             click.echo(
                 f"semantic vectors: filling {left:,} texts (search works by words meanwhile; "
-                "Ctrl-C leaves the rest to the vault's watcher)",
+                "Ctrl-C leaves the rest to the watcher or the next import)",
                 err=True,
             )
         while done < left and (filled := vault.fill_vectors(128)):  # the current texts (the past: the watcher)
