@@ -23,6 +23,7 @@ from .disk.paths import nfc, note_candidates, note_path, writable_note_path
 from .errors import ConfigError, NoteChanged, NoteNotFound, PathError
 from .parsers import split_lines
 from .revisions import looks_like_revision, revision_id
+from .store.view import no_history
 from .sync import BatchSummary
 from .times import TimeLike, as_micros, format_time
 
@@ -143,7 +144,8 @@ def find_revision(vault: Vault, path: str, *, as_of: TimeLike = None, revision: 
                 seen.add(rel)
                 rel = later.renamed_from
                 continue
-            raise NoteNotFound(f"note {path!r} did not exist as of {format_time(when)}")
+            why = f": {no_history(vault.name, format_time(vault.first_known_at))}" if vault.before_history(when) else ""
+            raise NoteNotFound(f"note {path!r} did not exist as of {format_time(when)}{why}", argument="as_of")
         return last
 
 

@@ -183,7 +183,7 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
         offset=next_offset until next_offset is null.
         """
         with rt.reading() as vault:
-            note = vault.read(path, as_of=as_of, valid_at=valid_at)
+            note = vault.read(path, as_of=moment(as_of, "as_of"), valid_at=valid_at)
         data = note.to_json()
         text = note.content
         if offset > len(text):
