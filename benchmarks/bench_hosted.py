@@ -2,8 +2,10 @@
 ``search_notes`` through nginx (TLS) by clients holding OAuth access tokens from a real authorization server.
 
 Set-up, the same for PostgreSQL and for SQLite: the Hub history imported once with ``import --from-git`` into a
-SQLite file (reused from the work folder) and copied once into a PostgreSQL 18 database (``vaultsync copy``, then
-``VACUUM (ANALYZE)``; the cluster is kept in the work folder and reused), four ``vaultsync serve --manifest``
+SQLite file (reused from the work folder, ``$VAULTSYNC_BENCH_WORK/hosted``, default /tmp/vs-bench/hosted) and copied
+once into a PostgreSQL 18 database (``vaultsync copy``, then ``VACUUM (ANALYZE)``; the cluster is kept in the work
+folder's ``pg/`` and reused while its ``copied.json`` names the same history and schema, so a run after the first
+only measures), four ``vaultsync serve --manifest``
 processes (the example manifest, the vault ``hub`` readable by any subject) behind the example nginx site, and
 oidc-provider issuing JWT access tokens. Sixteen official MCP clients each sign in (authorization code + PKCE, DCR)
 and open one session (protocol 2026: stateless, so nginx spreads every request).
@@ -26,6 +28,7 @@ import asyncio
 import contextlib
 import datetime
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -154,33 +157,57 @@ async def drive(deployment: Any, sizes: dict[str, Any], queries: list[str], past
     return out
 
 
+def copy_inputs(sqlite_db: Path) -> dict[str, Any]:
+    """What a kept PostgreSQL copy was made from: the SQLite store's history (its batches, revisions, notes and last
+    batch: the servers that read it may checkpoint its file, so not the file's size or time) and the schema this
+    vaultsync writes; a copy made from other inputs is made again."""
+    from vaultsync.store.pg.schema import MIGRATIONS
+    from vaultsync.vault import Vault
+
+    with Vault.open(str(sqlite_db), name="hub", readonly=True) as vault:
+        stats = vault.stats().to_json()
+    return {
+        "sqlite": str(sqlite_db),
+        **{key: stats[key] for key in ("batches", "revisions", "notes", "first_batch", "last_batch")},
+        "pg_schema": len(MIGRATIONS),
+    }
+
+
 def postgres_copy(work: Path, sqlite_db: Path, quick: bool) -> tuple[Any, str]:
-    """A PostgreSQL server holding the Hub history (copied from ``sqlite_db`` once; the cluster is kept in
-    ``work/pg`` for full runs: stop it with ``keep=True``) and its connection string."""
+    """A PostgreSQL server holding the Hub history (copied from ``sqlite_db`` once; for full runs the cluster is kept in
+    ``work/pg`` and reused while ``work/pg/copied.json`` says it was copied whole from the same inputs: stop it with
+    ``keep=True``) and its connection string."""
     import pgserver  # tests/support/pgserver.py
     import psycopg
 
-    options = ("-c", f"shared_buffers={'32MB' if quick else '256MB'}")
+    options = ("-c", f"shared_buffers={'32MB' if quick else '256MB'}", "-c", "max_wal_size=256MB")
     if quick:
         server = pgserver.PgServer.start(options=options)
         dsn = server.fresh_database("hub")
     else:
-        folder = work / "pg"
-        existing = (folder / "data" / "PG_VERSION").exists()
-        if not existing:
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir(parents=True)
-            pgserver._give(folder)
-        server = pgserver.PgServer.start(folder, data=folder / "data" if existing else None, options=options)
+        folder, inputs = work / "pg", copy_inputs(sqlite_db)
+        marker = folder / "copied.json"
+        if marker.exists() and (folder / "data" / "PG_VERSION").exists() and json.loads(marker.read_text()) == inputs:
+            server = pgserver.PgServer.start(folder, data=folder / "data", options=options)
+            print(f"reusing the PostgreSQL copy in {folder}", file=sys.stderr, flush=True)
+            return server, server.dsn("hub")
+        shutil.rmtree(folder, ignore_errors=True)  # none, another input's, or a copy that never finished
+        folder.mkdir(parents=True)
+        pgserver._give(folder)
+        server = pgserver.PgServer.start(folder, options=options)
         dsn = server.dsn("hub")
-        if existing:
-            return server, dsn
         with psycopg.connect(server.dsn("postgres"), autocommit=True) as con:
             con.execute("CREATE DATABASE hub TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C'")
     vaultsync = Path(sys.executable).parent / "vaultsync"
+    begun = time.perf_counter()
     subprocess.run([str(vaultsync), "copy", str(sqlite_db), dsn], check=True, capture_output=True, text=True)
     with psycopg.connect(dsn, autocommit=True) as con:
         con.execute("VACUUM (ANALYZE)")
+        con.execute("CHECKPOINT")
+    if not quick:
+        marker.write_text(json.dumps(inputs, indent=1) + "\n")
+        took = time.perf_counter() - begun
+        print(f"copied the Hub history into PostgreSQL in {took:.0f} s ({folder})", file=sys.stderr, flush=True)
     return server, dsn
 
 

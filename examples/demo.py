@@ -28,10 +28,10 @@ COMMITS = [
 
 
 def run(*args: str, db: Path, show: bool = True) -> str:
-    command = [sys.executable, "-m", "vaultsync", "--db", str(db), *args]
+    command = [sys.executable, "-m", "vaultsync", *args]
     if show:
         print(f"\n$ vaultsync {' '.join(_quote(a) for a in args)}")
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "VAULTSYNC_DB": str(db)})
     output = done.stdout + done.stderr
     if show:
         print(output.rstrip() or "(no output)")
@@ -115,6 +115,7 @@ def main() -> None:
     print(f"Demo vault: notes/ with three dated git commits, in {vault}\nDatabase:   {db}")
     for when, message in COMMITS:
         print(f"  {when}  {message}")
+    print(f"To type the commands below yourself, first: {_activate(db)}")
 
     run("import", str(vault), "--from-git", db=db)
     run("ls", "--as-of", "2025-01-10", "--prefix", "Team/", db=db)
@@ -129,7 +130,13 @@ def main() -> None:
     run("ls", "--prefix", "Team/", "--valid-at", "2026-06-01", db=db)
     asyncio.run(mcp_round_trip(db, vault))
     run("changes", "--since", "2025-01-10", db=db)
-    print(f"\nDone. Try more with: vaultsync --db {db} --help")
+    print(f"\nDone. Try more in this database: {_activate(db)}; vaultsync --help")
+
+
+def _activate(db: Path) -> str:
+    """The shell line that makes the printed commands reach the demo's database with this venv's program."""
+    bin_dir = Path(sys.executable).parent
+    return f'export VAULTSYNC_DB={_quote(str(db))} PATH={_quote(str(bin_dir))}:"$PATH"'
 
 
 if __name__ == "__main__":

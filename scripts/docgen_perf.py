@@ -393,6 +393,55 @@ def purge(d: dict[str, Any]) -> Iterator[Run]:
     yield run
 
 
+def hosted(f: dict[str, Any]) -> Iterator[Run]:
+    """The hosted deployment (``benchmarks/bench_hosted.py``), from the run's flat figures: PostgreSQL beside SQLite."""
+    engines = [(key, label) for key, label in (("postgres", "PostgreSQL"), ("sqlite", "SQLite")) if f"{key}.now.n" in f]
+    run = Run(
+        "Servers",
+        "A hosted vault: HTTP servers behind nginx, OAuth clients",
+        "python -m benchmarks run hosted",
+        "",
+        "",
+        "",
+        "hosted.jsonl",
+        f"the Hub's whole history on PostgreSQL (copied from SQLite) and on SQLite; {f['servers']} `serve` processes "
+        f"behind nginx with TLS, {f['clients']} MCP clients signed in with OAuth (authorization code + PKCE), "
+        f"`search_notes` over {f['queries']} Hub queries; each latency from the moment the request was due",
+    )
+
+    def both(label: str, value: Callable[[str], str]) -> None:
+        run.figures.append((label, " · ".join(f"{name}: {value(key)}" for key, name in engines)))
+
+    def latency(phase: str) -> Callable[[str], str]:
+        return lambda e: f"{num(f[f'{e}.{phase}.p50_ms'])} / {num(f[f'{e}.{phase}.p95_ms'])} ms"
+
+    offered = num(f[f"{engines[0][0]}.now.offered_per_s"])
+    for phase, label in (
+        ("now", "default search, now"),
+        ("past", "default search, at a past cutoff (the middle commit)"),
+        ("now_keyword", "keyword search, now"),
+        ("common_words", "common words alone (the, and, note …), now"),
+    ):
+        both(f"{label}, {offered} requests/s offered: p50 / p95", latency(phase))
+    phases = ("now", "past", "now_keyword", "common_words")
+    both("requests answered per second, default search now", lambda e: num(f[f"{e}.now.answered_per_s"]))
+    both("requests that failed, in these four", lambda e: num(sum(f[f"{e}.{p}.failed"] for p in phases)))
+    both(
+        f"most requests/s sustained ({f['clients']} clients back to back)", lambda e: num(f[f"{e}.most.requests_per_s"])
+    )
+    both("then: p50 / p95", latency("most"))
+    both("CPU per request in the servers", lambda e: num(f[f"{e}.most.cpu_ms_per_request_servers"], "ms"))
+    if "postgres.most.cpu_ms_per_request_postgres" in f:
+        run.figures.append(("CPU per request in PostgreSQL", num(f["postgres.most.cpu_ms_per_request_postgres"], "ms")))
+    both("CPU per request in nginx", lambda e: num(f[f"{e}.most.cpu_ms_per_request_nginx"], "ms"))
+    yield run
+
+
+FROM_FIGURES: dict[str, Callable[[dict[str, Any]], Iterator[Run]]] = {"hosted": hosted}
+"""Benchmarks whose tables are made from a run's ``figures`` (the flat names the harness records) rather than from a
+``detail``."""
+
+
 LEGACY: dict[str, Callable[[dict[str, Any]], Iterator[Run]]] = {
     "search": search_speed,
     "scale_search": scale_search,
@@ -419,11 +468,14 @@ def results_runs(results: Path) -> tuple[list[Run], list[dict[str, Any]]]:
                     latest[f"{path.stem}"] = {**line, "_file": path.name}
     runs, others = [], []
     for stem, line in latest.items():
-        adapter = LEGACY.get(line.get("benchmark", stem))
-        if adapter is None or not isinstance(line.get("detail"), dict):
+        name = line.get("benchmark", stem)
+        adapter, data = LEGACY.get(name), line.get("detail")
+        if name in FROM_FIGURES:
+            adapter, data = FROM_FIGURES[name], line.get("figures")
+        if adapter is None or not isinstance(data, dict):
             others.append(line)
             continue
-        for run in adapter(line["detail"]):
+        for run in adapter(data):
             run.command = str(line.get("command") or run.command).strip()
             run.commit = str(line.get("commit") or run.commit)[:10]
             run.date = day(str(line.get("date") or run.date))

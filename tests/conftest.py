@@ -97,6 +97,11 @@ SLOW_TESTS = {
     # the semantic model filling vectors through real CLI processes (each loads the model)
     "test_semantic.py::test_search_and_stats_say_how_far_the_vectors_are_while_they_are_filled",
     "test_semantic.py::test_ctrl_c_while_an_import_fills_its_vectors_keeps_the_batch_and_what_is_filled",
+    # every search at every cutoff against a fresh index and a brute force, three times over (CPU-bound)
+    "test_search_backfill.py::test_batches_leave_vectors_to_the_writer_and_search_is_exact_for_what_is_filled",
+    "test_search_backfill.py::test_reembedding_with_a_background_embedder_keeps_no_old_vector",
+    # a watch process left waiting 2.5 s for a vanished vault folder (several retries, still one line)
+    "test_watch_process.py::test_vault_folder_removed_keeps_watching_with_one_clear_line",
 }
 """Tests marked ``slow`` here rather than in their files ("module.py::function", every parametrization)."""
 
@@ -203,9 +208,10 @@ def capability_profile(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
 
 @pytest.fixture(autouse=True)
 def environment_given_back() -> Iterator[None]:
-    """A test that changes ``os.environ`` outside ``monkeypatch`` gives it back (the hardened mode, run in process,
-    scrubs the environment down to a few variables, ``VAULTSYNC_EMBEDDER`` among those it drops: a corpus built in
-    that worker afterwards would take the semantic model)."""
+    """A test that changes ``os.environ`` outside ``monkeypatch`` gives it back. The hardened start scrubs the
+    environment of its process down to a few variables, ``VAULTSYNC_EMBEDDER`` among those it drops: run in a test's
+    own process (``serve --manifest`` through click's runner, as a refusal test once did) it left every later test of
+    that worker without it, and a corpus built there afterwards took the semantic model."""
 
     def ours() -> dict[str, str]:  # pytest itself sets PYTEST_CURRENT_TEST for each phase
         return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}

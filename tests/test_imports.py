@@ -101,6 +101,18 @@ def _imports(tree: ast.Module, deferred: bool, typing: bool = False) -> Iterator
             todo.extend(ast.iter_child_nodes(node))
 
 
+_PARSED: dict[tuple[Path, int, int], ast.Module] = {}
+
+
+def parsed(path: Path) -> ast.Module:
+    """The syntax tree of ``path``, parsed once per content (size, mtime) for every test of this module."""
+    st = path.stat()
+    key = (path, st.st_size, st.st_mtime_ns)
+    if key not in _PARSED:
+        _PARSED[key] = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return _PARSED[key]
+
+
 def import_graph(deferred: bool = False, typing: bool = False, package_dir: Path = PACKAGE_DIR) -> dict[str, set[str]]:
     """vaultsync module -> the vaultsync modules its module-level code imports.
 
@@ -114,7 +126,7 @@ def import_graph(deferred: bool = False, typing: bool = False, package_dir: Path
     for name, path in files.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         own = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
-        for node in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path)), deferred, typing):
+        for node in _imports(parsed(path), deferred, typing):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -431,8 +443,7 @@ def imports_of_test_files(tests_dir: Path = TESTS_DIR) -> list[str]:
     test_modules = {path.stem for path in _test_files(tests_dir) if path.name.startswith("test_")}
     found = []
     for path in _test_files(tests_dir):
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        for node in ast.walk(tree):
+        for node in ast.walk(parsed(path)):
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]

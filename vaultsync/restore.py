@@ -22,7 +22,8 @@ from .disk.folder import MAX_FILE_BYTES
 from .disk.paths import nfc, note_candidates, note_path, writable_note_path
 from .errors import ConfigError, NoteChanged, NoteNotFound, PathError
 from .parsers import split_lines
-from .revisions import check_revision_id, short_revision
+from .revisions import looks_like_revision, revision_id
+from .store.view import no_history
 from .sync import BatchSummary
 from .times import TimeLike, as_micros, format_time
 
@@ -51,12 +52,16 @@ class Step:
     """Left alone on purpose (a note created since, or moved in since): ``note`` says why."""
     note: str | None = None
     """What else the plan should say about this file (a copy of a note living elsewhere, a note replaced)."""
+    moved: bool = False
+    """One end of a rename undone: its text moves as it is, so it has no diff to show."""
 
     @property
     def changes(self) -> bool:
         return self.refused is None and not self.kept and self.text != self.current
 
     def diff(self) -> str:
+        if self.moved:
+            return ""
         lines = difflib.unified_diff(
             split_lines(self.current or ""),
             split_lines(self.text or ""),
@@ -119,18 +124,14 @@ def find_revision(vault: Vault, path: str, *, as_of: TimeLike = None, revision: 
     or new name), or the one ``revision`` names (its id as history shows it: its content hash or a prefix)."""
     if (as_of is None) == (revision is None):
         raise ConfigError("give exactly one of a time (as_of) and a revision", argument="as_of")
+    if revision is not None or looks_like_revision(as_of):  # as history shows it: r12, or its content's digits
+        return vault.revision(path, str(revision or as_of), "revision" if revision is not None else "as_of")
     when = as_micros(as_of, "as_of")
+    assert when is not None  # as_of was given: revision was not
     seen: set[str] = set()
     rel = note_path(path)
     while True:
         revs = vault.history(rel)
-        if revision is not None:  # a revision id as history shows it: a prefix of its content hash
-            wanted = check_revision_id(revision, "revision")
-            hits = [r for r in revs if not r.deleted and (r.content_hash or "").startswith(wanted)]
-            if not hits:
-                raise NoteNotFound(f"note {path!r} has no revision {revision!r} (see its history)")
-            return hits[-1]
-        assert when is not None  # as_of was given: revision was not
         known = [r for r in revs if r.known_at <= when]
         last = known[-1] if known else None
         if last is not None and last.deleted and last.renamed_to and last.renamed_to not in seen:
@@ -143,7 +144,8 @@ def find_revision(vault: Vault, path: str, *, as_of: TimeLike = None, revision: 
                 seen.add(rel)
                 rel = later.renamed_from
                 continue
-            raise NoteNotFound(f"note {path!r} did not exist as of {format_time(when)}")
+            why = f": {no_history(vault.name, format_time(vault.first_known_at))}" if vault.before_history(when) else ""
+            raise NoteNotFound(f"note {path!r} did not exist as of {format_time(when)}{why}", argument="as_of")
         return last
 
 
@@ -204,7 +206,7 @@ def plan_note(
     before ``as_of``) is written where it lives now; ``to`` names another path.
     """
     rev = find_revision(vault, path, as_of=as_of, revision=revision)
-    origin = f"revision {short_revision(rev.content_hash)} of {rev.path}, known at {format_time(rev.known_at)}"
+    origin = f"revision {revision_id(rev)} of {rev.path}, known at {format_time(rev.known_at)}"
     lives, alive = destination(vault, rev)
     if to is not None:
         target = writable_note_path(to)
@@ -250,7 +252,7 @@ def plan_folder(
         target = lives if follow and alive else path
         targets.add(target)
         current, digest = _now(vault, target)
-        origin = f"revision {short_revision(rev.content_hash)}, known at {format_time(rev.known_at)}"
+        origin = f"revision {revision_id(rev)}, known at {format_time(rev.known_at)}"
         step = Step(target, texts[path], current, digest, origin)
         step.note = _placement(target, lives, alive, current, texts[path])
         steps.append(step)
@@ -284,11 +286,10 @@ def plan_undo(vault: Vault, batch_id: int, *, force: bool = False) -> list[Step]
             text = vault.revision_text(before)
         step = Step(rev.path, text, current, digest, f"state before batch {batch_id}")
         if digest != rev.content_hash and not force:
-            step.refused = (
-                f"changed since batch {batch_id} (now {digest[:12] if digest else 'absent'}, "
-                f"the batch left {rev.content_hash[:12] if rev.content_hash else 'it absent'}); "
-                "force overwrites it"
-            )
+            later = [r for r in vault.history(rev.path) if r.path == rev.path and r.batch_id > batch_id]
+            since = "absent now" if not digest else f"now at {revision_id(later[-1])}" if later else "its file differs"
+            left = f"at {revision_id(rev)}" if rev.content_hash else "absent"
+            step.refused = f"changed since batch {batch_id}: {since}, the batch left it {left}; force overwrites it"
         steps.append(step)
     _pair_renames(vault, batch_id, steps)
     return steps
@@ -306,6 +307,7 @@ def _pair_renames(vault: Vault, batch_id: int, steps: list[Step]) -> None:
                 back.refused = f"{rev.path} changed since batch {batch_id}: renaming it back would leave a copy"
             elif back.text is not None and back.text == away.current:
                 back.note, away.note = f"renamed back from {rev.path}", f"renamed back to {rev.renamed_from}"
+                back.moved = away.moved = True
 
 
 # ---------------------------------------------------------------- writing it back

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from .disk.digest import content_hash
 from .errors import ConfigError, PathError, RevisionMismatch
@@ -174,3 +175,57 @@ def check_revision_id(value: str, argument: str = "expected_revision") -> str:
             argument=argument,
         )
     return wanted
+
+
+# ---------------------------------------------------------------- naming one revision of a note's history
+
+_REVISION_ID = re.compile(r"[rR]([0-9]{1,18})")
+
+
+def revision_id(revision: Any) -> str:
+    """The id that names one revision of a note's history: ``r`` and the number of the batch that made it
+    (a note changes at most once a batch, so no two revisions of one history share it; ``undo`` takes the
+    same number)."""
+    return f"r{revision.batch_id}"
+
+
+def looks_like_revision(value: object) -> bool:
+    """Whether ``value`` is written as a revision (``r12``, or 8 to 64 hex digits of its content) rather than
+    a time: the doors that take a time of a note take its revision too."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    return bool(_REVISION_ID.fullmatch(text) or (MIN_PREFIX <= len(text) <= 64 and _HEX.fullmatch(text.lower())))
+
+
+def pick_revision(history: list[Any], value: str, path: str, argument: str = "revision") -> Any:
+    """The revision of ``history`` (one note's, oldest first) that ``value`` names: its id (``r12``) or the
+    start of its content hash (the latest revision with that content; NoteNotFound when none, ConfigError
+    when the digits begin two different contents)."""
+    from .errors import NoteNotFound
+
+    text = value.strip()
+    ids = ", ".join(dict.fromkeys(revision_id(r) for r in history[-6:]))
+    known = f"{'its revisions' if len(history) <= 6 else 'its latest revisions'}: {ids}; see its history"
+    numbered = _REVISION_ID.fullmatch(text)
+    if numbered:
+        hits = [r for r in history if r.batch_id == int(numbered.group(1))]
+        if not hits:
+            raise NoteNotFound(f"note {path!r} has no revision {text} ({known})", argument=argument)
+        return hits[-1]
+    wanted = check_revision_id(text, argument)
+    hits = [r for r in history if not r.deleted and (r.content_hash or "").startswith(wanted)]
+    contents = {r.content_hash for r in hits}
+    if len(contents) > 1:
+        raise ConfigError(
+            f"{text!r} begins the content of several revisions of {path!r} "
+            f"({', '.join(revision_id(r) for r in hits)}): give its id (r12) or more hex digits",
+            argument=argument,
+        )
+    if not hits and text.isdigit():  # 20250301: a date without its dashes, most likely
+        from .times import ACCEPTED
+
+        raise ConfigError(f"{text!r} is neither a time nor a revision of {path!r}: use {ACCEPTED}; or {known}")
+    if not hits:
+        raise NoteNotFound(f"note {path!r} has no revision {text!r} ({known})", argument=argument)
+    return hits[-1]

@@ -69,6 +69,15 @@ def format_time(micros: int | None) -> str | None:
     return moment.isoformat(timespec=spec).replace("+00:00", "Z")
 
 
+RECENT_DAYS = 7
+"""A window of changes asked without its start (``changes``, ``list_changes``) is this many days."""
+
+
+def recent(until: int | None) -> int:
+    """The start of the default window of changes: ``RECENT_DAYS`` before ``until`` (None: now)."""
+    return (until if until is not None else now_micros()) - RECENT_DAYS * 86_400_000_000
+
+
 def now_micros() -> int:
     """The current wall-clock time in UTC microseconds."""
     return to_micros(dt.datetime.now(dt.UTC))

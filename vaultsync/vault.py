@@ -22,6 +22,7 @@ from .gitimport import GIT_HISTORY_NOT_REWRITTEN, Commit, GitHistory, GitImport,
 from .links import LinkReport, link_report
 from .parsers import split_lines
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
+from .revisions import looks_like_revision, pick_revision, revision_id
 from .store import BatchNews, Engine, Revision, View, is_dsn, open_store
 from .store.purge import check_strings as purge_strings_checked
 from .store.requests import RequestTable, mark_done
@@ -58,6 +59,7 @@ class Note:
             "warnings": r.warnings,
             "kind": r.kind,
             "renamed_from": r.renamed_from,
+            "id": revision_id(r),
         }
 
 
@@ -479,8 +481,14 @@ class Vault:
         """The note's exact text as of ``as_of`` (default now); NoteNotFound if it did not exist then.
 
         With ``valid_at``, the revision that applies at that validity time (frontmatter ``valid_from`` /
-        ``valid_to``, an interval overlay: see ``View``).
+        ``valid_to``, an interval overlay: see ``View``). ``as_of`` may name a revision of the note's history
+        instead, as ``revision`` takes it (``r12``): exactly that one.
         """
+        pinned = self._pin(path, as_of, "as_of")
+        if pinned is not None:  # one revision of its history, as history names it
+            with self._view() as view:
+                view.with_links([pinned])
+                return Note(pinned, view.content(pinned))
         with self._view(as_micros(as_of, "as_of"), as_micros(valid_at, "valid_at")) as view:
             rev = self._applying(view, path)
             view.with_links([rev])
@@ -508,6 +516,20 @@ class Vault:
             raise NoteNotFound(f"vault '{self.name}' has no history for {path!r}")
         return revs
 
+    def revision(self, path: str, value: str, argument: str = "revision") -> Revision:
+        """The revision of the note's ``history`` that ``value`` names: its id as history shows it (``r12``)
+        or the start of its content hash (8+ hex digits; the latest revision with that content). NoteNotFound
+        when none does or it is a deletion, ConfigError when the digits begin two different contents."""
+        rev = pick_revision(self.history(path), value, path, argument)
+        if rev.deleted:
+            where = f", renamed to {rev.renamed_to}" if rev.renamed_to else ""
+            raise NoteDeleted(
+                f"revision {revision_id(rev)} of {path!r} is its deletion (at {format_time(rev.known_at)}{where}): "
+                "give a revision before it",
+                argument=argument,
+            )
+        return rev
+
     def history_window(
         self, path: str, since: TimeLike = None, until: TimeLike = None, valid_at: TimeLike = None
     ) -> tuple[str, list[Revision]]:
@@ -520,12 +542,27 @@ class Vault:
 
     def diff(self, path: str, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None) -> str:
         """Unified diff of the note between two times ('' when identical); with ``valid_at``, of the
-        revisions applying at that validity time as known at each."""
-        start, end = as_micros(since, "since"), as_micros(until, "until")
+        revisions applying at that validity time as known at each. Either end may be a revision of the
+        note's history instead, as ``revision`` takes it (``r12``): exactly that one."""
+        pins = [self._pin(path, value, name) for value, name in ((since, "from"), (until, "to"))]
+        start = None if pins[0] is not None else as_micros(since, "since")
+        end = None if pins[1] is not None else as_micros(until, "until")
+        try:
+            lineage = self.history(path)  # the names it had: a time before a rename finds it under its name then
+        except NoteNotFound:
+            lineage = []
         with self._view(start, as_micros(valid_at, "valid_at")) as before:
             texts, labels = [], []
-            for view in (before, before.at(end)):
-                rev = view.applies(self._lookup(view, path))
+            for view, pin in ((before, pins[0]), (before.at(end), pins[1])):
+                if pin is not None:  # a revision named by its id: exactly that one
+                    texts.append(view.content(pin))
+                    labels.append(f"{pin.path} @ {revision_id(pin)} ({format_time(pin.known_at)})")
+                    continue
+                rev = self._lookup(view, path)
+                then = [r for r in lineage if r.batch_id <= view.batch]
+                if (rev is None or rev.deleted) and then and not then[-1].deleted:
+                    rev = then[-1]
+                rev = view.applies(rev)
                 stamp = format_time(view.as_of) if view.as_of is not None else "now"
                 if rev is None or rev.deleted:
                     texts.append("")
@@ -533,10 +570,14 @@ class Vault:
                 else:
                     texts.append(view.content(rev))
                     labels.append(f"{rev.path} @ {stamp}")
-            if labels[0].endswith(")") and labels[1].endswith(")") and not texts[0] and not texts[1]:
+            if "(absent" in labels[0] and "(absent" in labels[1]:
                 raise NoteNotFound(f"note {path!r} existed at neither time in vault '{self.name}'")
         lines = difflib.unified_diff(split_lines(texts[0]), split_lines(texts[1]), labels[0], labels[1])
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+    def _pin(self, path: str, value: TimeLike, argument: str) -> Revision | None:
+        """The revision ``value`` names when it is written as one (``revision``), else None (a time)."""
+        return self.revision(path, value, argument) if isinstance(value, str) and looks_like_revision(value) else None
 
     def timeline(self) -> list[tuple[int, int]]:
         """Every batch as ``(known_at, notes it changed)``, oldest first: the vault's activity over time."""

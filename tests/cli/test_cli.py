@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -443,3 +444,21 @@ def test_the_demo_runs(tmp_path: Path) -> None:
     assert "+We switch the offline sync to lighthouse beacons" in out
     assert "without the February decision" in out and "known 2025-02-03" in out
     assert "renamed" in out and "Traceback" not in out + done.stderr
+    # the vectors' line does not promise a watcher that nobody started
+    assert "Ctrl-C leaves the rest to the watcher or the next import" in out or "semantic vectors" not in out
+    # three commits, three batches: the import's counts say they are the sum, not one batch's
+    assert re.search(
+        r"batches up to \d+ \(one a commit, the last known at 2025-03-03T09:00:00Z\), in all: \d+ added", out
+    )
+    # the commands it prints can be typed as they are, after the line it says to type first
+    first = next(line for line in out.splitlines() if line.startswith("To type the commands below yourself"))
+    db = re.search(r"VAULTSYNC_DB=(\S+)", first)
+    assert db and "PATH=" in first, first
+    shown = out.split("$ vaultsync ls --as-of 2025-01-10 --prefix Team/\n")[1].split("\n\n")[0]
+    typed = subprocess.run(
+        [sys.executable, "-m", "vaultsync", "ls", "--as-of", "2025-01-10", "--prefix", "Team/"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "VAULTSYNC_DB": db.group(1)},
+    )
+    assert typed.stdout.strip() == shown.strip() and "Team/Onboarding.md" in shown, (typed.stderr, shown)

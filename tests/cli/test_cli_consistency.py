@@ -1,8 +1,9 @@
 """Messages that say what happened and commands that agree with each other, in-process with click's runner:
-one revision id (short content hash) shown by history, changes, ls --json and restore, and taken back by
-``restore --revision``; a deleted note's read says when and how to read it before; no Python repr in a
-message; --db and --vault after the command; diff --json; history --since/--until; changes without a
-window (the last 7 days, with the batch ids undo takes); help that does not cut summaries."""
+one short content hash shown by history, changes and ls --json, and taken back by ``restore --revision``
+(whose plan names the revision by the id history prints); a deleted note's read says when and how to read
+it before; no Python repr in a message; --db and --vault after the command; diff --json; history
+--since/--until; changes without a window (the last 7 days, with the batch ids undo takes); help that does
+not cut summaries."""
 
 from __future__ import annotations
 
@@ -58,8 +59,9 @@ def test_one_revision_id_shown_everywhere_and_taken_back(vault, cli) -> None:
     assert f"{second[:8]}" in changes and "a.md" in changes
     assert "note_id" not in changes
 
+    first_id = json.loads(cli("history", "a.md", "--json", db=db, check=True).stdout)[0]["id"]
     dry = cli("restore", "a.md", "--revision", first[:8], "--dry-run", db=db, check=True)
-    assert f"revision {first[:8]} of a.md" in dry.stdout, dry.stdout
+    assert f"revision {first_id} of a.md" in dry.stdout, dry.stdout  # the id history prints for it
     assert not re.search(r"revision \d+\b", dry.stdout + dry.stderr), dry.stdout
     done = cli("restore", "a.md", "--revision", first[:8], db=db)
     assert done.returncode == 0 and (root / "a.md").read_text(encoding="utf-8") == "# a\n\nfirst\n"

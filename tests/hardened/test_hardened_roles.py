@@ -6,6 +6,7 @@ server is the plain one and nothing is audited."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -194,7 +195,14 @@ def test_an_unknown_tool_name_is_refused_naming_it(
     history: dict[str, Any], tmp_path: Path, cli: Any, key: str, body: str, top: dict[str, Any]
 ) -> None:
     manifest = write_manifest(tmp_path / "m.toml", history["db"], body, **top)
-    ran = cli("serve", str(history["root"]), "--manifest", str(manifest), env=scrubbed_overrides())  # type: ignore[arg-type]
+    # the names are checked once the server is built, after the start scrubbed the environment of its process, here
+    # the test's own: given back at once (else every later test of this worker runs without VAULTSYNC_EMBEDDER)
+    saved = dict(os.environ)
+    try:
+        ran = cli("serve", str(history["root"]), "--manifest", str(manifest), env=scrubbed_overrides())
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     assert ran.returncode == 1
     lines = ran.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{key}: unknown tool 'serch_notes'" in lines[0] and "search_notes" in lines[0]

@@ -29,28 +29,16 @@ from support.hardened_helpers import (
 )
 from support.mcp_helpers import T1, free_port, hit_notes, listening, sc, stop, write
 from support.oauth_issuer import INTROSPECTION_CLIENT, Issuer
+from support.oauth_rs import INIT, WRITES, post, signing_issuer
 
 from vaultsync.vault import Vault
 
 STATIC = "operator-token-0123456789abcdef"
-WRITES = {"create_note", "append_to_note", "edit_note", "restore_note"}
-HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
-}
-
-
-def post(url: str, body: Any, token: str) -> httpx2.Response:
-    return httpx2.post(url, json=body, headers={**HEADERS, "Authorization": f"Bearer {token}"}, timeout=30)
 
 
 @pytest.fixture(scope="module")
 def issuer() -> Iterator[Issuer]:
-    with Issuer() as iss:
-        iss.add_key("k1")
+    with signing_issuer() as iss:
         yield iss
 
 

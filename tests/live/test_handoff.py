@@ -58,7 +58,8 @@ def two(db: str, tmp_path: Path) -> Iterator[tuple[Vault, Vault, Path, str]]:
         yield first, second, root, t0
 
 
-def test_every_door_is_carried_out_by_the_watcher(two) -> None:
+def test_every_door_is_carried_out_by_the_watcher(two, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(handoff, "DESK_POLL_S", 0.05)  # SQLite announces no request: the desk looks this often
     watching, asking, root, t0 = two
     told: list[int] = []
     with Watcher(watching, on_batch=lambda s: told.append(s.batch_id), **QUIET):
@@ -370,7 +371,7 @@ def _masked(text: str) -> str:
 
 
 def test_the_asker_prints_what_it_prints_when_it_writes_itself(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same commands on the same history, once with nothing watching and once handed to a watcher: the
     same output, the same exit codes (times masked)."""
@@ -378,6 +379,7 @@ def test_the_asker_prints_what_it_prints_when_it_writes_itself(
 
     from support.cli import invoke
 
+    monkeypatch.setattr(handoff, "DESK_POLL_S", 0.05)  # SQLite announces no request: the desk looks this often
     caplog.set_level(logging.INFO, logger="vaultsync.live.handoff")
     said: dict[str, list[tuple[int, str, str]]] = {}
     for how in ("here", "handed"):

@@ -205,6 +205,8 @@ def test_timeline_diff_and_a_restore_that_lands_as_a_new_revision(hosted: Any, h
     assert "Monday" in h.frame.evaluate("document.getElementById('note').textContent")
     history = h.bridge.do(h.bridge.client.call_tool("note_history", {"path": NOTE})).structured_content
     assert len(history["revisions"]) == 5
+    shown = h.frame.evaluate("[...document.querySelectorAll('#timeline .rev')].map(e => e.textContent)")
+    assert shown == [r["id"] for r in history["revisions"]]  # the ids note_history gives, one a revision
     current = h.bridge.do(h.bridge.client.call_tool("read_note", {"path": NOTE})).structured_content
     assert current["content"] == TEXTS[0]
     assert h.errors == []

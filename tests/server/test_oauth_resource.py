@@ -17,27 +17,15 @@ from mcp import Client
 from support.hardened_helpers import authed
 from support.mcp_helpers import T1, T2, free_port, history_under, hit_notes, sc, start_http, stop
 from support.oauth_issuer import Issuer
+from support.oauth_rs import HEADERS, INIT, WRITES, call, challenge, post, signing_issuer
 
 READ_WRITE = "vault:read vault:write"
 STATIC = "static-token-0123456789abcdef"
-HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
-}
-WRITES = {"create_note", "append_to_note", "edit_note", "restore_note"}
-
-
-def call(tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": arguments or {}}}
 
 
 @pytest.fixture(scope="module")
 def issuer() -> Iterator[Issuer]:
-    with Issuer() as iss:
-        iss.add_key("k1")
+    with signing_issuer() as iss:
         yield iss
 
 
@@ -68,15 +56,6 @@ def server(tmp_path_factory: pytest.TempPathFactory, issuer: Issuer) -> Iterator
     assert "Traceback" not in stderr, stderr
     assert STATIC not in stderr  # no token is ever logged
     assert "WARNING: anyone the OAuth issuer signs in may use this vault; name who may with --oauth-allow" in stderr
-
-
-def post(url: str, body: Any, token: str | None = None, **params: str) -> httpx2.Response:
-    headers = dict(HEADERS) | ({"Authorization": f"Bearer {token}"} if token else {})
-    return httpx2.post(url, json=body, headers=headers, params=params or None, timeout=30)
-
-
-def challenge(response: httpx2.Response) -> str:
-    return response.headers.get("www-authenticate", "")
 
 
 @pytest.mark.parametrize("path", ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"])

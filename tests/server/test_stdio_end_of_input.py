@@ -63,5 +63,5 @@ def test_one_revision_shape_for_every_door() -> None:
     from vaultsync.server.models import RevisionRow
     from vaultsync.store.read import CHANGE_FIELDS, HISTORY_FIELDS
 
-    assert set(RevisionRow.model_fields) == {"kind", "known_at", "revision", "path", "renamed_from"}
+    assert set(RevisionRow.model_fields) == {"kind", "known_at", "id", "revision", "path", "renamed_from"}
     assert set(RevisionRow.model_fields) <= set(HISTORY_FIELDS) & set(CHANGE_FIELDS)

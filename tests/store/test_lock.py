@@ -7,7 +7,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -27,14 +26,13 @@ time.sleep(120)
 """
 
 RACE = """
-import sys, time
+import sys
 from vaultsync.store.lock import WriterLock
 lock = WriterLock(sys.argv[1], "vault")
-start = float(sys.argv[2])
-while time.time() < start:
-    pass
+print("ready", flush=True)
+sys.stdin.readline()  # "go": every racer is imported and waiting
 print("won" if lock.try_acquire(command="racer") else "lost", flush=True)
-time.sleep(3)
+sys.stdin.read()  # held (or not) until every racer has tried: the end of input
 """
 
 
@@ -94,14 +92,22 @@ def test_many_processes_racing_for_a_stale_lock_leave_one_holder(tmp_path: Path,
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     Path(f"{db}.vault.lock").write_text(json.dumps({"pid": dead.pid, "command": "crashed", "started": "x"}))
-    start = time.time() + 2.0
     racers = [
-        subprocess.Popen([sys.executable, "-c", RACE, db, str(start)], stdout=subprocess.PIPE, text=True)
+        subprocess.Popen([sys.executable, "-c", RACE, db], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         for _ in range(6)
     ]
-    outcomes = [proc.stdout.readline().strip() for proc in racers if proc.stdout is not None]
-    for proc in racers:
-        proc.wait()
+    try:
+        assert [proc.stdout.readline().strip() for proc in racers if proc.stdout] == ["ready"] * 6
+        for proc in racers:  # all at once: each is blocked reading its input
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        outcomes = [proc.stdout.readline().strip() for proc in racers if proc.stdout is not None]
+    finally:
+        for proc in racers:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(timeout=60)
     assert sorted(outcomes) == ["lost"] * 5 + ["won"]
 
 

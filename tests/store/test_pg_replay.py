@@ -2,8 +2,9 @@
 
 The session's replay database (SQLite, every 16th commit of the Help vault's history, the folders
 conftest.REPLAY_FOLDERS keeps) is copied into PostgreSQL with ``vaultsync copy`` (each batch written again through the
-PostgreSQL engine's own write path, at its own time). Then, at every replayed date, the two list the
-same notes with the same content hashes, every revision reads back byte-equal, and at 24 cutoffs
+PostgreSQL engine's own write path, at its own time; the search index built once after them, ``pg/bulk.py``).
+Then, at every replayed date, the two list the same notes with the same content hashes, every revision reads back
+byte-equal, and at 24 cutoffs
 keyword, default and vector search (words, phrases, prefixes, Chinese pairs, a folder filter) give the
 same chunks in the same order with the same scores (compared to 1e-9; the SQLite
 engine's equal a fresh FTS5 index: tests/search/test_search_history.py). Each test prints what it compared (``-rP``).

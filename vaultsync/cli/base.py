@@ -138,6 +138,28 @@ def time_option(*decls: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Ca
     return click.option(*decls, callback=parse_time_option, **kwargs)
 
 
+def parse_moment_option(ctx: click.Context, param: click.Parameter, value: str | None) -> int | str | None:
+    """Click callback for a time of one note: a revision id as its history shows it (``r12``, or 8+ hex digits
+    of its content) is handed on as it is, anything else must be a time (UTC microseconds)."""
+    from ..revisions import looks_like_revision
+
+    if value is not None and looks_like_revision(value):
+        return value.strip()
+    try:
+        return parse_time_option(ctx, param, value)
+    except click.ClickException as exc:
+        raise click.ClickException(f"{exc.message}, or a revision id as history shows it (r12)") from None
+
+
+def moment_option(*decls: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A ``click.option`` taking a time or a revision of the command's note (``parse_moment_option``)."""
+    return click.option(*decls, callback=parse_moment_option, **kwargs)
+
+
+REVISION_FORMS = "or a revision id from its history (r12)"
+"""How a note command's time option says it takes a revision too."""
+
+
 def as_of_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return time_option("--as-of", help=f"Knowledge cutoff: {ACCEPTED}. Default: now.")(fn)
 
@@ -309,7 +331,7 @@ def fill_vectors(vault: Any, say: bool, wait: float | None = None) -> None:
         if say:
             click.echo(
                 f"semantic vectors: filling {left:,} texts (search works by words meanwhile; "
-                "Ctrl-C leaves the rest to the vault's watcher)",
+                "Ctrl-C leaves the rest to the watcher or the next import)",
                 err=True,
             )
         while done < left and (filled := vault.fill_vectors(128)):  # the current texts (the past: the watcher)

@@ -15,6 +15,7 @@ from ..errors import VaultsyncError
 from ..times import ACCEPTED, TimeLike, format_time
 from . import audit, migrate, purge, receipt, restore, search, ui
 from .base import (
+    REVISION_FORMS,
     VECTORS_WAIT,
     Bar,
     Context,
@@ -24,6 +25,7 @@ from .base import (
     fill_vectors,
     friendly,
     json_option,
+    moment_option,
     parse_vectors_wait,
     pass_ctx,
     time_option,
@@ -164,6 +166,9 @@ def _print_import(name: str, summary: Any, payload: dict[str, Any], *, as_json: 
         echo_json(payload)
         return
     where = f"batch {summary.batch_id} known at {format_time(summary.known_at)}" if summary.batch_id else "no change"
+    if from_git and summary.batch_id and payload["commits"] > 1:  # one batch a commit: the counts are their sum
+        last = format_time(summary.known_at)
+        where = f"batches up to {summary.batch_id} (one a commit, the last known at {last}), in all"
     click.echo(
         f"{name}: {where}: {summary.added} added, {summary.modified} modified, {summary.renamed} renamed, "
         f"{summary.deleted} deleted, {summary.unchanged} unchanged, {len(summary.errors)} errors"
@@ -177,17 +182,18 @@ def _print_import(name: str, summary: Any, payload: dict[str, Any], *, as_json: 
 
 @cli.command()
 @click.argument("note")
-@as_of_option
+@moment_option("--as-of", help=f"Knowledge cutoff: {ACCEPTED}, {REVISION_FORMS}. Default: now.")
 @validity_option
 @json_option
 @pass_ctx
 @friendly
-def read(obj: Context, note: str, as_of: int | None, valid_at: int | None, as_json: bool) -> None:
-    """Print a note's exact text as of a time (and, with --valid-at, the revision valid then).
+def read(obj: Context, note: str, as_of: int | str | None, valid_at: int | None, as_json: bool) -> None:
+    """Print a note's exact text as of a time or revision (and, with --valid-at, the revision valid then).
 
     \b
     Example:
         vaultsync read "Projects/Atlas.md" --as-of 2025-03-01
+        vaultsync read "Projects/Atlas.md" --as-of r12
         vaultsync read "Team/Remote Work Policy.md" --valid-at 2025-06-01
     """
     found = obj.vault().read(note, as_of=as_of, valid_at=valid_at)
@@ -236,47 +242,56 @@ def ls(obj: Context, as_of: int | None, valid_at: int | None, prefix: str, as_js
 @pass_ctx
 @friendly
 def history(obj: Context, note: str, since: int | None, until: int | None, valid_at: int | None, as_json: bool) -> None:
-    """Every revision of a note, following renames, with its revision id (restore --revision takes it).
+    """Every revision of a note, following renames: its time, id, content and kind.
 
-    With --valid-at: the revisions that in turn applied then.
+    The id (r12: the revision batch 12 made) names one revision; read --as-of, diff --from/--to and
+    restore --revision take it. The next column is the start of its content's hash (the same when the
+    text came back to an earlier state; those commands take it too). With --valid-at: the revisions that
+    in turn applied then.
 
     \b
     Example:
         vaultsync history "Projects/Atlas.md"
         vaultsync history "Projects/Atlas.md" --since 2025-03-01 --until 2025-04-01
     """
-    from ..revisions import short_revisions
+    from ..revisions import revision_id, short_revisions
 
     _, revisions = obj.vault().history_window(note, since, until, valid_at=valid_at)
     if as_json:
         echo_json([r.summary() for r in revisions])
         return
-    ids = short_revisions([r.content_hash for r in revisions])
-    for r, rev in zip(revisions, ids):
+    hashes = short_revisions([r.content_hash for r in revisions])
+    width = max((len(revision_id(r)) for r in revisions), default=0)
+    for r, content in zip(revisions, hashes):
         extra = f" (from {r.renamed_from})" if r.renamed_from else f" (to {r.renamed_to})" if r.renamed_to else ""
         size = "" if r.size is None else f"{r.size} bytes"
-        click.echo(f"{format_time(r.known_at)}  {rev or '-':<8}  {r.kind:<8}  {r.path}{extra}  {size}".rstrip())
+        line = f"{format_time(r.known_at)}  {revision_id(r):<{width}}  {content or '-':<8}  {r.kind:<8}  {r.path}"
+        click.echo(f"{line}{extra}  {size}".rstrip())
 
 
 @cli.command()
 @click.argument("note")
-@time_option("--from", "since", required=True, help=f"Earlier time: {ACCEPTED}.")
-@time_option("--to", "until", help="Later time (default now).")
+@moment_option("--from", "since", required=True, help=f"Earlier time: {ACCEPTED}, {REVISION_FORMS}.")
+@moment_option("--to", "until", help=f"Later time (default now), {REVISION_FORMS}.")
 @validity_option
 @json_option
 @pass_ctx
 @friendly
-def diff(obj: Context, note: str, since: int, until: int | None, valid_at: int | None, as_json: bool) -> None:
-    """Unified diff of a note between two times.
+def diff(
+    obj: Context, note: str, since: int | str, until: int | str | None, valid_at: int | None, as_json: bool
+) -> None:
+    """Unified diff of a note between two times or revisions.
 
     \b
     Example:
         vaultsync diff "Projects/Atlas.md" --from 2025-01-01 --to 2025-06-01
+        vaultsync diff "Projects/Atlas.md" --from r3 --to r7
         vaultsync diff "Projects/Atlas.md" --from 2025-01-01 --json
     """
     text = obj.vault().diff(note, since, until, valid_at=valid_at)
     if as_json:
-        echo_json({"path": note, "from": format_time(since), "to": format_time(until), "diff": text})
+        said = [v if isinstance(v, str) else format_time(v) for v in (since, until)]
+        echo_json({"path": note, "from": said[0], "to": said[1], "diff": text})
         return
     click.echo(text, nl=False)
 
@@ -326,9 +341,9 @@ def changes(
         return restore.show_batches(obj.vault(), source, caller, as_json)
     vault = obj.vault()
     if since is None:
-        from ..times import now_micros
+        from ..times import RECENT_DAYS, recent
 
-        since = (until if until is not None else now_micros()) - RECENT_DAYS * 86_400_000_000
+        since = recent(until)
         click.echo(
             f"changes in the {RECENT_DAYS} days up to {format_time(until) or 'now'} (since "
             f"{format_time(since)}; --since for another window)",
@@ -509,8 +524,8 @@ def watch(
     """
     import threading
 
-    from ..live.watcher import stop_on_signals
-    from ..live.watcher import watch as watch_vault
+    from ..live.foreground import stop_on_signals
+    from ..live.foreground import watch as watch_vault
     from ..live.writer_role import WriterRole
 
     log = logging.getLogger("vaultsync")
@@ -688,10 +703,6 @@ def _refusal(vault_dir: Path) -> Any:
         return str(exc)  # a vanished folder: the watcher waits for it (no option to give)
 
     return describe
-
-
-RECENT_DAYS = 7
-"""``changes`` without --since shows this many days."""
 
 
 def _say(line: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from ..times import ACCEPTED, format_time
-from .base import Context, echo_json, friendly, json_option, pass_ctx, time_option
+from .base import Context, echo_json, friendly, json_option, moment_option, pass_ctx
 
 
 def _show(done: Any, as_json: bool) -> None:
@@ -19,7 +19,10 @@ def _show(done: Any, as_json: bool) -> None:
         return
     for step in done.steps:
         why = step.refused or (f"{step.origin}; {step.note}" if step.note else step.origin)
-        click.echo(f"{step.action:<9}  {step.path}  ({why.replace('(follow restores', '(--follow restores')})")
+        why = why.replace("(follow restores", "(--follow restores").replace(
+            "; force overwrites", "; --force overwrites"
+        )
+        click.echo(f"{step.action:<9}  {step.path}  ({why})")
         if done.dry_run and step.changes:
             click.echo(step.diff(), nl=False)
     s = done.summary
@@ -39,12 +42,14 @@ def _show(done: Any, as_json: bool) -> None:
 
 @click.command()
 @click.argument("note", required=False)
-@time_option("--as-of", help=f"Put it back as it was at this time: {ACCEPTED}.")
+@moment_option(
+    "--as-of", help=f"Put it back as it was at this time: {ACCEPTED}; for a NOTE also a revision id from its history."
+)
 @click.option(
     "--revision",
     metavar="R",
-    help="Put back this revision: its id as history shows it (8 or more hex "
-    "digits of its content hash; the whole hash too).",
+    help="Put back this revision: its id as history shows it (r12), or 8 or more hex "
+    "digits of its content hash (the whole hash too).",
 )
 @click.option("--to", "to", metavar="NEW_PATH", help="Write it at this path instead.")
 @click.option("--prefix", metavar="FOLDER", help="Restore every note under this folder as it was (with --as-of).")
@@ -66,7 +71,7 @@ def _show(done: Any, as_json: bool) -> None:
 def restore(
     obj: Context,
     note: str | None,
-    as_of: int | None,
+    as_of: int | str | None,
     revision: str | None,
     to: str | None,
     prefix: str | None,
@@ -84,7 +89,7 @@ def restore(
     \b
     Example:
         vaultsync restore "Projects/Atlas.md" --as-of 2025-03-01
-        vaultsync restore "Projects/Atlas.md" --revision 3f2a9c1d --dry-run
+        vaultsync restore "Projects/Atlas.md" --revision r12 --dry-run
         vaultsync restore --prefix Projects/ --as-of 2025-03-01 --delete-newer
     """
     from .. import restore as r

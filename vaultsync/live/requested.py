@@ -7,7 +7,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ..disk.paths import writable_note_path
-from ..errors import NoteNotFound, PathError, StoreError
+from ..errors import ConfigError, NoteNotFound, PathError, StoreError
 from ..times import TimeLike, as_micros, format_time
 from ..unfinished import summary_answer
 
@@ -35,7 +35,15 @@ def restore_args(
     delete_newer: bool = False,
     **more: Any,
 ) -> dict[str, Any]:
-    """The arguments of a ``restore`` request (``more``: options a newer ``plan_note``/``plan_folder`` take)."""
+    """The arguments of a ``restore`` request (``more``: options a newer ``plan_note``/``plan_folder`` take); a note's
+    ``as_of`` written as one of its revisions (``r12``) is that ``revision``."""
+    from ..revisions import looks_like_revision
+
+    if looks_like_revision(as_of):
+        if prefix is not None or revision is not None:
+            what = "a folder is restored as of a time" if prefix is not None else "give a time or a revision, not both"
+            raise ConfigError(f"{as_of!r} names one revision of a note: {what}", argument="as_of")
+        as_of, revision = None, str(as_of)
     return {
         "note": note,
         "prefix": prefix,

@@ -14,24 +14,23 @@ even while changes keep coming), as in watchfiles.
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import threading
 import time
 from collections.abc import Callable
-from types import FrameType
 from typing import Any
 
 from ..disk import vanished
-from ..disk.paths import is_note_path
 from ..errors import LockedError, MassDeletion, StoreError, VaultsyncError, VaultUnavailable
 from ..sync import BatchSummary
 from ..times import format_time
 from ..vault import Vault
 from .debounce import Debouncer, Pending, collapse
-from .events import EVERYTHING, POLL_INTERVAL_S, ObserverFactory, RunningObserver, start_observer
+from .events import EVERYTHING, POLL_INTERVAL_S, ObserverFactory, start_observer
+from .filling import VectorFiller
 from .handoff import Desk
+from .holding import HeldPaths
 from .keeper import MAX_RETRY_S, LockKeeper
+from .observed import ObservedFolder
 from .writer_role import WriterRole
 
 logger = logging.getLogger(__name__)
@@ -39,15 +38,8 @@ logger = logging.getLogger(__name__)
 OnBatch = Callable[[BatchSummary], None]
 MAX_BACKOFF_S = 30.0
 
-RECHECK_S = 1.0
-"""After a folder went away, the observer's watches are counted again this much later (``_lost_watches``)."""
-
 HOLD_MIN_S = 1.0
 """The shortest time a deletion no add joined is held back (see ``Watcher.hold_s``)."""
-
-
-FILL_SAID = 32
-"""The watcher says "semantic vectors complete" when it filled more texts than this since they last were."""
 
 
 class Watcher:
@@ -92,13 +84,12 @@ class Watcher:
         self.on_batch = on_batch
         self.describe = describe
         """How a refusal (a vanished vault, a mass deletion) is said in the log: in the words of the door."""
-        self._factory = observer_factory
         self._debouncer = Debouncer(step_ms / 1000, self.debounce_ms / 1000)
-        self._observer: RunningObserver | None = None
+        self.folder = ObservedFolder(vault.root, observer_factory, polling)
+        """The vault folder and its file-system observer."""
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._own_lock = False
-        self._root_id: tuple[int, int] | None = None
         self.outage = vanished.Outage()
         self.keeper = LockKeeper(self.role)
         self._failing = 0
@@ -110,16 +101,15 @@ class Watcher:
         self.last_error: str | None = None
         self._next_reconcile = 0.0
         self._desk: Desk | None = None
-        self._held: dict[str, float] = {}
-        """Held paths (see ``Plan.held``) -> the monotonic time until which they may be held."""
-        self._recheck_at: float | None = None
-        """When to look once more whether the observer lost a moved folder's watch (``_lost_watches``)."""
-        self._filling = True
-        """Whether texts may be waiting for the vectors of a background embedder: filled a step at a time while
-        no batch is due (``Vault.fill_vectors``), until none is left; set again by every batch written."""
-        self.vectors_filled = 0
+        self._held = HeldPaths()
+        """Held paths (see ``Plan.held``) and until when each may be held."""
+        self.filler = VectorFiller(vault)
+        """The vectors of a background embedder, filled while no batch is due."""
+
+    @property
+    def vectors_filled(self) -> int:
         """Texts this watcher gave their vectors."""
-        self._run_filled = 0  # filled since the vectors were last complete
+        return self.filler.filled
 
     @property
     def hold_s(self) -> float:
@@ -137,17 +127,14 @@ class Watcher:
         self._debouncer = Debouncer(self.step_ms / 1000, self.debounce_ms / 1000)
         self._own_lock = self.role.take_for_watching()
         try:
-            self._root_id = _identity(self.vault.root)
-            if self._root_id is None:
-                raise StoreError(f"the vault folder {self.vault.root} is gone")
-            self._observer = self._factory(self.vault.root, self._debouncer.add, self.polling)
+            self.folder.start(self._debouncer.add)
             self._flush(None, "catch-up", raise_errors=True)
         except (OSError, StoreError) as exc:
-            self._shutdown_observer()
+            self.folder.stop()
             self._release()
             raise StoreError(f"could not start watching {self.vault.root}: {exc}") from exc
         except BaseException:
-            self._shutdown_observer()
+            self.folder.stop()
             self._release()
             raise
         self._stop.clear()
@@ -176,7 +163,7 @@ class Watcher:
         self._thread.join()
         self._thread = None
         try:
-            self._shutdown_observer()
+            self.folder.stop()
             # a full scan, cheap when little changed: it also covers events the OS had not delivered yet
             pending = self._debouncer.drain()
             if not self._flush(None, "final"):
@@ -201,16 +188,16 @@ class Watcher:
 
     @property
     def observer_kind(self) -> str | None:
-        return self._observer.kind if self._observer is not None else None
+        return self.folder.kind
 
     def healthy(self) -> bool:
         """Running, and the observer alive (or the vault folder away or replaced: the watcher waits
         for it, recording nothing, and watches it again when it is back)."""
         if not self.running:
             return False
-        if self.outage.reason is not None or _identity(self.vault.root) != self._root_id:
+        if self.outage.reason is not None or self.folder.replaced():
             return True
-        return self._observer is not None and self._observer.alive()
+        return self.folder.alive()
 
     def status(self) -> dict[str, Any]:
         pending, first = self._debouncer.snapshot()
@@ -250,9 +237,10 @@ class Watcher:
                 continue
             wait = None if self.reconcile_s <= 0 else max(0.0, self._next_reconcile - time.monotonic())
             wait = vanished.RETRY_S if wait is None else min(wait, vanished.RETRY_S)  # notice a vanished vault folder
-            for due in [*self._held.values(), *([self._recheck_at] if self._recheck_at is not None else [])]:
+            recheck = self.folder.recheck_at
+            for due in [*self._held.due_times(), *([recheck] if recheck is not None else [])]:
                 wait = max(0.0, min(wait, due - time.monotonic()))
-            if self._filling:  # vectors to fill: a step now unless a batch is due (a step is about a second)
+            if self.filler.due:  # vectors to fill: a step now unless a batch is due (a step is about a second)
                 wait = 0.0
             pending = self._debouncer.get(timeout=wait)
             if self._stop.is_set():
@@ -261,22 +249,20 @@ class Watcher:
                 return
             if pending is not None:
                 ok = self._flush(pending, "batch")
-            elif self._held and min(self._held.values()) <= time.monotonic():
+            elif self._held.expired():
                 now = time.monotonic()
                 ok = self._flush(Pending(set(self._held), now, now), "held")
-            elif self.outage.reason is not None or _identity(self.vault.root) != self._root_id:
+            elif self.outage.reason is not None or self.folder.replaced():
                 ok = self._flush(None, "check")
-            elif self._recheck_at is not None and time.monotonic() >= self._recheck_at:
-                self._recheck_at = None
-                if self._observer is not None and not self._observer.intact():
-                    self._rewatch()
+            elif self.folder.recheck_due():
+                self.folder.recheck(self._debouncer.add)
                 continue
             elif self.reconcile_s > 0 and time.monotonic() >= self._next_reconcile:
                 ok = self._flush_all("reconcile")
                 if ok:
                     self._next_reconcile = time.monotonic() + self.reconcile_s
-            elif self._filling:
-                self._fill()
+            elif self.filler.due:
+                self.filler.step()
                 continue
             else:
                 continue
@@ -306,12 +292,12 @@ class Watcher:
                 self._debouncer.put_back(pending)
             return False
         try:
-            if self.outage.reason is not None or _identity(self.vault.root) != self._root_id:
-                self._reattach()
+            if self.outage.reason is not None or self.folder.replaced():
+                self.folder.reattach(self._debouncer.add)
                 paths = None  # back from an outage, or a new folder: a full scan, guarded
             if paths is not None and self._held:
                 paths = collapse({*paths, *self._held})  # re-checked: an add may join them now
-            summary = self.vault.sync(paths, source="watch", hold=None if paths is None else self._may_hold)
+            summary = self.vault.sync(paths, source="watch", hold=None if paths is None else self._held.may_hold)
         except (VaultUnavailable, MassDeletion) as exc:
             if raise_errors:
                 raise
@@ -346,82 +332,14 @@ class Watcher:
         if self._failing:
             logger.warning("%s written: recording again after %d failed attempts", reason, self._failing)
             self._failing = 0
-        self._keep_held(summary.held, everything=paths is None)
-        if paths is not None and self._lost_watches(paths):
-            self._rewatch()
+        self._held.keep(summary.held, everything=paths is None, hold_s=self.hold_s)
+        if paths is not None and self.folder.lost_watches(paths):
+            self.folder.rewatch(self._debouncer.add)
         if self.outage.end():
             logger.warning("the vault folder %s is back; recording again", self.vault.root)
         latency_ms = (time.monotonic() - (pending.first if pending else started)) * 1000
         self._report(summary, reason, len(paths) if paths is not None else None, latency_ms)
         return True
-
-    def _fill(self) -> None:
-        """One step of filling vectors (``Vault.fill_vectors``); none left, or a failure: stop until the next batch."""
-        if not self.vault.lock.held:  # it went with a lost session: never borrowed for this
-            self._filling = False
-            return
-        try:
-            filled = self.vault.fill_vectors()
-        except Exception as exc:  # the model missing or broken, the database away: words alone meanwhile
-            self._filling = False
-            why = str(exc) if isinstance(exc, VaultsyncError) else f"{type(exc).__name__}: {exc}"
-            logger.warning("semantic vectors not filled (tried again after the next batch): %s", why)
-            return
-        self.vectors_filled += filled
-        self._run_filled += filled
-        if not filled:
-            self._filling = False
-            run, self._run_filled = self._run_filled, 0
-            if run:  # a backlog caught up is news; the few texts of one edit are not
-                say = logger.info if run > FILL_SAID else logger.debug
-                say("semantic vectors complete (%d %s filled)", run, "text" if run == 1 else "texts")
-
-    def _lost_watches(self, paths: list[str]) -> bool:
-        """After a batch in which a folder went away: whether the observer lost the watch of a folder that is
-        still in the vault (moved into a new folder: see ``RunningObserver.intact``). Looked at again a
-        second later, in case the observer drops the watch after reporting the folder gone."""
-        gone = any(not is_note_path(p) and not os.path.isdir(os.path.join(self.vault.root, p)) for p in paths)
-        if not gone or self._observer is None:
-            return False
-        self._recheck_at = time.monotonic() + RECHECK_S
-        return not self._observer.intact()
-
-    def _rewatch(self) -> None:
-        """Start the observer afresh and scan the whole vault (what it missed meanwhile)."""
-        logger.info("the file-system observer lost the watch of a moved folder; watching %s again", self.vault.root)
-        self._recheck_at = None
-        self._shutdown_observer()
-        self._debouncer.add([EVERYTHING])
-        try:
-            self._observer = self._factory(self.vault.root, self._debouncer.add, self.polling)
-        except OSError as exc:  # healthy() is False from now on: ``watch`` stops, saying the observer stopped
-            logger.error("could not watch %s again: %s", self.vault.root, exc)
-
-    def _may_hold(self, path: str) -> bool:
-        """Whether ``path`` may be left for a later batch: not held yet, or held less than ``hold_s``."""
-        until = self._held.get(path)
-        return until is None or until > time.monotonic()
-
-    def _keep_held(self, held: list[str], everything: bool) -> None:
-        """After a batch: what it held stays held (until its first hold ends), the rest was recorded."""
-        until = time.monotonic() + self.hold_s
-        kept = {path: self._held.get(path, until) for path in held}
-        if not everything:
-            self._held = kept
-        else:  # a full scan recorded whatever was held
-            self._held = {}
-        if held:
-            logger.debug("holding %s for a matching add", ", ".join(held))
-
-    def _reattach(self) -> None:
-        """The vault folder is away, back or replaced: VaultUnavailable while it is away, else observe
-        it again (a new folder, or an observer that stopped with the old one)."""
-        vanished.check_root(self.vault.root, None)
-        root_id = _identity(self.vault.root)
-        if root_id != self._root_id or self._observer is None or not self._observer.alive():
-            self._shutdown_observer()
-            self._observer = self._factory(self.vault.root, self._debouncer.add, self.polling)
-            self._root_id = root_id
 
     def _vanished(self, exc: VaultsyncError, pending: Pending | None) -> bool:
         """Record nothing, keep the paths, say it once: the watcher retries until the vault is back."""
@@ -447,7 +365,7 @@ class Watcher:
             logger.debug("%s: no change (%s, %d ms)", reason, scope, summary.seconds * 1000)
             return
         self.batches += 1
-        self._filling = True  # its new texts may wait for vectors
+        self.filler.written()  # its new texts may wait for vectors
         self.last_batch_at = summary.known_at
         self.last_latency_ms = latency_ms
         after = f", {latency_ms:.0f} ms after the first change" if checked is not None else ""
@@ -474,7 +392,7 @@ class Watcher:
     def _told(self, summary: BatchSummary) -> None:
         """A batch the desk wrote for another process: counted and told as the watcher's own."""
         self.batches += 1
-        self._filling = True
+        self.filler.written()
         self.last_batch_at = summary.known_at
         if self.on_batch is not None:
             try:
@@ -482,87 +400,10 @@ class Watcher:
             except Exception:
                 logger.exception("the on_batch callback failed")
 
-    def _shutdown_observer(self) -> None:
-        if self._observer is not None:
-            self._observer.stop()
-            self._observer = None
-
     def _release(self) -> None:
         if self._own_lock:
             self.role.release()
             self._own_lock = False
 
 
-def _identity(root: os.PathLike[str]) -> tuple[int, int] | None:
-    try:
-        st = os.stat(root)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
-
-
-def watch(
-    vault: Vault,
-    *,
-    step_ms: int = 300,
-    debounce_ms: int = 3000,
-    polling: bool = False,
-    reconcile_s: float = 300.0,
-    on_batch: OnBatch | None = None,
-    stop_event: threading.Event | None = None,
-    role: WriterRole | None = None,
-    describe: Callable[[VaultsyncError], str] = str,
-    max_outage_s: float | None = None,
-) -> Watcher:
-    """Watch until ``stop_event`` is set, then flush and return the stopped watcher (``describe``: how a
-    refusal is said, in the words of the door that runs it).
-
-    A vault folder that disappears is waited for (nothing is recorded meanwhile); raises StoreError
-    if the file-system observer stops, or the database stays unreachable for more than ``max_outage_s``
-    (watching stops after a final flush; what is pending is recorded by the next start's catch-up scan).
-    """
-    stop_event = stop_event or threading.Event()
-    watcher = Watcher(
-        vault,
-        step_ms=step_ms,
-        debounce_ms=debounce_ms,
-        polling=polling,
-        reconcile_s=reconcile_s,
-        on_batch=on_batch,
-        role=role,
-        describe=describe,
-    )
-    with watcher:
-        while not stop_event.wait(1.0):
-            if not watcher.healthy():
-                raise StoreError(f"stopped watching {vault.root}: the file-system observer stopped")
-            away = vault.database_unreachable_s()
-            if max_outage_s is not None and away > max_outage_s:
-                pending = watcher.status()["pending"]
-                raise StoreError(
-                    f"stopped watching {vault.root}: the database has been unreachable for {away:.0f} s "
-                    f"(the limit is {max_outage_s:g} s; {watcher.last_error}); {pending} changed "
-                    f"path{'s' * (pending != 1)} pending, recorded by the next start's catch-up scan"
-                )
-    return watcher
-
-
-def stop_on_signals(stop_event: threading.Event) -> Callable[[], None]:
-    """SIGINT/SIGTERM set ``stop_event`` (a second one aborts); returns a function restoring the handlers."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if stop_event.is_set():
-            raise KeyboardInterrupt
-        logger.info("%s received: flushing and stopping", signal.Signals(signum).name)
-        stop_event.set()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-    def restore() -> None:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-    return restore
-
-
-__all__ = ["Watcher", "stop_on_signals", "watch"]
+__all__ = ["Watcher"]

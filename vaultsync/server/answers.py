@@ -4,8 +4,10 @@ and ``list_changes``, built from what ``Vault`` returns.
 Every character of an answer is context the assistant pays for and reads, so these answers carry what it
 needs (path, heading path, lines, revision, time) once, and nothing it does not:
 
-* a revision is named by its short id (``short_revision``: the first 8 hex digits of its content hash, more
-  where two revisions of one note share them); every tool that takes a revision accepts it back;
+* a revision of a note's history is named by its id (``revision_id``: ``r`` and its batch, one revision
+  each), its content by the short hash (``short_revision``: the first 8 hex digits of its content hash, more
+  where two contents of one note share them); read_note, diff_note and restore_note take either back,
+  expected_revision the hash;
 * a search answer groups its hits by note (path, revision and time said once per note, notes in the order
   of their best hit) and gives each hit an excerpt around its match, all of them sized to fit about
   ``ANSWER_CHARS_PER_HIT`` characters a hit (``full_text=true``: the chunks' exact text instead);
@@ -24,7 +26,7 @@ from typing import Any
 from pydantic import Field
 
 from ..excerpts import fit_excerpts
-from ..revisions import short_revision, short_revisions
+from ..revisions import revision_id, short_revision, short_revisions
 from ..times import format_time
 from .models import Compact, RevisionRow
 
@@ -210,6 +212,7 @@ def history_answer(path: str, revisions: list[Any], truncated: bool) -> HistoryA
         RevisionRow(
             kind=r.kind,
             known_at=format_time(r.known_at),
+            id=revision_id(r),
             revision=ids[i],
             path=r.path if r.path != path else None,
             renamed_from=r.renamed_from,
@@ -224,6 +227,7 @@ def change_rows(revisions: list[Any]) -> list[RevisionRow]:
         RevisionRow(
             kind=r.kind,
             known_at=format_time(r.known_at),
+            id=revision_id(r),
             revision=short_revision(r.content_hash),
             path=r.path,
             renamed_from=r.renamed_from,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..errors import ConfigError
+from . import stdio
 from . import transports as t
 from .app import server_for
 from .served import ServeConfig, ServedVault
@@ -231,7 +232,7 @@ def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = Non
     else:
         mcp = server_for(served)
     if http is None:
-        anyio.run(t.serve_stdio, mcp)
+        anyio.run(stdio.serve_stdio, mcp)
     else:
         anyio.run(
             lambda: t.serve_http(

@@ -79,6 +79,9 @@ class NoteResult(_Out):
     content: str = Field(description="The note's exact text, or the slice [offset, offset+max_chars)")
     known_at: str | None = Field(description="When vaultsync learned this revision (UTC)")
     content_hash: str | None = Field(description="SHA-256 of the whole revision's UTF-8 bytes")
+    id: str | None = Field(
+        default=None, description="This revision's id in note_history (r12); read_note and diff_note take it back"
+    )
     size: int | None = Field(description="Size of the whole note in bytes")
     title: str | None = None
     frontmatter: dict[str, Any] | None = None
@@ -97,7 +100,16 @@ class RevisionRow(Compact):
 
     kind: str = Field(description="created, modified, renamed or deleted")
     known_at: str = Field(description="When vaultsync learned it (UTC)")
-    revision: str | None = Field(default=None, description="Its revision id (absent for a deletion)")
+    id: str | None = Field(
+        default=None,
+        description="Names exactly this revision (r12: the one batch 12 made); read_note as_of, diff_note "
+        "from/to and restore_note revision take it",
+    )
+    revision: str | None = Field(
+        default=None,
+        description="The start of its content hash (absent for a deletion; the same when the text came back "
+        "to an earlier state); expected_revision takes it",
+    )
     path: str | None = Field(
         default=None,
         description="The note's path then (note_history: only where it had another name than the answer's path)",
@@ -107,8 +119,8 @@ class RevisionRow(Compact):
 
 class DiffResult(_Out):
     path: str
-    from_: str = Field(alias="from", serialization_alias="from")
-    to: str | None = Field(description="Later time (null = now)")
+    from_: str = Field(alias="from", serialization_alias="from", description="Earlier time or revision id")
+    to: str | None = Field(description="Later time or revision id (null = now)")
     diff: str = Field(description="Unified diff; empty when the note was identical at both times")
     truncated: bool = False
 

@@ -91,7 +91,8 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         revision: Annotated[
             str | None,
             Field(
-                description="The revision to bring back (a content_hash from note_history, or its first 8+ characters)",
+                description="The revision to bring back: its id from note_history (r12), or its content hash "
+                "(8+ characters)",
                 max_length=64,
             ),
         ] = None,

@@ -15,7 +15,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from .. import acting
-from ..errors import NoteDeleted, NoteNotFound, VaultsyncError
+from ..errors import ConfigError, NoteDeleted, NoteNotFound, VaultsyncError
 from ..times import ACCEPTED, parse_time
 from .models import flat_schema
 from .wire import compact
@@ -126,6 +126,19 @@ def when(value: str | None, name: str) -> int | None:
     differ from the ``Vault`` method's (``diff_note``'s ``from``/``to``).
     """
     return parse_time(value, name) if value is not None else None
+
+
+def moment(value: str | None, name: str) -> int | str | None:
+    """A time of one note, or a revision of it (``revision_id``, or its content hash's start), kept as written
+    for ``Vault`` to find in the note's history."""
+    from ..revisions import looks_like_revision
+
+    if value is not None and looks_like_revision(value):
+        return value.strip()
+    try:
+        return when(value, name)
+    except VaultsyncError as exc:
+        raise ConfigError(f"{exc}; or a revision id from note_history (r12)", argument=name) from None
 
 
 def encode_cursor(after: str) -> str:

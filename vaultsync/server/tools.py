@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from ..times import ACCEPTED, format_time
+from ..times import ACCEPTED, RECENT_DAYS, format_time, recent
 from .answers import (
     MAX_RESULT_CHARS,
     HistoryAnswer,
@@ -30,7 +30,7 @@ from .models import (
     WatcherStatus,
 )
 from .served import ServedVault
-from .toolkit import READ_ONLY, PathArg, TimeArg, ToolSet, decode_cursor, friendly, page, when, wire_names
+from .toolkit import READ_ONLY, PathArg, TimeArg, ToolSet, decode_cursor, friendly, moment, page, when, wire_names
 
 ValidArg = Annotated[
     str | None,
@@ -163,7 +163,13 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
     @friendly
     def read_note(
         path: PathArg,
-        as_of: TimeArg = None,
+        as_of: Annotated[
+            str | None,
+            Field(
+                description=f"Knowledge cutoff: {ACCEPTED}; or a revision id from note_history (r12). Omit for now.",
+                max_length=64,
+            ),
+        ] = None,
         valid_at: ValidArg = None,
         offset: Annotated[int, Field(ge=0, description="Character offset to start at (for notes over 256K chars)")] = 0,
         max_chars: Annotated[
@@ -177,7 +183,7 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
         offset=next_offset until next_offset is null.
         """
         with rt.reading() as vault:
-            note = vault.read(path, as_of=as_of, valid_at=valid_at)
+            note = vault.read(path, as_of=moment(as_of, "as_of"), valid_at=valid_at)
         data = note.to_json()
         text = note.content
         if offset > len(text):
@@ -212,8 +218,9 @@ def add_note_history(tools: ToolSet, rt: ServedVault) -> None:
         valid_at: ValidArg = None,
     ) -> HistoryAnswer:
         """List every recorded revision of a note (created, modified, renamed, deleted), oldest first,
-        following renames back to the note's earlier names: each with its kind, known_at and revision id
-        (and its path where it had another name). Use diff_note to see what changed."""
+        following renames back to the note's earlier names: each with its kind, known_at, id (r12: names
+        this one revision) and content hash start (and its path where it had another name). Use diff_note
+        with two ids to see what changed, read_note with one to read it."""
         with rt.reading() as vault:
             latest, chosen = vault.history_window(path, since, until, valid_at=valid_at)
         return history_answer(latest, chosen[-limit:], len(chosen) > limit)
@@ -225,12 +232,20 @@ def add_diff_note(tools: ToolSet, rt: ServedVault) -> None:
     @friendly
     def diff_note(
         path: PathArg,
-        from_: Annotated[str, Field(alias="from", description=f"Earlier time: {ACCEPTED}", max_length=64)],
-        to: Annotated[str | None, Field(description="Later time (omit for now)", max_length=64)] = None,
+        from_: Annotated[
+            str,
+            Field(
+                alias="from",
+                description=f"Earlier time: {ACCEPTED}; or a revision id from note_history (r12)",
+                max_length=64,
+            ),
+        ],
+        to: Annotated[str | None, Field(description="Later time or revision id (omit for now)", max_length=64)] = None,
         valid_at: ValidArg = None,
     ) -> DiffResult:
-        """Show how a note changed between two times, as a unified diff (empty when it did not change)."""
-        start, end = when(from_, "from"), when(to, "to")  # named as the client named them, not since/until
+        """Show how a note changed between two times or two of its revisions (ids from note_history), as a
+        unified diff (empty when it did not change)."""
+        start, end = moment(from_, "from"), moment(to, "to")  # named as the client named them, not since/until
         with rt.reading() as vault:
             diff = vault.diff(path, start, end, valid_at=valid_at)
         cut = len(diff) > MAX_RESULT_CHARS
@@ -243,22 +258,31 @@ def add_list_changes(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("What changed in a time window", READ_ONLY)
     @friendly
     def list_changes(
-        since: Annotated[str, Field(description=f"Start of the window (exclusive): {ACCEPTED}", max_length=64)],
+        since: Annotated[
+            str | None,
+            Field(
+                description=f"Start of the window (exclusive): {ACCEPTED}; omit for the {RECENT_DAYS} days up to until",
+                max_length=64,
+            ),
+        ] = None,
         until: Annotated[
             str | None, Field(description="End of the window (inclusive); omit for now", max_length=64)
         ] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most changes to list")] = 200,
         valid_at: ValidArg = None,
     ) -> ChangesResult:
-        """List the notes created, modified, renamed or deleted between two times, in the order
-        vaultsync learned of them."""
-        start, end = when(since, "since"), when(until, "until")
+        """List the notes created, modified, renamed or deleted between two times (by default the last
+        week), in the order vaultsync learned of them."""
+        end = when(until, "until")
+        picked = when(since, "since")
+        start = picked if picked is not None else recent(end)
+        said = since if since is not None else format_time(start)
         with rt.reading() as vault:
             revisions, counts, more = vault.changes_page(start, end, valid_at=valid_at, limit=limit)
             first, horizon, early = vault.first_known_at, vault.horizon, vault.before_history(end)
         clipped = horizon is not None and start is not None and start < horizon
         return ChangesResult(
-            since=since,
+            since=said,
             until=until,
             changes=change_rows(revisions),
             counts=counts,

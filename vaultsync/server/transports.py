@@ -1,40 +1,26 @@
-"""Serving: stdio (protocol only on stdout, bad input answered, size- and depth-limited, requests in
-flight bounded) and streamable HTTP (loopback by default, Origin/Host checked, bearer token beyond
-loopback, request size limit, connections and request time bounded, HTTPS with a certificate).
-The limits themselves are in ``guards``."""
+"""Serving over streamable HTTP (loopback by default, Origin/Host checked, bearer token beyond loopback, request size
+limit, connections and request time bounded, HTTPS with a certificate), and what both transports share; stdio is in
+``stdio``. The limits themselves are in ``limits``."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
-import json
 import logging
 import os
 import secrets
-import signal
 import socket
-import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-import anyio
-import anyio.from_thread
-import anyio.lowlevel
 from mcp.server import MCPServer
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.message import SessionMessage
-from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCResponse, jsonrpc_message_adapter
-from pydantic import ValidationError
 
 from ..errors import ConfigError, VaultsyncError
 from . import probes
-from .limits import KEEP_ALIVE_S, MAX_HTTP_CONNECTIONS, MAX_JSON_DEPTH, InFlight, depth, guarded_h11, valid_id
+from .limits import KEEP_ALIVE_S, MAX_HTTP_CONNECTIONS, guarded_h11
 from .sdk import lowlevel_server
 
 logger = logging.getLogger(__name__)
@@ -45,182 +31,13 @@ MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-# ------------------------------------------------------------------ stdio
-
-
-END_OF_INPUT_S = 10.0
-"""How long a stdio server whose input ended waits for the requests it already read to be answered."""
-
-
-class GuardedLines:
-    """stdin as JSON-RPC lines: oversized lines and malformed JSON are answered with a JSON-RPC
-    error (``id: null`` when it cannot be known) instead of being dropped, and never buffered whole.
-
-    Lines are read on a daemon thread, so a blocked read never keeps the process from exiting. At
-    the end of the input the stream stays open until every request already read is answered: the
-    SDK stops serving when its input ends, and would drop a request still being handled.
-    """
-
-    _OVERSIZED = b"\x00oversized"
-
-    def __init__(self, raw: BinaryIO, limit: int = MAX_MESSAGE_BYTES) -> None:
-        self.raw = raw
-        self.limit = limit
-        self.reply: Any = None
-        self.in_flight = InFlight()
-        self.ready = anyio.Event()
-        self._answered = anyio.Event()
-        self._send, self._recv = anyio.create_memory_object_stream[bytes](16)
-
-    def __aiter__(self) -> Any:
-        return self._lines()
-
-    def _pump(self, token: Any) -> None:
-        """Split fd reads into lines (os.read holds no Python lock, so exiting never waits on it)."""
-        fd = self.raw.fileno()
-        pending, skipping = bytearray(), False
-        try:
-            while chunk := os.read(fd, 1 << 16):
-                start = 0
-                while (end := chunk.find(b"\n", start)) >= 0:
-                    if not skipping:
-                        pending += chunk[start : end + 1]
-                    line = self._OVERSIZED if skipping or len(pending) > self.limit else bytes(pending)
-                    pending.clear()
-                    skipping = False
-                    anyio.from_thread.run(self._send.send, line, token=token)
-                    start = end + 1
-                if not skipping:
-                    pending += chunk[start:]
-                    if len(pending) > self.limit:  # too long already: drop it and skip to its end
-                        pending.clear()
-                        skipping = True
-            if pending or skipping:
-                anyio.from_thread.run(self._send.send, self._OVERSIZED if skipping else bytes(pending), token=token)
-        except Exception:  # the event loop is gone: nobody is listening any more
-            logger.debug("stdin reader stopped", exc_info=True)
-        finally:
-            try:
-                anyio.from_thread.run_sync(self._send.close, token=token)
-            except Exception:
-                pass
-
-    async def _lines(self) -> Any:
-        await self.ready.wait()
-        token = anyio.lowlevel.current_token()
-        threading.Thread(target=self._pump, args=(token,), name="vaultsync-stdin", daemon=True).start()
-        async for line in self._recv:
-            if line is self._OVERSIZED:
-                await self._error(None, INVALID_REQUEST, f"message too large: the limit is {self.limit} bytes")
-                continue
-            text = line.decode("utf-8", "replace")
-            if not text.strip():
-                continue
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                await self._error(None, PARSE_ERROR, f"Parse error: not valid JSON ({exc.msg} at column {exc.colno})")
-                continue
-            except RecursionError:
-                await self._error(None, INVALID_REQUEST, f"message nested too deeply: at most {MAX_JSON_DEPTH} levels")
-                continue
-            refusal = self._refusal(data)
-            if refusal is not None:
-                ident = data.get("id") if isinstance(data, dict) else None
-                await self._error(ident if valid_id(ident) else None, INVALID_REQUEST, refusal)
-                continue
-            method, ident = data.get("method"), data.get("id")
-            if method is not None and ident is not None:
-                if self.in_flight.full:
-                    await self._error(
-                        ident,
-                        INVALID_REQUEST,
-                        f"too many requests in flight: at most "
-                        f"{self.in_flight.limit} unanswered at once; wait for replies",
-                    )
-                    continue
-                self.in_flight.sent(ident)
-            elif method == "notifications/cancelled" and isinstance(data.get("params"), dict):
-                self.in_flight.answered(data["params"].get("requestId"))
-            yield text
-        with anyio.move_on_after(END_OF_INPUT_S):  # end of input: answer what was read before stopping,
-            while self.in_flight.pending:  # but never linger for a request the SDK drops unanswered
-                self._answered = anyio.Event()
-                await self._answered.wait()
-
-    @staticmethod
-    def _refusal(data: Any) -> str | None:
-        """Why a parsed message is not one the server takes (None when it is)."""
-        if depth(data) > MAX_JSON_DEPTH:
-            return f"message nested too deeply: at most {MAX_JSON_DEPTH} levels"
-        if isinstance(data, dict) and "id" in data and not valid_id(data["id"]):
-            return "Invalid Request: the id must be a string or an integer"
-        try:
-            jsonrpc_message_adapter.validate_python(data, by_name=False)
-        except (ValidationError, RecursionError):
-            return "Invalid Request: expected a JSON-RPC 2.0 request, notification or response object"
-        return None
-
-    async def _error(self, ident: str | int | None, code: int, message: str) -> None:
-        logger.info("refused a stdio message: %s", message)
-        error = JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(code=code, message=message))
-        await self.reply.send(SessionMessage(error))
-
-    async def forward(self, from_server: Any, stdout: Any) -> None:
-        """Pass the server's messages to stdout, counting each response as its request answered."""
-        async with from_server, stdout:  # closing stdout's stream lets the SDK's writer finish
-            async for message in from_server:
-                await stdout.send(message)
-                if isinstance(message.message, JSONRPCResponse | JSONRPCError):
-                    self.in_flight.answered(message.message.id)
-                    self._answered.set()
-
-
-async def serve_stdio(mcp: MCPServer, *, limit: int = MAX_MESSAGE_BYTES) -> None:
-    """Serve one client on stdin/stdout until stdin closes or SIGINT/SIGTERM arrives."""
-    stdin = GuardedLines(sys.stdin.buffer, limit)
-    lowlevel = lowlevel_server(mcp)  # MCPServer.run_stdio_async takes no streams: run ours on the low-level server
-    with _one_error():
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_cancel_on_signals, tg.cancel_scope)
-            # (the ignore below) GuardedLines stands in for the SDK's async stdin
-            async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
-                stdin.reply = write_stream
-                server_out, to_stdout = anyio.create_memory_object_stream[SessionMessage](0)
-                tg.start_soon(stdin.forward, to_stdout, write_stream)
-                stdin.ready.set()
-                async with server_out:
-                    await lowlevel.run(read_stream, server_out, lowlevel.create_initialization_options())
-            tg.cancel_scope.cancel()
-
-
-@contextlib.contextmanager
-def _one_error() -> Iterator[None]:
-    """A VaultsyncError (a vault that cannot be opened in the lifespan) as itself, not inside task
-    groups' exception groups: the command line says it in one line."""
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        found = _vaultsync_error(group)
-        if found is None:
-            raise
-        raise found from None
-
-
-def _vaultsync_error(exc: BaseException) -> VaultsyncError | None:
+def vaultsync_error(exc: BaseException) -> VaultsyncError | None:
+    """The VaultsyncError ``exc`` is, or the only one inside its exception groups (said as one line)."""
     if isinstance(exc, VaultsyncError):
         return exc
     if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        return _vaultsync_error(exc.exceptions[0])
+        return vaultsync_error(exc.exceptions[0])
     return None
-
-
-async def _cancel_on_signals(scope: anyio.CancelScope) -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for signum in signals:
-            logger.info("received signal %d, stopping", signum)
-            scope.cancel()
-            return
 
 
 # ------------------------------------------------------------------ HTTP
@@ -496,7 +313,7 @@ def _quiet_startup(app: Any, failed: list[VaultsyncError]) -> Any:
         except BaseException as exc:
             if not held:
                 raise
-            found = _vaultsync_error(exc)
+            found = vaultsync_error(exc)
             if found is None:
                 await send(held[0])
                 raise

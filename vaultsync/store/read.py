@@ -8,7 +8,7 @@ from typing import Any
 
 import apsw
 
-from ..revisions import short_revision
+from ..revisions import revision_id, short_revision
 from ..times import format_time
 from .codec import unpack
 
@@ -61,9 +61,9 @@ class Revision:
         return {name: _JSON_FIELDS[name](self) for name in (fields or HISTORY_FIELDS)}
 
 
-HISTORY_FIELDS = ("path", "kind", "known_at", "revision", "content_hash", "size", "renamed_from")
+HISTORY_FIELDS = ("path", "kind", "known_at", "id", "revision", "content_hash", "size", "renamed_from")
 """A revision in ``history --json``, ``note_history`` and ``list_changes``."""
-CHANGE_FIELDS = ("path", "kind", "known_at", "renamed_from", "revision", "content_hash", "batch")
+CHANGE_FIELDS = ("path", "kind", "known_at", "renamed_from", "id", "revision", "content_hash", "batch")
 """A revision in ``changes --json``."""
 LISTED_FIELDS = ("path", "known_at", "revision", "content_hash", "size", "title")
 """A note in ``ls --json`` (``list_notes`` adds ``tags``)."""
@@ -73,6 +73,7 @@ _JSON_FIELDS: dict[str, Any] = {
     "kind": lambda r: r.kind,
     "known_at": lambda r: format_time(r.known_at),
     "content_hash": lambda r: r.content_hash,
+    "id": revision_id,
     "revision": lambda r: short_revision(r.content_hash),
     "batch": lambda r: r.batch_id,
     "size": lambda r: r.size,

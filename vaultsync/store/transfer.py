@@ -7,7 +7,8 @@ through the parser again (the same text gives the same chunks, links, title and 
 embeds with the source's embedder) and renames and deletions are written as such, so every answer at every time
 (read, ls, history, changes, export,
 search) is the source's. The file states (what lets the next sync skip unchanged files) and the git
-commits already imported follow.
+commits already imported follow. Into PostgreSQL, each copied vault's search index is built once, after its
+batches (``PgStore.deferred_index``, ``pg/bulk.py``: the tables the batch-by-batch indexer would leave).
 
 A purged vault is copied as its history now is (the purged revisions as they were rewritten), followed by
 its purge records, verbatim (so the retention horizon, the ``purges`` a view lists and the provenance of
@@ -22,6 +23,7 @@ audit log the source also has.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,7 +45,11 @@ class Copied:
 
 
 def copy_databases(
-    src: str | os.PathLike[str], dst: str | os.PathLike[str], *, progress: Callable[[str, int, int], None] | None = None
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    progress: Callable[[str, int, int], None] | None = None,
+    bulk: bool = True,
 ) -> Copied:
     """Open the database ``src`` (read-only) and ``dst`` (a file or a ``postgresql://`` URI, created as needed)
     and copy every vault of one into the other."""
@@ -53,15 +59,18 @@ def copy_databases(
     try:
         target = open_store(dst, embedder=_embedder(source))
         try:
-            return copy_database(source, target, progress=progress)
+            return copy_database(source, target, progress=progress, bulk=bulk)
         finally:
             target.close()
     finally:
         source.close()
 
 
-def copy_database(src: Engine, dst: Engine, *, progress: Callable[[str, int, int], None] | None = None) -> Copied:
-    """Copy every vault of ``src`` (read) into ``dst`` (opened for writing); see the module docstring."""
+def copy_database(
+    src: Engine, dst: Engine, *, progress: Callable[[str, int, int], None] | None = None, bulk: bool = True
+) -> Copied:
+    """Copy every vault of ``src`` (read) into ``dst`` (opened for writing); see the module docstring. ``bulk``
+    (PostgreSQL): build each copied vault's search index once, after its batches (False: batch by batch)."""
     done = Copied()
     heads = _audit_heads(src)
     theirs = {h[0]: h for h in _audit_heads(dst)}
@@ -78,9 +87,11 @@ def copy_database(src: Engine, dst: Engine, *, progress: Callable[[str, int, int
                 f"the destination already holds a vault '{stored.name}' with history; copy into a "
                 "database (or schema) that does not hold it (other vaults there are kept)"
             )
-    for stored in src.vaults():
-        done.vaults[stored.name] = _copy_vault(src, dst, stored, progress)
-        _copy_purges(src, dst, stored)
+    deferred = getattr(dst, "deferred_index", None)  # PostgreSQL: each copied vault's index built once, at the end
+    with deferred() if deferred is not None and bulk else contextlib.nullcontext():
+        for stored in src.vaults():
+            done.vaults[stored.name] = _copy_vault(src, dst, stored, progress)
+            _copy_purges(src, dst, stored)
     with dst.db.atomic() as con:  # type: ignore[attr-defined]  # both engines' own database (not in the contract)
         for head in heads:
             if head[0] not in theirs:

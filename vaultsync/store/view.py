@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import zlib
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -121,19 +122,27 @@ class View:
         return q.revisions_of_path(self._con, self.vault_id, path, before_batch)
 
     def history(self, path: str) -> list[Revision]:
-        """Every revision of the note at ``path``, oldest first, following renames back to its first name."""
-        revs = self.revisions_of(path)
-        seen = {path}
-        while revs and revs[0].kind == "renamed" and revs[0].renamed_from and revs[0].renamed_from not in seen:
-            old = revs[0].renamed_from
-            seen.add(old)
-            earlier = [
-                r
-                for r in self.revisions_of(old, revs[0].batch_id)
-                if not (r.deleted and r.renamed_to == revs[0].path and r.batch_id == revs[0].batch_id)
-            ]
-            revs = earlier + revs
-        return revs
+        """Every revision stored at ``path``, oldest first, and, behind each rename that brought a note
+        here, the revisions it had under its earlier name (and so on back): a folder moved away, edited
+        there and moved back keeps the whole story. A rename's tombstone is left out where the rename
+        itself is listed (one revision a batch)."""
+        found: dict[int, Revision] = {}
+        todo: list[tuple[str, int | None]] = [(path, None)]
+        done: set[tuple[str, int | None]] = set()
+        while todo:
+            at, before = todo.pop()
+            if (at, before) in done:
+                continue
+            done.add((at, before))
+            for r in self.revisions_of(at, before):
+                if before is not None and r.batch_id >= before:
+                    continue  # the rename's other end, or another note arriving here in that batch
+                found[r.note_id] = r
+                if r.kind == "renamed" and r.renamed_from:
+                    todo.append((r.renamed_from, r.batch_id))
+        revs = sorted(found.values(), key=lambda r: (r.batch_id, r.note_id))
+        batches = Counter(r.batch_id for r in revs)
+        return [r for r in revs if not (r.deleted and r.renamed_to and batches[r.batch_id] > 1)]
 
     def history_valid(self, path: str) -> list[Revision]:
         """With ``valid_at``: the revisions that in turn applied at that validity time as knowledge grew

@@ -45,6 +45,20 @@ def by_hash(con: Any, table: str, columns: str, keys: list[bytes]) -> dict[bytes
     return found
 
 
+def insert_rows(con: Any, sql: str, rows: list[tuple]) -> list[int]:
+    """Run ``sql`` (an INSERT of one row) for each of ``rows`` and return the new rows' ids, in order: the engine's
+    own ``insert_many`` where it has one (PostgreSQL: the statements sent together, not one round trip each), else
+    one statement each, as the ids come (``last_insert_rowid``)."""
+    many = getattr(con, "insert_many", None)
+    if many is not None:
+        return list(many(sql, rows))
+    ids = []
+    for row in rows:
+        con.execute(sql, row)
+        ids.append(con.last_insert_rowid())
+    return ids
+
+
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=False)
 
 
@@ -172,10 +186,10 @@ class BatchWriter:
         (the inserts stay one statement each: ``last_insert_rowid`` is what both engines answer)."""
         keys = [codec.content_key(value) for value in values]
         found = {h: row[0] for h, row in by_hash(self.con, table, "id", keys).items()}
-        for h, value in zip(keys, values):
-            if h not in found:
-                self.con.execute(f"INSERT INTO {table} (hash, body) VALUES (?, ?)", (h, codec.pack(value, key)))
-                found[h] = self.con.last_insert_rowid()
+        missing = {h: value for h, value in zip(keys, values) if h not in found}
+        if missing:
+            rows = [(h, codec.pack(value, key)) for h, value in missing.items()]
+            found.update(zip(missing, insert_rows(self.con, f"INSERT INTO {table} (hash, body) VALUES (?, ?)", rows)))
         return [found[h] for h in keys]
 
     def add_revision(self, change: Change, parsed: ParsedNote) -> None:
@@ -228,37 +242,40 @@ class BatchWriter:
         listed = [value for value in links if value is not None]
         link_ids = iter(self._ids("blobs", listed, codec.LINKS_KEY) if listed else ())
         links_ids = [None if value is None else next(link_ids) for value in links]
-        rows: list[ChunkRow] = []
-        for ord_, (chunk, text_id, links_id) in enumerate(zip(parsed.chunks, text_ids, links_ids)):
-            self.con.execute(
-                """INSERT INTO chunks (note_id, ord, chunk_id, text_id, heading_path, line_start, line_end, kind,
-                       links_id) VALUES (?,?,?,?,?,?,?,?,?)""",
-                (
-                    note_id,
-                    ord_,
-                    chunk.chunk_id,
-                    text_id,
-                    dumps_strings(chunk.heading_path),
-                    chunk.line_start,
-                    chunk.line_end,
-                    chunk.kind,
-                    links_id,
-                ),
+        values = [
+            (
+                note_id,
+                ord_,
+                chunk.chunk_id,
+                text_id,
+                dumps_strings(chunk.heading_path),
+                chunk.line_start,
+                chunk.line_end,
+                chunk.kind,
+                links_id,
             )
-            rows.append(
-                ChunkRow(
-                    self.con.last_insert_rowid(),
-                    note_id,
-                    path,
-                    chunk.chunk_id,
-                    text_id,
-                    chunk.text,
-                    chunk.heading_path,
-                    parsed.title,
-                    parsed.aliases,
-                )
+            for ord_, (chunk, text_id, links_id) in enumerate(zip(parsed.chunks, text_ids, links_ids))
+        ]
+        row_ids = insert_rows(
+            self.con,
+            """INSERT INTO chunks (note_id, ord, chunk_id, text_id, heading_path, line_start, line_end, kind,
+                   links_id) VALUES (?,?,?,?,?,?,?,?,?)""",
+            values,
+        )
+        return [
+            ChunkRow(
+                row_id,
+                note_id,
+                path,
+                chunk.chunk_id,
+                text_id,
+                chunk.text,
+                chunk.heading_path,
+                parsed.title,
+                parsed.aliases,
             )
-        return rows
+            for row_id, chunk, text_id in zip(row_ids, parsed.chunks, text_ids)
+        ]
 
     def add_tombstone(self, path: str, live_id: int, renamed_to: str | None = None) -> int:
         """Record that ``path`` stopped existing (or was renamed to ``renamed_to``)."""

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from ..errors import NoteNotFound
 from ..links import Resolver
-from ..revisions import short_revision
+from ..revisions import revision_id, short_revision
 from ..store import Revision
 from ..times import TimeLike, as_micros, format_time
 from ..vault import Vault
@@ -45,6 +45,7 @@ def _revision(r: Revision) -> dict[str, Any]:
         "renamed_to": r.renamed_to,
         "size": r.size,
         "title": r.title,
+        "id": revision_id(r),
         "revision": short_revision(r.content_hash),
     }
 

@@ -58,7 +58,7 @@ function el(tag, props, ...children) {
   return node;
 }
 
-function label(r) { return `${r.kind} · ${r.iso.replace("T", " ").slice(0, 19)} · ${r.revision || "—"}`; }
+function label(r) { return `${r.id} · ${r.kind} · ${r.iso.replace("T", " ").slice(0, 19)}`; }
 
 async function onToolResult(result) {
   if (result.isError) { status(((result.content || [])[0] || {}).text || "note_history failed", true); return; }
@@ -87,7 +87,8 @@ function drawTimeline() {
   const items = state.revisions.map((r, i) => {
     const button = el("button", { type: "button", "data-index": String(i) },
       el("span", { class: "kind" }, r.kind), el("span", { class: "when" }, r.iso),
-      el("span", { class: "rev" }, (r.revision || "") + (r.path !== state.path ? ` · ${r.path}` : "")));
+      el("span", { class: "rev", title: r.revision ? `content ${r.revision}` : "deleted" },
+         r.id + (r.path !== state.path ? ` · ${r.path}` : "")));
     button.addEventListener("click", () => pick(i));
     return el("li", { "data-revision": r.revision || "" }, button);
   });
@@ -140,7 +141,7 @@ $("restore").addEventListener("click", async () => {
   $("restore").disabled = true;
   status("restoring…");
   try {
-    const args = { path: latest.kind === "deleted" ? r.path : latest.path, revision: r.revision };
+    const args = { path: latest.kind === "deleted" ? r.path : latest.path, revision: r.id };
     if (latest.kind !== "deleted" && latest.revision) args.expected_revision = latest.revision;
     const done = await callTool("restore_note", args);
     status(`restored as a new revision ${(done.content_hash || "").slice(0, 12)}`.trim());

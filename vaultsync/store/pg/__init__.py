@@ -103,6 +103,8 @@ class PgStore(Store):
         self._filler: Any = None
         self.fences: dict[int, Fence] = {}
         """The fence of each vault whose writer lock this store took (``pg/fence.py``): its batches check it."""
+        self._deferred: dict[int, bool] | None = None
+        """Inside ``deferred_index``: each vault written so far, and whether its index waits for the end."""
         try:
             with self.db.atomic() as con:
                 self.schema = self.db.schema = con.raw.execute("SELECT current_schema()").fetchone()[0]
@@ -198,7 +200,8 @@ class PgStore(Store):
                     f"known_at {format_time(known_at)} is earlier than the vault's last batch at {format_time(last)}",
                     argument="known_at",
                 )
-            writer = BatchWriter(con, vault_id, known_at, source, detail, caller, self.indexers)
+            indexers = [] if self._defers(con, vault_id) else self.indexers
+            writer = BatchWriter(con, vault_id, known_at, source, detail, caller, indexers)
             try:
                 yield writer
                 writer.finish()
@@ -212,6 +215,43 @@ class PgStore(Store):
                     )
             finally:
                 writer.forget_ahead()
+
+    @contextlib.contextmanager
+    def deferred_index(self) -> Iterator[None]:
+        """Batches written inside leave the search index of a vault that has none (a vault being copied) to the end,
+        where it is built in one pass (``pg/bulk.py``: the same tables, far fewer statements and dead rows); a vault
+        already indexed is indexed batch by batch as always. Left by an error, the index is not built (the views of
+        such a vault ask for ``reindex``)."""
+        if self._deferred is not None or not self.indexers or self.indexers[0].mismatch:  # type: ignore[attr-defined]
+            yield
+            return
+        self._deferred = {}
+        try:
+            yield
+            for vault_id, waits in self._deferred.items():
+                if waits:
+                    self._build_index(vault_id)
+        finally:
+            self._deferred = None
+
+    def _defers(self, con: Con, vault_id: int) -> bool:
+        """Whether this batch of the vault leaves its index to ``deferred_index``'s end."""
+        if self._deferred is None:
+            return False
+        if vault_id not in self._deferred:
+            self._deferred[vault_id] = not con.raw.execute(
+                "SELECT EXISTS (SELECT 1 FROM search_state WHERE vault_id = %(v)s) "
+                "OR EXISTS (SELECT 1 FROM search_rows WHERE vault_id = %(v)s)",
+                {"v": vault_id},
+            ).fetchone()[0]
+        return self._deferred[vault_id]
+
+    def _build_index(self, vault_id: int) -> None:
+        from . import bulk
+
+        with self.db.atomic() as con:
+            self._hold_head(con, vault_id)
+            bulk.build(con, vault_id, self.indexers[0].embedder)  # type: ignore[attr-defined]  # a PgKeywordIndexer
 
     def _hold_head(self, con: Con, vault_id: int) -> None:
         """Lock the vault's head row in this transaction and check this process's fence (``pg/fence.py``): a refused

@@ -122,6 +122,23 @@ class Con:
         with self.raw.cursor() as cursor:
             cursor.executemany(text, list(rows))
 
+    def insert_many(self, sql: str, rows: list[tuple]) -> list[int]:
+        """``sql`` (an INSERT of one row into a table with an ``id``) run for each of ``rows``, sent together
+        (psycopg's pipeline): the new ids in order, as one statement each would have taken them."""
+        text, returning = translate(sql)
+        assert returning, f"not an INSERT returning an id: {sql}"
+        if not rows:
+            return []
+        ids: list[int] = []
+        with self.raw.cursor() as cursor:
+            cursor.executemany(text, rows, returning=True)
+            while True:
+                ids.append(int(cursor.fetchone()[0]))
+                if not cursor.nextset():
+                    break
+        self._last_id = ids[-1]
+        return ids
+
     def last_insert_rowid(self) -> int:
         assert self._last_id is not None, "no INSERT returned an id on this connection"
         return self._last_id

@@ -30,15 +30,21 @@ from ..search.schema import OPEN
 
 TABLE = "search_doc_spans"
 
-FROM_ROWS = f"""
+
+def from_rows(where: str = "true") -> str:
+    """``FROM_ROWS`` for the rows ``where`` selects (of one vault, say)."""
+    return f"""
 WITH r AS (SELECT vault_id, doc_id, born, coalesce(died, {OPEN}) AS died FROM search_rows
-           WHERE died IS NULL OR died > born),
+           WHERE (died IS NULL OR died > born) AND {where}),
 e AS (SELECT *, max(died) OVER (PARTITION BY vault_id, doc_id ORDER BY born, died
                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before FROM r),
 i AS (SELECT *, count(*) FILTER (WHERE before IS NULL OR born > before)
                     OVER (PARTITION BY vault_id, doc_id ORDER BY born, died ROWS UNBOUNDED PRECEDING) AS span FROM e)
 SELECT vault_id, doc_id, min(born) AS born, max(died) AS died FROM i GROUP BY vault_id, doc_id, span
 """
+
+
+FROM_ROWS = from_rows()
 """The spans computed from ``search_rows`` alone: the rows' lifetimes ``[born, died)`` (empty ones left out) of
 each doc and vault, merged where one starts before or as the ones before it end."""
 
@@ -73,12 +79,18 @@ just left the vault's ``search_live``) closed at batch ``%(b)s``, or removed whe
 
 def rebuild(raw: Any, schema: str | None) -> None:
     """The whole table computed from ``search_rows`` (and the vectors), in (vault, born) order."""
-    vec, value = _vec(schema)
     raw.execute(f"DELETE FROM {TABLE}")
+    insert(raw, schema)
+
+
+def insert(raw: Any, schema: str | None, where: str = "true", params: Any = None) -> None:
+    """The spans of the rows ``where`` selects (with ``params``) computed and added, in (vault, born) order."""
+    vec, value = _vec(schema)
     raw.execute(
         f"INSERT INTO {TABLE} (vault_id, doc_id, born, died{vec}) SELECT s.vault_id, s.doc_id, s.born, "
-        f"s.died{value} FROM ({FROM_ROWS}) s LEFT JOIN search_vectors v ON v.doc_id = s.doc_id "
-        "ORDER BY s.vault_id, s.born, s.doc_id"
+        f"s.died{value} FROM ({from_rows(where)}) s LEFT JOIN search_vectors v ON v.doc_id = s.doc_id "
+        "ORDER BY s.vault_id, s.born, s.doc_id",
+        params,
     )
 
 

@@ -318,7 +318,7 @@ function renderNote(data) {
   $("note").hidden = false;
   $("note-title").textContent = data.title || data.path;
   const r = data.revision;
-  $("note-meta").textContent = `${data.path} · revision ${r.revision || "—"} known at ${short(r.known_at)} (${r.kind}${r.renamed_from ? ` from ${r.renamed_from}` : ""})` +
+  $("note-meta").textContent = `${data.path} · revision ${r.id}${r.revision ? ` (content ${r.revision})` : ""} known at ${short(r.known_at)} (${r.kind}${r.renamed_from ? ` from ${r.renamed_from}` : ""})` +
     (data.warnings.length ? ` · ${data.warnings.join("; ")}` : "");
   const table = $("frontmatter"), body = table.tBodies[0];
   body.replaceChildren();
@@ -352,7 +352,7 @@ function renderRevisions(data) {
     const jump = el("a", {href: noteHref(r.kind === "deleted" ? data.path : r.path, r.known_at), class: "jump", text: when,
                           title: "Move the timeline here"});
     const row = el("tr", {class: i === current ? "current" : "", "data-revision": r.revision || ""}, el("td", {}, pickA),
-                   el("td", {}, pickB), el("td", {}, jump), el("td", {class: "rev", text: r.revision || "—"}),
+                   el("td", {}, pickB), el("td", {}, jump), el("td", {class: "rev", text: r.id, title: r.revision ? `content ${r.revision}` : "deleted"}),
                    el("td", {text: r.kind}), el("td", {text: r.path}));
     body.append(row);
   });
@@ -363,7 +363,7 @@ function renderRevisions(data) {
 function diffRevisions(revs) {
   const a = revs[+document.querySelector('input[name="rev-a"]:checked').value];
   const b = revs[+document.querySelector('input[name="rev-b"]:checked').value];
-  showDiff(a.path, a.known_at, b.path, b.known_at, `A ${a.revision || "—"} (${short(a.known_at)}) → B ${b.revision || "—"} (${short(b.known_at)})`);
+  showDiff(a.path, a.known_at, b.path, b.known_at, `A ${a.id} (${short(a.known_at)}) → B ${b.id} (${short(b.known_at)})`);
 }
 
 let diffRuns = [], diffSeq = 0;

@@ -1,0 +1,100 @@
+"""``vaultsync copy`` into PostgreSQL builds each copied vault's search index in one pass (``pg/bulk.py``) and writes
+the revisions' chunks and texts with their statements sent together: the database is the one the batch-by-batch
+indexer leaves, table for table and row for row (doc ids, postings, rows, statistics, the live set, the spans,
+vectors, validity), into an empty database as into one that already holds another vault sharing texts; the
+revisions keep the ids a one-by-one copy gives them (SQLite's own copy); and the copy answers every search as the
+source, at every batch time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.pg_live import SHARED, STATES, T0, _history, _same_searches, _write
+
+from vaultsync import Vault
+from vaultsync.store.transfer import copy_databases
+
+pgserver = pytest.importorskip("support.pgserver")
+
+BOUNDED = "---\nvalid_from: 2020-01-01\nvalid_to: 2030-01-01\n---\n# Bounded\n\nA tide report valid for a decade.\n"
+EMPTY = "\n\n"
+STATES_PLUS = [
+    {**STATES[0], "Bounded.md": BOUNDED, "Empty.md": EMPTY, "Headings.md": "# Only\n\n## Headings\n"},
+    *STATES[1:3],
+    {**STATES[3], "Bounded.md": BOUNDED.replace("decade", "decade, revised")},
+]
+
+TABLES = {
+    "search_docs": "SELECT id, hash, length FROM search_docs ORDER BY id",
+    "search_postings": "SELECT term, doc, tf, positions FROM search_postings ORDER BY doc, term",
+    "search_rows": "SELECT id, vault_id, note_id, doc_id, born, died FROM search_rows ORDER BY id",
+    "search_vectors": "SELECT doc_id, embedding, {vec} FROM search_vectors ORDER BY doc_id",
+    "search_stats": "SELECT vault_id, batch_id, rows, tokens, max_doc FROM search_stats ORDER BY 1, 2",
+    "search_live": "SELECT vault_id, doc_id, rows, length FROM search_live ORDER BY 1, 2",
+    "search_live_postings": "SELECT term, doc, tf FROM search_live_postings ORDER BY doc, term",
+    "search_live_vectors": "SELECT vault_id, doc_id, embedding, {vec} FROM search_live_vectors ORDER BY 1, 2",
+    "search_doc_spans": "SELECT vault_id, doc_id, born, died, {vec} FROM search_doc_spans ORDER BY 1, 2, 3",
+    "search_bounded": "SELECT note_id, vault_id FROM search_bounded ORDER BY 1",
+    "search_state": "SELECT vault_id, last_batch FROM search_state ORDER BY 1",
+    "next doc id": "SELECT nextval(pg_get_serial_sequence('search_docs', 'id'))",
+}
+REVISIONS = {
+    "notes": "SELECT id, vault_id, batch_id, path, kind, prev_id, content_hash FROM notes ORDER BY id",
+    "chunks": "SELECT id, note_id, ord, chunk_id, text_id, heading_path, links_id FROM chunks ORDER BY id",
+    "texts": "SELECT id, hash FROM texts ORDER BY id",
+    "blobs": "SELECT id, hash FROM blobs ORDER BY id",
+}
+
+
+def _tables(dsn: str, queries: dict[str, str]) -> dict[str, list[tuple]]:
+    import psycopg
+
+    from vaultsync.store.pg.vectors import pgvector_schema
+
+    with psycopg.connect(dsn) as con:
+        vec = "vec::text" if pgvector_schema(con) is not None else "NULL"
+        return {name: [tuple(r) for r in con.execute(q.format(vec=vec))] for name, q in queries.items()}
+
+
+def _lite(db: Path, queries: dict[str, str]) -> dict[str, list[tuple]]:
+    import apsw
+
+    con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return {name: [tuple(r) for r in con.execute(q)] for name, q in queries.items()}
+    finally:
+        con.close()
+
+
+def _other_vault(dsn: str, tmp_path: Path) -> None:
+    """A vault already in the destination, one of whose texts the copied vaults share."""
+    _write(tmp_path / "x", {"Shared.md": SHARED, "Mine.md": "# Mine\n\nA gauge of x's own.\n"})
+    with Vault.open(dsn, root=tmp_path / "x", name="x") as vault:
+        vault.sync(known_at=T0 - 1)
+
+
+@pytest.mark.parametrize("occupied", [False, True], ids=["empty", "holding-another-vault"])
+def test_a_bulk_copy_leaves_the_tables_the_batch_by_batch_indexer_leaves(tmp_path: Path, occupied: bool) -> None:
+    lite = tmp_path / "lite.db"
+    times = _history(lite, tmp_path, states=STATES_PLUS)
+    bulk, slow = pgserver.fresh_or_skip("bulkcopy"), pgserver.fresh_or_skip("slowcopy")
+    if occupied:
+        for dsn in (bulk, slow):
+            _other_vault(dsn, tmp_path)
+    copy_databases(lite, bulk)
+    copy_databases(lite, slow, bulk=False)
+    built, kept = _tables(bulk, TABLES), _tables(slow, TABLES)
+    for name in TABLES:
+        assert built[name] == kept[name], name
+    assert built["search_bounded"] and built["search_postings"] and built["search_doc_spans"]  # something compared
+    assert any(died is not None for *_, died in built["search_rows"])
+    assert len({vault for vault, *_ in built["search_live"]}) == (3 if occupied else 2)
+    if not occupied:  # the revisions' ids are those of a copy made one statement at a time (SQLite's own)
+        back = tmp_path / "back.db"
+        copy_databases(lite, back)
+        assert _tables(bulk, REVISIONS) == _lite(back, REVISIONS)
+    with Vault.open(bulk, name="v", readonly=True) as vault:
+        assert vault.check() == []
+    assert _same_searches(lite, bulk, times) > 300

@@ -1,0 +1,84 @@
+"""A watcher in the foreground (the ``watch`` command): ``watch`` runs one until told to stop, ``stop_on_signals``
+tells it on SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from types import FrameType
+
+from ..errors import StoreError, VaultsyncError
+from ..vault import Vault
+from .watcher import OnBatch, Watcher
+from .writer_role import WriterRole
+
+logger = logging.getLogger("vaultsync.live.watcher")  # the watcher's lines, under its name
+
+
+def watch(
+    vault: Vault,
+    *,
+    step_ms: int = 300,
+    debounce_ms: int = 3000,
+    polling: bool = False,
+    reconcile_s: float = 300.0,
+    on_batch: OnBatch | None = None,
+    stop_event: threading.Event | None = None,
+    role: WriterRole | None = None,
+    describe: Callable[[VaultsyncError], str] = str,
+    max_outage_s: float | None = None,
+) -> Watcher:
+    """Watch until ``stop_event`` is set, then flush and return the stopped watcher (``describe``: how a
+    refusal is said, in the words of the door that runs it).
+
+    A vault folder that disappears is waited for (nothing is recorded meanwhile); raises StoreError
+    if the file-system observer stops, or the database stays unreachable for more than ``max_outage_s``
+    (watching stops after a final flush; what is pending is recorded by the next start's catch-up scan).
+    """
+    stop_event = stop_event or threading.Event()
+    watcher = Watcher(
+        vault,
+        step_ms=step_ms,
+        debounce_ms=debounce_ms,
+        polling=polling,
+        reconcile_s=reconcile_s,
+        on_batch=on_batch,
+        role=role,
+        describe=describe,
+    )
+    with watcher:
+        while not stop_event.wait(1.0):
+            if not watcher.healthy():
+                raise StoreError(f"stopped watching {vault.root}: the file-system observer stopped")
+            away = vault.database_unreachable_s()
+            if max_outage_s is not None and away > max_outage_s:
+                pending = watcher.status()["pending"]
+                raise StoreError(
+                    f"stopped watching {vault.root}: the database has been unreachable for {away:.0f} s "
+                    f"(the limit is {max_outage_s:g} s; {watcher.last_error}); {pending} changed "
+                    f"path{'s' * (pending != 1)} pending, recorded by the next start's catch-up scan"
+                )
+    return watcher
+
+
+def stop_on_signals(stop_event: threading.Event) -> Callable[[], None]:
+    """SIGINT/SIGTERM set ``stop_event`` (a second one aborts); returns a function restoring the handlers."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if stop_event.is_set():
+            raise KeyboardInterrupt
+        logger.info("%s received: flushing and stopping", signal.Signals(signum).name)
+        stop_event.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore
+
+
+__all__ = ["stop_on_signals", "watch"]

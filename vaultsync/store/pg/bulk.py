@@ -1,0 +1,223 @@
+"""A vault's whole search index built in one pass on PostgreSQL (``vaultsync copy`` into a PostgreSQL database).
+
+Batch by batch, the keyword indexer (``pg/keyword.py``) writes each chunk revision's doc, postings, vector and row,
+then keeps the live set, the spans and the statistics in step, in some thirty statements per revision: copying the
+Hub's whole history so took over a quarter of an hour, and the updates of the live tables, the rows and the spans
+left dead row versions behind that grew the database several times. A copy writes its vaults' batches without the
+indexer (``PgStore.deferred_index``) and then builds each copied vault's index here, in one transaction, from what
+the batches wrote:
+
+- the docs, in the order the indexer would have met them (revision by revision, each revision's indexable chunks in
+  order), so each gets the id it would have had; their postings, vectors (made by the store's embedder, as
+  ``search.embedding.write_vectors`` makes them; none for a background embedder: filled after, as always) and the
+  chunk rows (born: the revision's batch, died: the batch that ended it) streamed in with ``COPY``;
+- then the rest computed in SQL from those rows, by the definitions the tests compare the kept tables with (the
+  statistics, the live set and its postings and vectors, the spans), for this vault alone.
+
+The tables are then those the indexer would have left (``tests/store/test_pg_bulk.py`` compares them, row for row),
+so every answer is too. Only a vault with no index at all is built so (``PgStore.deferred_index`` decides).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+from ...embed.tokenizer import indexable, indexed_text
+from ..codec import content_key, unpack
+from ..search.embedding import embed_quantized
+from . import spans
+from .live import pgvector_schema
+from .ranking import tokens
+
+STEP = 4000
+"""Chunk revisions read (and their new docs written) per round."""
+
+_ROWS = """SELECT n.id, n.batch_id, e.batch_id, n.title, n.aliases, c.id, c.heading_path, t.body
+    FROM notes n JOIN chunks c ON c.note_id = n.id JOIN texts t ON t.id = c.text_id
+    LEFT JOIN note_ends e ON e.note_id = n.id
+    WHERE n.vault_id = %s AND n.kind <> 'deleted' ORDER BY n.id, c.ord"""
+
+STATS = """
+INSERT INTO search_stats (vault_id, batch_id, rows, tokens, max_doc)
+    SELECT %(v)s, batch_id, sum(d_rows) OVER w, sum(d_tokens) OVER w, max(d_max) OVER w FROM (
+        SELECT batch_id, sum(d_rows) AS d_rows, sum(d_tokens) AS d_tokens, max(d_max) AS d_max FROM (
+            SELECT r.born AS batch_id, 1 AS d_rows, d.length AS d_tokens, r.doc_id AS d_max
+                FROM search_rows r JOIN search_docs d ON d.id = r.doc_id WHERE r.vault_id = %(v)s
+            UNION ALL
+            SELECT r.died, -1, -d.length, NULL FROM search_rows r JOIN search_docs d ON d.id = r.doc_id
+                WHERE r.vault_id = %(v)s AND r.died IS NOT NULL) AS x
+        GROUP BY batch_id) AS y
+    WINDOW w AS (ORDER BY batch_id)
+"""
+"""The vault's ``search_stats`` from its rows (``schema.STATS_FROM_ROWS`` and ``MAX_DOC_FROM_ROWS`` for one vault)."""
+
+LIVE = (
+    """
+INSERT INTO search_live (vault_id, doc_id, rows, length)
+    SELECT r.vault_id, r.doc_id, count(*), min(d.length) FROM search_rows r JOIN search_docs d ON d.id = r.doc_id
+    WHERE r.vault_id = %(v)s AND r.died IS NULL GROUP BY r.vault_id, r.doc_id
+""",
+    """
+INSERT INTO search_live_postings (term, doc, tf)
+    SELECT p.term, p.doc, p.tf FROM search_postings p
+    WHERE p.doc IN (SELECT doc_id FROM search_live l WHERE l.vault_id = %(v)s AND NOT EXISTS (
+        SELECT 1 FROM search_live o WHERE o.doc_id = l.doc_id AND o.vault_id <> %(v)s))
+""",
+)
+"""The vault's live docs, and the postings of those live in no other vault (``live.LIVE_FROM_ROWS`` for one vault)."""
+
+
+def build(con: Any, vault_id: int, embedder: Any) -> int:
+    """Build the search index of vault ``vault_id``, which has none, from its revisions (see the module's text), in
+    the caller's transaction; ``embedder``: whose vectors new docs get (None: none). Returns the chunk rows indexed."""
+    raw = con.raw
+    schema = pgvector_schema(raw)
+    known = _Docs(raw)
+    count = 0
+    for part in _revisions(raw, vault_id):
+        docs: list[tuple[int, bytes, int]] = []
+        postings: list[str] = []  # COPY's text lines: most of what is written (arrays made here, not by the driver)
+        texts: list[tuple[int, str]] = []
+        rows = []
+        for note_id, born, died, chunk_id, text in part:
+            key = content_key(text)
+            doc = known.get(key)
+            if doc is None:
+                terms = tokens(text)
+                doc = known.add(key, len(terms))
+                docs.append((doc, key, len(terms)))
+                at: dict[str, list[int]] = defaultdict(list)
+                for i, term in enumerate(terms):
+                    at[term].append(i)
+                postings.extend(
+                    f"{_text(term)}\t{doc}\t{len(p)}\t{{{','.join(map(str, p))}}}\n" for term, p in at.items()
+                )
+                texts.append((doc, text))
+            rows.append((chunk_id, vault_id, note_id, doc, born, died))
+        _copy(raw, "search_docs (id, hash, length)", docs)
+        if postings:
+            with raw.cursor() as cur, cur.copy("COPY search_postings (term, doc, tf, positions) FROM STDIN") as copy:
+                copy.write("".join(postings))
+        if texts and embedder is not None and not embedder.background:  # else filled after (``backfill``)
+            blobs = embed_quantized(embedder, [text for _, text in texts])
+            _copy(raw, "search_vectors (doc_id, embedding)", [(d, b) for (d, _), b in zip(texts, blobs) if any(b)])
+        _copy(raw, "search_rows (id, vault_id, note_id, doc_id, born, died)", rows)
+        count += len(rows)
+    known.close()
+    params = {"v": vault_id}
+    raw.execute(
+        "INSERT INTO search_bounded (note_id, vault_id) SELECT id, vault_id FROM notes WHERE vault_id = %(v)s "
+        "AND kind <> 'deleted' AND (valid_from IS NOT NULL OR valid_to IS NOT NULL) ON CONFLICT DO NOTHING",
+        params,
+    )
+    raw.execute(STATS, params)
+    for statement in LIVE:
+        raw.execute(statement, params)
+    vec, value = ("", "") if schema is None else (", vec", f', v.vec::"{schema}".halfvec')
+    raw.execute(
+        f"INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec}) SELECT l.vault_id, l.doc_id, "
+        f"v.embedding{value} FROM search_live l JOIN search_vectors v ON v.doc_id = l.doc_id WHERE l.vault_id = %(v)s",
+        params,
+    )
+    if raw.execute("SELECT to_regclass(%s)", (spans.TABLE,)).fetchone()[0] is not None:
+        spans.insert(raw, schema, "vault_id = %(v)s", params)
+    last = raw.execute("SELECT max(id) FROM batches WHERE vault_id = %s", (vault_id,)).fetchone()[0]
+    if last is not None:  # (every batch holds a revision or a tombstone: the indexer saw the last one)
+        raw.execute(
+            "INSERT INTO search_state (vault_id, last_batch) VALUES (%s, %s) ON CONFLICT (vault_id) "
+            "DO UPDATE SET last_batch = excluded.last_batch",
+            (vault_id, last),
+        )
+    raw.execute(
+        "ANALYZE search_docs, search_postings, search_rows, search_stats, search_live, search_live_postings, "
+        f"search_live_vectors, search_vectors, {spans.TABLE}"
+    )
+    return count
+
+
+def _revisions(raw: Any, vault_id: int) -> Iterator[list[tuple[int, int, int | None, int, str]]]:
+    """The vault's indexable chunk revisions in the indexer's order, ``STEP`` at a time: (note, born, died, chunk
+    row id, indexed text); read through a server-side cursor (the whole history never in memory at once)."""
+    part: list[tuple[int, int, int | None, int, str]] = []
+    note: list[tuple] = []
+
+    def flush() -> None:
+        keep = indexable([text for *_, text in note])
+        for (note_id, born, died, title, aliases, chunk_id, heading, text), ok in zip(note, keep):
+            if ok:
+                part.append((note_id, born, died, chunk_id, _indexed(title, aliases, heading, text)))
+        note.clear()
+
+    with raw.cursor(name="vaultsync_bulk_index") as cur:
+        cur.itersize = STEP
+        cur.execute(_ROWS, (vault_id,))
+        for note_id, born, died, title, aliases, chunk_id, heading, body in cur:
+            if note and note[0][0] != note_id:
+                flush()
+                if len(part) >= STEP:
+                    yield part
+                    part = []
+            note.append((note_id, born, died, title, aliases, chunk_id, heading, unpack(bytes(body))))
+        flush()
+    if part:
+        yield part
+
+
+def _indexed(title: str | None, aliases: str | None, heading: str, text: str) -> str:
+    import json
+
+    return indexed_text(title, json.loads(aliases or "[]"), json.loads(heading), text)
+
+
+class _Docs:
+    """The docs met so far (hash → id): those already in the database (another vault's) and those made
+    here, with ids taken from ``search_docs``' own sequence in the order they are met."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self.found: dict[bytes, int] = {}
+        self.others = raw.execute("SELECT EXISTS (SELECT 1 FROM search_docs)").fetchone()[0]
+        self.sequence = raw.execute("SELECT pg_get_serial_sequence('search_docs', 'id')").fetchone()[0]
+        self.next: int | None = None
+        self.last: int | None = None
+
+    def get(self, key: bytes) -> int | None:
+        """The doc of this hash, met before or in the database (None: a new one)."""
+        doc = self.found.get(key)
+        if doc is None and self.others:
+            row = self.raw.execute("SELECT id FROM search_docs WHERE hash = %s", (key,)).fetchone()
+            if row is not None:
+                doc = self.found[key] = int(row[0])
+        return doc
+
+    def add(self, key: bytes, length: int) -> int:
+        """A new doc's id: the sequence's next, as an INSERT would have taken it."""
+        if self.next is None:
+            self.next = int(self.raw.execute("SELECT nextval(%s)", (self.sequence,)).fetchone()[0])
+        doc, self.next = self.next, self.next + 1
+        self.found[key] = doc
+        self.last = doc
+        return doc
+
+    def close(self) -> None:
+        """The sequence set past the last doc made (as if each had been inserted with it)."""
+        if self.last is not None:
+            self.raw.execute("SELECT setval(%s, %s)", (self.sequence, self.last))
+
+
+_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _text(value: str) -> str:
+    """A text value as COPY's text format writes it."""
+    return value.translate(_ESCAPES)
+
+
+def _copy(raw: Any, target: str, rows: list[tuple]) -> None:
+    if not rows:
+        return
+    with raw.cursor() as cur, cur.copy(f"COPY {target} FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
