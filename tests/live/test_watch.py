@@ -6,6 +6,7 @@ import hashlib
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -261,6 +262,37 @@ class Deaf:
 
     def stop(self) -> None:
         pass
+
+
+class Lost(Deaf):
+    """An observer that lost the watch of a moved folder (``intact`` False), as inotify does."""
+
+    def intact(self) -> bool:
+        return False
+
+
+def test_an_observer_started_afresh_is_never_taken_for_one_that_stopped(vault: Vault, vault_dir: Path) -> None:
+    """Watching again after a moved folder's watch was lost stops the observer and starts a new one (a real one
+    takes a while to add its watches): ``healthy`` stays True meanwhile, else ``watch`` stops, saying the observer
+    stopped."""
+    observers: list[Deaf] = []
+
+    def factory(root: Path, mark: object, polling: bool) -> Deaf:
+        if observers:
+            time.sleep(1.0)  # the new observer adding the watches of every folder
+        observers.append((Lost if not observers else Deaf)(root, mark, polling))
+        return observers[-1]
+
+    with Watcher(vault, **FAST, reconcile_s=0, observer_factory=factory) as watcher:
+        observers[0].mark(["Gone"])  # type: ignore[operator]  # a folder reported gone: its watch looked at
+        seen: list[bool] = []
+        deadline = time.monotonic() + 60
+        while len(observers) < 2 and time.monotonic() < deadline:
+            seen.append(watcher.healthy())
+            time.sleep(0.01)
+        assert len(observers) == 2, "the observer was started afresh"
+        assert seen and all(seen), f"healthy() was False {seen.count(False)} times of {len(seen)} meanwhile"
+        assert watcher.healthy()
 
 
 @pytest.mark.capabilities_off("no-dir-fd")

@@ -243,7 +243,8 @@ def test_the_reported_folder_move_with_a_real_watch_process(tmp_path: Path) -> N
             wait_until(lambda moved=moved: moved_now(db, moved), what=f"move {attempt} recorded")
             assert recorded_as_renames(db, moved) is None
         proc.proc.terminate()
-        assert proc.finish() == 0
+        code = proc.finish()
+        assert code == 0, f"vaultsync watch ended with {code} after SIGTERM:\n{proc.stderr}"
     finally:
         if proc.proc.poll() is None:
             proc.proc.kill()

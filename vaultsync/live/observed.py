@@ -30,6 +30,8 @@ class ObservedFolder:
         self.root_id: tuple[int, int] | None = None
         self.recheck_at: float | None = None
         """When to look once more whether the observer lost a moved folder's watch (``lost_watches``)."""
+        self.restarting = False
+        """The observer is being started afresh (the old one stopping may take a second): alive meanwhile."""
 
     @property
     def kind(self) -> str | None:
@@ -53,7 +55,7 @@ class ObservedFolder:
         return identity(self.root) != self.root_id
 
     def alive(self) -> bool:
-        return self.observer is not None and self.observer.alive()
+        return self.restarting or (self.observer is not None and self.observer.alive())
 
     def reattach(self, add: MarkDirty) -> None:
         """The vault folder is away, back or replaced: VaultUnavailable while it is away, else observe
@@ -61,9 +63,13 @@ class ObservedFolder:
         vanished.check_root(self.root, None)
         root_id = identity(self.root)
         if root_id != self.root_id or not self.alive():
-            self.stop()
-            self.observer = self.factory(self.root, add, self.polling)
-            self.root_id = root_id
+            self.restarting = True
+            try:
+                self.stop()
+                self.observer = self.factory(self.root, add, self.polling)
+                self.root_id = root_id
+            finally:
+                self.restarting = False
 
     def lost_watches(self, paths: list[str]) -> bool:
         """After a batch in which a folder went away: whether the observer lost the watch of a folder that is
@@ -88,12 +94,16 @@ class ObservedFolder:
         """Start the observer afresh and scan the whole vault (what it missed meanwhile)."""
         logger.info("the file-system observer lost the watch of a moved folder; watching %s again", self.root)
         self.recheck_at = None
-        self.stop()
-        add([EVERYTHING])
+        self.restarting = True  # ``watch``'s health check must not take the swap for an observer that stopped
         try:
-            self.observer = self.factory(self.root, add, self.polling)
-        except OSError as exc:  # healthy() is False from now on: ``watch`` stops, saying the observer stopped
-            logger.error("could not watch %s again: %s", self.root, exc)
+            self.stop()
+            add([EVERYTHING])
+            try:
+                self.observer = self.factory(self.root, add, self.polling)
+            except OSError as exc:  # healthy() is False from now on: ``watch`` stops, saying the observer stopped
+                logger.error("could not watch %s again: %s", self.root, exc)
+        finally:
+            self.restarting = False
 
 
 def identity(root: os.PathLike[str]) -> tuple[int, int] | None:
