@@ -564,3 +564,27 @@ def test_a_restore_whose_batch_is_refused_puts_its_files_back(two, monkeypatch: 
     for name in "abcd":
         assert (root / "F" / f"{name}.md").read_text(encoding="utf-8") == f"# {name}\n\nsecond\n", name
     assert asking.last_batch_id == before and asking.sync().changed == 0
+
+
+def test_the_asker_gets_the_writers_own_answer_after_its_followers_were_told(two) -> None:
+    """The batch of a request commits before its writer tells its followers (``on_batch``) and then writes the
+    answer: an asker that sees the request done in between waits for that answer, never answering from the batch
+    alone (which knows no notes) nor before the followers heard of it."""
+    watching, asking, root, _ = two
+    told: list[int] = []
+
+    def slow_follower(summary: Any) -> None:
+        time.sleep(0.6)  # a follower that takes its time: the request is done, its answer not written yet
+        told.append(summary.batch_id)
+
+    with Watcher(watching, on_batch=slow_follower, **QUIET):
+        (root / "F").rename(root / "G")
+        scanned = handoff.summary_of(handoff.perform(asking, "scan", {}).answer)
+        assert scanned.renamed == 4 and told == [scanned.batch_id]
+        undone = handoff.restored_of(handoff.perform(asking, "undo", {"batch": scanned.batch_id}))
+        assert undone.summary is not None and told == [scanned.batch_id, undone.summary.batch_id]
+        notes = sorted(s.note or "" for s in undone.steps)
+        assert notes == sorted(
+            [f"renamed back from G/{n}.md" for n in "abcd"] + [f"renamed back to F/{n}.md" for n in "abcd"]
+        ), notes
+    assert (root / "F" / "a.md").read_text(encoding="utf-8") == "# a\n\nsecond\n" and not (root / "G").exists()

@@ -47,6 +47,9 @@ RUN_FOR_S = 600.0
 WAIT_FOR_LOCK_S = 5.0
 """How long a write waits for a holder of the writer lock that does not watch (an import) to finish."""
 ASK_POLL_S = 0.1
+ANSWER_WAIT_S = 30.0
+"""How long an asker waits for the answer of a request whose batch committed, while its writer still holds the lock
+(the writer tells its followers of the batch, then writes the answer); past it, the answer is read from the batch."""
 DESK_POLL_S = 0.5
 TIDY_EVERY_S = 3600.0
 
@@ -104,7 +107,7 @@ def ask(
     holder = vault.lock.holder_info() or {}
     rid = table.ask(kind, args, asker=_me(vault), caller=acting.caller(), take_by=now_micros() + int(wait_s * 1e6))
     logger.info("asked %s (request %d) to carry out %s", _named(vault, holder, False), rid, kind)
-    deadline, ran_until = time.monotonic() + wait_s, None
+    deadline, ran_until, answer_until = time.monotonic() + wait_s, None, None
     wakeup = vault.wakeup()
     request: Request | None = None
     try:
@@ -112,9 +115,15 @@ def ask(
             request = table.get(rid)
             if request is None:
                 raise StoreError(f"write request {rid} vanished from the database; nothing is known of it")
-            if request.final:
-                break
             now = time.monotonic()
+            if request.final:
+                if request.state == "done" and request.answer is None and _still_holds(vault, request.taken_by):
+                    # its batch committed and its writer writes the answer next (after telling its followers)
+                    answer_until = answer_until or now + ANSWER_WAIT_S
+                    if now < answer_until:
+                        wakeup.wait(ASK_POLL_S)
+                        continue
+                break  # the answer, or the writer gone after its batch committed: the answer read from the batch
             if request.state == "asked":
                 taken_over = vault.lock.holder_info() is None
                 if (taken_over or now >= deadline) and table.drop(rid):
@@ -185,6 +194,14 @@ def _from_batch(vault: Vault, request: Request) -> dict[str, Any]:
         "steps": steps,
         "summary": summary,
     }
+
+
+def _still_holds(vault: Vault, taker: dict[str, Any] | None) -> bool:
+    """Whether the writer that took a request still holds the writer lock (same pid on the same host)."""
+    holder = vault.lock.holder_info()
+    if holder is None or not taker:
+        return False
+    return holder.get("pid") == taker.get("pid") and holder.get("host", taker.get("host")) == taker.get("host")
 
 
 def _me(vault: Vault) -> dict[str, Any]:
