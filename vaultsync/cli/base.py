@@ -323,14 +323,14 @@ def fill_vectors(vault: Any, say: bool, wait: float | None = None) -> None:
     left = found["total"] - found["filled"]
     if wait == 0:
         if say:
-            click.echo(f"semantic vectors: {left:,} texts to fill; {LEFT_TO}", err=True)
+            click.echo(f"semantic vectors: {left:,} text{'s' * (left != 1)} to fill; {LEFT_TO}", err=True)
         return
     bar, done = Bar("embedding", say), 0
     until = None if wait is None else time.monotonic() + wait
     try:  # from the line on: a Ctrl-C right after it is this one's too
         if say:
             click.echo(
-                f"semantic vectors: filling {left:,} texts (search works by words meanwhile; "
+                f"semantic vectors: filling {left:,} text{'s' * (left != 1)} (search works by words meanwhile; "
                 "Ctrl-C leaves the rest to the watcher or the next import)",
                 err=True,
             )
