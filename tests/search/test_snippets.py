@@ -7,7 +7,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from vaultsync.embed.tokenizer import TOKENIZE, parse_query
-from vaultsync.store.search.snippets import snippet
+from vaultsync.store.search.snippets import _addresses, snippet
 
 WORDS = [
     "ate",
@@ -110,3 +110,110 @@ def test_a_question_in_the_default_mode_marks_what_counted(tmp_path) -> None:
         assert "**I**" in typed["snippet"]  # the keyword mode matches (and marks) the query as typed
         remembered = vault.search("can I keep an older copy", limit=1).hits[0]
         assert "**Can I keep an older copy** of the recipe" in remembered["snippet"]
+
+
+def test_a_links_address_is_not_marked_its_text_is() -> None:
+    """Seen searching "remote": ``(**Remote**%20Work%20Policy.md)``. Inline links and images, autolinks, bare URLs
+    and reference definitions keep their address unmarked; link text, titles and wiki links are marked."""
+    remote = parse_query("remote")
+    got = snippet("See the [Remote Work Policy](Remote%20Work%20Policy.md) for details.", remote)
+    assert got == "See the [**Remote** Work Policy](Remote%20Work%20Policy.md) for details."
+    text = (
+        "A ![remote desk](img/remote.png) and <https://remote.example.com/x> or <remote@example.com>, "
+        "https://example.com/remote-work. [[Remote Work|remote rules]] and [team][r].\n\n[r]: https://remote.io/t"
+    )
+    got = snippet(text, remote, width=10_000)
+    assert got.count("**") == 2 * 3, got
+    assert "![**remote** desk](img/remote.png)" in got and "[[**Remote** Work|**remote** rules]]" in got
+    for address in ("<https://remote.example.com/x>", "<remote@example.com>", "https://example.com/remote-work."):
+        assert address in got
+    assert got.endswith("[r]: https://remote.io/t")
+    # a link whose address holds the only match: its text shown, nothing marked
+    only = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor. " * 3 + "Read [it](Remote.md)."
+    assert snippet(only, remote, width=60) == "…eiusmod tempor. Read [it](Remote.md)."
+
+
+def test_the_excerpt_is_cut_around_a_match_outside_addresses() -> None:
+    """Long addresses ahead of the prose match no longer take the excerpt: it is cut around the prose, and its
+    lead-in does not start inside an address."""
+    links = " ".join(f"[doc{i}](https://example.com/a/long/path/remote-work/section-{i}/index.html)" for i in range(4))
+    text = f"Links: {links} The remote work policy says three days a week at home, core hours ten to four."
+    got = snippet(text, parse_query("remote"))
+    assert got == "…The **remote** work policy says three days a week at home, core hours ten to four."
+    assert snippet(text, parse_query("remote"), mark=False) == got.replace("**", "")
+
+
+LINKS = [
+    "[{0}]({1}%20{2}.md)",
+    "![{0} {1}]({2}.png)",
+    "[{0}](https://example.com/{1}/{2} \"{2}\")",
+    "<https://{0}.example.com/{1}>",
+    "https://example.com/{0}/{1}-{2}",
+    "[[{0}|{1} {2}]]",
+    "\n[{0}]: https://{1}.io/{2}\n",
+]
+ascii_words = [w for w in WORDS if w.isascii() and w.isalnum()]
+linked_text_st = st.lists(
+    st.one_of(
+        st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPARATORS)).map("".join),
+        st.tuples(st.sampled_from(LINKS), st.lists(st.sampled_from(ascii_words), min_size=3, max_size=3)).map(
+            lambda t: t[0].format(*t[1]) + " "
+        ),
+    ),
+    min_size=1,
+    max_size=40,
+).map("".join)
+
+
+def _unmarked_in(text: str, marked: str, spans: list[tuple[int, int]]) -> str:
+    """FTS5's highlight of ``text`` (``marked``, spaces kept) without the marks that overlap ``spans``."""
+    out, pos, i, start = [], 0, 0, None
+    marks = []
+    while i < len(marked):
+        if marked.startswith("**", i):
+            if start is None:
+                start = pos
+            else:
+                marks.append((start, pos))
+                start = None
+            i += 2
+            continue
+        pos, i = pos + 1, i + 1
+    keep = [(s, e) for s, e in marks if not any(a < e and s < b for a, b in spans)]
+    pos = 0
+    for s, e in keep:
+        out += [text[pos:s], "**", text[s:e], "**"]
+        pos = e
+    out.append(text[pos:])
+    return " ".join("".join(out).split())
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=linked_text_st, query=query_st)
+def test_marks_are_fts5s_matches_outside_addresses(text: str, query: str) -> None:
+    assume("*" not in text)
+    con = apsw.Connection(":memory:")
+    con.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize='{TOKENIZE}')")
+    con.execute("INSERT INTO t (rowid, body) VALUES (1, ?)", (text,))
+    row = con.execute(
+        "SELECT highlight(t, 0, '**', '**') FROM t WHERE t MATCH ?", (parse_query(query).expression,)
+    ).fetchone()
+    con.close()
+    want = _unmarked_in(text, row[0], _addresses(text)) if row else " ".join(text.split())
+    assert snippet(text, parse_query(query), width=10_000) == want
+
+
+def test_a_search_answer_does_not_mark_a_links_address(tmp_path) -> None:
+    """Through the vault's search (the answer the CLI, the MCP tools and the page show)."""
+    from vaultsync.vault import Vault
+
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "Hiring.md").write_text(
+        "# Hiring\n\nNew staff read the [Remote Work Policy](Remote%20Work%20Policy.md) first.\n", encoding="utf-8"
+    )
+    with Vault.open(tmp_path / "db.sqlite", root=root) as vault:
+        vault.sync()
+        for mode in ("keyword", "hybrid"):
+            (hit,) = vault.search("remote", mode=mode, limit=5).hits
+            assert "[**Remote** Work Policy](Remote%20Work%20Policy.md)" in hit["snippet"], hit["snippet"]

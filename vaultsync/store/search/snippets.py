@@ -8,6 +8,9 @@ inside a word; a CJK run or a word NFKC rewrites (``ﬁle``) is marked whole whe
 tokens matches. The excerpt starts and ends between tokens; it is never empty when the chunk has text.
 A match inside the note's own bold (``**Budget:**``, ``__Budget__``) is bold already: it is not marked again
 (marking it would double the asterisks, ``****Budget**:**``).
+A match inside a link's address (``[text](url)``, ``<https://…>``, a bare URL, a reference definition's URL)
+is not marked (``(**Remote**%20Work.md)`` tells nothing); a link's text and a wiki link's text are. The
+excerpt is cut around the first marked match, and its lead-in does not start inside an address.
 """
 
 from __future__ import annotations
@@ -58,6 +61,31 @@ def _unbolded(text: str, marks: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [(s, e) for s, e in marks if not any(b <= s and e <= f for b, f in bold)]
 
 
+_ADDRESSES = re.compile(
+    r"\]\((?:<[^>\n]*>|(?:[^\s()]|\([^\s()]*\))*)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)"  # [text](url "title")
+    r"|<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*>|<[^\s<>@]+@[^\s<>@]+\.[^\s<>@]+>"  # <https://…>, <a@b.c>
+    r"|(?<![\w/])(?:[A-Za-z][A-Za-z0-9+.-]{1,31}://|www\.)[^\s<>]*[^\s<>.,;:!?'\")\]*_~]"  # a bare URL
+    r"|^[ \t]{0,3}\[[^\]\n]+\]:[ \t]*(?P<ref>\S+)",  # [ref]: url
+    re.MULTILINE,
+)
+"""The addresses of a text's links: an inline link's or image's ``(url "title")`` (from its ``](``), an autolink
+``<…>``, a bare URL, a reference definition's URL (group ``ref``)."""
+
+
+def _addresses(text: str) -> list[tuple[int, int]]:
+    """The character spans of the text's link addresses, in order."""
+    if "](" not in text and "<" not in text and "w." not in text and ":" not in text:
+        return []
+    return [m.span("ref") if m.group("ref") else m.span() for m in _ADDRESSES.finditer(text)]
+
+
+def _outside(marks: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The marks that overlap none of ``spans``."""
+    if not spans:
+        return marks
+    return [(s, e) for s, e in marks if not any(a < e and s < b for a, b in spans)]
+
+
 def _marks(found: list[tuple[str, int, int]], query: KeywordQuery) -> list[tuple[int, int]]:
     """Character spans of every phrase instance, overlapping ones merged, in order."""
     toks = [tok for tok, _, _ in found]
@@ -93,10 +121,19 @@ def snippet(text: str, query: KeywordQuery, width: int = WIDTH, mark: bool = Tru
     """An excerpt of about ``width`` characters around the first match, matches marked (unless not ``mark``),
     spaces collapsed."""
     found = _indexed_tokens(text)
-    marks = _marks(found, query)
+    matched = _marks(found, query)
+    addresses = _addresses(text)
+    marks = _outside(matched, addresses)
     spans = [(s, e) for _, s, e in found]
-    first = marks[0][0] if marks else 0
+    if marks:
+        first = marks[0][0]
+    else:  # matches only inside addresses (or none): cut around the first such link, its text before it
+        first = next((a for a, b in addresses if matched and a <= matched[0][0] < b), 0)
     start = max(0, first - width // 3)
+    for a, b in addresses:  # a lead-in starting inside an address starts after it (the text is worth more)
+        if a < start < b <= first:
+            start = b
+            break
     for s, e in spans:  # never start inside a token
         if s < start < e:
             start = s
