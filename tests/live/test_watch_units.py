@@ -254,3 +254,26 @@ def test_folder_events_cover_exactly_the_notes_below(tricky_vault: Path, folder:
     under = nfc(folder.rstrip("/"))
     assert targeted(root, [folder]) == want
     assert sorted(p for p in scan(root)[0] if p.startswith(under + "/")) == want
+
+
+def test_the_default_pace_has_one_home() -> None:
+    """The watcher, ``watch`` (the foreground loop) and the ``watch`` command's shown defaults are the constants of
+    ``live/pace.py``; the command's help, as a user sees it, shows them."""
+    import inspect
+    import re
+    import sys
+
+    from vaultsync.live import foreground, pace
+    from vaultsync.live.watcher import Watcher
+
+    want = {"step_ms": pace.STEP_MS, "debounce_ms": pace.DEBOUNCE_MS, "reconcile_s": pace.RECONCILE_S}
+    for function in (Watcher.__init__, foreground.watch):
+        params = inspect.signature(function).parameters
+        assert {name: params[name].default for name in want} == want, function
+    done = subprocess.run(
+        [sys.executable, "-m", "vaultsync", "watch", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    flat = " ".join(done.stdout.split())
+    shown = dict(re.findall(r"--(step-ms|debounce-ms|reconcile-s) .*?\[default: ([^;\]]+)", flat))
+    assert shown == {name.replace("_", "-"): str(value) for name, value in want.items()}

@@ -12,6 +12,7 @@ import click
 
 from ..config import default_db_path
 from ..errors import VaultsyncError
+from ..live.pace import DEBOUNCE_MS, RECONCILE_S, STEP_MS
 from ..times import ACCEPTED, TimeLike, format_time
 from . import audit, migrate, purge, receipt, restore, search, ui
 from .base import (
@@ -462,14 +463,14 @@ def copy(src: Any, dst: Any, as_json: bool) -> None:
 @click.option(
     "--step-ms",
     type=click.IntRange(min=1),
-    default=300,
+    default=STEP_MS,
     show_default=True,
     help="Quiet period: a batch is written once no change arrived for this long.",
 )
 @click.option(
     "--debounce-ms",
     type=click.IntRange(min=1),
-    default=3000,
+    default=DEBOUNCE_MS,
     show_default=True,
     help="Maximum wait: a batch is written at the latest this long after its first change. A deletion "
     "no new file joined into a rename waits this long too (at least 1 s) for its other half.",
@@ -477,7 +478,7 @@ def copy(src: Any, dst: Any, as_json: bool) -> None:
 @click.option(
     "--reconcile-s",
     type=click.FloatRange(min=0),
-    default=300.0,
+    default=RECONCILE_S,
     show_default=True,
     help="Full rescan this often to repair changes the OS did not report (0: never).",
 )

@@ -11,6 +11,7 @@ from types import FrameType
 
 from ..errors import StoreError, VaultsyncError
 from ..vault import Vault
+from .pace import DEBOUNCE_MS, RECONCILE_S, STEP_MS
 from .watcher import OnBatch, Watcher
 from .writer_role import WriterRole
 
@@ -20,10 +21,10 @@ logger = logging.getLogger("vaultsync.live.watcher")  # the watcher's lines, und
 def watch(
     vault: Vault,
     *,
-    step_ms: int = 300,
-    debounce_ms: int = 3000,
+    step_ms: int = STEP_MS,
+    debounce_ms: int = DEBOUNCE_MS,
     polling: bool = False,
-    reconcile_s: float = 300.0,
+    reconcile_s: float = RECONCILE_S,
     on_batch: OnBatch | None = None,
     stop_event: threading.Event | None = None,
     role: WriterRole | None = None,

@@ -31,6 +31,7 @@ from .handoff import Desk
 from .holding import HeldPaths
 from .keeper import MAX_RETRY_S, LockKeeper
 from .observed import ObservedFolder
+from .pace import DEBOUNCE_MS, RECONCILE_S, STEP_MS
 from .writer_role import WriterRole
 
 logger = logging.getLogger(__name__)
@@ -66,10 +67,10 @@ class Watcher:
         self,
         vault: Vault,
         *,
-        step_ms: int = 300,
-        debounce_ms: int = 3000,
+        step_ms: int = STEP_MS,
+        debounce_ms: int = DEBOUNCE_MS,
         polling: bool = False,
-        reconcile_s: float = 300.0,
+        reconcile_s: float = RECONCILE_S,
         on_batch: OnBatch | None = None,
         observer_factory: ObserverFactory = start_observer,
         role: WriterRole | None = None,

@@ -1,0 +1,11 @@
+"""The watcher's default pace, in one place: the ``Watcher``, ``watch`` and the ``watch`` command's options use
+these. A module of its own, without imports, so that the command line can show them without loading the watcher."""
+
+STEP_MS = 300
+"""Quiet period: a set of changes is written once no change arrived for this long."""
+
+DEBOUNCE_MS = 3000
+"""Maximum wait: a set of changes is written at the latest this long after its first change."""
+
+RECONCILE_S = 300.0
+"""A full rescan this often repairs changes the OS did not report (0 disables it)."""
