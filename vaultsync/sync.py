@@ -388,7 +388,9 @@ def write_plan(
         pool = workers if isinstance(workers, ParsePool) else stack.enter_context(ParsePool(workers))
         parallel = pool.workers > 0 and len(plan.to_read) >= PARALLEL_MIN_NOTES
         for change, parsed in parse_stream(plan.changes(), writer, pool if parallel else None):
-            summary.warnings.extend(FileProblem(change.path, w) for w in parsed.warnings)
+            summary.warnings.extend(
+                FileProblem(change.path, w, change.hash, renamed=change.kind == "renamed") for w in parsed.warnings
+            )
             if strict and parsed.warnings:  # raising here rolls the whole transaction back
                 raise ParseError(f"refusing the whole batch (strict): {change.path}: {parsed.warnings[0]}")
             writer.add_revision(change, parsed)

@@ -38,3 +38,38 @@ def test_a_mass_deletion_is_said_once_with_its_option_and_its_end_once(tmp_path:
     assert len(warned) == 1, proc.stderr
     assert "--allow-mass-delete" in warned[0] and warned[0].count("confirm") <= 1, warned[0]
     assert sum("is back" in line for line in proc.lines) == 1, proc.stderr
+
+
+BROKEN = "---\ntags: [unclosed\n---\n# Broken\n"
+
+
+def test_a_broken_frontmatter_is_warned_about_once_a_text_not_for_a_rename(tmp_path: Path, cli) -> None:
+    """In a watch session: renaming a note whose YAML is broken says nothing (its text was warned about when the
+    import stored it); changing it, still broken, warns once; the same text back after a deletion does not."""
+    root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"
+    root.mkdir()
+    (root / "Broken.md").write_text(BROKEN, encoding="utf-8")
+    (root / "Fine.md").write_text("# Fine\n", encoding="utf-8")
+    imported = cli("import", str(root), db=db)
+    assert imported.returncode == 0 and "Broken.md: invalid YAML frontmatter" in imported.stderr, imported.stderr
+    proc = WatchProcess(db, root, "--step-ms", "50", "--debounce-ms", "200")
+    try:
+        proc.wait_for(READY)
+        (root / "Broken.md").rename(root / "Moved.md")
+        proc.wait_for("1 renamed")
+        (root / "Moved.md").rename(root / "Third.md")
+        wait_until(lambda: sum("1 renamed" in line for line in proc.lines) == 2, what="the second rename")
+        changed = BROKEN + "\nMore text.\n"
+        (root / "Third.md").write_text(changed, encoding="utf-8")
+        proc.wait_for("1 modified")
+        (root / "Third.md").unlink()
+        proc.wait_for("1 deleted")
+        (root / "Again.md").write_text(changed, encoding="utf-8")
+        proc.wait_for("1 added")
+        proc.proc.terminate()
+        assert proc.finish() == 0
+    finally:
+        if proc.proc.poll() is None:
+            proc.proc.kill()
+    warned = [line for line in proc.lines if "with a warning" in line]
+    assert len(warned) == 1 and "stored Third.md with a warning: invalid YAML frontmatter" in warned[0], proc.stderr

@@ -159,3 +159,30 @@ def test_a_vault_at_the_top_of_its_repository_matches_every_commit(tmp_path: Pat
             for path, text in truth.items():
                 assert vault.read(path, as_of=at).content == text, (sha, path)
         assert "other/Outside.md" in {r.path for r in vault.ls()}
+
+
+BROKEN = "---\ntags: [unclosed\n---\n# Broken\n"
+
+
+def test_a_broken_frontmatter_is_warned_about_once_a_text_not_for_its_renames(tmp_path: Path, cli) -> None:
+    """A note with broken YAML renamed twice, then changed (still broken), then copied: one warning for the first
+    text, one for the changed text; none for a rename, nor for the copy of a text already warned about."""
+    repo = Repo(tmp_path / "repo")
+    repo.write("vault/Broken.md", BROKEN)
+    repo.write("vault/Fine.md", "# Fine\n")
+    repo.commit("a broken note")
+    repo.git("mv", "vault/Broken.md", "vault/Moved.md")
+    repo.commit("renamed")
+    repo.git("mv", "vault/Moved.md", "vault/Third.md")
+    repo.commit("renamed again")
+    repo.write("vault/Third.md", BROKEN + "\nMore text.\n")
+    repo.commit("changed, still broken")
+    repo.write("vault/Copy.md", BROKEN + "\nMore text.\n")
+    repo.commit("copied")
+    done = cli("import", str(repo.top / "vault"), "--from-git", db=tmp_path / "db" / "git.db")
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if "invalid YAML frontmatter" in line]
+    assert [line.split(":")[1].strip() for line in warned] == ["Broken.md", "Third.md"], done.stderr
+    with Vault.open(tmp_path / "db" / "git.db", name="vault", readonly=True) as vault:  # the history keeps them all
+        assert [r.kind for r in vault.history("Third.md")] == ["created", "renamed", "renamed", "modified"]
+        assert all(r.warnings for r in vault.history("Third.md"))

@@ -14,6 +14,7 @@ from ..config import default_db_path
 from ..errors import VaultsyncError
 from ..live.pace import DEBOUNCE_MS, RECONCILE_S, STEP_MS
 from ..times import ACCEPTED, TimeLike, format_time
+from ..told import Told
 from . import audit, migrate, purge, receipt, restore, search, ui
 from .base import (
     REVISION_FORMS,
@@ -158,10 +159,10 @@ def _scan(vault: Any, *, progress: Any, **options: Any) -> Any:
 
 
 def _print_import(name: str, summary: Any, payload: dict[str, Any], *, as_json: bool, from_git: bool) -> None:
-    # a git backfill meets the same bad file in many commits: name each problem once
+    # a git backfill meets the same bad file in many commits: name each problem once, a text's warning once
     for path, reason in dict.fromkeys((e.path, e.reason) for e in summary.errors):
         click.echo(f"warning: skipped {path}: {reason}", err=True)
-    for path, reason in dict.fromkeys((w.path, w.reason) for w in summary.warnings):
+    for path, reason in dict.fromkeys((w.path, w.reason) for w in Told().untold(summary.warnings)):
         click.echo(f"warning: {path}: {reason}", err=True)
     if as_json:
         echo_json(payload)

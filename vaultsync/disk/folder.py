@@ -10,7 +10,7 @@ import bisect
 import logging
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import NotANote, ParseError
@@ -77,10 +77,14 @@ Keep = Callable[[str, Observed], bool]
 
 @dataclass
 class FileProblem:
-    """A file that could not be taken as a note, and why."""
+    """A file that could not be taken as a note, or a note stored with a warning, and why."""
 
     path: str
     reason: str
+    content_hash: str | None = field(default=None, compare=False, repr=False)
+    """A warning's note text (its hash): the same text's warning is told once (``told.Told``)."""
+    renamed: bool = field(default=False, compare=False, repr=False)
+    """A warning of a note only renamed (its text was stored, and warned about, under its old name)."""
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"

@@ -23,6 +23,7 @@ from ..disk import vanished
 from ..errors import LockedError, MassDeletion, StoreError, VaultsyncError, VaultUnavailable
 from ..sync import BatchSummary
 from ..times import format_time
+from ..told import Told
 from ..vault import Vault
 from .debounce import Debouncer, Pending, collapse
 from .events import EVERYTHING, POLL_INTERVAL_S, ObserverFactory, start_observer
@@ -99,6 +100,7 @@ class Watcher:
         self.failures = 0
         self.last_batch_at: int | None = None
         self.last_latency_ms: float | None = None
+        self._told = Told()  # the parse warnings told this session (once a text)
         self.last_error: str | None = None
         self._next_reconcile = 0.0
         self._desk: Desk | None = None
@@ -359,7 +361,7 @@ class Watcher:
     def _report(self, summary: BatchSummary, reason: str, checked: int | None, latency_ms: float) -> None:
         for error in summary.errors:
             logger.warning("skipped %s: %s", error.path, error.reason)
-        for warning in summary.warnings:
+        for warning in self._told.untold(summary.warnings):  # once a text, none for a rename
             logger.warning("stored %s with a warning: %s", warning.path, warning.reason)
         scope = f"{checked} path{'s' * (checked != 1)}" if checked is not None else "full scan"
         if summary.batch_id is None:
