@@ -100,7 +100,7 @@ class Watcher:
         self.failures = 0
         self.last_batch_at: int | None = None
         self.last_latency_ms: float | None = None
-        self._told = Told()  # the parse warnings told this session (once a text)
+        self._warned = Told()  # the parse warnings told this session (once a text)
         self.last_error: str | None = None
         self._next_reconcile = 0.0
         self._desk: Desk | None = None
@@ -361,7 +361,7 @@ class Watcher:
     def _report(self, summary: BatchSummary, reason: str, checked: int | None, latency_ms: float) -> None:
         for error in summary.errors:
             logger.warning("skipped %s: %s", error.path, error.reason)
-        for warning in self._told.untold(summary.warnings):  # once a text, none for a rename
+        for warning in self._warned.untold(summary.warnings):  # once a text, none for a rename
             logger.warning("stored %s with a warning: %s", warning.path, warning.reason)
         scope = f"{checked} path{'s' * (checked != 1)}" if checked is not None else "full scan"
         if summary.batch_id is None:
