@@ -129,7 +129,8 @@ def test_a_links_address_is_not_marked_its_text_is() -> None:
         assert address in got
     assert got.endswith("[r]: https://remote.io/t")
     # a link whose address holds the only match: its text shown, nothing marked
-    only = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor. " * 3 + "Read [it](Remote.md)."
+    lorem = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor. "
+    only = lorem * 3 + "Read [it](Remote.md)."
     assert snippet(only, remote, width=60) == "…eiusmod tempor. Read [it](Remote.md)."
 
 
@@ -146,7 +147,7 @@ def test_the_excerpt_is_cut_around_a_match_outside_addresses() -> None:
 LINKS = [
     "[{0}]({1}%20{2}.md)",
     "![{0} {1}]({2}.png)",
-    "[{0}](https://example.com/{1}/{2} \"{2}\")",
+    '[{0}](https://example.com/{1}/{2} "{2}")',
     "<https://{0}.example.com/{1}>",
     "https://example.com/{0}/{1}-{2}",
     "[[{0}|{1} {2}]]",
