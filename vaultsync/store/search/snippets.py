@@ -120,33 +120,7 @@ def _marks(found: list[tuple[str, int, int]], query: KeywordQuery) -> list[tuple
 def snippet(text: str, query: KeywordQuery, width: int = WIDTH, mark: bool = True) -> str:
     """An excerpt of about ``width`` characters around the first match, matches marked (unless not ``mark``),
     spaces collapsed."""
-    found = _indexed_tokens(text)
-    matched = _marks(found, query)
-    addresses = _addresses(text)
-    marks = _outside(matched, addresses)
-    spans = [(s, e) for _, s, e in found]
-    if marks:
-        first = marks[0][0]
-    else:  # matches only inside addresses (or none): cut around the first such link, its text before it
-        first = next((a for a, b in addresses if matched and a <= matched[0][0] < b), 0)
-    start = max(0, first - width // 3)
-    for a, b in addresses:  # a lead-in starting inside an address starts after it (the text is worth more)
-        if a < start < b <= first:
-            start = b
-            break
-    for s, e in spans:  # never start inside a token
-        if s < start < e:
-            start = s
-            break
-    end = max(start + width, marks[0][1] if marks else 0)
-    for s, e in spans:  # nor end inside one
-        if s < end < e:
-            end = s if s > first else e
-            break
-    for s, e in marks:  # nor inside a phrase
-        if s < end < e:
-            end = e
-    end = min(end, len(text))
+    start, end, marks = _window(text, query, width)
     out, pos = [], start
     for s, e in _unbolded(text, marks):
         if e <= start or s >= end:
@@ -160,6 +134,52 @@ def snippet(text: str, query: KeywordQuery, width: int = WIDTH, mark: bool = Tru
     before = "…" if text[:start].strip() else ""
     after = "…" if text[end:].strip() else ""
     return before + piece + after
+
+
+def _window(text: str, query: KeywordQuery, width: int) -> tuple[int, int, list[tuple[int, int]]]:
+    """The excerpt's start and end in ``text`` and its marks: around the first match outside link addresses; when
+    there is none, around the first link whose address matched (its text shown before it)."""
+    found = _indexed_tokens(text)
+    matched = _marks(found, query)
+    addresses = _addresses(text)
+    marks = _outside(matched, addresses)
+    spans = [(s, e) for _, s, e in found]
+    if marks:
+        anchor = marks[0]
+    else:
+        first = next((a for a, b in addresses if matched and a <= matched[0][0] < b), 0)
+        anchor = (first, first)
+    return (*_cut(text, spans, addresses, marks, anchor, width), marks)
+
+
+def _cut(
+    text: str,
+    spans: list[tuple[int, int]],
+    addresses: list[tuple[int, int]],
+    marks: list[tuple[int, int]],
+    anchor: tuple[int, int],
+    width: int,
+) -> tuple[int, int]:
+    """Start and end of a window of about ``width`` around ``anchor``, between tokens and outside phrases."""
+    first = anchor[0]
+    start = max(0, first - width // 3)
+    for a, b in addresses:  # a lead-in starting inside an address starts after it (the text is worth more)
+        if a < start < b <= first:
+            start = b
+            break
+    for s, e in spans:  # never start inside a token
+        if s < start < e:
+            start = s
+            break
+    end = max(start + width, anchor[1])
+    for s, e in spans:  # nor end inside one
+        if s < end < e:
+            end = s if s > first else e
+            break
+    for s, e in marks:  # nor inside a phrase
+        if s < end < e:
+            end = e
+    return start, min(end, len(text))
 
 
 def snippet_plain(text: str, width: int = WIDTH) -> str:
