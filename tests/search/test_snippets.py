@@ -114,7 +114,7 @@ def test_a_question_in_the_default_mode_marks_what_counted(tmp_path) -> None:
 
 def test_a_links_address_is_not_marked_its_text_is() -> None:
     """Seen searching "remote": ``(**Remote**%20Work%20Policy.md)``. Inline links and images, autolinks, bare URLs
-    and reference definitions keep their address unmarked; link text, titles and wiki links are marked."""
+    and reference definitions keep their address (a title included) unmarked; link text and wiki links are marked."""
     remote = parse_query("remote")
     got = snippet("See the [Remote Work Policy](Remote%20Work%20Policy.md) for details.", remote)
     assert got == "See the [**Remote** Work Policy](Remote%20Work%20Policy.md) for details."
