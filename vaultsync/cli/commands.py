@@ -211,12 +211,13 @@ def read(obj: Context, note: str, as_of: int | str | None, valid_at: int | None,
 @json_option
 @pass_ctx
 @friendly
-def ls(obj: Context, as_of: int | None, valid_at: int | None, prefix: str, as_json: bool) -> None:
+def ls(obj: Context, as_of: int | str | None, valid_at: int | None, prefix: str, as_json: bool) -> None:
     """List the notes that existed at a time.
 
     \b
     Example:
         vaultsync ls --as-of 2025-01-01 --prefix Projects/
+        vaultsync ls --as-of r12          # right after batch 12 (as history shows it)
     """
     from ..store.read import LISTED_FIELDS
 
