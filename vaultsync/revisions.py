@@ -13,8 +13,8 @@ leaves the file untouched.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .disk.digest import content_hash
