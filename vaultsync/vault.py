@@ -443,15 +443,15 @@ class Vault:
         return None
 
     def _existing(self, view: View, path: str) -> Revision:
-        """The live revision of ``path`` in ``view`` (else of the note ``path`` names, under the name it had then:
-        ``_lived``), or NoteNotFound saying when (and any rename)."""
+        """The live revision of ``path`` in ``view``, or NoteNotFound saying when (and any rename: where the note
+        went, or the name a note later at ``path`` had then)."""
         rev = self._lookup(view, path)
         if rev is None or rev.deleted:
-            lived = self._lived(view, path)
-            if lived is not None:
-                return lived
             at = f" as of {format_time(view.as_of)}" if view.as_of is not None else ""
             extra = f" (it was renamed to {rev.renamed_to})" if rev is not None and rev.renamed_to else ""
+            lived = None if extra else self._lived(view, path)
+            if lived is not None:  # renamed here since: its name then
+                extra = f" (the note later at {path} was {lived.path} then)"
             if view.before_history and view.as_of is not None:
                 why = no_history(self.name, format_time(view.first_known_at()))
                 raise NoteNotFound(f"note {path!r} did not exist{at}: {why}", argument="as_of")  # the time is wrong

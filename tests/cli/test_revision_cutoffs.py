@@ -1,7 +1,8 @@
 """A revision id as a vault-wide cutoff: ``ls``, ``search`` and ``export --as-of r12`` (and the MCP ``list_notes``
 and ``search_notes``) see the vault right after batch 12, exactly: a later batch that shares its time stays
 unseen, where the same time given as a date sees it. ``undo`` takes the id as history prints it. ``read`` by time
-follows a note's renames back to the name it had then. An unknown id is one ``Error:`` line."""
+at a name a note had then (renamed since) gives it; at a name it got later, one line names its name then. An
+unknown id is one ``Error:`` line."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ def vault(tmp_path: Path, cli) -> tuple[Path, Path, list[str]]:
     """Plan.md: alpha (2025-01-01), bravo (2025-01-02); Late.md added by a second batch of 2025-01-02 (the same
     time); Plan.md moved into Archive/ (2025-01-03). Returns the root, the database and the four batches' ids."""
     root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"
+    return root, db, build(root, db, cli)
+
+
+def build(root: Path, db: Path | str, cli) -> list[str]:
+    """The ``vault`` fixture's history in ``db`` (a file, or a PostgreSQL connection string): its batches' ids."""
     root.mkdir()
     steps = [
         ("2025-01-01", lambda: (root / "Plan.md").write_text(FIRST, encoding="utf-8")),
@@ -37,16 +43,16 @@ def vault(tmp_path: Path, cli) -> tuple[Path, Path, list[str]]:
         assert done.returncode == 0, done.stderr
     plan = [r["id"] for r in json.loads(cli("history", "Archive/Plan.md", "--json", db=db).stdout)]
     late = json.loads(cli("history", "Late.md", "--json", db=db).stdout)[0]["id"]
-    return root, db, [plan[0], plan[1], late, plan[2]]
+    return [plan[0], plan[1], late, plan[2]]
 
 
-def listed(cli, db: Path, *args: str) -> list[str]:
+def listed(cli, db: Path | str, *args: str) -> list[str]:
     done = cli("ls", *args, "--json", db=db)
     assert done.returncode == 0, done.stderr
     return [r["path"] for r in json.loads(done.stdout)]
 
 
-def hits(cli, db: Path, query: str, *args: str) -> list[str]:
+def hits(cli, db: Path | str, query: str, *args: str) -> list[str]:
     done = cli("search", query, "--mode", "keyword", *args, "--json", db=db)
     assert done.returncode == 0, done.stderr
     return [h["path"] for h in json.loads(done.stdout)["hits"]]
@@ -66,6 +72,15 @@ def test_ls_and_search_as_of_an_id_see_exactly_that_batch(vault, cli) -> None:
     assert found["as_of"] == "2025-01-02T00:00:00Z"  # the batch's time, said as a time
     exported = [json.loads(line) for line in cli("export", "--as-of", r2, db=db).stdout.splitlines()[1:]]
     assert {row["path"] for row in exported} == {"Plan.md"}
+
+
+def test_an_id_is_the_same_cutoff_on_postgresql(tmp_path: Path, cli) -> None:
+    pgserver = pytest.importorskip("support.pgserver")
+    dsn = pgserver.fresh_or_skip("cutoffs")
+    _, r2, r3, _ = build(tmp_path / "vault", dsn, cli)
+    assert listed(cli, dsn, "--as-of", "2025-01-02") == ["Late.md", "Plan.md"]
+    assert listed(cli, dsn, "--as-of", r2) == ["Plan.md"] and listed(cli, dsn, "--as-of", r3) == ["Late.md", "Plan.md"]
+    assert hits(cli, dsn, "charlie", "--as-of", r2) == [] and hits(cli, dsn, "charlie", "--as-of", r3) == ["Late.md"]
 
 
 def test_an_unknown_id_or_a_bad_cutoff_is_one_clear_line(vault) -> None:
@@ -94,22 +109,23 @@ def test_undo_takes_the_id_history_prints(vault, cli) -> None:
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "r12" in bad.stderr, bad.stderr
 
 
-def test_read_by_time_follows_the_note_back_to_its_name_then(vault, cli) -> None:
+def test_read_by_time_at_a_name_the_note_had_then(vault, cli) -> None:
     _, db, _ = vault
-    assert cli("read", "Archive/Plan.md", "--as-of", "2025-01-02", db=db).stdout == SECOND  # it was Plan.md then
-    assert cli("read", "Archive/Plan.md", "--as-of", "2025-01-01T12:00:00Z", db=db).stdout == FIRST
-    then = json.loads(cli("read", "Archive/Plan.md", "--as-of", "2025-01-02", "--json", db=db).stdout)
+    assert cli("read", "Plan.md", "--as-of", "2025-01-02", db=db).stdout == SECOND  # its old name, renamed later
+    assert cli("read", "Plan.md", "--as-of", "2025-01-02T23:59:59Z", db=db).stdout == SECOND
+    assert cli("read", "Plan.md", "--as-of", "2025-01-01T12:00:00Z", db=db).stdout == FIRST
+    then = json.loads(cli("read", "Plan.md", "--as-of", "2025-01-02", "--json", db=db).stdout)
     assert then["path"] == "Plan.md" and then["content"] == SECOND
-    assert cli("read", "Plan.md", "--as-of", "2025-01-02", db=db).stdout == SECOND  # its old name, then
-    for args, said in (  # no note at that name then: the clear errors stay
-        (("read", "Plan.md", "--as-of", "2025-01-04"), "did not exist as of 2025-01-04T00:00:00Z in vault 'vault' "),
+    for args, said in (  # no note at that name then: one clear line, naming the note's name then or since
+        (("read", "Plan.md", "--as-of", "2025-01-04"), "(it was renamed to Archive/Plan.md)"),
+        (("read", "Archive/Plan.md", "--as-of", "2025-01-02"), "(the note later at Archive/Plan.md was Plan.md then)"),
         (("read", "Archive/Plan.md", "--as-of", "2024-12-31"), "has no history before"),
-        (("read", "Late.md", "--as-of", "2025-01-01"), "note 'Late.md' did not exist as of 2025-01-01"),
+        (("read", "Late.md", "--as-of", "2025-01-01"), "note 'Late.md' did not exist as of 2025-01-01T00:00:00Z in"),
     ):
         done = run_cli(*args, db=db)
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 1 and len(lines) == 1 and said in lines[0], done.stderr
-    assert "(it was renamed to Archive/Plan.md)" in run_cli("read", "Plan.md", "--as-of", "2025-01-04", db=db).stderr
+        assert "Traceback" not in done.stderr
 
 
 @pytest.mark.anyio
@@ -129,9 +145,15 @@ async def test_mcp_list_search_and_read_take_the_same_cutoffs(vault) -> None:
         for tool, args in (("list_notes", {}), ("search_notes", {"query": "plan"})):
             message = error_text(await c.call_tool(tool, {**args, "as_of": "r999"}))
             assert "has no revision r999" in message, message
+        links = sc(await c.call_tool("get_links", {"path": "Late.md", "as_of": r3}))
+        assert links["path"] == "Late.md" and links["as_of"] == "2025-01-02T00:00:00Z", links
+        message = error_text(await c.call_tool("get_links", {"path": "Late.md", "as_of": r2}))
+        assert "did not exist as of 2025-01-02" in message, message  # not yet, right after r2
         message = error_text(await c.call_tool("list_notes", {"as_of": "soon"}))
         assert "invalid as_of 'soon'" in message and "or a revision id (r12" in message, message
-        read = sc(await c.call_tool("read_note", {"path": "Archive/Plan.md", "as_of": "2025-01-02"}))
+        read = sc(await c.call_tool("read_note", {"path": "Plan.md", "as_of": "2025-01-02"}))
         assert read["content"] == SECOND and read["path"] == "Plan.md", read
         message = error_text(await c.call_tool("read_note", {"path": "Plan.md", "as_of": "2025-01-04"}))
         assert "did not exist" in message and "renamed to Archive/Plan.md" in message, message
+        message = error_text(await c.call_tool("read_note", {"path": "Archive/Plan.md", "as_of": "2025-01-02"}))
+        assert "the note later at Archive/Plan.md was Plan.md then" in message, message

@@ -190,7 +190,7 @@ def _print_import(name: str, summary: Any, payload: dict[str, Any], *, as_json: 
 def read(obj: Context, note: str, as_of: int | str | None, valid_at: int | None, as_json: bool) -> None:
     """Print a note's exact text as of a time or revision (and, with --valid-at, the revision valid then).
 
-    A note renamed since is found at a past time by its name now or by its name then (--json says which).
+    A note renamed since is read at a past time by the name it had then.
 
     \b
     Example:

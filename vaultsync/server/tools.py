@@ -189,8 +189,8 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
         ] = MAX_NOTE_CHARS,
     ) -> NoteResult:
         """Read a note's exact Markdown text, now or as it was at a past time, with its title, tags,
-        links, known_at (when vaultsync learned that version) and content hash. A note renamed since is found
-        at a past time by its path now too; the answer's path is the one it had then.
+        links, known_at (when vaultsync learned that version) and content hash. A note renamed since is read
+        at a past time by the path it had then (note_history lists its names).
 
         Notes up to 256K characters come back whole; for longer ones, call again with
         offset=next_offset until next_offset is null.
