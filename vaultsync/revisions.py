@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .disk.digest import content_hash
@@ -229,3 +230,61 @@ def pick_revision(history: list[Any], value: str, path: str, argument: str = "re
     if not hits:
         raise NoteNotFound(f"note {path!r} has no revision {text!r} ({known})", argument=argument)
     return hits[-1]
+
+
+# ---------------------------------------------------------------- a revision id as a vault-wide cutoff
+
+
+def batch_named(value: object) -> int | None:
+    """The batch a vault-wide cutoff names when written as a revision id (``r12``: batch 12), else None (a time).
+    Content-hash digits name one note's text, not a moment of the vault, so they are no cutoff."""
+    if not isinstance(value, str):
+        return None
+    numbered = _REVISION_ID.fullmatch(value.strip())
+    return int(numbered.group(1)) if numbered else None
+
+
+CUTOFF_FORMS = "or a revision id (r12: the vault right after batch 12, nothing from later batches)"
+"""How a vault-wide time argument says it takes a revision id too."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cutoff:
+    """A vault-wide knowledge cutoff as given: a time, or the batch a revision id names."""
+
+    as_of: int | None
+    """UTC microseconds (None: now); for a revision id, its batch's ``known_at``."""
+    batch: int | None = None
+    """For a revision id: exactly this batch is the last one seen, even where later batches share its time."""
+
+
+def resolve_cutoff(vault: Any, value: Any, argument: str = "as_of") -> Cutoff:
+    """``value`` (a ``TimeLike``, or a revision id ``r12``) as the ``Cutoff`` of ``vault``'s history; an id of no
+    batch of the vault, or a malformed time, is ConfigError saying what to give."""
+    from .times import as_micros
+
+    number = batch_named(value)
+    if number is None:
+        try:
+            return Cutoff(as_micros(value, argument))
+        except ConfigError as exc:
+            if isinstance(value, str):
+                raise ConfigError(f"{exc}; {CUTOFF_FORMS}", argument=argument) from None
+            raise
+    info = vault.batch_info(number)
+    if info is None:
+        last = vault.last_batch_id
+        latest = f"its latest is r{last}" if last else "it has no history yet"
+        raise ConfigError(
+            f"vault '{vault.name}' has no revision r{number}: {latest}, as changes and a note's history show",
+            argument=argument,
+        )
+    return Cutoff(int(info["known_at"]), number)
+
+
+def lived_then(lineage: list[Any], batch: int) -> Any:
+    """The revision of a note's ``lineage`` (its history, renames followed back, oldest first) in force after
+    ``batch``: under whatever name it had then; None when it did not exist then (not yet, or deleted or renamed
+    away from the name asked about)."""
+    then = [r for r in lineage if r.batch_id <= batch]
+    return then[-1] if then and not then[-1].deleted else None

@@ -22,7 +22,7 @@ from .gitimport import GIT_HISTORY_NOT_REWRITTEN, Commit, GitHistory, GitImport,
 from .links import LinkReport, link_report
 from .parsers import split_lines
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
-from .revisions import looks_like_revision, pick_revision, revision_id
+from .revisions import lived_then, looks_like_revision, pick_revision, resolve_cutoff, revision_id
 from .store import BatchNews, Engine, Revision, View, is_dsn, open_store
 from .store.purge import check_strings as purge_strings_checked
 from .store.requests import RequestTable, mark_done
@@ -428,8 +428,12 @@ class Vault:
         """A user-given note path as the vault-relative NFC path the store uses."""
         return note_path(path)
 
-    def _view(self, as_of: int | None = None, valid_at: int | None = None) -> Any:
-        return self._store.view(self.id, self.name, as_of=as_of, valid_at=valid_at)
+    @contextlib.contextmanager
+    def _view(self, as_of: TimeLike = None, valid_at: TimeLike = None) -> Iterator[Any]:
+        """The vault as known at ``as_of``: a time, or a revision id (``r12``: exactly after batch 12)."""
+        cut = resolve_cutoff(self, as_of)
+        with self._store.view(self.id, self.name, as_of=cut.as_of, valid_at=as_micros(valid_at, "valid_at")) as view:
+            yield view if cut.batch is None else view.upto(cut.batch)
 
     def _lookup(self, view: View, path: str) -> Revision | None:
         for rel in note_candidates(note_path(path)):
@@ -439,11 +443,15 @@ class Vault:
         return None
 
     def _existing(self, view: View, path: str) -> Revision:
-        """The live revision of ``path`` in ``view``, or NoteNotFound saying when (and any rename)."""
+        """The live revision of ``path`` in ``view``, or NoteNotFound saying when (and any rename: where the note
+        went, or the name a note later at ``path`` had then)."""
         rev = self._lookup(view, path)
         if rev is None or rev.deleted:
             at = f" as of {format_time(view.as_of)}" if view.as_of is not None else ""
             extra = f" (it was renamed to {rev.renamed_to})" if rev is not None and rev.renamed_to else ""
+            lived = None if extra else self._lived(view, path)
+            if lived is not None:  # renamed here since: its name then
+                extra = f" (the note later at {path} was {lived.path} then)"
             if view.before_history and view.as_of is not None:
                 why = no_history(self.name, format_time(view.first_known_at()))
                 raise NoteNotFound(f"note {path!r} did not exist{at}: {why}", argument="as_of")  # the time is wrong
@@ -455,6 +463,13 @@ class Vault:
             raise NoteNotFound(f"note {path!r} did not exist{at} in vault '{self.name}'{extra}")
         return rev
 
+    def _lived(self, view: View, path: str, lineage: list[Revision] | None = None) -> Revision | None:
+        """The note ``path`` names as it was at ``view``'s cutoff, under its name then (``lived_then``)."""
+        try:
+            return lived_then(self.history(path) if lineage is None else lineage, view.batch)
+        except NoteNotFound:
+            return None
+
     @property
     def horizon(self) -> int | None:
         """The vault's retention horizon: its history before this time was purged (None: never)."""
@@ -463,7 +478,7 @@ class Vault:
     def before_history(self, cutoff: TimeLike) -> bool:
         """True when nothing was known at ``cutoff`` (None: now): the vault has no batch yet, or ``cutoff`` is before
         its first."""
-        first, at = self.first_known_at, as_micros(cutoff, "as_of")
+        first, at = self.first_known_at, resolve_cutoff(self, cutoff).as_of
         return first is None or (at is not None and at < first)
 
     def _applying(self, view: View, path: str) -> Revision:
@@ -489,7 +504,7 @@ class Vault:
             with self._view() as view:
                 view.with_links([pinned])
                 return Note(pinned, view.content(pinned))
-        with self._view(as_micros(as_of, "as_of"), as_micros(valid_at, "valid_at")) as view:
+        with self._view(as_of, valid_at) as view:
             rev = self._applying(view, path)
             view.with_links([rev])
             return Note(rev, view.content(rev))
@@ -499,7 +514,7 @@ class Vault:
     ) -> list[Revision]:
         """The notes that existed as of ``as_of`` (with ``valid_at``: the revisions applying then), by path
         (with ``tag``: only those tagged so, see ``tagged``)."""
-        with self._view(as_micros(as_of, "as_of"), as_micros(valid_at, "valid_at")) as view:
+        with self._view(as_of, valid_at) as view:
             found = view.ls(nfc(prefix))
         return tagged(found, tag) if tag else found
 
@@ -559,9 +574,8 @@ class Vault:
                     labels.append(f"{pin.path} @ {revision_id(pin)} ({format_time(pin.known_at)})")
                     continue
                 rev = self._lookup(view, path)
-                then = [r for r in lineage if r.batch_id <= view.batch]
-                if (rev is None or rev.deleted) and then and not then[-1].deleted:
-                    rev = then[-1]
+                if rev is None or rev.deleted:
+                    rev = self._lived(view, path, lineage) or rev
                 rev = view.applies(rev)
                 stamp = format_time(view.as_of) if view.as_of is not None else "now"
                 if rev is None or rev.deleted:
@@ -587,13 +601,13 @@ class Vault:
     def listing(self, as_of: TimeLike = None) -> list[tuple[str, str | None, str | None]]:
         """``(path, title, content hash)`` of every note that existed as of ``as_of``, by path: the paths of
         ``ls`` (without ``valid_at``), several times cheaper for a large vault."""
-        with self._view(as_micros(as_of, "as_of")) as view:
+        with self._view(as_of) as view:
             return view.listing()
 
     def fates(self, paths: list[str], as_of: TimeLike) -> dict[str, str | None]:
         """Where notes that existed as of ``as_of`` went since: each of ``paths`` that no longer exists
         under that name maps to its path now (renamed since) or None (deleted since)."""
-        with self._view(as_micros(as_of, "as_of")) as view:
+        with self._view(as_of) as view:
             return view.fates([note_path(p) for p in paths])
 
     def changes(
@@ -637,12 +651,11 @@ class Vault:
 
     def links(self, path: str, as_of: TimeLike = None) -> LinkReport:
         """The note's outgoing links (resolved) and the notes linking to it, both as of ``as_of``."""
-        when = as_micros(as_of, "as_of")
-        with self._view(when) as view:
+        with self._view(as_of) as view:
             rev = self._existing(view, path)
             notes = view.with_links(view.ls())
             view.with_links([rev])
-        return link_report(rev, notes, when)
+        return link_report(rev, notes, view.as_of)
 
     def create_note(self, path: str, content: str) -> BatchSummary:
         """Create a new note file (never overwriting anything) atomically, then record it as one batch.
@@ -713,7 +726,7 @@ class Vault:
 
         Its ``to_json()`` is exactly what ``search --json`` prints.
         """
-        with self._view(as_micros(as_of, "as_of"), as_micros(valid_at, "valid_at")) as view:
+        with self._view(as_of, valid_at) as view:
             found = SearchResult.from_json(
                 view.search(query, mode=mode, limit=limit, prefix=prefix, tags=tags, where=where)
             )
@@ -734,8 +747,7 @@ class Vault:
 
     def export(self, as_of: TimeLike = None, valid_at: TimeLike = None) -> Iterator[dict[str, Any]]:
         """A header, then every chunk visible at ``as_of`` with the exact text the keyword index tokenizes."""
-        when, at = as_micros(as_of, "as_of"), as_micros(valid_at, "valid_at")
-        with self._view(when, at) as view:
+        with self._view(as_of, valid_at) as view:
             yield from view.export()
 
     def reindex(self, *, full: bool = False) -> Reindexed:

@@ -160,8 +160,27 @@ REVISION_FORMS = "or a revision id from its history (r12)"
 """How a note command's time option says it takes a revision too."""
 
 
+def parse_cutoff_option(ctx: click.Context, param: click.Parameter, value: str | None) -> int | str | None:
+    """Click callback for a vault-wide cutoff: a revision id (``r12``) is handed on as it is, for ``Vault`` to
+    find its batch; anything else must be a time (UTC microseconds)."""
+    from ..revisions import CUTOFF_FORMS, batch_named
+
+    if value is not None and batch_named(value) is not None:
+        return value.strip()
+    try:
+        return parse_time_option(ctx, param, value)
+    except click.ClickException as exc:
+        raise click.ClickException(f"{exc.message}; {CUTOFF_FORMS}") from None
+
+
 def as_of_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return time_option("--as-of", help=f"Knowledge cutoff: {ACCEPTED}. Default: now.")(fn)
+    """``--as-of`` of a vault-wide question (ls, search, export): a time, or a revision id naming its batch."""
+    return click.option(
+        "--as-of",
+        callback=parse_cutoff_option,
+        help=f"Knowledge cutoff: {ACCEPTED}; or a revision id from history or changes (r12: the vault right "
+        "after batch 12, nothing from later batches, even ones sharing its time). Default: now.",
+    )(fn)
 
 
 def validity_option(fn: Callable[..., Any]) -> Callable[..., Any]:

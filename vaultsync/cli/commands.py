@@ -192,6 +192,8 @@ def _print_import(name: str, summary: Any, payload: dict[str, Any], *, as_json: 
 def read(obj: Context, note: str, as_of: int | str | None, valid_at: int | None, as_json: bool) -> None:
     """Print a note's exact text as of a time or revision (and, with --valid-at, the revision valid then).
 
+    A note renamed since is read at a past time by the name it had then.
+
     \b
     Example:
         vaultsync read "Projects/Atlas.md" --as-of 2025-03-01
@@ -213,12 +215,13 @@ def read(obj: Context, note: str, as_of: int | str | None, valid_at: int | None,
 @json_option
 @pass_ctx
 @friendly
-def ls(obj: Context, as_of: int | None, valid_at: int | None, prefix: str, as_json: bool) -> None:
+def ls(obj: Context, as_of: int | str | None, valid_at: int | None, prefix: str, as_json: bool) -> None:
     """List the notes that existed at a time.
 
     \b
     Example:
         vaultsync ls --as-of 2025-01-01 --prefix Projects/
+        vaultsync ls --as-of r12          # right after batch 12 (as history shows it)
     """
     from ..store.read import LISTED_FIELDS
 

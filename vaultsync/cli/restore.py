@@ -111,8 +111,23 @@ def restore(
         raise SystemExit(1)
 
 
+class BatchId(click.ParamType):
+    """A batch as ``changes`` prints it (1234) or as the revision id history prints for what it made (r1234)."""
+
+    name = "BATCH"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        from ..revisions import batch_named
+
+        text = str(value).strip()
+        number = int(text) if text.isdigit() else batch_named(text)
+        if number is None:
+            self.fail(f"{value!r} is no batch: give its number as changes shows it (1234) or a revision id (r12)")
+        return number
+
+
 @click.command()
-@click.argument("batch", type=int)
+@click.argument("batch", type=BatchId())
 @click.option("--force", is_flag=True, help="Also put back notes that changed again since the batch.")
 @click.option("--dry-run", is_flag=True, help="Print what would change, with diffs; write nothing.")
 @json_option
@@ -121,12 +136,15 @@ def restore(
 def undo(obj: Context, batch: int, force: bool, dry_run: bool, as_json: bool) -> None:
     """Put every note a batch changed back as it was just before it, as one new batch.
 
+    BATCH is its number as changes shows it, or the revision id history shows (r1234: the batch that made it).
+
     A note changed again since the batch is refused, with the reason, unless --force.
 
     \b
     Example:
         vaultsync changes --source mcp
         vaultsync undo 1234
+        vaultsync undo r1234
     """
     from .. import restore as r
     from ..live import handoff

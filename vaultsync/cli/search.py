@@ -93,7 +93,7 @@ def _bold(snippet: str) -> str:
 def search(
     obj: Context,
     query: str,
-    as_of: int | None,
+    as_of: int | str | None,
     valid_at: int | None,
     mode: str,
     limit: int,
@@ -109,6 +109,7 @@ def search(
         vaultsync search "project kickoff"
         vaultsync search "how do I get back a note I deleted"
         vaultsync search budget --as-of 2025-03-01 --mode keyword --prefix Projects/ --json
+        vaultsync search budget --as-of r12   # the vault right after batch 12
     """
     vault = obj.vault()
     result = vault.search(
@@ -179,7 +180,7 @@ def _semantic_note(mode: str, query: str, semantic: str | None) -> None:
 @click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
 @pass_ctx
 @friendly
-def export(obj: Context, as_of: int | None, valid_at: int | None, fmt: str) -> None:
+def export(obj: Context, as_of: int | str | None, valid_at: int | None, fmt: str) -> None:
     """Every chunk visible at a time, as JSON lines, with the exact text the keyword index tokenizes.
 
     The first line is a header naming the FTS5 tokenizer, so anyone can rebuild the keyword ranking.

@@ -202,7 +202,7 @@ class ServedVault:
             return vault.read(path)
 
     def listing(
-        self, as_of: int | None = None, prefix: str = "", valid_at: int | None = None, tag: str | None = None
+        self, as_of: int | str | None = None, prefix: str = "", valid_at: int | None = None, tag: str | None = None
     ) -> list[Any]:
         """``Vault.ls`` with a small cache: the store is append-only, so a listing stays valid until
         the next batch or purge (``generation`` moves); paging through a big vault lists it once."""

@@ -29,6 +29,15 @@ REWRITE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempoten
 """A write that replaces a note's text (its earlier states stay in the history)."""
 
 TimeArg = Annotated[str | None, Field(description=f"Knowledge cutoff: {ACCEPTED}. Omit for now.", max_length=64)]
+CutoffArg = Annotated[
+    str | None,
+    Field(
+        description=f"Knowledge cutoff: {ACCEPTED}; or a revision id from note_history or list_changes (r12: the "
+        "vault right after batch 12, nothing from later batches). Omit for now.",
+        max_length=64,
+    ),
+]
+"""The cutoff of a vault-wide question (search, listing, links): a time, or a revision id naming its batch."""
 PathArg = Annotated[
     str,
     Field(

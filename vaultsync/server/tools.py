@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from ..revisions import resolve_cutoff
 from ..times import ACCEPTED, RECENT_DAYS, format_time, recent
 from .answers import (
     MAX_RESULT_CHARS,
@@ -30,7 +31,18 @@ from .models import (
     WatcherStatus,
 )
 from .served import ServedVault
-from .toolkit import READ_ONLY, PathArg, TimeArg, ToolSet, decode_cursor, friendly, moment, page, when, wire_names
+from .toolkit import (
+    READ_ONLY,
+    CutoffArg,
+    PathArg,
+    ToolSet,
+    decode_cursor,
+    friendly,
+    moment,
+    page,
+    when,
+    wire_names,
+)
 
 ValidArg = Annotated[
     str | None,
@@ -92,7 +104,7 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
     @friendly
     def search_hits(
         query: QueryArg,
-        as_of: TimeArg = None,
+        as_of: CutoffArg = None,
         valid_at: ValidAtArg = None,
         mode: ModeArg = "hybrid",
         limit: LimitArg = 10,
@@ -126,7 +138,7 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
     @friendly
     def search_notes(
         query: QueryArg,
-        as_of: TimeArg = None,
+        as_of: CutoffArg = None,
         valid_at: ValidAtArg = None,
         mode: ModeArg = "hybrid",
         limit: LimitArg = 10,
@@ -177,7 +189,8 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
         ] = MAX_NOTE_CHARS,
     ) -> NoteResult:
         """Read a note's exact Markdown text, now or as it was at a past time, with its title, tags,
-        links, known_at (when vaultsync learned that version) and content hash.
+        links, known_at (when vaultsync learned that version) and content hash. A note renamed since is read
+        at a past time by the path it had then (note_history lists its names).
 
         Notes up to 256K characters come back whole; for longer ones, call again with
         offset=next_offset until next_offset is null.
@@ -301,7 +314,7 @@ def add_list_notes(tools: ToolSet, rt: ServedVault) -> None:
             str | None, Field(description="Only paths starting with this, e.g. 'Projects/'", max_length=1024)
         ] = None,
         tag: Annotated[str | None, Field(description="Only notes with this tag (without #)", max_length=200)] = None,
-        as_of: TimeArg = None,
+        as_of: CutoffArg = None,
         valid_at: ValidArg = None,
         cursor: Annotated[str | None, Field(description="next_cursor from the previous page", max_length=2048)] = None,
         limit: Annotated[int, Field(ge=1, le=500, description="Notes per page")] = 100,
@@ -309,16 +322,18 @@ def add_list_notes(tools: ToolSet, rt: ServedVault) -> None:
         """List the notes that existed at a time (default now), by path, a page at a time, grouped by
         folder: each note as [file name, revision, known_at]. Pass next_cursor back as cursor to get the
         next page."""
-        cutoff = when(as_of, "as_of")
+        with rt.reading() as vault:
+            cut = resolve_cutoff(vault, as_of)  # a revision id: its batch, exactly (the listing's cache key)
         try:
             after = decode_cursor(cursor)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        revisions = rt.listing(cutoff, prefix or "", when(valid_at, "valid_at"), tag=tag or None)
+        at = cut.as_of if cut.batch is None else as_of
+        revisions = rt.listing(at, prefix or "", when(valid_at, "valid_at"), tag=tag or None)
         chosen, nxt = page(revisions, after, limit, key=lambda r: r.path)
-        answer = note_list(chosen, as_of=cutoff, next_cursor=nxt)
+        answer = note_list(chosen, as_of=cut.as_of, next_cursor=nxt)
         with rt.reading() as vault:
-            if vault.before_history(cutoff):
+            if vault.before_history(cut.as_of):
                 answer.before_history, answer.first_batch = True, format_time(vault.first_known_at)
         return answer
 
@@ -326,7 +341,7 @@ def add_list_notes(tools: ToolSet, rt: ServedVault) -> None:
 def add_get_links(tools: ToolSet, rt: ServedVault) -> None:
     @tools.add("Links and backlinks of a note", READ_ONLY)
     @friendly
-    def get_links(path: PathArg, as_of: TimeArg = None) -> LinksResult:
+    def get_links(path: PathArg, as_of: CutoffArg = None) -> LinksResult:
         """Show a note's outgoing links (and which note each resolves to) and its backlinks
         (the notes linking to it), as of a time (default now)."""
         with rt.reading() as vault:

@@ -89,6 +89,12 @@ class View:
         """The same vault at another cutoff, in the same transaction."""
         return View(self._con, self._db_path, self.vault_id, self.vault_name, as_of, self.valid_at)
 
+    def upto(self, batch: int) -> View:
+        """This view cut exactly after ``batch`` (a revision id's: ``r12``), where its ``as_of`` is that batch's
+        time: later batches that share the time stay unseen. Returns the view itself."""
+        self.batch = min(self.batch, batch)
+        return self
+
     # ------------------------------------------------------------ notes
 
     def revision(self, path: str) -> Revision | None:
@@ -242,6 +248,7 @@ class View:
             self.vault_name,
             query,
             as_of=self.as_of,
+            batch=self.batch,
             valid_at=self.valid_at,
             mode=mode,
             limit=limit,
@@ -253,7 +260,9 @@ class View:
 
     def export(self) -> Iterator[dict[str, Any]]:
         """A header, then every chunk visible at the cutoff with the exact text the keyword index tokenizes."""
-        return engine.export(self._con, self.vault_id, self.vault_name, as_of=self.as_of, valid_at=self.valid_at)
+        return engine.export(
+            self._con, self.vault_id, self.vault_name, as_of=self.as_of, valid_at=self.valid_at, batch=self.batch
+        )
 
     # ------------------------------------------------------------ upkeep
 

@@ -152,6 +152,7 @@ def search(
     query: str,
     *,
     as_of: int | None = None,
+    batch: int | None = None,
     valid_at: int | None = None,
     mode: str = DEFAULT_MODE,
     limit: int = 10,
@@ -168,7 +169,7 @@ def search(
     if limit < 1:
         raise ConfigError("limit must be at least 1")
     rankers.check(con, vault_id, vault_name)
-    snap = take(con, vault_id, as_of, valid_at)
+    snap = take(con, vault_id, as_of, valid_at, batch=batch)
     allowed = allowed_notes(con, snap, prefix, tags, where)
     parsed = parse_query(query)
     parts: dict[int, dict[str, Any]] = {}
@@ -245,14 +246,20 @@ def _hits(
 
 
 def export(
-    con: apsw.Connection, vault_id: int, vault_name: str, *, as_of: int | None = None, valid_at: int | None = None
+    con: apsw.Connection,
+    vault_id: int,
+    vault_name: str,
+    *,
+    as_of: int | None = None,
+    valid_at: int | None = None,
+    batch: int | None = None,
 ) -> Iterator[dict[str, Any]]:
     """A header, then every chunk visible at ``as_of`` with its ``indexed_text`` and whether the search index
     holds it (``indexed``: see ``text.indexable``), read from the revision tables only."""
     from ..read import cutoff
 
-    batch = cutoff(con, vault_id, as_of)
-    snap: Snapshot = take(con, vault_id, as_of, valid_at, bounded=bounded_from_core(con, vault_id, batch))
+    batch = cutoff(con, vault_id, as_of) if batch is None else batch
+    snap: Snapshot = take(con, vault_id, as_of, valid_at, bounded=bounded_from_core(con, vault_id, batch), batch=batch)
     yield {
         "tokenizer": TOKENIZE,
         "vault": vault_name,

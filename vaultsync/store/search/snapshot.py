@@ -46,12 +46,14 @@ def take(
     valid_at: int | None,
     *,
     bounded: Sequence[int] | None = None,
+    batch: int | None = None,
 ) -> Snapshot:
     """The snapshot at knowledge cutoff ``as_of`` (None: now) and validity time ``valid_at``
     (None: the cutoff, or now). ``bounded`` lists the visible revisions that declare validity;
-    by default they are found through the search index's ``search_bounded`` table.
+    by default they are found through the search index's ``search_bounded`` table. ``batch``: the cutoff's
+    batch when the caller knows it exactly (a revision id's), else the last batch known at ``as_of``.
     """
-    batch = cutoff(con, vault_id, as_of)
+    batch = cutoff(con, vault_id, as_of) if batch is None else batch
     last = cutoff(con, vault_id, None)
     at = valid_at if valid_at is not None else (as_of if as_of is not None else now_micros())
     if bounded is None:
