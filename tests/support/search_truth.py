@@ -123,7 +123,8 @@ def same_ranking(
 ) -> None:
     """Assert the same chunks in the same order with scores equal to ``rel`` (relative) or ``abs_``."""
     first = next((i for i, (a, b) in enumerate(zip(got, want)) if a[:2] != b[:2]), 0)
-    assert [(p, c) for p, c, _ in got] == [(p, c) for p, c, _ in want], (got[first : first + 3], want[first : first + 3])
+    where = slice(first, first + 3)
+    assert [(p, c) for p, c, _ in got] == [(p, c) for p, c, _ in want], (got[where], want[where])
     for (_, _, a), (_, _, b) in zip(got, want):
         assert abs(a - b) <= max(rel * max(abs(a), abs(b)), abs_), (a, b)
 

@@ -96,7 +96,8 @@ def similarities(con: apsw.Connection, embedder: Embedder, query: str, row_ids: 
     return {row_id: 1.0 - d for row_id, d in rows}
 
 
-NOTES_OF_ROWS = """SELECT r.id, r.note_id, v.embedding FROM search_rows r LEFT JOIN search_vectors v ON v.doc_id = r.doc_id
+NOTES_OF_ROWS = """SELECT r.id, r.note_id, v.embedding
+    FROM search_rows r LEFT JOIN search_vectors v ON v.doc_id = r.doc_id
     WHERE r.note_id IN (SELECT note_id FROM search_rows WHERE id IN (SELECT value FROM json_each(:ids)))"""
 """Every chunk row of the notes the given rows belong to, with its vector (NULL: not filled yet): a note's rows are
 those of one revision, all visible together (a revision is visible whole), so they are the note's visible chunks
