@@ -125,8 +125,8 @@ def note_vectors(rows: Sequence[tuple[int, int, bytes | None]], q: bytes) -> dic
     if not rows:
         return dict.fromkeys(note_of, 0.0)
     notes = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-    vectors = np.frombuffer(b"".join(bytes(r[2] or b"") for r in rows), dtype=np.int8).reshape(len(rows), -1)
-    vectors = vectors.astype(np.float64)
+    raw = np.frombuffer(b"".join(bytes(r[2] or b"") for r in rows), dtype=np.int8)
+    vectors = raw.reshape(len(rows), -1).astype(np.float64)
     lengths = np.linalg.norm(vectors, axis=1)
     vectors /= np.where(lengths > 0, lengths, 1.0)[:, None]
     starts = np.flatnonzero(np.r_[True, notes[1:] != notes[:-1]])
