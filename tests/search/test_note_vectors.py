@@ -23,16 +23,16 @@ def test_of_two_copies_of_a_chunk_the_one_whose_note_is_about_the_question_ranks
     monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
     root = tmp_path / "vault"
     root.mkdir()
-    # "A.md" sorts first: without the note signal the two copies tie but for the title, and A's comes first
-    (root / "A.md").write_text(f"# A\n\n{SHARED}\n## More\n\nBoil the spaghetti in salted water.\n", encoding="utf-8")
-    (root / "B.md").write_text(
-        f"# B\n\n{SHARED}\n## More\n\nPrune the roses, water the flowers, weed the garden beds.\n", encoding="utf-8"
+    # without the note signal the copies differ only by their titles (A, B), and B's (the pasta note) ranks first
+    (root / "B.md").write_text(f"# B\n\n{SHARED}\n## More\n\nBoil the spaghetti in salted water.\n", encoding="utf-8")
+    (root / "A.md").write_text(
+        f"# A\n\n{SHARED}\n## More\n\nPrune the roses, water the flowers, weed the garden beds.\n", encoding="utf-8"
     )
     with Vault.open(tmp_path / "db.sqlite", root=root, embedder="hash-fused") as vault:
         vault.sync()
         hits = vault.search("how do I look after garden flowers and roses", limit=10).hits
     copies = [h for h in hits if h["heading_path"][-1] == "Shared"]
-    assert [h["path"] for h in copies] == ["B.md", "A.md"]
+    assert [h["path"] for h in copies] == ["A.md", "B.md"]
     assert copies[0]["signals"]["note"] > copies[1]["signals"]["note"]
 
 
