@@ -20,12 +20,13 @@ is a *head* (its first three lines: title, aliases, heading path) and a *body* (
 A candidate's score is ``bm25 / best bm25 among the candidates`` (both as positive numbers) plus
 ``sum(WEIGHTS[s] * s)`` (for an embedder that fuses, ``vector`` is the cosine similarity as a share of the
 best among the candidates, a negative one as 0, weighed ``QUESTION_VECTOR`` for a question in everyday words
-and ``DESCRIPTION_VECTOR`` for another query of at least three tokens: ``vector_weight``), plus ``WHOLE`` for
-a candidate holding the whole query: more than any other candidate can score, so such a chunk ranks above
-every chunk that does not, whatever their BM25 scores. Higher is better, ties broken by path then chunk
-position. The candidates are the ``POOL`` (or ``limit``, if more) best chunks by BM25, joined by the ``POOL``
-(or ``limit``) best by BM25 among the chunks holding the whole query (``keyword.rank_default``), so that one
-is never lost because common words gave other chunks a higher BM25.
+and ``DESCRIPTION_VECTOR`` for another query of at least three tokens: ``vector_weight``; ``note``, the cosine
+similarity of the chunk's *note vector*, the normalized sum of its note's chunk vectors (``vector.note_vectors``),
+counts the same way with the same weight), plus ``WHOLE`` for a candidate holding the whole query: more than
+any other candidate can score, so such a chunk ranks above every chunk that does not, whatever their BM25
+scores. Higher is better, ties broken by path then chunk position. The candidates are the ``POOL`` (or ``limit``,
+if more) best chunks by BM25, joined by the ``POOL`` (or ``limit``) best by BM25 among the chunks holding the whole
+query (``keyword.rank_default``), so that one is never lost because common words gave other chunks a higher BM25.
 
 For a question in everyday words (``everyday``), ``q`` is its content words: BM25 and the phrase,
 proximity and head signals weigh those; ``whole`` is always of the query as typed.
@@ -75,10 +76,11 @@ DESCRIPTION_TOKENS = 3
 WHOLE = (
     1.0
     + sum(w for k, w in WEIGHTS.items() if k != "vector")
-    + max(WEIGHTS["vector"], QUESTION_VECTOR, DESCRIPTION_VECTOR)
+    + 2 * max(WEIGHTS["vector"], QUESTION_VECTOR, DESCRIPTION_VECTOR)
 )
 """Added to the score of a candidate holding the whole query in order: more than normalized BM25 (at most 1)
-plus every weighted signal (the vector's at most its heavier weight) can give a candidate that does not (a
+plus every weighted signal (the vector's and the note's each at most its heavier weight) can give a candidate
+that does not (a
 candidate whose body holds the whole query is itself one that does: ``phrase`` reaches 1 only there), so a
 remembered phrase's holders come first for a question in everyday words too.
 
@@ -91,6 +93,8 @@ tokens would bring back the six two-word queries among them (0.539 / 0.617), and
 holds for every query of at least two tokens."""
 
 SIGNALS = ("phrase", "proximity", "head", "whole")
+SEMANTIC = ("vector", "note")
+"""The signals an embedder that fuses adds: the chunk's own vector, and its note's (``vector.note_vectors``)."""
 _TOKENIZER = apsw.Connection(":memory:").fts5_tokenizer(TOKENIZE.split()[0], TOKENIZE.split()[1:])
 
 
@@ -270,15 +274,18 @@ def combine(
     bm25_scores: Sequence[float], found: Sequence[dict[str, float]], weight: float | None = None
 ) -> list[float]:
     """Final scores (higher is better) of candidates given their ``bm25()`` values (lower is better) and signals;
-    a ``vector`` signal counts as a share of the best among the candidates (a negative similarity as none),
-    weighed ``weight`` (``vector_weight``; default ``WEIGHTS["vector"]``)."""
+    a ``vector`` or ``note`` signal counts as a share of the best among the candidates (a negative similarity as
+    none), each weighed ``weight`` (``vector_weight``; default ``WEIGHTS["vector"]``)."""
     best = max((-s for s in bm25_scores), default=0.0)
-    nearest = max((v.get("vector", 0.0) for v in found), default=0.0)
-    share = (WEIGHTS["vector"] if weight is None else weight) / nearest if nearest > 0 else 0.0
+    weight = WEIGHTS["vector"] if weight is None else weight
+    shares = {}
+    for key in SEMANTIC:
+        nearest = max((v.get(key, 0.0) for v in found), default=0.0)
+        shares[key] = weight / nearest if nearest > 0 else 0.0
     return [
         (-s / best if best > 0 else 0.0)
         + sum(WEIGHTS[k] * v.get(k, 0.0) for k in WEIGHTS if k != "vector")
-        + share * max(v.get("vector", 0.0), 0.0)
+        + sum(share * max(v.get(key, 0.0), 0.0) for key, share in shares.items())
         + WHOLE * v.get("whole", 0.0)
         for s, v in zip(bm25_scores, found)
     ]
@@ -291,10 +298,12 @@ def rerank(
     cosines: dict[int, float] | None = None,
     typed: KeywordQuery | None = None,
     weight: float | None = None,
+    notes: dict[int, float] | None = None,
 ) -> list[tuple[Scored, dict[str, float]]]:
     """The BM25 candidates ``pool`` ordered by their final score (``Scored.score``), with their signals
     and ``bm25`` (the candidate's ``bm25()``); ``query`` is what is weighed, ``typed`` the query as typed
-    (for ``whole``; default: ``query``), ``weight`` the ``vector`` signal's (``vector_weight``)."""
+    (for ``whole``; default: ``query``), ``weight`` the ``vector`` and ``note`` signals' (``vector_weight``);
+    ``cosines`` and ``notes``: row id → the chunk's and its note's cosine similarity to the query."""
     if not pool:
         return []
     wanted = QueryTokens.of(query)
@@ -317,6 +326,9 @@ def rerank(
     if cosines is not None:
         for s, sig in zip(pool, found):
             sig["vector"] = cosines.get(s.row_id, 0.0)
+    if notes is not None:
+        for s, sig in zip(pool, found):
+            sig["note"] = notes.get(s.row_id, 0.0)
     final = combine([s.score for s in pool], found, weight)
     out = [(Scored(s.row_id, f), {"bm25": s.score, **sig}) for s, f, sig in zip(pool, final, found)]
     out.sort(key=lambda item: (-item[0].score, keys[item[0].row_id]))
