@@ -15,7 +15,7 @@ from support.cli import invoke
 from support.mcp_helpers import error_text, listed_paths, sc
 
 from vaultsync import Vault
-from vaultsync.cli.commands import window_note
+from vaultsync.cli.history import window_note
 from vaultsync.errors import ConfigError, NoteNotFound
 from vaultsync.server import ServeConfig, build_server
 from vaultsync.times import format_time

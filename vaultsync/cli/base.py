@@ -76,6 +76,18 @@ class Group(click.Group):
                 formatter.write_dl(rows)
 
 
+class DatabaseParam(click.Path):
+    """A database file (a Path), or a ``postgresql://`` URI kept as it is (a Path would fold its slashes)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value.startswith(("postgresql://", "postgres://")):
+            return value
+        return super().convert(value, param, ctx)
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False, path_type=Path)
+
+
 def _own_options(command: click.Command) -> set[str]:
     """Every option name of ``command`` and, for a group, of its commands."""
     names = {opt for param in command.params for opt in getattr(param, "opts", [])}
