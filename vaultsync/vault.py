@@ -12,18 +12,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import acting
-from .config import default_db_path
 from .disk import edit, vanished, vaultfs
 from .disk.digest import content_hash
 from .disk.folder import MAX_FILE_BYTES, FileProblem, Present, files_containing, observe_paths, scan
 from .disk.paths import changed_path, nfc, note_candidates, note_path
-from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError, VaultNotFound, VaultsyncError
+from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError, VaultsyncError
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, Commit, GitHistory, GitImport, OnCommit, in_git, to_import
 from .links import LinkReport, link_report
+from .opening import open_vault
 from .parsers import split_lines
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
 from .revisions import lived_then, looks_like_revision, pick_revision, resolve_cutoff, revision_id
-from .store import BatchNews, Engine, Revision, View, is_dsn, open_store
+from .store import BatchNews, Engine, Revision, View
 from .store.purge import check_strings as purge_strings_checked
 from .store.requests import RequestTable, mark_done
 from .store.view import forgotten, no_history
@@ -111,50 +111,10 @@ class Vault:
         vectors another embedder made is refused (``reembed`` switches). ``lock_command`` is how the
         writer lock names its holder (default: this process's arguments).
         """
-        db: Any = default_db_path() if db_path is None else db_path if is_dsn(db_path) else Path(db_path)
-        vault_root: Path | None = None
-        if root is not None:
-            vaultfs.check_root(os.fspath(root))  # before anything touches it: a UNC path sends credentials
-            vault_root = Path(root).expanduser().resolve()
-            if not vault_root.is_dir():
-                raise ConfigError(f"vault folder {root} does not exist or is not a folder")
-            if not is_dsn(db) and db.resolve().is_relative_to(vault_root):
-                raise ConfigError(
-                    f"the database {db} must not live inside the vault (sync services corrupt it); "
-                    "choose a database path elsewhere"
-                )
-        store = open_store(db, readonly=readonly, embedder=embedder)
-        try:
-            if vault_root is not None:
-                vault_name = name or vault_root.name
-                found = store.vault(vault_name)
-                if found is not None and found.root != str(vault_root) and Path(found.root).is_dir():
-                    raise ConfigError(
-                        f"a vault named '{vault_name}' already lives at {found.root}; give this one another name",
-                        argument="name",
-                    )
-                if readonly:
-                    if found is None:
-                        raise VaultNotFound(f"no vault '{vault_name}' in {db}")
-                    vault_id = found.id
-                else:
-                    vault_id = store.ensure_vault(vault_name, vault_root)
-                return cls(
-                    store, vault_name, vault_id, vault_root, parse_workers=parse_workers, lock_command=lock_command
-                )
-            names = [v.name for v in store.vaults()]
-            if name is None:
-                if len(names) != 1:
-                    listed = ", ".join(names) if names else "none yet"
-                    raise ConfigError(f"{db} holds {len(names)} vaults ({listed}); choose one by name", argument="name")
-                name = names[0]
-            record_ = store.vault(name)
-            if record_ is None:
-                raise VaultNotFound(f"no vault '{name}' in {db} (known: {', '.join(names) or 'none'})")
-        except BaseException:
-            store.close()
-            raise
-        return cls(store, name, record_.id, Path(record_.root), parse_workers=parse_workers, lock_command=lock_command)
+        store, vault_name, vault_id, vault_root = open_vault(
+            db_path, root=root, name=name, readonly=readonly, embedder=embedder
+        )
+        return cls(store, vault_name, vault_id, vault_root, parse_workers=parse_workers, lock_command=lock_command)
 
     def close(self) -> None:
         self.lock.close()
