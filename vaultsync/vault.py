@@ -4,36 +4,31 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import functools
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import acting
-from .disk import edit, vanished, vaultfs
-from .disk.digest import content_hash
-from .disk.folder import MAX_FILE_BYTES, FileProblem, Present, files_containing, observe_paths, scan
-from .disk.paths import changed_path, nfc, note_candidates, note_path
-from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError, VaultsyncError
-from .gitimport import GIT_HISTORY_NOT_REWRITTEN, Commit, GitHistory, GitImport, OnCommit, in_git, to_import
+from .disk import edit, vaultfs
+from .disk.folder import MAX_FILE_BYTES, FileProblem, files_containing
+from .disk.paths import nfc, note_candidates, note_path
+from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError
+from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitImport, OnCommit, in_git
 from .links import LinkReport, link_report
 from .opening import open_vault
 from .parsers import split_lines
+from .recording import Recorder
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
 from .revisions import lived_then, looks_like_revision, pick_revision, resolve_cutoff, revision_id
 from .store import BatchNews, Engine, Revision, View
 from .store.purge import check_strings as purge_strings_checked
-from .store.requests import RequestTable, mark_done
+from .store.requests import RequestTable
 from .store.view import forgotten, no_history
-from .sync import BatchSummary, LiveIndex, ParsePool, Plan, Progress, Twins, twins_on_disk, write_plan
+from .sync import BatchSummary, Progress
 from .times import TimeLike, as_micros, format_time, now_micros
 from .unfinished import recover
 from .vault_lock import VaultLock
-
-if TYPE_CHECKING:
-    from .store.contract import Batch
 
 
 @dataclass(slots=True)
@@ -200,158 +195,27 @@ class Vault:
         """
         when = as_micros(known_at, "known_at")
         with self.lock.writing():
-            replaced = self._check_root(allow_mass_delete)
-            unchanged = 0
-            if paths is None:  # a full scan: unchanged files are dropped as found, against a compact index
-                index = LiveIndex(self._store.live_index(self.id))
-                observed, errors = scan(self.root, keep=index.keep)
-                observed.update(index.unseen())
-                unchanged = index.unchanged
-            else:  # only what the batch touches: its paths and the live notes below those that are folders
-                given = [rel for rel in map(changed_path, paths) if rel is not None]  # normalised once, here
-                observed, errors = observe_paths(self.root, given, self._store.live_under(self.id, given))
-            live, states = self._store.plan_state(self.id, observed)
-            twins = None if paths is None else self._twins(observed, live)
-            plan = Plan(
-                observed,
-                live,
-                states,
-                errors=errors,
-                unchanged=unchanged,
-                twins=twins,
-                hold=None if paths is None else hold,
+            return self._recorder().sync(
+                paths,
+                known_at=when,
+                strict=strict,
+                source=source,
+                progress=progress,
+                allow_mass_delete=allow_mass_delete,
+                detail=detail,
+                hold=hold,
             )
-            guarded = None if allow_mass_delete else self._deletion_guard(plan, replaced)
-            summary = self._write_plan(
-                plan, known_at=when, source=source, strict=strict, progress=progress, detail=detail, on_write=guarded
-            )
-            if replaced:  # it holds the vault's notes: the vault folder from now on
-                self._register_root()
-            return summary
 
-    def _twins(self, observed: dict[str, Any], live: dict[str, tuple[int, str]]) -> Twins | None:
-        """For a partial sync that may create notes: where ``Plan`` looks for the far end of a move (the live
-        notes with a new file's content, read before the batch)."""
-        hashes = set()
-        for path, obs in observed.items():
-            if isinstance(obs, Present) and path not in live:
-                try:
-                    hashes.add(content_hash(obs.read()))
-                except (OSError, VaultsyncError):
-                    continue  # the batch names it
-        if not hashes:
-            return None  # nothing new: nothing can be the far end of a move
-        return twins_on_disk(self._store.live_with_hashes(self.id, hashes), observed, self.root)
-
-    def _check_root(self, confirmed: bool) -> bool:
-        """VaultUnavailable when the vault folder vanished (the first sync, or a ``confirmed`` one,
-        registers the device and inode it has); True when it is another folder than the one registered
-        (its batch may delete nothing: see ``disk.vanished``)."""
-        registered, device = self._store.vault_device(self.id), vanished.device_of(self.root)
-        inode, known = vanished.inode_of(self.root), self._store.vault_inode(self.id)
-        if device is not None and (registered is None or confirmed):
-            vanished.check_root(self.root, None)
-            if (device, inode) != (registered, known):
-                self._store.set_vault_device(self.id, device, inode)
-            return False
-        vanished.check_root(self.root, registered)
-        if known is None and inode is not None and registered is not None:  # registered before inodes were
-            self._store.set_vault_device(self.id, registered, inode)
-            return False
-        return inode != known
-
-    def _register_root(self) -> None:
-        """Take the vault folder as it is now (its device and inode) as the vault's folder."""
-        device = vanished.device_of(self.root)
-        if device is not None:
-            self._store.set_vault_device(self.id, device, vanished.inode_of(self.root))
-
-    def _deletion_guard(self, plan: Plan, replaced: bool = False) -> Callable[[Any], None] | None:
-        """A check run inside the batch, once renames are known: MassDeletion (or, in a replaced vault
-        folder, VaultUnavailable for any deletion) rolls it back."""
-        if replaced:
-            live = len(self._store.live_index(self.id))
-
-            def check(_writer: Any) -> None:
-                deleted = len(plan.deletions) - len(plan.renames)
-                vanished.check_deletions(deleted, live)
-                vanished.check_replaced(self.root, deleted)
-
-            return check
-        if len(plan.deletions) < vanished.MASS_DELETE_MIN:
-            return None
-        live = len(self._store.live_index(self.id))
-        return lambda _writer: vanished.check_deletions(len(plan.deletions) - len(plan.renames), live)
+    def _recorder(self) -> Recorder:
+        """What records this vault's batches (``recording``); the caller holds ``lock.writing``."""
+        return Recorder(self._store, self.id, self.name, self.root, self.parse_workers)
 
     def import_git(self, *, strict: bool = False, progress: OnCommit | None = None) -> GitImport:
         """Replay the first-parent git history of the vault's repository not imported yet, one batch per
         commit at commit time (see ``gitimport``); a commit older than the vault's last batch is recorded
         at that batch's time (``lifted``)."""
         with self.lock.writing():
-            history = GitHistory(self.root)
-            result = GitImport(BatchSummary(vault=self.name))
-            pool = ParsePool(self.parse_workers)  # started by the first large batch, kept for the others
-            try:
-                imported = self._store.git_commits(self.id)
-                todo = to_import(history, imported, self._store.last_batch(self.id))
-                result.skipped = len(imported)
-                for index, (parent, commit) in enumerate(todo, start=1):
-                    first = index == 1
-                    observed = history.observed(parent, commit, whole=first)
-                    when, last_at = commit.committed_at, self.last_known_at
-                    if last_at is not None and when < last_at:
-                        when, result.lifted = last_at, result.lifted + 1
-                    live = self._store.live_state(self.id, None if first else list(observed))
-                    result.summary.merge(
-                        self._write_plan(
-                            Plan(observed, live, {}, full=first),
-                            known_at=when,
-                            source="git",
-                            detail=commit.sha,
-                            strict=strict,
-                            on_write=functools.partial(_record_commit, commit),
-                            workers=pool,
-                        )
-                    )
-                    result.commits += 1
-                    if progress:
-                        progress(index, len(todo), commit)
-            finally:
-                pool.close()
-                history.close()
-            return result
-
-    def _write_plan(
-        self,
-        plan: Plan,
-        *,
-        known_at: int | None,
-        source: str,
-        detail: str | None = None,
-        strict: bool = False,
-        progress: Progress | None = None,
-        on_write: Callable[[Batch], None] | None = None,
-        workers: ParsePool | None = None,
-    ) -> BatchSummary:
-        """The one plan → batch path (import, watch, writes, git backfill); the caller holds ``lock.writing``. The batch
-        that carries out another process's write request (``acting.carrying``, its source) marks it done."""
-        carried = acting.carried()
-        if carried is not None and carried.source == source:
-            on_write = _then(on_write, lambda batch: mark_done(batch, carried.request_id))
-        return write_plan(
-            self._store,
-            self.id,
-            self.name,
-            plan,
-            known_at=known_at,
-            source=source,
-            detail=detail,
-            caller=acting.caller(),
-            strict=strict,
-            workers=self.parse_workers if workers is None else workers,
-            progress=progress,
-            on_write=on_write,
-        )
+            return self._recorder().import_git(strict=strict, progress=progress)
 
     def writing(self, command: str | None = None) -> contextlib.AbstractContextManager[None]:
         """Hold the vault's writer lock (and this process's batch lock) while writing note files and
@@ -793,23 +657,6 @@ class Vault:
         """Verify the store; return the problems found (empty when healthy)."""
         with self._view() as view:
             return view.check()
-
-
-def _then(first: Callable[[Any], None] | None, second: Callable[[Any], None]) -> Callable[[Any], None]:
-    """``first`` (if any), then ``second``: two additions to one batch."""
-    if first is None:
-        return second
-
-    def both(batch: Any) -> None:
-        first(batch)
-        second(batch)
-
-    return both
-
-
-def _record_commit(commit: Commit, writer: Any) -> None:
-    """Inside a ``--from-git`` batch: the commit it came from."""
-    writer.record_git_commit(commit.sha, commit.committed_at)
 
 
 def tagged(revisions: list[Revision], tag: str) -> list[Revision]:

@@ -549,7 +549,7 @@ async def test_serve_watch_holding_the_vault_carries_out_a_cli_undo(tmp_path: Pa
 def test_a_restore_whose_batch_is_refused_puts_its_files_back(two, monkeypatch: pytest.MonkeyPatch) -> None:
     """Not a crash: the watcher wrote the files, then the database refused the batch (away, or the lock lost
     with its session): the files go back as they were, and the asker gets the error, nothing half done."""
-    from vaultsync import vault as vault_module
+    from vaultsync import recording
     from vaultsync.errors import StoreError
 
     watching, asking, root, t0 = two
@@ -558,7 +558,7 @@ def test_a_restore_whose_batch_is_refused_puts_its_files_back(two, monkeypatch: 
     def refused(batch: Any, rid: int) -> None:
         raise StoreError("the database refused the batch (a test)")
 
-    monkeypatch.setattr(vault_module, "mark_done", refused)
+    monkeypatch.setattr(recording, "mark_done", refused)
     with Watcher(watching, **QUIET), pytest.raises(StoreError, match="a test"):
         handoff.perform(asking, "restore", handoff.restore_args(prefix="F/", as_of=t0))
     for name in "abcd":
