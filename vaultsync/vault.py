@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -17,14 +16,14 @@ from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitImport, OnCommit, in_git
 from .links import LinkReport, link_report
 from .opening import open_vault
-from .parsers import split_lines
+from .reading import applying, diff_sides, existing, tagged, unified
 from .recording import Recorder
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
-from .revisions import lived_then, looks_like_revision, pick_revision, resolve_cutoff, revision_id
+from .revisions import looks_like_revision, pick_revision, resolve_cutoff, revision_id
 from .store import BatchNews, Engine, Revision, View
 from .store.purge import check_strings as purge_strings_checked
 from .store.requests import RequestTable
-from .store.view import forgotten, no_history
+from .store.view import forgotten
 from .sync import BatchSummary, Progress
 from .times import TimeLike, as_micros, format_time, now_micros
 from .unfinished import recover
@@ -259,41 +258,6 @@ class Vault:
         with self._store.view(self.id, self.name, as_of=cut.as_of, valid_at=as_micros(valid_at, "valid_at")) as view:
             yield view if cut.batch is None else view.upto(cut.batch)
 
-    def _lookup(self, view: View, path: str) -> Revision | None:
-        for rel in note_candidates(note_path(path)):
-            rev = view.revision(rel)
-            if rev is not None:
-                return rev
-        return None
-
-    def _existing(self, view: View, path: str) -> Revision:
-        """The live revision of ``path`` in ``view``, or NoteNotFound saying when (and any rename: where the note
-        went, or the name a note later at ``path`` had then)."""
-        rev = self._lookup(view, path)
-        if rev is None or rev.deleted:
-            at = f" as of {format_time(view.as_of)}" if view.as_of is not None else ""
-            extra = f" (it was renamed to {rev.renamed_to})" if rev is not None and rev.renamed_to else ""
-            lived = None if extra else self._lived(view, path)
-            if lived is not None:  # renamed here since: its name then
-                extra = f" (the note later at {path} was {lived.path} then)"
-            if view.before_history and view.as_of is not None:
-                why = no_history(self.name, format_time(view.first_known_at()))
-                raise NoteNotFound(f"note {path!r} did not exist{at}: {why}", argument="as_of")  # the time is wrong
-            if rev is not None and not extra:  # a tombstone: when, and the last moment it could be read
-                raise NoteDeleted(
-                    f"note {path!r} was deleted at {format_time(rev.known_at)} in vault '{self.name}'; "
-                    f"read it as of {format_time(rev.known_at - 1)} to see it as it was before"
-                )
-            raise NoteNotFound(f"note {path!r} did not exist{at} in vault '{self.name}'{extra}")
-        return rev
-
-    def _lived(self, view: View, path: str, lineage: list[Revision] | None = None) -> Revision | None:
-        """The note ``path`` names as it was at ``view``'s cutoff, under its name then (``lived_then``)."""
-        try:
-            return lived_then(self.history(path) if lineage is None else lineage, view.batch)
-        except NoteNotFound:
-            return None
-
     @property
     def horizon(self) -> int | None:
         """The vault's retention horizon: its history before this time was purged (None: never)."""
@@ -304,17 +268,6 @@ class Vault:
         its first."""
         first, at = self.first_known_at, resolve_cutoff(self, cutoff).as_of
         return first is None or (at is not None and at < first)
-
-    def _applying(self, view: View, path: str) -> Revision:
-        """The revision of ``path`` that applies in ``view`` (at its ``valid_at``), or NoteNotFound saying why."""
-        rev = view.applies(self._existing(view, path))
-        if rev is None:
-            at = f" as of {format_time(view.as_of)}" if view.as_of is not None else ""
-            raise NoteNotFound(
-                f"no revision of note {path!r} known{at} in vault '{self.name}' is valid at "
-                f"{format_time(view.valid_at)} (see its history)"
-            )
-        return rev
 
     def read(self, path: str, as_of: TimeLike = None, valid_at: TimeLike = None) -> Note:
         """The note's exact text as of ``as_of`` (default now); NoteNotFound if it did not exist then.
@@ -329,7 +282,7 @@ class Vault:
                 view.with_links([pinned])
                 return Note(pinned, view.content(pinned))
         with self._view(as_of, valid_at) as view:
-            rev = self._applying(view, path)
+            rev = applying(view, path, self.name, self.history)
             view.with_links([rev])
             return Note(rev, view.content(rev))
 
@@ -391,27 +344,8 @@ class Vault:
         except NoteNotFound:
             lineage = []
         with self._view(start, as_micros(valid_at, "valid_at")) as before:
-            texts, labels = [], []
-            for view, pin in ((before, pins[0]), (before.at(end), pins[1])):
-                if pin is not None:  # a revision named by its id: exactly that one
-                    texts.append(view.content(pin))
-                    labels.append(f"{pin.path} @ {revision_id(pin)} ({format_time(pin.known_at)})")
-                    continue
-                rev = self._lookup(view, path)
-                if rev is None or rev.deleted:
-                    rev = self._lived(view, path, lineage) or rev
-                rev = view.applies(rev)
-                stamp = format_time(view.as_of) if view.as_of is not None else "now"
-                if rev is None or rev.deleted:
-                    texts.append("")
-                    labels.append(f"{path} (absent {stamp})")
-                else:
-                    texts.append(view.content(rev))
-                    labels.append(f"{rev.path} @ {stamp}")
-            if "(absent" in labels[0] and "(absent" in labels[1]:
-                raise NoteNotFound(f"note {path!r} existed at neither time in vault '{self.name}'")
-        lines = difflib.unified_diff(split_lines(texts[0]), split_lines(texts[1]), labels[0], labels[1])
-        return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+            texts, labels = diff_sides(before, end, path, pins, lineage, self.name)
+        return unified(texts, labels)
 
     def _pin(self, path: str, value: TimeLike, argument: str) -> Revision | None:
         """The revision ``value`` names when it is written as one (``revision``), else None (a time)."""
@@ -476,7 +410,7 @@ class Vault:
     def links(self, path: str, as_of: TimeLike = None) -> LinkReport:
         """The note's outgoing links (resolved) and the notes linking to it, both as of ``as_of``."""
         with self._view(as_of) as view:
-            rev = self._existing(view, path)
+            rev = existing(view, path, self.name, self.history)
             notes = view.with_links(view.ls())
             view.with_links([rev])
         return link_report(rev, notes, view.as_of)
@@ -657,12 +591,6 @@ class Vault:
         """Verify the store; return the problems found (empty when healthy)."""
         with self._view() as view:
             return view.check()
-
-
-def tagged(revisions: list[Revision], tag: str) -> list[Revision]:
-    """The revisions carrying ``tag`` (a leading ``#`` ignored; compared case-insensitively, as Obsidian does)."""
-    wanted = tag.lstrip("#").casefold()
-    return [r for r in revisions if any(t.casefold() == wanted for t in r.tags)]
 
 
 __all__ = ["BatchSummary", "FileProblem", "Note", "Vault", "StoreError", "as_micros"]
