@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from .disk import edit, vaultfs
-from .disk.folder import MAX_FILE_BYTES, FileProblem, files_containing
+from .disk.folder import MAX_FILE_BYTES, FileProblem
 from .disk.paths import nfc, note_candidates, note_path
 from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError
+from .forgetting import check_current, purge_cutoff
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitImport, OnCommit, in_git
 from .links import LinkReport, link_report
 from .opening import open_vault
@@ -21,11 +22,10 @@ from .recording import Recorder
 from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
 from .revisions import looks_like_revision, pick_revision, resolve_cutoff, revision_id
 from .store import BatchNews, Engine, Revision, View
-from .store.purge import check_strings as purge_strings_checked
 from .store.requests import RequestTable
 from .store.view import forgotten
 from .sync import BatchSummary, Progress
-from .times import TimeLike, as_micros, format_time, now_micros
+from .times import TimeLike, as_micros, format_time
 from .unfinished import recover
 from .vault_lock import VaultLock
 
@@ -553,29 +553,10 @@ class Vault:
         Text still in a note file, or a note file still on disk, is refused unless ``also_current``
         (the next sync would store it again). The vault's own git history is not rewritten.
         """
-        when = as_micros(before, "before")
-        if when is not None and when > now_micros():
-            raise ConfigError(
-                "before is in the future: retention keeps what was visible at a past time", argument="before"
-            )
+        when = purge_cutoff(before)
         rel = note_path(note) if note is not None else None
         with self.lock.writing(command="vaultsync purge"):
-            if texts and not also_current:
-                found = files_containing(self.root, purge_strings_checked(texts))
-                if found:
-                    raise ConfigError(
-                        f"{len(found)} note file(s) in the vault still contain that text "
-                        f"({', '.join(found[:3])}{', …' if len(found) > 3 else ''}); the next sync "
-                        "would store it again: remove it from the files first, or purge the "
-                        "current revisions too",
-                        argument="also_current",
-                    )
-            if rel is not None and not also_current and (self.root / rel).exists():
-                raise ConfigError(
-                    f"the note file {rel} is still in the vault; the next sync would store it "
-                    "again: delete it first, or purge it anyway",
-                    argument="also_current",
-                )
+            check_current(self.root, texts, rel, also_current)
             result = self._store.purge(self.id, strings=texts, note=rel, before=when)
         return Purged.of(result, self.name, GIT_HISTORY_NOT_REWRITTEN if in_git(self.root) else None)
 
