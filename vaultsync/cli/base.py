@@ -1,9 +1,10 @@
 """What every CLI command module shares: the group's ``Context``, option decorators, output and errors.
 
-Command modules (``commands.py``, ``search.py``) import this module and nothing of each other's, so the
-command line has no import cycle. Like them it imports only click and light modules at load time:
-``vaultsync --help`` must not pay for the store, the parsers or the MCP SDK, so those are imported
-inside the commands (or, for option choices, by ``LazyChoice``/``Lazy`` when a command is used).
+Command modules (``commands.py``, ``reading.py``, ``search.py``, ...) import this module and nothing of each
+other's (but ``history.py``, which shows batches as ``restore.py`` does), so the command line has no import cycle.
+Like them it imports only click and light modules at load time: ``vaultsync --help`` must not pay for the store,
+the parsers or the MCP SDK, so those are imported inside the commands (or, for option choices, by
+``LazyChoice``/``Lazy`` when a command is used).
 """
 
 from __future__ import annotations
