@@ -49,6 +49,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "SQLite and PostgreSQL side by side: fill, size, search p50/p95 now "
         "and past, the same answers, search_notes throughput with 1, 2, 4 HTTP servers",
     ),
+    "copy": (
+        "benchmarks.bench_copy",
+        "`vaultsync copy` of a replayed Help history, SQLite to PostgreSQL and back: wall, CPU of the copy and of "
+        "PostgreSQL, database size, WAL written, and whether the copies answer as the source",
+    ),
     "hosted": (
         "benchmarks.bench_hosted",
         "the hosted deployment behind nginx with OAuth clients: search_notes p50/p95 under 10 requests/s offered, "

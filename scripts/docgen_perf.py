@@ -437,7 +437,45 @@ def hosted(f: dict[str, Any]) -> Iterator[Run]:
     yield run
 
 
-FROM_FIGURES: dict[str, Callable[[dict[str, Any]], Iterator[Run]]] = {"hosted": hosted}
+def copy(f: dict[str, Any]) -> Iterator[Run]:
+    """``vaultsync copy`` between the engines (``benchmarks/bench_copy.py``), from the run's flat figures."""
+    mb = 1024 * 1024
+    run = Run(
+        "Import and scale",
+        "Copying a history between SQLite and PostgreSQL",
+        "python -m benchmarks run copy",
+        "",
+        "",
+        "",
+        "copy.jsonl",
+        f"{f['input']} replayed into SQLite, one batch per commit: {num(f['source.notes'])} notes, "
+        f"{num(f['source.revisions'])} revisions, {num(f['source.batches'])} batches, "
+        f"{num(f['source.bytes'] / mb)} MB; `vaultsync copy` into a new PostgreSQL 18 database (a server on the same "
+        "machine, fsync off), then from it into a new SQLite file; CPU is the copy process's and, apart, the "
+        "PostgreSQL server's meanwhile",
+    )
+    for key, label in (("to_postgres", "SQLite → PostgreSQL"), ("to_sqlite", "PostgreSQL → SQLite")):
+        run.figures.append(
+            (f"{label}: wall / CPU of the copy", f"{num(f[key + '.wall_s'])} s / {num(f[key + '.cpu_s'])} s")
+        )
+        run.figures.append((f"{label}: CPU of PostgreSQL", num(f[key + ".postgres_cpu_s"], "s")))
+    run.figures.append(("PostgreSQL database after the copy", num(f["to_postgres.database_bytes"] / mb, "MB")))
+    run.figures.append(("WAL written by the copy into PostgreSQL", num(f["to_postgres.wal_bytes"] / mb, "MB")))
+    run.figures.append(("SQLite file of the copy back", num(f["to_sqlite.bytes"] / mb, "MB")))
+    for key, label in (("postgres", "PostgreSQL copy"), ("sqlite_back", "Copy back")):
+        counted = all(f[f"{key}.{k}"] == f[f"source.{k}"] for k in ("notes", "revisions", "batches"))
+        agree = f[f"{key}.searches"] - f[f"{key}.searches_differing"]
+        run.figures.append(
+            (
+                f"{label}: same notes, revisions, batches; searches answering as the source",
+                f"{'yes' if counted else 'no'}; {num(agree)} of {num(f[f'{key}.searches'])} "
+                f"({num(f[f'{key}.hits'])} hits compared, {f['queries']} queries × 3 modes × {f['cutoffs']} times)",
+            )
+        )
+    yield run
+
+
+FROM_FIGURES: dict[str, Callable[[dict[str, Any]], Iterator[Run]]] = {"hosted": hosted, "copy": copy}
 """Benchmarks whose tables are made from a run's ``figures`` (the flat names the harness records) rather than from a
 ``detail``."""
 
