@@ -1,4 +1,5 @@
-"""Typed answers of ``Vault.search``, ``stats``, ``reindex``, ``reembed``, ``purge`` and ``revision_facts``.
+"""Typed answers of ``Vault.read`` (``Note``), ``search``, ``stats``, ``reindex``, ``reembed``, ``purge`` and
+``revision_facts``.
 
 Each ``to_json()`` is exactly what the command's ``--json`` prints (and what the MCP tools build on),
 field for field and in the same order.
@@ -9,7 +10,36 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from .revisions import revision_id
 from .store import PurgeRecord, PurgeResult, Revision
+from .times import format_time
+
+
+@dataclass(slots=True)
+class Note:
+    """A note's exact content at some time, with its revision's facts."""
+
+    revision: Revision
+    content: str
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.revision
+        return {
+            "path": r.path,
+            "content": self.content,
+            "known_at": format_time(r.known_at),
+            "content_hash": r.content_hash,
+            "size": r.size,
+            "title": r.title,
+            "frontmatter": r.frontmatter,
+            "tags": r.tags,
+            "aliases": r.aliases,
+            "links": r.links,
+            "warnings": r.warnings,
+            "kind": r.kind,
+            "renamed_from": r.renamed_from,
+            "id": revision_id(r),
+        }
 
 
 @dataclass(slots=True)

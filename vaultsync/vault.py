@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from .links import LinkReport, link_report
 from .opening import open_vault
 from .reading import applying, diff_sides, existing, tagged, unified
 from .recording import Recorder
-from .results import Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
+from .results import Note, Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
 from .revisions import looks_like_revision, pick_revision, resolve_cutoff, revision_id
 from .store import BatchNews, Engine, Revision, View
 from .store.requests import RequestTable
@@ -28,33 +27,6 @@ from .sync import BatchSummary, Progress
 from .times import TimeLike, as_micros, format_time
 from .unfinished import recover
 from .vault_lock import VaultLock
-
-
-@dataclass(slots=True)
-class Note:
-    """A note's exact content at some time, with its revision's facts."""
-
-    revision: Revision
-    content: str
-
-    def to_json(self) -> dict[str, Any]:
-        r = self.revision
-        return {
-            "path": r.path,
-            "content": self.content,
-            "known_at": format_time(r.known_at),
-            "content_hash": r.content_hash,
-            "size": r.size,
-            "title": r.title,
-            "frontmatter": r.frontmatter,
-            "tags": r.tags,
-            "aliases": r.aliases,
-            "links": r.links,
-            "warnings": r.warnings,
-            "kind": r.kind,
-            "renamed_from": r.renamed_from,
-            "id": revision_id(r),
-        }
 
 
 class Vault:
