@@ -295,6 +295,44 @@ def test_an_observer_started_afresh_is_never_taken_for_one_that_stopped(vault: V
         assert watcher.healthy()
 
 
+class LostLater(Deaf):
+    """An observer whose watch of a moved folder looks intact at first and is lost a moment later."""
+
+    def __init__(self, root: Path, mark: object, polling: bool) -> None:
+        super().__init__(root, mark, polling)
+        self.looks = 0
+
+    def intact(self) -> bool:
+        self.looks += 1
+        return self.looks == 1
+
+
+def test_a_folder_moved_into_a_new_folder_is_a_rename_when_the_watch_is_found_lost_at_the_second_look(
+    vault: Vault, vault_dir: Path
+) -> None:
+    """inotify reports a folder moved into a new folder as gone, and may drop its watch only after that batch: the
+    second look a second later finds it lost and scans the vault. The unpaired deletion is held until then (its
+    own hold ends first), so the scan pairs it with where the notes went: a rename, never deleted then created."""
+    observers: list[Deaf] = []
+
+    def factory(root: Path, mark: object, polling: bool) -> Deaf:
+        observers.append((LostLater if not observers else Deaf)(root, mark, polling))
+        return observers[-1]
+
+    with Watcher(vault, **FAST, reconcile_s=0, observer_factory=factory) as watcher:
+        (vault_dir / "New" / "Deep").mkdir(parents=True)
+        os.rename(vault_dir / "Projects", vault_dir / "New" / "Deep" / "Projects")
+        observers[0].mark(["Projects"])  # type: ignore[operator]  # the folder gone; where it went is not reported
+        wait_until(lambda: len(observers) == 2, what="the observer started afresh after the second look")
+        wait_until(lambda: content(vault, "New/Deep/Projects/Atlas.md") is not None, what="the scan after it")
+        wait_until(lambda: watcher.status()["held"] == 0, what="nothing held")
+    history = vault.history("New/Deep/Projects/Atlas.md")
+    assert [(r.path, r.kind) for r in history] == [
+        ("Projects/Atlas.md", "created"),
+        ("New/Deep/Projects/Atlas.md", "renamed"),
+    ]
+
+
 @pytest.mark.capabilities_off("no-dir-fd")
 def test_reconcile_repairs_what_the_observer_missed(vault: Vault, vault_dir: Path) -> None:
     with Watcher(vault, **FAST, reconcile_s=0.3, observer_factory=Deaf) as watcher:

@@ -241,7 +241,11 @@ class Watcher:
             wait = None if self.reconcile_s <= 0 else max(0.0, self._next_reconcile - time.monotonic())
             wait = vanished.RETRY_S if wait is None else min(wait, vanished.RETRY_S)  # notice a vanished vault folder
             recheck = self.folder.recheck_at
-            for due in [*self._held.due_times(), *([recheck] if recheck is not None else [])]:
+            # a held deletion waits for the second look at the watches, and for a batch already queued (which
+            # re-checks it: its add may be in it, or the scan a lost watch started)
+            held_due = [due if recheck is None else max(due, recheck) for due in self._held.due_times()]
+            held_due = [] if self._queued() else held_due
+            for due in [*held_due, *([recheck] if recheck is not None else [])]:
                 wait = max(0.0, min(wait, due - time.monotonic()))
             if self.filler.due:  # vectors to fill: a step now unless a batch is due (a step is about a second)
                 wait = 0.0
@@ -252,7 +256,12 @@ class Watcher:
                 return
             if pending is not None:
                 ok = self._flush(pending, "batch")
-            elif self._held.expired():
+            elif self.folder.recheck_due() and self.outage.reason is None and not self.folder.replaced():
+                # before a held deletion's end: the second look may find a watch lost, and the scan it starts
+                # then finds where the notes went (a rename, not a deletion and a creation)
+                self.folder.recheck(self._debouncer.add)
+                continue
+            elif self._held.expired() and self.folder.recheck_at is None and not self._queued():
                 now = time.monotonic()
                 ok = self._flush(Pending(set(self._held), now, now), "held")
             elif self.outage.reason is not None or self.folder.replaced():
@@ -274,6 +283,16 @@ class Watcher:
                 backoff = min(backoff, vanished.RETRY_S)
             if not ok and self.vault.database_unreachable_s() > 0:  # try soon: it may be back any moment
                 backoff = min(backoff, MAX_RETRY_S)
+
+    def _queued(self) -> bool:
+        """Whether paths wait in the debouncer for a batch."""
+        return self._debouncer.snapshot()[0] > 0
+
+    def _may_hold(self, path: str) -> bool:
+        """Whether a deletion no add joined may wait for a later batch: within its hold, or while the observer's
+        watches are yet to be looked at again (a folder moved into a new one may have lost its watch, and the scan
+        that follows finds where its notes went)."""
+        return self._held.may_hold(path) or self.folder.recheck_at is not None
 
     def _flush_all(self, reason: str) -> bool:
         """A full scan, which covers every pending path (kept pending if it fails)."""
@@ -300,7 +319,7 @@ class Watcher:
                 paths = None  # back from an outage, or a new folder: a full scan, guarded
             if paths is not None and self._held:
                 paths = collapse({*paths, *self._held})  # re-checked: an add may join them now
-            summary = self.vault.sync(paths, source="watch", hold=None if paths is None else self._held.may_hold)
+            summary = self.vault.sync(paths, source="watch", hold=None if paths is None else self._may_hold)
         except (VaultUnavailable, MassDeletion) as exc:
             if raise_errors:
                 raise
