@@ -18,6 +18,7 @@ SHARED = "## Shared\n\nA paragraph both notes hold word for word: tending a gard
 def test_of_two_copies_of_a_chunk_the_one_whose_note_is_about_the_question_ranks_first(
     tmp_path: Path, monkeypatch
 ) -> None:
+    """Each copy is its note's best candidate (it holds the query), so each gets its note's similarity."""
     from vaultsync.embed import embedders
 
     monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
@@ -26,14 +27,31 @@ def test_of_two_copies_of_a_chunk_the_one_whose_note_is_about_the_question_ranks
     # without the note signal the copies differ only by their titles (A, B), and B's (the pasta note) ranks first
     (root / "B.md").write_text(f"# B\n\n{SHARED}\n## More\n\nBoil the spaghetti in salted water.\n", encoding="utf-8")
     (root / "A.md").write_text(
-        f"# A\n\n{SHARED}\n## More\n\nPrune the roses, water the flowers, weed the garden beds.\n", encoding="utf-8"
+        f"# A\n\n{SHARED}\n## More\n\nPrune the roses, water the flowers, weed the beds.\n", encoding="utf-8"
     )
     with Vault.open(tmp_path / "db.sqlite", root=root, embedder="hash-fused") as vault:
         vault.sync()
-        hits = vault.search("how do I look after garden flowers and roses", limit=10).hits
+        hits = vault.search("tending a garden in the evening", limit=10).hits
     copies = [h for h in hits if h["heading_path"][-1] == "Shared"]
     assert [h["path"] for h in copies] == ["A.md", "B.md"]
     assert copies[0]["signals"]["note"] > copies[1]["signals"]["note"]
+
+
+def test_only_a_notes_best_candidate_carries_its_note(tmp_path: Path, monkeypatch) -> None:
+    """A note's other chunks keep their own rank: the hits are not crowded by one note."""
+    from vaultsync.embed import embedders
+
+    monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
+    root = tmp_path / "vault"
+    root.mkdir()
+    sections = "".join(f"## Part {i}\n\nGarden roses and flowers, bed {i}.\n\n" for i in range(4))
+    (root / "Garden.md").write_text(f"# Garden\n\n{sections}", encoding="utf-8")
+    (root / "Other.md").write_text("# Other\n\nA short word on garden roses.\n", encoding="utf-8")
+    with Vault.open(tmp_path / "db.sqlite", root=root, embedder="hash-fused") as vault:
+        vault.sync()
+        hits = vault.search("garden roses", limit=10).hits
+    carrying = [h for h in hits if h["signals"]["note"] != 0.0]
+    assert sorted(h["path"] for h in carrying) == ["Garden.md", "Other.md"]  # one candidate a note
 
 
 def test_a_note_vector_is_the_normalized_sum_of_its_chunks_unit_vectors() -> None:

@@ -189,7 +189,14 @@ def fresh_default(
     if fused is not None:
         for (p, c, _), sig in zip(pool, found):
             sig["vector"] = cosines.get((p, c), 0.0)
-            sig["note"] = notes.get(p, 0.0)
+        weight = vector_weight(everyday(parsed), len(typed.sequence))
+        base = combine([s for _, _, s in pool], found, weight)  # each note's best candidate without its note
+        best: dict[str, tuple[float, int, int]] = {}
+        for i, ((p, c, _), score) in enumerate(zip(pool, base)):
+            mine = (-score, text[p, c]["ord"], i)
+            best[p] = min(best.get(p, mine), mine)
+        for i, ((p, _, _), sig) in enumerate(zip(pool, found)):
+            sig["note"] = notes.get(p, 0.0) if best[p][2] == i else 0.0
     final = combine([s for _, _, s in pool], found, vector_weight(everyday(parsed), len(typed.sequence)))
     ranked = sorted(zip(pool, final), key=lambda x: (-x[1], x[0][0], text[x[0][0], x[0][1]]["ord"]))
     out = [(p, c, f) for (p, c, _), f in ranked]

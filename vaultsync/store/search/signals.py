@@ -17,16 +17,17 @@ is a *head* (its first three lines: title, aliases, heading path) and a *body* (
   consecutively and in order (stopwords included: what FTS5's phrase query of the whole query,
   ``QueryTokens.whole``, matches), else 0.
 
-A candidate's score is ``bm25 / best bm25 among the candidates`` (both as positive numbers) plus
-``sum(WEIGHTS[s] * s)`` (for an embedder that fuses, ``vector`` is the cosine similarity as a share of the
-best among the candidates, a negative one as 0, weighed ``QUESTION_VECTOR`` for a question in everyday words
-and ``DESCRIPTION_VECTOR`` for another query of at least three tokens: ``vector_weight``; ``note``, the cosine
-similarity of the chunk's *note vector*, the normalized sum of its note's chunk vectors (``vector.note_vectors``),
-counts the same way with the same weight), plus ``WHOLE`` for a candidate holding the whole query: more than
-any other candidate can score, so such a chunk ranks above every chunk that does not, whatever their BM25
-scores. Higher is better, ties broken by path then chunk position. The candidates are the ``POOL`` (or ``limit``,
-if more) best chunks by BM25, joined by the ``POOL`` (or ``limit``) best by BM25 among the chunks holding the whole
-query (``keyword.rank_default``), so that one is never lost because common words gave other chunks a higher BM25.
+A candidate's score is ``bm25 / best bm25 among the candidates`` (both as positive numbers) plus ``sum(WEIGHTS[s] *
+s)`` (for an embedder that fuses, ``vector`` is the cosine similarity as a share of the best among the candidates, a
+negative one as 0, weighed ``QUESTION_VECTOR`` for a question in everyday words and ``DESCRIPTION_VECTOR`` for
+another query of at least three tokens: ``vector_weight``; ``note``, the cosine similarity of the chunk's *note
+vector*, the normalized sum of its note's chunk vectors (``vector.note_vectors``), counts the same way with the same
+weight, for each note's best candidate only: ``best_of_note``), plus ``WHOLE`` for a candidate holding the whole
+query: more than any other candidate can score, so such a chunk ranks above every chunk that does not, whatever
+their BM25 scores. Higher is better, ties broken by path then chunk position. The candidates are the ``POOL`` (or
+``limit``, if more) best chunks by BM25, joined by the ``POOL`` (or ``limit``) best by BM25 among the chunks holding
+the whole query (``keyword.rank_default``), so that one is never lost because common words gave other chunks a
+higher BM25.
 
 For a question in everyday words (``everyday``), ``q`` is its content words: BM25 and the phrase,
 proximity and head signals weigh those; ``whole`` is always of the query as typed.
@@ -291,6 +292,28 @@ def combine(
     ]
 
 
+def best_of_note(
+    pool: Sequence[Scored],
+    found: list[dict[str, float]],
+    notes: dict[int, float],
+    keys: dict[int, tuple[str, int]],
+    weight: float | None,
+) -> None:
+    """Give the ``note`` signal (``notes``: row id → its note's similarity) to each note's best candidate only:
+    the one scoring highest without it (ties: path, then chunk position), so that the note rises by its best
+    part and its other chunks keep their own rank instead of crowding the hits."""
+    base = combine([s.score for s in pool], found, weight)
+    best: dict[str, int] = {}
+    for i, s in enumerate(pool):
+        path = keys[s.row_id][0]
+        j = best.get(path)
+        if j is None or (-base[i], keys[s.row_id]) < (-base[j], keys[pool[j].row_id]):
+            best[path] = i
+    chosen = set(best.values())
+    for i, (s, sig) in enumerate(zip(pool, found)):
+        sig["note"] = notes.get(s.row_id, 0.0) if i in chosen else 0.0
+
+
 def rerank(
     con: apsw.Connection,
     pool: list[Scored],
@@ -327,8 +350,7 @@ def rerank(
         for s, sig in zip(pool, found):
             sig["vector"] = cosines.get(s.row_id, 0.0)
     if notes is not None:
-        for s, sig in zip(pool, found):
-            sig["note"] = notes.get(s.row_id, 0.0)
+        best_of_note(pool, found, notes, keys, weight)
     final = combine([s.score for s in pool], found, weight)
     out = [(Scored(s.row_id, f), {"bm25": s.score, **sig}) for s, f, sig in zip(pool, final, found)]
     out.sort(key=lambda item: (-item[0].score, keys[item[0].row_id]))
