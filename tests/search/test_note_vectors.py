@@ -31,7 +31,7 @@ def test_of_two_copies_of_a_chunk_the_one_whose_note_is_about_the_question_ranks
     )
     with Vault.open(tmp_path / "db.sqlite", root=root, embedder="hash-fused") as vault:
         vault.sync()
-        hits = vault.search("tending a garden in the evening", limit=10).hits
+        hits = vault.search("how do I go about tending a garden in the evening", limit=10).hits
     copies = [h for h in hits if h["heading_path"][-1] == "Shared"]
     assert [h["path"] for h in copies] == ["A.md", "B.md"]
     assert copies[0]["signals"]["note"] > copies[1]["signals"]["note"]
@@ -49,9 +49,25 @@ def test_only_a_notes_best_candidate_carries_its_note(tmp_path: Path, monkeypatc
     (root / "Other.md").write_text("# Other\n\nA short word on garden roses.\n", encoding="utf-8")
     with Vault.open(tmp_path / "db.sqlite", root=root, embedder="hash-fused") as vault:
         vault.sync()
-        hits = vault.search("garden roses", limit=10).hits
+        hits = vault.search("where can I read about garden roses", limit=10).hits
     carrying = [h for h in hits if h["signals"]["note"] != 0.0]
     assert sorted(h["path"] for h in carrying) == ["Garden.md", "Other.md"]  # one candidate a note
+
+
+def test_a_name_or_a_phrase_is_ranked_without_its_note(tmp_path: Path, monkeypatch) -> None:
+    """Only a question in everyday words weighs the note: a name or a remembered phrase is found by its words (a
+    known item among notes holding the same phrase keeps its place)."""
+    from vaultsync.embed import embedders
+
+    monkeypatch.setitem(embedders.EMBEDDERS, "hash-fused", FusedHash)
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "A.md").write_text(f"# A\n\n{SHARED}", encoding="utf-8")
+    with Vault.open(tmp_path / "db.sqlite", root=root, embedder="hash-fused") as vault:
+        vault.sync()
+        for query in ("garden evening", "tending a garden in the evening"):
+            assert all("note" not in h["signals"] for h in vault.search(query).hits)
+        assert "note" in vault.search("how do I tend a garden").hits[0]["signals"]
 
 
 def test_a_note_vector_is_the_normalized_sum_of_its_chunks_unit_vectors() -> None:

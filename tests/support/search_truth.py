@@ -189,7 +189,8 @@ def fresh_default(
     if fused is not None:
         for (p, c, _), sig in zip(pool, found):
             sig["vector"] = cosines.get((p, c), 0.0)
-        weight = vector_weight(everyday(parsed), len(typed.sequence))
+    if fused is not None and everyday(parsed):  # a question in everyday words weighs its notes too
+        weight = vector_weight(True, len(typed.sequence))
         base = combine([s for _, _, s in pool], found, weight)  # each note's best candidate without its note
         best: dict[str, tuple[float, int, int]] = {}
         for i, ((p, c, _), score) in enumerate(zip(pool, base)):

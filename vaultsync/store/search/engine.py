@@ -139,7 +139,8 @@ def _default(
         known = {s.row_id for s in pool}
         pool = pool + [Scored(s.row_id, 0.0) for s in near if s.row_id not in known]
         cosines = rankers.vector.similarities(con, embedder, query, [s.row_id for s in pool])
-        notes = rankers.vector.note_similarities(con, embedder, query, [s.row_id for s in pool])
+        if everyday.everyday(parsed):  # a question asks about a topic; a name or a phrase is found by its words
+            notes = rankers.vector.note_similarities(con, embedder, query, [s.row_id for s in pool])
     weight = signals.vector_weight(everyday.everyday(parsed), len(signals.QueryTokens.of(parsed).sequence))
     ranked = signals.rerank(con, pool, weighed, cosines, parsed, weight, notes)[:limit]
     for item, found in ranked:

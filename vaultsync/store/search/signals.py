@@ -22,12 +22,12 @@ s)`` (for an embedder that fuses, ``vector`` is the cosine similarity as a share
 negative one as 0, weighed ``QUESTION_VECTOR`` for a question in everyday words and ``DESCRIPTION_VECTOR`` for
 another query of at least three tokens: ``vector_weight``; ``note``, the cosine similarity of the chunk's *note
 vector*, the normalized sum of its note's chunk vectors (``vector.note_vectors``), counts the same way with the same
-weight, for each note's best candidate only: ``best_of_note``), plus ``WHOLE`` for a candidate holding the whole
-query: more than any other candidate can score, so such a chunk ranks above every chunk that does not, whatever
-their BM25 scores. Higher is better, ties broken by path then chunk position. The candidates are the ``POOL`` (or
-``limit``, if more) best chunks by BM25, joined by the ``POOL`` (or ``limit``) best by BM25 among the chunks holding
-the whole query (``keyword.rank_default``), so that one is never lost because common words gave other chunks a
-higher BM25.
+weight, for a question in everyday words and for each note's best candidate only: ``best_of_note``), plus ``WHOLE``
+for a candidate holding the whole query: more than any other candidate can score, so such a chunk ranks above every
+chunk that does not, whatever their BM25 scores. Higher is better, ties broken by path then chunk position. The
+candidates are the ``POOL`` (or ``limit``, if more) best chunks by BM25, joined by the ``POOL`` (or ``limit``) best
+by BM25 among the chunks holding the whole query (``keyword.rank_default``), so that one is never lost because
+common words gave other chunks a higher BM25.
 
 For a question in everyday words (``everyday``), ``q`` is its content words: BM25 and the phrase,
 proximity and head signals weigh those; ``whole`` is always of the query as typed.
