@@ -35,7 +35,7 @@ from typing import Any
 from ...embed.embedders import Embedder
 from ..search.keyword import Scored
 from ..search.snapshot import Snapshot, rows_source
-from ..search.vector import NOTES_OF_ROWS, best_rows, note_vectors, query_vector, searchable, similarity
+from ..search.vector import best_rows, query_vector, searchable, similarity
 from . import live, spans
 from .live import pgvector_schema
 from .ranking import max_doc
@@ -179,15 +179,6 @@ def similarities(con: Any, embedder: Embedder, query: str, row_ids: list[int]) -
         {"ids": json.dumps(row_ids)},
     )
     return {int(row_id): similarity(bytes(blob), q) for row_id, blob in rows}
-
-
-def note_similarities(con: Any, embedder: Embedder, query: str, row_ids: list[int]) -> dict[int, float]:
-    """``search.vector.note_similarities`` on this engine: the same rows, the same arithmetic."""
-    q = query_vector(embedder, query)
-    if not any(q) or not row_ids:
-        return {}
-    rows = con.execute(NOTES_OF_ROWS, {"ids": json.dumps(row_ids)}).fetchall()
-    return note_vectors([(int(r), int(n), None if blob is None else bytes(blob)) for r, n, blob in rows], q)
 
 
 def set_meta(con: Any, key: str, value: str) -> None:

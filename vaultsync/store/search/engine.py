@@ -90,8 +90,8 @@ class Rankers:
     """BM25 exactly as FTS5: ``rank(con, snap, query, allowed, limit)`` and ``rank_default(con, snap, query, whole,
     allowed, limit)`` (``search.keyword``'s)."""
     vector: Any
-    """Cosine similarity: ``rank(con, snap, embedder, query, allowed, limit)``, ``similarities(con, embedder,
-    query, row_ids)`` and ``note_similarities(con, embedder, query, row_ids)`` (``search.vector``'s)."""
+    """Cosine similarity: ``rank(con, snap, embedder, query, allowed, limit)`` and ``similarities(con, embedder,
+    query, row_ids)`` (``search.vector``'s)."""
     whole: Callable[[signals.QueryTokens], Any]
     """The whole query in order, as ``keyword.rank_default`` takes it (None: fewer than two tokens)."""
     check: Callable[[Any, int, str], None]
@@ -129,7 +129,6 @@ def _default(
     known = {s.row_id for s in pool}
     pool = pool + [s for s in held if s.row_id not in known]  # ranked below the pool by BM25: no keyword rank
     cosines: dict[int, float] | None = None
-    notes: dict[int, float] | None = None
     embedder = embedder or query_embedder(con)
     if embedder.fuse:
         rankers.ready(con)
@@ -139,10 +138,8 @@ def _default(
         known = {s.row_id for s in pool}
         pool = pool + [Scored(s.row_id, 0.0) for s in near if s.row_id not in known]
         cosines = rankers.vector.similarities(con, embedder, query, [s.row_id for s in pool])
-        if everyday.everyday(parsed):  # a question asks about a topic; a name or a phrase is found by its words
-            notes = rankers.vector.note_similarities(con, embedder, query, [s.row_id for s in pool])
     weight = signals.vector_weight(everyday.everyday(parsed), len(signals.QueryTokens.of(parsed).sequence))
-    ranked = signals.rerank(con, pool, weighed, cosines, parsed, weight, notes)[:limit]
+    ranked = signals.rerank(con, pool, weighed, cosines, parsed, weight)[:limit]
     for item, found in ranked:
         parts.setdefault(item.row_id, {})["signals"] = found
     return [item for item, _ in ranked]

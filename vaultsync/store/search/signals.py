@@ -17,17 +17,15 @@ is a *head* (its first three lines: title, aliases, heading path) and a *body* (
   consecutively and in order (stopwords included: what FTS5's phrase query of the whole query,
   ``QueryTokens.whole``, matches), else 0.
 
-A candidate's score is ``bm25 / best bm25 among the candidates`` (both as positive numbers) plus ``sum(WEIGHTS[s] *
-s)`` (for an embedder that fuses, ``vector`` is the cosine similarity as a share of the best among the candidates, a
-negative one as 0, weighed ``QUESTION_VECTOR`` for a question in everyday words and ``DESCRIPTION_VECTOR`` for
-another query of at least three tokens: ``vector_weight``; ``note``, the cosine similarity of the chunk's *note
-vector*, the normalized sum of its note's chunk vectors (``vector.note_vectors``), counts the same way with the same
-weight, for a question in everyday words and for each note's best candidate only: ``best_of_note``), plus ``WHOLE``
-for a candidate holding the whole query: more than any other candidate can score, so such a chunk ranks above every
-chunk that does not, whatever their BM25 scores. Higher is better, ties broken by path then chunk position. The
-candidates are the ``POOL`` (or ``limit``, if more) best chunks by BM25, joined by the ``POOL`` (or ``limit``) best
-by BM25 among the chunks holding the whole query (``keyword.rank_default``), so that one is never lost because
-common words gave other chunks a higher BM25.
+A candidate's score is ``bm25 / best bm25 among the candidates`` (both as positive numbers) plus
+``sum(WEIGHTS[s] * s)`` (for an embedder that fuses, ``vector`` is the cosine similarity as a share of the
+best among the candidates, a negative one as 0, weighed ``QUESTION_VECTOR`` for a question in everyday words
+and ``DESCRIPTION_VECTOR`` for another query of at least three tokens: ``vector_weight``), plus ``WHOLE`` for
+a candidate holding the whole query: more than any other candidate can score, so such a chunk ranks above
+every chunk that does not, whatever their BM25 scores. Higher is better, ties broken by path then chunk
+position. The candidates are the ``POOL`` (or ``limit``, if more) best chunks by BM25, joined by the ``POOL``
+(or ``limit``) best by BM25 among the chunks holding the whole query (``keyword.rank_default``), so that one
+is never lost because common words gave other chunks a higher BM25.
 
 For a question in everyday words (``everyday``), ``q`` is its content words: BM25 and the phrase,
 proximity and head signals weigh those; ``whole`` is always of the query as typed.
@@ -77,11 +75,10 @@ DESCRIPTION_TOKENS = 3
 WHOLE = (
     1.0
     + sum(w for k, w in WEIGHTS.items() if k != "vector")
-    + 2 * max(WEIGHTS["vector"], QUESTION_VECTOR, DESCRIPTION_VECTOR)
+    + max(WEIGHTS["vector"], QUESTION_VECTOR, DESCRIPTION_VECTOR)
 )
 """Added to the score of a candidate holding the whole query in order: more than normalized BM25 (at most 1)
-plus every weighted signal (the vector's and the note's each at most its heavier weight) can give a candidate
-that does not (a
+plus every weighted signal (the vector's at most its heavier weight) can give a candidate that does not (a
 candidate whose body holds the whole query is itself one that does: ``phrase`` reaches 1 only there), so a
 remembered phrase's holders come first for a question in everyday words too.
 
@@ -94,8 +91,6 @@ tokens would bring back the six two-word queries among them (0.539 / 0.617), and
 holds for every query of at least two tokens."""
 
 SIGNALS = ("phrase", "proximity", "head", "whole")
-SEMANTIC = ("vector", "note")
-"""The signals an embedder that fuses adds: the chunk's own vector, and its note's (``vector.note_vectors``)."""
 _TOKENIZER = apsw.Connection(":memory:").fts5_tokenizer(TOKENIZE.split()[0], TOKENIZE.split()[1:])
 
 
@@ -275,43 +270,18 @@ def combine(
     bm25_scores: Sequence[float], found: Sequence[dict[str, float]], weight: float | None = None
 ) -> list[float]:
     """Final scores (higher is better) of candidates given their ``bm25()`` values (lower is better) and signals;
-    a ``vector`` or ``note`` signal counts as a share of the best among the candidates (a negative similarity as
-    none), each weighed ``weight`` (``vector_weight``; default ``WEIGHTS["vector"]``)."""
+    a ``vector`` signal counts as a share of the best among the candidates (a negative similarity as none),
+    weighed ``weight`` (``vector_weight``; default ``WEIGHTS["vector"]``)."""
     best = max((-s for s in bm25_scores), default=0.0)
-    weight = WEIGHTS["vector"] if weight is None else weight
-    shares = {}
-    for key in SEMANTIC:
-        nearest = max((v.get(key, 0.0) for v in found), default=0.0)
-        shares[key] = weight / nearest if nearest > 0 else 0.0
+    nearest = max((v.get("vector", 0.0) for v in found), default=0.0)
+    share = (WEIGHTS["vector"] if weight is None else weight) / nearest if nearest > 0 else 0.0
     return [
         (-s / best if best > 0 else 0.0)
         + sum(WEIGHTS[k] * v.get(k, 0.0) for k in WEIGHTS if k != "vector")
-        + sum(share * max(v.get(key, 0.0), 0.0) for key, share in shares.items())
+        + share * max(v.get("vector", 0.0), 0.0)
         + WHOLE * v.get("whole", 0.0)
         for s, v in zip(bm25_scores, found)
     ]
-
-
-def best_of_note(
-    pool: Sequence[Scored],
-    found: list[dict[str, float]],
-    notes: dict[int, float],
-    keys: dict[int, tuple[str, int]],
-    weight: float | None,
-) -> None:
-    """Give the ``note`` signal (``notes``: row id → its note's similarity) to each note's best candidate only:
-    the one scoring highest without it (ties: path, then chunk position), so that the note rises by its best
-    part and its other chunks keep their own rank instead of crowding the hits."""
-    base = combine([s.score for s in pool], found, weight)
-    best: dict[str, int] = {}
-    for i, s in enumerate(pool):
-        path = keys[s.row_id][0]
-        j = best.get(path)
-        if j is None or (-base[i], keys[s.row_id]) < (-base[j], keys[pool[j].row_id]):
-            best[path] = i
-    chosen = set(best.values())
-    for i, (s, sig) in enumerate(zip(pool, found)):
-        sig["note"] = notes.get(s.row_id, 0.0) if i in chosen else 0.0
 
 
 def rerank(
@@ -321,12 +291,10 @@ def rerank(
     cosines: dict[int, float] | None = None,
     typed: KeywordQuery | None = None,
     weight: float | None = None,
-    notes: dict[int, float] | None = None,
 ) -> list[tuple[Scored, dict[str, float]]]:
     """The BM25 candidates ``pool`` ordered by their final score (``Scored.score``), with their signals
     and ``bm25`` (the candidate's ``bm25()``); ``query`` is what is weighed, ``typed`` the query as typed
-    (for ``whole``; default: ``query``), ``weight`` the ``vector`` and ``note`` signals' (``vector_weight``);
-    ``cosines`` and ``notes``: row id → the chunk's and its note's cosine similarity to the query."""
+    (for ``whole``; default: ``query``), ``weight`` the ``vector`` signal's (``vector_weight``)."""
     if not pool:
         return []
     wanted = QueryTokens.of(query)
@@ -349,8 +317,6 @@ def rerank(
     if cosines is not None:
         for s, sig in zip(pool, found):
             sig["vector"] = cosines.get(s.row_id, 0.0)
-    if notes is not None:
-        best_of_note(pool, found, notes, keys, weight)
     final = combine([s.score for s in pool], found, weight)
     out = [(Scored(s.row_id, f), {"bm25": s.score, **sig}) for s, f, sig in zip(pool, final, found)]
     out.sort(key=lambda item: (-item[0].score, keys[item[0].row_id]))

@@ -11,7 +11,6 @@ import json
 import math
 import struct
 from array import array
-from collections.abc import Sequence
 from operator import mul
 
 import apsw
@@ -94,49 +93,6 @@ def similarities(con: apsw.Connection, embedder: Embedder, query: str, row_ids: 
         {"q": q, "ids": json.dumps(row_ids)},
     )
     return {row_id: 1.0 - d for row_id, d in rows}
-
-
-NOTES_OF_ROWS = """SELECT r.id, r.note_id, v.embedding
-    FROM search_rows r LEFT JOIN search_vectors v ON v.doc_id = r.doc_id
-    WHERE r.note_id IN (SELECT note_id FROM search_rows WHERE id IN (SELECT value FROM json_each(:ids)))"""
-"""Every chunk row of the notes the given rows belong to, with its vector (NULL: not filled yet): a note's rows are
-those of one revision, all visible together (a revision is visible whole), so they are the note's visible chunks
-at any cutoff where one of them is."""
-
-
-def note_similarities(con: apsw.Connection, embedder: Embedder, query: str, row_ids: list[int]) -> dict[int, float]:
-    """row id → cosine similarity to the query of the *note vector* of the row's note (``note_vectors``)."""
-    q = query_vector(embedder, query)
-    if not any(q) or not row_ids:
-        return {}
-    return note_vectors(con.execute(NOTES_OF_ROWS, {"ids": json.dumps(row_ids)}).fetchall(), q)
-
-
-def note_vectors(rows: Sequence[tuple[int, int, bytes | None]], q: bytes) -> dict[int, float]:
-    """row id → cosine similarity between ``q`` and its note's vector, given ``(row id, note id, int8 vector or
-    None)`` of every chunk of those notes. A note's vector is the sum of its chunks' vectors (those filled), each
-    scaled to length 1, so every chunk counts alike however long (a list note whose chunks each name one plugin is
-    about what they share); the similarity is computed in double precision, chunks summed in row order, so both
-    engines (given the same rows) give the same numbers bit for bit. A note without a vector scores 0."""
-    import numpy as np  # the semantic extra's (onnxruntime requires it): only an embedder that fuses comes here
-
-    note_of = {int(r[0]): int(r[1]) for r in rows}
-    rows = sorted((r for r in rows if r[2] is not None), key=lambda r: (r[1], r[0]))
-    if not rows:
-        return dict.fromkeys(note_of, 0.0)
-    notes = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-    raw = np.frombuffer(b"".join(bytes(r[2] or b"") for r in rows), dtype=np.int8)
-    vectors = raw.reshape(len(rows), -1).astype(np.float64)
-    lengths = np.linalg.norm(vectors, axis=1)
-    vectors /= np.where(lengths > 0, lengths, 1.0)[:, None]
-    starts = np.flatnonzero(np.r_[True, notes[1:] != notes[:-1]])
-    sums = np.add.reduceat(vectors, starts, axis=0)
-    query = np.frombuffer(q, dtype=np.int8).astype(np.float64)
-    query /= np.linalg.norm(query)
-    lengths = np.linalg.norm(sums, axis=1)
-    cosines = np.where(lengths > 0, (sums @ query) / np.where(lengths > 0, lengths, 1.0), 0.0)
-    by_note = dict(zip(notes[starts].tolist(), cosines.tolist()))
-    return {row: by_note.get(note, 0.0) for row, note in note_of.items()}
 
 
 _F32 = struct.Struct("f")
