@@ -43,8 +43,8 @@ query_st = st.lists(
 ).map(" ".join)
 
 
-def highlighted(text: str, query: str) -> str:
-    """FTS5's highlight() of ``text`` for the query, marks as ``**``, spaces collapsed."""
+def fts5_highlight(text: str, query: str) -> str | None:
+    """FTS5's highlight() of ``text`` for the query, marks as ``**``; None when the query does not match it."""
     con = apsw.Connection(":memory:")
     con.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize='{TOKENIZE}')")
     con.execute("INSERT INTO t (rowid, body) VALUES (1, ?)", (text,))
@@ -52,7 +52,13 @@ def highlighted(text: str, query: str) -> str:
         "SELECT highlight(t, 0, '**', '**') FROM t WHERE t MATCH ?", (parse_query(query).expression,)
     ).fetchone()
     con.close()
-    return " ".join((row[0] if row else text).split())
+    return row[0] if row else None
+
+
+def highlighted(text: str, query: str) -> str:
+    """FTS5's highlight() of ``text`` for the query, marks as ``**``, spaces collapsed."""
+    marked = fts5_highlight(text, query)
+    return " ".join((text if marked is None else marked).split())
 
 
 @settings(max_examples=300, deadline=None)
@@ -193,14 +199,8 @@ def _unmarked_in(text: str, marked: str, spans: list[tuple[int, int]]) -> str:
 @given(text=linked_text_st, query=query_st)
 def test_marks_are_fts5s_matches_outside_addresses(text: str, query: str) -> None:
     assume("*" not in text)
-    con = apsw.Connection(":memory:")
-    con.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize='{TOKENIZE}')")
-    con.execute("INSERT INTO t (rowid, body) VALUES (1, ?)", (text,))
-    row = con.execute(
-        "SELECT highlight(t, 0, '**', '**') FROM t WHERE t MATCH ?", (parse_query(query).expression,)
-    ).fetchone()
-    con.close()
-    want = _unmarked_in(text, row[0], _addresses(text)) if row else " ".join(text.split())
+    marked = fts5_highlight(text, query)
+    want = _unmarked_in(text, marked, _addresses(text)) if marked is not None else " ".join(text.split())
     assert snippet(text, parse_query(query), width=10_000) == want
 
 

@@ -266,9 +266,6 @@ class Watcher:
                 ok = self._flush(Pending(set(self._held), now, now), "held")
             elif self.outage.reason is not None or self.folder.replaced():
                 ok = self._flush(None, "check")
-            elif self.folder.recheck_due():
-                self.folder.recheck(self._debouncer.add)
-                continue
             elif self.reconcile_s > 0 and time.monotonic() >= self._next_reconcile:
                 ok = self._flush_all("reconcile")
                 if ok:
