@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test deps compat-doc test-semantic bench bundle clean browser proxy lint check docs docs-gen
+.PHONY: demo test deps compat-doc test-semantic bench bundle clean browser proxy system lint check docs docs-gen
 
 # The installs use uv (from PyPI, into .venv): it fetches and unpacks in parallel, about 15 s here for what pip took
 # 60-90 s over, which is most of what `make test` on a fresh clone spent before the first test. Only these
@@ -47,20 +47,19 @@ CLIENTS := $(SDK1)/.installed $(JS)/node_modules/.package-lock.json $(INSPECTOR)
 	$(OIDC)/node_modules/.package-lock.json
 
 # The browser tests of `vaultsync ui` (tests/ui/test_ui.py) drive Debian's chromium with Playwright (never its own
-# downloaded browsers): installed here when missing and running as root with apt-get, as on a fresh CI machine.
-browser:
-	@if ! command -v chromium >/dev/null 2>&1; then \
+# downloaded browsers); the hosted deployment's tests (tests/hosted/) put Debian's nginx (TLS, forwarded headers) in
+# front of the HTTP servers. Both are installed here when missing and running as root with apt-get, as on a fresh CI
+# machine: in one apt-get call (two at once fight over dpkg's lock), which waits for a lock another apt holds. If the
+# install fails, the tests that need them skip and say why.
+SYSTEM_PACKAGES = $(if $(shell command -v chromium),,chromium) $(if $(shell command -v nginx || test -x /usr/sbin/nginx && echo y),,nginx-light)
+system:
+	@if [ -n "$(strip $(SYSTEM_PACKAGES))" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else echo "chromium not found: the browser tests of tests/ui/test_ui.py will be skipped"; fi; fi
-
-# The hosted deployment's tests (tests/hosted/) and benchmark put Debian's nginx (TLS, forwarded headers) in front of
-# the HTTP servers: installed here like chromium above (apt-get as root), else those tests skip.
-proxy:
-	@if ! command -v nginx >/dev/null 2>&1 && ! [ -x /usr/sbin/nginx ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null; \
-	  else echo "nginx not found: the reverse-proxy tests of tests/hosted/ will be skipped"; fi; fi
+	    { apt-get -o DPkg::Lock::Timeout=300 update -qq && DEBIAN_FRONTEND=noninteractive apt-get \
+	      -o DPkg::Lock::Timeout=300 install -y -qq $(SYSTEM_PACKAGES) >/dev/null; } \
+	    || echo "could not install $(strip $(SYSTEM_PACKAGES)): the tests that need them will be skipped"; \
+	  else echo "$(strip $(SYSTEM_PACKAGES)) not found: the browser and reverse-proxy tests will be skipped"; fi; fi
+browser proxy: system
 
 # Two pytest-xdist workers, module by module; the corpus modules share one (see tests/conftest.py).
 # PYTEST_WORKERS=0 runs everything in one process.
@@ -83,7 +82,7 @@ check: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
 
 deps:
-	@$(MAKE) --no-print-directory -j4 -O $(STAMP) $(CLIENTS) browser proxy
+	@$(MAKE) --no-print-directory -j4 -O $(STAMP) $(CLIENTS) system
 
 # Rewrite docs/compatibility.md from a run of every client (`make test` fails when it disagrees with the run).
 compat-doc: $(STAMP) $(CLIENTS)
