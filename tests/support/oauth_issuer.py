@@ -2,7 +2,10 @@
 over real HTTP (a stdlib HTTP server on a thread), keys made with ``cryptography``, tokens signed with PyJWT.
 
 It is not an authorization server (no login, no client registration): it only publishes what a resource server
-reads and mints the tokens the tests present, good and bad."""
+reads and mints the tokens the tests present, good and bad. Its key set can turn hostile (``jwks_mode``):
+``"trickle"`` sends the document one byte every ``trickle_s``, ``"hang"`` answers nothing until the mode changes;
+``extra_keys`` are published after the good keys as they are (malformed ones included). Each is bounded: a
+request held ends when the mode changes, the issuer stops, or after ``HOLD_S``."""
 
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 INTROSPECTION_CLIENT = ("vaultsync-rs", "introspection-secret-0123456789")
+HOLD_S = 120.0
+"""The longest a hostile key set holds one request."""
 
 
 def _b64(data: bytes) -> str:
@@ -34,6 +39,11 @@ class Issuer:
         self.private: dict[str, Any] = {}
         self.published: list[str] = []
         self.jwks_fetches = 0
+        """Requests for the key set (answered or not)."""
+        self.jwks_mode = "serve"
+        self.trickle_s = 4.0
+        self.extra_keys: list[Any] = []
+        self._stopping = threading.Event()
         self.opaque: dict[str, dict[str, Any]] = {}
         """Opaque token -> what introspection answers for it."""
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -45,6 +55,7 @@ class Issuer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -64,7 +75,11 @@ class Issuer:
             algo = jwt.algorithms.ECAlgorithm if alg == "ES256" else jwt.algorithms.RSAAlgorithm
             jwk = algo.to_jwk(key.public_key(), as_dict=True)
             keys.append({**jwk, "kid": kid, "use": "sig", "alg": alg})
-        return {"keys": keys}
+        return {"keys": keys + self.extra_keys}
+
+    def _held(self, mode: str, started: float) -> bool:
+        """Whether a hostile answer in ``mode`` goes on (not once the mode changed, the issuer stops, or HOLD_S)."""
+        return self.jwks_mode == mode and not self._stopping.is_set() and time.monotonic() - started < HOLD_S
 
     def public_pem(self, kid: str) -> bytes:
         key, _ = self.private[kid]
@@ -139,8 +154,32 @@ class Issuer:
                     )
                 if self.path == "/jwks":
                     issuer.jwks_fetches += 1
-                    return self._json(200, issuer.jwks())
+                    if issuer.jwks_mode == "serve":
+                        return self._json(200, issuer.jwks())
+                    return self._hostile(issuer.jwks_mode)
                 self._json(404, {"error": "not_found"})
+
+            def _hostile(self, mode: str) -> None:
+                started = time.monotonic()
+                if mode == "trickle":
+                    body = json.dumps(issuer.jwks()).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    for i in range(len(body)):
+                        if not issuer._held(mode, started):
+                            break
+                        try:
+                            self.wfile.write(body[i : i + 1])
+                            self.wfile.flush()
+                        except OSError:  # the client gave up
+                            break
+                        issuer._stopping.wait(issuer.trickle_s)
+                else:  # hang: the connection stays open, nothing is sent
+                    while issuer._held(mode, started):
+                        issuer._stopping.wait(0.05)
+                self.close_connection = True
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))

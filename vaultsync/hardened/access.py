@@ -4,7 +4,8 @@ manifest's ``[oauth]`` table) and the scopes, which are roles.
 Scopes form one ladder: ``vault:read`` < ``vault:write`` < ``vault:admin``; each implies those below it. A token's
 effective scopes on a vault are the ladder up to the lower of the token's highest scope and the subject's grant
 on that vault (``Grant``). A grant lists subjects (the token's ``sub``, exactly), groups (``group:NAME``, from
-the token's groups claim) or ``*`` (any subject the issuer vouches for).
+the token's groups claim) or ``*`` (any subject the issuer vouches for). Subjects and groups are two namespaces:
+``group:staff`` matches a member of the group ``staff`` and never a subject whose ``sub`` is ``group:staff``.
 
 Pure: no network, no server. The server side (``vaultsync.server.oauth``) verifies tokens against these settings.
 """
@@ -29,6 +30,8 @@ ASYMMETRIC = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 """The signature algorithms an access token may use: public-key ones only (never ``none``, never HS*)."""
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+GROUP = "group:"
+"""How a grant names a group (``group:staff``); every other entry names a subject."""
 
 
 def level_of(scopes: Iterable[str]) -> int:
@@ -57,11 +60,21 @@ class Grant:
         """The highest rung granted to ``subject`` (a member of ``groups``): 0 when none."""
         if self.open:
             return len(SCOPES)
-        names = {"*"} | ({subject} if subject else set()) | {f"group:{g}" for g in groups}
+        held = set(groups)
         for level, listed in ((3, self.admin), (2, self.write), (1, self.read)):
-            if names & set(listed):
+            if any(_names(entry, subject, held) for entry in listed):
                 return level
         return 0
+
+
+def _names(entry: str, subject: str | None, groups: set[str]) -> bool:
+    """Whether a grant's ``entry`` names this subject or one of its groups: ``group:NAME`` only ever a group,
+    anything else (but ``*``) only ever a subject, so a subject called ``group:staff`` is not the group."""
+    if entry == "*":
+        return True
+    if entry.startswith(GROUP):
+        return entry[len(GROUP) :] in groups
+    return subject is not None and entry == subject
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
 from mcp.server.auth.routes import cors_middleware
@@ -126,11 +127,17 @@ def resource_server_app(
         if introspection is not None:
             await introspection.start()
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                for app in inner:
-                    await stack.enter_async_context(app.router.lifespan_context(app))
-                yield
+            async with anyio.create_task_group() as background:
+                keys.background = background  # a stale key set is fetched again while requests go on
+                try:
+                    async with contextlib.AsyncExitStack() as stack:
+                        for app in inner:
+                            await stack.enter_async_context(app.router.lifespan_context(app))
+                        yield
+                finally:
+                    background.cancel_scope.cancel()
         finally:
+            keys.background = None
             await keys.aclose()
 
     return Starlette(routes=all_routes, lifespan=lifespan)

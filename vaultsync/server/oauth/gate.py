@@ -5,7 +5,9 @@ In this order:
 - a token in the query string (``access_token=…``) is refused: 400 ``invalid_request`` (it would be logged
   and cached along the way); only ``Authorization: Bearer`` is read;
 - no token: 401 ``WWW-Authenticate: Bearer resource_metadata="…", scope="…"`` (no ``error``: RFC 6750 §3.1);
-- a token that does not verify (``verify``): 401 ``error="invalid_token"`` with the reason;
+- a token that does not verify (``verify``): 401 ``error="invalid_token"`` with the reason; a token whose key
+  cannot be checked now (the issuer's key set cannot be fetched): 503 ``temporarily_unavailable`` with the
+  reason and ``Retry-After``, at once while the fetch is failing;
 - a subject the vault's grant does not name: 403, without ``error``/``scope`` (asking for more scopes cannot
   help); a token holding no vault scope: 403 ``insufficient_scope`` naming ``vault:read``;
 - a ``tools/call`` (alone or in a batch) of a tool the effective scopes do not allow: 403 ``insufficient_scope``
@@ -36,7 +38,10 @@ from starlette.authentication import AuthCredentials
 from ...errors import VaultsyncError
 from ...hardened.access import ADMIN, READ, Grant, ladder, level_of
 from .scopes import allowed, required_scope
-from .verify import TokenVerifier
+from .verify import TokenVerifier, Unavailable
+
+RETRY_AFTER_S = 5
+"""The ``Retry-After`` of a 503: the issuer's keys could not be fetched (``keys.RETRY_MAX_S``)."""
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +106,9 @@ class Gate:
         if raw is None:
             return await _answer(send, 401, None, "authentication required", challenge(ep))
         checked = await self.verifier.check(raw, ep.resource)
+        if isinstance(checked, Unavailable):
+            logger.warning("vaultsync: could not check a bearer token: %s", checked)
+            return await _answer(send, 503, "temporarily_unavailable", checked, None, retry_after=RETRY_AFTER_S)
         if isinstance(checked, str):
             logger.info("refused a bearer token: %s", checked)
             return await _answer(send, 401, "invalid_token", checked, challenge(ep, "invalid_token", checked))
@@ -219,12 +227,16 @@ def _missing_scope(body: bytes, scopes: list[str]) -> tuple[str, str] | None:
     return None
 
 
-async def _answer(send: Any, status: int, error: str | None, description: str, www: str | None) -> None:
+async def _answer(
+    send: Any, status: int, error: str | None, description: str, www: str | None, retry_after: int | None = None
+) -> None:
     shown = {"error": error, "error_description": description} if error else {"message": description}
     body = json.dumps(shown).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if www is not None:
         headers.append((b"www-authenticate", www.encode()))
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
     headers.append((b"cache-control", b"no-store"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -4,7 +4,8 @@ The issuer's ``introspection_endpoint`` (from its metadata) is asked with HTTP B
 ``OAuthSettings.introspection_file`` (TOML ``client_id`` and ``client_secret``, mode 600). A token is accepted when
 the answer says ``active: true``, names a ``sub``, an ``aud`` that includes this resource, an ``iss`` (when given)
 that is the issuer, and an ``exp`` still ahead. Answers are cached by the token's SHA-256 until the sooner of its
-expiry and ``CACHE_S``, for at most ``MAX_CACHED`` tokens.
+expiry and ``CACHE_S``, for at most ``MAX_CACHED`` tokens. The issuer is given ``keys.FETCH_DEADLINE_S`` to answer
+(else 503, ``verify.Unavailable``).
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ import tomllib
 from collections import OrderedDict
 from typing import Any
 
+import anyio
 import httpx2
 from mcp.server.auth.provider import AccessToken
 
 from ...errors import ConfigError
 from ...hardened.access import OAuthSettings
 from ...hardened.manifest import read_private
-from .keys import IssuerKeys
-from .verify import groups_of, scopes_of
+from .claims import groups_of, problem, scopes_of
+from .keys import FETCH_DEADLINE_S, IssuerKeys
+from .verify import Unavailable
 
 CACHE_S = 60.0
 MAX_CACHED = 1024
@@ -60,12 +63,13 @@ class Introspector:
         if held is not None and held[0] > now:
             return held[1]
         try:
-            response = await self.keys.client.post(self.endpoint, data={"token": token}, auth=self.auth)
+            with anyio.fail_after(FETCH_DEADLINE_S):
+                response = await self.keys.client.post(self.endpoint, data={"token": token}, auth=self.auth)
             answer = response.json() if response.status_code == 200 else None
-        except (httpx2.HTTPError, ValueError):
-            return "the issuer could not be asked about the token"
+        except (httpx2.HTTPError, ValueError, TimeoutError):
+            return Unavailable("the issuer could not be asked about the token")
         if not isinstance(answer, dict):
-            return "the issuer could not be asked about the token"
+            return Unavailable("the issuer could not be asked about the token")
         result = self._judge(answer, token, audience, now)
         exp = answer.get("exp")
         until = min(now + CACHE_S, float(exp)) if isinstance(exp, int | float) else now + CACHE_S
@@ -77,6 +81,9 @@ class Introspector:
     def _judge(self, answer: dict[str, Any], token: str, audience: str, now: float) -> AccessToken | str:
         if answer.get("active") is not True:
             return "the issuer says the token is not active"
+        wrong = problem(answer, subject_claim=self.settings.subject_claim, groups_claim=self.settings.groups_claim)
+        if wrong is not None:
+            return wrong
         if "iss" in answer and answer["iss"] != self.settings.issuer:
             return "the token was issued by another issuer"
         aud = answer.get("aud")
