@@ -11,10 +11,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import anyio
 import pytest
+from support.mcp_helpers import free_port, history_under, start_http, stop
 from support.oauth_issuer import Issuer
+from support.oauth_rs import INIT, post, signing_issuer
 
 from vaultsync.hardened.access import Grant, OAuthSettings
 from vaultsync.server.oauth import keys as keyset
@@ -178,3 +182,67 @@ async def test_a_groups_string_is_one_group_and_subjects_are_not_groups(issuer: 
         assert Grant(read=("*",)).level("group:staff", []) == 1
     finally:
         await verifier.keys.aclose()
+
+
+# ------------------------------------------------------------ the real server, its defaults, timings printed
+
+
+def _present_together(url: str, tokens: list[str]) -> list[tuple[int, float, str]]:
+    """Each token posted at once (an ``initialize``): (status, seconds until answered, reason) each."""
+
+    def one(token: str) -> tuple[int, float, str]:
+        started = time.monotonic()
+        answer = post(url, INIT, token)
+        reason = answer.json().get("error_description", "") if answer.status_code != 200 else ""
+        return answer.status_code, time.monotonic() - started, reason
+
+    with ThreadPoolExecutor(len(tokens)) as pool:
+        return list(pool.map(one, tokens))
+
+
+def _show(phase: str, answers: list[tuple[int, float, str]]) -> None:
+    times = ", ".join(f"{s:.1f}" for _, s, _ in answers)
+    print(f"{phase}: HTTP {sorted({a[0] for a in answers})} after [{times}] s; {answers[0][2] or 'accepted'}")
+
+
+@pytest.mark.slow
+def test_the_server_under_a_key_set_that_trickles_hangs_then_recovers(tmp_path: Path) -> None:
+    """``pytest -s`` prints what eight concurrent requests get in each phase, and how soon after the issuer
+    recovers a token works again (the server's defaults: a fetch deadline of 5 s, retries after 1 s to 5 s)."""
+    history = history_under(tmp_path)
+    port = free_port()
+    public = f"http://127.0.0.1:{port}"
+    with signing_issuer() as issuer:
+        issuer.jwks_mode, issuer.trickle_s = "trickle", 4.0  # from the start: the first fetch trickles
+        proc = start_http(history["db"], history["root"], port, "--oauth-issuer", issuer.url, "--public-url", public)
+        try:
+            url = f"{public}/mcp"
+            tokens = [issuer.token(f"user{i}", url) for i in range(8)]
+            trickled = _present_together(url, tokens)
+            _show("trickle, 8 at once", trickled)
+            during = _present_together(url, tokens[:1])
+            _show("trickle, right after", during)
+            assert {a[0] for a in trickled + during} == {503}
+            assert all("did not answer" in a[2] for a in trickled)
+            time.sleep(1.5)  # past the first backoff
+            issuer.jwks_mode = "hang"
+            hung = _present_together(url, tokens)
+            _show("hang, 8 at once", hung)
+            assert {a[0] for a in hung} == {503}
+            issuer.jwks_mode = "serve"
+            recovered = time.monotonic()
+            refused = 0
+            for _ in range(120):  # bounded: 30 s
+                if post(url, INIT, tokens[0]).status_code == 200:
+                    break
+                refused += 1
+                time.sleep(0.25)
+            works = time.monotonic() - recovered
+            print(f"recovered: a token works again {works:.1f} s after the issuer answers ({refused} refusals before)")
+            after = _present_together(url, tokens)
+            _show("recovered, 8 at once", after)
+            assert {a[0] for a in after} == {200}
+            print(f"key set requests the issuer saw: {issuer.jwks_fetches}")
+        finally:
+            stderr = stop(proc)
+    assert "Traceback" not in stderr, stderr
