@@ -5,8 +5,10 @@ insert, reorder, a truncated tail, a log re-chained without the key) with the li
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +30,9 @@ from support.hardened_helpers import (
 )
 from support.mcp_helpers import free_port, history_under, stop
 
-from vaultsync.hardened.audit import GENESIS, AuditLog, canonical, digest
+from vaultsync.errors import ConfigError
+from vaultsync.hardened.audit import GENESIS, AuditLog, DigestKey, canonical, digest
+from vaultsync.hardened.verify import check_chain, verify_log
 from vaultsync.store import Store
 
 SECRET_QUERY = "plumber zebra-7c1f"
@@ -103,9 +107,16 @@ def test_every_call_and_refusal_is_recorded_without_its_arguments(served: dict[s
     assert all(r["key_id"] == "k1" and len(r["hmac"]) == 64 for r in records)
     calls = calls_with_results(records)
     search, missing, listing = calls[:3]
-    assert SECRET_QUERY not in served["log"].read_text(encoding="utf-8")
+    text = served["log"].read_text(encoding="utf-8")
+    assert SECRET_QUERY not in text
     arguments = {"query": SECRET_QUERY, "as_of": "2024-02-01"}
-    assert search["arguments_sha256"] == hashlib.sha256(canonical(arguments).encode()).hexdigest()
+    key_file = served["log"].parent / "audit-digest.key"
+    key = bytes.fromhex(key_file.read_text().strip())
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600 and len(key) == 32
+    assert search["arguments_hmac"] == hmac.new(key, canonical(arguments).encode(), "sha256").hexdigest()
+    assert {r.get("digest_key") for r in records if r["event"] == "call"} == {DigestKey(key_file).key_id}
+    guessed = hashlib.sha256(canonical(arguments).encode()).hexdigest()  # a guess cannot be confirmed without the key
+    assert guessed not in text and "arguments_sha256" not in text
     assert (search["caller_id"], search["tool"], search["as_of"], search["outcome"]) == (
         "stdio",
         "search_notes",
@@ -331,3 +342,36 @@ def test_a_database_from_the_release_migrates_and_takes_heads(tmp_path: Path, cl
         log.close()
     ran = cli("audit", "verify", str(folder / "a.jsonl"), "--db", str(db))
     assert ran.returncode == 0 and "OK, 3 records" in ran.stdout
+
+
+def test_a_log_written_before_keyed_digests_still_verifies_and_is_counted(
+    served: dict[str, Any], tmp_path: Path
+) -> None:
+    """An older log carries ``arguments_sha256``: its chain verifies as ever, and verify counts those records."""
+    old = []
+    for record in served["records"]:
+        record = {k: v for k, v in record.items() if k not in ("arguments_hmac", "digest_key", "key_id", "hmac")}
+        if record["event"] == "call":
+            record["arguments_sha256"] = "0" * 64
+        old.append(record)
+    lines = rechain(old, 0)
+    assert check_chain([json.loads(x) for x in lines], None) is None
+    copy = tmp_path / "old.jsonl"
+    copy.write_text("".join(lines), encoding="utf-8")
+    report = verify_log(copy, None)
+    assert report.unkeyed == sum(r["event"] == "call" for r in old) > 0
+    assert [f.problem for f in report.findings] == [
+        "no database given: the tail cannot be checked against the store's head"
+    ]
+
+
+def test_servers_sharing_a_folder_share_one_digest_key_and_a_readable_key_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "audit"
+    folder.mkdir(mode=0o700)
+    first, second = DigestKey(folder / "k"), DigestKey(folder / "k")
+    assert first.key == second.key and first.arguments({"a": 1}) == second.arguments({"a": 1})
+    assert first.arguments({"a": 1}) != first.arguments({"a": 2})
+    assert sorted(p.name for p in folder.iterdir()) == ["k"]  # nothing left aside
+    (folder / "k").chmod(0o644)
+    with pytest.raises(ConfigError, match="audit digest key"):
+        DigestKey(folder / "k")

@@ -62,6 +62,12 @@ def verify(obj: Context, log: Path, db_path: Path | None, keystore_path: Path | 
             else ", HMACs not checked (no --keystore)"
         )
         click.echo(f"{log}: OK, {report.records} records, chain intact, ends at the store's head{signed}")
+    if report.unkeyed and not as_json:
+        click.echo(
+            f"note: {report.unkeyed} records carry an unkeyed SHA-256 of their arguments (written by an older "
+            "vaultsync): whoever holds the log can confirm a guess of what those calls asked",
+            err=True,
+        )
     else:
         for finding in report.findings:
             where = f"line {finding.line}: " if finding.line is not None else ""

@@ -9,13 +9,16 @@ milliseconds. A refused call leaves one ``denial`` record, fsynced before the re
 A record (canonical JSON: sorted keys, no spaces, UTF-8) is::
 
     {"v": 1, "log": LOG_ID, "seq": N, "prev": SHA-256 of record N-1 (64 zeros for the first),
-     "event": "call", "at": ..., "caller_id": ..., "tool": ..., "arguments_sha256": ..., "as_of": ...,
-     "key_id": ..., "hmac": HMAC-SHA256 of the record without "hmac"}
+     "event": "call", "at": ..., "caller_id": ..., "tool": ..., "arguments_hmac": ..., "digest_key": ...,
+     "as_of": ..., "key_id": ..., "hmac": HMAC-SHA256 of the record without "hmac"}
 
 with ``"event": "result"`` and ``call`` (the call record's ``seq``), ``caller_id``, ``tool``,
 ``result_count``, ``duration_ms``, ``outcome`` ("ok" | "error") for a result, or ``"event":
 "denial"`` with ``caller_id, tool_name, attempted_at, reason`` for a refused call. Arguments are
-never written, only the SHA-256 of their canonical JSON. A record's hash is the SHA-256 of its
+never written, only ``arguments_hmac``: the HMAC-SHA256 of their canonical JSON under the install's digest key
+(``DigestKey``; ``digest_key`` names it), so that whoever holds the log but not the key cannot confirm a guess
+of what a call asked (a purged secret, say). Logs written before held ``arguments_sha256``, an unkeyed SHA-256
+that does allow such a guess; their chain verifies as ever. A record's hash is the SHA-256 of its
 canonical JSON (``hmac`` included); the store's head (``vaultsync/store/audit.py``) holds the
 record count and the last hash, moved in the same step as each append, so a log that was truncated
 or rewritten, even consistently, no longer ends where the store says. ``verify.py`` checks a log.
@@ -24,9 +27,11 @@ or rewritten, even consistently, no longer ends where the store says. ``verify.p
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import os
+import secrets
 import stat
 import threading
 import uuid
@@ -37,6 +42,7 @@ from ..errors import ConfigError
 from ..store import open_store
 from ..times import format_time, now_micros
 from .keystore import Keystore
+from .manifest import read_private
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +67,55 @@ def signed_part(record: dict[str, Any]) -> bytes:
     return canonical({k: v for k, v in record.items() if k != "hmac"}).encode("utf-8")
 
 
-def arguments_digest(arguments: Any) -> str:
-    return hashlib.sha256(canonical(arguments if arguments is not None else {}).encode("utf-8")).hexdigest()
+DIGEST_KEY_NAME = "audit-digest.key"
+"""The digest key's file in the audit log's folder, unless the manifest names another (``audit_digest_key_path``)."""
+
+
+class DigestKey:
+    """The secret the arguments of calls are digested with: 32 random bytes as 64 hex digits in a file of mode
+    600, made at the first start that needs it (atomically: written aside, then linked into place, so two
+    servers starting together read the same key) and read like the keystore (refused when others may read it
+    or change a folder on its way). Removing it makes the digests already written unconfirmable for good (the
+    chain and HMACs still verify); a new key is made at the next start."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path).absolute()
+        if not self.path.exists():
+            _create_key(self.path)
+        text = read_private(self.path, "audit digest key", readable=True).strip()
+        try:
+            key = bytes.fromhex(text)
+        except ValueError:
+            key = b""
+        if len(key) != 32:
+            raise ConfigError(f"the audit digest key {self.path} must hold 64 hex digits (32 random bytes)")
+        self.key = key
+        self.key_id = hashlib.sha256(b"vaultsync audit digest key\n" + key).hexdigest()[:16]
+        """Names the key in each record (it reveals nothing of it)."""
+
+    def arguments(self, arguments: Any) -> str:
+        """The HMAC-SHA256 hex of the arguments' canonical JSON."""
+        data = canonical(arguments if arguments is not None else {}).encode("utf-8")
+        return hmac.new(self.key, data, "sha256").hexdigest()
+
+
+def _create_key(path: Path) -> None:
+    aside = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(secrets.token_hex(32) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(aside, path)
+        except FileExistsError:
+            pass  # another server made it first: use that one
+        except OSError as exc:
+            raise ConfigError(f"cannot create the audit digest key {path}: {exc.strerror}") from None
+    finally:
+        os.unlink(aside)
+    logger.info("vaultsync: created the audit digest key %s", path)
 
 
 def result_count(result: Any) -> int:
@@ -122,13 +175,16 @@ class AuditLog:
     ``vaultsync audit verify`` and give the server a new log file.
     """
 
-    def __init__(self, path: Path, db_path: Path | str, keystore: Keystore | None = None) -> None:
+    def __init__(
+        self, path: Path, db_path: Path | str, keystore: Keystore | None = None, digest_key: Path | None = None
+    ) -> None:
         self.path = Path(path).absolute()
         self.keystore = keystore
         self._lock = threading.Lock()
         self._closing = False
         self._dirty = threading.Event()
         check_folder(self.path.parent)
+        self.digest = DigestKey(digest_key or self.path.parent / DIGEST_KEY_NAME)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             self._fd = os.open(self.path, flags, 0o600)
@@ -197,7 +253,8 @@ class AuditLog:
             "at": format_time(started),
             "caller_id": caller_id,
             "tool": tool,
-            "arguments_sha256": arguments_digest(arguments),
+            "arguments_hmac": self.digest.arguments(arguments),
+            "digest_key": self.digest.key_id,
         }
         if vault is not None:
             event["vault"] = vault

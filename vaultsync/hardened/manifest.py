@@ -81,6 +81,9 @@ class Manifest:
     """Signing keys for audit HMACs and provenance receipts (mode 600)."""
     audit_log_path: Path | None = None
     """Where the audit log (JSON lines, hash-chained) goes; none: nothing is audited."""
+    audit_digest_key_path: Path | None = None
+    """The secret the audit log digests arguments with (default ``audit-digest.key`` beside the log; made when
+    missing, mode 600): servers sharing one log name one key."""
     allowed_tools: tuple[str, ...] | None = None
     """Only these tools exist (none: every tool the other settings enable)."""
     allowed_parents: tuple[str, ...] = ()
@@ -109,6 +112,7 @@ _TOP = {
     "vault_name": "str",
     "keystore_path": "path",
     "audit_log_path": "path",
+    "audit_digest_key_path": "path",
     "allowed_tools": "names",
     "allowed_parents": "names",
     "allow_writes": "bool",
@@ -247,6 +251,7 @@ def load_manifest(path: Path) -> Manifest:
         vault_name=data.get("vault_name"),
         keystore_path=where(data.get("keystore_path")),
         audit_log_path=where(data.get("audit_log_path")),
+        audit_digest_key_path=where(data.get("audit_digest_key_path")),
         allowed_tools=tuple(data["allowed_tools"]) if "allowed_tools" in data else None,
         allowed_parents=tuple(data.get("allowed_parents", ())),
         allow_writes=data.get("allow_writes", False),

@@ -282,5 +282,5 @@ def guard(
     ):
         return []
     if audit is None and manifest.audit_log_path:
-        audit = AuditLog(manifest.audit_log_path, manifest.db_path, keystore)
+        audit = AuditLog(manifest.audit_log_path, manifest.db_path, keystore, manifest.audit_digest_key_path)
     return [Guard(manifest, audit, sequential, same_as, vault)]

@@ -1,5 +1,6 @@
 """``vaultsync audit verify``: check an audit log's hash chain, its HMACs (with the keystore) and its end
-against the head the store keeps.
+against the head the store keeps. Records from before keyed digests (``arguments_sha256``) verify as ever; they
+are counted (``unkeyed``), as their digests allow a guess of a call's arguments to be confirmed.
 
 Reported, each as one finding with its line number: the FIRST record that was edited, removed,
 inserted or moved (the chain is followed until it breaks); a record whose HMAC does not verify (a
@@ -36,6 +37,9 @@ class Report:
     hmac_key_ids: list[str] = field(default_factory=list)
     """The keys whose HMACs were checked (empty: no keystore given)."""
     findings: list[Finding] = field(default_factory=list)
+    unkeyed: int = 0
+    """Records from before keyed digests (``arguments_sha256``): not a fault, but a guess of their arguments
+    can be confirmed from the log alone."""
 
     @property
     def ok(self) -> bool:
@@ -54,6 +58,7 @@ class Report:
             "store_head": head,
             "hmac_checked": bool(self.hmac_key_ids),
             "findings": [{"line": f.line, "problem": f.problem} for f in self.findings],
+            "unkeyed_argument_digests": self.unkeyed,
         }
 
 
@@ -158,6 +163,7 @@ def verify_log(path: Path, db_path: Path | str | None, keystore_path: Path | Non
         raise ConfigError(f"cannot read the audit log {path}: {exc.strerror}") from None
     report = Report(path, records=len(lines), hmac_key_ids=sorted(keystore.keys) if keystore else [])
     records = [parse(line) for line in lines]
+    report.unkeyed = sum(1 for r in records if r is not None and "arguments_sha256" in r)
     if lines and not lines[-1].endswith(b"\n"):
         records[-1] = None  # a cut-short write or an edit: not a whole record
     first = check_chain(records, keystore)

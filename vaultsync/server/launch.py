@@ -192,7 +192,7 @@ def _shared_audit(manifest: Manifest | None) -> Any:
     from ..hardened.keystore import load_keystore
 
     keystore = load_keystore(manifest.keystore_path) if manifest.keystore_path else None
-    return AuditLog(manifest.audit_log_path, manifest.db_path, keystore)
+    return AuditLog(manifest.audit_log_path, manifest.db_path, keystore, manifest.audit_digest_key_path)
 
 
 def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = None) -> None:
