@@ -244,3 +244,49 @@ def test_cli_text_purge_of_a_path_points_at_the_note_purge(tmp_path: Path) -> No
         "Error: that text is part of a note's path, which a text purge does not rename; "
         "remove that note with a note purge (--note)"
     )
+
+
+READER = """
+import sys
+from vaultsync.store import Store
+store = Store(sys.argv[1], readonly=True)
+with store.db.atomic() as con:
+    con.execute("SELECT count(*) FROM notes").fetchall()
+    print("reading", flush=True)
+    sys.stdin.readline()
+store.close()
+"""
+
+
+def test_a_reader_that_held_back_the_scrub_finishes_wiping_the_file_when_it_closes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader (another process) mid-read through the purge keeps the purged text in the database file's old
+    pages; when it closes, they are overwritten and the WAL truncated; the next write-open records the scrub."""
+    secret = "zebraquokka7391"
+    root = _vault(tmp_path, {f"n{i}.md": f"# N{i}\n\n{'filler words ' * 200}\n{secret}\n" for i in range(8)})
+    db = tmp_path / "db"
+    invoke("import", str(root), "--known-at", "2024-01-01", db=db, check=True)
+    for i in range(8):
+        (root / f"n{i}.md").write_text(f"# N{i}\n\nclean\n", encoding="utf-8")
+    invoke("import", str(root), "--known-at", "2024-01-02", db=db, check=True)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert reader.stdout is not None and reader.stdout.readline() == "reading\n"
+        monkeypatch.setenv("VAULTSYNC_BUSY_TIMEOUT_MS", "200")  # the purge waits this long for the reader
+        with Vault.open(db, name="vault") as vault:
+            assert not vault.purge(texts=[secret], also_current=True).scrubbed
+        assert secret.encode() in db.read_bytes()  # the file's old pages, which the reader still reads
+        reader.communicate("\n", timeout=60)
+    finally:
+        reader.kill()
+    assert reader.returncode == 0
+    wal = Path(f"{db}-wal")
+    assert secret.encode() not in db.read_bytes() and (not wal.exists() or wal.stat().st_size == 0)
+    with sqlite_file(db) as con:
+        assert con.execute("SELECT count(*) FROM purges WHERE scrubbed_at IS NULL").fetchone()[0] == 1
+    invoke("import", str(root), "--known-at", "2024-01-03", db=db, check=True)  # a write-open records it
+    with sqlite_file(db) as con:
+        assert con.execute("SELECT count(*) FROM purges WHERE scrubbed_at IS NULL").fetchone()[0] == 0

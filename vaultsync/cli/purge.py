@@ -92,8 +92,9 @@ def _print_purge(result: Purged) -> None:
     )
     if not result.scrubbed:
         click.echo(
-            "warning: a reader kept the WAL from being truncated; old pages may remain until the next "
-            "purge or the next time the database is opened for writing",
+            "warning: a reader was still reading the database as it was before the purge; the purged text "
+            "stays in the database file's old pages until that read ends and then a vaultsync command that "
+            "reads the database (ls, search, ...) finishes, or the next sync, import, watch or purge opens it",
             err=True,
         )
     if result.git is not None:

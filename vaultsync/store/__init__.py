@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, SchemaError
+from ..errors import ConfigError, SchemaError, VaultsyncError
 from ..times import format_time, now_micros
 from . import audit as audit_heads
 from . import batches, codec
@@ -144,7 +144,13 @@ class Store:
             self.indexers.append(SearchIndexer(con, embedder))
 
     def close(self) -> None:
+        pending = False
+        if self.readonly:  # a purge's scrub this reader held back: finish wiping the file's old pages now
+            with contextlib.suppress(VaultsyncError), self.db.atomic() as con:
+                pending = purging.scrub_pending(con)
         self.db.close()
+        if pending:
+            purging.checkpoint_pending(self.path)
 
     # ------------------------------------------------------------ vaults
 

@@ -22,8 +22,15 @@ index over the redacted history. (An index whose embedder this vaultsync does no
 All of that is one transaction, with the append-only triggers dropped and recreated inside it,
 indexes for the foreign-key checks of its deletes made and dropped inside it (``_FK_INDEXES``), and
 ``secure_delete`` on, so a reader sees the store before or after, never between, and a crash leaves
-it before. After commit, ``scrub`` runs VACUUM (no free page keeps old bytes) and truncates the WAL;
-an interrupted scrub is finished the next time the store is opened for writing. The ``purges`` table
+it before. After commit, ``scrub`` runs VACUUM (no free page keeps old bytes) and checkpoints and truncates
+the WAL. A reader in a read transaction begun before the purge holds the checkpoint back (it still reads the
+old pages of the database file): the purge waits for it as long as the busy timeout (10 s,
+``VAULTSYNC_BUSY_TIMEOUT_MS``). Past that, the purged bytes stay in the database file's old pages (the WAL
+holds only the purged store) until, with no such reader left, either a vaultsync store opened read-only is
+closed (``checkpoint_pending``: the purge's pages are copied over the old ones and the WAL truncated) or the
+store is next opened for writing (``sync``, ``import``, ``watch``, another purge), which finishes the scrub
+and records it. A reader that is not vaultsync (the ``sqlite3`` shell, a backup tool) ending does nothing
+by itself. The ``purges`` table
 records when, which kind of purge and how much it touched, never the text, a path or a hash of them.
 """
 
@@ -479,3 +486,20 @@ def scrub_pending(con: apsw.Connection) -> bool:
 
 def mark_scrubbed(con: apsw.Connection) -> None:
     con.execute("UPDATE purges SET scrubbed_at = ? WHERE scrubbed_at IS NULL", (now_micros(),))
+
+
+def checkpoint_pending(path: str) -> bool:
+    """After a purge whose scrub a reader held back: copy the purged store from the WAL over the database file's
+    old pages and truncate the WAL, through a short read-write connection (a read-only store's close does this).
+    False when it could not: no write access, or a reader still reading the old pages."""
+    try:
+        con = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READWRITE)
+    except apsw.Error:
+        return False
+    try:
+        busy = con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return busy is not None and not busy[0]
+    except apsw.Error:
+        return False
+    finally:
+        con.close()
