@@ -94,7 +94,8 @@ def _print_purge(result: Purged) -> None:
         click.echo(
             "warning: a reader was still reading the database as it was before the purge; the purged text "
             "stays in the database file's old pages until that read ends and then a vaultsync command that "
-            "reads the database (ls, search, ...) finishes, or the next sync, import, watch or purge opens it",
+            "only reads the database (ls, search, serve) closes it, or the next sync, import, watch or purge "
+            "opens it",
             err=True,
         )
     if result.git is not None:
