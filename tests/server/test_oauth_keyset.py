@@ -99,6 +99,31 @@ async def test_requests_behind_a_hanging_key_set_share_one_fetch_and_fail_togeth
 
 
 @pytest.mark.anyio
+async def test_a_held_key_is_used_at_once_while_the_stale_set_is_fetched_again_behind(
+    issuer: Issuer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    verifier = verifier_of(issuer)
+    keys = verifier.keys
+    try:
+        assert not isinstance(await verifier.check(issuer.token("alice", AUDIENCE), AUDIENCE), str)
+        issuer.jwks_mode = "hang"
+        monkeypatch.setattr(keyset, "CACHE_S", 0.05)
+        time.sleep(0.1)
+        async with anyio.create_task_group() as background:
+            keys.background = background
+            with anyio.fail_after(DEADLINE_S / 2):  # not behind the hanging fetch
+                for i in range(4):
+                    assert not isinstance(await verifier.check(issuer.token(f"u{i}", AUDIENCE), AUDIENCE), str)
+            await anyio.sleep(DEADLINE_S / 2)
+            assert issuer.jwks_fetches == 2  # one fetch behind, shared by every request
+            issuer.jwks_mode = "serve"
+        assert keys.failure is not None and list(keys.keys) == ["k1"]  # that fetch failed; the keys held stay
+    finally:
+        keys.background = None
+        await keys.aclose()
+
+
+@pytest.mark.anyio
 async def test_a_malformed_key_is_skipped_with_one_warning_and_costs_no_other_key(
     issuer: Issuer, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -107,7 +107,7 @@ class Gate:
             return await _answer(send, 401, None, "authentication required", challenge(ep))
         checked = await self.verifier.check(raw, ep.resource)
         if isinstance(checked, Unavailable):
-            logger.warning("vaultsync: could not check a bearer token: %s", checked)
+            logger.info("could not check a bearer token: %s", checked)  # the key set's fetch logs the warning
             return await _answer(send, 503, "temporarily_unavailable", checked, None, retry_after=RETRY_AFTER_S)
         if isinstance(checked, str):
             logger.info("refused a bearer token: %s", checked)

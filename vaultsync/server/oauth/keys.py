@@ -203,7 +203,8 @@ class IssuerKeys:
             if held is not None and self._inflight is not None:
                 return held
             if held is not None and self.background is not None:
-                self.background.start_soon(self._refresh)
+                if time.monotonic() >= self.retry_at:
+                    self.background.start_soon(self._shared_fetch, self._begin())
                 return held
             await self._refresh()
         return self._find(kid)
@@ -224,7 +225,14 @@ class IssuerKeys:
             return
         if time.monotonic() < self.retry_at:
             return
-        done = self._inflight = anyio.Event()
+        await self._shared_fetch(self._begin())
+
+    def _begin(self) -> anyio.Event:
+        """Mark a fetch under way (before it starts: a request arriving meanwhile waits for it, or goes on)."""
+        self._inflight = anyio.Event()
+        return self._inflight
+
+    async def _shared_fetch(self, done: anyio.Event) -> None:
         try:
             with anyio.CancelScope(shield=True):  # the waiters need its outcome even if this request goes away
                 await self._fetch()
