@@ -186,6 +186,10 @@ class ReadView(Protocol):
 
     def check(self) -> list[str]: ...
 
+    def index_problems(self) -> list[str]:
+        """The search index behind or inconsistent (part of ``check``; what plain ``reindex`` repairs)."""
+        ...
+
 
 # ---------------------------------------------------------------- lock
 
