@@ -36,9 +36,9 @@ def notes(root: Path, count: int = 40) -> None:
         (root / f"n{i:02}.md").write_text(f"# Note {i}\n\nAbout tomatoes, number {i}.\n", encoding="utf-8")
 
 
-def found(db: Path, word: str) -> list[str]:
+def found(db: Path, word: str, mode: str = "hybrid") -> list[str]:
     with Vault.open(db, name="vault", readonly=True) as vault:
-        return [hit["path"] for hit in vault.search(word).hits]
+        return [hit["path"] for hit in vault.search(word, mode=mode).hits]
 
 
 def recorded(db: Path, path: str) -> bool:
@@ -62,7 +62,7 @@ def test_notes_moved_out_and_back_then_edits_are_recorded_and_found(
     notes(root)
     away.mkdir()
     env = {"VAULTSYNC_EMBEDDER": embedder}
-    watcher = WatchProcess(db_path, root, "--step-ms", "50", env=env)
+    watcher = WatchProcess(db_path, root, "--step-ms", "50", "--debounce-ms", "500", env=env)
     try:
         watcher.wait_for(READY)
         for i in range(30):
@@ -75,7 +75,8 @@ def test_notes_moved_out_and_back_then_edits_are_recorded_and_found(
             with open(root / f"n{35 + i}.md", "a", encoding="utf-8") as note:
                 note.write(f"\nAn edit: {word}.\n")
             edited = [f"n{35 + i}.md"]
-            wait_until(lambda w=word, e=edited: found(db_path, w)[:1] == e, 30, f"the edit with {word!r}")
+            wait_until(lambda w=word, e=edited: found(db_path, w, "keyword")[:1] == e, 30, f"the edit with {word!r}")
+        assert found(db_path, "zeppelin")[:1] == ["n36.md"]  # and in the default mode (the model's, if installed)
         checked = cli("check", db=db_path)
         assert checked.returncode == 0 and checked.stdout == "vault: ok\n", checked.stderr
         assert stop(watcher, signal.SIGINT) == 0, watcher.stderr
