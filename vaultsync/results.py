@@ -7,7 +7,7 @@ field for field and in the same order.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from .revisions import revision_id
@@ -128,9 +128,16 @@ class Reindexed:
     vault: str
     batches_indexed: int
     full: bool
+    inconsistent: list[str] = field(default_factory=list)
+    """What was still wrong once the batches it had not seen were indexed: the index was rebuilt for it."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"vault": self.vault, "batches_indexed": self.batches_indexed, "full": self.full}
+        return {
+            "vault": self.vault,
+            "batches_indexed": self.batches_indexed,
+            "full": self.full,
+            "inconsistent": self.inconsistent,
+        }
 
 
 @dataclass(slots=True)

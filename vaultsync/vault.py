@@ -481,11 +481,18 @@ class Vault:
             yield from view.export()
 
     def reindex(self, *, full: bool = False) -> Reindexed:
-        """Bring the search index up to date (``full``: rebuild it from the revision tables)."""
+        """Bring the search index up to date (``full``: rebuild it from the revision tables). Batches it has not
+        seen are indexed, those it holds but had not marked are marked; when a problem ``check`` finds remains
+        after that, the index is rebuilt (``full`` in the answer)."""
         if self._store.readonly:
             raise ConfigError("reindex needs the database opened for writing")
         with self.lock.writing():
             done = self._store.reindex(self.id, full=full)
+            if not full:
+                with self._view() as view:
+                    left = view.index_problems()
+                if left:
+                    return Reindexed(self.name, self._store.reindex(self.id, full=True), True, left)
         return Reindexed(self.name, done, full)
 
     def fill_vectors(self, limit: int | None = None) -> int:

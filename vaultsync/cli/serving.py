@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ..errors import VaultsyncError
-from ..live.pace import DEBOUNCE_MS, RECONCILE_S, STEP_MS
+from ..live.pace import DEBOUNCE_MS, MAX_FAILING_S, RECONCILE_S, STEP_MS
 from .base import Context, friendly, pass_ctx
 
 
@@ -64,6 +64,14 @@ from .base import Context, friendly, pass_ctx
     help="Exit with an error (for a service manager to restart) once the database has been unreachable "
     "this long; what changed meanwhile is recorded by the next start.",
 )
+@click.option(
+    "--max-failing-s",
+    type=click.FloatRange(min=0),
+    default=MAX_FAILING_S,
+    show_default=True,
+    help="Exit with an error naming the cause (for a service manager to restart) once batches have kept failing "
+    "this long for another reason than an outage it waits out; the next start records what was pending.",
+)
 @pass_ctx
 @friendly
 def watch(
@@ -77,11 +85,12 @@ def watch(
     as_json: bool,
     wait: bool,
     max_outage_s: float,
+    max_failing_s: float,
 ) -> None:
     """Keep the store current while you write: one atomic batch per burst of changes.
 
     Catches up on what changed since the last run, then watches until SIGINT or SIGTERM, which
-    write the pending batch and exit 0. One log line per batch on stderr.
+    write the pending batch and exit 0 (1 if it could not be written). One log line per batch on stderr.
 
     \b
     Example:
@@ -114,6 +123,7 @@ def watch(
             role=role,
             describe=_refusal(vault_dir),
             max_outage_s=max_outage_s,
+            max_failing_s=max_failing_s,
         )
     finally:
         restore()

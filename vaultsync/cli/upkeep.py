@@ -40,7 +40,9 @@ def stats(obj: Context, as_json: bool) -> None:
 @pass_ctx
 @friendly
 def check(obj: Context, as_json: bool) -> None:
-    """Verify the store: SQLite integrity, content hashes, batch order, append-only triggers.
+    """Verify the store: SQLite integrity, content hashes, batch order, append-only triggers, search index.
+
+    A search index behind its batches or inconsistent with them is repaired by vaultsync reindex.
 
     \b
     Example:

@@ -11,7 +11,7 @@ from types import FrameType
 
 from ..errors import StoreError, VaultsyncError
 from ..vault import Vault
-from .pace import DEBOUNCE_MS, RECONCILE_S, STEP_MS
+from .pace import DEBOUNCE_MS, MAX_FAILING_S, RECONCILE_S, STEP_MS
 from .watcher import OnBatch, Watcher
 from .writer_role import WriterRole
 
@@ -30,13 +30,16 @@ def watch(
     role: WriterRole | None = None,
     describe: Callable[[VaultsyncError], str] = str,
     max_outage_s: float | None = None,
+    max_failing_s: float | None = MAX_FAILING_S,
 ) -> Watcher:
     """Watch until ``stop_event`` is set, then flush and return the stopped watcher (``describe``: how a
     refusal is said, in the words of the door that runs it).
 
     A vault folder that disappears is waited for (nothing is recorded meanwhile); raises StoreError
-    if the file-system observer stops, or the database stays unreachable for more than ``max_outage_s``
-    (watching stops after a final flush; what is pending is recorded by the next start's catch-up scan).
+    if the file-system observer stops, the database stays unreachable for more than ``max_outage_s``, or batches
+    keep failing for another reason for more than ``max_failing_s`` (watching stops after a final flush; what is
+    pending is recorded by the next start's catch-up scan), and when told to stop with paths pending whose final
+    batch could not be written.
     """
     stop_event = stop_event or threading.Event()
     watcher = Watcher(
@@ -61,7 +64,24 @@ def watch(
                     f"(the limit is {max_outage_s:g} s; {watcher.last_error}); {pending} changed "
                     f"path{'s' * (pending != 1)} pending, recorded by the next start's catch-up scan"
                 )
+            failing = watcher.failing_s
+            if max_failing_s is not None and failing > max_failing_s:
+                pending = watcher.status()["pending"]
+                raise StoreError(
+                    f"stopped watching {vault.root}: batches have failed for {failing:.0f} s (the limit is "
+                    f"{max_failing_s:g} s): {watcher.last_error}; {_paths(pending)} pending, recorded by the next "
+                    "start's catch-up scan"
+                )
+    if watcher.unwritten:
+        raise StoreError(
+            f"stopped watching {vault.root} with {_paths(watcher.unwritten)} pending: the final batch could not be "
+            f"written ({watcher.last_error}); the next start's catch-up scan records them"
+        )
     return watcher
+
+
+def _paths(count: int) -> str:
+    return f"{count} changed path{'s' * (count != 1)}"
 
 
 def stop_on_signals(stop_event: threading.Event) -> Callable[[], None]:

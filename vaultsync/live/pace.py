@@ -9,3 +9,8 @@ DEBOUNCE_MS = 3000
 
 RECONCILE_S = 300.0
 """A full rescan this often repairs changes the OS did not report (0 disables it)."""
+
+MAX_FAILING_S = 60.0
+"""Batches that keep failing this long (for a reason no outage the watcher waits out explains) stop the ``watch``
+command with an error naming the cause: a service manager restarts it, and its catch-up scan records what was
+pending. About seven attempts, the retries backing off from half a second to 30 s."""

@@ -96,6 +96,10 @@ class Watcher:
         self.keeper = LockKeeper(self.role)
         self._failing = 0
         """How many batches failed in a row (the first is said, the others only when one succeeds again)."""
+        self._failing_since: float | None = None
+        """When the batches began to fail in a row for a reason no outage the watcher waits out explains."""
+        self.unwritten = 0
+        """Paths still pending when the final batch could not be written (0: it was, or none were pending)."""
         self.batches = 0
         self.failures = 0
         self.last_batch_at: int | None = None
@@ -169,11 +173,14 @@ class Watcher:
             self.folder.stop()
             # a full scan, cheap when little changed: it also covers events the OS had not delivered yet
             pending = self._debouncer.drain()
+            waiting = len({*(pending.paths if pending is not None else ()), *self._held})
             if not self._flush(None, "final"):
                 logger.error(
                     "the final batch could not be written (%d paths pending); the next start will catch them up",
-                    len(pending.paths) if pending is not None else 0,
+                    waiting,
                 )
+                if self.outage.reason is None:  # a refusal (a vanished folder, a mass deletion) is no failure
+                    self.unwritten = waiting
         finally:
             self._release()
         logger.info("stopped watching %s (%d batches written)", self.vault.root, self.batches)
@@ -281,6 +288,15 @@ class Watcher:
             if not ok and self.vault.database_unreachable_s() > 0:  # try soon: it may be back any moment
                 backoff = min(backoff, MAX_RETRY_S)
 
+    @property
+    def failing_s(self) -> float:
+        """How long batches have failed in a row for a reason no outage the watcher waits out explains (0: they do
+        not): not a vanished vault folder or a refused mass deletion, not an unreachable database (``--max-outage-s``
+        bounds that), not a lost PostgreSQL lock being retaken."""
+        if self._failing_since is None or self.outage.reason is not None or self.keeper.lost:
+            return 0.0
+        return time.monotonic() - self._failing_since
+
     def _queued(self) -> bool:
         """Whether paths wait in the debouncer for a batch."""
         return self._debouncer.snapshot()[0] > 0
@@ -344,10 +360,15 @@ class Watcher:
                 logging.DEBUG if self._failing else logging.WARNING, "%s failed%s: %s", reason, kept, self.last_error
             )
             self._failing += 1
+            if self.vault.database_unreachable_s() > 0:
+                self._failing_since = None  # an outage, bounded on its own
+            elif self._failing_since is None:
+                self._failing_since = time.monotonic()
             if pending is not None:
                 self._debouncer.put_back(pending)
             return False
         self.last_error = None
+        self._failing_since = None
         if self._failing:
             logger.warning("%s written: recording again after %d failed attempts", reason, self._failing)
             self._failing = 0

@@ -75,7 +75,9 @@ class Indexer(Protocol):
     """A derived index (keyword, vectors) kept in lock-step with the revision tables, inside the engine.
 
     ``ahead`` (None: none) is work a parse worker does per note before the writer reaches it; the batch
-    hands each result to ``take_ahead``; ``forget_ahead`` drops what the batch did not use when it ends.
+    hands each result to ``take_ahead``. ``forget_ahead`` is called on every indexer when a batch ends, however it
+    ends: it drops what the batch did not use and anything the indexer kept for that batch (a rolled-back batch's
+    id is given to the next one).
     """
 
     ahead: AheadWork | None
@@ -183,6 +185,10 @@ class ReadView(Protocol):
     def stats(self) -> dict[str, Any]: ...
 
     def check(self) -> list[str]: ...
+
+    def index_problems(self) -> list[str]:
+        """The search index behind or inconsistent (part of ``check``; what plain ``reindex`` repairs)."""
+        ...
 
 
 # ---------------------------------------------------------------- lock

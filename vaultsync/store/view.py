@@ -323,10 +323,33 @@ class View:
                     problems.append(f"append-only trigger {table}_no_{action} is missing")
         return problems
 
+    def index_problems(self) -> list[str]:
+        """The search index behind or inconsistent (``search.health``), and its current rows and its FTS5 table of
+        current chunks apart (SQLite's)."""
+        from .search import health
+        from .search.schema import has_schema, live_table
+
+        con = self._con
+        if not has_schema(con):
+            return []
+        problems = health.problems(con, self.vault_id)
+        table = live_table(self.vault_id)
+        if con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (f"{table}_docsize",)).fetchone():
+            rows = con.execute(
+                "SELECT count(*) FROM search_rows INDEXED BY search_rows_live WHERE vault_id = ? AND died IS NULL",
+                (self.vault_id,),
+            ).fetchone()[0]
+            (terms,) = con.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()
+            if rows != terms:
+                problems.append(f"the search index's words of current chunks hold {terms} chunks, its rows {rows}")
+        return problems
+
     def check(self) -> list[str]:
         """Verify the store; return the problems found (empty when healthy)."""
         con = self._con
-        problems = self._engine_problems()
+        from .search.health import REINDEX
+
+        problems = self._engine_problems() + [f"{problem} ({REINDEX})" for problem in self.index_problems()]
         previous = None
         for batch_id, known_at in con.execute(
             "SELECT id, known_at FROM batches WHERE vault_id = ? ORDER BY id", (self.vault_id,)

@@ -165,8 +165,11 @@ class BatchWriter:
             indexer.take_ahead(payload)
 
     def forget_ahead(self) -> None:
-        """Drop pre-work the batch did not use (the engine calls this when the batch ends, however it ends)."""
-        for indexer in self._ahead_indexers():
+        """Drop pre-work the batch did not use, and whatever every indexer keeps for the batch (the engine calls
+        this when the batch ends, however it ends). Every indexer is told, not only those that work ahead: one whose
+        embedder fills its vectors after the batch keeps batch state too, and a batch rolled back must take it along
+        (else the next batch, given the same id, trusts state that was never committed)."""
+        for indexer in self.indexers:
             indexer.forget_ahead()
 
     def _ahead_indexers(self) -> list[Indexer]:

@@ -98,6 +98,12 @@ class PgView(View):
             ).fetchone()[0]
         )
 
+    def index_problems(self) -> list[str]:
+        """The search index behind or inconsistent (``search.health``)."""
+        from ..search import health
+
+        return health.problems(self._con, self.vault_id)
+
     def _engine_problems(self) -> list[str]:
         """The append-only triggers, and postings whose doc is gone (PostgreSQL keeps its own integrity where a
         foreign key says so; the rest is ``View.check``'s)."""

@@ -335,7 +335,11 @@ class SearchIndexer:
         self._checked = batch_id
 
     def catch_up(self, con: apsw.Connection, vault_id: int, upto: int | None = None) -> int:
-        """Index the vault's batches after the last indexed one, up to ``upto`` (default all); return how many."""
+        """Index the vault's batches after the last indexed one, up to ``upto`` (default all); return how many.
+
+        A batch whose index part is there already (its statistics row: every batch the indexer sees gets one, in
+        the batch's own transaction) is only marked as indexed, never written twice: an index whose mark fell
+        behind its rows (as a rolled-back batch once left it) is repaired, not refused."""
         row = con.execute("SELECT last_batch FROM search_state WHERE vault_id = ?", (vault_id,)).fetchone()
         last = row[0] if row else 0
         batches = [
@@ -345,8 +349,15 @@ class SearchIndexer:
                 (vault_id, last, upto if upto is not None else 1 << 62),
             )
         ]
+        seen = {
+            r[0]
+            for r in con.execute(
+                "SELECT batch_id FROM search_stats WHERE vault_id = ? AND batch_id > ?", (vault_id, last)
+            )
+        }
         for batch_id in batches:
-            self._replay(con, vault_id, batch_id)
+            if batch_id not in seen:
+                self._replay(con, vault_id, batch_id)
             con.execute(
                 "INSERT OR REPLACE INTO search_state (vault_id, last_batch) VALUES (?, ?)", (vault_id, batch_id)
             )
