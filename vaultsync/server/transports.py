@@ -22,6 +22,7 @@ from ..errors import ConfigError, VaultsyncError
 from . import probes
 from .limits import KEEP_ALIVE_S, MAX_HTTP_CONNECTIONS, guarded_h11
 from .sdk import lowlevel_server
+from .sessions import bound_sessions
 
 logger = logging.getLogger(__name__)
 
@@ -181,6 +182,7 @@ def http_app(
         auth=auth,
         token_verifier=verifier,
     )
+    bound_sessions(lowlevel_server(mcp).session_manager)
     if served is not None:
         app.router.routes[0:0] = probes.routes(served)
     return app
