@@ -218,7 +218,9 @@ def local_token(path: Path) -> str:
             finally:
                 aside.unlink(missing_ok=True)
         except OSError as exc:
-            raise ConfigError(f"cannot make the token file {path}: {exc.strerror}; give --token-file") from None
+            raise ConfigError(
+                f"cannot make the bearer token file {path} ({exc.strerror}): name a token file of your own"
+            ) from None
     return read_token(path)
 
 
