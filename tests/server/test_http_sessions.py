@@ -12,7 +12,7 @@ import httpx2
 import pytest
 from mcp import Client
 from support.hardened_helpers import start_hardened_http, token_entry, write_manifest
-from support.mcp_helpers import free_port, history_under, http_client, stop
+from support.mcp_helpers import free_port, history_under, http_client, start_http, stop
 
 from vaultsync.server import sessions
 
@@ -120,3 +120,31 @@ async def test_the_sessions_of_all_callers_are_bounded_in_all(tmp_path: Path) ->
                 for sid in opened
             ]
             assert statuses == [404, 404, 200, 200, 200] and len(bound.sessions) == 3
+
+
+def test_behind_oauth_the_sessions_of_one_subject_are_bounded_whatever_its_clients(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """One subject looping through two OAuth clients shares one bound; another subject's idle session stays."""
+    from support.oauth_rs import signing_issuer
+
+    base = tmp_path_factory.mktemp("oauth-sessions")
+    history = history_under(base)
+    with signing_issuer() as issuer:
+        port = free_port()
+        public = f"http://127.0.0.1:{port}"
+        proc = start_http(history["db"], history["root"], port, "--oauth-issuer", issuer.url, "--public-url", public)
+        url = f"{public}/mcp"
+        try:
+            with httpx2.Client(timeout=30) as client:
+                alice = issuer.token("alice", url)
+                alices = open_session(client, url, alice)
+                tokens = [issuer.token("mallory", url, client_id=name) for name in ("one", "two")]
+                flood = sessions.MAX_SESSIONS_PER_CALLER + 8
+                mallorys = [(tokens[i % 2], open_session(client, url, tokens[i % 2])) for i in range(flood)]
+                assert ping(client, url, alice, alices) == 200
+                statuses = [ping(client, url, token, sid) for token, sid in mallorys]
+                assert statuses == [404] * 8 + [200] * sessions.MAX_SESSIONS_PER_CALLER
+        finally:
+            stderr = stop(proc)
+    assert "Traceback" not in stderr, stderr

@@ -2,8 +2,8 @@
 ``MAX_SESSIONS`` in all, the oldest idle one closed to make room, so one caller opening sessions in a loop
 cannot lock anyone else out (nor grow the server's memory without bound).
 
-A session belongs to the caller whose credential opened it: an OAuth token's subject (with its issuer and
-client), a manifest token's caller, or the one token of a plain server (all of its clients are one caller).
+A session belongs to the caller whose credential opened it: an OAuth token's subject (with its issuer, through
+any client), a manifest token's caller, or the one token of a plain server (all of its clients are one caller).
 A session is idle while none of its requests is being served (an open GET stream counts as a request);
 closing it is what its client would do (a DELETE), so the client's next request gets 404 and the client opens
 a new session, as the MCP specification asks. When every session in the way is busy, the new one is refused
@@ -171,11 +171,14 @@ class SessionBound:
 
 
 def _caller(scope: Scope) -> tuple[Any, ...]:
-    """Who a request comes from: its credential's principal (client, issuer, subject)."""
+    """Who a request comes from: an OAuth token's subject (whatever client it uses), else the token's client
+    (a manifest token's caller, or the one token of a plain server)."""
     user = scope.get("user")
     if isinstance(user, AuthenticatedUser):
         context = authorization_context(user)
-        return (context["client_id"], context["issuer"], context["subject"])
+        if context["subject"] is not None:
+            return ("subject", context["issuer"], context["subject"])
+        return ("client", context["client_id"])
     return ("",)
 
 
