@@ -16,6 +16,7 @@ from vaultsync.server import ServeConfig, build_server
 from vaultsync.server.budget import MAX_ANSWER_BYTES
 
 LINKS, TAGS = 12_000, 12_000
+"""Enough that either alone is over the budget; a link is mostly quotes, which the text copy escapes again."""
 PATH = "Dense.md"
 
 
@@ -81,7 +82,8 @@ async def test_read_note_counts_what_it_left_out_and_pages_the_rest(dense: Vault
         first = await c.call_tool("read_note", {"path": PATH, "max_chars": 1})
         assert wire(first) <= MAX_ANSWER_BYTES
         answer = sc(first)
-        assert answer["content"] == "#" and answer["omitted"]["links"] > 0
+        assert answer["content"] == "#" and answer["omitted"]["links"] > 0 and answer["links"]
+        assert wire(first) > MAX_ANSWER_BYTES // 2, "cut near the budget, not far below"
         links, tags, offsets = list(answer["links"]), list(answer["tags"]), {"links": 0, "tags": 0}
         assert len(links) + answer["omitted"]["links"] == LINKS
         while answer.get("omitted"):
@@ -92,9 +94,24 @@ async def test_read_note_counts_what_it_left_out_and_pages_the_rest(dense: Vault
             )
             assert wire(page) <= MAX_ANSWER_BYTES
             answer = sc(page)
+            assert answer["links"] or answer["tags"], "every page moves on"
+            if answer.get("omitted"):
+                assert wire(page) > MAX_ANSWER_BYTES // 2, "a page that is cut is cut near the budget, not far below"
             links += answer["links"]
             tags += answer["tags"]
         assert [link["target"] for link in links] == [f'Target number {i} "quoted"' for i in range(LINKS)]
         assert tags == [f"tag{i}" for i in range(TAGS)]
         whole = sc(await c.call_tool("read_note", {"path": PATH}))  # content first: it is sized by read_note
         assert whole["next_offset"] is not None and "omitted" in whole and "content" not in whole["omitted"]
+
+
+def test_an_answer_far_over_the_budget_is_cut_near_it_not_to_nothing() -> None:
+    """300,000 links (the text copy escapes their quotes again, so the wire holds well over twice each byte cut):
+    the answer keeps the links that fit, and says how many it left out."""
+    from vaultsync.server.budget import fit, wire_bytes
+
+    links = [{"target": f'n{i} "q"', "kind": "wikilink", "line": 3} for i in range(300_000)]
+    answer = {"path": PATH, "content": "#", "links": list(links)}
+    omitted = fit(answer)
+    assert MAX_ANSWER_BYTES // 2 < wire_bytes(answer) <= MAX_ANSWER_BYTES
+    assert answer["links"] == links[: len(answer["links"])] and omitted == {"links": 300_000 - len(answer["links"])}

@@ -46,7 +46,8 @@ def fit(data: dict[str, Any], budget: int = MAX_ANSWER_BYTES) -> dict[str, int]:
         if name is None:
             break  # nothing left to cut (scalars only): as small as it gets
         value = data[name]
-        keep = max(0, encoded(value) - (size - budget) // 2 - 64)  # each byte cut here is at least two on the wire
+        own, on_wire = encoded(value), wire_bytes(value)  # a byte of the field is one to several on the wire
+        keep = max(0, (on_wire - (size - budget)) * own // on_wire - 64)
         kept = _prefix(value, keep)
         omitted[name] = omitted.get(name, 0) + len(value) - len(kept)
         data[name] = kept
