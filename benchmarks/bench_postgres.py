@@ -98,6 +98,7 @@ async def clients(urls: list[str], queries: list[str], count: int, calls: int) -
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+    from mcp_helpers import AUTH  # the token start_http gives each server
 
     took: list[float] = []
     ready = asyncio.Barrier(count + 1)
@@ -105,7 +106,7 @@ async def clients(urls: list[str], queries: list[str], count: int, calls: int) -
 
     async def one(i: int) -> None:
         async with (
-            httpx2.AsyncClient(timeout=120) as http,
+            httpx2.AsyncClient(timeout=120, headers=AUTH) as http,
             Client(streamable_http_client(urls[i % len(urls)], http_client=http), mode="legacy") as c,
         ):
             await c.call_tool("search_notes", {"query": queries[i % len(queries)]})  # warm-up

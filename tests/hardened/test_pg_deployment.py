@@ -205,7 +205,8 @@ def test_the_hardened_manifest_passes_libpqs_variables_through(tmp_path: Path) -
     )
     try:
         listening(proc, port, "the hardened server on PostgreSQL", timeout=60)
-        assert anyio.run(_search, f"http://127.0.0.1:{port}/mcp", None) == ["Atlas.md"]
+        token = (Path(os.environ["VAULTSYNC_HOME"]) / "http-token").read_text(encoding="utf-8").strip()
+        assert anyio.run(_search, f"http://127.0.0.1:{port}/mcp", token) == ["Atlas.md"]  # the user's own token
     finally:
         log = stopped(proc)
     assert "Traceback" not in log, log
@@ -261,7 +262,8 @@ def test_a_teams_reader_role_reads_its_schema_only_and_writes_nothing(tmp_path: 
 
         listening(proc, port, "a server of the reader role")
         assert httpx2.get(f"http://127.0.0.1:{port}/ready").json()["database"] == "ok"
-        assert anyio.run(_search, f"http://127.0.0.1:{port}/mcp", None) == ["Atlas.md"]
+        token = (Path(os.environ["VAULTSYNC_HOME"]) / "http-token").read_text(encoding="utf-8").strip()
+        assert anyio.run(_search, f"http://127.0.0.1:{port}/mcp", token) == ["Atlas.md"]  # the user's own token
     finally:
         assert "Traceback" not in stopped(proc)
     other = cli(as_role(f"{schema}_other"), "read", "Atlas.md")

@@ -21,8 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from support.mcp_helpers import free_port, history_under, sc, start_http, stop
+from support.mcp_helpers import free_port, history_under, http_client, sc, start_http, stop
 
 from vaultsync.server import limits
 
@@ -254,7 +253,7 @@ def closed_by_server(sock: socket.socket) -> bool:
 
 
 async def tools_list(url: str) -> int:
-    async with Client(streamable_http_client(url)) as c:
+    async with Client(http_client(url)) as c:
         return len((await c.list_tools()).tools)
 
 
@@ -270,7 +269,7 @@ def test_http_load_slow_clients_and_concurrent_calls_then_a_fresh_client(history
             results: list[str] = []
 
             async def call(i: int) -> None:
-                async with Client(streamable_http_client(url)) as c:
+                async with Client(http_client(url)) as c:
                     found = sc(await c.call_tool("read_note", {"path": "Inbox.md"}))
                     results.append(found["content"])
 

@@ -12,6 +12,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from support.mcp_helpers import (
+    AUTH,
     Updates,
     check_errors,
     check_read_tools,
@@ -19,6 +20,7 @@ from support.mcp_helpers import (
     check_tool_listing,
     free_port,
     history_under,
+    http_client,
     make_history_vault,
     next_update,
     sc,
@@ -50,7 +52,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 @pytest.fixture(scope="module")
 def server(history: dict):
-    """A read-only server on loopback without a token, shared by the module."""
+    """A read-only server on loopback (with the helpers' token), shared by the module."""
     port = free_port()
     proc = start_http(history["db"], history["root"], port)
     yield f"http://127.0.0.1:{port}/mcp"
@@ -91,7 +93,7 @@ def authed(url: str, token: str = TOKEN, *, get_stream: anyio.Event | None = Non
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_http_every_tool(server: str, history: dict, mode: str) -> None:
-    async with Client(server, mode=mode) as c:
+    async with Client(http_client(server), mode=mode) as c:
         assert c.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
         await check_tool_listing(c, writes=False)
         await check_read_tools(c, history["root"], history["notes"])
@@ -140,19 +142,19 @@ def test_http_bearer_token(live: dict) -> None:
 
 def test_http_protocol_abuse(server: str) -> None:
     port = server.split(":")[2].split("/")[0]
-    evil = httpx2.post(server, json=INIT, headers={**HEADERS, "Origin": "http://evil.example"})
+    evil = httpx2.post(server, json=INIT, headers={**HEADERS, **AUTH, "Origin": "http://evil.example"})
     assert evil.status_code == 403
-    rebound = httpx2.post(server, json=INIT, headers={**HEADERS, "Host": "evil.example"})
+    rebound = httpx2.post(server, json=INIT, headers={**HEADERS, **AUTH, "Host": "evil.example"})
     assert rebound.status_code == 421
-    same_origin = httpx2.post(server, json=INIT, headers={**HEADERS, "Origin": f"http://localhost:{port}"})
+    same_origin = httpx2.post(server, json=INIT, headers={**HEADERS, **AUTH, "Origin": f"http://localhost:{port}"})
     assert same_origin.status_code == 200
 
-    garbled = httpx2.post(server, content=b'{"jsonrpc": "2.0", "id": 1, "method":', headers=HEADERS)
+    garbled = httpx2.post(server, content=b'{"jsonrpc": "2.0", "id": 1, "method":', headers={**HEADERS, **AUTH})
     assert garbled.status_code == 400 and _error(garbled)["code"] == -32700
-    huge = httpx2.post(server, content=b'{"x": "' + b"y" * (5 * 1024 * 1024) + b'"}', headers=HEADERS)
+    huge = httpx2.post(server, content=b'{"x": "' + b"y" * (5 * 1024 * 1024) + b'"}', headers={**HEADERS, **AUTH})
     assert huge.status_code == 413
 
-    modern = {**HEADERS, "MCP-Protocol-Version": "2026-07-28"}
+    modern = {**HEADERS, **AUTH, "MCP-Protocol-Version": "2026-07-28"}
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
     unknown = httpx2.post(
         server,

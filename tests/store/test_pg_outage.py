@@ -301,7 +301,16 @@ async def test_two_http_servers_answer_every_tool_and_deliver_subscriptions_afte
     import anyio
     import httpx2
     from mcp import Client
-    from support.mcp_helpers import error_text, free_port, make_history_vault, next_update, start_http, stop, watching
+    from support.mcp_helpers import (
+        error_text,
+        free_port,
+        http_client,
+        make_history_vault,
+        next_update,
+        start_http,
+        stop,
+        watching,
+    )
 
     dsn = cluster.dsn(f"servers_{event}")
     root = tmp_path / "notes"
@@ -310,7 +319,10 @@ async def test_two_http_servers_answer_every_tool_and_deliver_subscriptions_afte
     procs = [start_http(dsn, root, ports[0], "--watch"), start_http(dsn, root, ports[1])]  # type: ignore[arg-type]
     urls = [f"http://127.0.0.1:{port}" for port in ports]
     try:
-        async with Client(urls[0] + "/mcp") as watching_server, Client(urls[1] + "/mcp") as reader:
+        async with (
+            Client(http_client(urls[0] + "/mcp")) as watching_server,
+            Client(http_client(urls[1] + "/mcp")) as reader,
+        ):
             clients = [watching_server, reader]
             await watching(watching_server)
             for c in clients:
@@ -381,7 +393,7 @@ def test_a_watcher_and_a_server_follow_a_standby_promoted_to_primary(tmp_path: P
     import anyio
     import psycopg
     from mcp import Client
-    from support.mcp_helpers import free_port, sc, start_http, stop
+    from support.mcp_helpers import free_port, http_client, sc, start_http, stop
 
     try:
         primary = pgserver.PgServer.start(options=("-c", "wal_level=replica"))
@@ -420,7 +432,7 @@ def test_a_watcher_and_a_server_follow_a_standby_promoted_to_primary(tmp_path: P
         watcher.wait_for("took the writer lock back")
 
         async def read_last() -> str:
-            async with Client(f"http://127.0.0.1:{port}/mcp") as c:
+            async with Client(http_client(f"http://127.0.0.1:{port}/mcp")) as c:
                 with anyio.fail_after(30):
                     while True:
                         got = await c.call_tool("read_note", {"path": "burst 09.md"})

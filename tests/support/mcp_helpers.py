@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -67,8 +68,28 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+HTTP_TOKEN = "test-http-token-0123456789abcdef"
+"""The bearer token ``start_http`` gives a loopback server (every HTTP server takes one)."""
+AUTH = {"Authorization": f"Bearer {HTTP_TOKEN}"}
+
+
+def http_client(url: str, token: str = HTTP_TOKEN, **options: Any) -> Any:
+    """The official client's streamable HTTP transport to ``url``, sending the bearer token."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30, **options)
+    return streamable_http_client(url, http_client=client)
+
+
 def start_http(db: Path, vault: Path, port: int, *extra: str, host: str = "127.0.0.1") -> subprocess.Popen[str]:
-    """``vaultsync serve --http`` as a subprocess, returned once it accepts connections."""
+    """``vaultsync serve --http`` as a subprocess, returned once it accepts connections. On loopback without
+    its own --token-file (or OAuth) it requires ``HTTP_TOKEN``."""
+    if host in ("127.0.0.1", "::1") and not {"--token-file", "--oauth-issuer"} & set(extra):
+        token_file = Path(tempfile.mkdtemp(prefix="vaultsync-token-")) / "token"
+        token_file.write_text(HTTP_TOKEN + "\n", encoding="utf-8")
+        token_file.chmod(0o600)
+        extra = (*extra, "--token-file", str(token_file))
     proc = subprocess.Popen(
         [sys.executable, "-m", "vaultsync", "--db", str(db), "serve", str(vault), "--http", f"{host}:{port}", *extra],
         stdin=subprocess.DEVNULL,

@@ -136,7 +136,8 @@ def watch(
     "bind",
     metavar="HOST:PORT",
     help="Serve streamable HTTP at http://HOST:PORT/mcp instead of "
-    "stdio. Loopback (127.0.0.1) unless you name another address; then a bearer token is required.",
+    "stdio. Loopback (127.0.0.1) unless you name another address. A bearer token is always required: on loopback "
+    "your own, kept in http-token in the data directory (made on first use, mode 600).",
 )
 @click.option(
     "--watch",
@@ -154,7 +155,8 @@ def watch(
 @click.option(
     "--token-file",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Require the bearer token in this file (--http; mode 600). Beyond loopback one is generated if omitted.",
+    help="Require the bearer token in this file (--http; mode 600). If omitted: on loopback the one in the data "
+    "directory's http-token; beyond loopback one is generated and printed once.",
 )
 @click.option(
     "--tls-cert",

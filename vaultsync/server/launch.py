@@ -37,6 +37,8 @@ class Http:
     """The one bearer token to require (None: none, or ``verifier``'s)."""
     generated: bool = False
     """The token was generated here: show it once."""
+    token_path: Path | None = None
+    """The file the token is in (said to the operator; the token itself is not printed)."""
     tls: tuple[str, str] | None = None
     """The certificate and key files for HTTPS."""
     verifier: Any = None
@@ -85,8 +87,8 @@ def plain_http(
     if oauth is not None:
         token = t.read_token(token_file) if token_file is not None else None
         return Http(host, port, token=token, tls=tls, oauth=oauth)
-    token, generated = t.resolve_token(host, token_file)
-    return Http(host, port, token=token, generated=generated, tls=tls)
+    token, generated, path = t.resolve_token(host, token_file)
+    return Http(host, port, token=token, generated=generated, tls=tls, token_path=path)
 
 
 def hardened_config(manifest: Manifest, vault_dir: Path) -> tuple[ServeConfig, Http | None]:
@@ -113,10 +115,15 @@ def hardened_config(manifest: Manifest, vault_dir: Path) -> tuple[ServeConfig, H
             f"manifest {manifest.path}: http.tokens: serving beyond loopback ({host}) needs at "
             "least one [[http.tokens]] entry (or an [oauth] table)"
         )
-    verifier = t.HashedTokenVerifier(http.tokens) if http.tokens else None
     if manifest.oauth is not None:
         config = replace(config, oauth=True)
-    return config, Http(host, port, tls=tls, verifier=verifier, oauth=manifest.oauth)
+    if http.tokens:
+        verifier = t.HashedTokenVerifier(http.tokens)
+        return config, Http(host, port, tls=tls, verifier=verifier, oauth=manifest.oauth)
+    if manifest.oauth is not None:
+        return config, Http(host, port, tls=tls, oauth=manifest.oauth)
+    path = t.local_token_file()  # loopback without [[http.tokens]]: the user's own token, as for a plain server
+    return config, Http(host, port, token=t.local_token(path), tls=tls, token_path=path)
 
 
 def hosted_configs(manifest: Manifest) -> tuple[list[tuple[HostedVault, ServeConfig]], Http]:
@@ -219,6 +226,8 @@ def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = Non
             (warn or say)(f"vaultsync: WARNING: anyone the OAuth issuer signs in may use this vault; {how}")
         if http.generated:
             say(f"vaultsync: bearer token (shown once; send 'Authorization: Bearer <token>'): {http.token}")
+        elif http.token_path is not None:
+            say(f"vaultsync: clients send 'Authorization: Bearer <token>' with the token in {http.token_path}")
 
     served = ServedVault(replace(config, announce=announce))
     protected = None

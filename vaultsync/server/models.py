@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .budget import OMITTED
+
 
 class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -85,14 +87,19 @@ class NoteResult(_Out):
     size: int | None = Field(description="Size of the whole note in bytes")
     title: str | None = None
     frontmatter: dict[str, Any] | None = None
-    tags: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list, description="The note's tags, from tags_offset on")
     aliases: list[str] = Field(default_factory=list)
-    links: list[dict[str, Any]] = Field(default_factory=list)
+    links: list[dict[str, Any]] = Field(default_factory=list, description="Links in the note, from links_offset on")
     renamed_from: str | None = None
     offset: int = Field(description="Character offset of content within the note")
     total_chars: int = Field(description="Length of the whole note in characters")
     next_offset: int | None = Field(description="Pass as offset to read the rest; null when content reaches the end")
     truncated: bool = Field(description="True when content stops before the end of the note")
+    omitted: dict[str, int] | None = Field(
+        default=None,
+        description=f"{OMITTED}. For the rest, call again with links_offset (or tags_offset) = that argument plus "
+        "the number of links (tags) received",
+    )
 
 
 class RevisionRow(Compact):

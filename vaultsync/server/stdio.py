@@ -1,4 +1,5 @@
-"""Serving over stdio: the protocol only on stdout, bad input answered (a JSON-RPC error, never dropped), lines
+"""Serving over stdio: the protocol only on stdout, bad input answered (a JSON-RPC error with the request's id
+when it can be read, never dropped, never left in flight: invalid UTF-8 and text the SDK could not read included), lines
 size- and depth-limited and never buffered whole, requests in flight bounded, and what was read before the input
 ended answered before the server stops. The limits themselves are in ``limits``."""
 
@@ -94,7 +95,15 @@ class GuardedLines:
             if line is self._OVERSIZED:
                 await self._error(None, INVALID_REQUEST, f"message too large: the limit is {self.limit} bytes")
                 continue
-            text = line.decode("utf-8", "replace")
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as exc:  # refused, never replaced: the request is answered with its id
+                await self._error(
+                    _readable_id(line),
+                    PARSE_ERROR,
+                    f"Parse error: not valid UTF-8 (byte 0x{line[exc.start]:02x} at offset {exc.start})",
+                )
+                continue
             if not text.strip():
                 continue
             try:
@@ -105,7 +114,7 @@ class GuardedLines:
             except RecursionError:
                 await self._error(None, INVALID_REQUEST, f"message nested too deeply: at most {MAX_JSON_DEPTH} levels")
                 continue
-            refusal = self._refusal(data)
+            refusal = self._refusal(data, text)
             if refusal is not None:
                 ident = data.get("id") if isinstance(data, dict) else None
                 await self._error(ident if valid_id(ident) else None, INVALID_REQUEST, refusal)
@@ -130,15 +139,18 @@ class GuardedLines:
                 await self._answered.wait()
 
     @staticmethod
-    def _refusal(data: Any) -> str | None:
-        """Why a parsed message is not one the server takes (None when it is)."""
+    def _refusal(data: Any, text: str) -> str | None:
+        """Why a parsed message is not one the server takes (None when it is). ``text`` is validated exactly as
+        the SDK will parse it: a message the SDK could not read would be dropped unanswered, and left in flight."""
         if depth(data) > MAX_JSON_DEPTH:
             return f"message nested too deeply: at most {MAX_JSON_DEPTH} levels"
         if isinstance(data, dict) and "id" in data and not valid_id(data["id"]):
             return "Invalid Request: the id must be a string or an integer"
         try:
-            jsonrpc_message_adapter.validate_python(data, by_name=False)
-        except (ValidationError, RecursionError):
+            jsonrpc_message_adapter.validate_json(text, by_name=False)
+        except (ValidationError, RecursionError, ValueError):
+            if _lone_surrogate(data):
+                return "Invalid Request: a string holds a lone surrogate escape (such as \\ud800), which is not text"
             return "Invalid Request: expected a JSON-RPC 2.0 request, notification or response object"
         return None
 
@@ -155,6 +167,27 @@ class GuardedLines:
                 if isinstance(message.message, JSONRPCResponse | JSONRPCError):
                     self.in_flight.answered(message.message.id)
                     self._answered.set()
+
+
+def _readable_id(line: bytes) -> str | int | None:
+    """The id of a message that is not valid UTF-8, when it can still be read (None otherwise)."""
+    try:
+        data = json.loads(line.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None
+    ident = data.get("id") if isinstance(data, dict) else None
+    return ident if valid_id(ident) else None
+
+
+def _lone_surrogate(data: Any) -> bool:
+    """Whether a string (or key) in parsed JSON holds a UTF-16 surrogate that is not part of a pair."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    except (ValueError, RecursionError):
+        return False
+    return False
 
 
 async def serve_stdio(mcp: MCPServer, *, limit: int = MAX_MESSAGE_BYTES) -> None:

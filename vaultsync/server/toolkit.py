@@ -17,6 +17,7 @@ from pydantic import Field
 from .. import acting
 from ..errors import ConfigError, NoteDeleted, NoteNotFound, VaultsyncError
 from ..times import ACCEPTED, parse_time
+from .budget import with_omitted
 from .models import flat_schema
 from .wire import compact
 
@@ -65,7 +66,7 @@ class ToolSet:
                 served, title=title, description=inspect.cleandoc(fn.__doc__ or ""), annotations=annotations
             )
             if tool.fn_metadata.output_schema is not None:  # a public field, read on every tools/list
-                tool.fn_metadata.output_schema = flat_schema(tool.fn_metadata.output_schema)
+                tool.fn_metadata.output_schema = with_omitted(flat_schema(tool.fn_metadata.output_schema))
             tool.fn_metadata = compact(tool.fn_metadata)  # compact answers, readable argument errors
             self.tools.append(tool)
             return fn

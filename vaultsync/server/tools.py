@@ -20,6 +20,7 @@ from .answers import (
     note_list,
     search_answer,
 )
+from .budget import wire_bytes
 from .models import (
     ChangesResult,
     DiffResult,
@@ -56,6 +57,8 @@ ValidArg = Annotated[
 
 MAX_NOTE_CHARS = 262_144
 """read_note returns the whole note up to this many characters; page with offset beyond it."""
+MAX_CONTENT_WIRE_BYTES = 640 * 1024
+"""read_note's content takes at most this much of the answer's budget (``budget.MAX_ANSWER_BYTES``), both copies."""
 MAX_LINKS = 500
 """get_links lists at most this many outgoing links and this many backlinks."""
 
@@ -187,13 +190,16 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
         max_chars: Annotated[
             int, Field(ge=1, le=MAX_NOTE_CHARS, description="Most characters to return")
         ] = MAX_NOTE_CHARS,
+        links_offset: Annotated[int, Field(ge=0, description="First link to return (for notes with many)")] = 0,
+        tags_offset: Annotated[int, Field(ge=0, description="First tag to return (for notes with many)")] = 0,
     ) -> NoteResult:
         """Read a note's exact Markdown text, now or as it was at a past time, with its title, tags,
         links, known_at (when vaultsync learned that version) and content hash. A note renamed since is read
         at a past time by the path it had then (note_history lists its names).
 
         Notes up to 256K characters come back whole; for longer ones, call again with
-        offset=next_offset until next_offset is null.
+        offset=next_offset until next_offset is null. Every answer fits one size budget: when links or
+        tags were left out, omitted counts them; page them with links_offset and tags_offset.
         """
         with rt.reading() as vault:
             note = vault.read(path, as_of=moment(as_of, "as_of"), valid_at=valid_at)
@@ -201,12 +207,14 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
         text = note.content
         if offset > len(text):
             raise ToolError(f"offset {offset} is past the end of the note ({len(text)} characters); use offset=0")
-        end = min(len(text), offset + max_chars)
+        end = content_end(text, offset, min(len(text), offset + max_chars))
         data.pop("warnings", None)
         data.pop("kind", None)
         return NoteResult(
             **{
                 **data,
+                "links": data.get("links", [])[links_offset:],
+                "tags": data.get("tags", [])[tags_offset:],
                 "content": text[offset:end],
                 "offset": offset,
                 "total_chars": len(text),
@@ -214,6 +222,19 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
                 "truncated": end < len(text),
             }
         )
+
+
+def content_end(text: str, offset: int, end: int, limit: int = MAX_CONTENT_WIRE_BYTES) -> int:
+    """Where read_note's content stops: at ``end``, or sooner so that its two copies on the wire stay within
+    ``limit`` bytes (a slice of quotes or control characters grows when escaped; the answer's budget keeps the
+    rest for the note's other facts)."""
+    if wire_bytes(text[offset:end]) <= limit:
+        return end
+    low, high = offset + 1, end  # at least one character, so that paging always moves on
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if wire_bytes(text[offset:mid]) <= limit else (low, mid - 1)
+    return low
 
 
 def add_note_history(tools: ToolSet, rt: ServedVault) -> None:

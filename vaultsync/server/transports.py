@@ -1,4 +1,4 @@
-"""Serving over streamable HTTP (loopback by default, Origin/Host checked, bearer token beyond loopback, request size
+"""Serving over streamable HTTP (loopback by default, Origin/Host checked, a bearer token on loopback too, request size
 limit, connections and request time bounded, HTTPS with a certificate), and what both transports share; stdio is in
 ``stdio``. The limits themselves are in ``limits``."""
 
@@ -22,6 +22,7 @@ from ..errors import ConfigError, VaultsyncError
 from . import probes
 from .limits import KEEP_ALIVE_S, MAX_HTTP_CONNECTIONS, guarded_h11
 from .sdk import lowlevel_server
+from .sessions import bound_sessions
 
 logger = logging.getLogger(__name__)
 
@@ -136,10 +137,12 @@ def http_app(
     oauth: Any = None,
     protected: Any = None,
 ) -> Any:
-    """The Starlette app for ``/mcp``: DNS-rebinding checks always on, bearer auth when ``token`` (or
-    a ``verifier`` of several tokens, ``HashedTokenVerifier``); with the ``served`` vault, ``/health`` and
+    """The Starlette app for ``/mcp``: DNS-rebinding checks always on, bearer auth always: ``token`` (or
+    a ``verifier`` of several tokens, ``HashedTokenVerifier``, or ``oauth``); with the ``served`` vault, ``/health`` and
     ``/ready`` beside it, without a token (``probes``). With ``oauth`` (``OAuthSettings``): an OAuth resource
     server (``oauth.app``) for ``mcp`` or the ``protected`` vaults, the static tokens still accepted."""
+    if token is None and verifier is None and oauth is None:
+        raise ConfigError("an HTTP server needs a bearer token (or OAuth), loopback too: other users can reach it")
     names = _host_names(host)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
@@ -157,21 +160,19 @@ def http_app(
         return resource_server_app(
             oauth, protected, host=host, limit=limit, security=security, static=static, routes=routes
         )
-    auth = None
-    if token is not None or verifier is not None:
-        shown = f"[{host}]" if ":" in host else host
-        base = f"{'https' if tls else 'http'}://{shown}:{port}"
-        auth = AuthSettings.model_validate(
-            {
-                "issuer_url": base,
-                "resource_server_url": f"{base}/mcp",
-                "validate_token_resource": False,
-                "required_scopes": ["vault"],
-            }
-        )
-        if verifier is None:
-            assert token is not None
-            verifier = StaticTokenVerifier(token)
+    shown = f"[{host}]" if ":" in host else host
+    base = f"{'https' if tls else 'http'}://{shown}:{port}"
+    auth = AuthSettings.model_validate(
+        {
+            "issuer_url": base,
+            "resource_server_url": f"{base}/mcp",
+            "validate_token_resource": False,
+            "required_scopes": ["vault"],
+        }
+    )
+    if verifier is None:
+        assert token is not None  # (checked above)
+        verifier = StaticTokenVerifier(token)
     # MCPServer takes a token verifier only in its constructor; the low-level app takes one here
     app = lowlevel_server(mcp).streamable_http_app(
         streamable_http_path="/mcp",
@@ -181,18 +182,60 @@ def http_app(
         auth=auth,
         token_verifier=verifier,
     )
+    bound_sessions(lowlevel_server(mcp).session_manager)
     if served is not None:
         app.router.routes[0:0] = probes.routes(served)
     return app
 
 
-def resolve_token(host: str, token_file: Path | None) -> tuple[str | None, bool]:
-    """The bearer token to require (None on loopback without a file) and whether it was generated."""
+LOCAL_TOKEN_FILE = "http-token"
+"""The file in the user data directory holding the token local HTTP clients send (made on first use, mode 600)."""
+
+
+def local_token_file() -> Path:
+    """Where ``serve --http`` on loopback keeps its bearer token when no --token-file is given."""
+    from ..config import data_dir
+
+    return data_dir() / LOCAL_TOKEN_FILE
+
+
+def local_token(path: Path) -> str:
+    """The token in ``path``, which is made (a random token, readable by this user only) when it does not exist.
+
+    The file appears whole or not at all (written aside, then linked into place), so two servers starting
+    at once agree on one token."""
+    if not path.exists():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            aside = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
+            fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    handle.write(secrets.token_urlsafe(32) + "\n")
+                os.link(aside, path)
+            except FileExistsError:
+                pass  # another server made it first: use theirs
+            finally:
+                aside.unlink(missing_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot make the bearer token file {path} ({exc.strerror}): name a token file of your own"
+            ) from None
+    return read_token(path)
+
+
+def resolve_token(host: str, token_file: Path | None) -> tuple[str, bool, Path | None]:
+    """The bearer token to require, whether it was generated here (show it once), and the file it is in.
+
+    Every HTTP door takes a token, loopback included: another user of this machine can connect to
+    127.0.0.1 too. On loopback without ``token_file`` it is the user's own (``local_token_file``), so client
+    configurations keep working across restarts; beyond loopback one is generated for this run."""
     if token_file is not None:
-        return read_token(token_file), False
+        return read_token(token_file), False, token_file
     if host in LOOPBACK:
-        return None, False
-    return secrets.token_urlsafe(32), True
+        path = local_token_file()
+        return local_token(path), False, path
+    return secrets.token_urlsafe(32), True, None
 
 
 def check_tls(cert: Path | None, key: Path | None) -> tuple[str, str] | None:

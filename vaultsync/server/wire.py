@@ -4,7 +4,8 @@ A tool result carries the answer twice: as a text block (what most clients hand 
 ``structuredContent`` (what clients that read the output schema use); the MCP specification asks for
 both when a tool declares an output schema. The SDK writes the text block as indented JSON; here it is
 compact JSON, the same object as the structured copy, and answers built for size (``models.Compact``) leave
-out their null fields (their schema gives every such field a default, so it is not required).
+out their null fields (their schema gives every such field a default, so it is not required). Every answer is
+cut to one size budget here, both copies counted, saying what it left out (``budget``).
 
 Arguments that fail validation get one line per argument naming it and what to give, instead of
 pydantic's report with its documentation URLs.
@@ -19,6 +20,7 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 
+from .budget import fit
 from .models import Compact
 
 
@@ -58,8 +60,17 @@ class CompactMetadata(FuncMetadata):
 
     def convert_result(self, result: Any) -> Any:
         if self.output_model is None or not isinstance(result, BaseModel):
-            return super().convert_result(result)
-        data = result.model_dump(mode="json", by_alias=True, exclude_none=isinstance(result, Compact))
+            converted = super().convert_result(result)
+            if not isinstance(converted, CallToolResult) or not isinstance(converted.structured_content, dict):
+                return converted
+            data = dict(converted.structured_content)
+        else:
+            data = result.model_dump(mode="json", by_alias=True, exclude_none=isinstance(result, Compact))
+        if data.get("omitted") is None:
+            data.pop("omitted", None)
+        omitted = fit(data)  # one size budget for every answer, both copies counted
+        if omitted:
+            data["omitted"] = {**data.get("omitted", {}), **omitted}
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 

@@ -29,6 +29,7 @@ from starlette.routing import BaseRoute, Route
 
 from ...hardened.access import READ, WRITE, Grant, OAuthSettings
 from ..sdk import lowlevel_server
+from ..sessions import bound_sessions
 from .gate import Endpoint, Gate
 from .keys import IssuerKeys
 from .verify import TokenCheck, TokenVerifier
@@ -117,6 +118,7 @@ def resource_server_app(
         app = lowlevel_server(vault.mcp).streamable_http_app(
             streamable_http_path=ep.path, max_request_body_size=limit, transport_security=security, host=host
         )
+        bound_sessions(lowlevel_server(vault.mcp).session_manager)  # sessions per subject, oldest idle closed first
         inner.append(app)
         gate = Gate(app, ep, verifier, limit, audit=vault.audit, vault=vault.vault)
         all_routes += [*metadata_routes(settings, ep, root=len(vaults) == 1), Route(ep.path, endpoint=gate)]
