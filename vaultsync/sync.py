@@ -446,26 +446,41 @@ def parse_stream(
         return
     pool = workers.executor()
     work = writer.ahead()
-    pending: deque[tuple[list[Change], Future[list[tuple[ParsedNote, list[Any]]]]]] = deque()
+    pending: Pending = deque()
     try:
         group: list[Change] = []
         for change in changes:
-            group.append(change)
-            if len(group) == GROUP or sum(len(c.text) for c in group) >= IN_FLIGHT_CHARS // 4:
-                pending.append((group, pool.submit(_parse, [(c.text, c.path) for c in group], work)))
+            if group and sum(len(c.text) for c in group) + len(change.text) > IN_FLIGHT_CHARS // 4:
+                yield from _submit(pool, pending, group, work, writer)
                 group = []
-                while pending and (
-                    len(pending) * GROUP >= IN_FLIGHT
-                    or sum(len(c.text) for g, _ in pending for c in g) >= IN_FLIGHT_CHARS
-                ):
-                    yield from _take(pending, writer)
+            group.append(change)
+            if len(group) == GROUP:
+                yield from _submit(pool, pending, group, work, writer)
+                group = []
         if group:
-            pending.append((group, pool.submit(_parse, [(c.text, c.path) for c in group], work)))
+            yield from _submit(pool, pending, group, work, writer)
         while pending:
             yield from _take(pending, writer)
     finally:  # a batch that ends early (refused, failed) leaves no work behind in a kept pool
         for _, future in pending:
             future.cancel()
+
+
+Pending = deque[tuple[list[Change], Future[list[tuple[ParsedNote, list[Any]]]]]]
+
+
+def _submit(
+    pool: ProcessPoolExecutor, pending: Pending, group: list[Change], work: Any, writer: Batch
+) -> Iterator[tuple[Change, ParsedNote]]:
+    """Hand ``group`` to the workers once what is in flight leaves room for it (what is taken meanwhile is
+    yielded): at most ``IN_FLIGHT`` notes and ``IN_FLIGHT_CHARS`` of text, or the group alone."""
+    size = sum(len(c.text) for c in group)
+    while pending and (
+        (len(pending) + 1) * GROUP > IN_FLIGHT
+        or sum(len(c.text) for g, _ in pending for c in g) + size > IN_FLIGHT_CHARS
+    ):
+        yield from _take(pending, writer)
+    pending.append((group, pool.submit(_parse, [(c.text, c.path) for c in group], work)))
 
 
 def _take(
