@@ -18,6 +18,7 @@ once everything is recorded (VmRSS after a quiet period), and the delays. ``--sc
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import subprocess
 import sys
@@ -26,6 +27,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import apsw
 
 TAGS = 500_000
 LINKS = 300_000
@@ -93,21 +96,15 @@ class Watcher:
             stderr=subprocess.DEVNULL,
             text=True,
         )
-        self.recorded: list[tuple[float, set[str]]] = []
+        self.db = db
         self.peak_tree_mb = 0.0
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._sample, daemon=True).start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            paths = set(record.get("paths") or ())
-            if paths:
-                self.recorded.append((time.monotonic(), paths))
+        for _ in self.proc.stdout:  # batch lines, not needed: the store is polled
+            pass
 
     def _sample(self) -> None:
         while self.proc.poll() is None:
@@ -117,13 +114,22 @@ class Watcher:
                 return
             time.sleep(0.05)
 
-    def wait_for(self, path: str, since: float, timeout_s: float) -> float | None:
+    def wait_for(self, path: str, text: str, timeout_s: float) -> float | None:
+        """When the store first held ``text`` at ``path`` (polled on a read-only connection), None on timeout."""
+        digest = hashlib.sha256(text.encode()).hexdigest()
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            for at, paths in list(self.recorded):
-                if at >= since and path in paths:
-                    return at
-            time.sleep(0.02)
+        con = apsw.Connection(f"file:{self.db}?mode=ro", flags=apsw.SQLITE_OPEN_URI | apsw.SQLITE_OPEN_READONLY)
+        try:  # each query its own read (``with con`` would hold one snapshot)
+            con.set_busy_timeout(10_000)
+            while time.monotonic() < deadline:
+                row = con.execute(
+                    "SELECT content_hash FROM notes WHERE path = ? ORDER BY id DESC LIMIT 1", (path,)
+                ).fetchone()
+                if row is not None and row[0] == digest:
+                    return time.monotonic()
+                time.sleep(0.05)
+        finally:
+            con.close()
         return None
 
     def stop(self) -> None:
@@ -156,9 +162,9 @@ def measure(scale: float, timeout_s: float) -> dict[str, Any]:
             time.sleep(1)  # an ordinary edit while the dense notes are being recorded
             edited = time.monotonic()
             (vault / "Note 0.md").write_text("# Note 0\n\nedited\n", encoding="utf-8")
-            edit_at = watcher.wait_for("Note 0.md", edited, timeout_s)
+            edit_at = watcher.wait_for("Note 0.md", "# Note 0\n\nedited\n", timeout_s)
             say("other edit recorded", after_s=None if edit_at is None else round(edit_at - edited, 2))
-            dense_at = [watcher.wait_for(name, started, timeout_s) for name in sizes]
+            dense_at = [watcher.wait_for(name, (vault / name).read_text(encoding="utf-8"), timeout_s) for name in sizes]
             say("dense notes recorded", after_s=[None if at is None else round(at - started, 2) for at in dense_at])
             time.sleep(5)
             after_dense = memory_mb(watcher.proc.pid)
@@ -166,7 +172,9 @@ def measure(scale: float, timeout_s: float) -> dict[str, Any]:
             written = time.monotonic()
             with (vault / "Dense tags.md").open("a", encoding="utf-8") as f:
                 f.write("x")
-            appended = watcher.wait_for("Dense tags.md", written, timeout_s)
+            appended = watcher.wait_for(
+                "Dense tags.md", (vault / "Dense tags.md").read_text(encoding="utf-8"), timeout_s
+            )
             say("one character appended, recorded", after_s=None if appended is None else round(appended - written, 2))
             time.sleep(5)
             steady = memory_mb(watcher.proc.pid)
