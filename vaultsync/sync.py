@@ -42,6 +42,10 @@ PARALLEL_MIN_NOTES = 200
 IN_FLIGHT = 64
 """At most this many notes are handed to parse workers ahead of the writer."""
 
+IN_FLIGHT_CHARS = 8_000_000
+"""And at most this much note text (a note larger than that goes alone): what a batch holds at once is
+bounded by these, not by the batch's size."""
+
 GROUP = 8
 """Notes handed to a parse worker in one job (one message each way instead of one per note)."""
 
@@ -433,8 +437,8 @@ def parse_stream(
     """Each change with its parsed note, in order.
 
     With ``workers`` the notes parse in its worker processes, ``GROUP`` notes a job, at most ``IN_FLIGHT``
-    notes ahead of the writer; a worker also does the batch's ``ahead`` work (e.g. embedding), handed back to
-    the batch's ``take_ahead``. Without, they parse in line.
+    notes (and ``IN_FLIGHT_CHARS`` of text) ahead of the writer; a worker also does the batch's ``ahead``
+    work (e.g. embedding), handed back to the batch's ``take_ahead``. Without, they parse in line.
     """
     if workers is None or workers.workers < 1:
         for change in changes:
@@ -442,23 +446,41 @@ def parse_stream(
         return
     pool = workers.executor()
     work = writer.ahead()
-    pending: deque[tuple[list[Change], Future[list[tuple[ParsedNote, list[Any]]]]]] = deque()
+    pending: Pending = deque()
     try:
         group: list[Change] = []
         for change in changes:
+            if group and sum(len(c.text) for c in group) + len(change.text) > IN_FLIGHT_CHARS // 4:
+                yield from _submit(pool, pending, group, work, writer)
+                group = []
             group.append(change)
             if len(group) == GROUP:
-                pending.append((group, pool.submit(_parse, [(c.text, c.path) for c in group], work)))
+                yield from _submit(pool, pending, group, work, writer)
                 group = []
-                if len(pending) * GROUP >= IN_FLIGHT:
-                    yield from _take(pending, writer)
         if group:
-            pending.append((group, pool.submit(_parse, [(c.text, c.path) for c in group], work)))
+            yield from _submit(pool, pending, group, work, writer)
         while pending:
             yield from _take(pending, writer)
     finally:  # a batch that ends early (refused, failed) leaves no work behind in a kept pool
         for _, future in pending:
             future.cancel()
+
+
+Pending = deque[tuple[list[Change], Future[list[tuple[ParsedNote, list[Any]]]]]]
+
+
+def _submit(
+    pool: ProcessPoolExecutor, pending: Pending, group: list[Change], work: Any, writer: Batch
+) -> Iterator[tuple[Change, ParsedNote]]:
+    """Hand ``group`` to the workers once what is in flight leaves room for it (what is taken meanwhile is
+    yielded): at most ``IN_FLIGHT`` notes and ``IN_FLIGHT_CHARS`` of text, or the group alone."""
+    size = sum(len(c.text) for c in group)
+    while pending and (
+        (len(pending) + 1) * GROUP > IN_FLIGHT
+        or sum(len(c.text) for g, _ in pending for c in g) + size > IN_FLIGHT_CHARS
+    ):
+        yield from _take(pending, writer)
+    pending.append((group, pool.submit(_parse, [(c.text, c.path) for c in group], work)))
 
 
 def _take(

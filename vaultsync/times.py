@@ -87,9 +87,24 @@ TimeLike = str | int | dt.datetime | None
 """What the library accepts as a time: an accepted string form, UTC microseconds, an aware datetime, or None."""
 
 
+EARLIEST = to_micros(dt.datetime.min.replace(tzinfo=dt.UTC))
+"""0001-01-01T00:00:00Z in microseconds: the earliest time there is (as ``LATEST`` the latest)."""
+LATEST = to_micros(dt.datetime.max.replace(tzinfo=dt.UTC))
+"""9999-12-31T23:59:59.999999Z in microseconds."""
+
+
 def as_micros(value: TimeLike, what: str = "time") -> int | None:
-    """A ``TimeLike`` as UTC microseconds (None stays None); ``what`` names the argument in errors."""
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+    """A ``TimeLike`` as UTC microseconds (None stays None); ``what`` names the argument in errors.
+
+    Integer microseconds outside years 1 to 9999 (``EARLIEST``, ``LATEST``) are an impossible date: ConfigError.
+    """
+    if value is None:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not EARLIEST <= value <= LATEST:
+            shown = str(value) if len(str(value)) <= 30 else str(value)[:30] + "…"
+            why = "microseconds since 1970 outside the years 1 to 9999"
+            raise ConfigError(f"invalid {what} {shown} ({why}): use {ACCEPTED}")
         return value
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:

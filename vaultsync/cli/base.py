@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..errors import VaultsyncError
+from ..printable import printable
 from ..times import ACCEPTED
 
 if TYPE_CHECKING:
@@ -209,6 +210,12 @@ def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, ensure_ascii=False, indent=2))
 
 
+def say(line: str, *, err: bool = False) -> None:
+    """One line of human output: the names in it are ``printable`` (a control character in a note's
+    name is shown as an escape, never sent to the terminal; a newline in it cannot start a line)."""
+    click.echo(printable(line), err=err)
+
+
 def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Expected failures become one line on stderr and exit status 1, never a traceback."""
 
@@ -236,7 +243,7 @@ def message(exc: VaultsyncError) -> str:
     option = OPTIONS.get(exc.argument or "")
     if option:
         said.append(option)
-    return f"{exc} ({'; '.join(said)})" if said else str(exc)
+    return printable(f"{exc} ({'; '.join(said)})" if said else str(exc))
 
 
 OPTIONS = {

@@ -13,6 +13,7 @@ import click
 
 from ..config import default_db_path
 from ..errors import VaultsyncError
+from ..printable import PrintableFormatter
 from ..times import ACCEPTED, format_time
 from ..told import Told
 from . import audit, history, migrate, purge, reading, receipt, restore, search, serving, ui, upkeep
@@ -28,6 +29,7 @@ from .base import (
     json_option,
     parse_vectors_wait,
     pass_ctx,
+    say,
     time_option,
 )
 
@@ -52,7 +54,9 @@ def cli(ctx: click.Context, db: Path | None, vault_name: str | None, verbose: in
         vaultsync read "Projects/Atlas.md" --as-of 2025-03-01
     """
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)  # one record one line: names in messages are escaped
+    handler.setFormatter(PrintableFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
     ctx.obj = Context(db or default_db_path(), vault_name)
     ctx.call_on_close(ctx.obj.close)
 
@@ -143,9 +147,9 @@ def _scan(vault: Any, *, progress: Any, **options: Any) -> Any:
 def _print_import(name: str, summary: Any, payload: dict[str, Any], *, as_json: bool, from_git: bool) -> None:
     # a git backfill meets the same bad file in many commits: name each problem once, a text's warning once
     for path, reason in dict.fromkeys((e.path, e.reason) for e in summary.errors):
-        click.echo(f"warning: skipped {path}: {reason}", err=True)
+        say(f"warning: skipped {path}: {reason}", err=True)
     for path, reason in dict.fromkeys((w.path, w.reason) for w in Told().untold(summary.warnings)):
-        click.echo(f"warning: {path}: {reason}", err=True)
+        say(f"warning: {path}: {reason}", err=True)
     if as_json:
         echo_json(payload)
         return

@@ -20,6 +20,7 @@ from .base import (
     json_option,
     moment_option,
     pass_ctx,
+    say,
     time_option,
     validity_option,
 )
@@ -61,7 +62,7 @@ def history(obj: Context, note: str, since: int | None, until: int | None, valid
         extra = f" (from {r.renamed_from})" if r.renamed_from else f" (to {r.renamed_to})" if r.renamed_to else ""
         size = "" if r.size is None else f"{r.size} bytes"
         line = f"{format_time(r.known_at)}  {revision_id(r):<{width}}  {content or '-':<8}  {r.kind:<8}  {r.path}"
-        click.echo(f"{line}{extra}  {size}".rstrip())
+        say(f"{line}{extra}  {size}".rstrip())
 
 
 @click.command()
@@ -154,7 +155,7 @@ def changes(
     for r in revisions:
         extra = f" (from {r.renamed_from})" if r.renamed_from else ""
         revision = r.content_hash[:8] if r.content_hash else "-"
-        click.echo(f"{format_time(r.known_at)}  batch {r.batch_id:<6}  {revision:<8}  {r.kind:<8}  {r.path}{extra}")
+        say(f"{format_time(r.known_at)}  batch {r.batch_id:<6}  {revision:<8}  {r.kind:<8}  {r.path}{extra}")
 
 
 def window_note(vault: Vault, since: TimeLike, until: TimeLike = None) -> str | None:

@@ -19,6 +19,7 @@ from .base import (
     json_option,
     moment_option,
     pass_ctx,
+    say,
     validity_option,
 )
 
@@ -76,7 +77,7 @@ def ls(obj: Context, as_of: int | str | None, valid_at: int | None, prefix: str,
 
         click.echo(f"no notes: {no_history(vault.name, format_time(vault.first_known_at))}", err=True)
     for r in revisions:
-        click.echo(f"{format_time(r.known_at)}  {r.size:>8}  {r.path}")
+        say(f"{format_time(r.known_at)}  {r.size:>8}  {r.path}")
 
 
 COMMANDS = (read, ls)

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from ..times import ACCEPTED, format_time
-from .base import Context, echo_json, friendly, json_option, moment_option, pass_ctx
+from .base import Context, echo_json, friendly, json_option, moment_option, pass_ctx, say
 
 
 def _show(done: Any, as_json: bool) -> None:
@@ -22,7 +22,7 @@ def _show(done: Any, as_json: bool) -> None:
         why = why.replace("(follow restores", "(--follow restores").replace(
             "; force overwrites", "; --force overwrites"
         )
-        click.echo(f"{step.action:<9}  {step.path}  ({why})")
+        say(f"{step.action:<9}  {step.path}  ({why})")
         if done.dry_run and step.changes:
             click.echo(step.diff(), nl=False)
     s = done.summary

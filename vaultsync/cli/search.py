@@ -14,6 +14,7 @@ from types import ModuleType
 import click
 
 from ..errors import ConfigError
+from ..printable import printable
 from ..times import ACCEPTED
 from .base import (
     Context,
@@ -131,13 +132,14 @@ def search(
         why = no_history(vault.name, result.first_batch) if result.before_history else None
         click.echo(f"no matches: {why}" if why else "no matches", err=True)
     for n, hit in enumerate(result.hits, start=1):
-        where_in = " › ".join(hit["heading_path"])
+        where_in = printable(" › ".join(hit["heading_path"]))  # escaped before any style is added
         lines = f"lines {hit['lines'][0]}-{hit['lines'][1]}"
+        path = printable(hit["path"])
         click.echo(
-            f"{n:>2}. {click.style(hit['path'], fg='cyan') if sys.stdout.isatty() else hit['path']}"
+            f"{n:>2}. {click.style(path, fg='cyan') if sys.stdout.isatty() else path}"
             f"{'  › ' + where_in if where_in else ''}  ({lines})"
         )
-        click.echo(f"    {_bold(hit['snippet'])}")
+        click.echo(f"    {_bold(printable(hit['snippet']))}")
     if result.vectors:  # still being filled: say how far, once per search
         from ..store.search.backfill import Progress
 

@@ -51,11 +51,12 @@ from collections.abc import Callable
 
 from ..errors import NotANote, NoteChanged, PathError
 from .capabilities import same_file
-from .vaultfs import Folder, disk_name, folder, identity, open_file
+from .vaultfs import Folder, disk_name, folder, identity, open_file, write_door
 
 logger = logging.getLogger(__name__)
 
 
+@write_door
 def append(root: str | os.PathLike[str], rel: str, limit: int, addition: Callable[[bytes], bytes]) -> None:
     """Append ``addition(old_bytes)`` to the note file ``rel`` in place (reading at most ``limit`` + 1
     bytes of it). NoteChanged when another writer changed the note meanwhile: the caller tries again.

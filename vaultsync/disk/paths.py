@@ -20,6 +20,7 @@ import posixpath
 import unicodedata
 
 from ..errors import PathError
+from ..printable import UNPRINTABLE
 
 NOTE_SUFFIX = ".md"
 
@@ -94,13 +95,31 @@ def note_path(path: str) -> str:
     return normal
 
 
+MAX_NAME_BYTES = 255
+"""The longest file or folder name (UTF-8 bytes) a write creates: what Linux, macOS and Windows file systems allow."""
+
+
 def writable_note_path(path: str) -> str:
     """A user-given path for a write as the vault-relative NFC note path, or PathError saying why not.
 
     Absolute paths, ``..``, names not ending in ``.md``, dot-files and dot-folders are refused
-    (the write itself then refuses symlinks and non-regular files on the way: ``vaultfs``).
+    (the write itself then refuses symlinks and non-regular files on the way: ``vaultfs``), and so
+    are names holding a control character (``printable.UNPRINTABLE``: a newline, an escape sequence)
+    or a part longer than ``MAX_NAME_BYTES``.
     """
     rel = _given(path)
+    control = UNPRINTABLE.search(rel)
+    if control is not None:
+        raise PathError(
+            f"{path!r} holds the control character {control.group()!r}; "
+            "a note's name cannot hold control characters (newlines, escape sequences)"
+        )
+    for part in rel.split("/"):
+        size = len(part.encode("utf-8", "surrogatepass"))
+        if size > MAX_NAME_BYTES:
+            raise PathError(
+                f"{part[:40]!r}… is {size} bytes long; a file or folder name can be at most {MAX_NAME_BYTES} bytes"
+            )
     if _absolute(rel):
         raise PathError(f"{path!r} is absolute; give a vault-relative path like Folder/Note.md")
     if ".." in rel.split("/"):
@@ -136,6 +155,7 @@ def disk_path(root: str | os.PathLike[str], rel: str) -> str:
 
 
 __all__ = [
+    "MAX_NAME_BYTES",
     "NOTE_SUFFIX",
     "changed_path",
     "disk_path",

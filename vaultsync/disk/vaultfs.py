@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import secrets
 import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..errors import ConfigError, NotANote, NoteChanged, PathError
 from . import capabilities
@@ -356,6 +357,28 @@ def _sync(where: Folder) -> None:
         os.fsync(where.fd)
 
 
+W = TypeVar("W", bound=Callable[..., object])
+
+
+def write_door(write: W) -> W:
+    """A write into the vault (``write(root, rel, ...)``) whose path the file system finds too long (a name past
+    its limit, which ``writable_note_path`` checks for the common one) fails as a PathError naming the note,
+    never as a bare OSError."""
+
+    @functools.wraps(write)
+    def checked(root: str | os.PathLike[str], rel: str, *args: Any, **kwargs: Any) -> object:
+        try:
+            return write(root, rel, *args, **kwargs)
+        except OSError as exc:
+            if exc.errno != errno.ENAMETOOLONG:
+                raise
+            shown = rel if len(rel) <= 80 else rel[:80] + "…"
+            raise PathError(f"{shown!r}: a name in this path is longer than the file system allows") from None
+
+    return checked  # type: ignore[return-value]  # functools.wraps keeps the signature of W
+
+
+@write_door
 def create(root: str | os.PathLike[str], rel: str, data: bytes) -> None:
     """Create the note ``rel`` holding ``data``, making its folders; FileExistsError if anything has that name."""
     *parts, last = rel.split("/")
@@ -423,6 +446,7 @@ def replace(
     held_retry(lambda: rename(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd), sleep)
 
 
+@write_door
 def edit(root: str | os.PathLike[str], rel: str, limit: int, change: Callable[[bytes], bytes]) -> bytes:
     """Read the note ``rel``, write ``change(old_bytes)`` in its place keeping its mode, and return
     the new bytes. NoteChanged when another writer touched the note meanwhile (nothing is written then).

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from .limits import DEFAULT_LIMITS, ParseLimits
 from .model import Callout, Chunk, Link, ParsedNote
 from .note import DEFAULT_MAX_CHUNK_CHARS, parse_note, split_lines
 
-__all__ = ["Callout", "Chunk", "DEFAULT_MAX_CHUNK_CHARS", "Link", "ParsedNote", "parse_note", "split_lines"]
+__all__ = [
+    "DEFAULT_LIMITS",
+    "DEFAULT_MAX_CHUNK_CHARS",
+    "Callout",
+    "Chunk",
+    "Link",
+    "ParseLimits",
+    "ParsedNote",
+    "parse_note",
+    "split_lines",
+]

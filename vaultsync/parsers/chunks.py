@@ -67,8 +67,11 @@ class Section:
     """Top-level blocks inside the section, in order."""
 
 
-def build_sections(blocks: list[Block], n_lines: int) -> list[Section]:
-    """Group monotone top-level ``blocks`` of a note of ``n_lines`` lines into sections."""
+def build_sections(blocks: list[Block], n_lines: int, max_headings: int | None = None) -> list[Section]:
+    """Group monotone top-level ``blocks`` of a note of ``n_lines`` lines into sections.
+
+    Past ``max_headings`` headings (``limits``), a heading stays in the section before it, as its text.
+    """
     sections: list[Section] = []
     body = blocks
     current = Section(0, n_lines, (), ["section", [], 0], "preamble")
@@ -77,10 +80,12 @@ def build_sections(blocks: list[Block], n_lines: int) -> list[Section]:
         current.start, body = blocks[0].end, blocks[1:]
     stack: list[tuple[int, str]] = []
     seen: dict[tuple[str, ...], int] = {}
+    headings = 0
     for block in body:
-        if block.kind != "heading":
+        if block.kind != "heading" or (max_headings is not None and headings >= max_headings):
             current.blocks.append(block)
             continue
+        headings += 1
         current.end = block.start
         if current.start < current.end:
             sections.append(current)
@@ -171,16 +176,21 @@ class _Packer:
 
 
 def build_chunks(
-    text: str, offsets: list[int], blocks: list[Block], block_ids: list[tuple[int, str]], max_chars: int
+    text: str,
+    offsets: list[int],
+    blocks: list[Block],
+    block_ids: list[tuple[int, str]],
+    max_chars: int,
+    max_headings: int | None = None,
 ) -> tuple[Chunk, ...]:
     """Partition ``text`` (whose line starts are ``offsets``) into chunks with stable IDs.
 
-    ``block_ids`` are ``(0-based line, id)`` pairs sorted by line.
+    ``block_ids`` are ``(0-based line, id)`` pairs sorted by line; ``max_headings`` bounds the sections.
     """
     id_lines = [line for line, _ in block_ids]
     chunks: list[Chunk] = []
     used: set[str] = set()
-    for section in build_sections(blocks, len(offsets) - 1):
+    for section in build_sections(blocks, len(offsets) - 1, max_headings):
         block_seen: dict[str, int] = {}
         for part, (start, end, sole) in enumerate(pack_section(section, offsets, max_chars, text)):
             if section.kind == "frontmatter":

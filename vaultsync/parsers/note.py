@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import islice
 from typing import Any
 
 from ..times import validity
 from .chunks import build_chunks
 from .engine import MD
 from .frontmatter import load_frontmatter
+from .limits import DEFAULT_LIMITS, ParseLimits, limits_env, over_limits
 from .lines import line_offsets, split_lines
 from .model import ParsedNote
 from .tags import frontmatter_tags
@@ -20,13 +22,17 @@ DEFAULT_MAX_CHUNK_CHARS = 2000
 """Default bound on a chunk's length in characters (a single longer line is kept whole)."""
 
 
-def parse_note(text: str, path: str, max_chunk_chars: int = DEFAULT_MAX_CHUNK_CHARS) -> ParsedNote:
+def parse_note(
+    text: str, path: str, max_chunk_chars: int = DEFAULT_MAX_CHUNK_CHARS, limits: ParseLimits = DEFAULT_LIMITS
+) -> ParsedNote:
     """Parse one note. Pure and deterministic; never raises on any ``str``.
 
     Args:
         text: The note's full text (any line endings).
         path: Vault-relative POSIX path; only used for the title fallback (file name without ``.md``).
         max_chunk_chars: Bound on chunk length in characters (values below 1 count as 1).
+        limits: The most tags, links, section headings and chunks taken from the note (``limits``); a
+            note over any of them is parsed up to them, with one warning (its text is always kept whole).
 
     Returns:
         A ``ParsedNote`` whose chunks, joined in order, give back ``text`` exactly.
@@ -46,12 +52,14 @@ def parse_note(text: str, path: str, max_chunk_chars: int = DEFAULT_MAX_CHUNK_CH
     lines = split_lines(text)
     offsets = line_offsets(lines)
     warnings: list[str] = []
+    env = limits_env(limits)
     try:
-        tokens = MD.parse(text, {})
+        tokens = MD.parse(text, env)
     except Exception as exc:  # noqa: BLE001 - a parser bug must not lose the note
         tokens = []
         warnings.append(f"markdown parse failed, note kept as plain text: {type(exc).__name__}: {exc}"[:300])
     found = walk_tokens(tokens, len(lines))
+    del tokens  # the largest part of a parse: not held while the chunks are built
 
     frontmatter: dict[str, Any] | None = None
     frontmatter_text: str | None = None
@@ -63,20 +71,51 @@ def parse_note(text: str, path: str, max_chunk_chars: int = DEFAULT_MAX_CHUNK_CH
 
     valid_from, valid_to = validity(frontmatter, warnings)
     block_ids = sorted(found.block_ids)
+    over = over_limits(env)
+    tags = list(islice(_tags(frontmatter, found), limits.tags + 1))
+    if len(tags) > limits.tags:
+        tags = tags[: limits.tags]
+        over.add("tags")
+    links = sorted(found.links[: limits.links], key=lambda link: link.line)
+    if len(found.links) > limits.links:
+        over.add("links")
+    if sum(block.kind == "heading" for block in found.blocks) > limits.headings:
+        over.add("headings")
+    chunk_chars = max(1, max_chunk_chars)
+    chunks = build_chunks(text, offsets, found.blocks, block_ids, chunk_chars, limits.headings)
+    while len(chunks) > limits.chunks and chunk_chars < 4 * len(text):  # fewer, longer chunks
+        chunk_chars *= 2
+        chunks = build_chunks(text, offsets, found.blocks, block_ids, chunk_chars, limits.headings)
+    if chunk_chars > max(1, max_chunk_chars):
+        over.add("chunks")
+    if over:
+        warnings.append(_dense(over, limits, chunk_chars))
     return ParsedNote(
         title=_title(found, path),
-        chunks=build_chunks(text, offsets, found.blocks, block_ids, max(1, max_chunk_chars)),
+        chunks=chunks,
         frontmatter=frontmatter,
         frontmatter_text=frontmatter_text,
-        tags=_unique(_tags(frontmatter, found)),
+        tags=_unique(tags),
         aliases=_unique(_aliases(frontmatter)),
-        links=tuple(sorted(found.links, key=lambda link: link.line)),
+        links=tuple(links),
         block_ids=_unique(block_id for _, block_id in block_ids),
         callouts=tuple(found.callouts),
         warnings=tuple(warnings),
         valid_from=valid_from,
         valid_to=valid_to,
     )
+
+
+def _dense(over: set[str], limits: ParseLimits, chunk_chars: int) -> str:
+    """The one warning of a note over its parse limits."""
+    said = {
+        "tags": f"its first {limits.tags:,} tags",
+        "links": f"its first {limits.links:,} links",
+        "headings": f"sections for its first {limits.headings:,} headings",
+        "chunks": f"chunks of up to {chunk_chars:,} characters (at most {limits.chunks:,} chunks)",
+    }
+    kept = ", ".join(said[kind] for kind in ("tags", "links", "headings", "chunks") if kind in over)
+    return f"a note this dense is recorded with {kept}; its text is kept whole and searchable"
 
 
 def _title(found: TokenFacts, path: str) -> str:

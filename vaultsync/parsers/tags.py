@@ -5,7 +5,8 @@ letters, digits, ``_``, ``-`` or ``/`` (nested ``#a/b`` stays whole), with at le
 character that is not a digit (``#1984`` is not a tag). Headings markers never reach inline
 parsing; code spans, escapes (``\\#x``), entities, autolinks and wikilinks (``[[Note#H]]``)
 are consumed by their own rules first; a ``#`` glued to a URL (``http://x/#frag``) follows
-no space. Emits one ``tag`` token whose ``meta`` holds ``tag`` (without ``#``) and ``line``.
+no space. Emits one ``tag`` token whose ``meta`` holds ``tag`` (without ``#``) and ``line``, while the
+note's tags last (``limits``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 
+from .limits import take
 from .lines import inline_line
 
 _TAG_BODY = re.compile(r"[\w/-]+")
@@ -65,6 +67,8 @@ def _tag_rule(state: StateInline, silent: bool) -> bool:
             return False
     match = _TAG_BODY.match(src, pos + 1, state.posMax)
     if match is None or not is_tag(match.group()):
+        return False
+    if not silent and not take(state.env, "tags"):  # past the note's limit a tag is text
         return False
     if not silent:
         token = state.push("tag", "", 0)

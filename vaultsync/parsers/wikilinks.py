@@ -8,7 +8,8 @@ Syntax (one line, no ``[`` or ``]`` inside)::
 The rule runs before markdown-it's ``link`` and ``image`` rules, so ``[[...]]`` never becomes a
 Markdown link; code spans, escapes and HTML are consumed by their own rules first, so wikilinks
 inside them are not seen. It emits one ``wikilink`` token whose ``meta`` holds ``target``,
-``heading``, ``block``, ``alias``, ``embed`` and ``line`` (0-based line within the inline content).
+``heading``, ``block``, ``alias``, ``embed`` and ``line`` (0-based line within the inline content), while
+the note's links last (``limits``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 
+from .limits import take
 from .lines import inline_line
 
 _STOP = re.compile(r"[\[\]\n]")
@@ -73,6 +75,8 @@ def _wikilink_rule(state: StateInline, silent: bool) -> bool:
     end = stop.start()
     parts = split_wikilink(src[start:end])
     if parts is None:
+        return False
+    if not silent and not take(state.env, "links"):  # past the note's limit a link is text
         return False
     if not silent:
         target, heading, block, alias = parts

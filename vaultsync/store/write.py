@@ -18,6 +18,9 @@ from .contract import AheadWork, Change, Indexer
 
 DICTIONARY_SAMPLE = 1024
 """A database without a compression dictionary trains one from up to this many of a batch's first notes."""
+HELD_CHARS = 16_000_000
+"""The dictionary is trained sooner once the revisions held for it pass this much text (a batch of large
+notes is not held whole in memory)."""
 
 
 IN_CHUNK = 512
@@ -97,9 +100,9 @@ class ChunkRow:
 class BatchWriter:
     """Collects one batch inside an open transaction. The batch row is created on first change.
 
-    While the database has no compression dictionary, the first ``DICTIONARY_SAMPLE`` revisions are held
-    back, a dictionary is trained from their texts, and then they are written (``finish`` writes what is
-    still held when the batch is smaller).
+    While the database has no compression dictionary, the first ``DICTIONARY_SAMPLE`` revisions (at most
+    ``HELD_CHARS`` of text) are held back, a dictionary is trained from their texts, and then they are
+    written (``finish`` writes what is still held when the batch is smaller).
     """
 
     con: apsw.Connection
@@ -199,7 +202,7 @@ class BatchWriter:
         """Append a revision of ``change.path``; ``change.live_id`` is the revision it replaces there, if any."""
         if self._held is not None:
             self._held.append((change, parsed))
-            if len(self._held) >= DICTIONARY_SAMPLE:
+            if len(self._held) >= DICTIONARY_SAMPLE or sum(len(c.text) for c, _ in self._held) >= HELD_CHARS:
                 self._train_dictionary()
             return
         self._write_revision(change, parsed)

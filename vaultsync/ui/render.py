@@ -104,26 +104,68 @@ def render(text: str, resolve: Resolve) -> str:
 
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
 
+DIFF_BUDGET = 1_000_000
+"""The most element pairs (lines by lines, words by words) one diff compares in all. The alignment
+(``difflib``) costs up to the product of the two sides' lengths; once a diff has spent this budget, what is
+left to align is shown as removed and added whole (still exact), so the work stays bounded however large
+and however different the texts are."""
+
 
 def _words(text: str) -> list[str]:
     return _WORDS.findall(text)
 
 
-def word_diff(before: str, after: str) -> list[list[str]]:
+class _Aligner:
+    """Aligns sequences within one diff's budget of compared pairs."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, budget: int) -> None:
+        self.left = budget
+
+    def opcodes(self, a: Sequence[str], b: Sequence[str]) -> list[tuple[str, int, int, int, int]]:
+        """``difflib`` opcodes for ``a`` against ``b``, the common ends taken off first (linear); a middle whose
+        alignment would go over the budget is one ``replace``."""
+        n, m = len(a), len(b)
+        head = 0
+        while head < min(n, m) and a[head] == b[head]:
+            head += 1
+        tail = 0
+        while tail < min(n, m) - head and a[n - 1 - tail] == b[m - 1 - tail]:
+            tail += 1
+        out: list[tuple[str, int, int, int, int]] = [("equal", 0, head, 0, head)] if head else []
+        ma, mb = a[head : n - tail], b[head : m - tail]
+        if ma or mb:
+            cost = len(ma) * len(mb)
+            if ma and mb and cost <= self.left:
+                self.left -= cost
+                matcher = difflib.SequenceMatcher(None, ma, mb, autojunk=False)
+                out += [(t, i1 + head, i2 + head, j1 + head, j2 + head) for t, i1, i2, j1, j2 in matcher.get_opcodes()]
+            else:
+                out.append(("replace" if ma and mb else "delete" if ma else "insert", head, n - tail, head, m - tail))
+        if tail:
+            out.append(("equal", n - tail, n, m - tail, m))
+        return out
+
+
+def word_diff(before: str, after: str, budget: int = DIFF_BUDGET) -> list[list[str]]:
     """The difference between two texts as runs ``[op, text]``: ``=`` kept, ``-`` removed, ``+`` added.
 
-    Lines are aligned first, then the words of each changed stretch, so a long note costs about its
-    changed part. Concatenating the ``=`` and ``-`` runs gives ``before``, the ``=`` and ``+`` runs ``after``.
+    Lines are aligned first, then the words of each changed stretch; common beginnings and ends are
+    taken off before anything is aligned, so an edit costs about its changed part, and no diff compares
+    more than ``budget`` pairs (past it, changed stretches are shown whole). Concatenating the ``=`` and
+    ``-`` runs gives ``before``, the ``=`` and ``+`` runs ``after``.
     """
     runs: list[tuple[str, str]] = []
+    aligner = _Aligner(budget)
     a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in aligner.opcodes(a, b):
         old, new = "".join(a[i1:i2]), "".join(b[j1:j2])
         if tag == "equal":
             runs.append(("=", old))
             continue
         wa, wb = _words(old), _words(new)
-        for wtag, k1, k2, m1, m2 in difflib.SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes():
+        for wtag, k1, k2, m1, m2 in aligner.opcodes(wa, wb):
             if wtag == "equal":
                 runs.append(("=", "".join(wa[k1:k2])))
             else:

@@ -193,7 +193,8 @@ class Explorer:
 
     def diff(self, path_a: str, at_a: TimeLike, path_b: str, at_b: TimeLike) -> dict[str, Any]:
         """The word-level difference between the note ``path_a`` as of ``at_a`` and ``path_b`` as of ``at_b``
-        (a side where the note did not exist is empty)."""
+        (a side where the note did not exist is empty). Only the reads hold the vault's lock; the diff is
+        worked out after (bounded: ``render.word_diff``), so the page's other requests never wait for it."""
         with self.lock:
             self._fresh()
             texts, sides = [], []
@@ -206,15 +207,15 @@ class Explorer:
                 sides.append({"path": path, **_when(when), "exists": bool(texts[-1]) or self._exists(path, when)})
             if not any(side["exists"] for side in sides):
                 raise NoteNotFound(f"note {path_a!r} existed at neither moment")
-            runs = word_diff(texts[0], texts[1])
-            counts = {op: sum(len(t.split()) for o, t in runs if o == op) for op in "-+"}
-            return {
-                "a": sides[0],
-                "b": sides[1],
-                "runs": runs,
-                "removed_words": counts["-"],
-                "added_words": counts["+"],
-            }
+        runs = word_diff(texts[0], texts[1])  # outside the lock: every other request is answered meanwhile
+        counts = {op: sum(len(t.split()) for o, t in runs if o == op) for op in "-+"}
+        return {
+            "a": sides[0],
+            "b": sides[1],
+            "runs": runs,
+            "removed_words": counts["-"],
+            "added_words": counts["+"],
+        }
 
     def _exists(self, path: str, when: int | None) -> bool:
         """Whether the (empty) note existed then: only asked for an empty text, which is rare."""
