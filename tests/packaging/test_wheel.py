@@ -138,6 +138,7 @@ def test_version_import_search_and_watch_from_the_venv(
         stderr=subprocess.PIPE,
         text=True,
         env=home,
+        creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),  # Windows: Ctrl-Break reaches it alone
     )
     try:
         (vault / "b.md").write_text("# B\n\nthe watcher saw this heron\n", encoding="utf-8")
