@@ -94,7 +94,8 @@ compat-doc: $(STAMP) $(CLIENTS)
 test-semantic: $(STAMP)
 	$(BIN)/python -m pytest -q tests/embed/test_semantic.py $(PYTEST_ARGS)
 
-# The MCP Bundle for Claude Desktop (dist/vaultsync.mcpb: double-click to install; it asks for the vault folder),
+# The MCP Bundle for Claude Desktop (dist/vaultsync.mcpb: double-click to install; it asks for the vault folder; it
+# installs the published vaultsync-mcp at the last tag's version),
 # validated and packed by the official CLI (@anthropic-ai/mcpb, pinned in tests/js). tests/cli/test_bundle.py builds
 # one, unpacks it and starts it as a host would.
 bundle: $(STAMP) $(JS)/node_modules/.package-lock.json

@@ -1,12 +1,17 @@
-"""Stage and pack the MCP Bundle (``make bundle``): manifest, entry point, a dependencies-only pyproject and the
-vaultsync package, validated and packed by the official CLI (``@anthropic-ai/mcpb`` from tests/js).
+"""Stage and pack the MCP Bundle (``make bundle``): manifest, entry point and a pyproject whose one dependency is the
+published package at the bundle's version (``vaultsync-mcp[semantic]==X.Y.Z``: the host's uv installs it from PyPI),
+validated and packed by the official CLI (``@anthropic-ai/mcpb`` from tests/js).
 
 Usage: python bundle/build.py [OUTPUT.mcpb]   (default dist/vaultsync.mcpb)
+The version: ``VAULTSYNC_VERSION`` (the release workflow passes the tag), else the checkout's last tag, else the
+installed package's release. A bundle names a version published on PyPI: build it from a released tag.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,14 +22,38 @@ REPO = Path(__file__).resolve().parents[1]
 MCPB = REPO / "tests" / "js" / "node_modules" / ".bin" / "mcpb"
 
 
-def pyproject(project: dict) -> str:
-    """The bundle's pyproject: vaultsync's runtime dependencies and its semantic model (the ``semantic`` extra: a
-    new database's vectors are the model's, filled by the server's watcher after it records the vault), nothing to
-    build (uv installs them per platform)."""
-    wanted = [*project["dependencies"], *project["optional-dependencies"]["semantic"]]
-    deps = "".join(f'    "{dep}",\n' for dep in wanted)
+DIST = "vaultsync-mcp"
+
+
+def bundle_version() -> str:
+    """The release's version: ``VAULTSYNC_VERSION`` (the release workflow sets it from the tag), else the last tag
+    of this checkout, else the installed package's without a development or local part (a bundle's version is
+    semantic: 0.2.1.dev3+gabc -> 0.2.1)."""
+    given = os.environ.get("VAULTSYNC_VERSION")
+    if given:
+        return given.removeprefix("v")
+    tag = subprocess.run(
+        ["git", "describe", "--tags", "--abbrev=0", "--match", "v[0-9]*"], cwd=REPO, capture_output=True, text=True
+    )
+    if tag.returncode == 0 and re.fullmatch(r"v\d+\.\d+\.\d+\S*", tag.stdout.strip()):
+        return tag.stdout.strip().removeprefix("v")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        full = version(DIST)
+    except PackageNotFoundError:
+        full = "0.1.0"
+    release = re.match(r"\d+\.\d+\.\d+", full)
+    return release.group(0) if release else "0.1.0"
+
+
+def pyproject(project: dict, version: str) -> str:
+    """The bundle's pyproject: the published package with its semantic model (the ``semantic`` extra: a new
+    database's vectors are the model's, filled by the server's watcher after it records the vault), at the bundle's
+    version; nothing to build (uv installs it and its dependencies per platform)."""
+    deps = f'    "{DIST}[semantic]=={version}",\n'
     return (
-        f'[project]\nname = "vaultsync-bundle"\nversion = "{project["version"]}"\n'
+        f'[project]\nname = "vaultsync-bundle"\nversion = "{version}"\n'
         f'requires-python = "{project.get("requires-python", ">=3.11")}"\ndependencies = [\n{deps}]\n\n'
         "[tool.uv]\npackage = false\n"
     )
@@ -35,13 +64,12 @@ def stage(into: Path) -> Path:
     if into.exists():
         shutil.rmtree(into)
     into.mkdir(parents=True)
+    version = bundle_version()
     manifest = json.loads((REPO / "bundle" / "manifest.json").read_text(encoding="utf-8"))
-    if manifest["version"] != project["version"]:
-        raise SystemExit(f"bundle/manifest.json says {manifest['version']}, pyproject.toml {project['version']}")
-    shutil.copy(REPO / "bundle" / "manifest.json", into / "manifest.json")
+    manifest["version"] = version  # the release's, not the placeholder in bundle/manifest.json
+    (into / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     shutil.copy(REPO / "bundle" / "main.py", into / "main.py")
-    (into / "pyproject.toml").write_text(pyproject(project), encoding="utf-8")
-    shutil.copytree(REPO / "vaultsync", into / "vaultsync", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (into / "pyproject.toml").write_text(pyproject(project, version), encoding="utf-8")
     for name in ("LICENSE", "README.md"):
         if (REPO / name).exists():
             shutil.copy(REPO / name, into / name)

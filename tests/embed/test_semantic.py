@@ -1,4 +1,4 @@
-"""The semantic extra: all-MiniLM-L6-v2 offline (skipped when ``vaultsync[semantic]`` is not installed)."""
+"""The semantic extra: all-MiniLM-L6-v2 offline (skipped when ``vaultsync-mcp[semantic]`` is not installed)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def test_without_the_extra_minilm_is_one_clear_error(missing: str, monkeypatch: 
     from vaultsync.embed.embedders import get_embedder
 
     monkeypatch.setitem(__import__("sys").modules, missing, None)  # as if not installed: import fails
-    with pytest.raises(ProviderError, match=r"pip install 'vaultsync\[semantic\]'"):
+    with pytest.raises(ProviderError, match=r"pip install 'vaultsync-mcp\[semantic\]'"):
         get_embedder("minilm").embed_batch(["x"])
 
 

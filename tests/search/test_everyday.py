@@ -102,7 +102,7 @@ def test_without_the_extra_the_note_says_how_to_get_it(tmp_path: Path, cli, monk
     db = tmp_path / "db.sqlite"
     cli("import", str(root), db=db, check=True)
     said = cli("search", "how do I get back a note I deleted by accident", db=db, check=True).stderr
-    assert said.strip() == SEMANTIC_NOTE and "pip install 'vaultsync[semantic]'" in said
+    assert said.strip() == SEMANTIC_NOTE and "pip install 'vaultsync-mcp[semantic]'" in said
 
 
 def test_minilm_fuses_into_the_default_mode_exactly_at_every_cutoff(tmp_path: Path) -> None:

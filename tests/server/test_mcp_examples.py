@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,9 @@ from support.mcp_helpers import READ_TOOLS, make_history_vault, sc, watching
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "mcp"
 CONFIGS = sorted(EXAMPLES.glob("*.json"))
+DIST = tomllib.loads((EXAMPLES.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))["project"]["name"]
+UVX = ["--from", f"{DIST}[semantic]", "vaultsync"]
+"""How each config starts the published package: uvx installs it (cached) and runs its command."""
 
 
 def test_every_client_has_a_config() -> None:
@@ -32,7 +36,8 @@ def test_every_client_has_a_config() -> None:
 def server_entry(config: Path) -> dict:
     data = json.loads(config.read_text(encoding="utf-8"))
     entry = (data.get("mcpServers") or data["servers"])["vaultsync"]
-    assert entry["command"] == "vaultsync" and entry["args"][:2] == ["serve", "~/notes"], config.name
+    assert entry["command"] == "uvx" and entry["args"][:3] == UVX, config.name
+    assert entry["args"][3:5] == ["serve", "~/notes"], config.name
     return entry
 
 
@@ -56,14 +61,17 @@ def test_each_config_is_one_of_the_started_command_lines() -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("line", DISTINCT, ids=lambda line: " ".join(json.loads(line)["args"]))
+@pytest.mark.parametrize("line", DISTINCT, ids=lambda line: " ".join(json.loads(line)["args"][len(UVX) :]))
 async def test_example_config_starts_a_server(line: str, tmp_path: Path) -> None:
-    """Run as its client would: the command line of one or more configs, with their ``env``."""
+    """Run as its client would: the command line of one or more configs, with their ``env`` (the installed
+    package's command stands for what uvx would install: the tests run offline)."""
     entry = json.loads(line)
     home = tmp_path / "home"
     make_history_vault(home / "notes", tmp_path / "db" / "v.db")
     env = {**os.environ, **entry.get("env", {}), "HOME": str(home), "VAULTSYNC_DB": str(tmp_path / "db" / "v.db")}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "vaultsync", *entry["args"]], env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "vaultsync", *entry["args"][len(UVX) :]], env=env
+    )
     async with Client(params, mode="legacy") as c:
         assert [t.name for t in (await c.list_tools()).tools] == READ_TOOLS
         await watching(c)

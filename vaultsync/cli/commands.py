@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from .. import dist
 from ..config import default_db_path
 from ..errors import VaultsyncError
 from ..printable import PrintableFormatter
@@ -43,7 +44,7 @@ from .base import (
 )
 @click.option("--vault", "vault_name", metavar="NAME", help="Which vault, when the database holds several.")
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
-@click.version_option(package_name="vaultsync")
+@click.version_option(package_name=dist.NAME)
 @click.pass_context
 def cli(ctx: click.Context, db: Path | None, vault_name: str | None, verbose: int) -> None:
     """vaultsync: a time machine for a Markdown vault, served to AI assistants over MCP.

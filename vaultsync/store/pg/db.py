@@ -39,7 +39,7 @@ def _driver() -> Any:
     try:
         import psycopg
     except ImportError:
-        raise ConfigError("the PostgreSQL engine needs psycopg: pip install 'vaultsync[postgres]'") from None
+        raise ConfigError("the PostgreSQL engine needs psycopg: pip install 'vaultsync-mcp[postgres]'") from None
     return psycopg
 
 
@@ -207,7 +207,7 @@ class PgDatabase:
                     from psycopg_pool import ConnectionPool
                 except ImportError:
                     raise ConfigError(
-                        "the PostgreSQL engine needs psycopg_pool: pip install 'vaultsync[postgres]'"
+                        "the PostgreSQL engine needs psycopg_pool: pip install 'vaultsync-mcp[postgres]'"
                     ) from None
                 schema = self.schema
 
