@@ -5,8 +5,9 @@
 - ``GET /ready``: whether to send it requests: the database answers, and the vault is current (the process
   watching it, here or elsewhere, holds the writer lock; a watcher here has no change waiting longer than
   ``READY_LAG_S``). 200 when ready, 503 when not, with ``database`` ("ok" or "unreachable"), ``vault_current``
-  (true, false, or null when nothing is asked to watch it) and ``watcher_lag_seconds`` (null when no watcher runs
-  here). Nothing private: no vault name, path, note count, process or error text.
+  (true, false, or null when nothing is asked to watch it), ``watcher_lag_seconds`` (null when no watcher runs
+  here) and ``audit_log`` ("ok", "refused" when a tool call could not be recorded, so none would be answered, or
+  null without an audit log). Nothing private: no vault name, path, note count, process or error text.
 
 Every request gets one line on the ``vaultsync.access`` logger: client address, method, path (never the query
 string), status and time taken; never a header (the bearer token), a body or a note's text.
@@ -53,12 +54,16 @@ def readiness(served: ServedVault) -> tuple[bool, dict[str, Any]]:
                 current = served.role.holder() is not None
             except Exception:
                 current = False
-    ready = database == "ok" and current is not False
+    audit: str | None = None
+    if served.audit is not None and database == "ok":
+        audit = "refused" if served.audit.unwritable() else "ok"
+    ready = database == "ok" and current is not False and audit != "refused"
     return ready, {
         "status": "ready" if ready else "not ready",
         "database": database,
         "vault_current": current,
         "watcher_lag_seconds": lag,
+        "audit_log": audit,
     }
 
 
@@ -69,11 +74,13 @@ def readiness_of_all(served: Sequence[ServedVault]) -> tuple[bool, dict[str, Any
     ready = all(ok for ok, _ in answers)
     currents = [body["vault_current"] for _, body in answers if body["vault_current"] is not None]
     lags = [body["watcher_lag_seconds"] for _, body in answers if body["watcher_lag_seconds"] is not None]
+    audits = {body["audit_log"] for _, body in answers if body["audit_log"] is not None}
     return ready, {
         "status": "ready" if ready else "not ready",
         "database": "ok" if all(body["database"] == "ok" for _, body in answers) else "unreachable",
         "vault_current": all(currents) if currents else None,
         "watcher_lag_seconds": max(lags) if lags else None,
+        "audit_log": ("refused" if "refused" in audits else "ok") if audits else None,
     }
 
 
@@ -88,7 +95,13 @@ def routes(served: ServedVault | Sequence[ServedVault]) -> list[Route]:
     async def ready(request: Request) -> JSONResponse:
         answer: tuple[bool, dict[str, Any]] = (
             False,
-            {"status": "not ready", "database": "unreachable", "vault_current": None, "watcher_lag_seconds": None},
+            {
+                "status": "not ready",
+                "database": "unreachable",
+                "vault_current": None,
+                "watcher_lag_seconds": None,
+                "audit_log": None,
+            },
         )
         with anyio.move_on_after(CHECK_TIMEOUT_S):
             answer = await anyio.to_thread.run_sync(check, served, abandon_on_cancel=True)

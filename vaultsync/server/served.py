@@ -92,6 +92,8 @@ class ServedVault:
         """The watcher, while this process is the one watching."""
         self.error: str | None = None
         """Why the watcher could not start, if it could not."""
+        self.audit: Any = None
+        """The audit log its tool calls are recorded in (``hardened.audit.AuditLog``), if the manifest keeps one."""
         self.feed = ChangeFeed(self.reading)
         self._read_lock = threading.Lock()
         self._listings: dict[tuple[Any, ...], list[Any]] = {}

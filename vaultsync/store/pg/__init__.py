@@ -234,6 +234,20 @@ class PgStore(Store):
         finally:
             self._deferred = None
 
+    def audit_unwritable(self) -> str | None:
+        """Why ``audit_append`` cannot move a head here: the role may not insert into and update ``audit_heads``
+        (a reader role not granted them: examples/postgres/roles.sql). None: it can."""
+        if self.readonly:
+            return "the database is open read-only"
+        with self.db.atomic() as con:
+            allowed = con.raw.execute(
+                "SELECT has_table_privilege('audit_heads', 'INSERT') AND has_table_privilege('audit_heads', 'UPDATE'), "
+                "current_user"
+            ).fetchone()
+        if allowed[0]:
+            return None
+        return f"the role {allowed[1]} may not insert into and update the table audit_heads"
+
     def _defers(self, con: Con, vault_id: int) -> bool:
         """Whether this batch of the vault leaves its index to ``deferred_index``'s end."""
         if self._deferred is None:
