@@ -170,6 +170,41 @@ async def test_a_subject_never_reaches_a_vault_it_was_not_granted(deployment: De
         assert (await http.post(deployment.url("team"), json=body, headers=headers)).status_code == 401
 
 
+SDK1_PYTHON = Path(__file__).resolve().parents[2] / ".venv-sdk1" / "bin" / "python"
+SDK1_SESSIONS = Path(__file__).resolve().parents[2] / "tests" / "compat" / "sdk1_sessions.py"
+
+
+async def test_every_session_of_a_2025_era_client_reaches_the_server_that_holds_it(deployment: Deployment) -> None:
+    """20 sessions of the Python SDK 1.x (protocol 2025-11-25, a session per server), each from its own client
+    address, through the example nginx and its two servers: every one completes (none is sent to the server that
+    does not hold it: "Session not found"), and both servers hold some."""
+    import json
+    import os
+    import subprocess
+
+    if not SDK1_PYTHON.exists():
+        pytest.skip(".venv-sdk1 is missing; `make test` creates it (pip install from requirements-sdk1.txt)")
+    verify = deployment.ca.context()
+    browser, storage = Browser("alice", verify=verify), MemoryStorage()
+    assert await search(deployment.url("alice"), browser, storage, verify) == ["Diary.md"]
+    assert storage.tokens is not None
+    before = [log.count("POST /vaults/alice/mcp") for log in deployment.server_logs()]
+    env = {**os.environ, "VAULTSYNC_TEST_TOKEN": storage.tokens.access_token}
+    ran = subprocess.run(
+        [str(SDK1_PYTHON), str(SDK1_SESSIONS), deployment.url("alice"), str(deployment.ca.root), "20"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert ran.returncode == 0, ran.stderr
+    found = json.loads(ran.stdout)
+    assert found["protocols"] == ["2025-11-25"], found
+    assert found["completed"] == 20, found["errors"][:2]
+    after = [log.count("POST /vaults/alice/mcp") for log in deployment.server_logs()]
+    assert all(b > a for a, b in zip(before, after, strict=True)), (before, after)  # both servers held sessions
+
+
 def test_the_example_files_name_what_the_test_replaced() -> None:
     """The examples keep the production values the test swaps (so a change there is a change here)."""
     examples = Path(__file__).resolve().parents[2] / "examples" / "hosted"
