@@ -271,4 +271,5 @@ def test_the_probes_answer_for_every_vault_without_a_token(hosted: dict[str, Any
         "vault_current": None,
         "watcher_lag_seconds": None,
         "audit_log": "ok",  # the hosted manifest keeps one, and it can be written
+        "vaults_missing": 0,
     }

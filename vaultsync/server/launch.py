@@ -137,6 +137,7 @@ def hosted_configs(manifest: Manifest) -> tuple[list[tuple[HostedVault, ServeCon
             manifest=manifest,
             oauth=True,
             name=f"vaultsync ({vault.name})",
+            await_vault=True,  # a vault no watcher has recorded yet: the others are served meanwhile
         )
         configs.append((vault, config))
     http = manifest.http
@@ -157,6 +158,12 @@ def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: 
     for vault, config in configs:
 
         def announce(served: ServedVault, vault: HostedVault = vault) -> None:
+            if served.missing is not None:
+                say(
+                    f"vaultsync: {vault.name}: not in the database yet ({served.missing}); serving the other "
+                    "vaults, and this one once its watcher has recorded it"
+                )
+                return
             standby = served.describe()
             if standby:
                 say(f"vaultsync: {vault.name}: {standby}")

@@ -68,10 +68,12 @@ def readiness(served: ServedVault) -> tuple[bool, dict[str, Any]]:
 
 
 def readiness_of_all(served: Sequence[ServedVault]) -> tuple[bool, dict[str, Any]]:
-    """``readiness`` of a server with several vaults (a hosted server): ready when every one is; the database
-    unreachable when it is for one, a vault not current when one is not, the largest lag."""
-    answers = [readiness(one) for one in served]
-    ready = all(ok for ok, _ in answers)
+    """``readiness`` of a server with several vaults (a hosted server): ready when every one it serves is; the
+    database unreachable when it is for one, a vault not current when one is not, the largest lag, and how many
+    of its vaults the database does not hold yet (``vaults_missing``: served once a watcher records them; the
+    others are answered meanwhile)."""
+    answers = [readiness(one) for one in served if one.missing is None]
+    ready = bool(answers) and all(ok for ok, _ in answers)
     currents = [body["vault_current"] for _, body in answers if body["vault_current"] is not None]
     lags = [body["watcher_lag_seconds"] for _, body in answers if body["watcher_lag_seconds"] is not None]
     audits = {body["audit_log"] for _, body in answers if body["audit_log"] is not None}
@@ -81,6 +83,7 @@ def readiness_of_all(served: Sequence[ServedVault]) -> tuple[bool, dict[str, Any
         "vault_current": all(currents) if currents else None,
         "watcher_lag_seconds": max(lags) if lags else None,
         "audit_log": ("refused" if "refused" in audits else "ok") if audits else None,
+        "vaults_missing": len(served) - len(answers),
     }
 
 
