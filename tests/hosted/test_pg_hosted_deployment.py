@@ -203,6 +203,10 @@ async def test_every_session_of_a_2025_era_client_reaches_the_server_that_holds_
     assert found["completed"] == 20, found["errors"][:2]
     after = [log.count("POST /vaults/alice/mcp") for log in deployment.server_logs()]
     assert all(b > a for a, b in zip(before, after, strict=True)), (before, after)  # both servers held sessions
+    # the access log names each client's own address (nginx's X-Forwarded-For, trusted) and the token's subject
+    logs = "".join(deployment.server_logs())
+    for i in range(20):
+        assert f'127.0.0.{10 + i} alice "POST /vaults/alice/mcp" 200' in logs, i
 
 
 def test_the_example_files_name_what_the_test_replaced() -> None:

@@ -43,6 +43,8 @@ class Http:
     """A verifier of several tokens (``transports.HashedTokenVerifier``)."""
     oauth: OAuthSettings | None = None
     """An OAuth 2.1 resource server: the issuer whose tokens it takes, its public URL, who may use which vault."""
+    trusted_proxies: tuple[str, ...] = ()
+    """The proxies whose ``X-Forwarded-For`` names the client in the access log."""
 
     @property
     def url(self) -> str:
@@ -116,7 +118,9 @@ def hardened_config(manifest: Manifest, vault_dir: Path) -> tuple[ServeConfig, H
     verifier = t.HashedTokenVerifier(http.tokens) if http.tokens else None
     if manifest.oauth is not None:
         config = replace(config, oauth=True)
-    return config, Http(host, port, tls=tls, verifier=verifier, oauth=manifest.oauth)
+    return config, Http(
+        host, port, tls=tls, verifier=verifier, oauth=manifest.oauth, trusted_proxies=http.trusted_proxies
+    )
 
 
 def hosted_configs(manifest: Manifest) -> tuple[list[tuple[HostedVault, ServeConfig]], Http]:
@@ -144,7 +148,9 @@ def hosted_configs(manifest: Manifest) -> tuple[list[tuple[HostedVault, ServeCon
     host, port = t.parse_bind(http.bind)
     tls = t.check_tls(http.tls_cert, http.tls_key)
     verifier = t.HashedTokenVerifier(http.tokens) if http.tokens else None
-    return configs, Http(host, port, tls=tls, verifier=verifier, oauth=manifest.oauth)
+    return configs, Http(
+        host, port, tls=tls, verifier=verifier, oauth=manifest.oauth, trusted_proxies=http.trusted_proxies
+    )
 
 
 def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: Say, warn: Say | None = None) -> None:
@@ -187,6 +193,7 @@ def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: 
             served=served_all,
             oauth=oauth,
             protected=protected,
+            trusted_proxies=http.trusted_proxies,
         )
     )
 
@@ -252,5 +259,6 @@ def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = Non
                 served=served,
                 oauth=http.oauth,
                 protected=protected,
+                trusted_proxies=http.trusted_proxies,
             )
         )

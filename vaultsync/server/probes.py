@@ -9,8 +9,10 @@
   here) and ``audit_log`` ("ok", "refused" when a tool call could not be recorded, so none would be answered, or
   null without an audit log). Nothing private: no vault name, path, note count, process or error text.
 
-Every request gets one line on the ``vaultsync.access`` logger: client address, method, path (never the query
-string), status and time taken; never a header (the bearer token), a body or a note's text.
+Every request gets one line on the ``vaultsync.access`` logger: client address, the subject its token names (or
+``-``), method, path (never the query string), status and time taken; never a header (the bearer token), a body or
+a note's text. Behind a proxy whose address is trusted (``trusted_proxies``), the client address is the one its
+``X-Forwarded-For`` header names: the last address there that is not itself a trusted proxy.
 """
 
 from __future__ import annotations
@@ -114,12 +116,52 @@ def routes(served: ServedVault | Sequence[ServedVault]) -> list[Route]:
     return [Route("/health", health, methods=["GET", "HEAD"]), Route("/ready", ready, methods=["GET", "HEAD"])]
 
 
-def logged(app: Any) -> Any:
+SUBJECT = "vaultsync.subject"
+"""The ASGI scope key (a one-item list) where the authentication names the request's subject for the log."""
+
+
+def name_subject(scope: Any, subject: str | None) -> None:
+    """Let the access log name ``subject`` for this request (the gate that verified its token calls it)."""
+    slot = scope.get(SUBJECT)
+    if slot is not None and subject:
+        slot[0] = subject
+
+
+def client_address(scope: Any, trusted: frozenset[str]) -> str:
+    """The request's client: its peer, or behind a trusted proxy the last ``X-Forwarded-For`` address that is not
+    a trusted proxy itself."""
+    peer = (scope.get("client") or ("-", 0))[0]
+    if peer not in trusted:
+        return str(peer)
+    forwarded = [
+        part.strip()
+        for key, value in scope.get("headers", [])
+        if key == b"x-forwarded-for"
+        for part in value.decode("latin-1").split(",")
+    ]
+    for address in reversed(forwarded):
+        if address and address not in trusted:
+            return address[:64]
+    return str(peer)
+
+
+def _subject_of(scope: Any) -> str:
+    found = scope[SUBJECT][0]
+    if found:
+        return str(found)
+    user = scope.get("user")  # a static bearer token: the rule's caller id
+    token = getattr(user, "access_token", None)
+    return str(getattr(token, "subject", None) or getattr(token, "client_id", None) or "-")
+
+
+def logged(app: Any, trusted_proxies: Sequence[str] = ()) -> Any:
     """``app`` with one access-log line per HTTP request (see the module docstring)."""
+    trusted = frozenset(trusted_proxies)
 
     async def wrapped(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await app(scope, receive, send)
+        scope = {**scope, SUBJECT: [None]}
         started = time.monotonic()
         status = [0]
 
@@ -131,10 +173,10 @@ def logged(app: Any) -> Any:
         try:
             await app(scope, receive, sending)
         finally:
-            client = scope.get("client") or ("-", 0)
             access.info(
-                '%s "%s %s" %s %.0f ms',
-                client[0],
+                '%s %s "%s %s" %s %.0f ms',
+                client_address(scope, trusted),
+                _subject_of(scope),
                 scope.get("method", "-"),
                 scope.get("path", "-"),
                 status[0] or "-",
@@ -144,4 +186,4 @@ def logged(app: Any) -> Any:
     return wrapped
 
 
-__all__ = ["READY_LAG_S", "logged", "readiness", "readiness_of_all", "routes"]
+__all__ = ["READY_LAG_S", "client_address", "logged", "name_subject", "readiness", "readiness_of_all", "routes"]
