@@ -194,4 +194,5 @@ def test_a_teams_reader_role_reads_its_schema_only_and_writes_nothing(tmp_path: 
     finally:
         assert "Traceback" not in stopped(proc)
     other = cli(as_role(f"{schema}_other"), "read", "Atlas.md")
-    assert other.returncode != 0 and "schema" in other.stderr, other.stderr
+    assert other.returncode != 0 and f"may not use the schema {schema}" in other.stderr, other.stderr
+    assert f"GRANT USAGE ON SCHEMA {schema}" in other.stderr and "does not exist" not in other.stderr
