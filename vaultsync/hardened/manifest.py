@@ -49,6 +49,8 @@ class HttpSettings:
     trusted_proxies: tuple[str, ...] = ()
     """Addresses of the proxies in front (nginx): the access log takes a request's client address from the
     ``X-Forwarded-For`` header they set (for the log only: nothing is allowed or refused by it)."""
+    metrics: bool = False
+    """Answer ``GET /metrics`` (Prometheus text format, no note text; without a token, like ``/ready``)."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,14 @@ _TOP = {
     "role_filter": "table",
     "oauth": "table",
 }
-_HTTP = {"bind": "str", "tls_cert": "path", "tls_key": "path", "tokens": "tables", "trusted_proxies": "names"}
+_HTTP = {
+    "bind": "str",
+    "tls_cert": "path",
+    "tls_key": "path",
+    "tokens": "tables",
+    "trusted_proxies": "names",
+    "metrics": "bool",
+}
 _TOKEN = {"sha256": "str", "caller_id": "str", "roles": "names"}
 _ROLES = {"caller_roles": "names", "default": "str", "allow": "table", "deny": "table"}
 
@@ -223,6 +232,7 @@ def load_manifest(path: Path) -> Manifest:
             where(table.get("tls_key")),
             tuple(tokens),
             tuple(table.get("trusted_proxies", ())),
+            bool(table.get("metrics", False)),
         )
 
     roles = None

@@ -45,6 +45,8 @@ class Http:
     """An OAuth 2.1 resource server: the issuer whose tokens it takes, its public URL, who may use which vault."""
     trusted_proxies: tuple[str, ...] = ()
     """The proxies whose ``X-Forwarded-For`` names the client in the access log."""
+    metrics: bool = False
+    """Answer ``GET /metrics`` (``server/metrics.py``)."""
 
     @property
     def url(self) -> str:
@@ -119,7 +121,13 @@ def hardened_config(manifest: Manifest, vault_dir: Path) -> tuple[ServeConfig, H
     if manifest.oauth is not None:
         config = replace(config, oauth=True)
     return config, Http(
-        host, port, tls=tls, verifier=verifier, oauth=manifest.oauth, trusted_proxies=http.trusted_proxies
+        host,
+        port,
+        tls=tls,
+        verifier=verifier,
+        oauth=manifest.oauth,
+        trusted_proxies=http.trusted_proxies,
+        metrics=http.metrics,
     )
 
 
@@ -149,7 +157,13 @@ def hosted_configs(manifest: Manifest) -> tuple[list[tuple[HostedVault, ServeCon
     tls = t.check_tls(http.tls_cert, http.tls_key)
     verifier = t.HashedTokenVerifier(http.tokens) if http.tokens else None
     return configs, Http(
-        host, port, tls=tls, verifier=verifier, oauth=manifest.oauth, trusted_proxies=http.trusted_proxies
+        host,
+        port,
+        tls=tls,
+        verifier=verifier,
+        oauth=manifest.oauth,
+        trusted_proxies=http.trusted_proxies,
+        metrics=http.metrics,
     )
 
 
@@ -194,6 +208,7 @@ def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: 
             oauth=oauth,
             protected=protected,
             trusted_proxies=http.trusted_proxies,
+            metrics=http.metrics,
         )
     )
 
@@ -260,5 +275,6 @@ def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = Non
                 oauth=http.oauth,
                 protected=protected,
                 trusted_proxies=http.trusted_proxies,
+                metrics=http.metrics,
             )
         )

@@ -28,6 +28,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from .metrics import Metrics
+
 if TYPE_CHECKING:
     from .served import ServedVault
 
@@ -154,8 +156,23 @@ def _subject_of(scope: Any) -> str:
     return str(getattr(token, "subject", None) or getattr(token, "client_id", None) or "-")
 
 
-def logged(app: Any, trusted_proxies: Sequence[str] = ()) -> Any:
-    """``app`` with one access-log line per HTTP request (see the module docstring)."""
+def metrics_of(served: ServedVault | Sequence[ServedVault] | None) -> Metrics:
+    """The counters of a server of ``served`` (one vault, a hosted server's vaults, or none)."""
+    if served is None:
+        return Metrics()
+    return Metrics(served if isinstance(served, Sequence) else [served])
+
+
+async def _metrics_answer(metrics: Metrics, send: Any) -> None:
+    body = metrics.render().encode()
+    headers = [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8"), (b"cache-control", b"no-store")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def logged(app: Any, trusted_proxies: Sequence[str] = (), metrics: Metrics | None = None) -> Any:
+    """``app`` with one access-log line per HTTP request (see the module docstring), and with ``metrics``, its
+    counters kept and answered at ``GET /metrics`` (``server/metrics.py``)."""
     trusted = frozenset(trusted_proxies)
 
     async def wrapped(scope: Any, receive: Any, send: Any) -> None:
@@ -164,6 +181,11 @@ def logged(app: Any, trusted_proxies: Sequence[str] = ()) -> Any:
         scope = {**scope, SUBJECT: [None]}
         started = time.monotonic()
         status = [0]
+        answer = app
+        if metrics is not None and scope.get("path") == "/metrics" and scope.get("method") in ("GET", "HEAD"):
+
+            async def answer(scope: Any, receive: Any, send: Any) -> None:
+                await _metrics_answer(metrics, send)
 
         async def sending(message: Any) -> None:
             if message["type"] == "http.response.start":
@@ -171,8 +193,10 @@ def logged(app: Any, trusted_proxies: Sequence[str] = ()) -> Any:
             await send(message)
 
         try:
-            await app(scope, receive, sending)
+            await answer(scope, receive, sending)
         finally:
+            if metrics is not None:
+                metrics.observe(scope.get("path", ""), status[0], time.monotonic() - started)
             access.info(
                 '%s %s "%s %s" %s %.0f ms',
                 client_address(scope, trusted),
@@ -186,4 +210,13 @@ def logged(app: Any, trusted_proxies: Sequence[str] = ()) -> Any:
     return wrapped
 
 
-__all__ = ["READY_LAG_S", "client_address", "logged", "name_subject", "readiness", "readiness_of_all", "routes"]
+__all__ = [
+    "READY_LAG_S",
+    "client_address",
+    "logged",
+    "metrics_of",
+    "name_subject",
+    "readiness",
+    "readiness_of_all",
+    "routes",
+]

@@ -230,10 +230,12 @@ async def serve_http(
     oauth: Any = None,
     protected: Any = None,
     trusted_proxies: tuple[str, ...] = (),
+    metrics: bool = False,
 ) -> None:
     """Serve streamable HTTP at ``http(s)://HOST:PORT/mcp`` until SIGINT/SIGTERM (limits: ``guards``), with
     ``/health`` and ``/ready`` for the ``served`` vault (or vaults), and one access-log line per request
-    (``probes``; ``trusted_proxies``: whose ``X-Forwarded-For`` names the client there)."""
+    (``probes``; ``trusted_proxies``: whose ``X-Forwarded-For`` names the client there; ``metrics``: answer
+    ``/metrics``)."""
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -253,6 +255,7 @@ async def serve_http(
                 protected=protected,
             ),
             trusted_proxies,
+            probes.metrics_of(served) if metrics else None,
         ),
         failed,
     )
