@@ -197,14 +197,23 @@ def logged(app: Any, trusted_proxies: Sequence[str] = (), metrics: Metrics | Non
         finally:
             if metrics is not None:
                 metrics.observe(scope.get("path", ""), status[0], time.monotonic() - started)
+            fields = {
+                "client": client_address(scope, trusted),
+                "subject": _subject_of(scope),
+                "method": scope.get("method", "-"),
+                "path": scope.get("path", "-"),
+                "status": status[0] or None,
+                "ms": round((time.monotonic() - started) * 1000),
+            }
             access.info(
-                '%s %s "%s %s" %s %.0f ms',
-                client_address(scope, trusted),
-                _subject_of(scope),
-                scope.get("method", "-"),
-                scope.get("path", "-"),
-                status[0] or "-",
-                (time.monotonic() - started) * 1000,
+                '%s %s "%s %s" %s %d ms',
+                fields["client"],
+                fields["subject"],
+                fields["method"],
+                fields["path"],
+                fields["status"] or "-",
+                fields["ms"],
+                extra={"fields": fields},  # --log-format json: each a field of its own
             )
 
     return wrapped
