@@ -32,6 +32,9 @@ def machine() -> Iterator[Machine]:
     except pgserver.Unavailable as exc:
         pytest.skip(str(exc))
     found = Machine.create(server)
+    etc = found.folder(found.path("/etc/vaultsync"))
+    assert "install -d -m 755 /etc/vaultsync" in WATCH.read_text(encoding="utf-8")  # as the install lines make it
+    etc.chmod(0o755)
     found.install(EXAMPLES / "vaultsync.env", "/etc/vaultsync/vaultsync.env")
     found.install(EXAMPLES / "vaultsync-serve.env", "/etc/vaultsync/vaultsync-serve.env")
     found.install(EXAMPLES / "vaultsync.env", "/etc/vaultsync/token", mode=0o600, text=TOKEN + "\n")
