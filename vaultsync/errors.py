@@ -17,6 +17,7 @@
      │    ├── BusyError       another connection holds SQLite's write lock
      │    ├── CorruptError    the file is damaged or not a database
      │    ├── ReadOnlyError   the database cannot be written (opened read-only, or file permissions)
+     │    ├── Unreachable     no database server answered (down, restarting, the network away)
      │    └── SchemaError     written by a newer vaultsync, or another program's file
      ├── VaultUnavailable     the vault folder is missing, unreadable or unmounted: nothing recorded
      ├── MassDeletion         a batch would delete most live notes at once: nothing recorded
@@ -107,6 +108,10 @@ class LockedError(StoreError):
 
 class LockLost(LockedError):
     """This process lost the vault's writer lock (its database session ended); nothing was written."""
+
+
+class Unreachable(StoreError):
+    """No database server answered (it is down, restarting, or the network is away)."""
 
 
 class BusyError(StoreError):

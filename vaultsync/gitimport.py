@@ -40,11 +40,22 @@ class Commit:
     """Committer time, UTC microseconds."""
 
 
-def _git(cwd: str, *args: str) -> bytes:
+def _run_git(cwd: str, *args: str) -> subprocess.CompletedProcess[bytes]:
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
     except FileNotFoundError:
         raise ConfigError("importing git history needs the `git` command, which is not installed") from None
+
+
+def _said(stderr: bytes) -> str:
+    """What git said, on one line: its ``fatal:``/``error:`` lines and its advice, without the prefixes."""
+    lines = [line.strip() for line in stderr.decode(errors="replace").splitlines() if line.strip()]
+    said = [line.split(":", 1)[1].strip() if line.startswith(("fatal:", "error:")) else line for line in lines]
+    return "; ".join(said) or "unknown error"
+
+
+def _git(cwd: str, *args: str) -> bytes:
+    done = _run_git(cwd, *args)
     if done.returncode != 0:
         message = done.stderr.decode(errors="replace").strip().splitlines()
         raise ConfigError(f"git {args[0]} failed: {message[-1] if message else 'unknown error'}")
@@ -56,10 +67,13 @@ class GitHistory:
 
     def __init__(self, vault: Path) -> None:
         self.vault = vault
-        try:
-            top = _git(str(vault), "rev-parse", "--show-toplevel").decode().strip()
-        except ConfigError:
-            raise ConfigError(f"{vault} is not inside a git repository (needed to import its history)") from None
+        found = _run_git(str(vault), "rev-parse", "--show-toplevel")
+        if found.returncode != 0:
+            if b"not a git repository" in found.stderr:
+                raise ConfigError(f"{vault} is not inside a git repository (needed to import its history)")
+            # a repository git will not read (another user's: "dubious ownership"), said in git's words
+            raise ConfigError(f"git refuses to read the repository of {vault}: {_said(found.stderr)}")
+        top = found.stdout.decode().strip()
         self.top = top
         prefix = os.path.relpath(os.path.realpath(vault), os.path.realpath(top)).replace(os.sep, "/")
         self.prefix = "" if prefix == "." else prefix + "/"

@@ -1,13 +1,11 @@
 """The PostgreSQL deployment in ``examples/postgres`` runs as written: its systemd units come back after a reboot
 (``[Install]``), run as a service user after the network is up, retry a database that is not up yet, take the
 password from a file; started here (their ``ExecStart`` in their environment file's environment, pointed at a
-real PostgreSQL and a temporary folder), the watcher records the vault, the servers answer ``/health``, ``/ready``
-and an MCP client holding the token, and the hardened manifest's ``pass_env`` lets libpq's variables through."""
+real PostgreSQL and a temporary folder, as their users: test_pg_units_as_written.py), and the hardened manifest's
+``pass_env`` lets libpq's variables through."""
 
 from __future__ import annotations
 
-import getpass
-import os
 import shlex
 import signal
 import subprocess
@@ -17,7 +15,6 @@ from pathlib import Path
 import pytest
 from support.hardened_helpers import unit_directives
 from support.mcp_helpers import free_port, listening
-from support.watch_helpers import systemd_verify, wait_until
 
 pgserver = pytest.importorskip("support.pgserver")
 
@@ -35,8 +32,10 @@ def test_the_units_come_back_after_a_reboot_as_a_service_user_after_the_network(
     sections = unit_directives(unit.read_text(encoding="utf-8"))
     service, described = dict(sections["Service"]), dict(sections["Unit"])
     assert dict(sections["Install"])["WantedBy"] == "multi-user.target"
-    assert service["User"] == "vaultsync" and service["Restart"] == "always" and float(service["RestartSec"]) >= 5
-    assert service["EnvironmentFile"] == "/etc/vaultsync/vaultsync.env" and described["StartLimitIntervalSec"] == "0"
+    # the watcher as the owner, the servers as their own user with the reader role's environment (least privilege)
+    user, env = ("vaultsync", "vaultsync.env") if unit == WATCH else ("vaultsync-serve", "vaultsync-serve.env")
+    assert service["User"] == user and service["Restart"] == "always" and float(service["RestartSec"]) >= 5
+    assert service["EnvironmentFile"] == f"/etc/vaultsync/{env}" and described["StartLimitIntervalSec"] == "0"
     assert "network-online.target" in described["Wants"] and "network-online.target" in described["After"]
     assert "PGPASSWORD" not in unit.read_text(encoding="utf-8").replace("#", "")
     assert shlex.split(service["ExecStart"])[0] == "/opt/vaultsync/bin/vaultsync"
@@ -52,45 +51,14 @@ def env_file(text: str) -> dict[str, str]:
     return found
 
 
-def test_the_environment_file_names_a_password_file_and_tls() -> None:
-    env = env_file(ENV.read_text(encoding="utf-8"))
-    assert (
-        env["VAULTSYNC_DB"].startswith("postgresql://vaultsync@") and ":" not in env["VAULTSYNC_DB"].split("@")[0][13:]
-    )
-    assert env["PGPASSFILE"] == "/etc/vaultsync/pgpass" and env["PGSSLMODE"] == "verify-full"
-
-
-def started(unit: Path, tmp_path: Path, dsn: str, vault: Path, port: int | None = None) -> subprocess.Popen[str]:
-    """The unit's ExecStart in the unit's environment (its EnvironmentFile's, the database made this test's),
-    with the install paths moved under ``tmp_path``; systemd-analyze checks the unit first where it can."""
-    user = getpass.getuser()
-    etc = tmp_path / "etc"
-    etc.mkdir(exist_ok=True)
-    (etc / "token").write_text(TOKEN + "\n", encoding="utf-8")
-    (etc / "token").chmod(0o600)
-    text = unit.read_text(encoding="utf-8").replace("/opt/vaultsync/bin/vaultsync", str(INSTALLED))
-    text = text.replace("/srv/team-handbook", str(vault)).replace("/etc/vaultsync", str(etc))
-    text = text.replace("User=vaultsync", f"User={user}").replace("Group=vaultsync", "")
-    if port is not None:
-        text = text.replace("%i", str(port))
-    (etc / "vaultsync.env").write_text(ENV.read_text(encoding="utf-8"), encoding="utf-8")
-    if port is None:
-        systemd_verify(text, tmp_path / unit.name)
-    service = unit_directives(text)["Service"]
-    env = env_file((etc / "vaultsync.env").read_text(encoding="utf-8"))
-    env.update(VAULTSYNC_DB=dsn, PGSSLMODE="disable")  # the test's server: a socket, no TLS
-    env.pop("PGSSLROOTCERT")
-    env.update(dict(value.split("=", 1) for key, value in service if key == "Environment"))
-    env.update(HOME=str(tmp_path), USER=user, LOGNAME=user, PATH="/usr/local/bin:/usr/bin:/bin", LANG="C.UTF-8")
-    env.update({k: v for k, v in os.environ.items() if k == "PYTHONPATH"})  # a test run from a source tree
-    return subprocess.Popen(
-        shlex.split(dict(service)["ExecStart"]),
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+@pytest.mark.parametrize(
+    "name,role,passfile",
+    [("vaultsync.env", "vaultsync_owner", "pgpass"), ("vaultsync-serve.env", "vaultsync_reader", "pgpass-serve")],
+)
+def test_the_environment_files_name_a_password_file_and_tls(name: str, role: str, passfile: str) -> None:
+    env = env_file((EXAMPLES / name).read_text(encoding="utf-8"))
+    assert env["VAULTSYNC_DB"].startswith(f"postgresql://{role}@") and ":" not in env["VAULTSYNC_DB"].split("@")[0][13:]
+    assert env["PGPASSFILE"] == f"/etc/vaultsync/{passfile}" and env["PGSSLMODE"] == "verify-full"
 
 
 def stopped(proc: subprocess.Popen[str]) -> str:
@@ -124,45 +92,6 @@ async def _search(url: str, token: str | None) -> list[str]:
     raise AssertionError("the vault was never recorded")
 
 
-def test_the_units_start_a_watcher_and_servers_on_a_real_postgresql(tmp_path: Path) -> None:
-    import anyio
-    import httpx2
-
-    if not INSTALLED.exists():
-        pytest.skip(f"the vaultsync command is not installed next to {sys.executable}")
-    dsn = pgserver.fresh_or_skip("deployment")
-    vault = tmp_path / "team-handbook"
-    vault.mkdir()
-    (vault / "Atlas.md").write_text("# Atlas\n\nKickoff on Monday.\n", encoding="utf-8")
-    watcher = started(WATCH, tmp_path, dsn, vault)
-    servers: list[tuple[subprocess.Popen[str], int]] = []
-    try:
-        from vaultsync import Vault
-
-        def recorded() -> bool:
-            try:
-                with Vault.open(dsn, name="team-handbook", readonly=True) as v:
-                    return [r.path for r in v.ls()] == ["Atlas.md"]
-            except Exception:
-                return False
-
-        wait_until(recorded, 60, "the watcher's first catch-up")
-        for _ in range(2):  # two readers by the vault's name: no vault folder needed
-            port = free_port()
-            servers.append((listening(started(SERVE, tmp_path, dsn, tmp_path / "absent", port), port), port))
-        for _, port in servers:
-            base = f"http://127.0.0.1:{port}"
-            assert httpx2.get(base + "/health").json() == {"status": "alive"}
-            assert httpx2.get(base + "/ready").json()["database"] == "ok"
-            assert httpx2.post(base + "/mcp", json={}).status_code == 401  # the token is needed there
-            assert anyio.run(_search, base + "/mcp", TOKEN) == ["Atlas.md"]
-    finally:
-        logs = [stopped(p) for p, _ in servers] + [stopped(watcher)]
-    for log in logs:
-        assert "Traceback" not in log, log
-    assert watcher.returncode == 0
-
-
 def test_the_hardened_manifest_passes_libpqs_variables_through(tmp_path: Path) -> None:
     """The connection string names no host: only PGHOST, kept by ``pass_env`` through the hardened mode's clean
     environment, leads libpq to the server."""
@@ -182,7 +111,7 @@ def test_the_hardened_manifest_passes_libpqs_variables_through(tmp_path: Path) -
     port = free_port()
     text = MANIFEST.read_text(encoding="utf-8").replace("127.0.0.1:8765", f"127.0.0.1:{port}")
     text = text.replace(
-        "postgresql://vaultsync@db.internal:5432/team",
+        "postgresql://vaultsync_owner@db.internal:5432/team?options=-csearch_path%3Dvaultsync",
         f"postgresql://{parts['user']}@/{parts['dbname']}?options=-csearch_path%3D{schema}",
     )
     manifest = tmp_path / "manifest.toml"
@@ -267,4 +196,5 @@ def test_a_teams_reader_role_reads_its_schema_only_and_writes_nothing(tmp_path: 
     finally:
         assert "Traceback" not in stopped(proc)
     other = cli(as_role(f"{schema}_other"), "read", "Atlas.md")
-    assert other.returncode != 0 and "schema" in other.stderr, other.stderr
+    assert other.returncode != 0 and f"may not use the schema {schema}" in other.stderr, other.stderr
+    assert f"GRANT USAGE ON SCHEMA {schema}" in other.stderr and "does not exist" not in other.stderr

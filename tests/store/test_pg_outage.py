@@ -333,6 +333,7 @@ async def test_two_http_servers_answer_every_tool_and_deliver_subscriptions_afte
                     "database": "ok",
                     "vault_current": True if url == urls[0] else None,
                     "watcher_lag_seconds": 0.0 if url == urls[0] else None,
+                    "audit_log": None,
                 }
             async with (
                 watching_server.listen(resource_subscriptions=["note://Inbox.md"]) as sub_a,

@@ -27,6 +27,7 @@ from typing import Any
 from support.mcp_helpers import free_port, listening
 from support.oidc import Issuer, start_issuer
 from support.tls_proxy import LocalCA, Proxy, render_site_ports, start_nginx
+from support.units import Machine
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "hosted"
@@ -51,13 +52,23 @@ def toml_list(values: list[str]) -> str:
 
 
 def manifest_text(
-    *, dsn: str, port: int, issuer: str, public_url: str, audit: Path, vaults: dict[str, dict[str, list[str]]] | None
+    *,
+    dsn: str | None,
+    port: int,
+    issuer: str,
+    public_url: str,
+    audit: Path | None,
+    vaults: dict[str, dict[str, list[str]]] | None,
 ) -> str:
     """The example manifest for the server on ``port``; ``vaults`` (name -> {"read": [...], ...}) replaces its
-    [[oauth.vaults]] tables when given."""
+    [[oauth.vaults]] tables when given. ``dsn`` and ``audit`` None: the example's (a ``Machine`` moves them)."""
     text = MANIFEST.read_text(encoding="utf-8")
-    text = re.sub(r'^db_path = ".*"$', f"db_path = {json.dumps(dsn)}", text, count=1, flags=re.M)
-    text = re.sub(r'^audit_log_path = ".*"$', f"audit_log_path = {json.dumps(str(audit))}", text, count=1, flags=re.M)
+    if dsn is not None:
+        text = re.sub(r'^db_path = ".*"$', f"db_path = {json.dumps(dsn)}", text, count=1, flags=re.M)
+    if audit is not None:
+        text = re.sub(
+            r'^audit_log_path = ".*"$', f"audit_log_path = {json.dumps(str(audit))}", text, count=1, flags=re.M
+        )
     text = text.replace(EXAMPLE_PORT, str(port))
     text = text.replace('"https://id.example.com"', json.dumps(issuer))
     text = text.replace('"https://vaults.example.com"', json.dumps(public_url))
@@ -85,6 +96,8 @@ class Deployment(AbstractContextManager["Deployment"]):
     servers: list[tuple[subprocess.Popen[str], int]] = field(default_factory=list)
     watchers: list[subprocess.Popen[str]] = field(default_factory=list)
     owns_issuer: bool = True
+    machine: Machine | None = None
+    """Set: the units run as written on it (their env files, users and roles; ``support/units.py``)."""
 
     @property
     def public(self) -> str:
@@ -94,6 +107,8 @@ class Deployment(AbstractContextManager["Deployment"]):
         return f"{self.public}/vaults/{vault}/mcp"
 
     def audit_logs(self) -> list[Path]:
+        if self.machine is not None:
+            return sorted(self.machine.path("/var/lib/vaultsync-serve").glob("audit-*.jsonl"))
         return sorted((self.root / "state").glob("audit-*.jsonl"))
 
     @classmethod
@@ -109,9 +124,12 @@ class Deployment(AbstractContextManager["Deployment"]):
         watch: bool = True,
         ca: LocalCA | None = None,
         issuer: Issuer | None = None,
+        machine: Machine | None = None,
     ) -> Deployment:
         """Everything started, in the order a machine would: database (given), issuer, watchers (each vault
-        recorded once), servers (listening), nginx. ``ca`` and ``issuer``: ones already running (left running)."""
+        recorded once), servers (listening), nginx. ``ca`` and ``issuer``: ones already running (left running).
+        ``machine``: the units run as written there (``dsn`` unused; ``folders`` under its /srv/vaults), the
+        reader role granted the tables once the watchers made them."""
         root.mkdir(parents=True, exist_ok=True)
         (root / "state").mkdir(exist_ok=True)
         ca = ca or LocalCA.create(root / "tls")
@@ -122,10 +140,14 @@ class Deployment(AbstractContextManager["Deployment"]):
         proxy_port = free_port()
         deployment = cls(root, issuer, ca, Proxy(None, root / "nginx", proxy_port))  # type: ignore[arg-type]
         deployment.owns_issuer = owns_issuer
+        deployment.machine = machine
         try:
             if watch:
                 for name, folder in folders.items():
                     deployment.watchers.append(deployment._watcher(name, folder, dsn))
+            if machine is not None:
+                wait_recorded(machine.superuser_dsn, list(folders))
+                machine.grant_tables()
             ports = []
             for _ in range(servers):
                 port = free_port()
@@ -139,6 +161,9 @@ class Deployment(AbstractContextManager["Deployment"]):
         return deployment
 
     def _watcher(self, name: str, folder: Path, dsn: str) -> subprocess.Popen[str]:
+        if self.machine is not None:
+            assert folder == self.machine.path(f"/srv/vaults/{name}"), folder
+            return self.machine.start(WATCH_UNIT, self.root / "state" / f"watch-{name}.log", name)
         command = exec_start(WATCH_UNIT, name)
         command = [str(folder) if arg == f"/srv/vaults/{name}" else arg for arg in command]
         log = (self.root / "state" / f"watch-{name}.log").open("w")
@@ -152,6 +177,17 @@ class Deployment(AbstractContextManager["Deployment"]):
         )
 
     def _server(self, port: int, dsn: str, grants: dict[str, dict[str, list[str]]] | None) -> subprocess.Popen[str]:
+        if self.machine is not None:
+            text = manifest_text(
+                dsn=None, port=port, issuer=self.issuer.url, public_url=self.proxy.url, audit=None, vaults=grants
+            )
+            self.machine.install(MANIFEST, f"/etc/vaultsync/hosted-{port}.toml", mode=0o600, text=text)
+            log = self.root / "state" / f"serve-{port}.log"
+            proc = self.machine.start(SERVE_UNIT, log, str(port))
+            try:
+                return listening(proc, port, f"the server on {port}", timeout=60)
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}: {self.log(f'serve-{port}')}") from None
         manifest = self.root / "etc" / f"hosted-{port}.toml"
         manifest.parent.mkdir(mode=0o700, exist_ok=True)
         manifest.write_text(

@@ -186,3 +186,26 @@ def test_a_broken_frontmatter_is_warned_about_once_a_text_not_for_its_renames(tm
     with Vault.open(tmp_path / "db" / "git.db", name="vault", readonly=True) as vault:  # the history keeps them all
         assert [r.kind for r in vault.history("Third.md")] == ["created", "renamed", "renamed", "modified"]
         assert all(r.warnings for r in vault.history("Third.md"))
+
+
+def test_a_repository_git_refuses_to_read_is_said_in_gits_words(tmp_path: Path, cli) -> None:
+    """Another user's repository: git refuses it ("dubious ownership", and how to allow it); the import says that,
+    not that the folder is not in a repository."""
+    if os.geteuid() != 0:
+        pytest.skip("making a repository another user's needs root")
+    repo = Repo(tmp_path / "repo")
+    repo.write("vault/Fine.md", "# Fine\n")
+    repo.commit("first")
+    for folder, dirs, files in os.walk(repo.top):
+        for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+            os.chown(name, 65534, 65534)
+    home = tmp_path / "home"  # no global git configuration that would allow it (safe.directory)
+    home.mkdir()
+    done = cli("import", str(repo.top / "vault"), "--from-git", db=tmp_path / "db" / "git.db", env={"HOME": str(home)})
+    assert done.returncode == 1, done.stderr
+    assert "dubious ownership" in done.stderr and "safe.directory" in done.stderr, done.stderr
+    assert "not inside a git repository" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    done = cli("import", str(outside), "--from-git", db=tmp_path / "db" / "git.db", env={"HOME": str(home)})
+    assert done.returncode == 1 and "is not inside a git repository" in done.stderr, done.stderr

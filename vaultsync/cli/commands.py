@@ -14,10 +14,9 @@ import click
 from .. import dist
 from ..config import default_db_path
 from ..errors import VaultsyncError
-from ..printable import PrintableFormatter
 from ..times import ACCEPTED, format_time
 from ..told import Told
-from . import audit, history, migrate, purge, reading, receipt, restore, search, serving, ui, upkeep
+from . import audit, history, logs, migrate, purge, reading, receipt, restore, search, serving, ui, upkeep
 from .base import (
     VECTORS_WAIT,
     Bar,
@@ -44,9 +43,17 @@ from .base import (
 )
 @click.option("--vault", "vault_name", metavar="NAME", help="Which vault, when the database holds several.")
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-vv for debug).")
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    envvar="VAULTSYNC_LOG_FORMAT",
+    show_default=True,
+    help="Log lines on stderr as text, or as one JSON object a line (for a log collector).",
+)
 @click.version_option(package_name=dist.NAME)
 @click.pass_context
-def cli(ctx: click.Context, db: Path | None, vault_name: str | None, verbose: int) -> None:
+def cli(ctx: click.Context, db: Path | None, vault_name: str | None, verbose: int, log_format: str) -> None:
     """vaultsync: a time machine for a Markdown vault, served to AI assistants over MCP.
 
     \b
@@ -55,9 +62,7 @@ def cli(ctx: click.Context, db: Path | None, vault_name: str | None, verbose: in
         vaultsync read "Projects/Atlas.md" --as-of 2025-03-01
     """
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    handler = logging.StreamHandler(sys.stderr)  # one record one line: names in messages are escaped
-    handler.setFormatter(PrintableFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level, handlers=[handler])
+    logs.configure(level, log_format)
     ctx.obj = Context(db or default_db_path(), vault_name)
     ctx.call_on_close(ctx.obj.close)
 

@@ -54,7 +54,8 @@ from .base import Context, friendly, pass_ctx
     "--wait",
     is_flag=True,
     help="If another process watches the vault (e.g. serve --watch), wait and "
-    "take over when it stops, instead of exiting with an error.",
+    "take over when it stops, instead of exiting with an error; a database not up yet is waited for "
+    "too (up to --max-outage-s).",
 )
 @click.option(
     "--max-outage-s",
@@ -100,17 +101,23 @@ def watch(
     """
     import threading
 
-    from ..live.foreground import stop_on_signals
+    from ..live.foreground import open_when_reachable, stop_on_signals
     from ..live.foreground import watch as watch_vault
     from ..live.writer_role import WriterRole
 
     log = logging.getLogger("vaultsync")
     log.setLevel(min(log.getEffectiveLevel(), logging.DEBUG if verbose else logging.INFO))
-    vault = obj.vault(root=str(vault_dir), readonly=False)
-    role, stop = WriterRole(vault), threading.Event()
+    stop = threading.Event()
     restore = stop_on_signals(stop)
     try:
-        if wait and not role.wait(stop, say=lambda line: _say(f"vaultsync: {line}")):
+        opening = lambda: obj.vault(root=str(vault_dir), readonly=False)  # noqa: E731
+        say = lambda line: _say(f"vaultsync: {line}")  # noqa: E731
+        # --wait: a database not up yet is waited for too (as long as an outage is ridden out once watching)
+        vault = open_when_reachable(opening, stop, max_outage_s=max_outage_s, say=say) if wait else opening()
+        if vault is None:
+            return
+        role = WriterRole(vault)
+        if wait and not role.wait(stop, say=say):
             return
         watch_vault(
             vault,

@@ -38,7 +38,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, VaultsyncError
 from ..store import open_store
 from ..times import format_time, now_micros
 from .keystore import Keystore
@@ -199,6 +199,12 @@ class AuditLog:
                 )
             self.store = open_store(db_path, search=False)
             try:
+                refused = self.store.audit_unwritable()
+                if refused:
+                    raise ConfigError(
+                        f"the audit log {self.path} cannot be kept: {refused} (its head is moved with each record); "
+                        "grant the server's role INSERT and UPDATE on audit_heads"
+                    )
                 self.log_id = self._resume()
             except BaseException:
                 self.store.close()
@@ -231,6 +237,16 @@ class AuditLog:
         if not lines[-1].endswith(b"\n") or last is None or len(lines) != head.records or digest(last) != head.head:
             raise ConfigError(f"{where} does not end where the store's head says ({head.records} records); {advice}")
         return log_id  # type: ignore[return-value]  # a str here: head is None for any other value
+
+    def unwritable(self) -> str | None:
+        """Why a record could not be appended now (the store refuses to move the head), None when it could."""
+        with self._lock:
+            if self._fd < 0:
+                return "the audit log is closed"
+            try:
+                return self.store.audit_unwritable()
+            except (VaultsyncError, OSError) as exc:
+                return str(exc)
 
     def close(self) -> None:
         with self._lock:

@@ -46,6 +46,11 @@ class HttpSettings:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     tokens: tuple[TokenRule, ...] = ()
+    trusted_proxies: tuple[str, ...] = ()
+    """Addresses of the proxies in front (nginx): the access log takes a request's client address from the
+    ``X-Forwarded-For`` header they set (for the log only: nothing is allowed or refused by it)."""
+    metrics: bool = False
+    """Answer ``GET /metrics`` (Prometheus text format, no note text; without a token, like ``/ready``)."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,14 @@ _TOP = {
     "role_filter": "table",
     "oauth": "table",
 }
-_HTTP = {"bind": "str", "tls_cert": "path", "tls_key": "path", "tokens": "tables"}
+_HTTP = {
+    "bind": "str",
+    "tls_cert": "path",
+    "tls_key": "path",
+    "tokens": "tables",
+    "trusted_proxies": "names",
+    "metrics": "bool",
+}
 _TOKEN = {"sha256": "str", "caller_id": "str", "roles": "names"}
 _ROLES = {"caller_roles": "names", "default": "str", "allow": "table", "deny": "table"}
 
@@ -218,7 +230,14 @@ def load_manifest(path: Path) -> Manifest:
             raise _fail(
                 path, "http.tls_key" if "tls_cert" in table else "http.tls_cert", "give both tls_cert and tls_key"
             )
-        http = HttpSettings(table["bind"], where(table.get("tls_cert")), where(table.get("tls_key")), tuple(tokens))
+        http = HttpSettings(
+            table["bind"],
+            where(table.get("tls_cert")),
+            where(table.get("tls_key")),
+            tuple(tokens),
+            tuple(table.get("trusted_proxies", ())),
+            bool(table.get("metrics", False)),
+        )
 
     roles = None
     if "role_filter" in data:

@@ -8,6 +8,7 @@ module checks before anything is built; ``vaultsync.server.launch`` serves what 
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,24 @@ def refuse_options(given: list[str]) -> None:
         )
 
 
+def check_environment_db(manifest: Manifest, value: str | None) -> None:
+    """``VAULTSYNC_DB`` beside ``--manifest``: accepted when it names the manifest's own database (a service's
+    environment file shared with the watcher changes nothing), refused when it names another one: the manifest
+    alone decides which database a hardened server reads."""
+    if value is None:
+        return
+    named = manifest.db_path
+    if isinstance(named, str):
+        same = value == named
+    else:
+        same = Path(value).expanduser().resolve() == Path(named).resolve()
+    if not same:
+        raise ConfigError(
+            "VAULTSYNC_DB names another database than the manifest's db_path, which alone decides the database "
+            "of a hardened server: leave VAULTSYNC_DB out of the server's environment (its EnvironmentFile)"
+        )
+
+
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -36,8 +55,10 @@ def prepare(manifest_path: Path, given: list[str], echo: Callable[[str], object]
     ``vaultsync.cli.main``): options, the manifest, the environment's secrets, the parent, the
     keystore. Then **this process's** ``os.environ`` is scrubbed (``spawn.scrub_environment``):
     call it in the server process only, never in a test's own process."""
-    refuse_options(given)
+    refuse_options([name for name in given if name != "VAULTSYNC_DB"])
     manifest = load_manifest(manifest_path)
+    if "VAULTSYNC_DB" in given:
+        check_environment_db(manifest, os.environ.get("VAULTSYNC_DB"))
     warning = spawn.check_environment(manifest)
     spawn.check_parent(manifest)
     if manifest.keystore_path is not None:

@@ -1,15 +1,16 @@
 """A watcher in the foreground (the ``watch`` command): ``watch`` runs one until told to stop, ``stop_on_signals``
-tells it on SIGINT/SIGTERM."""
+tells it on SIGINT/SIGTERM, ``open_when_reachable`` waits for a database that is not up yet."""
 
 from __future__ import annotations
 
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 
-from ..errors import StoreError, VaultsyncError
+from ..errors import StoreError, Unreachable, VaultsyncError
 from ..vault import Vault
 from .pace import DEBOUNCE_MS, MAX_FAILING_S, RECONCILE_S, STEP_MS
 from .watcher import OnBatch, Watcher
@@ -61,7 +62,7 @@ def watch(
                 pending = watcher.status()["pending"]
                 raise StoreError(
                     f"stopped watching {vault.root}: the database has been unreachable for {away:.0f} s "
-                    f"(the limit is {max_outage_s:g} s; {watcher.last_error}); {pending} changed "
+                    f"(the limit is {max_outage_s:g} s{_why(watcher.last_error)}); {pending} changed "
                     f"path{'s' * (pending != 1)} pending, recorded by the next start's catch-up scan"
                 )
             failing = watcher.failing_s
@@ -84,6 +85,41 @@ def _paths(count: int) -> str:
     return f"{count} changed path{'s' * (count != 1)}"
 
 
+def _why(error: object) -> str:
+    return f"; {error}" if error else ""
+
+
+def open_when_reachable(
+    open_vault: Callable[[], Vault],
+    stop_event: threading.Event,
+    *,
+    max_outage_s: float,
+    say: Callable[[str], object],
+    retry_s: float = 2.0,
+) -> Vault | None:
+    """``open_vault()`` once the database answers: while no server answers (``Unreachable``), say so once and try
+    again every ``retry_s`` for up to ``max_outage_s`` (then the last ``Unreachable`` is raised); None when
+    ``stop_event`` is set meanwhile. Any other refusal is raised at once."""
+    started = time.monotonic()
+    waiting = False
+    while True:
+        try:
+            vault = open_vault()
+        except Unreachable as exc:
+            waited = time.monotonic() - started
+            if waited >= max_outage_s:
+                raise Unreachable(f"{exc} (waited {waited:.0f} s for it, the limit is {max_outage_s:g} s)") from None
+            if not waiting:
+                say(f"{exc}; waiting for it (up to {max_outage_s:g} s)")
+                waiting = True
+            if stop_event.wait(min(retry_s, max(max_outage_s - waited, 0.01))):
+                return None
+            continue
+        if waiting:
+            say(f"the database answers after {time.monotonic() - started:.0f} s")
+        return vault
+
+
 def stop_on_signals(stop_event: threading.Event) -> Callable[[], None]:
     """SIGINT/SIGTERM set ``stop_event`` (a second one aborts); returns a function restoring the handlers."""
 
@@ -102,4 +138,4 @@ def stop_on_signals(stop_event: threading.Event) -> Callable[[], None]:
     return restore
 
 
-__all__ = ["stop_on_signals", "watch"]
+__all__ = ["open_when_reachable", "stop_on_signals", "watch"]

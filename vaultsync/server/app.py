@@ -56,6 +56,7 @@ def server_for(served: ServedVault, *, app: bool = True, audit: Any = None, vaul
     guards = guard(
         manifest, keystore, sequential=writes, same_as=dict.fromkeys(APP_TOOLS, SHOWN_ON), audit=audit, vault=vault
     )
+    served.audit = guards[0].audit if guards else None  # /ready asks it whether a call can be recorded
     apps = None
     if app and (manifest is None or manifest.allowed_tools is None):  # a manifest's tool list is exact: no view
         tools, apps = attach_history_app(tools, served, _may_restore(tools, guards, config.oauth))

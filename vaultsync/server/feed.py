@@ -77,11 +77,13 @@ class ChangeFeed:
         self._lock = threading.Lock()
         self._version: int | None = None
 
-    async def open(self) -> None:
+    async def open(self, *, start: bool = True) -> None:
         """From now on (call inside the server's lifespan): batches already in the log are not news, and
-        news is published on the current event loop, whatever thread finds it."""
+        news is published on the current event loop, whatever thread finds it (``start`` False: a vault not
+        in the database yet, whose follower calls ``start`` once it is)."""
         self._token = anyio.lowlevel.current_token()
-        await anyio.to_thread.run_sync(self.start)
+        if start:
+            await anyio.to_thread.run_sync(self.start)
 
     def start(self) -> None:
         """From now on: batches already in the log are not news."""

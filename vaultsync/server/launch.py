@@ -45,6 +45,10 @@ class Http:
     """A verifier of several tokens (``transports.HashedTokenVerifier``)."""
     oauth: OAuthSettings | None = None
     """An OAuth 2.1 resource server: the issuer whose tokens it takes, its public URL, who may use which vault."""
+    trusted_proxies: tuple[str, ...] = ()
+    """The proxies whose ``X-Forwarded-For`` names the client in the access log."""
+    metrics: bool = False
+    """Answer ``GET /metrics`` (``server/metrics.py``)."""
 
     @property
     def url(self) -> str:
@@ -119,11 +123,29 @@ def hardened_config(manifest: Manifest, vault_dir: Path) -> tuple[ServeConfig, H
         config = replace(config, oauth=True)
     if http.tokens:
         verifier = t.HashedTokenVerifier(http.tokens)
-        return config, Http(host, port, tls=tls, verifier=verifier, oauth=manifest.oauth)
+        return config, Http(
+            host,
+            port,
+            tls=tls,
+            verifier=verifier,
+            oauth=manifest.oauth,
+            trusted_proxies=http.trusted_proxies,
+            metrics=http.metrics,
+        )
     if manifest.oauth is not None:
-        return config, Http(host, port, tls=tls, oauth=manifest.oauth)
+        return config, Http(
+            host, port, tls=tls, oauth=manifest.oauth, trusted_proxies=http.trusted_proxies, metrics=http.metrics
+        )
     path = t.local_token_file()  # loopback without [[http.tokens]]: the user's own token, as for a plain server
-    return config, Http(host, port, token=t.local_token(path), tls=tls, token_path=path)
+    return config, Http(
+        host,
+        port,
+        token=t.local_token(path),
+        tls=tls,
+        token_path=path,
+        trusted_proxies=http.trusted_proxies,
+        metrics=http.metrics,
+    )
 
 
 def hosted_configs(manifest: Manifest) -> tuple[list[tuple[HostedVault, ServeConfig]], Http]:
@@ -144,13 +166,22 @@ def hosted_configs(manifest: Manifest) -> tuple[list[tuple[HostedVault, ServeCon
             manifest=manifest,
             oauth=True,
             name=f"vaultsync ({vault.name})",
+            await_vault=True,  # a vault no watcher has recorded yet: the others are served meanwhile
         )
         configs.append((vault, config))
     http = manifest.http
     host, port = t.parse_bind(http.bind)
     tls = t.check_tls(http.tls_cert, http.tls_key)
     verifier = t.HashedTokenVerifier(http.tokens) if http.tokens else None
-    return configs, Http(host, port, tls=tls, verifier=verifier, oauth=manifest.oauth)
+    return configs, Http(
+        host,
+        port,
+        tls=tls,
+        verifier=verifier,
+        oauth=manifest.oauth,
+        trusted_proxies=http.trusted_proxies,
+        metrics=http.metrics,
+    )
 
 
 def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: Say, warn: Say | None = None) -> None:
@@ -164,6 +195,12 @@ def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: 
     for vault, config in configs:
 
         def announce(served: ServedVault, vault: HostedVault = vault) -> None:
+            if served.missing is not None:
+                say(
+                    f"vaultsync: {vault.name}: not in the database yet ({served.missing}); serving the other "
+                    "vaults, and this one once its watcher has recorded it"
+                )
+                return
             standby = served.describe()
             if standby:
                 say(f"vaultsync: {vault.name}: {standby}")
@@ -187,6 +224,8 @@ def run_hosted(configs: list[tuple[HostedVault, ServeConfig]], http: Http, say: 
             served=served_all,
             oauth=oauth,
             protected=protected,
+            trusted_proxies=http.trusted_proxies,
+            metrics=http.metrics,
         )
     )
 
@@ -254,5 +293,7 @@ def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = Non
                 served=served,
                 oauth=http.oauth,
                 protected=protected,
+                trusted_proxies=http.trusted_proxies,
+                metrics=http.metrics,
             )
         )

@@ -72,6 +72,9 @@ class ServeConfig:
     """Served behind an OAuth resource server's gate: tools listed and allowed by the token's scopes."""
     announce: Callable[[ServedVault], object] | None = None
     """Called once the vault is open, before the first request (the command line says what it serves)."""
+    await_vault: bool = False
+    """A reader (no watcher, no writes) of a vault the database does not hold yet starts anyway: its calls answer
+    that the vault is not there yet (``missing``) until a watcher records it (a hosted server's other vaults)."""
 
     @classmethod
     def of(cls, vault: Vault, **options: Any) -> ServeConfig:
@@ -92,6 +95,10 @@ class ServedVault:
         """The watcher, while this process is the one watching."""
         self.error: str | None = None
         """Why the watcher could not start, if it could not."""
+        self.missing: str | None = None
+        """Why the vault is not served yet (``await_vault``: the database does not hold it), None once it is."""
+        self.audit: Any = None
+        """The audit log its tool calls are recorded in (``hardened.audit.AuditLog``), if the manifest keeps one."""
         self.feed = ChangeFeed(self.reading)
         self._read_lock = threading.Lock()
         self._listings: dict[tuple[Any, ...], list[Any]] = {}
@@ -149,6 +156,18 @@ class ServedVault:
                 vault.close()
         self.reader = self.writer = self.role = None
 
+    def _open_or_await(self) -> bool:
+        """``open``, or (``await_vault``) remember that the database does not hold the vault yet: False."""
+        try:
+            self.open()
+        except VaultNotFound as exc:
+            if not self.config.await_vault or self.config.watch or self.config.allow_writes:
+                raise
+            self.missing = str(exc)
+            return False
+        self.missing = None
+        return True
+
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[ServedVault]:
         """The server lifespan: open, follow the batch log, start the watcher (or stand by), and stop
@@ -157,8 +176,8 @@ class ServedVault:
         self._users += 1
         try:
             if self._users == 1:
-                await anyio.to_thread.run_sync(self.open)
-                await self.feed.open()
+                opened = await anyio.to_thread.run_sync(self._open_or_await)
+                await self.feed.open(start=opened)
                 if self.config.announce is not None:
                     self.config.announce(self)
                 self._start_following()
@@ -177,6 +196,8 @@ class ServedVault:
     def reading(self) -> Iterator[Vault]:
         """The reader vault, one caller at a time (one SQLite connection)."""
         if self.reader is None:
+            if self.missing is not None:
+                raise VaultNotFound(self.missing)
             raise ConfigError("the vault is not open: the server is not running")
         with self._read_lock:
             yield self.reader
@@ -249,7 +270,17 @@ class ServedVault:
     def _follow(self) -> None:
         """Start the watcher when this process holds the lock (its first catch-up of a big vault takes a
         while; the server answers from the store meanwhile), then follow the batch log every
-        ``POLL_S`` and, standing by, try to take the lock over."""
+        ``POLL_S`` and, standing by, try to take the lock over. A vault not in the database yet is looked for
+        every ``POLL_S`` first."""
+        while self.missing is not None:
+            if self._stop.wait(POLL_S):
+                return
+            try:
+                if self._open_or_await():
+                    self.feed.start()
+                    logger.info("the vault %s is in the database now: serving it", self.config.vault)
+            except Exception as exc:  # a busy or vanished database: look again
+                logger.debug("could not look for the vault yet: %s", exc)
         role = self.role
         assert role is not None
         if role.holding:

@@ -272,10 +272,13 @@ async def serve_http(
     served: Any = None,
     oauth: Any = None,
     protected: Any = None,
+    trusted_proxies: tuple[str, ...] = (),
+    metrics: bool = False,
 ) -> None:
     """Serve streamable HTTP at ``http(s)://HOST:PORT/mcp`` until SIGINT/SIGTERM (limits: ``guards``), with
     ``/health`` and ``/ready`` for the ``served`` vault (or vaults), and one access-log line per request
-    (``probes``)."""
+    (``probes``; ``trusted_proxies``: whose ``X-Forwarded-For`` names the client there; ``metrics``: answer
+    ``/metrics``)."""
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -293,7 +296,9 @@ async def serve_http(
                 served=served,
                 oauth=oauth,
                 protected=protected,
-            )
+            ),
+            trusted_proxies,
+            probes.metrics_of(served) if metrics else None,
         ),
         failed,
     )

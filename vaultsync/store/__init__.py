@@ -453,6 +453,10 @@ class Store:
         with self.db.atomic() as con:
             return audit_heads.head(con, log_id=log_id, path=path)
 
+    def audit_unwritable(self) -> str | None:
+        """Why ``audit_append`` cannot move a head here (None: it can)."""
+        return "the database is open read-only" if self.readonly else None
+
     def audit_append(self, log_id: str, path: str, write: Callable[[int, str], str]) -> AuditHead:
         """Append one record to an audit log and move its head in one step: ``write(records, head)``
         appends the record after the head it is given and returns the new record's hash; if it

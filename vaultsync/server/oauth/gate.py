@@ -37,6 +37,7 @@ from starlette.authentication import AuthCredentials
 
 from ...errors import VaultsyncError
 from ...hardened.access import ADMIN, READ, Grant, ladder, level_of
+from .. import probes
 from .scopes import allowed, required_scope
 from .verify import TokenVerifier, Unavailable
 
@@ -136,6 +137,7 @@ class Gate:
             await self._deny(who, tool, f"{desc}; the token's scopes on {ep.label}: {' '.join(token.scopes)}")
             head = challenge(ep, "insufficient_scope", desc, need)
             return await _answer(send, 403, "insufficient_scope", desc, head)
+        probes.name_subject(scope, who)
         scope = {**scope, "user": AuthenticatedUser(token), "auth": AuthCredentials(token.scopes)}
         await self.app(scope, receive, send)
 

@@ -88,6 +88,19 @@ def upgrade(dsn: str, *, dry_run: bool = False) -> tuple[int, int, list[str]]:
         db.close()
 
 
+def _no_schema(raw: Any) -> str:
+    """Why ``current_schema()`` is null: no schema of the search_path exists, or this role may not use it."""
+    path, role = raw.execute("SELECT current_setting('search_path'), current_user").fetchone()
+    names = [name.strip().strip('"') for name in str(path).split(",") if name.strip() and "$user" not in name]
+    for name in names:
+        if raw.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (name,)).fetchone():
+            return (
+                f"the role {role} may not use the schema {name} (it has no USAGE grant there): "
+                f"GRANT USAGE ON SCHEMA {name} TO {role}, or connect as a role that has it"
+            )
+    return "the schema its search_path names does not exist; create it"
+
+
 class PgStore(Store):
     """One PostgreSQL database (or schema) holding any number of vaults: the ``Engine`` of the contract."""
 
@@ -109,7 +122,7 @@ class PgStore(Store):
             with self.db.atomic() as con:
                 self.schema = self.db.schema = con.raw.execute("SELECT current_schema()").fetchone()[0]
                 if self.schema is None:
-                    raise ConfigError(f"{self.db.path}: the schema its search_path names does not exist; create it")
+                    raise ConfigError(f"{self.db.path}: {_no_schema(con.raw)}")
                 version = schema_version(con.raw)
                 check_version(self.db.path, version, readonly=readonly)
                 if not readonly and version == 0:
@@ -233,6 +246,20 @@ class PgStore(Store):
                     self._build_index(vault_id)
         finally:
             self._deferred = None
+
+    def audit_unwritable(self) -> str | None:
+        """Why ``audit_append`` cannot move a head here: the role may not insert into and update ``audit_heads``
+        (a reader role not granted them: examples/postgres/roles.sql). None: it can."""
+        if self.readonly:
+            return "the database is open read-only"
+        with self.db.atomic() as con:
+            allowed = con.raw.execute(
+                "SELECT has_table_privilege('audit_heads', 'INSERT') AND has_table_privilege('audit_heads', 'UPDATE'), "
+                "current_user"
+            ).fetchone()
+        if allowed[0]:
+            return None
+        return f"the role {allowed[1]} may not insert into and update the table audit_heads"
 
     def _defers(self, con: Con, vault_id: int) -> bool:
         """Whether this batch of the vault leaves its index to ``deferred_index``'s end."""

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from ...errors import ConfigError, StoreError
+from ...errors import ConfigError, StoreError, Unreachable
 from .compat import Con
 from .session import Reach, connect, is_loss, lost, options, said
 
@@ -57,7 +57,7 @@ def translated(where: str, reach: Any = None) -> Iterator[None]:
         if is_loss(exc):
             if reach is not None:
                 reach.lost(why)
-            raise StoreError(f"cannot use the database {where}: {why}") from None  # no server answered
+            raise Unreachable(f"cannot use the database {where}: {why}") from None  # no server answered
         raise StoreError(f"the database {where} refused: {why}") from None
 
 

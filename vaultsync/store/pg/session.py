@@ -23,7 +23,7 @@ import time
 import weakref
 from typing import Any, ClassVar
 
-from ...errors import StoreError
+from ...errors import StoreError, Unreachable
 
 logger = logging.getLogger("vaultsync.store.pg")
 
@@ -167,7 +167,7 @@ class Reach:
             if self.since is None or time.monotonic() >= self._next_try:
                 return
             away, why = time.monotonic() - self.since, self.why
-        raise StoreError(
+        raise Unreachable(
             f"cannot use the database {self.where}: unreachable for {away:.0f} s ({why}); "
             "reconnecting, try again shortly"
         )
@@ -186,7 +186,7 @@ def connect(dsn: str, where: str, reach: Reach | None = None, *, application_nam
         if reach is not None and is_loss(exc):
             reach.failed(why)
         if isinstance(exc, psycopg.OperationalError) and getattr(exc, "sqlstate", None) in (None, "57P03"):
-            raise StoreError(f"cannot use the database {where}: {why}") from None
+            raise Unreachable(f"cannot use the database {where}: {why}") from None
         raise StoreError(f"the database {where} refused: {why}") from None
     if reach is not None:
         reach.back()
