@@ -5,6 +5,7 @@ records as the owner role, the plain servers answer as the reader role, and the 
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -151,9 +152,14 @@ def test_the_hardened_manifest_starts_with_the_watchers_environment_file(machine
         except AssertionError as exc:
             raise AssertionError(f"{exc}: {log.read_text(encoding='utf-8')}") from None
 
+        # on loopback without [[http.tokens]] the server takes its user's own token file, and says where it is
+        said = re.search(r"with the token in (\S+)", log.read_text(encoding="utf-8"))
+        assert said is not None, log.read_text(encoding="utf-8")
+        token = Path(said.group(1)).read_text(encoding="utf-8").strip()
+
         async def found() -> list[str]:
             for _ in range(300):
-                hits = await _search(f"http://127.0.0.1:{port}/mcp", None)
+                hits = await _search(f"http://127.0.0.1:{port}/mcp", token)
                 if hits:
                     return hits
                 await anyio.sleep(0.1)
