@@ -15,8 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.changes import change
 
 from vaultsync import Vault, times
+from vaultsync.errors import StoreError
+from vaultsync.store import Store
 from vaultsync.times import now_micros
 
 SLOW_S = 0.05
@@ -134,3 +137,29 @@ def test_batch_times_strictly_grow_whatever_the_clock_does(
     # an asserted time equal to the last batch's is still taken as it is (a trusted historical load)
     (root / "a.md").write_text("# A\n\nasserted again\n", encoding="utf-8")
     assert vault.sync(known_at=frozen + 2).known_at == frozen + 2
+
+
+def test_sqlite_checks_foreign_keys_again_after_a_batch_and_inside_an_outer_transaction(tmp_path: Path) -> None:
+    """The SQLite engine writes a batch's own row last, its foreign keys unchecked in that transaction only; a batch
+    nested in another transaction has them checked at the outer commit."""
+    store = Store(tmp_path / "db.sqlite")
+    try:
+        vid = store.ensure_vault("v", tmp_path)
+        with store.batch(vid) as first:
+            first.add_revision(*change("a.md", "# A\n"))
+        assert store.db.one("PRAGMA foreign_keys") == (1,)
+        with pytest.raises(RuntimeError), store.batch(vid) as failed:
+            failed.add_revision(*change("b.md", "# B\n"))
+            raise RuntimeError("stop")
+        assert store.db.one("PRAGMA foreign_keys") == (1,)
+        with store.db.atomic(), store.batch(vid) as nested:
+            nested.add_revision(*change("c.md", "# C\n"))
+        assert nested.batch_id == first.batch_id + 1 and nested.known_at > first.known_at  # type: ignore[operator]
+        assert store.last_batch(vid) == (nested.known_at, "import") and sorted(store.live_state(vid)) == [
+            "a.md",
+            "c.md",
+        ]
+        with pytest.raises(StoreError, match="FOREIGN KEY"), store.db.atomic() as con:
+            con.execute("INSERT INTO note_ends (note_id, batch_id) VALUES (1, 999)")
+    finally:
+        store.close()

@@ -236,7 +236,7 @@ class Store:
         vault's last batch whatever the clock does); an explicit time earlier than the vault's last batch
         is refused. The batch row is written only if the writer adds something.
         """
-        with self.db.atomic() as con:
+        with self.db.atomic(foreign_keys=known_at is not None) as con:  # (the row of a batch stamped at commit)
             last = con.execute("SELECT max(known_at) FROM batches WHERE vault_id = ?", (vault_id,)).fetchone()[0]
             at_commit = known_at is None
             if known_at is None:

@@ -120,8 +120,9 @@ class BatchWriter:
     a copied batch), written as it is."""
     restamp: Callable[[Any, int, int], None] | None = None
     """How the engine sets ``(con, batch_id, known_at)`` on the batch row written at the first change (PostgreSQL,
-    whose foreign keys are checked at once). None: the row itself waits for ``stamp`` (SQLite: its foreign keys
-    are checked at commit, ``PRAGMA defer_foreign_keys``), so it is written once, with its final time."""
+    whose foreign keys are checked at once). None: the row itself waits for ``stamp``, so it is written once, with
+    its final time (SQLite: the engine leaves foreign keys unchecked in the batch's transaction, ``Database.atomic``;
+    nested in another transaction they are checked at its commit, ``PRAGMA defer_foreign_keys``)."""
     created_at: int | None = None
     """When the batch's first change was written (``batches.created_at``: information only)."""
 
@@ -129,7 +130,8 @@ class BatchWriter:
         if self.batch_id is None:
             self.created_at = now_micros()
             if self.at_commit and self.restamp is None:  # its row is written by ``stamp``, just before commit
-                self.con.execute("PRAGMA defer_foreign_keys = ON")  # (reset by SQLite when the transaction ends)
+                if self.con.execute("PRAGMA foreign_keys").fetchone()[0]:  # (a batch nested in a transaction)
+                    self.con.execute("PRAGMA defer_foreign_keys = ON")  # checked at commit (reset by SQLite then)
                 row = self.con.execute("SELECT coalesce(max(id), 0) + 1 FROM batches").fetchone()
                 self.batch_id = int(row[0])  # what SQLite gives a new row (no AUTOINCREMENT)
                 return self.batch_id
