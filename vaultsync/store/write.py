@@ -165,8 +165,9 @@ class BatchWriter:
         if self.batch_id is None or not self.at_commit:
             return
         flush = getattr(self.con, "cache_flush", None)
-        if flush is not None:  # SQLite: write the batch's pages now, not in the commit after the stamp
-            flush()
+        if flush is not None:  # SQLite: do the commit's work now, not after the stamp
+            self.con.execute("SAVEPOINT stamp; RELEASE stamp")  # FTS5 writes the terms it holds in memory
+            flush()  # and the pages the batch changed go to the write-ahead log
         last = self.con.execute(
             "SELECT known_at FROM batches WHERE vault_id = ? AND id <> ? ORDER BY known_at DESC LIMIT 1",
             (self.vault_id, self.batch_id),
