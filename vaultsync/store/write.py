@@ -118,11 +118,12 @@ class BatchWriter:
     """``known_at`` is taken by ``stamp`` as the batch commits (the time it becomes visible), not given: until
     then it is only a lower bound. False: a ``known_at`` the caller asserted (``--known-at``, a git commit's time,
     a copied batch), written as it is."""
-    restamp: Callable[[Any, int, int], None] | None = None
-    """How the engine sets ``(con, batch_id, known_at)`` on the batch row written at the first change (PostgreSQL,
-    whose foreign keys are checked at once). None: the row itself waits for ``stamp``, so it is written once, with
-    its final time (SQLite: the engine leaves foreign keys unchecked in the batch's transaction, ``Database.atomic``;
-    nested in another transaction they are checked at its commit, ``PRAGMA defer_foreign_keys``)."""
+    restamp: Callable[[Any, int, Callable[[], int]], None] | None = None
+    """How the engine sets the time ``(con, batch_id, take_time)`` on the batch row written at the first change
+    (PostgreSQL, whose foreign keys are checked at once), calling ``take_time`` as late as it can. None: the row
+    itself waits for ``stamp``, so it is written once, with its final time (SQLite: the engine leaves foreign keys
+    unchecked in the batch's transaction, ``Database.atomic``; nested in another transaction they are checked at
+    its commit, ``PRAGMA defer_foreign_keys``)."""
     created_at: int | None = None
     """When the batch's first change was written (``batches.created_at``: information only)."""
 
@@ -168,14 +169,20 @@ class BatchWriter:
         if flush is not None:  # SQLite: do the commit's work now, not after the stamp
             self.con.execute("SAVEPOINT stamp; RELEASE stamp")  # FTS5 writes the terms it holds in memory
             flush()  # and the pages the batch changed go to the write-ahead log
-        last = self.con.execute(
+        row = self.con.execute(
             "SELECT known_at FROM batches WHERE vault_id = ? AND id <> ? ORDER BY known_at DESC LIMIT 1",
             (self.vault_id, self.batch_id),
         ).fetchone()
-        self.known_at = next_stamp(None if last is None else int(last[0]))
+        last = None if row is None else int(row[0])
+
+        def take_time() -> int:
+            self.known_at = next_stamp(last)
+            return self.known_at
+
         if self.restamp is not None:
-            self.restamp(self.con, self.batch_id, self.known_at)
+            self.restamp(self.con, self.batch_id, take_time)
         else:
+            take_time()
             self._insert_row()
 
     _held: list[tuple[Change, ParsedNote]] | None = None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...errors import ConfigError, LockLost, ProviderError, SchemaError
@@ -88,12 +88,13 @@ def upgrade(dsn: str, *, dry_run: bool = False) -> tuple[int, int, list[str]]:
         db.close()
 
 
-def _restamp(con: Con, batch_id: int, known_at: int) -> None:
+def _restamp(con: Con, batch_id: int, take_time: Callable[[], int]) -> None:
     """Set the commit time on the batch's own row, written in this transaction at its first change (the foreign
     keys of its revisions are checked at once, so it cannot wait): the append-only guard lets this one statement
-    through by the transaction-local setting ``purge`` uses, switched off again before anything else runs."""
+    through by the transaction-local setting ``purge`` uses, switched off again before anything else runs. The
+    time is taken after the guard is opened: what follows it is the update and the commit."""
     con.raw.execute("SELECT set_config('vaultsync.purging', 'on', true)")
-    con.raw.execute("UPDATE batches SET known_at = %s WHERE id = %s", (known_at, batch_id))
+    con.raw.execute("UPDATE batches SET known_at = %s WHERE id = %s", (take_time(), batch_id))
     con.raw.execute("SELECT set_config('vaultsync.purging', 'off', true)")  # (an error above rolls all back)
 
 
