@@ -250,9 +250,9 @@ class Store:
             try:
                 yield writer
                 writer.finish()
-                writer.stamp()
             finally:
                 writer.forget_ahead()
+            writer.stamp()  # the last thing before the commit
 
     def live_state(self, vault_id: int, paths: Iterable[str] | None = None) -> dict[str, tuple[int, str]]:
         """Path → (live revision id, content hash) of every note that exists now, or of those among ``paths``.

@@ -226,9 +226,9 @@ class PgStore(Store):
                         "SELECT pg_notify(%s, %s)",
                         (self.channel, json.dumps({"vault_id": vault_id, "batch_id": writer.batch_id})),
                     )
-                writer.stamp()  # the last statement before COMMIT (the notification is sent by the commit)
             finally:
                 writer.forget_ahead()
+            writer.stamp()  # the last statement before COMMIT (the notification is sent by the commit)
 
     @contextlib.contextmanager
     def deferred_index(self) -> Iterator[None]:
