@@ -83,6 +83,13 @@ def now_micros() -> int:
     return to_micros(dt.datetime.now(dt.UTC))
 
 
+def next_stamp(last: int | None) -> int:
+    """A new batch's ``known_at``: now, or one microsecond after the vault's ``last`` batch when the clock reads
+    no later than it (stepped back, or a second batch in the same microsecond), so batch times strictly grow."""
+    now = now_micros()
+    return now if last is None else max(now, last + 1)
+
+
 TimeLike = str | int | dt.datetime | None
 """What the library accepts as a time: an accepted string form, UTC microseconds, an aware datetime, or None."""
 

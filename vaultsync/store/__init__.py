@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SchemaError, VaultsyncError
-from ..times import format_time, now_micros
+from ..times import format_time, next_stamp, now_micros
 from . import audit as audit_heads
 from . import batches, codec
 from . import purge as purging
@@ -238,25 +238,27 @@ class Store:
     ) -> Iterator[BatchWriter]:
         """One atomic batch: everything the writer adds lands, or nothing does.
 
-        ``known_at`` None means now (kept from going before the last batch when the clock steps
-        back); an explicit time earlier than the vault's last batch is refused. The batch row is
-        written only if the writer adds something.
+        ``known_at`` None means the moment the batch commits (``BatchWriter.stamp``: strictly after the
+        vault's last batch whatever the clock does); an explicit time earlier than the vault's last batch
+        is refused. The batch row is written only if the writer adds something.
         """
-        with self.db.atomic() as con:
+        with self.db.atomic(foreign_keys=known_at is not None) as con:  # (the row of a batch stamped at commit)
             last = con.execute("SELECT max(known_at) FROM batches WHERE vault_id = ?", (vault_id,)).fetchone()[0]
+            at_commit = known_at is None
             if known_at is None:
-                known_at = now_micros() if last is None else max(now_micros(), last)
+                known_at = next_stamp(last)  # a lower bound until ``stamp``
             elif last is not None and known_at < last:
                 raise ConfigError(
                     f"known_at {format_time(known_at)} is earlier than the vault's last batch at {format_time(last)}",
                     argument="known_at",
                 )
-            writer = BatchWriter(con, vault_id, known_at, source, detail, caller, self.indexers)
+            writer = BatchWriter(con, vault_id, known_at, source, detail, caller, self.indexers, at_commit=at_commit)
             try:
                 yield writer
                 writer.finish()
             finally:
                 writer.forget_ahead()
+            writer.stamp()  # the last thing before the commit
 
     def live_state(self, vault_id: int, paths: Iterable[str] | None = None) -> dict[str, tuple[int, str]]:
         """Path → (live revision id, content hash) of every note that exists now, or of those among ``paths``.

@@ -97,6 +97,8 @@ class Batch(Protocol):
     batch_id: int | None
     """The batch's id once it has written something (None: nothing yet)."""
     known_at: int
+    """When the batch is known: asserted by the caller, or taken as the batch commits (until then a lower bound;
+    read it after the block ends)."""
     counts: dict[str, int]
     """How many revisions of each kind ("created", "modified", "renamed", "deleted") it wrote."""
 
@@ -335,9 +337,9 @@ class Engine(Upkeep, Follow, Protocol):
         detail: str | None = None,
         caller: str | None = None,
     ) -> AbstractContextManager[Batch]:
-        """One atomic batch (``known_at`` None: now, never before the vault's last batch; an explicit
-        earlier time is refused). ``source``/``detail`` say where it came from (import, watch, git + sha…),
-        ``caller`` whom an MCP tool wrote it for."""
+        """One atomic batch (``known_at`` None: the moment it commits, strictly after the vault's last batch;
+        an explicit time earlier than that batch's is refused). ``source``/``detail`` say where it came from
+        (import, watch, git + sha…), ``caller`` whom an MCP tool wrote it for."""
         ...
 
     def view(

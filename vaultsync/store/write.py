@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
 
 from ..parsers import ParsedNote
-from ..times import now_micros
+from ..times import next_stamp, now_micros
 from . import codec
 from .contract import AheadWork, Change, Indexer
 
@@ -117,15 +117,76 @@ class BatchWriter:
     text_dict: bytes | None = None
     """Key of the dictionary new chunk texts are compressed with (see ``codec``)."""
     counts: dict[str, int] = field(default_factory=lambda: {"created": 0, "modified": 0, "renamed": 0, "deleted": 0})
+    at_commit: bool = False
+    """``known_at`` is taken by ``stamp`` as the batch commits (the time it becomes visible), not given: until
+    then it is only a lower bound. False: a ``known_at`` the caller asserted (``--known-at``, a git commit's time,
+    a copied batch), written as it is."""
+    restamp: Callable[[Any, int, Callable[[], int]], None] | None = None
+    """How the engine sets the time ``(con, batch_id, take_time)`` on the batch row written at the first change
+    (PostgreSQL, whose foreign keys are checked at once), calling ``take_time`` as late as it can. None: the row
+    itself waits for ``stamp``, so it is written once, with its final time (SQLite: the engine leaves foreign keys
+    unchecked in the batch's transaction, ``Database.atomic``; nested in another transaction they are checked at
+    its commit, ``PRAGMA defer_foreign_keys``)."""
+    created_at: int | None = None
+    """When the batch's first change was written (``batches.created_at``: information only)."""
 
     def _batch(self) -> int:
         if self.batch_id is None:
+            self.created_at = now_micros()
+            if self.at_commit and self.restamp is None:  # its row is written by ``stamp``, just before commit
+                if self.con.execute("PRAGMA foreign_keys").fetchone()[0]:  # (a batch nested in a transaction)
+                    self.con.execute("PRAGMA defer_foreign_keys = ON")  # checked at commit (reset by SQLite then)
+                row = self.con.execute("SELECT coalesce(max(id), 0) + 1 FROM batches").fetchone()
+                self.batch_id = int(row[0])  # what SQLite gives a new row (no AUTOINCREMENT)
+                return self.batch_id
+            self._insert_row()
+        assert self.batch_id is not None
+        return self.batch_id
+
+    def _insert_row(self) -> None:
+        if self.batch_id is None:
             self.con.execute(
                 "INSERT INTO batches (vault_id, known_at, source, detail, caller, created_at) VALUES (?,?,?,?,?,?)",
-                (self.vault_id, self.known_at, self.source, self.detail, self.caller, now_micros()),
+                (self.vault_id, self.known_at, self.source, self.detail, self.caller, self.created_at),
             )
             self.batch_id = self.con.last_insert_rowid()
-        return self.batch_id
+        else:
+            self.con.execute(
+                "INSERT INTO batches (id, vault_id, known_at, source, detail, caller, created_at) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (self.batch_id, self.vault_id, self.known_at, self.source, self.detail, self.caller, self.created_at),
+            )
+
+    def stamp(self) -> None:
+        """Take the batch's ``known_at`` now, as it commits (engines call this last, after ``finish``, just before
+        the commit): the moment its revisions become visible, strictly after the vault's last batch whatever the
+        wall clock does (stepped back, or two batches in one microsecond). Nothing to do for a batch that wrote
+        nothing or whose time was asserted.
+
+        The window left between this time and the commit's visibility is the commit itself: SQLite's pages are
+        flushed into the write-ahead log first (``cache_flush``), so only the batch row's page and the commit
+        record remain; PostgreSQL's commit is the flush of its commit record."""
+        if self.batch_id is None or not self.at_commit:
+            return
+        flush = getattr(self.con, "cache_flush", None)
+        if flush is not None:  # SQLite: do the commit's work now, not after the stamp
+            self.con.execute("SAVEPOINT stamp; RELEASE stamp")  # FTS5 writes the terms it holds in memory
+            flush()  # and the pages the batch changed go to the write-ahead log
+        row = self.con.execute(
+            "SELECT known_at FROM batches WHERE vault_id = ? AND id <> ? ORDER BY known_at DESC LIMIT 1",
+            (self.vault_id, self.batch_id),
+        ).fetchone()
+        last = None if row is None else int(row[0])
+
+        def take_time() -> int:
+            self.known_at = next_stamp(last)
+            return self.known_at
+
+        if self.restamp is not None:
+            self.restamp(self.con, self.batch_id, take_time)
+        else:
+            take_time()
+            self._insert_row()
 
     _held: list[tuple[Change, ParsedNote]] | None = None
     """Revisions held back to train the dictionary from (None: not holding)."""

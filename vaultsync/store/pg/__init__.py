@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...errors import ConfigError, LockLost, ProviderError, SchemaError
-from ...times import format_time, now_micros
+from ...times import format_time, next_stamp
 from .. import Store, codec, is_dsn  # noqa: F401 - is_dsn: what names this engine
 from ..values import PurgeResult
 from ..view import View
@@ -99,6 +99,16 @@ def _no_schema(raw: Any) -> str:
                 f"GRANT USAGE ON SCHEMA {name} TO {role}, or connect as a role that has it"
             )
     return "the schema its search_path names does not exist; create it"
+
+
+def _restamp(con: Con, batch_id: int, take_time: Callable[[], int]) -> None:
+    """Set the commit time on the batch's own row, written in this transaction at its first change (the foreign
+    keys of its revisions are checked at once, so it cannot wait): the append-only guard lets this one statement
+    through by the transaction-local setting ``purge`` uses, switched off again before anything else runs. The
+    time is taken after the guard is opened: what follows it is the update and the commit."""
+    con.raw.execute("SELECT set_config('vaultsync.purging', 'on', true)")
+    con.raw.execute("UPDATE batches SET known_at = %s WHERE id = %s", (take_time(), batch_id))
+    con.raw.execute("SELECT set_config('vaultsync.purging', 'off', true)")  # (an error above rolls all back)
 
 
 class PgStore(Store):
@@ -206,15 +216,18 @@ class PgStore(Store):
         with self.db.atomic() as con:
             self._hold_head(con, vault_id)
             last = con.raw.execute("SELECT max(known_at) FROM batches WHERE vault_id = %s", (vault_id,)).fetchone()[0]
+            at_commit = known_at is None
             if known_at is None:
-                known_at = now_micros() if last is None else max(now_micros(), last)
+                known_at = next_stamp(last)  # a lower bound until ``stamp``
             elif last is not None and known_at < last:
                 raise ConfigError(
                     f"known_at {format_time(known_at)} is earlier than the vault's last batch at {format_time(last)}",
                     argument="known_at",
                 )
             indexers = [] if self._defers(con, vault_id) else self.indexers
-            writer = BatchWriter(con, vault_id, known_at, source, detail, caller, indexers)
+            writer = BatchWriter(
+                con, vault_id, known_at, source, detail, caller, indexers, at_commit=at_commit, restamp=_restamp
+            )
             try:
                 yield writer
                 writer.finish()
@@ -228,6 +241,7 @@ class PgStore(Store):
                     )
             finally:
                 writer.forget_ahead()
+            writer.stamp()  # the last statement before COMMIT (the notification is sent by the commit)
 
     @contextlib.contextmanager
     def deferred_index(self) -> Iterator[None]:

@@ -3,7 +3,8 @@
 The tables mirror the SQLite engine's (``store/schema.py``) column for column, so the read code runs on
 both: ``bigint`` for SQLite's INTEGER (ids from identity columns), ``bytea`` for BLOB, paths and other
 sorted text ``COLLATE "C"`` (byte order, as SQLite's BINARY). Append-only is enforced by triggers that
-refuse UPDATE and DELETE unless the transaction set ``vaultsync.purging`` (only ``purge`` does), and a
+refuse UPDATE and DELETE unless the transaction set ``vaultsync.purging`` (only ``purge`` does, and a batch
+for the one statement that sets its commit time on its own new row), and a
 batch may not go back in time. ``vault_heads`` holds one row per vault that each batch locks
 ``FOR UPDATE``: batch order and ``known_at`` stay monotonic even without the advisory writer lock.
 """
