@@ -232,7 +232,18 @@ class Plan:
         return len(self.to_read) + len(self.deletions)
 
     def changes(self) -> Iterator[Change]:
-        """Read each candidate once, in path order; yield the revisions to write (call once)."""
+        """Read each candidate once, in path order; yield the revisions to write (call once).
+
+        With ``hold``, what it holds back holds back the whole batch: when a deletion no add joins, or a copy of a
+        note still on disk, may wait, nothing is written and every path of the batch is ``held`` (a batch is a state
+        that existed: the adds of a burst are never recorded without its deletions)."""
+        if self._hold is not None:
+            waiting = self._foreseen_holds()
+            if waiting:
+                self.held = sorted({*self.deletions, *(path for path, _ in self.to_read)})
+                self.to_read, self.deletions, self._by_hash = [], [], {}
+                return
+            self._hold = None  # decided: this batch holds nothing back
         for path, obs in self.to_read:
             live_rev = self.live.get(path)
             try:
@@ -270,10 +281,32 @@ class Plan:
                 change.kind, change.renamed_from, change.prev_id = "renamed", old, self.live[old][0]
                 self.renames[old] = path
             yield change
-        if self._hold is not None:  # a deletion no add joined: held one window, an add may still come
-            held = {p for p in self.deletions if p not in self.renames and self._hold(p)}
-            self.deletions = [p for p in self.deletions if p not in held]
-            self.held.extend(sorted(held))
+
+    def _foreseen_holds(self) -> list[str]:
+        """What ``hold`` would hold back, found before anything is written: the deletions no created note's content
+        joins and the created notes that copy a live note still on disk (their files read once more: cheap next to
+        writing them), each as far as ``hold`` allows."""
+        assert self._hold is not None
+        created: dict[str, int] = {}
+        copies: list[str] = []
+        for path, obs in self.to_read:
+            if path in self.live:
+                continue
+            try:
+                digest = content_hash(obs.read())
+            except (OSError, ParseError):
+                continue  # the batch names it
+            if digest in self._by_hash:
+                created[digest] = created.get(digest, 0) + 1
+                continue
+            if self._twins is not None:
+                twins = [present for old, _, present in self._twins(digest) if old not in self.live and old != path]
+                if twins and all(twins):
+                    copies.append(path)
+        unpaired: list[str] = []
+        for digest, paths in self._by_hash.items():
+            unpaired.extend(paths[created.get(digest, 0) :])
+        return [path for path in sorted({*unpaired, *copies}) if self._hold(path)]
 
     def _gone_twin(self, path: str, digest: str) -> list[str] | None:
         """A created note's content found in live notes outside the batch (``twins``): those whose file is

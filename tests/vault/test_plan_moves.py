@@ -35,12 +35,18 @@ def test_a_copy_of_a_note_still_there_is_held_or_created() -> None:
     assert [(c.path, c.kind) for c in created.changes()] == [("Copy.md", "created")] and created.held == []
 
 
-def test_an_unpaired_deletion_is_held_while_allowed_and_a_paired_one_never() -> None:
-    now = live(Gone="# Gone\n", Old="# Moved\n")
-    observed = {"Gone.md": Absent(), "Old.md": Absent(), "New.md": blob("# Moved\n")}
-    plan = Plan(observed, now, {}, now_ns=NOW, hold=lambda p: True)
-    assert [(c.path, c.kind) for c in plan.changes()] == [("New.md", "renamed")]
-    assert plan.deletions == ["Old.md"] and plan.held == ["Gone.md"]
+def test_an_unpaired_deletion_holds_the_whole_batch_while_allowed() -> None:
+    """What waits for its other half holds back everything with it: the rename and the edit are not recorded
+    without the deletion (no such state was ever on disk)."""
+    now = live(Gone="# Gone\n", Old="# Moved\n", Edited="# v1\n")
+    observed = {"Gone.md": Absent(), "Old.md": Absent(), "New.md": blob("# Moved\n"), "Edited.md": blob("# v2\n")}
+    asked: list[str] = []
+    plan = Plan(observed, now, {}, now_ns=NOW, hold=lambda p: asked.append(p) or True)
+    assert list(plan.changes()) == [] and plan.deletions == []
+    assert plan.held == ["Edited.md", "Gone.md", "New.md", "Old.md"] and asked == ["Gone.md"]
+    paired = Plan({"Old.md": Absent(), "New.md": blob("# Moved\n")}, now, {}, now_ns=NOW, hold=lambda p: True)
+    assert [(c.path, c.kind) for c in paired.changes()] == [("New.md", "renamed")]
+    assert paired.deletions == ["Old.md"] and paired.held == []
     late = Plan(observed, now, {}, now_ns=NOW, hold=lambda p: False)
     list(late.changes())
     assert late.deletions == ["Gone.md", "Old.md"] and late.held == []

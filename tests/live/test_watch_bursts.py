@@ -1,0 +1,139 @@
+"""A burst is recorded as states that existed: what the watcher holds back (a deletion waiting for its add) holds
+back the rest of the burst with it, and its log line says "batch N" with the delay from the burst's first change.
+
+A real watchdog observer on a temporary folder; a burst shaped like ``git checkout`` (every deletion first, the
+writes a moment later, past the quiet period, so they reach the watcher in two flushes).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.watch_helpers import no_thread_leaks, wait_until  # noqa: F401  (autouse fixture)
+
+from vaultsync import Vault
+from vaultsync.live.watcher import Watcher
+
+pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
+
+OLD = [f"Old/Note {n}.md" for n in range(6)]
+NEW = [f"New/Page {n}.md" for n in range(6)]
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Iterator[tuple[Vault, Path, Path]]:
+    root, db = tmp_path / "vault", tmp_path / "db.sqlite"
+    for n in range(20):
+        (root / "Kept").mkdir(parents=True, exist_ok=True)
+        (root / "Kept" / f"Kept {n}.md").write_text(f"# Kept {n}\n", encoding="utf-8")
+    for rel in OLD:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"# {rel} was here\n", encoding="utf-8")
+    with Vault.open(db, root=root, name="vault") as opened:
+        yield opened, root, db
+
+
+def listings(db: Path) -> dict[int, set[str]]:
+    """Every batch's state: batch id -> the notes ``ls --as-of r<id>`` lists."""
+    with Vault.open(db, name="vault", readonly=True) as reader:
+        batches = [news.batch_id for news in reader.batches_after(0)]
+        return {batch: {r.path for r in reader.ls(as_of=f"r{batch}")} for batch in batches}
+
+
+def checkout(root: Path, edited: str) -> float:
+    """Delete the old notes, then (past the quiet period) write the new ones and edit a kept one; when it began."""
+    began = time.monotonic()
+    for rel in OLD:
+        (root / rel).unlink()
+    time.sleep(0.3)
+    for rel in NEW:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"# {rel} is new\n", encoding="utf-8")
+    (root / edited).write_text("# edited in the burst\n", encoding="utf-8")
+    return began
+
+
+def test_the_adds_of_a_burst_are_never_recorded_without_its_deletions(
+    vault: tuple[Vault, Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    opened, root, db = vault
+    caplog.set_level(logging.INFO, logger="vaultsync.live.watcher")
+    with Watcher(opened, step_ms=50, debounce_ms=100, reconcile_s=0) as watcher:
+        began = checkout(root, "Kept/Kept 3.md")
+        wait_until(lambda: watcher.status()["held"] == 0 and set(NEW) <= live(db), what="the burst recorded")
+        took_ms = (time.monotonic() - began) * 1000
+        assert not set(OLD) & live(db)
+    for batch, notes in listings(db).items():
+        assert not (set(OLD) & notes and set(NEW) & notes), f"batch {batch} lists notes that never coexisted"
+    with Vault.open(db, name="vault", readonly=True) as reader:
+        assert [r.kind for r in reader.history("Kept/Kept 3.md")] == ["created", "modified"]
+    told = [r.getMessage() for r in caplog.records if " deleted, " in r.getMessage()]
+    burst = [line for line in told if re.search(r", [1-9]\d* deleted, ", line)]
+    assert burst and all(line.startswith("batch ") for line in burst), told
+    # the delay told runs from the burst's first change (the deletions), not from the last flush
+    delays = [float(re.search(r", (\d+) ms after the first change", line).group(1)) for line in burst]  # type: ignore[union-attr]
+    assert delays[-1] >= 300 and delays[-1] <= took_ms, burst
+    assert "(13 notes)" in burst[-1], burst  # 6 deleted, 6 added, 1 edited
+
+
+def test_a_folder_of_renames_is_told_with_its_count(
+    vault: tuple[Vault, Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    opened, root, db = vault
+    caplog.set_level(logging.INFO, logger="vaultsync.live.watcher")
+    with Watcher(opened, step_ms=50, debounce_ms=200, reconcile_s=0):
+        (root / "Kept").rename(root / "Moved")
+        wait_until(lambda: "Moved/Kept 0.md" in live(db) and "Kept/Kept 0.md" not in live(db), what="the move")
+    told = [r.getMessage() for r in caplog.records if " renamed, " in r.getMessage()]
+    assert any(", 20 renamed, " in line and "(20 notes)" in line for line in told), told
+
+
+def live(db: Path) -> set[str]:
+    with Vault.open(db, name="vault", readonly=True) as reader:
+        return {r.path for r in reader.ls()}
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_a_checkout_deleting_most_notes_is_recorded_and_a_vanished_folder_is_not(tmp_path: Path) -> None:
+    """More deletions than the mass-deletion guard allows: recorded when git's HEAD moved (a checkout), as one state
+    that existed; refused when the same files vanish with HEAD where it was."""
+    root, db = tmp_path / "vault", tmp_path / "db.sqlite"
+    root.mkdir()
+    for n in range(40):
+        (root / f"Note {n}.md").write_text(f"# Note {n}\n\nbody {n}\n", encoding="utf-8")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "forty")
+    git(root, "checkout", "-q", "-b", "lean")
+    for n in range(30):
+        (root / f"Note {n}.md").unlink()
+    (root / "Fresh.md").write_text("# Fresh\n\nonly on the lean branch\n", encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "lean")
+    git(root, "checkout", "-q", "main")
+    gone, kept = {f"Note {n}.md" for n in range(30)}, {f"Note {n}.md" for n in range(30, 40)}
+    with Vault.open(db, root=root, name="vault") as opened, Watcher(opened, step_ms=50, debounce_ms=200) as watcher:
+        git(root, "checkout", "-q", "lean")
+        wait_until(lambda: live(db) == {*kept, "Fresh.md"}, what="the checkout recorded")
+        assert watcher.status()["vault_unavailable"] is None
+        git(root, "checkout", "-q", "main")
+        wait_until(lambda: live(db) == gone | kept, what="the way back recorded")
+        for batch, notes in listings(db).items():
+            assert not ("Fresh.md" in notes and gone & notes), f"batch {batch} lists notes that never coexisted"
+        for n in range(30):  # the same deletions without git: a vanished folder, refused
+            (root / f"Note {n}.md").unlink()
+        wait_until(lambda: watcher.status()["vault_unavailable"], what="the mass deletion refused")
+        assert live(db) == gone | kept
