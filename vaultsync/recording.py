@@ -72,6 +72,7 @@ class Recorder:
             unchanged=unchanged,
             twins=twins,
             hold=None if paths is None else hold,
+            settle=paths is not None and hold is not None,
         )
         guarded = None if allow_mass_delete else self._deletion_guard(plan, replaced, checkout)
         summary = self.write_plan(

@@ -39,6 +39,9 @@ RACY_NS = 2_000_000_000
 PARALLEL_MIN_NOTES = 200
 """A batch with at least this many notes to read parses them in worker processes (when allowed)."""
 
+SETTLE_NS = 50_000_000
+"""A watcher's batch leaves out a file modified this recently after it was read: it is being written (``Plan``)."""
+
 IN_FLIGHT = 64
 """At most this many notes are handed to parse workers ahead of the writer."""
 
@@ -116,6 +119,8 @@ class BatchSummary:
     """Vault-relative paths whose revision this batch wrote (renames: old and new path)."""
     held: list[str] = field(default_factory=list)
     """Paths left for a later batch (a watcher's flush holds an unpaired deletion one window: see ``Plan``)."""
+    unsettled: list[str] = field(default_factory=list)
+    """Files left out because they were being written when read (``Plan``'s ``settle``): due again soon."""
 
     @property
     def changed(self) -> int:
@@ -163,7 +168,10 @@ class Plan:
     A move can reach a partial sync in halves. ``twins`` finds the other half of a created note: a
     live note outside the observations with its content whose file is gone joins the plan as a
     deletion, and the note is its rename. ``hold`` (a watcher's) may leave for a later batch
-    (``held``) a deletion no add joined and a copy of a live note still on disk.
+    (``held``) a deletion no add joined and a copy of a live note still on disk; what it holds back holds back the
+    whole batch. With ``settle`` (a watcher's) a file still being written when read (modified less than
+    ``SETTLE_NS`` before the read ended, or not the size read) is left out (``unsettled``): a note rewritten
+    continuously is recorded once it rests, never as a state it only passed through (an emptied file mid-save).
     """
 
     def __init__(
@@ -178,8 +186,12 @@ class Plan:
         unchanged: int = 0,
         twins: Twins | None = None,
         hold: Callable[[str], bool] | None = None,
+        settle: bool = False,
     ) -> None:
         self.live = dict(live)
+        self._settle = settle
+        self.unsettled: list[str] = []
+        """Files left out of this batch because they were being written when read (``settle``)."""
         self._twins = twins
         self._hold = hold
         self.held: list[str] = []
@@ -248,6 +260,9 @@ class Plan:
             live_rev = self.live.get(path)
             try:
                 data = obs.read()
+                if self._settle and not _settled(obs, len(data)):
+                    self.unsettled.append(path)
+                    continue
                 digest = content_hash(data)
                 if live_rev is not None and live_rev[1] == digest:
                     self.unchanged += 1
@@ -330,6 +345,20 @@ class Plan:
             self.held.append(path)
             return None
         return []
+
+
+def _settled(obs: Present, size: int, now_ns: int | None = None) -> bool:
+    """Whether a file read as ``size`` bytes rested then: no write since the read ended, none just before it (a
+    file's time stamp may lag a write by a clock tick), and the size read its size. A time stamp in the future
+    (another machine's clock) cannot tell, and passes."""
+    if obs.fs_path is None:
+        return True  # given bytes (git blobs), not a file being written
+    try:
+        st = os.lstat(obs.fs_path)
+    except OSError:
+        return False  # gone or replaced since: a later batch sees what is there
+    age = (time.time_ns() if now_ns is None else now_ns) - st.st_mtime_ns
+    return st.st_size == size and not 0 <= age < SETTLE_NS
 
 
 def twins_on_disk(everything: Mapping[str, tuple[int, str]], observed: Mapping[str, Observed], root: Path) -> Twins:
@@ -448,6 +477,7 @@ def write_plan(
 def _summary(summary: BatchSummary, plan: Plan, writer: Batch, written: list[str], started: float) -> BatchSummary:
     summary.errors = list(plan.refused)
     summary.held = list(plan.held)
+    summary.unsettled = list(plan.unsettled)
     summary.unchanged = plan.unchanged
     summary.paths = sorted(set(written)) if writer.batch_id is not None else []
     summary.batch_id = writer.batch_id

@@ -137,3 +137,34 @@ def test_a_checkout_deleting_most_notes_is_recorded_and_a_vanished_folder_is_not
             (root / f"Note {n}.md").unlink()
         wait_until(lambda: watcher.status()["vault_unavailable"], what="the mass deletion refused")
         assert live(db) == gone | kept
+
+
+def test_a_note_rewritten_continuously_is_recorded_only_as_states_it_rested_in(
+    vault: tuple[Vault, Path, Path],
+) -> None:
+    """Hundreds of saves a second (each empties the file, then writes it whole) past several maximum waits: no
+    revision is a state the note only passed through (empty, or part of a save); the last save is recorded."""
+    opened, root, db = vault
+    note = root / "Kept" / "Kept 5.md"
+    versions = [f"# Kept 5\n\nsave {n}\n" + "text " * 40 + "\n" for n in range(100_000)]
+    with Watcher(opened, step_ms=50, debounce_ms=150, reconcile_s=0):
+        deadline, n = time.monotonic() + 1.5, 0
+        while time.monotonic() < deadline:
+            with note.open("w", encoding="utf-8") as f:
+                f.flush()
+                time.sleep(0.001)  # emptied: the state a save passes through
+                f.write(versions[n])
+            n += 1
+        last = versions[n - 1]
+        wait_until(lambda: read_now(db, "Kept/Kept 5.md") == last, what="the last save recorded")
+    saved = set(versions[:n]) | {"# Kept 5\n"}
+    with Vault.open(db, name="vault", readonly=True) as reader:
+        recorded = [
+            reader.read("Kept/Kept 5.md", as_of=f"r{r.batch_id}").content for r in reader.history("Kept/Kept 5.md")
+        ]
+    assert n > 50 and all(text in saved for text in recorded), [t[:30] for t in recorded if t not in saved]
+
+
+def read_now(db: Path, path: str) -> str | None:
+    with Vault.open(db, name="vault", readonly=True) as reader:
+        return reader.read(path).content

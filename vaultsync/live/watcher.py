@@ -363,6 +363,7 @@ class Watcher:
             logger.warning("%s written: recording again after %d failed attempts", reason, self._failing)
             self._failing = 0
         self._held.keep(summary.held, everything=paths is None, hold_s=self.hold_s, first=first or started)
+        self._debouncer.add(summary.unsettled)  # being written when read: recorded once they rest
         if not self._held:  # the burst is all recorded: a later move of HEAD is a new checkout
             self._head = head
         if paths is not None and self.folder.lost_watches(paths):
