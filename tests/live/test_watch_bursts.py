@@ -168,3 +168,29 @@ def test_a_note_rewritten_continuously_is_recorded_only_as_states_it_rested_in(
 def read_now(db: Path, path: str) -> str | None:
     with Vault.open(db, name="vault", readonly=True) as reader:
         return reader.read(path).content
+
+
+def test_git_head_is_read_from_a_repository_a_subfolder_a_linked_work_tree_and_packed_refs(tmp_path: Path) -> None:
+    from vaultsync.disk.vanished import git_head
+
+    repo, elsewhere = tmp_path / "repo", tmp_path / "plain"
+    (repo / "Notes").mkdir(parents=True)
+    elsewhere.mkdir()
+    assert git_head(elsewhere) is None
+    git(repo, "init", "-q", "-b", "main")
+    assert git_head(repo) == "refs/heads/main (no commit yet)"
+    (repo / "Notes" / "a.md").write_text("# a\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    first = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert git_head(repo) == git_head(repo / "Notes") == f"refs/heads/main {first}"
+    git(repo, "pack-refs", "--all")
+    assert git_head(repo) == f"refs/heads/main {first}"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(tmp_path / "linked"))
+    assert git_head(tmp_path / "linked") == f"refs/heads/side {first}"
+    (repo / "Notes" / "b.md").write_text("# b\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "two")
+    assert git_head(repo) != f"refs/heads/main {first}" and git_head(tmp_path / "linked") == f"refs/heads/side {first}"
+    git(repo, "checkout", "-q", "--detach", first)
+    assert git_head(repo / "Notes") == first

@@ -106,13 +106,15 @@ def git_head(root: Path) -> str | None:
     moves HEAD once a checkout, a pull or a reset has written the work tree: a batch that finds it moved since the
     last one is the work of git, not a vanished folder.
     """
-    git = root / ".git"
+    git = next((folder / ".git" for folder in (root, *root.parents) if (folder / ".git").exists()), None)
+    if git is None:
+        return None  # not in a git work tree (the vault may be a folder of one: its parents are looked in)
     try:
         if git.is_file():  # a linked work tree or a submodule: "gitdir: <path>"
             pointer = git.read_text(encoding="utf-8").strip()
             if not pointer.startswith("gitdir:"):
                 return None
-            git = (root / pointer.removeprefix("gitdir:").strip()).resolve()
+            git = (git.parent / pointer.removeprefix("gitdir:").strip()).resolve()
         head = (git / "HEAD").read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return None
