@@ -190,6 +190,7 @@ class Plan:
     ) -> None:
         self.live = dict(live)
         self._settle = settle
+        self._now_ns = now_ns
         self.unsettled: list[str] = []
         """Files left out of this batch because they were being written when read (``settle``)."""
         self._twins = twins
@@ -260,14 +261,18 @@ class Plan:
             live_rev = self.live.get(path)
             try:
                 data = obs.read()
-                if self._settle and not _settled(obs, len(data)):
-                    self.unsettled.append(path)
-                    continue
                 digest = content_hash(data)
                 if live_rev is not None and live_rev[1] == digest:
                     self.unchanged += 1
                     if obs.mtime_ns is not None:
                         self.state_updates.append((path, len(data), obs.mtime_ns, digest))
+                    continue
+                if (
+                    self._settle
+                    and not _settled(obs, len(data), self._now_ns)
+                    and not self._moved_here(path, live_rev, digest)
+                ):
+                    self.unsettled.append(path)
                     continue
                 text = decode(data)
             except ParseError as exc:
@@ -296,6 +301,17 @@ class Plan:
                 change.kind, change.renamed_from, change.prev_id = "renamed", old, self.live[old][0]
                 self.renames[old] = path
             yield change
+
+    def _moved_here(self, path: str, live_rev: tuple[int, str] | None, digest: str) -> bool:
+        """Whether a new file holds, whole, the content of a note whose file is gone: the far end of a move, recorded
+        with it even while its file is fresh (a rename is never split into a deletion and a later creation)."""
+        if live_rev is not None:
+            return False
+        if digest in self._by_hash:
+            return True
+        return self._twins is not None and any(
+            not present for old, _, present in self._twins(digest) if old not in self.live and old != path
+        )
 
     def _foreseen_holds(self) -> list[str]:
         """What ``hold`` would hold back, found before anything is written: the deletions no created note's content

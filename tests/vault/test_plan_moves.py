@@ -61,3 +61,20 @@ def test_a_twin_already_in_the_batch_is_not_taken_twice() -> None:
     assert changes["New.md"] == ("renamed", "Old.md")
     assert changes["Newer.md"][0] == "renamed" and changes["Newer.md"][1] != "Old.md"
     assert sorted(plan.deletions) == sorted(plan.renames) == ["Elsewhere.md", "Old.md"]
+
+
+def test_a_file_being_written_waits_unless_it_is_the_far_end_of_a_move(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """With ``settle`` (a watcher's), a file modified just now is left for a later batch, but a fresh file holding a
+    deleted note's content whole is its rename, recorded with it."""
+    from vaultsync.disk.folder import observe_file
+
+    for name, text in {"Edited.md": "# half a sa", "Moved.md": "# Moved\n", "Written.md": "# new\n"}.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    now = live(Edited="# v1\n", Old="# Moved\n")
+    observed = {p: observe_file(str(tmp_path), str(tmp_path / p)) for p in ("Edited.md", "Moved.md", "Written.md")}
+    just_now = max(o.mtime_ns for o in observed.values()) + 1_000_000  # type: ignore[union-attr]
+    plan = Plan({**observed, "Old.md": Absent()}, now, {}, now_ns=just_now, hold=lambda p: False, settle=True)
+    assert [(c.path, c.kind) for c in plan.changes()] == [("Moved.md", "renamed")]
+    assert plan.unsettled == ["Edited.md", "Written.md"] and plan.deletions == ["Old.md"]
+    calm = Plan({**observed, "Old.md": Absent()}, now, {}, now_ns=just_now, hold=lambda p: False)
+    assert sorted(c.path for c in calm.changes()) == ["Edited.md", "Moved.md", "Written.md"] and not calm.unsettled
