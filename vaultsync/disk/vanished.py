@@ -106,10 +106,10 @@ def git_head(root: Path) -> str | None:
     moves HEAD once a checkout, a pull or a reset has written the work tree: a batch that finds it moved since the
     last one is the work of git, not a vanished folder.
     """
-    git = next((folder / ".git" for folder in (root, *root.parents) if (folder / ".git").exists()), None)
+    git = next((folder / ".git" for folder in (root, *root.parents) if os.path.lexists(folder / ".git")), None)
     if git is None:
         return None  # not in a git work tree (the vault may be a folder of one: its parents are looked in)
-    try:
+    try:  # the vault folder may be unreadable (a failure the batch names): not git's work then
         if git.is_file():  # a linked work tree or a submodule: "gitdir: <path>"
             pointer = git.read_text(encoding="utf-8").strip()
             if not pointer.startswith("gitdir:"):
