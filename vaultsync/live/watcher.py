@@ -250,7 +250,8 @@ class Watcher:
             held_due = [] if self._queued() else held_due
             for due in [*held_due, *([recheck] if recheck is not None else [])]:
                 wait = max(0.0, min(wait, due - time.monotonic()))
-            if self.filler.due:  # vectors to fill: a step now unless a batch is due (a step is about a second)
+            filling = self.filler.due and not self._held  # a held burst is due within its hold: not behind a step
+            if filling:  # vectors to fill: a step now unless a batch is due (a step is about a second)
                 wait = 0.0
             pending = self._debouncer.get(timeout=wait)
             if self._stop.is_set():
@@ -273,7 +274,7 @@ class Watcher:
                 ok = self._flush_all("reconcile")
                 if ok:
                     self._next_reconcile = time.monotonic() + self.reconcile_s
-            elif self.filler.due:
+            elif filling:
                 self.filler.step()
                 continue
             else:
