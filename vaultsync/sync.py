@@ -170,8 +170,9 @@ class Plan:
     deletion, and the note is its rename. ``hold`` (a watcher's) may leave for a later batch
     (``held``) a deletion no add joined and a copy of a live note still on disk; what it holds back holds back the
     whole batch. With ``settle`` (a watcher's) a file still being written when read (modified less than
-    ``SETTLE_NS`` before the read ended, or not the size read) is left out (``unsettled``): a note rewritten
-    continuously is recorded once it rests, never as a state it only passed through (an emptied file mid-save).
+    ``SETTLE_NS`` before the read ended, or not the size read) is left out (``unsettled``) while ``hold`` lets it
+    wait: a note rewritten continuously is recorded once it rests, never as a state it only passed through (an
+    emptied file mid-save), and as read once it waited the longest a hold may last.
     """
 
     def __init__(
@@ -189,7 +190,8 @@ class Plan:
         settle: bool = False,
     ) -> None:
         self.live = dict(live)
-        self._settle = settle
+        self._settle = settle and hold is not None
+        self._may_wait = hold
         self._now_ns = now_ns
         self.unsettled: list[str] = []
         """Files left out of this batch because they were being written when read (``settle``)."""
@@ -271,6 +273,7 @@ class Plan:
                     self._settle
                     and not _settled(obs, len(data), self._now_ns)
                     and not self._moved_here(path, live_rev, digest)
+                    and (self._may_wait is None or self._may_wait(path))
                 ):
                     self.unsettled.append(path)
                     continue

@@ -194,3 +194,20 @@ def test_git_head_is_read_from_a_repository_a_subfolder_a_linked_work_tree_and_p
     assert git_head(repo) != f"refs/heads/main {first}" and git_head(tmp_path / "linked") == f"refs/heads/side {first}"
     git(repo, "checkout", "-q", "--detach", first)
     assert git_head(repo / "Notes") == first
+
+
+def test_a_file_that_never_rests_waits_three_holds_at_most() -> None:
+    """A log appended to every few milliseconds never rests (``Plan``'s ``unsettled``): it may wait as long as a run
+    of holds, and is then recorded as read."""
+    from vaultsync.live.holding import HOLD_ROUNDS, HeldPaths
+
+    held, hold_s = HeldPaths(), 0.1
+    held.keep([], everything=False, hold_s=hold_s, first=time.monotonic(), unsettled=["Log.md"])
+    assert held.may_hold("Log.md") and held.may_hold("Other.md")
+    time.sleep(HOLD_ROUNDS * hold_s / 2)
+    held.keep([], everything=False, hold_s=hold_s, first=time.monotonic(), unsettled=["Log.md"])
+    assert held.may_hold("Log.md")  # still within its longest wait: it keeps its first time
+    time.sleep(HOLD_ROUNDS * hold_s / 2 + 0.05)
+    assert not held.may_hold("Log.md") and held.may_hold("Other.md")
+    held.keep([], everything=False, hold_s=hold_s, first=time.monotonic(), unsettled=[])  # recorded: forgotten
+    assert held.may_hold("Log.md")

@@ -25,6 +25,10 @@ class HeldPaths:
         """``time.monotonic()`` of the first change of the burst held (delays are told from here)."""
         self._ends: float | None = None
         """When the run of holds ends, whatever joins it meanwhile."""
+        self.resting: dict[str, float] = {}
+        """Files left out while being written (``Plan``'s ``unsettled``), and since when: they wait as long as a
+        run of holds at most, and are then recorded as read."""
+        self._longest = 0.0
 
     def __len__(self) -> int:
         return len(self.until)
@@ -46,13 +50,18 @@ class HeldPaths:
         now = time.monotonic()
         if self._ends is not None and now >= self._ends:
             return False
+        resting = self.resting.get(path)
+        if resting is not None and now - resting >= self._longest:
+            return False
         until = self.until.get(path)
         return until is None or until > now
 
-    def keep(self, held: list[str], everything: bool, hold_s: float, first: float) -> None:
+    def keep(self, held: list[str], everything: bool, hold_s: float, first: float, unsettled: list[str]) -> None:
         """After a batch whose burst began at ``first``: what it held stays held (until its first hold ends), the
-        rest was recorded."""
+        rest was recorded; what it left out while being written keeps its first time."""
         now = time.monotonic()
+        self._longest = HOLD_ROUNDS * hold_s
+        self.resting = {path: self.resting.get(path, now) for path in unsettled}
         kept = {path: self.until.get(path, now + hold_s) for path in held} if not everything else {}
         if kept and not self.until:
             self._ends, self.first = now + HOLD_ROUNDS * hold_s, first

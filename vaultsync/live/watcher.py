@@ -363,7 +363,13 @@ class Watcher:
         if self._failing:
             logger.warning("%s written: recording again after %d failed attempts", reason, self._failing)
             self._failing = 0
-        self._held.keep(summary.held, everything=paths is None, hold_s=self.hold_s, first=first or started)
+        self._held.keep(
+            summary.held,
+            everything=paths is None,
+            hold_s=self.hold_s,
+            first=first or started,
+            unsettled=summary.unsettled,
+        )
         self._debouncer.add(summary.unsettled)  # being written when read: recorded once they rest
         if not self._held:  # the burst is all recorded: a later move of HEAD is a new checkout
             self._head = head
@@ -394,7 +400,7 @@ class Watcher:
             logger.warning("skipped %s: %s", error.path, error.reason)
         for warning in self._warned.untold(summary.warnings):  # once a text, none for a rename
             logger.warning("stored %s with a warning: %s", warning.path, warning.reason)
-        looked = summary.changed + summary.unchanged + len(summary.errors) + len(summary.held)
+        looked = summary.changed + summary.unchanged + len(summary.errors) + len(summary.held) + len(summary.unsettled)
         scope = f"{looked} note{'s' * (looked != 1)}" if partial else "full scan"
         if summary.batch_id is None:
             logger.debug("%s: no change (%s, %d ms)", reason, scope, summary.seconds * 1000)
