@@ -100,6 +100,8 @@ SLOW_TESTS = {
     # every search at every cutoff against a fresh index and a brute force, three times over (CPU-bound)
     "test_search_backfill.py::test_batches_leave_vectors_to_the_writer_and_search_is_exact_for_what_is_filled",
     "test_search_backfill.py::test_reembedding_with_a_background_embedder_keeps_no_old_vector",
+    # a real watch process recording four git checkouts of the Help vault (hash and semantic embedders)
+    "test_checkout_bursts.py::test_git_checkouts_of_the_help_vault_record_only_states_that_existed",
     # a watch process left waiting 2.5 s for a vanished vault folder (several retries, still one line)
     "test_watch_process.py::test_vault_folder_removed_keeps_watching_with_one_clear_line",
     # two watch processes waiting out a refused mass deletion (its cause: test_index_holding.py, in make check)

@@ -49,6 +49,7 @@ class Recorder:
         allow_mass_delete: bool,
         detail: str | None,
         hold: Callable[[str], bool] | None,
+        checkout: bool = False,
     ) -> BatchSummary:
         """``Vault.sync``, its times parsed, under the writer lock."""
         replaced = self._check_root(allow_mass_delete)
@@ -71,8 +72,9 @@ class Recorder:
             unchanged=unchanged,
             twins=twins,
             hold=None if paths is None else hold,
+            settle=paths is not None and hold is not None,
         )
-        guarded = None if allow_mass_delete else self._deletion_guard(plan, replaced)
+        guarded = None if allow_mass_delete else self._deletion_guard(plan, replaced, checkout)
         summary = self.write_plan(
             plan, known_at=known_at, source=source, strict=strict, progress=progress, detail=detail, on_write=guarded
         )
@@ -117,9 +119,12 @@ class Recorder:
         if device is not None:
             self.store.set_vault_device(self.vault_id, device, vanished.inode_of(self.root))
 
-    def _deletion_guard(self, plan: Plan, replaced: bool = False) -> Callable[[Any], None] | None:
+    def _deletion_guard(
+        self, plan: Plan, replaced: bool = False, checkout: bool = False
+    ) -> Callable[[Any], None] | None:
         """A check run inside the batch, once renames are known: MassDeletion (or, in a replaced vault
-        folder, VaultUnavailable for any deletion) rolls it back."""
+        folder, VaultUnavailable for any deletion) rolls it back. A ``checkout`` (the vault's git HEAD moved:
+        ``vanished.git_head``) in the registered folder may delete most notes."""
         if replaced:
             live = len(self.store.live_index(self.vault_id))
 
@@ -129,7 +134,7 @@ class Recorder:
                 vanished.check_replaced(self.root, deleted)
 
             return check
-        if len(plan.deletions) < vanished.MASS_DELETE_MIN:
+        if checkout or len(plan.deletions) < vanished.MASS_DELETE_MIN:
             return None
         live = len(self.store.live_index(self.vault_id))
         return lambda _writer: vanished.check_deletions(len(plan.deletions) - len(plan.renames), live)

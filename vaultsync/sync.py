@@ -39,6 +39,9 @@ RACY_NS = 2_000_000_000
 PARALLEL_MIN_NOTES = 200
 """A batch with at least this many notes to read parses them in worker processes (when allowed)."""
 
+SETTLE_NS = 50_000_000
+"""A watcher's batch leaves out a file modified this recently after it was read: it is being written (``Plan``)."""
+
 IN_FLIGHT = 64
 """At most this many notes are handed to parse workers ahead of the writer."""
 
@@ -120,6 +123,8 @@ class BatchSummary:
     """Vault-relative paths whose revision this batch wrote (renames: old and new path)."""
     held: list[str] = field(default_factory=list)
     """Paths left for a later batch (a watcher's flush holds an unpaired deletion one window: see ``Plan``)."""
+    unsettled: list[str] = field(default_factory=list)
+    """Files left out because they were being written when read (``Plan``'s ``settle``): due again soon."""
 
     @property
     def changed(self) -> int:
@@ -167,7 +172,11 @@ class Plan:
     A move can reach a partial sync in halves. ``twins`` finds the other half of a created note: a
     live note outside the observations with its content whose file is gone joins the plan as a
     deletion, and the note is its rename. ``hold`` (a watcher's) may leave for a later batch
-    (``held``) a deletion no add joined and a copy of a live note still on disk.
+    (``held``) a deletion no add joined and a copy of a live note still on disk; what it holds back holds back the
+    whole batch. With ``settle`` (a watcher's) a file still being written when read (modified less than
+    ``SETTLE_NS`` before the read ended, or not the size read) is left out (``unsettled``) while ``hold`` lets it
+    wait: a note rewritten continuously is recorded once it rests, never as a state it only passed through (an
+    emptied file mid-save), and as read once it waited the longest a hold may last.
     """
 
     def __init__(
@@ -182,8 +191,14 @@ class Plan:
         unchanged: int = 0,
         twins: Twins | None = None,
         hold: Callable[[str], bool] | None = None,
+        settle: bool = False,
     ) -> None:
         self.live = dict(live)
+        self._settle = settle and hold is not None
+        self._may_wait = hold
+        self._now_ns = now_ns
+        self.unsettled: list[str] = []
+        """Files left out of this batch because they were being written when read (``settle``)."""
         self._twins = twins
         self._hold = hold
         self.held: list[str] = []
@@ -236,7 +251,18 @@ class Plan:
         return len(self.to_read) + len(self.deletions)
 
     def changes(self) -> Iterator[Change]:
-        """Read each candidate once, in path order; yield the revisions to write (call once)."""
+        """Read each candidate once, in path order; yield the revisions to write (call once).
+
+        With ``hold``, what it holds back holds back the whole batch: when a deletion no add joins, or a copy of a
+        note still on disk, may wait, nothing is written and every path of the batch is ``held`` (a batch is a state
+        that existed: the adds of a burst are never recorded without its deletions)."""
+        if self._hold is not None:
+            waiting = self._foreseen_holds()
+            if waiting:
+                self.held = sorted({*self.deletions, *(path for path, _ in self.to_read)})
+                self.to_read, self.deletions, self._by_hash = [], [], {}
+                return
+            self._hold = None  # decided: this batch holds nothing back
         for path, obs in self.to_read:
             live_rev = self.live.get(path)
             try:
@@ -246,6 +272,14 @@ class Plan:
                     self.unchanged += 1
                     if obs.mtime_ns is not None:
                         self.state_updates.append((path, len(data), obs.mtime_ns, digest))
+                    continue
+                if (
+                    self._settle
+                    and not _settled(obs, len(data), self._now_ns)
+                    and not self._moved_here(path, live_rev, digest)
+                    and (self._may_wait is None or self._may_wait(path))
+                ):
+                    self.unsettled.append(path)
                     continue
                 text = decode(data)
             except ParseError as exc:
@@ -274,10 +308,43 @@ class Plan:
                 change.kind, change.renamed_from, change.prev_id = "renamed", old, self.live[old][0]
                 self.renames[old] = path
             yield change
-        if self._hold is not None:  # a deletion no add joined: held one window, an add may still come
-            held = {p for p in self.deletions if p not in self.renames and self._hold(p)}
-            self.deletions = [p for p in self.deletions if p not in held]
-            self.held.extend(sorted(held))
+
+    def _moved_here(self, path: str, live_rev: tuple[int, str] | None, digest: str) -> bool:
+        """Whether a new file holds, whole, the content of a note whose file is gone: the far end of a move, recorded
+        with it even while its file is fresh (a rename is never split into a deletion and a later creation)."""
+        if live_rev is not None:
+            return False
+        if digest in self._by_hash:
+            return True
+        return self._twins is not None and any(
+            not present for old, _, present in self._twins(digest) if old not in self.live and old != path
+        )
+
+    def _foreseen_holds(self) -> list[str]:
+        """What ``hold`` would hold back, found before anything is written: the deletions no created note's content
+        joins and the created notes that copy a live note still on disk (their files read once more: cheap next to
+        writing them), each as far as ``hold`` allows."""
+        assert self._hold is not None
+        created: dict[str, int] = {}
+        copies: list[str] = []
+        for path, obs in self.to_read:
+            if path in self.live:
+                continue
+            try:
+                digest = content_hash(obs.read())
+            except (OSError, ParseError):
+                continue  # the batch names it
+            if digest in self._by_hash:
+                created[digest] = created.get(digest, 0) + 1
+                continue
+            if self._twins is not None:
+                twins = [present for old, _, present in self._twins(digest) if old not in self.live and old != path]
+                if twins and all(twins):
+                    copies.append(path)
+        unpaired: list[str] = []
+        for digest, paths in self._by_hash.items():
+            unpaired.extend(paths[created.get(digest, 0) :])
+        return [path for path in sorted({*unpaired, *copies}) if self._hold(path)]
 
     def _gone_twin(self, path: str, digest: str) -> list[str] | None:
         """A created note's content found in live notes outside the batch (``twins``): those whose file is
@@ -301,6 +368,20 @@ class Plan:
             self.held.append(path)
             return None
         return []
+
+
+def _settled(obs: Present, size: int, now_ns: int | None = None) -> bool:
+    """Whether a file read as ``size`` bytes rested then: no write since the read ended, none just before it (a
+    file's time stamp may lag a write by a clock tick), and the size read its size. A time stamp in the future
+    (another machine's clock) cannot tell, and passes."""
+    if obs.fs_path is None:
+        return True  # given bytes (git blobs), not a file being written
+    try:
+        st = os.lstat(obs.fs_path)
+    except OSError:
+        return False  # gone or replaced since: a later batch sees what is there
+    age = (time.time_ns() if now_ns is None else now_ns) - st.st_mtime_ns
+    return st.st_size == size and not 0 <= age < SETTLE_NS
 
 
 def twins_on_disk(everything: Mapping[str, tuple[int, str]], observed: Mapping[str, Observed], root: Path) -> Twins:
@@ -419,6 +500,7 @@ def write_plan(
 def _summary(summary: BatchSummary, plan: Plan, writer: Batch, written: list[str], started: float) -> BatchSummary:
     summary.errors = list(plan.refused)
     summary.held = list(plan.held)
+    summary.unsettled = list(plan.unsettled)
     summary.unchanged = plan.unchanged
     summary.paths = sorted(set(written)) if writer.batch_id is not None else []
     summary.batch_id = writer.batch_id

@@ -154,6 +154,7 @@ class Vault:
         allow_mass_delete: bool = False,
         detail: str | None = None,
         hold: Callable[[str], bool] | None = None,
+        checkout: bool = False,
     ) -> BatchSummary:
         """Record what changed on disk as one atomic batch: every file (``paths=None``) or just ``paths``.
 
@@ -162,7 +163,9 @@ class Vault:
         vanished, or a batch deleting most notes at once, records nothing (see ``vaultsync.disk.vanished``)
         unless ``allow_mass_delete``. A note created in ``paths`` whose content a live note outside them
         had, and whose file is gone, is recorded as renamed from it. ``hold`` (the watcher's) may leave
-        an unpaired deletion, or a copy of a note still on disk, for a later batch (``BatchSummary.held``).
+        an unpaired deletion, or a copy of a note still on disk, for a later batch (``BatchSummary.held``); what it
+        holds back holds back the whole batch. ``checkout`` (the watcher's: the vault's git HEAD moved since its
+        last batch) records a mass deletion in the registered vault folder without confirmation.
         """
         when = as_micros(known_at, "known_at")
         with self.lock.writing():
@@ -175,6 +178,7 @@ class Vault:
                 allow_mass_delete=allow_mass_delete,
                 detail=detail,
                 hold=hold,
+                checkout=checkout,
             )
 
     def _recorder(self) -> Recorder:

@@ -35,12 +35,18 @@ def test_a_copy_of_a_note_still_there_is_held_or_created() -> None:
     assert [(c.path, c.kind) for c in created.changes()] == [("Copy.md", "created")] and created.held == []
 
 
-def test_an_unpaired_deletion_is_held_while_allowed_and_a_paired_one_never() -> None:
-    now = live(Gone="# Gone\n", Old="# Moved\n")
-    observed = {"Gone.md": Absent(), "Old.md": Absent(), "New.md": blob("# Moved\n")}
-    plan = Plan(observed, now, {}, now_ns=NOW, hold=lambda p: True)
-    assert [(c.path, c.kind) for c in plan.changes()] == [("New.md", "renamed")]
-    assert plan.deletions == ["Old.md"] and plan.held == ["Gone.md"]
+def test_an_unpaired_deletion_holds_the_whole_batch_while_allowed() -> None:
+    """What waits for its other half holds back everything with it: the rename and the edit are not recorded
+    without the deletion (no such state was ever on disk)."""
+    now = live(Gone="# Gone\n", Old="# Moved\n", Edited="# v1\n")
+    observed = {"Gone.md": Absent(), "Old.md": Absent(), "New.md": blob("# Moved\n"), "Edited.md": blob("# v2\n")}
+    asked: list[str] = []
+    plan = Plan(observed, now, {}, now_ns=NOW, hold=lambda p: asked.append(p) or True)
+    assert list(plan.changes()) == [] and plan.deletions == []
+    assert plan.held == ["Edited.md", "Gone.md", "New.md", "Old.md"] and asked == ["Gone.md"]
+    paired = Plan({"Old.md": Absent(), "New.md": blob("# Moved\n")}, now, {}, now_ns=NOW, hold=lambda p: True)
+    assert [(c.path, c.kind) for c in paired.changes()] == [("New.md", "renamed")]
+    assert paired.deletions == ["Old.md"] and paired.held == []
     late = Plan(observed, now, {}, now_ns=NOW, hold=lambda p: False)
     list(late.changes())
     assert late.deletions == ["Gone.md", "Old.md"] and late.held == []
@@ -55,3 +61,23 @@ def test_a_twin_already_in_the_batch_is_not_taken_twice() -> None:
     assert changes["New.md"] == ("renamed", "Old.md")
     assert changes["Newer.md"][0] == "renamed" and changes["Newer.md"][1] != "Old.md"
     assert sorted(plan.deletions) == sorted(plan.renames) == ["Elsewhere.md", "Old.md"]
+
+
+def test_a_file_being_written_waits_unless_it_is_the_far_end_of_a_move(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """With ``settle`` (a watcher's), a file modified just now is left for a later batch, but a fresh file holding a
+    deleted note's content whole is its rename, recorded with it."""
+    from vaultsync.disk.folder import observe_file
+
+    for name, text in {"Edited.md": "# half a sa", "Moved.md": "# Moved\n", "Written.md": "# new\n"}.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    now = live(Edited="# v1\n", Old="# Moved\n")
+    observed = {p: observe_file(str(tmp_path), str(tmp_path / p)) for p in ("Edited.md", "Moved.md", "Written.md")}
+    just_now = max(o.mtime_ns for o in observed.values()) + 1_000_000  # type: ignore[union-attr]
+    plan = Plan({**observed, "Old.md": Absent()}, now, {}, now_ns=just_now, hold=lambda p: True, settle=True)
+    assert [(c.path, c.kind) for c in plan.changes()] == [("Moved.md", "renamed")]
+    assert plan.unsettled == ["Edited.md", "Written.md"] and plan.deletions == ["Old.md"]
+    for calm in (  # not a watcher's, or one that let them wait long enough: recorded as read
+        Plan({**observed, "Old.md": Absent()}, now, {}, now_ns=just_now, hold=lambda p: True),
+        Plan({**observed, "Old.md": Absent()}, now, {}, now_ns=just_now, hold=lambda p: False, settle=True),
+    ):
+        assert sorted(c.path for c in calm.changes()) == ["Edited.md", "Moved.md", "Written.md"] and not calm.unsettled

@@ -83,3 +83,25 @@ def test_nfd_file_names_are_not_lost_by_targeted_syncs(db_path: Path, tmp_path: 
         assert vault.read("Été/Nü.md").content == "# Nü\n\nmore\n"
         nu.unlink()
         assert vault.sync(["Été/Nü.md"]).deleted == 1  # a real deletion is still one
+
+
+def test_names_differing_only_in_normalisation_are_never_merged(db_path: Path, tmp_path: Path) -> None:
+    """``café.md`` in NFC and in NFD are two files on Linux and one note name: the NFC-named file is the note, the
+    other is refused with one line, by a full scan and by a path sync alike; neither's text is stored as the other's."""
+    root = tmp_path / "twins"
+    root.mkdir()
+    composed, decomposed = root / "Caf\u00e9.md", root / "Cafe\u0301.md"
+    decomposed.write_text("# the NFD one\n", encoding="utf-8")
+    with Vault.open(db_path, root=root) as vault:
+        vault.sync(known_at=T1)
+        assert vault.read("Café.md").content == "# the NFD one\n"  # alone, it is the note
+        composed.write_text("# the NFC one\n", encoding="utf-8")
+        for sync in (lambda: vault.sync(["Café.md"]), lambda: vault.sync(["Cafe\u0301.md"]), lambda: vault.sync()):
+            summary = sync()
+            assert [(e.path, "Unicode normalisation" in e.reason) for e in summary.errors] == [("Cafe\u0301.md", True)]
+            assert [r.path for r in vault.ls()] == ["Café.md"]
+            assert vault.read("Café.md").content == "# the NFC one\n"
+        decomposed.write_text("# the NFD one, edited\n", encoding="utf-8")
+        assert vault.sync(["Cafe\u0301.md"]).changed == 0
+        assert vault.read("Café.md").content == "# the NFC one\n"
+        assert [r.kind for r in vault.history("Café.md")] == ["created", "modified"]

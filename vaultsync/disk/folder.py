@@ -27,6 +27,29 @@ SYMLINK = "a symlink, not followed (vaultsync reads only real files inside the v
 """Why a symlinked note file is not read (import, watcher and write tools alike)."""
 
 
+TWIN = (
+    "its name differs from another file's only in Unicode normalisation (NFC/NFD) and a note has one name; "
+    "the other is recorded: rename this one"
+)
+"""Why a file whose name is another's in another Unicode normalisation is not read (scan and watcher alike)."""
+
+
+def twin_names(names: Iterable[str]) -> set[str]:
+    """The names of a folder's entries left out because another entry has the same name in another Unicode
+    normalisation (distinct files on Linux, one note name): of each such group the entry named in NFC is kept (else
+    the first in code-point order), so import and the watcher record the same file."""
+    names = [name for name in names if not name.isascii()]
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(nfc(name), []).append(name)
+    out: set[str] = set()
+    for normal, group in groups.items():
+        if len(group) > 1:
+            kept = normal if normal in group else min(group)
+            out.update(name for name in group if name != kept)
+    return out
+
+
 def _too_large(size: int) -> str:
     return f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 2**20} MB limit for a note"
 
@@ -126,8 +149,12 @@ def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[st
             continue
         base = relative(root, folder)  # once per folder: relpath per file was half a no-change scan
         prefix = "" if base == "." else base + "/"
+        twins = twin_names(entry.name for entry in entries if not is_hidden(entry.name))
         for entry in entries:
             if is_hidden(entry.name):
+                continue
+            if entry.name in twins:
+                errors.append(FileProblem(prefix + entry.name, TWIN))
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
@@ -203,6 +230,7 @@ def observe_paths(
                 observed.update(sub)
                 errors.extend(sub_errors)
         elif is_note_path(rel):
+            fs_path = _untwinned(fs_path, errors, rel)
             obs = observe_file(real_root, fs_path)
             observed[rel] = obs
             if isinstance(obs, Unreadable):
@@ -216,6 +244,25 @@ def observe_paths(
             if path not in observed:
                 observed[path] = observe_file(real_root, disk_path(root, path))
     return observed, errors
+
+
+def _untwinned(fs_path: str, errors: list[FileProblem], rel: str) -> str:
+    """The file a note path names when its folder also holds a file named the same in another Unicode normalisation
+    (``twin_names``: the one ``scan`` keeps); each other one is named in ``errors``."""
+    if rel.isascii():
+        return fs_path
+    folder, name = os.path.split(fs_path)
+    try:
+        with os.scandir(folder) as listing:
+            same = [entry.name for entry in listing if nfc(entry.name) == nfc(name)]
+    except OSError:
+        return fs_path
+    left_out = twin_names(same)
+    if not left_out:
+        return fs_path
+    prefix = rel.rpartition("/")[0]
+    errors.extend(FileProblem(f"{prefix}/{other}" if prefix else other, TWIN) for other in sorted(left_out))
+    return os.path.join(folder, next(n for n in same if n not in left_out))
 
 
 def files_containing(root: Path, strings: list[str]) -> list[str]:

@@ -99,6 +99,48 @@ def check_deletions(deleted: int, live: int) -> None:
         )
 
 
+def git_head(root: Path) -> str | None:
+    """Where the vault's git work tree stands now (its HEAD and the commit it names), or None: not a git work tree.
+
+    Read from the files git keeps (``.git/HEAD``, the branch's ref or ``packed-refs``), without running git. Git
+    moves HEAD once a checkout, a pull or a reset has written the work tree: a batch that finds it moved since the
+    last one is the work of git, not a vanished folder.
+    """
+    git = next((folder / ".git" for folder in (root, *root.parents) if os.path.lexists(folder / ".git")), None)
+    if git is None:
+        return None  # not in a git work tree (the vault may be a folder of one: its parents are looked in)
+    try:  # the vault folder may be unreadable (a failure the batch names): not git's work then
+        if git.is_file():  # a linked work tree or a submodule: "gitdir: <path>"
+            pointer = git.read_text(encoding="utf-8").strip()
+            if not pointer.startswith("gitdir:"):
+                return None
+            git = (git.parent / pointer.removeprefix("gitdir:").strip()).resolve()
+        head = (git / "HEAD").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not head.startswith("ref:"):
+        return head  # a detached HEAD names its commit
+    ref = head.removeprefix("ref:").strip()
+    common = git
+    try:  # a linked work tree keeps its branches in the main repository ("commondir")
+        common = (git / (git / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except OSError:
+        pass
+    for folder in dict.fromkeys((git, common)):
+        try:
+            return f"{ref} {(folder / ref).read_text(encoding='utf-8').strip()}"
+        except (OSError, UnicodeDecodeError):
+            pass
+        try:
+            packed = (folder / "packed-refs").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for line in packed.splitlines():
+            if line.endswith(" " + ref):
+                return f"{ref} {line.split(' ', 1)[0]}"
+    return f"{ref} (no commit yet)"
+
+
 RETRY_S = 1.0
 """While the vault folder is away, the watcher looks for it again this often."""
 

@@ -112,6 +112,8 @@ class Watcher:
         """Held paths (see ``Plan.held``) and until when each may be held."""
         self.filler = VectorFiller(vault)
         """The vectors of a background embedder, filled while no batch is due."""
+        self._head: str | None = None
+        """Where the vault's git work tree stood when the last burst was all recorded (``vanished.git_head``)."""
 
     @property
     def vectors_filled(self) -> int:
@@ -133,6 +135,7 @@ class Watcher:
             raise RuntimeError("this watcher is already running")
         self._debouncer = Debouncer(self.step_ms / 1000, self.debounce_ms / 1000)
         self._own_lock = self.role.take_for_watching()
+        self._head = vanished.git_head(self.vault.root)
         try:
             self.folder.start(self._debouncer.add)
             self._flush(None, "catch-up", raise_errors=True)
@@ -254,7 +257,8 @@ class Watcher:
             held_due = [] if self._queued() else held_due
             for due in [*held_due, *([recheck] if recheck is not None else [])]:
                 wait = max(0.0, min(wait, due - time.monotonic()))
-            if self.filler.due:  # vectors to fill: a step now unless a batch is due (a step is about a second)
+            filling = self.filler.due and not self._held  # a held burst is due within its hold: not behind a step
+            if filling:  # vectors to fill: a step now unless a batch is due (a step is about a second)
                 wait = 0.0
             pending = self._debouncer.get(timeout=wait)
             if self._stop.is_set():
@@ -269,15 +273,15 @@ class Watcher:
                 self.folder.recheck(self._debouncer.add)
                 continue
             elif self._held.expired() and self.folder.recheck_at is None and not self._queued():
-                now = time.monotonic()
-                ok = self._flush(Pending(set(self._held), now, now), "held")
+                first = self._held.first if self._held.first is not None else time.monotonic()
+                ok = self._flush(Pending(set(self._held), first, first), "batch")
             elif self.outage.reason is not None or self.folder.replaced():
                 ok = self._flush(None, "check")
             elif self.reconcile_s > 0 and time.monotonic() >= self._next_reconcile:
                 ok = self._flush_all("reconcile")
                 if ok:
                     self._next_reconcile = time.monotonic() + self.reconcile_s
-            elif self.filler.due:
+            elif filling:
                 self.filler.step()
                 continue
             else:
@@ -328,11 +332,19 @@ class Watcher:
             return False
         try:
             if self.outage.reason is not None or self.folder.replaced():
-                self.folder.reattach(self._debouncer.add)
+                if reason != "final":  # stopping: no observer is started again
+                    self.folder.reattach(self._debouncer.add)
                 paths = None  # back from an outage, or a new folder: a full scan, guarded
+            first = pending.first if pending is not None else None
+            if self._held.first is not None:  # the held burst goes with this batch: its delay counts from its start
+                first = self._held.first if first is None else min(first, self._held.first)
             if paths is not None and self._held:
                 paths = collapse({*paths, *self._held})  # re-checked: an add may join them now
-            summary = self.vault.sync(paths, source="watch", hold=None if paths is None else self._may_hold)
+            head = vanished.git_head(self.vault.root)
+            checkout = head is not None and self._head is not None and head != self._head  # git wrote this burst
+            summary = self.vault.sync(
+                paths, source="watch", hold=None if paths is None else self._may_hold, checkout=checkout
+            )
         except (VaultUnavailable, MassDeletion) as exc:
             if raise_errors:
                 raise
@@ -372,13 +384,22 @@ class Watcher:
         if self._failing:
             logger.warning("%s written: recording again after %d failed attempts", reason, self._failing)
             self._failing = 0
-        self._held.keep(summary.held, everything=paths is None, hold_s=self.hold_s)
+        self._held.keep(
+            summary.held,
+            everything=paths is None,
+            hold_s=self.hold_s,
+            first=first or started,
+            unsettled=summary.unsettled,
+        )
+        self._debouncer.add(summary.unsettled)  # being written when read: recorded once they rest
+        if not self._held:  # the burst is all recorded: a later move of HEAD is a new checkout
+            self._head = head
         if paths is not None and self.folder.lost_watches(paths):
             self.folder.rewatch(self._debouncer.add)
         if self.outage.end():
             logger.warning("the vault folder %s is back; recording again", self.vault.root)
-        latency_ms = (time.monotonic() - (pending.first if pending else started)) * 1000
-        self._report(summary, reason, len(paths) if paths is not None else None, latency_ms)
+        latency_ms = None if first is None else (time.monotonic() - first) * 1000  # from the burst's first change
+        self._report(summary, reason, paths is not None, latency_ms)
         return True
 
     def _vanished(self, exc: VaultsyncError, pending: Pending | None) -> bool:
@@ -395,20 +416,21 @@ class Watcher:
             self._debouncer.put_back(pending)
         return False
 
-    def _report(self, summary: BatchSummary, reason: str, checked: int | None, latency_ms: float) -> None:
+    def _report(self, summary: BatchSummary, reason: str, partial: bool, latency_ms: float | None) -> None:
         for error in summary.errors:
             logger.warning("skipped %s: %s", error.path, error.reason)
         for warning in self._warned.untold(summary.warnings):  # once a text, none for a rename
             logger.warning("stored %s with a warning: %s", warning.path, warning.reason)
-        scope = f"{checked} path{'s' * (checked != 1)}" if checked is not None else "full scan"
+        looked = summary.changed + summary.unchanged + len(summary.errors) + len(summary.held) + len(summary.unsettled)
+        scope = f"{looked} note{'s' * (looked != 1)}" if partial else "full scan"
         if summary.batch_id is None:
             logger.debug("%s: no change (%s, %d ms)", reason, scope, summary.seconds * 1000)
             return
         self.batches += 1
         self.filler.written()  # its new texts may wait for vectors
         self.last_batch_at = summary.known_at
-        self.last_latency_ms = latency_ms
-        after = f", {latency_ms:.0f} ms after the first change" if checked is not None else ""
+        self.last_latency_ms = latency_ms if latency_ms is not None else summary.seconds * 1000
+        after = f", {latency_ms:.0f} ms after the first change" if latency_ms is not None else ""
         logger.info(
             "%s %d: %d added, %d modified, %d renamed, %d deleted, %d errors (%s) in %d ms%s",
             reason,
