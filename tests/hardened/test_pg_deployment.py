@@ -6,6 +6,7 @@ real PostgreSQL and a temporary folder, as their users: test_pg_units_as_written
 
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 import subprocess

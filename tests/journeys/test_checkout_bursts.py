@@ -12,9 +12,8 @@ the checkouts the first two (the guard is the same for every embedder). A reader
 throughout.
 
 Checked: no batch lists a note a checkout deleted together with one it added; the store equals the disk after each
-checkout; the watcher logs batches as "batch N"; an edit after the bursts is recorded and found by search; and,
-once batches are stamped at commit time (``STAMPED_AT_COMMIT``), every reader sample equals ``ls --as-of`` its
-moment.
+checkout; the watcher logs batches as "batch N"; an edit after the bursts is recorded and found by search;
+and, batches being stamped at their commit, every reader sample equals ``ls --as-of`` its moment.
 """
 
 from __future__ import annotations
@@ -40,9 +39,6 @@ EDITED = {"hash": "en/Home.md", "minilm": "pl/Pomoc i wsparcie.md"}
 """The note edited after the checkouts."""
 BACK, BEFORE_PL = "HEAD~80", "f3eff82b~1"
 """80 commits back; the commit before the Polish folder was added (123 back)."""
-STAMPED_AT_COMMIT = False
-"""Whether a batch's time is its commit (visibility) time: then what a reader saw at T is what ``ls --as-of T``
-answers afterwards, and the test asserts it for every sample. Turn on once batches are stamped at commit."""
 
 
 def git(root: Path, *args: str) -> str:
@@ -156,5 +152,4 @@ def test_git_checkouts_of_the_help_vault_record_only_states_that_existed(
             if listed not in ({r.path for r in vault.ls(as_of=before)}, {r.path for r in vault.ls(as_of=after)})
         ]
     assert len(reader.samples) >= 5
-    if STAMPED_AT_COMMIT:
-        assert not unequal, f"{len(unequal)} of {len(reader.samples)} reader samples differ from ls --as-of: {unequal}"
+    assert not unequal, f"{len(unequal)} of {len(reader.samples)} reader samples differ from ls --as-of: {unequal}"
