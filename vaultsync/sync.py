@@ -173,10 +173,11 @@ class Plan:
     live note outside the observations with its content whose file is gone joins the plan as a
     deletion, and the note is its rename. ``hold`` (a watcher's) may leave for a later batch
     (``held``) a deletion no add joined and a copy of a live note still on disk; what it holds back holds back the
-    whole batch. With ``settle`` (a watcher's) a file still being written when read (modified less than
-    ``SETTLE_NS`` before the read ended, or not the size read) is left out (``unsettled``) while ``hold`` lets it
-    wait: a note rewritten continuously is recorded once it rests, never as a state it only passed through (an
-    emptied file mid-save), and as read once it waited the longest a hold may last.
+    whole batch. With ``settle`` (a watcher's) a file still being written (modified less than ``SETTLE_NS``
+    before the batch began) holds back the whole batch (``unsettled``: every path of it) while ``hold`` lets it
+    wait, and one written again while the batch read it (not the size read) is left out: a note rewritten
+    continuously is recorded once it rests, never as a state it only passed through (an emptied file mid-save),
+    and as read once it waited the longest a hold may last.
     """
 
     def __init__(
@@ -256,6 +257,12 @@ class Plan:
         With ``hold``, what it holds back holds back the whole batch: when a deletion no add joins, or a copy of a
         note still on disk, may wait, nothing is written and every path of the batch is ``held`` (a batch is a state
         that existed: the adds of a burst are never recorded without its deletions)."""
+        if self._settle and self._resting_soon():
+            # a file still being written holds back its whole batch too: a burst (a folder moved in, a checkout) is
+            # never recorded in part because one of its files was written a moment ago
+            self.unsettled = sorted({*self.deletions, *(path for path, _ in self.to_read)})
+            self.to_read, self.deletions, self._by_hash = [], [], {}
+            return
         if self._hold is not None:
             waiting = self._foreseen_holds()
             if waiting:
@@ -319,6 +326,21 @@ class Plan:
         return self._twins is not None and any(
             not present for old, _, present in self._twins(digest) if old not in self.live and old != path
         )
+
+    def _resting_soon(self) -> bool:
+        """Whether a file to read was written so recently (``SETTLE_NS``) that it may still be being written, and may
+        wait for it (``hold``): looked at before anything is read, so that the batch waits whole."""
+        now_ns = time.time_ns() if self._now_ns is None else self._now_ns
+        for path, obs in self.to_read:
+            if obs.fs_path is None:
+                continue
+            try:
+                age = now_ns - os.lstat(obs.fs_path).st_mtime_ns
+            except OSError:
+                continue  # gone since: its read says so
+            if 0 <= age < SETTLE_NS and (self._may_wait is None or self._may_wait(path)):
+                return True
+        return False
 
     def _foreseen_holds(self) -> list[str]:
         """What ``hold`` would hold back, found before anything is written: the deletions no created note's content
