@@ -312,10 +312,16 @@ class View:
 
     def _engine_problems(self) -> list[str]:
         """What only this engine can check: SQLite's integrity check and its append-only triggers."""
+        from .expected_shape import SQLITE
+        from .migrations import problems as schema_problems
+        from .schema import PROBES, state
+        from .shape import sqlite_shape
+
         con = self._con
         problems = [
             f"SQLite integrity: {r[0]}" for r in con.execute("PRAGMA integrity_check").fetchall() if r[0] != "ok"
         ]
+        problems += schema_problems(state(con), sqlite_shape(con), SQLITE, PROBES, on_write=True)
         triggers = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
         for table in APPEND_ONLY_TABLES:
             for action in ("update", "delete"):
