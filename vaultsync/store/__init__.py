@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..dsn import SCHEMES, is_dsn  # noqa: F401 - is_dsn: the store names its engines by it
 from ..errors import ConfigError, SchemaError
 from ..times import format_time, now_micros
 from . import audit as audit_heads
@@ -54,12 +55,7 @@ __all__ = [
     "open_store",
 ]
 
-DSN_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_dsn(db: object) -> bool:
-    """Whether ``db`` names a PostgreSQL database (a connection URI) rather than a SQLite file."""
-    return isinstance(db, str) and db.startswith(DSN_SCHEMES)
+DSN_SCHEMES = SCHEMES
 
 
 def upgrade(db: str | os.PathLike[str], *, dry_run: bool = False) -> tuple[list[str], list[str]]:
