@@ -25,7 +25,7 @@ from . import purge as purging
 from . import read as q
 from .audit import AuditHead
 from .contract import Change, Engine
-from .db import Database
+from .db import Database, translated
 from .lock import Sleep, WriterLock
 from .migrations import refuse_newer
 from .provenance import PurgeRecord
@@ -169,6 +169,14 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+
+    def single_file(self) -> None:
+        """Fold the write-ahead log into the database file and stop using one: a file written once (a copy, a
+        backup) stays one file, with no ``-wal`` or ``-shm`` beside it, even after readers open it read-only (a
+        writer that opens it later turns the log on again)."""
+        with translated(self.path):
+            self.db.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.db.con.execute("PRAGMA journal_mode=DELETE")
 
     # ------------------------------------------------------------ vaults
 
