@@ -363,11 +363,13 @@ def migrate(con: apsw.Connection) -> list[str]:
     (SchemaError, in one line, when something is still missing); return the names applied."""
     found = state(con)
     refuse_newer(str(con.filename or "the database"), found, count=schema_version(con), known=len(MIGRATIONS))
-    with con:
-        con.execute(RECORD)
-        con.executemany(
-            "INSERT OR IGNORE INTO vaultsync_migrations VALUES (?, ?)", [(name, now_micros()) for name in found.applied]
-        )
+    if found.legacy:  # (a database that records its names and lacks nothing is not written: a reader may hold it)
+        with con:
+            con.execute(RECORD)
+            con.executemany(
+                "INSERT OR IGNORE INTO vaultsync_migrations VALUES (?, ?)",
+                [(name, now_micros()) for name in found.applied],
+            )
     count = len(found.applied)
     for step in MIGRATIONS:
         if name_of(step) not in found.missing:
