@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+from .dsn import is_dsn
+
 
 def data_dir() -> Path:
     """``$VAULTSYNC_HOME``, else the platform's user data directory for vaultsync."""
@@ -23,6 +25,6 @@ def default_db_path() -> Path:
     """``$VAULTSYNC_DB``, else ``vaultsync.db`` in the user data directory (never inside a vault).
     A ``postgresql://`` URI there stays a string: it names the PostgreSQL engine (``store.open_store``)."""
     env = os.environ.get("VAULTSYNC_DB")
-    if env and env.startswith(("postgresql://", "postgres://")):
+    if is_dsn(env):
         return env  # type: ignore[return-value]  # a postgresql:// URI stays a str (callers take both)
     return Path(env) if env else data_dir() / "vaultsync.db"

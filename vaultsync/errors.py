@@ -47,8 +47,12 @@ class VaultsyncError(Exception):
         argument: str | None = None,
         remedy: str | None = None,
         remedy_args: Mapping[str, Any] | None = None,
+        public: str | None = None,
     ) -> None:
         super().__init__(message or (self.__doc__ or "vaultsync failed.").strip())
+        self.public = public
+        """What a client beyond this machine is told instead, when the message names the database's connection
+        (its host, user or socket): see ``for_clients``."""
         self.argument = argument
         """The library argument the error is about, if one is (a door may name its own option for it)."""
         self.remedy = remedy
@@ -56,6 +60,12 @@ class VaultsyncError(Exception):
         may name its own command for it), called with ``remedy_args``."""
         self.remedy_args: dict[str, Any] = dict(remedy_args or {})
         """The arguments of ``remedy`` by library name (a door names its own options for them)."""
+
+    def for_clients(self) -> str:
+        """The message for an MCP client: ``public``, else the message with every connection URI taken out."""
+        from .dsn import scrub
+
+        return self.public or scrub(str(self))
 
 
 class ConfigError(VaultsyncError):

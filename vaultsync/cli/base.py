@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..dsn import is_dsn
 from ..errors import VaultsyncError
 from ..printable import printable
 from ..times import ACCEPTED
@@ -82,7 +83,7 @@ class DatabaseParam(click.Path):
     """A database file (a Path), or a ``postgresql://`` URI kept as it is (a Path would fold its slashes)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and value.startswith(("postgresql://", "postgres://")):
+        if is_dsn(value):
             return value
         return super().convert(value, param, ctx)
 

@@ -1,4 +1,5 @@
-"""The ``migrate`` command: the one way a PostgreSQL database's schema changes (a thin door over ``pg.upgrade``).
+"""The ``migrate`` command: apply the migrations a database lacks, by name, and check its whole schema (a thin door
+over ``store.upgrade``).
 
 ``commands.py`` adds ``COMMANDS`` to its group; this module does not import it.
 """
@@ -16,49 +17,40 @@ from .base import Context, echo_json, friendly, json_option, pass_ctx
 @pass_ctx
 @friendly
 def migrate(obj: Context, dry_run: bool, as_json: bool) -> None:
-    """Upgrade the database's schema to this vaultsync's (PostgreSQL), in one transaction.
+    """Upgrade the database's schema to this vaultsync's, then check every table, column, index and trigger.
 
-    On PostgreSQL nothing else changes a schema: a newer vaultsync refuses to write an older
-    database until it is migrated, and reads it meanwhile. Upgrade in this order: readers
-    (serve without --watch, ui, read commands), then stop the writers (watch, serve --watch),
-    run `vaultsync migrate`, and start the writers of the new version. A SQLite file is
-    upgraded when it is first opened for writing; there is nothing to run.
+    A database records the migrations it has by name: it gets exactly the ones it lacks, whichever
+    older version wrote it. On PostgreSQL nothing else changes a schema: a newer vaultsync refuses
+    to write an older database until it is migrated, and reads it meanwhile. Upgrade in this order:
+    readers (serve without --watch, ui, read commands), then stop the writers (watch, serve --watch),
+    run `vaultsync migrate`, and start the writers of the new version. A SQLite file is also
+    upgraded when it is first opened for writing.
 
     \b
     Example:
         vaultsync migrate --db postgresql://vaultsync@db.example/team --dry-run
         vaultsync migrate --db postgresql://vaultsync@db.example/team
     """
-    from ..store import is_dsn
+    from ..store import is_dsn, upgrade
 
-    if not is_dsn(obj.db):
-        said = "a SQLite file is upgraded when it is first opened for writing; there is nothing to run"
-        if as_json:
-            echo_json({"engine": "sqlite", "dry_run": dry_run, "migrations": [], "note": said})
-        else:
-            click.echo(f"{obj.db}: {said}")
-        return
-    from ..store.pg import upgrade
-
-    before, after, steps = upgrade(str(obj.db), dry_run=dry_run)
+    had, steps = upgrade(obj.db, dry_run=dry_run)
     if as_json:
         echo_json(
             {
-                "engine": "postgresql",
+                "engine": "postgresql" if is_dsn(obj.db) else "sqlite",
                 "dry_run": dry_run,
-                "schema_before": before,
-                "schema_after": after,
+                "had": had,
                 "migrations": steps,
             }
         )
         return
     if not steps:
-        click.echo(f"schema {before}: up to date, nothing to do")
+        click.echo(f"up to date ({len(had)} migrations): nothing to do")
         return
     verb = "would apply" if dry_run else "applied"
-    click.echo(f"schema {before} -> {before + len(steps)}: {verb} {len(steps)} migration{'s' * (len(steps) != 1)}")
-    for step in steps:
-        click.echo(f"  {step}")
+    click.echo(f"{verb} {len(steps)} migration{'s' * (len(steps) != 1)}: {', '.join(steps)}")
+    if not dry_run:
+        click.echo("the schema has every table, column, index and trigger this vaultsync expects")
 
 
 COMMANDS = [migrate]

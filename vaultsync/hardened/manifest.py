@@ -14,6 +14,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..dsn import is_dsn
 from ..errors import ConfigError
 from .access import OAuthSettings, read_oauth
 from .checking import check_table as _check_table
@@ -140,9 +141,7 @@ _TOKEN = {"sha256": "str", "caller_id": "str", "roles": "names"}
 _ROLES = {"caller_roles": "names", "default": "str", "allow": "table", "deny": "table"}
 
 
-def _is_dsn(value: str) -> bool:
-    """``store.is_dsn`` without importing the store (a refused start imports nothing heavy)."""
-    return value.startswith(("postgresql://", "postgres://"))
+_is_dsn = is_dsn
 
 
 def _check_mode(path: Path, info: os.stat_result, what: str, mask: int) -> None:

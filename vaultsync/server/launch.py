@@ -36,7 +36,7 @@ class Http:
     token: str | None = None
     """The one bearer token to require (None: none, or ``verifier``'s)."""
     generated: bool = False
-    """The token was generated here: show it once."""
+    """The token was generated here: written to a file only this user reads (``tell_token``)."""
     token_path: Path | None = None
     """The file the token is in (said to the operator; the token itself is not printed)."""
     tls: tuple[str, str] | None = None
@@ -241,6 +241,18 @@ def _shared_audit(manifest: Manifest | None) -> Any:
     return AuditLog(manifest.audit_log_path, manifest.db_path, keystore, manifest.audit_digest_key_path)
 
 
+def tell_token(http: Http, say: Say) -> None:
+    """Where a generated token is (a mode-600 file: ``token_file.py``), never the token itself."""
+    if http.generated and http.token is not None:
+        from .token_file import write_generated
+
+        path = write_generated(http.token, http.host, http.port)
+        say(
+            f"vaultsync: bearer token written to {path} (readable by this user only; clients send it in the "
+            "header 'Authorization: Bearer <token>')"
+        )
+
+
 def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = None) -> None:
     """Serve until stdin closes (stdio) or SIGINT/SIGTERM. Once the vault is open ``say`` gets the
     operator's lines (a reader in standby; over HTTP where it serves, and a generated token);
@@ -263,9 +275,8 @@ def run(config: ServeConfig, http: Http | None, say: Say, warn: Say | None = Non
         if http.oauth is not None and http.oauth.grant.open:
             how = "list who may in [oauth] read/write/admin" if config.manifest else "name who may with --oauth-allow"
             (warn or say)(f"vaultsync: WARNING: anyone the OAuth issuer signs in may use this vault; {how}")
-        if http.generated:
-            say(f"vaultsync: bearer token (shown once; send 'Authorization: Bearer <token>'): {http.token}")
-        elif http.token_path is not None:
+        tell_token(http, say)
+        if not http.generated and http.token_path is not None:
             say(f"vaultsync: clients send 'Authorization: Bearer <token>' with the token in {http.token_path}")
 
     served = ServedVault(replace(config, announce=announce))

@@ -43,7 +43,7 @@ def register_resources(mcp: MCPServer, rt: ServedVault, *, page_size: int = 100)
             with rt.reading() as vault:
                 return vault.read(path).content
         except VaultsyncError as exc:
-            raise ResourceNotFoundError(str(exc)) from None
+            raise ResourceNotFoundError(exc.for_clients()) from None
 
     lowlevel = lowlevel_server(mcp)  # MCPServer has no paginated resources/list and no resources/subscribe
 

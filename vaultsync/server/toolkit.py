@@ -102,7 +102,7 @@ def friendly(fn: F) -> F:
                 "(paths are case-sensitive and relative to the vault)."
             ) from None
         except VaultsyncError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(exc.for_clients()) from None
 
     return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature of F
 

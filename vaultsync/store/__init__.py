@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..dsn import SCHEMES, is_dsn  # noqa: F401 - is_dsn: the store names its engines by it
 from ..errors import ConfigError, SchemaError, VaultsyncError
 from ..times import format_time, next_stamp, now_micros
 from . import audit as audit_heads
@@ -24,12 +25,14 @@ from . import purge as purging
 from . import read as q
 from .audit import AuditHead
 from .contract import Change, Engine
-from .db import Database
+from .db import Database, translated
 from .lock import Sleep, WriterLock
+from .migrations import refuse_newer
 from .provenance import PurgeRecord
 from .purge import PurgeResult
 from .read import UNSTAMPED, BatchNews, Revision, file_stamp
-from .schema import CALLERS_SCHEMA, MIGRATIONS, migrate, readable, schema_version
+from .schema import MIGRATIONS, migrate, readable, schema_version
+from .schema import state as schema_state
 from .view import View
 from .write import BatchWriter, Indexer
 
@@ -52,12 +55,29 @@ __all__ = [
     "open_store",
 ]
 
-DSN_SCHEMES = ("postgresql://", "postgres://")
+DSN_SCHEMES = SCHEMES
 
 
-def is_dsn(db: object) -> bool:
-    """Whether ``db`` names a PostgreSQL database (a connection URI) rather than a SQLite file."""
-    return isinstance(db, str) and db.startswith(DSN_SCHEMES)
+def upgrade(db: str | os.PathLike[str], *, dry_run: bool = False) -> tuple[list[str], list[str]]:
+    """Apply the migrations ``db`` lacks (by name, ``store/migrations.py``) and check its whole shape: (the
+    migrations it had, those applied); ``dry_run``: say which, change nothing. SchemaError for a newer vaultsync's
+    database, or one whose schema still lacks something afterwards."""
+    if is_dsn(db):
+        from .pg import upgrade as pg_upgrade
+
+        return pg_upgrade(str(db), dry_run=dry_run)
+    database = Database(db, create=False)
+    try:
+        with database.atomic() as con:
+            found = schema_state(con)
+            refuse_newer(str(db), found, count=schema_version(con), known=len(MIGRATIONS))
+            if not found.applied:
+                raise SchemaError(f"{db} is not a vaultsync database (or is empty)")
+            if dry_run:
+                return found.applied, found.missing
+            return found.applied, migrate(con)
+    finally:
+        database.close()
 
 
 def open_store(
@@ -112,22 +132,26 @@ class Store:
             raise
 
     def _open_schema(self, path: str | os.PathLike[str]) -> None:
+        """Migrations by name (``store/migrations.py``): read-only, an older database is read as it is when it can
+        be (``check`` reports what its schema lacks); for writing, what it lacks is applied, then every table,
+        column, index and trigger is checked (``store/shape.py``) and a schema still missing one refused in one
+        line."""
         with self.db.atomic() as con:
             version = schema_version(con)
-            if version > len(MIGRATIONS):
-                raise SchemaError(f"{path} was written by a newer vaultsync (schema {version}); upgrade vaultsync")
+            found = schema_state(con)
+            refuse_newer(str(path), found, count=version, known=len(MIGRATIONS))
             if self.readonly:
-                if version == 0:
+                if not found.applied:
                     raise SchemaError(f"{path} is not a vaultsync database (or is empty)")
-                if not readable(con, version):
+                if not readable(con, found):
                     raise SchemaError(
                         f"{path} was written by an older vaultsync (schema {version}); "
                         "sync the vault into it once to upgrade it",
                         remedy="sync",
                     )
-                self.batch_callers = version >= CALLERS_SCHEMA
+                self.batch_callers = "batch_callers" in found.applied
                 return
-            if version == 0 and con.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]:
+            if version == 0 and not found.applied and con.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]:
                 raise SchemaError(f"{path} is another program's SQLite database; use a new database file")
         with self.db.atomic() as con:  # the lock and error translation; migrate opens its own transactions
             migrate(con)
@@ -151,6 +175,14 @@ class Store:
         self.db.close()
         if pending:
             purging.checkpoint_pending(self.path)
+
+    def single_file(self) -> None:
+        """Fold the write-ahead log into the database file and stop using one: a file written once (a copy, a
+        backup) stays one file, with no ``-wal`` or ``-shm`` beside it, even after readers open it read-only (a
+        writer that opens it later turns the log on again)."""
+        with translated(self.path):
+            self.db.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.db.con.execute("PRAGMA journal_mode=DELETE")
 
     # ------------------------------------------------------------ vaults
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..disk import capabilities
+from ..dsn import command_line
 from ..errors import LockedError
 
 MSVCRT_OFFSET = 1 << 30
@@ -70,7 +71,7 @@ class WriterLock:
         record = json.dumps(
             {
                 "pid": os.getpid(),
-                "command": command or self.command or " ".join(["vaultsync", *sys.argv[1:]]),
+                "command": command_line([command or self.command or " ".join(["vaultsync", *sys.argv[1:]])]),
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "watching": watching,
             }

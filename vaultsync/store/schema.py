@@ -1,10 +1,17 @@
-"""Versioned migrations: ordered functions ``m001_…`` applied once each, tracked in PRAGMA user_version."""
+"""The SQLite engine's migrations: ordered functions ``m001_…`` applied once each, recorded by name
+(``store/migrations.py``; ``PRAGMA user_version`` keeps their count for older vaultsyncs)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import apsw
+
+from ..times import now_micros
+from . import migrations
+from .expected_shape import SQLITE
+from .migrations import State, name_of, refuse_newer
+from .shape import refuse_unless_whole, sqlite_shape
 
 Migration = Callable[[apsw.Connection], None]
 MIGRATIONS: list[Migration] = []
@@ -304,41 +311,83 @@ def m011_request_ids(con: apsw.Connection) -> None:
     con.execute("CREATE INDEX IF NOT EXISTS write_requests_by_state ON write_requests(vault_id, state, id)")
 
 
+PROBES = {
+    "moves": ["index notes_by_hash", "column vault_devices.inode"],
+    "write_requests": ["table write_requests", "index write_requests_by_state"],
+    "request_ids": ["autoincrement write_requests"],
+}
+"""How a database from before names shows each migration after the common prefix (``store/migrations.py``)."""
+
+NAMES = [name_of(step) for step in MIGRATIONS]
+
+RECORD = "CREATE TABLE IF NOT EXISTS vaultsync_migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)"
+"""The migrations a database has, by name (``PRAGMA user_version`` keeps their count, for older vaultsyncs)."""
+
+
 def has_table(con: apsw.Connection, name: str) -> bool:
     return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
 
-def readable(con: apsw.Connection, version: int) -> bool:
-    """Whether a database at schema ``version`` can be read as it is, without migrating (read-only).
+def state(con: apsw.Connection) -> State:
+    """The database's migrations beside this vaultsync's (by name; by shape for a database from before names)."""
+    recorded = (
+        [row[0] for row in con.execute("SELECT name FROM vaultsync_migrations")]
+        if has_table(con, "vaultsync_migrations")
+        else None
+    )
+    return migrations.state(NAMES, PROBES, sqlite_shape(con), recorded, schema_version(con))
+
+
+def readable(con: apsw.Connection, found: State) -> bool:
+    """Whether a database can be read as it is, without migrating (read-only).
 
     Before ``m004`` an index may still hold blank or heading-only chunks: read-only, they stay searchable.
     Before ``m005`` there are no audit heads: read-only, ``store.audit.head`` finds none.
     Before ``m006`` no vault device is registered: read-only, none is needed.
     Before ``m007`` no batch names its caller: read-only, ``store.batches`` reads NULL.
     Before ``m008`` there are no search spans: read-only, a past search counts ``search_rows`` instead.
-    Before ``m009`` no vault folder's inode is registered, no note is indexed by its hash: reads need neither.
-    Before ``m010`` there are no write requests: read-only, none is asked or answered.
-    Before ``m011`` a write request's id may be given again: read-only, none is given.
+    Without ``moves`` no vault folder's inode is registered, no note is indexed by its hash: reads need neither.
+    Without ``write_requests`` there are none: read-only, none is asked or answered.
+    Without ``request_ids`` a write request's id may be given again: read-only, none is given.
     """
-    if version == len(MIGRATIONS):
+    if not found.missing:
         return True
     from .search import schema as search_schema
 
-    # 0.1.0 with its search tables, a database before purges, one whose index may still hold blank
-    # or heading-only chunks (before m004), or one without audit heads (before m005): reads need
-    # nothing that is missing
-    return version in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10) and search_schema.current(con)
+    # 0.1.0 with its search tables, or any later one: reads need nothing that is missing
+    return bool(found.applied) and search_schema.current(con)
 
 
-def migrate(con: apsw.Connection) -> int:
-    """Apply pending migrations in one transaction each; return the schema version."""
-    version = con.execute("PRAGMA user_version").fetchone()[0]
-    for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
+def migrate(con: apsw.Connection) -> list[str]:
+    """Apply the migrations the database lacks, by name, one transaction each, then check its whole shape
+    (SchemaError, in one line, when something is still missing); return the names applied."""
+    found = state(con)
+    refuse_newer(str(con.filename or "the database"), found, count=schema_version(con), known=len(MIGRATIONS))
+    if found.legacy:  # (a database that records its names and lacks nothing is not written: a reader may hold it)
+        with con:
+            con.execute(RECORD)
+            con.executemany(
+                "INSERT OR IGNORE INTO vaultsync_migrations VALUES (?, ?)",
+                [(name, now_micros()) for name in found.applied],
+            )
+    count = len(found.applied)
+    for step in MIGRATIONS:
+        if name_of(step) not in found.missing:
+            continue
+        count += 1
         with con:
             step(con)
-            con.execute(f"PRAGMA user_version={number}")
-    return len(MIGRATIONS)
+            con.execute("INSERT OR REPLACE INTO vaultsync_migrations VALUES (?, ?)", (name_of(step), now_micros()))
+            con.execute(f"PRAGMA user_version={count}")
+    verify(con)
+    return found.missing
+
+
+def verify(con: apsw.Connection) -> None:
+    """SchemaError unless the database has every table, column, index and trigger this vaultsync expects."""
+    refuse_unless_whole(str(con.filename or "the database"), sqlite_shape(con), SQLITE)
 
 
 def schema_version(con: apsw.Connection) -> int:
+    """How many migrations the database counts (``PRAGMA user_version``; by name: ``state``)."""
     return int(con.execute("PRAGMA user_version").fetchone()[0])

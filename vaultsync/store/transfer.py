@@ -17,6 +17,10 @@ audit verify`` of a log against the copy answers as against the source. These tw
 writes: they are read and written with the SQL both engines speak (``db.query``, ``db.atomic``: the
 PostgreSQL engine runs it through ``pg.compat``), the one place here below the store's contract.
 
+Each vault is copied in one transaction of the destination (its batches are savepoints inside it): a copy
+stopped anywhere (killed, the database restarted, the disk full) leaves nothing of the vault it was copying, and
+the vaults it had finished whole; run again into a database that does not hold those, or copy them elsewhere.
+
 Refused rather than dropped: a destination that already holds the vault, or a different head for an
 audit log the source also has.
 """
@@ -53,13 +57,16 @@ def copy_databases(
 ) -> Copied:
     """Open the database ``src`` (read-only) and ``dst`` (a file or a ``postgresql://`` URI, created as needed)
     and copy every vault of one into the other."""
-    from . import open_store
+    from . import is_dsn, open_store
 
     source = open_store(src, readonly=True)
     try:
         target = open_store(dst, embedder=_embedder(source))
         try:
-            return copy_database(source, target, progress=progress, bulk=bulk)
+            done = copy_database(source, target, progress=progress, bulk=bulk)
+            if not is_dsn(dst):  # a SQLite file: one self-contained file, no -wal or -shm beside it
+                target.single_file()  # type: ignore[attr-defined]  # the SQLite engine's (not in the contract)
+            return done
         finally:
             target.close()
     finally:
@@ -88,8 +95,10 @@ def copy_database(
                 "database (or schema) that does not hold it (other vaults there are kept)"
             )
     deferred = getattr(dst, "deferred_index", None)  # PostgreSQL: each copied vault's index built once, at the end
-    with deferred() if deferred is not None and bulk else contextlib.nullcontext():
-        for stored in src.vaults():
+    atomic = dst.db.atomic  # type: ignore[attr-defined]  # both engines' own database (not in the contract)
+    for stored in src.vaults():
+        # one transaction a vault (each batch a savepoint in it): stopped anywhere, the copy leaves none of it
+        with atomic(), deferred() if deferred is not None and bulk else contextlib.nullcontext():
             done.vaults[stored.name] = _copy_vault(src, dst, stored, progress)
             _copy_purges(src, dst, stored)
     with dst.db.atomic() as con:  # type: ignore[attr-defined]  # both engines' own database (not in the contract)

@@ -38,6 +38,10 @@ def no_history(vault_name: str, first_batch: str | None) -> str:
     return f"vault '{vault_name}' has no history before {first_batch} (its first batch)"
 
 
+CHECK_PAGE = 1000
+"""How many revisions ``check`` reads in one query."""
+
+
 class View:
     """Reads of one vault as of ``as_of`` (None: now), valid at ``valid_at``; see ``Store.view``.
 
@@ -312,10 +316,16 @@ class View:
 
     def _engine_problems(self) -> list[str]:
         """What only this engine can check: SQLite's integrity check and its append-only triggers."""
+        from .expected_shape import SQLITE
+        from .migrations import problems as schema_problems
+        from .schema import PROBES, state
+        from .shape import sqlite_shape
+
         con = self._con
         problems = [
             f"SQLite integrity: {r[0]}" for r in con.execute("PRAGMA integrity_check").fetchall() if r[0] != "ok"
         ]
+        problems += schema_problems(state(con), sqlite_shape(con), SQLITE, PROBES, on_write=True)
         triggers = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
         for table in APPEND_ONLY_TABLES:
             for action in ("update", "delete"):
@@ -365,13 +375,26 @@ class View:
                     intact = False
                 if not intact:
                     problems.append(f"{what} {bytes(hash_).hex()} does not match its hash")
-        for note_id, path, expected, size in con.execute(
-            "SELECT id, path, content_hash, size FROM notes WHERE vault_id = ? AND kind != 'deleted'", (self.vault_id,)
-        ).fetchall():
+        revisions = con.execute(
+            "SELECT id, path, content_hash, size FROM notes WHERE vault_id = ? AND kind != 'deleted' ORDER BY id",
+            (self.vault_id,),
+        ).fetchall()
+        for start in range(0, len(revisions), CHECK_PAGE):  # a query a page of revisions, not one a revision
+            page = revisions[start : start + CHECK_PAGE]
+            texts: dict[int, str | None]
             try:
-                data = q.content(con, note_id).encode("utf-8", "surrogatepass")
-            except (ValueError, zlib.error):
-                data = b"\0unreadable"
-            if content_hash(data) != expected or len(data) != size:
-                problems.append(f"revision {note_id} of {path} does not match its content hash")
+                texts = dict(q.contents(con, [row[0] for row in page]))
+            except (ValueError, zlib.error):  # a damaged text: find which revisions it is in, one by one
+                texts = {row[0]: self._content_or_none(row[0]) for row in page}
+            for note_id, path, expected, size in page:
+                text = texts[note_id]
+                data = b"\0unreadable" if text is None else text.encode("utf-8", "surrogatepass")
+                if content_hash(data) != expected or len(data) != size:
+                    problems.append(f"revision {note_id} of {path} does not match its content hash")
         return problems
+
+    def _content_or_none(self, note_id: int) -> str | None:
+        try:
+            return q.content(self._con, note_id)
+        except (ValueError, zlib.error):
+            return None

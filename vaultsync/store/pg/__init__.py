@@ -33,6 +33,7 @@ from typing import Any
 from ...errors import ConfigError, LockLost, ProviderError, SchemaError
 from ...times import format_time, next_stamp
 from .. import Store, codec, is_dsn  # noqa: F401 - is_dsn: what names this engine
+from ..migrations import State, refuse_newer
 from ..values import PurgeResult
 from ..view import View
 from ..write import BatchWriter
@@ -40,50 +41,49 @@ from .compat import Con
 from .db import POOL_ENV, POOL_SIZE, PgDatabase, _driver, pool_size, redact, translated  # noqa: F401 - its names
 from .fence import LOST, Fence, hold_head
 from .lock import PgWriterLock
-from .schema import MIGRATIONS, READABLE_FROM, migrate, pending, schema_version
+from .schema import MIGRATIONS, NAMES, READABLE_FROM, migrate, state, verify  # noqa: F401 - MIGRATIONS: its list
 from .session import connect
 
 
-def check_version(where: str, version: int, *, readonly: bool) -> None:
-    """SchemaError unless this vaultsync may open a database at schema ``version``: a newer one never; an older
-    one only read-only from ``READABLE_FROM`` on; for writing only after ``upgrade`` (never implicitly)."""
-    latest = len(MIGRATIONS)
-    if version > latest:
-        raise SchemaError(
-            f"{where} was written by a newer vaultsync (schema {version}, this one knows {latest}); upgrade vaultsync"
-        )
-    if readonly and version == 0:
+def check_schema(where: str, con: Any, *, readonly: bool) -> State:
+    """SchemaError unless this vaultsync may open the database as it is: a newer one's never; one lacking migrations
+    only read-only, when it has the first ``READABLE_FROM`` (for writing only after ``upgrade``, never implicitly);
+    for writing, one with every migration only when its shape is whole (``store/shape.py``; readers read what they
+    can, and ``check`` reports what is missing)."""
+    found = state(con)
+    refuse_newer(where, found)
+    if readonly and not found.applied:
         raise SchemaError(f"{where} is not a vaultsync database (or is empty)")
-    if 0 < version < latest and not readonly:
+    if found.applied and found.missing and not readonly:
         raise SchemaError(
-            f"{where} was written by an older vaultsync (schema {version}; this one writes {latest}): "
+            f"{where} was written by an older vaultsync (it lacks {', '.join(found.missing)}): "
             "stop its writers and upgrade it (this version reads it meanwhile)",
             remedy="migrate",
         )
-    if 0 < version < READABLE_FROM:
+    if found.applied and not set(NAMES[:READABLE_FROM]) <= set(found.applied):
         raise SchemaError(
-            f"{where} was written by an older vaultsync (schema {version}; this one reads "
-            f"{READABLE_FROM} and later): upgrade it",
+            f"{where} was written by an older vaultsync (it lacks {', '.join(found.missing)}): upgrade it",
             remedy="migrate",
         )
+    if found.applied and not found.missing and not readonly:
+        verify(con, where)
+    return found
 
 
-def upgrade(dsn: str, *, dry_run: bool = False) -> tuple[int, int, list[str]]:
-    """Bring a database (schema) to this vaultsync's schema, in one transaction: (version before, version after,
-    the migrations applied, described); ``dry_run``: say which, change nothing. SchemaError for a newer one."""
+def upgrade(dsn: str, *, dry_run: bool = False) -> tuple[list[str], list[str]]:
+    """Bring a database (schema) to this vaultsync's schema, in one transaction: (the migrations it had, those
+    applied); ``dry_run``: say which, change nothing. SchemaError for a newer one's, or for a schema still lacking
+    a table, column, index or trigger afterwards (then nothing changed)."""
     db = PgDatabase(dsn, application_name="vaultsync migrate")
     try:
         with db.atomic() as con:
             if con.raw.execute("SELECT current_schema()").fetchone()[0] is None:
                 raise ConfigError(f"{db.path}: the schema its search_path names does not exist; create it")
-            before = schema_version(con.raw)
-            if before > len(MIGRATIONS):
-                check_version(db.path, before, readonly=True)  # a newer vaultsync's: refused
-            steps = pending(con.raw)
+            found = state(con.raw)
+            refuse_newer(db.path, found)
             if dry_run:
-                return before, before, steps
-            migrate(con.raw)
-            return before, len(MIGRATIONS), steps
+                return found.applied, found.missing
+            return found.applied, migrate(con.raw, where=db.path)
     finally:
         db.close()
 
@@ -133,10 +133,9 @@ class PgStore(Store):
                 self.schema = self.db.schema = con.raw.execute("SELECT current_schema()").fetchone()[0]
                 if self.schema is None:
                     raise ConfigError(f"{self.db.path}: {_no_schema(con.raw)}")
-                version = schema_version(con.raw)
-                check_version(self.db.path, version, readonly=readonly)
-                if not readonly and version == 0:
-                    migrate(con.raw)  # a new database: created at the current schema (upgrades: ``upgrade``)
+                found = check_schema(self.db.path, con.raw, readonly=readonly)
+                if not readonly and not found.applied:
+                    migrate(con.raw, where=self.db.path)  # a new database, at the current schema (else: ``upgrade``)
             with self.db.atomic() as con:
                 codec.load(con)
             if search and not readonly:

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from ...dsn import public
 from ...errors import ConfigError, StoreError, Unreachable
 from .compat import Con
 from .session import Reach, connect, is_loss, lost, options, said
@@ -51,23 +52,22 @@ def translated(where: str, reach: Any = None) -> Iterator[None]:
     try:
         yield
     except psycopg.errors.RaiseException as exc:
-        raise StoreError(f"the database {where} refused: {exc.diag.message_primary}") from None
+        why = exc.diag.message_primary
+        raise StoreError(f"the database {where} refused: {why}", public=f"the database refused: {why}") from None
     except psycopg.Error as exc:
         why = said(exc)
         if is_loss(exc):
             if reach is not None:
                 reach.lost(why)
-            raise Unreachable(f"cannot use the database {where}: {why}") from None  # no server answered
-        raise StoreError(f"the database {where} refused: {why}") from None
+            raise Unreachable(  # no server answered (its reason names the host or socket: not for clients)
+                f"cannot use the database {where}: {why}", public="the database cannot be reached; try again shortly"
+            ) from None
+        raise StoreError(f"the database {where} refused: {why}", public=f"the database refused: {why}") from None
 
 
 def redact(dsn: str) -> str:
-    """The connection string without its password, for messages."""
-    head, sep, tail = dsn.partition("@")
-    if not sep or ":" not in head.split("//", 1)[-1]:
-        return dsn
-    scheme, _, user = head.partition("//")
-    return f"{scheme}//{user.split(':', 1)[0]}:***@{tail}"
+    """The connection string without credentials, for messages (``dsn.public``)."""
+    return public(dsn)
 
 
 class PgDatabase:

@@ -18,6 +18,7 @@ import sys
 import time
 from typing import Any
 
+from ...dsn import command_line
 from ...errors import LockedError
 from .db import translated
 from .fence import LOST, raise_epoch
@@ -79,7 +80,7 @@ class PgWriterLock:
     def try_acquire(self, command: str | None = None, *, watching: bool = False) -> bool:
         if self.held:
             return True
-        described = command or self.command or " ".join(["vaultsync", *sys.argv[1:]])
+        described = command_line([command or self.command or " ".join(["vaultsync", *sys.argv[1:]])])
         con = self.store.connect(application_name=f"vaultsync writer: {described}"[:63])
         try:
             with translated(self.store.db.path, self.store.db.reach):

@@ -1,4 +1,5 @@
-"""The PostgreSQL engine's schema: its own ordered migrations, tracked in ``vaultsync_schema``.
+"""The PostgreSQL engine's schema: its own ordered migrations, recorded by name in ``vaultsync_schema``
+(``store/migrations.py``).
 
 The tables mirror the SQLite engine's (``store/schema.py``) column for column, so the read code runs on
 both: ``bigint`` for SQLite's INTEGER (ids from identity columns), ``bytea`` for BLOB, paths and other
@@ -13,6 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from .. import migrations
+from ..expected_shape import POSTGRES
+from ..migrations import State, name_of, refuse_newer
+from ..shape import pg_shape, refuse_unless_whole
 
 Migration = Callable[[Any], None]
 MIGRATIONS: list[Migration] = []
@@ -393,34 +399,71 @@ def m011_write_requests(con: Any) -> None:
 
 
 READABLE_FROM = 8
-"""The oldest schema this vaultsync reads (opened read-only): the migrations after it change nothing a reader reads,
-so readers may be upgraded before the database is (``vaultsync migrate``)."""
+"""Readers need the first ``READABLE_FROM`` migrations (opened read-only): the later ones change nothing a reader
+reads, so readers may be upgraded before the database is (``vaultsync migrate``)."""
+
+PROBES = {
+    "writer_epoch": ["column vault_heads.writer_epoch"],
+    "moves": ["index notes_by_hash", "column vault_devices.inode"],
+    "write_requests": ["table write_requests", "index write_requests_by_state"],
+}
+"""How a database from before names shows each migration after the common prefix (``store/migrations.py``)."""
+
+NAMES = [name_of(step) for step in MIGRATIONS]
+
+RECORD = """
+CREATE TABLE IF NOT EXISTS vaultsync_schema (version integer PRIMARY KEY, applied_at bigint NOT NULL);
+ALTER TABLE vaultsync_schema ADD COLUMN IF NOT EXISTS name text UNIQUE;
+"""
+"""The migrations a database has: one row each, by ``name`` (``version`` numbers the rows in the order they were
+applied; rows without a name were written before names were recorded)."""
 
 
-def describe(step: Migration) -> str:
-    """A migration's name and the first sentence of its docstring, for ``migrate --dry-run``."""
-    doc = (step.__doc__ or "").strip().split(". ")[0].replace("\n", " ").rstrip(".")
-    return f"{step.__name__}: {' '.join(doc.split())}" if doc else step.__name__
+def state(con: Any) -> State:
+    """The database's migrations beside this vaultsync's (by name; by shape for a database from before names)."""
+    recorded: list[str] | None = []
+    count = 0
+    if con.execute("SELECT to_regclass('vaultsync_schema')").fetchone()[0] is not None:
+        named = con.execute(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'vaultsync_schema' AND column_name = 'name')"
+        ).fetchone()[0]
+        rows = con.execute(f"SELECT version, {'name' if named else 'NULL'} FROM vaultsync_schema").fetchall()
+        count = max((row[0] for row in rows), default=0)
+        recorded = None if any(row[1] is None for row in rows) else [row[1] for row in rows]
+    return migrations.state(NAMES, PROBES, pg_shape(con), recorded, count)
 
 
-def pending(con: Any) -> list[str]:
-    """The migrations a database (schema) lacks, described, oldest first."""
-    return [describe(step) for step in MIGRATIONS[schema_version(con) :]]
-
-
-def schema_version(con: Any) -> int:
-    """0 for a database (schema) vaultsync never wrote."""
-    if con.execute("SELECT to_regclass('vaultsync_schema')").fetchone()[0] is None:
-        return 0
-    return int(con.execute("SELECT max(version) FROM vaultsync_schema").fetchone()[0] or 0)
-
-
-def migrate(con: Any) -> int:
-    """Apply pending migrations inside the caller's transaction (serialized by an advisory lock)."""
+def migrate(con: Any, *, where: str = "the database") -> list[str]:
+    """Apply the migrations the database lacks, by name, inside the caller's transaction (serialized by an advisory
+    lock), then check its whole shape (SchemaError, in one line, when something is still missing: the caller's
+    transaction then changes nothing); return the names applied."""
     con.execute("SELECT pg_advisory_xact_lock(7470537317)")  # two first openings at once: one migrates
-    con.execute("CREATE TABLE IF NOT EXISTS vaultsync_schema (version integer PRIMARY KEY, applied_at bigint NOT NULL)")
-    version = schema_version(con)
-    for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
-        step(con)
-        con.execute("INSERT INTO vaultsync_schema VALUES (%s, (extract(epoch FROM now()) * 1e6)::bigint)", (number,))
-    return len(MIGRATIONS)
+    found = state(con)
+    refuse_newer(where, found)
+    con.execute(RECORD)
+    con.execute("DELETE FROM vaultsync_schema WHERE name IS NULL OR NOT (name = ANY(%s))", (found.applied,))
+    for name in found.applied:
+        _record(con, name)
+    for step in MIGRATIONS:
+        if name_of(step) in found.missing:
+            step(con)
+            con.execute("DELETE FROM vaultsync_schema WHERE name = %s", (name_of(step),))
+            _record(con, name_of(step))
+    verify(con, where)
+    return found.missing
+
+
+def _record(con: Any, name: str) -> None:
+    con.execute(
+        "INSERT INTO vaultsync_schema (version, applied_at, name) "
+        "SELECT (SELECT coalesce(max(version), 0) + 1 FROM vaultsync_schema), "
+        "(extract(epoch FROM now()) * 1e6)::bigint, %s "
+        "WHERE NOT EXISTS (SELECT 1 FROM vaultsync_schema WHERE name = %s)",
+        (name, name),
+    )
+
+
+def verify(con: Any, where: str) -> None:
+    """SchemaError unless the schema has every table, column, index and trigger this vaultsync expects."""
+    refuse_unless_whole(where, pg_shape(con), POSTGRES)

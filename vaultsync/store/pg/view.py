@@ -114,11 +114,17 @@ class PgView(View):
                 "ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND NOT t.tgisinternal"
             )
         }
+        from ..expected_shape import POSTGRES
+        from ..migrations import problems as schema_problems
+        from ..shape import pg_shape
+        from .schema import PROBES, state
+
         problems = [
             f"append-only trigger {table}_append_only is missing"
             for table in APPEND_ONLY_TABLES
             if f"{table}_append_only" not in triggers
         ]
+        problems += schema_problems(state(self._con.raw), pg_shape(self._con.raw), POSTGRES, PROBES, on_write=False)
         orphans = self._con.raw.execute(
             "SELECT count(*) FROM search_postings p WHERE NOT EXISTS (SELECT 1 FROM search_docs d WHERE d.id = p.doc)"
         ).fetchone()[0]

@@ -1,0 +1,176 @@
+"""Databases written by older commits, whose migrations were numbered differently, upgrade to exactly what they
+lack: migrations are recorded and applied by name, and every open checks the whole schema (``store/migrations.py``,
+``store/shape.py``).
+
+The fixtures (``tests/fixtures/old_schemas``, made by ``make_old_db.py`` with each commit's own code):
+
+- 7e76d09: ``m009`` was ``write_requests`` on both engines (no ``moves``; on PostgreSQL no ``writer_epoch``);
+- 4010f30: SQLite ``m009`` was ``write_requests``, PostgreSQL ``m009_writer_epoch``, ``m010_write_requests``;
+- 28d6c77 (PostgreSQL only): ``m009`` was ``moves`` (no ``writer_epoch``, no ``write_requests``).
+
+Each upgrades in the suite: ``migrate``, then a batch written, then every note at every past state read back
+against the truth the fixture's script wrote (the files, not the database).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from support.engines import sqlite_file
+
+from vaultsync import NoteNotFound, Vault
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "old_schemas"
+TRUTH: dict[str, dict[str, str]] = json.loads((FIXTURES / "truth.json").read_text(encoding="utf-8"))
+
+
+def unpack_sqlite(tmp_path: Path, commit: str) -> Path:
+    db = tmp_path / f"{commit}.db"
+    with gzip.open(FIXTURES / f"sqlite-{commit}.db.gz") as packed, db.open("wb") as out:
+        shutil.copyfileobj(packed, out)
+    return db
+
+
+def replay_pg(tmp_path: Path, commit: str) -> str:
+    """A new PostgreSQL database holding the fixture's dump (replayed by psql), as the old commit left it."""
+    pgserver = pytest.importorskip("support.pgserver")
+    try:
+        server = pgserver.shared()
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+    dsn = server.fresh_database(f"old{commit}")
+    dump = tmp_path / f"{commit}.sql"
+    dump.write_bytes(gzip.decompress((FIXTURES / f"pg-{commit}.sql.gz").read_bytes()))
+    psql = [str(server.bin / "psql"), "-q", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", str(dump)]
+    done = subprocess.run(psql, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return dsn
+
+
+def write_and_read_everything(db: str | Path, tmp_path: Path) -> None:
+    """A batch written to the upgraded database, then every note of every past state read back, and the new one."""
+    root = tmp_path / "notes"
+    last = max(TRUTH)
+    with Vault.open(db, name="notes", readonly=True) as vault:
+        for path in TRUTH[last]:
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(vault.read(path).content, encoding="utf-8")
+    (root / "After.md").write_text("# After\n\nwritten after the upgrade\n", encoding="utf-8")
+    with Vault.open(db, root=root) as vault:
+        vault.sync(known_at="2025-06-02")
+        assert vault.check() == []
+        everything = set().union(*TRUTH.values())
+        for when, notes in TRUTH.items():
+            assert [r.path for r in vault.ls(as_of=when)] == sorted(notes), when
+            for path in sorted(everything):
+                if path in notes:
+                    content = vault.read(path, as_of=when).content
+                    assert hashlib.sha256(content.encode("utf-8")).hexdigest() == notes[path], (when, path)
+                else:
+                    with pytest.raises(NoteNotFound):
+                        vault.read(path, as_of=when)
+        assert vault.read("After.md").content.endswith("written after the upgrade\n")
+        assert [r.path for r in vault.history("Recipes/Chili for Twelve.md")][0] == "Recipes/Chili.md"
+        assert vault.search("ferry timetable", mode="keyword").hits[0]["path"] == "Home.md"
+
+
+@pytest.mark.parametrize(("commit", "lacking"), [("7e76d09", "moves, request_ids"), ("4010f30", "moves, request_ids")])
+def test_an_old_sqlite_file_gets_exactly_the_migrations_it_lacks(
+    tmp_path: Path, commit: str, lacking: str, cli
+) -> None:
+    db = unpack_sqlite(tmp_path, commit)
+    dry = cli("migrate", "--dry-run", db=db)
+    assert dry.returncode == 0 and dry.stdout.strip() == f"would apply 2 migrations: {lacking}", dry.stdout
+    done = cli("migrate", db=db)
+    assert done.returncode == 0 and f"applied 2 migrations: {lacking}" in done.stdout, done.stderr
+    assert cli("migrate", db=db).stdout.startswith("up to date")
+    write_and_read_everything(db, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("commit", "lacking"),
+    [
+        ("7e76d09", "writer_epoch, moves"),
+        ("4010f30", "moves"),
+        ("28d6c77", "writer_epoch, write_requests"),
+    ],
+)
+def test_an_old_postgresql_database_gets_exactly_the_migrations_it_lacks(
+    tmp_path: Path, commit: str, lacking: str, cli
+) -> None:
+    dsn = replay_pg(tmp_path, commit)
+    refused = cli("import", str(tmp_path), db=dsn)  # a writer of today does not upgrade it on its own
+    assert refused.returncode != 0 and f"it lacks {lacking}" in refused.stderr, refused.stderr
+    dry = cli("migrate", "--dry-run", db=dsn)
+    n = len(lacking.split(", "))
+    assert dry.returncode == 0 and dry.stdout.strip() == f"would apply {n} migration{'s' * (n > 1)}: {lacking}"
+    done = cli("migrate", db=dsn)
+    assert done.returncode == 0 and f"applied {n} migration" in done.stdout, done.stderr
+    assert cli("migrate", db=dsn).stdout.startswith("up to date")
+    write_and_read_everything(dsn, tmp_path)
+
+
+def test_check_fails_on_a_sqlite_schema_missing_a_column(tmp_path: Path, cli) -> None:
+    db = unpack_sqlite(tmp_path, "4010f30")
+    assert cli("migrate", db=db).returncode == 0
+    with sqlite_file(db) as con:
+        con.execute("ALTER TABLE notes DROP COLUMN mtime_ns")
+    said = cli("check", db=db)
+    assert said.returncode != 0 and "the schema lacks column notes.mtime_ns" in said.stderr, said.stderr
+    (tmp_path / "notes").mkdir()
+    for args in (["migrate"], ["import", str(tmp_path / "notes")]):  # a writer refuses it in one line
+        said = cli(*args, db=db)
+        assert said.returncode != 0, (args, said.stdout)
+        assert "lacks column notes.mtime_ns" in said.stderr and len(said.stderr.strip().splitlines()) == 1, said.stderr
+
+
+def test_check_fails_on_a_postgresql_schema_missing_a_column(tmp_path: Path, cli) -> None:
+    pgserver = pytest.importorskip("support.pgserver")
+    dsn = pgserver.fresh_or_skip("shape")
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n", encoding="utf-8")
+    assert cli("import", str(root), db=dsn).returncode == 0
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as con:
+        con.execute("ALTER TABLE vault_heads DROP COLUMN writer_epoch")
+    said = cli("check", db=dsn)
+    assert said.returncode != 0 and "lacks the migration writer_epoch (column vault_heads.writer_epoch)" in said.stderr
+    said = cli("import", str(root), db=dsn)  # a writer refuses it in one line; a reader reads it (as an older one)
+    assert said.returncode != 0 and "it lacks writer_epoch" in said.stderr and len(said.stderr.splitlines()) == 1
+    assert cli("read", "a.md", db=dsn).returncode == 0
+    done = cli("migrate", db=dsn)  # a migration after the common prefix is found by its shape: applied again
+    assert done.returncode == 0 and "applied 1 migration: writer_epoch" in done.stdout, done.stderr
+    assert cli("check", db=dsn).returncode == 0
+
+
+def test_the_expected_shape_is_a_fresh_databases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``store/expected_shape.py`` is what a fresh database of each engine holds (regenerate it with
+    ``scripts/schema_shape.py`` after adding a migration); every migration after the common prefix has a probe."""
+    import importlib.util
+
+    from vaultsync.store import expected_shape, migrations
+    from vaultsync.store import schema as sqlite_schema
+    from vaultsync.store.pg import schema as pg_schema
+
+    migrations.check_probes(sqlite_schema.NAMES, sqlite_schema.PROBES)
+    migrations.check_probes(pg_schema.NAMES, pg_schema.PROBES)
+    spec = importlib.util.spec_from_file_location("schema_shape", Path(__file__).parents[2] / "scripts/schema_shape.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.fresh_sqlite() == expected_shape.SQLITE, "run scripts/schema_shape.py"
+    pgserver = pytest.importorskip("support.pgserver")
+    with_pgvector = script.fresh_postgres(pgserver.fresh_or_skip("shape"))
+    assert with_pgvector >= expected_shape.POSTGRES
+    monkeypatch.setenv("VAULTSYNC_PG_VECTORS", "python")
+    assert script.fresh_postgres(pgserver.fresh_or_skip("shape")) == expected_shape.POSTGRES, (
+        "run scripts/schema_shape.py"
+    )

@@ -1,0 +1,51 @@
+"""Connection strings: which ``--db`` names PostgreSQL, and the same string with no credential in it.
+
+The one place that decides both (cheap to import: a refused start imports nothing heavy). A connection URI may
+carry a password (``postgresql://team:secret@db/x``, or ``?password=…``); nothing vaultsync stores, shows another
+role or sends a client carries one. ``public`` drops the user info and every secret parameter (what
+``pg_stat_activity``, the ``writers`` table, a lock file and a message get), ``command_line`` does it to a
+process's arguments, and ``scrub`` to a message's text (what an MCP client is told).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from urllib.parse import unquote
+
+SCHEMES = ("postgresql://", "postgres://")
+
+SECRET_PARAMS = frozenset({"password", "sslpassword", "user"})
+"""Query parameters a libpq URI may carry that are credentials (a user name with them: they travel together)."""
+
+_URI = re.compile(r"postgres(?:ql)?://(?:[^\s'\"]*[^\s'\":,;.)])?")
+
+
+def is_dsn(value: object) -> bool:
+    """Whether ``value`` names a PostgreSQL database (a connection URI) rather than a SQLite file."""
+    return isinstance(value, str) and value.startswith(SCHEMES)
+
+
+def public(dsn: str) -> str:
+    """``dsn`` without credentials: no ``user:password@``, no ``password=``/``sslpassword=``/``user=`` parameter."""
+    scheme, sep, rest = dsn.partition("//")
+    rest, hashed, fragment = rest.partition("#")
+    rest, asked, query = rest.partition("?")
+    authority, slash, path = rest.partition("/")
+    kept = [p for p in query.split("&") if p and unquote(p.partition("=")[0]).lower() not in SECRET_PARAMS]
+    return (
+        f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}"
+        + (f"?{'&'.join(kept)}" if kept else "")
+        + (f"#{fragment}" if hashed else "")
+    )
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """A process's command line, each connection URI in it (``--db=URI`` too) without credentials."""
+    return " ".join(_URI.sub(lambda m: public(m.group(0)), arg) for arg in argv)
+
+
+def scrub(text: str) -> str:
+    """A message for someone outside the machine: every connection URI in it becomes "the database"."""
+    text = re.sub(r"the database " + _URI.pattern, "the database", text)
+    return _URI.sub("the database", text)
