@@ -135,7 +135,8 @@ def test_the_hardened_manifest_passes_libpqs_variables_through(tmp_path: Path) -
     )
     try:
         listening(proc, port, "the hardened server on PostgreSQL", timeout=60)
-        token = (Path(os.environ["VAULTSYNC_HOME"]) / "http-token").read_text(encoding="utf-8").strip()
+        token_file = tmp_path / ".local" / "share" / "vaultsync" / "http-token"  # the data directory under its HOME
+        token = token_file.read_text(encoding="utf-8").strip()
         assert anyio.run(_search, f"http://127.0.0.1:{port}/mcp", token) == ["Atlas.md"]  # the user's own token
     finally:
         log = stopped(proc)

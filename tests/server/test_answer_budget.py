@@ -12,10 +12,11 @@ from mcp import Client
 from support.mcp_helpers import sc, write
 
 from vaultsync import Vault
+from vaultsync.parsers.limits import DEFAULT_LIMITS
 from vaultsync.server import ServeConfig, build_server
 from vaultsync.server.budget import MAX_ANSWER_BYTES
 
-LINKS, TAGS = 12_000, 12_000
+LINKS, TAGS = DEFAULT_LIMITS.links, DEFAULT_LIMITS.tags  # as many as a note yields: well over the budget
 """Enough that either alone is over the budget; a link is mostly quotes, which the text copy escapes again."""
 PATH = "Dense.md"
 

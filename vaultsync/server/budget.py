@@ -41,6 +41,7 @@ def wire_bytes(value: Any) -> int:
 def fit(data: dict[str, Any], budget: int = MAX_ANSWER_BYTES) -> dict[str, int]:
     """Cut ``data`` (a tool answer as JSON) in place until both its copies fit ``budget``; what was left out."""
     omitted: dict[str, int] = {}
+    said = data.get("omitted") if isinstance(data.get("omitted"), dict) else {}
     while (size := wire_bytes(data)) > budget:
         name = _largest(data)
         if name is None:
@@ -51,6 +52,7 @@ def fit(data: dict[str, Any], budget: int = MAX_ANSWER_BYTES) -> dict[str, int]:
         kept = _prefix(value, keep)
         omitted[name] = omitted.get(name, 0) + len(value) - len(kept)
         data[name] = kept
+        data["omitted"] = {**said, **omitted}  # the answer says what it left out: counted in its size too
     return omitted
 
 
