@@ -60,7 +60,7 @@ def deleted(obj: Context, since: int | None, until: int | None, as_json: bool) -
     "to",
     required=True,
     metavar="DIR",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     help="An empty (or new) folder outside the vault to write into.",
 )
 @json_option
