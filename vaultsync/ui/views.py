@@ -242,6 +242,14 @@ class Explorer:
                 "changes": [_revision(r) for r in revisions],
             }
 
+    def deleted(self, until: TimeLike = None) -> dict[str, Any]:
+        """The notes deleted up to ``until`` (default now) and still absent then, latest deletion first."""
+        end = as_micros(until, "until")
+        with self.lock:
+            found = self.vault.deleted(None, end)
+        rows = [{**d.to_json(), "deleted_us": d.deleted_at, "before_us": d.deleted_at - 1} for d in reversed(found)]
+        return {"until": _when(end), "deleted": rows}
+
 
 def folders(paths: list[str]) -> dict[str, int]:
     """Notes per folder (every ancestor counts its descendants; "" is the vault)."""
