@@ -1,6 +1,7 @@
 """Looking back: the notes that were deleted, a past state of the vault as a folder, and who-changed-this-line.
 
-Three read-only answers over the store's history, each exact as of its moment:
+Three read-only answers over a ``Vault``'s history (functions taking the vault, as ``restore`` does), each exact
+as of its moment:
 
 - ``deleted``: notes deleted in a window and still absent at its end, each with its last revision and the
   ``restore`` command that brings it back. A rename is not a deletion (the note lives on under its new name);

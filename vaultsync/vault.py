@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import lookback
 from .disk import edit, vaultfs
 from .disk.folder import MAX_FILE_BYTES, FileProblem
 from .disk.paths import nfc, note_candidates, note_path
@@ -16,7 +15,6 @@ from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError
 from .forgetting import check_current, purge_cutoff
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitImport, OnCommit, in_git
 from .links import LinkReport, link_report
-from .lookback import BlameLine, CheckedOut, Deleted
 from .opening import open_vault
 from .reading import applying, diff_sides, existing, tagged, unified
 from .recording import Recorder
@@ -476,23 +474,6 @@ class Vault:
             rev = view.revision_by_id(revision_id)
             content = view.content(rev) if rev is not None and not rev.deleted else None
             return RevisionFacts(rev, content, view.purges())
-
-    # ------------------------------------------------------------ looking back
-
-    def deleted(self, since: TimeLike = None, until: TimeLike = None) -> list[Deleted]:
-        """The notes deleted after ``since`` up to ``until`` (each open when None) and still absent at ``until``,
-        oldest deletion first (``lookback.deleted``); a rename is no deletion."""
-        return lookback.deleted(self, since, until)
-
-    def checkout(self, to: str | os.PathLike[str], as_of: TimeLike = None) -> CheckedOut:
-        """Write every note as of ``as_of`` (default now), byte for byte, into the empty folder ``to``, which is
-        neither the vault nor inside it (``lookback.checkout``)."""
-        return lookback.checkout(self, to, as_of)
-
-    def blame(self, path: str, as_of: TimeLike = None) -> list[BlameLine]:
-        """Each line of the note as of ``as_of`` (default now) with the revision that last changed it, following
-        renames (``lookback.blame``)."""
-        return lookback.blame(self, path, as_of)
 
     def export(self, as_of: TimeLike = None, valid_at: TimeLike = None) -> Iterator[dict[str, Any]]:
         """A header, then every chunk visible at ``as_of`` with the exact text the keyword index tokenizes."""

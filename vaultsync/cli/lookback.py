@@ -1,4 +1,4 @@
-"""The commands that look back (deleted, checkout, blame): thin click commands over ``Vault`` (``vaultsync.lookback``).
+"""The commands that look back (deleted, checkout, blame): thin click commands over ``vaultsync.lookback``.
 
 ``commands.py`` adds ``COMMANDS`` to its group; this module does not import ``commands.py``.
 """
@@ -41,7 +41,9 @@ def deleted(obj: Context, since: int | None, until: int | None, as_json: bool) -
         vaultsync deleted
         vaultsync deleted --since 2025-03-01 --json
     """
-    found = obj.vault().deleted(since, until)
+    from .. import lookback
+
+    found = lookback.deleted(obj.vault(), since, until)
     if as_json:
         echo_json([d.to_json() for d in found])
     for d in [] if as_json else found:
@@ -77,7 +79,9 @@ def checkout(obj: Context, as_of: int | str | None, to: Path, as_json: bool) -> 
     Example:
         vaultsync checkout --as-of 2025-03-01 --to ~/vault-2025-03-01
     """
-    done = obj.vault().checkout(to, as_of)
+    from .. import lookback
+
+    done = lookback.checkout(obj.vault(), to, as_of)
     if as_json:
         echo_json(done.to_json())
         return
@@ -101,9 +105,10 @@ def blame(obj: Context, note: str, as_of: int | str | None, as_json: bool) -> No
         vaultsync blame "Projects/Atlas.md"
         vaultsync blame "Projects/Atlas.md" --as-of 2025-03-01
     """
+    from .. import lookback
     from ..revisions import revision_id
 
-    lines = obj.vault().blame(note, as_of)
+    lines = lookback.blame(obj.vault(), note, as_of)
     if as_json:
         echo_json([line.to_json() for line in lines])
         return

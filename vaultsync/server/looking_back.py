@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from ..lookback import deleted
 from ..times import ACCEPTED
 from .models import DeletedResult, DeletedRow
 from .served import ServedVault
@@ -30,6 +31,6 @@ def add_list_deleted(tools: ToolSet, rt: ServedVault) -> None:
         deleted and then created again at its path."""
         start, end = when(since, "since"), when(until, "until")
         with rt.reading() as vault:
-            found = vault.deleted(start, end)
+            found = deleted(vault, start, end)
         rows = [DeletedRow.model_validate(d.to_json()) for d in found[-limit:]]
         return DeletedResult(since=since, until=until, deleted=rows, truncated=len(found) > limit)

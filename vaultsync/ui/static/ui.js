@@ -611,7 +611,7 @@ async function runDeleted() {
     if (mine !== deletedSeq) return;
     const n = data.deleted.length;
     $("deleted-info").textContent = n ? `${n} note${n === 1 ? "" : "s"} deleted by ${short(at)} and still gone`
-                                      : `no note deleted by ${short(at)} is still gone`;
+                                      : `nothing deleted by ${short(at)} is still gone`;
     list.replaceChildren(...data.deleted.map((d) => el("li", {"data-path": d.path},
       el("a", {href: noteHref(d.path, d.before_us), class: "change", text: d.path}),
       el("span", {class: "muted small", text: ` deleted ${short(d.deleted_us)}, ${d.size ?? "?"} bytes`}),
