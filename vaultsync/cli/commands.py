@@ -15,7 +15,7 @@ from ..config import default_db_path
 from ..errors import VaultsyncError
 from ..times import ACCEPTED, format_time
 from ..told import Told
-from . import audit, history, lookback, migrate, purge, reading, receipt, restore, search, serving, ui, upkeep
+from . import audit, history, migrate, purge, reading, receipt, restore, search, serving, ui, upkeep
 from .base import (
     VECTORS_WAIT,
     Bar,
@@ -169,7 +169,6 @@ def _print_import(name: str, summary: Any, payload: dict[str, Any], *, as_json: 
 for _command in (
     *reading.COMMANDS,
     *history.COMMANDS,
-    *lookback.COMMANDS,
     *upkeep.COMMANDS,
     *serving.COMMANDS,
     *search.COMMANDS,

@@ -1,6 +1,7 @@
 """The commands that look back (deleted, checkout, blame): thin click commands over ``vaultsync.lookback``.
 
-``commands.py`` adds ``COMMANDS`` to its group; this module does not import ``commands.py``.
+``history.py`` adds ``COMMANDS`` to its own (the commands over time); this module imports neither it nor
+``commands.py``.
 """
 
 from __future__ import annotations
