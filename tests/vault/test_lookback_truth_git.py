@@ -34,8 +34,8 @@ def _git(clone: Path, *args: str) -> bytes:
 
 
 def clean_commits(clone: Path) -> list[tuple[str, int]]:
-    """First-parent commits (hash, unix time) whose time no earlier commit passes and every later one does: as of
-    that time, the vault is exactly that commit's tree (no commit recorded at a lifted time hides behind it)."""
+    """First-parent commits (hash, unix time) later than every earlier commit and earlier than every later one: as of
+    that time, the vault is exactly that commit's tree (no batch stamped after its commit's time hides behind it)."""
     log = [
         line.split()
         for line in _git(clone, "log", "--first-parent", "--reverse", "--format=%H %ct").decode().split("\n")
@@ -49,7 +49,7 @@ def clean_commits(clone: Path) -> list[tuple[str, int]]:
         low = min(low, times[i])
     clean, high = [], 0
     for i, (sha, _) in enumerate(log):
-        if times[i] >= high and times[i] < later_min[i]:
+        if times[i] > high and times[i] < later_min[i]:  # strictly: a batch sharing a time may be stamped later
             clean.append((sha, times[i]))
         high = max(high, times[i])
     return clean
@@ -159,16 +159,18 @@ def test_blame_matches_git_blame(help_backfilled: Backfilled) -> None:
                     comparable += 1
                     agree = vault.batch_info(b.origin.batch_id)["detail"] == sha
                     same += agree
-                    same_time += b.origin.known_at == seconds * 1_000_000
+                    if agree:  # stamped at its commit's time (later only for a commit older than the one before)
+                        assert b.origin.known_at >= seconds * 1_000_000, (path, b.number)
+                        same_time += b.origin.known_at // 1_000_000 == seconds
                     wrong += not agree
                 if wrong:
                     differing.append(f"{name}/{path}: {wrong} of {len(ours)} lines")
                 notes, lines = notes + 1, lines + len(ours)
     print(
         f"blame of {notes} notes, {lines} lines: {before_start} from before the store's start of the note (a git "
-        f"similarity rename); of the other {comparable}, {same} name git's commit, {same_time} its time"
+        f"similarity rename); of the other {comparable}, {same} name git's commit, {same_time} its time (to the second)"
     )
     print("\n".join(differing))
     assert notes == NOTES and lines >= 1000 and comparable >= 0.9 * lines
-    assert same == same_time, "a line's commit and its time agree with git together"
+    assert same_time >= 0.99 * same, "a line's time is its commit's time"
     assert same >= 0.97 * comparable, f"{comparable - same} of {comparable} lines name another commit than git blame"
