@@ -80,8 +80,8 @@ def deleted(vault: Vault, since: TimeLike = None, until: TimeLike = None) -> lis
     deletion. The rename tombstone at a note's old name is no deletion."""
     end = resolve_cutoff(vault, until).as_of if until is not None else vault.last_known_at
     start = as_micros(since, "since")
-    if end is None:  # an empty vault: nothing was ever deleted
-        return []
+    if end is None or (until is None and start is not None and start >= end):
+        return []  # an empty vault, or a window that starts after everything known: nothing deleted in it
     living = {path for path, _, _ in vault.listing(until if until is not None else end)}
     last_deletion: dict[str, Revision] = {}
     for rev in vault.changes(start if start is not None else -1, end):

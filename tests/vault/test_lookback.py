@@ -66,6 +66,8 @@ def test_deleted_lists_what_is_gone_with_its_restore_command(demo, cli) -> None:
     assert (empty.returncode, empty.stdout) == (0, "") and empty.stderr.count("\n") == 1 and "no note" in empty.stderr
     assert cli("deleted", "--since", gone["deleted_at"], "--json", db=db).stdout.strip() == "[]"
     assert cli("deleted", "--since", t0, "--until", "2001-01-01", db=db).returncode == 1
+    later = cli("deleted", "--since", "2100-01-01", db=db)
+    assert (later.returncode, later.stdout) == (0, "") and "no note" in later.stderr, "a window after the history"
 
 
 def test_checkout_writes_the_past_into_an_empty_folder(demo, cli, tmp_path: Path) -> None:
