@@ -51,7 +51,10 @@ SHARED_FIXTURES = {
             "tests/store/test_pg_replay.py",
         },
     ),
-    "corpus-git": ("help_backfilled", {"tests/vault/test_history_truth_git.py"}),
+    "corpus-git": (
+        "help_backfilled",
+        {"tests/vault/test_history_truth_git.py", "tests/vault/test_lookback_truth_git.py"},
+    ),
     "planted": ("planted_history", {"tests/store/test_purge.py", "tests/store/test_purge_safety.py"}),
 }
 """Session fixtures too costly to build twice (the Help replay, its --from-git backfill, a Help slice with planted

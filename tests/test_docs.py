@@ -115,6 +115,7 @@ def test_tool_reference_shows_each_tool_as_listed() -> None:
         "note_history",
         "diff_note",
         "list_changes",
+        "list_deleted",
         "list_notes",
         "get_links",
         "vault_status",

@@ -232,17 +232,26 @@ def _placement(target: str, lives: str, alive: bool, current: str | None, text: 
 
 
 def plan_folder(
-    vault: Vault, prefix: str, *, as_of: TimeLike, delete_newer: bool = False, follow: bool = False
+    vault: Vault,
+    prefix: str,
+    *,
+    as_of: TimeLike,
+    delete_newer: bool = False,
+    follow: bool = False,
+    to: str | None = None,
 ) -> list[Step]:
     """Every note under ``prefix`` as it was at ``as_of``, at the path it had then (a note moved since is
     written there as a copy, which the step says; ``follow`` writes it where it lives now). Notes
     created there since are kept unless ``delete_newer`` (only files whose bytes the store holds are
-    deleted); a note that existed elsewhere at ``as_of`` and moved in since is always kept."""
+    deleted); a note that existed elsewhere at ``as_of`` and moved in since is always kept. ``to`` names
+    another folder: each note is written under it at the same relative path, and ``prefix`` is left alone."""
     when = as_micros(as_of, "as_of")
     if when is None:
         raise ConfigError("a folder is restored as of a time", argument="as_of")
     folder = nfc(prefix).strip("/")
     under = folder + "/" if folder else ""
+    if to is not None and nfc(to).strip("/") != folder:
+        return _plan_folder_to(vault, under, when, to, delete_newer=delete_newer, follow=follow)
     then = {r.path: r for r in vault.ls(as_of=when, prefix=under)}
     steps = []
     texts = {p: vault.revision_text(r) for p, r in then.items()}
@@ -268,6 +277,30 @@ def plan_folder(
         elif not delete_newer:
             step.kept, step.note = True, "created since; kept (delete_newer removes it)"
         steps.append(step)
+    return steps
+
+
+def _plan_folder_to(vault: Vault, under: str, when: int, to: str, *, delete_newer: bool, follow: bool) -> list[Step]:
+    """``plan_folder`` into another folder ``to``: each note under ``under`` at ``when`` written at the same
+    path relative to ``to`` (a note there now is replaced, its text staying in the history)."""
+    if delete_newer or follow:
+        flag = "delete_newer" if delete_newer else "follow"
+        raise ConfigError(f"{flag} applies to the folder itself: restoring into another folder (to) leaves it alone")
+    dest = nfc(to).strip("/")
+    if not dest:
+        raise ConfigError("to names the folder to restore into: give a folder path such as Archive/", argument="to")
+    steps = []
+    for rev in vault.ls(as_of=when, prefix=under):
+        target = writable_note_path(f"{dest}/{rev.path[len(under) :]}")
+        text = vault.revision_text(rev)
+        current, digest = _now(vault, target)
+        origin = f"{rev.path} at revision {revision_id(rev)}, known at {format_time(rev.known_at)}"
+        step = Step(target, text, current, digest, origin)
+        if current is not None and current != text:
+            step.note = f"replaces the note at {target} now (its text stays in the history)"
+        steps.append(step)
+    if not steps:
+        raise NoteNotFound(f"no note was under {under or 'the vault'} as of {format_time(when)}", argument="as_of")
     return steps
 
 

@@ -47,6 +47,7 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "note_history": {"path": PATH},
     "diff_note": {"path": PATH, "from": "2024-01-01"},
     "list_changes": {"since": "2023-01-01"},
+    "list_deleted": {},
     "list_notes": {},
     "get_links": {"path": PATH},
     "vault_status": {},

@@ -35,11 +35,13 @@ NEVER_WRITE = (
     "hardened/",
     "live/",
     "cli/audit.py",
+    "cli/lookback.py",
     "cli/purge.py",
     "cli/receipt.py",
     "cli/restore.py",
     "cli/search.py",
     "cli/ui.py",
+    "lookback.py",
     "restore.py",
 )
 """Package paths (relative to vaultsync/) that take no part in building a corpus database."""

@@ -178,6 +178,7 @@ READ_TOOLS = [
     "note_history",
     "diff_note",
     "list_changes",
+    "list_deleted",
     "list_notes",
     "get_links",
     "vault_status",

@@ -528,3 +528,36 @@ def test_the_server_listens_on_loopback_only(server: Server) -> None:
             if state == "0A" and int(port, 16) == server.port:  # 0A: LISTEN
                 listening.append(address)
     assert listening == ["0100007F"]  # 127.0.0.1, and nothing else (no 0.0.0.0, no IPv6 any)
+
+
+def test_deleted_lists_what_the_command_lists_and_opens_each_as_it_was(
+    page: Watched, server: Server, history: History
+) -> None:
+    tab = open_page(page, server)
+    tab.click("#tab-deleted")
+    wait_until(tab, "document.querySelector('#deleted').dataset.state === 'ready'")
+    expected = cli_json(history.db, "deleted")[::-1]  # the page shows the latest deletion first
+    assert DELETED in [d["path"] for d in expected]
+    shown = tab.eval_on_selector_all("#deleted > li", "els => els.map(e => e.dataset.path)")
+    assert shown == [d["path"] for d in expected]
+    commands = tab.eval_on_selector_all("#deleted code.restore", "els => els.map(e => e.textContent)")
+    assert commands == [d["restore"] for d in expected]
+    item = tab.locator(f"#deleted > li[data-path={json.dumps(DELETED)}]")
+    before = next(d for d in expected if d["path"] == DELETED)["restore"].split("--as-of ")[1]
+    item.locator("a.change").click()
+    wait_note(tab, DELETED, parse_time(before))
+    text = invoke("read", DELETED, "--as-of", before, db=history.db, check=True).stdout
+    tab.click("#show-source")
+    assert tab.locator("#note-source").text_content() == text
+    go_to(tab, MOMENTS[2])  # before the deletion
+    then = [d["path"] for d in cli_json(history.db, "deleted", "--until", MOMENTS[2])[::-1]]
+    assert DELETED not in then
+    wait_until(
+        tab,
+        "n => { const list = document.querySelector('#deleted'); "
+        "return list.dataset.state === 'ready' && list.children.length === n; }",
+        len(then),
+    )
+    assert tab.eval_on_selector_all("#deleted > li", "els => els.map(e => e.dataset.path)") == then
+    assert not then or "still gone" in tab.locator("#deleted-info").text_content()
+    assert not page.dialogs and not page.errors and not page.foreign

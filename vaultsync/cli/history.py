@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..times import ACCEPTED, TimeLike, format_time
-from . import restore
+from . import lookback, restore
 from .base import (
     REVISION_FORMS,
     Context,
@@ -176,4 +176,5 @@ def window_note(vault: Vault, since: TimeLike, until: TimeLike = None) -> str | 
     return None
 
 
-COMMANDS = (history, diff, changes)
+COMMANDS = (history, diff, changes, *lookback.COMMANDS)
+"""With the commands that look back further (``lookback``: deleted, checkout, blame)."""

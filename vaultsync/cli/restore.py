@@ -51,7 +51,13 @@ def _show(done: Any, as_json: bool) -> None:
     help="Put back this revision: its id as history shows it (r12), or 8 or more hex "
     "digits of its content hash (the whole hash too).",
 )
-@click.option("--to", "to", metavar="NEW_PATH", help="Write it at this path instead.")
+@click.option(
+    "--to",
+    "to",
+    metavar="NEW_PATH",
+    help="Write it at this path instead; with --prefix, a folder: each note is written under it at the same "
+    "relative path, and the folder restored is left alone.",
+)
 @click.option("--prefix", metavar="FOLDER", help="Restore every note under this folder as it was (with --as-of).")
 @click.option(
     "--delete-newer",
@@ -91,6 +97,7 @@ def restore(
         vaultsync restore "Projects/Atlas.md" --as-of 2025-03-01
         vaultsync restore "Projects/Atlas.md" --revision r12 --dry-run
         vaultsync restore --prefix Projects/ --as-of 2025-03-01 --delete-newer
+        vaultsync restore --prefix Projects/ --as-of 2025-03-01 --to Archive/Projects/
     """
     from .. import restore as r
     from ..live import handoff

@@ -64,8 +64,8 @@ def plan_restore(vault: Vault, args: dict[str, Any]) -> tuple[list[Any], str]:
     revision, to, delete_newer = a.pop("revision"), a.pop("to"), a.pop("delete_newer")
     if prefix is not None:
         return (
-            r.plan_folder(vault, prefix, as_of=as_of, delete_newer=delete_newer, **a),
-            f"restore of {prefix} as of {format_time(as_of)}",
+            r.plan_folder(vault, prefix, as_of=as_of, delete_newer=delete_newer, to=to, **a),
+            f"restore of {prefix} as of {format_time(as_of)}" + (f" to {to}" if to is not None else ""),
         )
     step = r.plan_note(vault, note, as_of=as_of, revision=revision, to=to, **a)
     return [step], f"restore of {step.origin}"

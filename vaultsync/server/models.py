@@ -150,6 +150,28 @@ class ChangesResult(Compact):
     first_batch: str | None = Field(default=None, description="When the vault's history starts (its first batch, UTC)")
 
 
+class DeletedRow(Compact):
+    """A note deleted in the window, as ``vaultsync deleted --json`` prints it."""
+
+    path: str
+    deleted_at: str = Field(description="When vaultsync learned of the deletion (UTC)")
+    batch: int = Field(description="The batch that recorded it")
+    size: int | None = Field(default=None, description="Bytes of its last text")
+    last_revision: str | None = Field(
+        default=None, description="Its last revision (r12); read_note as_of and restore_note revision take it"
+    )
+    last_known_at: str | None = Field(default=None, description="When that revision was learned (UTC)")
+    content_hash: str | None = Field(default=None, description="SHA-256 of its last text")
+    restore: str = Field(description="The command line that writes it back as it was just before its deletion")
+
+
+class DeletedResult(Compact):
+    since: str | None = None
+    until: str | None = None
+    deleted: list[DeletedRow] = Field(description="Oldest deletion first; empty when nothing was deleted")
+    truncated: bool = Field(default=False, description="True when only the latest `limit` deletions are listed")
+
+
 class LinksResult(_Out):
     path: str
     as_of: str | None

@@ -21,6 +21,7 @@ from .answers import (
     search_answer,
 )
 from .budget import wire_bytes
+from .looking_back import add_list_deleted
 from .models import (
     ChangesResult,
     DiffResult,
@@ -64,13 +65,15 @@ MAX_LINKS = 500
 
 
 def add_read_tools(tools: ToolSet, rt: ServedVault) -> None:
-    """Search, read, history, diff, changes, listing, links and status, in the order tools/list shows them."""
+    """Search, read, history, diff, changes, deletions, listing, links and status, in the order tools/list shows
+    them."""
     for add in (
         add_search_notes,
         add_read_note,
         add_note_history,
         add_diff_note,
         add_list_changes,
+        add_list_deleted,
         add_list_notes,
         add_get_links,
         add_vault_status,

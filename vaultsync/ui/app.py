@@ -92,6 +92,7 @@ def build_app(vault: Vault, token: str, port: int) -> Guard:
             "/api/search", api(lambda r: explorer.search(_param(r, "q", True) or "", _time(r, "at"), _time(r, "valid")))
         ),
         Route("/api/changes", api(lambda r: explorer.changes(_time(r, "since"), _time(r, "until"), _time(r, "valid")))),
+        Route("/api/deleted", api(lambda r: explorer.deleted(_time(r, "until")))),
     ]
     return Guard(Starlette(routes=routes), token, port)
 

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from .. import lookback
 from ..errors import NoteNotFound
 from ..links import Resolver
 from ..revisions import revision_id, short_revision
@@ -242,6 +243,14 @@ class Explorer:
                 "more": more,
                 "changes": [_revision(r) for r in revisions],
             }
+
+    def deleted(self, until: TimeLike = None) -> dict[str, Any]:
+        """The notes deleted up to ``until`` (default now) and still absent then, latest deletion first."""
+        end = as_micros(until, "until")
+        with self.lock:
+            found = lookback.deleted(self.vault, None, end)
+        rows = [{**d.to_json(), "deleted_us": d.deleted_at, "before_us": d.deleted_at - 1} for d in reversed(found)]
+        return {"until": _when(end), "deleted": rows}
 
 
 def folders(paths: list[str]) -> dict[str, int]:

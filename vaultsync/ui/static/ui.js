@@ -599,6 +599,31 @@ async function runChanges() {
   }
 }
 
+// The notes deleted up to this moment and still gone then, latest first: each opens as it was just before
+// its deletion, with the command that restores it. #deleted carries data-state like #changes.
+let deletedSeq = 0;
+
+async function runDeleted() {
+  const mine = ++deletedSeq, list = $("deleted"), at = state.at;
+  list.dataset.state = "loading";
+  try {
+    const data = await api("deleted", {until: at ?? "now"});
+    if (mine !== deletedSeq) return;
+    const n = data.deleted.length;
+    $("deleted-info").textContent = n ? `${n} note${n === 1 ? "" : "s"} deleted by ${short(at)} and still gone`
+                                      : `nothing deleted by ${short(at)} is still gone`;
+    list.replaceChildren(...data.deleted.map((d) => el("li", {"data-path": d.path},
+      el("a", {href: noteHref(d.path, d.before_us), class: "change", text: d.path}),
+      el("span", {class: "muted small", text: ` deleted ${short(d.deleted_us)}, ${d.size ?? "?"} bytes`}),
+      el("code", {class: "small restore", text: d.restore}))));
+    list.dataset.state = "ready";
+  } catch (e) {
+    if (mine !== deletedSeq) return;
+    list.dataset.state = "failed";
+    showError(e.message);
+  }
+}
+
 function showChangeDiff() {
   const {since, was, kind} = state.diff, path = state.note, before = was || path;
   if (kind === "deleted") { $("note").hidden = true; $("note-empty").hidden = true; }
@@ -610,8 +635,11 @@ function selectTab(name) {
   $("tab-search").setAttribute("aria-selected", String(name === "search"));
   $("tab-changes").setAttribute("aria-selected", String(name === "changes"));
   $("search-pane").hidden = name !== "search";
+  $("tab-deleted").setAttribute("aria-selected", String(name === "deleted"));
   $("changes-pane").hidden = name !== "changes";
+  $("deleted-pane").hidden = name !== "deleted";
   if (name === "changes") runChanges();
+  if (name === "deleted") runDeleted();
 }
 
 // ---------------------------------------------------------------- moving through time
@@ -629,6 +657,7 @@ async function refresh() {
     renderTree(tree);
     if (state.query) runSearch();
     if (state.tab === "changes") runChanges();  // the same "since", up to the new moment
+    if (state.tab === "deleted") runDeleted();
   } catch (e) { showError(e.message); }
   refreshing = false;
   if (again) { again = false; refresh(); }
@@ -684,6 +713,7 @@ async function start() {
   $("search-input").addEventListener("keydown", (event) => { if (event.key === "Enter") { clearTimeout(searchTimer); runSearch(); } });
   $("tab-search").addEventListener("click", () => selectTab("search"));
   $("tab-changes").addEventListener("click", () => selectTab("changes"));
+  $("tab-deleted").addEventListener("click", () => selectTab("deleted"));
   $("since-input").addEventListener("keydown", (event) => { if (event.key === "Enter") runChanges(); });
   $("since-prev").addEventListener("click", () => { $("since-input").value = ""; runChanges(); });
   $("show-rendered").addEventListener("click", () => showSource(false));
