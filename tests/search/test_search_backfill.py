@@ -108,7 +108,8 @@ def test_batches_leave_vectors_to_the_writer_and_search_is_exact_for_what_is_fil
         progress = vault.vector_progress()
         assert progress is not None and progress["filled"] == 0 and progress["total"] > 20
         assert _with_vectors(database) == set()
-        assert vault.search("budget review").vectors == progress  # search says how far it is
+        current = {k: progress[k] for k in ("embedder", "filled", "total")}
+        assert vault.search("budget review").vectors == current  # search says how far it is
         assert _exact(vault, database, times) == 0  # words alone, exactly
 
         # newest first: the texts of the notes the last batch wrote come before every other
@@ -132,6 +133,58 @@ def test_batches_leave_vectors_to_the_writer_and_search_is_exact_for_what_is_fil
         for as_of in times:
             _, chunks = split_export(vault.export(as_of=as_of))
             assert {_key(c["indexed_text"]) for c in chunks if c["indexed"]} <= _with_vectors(database)
+
+
+def _texts(vault: Vault, as_of: str | None = None) -> set[bytes]:
+    """The distinct indexed texts visible at ``as_of``, from the export (the revision tables alone)."""
+    _, chunks = split_export(vault.export(as_of=as_of))
+    return {_key(c["indexed_text"]) for c in chunks if c["indexed"]}
+
+
+@pytest.mark.anyio
+async def test_current_texts_fill_first_and_status_and_past_searches_say_how_far(database: str, tmp_path: Path) -> None:
+    """Every text of the vault as it is now gets its vector before any text only the past sees; the status (the
+    library, ``stats``, ``vault_status``) counts both, and a search at a past cutoff counts the texts visible then."""
+    from click.testing import CliRunner
+    from mcp import Client
+    from support.mcp_helpers import sc
+
+    from vaultsync.cli import cli
+    from vaultsync.server import ServeConfig, build_server
+
+    root = tmp_path / "vault"
+    shutil.copytree(NOTES, root)
+    with Vault.open(database, root=root, embedder="hash-background") as vault:
+        times = _history(vault, root)
+        now, first, everything = _texts(vault), _texts(vault, times[0]), set()
+        for as_of in times:
+            everything |= _texts(vault, as_of)
+        assert first - now and now <= everything  # the first cutoff sees texts that are gone now
+        start = vault.vector_progress()
+        assert start["filled"] == start["history_filled"] == 0
+        assert start["history_total"] - start["total"] == len(everything - now) > 0  # the texts only the past sees
+        while vault.vector_progress()["filled"] < start["total"]:
+            assert vault.fill_vectors(limit=7) > 0
+            assert not _with_vectors(database) & (everything - now)  # no past text before every current one
+        half = vault.vector_progress()
+        assert half["history_filled"] == half["filled"] == start["total"] < half["history_total"]
+        assert vault.search("budget review").vectors is None  # now: complete
+        past = vault.search("budget review", as_of=times[0]).vectors
+        assert past is not None and past["total"] - past["filled"] == len(first - now) > 0
+        assert past["as_of"] == vault.search("x", as_of=times[0]).as_of
+        said = CliRunner().invoke(cli, ["search", "budget review", "--as-of", times[0], "--db", database])
+        assert f"{past['filled']} of {past['total']} texts visible at {past['as_of']} so far" in said.stderr
+        stats = CliRunner().invoke(cli, ["stats", "--db", database]).output
+        total, history = half["total"], half["history_total"]
+        assert f"{total} of {total} current texts, {total} of {history} in the whole history" in stats
+        async with Client(build_server(ServeConfig.of(vault))) as c:
+            status = sc(await c.call_tool("vault_status", {}))["semantic_vectors"]
+        assert (status["history_filled"], status["history_total"]) == (total, history)
+
+        while vault.fill_vectors():
+            pass
+        assert vault.vector_progress()["history_filled"] == len(_with_vectors(database)) == history
+        assert vault.search("budget review", as_of=times[0]).vectors is None
 
 
 def now_known(chunks: list[dict[str, Any]]) -> str:

@@ -293,6 +293,8 @@ async def test_vault_status_says_how_far_the_semantic_vectors_are(tmp_path: Path
                 "embedder": "hash-background",
                 "filled": 2,
                 "total": total,
+                "history_filled": 2,  # one batch: the history is the current texts
+                "history_total": total,
             }
         while vault.fill_vectors():
             pass
@@ -301,6 +303,8 @@ async def test_vault_status_says_how_far_the_semantic_vectors_are(tmp_path: Path
                 "embedder": "hash-background",
                 "filled": total,
                 "total": total,
+                "history_filled": total,
+                "history_total": total,
             }
     with Vault.open(tmp_path / "db.sqlite", root=root) as vault:
         async with Client(build_server(ServeConfig.of(vault))) as c:

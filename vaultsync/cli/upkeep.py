@@ -30,7 +30,9 @@ def stats(obj: Context, as_json: bool) -> None:
         return
     for key, value in result.items():
         if key == "semantic_vectors" and value:
-            value = f"{value['filled']:,} of {value['total']:,} current texts ({value['embedder']})"
+            from ..store.search.backfill import Progress
+
+            value = Progress(**value).summary()
         if value is not None or key not in ("vector_search", "semantic_vectors"):
             click.echo(f"{key:>16}: {value}")
 

@@ -8,8 +8,11 @@ nothing is downloaded, and no model hub is contacted (``HF_HUB_OFFLINE=1``).
 
 Inputs ``input_ids``, ``attention_mask`` and ``token_type_ids`` (int64; zeros for the last), at most
 ``MAX_TOKENS`` tokens; output ``last_hidden_state``, mean-pooled under the attention mask, then
-L2-normalized (as sentence-transformers does for this model). A batch is embedded in slices of similar
-token length (``tokens_per_run``), so little work goes into padding. onnxruntime's CPU memory arena is off:
+L2-normalized (as sentence-transformers does for this model). A batch is embedded in runs of texts of one
+token length (``tokens_per_run``), so no work goes into padding and a text's vector never depends on the texts
+beside it; texts with the same tokens (case, spacing, or an edit past ``MAX_TOKENS``) are embedded once. The vectors
+equal those of the padded runs before, within float tolerance and as the store's int8
+(``tests/embed/test_semantic.py``, ``benchmarks/bench_fill_vectors.py``). onnxruntime's CPU memory arena is off:
 with it a large import grew past 2 GB.
 """
 
@@ -68,10 +71,10 @@ class MiniLMEmbedder(Embedder):
     dims = 384
     batch_size = 256
     tokens_per_run = 256
-    """Texts of similar length are embedded together in one onnxruntime run of at most this many
-    (padded) tokens: 1 text of 256 tokens, 8 of 32. Smaller runs were faster, not slower: on 603 Hub
-    chunks embedded note by note with one thread, 40 chunks per CPU-second at 128 or 256 tokens, 32 at
-    512, 24 at 1024, 18 at 2048 or 4096 (and one text per run, 39); peak memory grows with rows × length²
+    """Texts of one token length are embedded together in one onnxruntime run of at most this many
+    tokens: 1 text of 256 tokens, 8 of 32 (a text alone when no other has its length). Smaller runs were faster,
+    not slower: on 603 Hub chunks embedded note by note with one thread, 40 chunks per CPU-second at 128 or 256
+    tokens, 32 at 512, 24 at 1024, 18 at 2048 or 4096 (and one text per run, 39); peak memory grows with rows × length²
     (296 MB for the process at 256, 870 MB at 2048). ``benchmarks/bench_semantic.py`` measures it."""
     fuse = True
     """Fused into the default mode: its cosine ranking joins the keyword candidates at every cutoff (exactly:
@@ -140,10 +143,11 @@ class MiniLMEmbedder(Embedder):
         self._session = session  # last: a set session means a loaded embedder
 
     def _runs(self, order: list[int], lengths: list[int]) -> list[list[int]]:
-        """``order`` (by ascending length) cut into runs of at most ``tokens_per_run`` padded tokens."""
+        """``order`` (by ascending length) cut into runs of texts of one length, at most ``tokens_per_run`` tokens
+        each (a text longer than that alone): no run is padded, so a text's vector never depends on its company."""
         runs: list[list[int]] = []
         for i in order:
-            if runs and (len(runs[-1]) + 1) * lengths[i] <= self.tokens_per_run:
+            if runs and lengths[runs[-1][0]] == lengths[i] and (len(runs[-1]) + 1) * lengths[i] <= self.tokens_per_run:
                 runs[-1].append(i)
             else:
                 runs.append([i])
@@ -154,16 +158,15 @@ class MiniLMEmbedder(Embedder):
 
         self.load()
         encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        out: list[list[float]] = [[] for _ in encodings]
-        for part in self._runs(order, [len(e.ids) for e in encodings]):
-            width = max(len(encodings[i].ids) for i in part)
-            ids = np.zeros((len(part), width), dtype=np.int64)
-            mask = np.zeros((len(part), width), dtype=np.int64)
-            for row, i in enumerate(part):
-                found = encodings[i].ids
-                ids[row, : len(found)] = found
-                mask[row, : len(found)] = 1
+        first: dict[tuple[int, ...], int] = {}  # token ids → the first text with them: embedded once
+        same = [first.setdefault(tuple(e.ids), i) for i, e in enumerate(encodings)]
+        unique = [i for i, j in enumerate(same) if i == j]
+        lengths = [len(e.ids) for e in encodings]
+        order = sorted(unique, key=lambda i: lengths[i])
+        pooled_of: dict[int, list[float]] = {}
+        for part in self._runs(order, lengths):
+            ids = np.asarray([encodings[i].ids for i in part], dtype=np.int64)
+            mask = np.ones_like(ids)
             hidden = self._session.run(
                 ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             )[0]
@@ -171,5 +174,5 @@ class MiniLMEmbedder(Embedder):
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
             for row, i in enumerate(part):
-                out[i] = pooled[row].tolist()
-        return out
+                pooled_of[i] = pooled[row].tolist()
+        return [pooled_of[j] for j in same]

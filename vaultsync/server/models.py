@@ -204,6 +204,14 @@ class SemanticVectors(_Out):
     embedder: str = Field(description="The semantic model whose vectors are being filled")
     filled: int = Field(description="Current texts that have their vector: search finds them by meaning too")
     total: int = Field(description="Current texts; the rest are found by their words until the watcher fills them")
+    history_filled: int | None = Field(
+        default=None, description="Texts of the whole history (past revisions too) that have their vector"
+    )
+    history_total: int | None = Field(
+        default=None,
+        description="Texts of the whole history; current texts are filled first, then the past, newest first: a search "
+        "at a past cutoff finds the rest by their words",
+    )
 
 
 class StatusResult(_Out):

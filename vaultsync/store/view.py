@@ -20,7 +20,7 @@ from .provenance import PurgeRecord, locate, purge_records, revision_in_vault
 from .purge import horizon
 from .read import Revision
 from .schema import APPEND_ONLY_TABLES
-from .search import engine
+from .search import backfill, engine
 
 
 def forgotten(vault_name: str, horizon: int) -> str:
@@ -294,8 +294,9 @@ class View:
         }
 
     def vector_progress(self) -> dict[str, Any] | None:
-        """How many current texts have their vectors (``search.backfill.Progress``), when the store's embedder
-        fills them after each batch; None when every batch writes its vectors (or there is no search index)."""
+        """How many current texts, and texts of the whole history, have their vectors (``search.backfill.Progress``)
+        when the store's embedder fills them after each batch; None when every batch writes its vectors (or there is
+        no search index)."""
         from ..errors import VaultsyncError
         from .search.embedding import query_embedder
         from .search.schema import has_schema
@@ -308,7 +309,8 @@ class View:
             return None
         if not embedder.background:
             return None
-        return self.rankers.progress(self._con, self.vault_id, embedder.embedder_id).to_json()
+        found = self.rankers.progress(self._con, self.vault_id, embedder.embedder_id)
+        return backfill.with_history(self._con, self.vault_id, found).to_json()
 
     def _database_bytes(self) -> int:
         """Bytes of the database file and its WAL (the engine's own measure)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...embed.provider import Embedder
@@ -32,27 +32,73 @@ STEP = 32
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    """How many of a vault's current texts have their vectors."""
+    """How many of a vault's texts have their vectors: the current ones (what a search now ranks), and either every
+    text of its history (``history_*``, for its status) or those visible at a past cutoff (``as_of``, for a search)."""
 
     embedder: str
     """The embedder filling them (its registry name)."""
     filled: int
     total: int
+    """The current texts with their vector, and all of them; or, with ``as_of``, the texts visible then."""
+    history_filled: int | None = None
+    history_total: int | None = None
+    """Every text the vault ever held (current and past revisions): with its vector, and all (None: not counted)."""
+    as_of: str | None = None
+    """Set when ``filled``/``total`` count the texts visible at this past cutoff rather than the current ones."""
 
     @property
     def complete(self) -> bool:
         return self.filled >= self.total
 
     def to_json(self) -> dict[str, Any]:
-        return {"embedder": self.embedder, "filled": self.filled, "total": self.total}
+        out: dict[str, Any] = {"embedder": self.embedder, "filled": self.filled, "total": self.total}
+        if self.history_total is not None:
+            out.update(history_filled=self.history_filled, history_total=self.history_total)
+        if self.as_of is not None:
+            out["as_of"] = self.as_of
+        return out
 
     def sentence(self) -> str:
         """One line for a person: how far, and what search does meanwhile."""
         share = 100 * self.filled // self.total if self.total else 100
+        which = f"texts visible at {self.as_of}" if self.as_of else "current texts"
         return (
-            f"semantic vectors: {self.filled:,} of {self.total:,} current texts so far ({share}%); "
+            f"semantic vectors: {self.filled:,} of {self.total:,} {which} so far ({share}%); "
             "the rest are found by their words until the vault's watcher fills them"
         )
+
+    def summary(self) -> str:
+        """``stats``' line: the current texts, then the whole history."""
+        line = f"{self.filled:,} of {self.total:,} current texts"
+        if self.history_total is not None:
+            line += f", {self.history_filled:,} of {self.history_total:,} in the whole history"
+        return f"{line} ({self.embedder})"
+
+
+HISTORY = """
+    SELECT count(*), count(v.doc_id) FROM (SELECT DISTINCT doc_id FROM search_rows WHERE vault_id = :v) d
+    LEFT JOIN search_vectors v ON v.doc_id = d.doc_id"""
+"""Every text of the vault's history, and how many have their vector (both engines, through ``con.execute``)."""
+
+
+def with_history(con: Any, vault_id: int, found: Progress) -> Progress:
+    """``found`` (the current texts) with the whole history's counts."""
+    total, filled = con.execute(HISTORY, {"v": vault_id}).fetchone()
+    return replace(found, history_filled=int(filled), history_total=int(total))
+
+
+def progress_at(con: Any, snap: Any, embedder: str, as_of: str | None) -> Progress:
+    """How many of the texts visible in a past snapshot (``search.snapshot``) have their vector: the ones a vector
+    ranking at that cutoff compares (both engines)."""
+    from .snapshot import rows_source
+
+    source, params = rows_source(snap, None)
+    total, filled = con.execute(
+        f"SELECT count(*), count(v.doc_id) FROM (SELECT DISTINCT doc_id FROM ({source}) s) d "
+        "LEFT JOIN search_vectors v ON v.doc_id = d.doc_id",
+        params,
+    ).fetchone()
+    return Progress(embedder, int(filled), int(total), as_of=as_of)
 
 
 CURRENT = """

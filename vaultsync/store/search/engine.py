@@ -190,7 +190,10 @@ def search(
     hits = _hits(con, vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked}, parts, shown)
     filling = None
     if mode != "keyword" and embedder is not None and embedder.background and (mode == "vector" or embedder.fuse):
-        found = rankers.progress(con, vault_id, embedder.embedder_id)
+        if snap.latest:
+            found = rankers.progress(con, vault_id, embedder.embedder_id)
+        else:  # a past cutoff: the texts visible then (the vector ranking's own set), not today's
+            found = backfill.progress_at(con, snap, embedder.embedder_id, format_time(as_of))
         filling = None if found.complete else found.to_json()
     return {
         "query": query,
