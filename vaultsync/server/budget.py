@@ -41,7 +41,8 @@ def wire_bytes(value: Any) -> int:
 def fit(data: dict[str, Any], budget: int = MAX_ANSWER_BYTES) -> dict[str, int]:
     """Cut ``data`` (a tool answer as JSON) in place until both its copies fit ``budget``; what was left out."""
     omitted: dict[str, int] = {}
-    said = data.get("omitted") if isinstance(data.get("omitted"), dict) else {}
+    given = data.get("omitted")
+    said: dict[str, int] = dict(given) if isinstance(given, dict) else {}
     while (size := wire_bytes(data)) > budget:
         name = _largest(data)
         if name is None:
