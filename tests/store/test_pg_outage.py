@@ -262,6 +262,7 @@ CALLS = {
     "list_notes": {"limit": 5},
     "get_links": {"path": "Inbox.md"},
     "vault_status": {},
+    "list_deleted": {},
 }
 """One call of every read tool."""
 RETURN_S = 10.0
