@@ -17,7 +17,7 @@ from vaultsync import Vault
 
 pgserver = pytest.importorskip("support.pgserver")
 
-BATCHES = 150
+BATCHES = 400
 T0 = 1_700_000_000_000_000
 
 
@@ -78,7 +78,7 @@ def test_an_interrupted_copy_leaves_nothing_and_a_rerun_copies_the_whole_vault(s
                 writing = con.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                     "AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL "
-                    "AND now() - xact_start > interval '500 milliseconds'"
+                    "AND now() - xact_start > interval '200 milliseconds'"
                 ).fetchone()[0]
                 if committed >= 5 or writing:
                     break
