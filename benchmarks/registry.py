@@ -28,6 +28,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "filling MiniLM vectors, old code against new in one run: chunks per CPU-second on Help and Hub history "
         "texts, peak memory, the vectors compared (500 texts of each), the Hub's time to complete estimated",
     ),
+    "model_peak": (
+        "benchmarks.bench_model_peak",
+        "MiniLM's fp32 work per CPU-second against a single-threaded numpy fp32 matmul on the same core: how much "
+        "any change keeping the vectors equal could still gain",
+    ),
     "import_semantic": (
         "benchmarks.bench_import_semantic",
         "a full import with the semantic extra: wall, CPU, peak memory of the process tree, database size",
