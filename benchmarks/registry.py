@@ -90,6 +90,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "everyday questions beside known-item, remembered and link/alias sets: @1/@3/@10/MRR per mode, words "
         "alone and MiniLM fused, on the Help and the Hub; search latency; import, then until vectors are complete",
     ),
+    "absent": (
+        "benchmarks.bench_absent",
+        "words found nowhere: hits the default mode shows for 50 random absent words per vault (0 shown as matches), "
+        "the nearest chunk's similarity behind the semantic model's floor, and the everyday questions it must keep",
+    ),
     "models": (
         "benchmarks.bench_models",
         "which embedding model: vector-only quality on the everyday questions, embedding speed, install size",

@@ -123,7 +123,7 @@ def main() -> None:
     run("diff", EDITED, "--from", "2025-01-10", db=db)
     run("history", RENAMED[1], db=db)
     print("\n# Search the vault as it was in January, next to today:")
-    run("search", "beacons", "--as-of", "2025-01-10", "--mode", "keyword", db=db)
+    run("search", "beacons", "--as-of", "2025-01-10", db=db)
     run("search", "beacons", "--mode", "keyword", db=db)
     print("\n# Two notes declare valid_from/valid_to: which Team notes apply in March 2025, and in June 2026?")
     run("ls", "--prefix", "Team/", "--valid-at", "2025-03-15", db=db)

@@ -97,6 +97,8 @@ SLOW_TESTS = {
     "test_watch_moves.py::test_fifty_random_moves_are_all_renames",
     "test_vanished_vault.py::test_watch_records_30_of_1000_deleted_in_one_batch",
     "test_imports.py::test_every_module_imports_first_in_a_fresh_state",
+    # the semantic model's similarity floor: words found nowhere in the sample vault (loads the model)
+    "test_nothing.py::test_minilm_says_no_matches_for_words_found_nowhere_and_marks_what_is_close",
     # the semantic model filling vectors through real CLI processes (each loads the model)
     "test_semantic.py::test_search_and_stats_say_how_far_the_vectors_are_while_they_are_filled",
     "test_semantic.py::test_ctrl_c_while_an_import_fills_its_vectors_keeps_the_batch_and_what_is_filled",

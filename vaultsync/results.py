@@ -65,6 +65,9 @@ class SearchResult:
     vectors: dict[str, Any] | None = None
     """While the semantic vectors are still being filled: how far (``embedder``, ``filled``, ``total`` current
     texts); the texts without one are found by their words alone meanwhile. None once complete (or unused)."""
+    similar_only: bool = False
+    """True when no searched chunk holds the query's words and the hits are chunks similar in meaning (the
+    default mode with a semantic model, above its similarity floor): "similar, no word matches"."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SearchResult:
@@ -79,6 +82,7 @@ class SearchResult:
             data.get("first_batch"),
             data.get("semantic"),
             data.get("vectors"),
+            bool(data.get("similar_only", False)),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -93,6 +97,7 @@ class SearchResult:
             "first_batch": self.first_batch,
             "semantic": self.semantic,
             "vectors": self.vectors,
+            "similar_only": self.similar_only,
         }
 
 

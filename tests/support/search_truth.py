@@ -130,7 +130,9 @@ def fresh_default(
     ``POOL`` chunks by bm25 and its best ``POOL`` by bm25 among those matching the whole query as one phrase
     (joined, with ``fused``, by the brute force's nearest ``CANDIDATES``), re-ranked by the documented signals
     of their exported ``indexed_text``. ``index``: a fresh index already built over these chunks, to reuse;
-    ``vectored``: which chunks have vectors (default all: a store whose vectors are partly filled has fewer)."""
+    ``vectored``: which chunks have vectors (default all: a store whose vectors are partly filled has fewer).
+    When no chunk holds the words it weighs, the nearest are only those at least ``fused.similarity_floor``
+    similar."""
     from vaultsync.embed.tokenizer import parse_query
     from vaultsync.store.search.engine import CANDIDATES
     from vaultsync.store.search.everyday import content, everyday
@@ -153,6 +155,8 @@ def fresh_default(
     cosines: dict[tuple[str, str], float] = {}
     if fused is not None:
         nearest = brute_vector([c for c in chunks if vectored is None or vectored(c)], fused, query)
+        if not pool and fused.similarity_floor is not None:  # no chunk holds the words: only the similar ones
+            nearest = [n for n in nearest if n[2] >= fused.similarity_floor]
         cosines = {(p, c): s for p, c, s in nearest}
         known = {(p, c) for p, c, _ in pool}
         pool += [(p, c, 0.0) for p, c, _ in nearest[: max(CANDIDATES, limit or 0)] if (p, c) not in known]

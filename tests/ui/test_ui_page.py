@@ -142,6 +142,28 @@ def test_the_search_panel_never_scrolls_sideways(page: Any, server: Server) -> N
     assert widths[0] <= widths[1], widths
 
 
+def test_search_says_no_matches_and_refuses_a_query_without_words(page: Any, server: Server) -> None:
+    """A word found nowhere: "no matches" above an empty list. A query of spaces, wildcards or punctuation: the
+    server's one-line refusal, in the search pane and the page's error line, gone at the next answered query."""
+    tab = open_page(page, server)
+    info = "document.querySelector('#search-info').textContent"
+    tab.fill("#search-input", "qwzxvk")
+    tab.press("#search-input", "Enter")
+    wait_until(tab, f"{info}.startsWith('no matches as of ')")
+    assert tab.locator("#search-results > li").count() == 0
+    for query in ("*", "   ", "?!"):
+        tab.fill("#search-input", "zeppelin")
+        tab.press("#search-input", "Enter")
+        wait_until(tab, "document.querySelectorAll('#search-results > li').length === 1")
+        assert tab.locator("#error").text_content() == ""
+        tab.fill("#search-input", query)
+        tab.press("#search-input", "Enter")
+        wait_until(tab, f"{info}.startsWith('the query has no words to search for')")
+        assert tab.locator("#error").text_content() == tab.evaluate(info)
+        assert tab.locator("#search-results > li").count() == 0
+    assert not page.dialogs and not page.foreign
+
+
 def test_entries_are_links_to_the_page_itself(page: Any, server: Server, browser: Any, history: History) -> None:
     tab = open_page(page, server)
     moment = "2025-03-20"

@@ -21,7 +21,7 @@ import click
 from ..dsn import is_dsn
 from ..errors import VaultsyncError
 from ..printable import printable
-from ..times import ACCEPTED
+from ..times import ACCEPTED, format_time
 
 if TYPE_CHECKING:
     from click._termui_impl import ProgressBar
@@ -215,6 +215,16 @@ def say(line: str, *, err: bool = False) -> None:
     """One line of human output: the names in it are ``printable`` (a control character in a note's
     name is shown as an escape, never sent to the terminal; a newline in it cannot start a line)."""
     click.echo(printable(line), err=err)
+
+
+def said_time(moment: int | str | None, default: str = "now") -> str:
+    """A time option as the user gave it, for a line about an answer: microseconds as UTC, a typed form (``r12``)
+    as typed, None as ``default``."""
+    if moment is None:
+        return default
+    if isinstance(moment, int):
+        return format_time(moment) or default
+    return printable(str(moment))
 
 
 def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:

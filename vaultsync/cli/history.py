@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..printable import printable
 from ..times import ACCEPTED, TimeLike, format_time
 from . import lookback, restore
 from .base import (
@@ -20,6 +21,7 @@ from .base import (
     json_option,
     moment_option,
     pass_ctx,
+    said_time,
     say,
     time_option,
     validity_option,
@@ -56,6 +58,10 @@ def history(obj: Context, note: str, since: int | None, until: int | None, valid
     if as_json:
         echo_json([r.summary() for r in revisions])
         return
+    if not revisions:
+        window = f" after {said_time(since)}" if since is not None else ""
+        window += f" up to {said_time(until)}" if until is not None else ""
+        click.echo(f"no revisions of {printable(note)}{window}", err=True)
     hashes = short_revisions([r.content_hash for r in revisions])
     width = max((len(revision_id(r)) for r in revisions), default=0)
     for r, content in zip(revisions, hashes):
@@ -89,6 +95,8 @@ def diff(
         said = [v if isinstance(v, str) else format_time(v) for v in (since, until)]
         echo_json({"path": note, "from": said[0], "to": said[1], "diff": text})
         return
+    if not text:
+        click.echo(f"no change in {printable(note)} between {said_time(since)} and {said_time(until)}", err=True)
     click.echo(text, nl=False)
 
 
@@ -152,6 +160,8 @@ def changes(
     why = window_note(vault, since, until)
     if why:
         click.echo(f"{'note' if revisions else 'no changes'}: {why}", err=True)
+    elif not revisions:
+        click.echo(f"no changes after {said_time(since)} up to {said_time(until)}", err=True)
     for r in revisions:
         extra = f" (from {r.renamed_from})" if r.renamed_from else ""
         revision = r.content_hash[:8] if r.content_hash else "-"

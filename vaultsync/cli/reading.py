@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from ..printable import printable
 from ..times import ACCEPTED, format_time
 from .base import (
     REVISION_FORMS,
@@ -19,6 +20,7 @@ from .base import (
     json_option,
     moment_option,
     pass_ctx,
+    said_time,
     say,
     validity_option,
 )
@@ -76,6 +78,9 @@ def ls(obj: Context, as_of: int | str | None, valid_at: int | None, prefix: str,
         from ..store.view import no_history
 
         click.echo(f"no notes: {no_history(vault.name, format_time(vault.first_known_at))}", err=True)
+    elif not revisions:
+        under = f" under {printable(prefix)}" if prefix else ""
+        click.echo(f"no notes{under} as of {said_time(as_of)}", err=True)
     for r in revisions:
         say(f"{format_time(r.known_at)}  {r.size:>8}  {r.path}")
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from ..printable import printable
 from ..times import ACCEPTED, format_time
 from .base import Context, echo_json, friendly, json_option, moment_option, pass_ctx, say
 
@@ -175,6 +176,10 @@ def show_batches(vault: Any, source: str | None, caller: str | None, as_json: bo
     if as_json:
         echo_json([{**b, "known_at": format_time(b["known_at"])} for b in found])
         return
+    if not found:
+        by = [f"source {source}"] if source is not None else []
+        by += [f"caller {caller}"] if caller is not None else []
+        click.echo(f"no batches written by {printable(' for '.join(by))}", err=True)
     for b in found:
         who = f"  for {b['caller']}" if b["caller"] else ""
         click.echo(

@@ -131,6 +131,8 @@ def search(
 
         why = no_history(vault.name, result.first_batch) if result.before_history else None
         click.echo(f"no matches: {why}" if why else "no matches", err=True)
+    elif result.similar_only:
+        click.echo(f"{SIMILAR}: no note holds these words; the hits below are close in meaning", err=True)
     for n, hit in enumerate(result.hits, start=1):
         where_in = printable(" › ".join(hit["heading_path"]))  # escaped before any style is added
         lines = f"lines {hit['lines'][0]}-{hit['lines'][1]}"
@@ -146,6 +148,9 @@ def search(
         click.echo(Progress(**result.vectors).sentence(), err=True)
     _semantic_note(result.mode, result.query, result.semantic)
 
+
+SIMILAR = "similar, no word matches"
+"""How every door labels hits that are similar in meaning while no chunk holds the query's words."""
 
 SEMANTIC_NOTE = (
     "note: a question is matched by its words alone here; the semantic extra adds a model that "

@@ -20,6 +20,10 @@ class Embedder(ABC):
     fuse: bool = False
     """Whether the default search mode fuses this embedder's vector ranking with the keyword ranking:
     only where that was measured not to make any evaluation set worse (docs/performance.md, "Search quality")."""
+    similarity_floor: float | None = None
+    """For an embedder that fuses: when no searched chunk holds a query's words, the default mode shows only the
+    chunks at least this similar to the query (cosine), marked as similar in meaning with no word matching; None:
+    no floor (every nearest chunk is shown)."""
     background: bool = False
     """Whether new texts get this embedder's vectors after their batch rather than inside it: filled by whichever
     process holds the vault's writer role, newest notes first (``store.search.backfill``), so that a model too

@@ -87,6 +87,17 @@ class MiniLMEmbedder(Embedder):
     Its cost: the default mode scans every current vector, measured before at p50 74.9 ms fused against 11.3 ms
     at 133k chunks (``bench_search.py --embedder minilm``, docs/performance.md)."""
 
+    similarity_floor = 0.5
+    """When no chunk holds a query's words, the default mode shows only chunks at least this similar (cosine), marked
+    "similar, no word matches". Chosen by measurement (``benchmarks/bench_absent.py``): for 100 random pronounceable
+    words found nowhere in the sample vault and 100 in the Help's ``en/``, the nearest chunk's similarity was at most
+    0.370 and 0.447 (median 0.25); for everyday English words one of them does not hold (12 in the sample vault, 11
+    in the Help: *submarine*, *mortgage*, *beacons*…), at most 0.48 (*beacons* beside a lighthouse project). The
+    Help's 150 everyday questions reach their note at a median of 0.51, and every one of them shares a word with
+    some chunk, so the floor leaves their ranking (and every word-matching query's) as it was. 0.5 shows nothing
+    for all of those words, with a margin over the highest, while a query worded differently from its note still
+    finds one as close as a typical question's answer."""
+
     background = True
     """Its vectors are filled after each batch, newest notes first, by the process holding the writer role (the
     watcher, or an import before it exits): 40 chunks per CPU-second would hold a first import up for minutes."""

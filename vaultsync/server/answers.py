@@ -28,7 +28,7 @@ from pydantic import Field
 from ..excerpts import fit_excerpts
 from ..revisions import revision_id, short_revision, short_revisions
 from ..times import format_time
-from .models import Compact, RevisionRow
+from .models import SIMILAR_ONLY, Compact, RevisionRow
 
 ANSWER_CHARS_PER_HIT = 480
 """A search answer's excerpts are sized so that the whole answer is about this many characters a hit."""
@@ -84,6 +84,7 @@ class SearchAnswer(Compact):
         "first_batch or later)",
     )
     first_batch: str | None = Field(default=None, description="With before_history: when the vault's history starts")
+    similar_only: bool | None = Field(default=None, description=SIMILAR_ONLY)
     explain: list[Explained] | None = Field(
         default=None,
         description="explain=true: every hit in rank order with its scores (keyword and vector ranks, signals)",
@@ -114,6 +115,7 @@ def search_answer(result: Any, *, full_text: bool, explain: bool) -> SearchAnswe
     answer = SearchAnswer(notes=grouped([""] * len(hits)), times=times.values, as_of=_time(result.as_of))
     if result.before_history:
         answer.before_history, answer.first_batch = True, result.first_batch
+    answer.similar_only = result.similar_only or None
     if full_text:
         hits, cut = fit_hits(hits)
         texts = [h["text"] for h in hits]

@@ -49,6 +49,11 @@ class SearchHit(_Out):
     snippet: str | None = Field(default=None, description="The matching words in context")
 
 
+SIMILAR_ONLY = (
+    "True: similar, no word matches. No section holds the query's words; these hits are only close in meaning"
+)
+
+
 class SearchResult(_Out):
     """Search hits, best first."""
 
@@ -63,6 +68,7 @@ class SearchResult(_Out):
         "the vault had no history then, so nothing could match (ask about first_batch or later)",
     )
     first_batch: str | None = Field(default=None, description="When the vault's history starts (its first batch, UTC)")
+    similar_only: bool = Field(default=False, description=SIMILAR_ONLY)
 
 
 class Link(_Out):

@@ -136,6 +136,7 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
             truncated=cut,
             before_history=result.before_history,
             first_batch=result.first_batch,
+            similar_only=result.similar_only,
         )
 
     tools.full["search_notes"] = search_hits  # the whole hits, for a server that signs them (receipts)

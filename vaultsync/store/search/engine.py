@@ -116,10 +116,14 @@ def _default(
     limit: int,
     embedder: Embedder | None,
     parts: dict[int, dict[str, Any]],
-) -> list[Scored]:
+) -> tuple[list[Scored], bool]:
     """The default mode (``signals``): BM25 candidates and the best by BM25 among the chunks holding the
     whole query in order, joined by the nearest vectors when the store's embedder fuses, ranked by the
-    documented signals; a question in everyday words weighs only its content words (``everyday``)."""
+    documented signals; a question in everyday words weighs only its content words (``everyday``).
+
+    Also whether any searched chunk holds the words it weighs. When none does, the nearest vectors are all there
+    is: only those at least the embedder's ``similarity_floor`` similar to the query are kept (``similar``), so
+    that a word found nowhere is answered "no matches" rather than with the least unrelated chunks."""
     weighed = everyday.content(parsed)
     pool, held = rankers.keyword.rank_default(
         con, snap, weighed, rankers.whole(signals.QueryTokens.of(parsed)), allowed, max(limit, signals.POOL)
@@ -128,11 +132,14 @@ def _default(
         parts[item.row_id] = {"keyword": {"rank": r, "score": item.score}}
     known = {s.row_id for s in pool}
     pool = pool + [s for s in held if s.row_id not in known]  # ranked below the pool by BM25: no keyword rank
+    worded = bool(pool)
     cosines: dict[int, float] | None = None
     embedder = embedder or query_embedder(con)
     if embedder.fuse:
         rankers.ready(con)
         near = rankers.vector.rank(con, snap, embedder, query, allowed, max(limit, CANDIDATES))
+        if not worded:
+            near = similar(near, embedder.similarity_floor)
         for item, r in zip(near, shared_ranks(near, _vec_tied)):
             parts.setdefault(item.row_id, {})["vector"] = {"rank": r, "score": item.score}
         known = {s.row_id for s in pool}
@@ -142,7 +149,19 @@ def _default(
     ranked = signals.rerank(con, pool, weighed, cosines, parsed, weight)[:limit]
     for item, found in ranked:
         parts.setdefault(item.row_id, {})["signals"] = found
-    return [item for item, _ in ranked]
+    return [item for item, _ in ranked], worded
+
+
+def similar(near: list[Scored], floor: float | None) -> list[Scored]:
+    """The nearest chunks (by cosine, best first) at least ``floor`` similar to the query (None: all of them)."""
+    return near if floor is None else [s for s in near if s.score >= floor]
+
+
+def refuse_wordless(parsed: KeywordQuery) -> None:
+    """Refuse a query with nothing to search for: empty, spaces only, or only wildcards and punctuation (``*``,
+    ``**``, ``?!``), which no mode can match by its words and which would rank every chunk alike."""
+    if not any(signals.tokens(p.text) for p in parsed.phrases):
+        raise ConfigError("the query has no words to search for: give at least one word", argument="query")
 
 
 def search(
@@ -168,11 +187,13 @@ def search(
         raise ConfigError(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
     if limit < 1:
         raise ConfigError("limit must be at least 1")
+    parsed = parse_query(query)
+    refuse_wordless(parsed)
     rankers.check(con, vault_id, vault_name)
     snap = take(con, vault_id, as_of, valid_at, batch=batch)
     allowed = allowed_notes(con, snap, prefix, tags, where)
-    parsed = parse_query(query)
     parts: dict[int, dict[str, Any]] = {}
+    worded = True
     if mode == "keyword":
         ranked = rankers.keyword.rank(con, snap, parsed, allowed, limit)
         for item, r in zip(ranked, shared_ranks(ranked, _kw_tied)):
@@ -185,7 +206,7 @@ def search(
             parts[item.row_id] = {"vector": {"rank": r, "score": item.score}}
     else:
         embedder = embedder or query_embedder(con)
-        ranked = _default(con, rankers, snap, parsed, query, allowed, limit, embedder, parts)
+        ranked, worded = _default(con, rankers, snap, parsed, query, allowed, limit, embedder, parts)
     shown = everyday.marked(parsed) if mode == DEFAULT_MODE else parsed  # what the snippets mark
     hits = _hits(con, vault_name, [s.row_id for s in ranked], {s.row_id: s.score for s in ranked}, parts, shown)
     filling = None
@@ -204,6 +225,7 @@ def search(
         "hits": hits,
         "semantic": embedder.embedder_id if mode == DEFAULT_MODE and embedder is not None and embedder.fuse else None,
         "vectors": filling,
+        "similar_only": bool(hits) and not worded,
     }
 
 

@@ -540,17 +540,24 @@ async function loadBacklinks(path, mine) {
 // ---------------------------------------------------------------- search and changes
 
 let searchTimer = null, searchSeq = 0;  // answers to an older search than the newest are dropped
+let searchError = "";  // the refusal shown for the last query, taken away once a query is answered
 
 async function runSearch() {
-  const query = $("search-input").value.trim();
+  const typed = $("search-input").value, query = typed.trim();
   state.query = query;
   saveHash();
   const mine = ++searchSeq, at = state.at;  // the header says the moment this answer is for
-  if (!query) { $("search-results").replaceChildren(); $("search-info").textContent = ""; return; }
+  if (!typed) { $("search-results").replaceChildren(); $("search-info").textContent = ""; return; }
   try {
-    const data = await api("search", {q: query, at: at ?? "now", valid: state.valid});
+    // spaces alone are asked too: the server says why such a query has nothing to search for
+    const data = await api("search", {q: query || typed, at: at ?? "now", valid: state.valid});
     if (mine !== searchSeq) return;  // a newer query or moment was asked for meanwhile
-    $("search-info").textContent = `${data.hits.length} hit${data.hits.length === 1 ? "" : "s"} as of ${short(at)} (${data.mode})`;
+    if (searchError && $("error").textContent === searchError) showError("");
+    searchError = "";
+    const n = data.hits.length, when = `as of ${short(at)} (${data.mode})`;
+    $("search-info").textContent = !n ? `no matches ${when}`
+      : data.similar_only ? `${n} similar, no word matches: no note holds these words ${when}`
+      : `${n} hit${n === 1 ? "" : "s"} ${when}`;
     $("search-results").replaceChildren(...data.hits.map((hit) => {
       const snippet = el("p", {class: "snippet"});
       String(hit.snippet || "").split("**").forEach((part, i) => snippet.append(i % 2 ? el("mark", {text: part}) : part));
@@ -558,7 +565,12 @@ async function runSearch() {
                 el("a", {href: noteHref(hit.path, at), class: "wikilink result", "data-path": hit.path, text: hit.path}),
                 (hit.heading_path || []).length ? el("span", {class: "muted small", text: ` ${hit.heading_path.join(" > ")}`}) : null, snippet);
     }));
-  } catch (e) { if (mine === searchSeq) showError(e.message); }
+  } catch (e) {
+    if (mine !== searchSeq) return;
+    $("search-results").replaceChildren(); $("search-info").textContent = e.message;
+    searchError = e.message;
+    showError(e.message);
+  }
 }
 
 // The list and its header are drawn together from one answer, and only from the answer to the newest
