@@ -11,7 +11,7 @@ from typing import Any
 from .disk import edit, vaultfs
 from .disk.folder import MAX_FILE_BYTES, FileProblem
 from .disk.paths import nfc, note_candidates, note_path
-from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError
+from .errors import ConfigError, NoteNotFound, StoreError, UnknownRevision
 from .forgetting import check_current, purge_cutoff
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitImport, OnCommit, in_git
 from .links import LinkReport, link_report
@@ -19,7 +19,7 @@ from .opening import open_vault
 from .reading import applying, diff_sides, existing, tagged, unified
 from .recording import Recorder
 from .results import Note, Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
-from .revisions import looks_like_revision, pick_revision, resolve_cutoff, revision_id
+from .revisions import batch_named, looks_like_revision, pick_revision, resolve_cutoff, revision_id, revisions_known
 from .store import BatchNews, Engine, Revision, View
 from .store.requests import RequestTable
 from .store.view import forgotten
@@ -285,15 +285,27 @@ class Vault:
         return revs
 
     def revision(self, path: str, value: str, argument: str = "revision") -> Revision:
-        """The revision of the note's ``history`` that ``value`` names: its id as history shows it (``r12``)
-        or the start of its content hash (8+ hex digits; the latest revision with that content). NoteNotFound
-        when none does or it is a deletion, ConfigError when the digits begin two different contents."""
-        rev = pick_revision(self.history(path), value, path, argument)
+        """The revision of the note's ``history`` that ``value`` names (``revisions.pick_revision``): a revision id
+        ``r12`` names the note as it stood right after batch 12 (the revision batch 12 made, or the last before
+        it), the start of a content hash (8+ hex digits) the latest revision with that content. ConfigError when
+        ``r12`` is no batch of the vault or the digits begin two different contents; UnknownRevision when the note
+        did not exist then (not yet, or deleted by then) or had no such content."""
+        number = batch_named(value)
+        if number is not None:
+            resolve_cutoff(self, value, argument)  # a batch of this vault, else one line naming its latest
+        history = self.history(path)
+        rev = pick_revision(history, value, path, argument)
         if rev.deleted:
             where = f", renamed to {rev.renamed_to}" if rev.renamed_to else ""
-            raise NoteDeleted(
-                f"revision {revision_id(rev)} of {path!r} is its deletion (at {format_time(rev.known_at)}{where}): "
-                "give a revision before it",
+            said = (
+                f"revision {revision_id(rev)} of {path!r} is its deletion"
+                if number is None or number == rev.batch_id
+                else f"note {path!r} did not exist after batch {number} ({value.strip()}): it was deleted in "
+                f"{revision_id(rev)}"
+            )
+            raise UnknownRevision(
+                f"{said} (at {format_time(rev.known_at)}{where}): give a revision before it "
+                f"({revisions_known(history)})",
                 argument=argument,
             )
         return rev
@@ -312,7 +324,7 @@ class Vault:
         """Unified diff of the note between two times ('' when identical); with ``valid_at``, of the
         revisions applying at that validity time as known at each. Either end may be a revision of the
         note's history instead, as ``revision`` takes it (``r12``): exactly that one."""
-        pins = [self._pin(path, value, name) for value, name in ((since, "from"), (until, "to"))]
+        pins = [self._side(path, value, name) for value, name in ((since, "from"), (until, "to"))]
         start = None if pins[0] is not None else as_micros(since, "since")
         end = None if pins[1] is not None else as_micros(until, "until")
         try:
@@ -322,6 +334,16 @@ class Vault:
         with self._view(start, as_micros(valid_at, "valid_at")) as before:
             texts, labels = diff_sides(before, end, path, pins, lineage, self.name)
         return unified(texts, labels)
+
+    def _side(self, path: str, value: TimeLike, argument: str) -> Revision | str | None:
+        """One end of ``diff`` written as a revision (``revision``), or, for a revision id ``r12`` of a batch after
+        which the note did not exist, the label of that empty end (as a time then would give); None: a time."""
+        try:
+            return self._pin(path, value, argument)
+        except UnknownRevision:
+            if batch_named(value) is None:
+                raise
+            return f"{note_path(path)} (absent after {str(value).strip()})"
 
     def _pin(self, path: str, value: TimeLike, argument: str) -> Revision | None:
         """The revision ``value`` names when it is written as one (``revision``), else None (a time)."""

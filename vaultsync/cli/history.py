@@ -41,9 +41,10 @@ def history(obj: Context, note: str, since: int | None, until: int | None, valid
     """Every revision of a note, following renames: its time, id, content and kind.
 
     The id (r12: the revision batch 12 made) names one revision; read --as-of, diff --from/--to and
-    restore --revision take it. The next column is the start of its content's hash (the same when the
-    text came back to an earlier state; those commands take it too). With --valid-at: the revisions that
-    in turn applied then.
+    restore --revision take it, and any id changes prints (the note as it stood right after that
+    batch). The next column is the start of its content's hash (the same when the text came back to
+    an earlier state; those commands take it too). With --valid-at: the revisions that in turn
+    applied then.
 
     \b
     Example:

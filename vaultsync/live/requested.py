@@ -98,22 +98,26 @@ def _scan(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
 
 
 def _write(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-    from ..revisions import expecting
+    from ..revisions import check_expected, expecting
 
-    rel = writable_note_path(args["path"])
-    summary, note = vault.write_note(
-        rel, args["text"], append=bool(args["append"]), check=expecting(rel, args.get("expected"))
-    )
+    rel, append, expected = writable_note_path(args["path"]), bool(args["append"]), args.get("expected")
+    if not append and expected is not None:  # a new note replaces nothing: only the form is checked
+        check_expected(expected)
+    check = expecting(vault, rel, expected) if append else None
+    summary, note = vault.write_note(rel, args["text"], append=append, check=check)
     return {"path": note.revision.path, "summary": summary_answer(summary)}, (summary, note)
 
 
-def edit_change(rel: str, expected: str, new_text: str, heading: str | None, old_text: str | None) -> Any:
-    """``edit_note``'s change of a note's bytes: refused unless they are the ``expected`` revision."""
-    from ..revisions import is_revision, mismatch, replace_section, replace_text, revision_of
+def edit_change(vault: Vault, rel: str, expected: str, new_text: str, heading: str | None, old_text: str | None) -> Any:
+    """``edit_note``'s change of a note's bytes: refused unless they are the ``expected`` revision
+    (``revisions.expecting``)."""
+    from ..revisions import expecting, replace_section, replace_text
+
+    check = expecting(vault, rel, expected)
+    assert check is not None  # an edit always names the revision it replaces
 
     def change(old: bytes) -> bytes:
-        if not is_revision(old, expected):
-            raise mismatch(rel, revision_of(old), expected)
+        check(old)
         text = old.decode("utf-8")
         if heading is not None:
             return replace_section(text, heading, new_text).encode("utf-8")
@@ -124,25 +128,26 @@ def edit_change(rel: str, expected: str, new_text: str, heading: str | None, old
 
 def _edit(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     rel = writable_note_path(args["path"])
-    change = edit_change(rel, args["expected"], args["new_text"], args.get("heading"), args.get("old_text"))
+    change = edit_change(vault, rel, args["expected"], args["new_text"], args.get("heading"), args.get("old_text"))
     summary, note = vault.rewrite_note(rel, change)
     return {"path": note.revision.path, "summary": summary_answer(summary)}, (summary, note)
 
 
 def _restore_note(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     from .. import restore as r
-    from ..revisions import mismatch, revision_of
+    from ..revisions import expected_hash, mismatch, revision_of
 
     step = r.plan_note(vault, args["path"], as_of=args.get("as_of"), revision=args.get("revision"), follow=True)
     if step.refused:
         raise PathError(step.refused)
     expected = args.get("expected")
     if expected is not None:  # the file decides (an editor's save may not be recorded yet)
+        wanted = expected_hash(vault, step.path, expected)
         try:
             on_disk: str | None = revision_of(vault.read_file(step.path))
         except (OSError, NoteNotFound):
             on_disk = None
-        if on_disk is None or not on_disk.startswith(expected.strip().lower()):
+        if on_disk is None or not on_disk.startswith(wanted):
             raise mismatch(step.path, on_disk, expected)
     done = r.apply(vault, [step], source="restore", detail=f"restore of {step.origin}")
     return {"path": step.path, **restored_answer(done)}, done

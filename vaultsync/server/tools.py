@@ -184,7 +184,9 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
         as_of: Annotated[
             str | None,
             Field(
-                description=f"Knowledge cutoff: {ACCEPTED}; or a revision id from note_history (r12). Omit for now.",
+                description=f"Knowledge cutoff: {ACCEPTED}; or a revision: a revision id from note_history or "
+                "list_changes (r12: the note as it stood right after batch 12), or 8+ hex digits of its content hash. "
+                "Omit for now.",
                 max_length=64,
             ),
         ] = None,
@@ -256,8 +258,9 @@ def add_note_history(tools: ToolSet, rt: ServedVault) -> None:
     ) -> HistoryAnswer:
         """List every recorded revision of a note (created, modified, renamed, deleted), oldest first,
         following renames back to the note's earlier names: each with its kind, known_at, id (r12: names
-        this one revision) and content hash start (and its path where it had another name). Use diff_note
-        with two ids to see what changed, read_note with one to read it."""
+        this one revision; every tool taking a revision takes it) and content hash start (and its path
+        where it had another name). Use diff_note with two ids to see what changed, read_note with one
+        to read it."""
         with rt.reading() as vault:
             latest, chosen = vault.history_window(path, since, until, valid_at=valid_at)
         return history_answer(latest, chosen[-limit:], len(chosen) > limit)
@@ -273,15 +276,17 @@ def add_diff_note(tools: ToolSet, rt: ServedVault) -> None:
             str,
             Field(
                 alias="from",
-                description=f"Earlier time: {ACCEPTED}; or a revision id from note_history (r12)",
+                description=f"Earlier time: {ACCEPTED}; or a revision id from note_history or list_changes (r12: the "
+                "note as it stood right after batch 12), or 8+ hex digits of a content hash",
                 max_length=64,
             ),
         ],
         to: Annotated[str | None, Field(description="Later time or revision id (omit for now)", max_length=64)] = None,
         valid_at: ValidArg = None,
     ) -> DiffResult:
-        """Show how a note changed between two times or two of its revisions (ids from note_history), as a
-        unified diff (empty when it did not change)."""
+        """Show how a note changed between two times or two of its revisions (ids from note_history or
+        list_changes), as a unified diff (empty when it did not change; a side where the note did not exist is
+        empty)."""
         start, end = moment(from_, "from"), moment(to, "to")  # named as the client named them, not since/until
         with rt.reading() as vault:
             diff = vault.diff(path, start, end, valid_at=valid_at)
