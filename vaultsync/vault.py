@@ -19,7 +19,15 @@ from .opening import open_vault
 from .reading import applying, diff_sides, existing, tagged, unified
 from .recording import Recorder
 from .results import Note, Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
-from .revisions import batch_named, looks_like_revision, pick_revision, resolve_cutoff, revision_id, revisions_known
+from .revisions import (
+    Cutoff,
+    batch_named,
+    looks_like_revision,
+    pick_revision,
+    resolve_cutoff,
+    revision_id,
+    revisions_known,
+)
 from .store import BatchNews, Engine, Revision, View
 from .store.requests import RequestTable
 from .store.view import forgotten
@@ -314,10 +322,19 @@ class Vault:
         self, path: str, since: TimeLike = None, until: TimeLike = None, valid_at: TimeLike = None
     ) -> tuple[str, list[Revision]]:
         """The note's latest path and those of its revisions (``history``) learned after ``since`` up to
-        and including ``until`` (each open when None), oldest first."""
-        start, end = as_micros(since, "since"), as_micros(until, "until")
+        and including ``until`` (each open when None, a time or a revision id: ``r12``, exactly after batch 12),
+        oldest first."""
+        first, last = resolve_cutoff(self, since, "since"), resolve_cutoff(self, until, "until")
+
+        def after(r: Revision, end: Cutoff) -> bool:
+            return r.batch_id > end.batch if end.batch is not None else r.known_at > (end.as_of or 0)
+
         revisions = self.history(path, valid_at=valid_at)
-        chosen = [r for r in revisions if (start is None or r.known_at > start) and (end is None or r.known_at <= end)]
+        chosen = [
+            r
+            for r in revisions
+            if (first.as_of is None or after(r, first)) and (last.as_of is None or not after(r, last))
+        ]
         return revisions[-1].path, chosen
 
     def diff(self, path: str, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None) -> str:
@@ -394,16 +411,24 @@ class Vault:
 
     @contextlib.contextmanager
     def _changes_views(self, since: TimeLike, until: TimeLike, valid_at: TimeLike) -> Iterator[tuple[View, View]]:
-        start, end = as_micros(since, "since"), as_micros(until, "until")
-        if start is not None and end is not None and end < start:
+        """The views at either end of a window of changes; each end a time, or a revision id (``r12``: exactly
+        after batch 12)."""
+        first, last = resolve_cutoff(self, since, "since"), resolve_cutoff(self, until, "until")
+        start, end = first.as_of, last.as_of
+        every = float("inf")  # a time: every batch of that time
+        if start is not None and end is not None and (end, last.batch or every) < (start, first.batch or every):
             raise ConfigError("until is earlier than since", argument="until")
         horizon = self.horizon
         if end is not None and horizon is not None and end < horizon:
             raise ConfigError(forgotten(self.name, horizon), argument="until")
-        with self._view(end, as_micros(valid_at, "valid_at")) as view:
-            if start is not None and view.horizon is not None:
-                start = max(start, view.horizon)
-            yield view.at(start), view
+        with self._view(until, valid_at) as view:
+            if start is not None and view.horizon is not None and start < view.horizon:
+                before = view.at(view.horizon)  # what was forgotten is not asked about
+            else:
+                before = view.at(start)
+                if first.batch is not None:
+                    before.upto(first.batch)
+            yield before, view
 
     def links(self, path: str, as_of: TimeLike = None) -> LinkReport:
         """The note's outgoing links (resolved) and the notes linking to it, both as of ``as_of``."""

@@ -19,14 +19,14 @@ from vaultsync.server import ServeConfig, build_server
 
 ONE, TWO, THREE = "# Plan\n\nfirst\n", "# Plan\n\nsecond\n", "# Plan\n\nthird\n"
 OTHER, GONE = "# Other\n\nbeside it\n", "# Gone\n\nsoon deleted\n"
-DAYS = ["2025-01-01", "2025-01-02", "2025-01-03", "2025-01-04", "2025-01-05"]
+DAYS = ["2025-01-01", "2025-01-02", "2025-01-03", "2025-01-04", "2025-01-05", "2025-01-05"]
 
 
 @pytest.fixture
 def vault(tmp_path: Path, cli) -> tuple[Path, Path, list[str]]:
     """Batch 1: Gone.md; 2: Plan.md (first); 3: Other.md (Plan unchanged); 4: Plan.md second, Gone.md deleted;
-    5: Other.md edited (Plan unchanged). One import a day; returns the root, the database and the batches' ids
-    as ``changes --json`` prints them."""
+    5: Other.md edited (Plan unchanged); 6: Late.md, at the same time as batch 5. One import a day; returns the
+    root, the database and the batches' ids as ``changes --json`` prints them."""
     root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"
     root.mkdir()
     steps = [
@@ -35,14 +35,15 @@ def vault(tmp_path: Path, cli) -> tuple[Path, Path, list[str]]:
         lambda: (root / "Other.md").write_text(OTHER, encoding="utf-8"),
         lambda: [(root / "Plan.md").write_text(TWO, encoding="utf-8"), (root / "Gone.md").unlink()],
         lambda: (root / "Other.md").write_text(OTHER + "more\n", encoding="utf-8"),
+        lambda: (root / "Late.md").write_text("# Late\n", encoding="utf-8"),
     ]
     for day, step in zip(DAYS, steps):
         step()
         assert cli("import", str(root), "--known-at", day, db=db).returncode == 0
     rows = json.loads(cli("changes", "--since", "2024-12-31", "--json", db=db, check=True).stdout)
     batches = list(dict.fromkeys(row["id"] for row in rows))
-    assert len(batches) == 5, rows
-    return root, db, batches
+    assert len(batches) == 6, rows
+    return root, db, batches[:5]
 
 
 def test_an_id_of_a_batch_that_left_the_note_alone_reads_it_as_it_stood(vault, cli) -> None:
@@ -159,3 +160,28 @@ async def test_mcp_tools_take_times_with_nanoseconds(vault) -> None:
         assert sc(await c.call_tool("read_note", {"path": "Plan.md", "as_of": JUST_AFTER}))["content"] == TWO
         window = sc(await c.call_tool("list_changes", {"since": JUST_BEFORE, "until": JUST_AFTER}))["changes"]
         assert {row["id"] for row in window} == {r4}
+
+
+def test_windows_of_changes_and_history_take_ids(vault, cli) -> None:
+    _, db, (r1, r2, r3, r4, r5) = vault
+
+    def ids(*args: str) -> list[str]:
+        return [row["id"] for row in json.loads(cli(*args, "--json", db=db, check=True).stdout)]
+
+    r6 = ids("changes", "--since", r5)[0]  # the batch of the same time as batch 5: after it, exactly
+    assert ids("changes", "--since", DAYS[4]) == []  # the time: every batch of that time is before the window
+    assert ids("changes", "--since", r3, "--until", r4) == [r4, r4]  # Plan.md modified, Gone.md deleted
+    assert ids("changes", "--since", r4, "--until", r5) == [r5] and r6 not in ids("changes", "--until", r5)
+    assert ids("history", "Plan.md", "--since", r2) == [r4] and ids("history", "Plan.md", "--until", r3) == [r2]
+    done = cli("changes", "--since", r5, "--until", r4, db=db)
+    assert done.returncode == 1 and "until is earlier than since" in done.stderr, done.stderr
+
+
+@pytest.mark.anyio
+async def test_list_changes_and_note_history_take_ids(vault) -> None:
+    root, db, (r1, r2, r3, r4, r5) = vault
+    async with Client(build_server(ServeConfig(db=db, root=root))) as c:
+        window = sc(await c.call_tool("list_changes", {"since": r3, "until": r5}))
+        assert [row["id"] for row in window["changes"]] == [r4, r4, r5] and window["since"] == r3
+        revisions = sc(await c.call_tool("note_history", {"path": "Plan.md", "since": r2}))["revisions"]
+        assert [r["id"] for r in revisions] == [r4]

@@ -191,6 +191,15 @@ def parse_cutoff_option(ctx: click.Context, param: click.Parameter, value: str |
         raise click.ClickException(f"{exc.message}; {CUTOFF_FORMS}") from None
 
 
+def cutoff_option(*decls: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A ``click.option`` taking a time or a revision id naming a batch (``parse_cutoff_option``)."""
+    return click.option(*decls, callback=parse_cutoff_option, **kwargs)
+
+
+BATCH_FORMS = "or a revision id from history or changes (r12: right after batch 12)"
+"""How a window's end says it takes a revision id too."""
+
+
 def as_of_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``--as-of`` of a vault-wide question (ls, search, export): a time, or a revision id naming its batch."""
     return click.option(

@@ -248,10 +248,16 @@ def add_note_history(tools: ToolSet, rt: ServedVault) -> None:
     def note_history(
         path: PathArg,
         since: Annotated[
-            str | None, Field(description=f"Only revisions learned after this time: {ACCEPTED}", max_length=64)
+            str | None,
+            Field(
+                description=f"Only revisions learned after this time: {ACCEPTED}; or a revision id (r12: after "
+                "batch 12)",
+                max_length=64,
+            ),
         ] = None,
         until: Annotated[
-            str | None, Field(description="Only revisions learned at or before this time", max_length=64)
+            str | None,
+            Field(description="Only revisions learned at or before this time, or a revision id", max_length=64),
         ] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most revisions to return (the latest)")] = 200,
         valid_at: ValidArg = None,
@@ -303,24 +309,26 @@ def add_list_changes(tools: ToolSet, rt: ServedVault) -> None:
         since: Annotated[
             str | None,
             Field(
-                description=f"Start of the window (exclusive): {ACCEPTED}; omit for the {RECENT_DAYS} days up to until",
+                description=f"Start of the window (exclusive): {ACCEPTED}; or a revision id (r12: right after batch "
+                f"12); omit for the {RECENT_DAYS} days up to until",
                 max_length=64,
             ),
         ] = None,
         until: Annotated[
-            str | None, Field(description="End of the window (inclusive); omit for now", max_length=64)
+            str | None,
+            Field(description="End of the window (inclusive), a time or a revision id; omit for now", max_length=64),
         ] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most changes to list")] = 200,
         valid_at: ValidArg = None,
     ) -> ChangesResult:
         """List the notes created, modified, renamed or deleted between two times (by default the last
         week), in the order vaultsync learned of them."""
-        end = when(until, "until")
-        picked = when(since, "since")
-        start = picked if picked is not None else recent(end)
-        said = since if since is not None else format_time(start)
         with rt.reading() as vault:
-            revisions, counts, more = vault.changes_page(start, end, valid_at=valid_at, limit=limit)
+            begin, end = resolve_cutoff(vault, since, "since"), resolve_cutoff(vault, until, "until").as_of
+            start = begin.as_of if since is not None else recent(end)
+            said = since if since is not None else str(format_time(start))
+            window = (since if since is not None else start), until
+            revisions, counts, more = vault.changes_page(*window, valid_at=valid_at, limit=limit)
             first, horizon, early = vault.first_known_at, vault.horizon, vault.before_history(end)
         clipped = horizon is not None and start is not None and start < horizon
         return ChangesResult(

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from .. import lookback
 from ..errors import NoteNotFound
 from ..links import Resolver
-from ..revisions import revision_id, short_revision
+from ..revisions import resolve_cutoff, revision_id, short_revision
 from ..store import Revision
 from ..times import TimeLike, as_micros, format_time
 from ..vault import Vault
@@ -125,6 +125,12 @@ class Explorer:
                 "last": _when(batches[-1][0] if batches else None),
                 "validity": validity,
             }
+
+    def moment(self, at: str) -> dict[str, Any]:
+        """A typed moment as the page's time: a time, or a revision id (``r12``: the time of batch 12)."""
+        with self.lock:
+            cut = resolve_cutoff(self.vault, at)
+        return {**_when(cut.as_of), "batch": cut.batch}
 
     def tree(self, at: TimeLike = None, valid: TimeLike = None) -> dict[str, Any]:
         """The notes that existed at ``at`` (``ls --as-of``), each marked relative to now: modified,
