@@ -41,8 +41,12 @@ def restore_args(
 
     if looks_like_revision(as_of):
         if prefix is not None or revision is not None:
-            what = "a folder is restored as of a time" if prefix is not None else "give a time or a revision, not both"
-            raise ConfigError(f"{as_of!r} names one revision of a note: {what}", argument="as_of")
+            what = (
+                "a folder is restored as of a time (changes shows each batch's time)"
+                if prefix is not None
+                else "give a time or a revision, not both"
+            )
+            raise ConfigError(f"{as_of!r} is a revision: {what}", argument="as_of")
         as_of, revision = None, str(as_of)
     return {
         "note": note,
