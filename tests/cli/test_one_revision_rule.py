@@ -28,6 +28,11 @@ def vault(tmp_path: Path, cli) -> tuple[Path, Path, list[str]]:
     5: Other.md edited (Plan unchanged); 6: Late.md, at the same time as batch 5. One import a day; returns the
     root, the database and the batches' ids as ``changes --json`` prints them."""
     root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"
+    return root, db, build(root, db, cli)
+
+
+def build(root: Path, db: Path | str, cli) -> list[str]:
+    """The ``vault`` fixture's history in ``db`` (a file, or a PostgreSQL connection string): its batches' ids."""
     root.mkdir()
     steps = [
         lambda: (root / "Gone.md").write_text(GONE, encoding="utf-8"),
@@ -43,7 +48,7 @@ def vault(tmp_path: Path, cli) -> tuple[Path, Path, list[str]]:
     rows = json.loads(cli("changes", "--since", "2024-12-31", "--json", db=db, check=True).stdout)
     batches = list(dict.fromkeys(row["id"] for row in rows))
     assert len(batches) == 6, rows
-    return root, db, batches[:5]
+    return batches[:5]
 
 
 def test_an_id_of_a_batch_that_left_the_note_alone_reads_it_as_it_stood(vault, cli) -> None:
@@ -185,3 +190,15 @@ async def test_list_changes_and_note_history_take_ids(vault) -> None:
         assert [row["id"] for row in window["changes"]] == [r4, r4, r5] and window["since"] == r3
         revisions = sc(await c.call_tool("note_history", {"path": "Plan.md", "since": r2}))["revisions"]
         assert [r["id"] for r in revisions] == [r4]
+
+
+def test_the_same_rule_on_postgresql(tmp_path: Path, cli) -> None:
+    pgserver = pytest.importorskip("support.pgserver")
+    dsn = pgserver.fresh_or_skip("revision_rule")
+    r1, r2, r3, r4, r5 = build(tmp_path / "vault", dsn, cli)
+    assert cli("read", "Plan.md", "--as-of", r3, db=dsn, check=True).stdout == ONE
+    before = cli("diff", "Plan.md", "--from", r1, "--to", r3, db=dsn, check=True).stdout
+    assert f"--- Plan.md (absent after {r1})" in before and "+first" in before
+    window = json.loads(cli("changes", "--since", r5, "--json", db=dsn, check=True).stdout)
+    assert [row["path"] for row in window] == ["Late.md"]  # the batch of the same time, after r5 exactly
+    assert cli("read", "Plan.md", "--as-of", JUST_BEFORE, db=dsn, check=True).stdout == ONE
