@@ -155,3 +155,7 @@ def test_the_page_takes_revision_ids_and_nanoseconds_as_every_door_does(page: tu
     assert status == 200 and answer["revision"]["id"] == f"r{first}", answer.get("error")
     status, answer = client.get("/api/note", {"path": "Long.md", "at": "2025-02-01T00:00:00.000000001Z"})
     assert status == 200 and answer["revision"]["id"] == f"r{second}", answer.get("error")
+    status, answer = client.get("/api/note", {"path": "Long.md", "at": f"r{first}"})  # an address with an id
+    assert status == 200 and answer["revision"]["id"] == f"r{first}", answer.get("error")
+    status, answer = client.get("/api/changes", {"since": f"r{first}"})
+    assert status == 200 and [r["id"] for r in answer["changes"]] == [f"r{second}"], answer.get("error")
