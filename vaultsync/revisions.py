@@ -72,8 +72,8 @@ def check_expected(value: str, argument: str = "expected_revision") -> str:
         return check_revision_id(value, argument)
     except ConfigError:
         raise ConfigError(
-            f"{value!r} is not a revision id: give one as note_history and list_changes show it (r12), "
-            f"or {MIN_PREFIX} to 64 hex digits of its content hash (read_note's content_hash)",
+            f"{value!r} is not a revision id: give one as a note's history and the changes show it (r12), "
+            f"or {MIN_PREFIX} to 64 hex digits of its content hash",
             argument=argument,
         ) from None
 
