@@ -260,7 +260,8 @@ class Vault:
         ``valid_to``, an interval overlay: see ``View``). ``as_of`` may name a revision of the note's history
         instead, as ``revision`` takes it (``r12``): exactly that one.
         """
-        pinned = self._pin(path, as_of, "as_of")
+        cutoff = valid_at is not None and batch_named(as_of) is not None  # which revision applied, as known then
+        pinned = None if cutoff else self._pin(path, as_of, "as_of")
         if pinned is not None:  # one revision of its history, as history names it
             with self._view() as view:
                 view.with_links([pinned])

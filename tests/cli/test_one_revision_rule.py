@@ -202,3 +202,20 @@ def test_the_same_rule_on_postgresql(tmp_path: Path, cli) -> None:
     window = json.loads(cli("changes", "--since", r5, "--json", db=dsn, check=True).stdout)
     assert [row["path"] for row in window] == ["Late.md"]  # the batch of the same time, after r5 exactly
     assert cli("read", "Plan.md", "--as-of", JUST_BEFORE, db=dsn, check=True).stdout == ONE
+
+
+def test_an_id_with_a_validity_time_reads_what_applied_then_as_known_after_that_batch(tmp_path: Path, cli) -> None:
+    root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"
+    root.mkdir()
+    policy = root / "Policy.md"
+    for day, text in (("2025-01-01", "# Policy\n\nold rule\n"), ("2025-01-02", NEW_RULE)):
+        policy.write_text(text, encoding="utf-8")
+        assert cli("import", str(root), "--known-at", day, db=db).returncode == 0
+    r2 = json.loads(cli("history", "Policy.md", "--json", db=db, check=True).stdout)[-1]["id"]
+    for as_of in ("2025-01-02", r2):  # the same answer for the time and the id of the same batch
+        said = cli("read", "Policy.md", "--as-of", as_of, "--valid-at", "2025-06-01", db=db, check=True).stdout
+        assert said == "# Policy\n\nold rule\n", as_of
+    assert cli("read", "Policy.md", "--as-of", r2, "--valid-at", "2030-06-01", db=db, check=True).stdout == NEW_RULE
+
+
+NEW_RULE = "---\nvalid_from: 2030-01-01\n---\n# Policy\n\nnew rule\n"
