@@ -49,12 +49,13 @@ def mismatch(rel: str, current: str | None, expected: str) -> RevisionMismatch:
     )
 
 
-def expecting(vault: Any, rel: str, expected: str | None) -> Callable[[bytes], None] | None:
-    """A check of the bytes about to be replaced by a write to ``rel`` in ``vault`` (None when no revision is
-    expected; ``expected_hash`` says what ``expected`` may be)."""
+def expecting(rel: str, expected: str | None, vault: Any = None) -> Callable[[bytes], None] | None:
+    """A check of the bytes about to be replaced by a write to ``rel`` (None when no revision is expected):
+    ``expected`` as ``expected_hash`` takes it for the note in ``vault``, or without a vault, hex digits only."""
     if expected is None:
         return None
-    wanted = expected_hash(vault, rel, expected)  # refused before anything is read or written
+    # refused before anything is read or written
+    wanted = check_revision_id(expected) if vault is None else expected_hash(vault, rel, expected)
 
     def check(old: bytes) -> None:
         if not revision_of(old).startswith(wanted):

@@ -107,7 +107,7 @@ def _write(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     rel, append, expected = writable_note_path(args["path"]), bool(args["append"]), args.get("expected")
     if not append and expected is not None:  # a new note replaces nothing: only the form is checked
         check_expected(expected)
-    check = expecting(vault, rel, expected) if append else None
+    check = expecting(rel, expected, vault) if append else None
     summary, note = vault.write_note(rel, args["text"], append=append, check=check)
     return {"path": note.revision.path, "summary": summary_answer(summary)}, (summary, note)
 
@@ -117,7 +117,7 @@ def edit_change(vault: Vault, rel: str, expected: str, new_text: str, heading: s
     (``revisions.expecting``)."""
     from ..revisions import expecting, replace_section, replace_text
 
-    check = expecting(vault, rel, expected)
+    check = expecting(rel, expected, vault)
     assert check is not None  # an edit always names the revision it replaces
 
     def change(old: bytes) -> bytes:
