@@ -5,7 +5,8 @@
      │    ├── VaultNotFound   the database does not hold that vault
      │    └── ReceiptError    not a vaultsync receipt (hardened mode)
      ├── NoteNotFound         the note did not exist at that time
-     │    └── NoteDeleted     it had been deleted by then (the message says when, and how to read it before)
+     │    ├── NoteDeleted     it had been deleted by then (the message says when, and how to read it before)
+     │    └── UnknownRevision the note (its path is right) has no such revision: its history lists them
      ├── PathError            a path outside the vault or not a Markdown note
      │    ├── NotANote        the path leads through a symlink or to something not a regular file
      │    └── NoteChanged     the note changed on disk between reading and replacing it (a write retries)
@@ -86,6 +87,10 @@ class NoteNotFound(VaultsyncError):
 
 class NoteDeleted(NoteNotFound):
     """The note had been deleted by then."""
+
+
+class UnknownRevision(NoteNotFound):
+    """The note has no such revision; its history lists the revisions it has."""
 
 
 class PathError(VaultsyncError):

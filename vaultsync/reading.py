@@ -13,7 +13,7 @@ from collections.abc import Callable
 from .disk.paths import note_candidates, note_path
 from .errors import NoteDeleted, NoteNotFound
 from .parsers import split_lines
-from .revisions import lived_then, revision_id
+from .revisions import lived_then, revision_id, revisions_known
 from .store import Revision, View
 from .store.view import no_history
 from .times import format_time
@@ -78,14 +78,19 @@ def diff_sides(
     before: View,
     end: int | None,
     path: str,
-    pins: list[Revision | None],
+    pins: list[Revision | str | None],
     lineage: list[Revision],
     vault_name: str,
 ) -> tuple[list[str], list[str]]:
     """The texts and labels of the two ends of ``Vault.diff``: ``before`` and ``before`` at ``end``, each unless
-    ``pins`` names a revision for it (exactly that one). NoteNotFound when the note existed at neither."""
+    ``pins`` names a revision for it (exactly that one), or says (the label of an empty end) that the note did not
+    exist at the revision id given for it. NoteNotFound when the note existed at neither."""
     texts, labels = [], []
     for view, pin in ((before, pins[0]), (before.at(end), pins[1])):
+        if isinstance(pin, str):  # not there after the batch a revision id names
+            texts.append("")
+            labels.append(pin)
+            continue
         if pin is not None:  # a revision named by its id: exactly that one
             texts.append(view.content(pin))
             labels.append(f"{pin.path} @ {revision_id(pin)} ({format_time(pin.known_at)})")
@@ -102,6 +107,11 @@ def diff_sides(
             texts.append(view.content(rev))
             labels.append(f"{rev.path} @ {stamp}")
     if "(absent" in labels[0] and "(absent" in labels[1]:
+        if lineage:  # the path is right, the times are not
+            raise NoteNotFound(
+                f"note {path!r} existed at neither time in vault '{vault_name}' ({revisions_known(lineage)})",
+                argument="from",
+            )
         raise NoteNotFound(f"note {path!r} existed at neither time in vault '{vault_name}'")
     return texts, labels
 

@@ -1,11 +1,19 @@
-"""Writes that know what they overwrite: the expected-revision check, and the edits ``edit_note`` makes.
+"""Writes that know what they overwrite, and the one rule that names a revision: the expected-revision check,
+the edits ``edit_note`` makes, and what a revision id given by a person means.
 
-A note's revision is named by its ``content_hash``, the SHA-256 of the file's bytes; every door shows its
-short id (``short_revision``: the first 8 hex digits, more where two revisions of a note share them) and
-takes any prefix of at least 8 hex digits back. A write given an
-expected revision compares it with the bytes it is about to replace, inside the safe write
-(``vaultfs.edit``), so an editor's save landing between a read and the write refuses the write and
-leaves the file untouched.
+A revision is named in one of two ways, and every door takes both wherever it takes a revision:
+
+- **a revision id** ``rN`` (``revision_id``: ``r`` and a batch's number, as history, changes and listings
+  print it) names the vault right after batch N, nothing from a later batch. Given for one note, it names that
+  note as it stood then: the revision batch N made, or the last one before it (``pick_revision``). The id a
+  note's history prints for a revision (the batch that made it) is therefore that very revision, and an id
+  from a vault-wide listing works for any note;
+- **the start of a content hash** (8 to 64 hex digits; ``short_revision`` shows the first 8, more where two
+  revisions of a note share them) names a text: the latest revision of the note with that content.
+
+A write given an expected revision compares the bytes it is about to replace with it, inside the safe write
+(``vaultfs.edit``), so an editor's save landing between a read and the write refuses the write and leaves the
+file untouched; a revision id there means the text the note had after that batch (``expected_hash``).
 
 ``replace_section`` and ``replace_text`` are pure: text in, text out, or ``EditError`` saying why.
 """
@@ -18,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .disk.digest import content_hash
-from .errors import ConfigError, PathError, RevisionMismatch
+from .errors import ConfigError, PathError, RevisionMismatch, UnknownRevision
 
 MIN_PREFIX = 8
 """The shortest revision prefix accepted."""
@@ -32,11 +40,6 @@ def revision_of(data: bytes) -> str:
     return content_hash(data)
 
 
-def is_revision(data: bytes, expected: str) -> bool:
-    """Whether ``data`` is the revision ``expected`` names (ConfigError when ``expected`` is no revision id)."""
-    return revision_of(data).startswith(check_revision_id(expected))
-
-
 def mismatch(rel: str, current: str | None, expected: str) -> RevisionMismatch:
     now = "does not exist" if current is None else f"is at revision {current}"
     return RevisionMismatch(
@@ -46,17 +49,45 @@ def mismatch(rel: str, current: str | None, expected: str) -> RevisionMismatch:
     )
 
 
-def expecting(rel: str, expected: str | None) -> Callable[[bytes], None] | None:
-    """A check of the bytes about to be replaced (None when no revision is expected)."""
+def expecting(rel: str, expected: str | None, vault: Any = None) -> Callable[[bytes], None] | None:
+    """A check of the bytes about to be replaced by a write to ``rel`` (None when no revision is expected):
+    ``expected`` as ``expected_hash`` takes it for the note in ``vault``, or without a vault, hex digits only."""
     if expected is None:
         return None
-    check_revision_id(expected)  # refused before anything is read or written
+    # refused before anything is read or written
+    wanted = check_revision_id(expected) if vault is None else expected_hash(vault, rel, expected)
 
     def check(old: bytes) -> None:
-        if not is_revision(old, expected):
+        if not revision_of(old).startswith(wanted):
             raise mismatch(rel, revision_of(old), expected)
 
     return check
+
+
+def check_expected(value: str, argument: str = "expected_revision") -> str:
+    """``value`` as an expected revision (a revision id ``r12``, or 8 to 64 hex digits, lower case), or ConfigError
+    saying what to give."""
+    if batch_named(value) is not None:
+        return value.strip().lower()
+    try:
+        return check_revision_id(value, argument)
+    except ConfigError:
+        raise ConfigError(
+            f"{value!r} is not a revision id: give one as a note's history and the changes show it (r12), "
+            f"or {MIN_PREFIX} to 64 hex digits of its content hash",
+            argument=argument,
+        ) from None
+
+
+def expected_hash(vault: Any, path: str, expected: str, argument: str = "expected_revision") -> str:
+    """What a write's ``expected`` revision of the note at ``path`` requires its bytes' content hash to begin with:
+    the hex digits as given, or, for a revision id ``rN``, the whole content hash of the note as it stood right after
+    batch N (``Vault.revision``: an error saying why when it did not exist then)."""
+    wanted = check_expected(expected, argument)
+    if batch_named(wanted) is None:
+        return wanted
+    rev = vault.revision(path, wanted, argument)
+    return str(rev.content_hash)
 
 
 def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
@@ -184,9 +215,9 @@ _REVISION_ID = re.compile(r"[rR]([0-9]{1,18})")
 
 
 def revision_id(revision: Any) -> str:
-    """The id that names one revision of a note's history: ``r`` and the number of the batch that made it
+    """The id printed for one revision of a note's history: ``r`` and the number of the batch that made it
     (a note changes at most once a batch, so no two revisions of one history share it; ``undo`` takes the
-    same number)."""
+    same number). As a cutoff it names the vault right after that batch, and so this revision of the note."""
     return f"r{revision.batch_id}"
 
 
@@ -200,20 +231,23 @@ def looks_like_revision(value: object) -> bool:
 
 
 def pick_revision(history: list[Any], value: str, path: str, argument: str = "revision") -> Any:
-    """The revision of ``history`` (one note's, oldest first) that ``value`` names: its id (``r12``) or the
-    start of its content hash (the latest revision with that content; NoteNotFound when none, ConfigError
-    when the digits begin two different contents)."""
-    from .errors import NoteNotFound
-
+    """The revision of ``history`` (one note's, renames followed back, oldest first) that ``value`` names (see the
+    module docstring): for a revision id ``rN``, the note as it stood right after batch N (the revision batch N made,
+    or the last before it; a tombstone when it had been deleted by then: the caller says so), the caller having
+    checked that N is a batch of the vault (``resolve_cutoff``); for hex digits, the latest revision with that
+    content. UnknownRevision when it names none; ConfigError when the digits begin two different contents."""
     text = value.strip()
-    ids = ", ".join(dict.fromkeys(revision_id(r) for r in history[-6:]))
-    known = f"{'its revisions' if len(history) <= 6 else 'its latest revisions'}: {ids}; see its history"
-    numbered = _REVISION_ID.fullmatch(text)
-    if numbered:
-        hits = [r for r in history if r.batch_id == int(numbered.group(1))]
-        if not hits:
-            raise NoteNotFound(f"note {path!r} has no revision {text} ({known})", argument=argument)
-        return hits[-1]
+    known = revisions_known(history)
+    number = batch_named(text)
+    if number is not None:
+        then = [r for r in history if r.batch_id <= number]
+        if not then:
+            raise UnknownRevision(
+                f"note {path!r} did not exist yet after batch {number} ({text}): its first revision is "
+                f"{revision_id(history[0])} ({known})",
+                argument=argument,
+            )
+        return then[-1]
     wanted = check_revision_id(text, argument)
     hits = [r for r in history if not r.deleted and (r.content_hash or "").startswith(wanted)]
     contents = {r.content_hash for r in hits}
@@ -228,8 +262,14 @@ def pick_revision(history: list[Any], value: str, path: str, argument: str = "re
 
         raise ConfigError(f"{text!r} is neither a time nor a revision of {path!r}: use {ACCEPTED}; or {known}")
     if not hits:
-        raise NoteNotFound(f"note {path!r} has no revision {text!r} ({known})", argument=argument)
+        raise UnknownRevision(f"note {path!r} has no revision {text!r} ({known})", argument=argument)
     return hits[-1]
+
+
+def revisions_known(history: list[Any]) -> str:
+    """The ids of a note's (latest) revisions, for a message about a revision it does not have."""
+    ids = ", ".join(dict.fromkeys(revision_id(r) for r in history[-6:]))
+    return f"{'its revisions' if len(history) <= 6 else 'its latest revisions'}: {ids}; see its history"
 
 
 # ---------------------------------------------------------------- a revision id as a vault-wide cutoff

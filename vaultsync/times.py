@@ -13,9 +13,16 @@ ACCEPTED = (
     "YYYY-MM-DD (midnight UTC) or ISO 8601 with an explicit offset, e.g. 2024-03-01T12:00:00Z or "
     "2024-03-01T12:00:00+02:00"
 )
+FRACTION_DIGITS = 9
+"""The most digits a fraction of a second may have (nanoseconds, as ``date +%N`` prints them). Times are kept to
+the microsecond: digits beyond the sixth are dropped, which moves a time back to the microsecond it falls in, so
+``known_at <= T`` and ``known_at > T`` answer for the truncated time exactly as for the time given (every batch
+time is a whole microsecond)."""
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|z|[+-]\d{2}:?\d{2})")
+_DATETIME = re.compile(
+    rf"\d{{4}}-\d{{2}}-\d{{2}}[T ]\d{{2}}:\d{{2}}(:\d{{2}}(\.\d{{1,{FRACTION_DIGITS}}})?)?(Z|z|[+-]\d{{2}}:?\d{{2}})"
+)
 _OFFSET = re.compile(r"([+-])(\d{2}):?(\d{2})$")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
@@ -36,13 +43,18 @@ def parse_time(value: str, what: str = "time") -> int:
         if _DATE.fullmatch(text):
             moment = dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)
         elif _DATETIME.fullmatch(text):
-            moment = dt.datetime.fromisoformat(text.replace("z", "Z"))
+            moment = dt.datetime.fromisoformat(_to_micro(text.replace("z", "Z")))
         else:
             raise ValueError("unrecognised form")
         return to_micros(moment)
     except (ValueError, OverflowError) as exc:  # OverflowError: shifting by the offset leaves years 1-9999
         reason = "" if str(exc) == "unrecognised form" else f" ({exc})"
         raise ConfigError(f"invalid {what} {value!r}{reason}: use {ACCEPTED}") from None
+
+
+def _to_micro(text: str) -> str:
+    """``text`` with its fraction of a second cut to six digits (``FRACTION_DIGITS``: truncated, never rounded up)."""
+    return re.sub(r"(\.\d{6})\d+", r"\1", text, count=1)
 
 
 def to_micros(moment: dt.datetime) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 from .disk import edit, vaultfs
 from .disk.folder import MAX_FILE_BYTES, FileProblem
 from .disk.paths import nfc, note_candidates, note_path
-from .errors import ConfigError, NoteDeleted, NoteNotFound, StoreError
+from .errors import ConfigError, NoteNotFound, StoreError, UnknownRevision
 from .forgetting import check_current, purge_cutoff
 from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitImport, OnCommit, in_git
 from .links import LinkReport, link_report
@@ -19,7 +19,15 @@ from .opening import open_vault
 from .reading import applying, diff_sides, existing, tagged, unified
 from .recording import Recorder
 from .results import Note, Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
-from .revisions import looks_like_revision, pick_revision, resolve_cutoff, revision_id
+from .revisions import (
+    Cutoff,
+    batch_named,
+    looks_like_revision,
+    pick_revision,
+    resolve_cutoff,
+    revision_id,
+    revisions_known,
+)
 from .store import BatchNews, Engine, Revision, View
 from .store.requests import RequestTable
 from .store.view import forgotten
@@ -252,7 +260,8 @@ class Vault:
         ``valid_to``, an interval overlay: see ``View``). ``as_of`` may name a revision of the note's history
         instead, as ``revision`` takes it (``r12``): exactly that one.
         """
-        pinned = self._pin(path, as_of, "as_of")
+        cutoff = valid_at is not None and batch_named(as_of) is not None  # which revision applied, as known then
+        pinned = None if cutoff else self._pin(path, as_of, "as_of")
         if pinned is not None:  # one revision of its history, as history names it
             with self._view() as view:
                 view.with_links([pinned])
@@ -285,15 +294,27 @@ class Vault:
         return revs
 
     def revision(self, path: str, value: str, argument: str = "revision") -> Revision:
-        """The revision of the note's ``history`` that ``value`` names: its id as history shows it (``r12``)
-        or the start of its content hash (8+ hex digits; the latest revision with that content). NoteNotFound
-        when none does or it is a deletion, ConfigError when the digits begin two different contents."""
-        rev = pick_revision(self.history(path), value, path, argument)
+        """The revision of the note's ``history`` that ``value`` names (``revisions.pick_revision``): a revision id
+        ``r12`` names the note as it stood right after batch 12 (the revision batch 12 made, or the last before
+        it), the start of a content hash (8+ hex digits) the latest revision with that content. ConfigError when
+        ``r12`` is no batch of the vault or the digits begin two different contents; UnknownRevision when the note
+        did not exist then (not yet, or deleted by then) or had no such content."""
+        number = batch_named(value)
+        if number is not None:
+            resolve_cutoff(self, value, argument)  # a batch of this vault, else one line naming its latest
+        history = self.history(path)
+        rev = pick_revision(history, value, path, argument)
         if rev.deleted:
             where = f", renamed to {rev.renamed_to}" if rev.renamed_to else ""
-            raise NoteDeleted(
-                f"revision {revision_id(rev)} of {path!r} is its deletion (at {format_time(rev.known_at)}{where}): "
-                "give a revision before it",
+            said = (
+                f"revision {revision_id(rev)} of {path!r} is its deletion"
+                if number is None or number == rev.batch_id
+                else f"note {path!r} did not exist after batch {number} ({value.strip()}): it was deleted in "
+                f"{revision_id(rev)}"
+            )
+            raise UnknownRevision(
+                f"{said} (at {format_time(rev.known_at)}{where}): give a revision before it "
+                f"({revisions_known(history)})",
                 argument=argument,
             )
         return rev
@@ -302,17 +323,26 @@ class Vault:
         self, path: str, since: TimeLike = None, until: TimeLike = None, valid_at: TimeLike = None
     ) -> tuple[str, list[Revision]]:
         """The note's latest path and those of its revisions (``history``) learned after ``since`` up to
-        and including ``until`` (each open when None), oldest first."""
-        start, end = as_micros(since, "since"), as_micros(until, "until")
+        and including ``until`` (each open when None, a time or a revision id: ``r12``, exactly after batch 12),
+        oldest first."""
+        first, last = resolve_cutoff(self, since, "since"), resolve_cutoff(self, until, "until")
+
+        def after(r: Revision, end: Cutoff) -> bool:
+            return r.batch_id > end.batch if end.batch is not None else r.known_at > (end.as_of or 0)
+
         revisions = self.history(path, valid_at=valid_at)
-        chosen = [r for r in revisions if (start is None or r.known_at > start) and (end is None or r.known_at <= end)]
+        chosen = [
+            r
+            for r in revisions
+            if (first.as_of is None or after(r, first)) and (last.as_of is None or not after(r, last))
+        ]
         return revisions[-1].path, chosen
 
     def diff(self, path: str, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None) -> str:
         """Unified diff of the note between two times ('' when identical); with ``valid_at``, of the
         revisions applying at that validity time as known at each. Either end may be a revision of the
         note's history instead, as ``revision`` takes it (``r12``): exactly that one."""
-        pins = [self._pin(path, value, name) for value, name in ((since, "from"), (until, "to"))]
+        pins = [self._side(path, value, name) for value, name in ((since, "from"), (until, "to"))]
         start = None if pins[0] is not None else as_micros(since, "since")
         end = None if pins[1] is not None else as_micros(until, "until")
         try:
@@ -322,6 +352,16 @@ class Vault:
         with self._view(start, as_micros(valid_at, "valid_at")) as before:
             texts, labels = diff_sides(before, end, path, pins, lineage, self.name)
         return unified(texts, labels)
+
+    def _side(self, path: str, value: TimeLike, argument: str) -> Revision | str | None:
+        """One end of ``diff`` written as a revision (``revision``), or, for a revision id ``r12`` of a batch after
+        which the note did not exist, the label of that empty end (as a time then would give); None: a time."""
+        try:
+            return self._pin(path, value, argument)
+        except UnknownRevision:
+            if batch_named(value) is None:
+                raise
+            return f"{note_path(path)} (absent after {str(value).strip()})"
 
     def _pin(self, path: str, value: TimeLike, argument: str) -> Revision | None:
         """The revision ``value`` names when it is written as one (``revision``), else None (a time)."""
@@ -372,16 +412,24 @@ class Vault:
 
     @contextlib.contextmanager
     def _changes_views(self, since: TimeLike, until: TimeLike, valid_at: TimeLike) -> Iterator[tuple[View, View]]:
-        start, end = as_micros(since, "since"), as_micros(until, "until")
-        if start is not None and end is not None and end < start:
+        """The views at either end of a window of changes; each end a time, or a revision id (``r12``: exactly
+        after batch 12)."""
+        first, last = resolve_cutoff(self, since, "since"), resolve_cutoff(self, until, "until")
+        start, end = first.as_of, last.as_of
+        every = float("inf")  # a time: every batch of that time
+        if start is not None and end is not None and (end, last.batch or every) < (start, first.batch or every):
             raise ConfigError("until is earlier than since", argument="until")
         horizon = self.horizon
         if end is not None and horizon is not None and end < horizon:
             raise ConfigError(forgotten(self.name, horizon), argument="until")
-        with self._view(end, as_micros(valid_at, "valid_at")) as view:
-            if start is not None and view.horizon is not None:
-                start = max(start, view.horizon)
-            yield view.at(start), view
+        with self._view(until, valid_at) as view:
+            if start is not None and view.horizon is not None and start < view.horizon:
+                before = view.at(view.horizon)  # what was forgotten is not asked about
+            else:
+                before = view.at(start)
+                if first.batch is not None:
+                    before.upto(first.batch)
+            yield before, view
 
     def links(self, path: str, as_of: TimeLike = None) -> LinkReport:
         """The note's outgoing links (resolved) and the notes linking to it, both as of ``as_of``."""

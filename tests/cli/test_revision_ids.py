@@ -94,14 +94,14 @@ def test_unknown_ambiguous_and_deleted_ids_are_one_clear_line(vault) -> None:
     _, db = vault
     ids = [r["id"] for r in history(db, "Twin.md")]
     for args, said in (
-        (("diff", "Archive/Plan.md", "--from", "r999"), "note 'Archive/Plan.md' has no revision r999"),
+        (("diff", "Archive/Plan.md", "--from", "r999"), "vault 'vault' has no revision r999: its latest is r5"),
         (
             ("read", "Twin.md", "--as-of", "3ff08759"),
             f"begins the content of several revisions of 'Twin.md' ({', '.join(ids)})",
         ),
         (("restore", "Twin.md", "--revision", "3ff08759", "--dry-run"), "give its id (r12) or more hex digits"),
         (("read", "Plan.md", "--as-of", history(db, "Plan.md")[-1]["id"]), "is its deletion"),
-        (("diff", "Twin.md", "--from", "soon"), "or a revision id as history shows it (r12)"),
+        (("diff", "Twin.md", "--from", "soon"), "or a revision id as history and changes show it (r12)"),
         (("restore", "Twin.md", "--as-of", "2020-01-01", "--dry-run"), "vault 'vault' has no history before"),
         (("read", "Twin.md", "--as-of", "20250301"), "neither a time nor a revision of 'Twin.md': use YYYY-MM-DD"),
     ):
@@ -129,7 +129,9 @@ async def test_mcp_tools_give_and_take_the_same_ids(vault) -> None:
         message = error_text(await c.call_tool("read_note", {"path": "Twin.md", "as_of": "3ff08759"}))
         assert "begins the content of several revisions" in message, message
         message = error_text(await c.call_tool("read_note", {"path": "Twin.md", "as_of": "soon"}))
-        assert "invalid as_of 'soon'" in message and "or a revision id from note_history (r12)" in message, message
+        assert (
+            "invalid as_of 'soon'" in message and "or a revision id from note_history or list_changes (r12)" in message
+        ), message
         changes = sc(await c.call_tool("list_changes", {"since": "2024-12-31"}))["changes"]
         assert {r["id"] for r in changes if r.get("path") == "Archive/Plan.md"} == {ids[3]}
         sc(await c.call_tool("restore_note", {"path": "Archive/Plan.md", "revision": ids[1]}))

@@ -561,3 +561,22 @@ def test_deleted_lists_what_the_command_lists_and_opens_each_as_it_was(
     assert tab.eval_on_selector_all("#deleted > li", "els => els.map(e => e.dataset.path)") == then
     assert not then or "still gone" in tab.locator("#deleted-info").text_content()
     assert not page.dialogs and not page.errors and not page.foreign
+
+
+def test_a_revision_id_or_a_time_to_the_nanosecond_typed_as_the_moment(
+    page: Watched, server: Server, history: History
+) -> None:
+    tab = open_page(page, server)
+    batch = cli_json(history.db, "changes", "--since", "2025-01-01", "--until", MOMENTS[1])[-1]
+    tab.fill("#moment-input", batch["id"])  # an id as changes prints it: the moment of that batch
+    tab.press("#moment-input", "Enter")
+    wait_until(tab, f"document.querySelector('#tree').dataset.at === '{parse_time(batch['known_at'])}'")
+    listed = sorted(r["path"] for r in cli_json(history.db, "ls", "--as-of", batch["id"]))
+    assert sorted(tab.eval_on_selector_all("#tree a.note-link:not(.ghost)", "els => els.map(e => e.dataset.path)")) == (
+        listed
+    )
+    nanos = batch["known_at"].replace("Z", ".999999999Z")  # cut to .999999, never rounded to the next second
+    tab.fill("#moment-input", nanos)
+    tab.press("#moment-input", "Enter")
+    wait_until(tab, f"document.querySelector('#tree').dataset.at === '{parse_time(batch['known_at']) + 999_999}'")
+    assert not page.dialogs and not page.errors and not page.foreign

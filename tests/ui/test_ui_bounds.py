@@ -142,3 +142,20 @@ def test_other_requests_are_answered_while_a_diff_is_worked_out(
         differ.join(timeout=60)
     assert released == [True], "another request waited for the diff"
     assert answers[0][0] == 200 and answers[0][1]["removed_words"] > 0
+
+
+def test_the_page_takes_revision_ids_and_nanoseconds_as_every_door_does(page: tuple[Page, Path, Vault]) -> None:
+    client, _, vault = page
+    first, second = (r.batch_id for r in vault.history("Long.md"))
+    status, moment = client.get("/api/moment", {"at": f"r{second}"})
+    assert status == 200 and (moment["iso"], moment["batch"]) == ("2025-02-01T00:00:00Z", second), moment
+    status, answer = client.get("/api/moment", {"at": "r99999"})
+    assert status == 400 and "has no revision r99999" in answer["error"], answer
+    status, answer = client.get("/api/note", {"path": "Long.md", "at": "2025-01-31T23:59:59.999999999Z"})
+    assert status == 200 and answer["revision"]["id"] == f"r{first}", answer.get("error")
+    status, answer = client.get("/api/note", {"path": "Long.md", "at": "2025-02-01T00:00:00.000000001Z"})
+    assert status == 200 and answer["revision"]["id"] == f"r{second}", answer.get("error")
+    status, answer = client.get("/api/note", {"path": "Long.md", "at": f"r{first}"})  # an address with an id
+    assert status == 200 and answer["revision"]["id"] == f"r{first}", answer.get("error")
+    status, answer = client.get("/api/changes", {"since": f"r{first}"})
+    assert status == 200 and [r["id"] for r in answer["changes"]] == [f"r{second}"], answer.get("error")

@@ -154,7 +154,7 @@ def time_option(*decls: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Ca
 
 
 def parse_moment_option(ctx: click.Context, param: click.Parameter, value: str | None) -> int | str | None:
-    """Click callback for a time of one note: a revision id as its history shows it (``r12``, or 8+ hex digits
+    """Click callback for a time of one note: a revision (``r12``: the note right after batch 12, or 8+ hex digits
     of its content) is handed on as it is, anything else must be a time (UTC microseconds)."""
     from ..revisions import looks_like_revision
 
@@ -163,7 +163,7 @@ def parse_moment_option(ctx: click.Context, param: click.Parameter, value: str |
     try:
         return parse_time_option(ctx, param, value)
     except click.ClickException as exc:
-        raise click.ClickException(f"{exc.message}, or a revision id as history shows it (r12)") from None
+        raise click.ClickException(f"{exc.message}, or a revision id as history and changes show it (r12)") from None
 
 
 def moment_option(*decls: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -171,7 +171,10 @@ def moment_option(*decls: str, **kwargs: Any) -> Callable[[Callable[..., Any]], 
     return click.option(*decls, callback=parse_moment_option, **kwargs)
 
 
-REVISION_FORMS = "or a revision id from its history (r12)"
+REVISION_FORMS = (
+    "or a revision id from history or changes (r12: the note as it stood right after batch 12), or 8+ hex digits "
+    "of its content hash"
+)
 """How a note command's time option says it takes a revision too."""
 
 
@@ -186,6 +189,15 @@ def parse_cutoff_option(ctx: click.Context, param: click.Parameter, value: str |
         return parse_time_option(ctx, param, value)
     except click.ClickException as exc:
         raise click.ClickException(f"{exc.message}; {CUTOFF_FORMS}") from None
+
+
+def cutoff_option(*decls: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A ``click.option`` taking a time or a revision id naming a batch (``parse_cutoff_option``)."""
+    return click.option(*decls, callback=parse_cutoff_option, **kwargs)
+
+
+BATCH_FORMS = "or a revision id from history or changes (r12: right after batch 12)"
+"""How a window's end says it takes a revision id too."""
 
 
 def as_of_option(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -14,8 +14,10 @@ from ..printable import printable
 from ..times import ACCEPTED, TimeLike, format_time
 from . import lookback, restore
 from .base import (
+    BATCH_FORMS,
     REVISION_FORMS,
     Context,
+    cutoff_option,
     echo_json,
     friendly,
     json_option,
@@ -23,7 +25,6 @@ from .base import (
     pass_ctx,
     said_time,
     say,
-    time_option,
     validity_option,
 )
 
@@ -33,19 +34,22 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.argument("note")
-@time_option("--since", help=f"Only revisions learned after this time: {ACCEPTED}.")
-@time_option("--until", help="Only revisions learned at or before this time.")
+@cutoff_option("--since", help=f"Only revisions learned after this time: {ACCEPTED}; {BATCH_FORMS}.")
+@cutoff_option("--until", help=f"Only revisions learned at or before this time, {BATCH_FORMS}.")
 @validity_option
 @json_option
 @pass_ctx
 @friendly
-def history(obj: Context, note: str, since: int | None, until: int | None, valid_at: int | None, as_json: bool) -> None:
+def history(
+    obj: Context, note: str, since: int | str | None, until: int | str | None, valid_at: int | None, as_json: bool
+) -> None:
     """Every revision of a note, following renames: its time, id, content and kind.
 
     The id (r12: the revision batch 12 made) names one revision; read --as-of, diff --from/--to and
-    restore --revision take it. The next column is the start of its content's hash (the same when the
-    text came back to an earlier state; those commands take it too). With --valid-at: the revisions that
-    in turn applied then.
+    restore --revision take it, and any id changes prints (the note as it stood right after that
+    batch). The next column is the start of its content's hash (the same when the text came back to
+    an earlier state; those commands take it too). With --valid-at: the revisions that in turn
+    applied then.
 
     \b
     Example:
@@ -101,8 +105,8 @@ def diff(
 
 
 @click.command()
-@time_option("--since", help=f"Start of the window (exclusive): {ACCEPTED}. Default: 7 days ago.")
-@time_option("--until", help="End of the window (inclusive, default now).")
+@cutoff_option("--since", help=f"Start of the window (exclusive): {ACCEPTED}; {BATCH_FORMS}. Default: 7 days ago.")
+@cutoff_option("--until", help=f"End of the window (inclusive, default now), {BATCH_FORMS}.")
 @validity_option
 @click.option(
     "--source",
@@ -121,8 +125,8 @@ def diff(
 @friendly
 def changes(
     obj: Context,
-    since: int | None,
-    until: int | None,
+    since: int | str | None,
+    until: int | str | None,
     valid_at: int | None,
     source: str | None,
     caller: str | None,
@@ -136,6 +140,7 @@ def changes(
     Example:
         vaultsync changes
         vaultsync changes --since 2025-03-01 --until 2025-03-08
+        vaultsync changes --since r1822     # what came after batch 1822
         vaultsync changes --source mcp
         vaultsync changes --caller alice
     """
@@ -145,11 +150,13 @@ def changes(
         return restore.show_batches(obj.vault(), source, caller, as_json)
     vault = obj.vault()
     if since is None:
+        from ..revisions import resolve_cutoff
         from ..times import RECENT_DAYS, recent
 
-        since = recent(until)
+        end = resolve_cutoff(vault, until, "until").as_of
+        since = recent(end)
         click.echo(
-            f"changes in the {RECENT_DAYS} days up to {format_time(until) or 'now'} (since "
+            f"changes in the {RECENT_DAYS} days up to {format_time(end) or 'now'} (since "
             f"{format_time(since)}; --since for another window)",
             err=True,
         )
@@ -171,10 +178,10 @@ def changes(
 def window_note(vault: Vault, since: TimeLike, until: TimeLike = None) -> str | None:
     """What ``changes`` after ``since`` up to ``until`` cannot show, in words: the part of the window before a
     retention horizon or before the vault's first batch (None: nothing)."""
+    from ..revisions import resolve_cutoff
     from ..store.view import no_history
-    from ..times import as_micros
 
-    start, end = as_micros(since, "since"), as_micros(until, "until")
+    start, end = resolve_cutoff(vault, since, "since").as_of, resolve_cutoff(vault, until, "until").as_of
     horizon = vault.horizon
     if horizon is not None and start is not None and start < horizon:
         return (

@@ -44,13 +44,14 @@ def _show(done: Any, as_json: bool) -> None:
 @click.command()
 @click.argument("note", required=False)
 @moment_option(
-    "--as-of", help=f"Put it back as it was at this time: {ACCEPTED}; for a NOTE also a revision id from its history."
+    "--as-of",
+    help=f"Put it back as it was at this time: {ACCEPTED}; for a NOTE also a revision, as --revision takes it.",
 )
 @click.option(
     "--revision",
     metavar="R",
-    help="Put back this revision: its id as history shows it (r12), or 8 or more hex "
-    "digits of its content hash (the whole hash too).",
+    help="Put back this revision: a revision id as history and changes show it (r12: the note as it stood right "
+    "after batch 12), or 8 or more hex digits of its content hash (the whole hash too).",
 )
 @click.option(
     "--to",

@@ -41,8 +41,12 @@ def restore_args(
 
     if looks_like_revision(as_of):
         if prefix is not None or revision is not None:
-            what = "a folder is restored as of a time" if prefix is not None else "give a time or a revision, not both"
-            raise ConfigError(f"{as_of!r} names one revision of a note: {what}", argument="as_of")
+            what = (
+                "a folder is restored as of a time (changes shows each batch's time)"
+                if prefix is not None
+                else "give a time or a revision, not both"
+            )
+            raise ConfigError(f"{as_of!r} is a revision: {what}", argument="as_of")
         as_of, revision = None, str(as_of)
     return {
         "note": note,
@@ -98,22 +102,26 @@ def _scan(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
 
 
 def _write(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-    from ..revisions import expecting
+    from ..revisions import check_expected, expecting
 
-    rel = writable_note_path(args["path"])
-    summary, note = vault.write_note(
-        rel, args["text"], append=bool(args["append"]), check=expecting(rel, args.get("expected"))
-    )
+    rel, append, expected = writable_note_path(args["path"]), bool(args["append"]), args.get("expected")
+    if not append and expected is not None:  # a new note replaces nothing: only the form is checked
+        check_expected(expected)
+    check = expecting(rel, expected, vault) if append else None
+    summary, note = vault.write_note(rel, args["text"], append=append, check=check)
     return {"path": note.revision.path, "summary": summary_answer(summary)}, (summary, note)
 
 
-def edit_change(rel: str, expected: str, new_text: str, heading: str | None, old_text: str | None) -> Any:
-    """``edit_note``'s change of a note's bytes: refused unless they are the ``expected`` revision."""
-    from ..revisions import is_revision, mismatch, replace_section, replace_text, revision_of
+def edit_change(vault: Vault, rel: str, expected: str, new_text: str, heading: str | None, old_text: str | None) -> Any:
+    """``edit_note``'s change of a note's bytes: refused unless they are the ``expected`` revision
+    (``revisions.expecting``)."""
+    from ..revisions import expecting, replace_section, replace_text
+
+    check = expecting(rel, expected, vault)
+    assert check is not None  # an edit always names the revision it replaces
 
     def change(old: bytes) -> bytes:
-        if not is_revision(old, expected):
-            raise mismatch(rel, revision_of(old), expected)
+        check(old)
         text = old.decode("utf-8")
         if heading is not None:
             return replace_section(text, heading, new_text).encode("utf-8")
@@ -124,25 +132,26 @@ def edit_change(rel: str, expected: str, new_text: str, heading: str | None, old
 
 def _edit(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     rel = writable_note_path(args["path"])
-    change = edit_change(rel, args["expected"], args["new_text"], args.get("heading"), args.get("old_text"))
+    change = edit_change(vault, rel, args["expected"], args["new_text"], args.get("heading"), args.get("old_text"))
     summary, note = vault.rewrite_note(rel, change)
     return {"path": note.revision.path, "summary": summary_answer(summary)}, (summary, note)
 
 
 def _restore_note(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     from .. import restore as r
-    from ..revisions import mismatch, revision_of
+    from ..revisions import expected_hash, mismatch, revision_of
 
     step = r.plan_note(vault, args["path"], as_of=args.get("as_of"), revision=args.get("revision"), follow=True)
     if step.refused:
         raise PathError(step.refused)
     expected = args.get("expected")
     if expected is not None:  # the file decides (an editor's save may not be recorded yet)
+        wanted = expected_hash(vault, step.path, expected)
         try:
             on_disk: str | None = revision_of(vault.read_file(step.path))
         except (OSError, NoteNotFound):
             on_disk = None
-        if on_disk is None or not on_disk.startswith(expected.strip().lower()):
+        if on_disk is None or not on_disk.startswith(wanted):
             raise mismatch(step.path, on_disk, expected)
     done = r.apply(vault, [step], source="restore", detail=f"restore of {step.origin}")
     return {"path": step.path, **restored_answer(done)}, done

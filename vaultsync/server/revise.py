@@ -12,7 +12,7 @@ from ..disk.edit import MAX_WRITE_CHARS
 from ..disk.paths import writable_note_path
 from ..errors import LockedError, NoteNotFound
 from ..live.handoff import perform
-from ..revisions import check_revision_id, mismatch, revision_of
+from ..revisions import check_expected, mismatch, revision_of
 from ..times import format_time
 from ..vault import Note, Vault
 from .feed import note_uri
@@ -21,13 +21,14 @@ from .served import ServedVault
 from .toolkit import REWRITE, PathArg, TimeArg, ToolSet, friendly
 
 EXPECTED = (
-    "The note's revision you last read (read_note's content_hash, or a revision id as note_history and "
-    "search_notes show it: its first 8+ characters): the write "
-    "is refused, nothing written, if the note changed since"
+    "The note's revision you last read: a revision id as note_history, list_changes and read_note show it (r12: "
+    "the note as it stood right after batch 12), or its content hash (read_note's content_hash, or its first 8+ "
+    "hex digits as search_notes and note_history show them). The write is refused, nothing written, if the note "
+    "changed since"
 )
 Expected = Annotated[str | None, Field(description=EXPECTED, max_length=64)]
 """``expected_revision`` where it may be left out (create_note, append_to_note, restore_note)."""
-Required = Annotated[str, Field(description=EXPECTED, min_length=8, max_length=64)]
+Required = Annotated[str, Field(description=EXPECTED, min_length=1, max_length=64)]
 """``expected_revision`` where it must be given (edit_note)."""
 
 
@@ -56,11 +57,11 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         ] = None,
     ) -> WriteResult:
         """Edit a note in place: replace one section's body (by heading path) or one exact text
-        occurrence. Requires expected_revision (read_note's content_hash): when the note changed
+        occurrence. Requires expected_revision (read_note's id or content_hash): when the note changed
         since, nothing is written. Every earlier state stays in note_history (restore_note)."""
         if (heading is None) == (old_text is None):
             raise ToolError("give exactly one of heading and old_text")
-        check_revision_id(expected_revision)
+        check_expected(expected_revision)
         writer, rel = served.writing_vault(), writable_note_path(path)
         done = _locked(
             writer,
@@ -91,8 +92,8 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         revision: Annotated[
             str | None,
             Field(
-                description="The revision to bring back: its id from note_history (r12), or its content hash "
-                "(8+ characters)",
+                description="The revision to bring back: a revision id from note_history or list_changes (r12: "
+                "the note as it stood right after batch 12), or its content hash (8+ hex digits)",
                 max_length=64,
             ),
         ] = None,
@@ -103,7 +104,7 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         History is never rewritten."""
         writer = served.writing_vault()
         if expected_revision is not None:
-            check_revision_id(expected_revision)
+            check_expected(expected_revision)
         done = _locked(
             writer,
             lambda: perform(

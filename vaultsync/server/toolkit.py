@@ -15,7 +15,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from .. import acting
-from ..errors import ConfigError, NoteDeleted, NoteNotFound, VaultsyncError
+from ..errors import ConfigError, NoteDeleted, NoteNotFound, UnknownRevision, VaultsyncError
 from ..times import ACCEPTED, parse_time
 from .budget import with_omitted
 from .models import flat_schema
@@ -92,9 +92,11 @@ def friendly(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except NoteDeleted as exc:
-            raise ToolError(f"{exc} (pass that as_of to read_note).") from None
         except NoteNotFound as exc:
+            if isinstance(exc, UnknownRevision) or exc.argument in ("from", "to"):  # the path is right, not when
+                raise ToolError(f"{exc}. note_history lists the note's revisions.") from None
+            if isinstance(exc, NoteDeleted):
+                raise ToolError(f"{exc} (pass that as_of to read_note).") from None
             if exc.argument == "as_of":  # before the vault's history: the path may be right
                 raise ToolError(f"{exc}. Ask about a later as_of.") from None
             raise ToolError(
@@ -148,7 +150,10 @@ def moment(value: str | None, name: str) -> int | str | None:
     try:
         return when(value, name)
     except VaultsyncError as exc:
-        raise ConfigError(f"{exc}; or a revision id from note_history (r12)", argument=name) from None
+        raise ConfigError(
+            f"{exc}; or a revision id from note_history or list_changes (r12), or 8+ hex digits of a content hash",
+            argument=name,
+        ) from None
 
 
 def encode_cursor(after: str) -> str:

@@ -185,7 +185,9 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
         as_of: Annotated[
             str | None,
             Field(
-                description=f"Knowledge cutoff: {ACCEPTED}; or a revision id from note_history (r12). Omit for now.",
+                description=f"Knowledge cutoff: {ACCEPTED}; or a revision: a revision id from note_history or "
+                "list_changes (r12: the note as it stood right after batch 12), or 8+ hex digits of its content hash. "
+                "Omit for now.",
                 max_length=64,
             ),
         ] = None,
@@ -247,18 +249,25 @@ def add_note_history(tools: ToolSet, rt: ServedVault) -> None:
     def note_history(
         path: PathArg,
         since: Annotated[
-            str | None, Field(description=f"Only revisions learned after this time: {ACCEPTED}", max_length=64)
+            str | None,
+            Field(
+                description=f"Only revisions learned after this time: {ACCEPTED}; or a revision id (r12: after "
+                "batch 12)",
+                max_length=64,
+            ),
         ] = None,
         until: Annotated[
-            str | None, Field(description="Only revisions learned at or before this time", max_length=64)
+            str | None,
+            Field(description="Only revisions learned at or before this time, or a revision id", max_length=64),
         ] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most revisions to return (the latest)")] = 200,
         valid_at: ValidArg = None,
     ) -> HistoryAnswer:
         """List every recorded revision of a note (created, modified, renamed, deleted), oldest first,
         following renames back to the note's earlier names: each with its kind, known_at, id (r12: names
-        this one revision) and content hash start (and its path where it had another name). Use diff_note
-        with two ids to see what changed, read_note with one to read it."""
+        this one revision; every tool taking a revision takes it) and content hash start (and its path
+        where it had another name). Use diff_note with two ids to see what changed, read_note with one
+        to read it."""
         with rt.reading() as vault:
             latest, chosen = vault.history_window(path, since, until, valid_at=valid_at)
         return history_answer(latest, chosen[-limit:], len(chosen) > limit)
@@ -274,15 +283,17 @@ def add_diff_note(tools: ToolSet, rt: ServedVault) -> None:
             str,
             Field(
                 alias="from",
-                description=f"Earlier time: {ACCEPTED}; or a revision id from note_history (r12)",
+                description=f"Earlier time: {ACCEPTED}; or a revision id from note_history or list_changes (r12: the "
+                "note as it stood right after batch 12), or 8+ hex digits of a content hash",
                 max_length=64,
             ),
         ],
         to: Annotated[str | None, Field(description="Later time or revision id (omit for now)", max_length=64)] = None,
         valid_at: ValidArg = None,
     ) -> DiffResult:
-        """Show how a note changed between two times or two of its revisions (ids from note_history), as a
-        unified diff (empty when it did not change)."""
+        """Show how a note changed between two times or two of its revisions (ids from note_history or
+        list_changes), as a unified diff (empty when it did not change; a side where the note did not exist is
+        empty)."""
         start, end = moment(from_, "from"), moment(to, "to")  # named as the client named them, not since/until
         with rt.reading() as vault:
             diff = vault.diff(path, start, end, valid_at=valid_at)
@@ -299,24 +310,26 @@ def add_list_changes(tools: ToolSet, rt: ServedVault) -> None:
         since: Annotated[
             str | None,
             Field(
-                description=f"Start of the window (exclusive): {ACCEPTED}; omit for the {RECENT_DAYS} days up to until",
+                description=f"Start of the window (exclusive): {ACCEPTED}; or a revision id (r12: right after batch "
+                f"12); omit for the {RECENT_DAYS} days up to until",
                 max_length=64,
             ),
         ] = None,
         until: Annotated[
-            str | None, Field(description="End of the window (inclusive); omit for now", max_length=64)
+            str | None,
+            Field(description="End of the window (inclusive), a time or a revision id; omit for now", max_length=64),
         ] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most changes to list")] = 200,
         valid_at: ValidArg = None,
     ) -> ChangesResult:
         """List the notes created, modified, renamed or deleted between two times (by default the last
         week), in the order vaultsync learned of them."""
-        end = when(until, "until")
-        picked = when(since, "since")
-        start = picked if picked is not None else recent(end)
-        said = since if since is not None else format_time(start)
         with rt.reading() as vault:
-            revisions, counts, more = vault.changes_page(start, end, valid_at=valid_at, limit=limit)
+            begin, end = resolve_cutoff(vault, since, "since"), resolve_cutoff(vault, until, "until").as_of
+            start = begin.as_of if since is not None else recent(end)
+            said = since if since is not None else str(format_time(start))
+            window = (since if since is not None else start), until
+            revisions, counts, more = vault.changes_page(*window, valid_at=valid_at, limit=limit)
             first, horizon, early = vault.first_known_at, vault.horizon, vault.before_history(end)
         clipped = horizon is not None and start is not None and start < horizon
         return ChangesResult(

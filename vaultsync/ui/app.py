@@ -75,6 +75,7 @@ def build_app(vault: Vault, token: str, port: int) -> Guard:
         Route("/", index),
         Route("/static/{name}", asset),
         Route("/api/timeline", api(lambda r: explorer.timeline())),
+        Route("/api/moment", api(lambda r: explorer.moment(_param(r, "at", True) or ""))),
         Route("/api/tree", api(lambda r: explorer.tree(_time(r, "at"), _time(r, "valid")))),
         Route(
             "/api/note", api(lambda r: explorer.note(_param(r, "path", True) or "", _time(r, "at"), _time(r, "valid")))

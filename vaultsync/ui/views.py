@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from .. import lookback
 from ..errors import NoteNotFound
 from ..links import Resolver
-from ..revisions import revision_id, short_revision
+from ..revisions import resolve_cutoff, revision_id, short_revision
 from ..store import Revision
 from ..times import TimeLike, as_micros, format_time
 from ..vault import Vault
@@ -126,10 +126,21 @@ class Explorer:
                 "validity": validity,
             }
 
+    def moment(self, at: str) -> dict[str, Any]:
+        """A typed moment as the page's time: a time, or a revision id (``r12``: the time of batch 12)."""
+        with self.lock:
+            cut = resolve_cutoff(self.vault, at)
+        return {**_when(cut.as_of), "batch": cut.batch}
+
+    def _moment(self, at: TimeLike, argument: str) -> int | None:
+        """A moment of the page's addresses as UTC microseconds: a time, or a revision id (its batch's time)."""
+        with self.lock:
+            return resolve_cutoff(self.vault, at, argument).as_of
+
     def tree(self, at: TimeLike = None, valid: TimeLike = None) -> dict[str, Any]:
         """The notes that existed at ``at`` (``ls --as-of``), each marked relative to now: modified,
         renamed (to its path now) or deleted since; and the notes added since."""
-        when, valid_at = as_micros(at, "as_of"), as_micros(valid, "valid_at")
+        when, valid_at = self._moment(at, "as_of"), as_micros(valid, "valid_at")
         with self.lock:
             self._fresh()
             tree = self._cached(("tree", self.cutoff(when), valid_at), lambda: self._tree(when, valid_at))
@@ -158,7 +169,7 @@ class Explorer:
 
     def note(self, path: str, at: TimeLike = None, valid: TimeLike = None) -> dict[str, Any]:
         """The note as of ``at``: its text, safe HTML (links resolved then), frontmatter, and its revisions."""
-        when, valid_at = as_micros(at, "as_of"), as_micros(valid, "valid_at")
+        when, valid_at = self._moment(at, "as_of"), as_micros(valid, "valid_at")
         with self.lock:
             self._fresh()
             note = self.vault.read(path, as_of=when, valid_at=valid_at)
@@ -184,7 +195,7 @@ class Explorer:
         """The notes linking to ``path`` as of ``at``, and its outgoing links resolved then."""
         with self.lock:
             self._fresh()
-            report = self.vault.links(path, as_of=as_micros(at, "as_of"))
+            report = self.vault.links(path, as_of=self._moment(at, "as_of"))
             backlinks = sorted({b["source"] for b in report.backlinks})
             return {
                 "path": report.path,
@@ -200,7 +211,7 @@ class Explorer:
             self._fresh()
             texts, sides = [], []
             for path, at in ((path_a, at_a), (path_b, at_b)):
-                when = as_micros(at, "as_of")
+                when = self._moment(at, "as_of")
                 try:
                     texts.append(self.vault.read(path, as_of=when).content)
                 except NoteNotFound:
@@ -226,14 +237,14 @@ class Explorer:
         """The default search mode as of ``at`` (exactly ``search --as-of``); snippets mark matches ``**so**``."""
         with self.lock:
             return self.vault.search(
-                query, as_of=as_micros(at, "as_of"), valid_at=as_micros(valid, "valid_at"), limit=limit
+                query, as_of=self._moment(at, "as_of"), valid_at=as_micros(valid, "valid_at"), limit=limit
             ).to_json()
 
     def changes(
         self, since: TimeLike, until: TimeLike = None, valid: TimeLike = None, limit: int = 500
     ) -> dict[str, Any]:
         """What changed in the whole vault after ``since`` up to ``until``: added, changed, renamed, deleted."""
-        start, end = as_micros(since, "since"), as_micros(until, "until")
+        start, end = self._moment(since, "since"), self._moment(until, "until")
         with self.lock:
             revisions, counts, more = self.vault.changes_page(start, end, as_micros(valid, "valid_at"), limit=limit)
             return {
@@ -246,7 +257,7 @@ class Explorer:
 
     def deleted(self, until: TimeLike = None) -> dict[str, Any]:
         """The notes deleted up to ``until`` (default now) and still absent then, latest deletion first."""
-        end = as_micros(until, "until")
+        end = self._moment(until, "until")
         with self.lock:
             found = lookback.deleted(self.vault, None, end)
         rows = [{**d.to_json(), "deleted_us": d.deleted_at, "before_us": d.deleted_at - 1} for d in reversed(found)]

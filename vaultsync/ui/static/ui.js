@@ -60,7 +60,9 @@ function short(us) {
   return us === null ? "now" : iso(us).replace("T", " ").replace(/(:\d\d)(\.\d+)?Z$/, "$1 UTC");
 }
 
-// A typed time: YYYY-MM-DD (midnight UTC) or ISO 8601 with an explicit offset; anything else is refused.
+// A typed time: YYYY-MM-DD (midnight UTC) or ISO 8601 with an explicit offset; anything else is refused. A
+// fraction of a second may have up to nine digits: those after the sixth are dropped (the store keeps
+// microseconds; dropping them never moves a time past a batch it is before).
 function parseTime(text) {
   text = text.trim();
   if (text === "" || text.toLowerCase() === "now") return null;
@@ -70,11 +72,18 @@ function parseTime(text) {
     if (new Date(ms).getUTCDate() !== +m[3]) throw new Error(`no such date ${text}`);
     return ms * 1000;
   }
-  m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?)(?:\.(\d{1,6}))?(Z|[+-]\d{2}:\d{2})$/.exec(text);
+  m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?)(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/.exec(text);
   if (!m) throw new Error(`invalid time ${JSON.stringify(text)}: use YYYY-MM-DD or ISO 8601 with an offset, e.g. 2024-03-01T12:00:00Z`);
   const ms = Date.parse(m[1] + m[3]);
   if (Number.isNaN(ms)) throw new Error(`invalid time ${JSON.stringify(text)}`);
-  return ms * 1000 + Number((m[2] || "").padEnd(6, "0"));
+  return ms * 1000 + Number((m[2] || "").slice(0, 6).padEnd(6, "0"));
+}
+
+// A typed moment: a time (parseTime), or a revision id as history and changes show it (r12: the moment of
+// batch 12, asked of the server).
+async function parseMoment(text) {
+  if (/^\s*[rR]\d{1,18}\s*$/.test(text)) return (await api("moment", {at: text.trim()})).us;
+  return parseTime(text);
 }
 
 function showError(message) { $("error").textContent = message || ""; }
@@ -252,8 +261,8 @@ function wireTimeline() {
   $("next-batch").addEventListener("click", () => stepBatch(1));
   $("first").addEventListener("click", () => state.batches.length && setMoment(state.batches[0][0]));
   $("now").addEventListener("click", () => setMoment(null));
-  const typed = () => {
-    try { showError(""); setMoment(parseTime($("moment-input").value)); } catch (e) { showError(e.message); }
+  const typed = async () => {
+    try { showError(""); setMoment(await parseMoment($("moment-input").value)); } catch (e) { showError(e.message); }
   };
   $("go").addEventListener("click", typed);
   $("moment-input").addEventListener("keydown", (event) => { if (event.key === "Enter") typed(); });
@@ -581,7 +590,7 @@ let changesSeq = 0;
 
 async function runChanges() {
   let since;
-  try { since = parseTime($("since-input").value); } catch (e) { showError(e.message); return; }
+  try { since = await parseMoment($("since-input").value); } catch (e) { showError(e.message); return; }
   if (since === null) {
     const i = batchIndexAt(momentUs());
     since = i >= 1 ? state.batches[i - 1][0] : (state.batches.length ? state.batches[0][0] - 1 : 0);
