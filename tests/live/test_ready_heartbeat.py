@@ -1,0 +1,181 @@
+"""``/ready`` of a reader server (a plain ``serve``, another process watching) knows whether the vault is current:
+from the heartbeat the watcher publishes in the store (``live/heartbeat.py``), on SQLite and on PostgreSQL.
+
+Real processes, since the process boundary is the point: a ``vaultsync watch`` publishing every 0.3 s (so a dead
+one is found stale within about 3 s), a reader ``serve --http``, a real ``vaultsync import``. The watcher's batches
+are refused by a trigger the test puts on the batch table (a database refusing writes), and the watcher is
+SIGKILLed. Nothing of the heartbeat reaches the vault's history."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from support.mcp_helpers import free_port, start_http, stop
+from support.watch_helpers import WatchProcess
+
+from vaultsync import Vault
+
+BEAT = {"VAULTSYNC_HEARTBEAT_S": "0.3"}
+DEADLINE_S = 60.0
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "db" / "vaultsync.db")
+    pgserver = pytest.importorskip("support.pgserver")
+    try:
+        return str(pgserver.shared().fresh("ready"))
+    except pgserver.Unavailable as exc:
+        pytest.skip(str(exc))
+
+
+def refuse_batches(db: str, refuse: bool) -> None:
+    """Make the database refuse (or accept again) every new batch: a trigger on the batch table."""
+    if db.startswith("postgresql:"):
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True) as con:
+            if refuse:
+                con.execute(
+                    "CREATE FUNCTION refuse_batches() RETURNS trigger LANGUAGE plpgsql AS "
+                    "$$ BEGIN RAISE EXCEPTION 'batches refused by the test'; END $$"
+                )
+                con.execute(
+                    "CREATE TRIGGER refuse BEFORE INSERT ON batches FOR EACH ROW EXECUTE FUNCTION refuse_batches()"
+                )
+            else:
+                con.execute("DROP TRIGGER refuse ON batches")
+                con.execute("DROP FUNCTION refuse_batches()")
+        return
+    import apsw
+
+    con = apsw.Connection(db)
+    try:
+        con.set_busy_timeout(10_000)
+        if refuse:
+            con.execute("CREATE TRIGGER refuse BEFORE INSERT ON batches BEGIN SELECT RAISE(ABORT, 'refused'); END")
+        else:
+            con.execute("DROP TRIGGER refuse")
+    finally:
+        con.close()
+
+
+def ready(url: str) -> tuple[int, dict[str, Any]]:
+    answer = httpx2.get(url + "/ready", timeout=10)
+    return answer.status_code, answer.json()
+
+
+def until(url: str, what: str, check: Callable[[int, dict[str, Any]], bool]) -> dict[str, Any]:
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        code, body = ready(url)
+        if check(code, body):
+            return body
+        assert time.monotonic() < deadline, f"/ready never {what}: {code} {body}"
+        time.sleep(0.05)
+
+
+def last_batch(db: str) -> int:
+    with Vault.open(db, name="notes", readonly=True) as vault:
+        return vault.last_batch_id
+
+
+def published(db: str) -> dict[str, Any] | None:
+    with Vault.open(db, name="notes", readonly=True) as vault:
+        found = vault.lock.beat()
+    return None if found is None else found[0]
+
+
+@pytest.mark.slow
+def test_a_reader_servers_ready_follows_the_watchers_heartbeat(database: str, tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    for i in range(3):
+        (root / f"Note {i}.md").write_text(f"# Note {i}\n\nfirst words\n", encoding="utf-8")
+    with Vault.open(database, root=root) as vault:
+        vault.sync()
+    port = free_port()
+    server = start_http(database, root, port)  # type: ignore[arg-type]
+    url = f"http://127.0.0.1:{port}"
+    watcher: WatchProcess | None = None
+    try:
+        code, body = ready(url)  # no watcher ever ran: nothing to tell
+        assert (code, body["vault_current"], body["watcher"], body["heartbeat_age_seconds"]) == (200, None, None, None)
+
+        watcher = WatchProcess(database, root, env=BEAT)  # type: ignore[arg-type]
+        watcher.wait_for("watching ")
+        body = until(url, "current", lambda code, body: code == 200 and body["vault_current"] is True)
+        assert body["watcher"] == "watching" and body["heartbeat_age_seconds"] < 5, body
+        before = last_batch(database)
+        time.sleep(1.0)  # three heartbeats or more, and no batch
+        assert last_batch(database) == before
+
+        # the database refuses the watcher's batches: not current while they fail, current again after
+        refuse_batches(database, True)
+        (root / "Note 0.md").write_text("# Note 0\n\nwritten while batches fail\n", encoding="utf-8")
+        body = until(url, "503 while batches fail", lambda code, body: code == 503)
+        assert (body["vault_current"], body["watcher"], body["database"]) == (False, "failing", "ok"), body
+        refuse_batches(database, False)
+        until(url, "current again", lambda code, body: code == 200 and body["vault_current"] is True)
+
+        # the watcher killed: its heartbeat goes stale
+        os.kill(watcher.proc.pid, signal.SIGKILL)
+        watcher.finish()
+        body = until(url, "503 once the watcher is dead", lambda code, body: code == 503)
+        assert (body["vault_current"], body["watcher"]) == (False, "stale") and body["heartbeat_age_seconds"] > 2.9
+
+        # a one-shot import while nobody watches: not current while it runs (frozen here, mid-import)
+        for i in range(600):
+            (root / "Many" / f"n{i:03d}.md").parent.mkdir(exist_ok=True)
+            (root / "Many" / f"n{i:03d}.md").write_text(f"# N {i}\n\nwords {i}\n", encoding="utf-8")
+        importing = subprocess.Popen(
+            [sys.executable, "-m", "vaultsync", "--db", database, "import", str(root), "--vectors-wait", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "VAULTSYNC_HEARTBEAT_S": "60"},
+        )
+        try:
+            deadline = time.monotonic() + DEADLINE_S
+            while (published(database) or {}).get("state") != "importing":
+                assert importing.poll() is None, "the import ended before it was seen importing"
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            importing.send_signal(signal.SIGSTOP)
+            code, body = ready(url)
+            assert (code, body["vault_current"], body["watcher"]) == (503, False, "importing"), body
+        finally:
+            importing.send_signal(signal.SIGCONT)
+            out, err = importing.communicate(timeout=DEADLINE_S)
+        assert importing.returncode == 0, err
+        code, body = ready(url)  # imported, and watched no more
+        assert (code, body["vault_current"], body["watcher"]) == (503, False, "stopped"), body
+
+        # a watcher again: current
+        watcher = WatchProcess(database, root, env=BEAT)  # type: ignore[arg-type]
+        watcher.wait_for("watching ")
+        until(url, "current after recovery", lambda code, body: code == 200 and body["vault_current"] is True)
+        watcher.proc.send_signal(signal.SIGTERM)
+        assert watcher.finish() == 0, watcher.stderr
+        assert "Traceback" not in watcher.stderr
+        body = until(url, "503 once the watcher stopped", lambda code, body: code == 503)
+        assert body["watcher"] == "stopped", body
+    finally:
+        if watcher is not None and watcher.proc.poll() is None:
+            watcher.proc.kill()
+            watcher.finish()
+        log = stop(server)
+    assert "Traceback" not in log, log
+    with Vault.open(database, name="notes", readonly=True) as vault:
+        assert vault.read("Note 0.md").content == "# Note 0\n\nwritten while batches fail\n"
+        assert len(vault.ls()) == 603
