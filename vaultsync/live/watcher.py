@@ -255,7 +255,11 @@ class Watcher:
             self.keeper.check()  # now and then: is the lock still held? (a PostgreSQL session may be lost)
             if self.keeper.lost:
                 backoff = 0.1  # the keeper paces its own attempts
-                if self.keeper.retake():
+                took = self.keeper.retake()
+                if self.keeper.holder is not None:  # another process records the vault now: this watcher's run of
+                    # failed batches ends here, and taking the vault over again later is a hand-over, not a recovery
+                    self._failing, self._failing_since, self._failed_since = 0, None, None
+                if took:
                     backoff = 0.0 if self._flush_all("catch-up") else 0.5
                 continue
             wait = None if self.reconcile_s <= 0 else max(0.0, self._next_reconcile - time.monotonic())
