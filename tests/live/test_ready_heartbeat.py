@@ -8,6 +8,7 @@ SIGKILLed. Nothing of the heartbeat reaches the vault's history."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -179,3 +180,42 @@ def test_a_reader_servers_ready_follows_the_watchers_heartbeat(database: str, tm
     with Vault.open(database, name="notes", readonly=True) as vault:
         assert vault.read("Note 0.md").content == "# Note 0\n\nwritten while batches fail\n"
         assert len(vault.ls()) == 603
+
+
+@pytest.mark.anyio
+async def test_vault_status_and_stats_say_what_the_heartbeat_says(tmp_path: Path, cli: Any) -> None:
+    """A reader's ``vault_status`` and ``vaultsync stats`` tell the same facts as ``/ready``: nothing before any
+    watcher ran, current while one watches (in another vault object: another process's as far as they know), and
+    stopped, not current, once it stopped."""
+    from mcp import Client
+    from support.mcp_helpers import sc
+
+    from vaultsync.live.watcher import Watcher
+    from vaultsync.server import ServeConfig, build_server
+
+    db = tmp_path / "vaultsync.db"
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "Inbox.md").write_text("# Inbox\n", encoding="utf-8")
+    with Vault.open(db, root=root) as writer:
+        writer.sync()
+        with Vault.open(db, name="notes", readonly=True) as reader:
+            async with Client(build_server(ServeConfig.of(reader))) as c:
+
+                async def told() -> dict[str, Any]:
+                    return {k: sc(await c.call_tool("vault_status", {}))["watcher"][k] for k in ("current", "state")}
+
+                def stats() -> dict[str, Any]:
+                    ran = cli("stats", "--json", db=db)
+                    assert ran.returncode == 0, ran.stderr
+                    return json.loads(ran.stdout)["watcher"]
+
+                assert await told() == {"current": None, "state": None}
+                assert stats()["current"] is None
+                with Watcher(writer, step_ms=50, debounce_ms=200, heartbeat_s=0.2):
+                    assert await told() == {"current": True, "state": "watching"}
+                    facts = stats()
+                    assert (facts["current"], facts["state"], facts["pending"]) == (True, "watching", 0)
+                    assert 0 <= facts["heartbeat_age_s"] < 5
+                assert await told() == {"current": False, "state": "stopped"}
+                assert (stats()["current"], stats()["state"]) == (False, "stopped")

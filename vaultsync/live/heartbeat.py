@@ -86,11 +86,13 @@ class Currency:
         if self.state is None:
             return "none (no watcher ever ran)"
         said = "current" if self.current else "not current"
-        waiting = f"{self.pending} changes waiting" if self.pending is not None else "changes unknown"
-        return (
-            f"{self.state} ({said}): heartbeat {self.heartbeat_age_s:.1f} s ago, {waiting}, "
-            f"the oldest for {self.lag_s:.1f} s"
-        )
+        age, lag = self.heartbeat_age_s or 0.0, self.lag_s or 0.0
+        if self.state == "stopped":
+            return f"stopped ({said}): the watcher stopped {age:.1f} s ago"
+        if self.state == "importing":
+            return f"importing ({said}): heartbeat {age:.1f} s ago, importing for {lag:.1f} s"
+        waiting = f"{self.pending} changes waiting, the oldest for {lag:.1f} s"
+        return f"{self.state} ({said}): heartbeat {age:.1f} s ago, {waiting}"
 
 
 UNKNOWN = Currency(None, None, None, None, None)
