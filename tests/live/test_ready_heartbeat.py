@@ -219,3 +219,23 @@ async def test_vault_status_and_stats_say_what_the_heartbeat_says(tmp_path: Path
                     assert 0 <= facts["heartbeat_age_s"] < 5
                 assert await told() == {"current": False, "state": "stopped"}
                 assert (stats()["current"], stats()["state"]) == (False, "stopped")
+
+
+def test_the_heartbeat_is_published_at_a_bounded_rate_whatever_pokes_it(tmp_path: Path) -> None:
+    """One write every ``every_s``, and at most one a second more however often something changes (``poke``):
+    never a write per event. Published where readers read it, and withdrawn by ``stop(None)``."""
+    from vaultsync.live.heartbeat import MIN_GAP_S, Heartbeat
+
+    root = tmp_path / "notes"
+    root.mkdir()
+    with Vault.open(tmp_path / "vaultsync.db", root=root) as vault, vault.writing():
+        beat = Heartbeat(vault.lock, lambda: {"mode": "watch", "state": "watching", "every_s": 0.5}, 0.5).start()
+        started = time.monotonic()
+        while time.monotonic() - started < 2.0:  # thousands of pokes
+            beat.poke()
+            time.sleep(0.001)
+        took = time.monotonic() - started
+        assert vault.lock.beat() is not None
+        beat.stop(None)
+        assert vault.lock.beat() is None
+    assert 2 <= beat.published <= 2 + took / MIN_GAP_S + 1, beat.published  # the first, the last, and the paced

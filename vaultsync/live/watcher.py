@@ -87,6 +87,7 @@ class Watcher:
         self.reconcile_s = reconcile_s
         self.on_batch = on_batch
         self.describe = describe
+        """How a refusal (a vanished vault, a mass deletion) is said in the log: in the words of the door."""
         self.heartbeat_s = default_beat_s() if heartbeat_s is None else heartbeat_s
         """How often its heartbeat is published for every reader of the store (``heartbeat``)."""
         self.heartbeat: Heartbeat | None = None
@@ -94,7 +95,6 @@ class Watcher:
         """While a batch is written: when the oldest change it records happened (``time.monotonic()``)."""
         self._failed_since: float | None = None
         """When its batches began to fail in a row, for any reason (None: the last one was written)."""
-        """How a refusal (a vanished vault, a mass deletion) is said in the log: in the words of the door."""
         self._debouncer = Debouncer(step_ms / 1000, self.debounce_ms / 1000)
         self.folder = ObservedFolder(vault.root, observer_factory, polling)
         """The vault folder and its file-system observer."""
