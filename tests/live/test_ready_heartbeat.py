@@ -239,3 +239,34 @@ def test_the_heartbeat_is_published_at_a_bounded_rate_whatever_pokes_it(tmp_path
         beat.stop(None)
         assert vault.lock.beat() is None
     assert 2 <= beat.published <= 2 + took / MIN_GAP_S + 1, beat.published  # the first, the last, and the paced
+
+
+WATCHING = {"mode": "watch", "state": "watching", "every_s": 5.0, "pending": 0, "lag_s": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("facts", "age", "current", "state", "lag"),
+    [
+        (WATCHING, 1.0, True, "watching", 0.0),
+        (WATCHING, 17.5, False, "stale", 0.0),  # three beats and two seconds missed
+        ({**WATCHING, "pending": 2, "lag_s": 50.0}, 5.0, True, "watching", 55.0),  # still waiting as it ages
+        ({**WATCHING, "pending": 2, "lag_s": 50.0}, 11.0, False, "watching", 61.0),  # past READY_LAG_S
+        ({**WATCHING, "state": "failing"}, 0.5, False, "failing", 0.0),
+        ({**WATCHING, "state": "stopped"}, 3600.0, False, "stopped", 0.0),  # stopped is never stale
+        ({**WATCHING, "state": "resting"}, 0.5, False, "resting", 0.0),  # a state this version does not know
+        (
+            {"mode": "import", "state": "importing", "every_s": 5.0, "pending": None, "lag_s": 2.0},
+            1.0,
+            False,
+            "importing",
+            3.0,
+        ),
+    ],
+)
+def test_the_rule_that_reads_a_heartbeat(
+    facts: dict[str, Any], age: float, current: bool, state: str, lag: float
+) -> None:
+    from vaultsync.live.heartbeat import currency
+
+    told = currency((facts, age))
+    assert (told.current, told.state, told.lag_s, told.heartbeat_age_s) == (current, state, lag, age)

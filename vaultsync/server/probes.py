@@ -67,6 +67,10 @@ WORST_FIRST = ["stale", "failing", "importing", "stopped", "watching"]
 """A hosted server's ``watcher``: the worst state of its vaults' watchers."""
 
 
+def _badness(state: str) -> int:
+    return WORST_FIRST.index(state) if state in WORST_FIRST else -1  # one this version does not know: the worst
+
+
 def readiness_of_all(served: Sequence[ServedVault]) -> tuple[bool, dict[str, Any]]:
     """``readiness`` of a server with several vaults (a hosted server): ready when every one it serves is; the
     database unreachable when it is for one, a vault not current when one is not, the largest lag, and how many
@@ -83,7 +87,7 @@ def readiness_of_all(served: Sequence[ServedVault]) -> tuple[bool, dict[str, Any
         "status": "ready" if ready else "not ready",
         "database": "ok" if all(body["database"] == "ok" for _, body in answers) else "unreachable",
         "vault_current": all(currents) if currents else None,
-        "watcher": min(states, key=WORST_FIRST.index) if states else None,
+        "watcher": min(states, key=_badness) if states else None,
         "heartbeat_age_seconds": max(ages) if ages else None,
         "watcher_lag_seconds": max(lags) if lags else None,
         "audit_log": ("refused" if "refused" in audits else "ok") if audits else None,
