@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from .errors import ConfigError
 from .store.contract import Lock
@@ -94,6 +95,15 @@ class VaultLock:
     def holder(self) -> str | None:
         """The other process holding the writer lock in one phrase (pid, command, since), or None."""
         return self._lock.holder()
+
+    def publish(self, facts: dict[str, Any] | None) -> None:
+        """Publish this holder's heartbeat for every reader of the store (``live.heartbeat``; None: withdraw it);
+        nothing while this process does not hold the writer lock."""
+        self._lock.publish(facts)
+
+    def beat(self) -> tuple[dict[str, Any], float] | None:
+        """The heartbeat last published for the vault by whoever held its writer lock, and its age in seconds."""
+        return self._lock.beat()
 
     @contextlib.contextmanager
     def writing(self, command: str | None = None) -> Iterator[None]:

@@ -268,7 +268,9 @@ def test_the_probes_answer_for_every_vault_without_a_token(hosted: dict[str, Any
     assert ready.json() == {
         "status": "ready",
         "database": "ok",
-        "vault_current": None,
+        "vault_current": None,  # no watcher ever ran: nothing tells whether the vaults are current
+        "watcher": None,
+        "heartbeat_age_seconds": None,
         "watcher_lag_seconds": None,
         "audit_log": "ok",  # the hosted manifest keeps one, and it can be written
         "vaults_missing": 0,

@@ -103,7 +103,10 @@ def test_the_units_run_as_written_as_their_users_with_least_privilege(machine: M
                 raise AssertionError(f"{exc}: {log.read_text(encoding='utf-8')}") from None
             base = f"http://127.0.0.1:{port}"
             assert httpx2.get(base + "/health").json() == {"status": "alive"}
-            assert httpx2.get(base + "/ready").json()["database"] == "ok"
+            ready = httpx2.get(base + "/ready")  # the reader role reads the watcher's heartbeat
+            assert ready.status_code == 200, ready.text
+            assert ready.json()["database"] == "ok" and ready.json()["vault_current"] is True, ready.text
+            assert ready.json()["watcher"] == "watching", ready.text
             assert httpx2.post(base + "/mcp", json={}).status_code == 401  # the token is needed there
             assert anyio.run(_search, base + "/mcp", TOKEN) == ["Atlas.md"]
         ps = subprocess.run(["ps", "-o", "user=", "-p", str(logs[1][0].pid)], capture_output=True, text=True)

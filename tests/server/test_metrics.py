@@ -50,6 +50,8 @@ async def test_metrics_count_requests_and_batches_and_show_no_note(tmp_path: Pat
         assert metric(text, "vaultsync_http_request_seconds_bucket", kind="mcp", le="+Inf") >= 2
         assert metric(text, "vaultsync_watcher_batches_total", vault="notes") >= 1
         assert metric(text, "vaultsync_watcher_lag_seconds", vault="notes") >= 0
+        assert metric(text, "vaultsync_vault_current", vault="notes") == 1
+        assert 0 <= metric(text, "vaultsync_watcher_heartbeat_age_seconds", vault="notes") < 30
         for private in ("quokka", "Zanzibar", "Projects", TOKEN, "laptop"):
             assert private not in text, private
     finally:

@@ -328,14 +328,18 @@ async def test_two_http_servers_answer_every_tool_and_deliver_subscriptions_afte
             await watching(watching_server)
             for c in clients:
                 await _every_tool(c)
-            for url in urls:
-                assert httpx2.get(url + "/ready").json() == {
+            for url in urls:  # the reader knows from the watcher's heartbeat in the store
+                body = httpx2.get(url + "/ready").json()
+                age = body.pop("heartbeat_age_seconds")
+                assert body == {
                     "status": "ready",
                     "database": "ok",
-                    "vault_current": True if url == urls[0] else None,
-                    "watcher_lag_seconds": 0.0 if url == urls[0] else None,
+                    "vault_current": True,
+                    "watcher": "watching",
+                    "watcher_lag_seconds": 0.0,
                     "audit_log": None,
                 }
+                assert age == 0.0 if url == urls[0] else 0.0 <= age < 30, age
             async with (
                 watching_server.listen(resource_subscriptions=["note://Inbox.md"]) as sub_a,
                 reader.listen(resource_subscriptions=["note://Inbox.md"]) as sub_b,

@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +126,8 @@ def import_(
     bar = Bar("importing", not as_json)
     try:
         if from_git:
-            result = vault.import_git(strict=strict, progress=bar)
+            with _publishing(vault):
+                result = vault.import_git(strict=strict, progress=bar)
             summary, payload = result.summary, result.to_json()
         else:
             summary = _scan(vault, known_at=known_at, strict=strict, progress=bar, allow_mass_delete=allow_mass_delete)
@@ -142,12 +145,23 @@ def _scan(vault: Any, *, progress: Any, **options: Any) -> Any:
     from ..live import handoff
 
     try:
-        return vault.sync(progress=progress, **options)
+        with _publishing(vault):
+            return vault.sync(progress=progress, **options)
     except LockedError:
         holder = vault.lock.holder_info()
         if not holder or not holder.get("watching"):
             raise
     return handoff.summary_of(handoff.perform(vault, "scan", options).answer)
+
+
+@contextlib.contextmanager
+def _publishing(vault: Any) -> Iterator[None]:
+    """Hold the writer lock for the whole import and say to every reader of the store that it imports
+    (``live.heartbeat.importing``); LockedError while another process holds it."""
+    from ..live.heartbeat import importing
+
+    with vault.writing(), importing(vault):
+        yield
 
 
 def _print_import(name: str, summary: Any, payload: dict[str, Any], *, as_json: bool, from_git: bool) -> None:

@@ -24,7 +24,11 @@ def stats(obj: Context, as_json: bool) -> None:
     Example:
         vaultsync stats --json
     """
-    result = obj.vault().stats().to_json()
+    from ..live.heartbeat import currency
+
+    vault = obj.vault()
+    result = vault.stats().to_json()
+    result["watcher"] = currency(vault.lock.beat()).to_json()
     if as_json:
         echo_json(result)
         return
@@ -33,6 +37,8 @@ def stats(obj: Context, as_json: bool) -> None:
             from ..store.search.backfill import Progress
 
             value = Progress(**value).summary()
+        if key == "watcher":
+            value = currency(vault.lock.beat()).summary()
         if value is not None or key not in ("vector_search", "semantic_vectors"):
             click.echo(f"{key:>16}: {value}")
 

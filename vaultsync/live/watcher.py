@@ -29,6 +29,7 @@ from .debounce import Debouncer, Pending, collapse
 from .events import EVERYTHING, POLL_INTERVAL_S, ObserverFactory, start_observer
 from .filling import VectorFiller
 from .handoff import Desk
+from .heartbeat import Heartbeat, default_beat_s, stopped
 from .holding import HeldPaths
 from .keeper import MAX_RETRY_S, LockKeeper
 from .observed import ObservedFolder
@@ -76,6 +77,7 @@ class Watcher:
         observer_factory: ObserverFactory = start_observer,
         role: WriterRole | None = None,
         describe: Callable[[VaultsyncError], str] = str,
+        heartbeat_s: float | None = None,
     ) -> None:
         if step_ms <= 0 or debounce_ms <= 0:
             raise ValueError("step_ms and debounce_ms must be positive")
@@ -86,6 +88,13 @@ class Watcher:
         self.on_batch = on_batch
         self.describe = describe
         """How a refusal (a vanished vault, a mass deletion) is said in the log: in the words of the door."""
+        self.heartbeat_s = default_beat_s() if heartbeat_s is None else heartbeat_s
+        """How often its heartbeat is published for every reader of the store (``heartbeat``)."""
+        self.heartbeat: Heartbeat | None = None
+        self._in_flight: float | None = None
+        """While a batch is written: when the oldest change it records happened (``time.monotonic()``)."""
+        self._failed_since: float | None = None
+        """When its batches began to fail in a row, for any reason (None: the last one was written)."""
         self._debouncer = Debouncer(step_ms / 1000, self.debounce_ms / 1000)
         self.folder = ObservedFolder(vault.root, observer_factory, polling)
         """The vault folder and its file-system observer."""
@@ -136,6 +145,7 @@ class Watcher:
         self._debouncer = Debouncer(self.step_ms / 1000, self.debounce_ms / 1000)
         self._own_lock = self.role.take_for_watching()
         self._head = vanished.git_head(self.vault.root)
+        self.heartbeat = Heartbeat(self.vault.lock, self.beat_facts, self.heartbeat_s).start()
         try:
             self.folder.start(self._debouncer.add)
             self._flush(None, "catch-up", raise_errors=True)
@@ -245,7 +255,11 @@ class Watcher:
             self.keeper.check()  # now and then: is the lock still held? (a PostgreSQL session may be lost)
             if self.keeper.lost:
                 backoff = 0.1  # the keeper paces its own attempts
-                if self.keeper.retake():
+                took = self.keeper.retake()
+                if self.keeper.holder is not None:  # another process records the vault now: this watcher's run of
+                    # failed batches ends here, and taking the vault over again later is a hand-over, not a recovery
+                    self._failing, self._failing_since, self._failed_since = 0, None, None
+                if took:
                     backoff = 0.0 if self._flush_all("catch-up") else 0.5
                 continue
             wait = None if self.reconcile_s <= 0 else max(0.0, self._next_reconcile - time.monotonic())
@@ -319,8 +333,37 @@ class Watcher:
             self._debouncer.put_back(everything)
         return ok
 
+    def beat_facts(self) -> dict[str, Any]:
+        """What its heartbeat publishes (``heartbeat``): recording or failing, and how far behind the folder."""
+        pending, first = self._debouncer.snapshot()
+        firsts = [t for t in (first, self._in_flight, self._held.first) if t is not None]
+        failing = self._failed_since is not None or self.outage.reason is not None or self.keeper.lost
+        return {
+            "mode": "watch",
+            "state": "failing" if failing else "watching",
+            "every_s": self.heartbeat_s,
+            "pending": pending + len(self._held),
+            "lag_s": round(time.monotonic() - min(firsts), 3) if firsts else 0.0,
+            "failing_s": round(time.monotonic() - self._failed_since, 3) if self._failed_since is not None else 0.0,
+        }
+
     def _flush(self, pending: Pending | None, reason: str, raise_errors: bool = False) -> bool:
         """Write one batch (``pending`` paths, or a full scan); False if it failed and must be retried."""
+        self._in_flight = pending.first if pending is not None else time.monotonic()
+        try:
+            ok = self._write(pending, reason, raise_errors)
+        finally:
+            self._in_flight = None
+        failing = self._failed_since is not None
+        if ok:
+            self._failed_since = None
+        elif not failing:
+            self._failed_since = time.monotonic()
+        if failing != (not ok) and self.heartbeat is not None:
+            self.heartbeat.poke()  # readers learn at once that it fails, or records again
+        return ok
+
+    def _write(self, pending: Pending | None, reason: str, raise_errors: bool) -> bool:
         paths = None if pending is None or EVERYTHING in pending.paths else collapse(pending.paths)
         if pending is not None and paths is None:
             reason = "rescan"  # the observer lost events: a full scan, now
@@ -463,6 +506,9 @@ class Watcher:
                 logger.exception("the on_batch callback failed")
 
     def _release(self) -> None:
+        if self.heartbeat is not None:  # readers learn that nobody records the folder now
+            self.heartbeat.stop(stopped(self.heartbeat_s))
+            self.heartbeat = None
         if self._own_lock:
             self.role.release()
             self._own_lock = False

@@ -2,9 +2,10 @@
 
 What it counts: requests by kind (``mcp``, ``health``, ``ready``, ``metadata``, ``metrics``, ``other``) and status
 class, their latency (a histogram), the answers that were server errors, and for each vault a watcher in this
-process records, its batches, failed attempts, pending paths and lag. Never a note's text or path, a query, a
-header or a subject. Like ``/health`` and ``/ready`` it answers without a token: expose it to the machine's
-monitoring only (the nginx example refuses it from outside).
+process records, its batches, failed attempts, pending paths and lag, and for every vault served whether it is
+current and how old its watcher's heartbeat is (``live/heartbeat.py``: the watcher may run in another process).
+Never a note's text or path, a query, a header or a subject. Like ``/health`` and ``/ready`` it answers without a
+token: expose it to the machine's monitoring only (the nginx example refuses it from outside).
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ class Metrics:
                 lines.append(f'vaultsync_http_request_seconds_sum{{kind="{kind}"}} {self._sum[kind]:.6f}')
                 lines.append(f'vaultsync_http_request_seconds_count{{kind="{kind}"}} {total}')
         lines += self._watchers()
+        lines += self._currency()
         return "\n".join(lines) + "\n"
 
     def _watchers(self) -> list[str]:
@@ -106,6 +108,26 @@ class Metrics:
                 value = (status.get(key) or 0) / scale
                 label = vault.replace("\\", "\\\\").replace('"', '\\"')
                 lines.append(f'{name}{{vault="{label}"}} {value:g}')
+        return lines
+
+    def _currency(self) -> list[str]:
+        rows = []
+        for one in self.served:
+            told = one.currency()
+            name = one.config.vault or (one.reader.name if one.reader is not None else None)
+            if told.current is not None and name:
+                rows.append((name.replace("\\", "\\\\").replace('"', '\\"'), told))
+        if not rows:
+            return []
+        lines = [
+            "# HELP vaultsync_vault_current 1 while the vault's watcher records and is not behind, else 0.",
+            "# TYPE vaultsync_vault_current gauge",
+            *(f'vaultsync_vault_current{{vault="{vault}"}} {int(bool(told.current))}' for vault, told in rows),
+            "# HELP vaultsync_watcher_heartbeat_age_seconds Time since the vault's watcher last published.",
+            "# TYPE vaultsync_watcher_heartbeat_age_seconds gauge",
+        ]
+        for vault, told in rows:
+            lines.append(f'vaultsync_watcher_heartbeat_age_seconds{{vault="{vault}"}} {told.heartbeat_age_s or 0:g}')
         return lines
 
 

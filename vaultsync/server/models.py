@@ -203,7 +203,17 @@ class WatcherStatus(_Out):
         description="Asked to watch (serve --watch): a reader takes over "
         "watching within seconds when the watching process stops",
     )
-    lag_seconds: float | None = Field(default=None, description="How far the index may be behind the folder")
+    lag_seconds: float | None = Field(
+        default=None, description="The age of the oldest change in the folder not recorded yet (0: none waits)"
+    )
+    current: bool | None = Field(
+        default=None,
+        description="The watcher's heartbeat is fresh, it records and no change waits long (None: no watcher ever ran)",
+    )
+    state: str | None = Field(
+        default=None, description="The watcher's state: watching, failing, importing, stopped or stale (no heartbeat)"
+    )
+    heartbeat_age_seconds: float | None = Field(default=None, description="How long ago the watcher last said it runs")
 
 
 class SemanticVectors(_Out):

@@ -2,12 +2,14 @@
 
 - ``GET /health``: the process answers (200 ``{"status": "alive"}``), whatever the database does: restart the
   process only when this fails.
-- ``GET /ready``: whether to send it requests: the database answers, and the vault is current (the process
-  watching it, here or elsewhere, holds the writer lock; a watcher here has no change waiting longer than
-  ``READY_LAG_S``). 200 when ready, 503 when not, with ``database`` ("ok" or "unreachable"), ``vault_current``
-  (true, false, or null when nothing is asked to watch it), ``watcher_lag_seconds`` (null when no watcher runs
-  here) and ``audit_log`` ("ok", "refused" when a tool call could not be recorded, so none would be answered, or
-  null without an audit log). Nothing private: no vault name, path, note count, process or error text.
+- ``GET /ready``: whether to send it requests: the database answers, and the vault is current, as the heartbeat
+  of the process watching it says, here or in another process (``live/heartbeat.py``: fresh, recording, no change
+  waiting longer than ``READY_LAG_S``; not during a one-shot import). 200 when ready, 503 when not, with
+  ``database`` ("ok" or "unreachable"), ``vault_current`` (true, false, or null when no watcher ever published a
+  heartbeat), ``watcher`` (its state: watching, failing, importing, stopped, stale; null without a heartbeat),
+  ``heartbeat_age_seconds``, ``watcher_lag_seconds`` (the age of the oldest change not recorded yet) and
+  ``audit_log`` ("ok", "refused" when a tool call could not be recorded, so none would be answered, or null
+  without an audit log). Nothing private: no vault name, path, note count, process or error text.
 
 Every request gets one line on the ``vaultsync.access`` logger: client address, the subject its token names (or
 ``-``), method, path (never the query string), status and time taken; never a header (the bearer token), a body or
@@ -28,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from ..live.heartbeat import READY_LAG_S
 from .metrics import Metrics
 
 if TYPE_CHECKING:
@@ -35,8 +38,6 @@ if TYPE_CHECKING:
 
 access = logging.getLogger("vaultsync.access")
 
-READY_LAG_S = 60.0
-"""A watcher here with a change waiting longer than this is not current."""
 CHECK_TIMEOUT_S = 5.0
 """How long ``/ready`` waits for the database to answer."""
 HEADERS = {"Cache-Control": "no-store"}
@@ -45,19 +46,8 @@ HEADERS = {"Cache-Control": "no-store"}
 def readiness(served: ServedVault) -> tuple[bool, dict[str, Any]]:
     """Whether the server is ready, and what ``/ready`` says (see the module docstring)."""
     database = "ok" if served.database_answers() else "unreachable"
-    lag: float | None = None
-    current: bool | None = None
-    if served.config.watch and served.role is not None:
-        watcher = served.watcher
-        if watcher is not None:
-            status = watcher.status()
-            lag = round(status["lag_ms"] / 1000, 3)
-            current = bool(status["running"]) and status.get("lock", "held") == "held" and lag <= READY_LAG_S
-        else:  # standing by: current while the other process watching holds the lock
-            try:
-                current = served.role.holder() is not None
-            except Exception:
-                current = False
+    told = served.currency()
+    current = told.current
     audit: str | None = None
     if served.audit is not None and database == "ok":
         audit = "refused" if served.audit.unwritable() else "ok"
@@ -66,25 +56,39 @@ def readiness(served: ServedVault) -> tuple[bool, dict[str, Any]]:
         "status": "ready" if ready else "not ready",
         "database": database,
         "vault_current": current,
-        "watcher_lag_seconds": lag,
+        "watcher": told.state,
+        "heartbeat_age_seconds": told.heartbeat_age_s,
+        "watcher_lag_seconds": told.lag_s,
         "audit_log": audit,
     }
+
+
+WORST_FIRST = ["stale", "failing", "importing", "stopped", "watching"]
+"""A hosted server's ``watcher``: the worst state of its vaults' watchers."""
+
+
+def _badness(state: str) -> int:
+    return WORST_FIRST.index(state) if state in WORST_FIRST else -1  # one this version does not know: the worst
 
 
 def readiness_of_all(served: Sequence[ServedVault]) -> tuple[bool, dict[str, Any]]:
     """``readiness`` of a server with several vaults (a hosted server): ready when every one it serves is; the
     database unreachable when it is for one, a vault not current when one is not, the largest lag, and how many
     of its vaults the database does not hold yet (``vaults_missing``: served once a watcher records them; the
-    others are answered meanwhile)."""
+    others are answered meanwhile); the worst watcher state, the oldest heartbeat and the largest lag."""
     answers = [readiness(one) for one in served if one.missing is None]
     ready = bool(answers) and all(ok for ok, _ in answers)
     currents = [body["vault_current"] for _, body in answers if body["vault_current"] is not None]
     lags = [body["watcher_lag_seconds"] for _, body in answers if body["watcher_lag_seconds"] is not None]
+    ages = [body["heartbeat_age_seconds"] for _, body in answers if body["heartbeat_age_seconds"] is not None]
+    states = [body["watcher"] for _, body in answers if body["watcher"] is not None]
     audits = {body["audit_log"] for _, body in answers if body["audit_log"] is not None}
     return ready, {
         "status": "ready" if ready else "not ready",
         "database": "ok" if all(body["database"] == "ok" for _, body in answers) else "unreachable",
         "vault_current": all(currents) if currents else None,
+        "watcher": min(states, key=_badness) if states else None,
+        "heartbeat_age_seconds": max(ages) if ages else None,
         "watcher_lag_seconds": max(lags) if lags else None,
         "audit_log": ("refused" if "refused" in audits else "ok") if audits else None,
         "vaults_missing": len(served) - len(answers),
@@ -106,6 +110,8 @@ def routes(served: ServedVault | Sequence[ServedVault]) -> list[Route]:
                 "status": "not ready",
                 "database": "unreachable",
                 "vault_current": None,
+                "watcher": None,
+                "heartbeat_age_seconds": None,
                 "watcher_lag_seconds": None,
                 "audit_log": None,
             },

@@ -25,6 +25,7 @@ import anyio
 import anyio.to_thread
 
 from ..errors import ConfigError, VaultNotFound, VaultsyncError
+from ..live.heartbeat import UNKNOWN, Currency, currency
 from ..live.watcher import Watcher
 from ..live.writer_role import WriterRole, public_holder
 from ..sync import BatchSummary
@@ -218,6 +219,23 @@ class ServedVault:
         finally:
             self._read_lock.release()
 
+    def currency(self, wait_s: float = 1.0) -> Currency:
+        """Whether the vault is current (``live.heartbeat``): from the watcher running here, or from the heartbeat
+        the process holding the writer lock published (unknown while the store cannot be asked)."""
+        watcher = self.watcher
+        if watcher is not None and watcher.running and watcher.vault.lock.held:
+            return currency((watcher.beat_facts(), 0.0))
+        vault = self.reader
+        if vault is None or not self._read_lock.acquire(timeout=wait_s):
+            return UNKNOWN
+        try:
+            return currency(vault.lock.beat())
+        except Exception as exc:
+            logger.debug("could not read the heartbeat: %s", exc)
+            return UNKNOWN
+        finally:
+            self._read_lock.release()
+
     def read(self, path: str) -> Note:
         with self.reading() as vault:
             return vault.read(path)
@@ -336,14 +354,19 @@ class ServedVault:
             self.role.stop()
 
     def watcher_status(self) -> dict[str, Any]:
-        """``vault_status``'s watcher fields: this process's role and watcher, or the other process watching."""
+        """``vault_status``'s watcher fields: this process's role and watcher, or the other process watching, and
+        whether the vault is current (``currency``)."""
         role = self.role
         assert role is not None
+        told = self.currency()
         status: dict[str, Any] = {
             "running": False,
             "in_process": False,
             "other_process": None,
-            "lag_seconds": None,
+            "lag_seconds": told.lag_s,
+            "current": told.current,
+            "state": told.state,
+            "heartbeat_age_seconds": told.heartbeat_age_s,
             **role.status(),
         }
         watcher = self.watcher

@@ -218,6 +218,14 @@ class Lock(Protocol):
 
     def holder_info(self) -> dict[str, object] | None: ...
 
+    def publish(self, facts: dict[str, Any] | None) -> None:
+        """The holder's heartbeat, readable by every reader of the store (None: withdrawn); nothing when not held."""
+        ...
+
+    def beat(self) -> tuple[dict[str, Any], float] | None:
+        """The heartbeat last published for the vault and its age in seconds (None: none was)."""
+        ...
+
 
 # ---------------------------------------------------------------- follow
 

@@ -27,6 +27,7 @@ from typing import IO, Any
 from ..disk import capabilities
 from ..dsn import command_line
 from ..errors import LockedError
+from . import beat_file
 
 MSVCRT_OFFSET = 1 << 30
 """The byte ``msvcrt`` locks: far past any description written at the start of the file."""
@@ -38,6 +39,9 @@ class WriterLock:
     def __init__(self, db_path: str, vault: str) -> None:
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in vault)
         self.path = Path(f"{db_path}.{safe}.lock")
+        self.beat_path = Path(f"{db_path}.{safe}.beat")
+        """Where the holder publishes its heartbeat (``beat_file``)."""
+        self.database = Path(db_path)
         self.vault = vault
         self.command: str | None = None
         """How the lock file names the holder when a caller names nothing (None: this process's arguments)."""
@@ -157,6 +161,15 @@ class WriterLock:
                 return _parse(handle.read())
             _unlock(self._kind, handle)
             return None
+
+    def publish(self, facts: dict[str, Any] | None) -> None:
+        """The holder's heartbeat, for every reader of the database (None: none); nothing while not held."""
+        if self._file is not None:
+            beat_file.publish(self.beat_path, self.database, facts)
+
+    def beat(self) -> tuple[dict[str, Any], float] | None:
+        """The heartbeat last published for the vault and its age in seconds (None: none was)."""
+        return beat_file.read(self.beat_path)
 
     def release(self) -> None:
         if self._file is None:

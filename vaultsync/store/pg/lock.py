@@ -109,12 +109,48 @@ class PgWriterLock:
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "watching": watching,
         }
-        con.execute(
+        con.execute(  # the heartbeat published before (``beat``) is kept until this holder publishes its own
             "INSERT INTO writers (vault, backend_pid, info) VALUES (%s, pg_backend_pid(), %s) "
-            "ON CONFLICT (vault) DO UPDATE SET backend_pid = excluded.backend_pid, info = excluded.info",
+            "ON CONFLICT (vault) DO UPDATE SET backend_pid = excluded.backend_pid, info = CASE "
+            "WHEN writers.info::jsonb ? 'beat' THEN (excluded.info::jsonb || "
+            "jsonb_build_object('beat', writers.info::jsonb -> 'beat'))::text ELSE excluded.info END",
             (self.vault, json.dumps(info)),
         )
         return fenced
+
+    def publish(self, facts: dict[str, Any] | None) -> None:
+        """The holder's heartbeat (None: none), in its ``writers`` row under ``beat``, stamped ``at`` with the
+        database's clock (readers on other machines age it by the same clock); nothing while not held."""
+        con = self._con
+        if con is None:
+            return
+        if facts is None:
+            con.execute(
+                "UPDATE writers SET info = (info::jsonb - 'beat')::text "
+                "WHERE vault = %s AND backend_pid = pg_backend_pid()",
+                (self.vault,),
+            )
+            return
+        con.execute(
+            "UPDATE writers SET info = jsonb_set(info::jsonb, '{beat}', %s::jsonb || "
+            "jsonb_build_object('at', extract(epoch FROM clock_timestamp())::float8))::text "
+            "WHERE vault = %s AND backend_pid = pg_backend_pid()",
+            (json.dumps(facts), self.vault),
+        )
+
+    def beat(self) -> tuple[dict[str, Any], float] | None:
+        """The heartbeat last published for the vault and its age in seconds by the database's clock (None: none
+        was)."""
+        with self.store.db.atomic() as con:
+            row = con.raw.execute(
+                "SELECT info::jsonb -> 'beat', extract(epoch FROM clock_timestamp())::float8 "
+                "- (info::jsonb -> 'beat' ->> 'at')::float8 FROM writers WHERE vault = %s AND info::jsonb ? 'beat'",
+                (self.vault,),
+            ).fetchone()
+        if row is None or not isinstance(row[0], dict):
+            return None
+        facts = {k: v for k, v in row[0].items() if k != "at"}
+        return facts, max(0.0, float(row[1]))
 
     def holder(self) -> str | None:
         info = self.holder_info()
