@@ -270,3 +270,19 @@ def test_the_rule_that_reads_a_heartbeat(
 
     told = currency((facts, age))
     assert (told.current, told.state, told.lag_s, told.heartbeat_age_s) == (current, state, lag, age)
+
+
+def test_a_heartbeat_file_is_read_whole_or_not_at_all(tmp_path: Path) -> None:
+    """Another process may leave anything beside the database: a heartbeat file that is too large, not JSON or
+    not an object is no heartbeat (readers say null), and a large one is never read into memory whole."""
+    from vaultsync.store import beat_file
+
+    path = tmp_path / "db.vault.beat"
+    beat_file.publish(path, tmp_path / "db", {"state": "watching"})
+    answer = beat_file.read(path)
+    assert answer is not None and answer[0] == {"state": "watching"}
+    path.write_text(json.dumps({"state": "watching", "pad": "x" * beat_file.LIMIT}))
+    assert beat_file.read(path) is None
+    for text in ("[1, 2]", "{not json"):
+        path.write_text(text)
+        assert beat_file.read(path) is None

@@ -17,6 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+LIMIT = 64 * 1024
+"""The most a heartbeat file is read of (a few hundred bytes are written): a larger one is not a heartbeat."""
+
 
 def publish(path: Path, database: Path, facts: dict[str, Any] | None) -> None:
     """Replace ``path`` with ``facts`` (None: remove it), readable as ``database`` is."""
@@ -44,9 +47,11 @@ def read(path: Path) -> tuple[dict[str, Any], float] | None:
     """What was last published in ``path`` and its age in seconds, or None when nothing was (or it is unreadable)."""
     try:
         with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+            text = handle.read(LIMIT + 1)
             at = os.fstat(handle.fileno()).st_mtime
     except OSError:
+        return None
+    if len(text) > LIMIT:
         return None
     try:
         facts = json.loads(text)
