@@ -176,9 +176,12 @@ def test_thinning_keeps_every_kept_moment_exact_and_forgets_the_rest(recorded) -
                 revisions = vault.history(path)
             except NoteNotFound:
                 continue
+            assert revisions[0].kind == "created", (path, revisions[0])
             for older, newer in zip(revisions, revisions[1:]):
                 assert not (older.content_hash == newer.content_hash and older.path == newer.path), path
                 assert older.known_at <= newer.known_at
+                assert newer.kind != "modified" or older.path == newer.path, (path, newer)
+                assert newer.kind != "renamed" or newer.renamed_from == older.path, (path, newer)
         remaining = [vault.batch_info(b.batch_id) for b in vault.batches_after(0, limit=10_000)]
         assert remaining and {b["known_at"] for b in remaining} <= {times[k] for k in kept}
 

@@ -135,7 +135,7 @@ def retention_line(preview: RetentionPreview) -> str:
     return (
         f"would remove {preview.batches_removed} of {preview.batches} batches and {preview.revisions_removed} of "
         f"{preview.revisions} revisions ({preview.notes} notes), freeing {preview.texts_freed} stored texts "
-        f"({_mb(preview.bytes_freed)}){horizon}"
+        f"({_mb(preview.bytes_freed)} compressed; the indexes shrink too){horizon}"
     )
 
 

@@ -115,7 +115,9 @@ def thin_plan(con: Any, vault_id: int, kept: list[int], horizon: bool) -> ThinPl
         if prev == rev.prev:
             continue
         before = revs[prev] if prev is not None else None
-        if before is None or before.kind == "deleted":
+        if before is None:  # all it followed is gone: it begins the note's history (or follows the horizon)
+            kind, source = (rev.kind, None) if horizon else ("created", None)
+        elif before.kind == "deleted":
             kind, source = rev.kind, None
         elif before.path == rev.path:
             kind, source = "modified", None
