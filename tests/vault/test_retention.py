@@ -182,6 +182,9 @@ def test_thinning_keeps_every_kept_moment_exact_and_forgets_the_rest(recorded) -
                 assert older.known_at <= newer.known_at
                 assert newer.kind != "modified" or older.path == newer.path, (path, newer)
                 assert newer.kind != "renamed" or newer.renamed_from == older.path, (path, newer)
+        purges = len(vault.revision_facts(0).purges)
+        again = vault.purge(policy=POLICY, now=NOW)  # nothing left to thin: nothing written, no purge recorded
+        assert (again.revisions_removed, again.batches_removed, len(vault.revision_facts(0).purges)) == (0, 0, purges)
         remaining = [vault.batch_info(b.batch_id) for b in vault.batches_after(0, limit=10_000)]
         assert remaining and {b["known_at"] for b in remaining} <= {times[k] for k in kept}
 
@@ -225,3 +228,25 @@ def test_a_finite_policy_forgets_what_is_older_than_its_last_tier(recorded) -> N
             vault.ls(as_of=horizon - HOUR)
         assert _state(vault, times[-1]) == states[-1]
         assert vault.check() == []
+
+
+def test_thinning_one_vault_leaves_another_in_the_same_database(db: str, tmp_path: Path) -> None:
+    times = [NOW - 3 * DAY + i * HOUR for i in range(3)]  # one day, three hours
+    vaults = {}
+    for name in ("a", "b"):
+        root = tmp_path / name
+        root.mkdir()
+        vaults[name] = Vault.open(db, root=root, name=name)
+        for i, when in enumerate(times):
+            (root / "Note.md").write_text(f"# Note\n\n{name} draft {i}\n", encoding="utf-8")
+            vaults[name].sync(known_at=when)
+    try:
+        b_before = [_state(vaults["b"], t) for t in times]
+        result = vaults["a"].purge(policy="daily=forever", now=NOW)
+        assert (result.batches_removed, result.revisions_removed) == (2, 2)
+        assert [_state(vaults["a"], t) for t in times] == [{}, {}, {"Note.md": "# Note\n\na draft 2\n"}]
+        assert [_state(vaults["b"], t) for t in times] == b_before and vaults["b"].stats().batches == 3
+        assert vaults["a"].check() == [] and vaults["b"].check() == []
+    finally:
+        for vault in vaults.values():
+            vault.close()

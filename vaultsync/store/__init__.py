@@ -442,6 +442,18 @@ class Store:
             )
         return purging.check_strings(strings) if strings else []
 
+    def _nothing_to_thin(self, vault_id: int, policy: Policy | None, now: int | None) -> PurgeResult | None:
+        """A retention purge's result when the policy keeps everything now (nothing is written, nothing vacuumed:
+        a watcher checks hourly); None when there is something to thin, or it is another kind of purge."""
+        if policy is None:
+            return None
+        with self.db.atomic() as con:
+            plan = purging.retention_plan(con, vault_id, policy, now)
+            if plan.thinned:  # every batch a policy keeps stays as it is: only a batch that goes changes anything
+                return None
+        size = self.size()
+        return PurgeResult("retention", scrubbed=True, database_bytes_before=size, database_bytes_after=size)
+
     def retention_preview(self, vault_id: int, policy: Policy, now: int | None = None) -> RetentionPreview:
         """What thinning the vault's history by ``policy`` at ``now`` would remove, without changing anything."""
         with self.db.atomic() as con:
@@ -461,6 +473,9 @@ class Store:
         was no longer visible at ``before``, or thinned by the retention ``policy`` at ``now`` (exactly one);
         then wipe free pages and the WAL."""
         chosen = self._purge_request(strings, note, before, policy)
+        unchanged = self._nothing_to_thin(vault_id, policy, now)
+        if unchanged is not None:
+            return unchanged
         size_before = self.size()
         self.db.query("PRAGMA secure_delete=ON")
         try:

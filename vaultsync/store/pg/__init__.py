@@ -397,6 +397,9 @@ class PgStore(Store):
         from . import purge as pg_purge
 
         chosen = self._purge_request(strings, note, before, policy)
+        unchanged = self._nothing_to_thin(vault_id, policy, now)
+        if unchanged is not None:
+            return unchanged
         size_before = self.size()
         with self.db.atomic() as con:
             self._hold_head(con, vault_id)
