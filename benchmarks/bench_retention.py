@@ -3,13 +3,16 @@ moment still byte-exact against git.
 
 The Help bundle (../shared/corpora/obsidian-help.bundle, read at run time, never copied) is cloned, reset to its
 ``COMMITS``-th first-parent commit and imported with ``import --from-git`` (one batch a commit, each stamped with
-its commit's time, its hash as the batch's detail). The database is vacuumed and its WAL truncated (the size
-"before"), a dry run says what ``POLICY`` would free, then ``Vault.purge(policy=POLICY, now=...)`` thins it as of
-the last commit's time (the purge vacuums and truncates the WAL itself: the size "after").
+its commit's time, its hash as the batch's detail). Then ``SAVES`` saves over the next three days, each a line
+appended to one of 5 notes and recorded as its own batch (what a watcher records of a person at work: git
+commits are much coarser). The database is vacuumed and its WAL truncated (the size "before"), a dry run says
+what ``POLICY`` would free, then ``Vault.purge(policy=POLICY, now=...)`` thins it as of the last save (the purge
+vacuums and truncates the WAL itself: the size "after"), and once more a day later (the steady state).
 
-Checked against git afterwards: for every batch that remains, the vault as of its time (``ls`` and ``read`` of
-every note) is byte for byte the notes of ``git archive`` of its commit; for a sample of thinned-away batches, the
-vault as of their time is the tree of the kept commit before them. Quick: the first 60 commits.
+Checked afterwards: for every batch that remains, the vault as of its time (``ls`` and ``read`` of every note) is
+byte for byte the notes of ``git archive`` of its commit (for a save: of the last commit, with the saves up to
+then); for a sample of thinned-away batches, the vault as of their time is the kept state before them. Quick: the
+first 60 commits and 40 saves.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ from vaultsync.retention import parse_policy
 
 COMMITS = 400
 QUICK_COMMITS = 60
+SAVES = 430
+"""Three days of saves after the last commit, one every 10 minutes on average."""
+QUICK_SAVES = 40
+FOCUS = 5
+"""How many notes the saves go to (a working day's few notes, saved again and again)."""
 POLICY = "keep_all=1d hourly=7d daily=30d weekly=forever"
 THINNED_SAMPLE = 25
 MB = 2**20
@@ -75,10 +83,29 @@ def _batches(vault: Vault) -> list[dict[str, Any]]:
     return [b for b in found if b is not None]
 
 
-def measure(commits: int, work: Path) -> dict[str, Any]:
+def _edit_session(vault: Vault, repo: Path, start: int, count: int) -> list[tuple[int, str, bytes]]:
+    """``count`` saves after ``start``, one every 5 to 15 minutes, each appending a line to one of FOCUS notes (a
+    person working on a few notes for days, as a watcher records it): (time, path, the note's new bytes)."""
+    rng = random.Random(11)
+    notes = sorted(n.path for n in vault.ls())
+    focus = rng.sample(notes, min(FOCUS, len(notes)))
+    edits, when = [], start
+    for i in range(count):
+        when += rng.randint(5, 15) * 60_000_000
+        path = rng.choice(focus)
+        target = repo / path
+        data = target.read_bytes() + f"\nSaved draft {i}: {' '.join(rng.sample(notes, 2))}\n".encode()
+        target.write_bytes(data)
+        vault.sync(known_at=when)
+        edits.append((when, path, data))
+    return edits
+
+
+def measure(commits: int, edits: int, work: Path) -> dict[str, Any]:
     repo = clone("obsidian-help.bundle", work / "help")
     first_parent = _git(repo, "rev-list", "--first-parent", "--reverse", "origin/HEAD").decode().split()
-    _git(repo, "reset", "-q", "--hard", first_parent[min(commits, len(first_parent)) - 1])
+    last_commit = first_parent[min(commits, len(first_parent)) - 1]
+    _git(repo, "reset", "-q", "--hard", last_commit)
     db = work / "retention.db"
     for suffix in ("", "-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
@@ -89,7 +116,19 @@ def measure(commits: int, work: Path) -> dict[str, Any]:
         stdout=subprocess.DEVNULL,
     )
     import_s = time.perf_counter() - started
+    size_git = _compact_size(db)
+    with Vault.open(db, root=repo) as vault:
+        git_end = _batches(vault)[-1]["known_at"]
+        session = _edit_session(vault, repo, git_end, edits)
     size_before = _compact_size(db)
+    base = _notes_of(repo, last_commit)
+
+    def truth(batch: dict[str, Any]) -> dict[str, bytes]:
+        """What the vault held at a batch: its commit's tree, or the last commit's with the saves up to then."""
+        if batch["known_at"] <= git_end:
+            return _notes_of(repo, batch["detail"])
+        return base | {path: data for when, path, data in session if when <= batch["known_at"]}
+
     policy = parse_policy(POLICY)
     with Vault.open(db, root=repo) as vault:
         before = _batches(vault)
@@ -108,28 +147,32 @@ def measure(commits: int, work: Path) -> dict[str, Any]:
             if following is not None and following["known_at"] == batch["known_at"]:
                 continue
             kept_checked += 1
-            kept_same += _vault_at(vault, batch["known_at"]) == _notes_of(repo, batch["detail"])
+            kept_same += _vault_at(vault, batch["known_at"]) == truth(batch)
         # a sample of thinned-away moments answers the kept state before them
-        kept_times = [b["known_at"] for b in after]
-        thinned = [b for b in before if b["known_at"] not in set(kept_times)]
+        kept_times = {b["known_at"] for b in after}
+        thinned = [b for b in before if b["known_at"] not in kept_times]
         sample = random.Random(5).sample(thinned, min(THINNED_SAMPLE, len(thinned)))
         thinned_same = 0
         for batch in sample:
             earlier = [b for b in after if b["known_at"] <= batch["known_at"]]
-            want = _notes_of(repo, earlier[-1]["detail"]) if earlier else {}
-            thinned_same += _vault_at(vault, batch["known_at"]) == want
+            thinned_same += _vault_at(vault, batch["known_at"]) == (truth(earlier[-1]) if earlier else {})
+        # the next day's application: what an hourly watcher meets once the first thinning is done
+        started = time.perf_counter()
+        next_day = vault.purge(policy=policy, now=now + 86_400_000_000)
+        next_day_s = time.perf_counter() - started
     return {
         "commits": commits,
+        "saves": edits,
         "policy": POLICY,
-        "history": {
-            "first": before[0]["known_at"],
-            "last": now,
-            "days": round((now - before[0]["known_at"]) / 86_400_000_000, 1),
-        },
+        "history_days": round((now - before[0]["known_at"]) / 86_400_000_000, 1),
         "import_s": round(import_s, 1),
         "batches": {"before": len(before), "after": len(after)},
         "revisions": {"before": revisions_before, "after": revisions_after},
-        "database_mb": {"before": round(size_before / MB, 2), "after": round(result.database_bytes_after / MB, 2)},
+        "database_mb": {
+            "git_history": round(size_git / MB, 2),
+            "with_saves": round(size_before / MB, 2),
+            "after": round(result.database_bytes_after / MB, 2),
+        },
         "size_ratio": round(result.database_bytes_after / size_before, 3),
         "dry_run": {
             "batches_removed": preview.batches_removed,
@@ -144,6 +187,11 @@ def measure(commits: int, work: Path) -> dict[str, Any]:
             "seconds": round(purge_s, 2),
             "scrubbed": result.scrubbed,
         },
+        "next_day": {
+            "batches_removed": next_day.batches_removed,
+            "revisions_removed": next_day.revisions_removed,
+            "seconds": round(next_day_s, 2),
+        },
         "check_problems": len(problems),
         "kept_moments_byte_exact": f"{kept_same}/{kept_checked}",
         "thinned_moments_answer_previous_kept": f"{thinned_same}/{len(sample)}",
@@ -152,7 +200,7 @@ def measure(commits: int, work: Path) -> dict[str, Any]:
 
 def run(quick: bool) -> dict[str, Any]:
     corpus("obsidian-help.bundle")
-    return measure(QUICK_COMMITS if quick else COMMITS, bench_work("retention"))
+    return measure(QUICK_COMMITS if quick else COMMITS, QUICK_SAVES if quick else SAVES, bench_work("retention"))
 
 
 if __name__ == "__main__":
