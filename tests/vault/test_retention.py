@@ -122,13 +122,16 @@ def _state(vault: Vault, when: int) -> dict[str, str]:
 
 
 def _searches(vault: Vault, when: int) -> list:
-    return [
+    """Keyword hits (path, chunk, score) of every query, and vector hits of the first."""
+    keyword = [
         [
             (h["path"], h["chunk_id"], h["keyword"]["score"])
             for h in vault.search(q, as_of=when, mode="keyword").to_json()["hits"]
         ]
         for q in QUERIES
     ]
+    vector = vault.search(QUERIES[0], as_of=when, mode="vector").to_json()["hits"]
+    return [*keyword, [(h["path"], h["chunk_id"], round(h["vector"]["score"], 12)) for h in vector]]
 
 
 def _everything(vault: Vault, times: list[int]) -> list:
