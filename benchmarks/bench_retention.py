@@ -12,7 +12,7 @@ vacuums and truncates the WAL itself: the size "after"), and once more a day lat
 Checked afterwards: for every batch that remains, the vault as of its time (``ls`` and ``read`` of every note) is
 byte for byte the notes of ``git archive`` of its commit (for a save: of the last commit, with the saves up to
 then); for a sample of thinned-away batches, the vault as of their time is the kept state before them. Quick: the
-first 60 commits and 40 saves.
+sample vault as a git history of two commits, and 40 saves.
 """
 
 from __future__ import annotations
@@ -29,16 +29,17 @@ from typing import Any
 import apsw
 
 try:  # imported by the harness, or run as a script
-    from benchmarks.inputs import bench_work, clone, corpus
+    from benchmarks.harness import flatten
+    from benchmarks.inputs import bench_work, clone, corpus, git_vault, workdir
 except ImportError:
-    from inputs import bench_work, clone, corpus
+    from harness import flatten
+    from inputs import bench_work, clone, corpus, git_vault, workdir
 
 from vaultsync import Vault
 from vaultsync.disk.paths import is_note_path, nfc
 from vaultsync.retention import parse_policy
 
 COMMITS = 400
-QUICK_COMMITS = 60
 SAVES = 430
 """Three days of saves after the last commit, one every 10 minutes on average."""
 QUICK_SAVES = 40
@@ -101,11 +102,18 @@ def _edit_session(vault: Vault, repo: Path, start: int, count: int) -> list[tupl
     return edits
 
 
-def measure(commits: int, edits: int, work: Path) -> dict[str, Any]:
+def help_prefix(commits: int, work: Path) -> Path:
+    """A clone of the Help bundle reset to its ``commits``-th first-parent commit."""
     repo = clone("obsidian-help.bundle", work / "help")
     first_parent = _git(repo, "rev-list", "--first-parent", "--reverse", "origin/HEAD").decode().split()
-    last_commit = first_parent[min(commits, len(first_parent)) - 1]
-    _git(repo, "reset", "-q", "--hard", last_commit)
+    _git(repo, "reset", "-q", "--hard", first_parent[min(commits, len(first_parent)) - 1])
+    return repo
+
+
+def measure(repo: Path, edits: int, work: Path) -> dict[str, Any]:
+    """Import ``repo``'s git history, add ``edits`` saves, thin by POLICY, check every kept moment."""
+    commits = len(_git(repo, "rev-list", "--first-parent", "HEAD").decode().split())
+    last_commit = _git(repo, "rev-parse", "HEAD").decode().strip()
     db = work / "retention.db"
     for suffix in ("", "-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
@@ -199,8 +207,12 @@ def measure(commits: int, edits: int, work: Path) -> dict[str, Any]:
 
 
 def run(quick: bool) -> dict[str, Any]:
+    if quick:  # the sample vault as a git history of two commits
+        with workdir("retention") as work:
+            return flatten(measure(git_vault(work / "vault"), QUICK_SAVES, work))
     corpus("obsidian-help.bundle")
-    return measure(QUICK_COMMITS if quick else COMMITS, QUICK_SAVES if quick else SAVES, bench_work("retention"))
+    work = bench_work("retention")
+    return flatten(measure(help_prefix(COMMITS, work), SAVES, work))
 
 
 if __name__ == "__main__":
