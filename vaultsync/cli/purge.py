@@ -135,8 +135,12 @@ def retention_line(preview: RetentionPreview) -> str:
     return (
         f"would remove {preview.batches_removed} of {preview.batches} batches and {preview.revisions_removed} of "
         f"{preview.revisions} revisions ({preview.notes} notes), freeing {preview.texts_freed} stored texts "
-        f"({_mb(preview.bytes_freed)} compressed; the indexes shrink too){horizon}"
+        f"({_size(preview.bytes_freed)} compressed; the indexes shrink too){horizon}"
     )
+
+
+def _size(size: int) -> str:
+    return _mb(size) if size >= 2**20 else f"{size / 2**10:.1f} KB"
 
 
 def _mb(size: object) -> str:
