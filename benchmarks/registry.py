@@ -73,6 +73,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "benchmarks.bench_purge",
         "purging a string, a common line or everything before a moment from a history, and search speed on it",
     ),
+    "retention": (
+        "benchmarks.bench_retention",
+        "a retention policy on a prefix of the Help history: database size before and after, what its dry run "
+        "said, and every kept moment byte-exact against git archive of its commit",
+    ),
     "quality": (
         "benchmarks.bench_quality",
         "retrieval quality: recall@10, MRR@10, success@1 per query set and mode, beside a plain FTS5 baseline",

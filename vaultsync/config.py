@@ -1,4 +1,4 @@
-"""Where things live by default: the user data directory and the database path."""
+"""Where things live by default: the user data directory and the database path; the retention policy."""
 
 from __future__ import annotations
 
@@ -28,3 +28,12 @@ def default_db_path() -> Path:
     if is_dsn(env):
         return env  # type: ignore[return-value]  # a postgresql:// URI stays a str (callers take both)
     return Path(env) if env else data_dir() / "vaultsync.db"
+
+
+RETENTION_ENV = "VAULTSYNC_RETENTION"
+"""The environment variable that configures a retention policy (``vaultsync.retention``; unset: history is kept)."""
+
+
+def default_retention() -> str | None:
+    """``$VAULTSYNC_RETENTION`` (a retention policy's text), else None: no retention, every revision is kept."""
+    return os.environ.get(RETENTION_ENV) or None

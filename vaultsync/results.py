@@ -121,6 +121,9 @@ class Stats:
     semantic_vectors: dict[str, Any] | None = None
     """How many current texts have the semantic model's vectors so far (``embedder``, ``filled``, ``total``): the
     writer fills them after each batch, newest notes first. None when every batch writes its vectors."""
+    retention: dict[str, Any] | None = None
+    """What thinning by a retention policy would remove now (``policy`` and the counts of ``RetentionPreview``);
+    None when no policy was given."""
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

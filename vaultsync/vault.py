@@ -19,6 +19,7 @@ from .opening import open_vault
 from .reading import applying, diff_sides, existing, tagged, unified
 from .recording import Recorder
 from .results import Note, Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
+from .retention import Policy, parse_policy
 from .revisions import (
     Cutoff,
     batch_named,
@@ -30,6 +31,7 @@ from .revisions import (
 )
 from .store import BatchNews, Engine, Revision, View
 from .store.requests import RequestTable
+from .store.values import RetentionPreview
 from .store.view import forgotten
 from .sync import BatchSummary, Progress
 from .times import TimeLike, as_micros, format_time
@@ -575,29 +577,48 @@ class Vault:
         texts: list[str] | None = None,
         note: str | None = None,
         before: TimeLike = None,
+        policy: Policy | str | None = None,
         also_current: bool = False,
+        now: TimeLike = None,
     ) -> Purged:
         """Forget on purpose (exactly one of): every occurrence of ``texts`` in every stored revision
         (replaced by ``[purged]``), every revision of the note at ``note``, or every revision no longer
-        visible at ``before``. See ``vaultsync.store.purge`` for what is recomputed and wiped.
+        visible at ``before``, or every revision the retention ``policy`` (``vaultsync.retention``) does not keep
+        at ``now`` (default: the current time). See ``vaultsync.store.purge`` for what is recomputed and wiped.
 
         Text still in a note file, or a note file still on disk, is refused unless ``also_current``
         (the next sync would store it again). The vault's own git history is not rewritten.
         """
         when = purge_cutoff(before)
         rel = note_path(note) if note is not None else None
+        chosen = parse_policy(policy) if isinstance(policy, str) else policy
         with self.lock.writing(command="vaultsync purge"):
             check_current(self.root, texts, rel, also_current)
-            result = self._store.purge(self.id, strings=texts, note=rel, before=when)
+            result = self._store.purge(
+                self.id, strings=texts, note=rel, before=when, policy=chosen, now=as_micros(now, "now")
+            )
         return Purged.of(result, self.name, GIT_HISTORY_NOT_REWRITTEN if in_git(self.root) else None)
+
+    def retention_preview(self, policy: Policy | str, *, now: TimeLike = None) -> RetentionPreview:
+        """What thinning the stored history by the retention ``policy`` (at ``now``, default the current time)
+        would remove: batches, revisions, the stored text only they use and its bytes. Changes nothing."""
+        chosen = parse_policy(policy) if isinstance(policy, str) else policy
+        return self._store.retention_preview(self.id, chosen, as_micros(now, "now"))
 
     # ------------------------------------------------------------ upkeep
 
-    def stats(self) -> Stats:
-        """Counts of notes, revisions, batches and stored texts, and the database's size."""
+    def stats(self, retention: Policy | str | None = None) -> Stats:
+        """Counts of notes, revisions, batches and stored texts, and the database's size; with a retention
+        policy, what thinning by it now would free (``retention_preview``)."""
         with self._view() as view:
             found = view.stats()
-        return Stats(root=str(self.root), **found)
+        preview = None if retention is None else self.retention_preview(retention)
+        policy = parse_policy(retention) if isinstance(retention, str) else retention
+        return Stats(
+            root=str(self.root),
+            **found,
+            retention=None if preview is None or policy is None else {"policy": policy.text, **preview.to_json()},
+        )
 
     def check(self) -> list[str]:
         """Verify the store; return the problems found (empty when healthy)."""

@@ -10,11 +10,13 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
-from ..times import ACCEPTED
+from ..retention import EXAMPLE, Policy, parse_policy
+from ..times import ACCEPTED, format_time
 from .base import Context, echo_json, friendly, json_option, pass_ctx, time_option
 
 if TYPE_CHECKING:
     from ..results import Purged
+    from ..store.values import RetentionPreview
 
 
 @click.command()
@@ -34,6 +36,14 @@ if TYPE_CHECKING:
 @click.option("--note", metavar="PATH", help="Remove every revision of this note, under every name it had.")
 @time_option("--before", help=f"Retention: drop the revisions no longer visible at this time: {ACCEPTED}.")
 @click.option(
+    "--policy",
+    metavar="POLICY",
+    help=f"Retention: thin the history as this policy keeps it, e.g. '{EXAMPLE}' (see docs/running.md).",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="With --policy: say what would go (batches, revisions, bytes), change nothing."
+)
+@click.option(
     "--also-current",
     is_flag=True,
     help="Purge even though the vault's files still hold the text (or the note file still exists).",
@@ -48,6 +58,8 @@ def purge(
     text_file: IO[str] | None,
     note: str | None,
     before: int | None,
+    policy: str | None,
+    dry_run: bool,
     also_current: bool,
     yes: bool,
     as_json: bool,
@@ -64,11 +76,19 @@ def purge(
         vaultsync purge --text-file secrets.txt
         vaultsync purge --note "Private/Salaries.md"
         vaultsync purge --before 2023-01-01
+        vaultsync purge --policy "keep_all=1d hourly=7d daily=90d weekly=forever" --dry-run
     """
     lines = [line.rstrip("\r\n") for line in text_file if line.strip()] if text_file is not None else []
     strings = [*texts, *lines]
-    if sum((bool(strings), note is not None, before is not None)) != 1:
-        raise click.UsageError("give exactly one of --text/--text-file, --note, --before")
+    if sum((bool(strings), note is not None, before is not None, policy is not None)) != 1:
+        raise click.UsageError("give exactly one of --text/--text-file, --note, --before, --policy")
+    if dry_run and policy is None:
+        raise click.UsageError("--dry-run previews a --policy")
+    chosen = parse_policy(policy) if policy is not None else None
+    if dry_run and chosen is not None:
+        preview_vault = obj.vault()
+        _print_preview(preview_vault.name, chosen, preview_vault.retention_preview(chosen), as_json)
+        return
     vault = obj.vault(readonly=False)
     if (
         not yes
@@ -76,7 +96,7 @@ def purge(
         and not click.confirm(f"Rewrite the stored history of vault '{vault.name}' for good?", err=True)
     ):
         raise click.Abort()
-    result = vault.purge(texts=strings or None, note=note, before=before, also_current=also_current)
+    result = vault.purge(texts=strings or None, note=note, before=before, policy=chosen, also_current=also_current)
     if as_json:
         echo_json(result.to_json())
     else:
@@ -100,6 +120,27 @@ def _print_purge(result: Purged) -> None:
         )
     if result.git is not None:
         click.echo(f"note: {result.git}", err=True)
+
+
+def _print_preview(name: str, policy: Policy, preview: RetentionPreview, as_json: bool) -> None:
+    if as_json:
+        echo_json({"vault": name, "policy": policy.text, "dry_run": True, **preview.to_json()})
+        return
+    click.echo(f"{name}: retention ({policy.text}), dry run: {retention_line(preview)}; nothing changed")
+
+
+def retention_line(preview: RetentionPreview) -> str:
+    """What a retention policy would remove, in one line (``purge --dry-run``, ``stats``)."""
+    horizon = f", history before {format_time(preview.horizon)} forgotten" if preview.horizon is not None else ""
+    return (
+        f"would remove {preview.batches_removed} of {preview.batches} batches and {preview.revisions_removed} of "
+        f"{preview.revisions} revisions ({preview.notes} notes), freeing {preview.texts_freed} stored texts "
+        f"({_size(preview.bytes_freed)} compressed; the indexes shrink too){horizon}"
+    )
+
+
+def _size(size: int) -> str:
+    return _mb(size) if size >= 2**20 else f"{size / 2**10:.1f} KB"
 
 
 def _mb(size: object) -> str:

@@ -13,8 +13,10 @@ from typing import Any
 
 import click
 
+from ..config import RETENTION_ENV, default_retention
 from ..errors import VaultsyncError
 from ..live.pace import DEBOUNCE_MS, MAX_FAILING_S, RECONCILE_S, STEP_MS
+from ..retention import EXAMPLE, parse_policy
 from .base import Context, friendly, pass_ctx
 
 
@@ -73,6 +75,13 @@ from .base import Context, friendly, pass_ctx
     help="Exit with an error naming the cause (for a service manager to restart) once batches have kept failing "
     "this long for another reason than an outage it waits out; the next start records what was pending.",
 )
+@click.option(
+    "--retention",
+    metavar="POLICY",
+    envvar=RETENTION_ENV,
+    help=f"Thin the stored history by this retention policy, checked hourly while idle (default: ${RETENTION_ENV}; "
+    f"unset: every revision is kept), e.g. '{EXAMPLE}'.",
+)
 @pass_ctx
 @friendly
 def watch(
@@ -87,6 +96,7 @@ def watch(
     wait: bool,
     max_outage_s: float,
     max_failing_s: float,
+    retention: str | None,
 ) -> None:
     """Keep the store current while you write: one atomic batch per burst of changes.
 
@@ -98,6 +108,7 @@ def watch(
         vaultsync watch ~/notes
         vaultsync watch ~/notes --polling --step-ms 1000
         vaultsync watch ~/notes --wait
+        vaultsync watch ~/notes --retention "keep_all=1d hourly=7d daily=90d weekly=forever"
     """
     import threading
 
@@ -105,6 +116,7 @@ def watch(
     from ..live.foreground import watch as watch_vault
     from ..live.writer_role import WriterRole
 
+    policy = parse_policy(retention) if retention else None
     log = logging.getLogger("vaultsync")
     log.setLevel(min(log.getEffectiveLevel(), logging.DEBUG if verbose else logging.INFO))
     stop = threading.Event()
@@ -131,6 +143,7 @@ def watch(
             describe=_refusal(vault_dir),
             max_outage_s=max_outage_s,
             max_failing_s=max_failing_s,
+            retention=policy,
         )
     finally:
         restore()
@@ -271,9 +284,9 @@ def serve(
 
     config = launch.plain_config(obj.db, obj.vault_name, vault_dir, watch=watch, allow_writes=allow_writes)
     if watch:  # the in-process watcher says a refusal in the command line's words, as `watch` does
-        config = dataclasses.replace(
-            config, watcher_options={**(config.watcher_options or {}), "describe": _refusal(vault_dir)}
-        )
+        retention = default_retention()  # and applies the configured retention policy, as `watch` does
+        options = {"describe": _refusal(vault_dir), "retention": parse_policy(retention) if retention else None}
+        config = dataclasses.replace(config, watcher_options={**(config.watcher_options or {}), **options})
     oauth = from_flags(oauth_issuer, public_url, oauth_introspection, oauth_allow)
     http = launch.plain_http(bind, token_file, tls_cert, tls_key, oauth)
     launch.run(config, http, _say, warn=lambda line: click.secho(line, err=True, fg="red", bold=True))

@@ -10,24 +10,33 @@ from typing import Any
 
 import click
 
+from ..config import RETENTION_ENV
+from ..retention import EXAMPLE
 from .base import Context, DatabaseParam, echo_json, friendly, json_option, pass_ctx
 
 
 @click.command()
+@click.option(
+    "--retention",
+    metavar="POLICY",
+    envvar=RETENTION_ENV,
+    help=f"Also say what this retention policy would free now (default: ${RETENTION_ENV}), e.g. '{EXAMPLE}'.",
+)
 @json_option
 @pass_ctx
 @friendly
-def stats(obj: Context, as_json: bool) -> None:
-    """Counts and times for a vault in the database.
+def stats(obj: Context, retention: str | None, as_json: bool) -> None:
+    """Counts and times for a vault in the database, its size, and what a retention policy would free.
 
     \b
     Example:
         vaultsync stats --json
+        vaultsync stats --retention "keep_all=1d hourly=7d daily=90d weekly=forever"
     """
     from ..live.heartbeat import currency
 
     vault = obj.vault()
-    result = vault.stats().to_json()
+    result = vault.stats(retention).to_json()
     result["watcher"] = currency(vault.lock.beat()).to_json()
     if as_json:
         echo_json(result)
@@ -39,7 +48,13 @@ def stats(obj: Context, as_json: bool) -> None:
             value = Progress(**value).summary()
         if key == "watcher":
             value = currency(vault.lock.beat()).summary()
-        if value is not None or key not in ("vector_search", "semantic_vectors"):
+        if key == "retention" and value:
+            from ..store.values import RetentionPreview
+            from .purge import retention_line
+
+            policy = value.pop("policy")
+            value = f"{policy}: {retention_line(RetentionPreview(**value))}"
+        if value is not None or key not in ("vector_search", "semantic_vectors", "retention"):
             click.echo(f"{key:>16}: {value}")
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from types import FrameType
 
 from ..errors import StoreError, Unreachable, VaultsyncError
+from ..retention import Policy
 from ..vault import Vault
 from .pace import DEBOUNCE_MS, MAX_FAILING_S, RECONCILE_S, STEP_MS
 from .watcher import OnBatch, Watcher
@@ -32,6 +33,7 @@ def watch(
     describe: Callable[[VaultsyncError], str] = str,
     max_outage_s: float | None = None,
     max_failing_s: float | None = MAX_FAILING_S,
+    retention: Policy | None = None,
 ) -> Watcher:
     """Watch until ``stop_event`` is set, then flush and return the stopped watcher (``describe``: how a
     refusal is said, in the words of the door that runs it).
@@ -52,6 +54,7 @@ def watch(
         on_batch=on_batch,
         role=role,
         describe=describe,
+        retention=retention,
     )
     with watcher:
         while not stop_event.wait(1.0):

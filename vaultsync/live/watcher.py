@@ -21,6 +21,7 @@ from typing import Any
 
 from ..disk import vanished
 from ..errors import LockedError, MassDeletion, StoreError, VaultsyncError, VaultUnavailable
+from ..retention import Policy
 from ..sync import BatchSummary
 from ..times import format_time
 from ..told import Told
@@ -34,6 +35,7 @@ from .holding import HeldPaths
 from .keeper import MAX_RETRY_S, LockKeeper
 from .observed import ObservedFolder
 from .pace import DEBOUNCE_MS, RECONCILE_S, STEP_MS
+from .retaining import RETENTION_EVERY_S, Retainer
 from .writer_role import WriterRole
 
 logger = logging.getLogger(__name__)
@@ -57,6 +59,8 @@ class Watcher:
     ``on_batch`` is called, on the watcher's thread, after each batch that wrote something. While it runs,
     its desk (``handoff.Desk``) carries out the writes other processes ask of the vault (``restore``,
     ``undo``, a second ``import``, a reader server's write tools); their batches are told to ``on_batch`` too.
+    With a ``retention`` policy it thins the stored history by it every ``retention_every_s`` while no batch is
+    due (``retaining.Retainer``).
 
     A move can reach the watcher in two flushes (an observer reports the new folder before the old
     one's removal, or a poll sees the removal first). A note created with the content of a live
@@ -78,6 +82,8 @@ class Watcher:
         role: WriterRole | None = None,
         describe: Callable[[VaultsyncError], str] = str,
         heartbeat_s: float | None = None,
+        retention: Policy | None = None,
+        retention_every_s: float = RETENTION_EVERY_S,
     ) -> None:
         if step_ms <= 0 or debounce_ms <= 0:
             raise ValueError("step_ms and debounce_ms must be positive")
@@ -120,6 +126,8 @@ class Watcher:
         self._held = HeldPaths()
         """Held paths (see ``Plan.held``) and until when each may be held."""
         self.filler = VectorFiller(vault)
+        self.retainer = Retainer(vault, retention, retention_every_s)
+        """The retention policy, applied every ``retention_every_s`` while no batch is due (None: history is kept)."""
         """The vectors of a background embedder, filled while no batch is due."""
         self._head: str | None = None
         """Where the vault's git work tree stood when the last burst was all recorded (``vanished.git_head``)."""
@@ -271,6 +279,9 @@ class Watcher:
             held_due = [] if self._queued() else held_due
             for due in [*held_due, *([recheck] if recheck is not None else [])]:
                 wait = max(0.0, min(wait, due - time.monotonic()))
+            retain_s = self.retainer.wait_s()
+            if retain_s is not None and not self._held and not self._queued():  # a burst first, then retention
+                wait = min(wait, retain_s)
             filling = self.filler.due and not self._held  # a held burst is due within its hold: not behind a step
             if filling:  # vectors to fill: a step now unless a batch is due (a step is about a second)
                 wait = 0.0
@@ -295,6 +306,9 @@ class Watcher:
                 ok = self._flush_all("reconcile")
                 if ok:
                     self._next_reconcile = time.monotonic() + self.reconcile_s
+            elif self.retainer.due and not self._held and not self._queued():  # idle: not during a burst
+                self.retainer.step()
+                continue
             elif filling:
                 self.filler.step()
                 continue

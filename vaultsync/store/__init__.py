@@ -18,9 +18,10 @@ from typing import Any
 
 from ..dsn import SCHEMES, is_dsn  # noqa: F401 - is_dsn: the store names its engines by it
 from ..errors import ConfigError, SchemaError, VaultsyncError
+from ..retention import Policy
 from ..times import format_time, next_stamp, now_micros
 from . import audit as audit_heads
-from . import batches, codec
+from . import batches, codec, thin
 from . import purge as purging
 from . import read as q
 from .audit import AuditHead
@@ -33,6 +34,7 @@ from .purge import PurgeResult
 from .read import UNSTAMPED, BatchNews, Revision, file_stamp
 from .schema import MIGRATIONS, migrate, readable, schema_version
 from .schema import state as schema_state
+from .values import RetentionPreview
 from .view import View
 from .write import BatchWriter, Indexer
 
@@ -428,25 +430,57 @@ class Store:
 
     # ------------------------------------------------------------ forgetting (see store/purge.py)
 
-    def _purge_request(self, strings: list[str] | None, note: str | None, before: int | None) -> list[str]:
+    def _purge_request(
+        self, strings: list[str] | None, note: str | None, before: int | None, policy: Policy | None = None
+    ) -> list[str]:
         """A purge's request checked (writable, exactly one kind); the strings to purge, checked."""
         if self.readonly:
             raise ConfigError("purge needs the database opened for writing")
-        if sum((bool(strings), note is not None, before is not None)) != 1:
-            raise ConfigError("purge takes exactly one of: texts, a note, a time before which to forget")
+        if sum((bool(strings), note is not None, before is not None, policy is not None)) != 1:
+            raise ConfigError(
+                "purge takes exactly one of: texts, a note, a time before which to forget, a retention policy"
+            )
         return purging.check_strings(strings) if strings else []
 
+    def _nothing_to_thin(self, vault_id: int, policy: Policy | None, now: int | None) -> PurgeResult | None:
+        """A retention purge's result when the policy keeps everything now (nothing is written, nothing vacuumed:
+        a watcher checks hourly); None when there is something to thin, or it is another kind of purge."""
+        if policy is None:
+            return None
+        with self.db.atomic() as con:
+            plan = purging.retention_plan(con, vault_id, policy, now)
+            if plan.thinned:  # every batch a policy keeps stays as it is: only a batch that goes changes anything
+                return None
+        size = self.size()
+        return PurgeResult("retention", scrubbed=True, database_bytes_before=size, database_bytes_after=size)
+
+    def retention_preview(self, vault_id: int, policy: Policy, now: int | None = None) -> RetentionPreview:
+        """What thinning the vault's history by ``policy`` at ``now`` would remove, without changing anything."""
+        with self.db.atomic() as con:
+            return thin.preview(con, vault_id, purging.retention_plan(con, vault_id, policy, now))
+
     def purge(
-        self, vault_id: int, *, strings: list[str] | None = None, note: str | None = None, before: int | None = None
+        self,
+        vault_id: int,
+        *,
+        strings: list[str] | None = None,
+        note: str | None = None,
+        before: int | None = None,
+        policy: Policy | None = None,
+        now: int | None = None,
     ) -> PurgeResult:
-        """Rewrite the vault's history without ``strings``, without the note at ``note``, or without what
-        was no longer visible at ``before`` (exactly one); then wipe free pages and the WAL."""
-        chosen = self._purge_request(strings, note, before)
+        """Rewrite the vault's history without ``strings``, without the note at ``note``, without what
+        was no longer visible at ``before``, or thinned by the retention ``policy`` at ``now`` (exactly one);
+        then wipe free pages and the WAL."""
+        chosen = self._purge_request(strings, note, before, policy)
+        unchanged = self._nothing_to_thin(vault_id, policy, now)
+        if unchanged is not None:
+            return unchanged
         size_before = self.size()
         self.db.query("PRAGMA secure_delete=ON")
         try:
             with self.db.atomic() as con:
-                result = purging.run(con, vault_id, strings=chosen, note=note, before=before)
+                result = purging.run(con, vault_id, strings=chosen, note=note, before=before, policy=policy, now=now)
             self._attach_search()
             result.scrubbed = self.scrub()
         finally:

@@ -43,8 +43,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..parsers import ParsedNote
+from ..retention import Policy
 from .read import BatchNews, Revision
-from .values import AuditHead, PurgeRecord, PurgeResult
+from .values import AuditHead, PurgeRecord, PurgeResult, RetentionPreview
 
 AheadWork = Callable[[ParsedNote], Any]
 """Work a parse worker may do for an indexer on a parsed note (e.g. embed its chunks): picklable, pure."""
@@ -309,8 +310,17 @@ class Upkeep(Protocol):
     def fill_vectors(self, vault_id: int, *, limit: int | None = None) -> int: ...
 
     def purge(
-        self, vault_id: int, *, strings: list[str] | None = None, note: str | None = None, before: int | None = None
+        self,
+        vault_id: int,
+        *,
+        strings: list[str] | None = None,
+        note: str | None = None,
+        before: int | None = None,
+        policy: Policy | None = None,
+        now: int | None = None,
     ) -> PurgeResult: ...
+
+    def retention_preview(self, vault_id: int, policy: Policy, now: int | None = None) -> RetentionPreview: ...
 
     def horizon(self, vault_id: int) -> int | None: ...
 

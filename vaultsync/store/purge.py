@@ -46,6 +46,8 @@ from ..disk.digest import content_hash
 from ..embed.tokenizer import TEXT_VERSION, TOKENIZE
 from ..errors import ConfigError, NoteNotFound
 from ..parsers import parse_note
+from ..retention import Plan, Policy
+from ..retention import plan as plan_retention
 from ..times import format_time, now_micros
 from . import codec
 from .read import cutoff
@@ -53,6 +55,7 @@ from .schema import APPEND_ONLY_TABLES, append_only_triggers, has_table
 from .search.index import SearchIndexer, index_lag
 from .search.rebuild import rebuild_search
 from .search.repair import Repair
+from .thin import purge_thin
 from .values import PurgeResult
 from .write import BatchWriter, dumps
 
@@ -324,6 +327,35 @@ def purge_before(
     result.revisions_removed = len(ids)
 
 
+def thin_by_policy(
+    con: apsw.Connection, vault_id: int, policy: Policy, now: int | None, result: PurgeResult, repair: Repair | None
+) -> int | None:
+    """Thin the vault's history as ``policy`` keeps it at ``now`` (``store/thin.py``); return its horizon."""
+    plan = retention_plan(con, vault_id, policy, now)
+    purge_thin(con, vault_id, plan.kept, plan.horizon is not None, result, repair)
+    return plan.horizon
+
+
+def retention_plan(con: apsw.Connection, vault_id: int, policy: Policy, now: int | None) -> Plan:
+    """What ``policy`` keeps of the vault's batches at ``now`` (default: the current time)."""
+    rows = con.execute("SELECT id, known_at FROM batches WHERE vault_id = ? ORDER BY id", (vault_id,)).fetchall()
+    return plan_retention(policy, rows, now_micros() if now is None else now)
+
+
+def kind_of(strings: Sequence[str], note: str | None, before: int | None, policy: Policy | None) -> str:
+    """A purge's ``command`` in its record."""
+    return "text" if strings else "note" if note is not None else "before" if before is not None else "retention"
+
+
+def detail_of(strings: Sequence[str], before: int | None, policy: Policy | None) -> str:
+    """A purge's ``detail`` in its record: how many strings, the horizon, or the policy; never a text or a path."""
+    if strings:
+        return f"{len(strings)} string{'s' * (len(strings) != 1)}"
+    if policy is not None:
+        return policy.text + (f", before {format_time(before)}" if before is not None else "")
+    return f"before {format_time(before)}" if before is not None else "1 note"
+
+
 # ---------------------------------------------------------------- what follows any purge
 
 
@@ -401,10 +433,13 @@ def run(
     strings: Sequence[str] = (),
     note: str | None = None,
     before: int | None = None,
+    policy: Policy | None = None,
+    now: int | None = None,
 ) -> PurgeResult:
-    """Carry out one purge inside the caller's transaction (exactly one of the three kinds)."""
+    """Carry out one purge inside the caller's transaction (exactly one of the four kinds; ``policy`` thins the
+    history as the retention policy keeps it at ``now``, ``store/thin.py``)."""
     started = time.perf_counter()
-    command = "text" if strings else "note" if note is not None else "before"
+    command = kind_of(strings, note, before, policy)
     result = PurgeResult(command)
     for table in APPEND_ONLY_TABLES:
         con.execute(f"DROP TRIGGER IF EXISTS {table}_no_update; DROP TRIGGER IF EXISTS {table}_no_delete;")
@@ -424,6 +459,8 @@ def run(
         purge_note(con, vault_id, note, result, repair)
     elif before is not None:
         purge_before(con, vault_id, before, result, repair)
+    elif policy is not None:
+        before = thin_by_policy(con, vault_id, policy, now, result, repair)
     result.batches_removed = _collect_garbage(con, vault_id)
     touched = result.revisions_changed or result.revisions_removed
     if touched:
@@ -436,13 +473,6 @@ def run(
         con.execute(f"DROP INDEX {name}")
     for table in APPEND_ONLY_TABLES:
         con.execute(append_only_triggers(table))
-    detail = (
-        f"{len(strings)} string{'s' * (len(strings) != 1)}"
-        if strings
-        else f"before {format_time(before)}"
-        if before is not None
-        else "1 note"
-    )
     con.execute(
         """INSERT INTO purges (vault_id, at, command, detail, horizon, revisions_changed, revisions_removed, notes,
                batches_removed) VALUES (?,?,?,?,?,?,?,?,?)""",
@@ -450,7 +480,7 @@ def run(
             vault_id,
             now_micros(),
             command,
-            detail,
+            detail_of(strings, before, policy),
             before,
             result.revisions_changed,
             result.revisions_removed,

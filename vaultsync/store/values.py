@@ -42,6 +42,31 @@ class PurgeResult:
         return asdict(self)
 
 
+@dataclass(slots=True)
+class RetentionPreview:
+    """What thinning by a retention policy would remove now (a dry run: nothing is changed)."""
+
+    batches: int
+    """Batches the vault has."""
+    batches_removed: int
+    """Batches that would go (merged into the next kept one)."""
+    revisions: int
+    """Note revisions (and deletions) the vault has."""
+    revisions_removed: int
+    """Revisions no kept moment shows, which would go with their text."""
+    notes: int
+    """Distinct notes (paths) whose history would change."""
+    texts_freed: int
+    """Stored texts only those revisions use."""
+    bytes_freed: int
+    """Their stored (compressed) bytes: what the database shrinks by at least, before its indexes."""
+    horizon: int | None
+    """History before this time would be forgotten (None: none is)."""
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
 @dataclass(frozen=True, slots=True)
 class AuditHead:
     """Where one audit log's chain ends, as the store knows it."""

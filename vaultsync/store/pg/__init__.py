@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...errors import ConfigError, LockLost, ProviderError, SchemaError
+from ...retention import Policy
 from ...times import format_time, next_stamp
 from .. import Store, codec, is_dsn  # noqa: F401 - is_dsn: what names this engine
 from ..migrations import State, refuse_newer
@@ -381,17 +382,37 @@ class PgStore(Store):
         return embedder.signature, count
 
     def purge(
-        self, vault_id: int, *, strings: list[str] | None = None, note: str | None = None, before: int | None = None
+        self,
+        vault_id: int,
+        *,
+        strings: list[str] | None = None,
+        note: str | None = None,
+        before: int | None = None,
+        policy: Policy | None = None,
+        now: int | None = None,
     ) -> PurgeResult:
-        """Rewrite the vault's history without ``strings``, the note at ``note``, or what was no longer visible
-        at ``before`` (exactly one), in one transaction (see ``pg/purge.py`` for what it cannot reach)."""
+        """Rewrite the vault's history without ``strings``, the note at ``note``, what was no longer visible
+        at ``before``, or thinned by the retention ``policy`` at ``now`` (exactly one), in one transaction (see
+        ``pg/purge.py`` for what it cannot reach)."""
         from . import purge as pg_purge
 
-        chosen = self._purge_request(strings, note, before)
+        chosen = self._purge_request(strings, note, before, policy)
+        unchanged = self._nothing_to_thin(vault_id, policy, now)
+        if unchanged is not None:
+            return unchanged
         size_before = self.size()
         with self.db.atomic() as con:
             self._hold_head(con, vault_id)
-            result = pg_purge.run(con, vault_id, strings=chosen, note=note, before=before, reindex=self._reindex_in)
+            result = pg_purge.run(
+                con,
+                vault_id,
+                strings=chosen,
+                note=note,
+                before=before,
+                policy=policy,
+                now=now,
+                reindex=self._reindex_in,
+            )
         result.scrubbed = False  # see pg_purge.LIMITS: nothing here wipes the WAL, archives or standbys
         result.database_bytes_before, result.database_bytes_after = size_before, self.size()
         return result

@@ -17,7 +17,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ...times import format_time, now_micros
+from ...retention import Policy
+from ...times import now_micros
 from .. import purge as purging
 from ..values import PurgeResult
 from ..write import BatchWriter
@@ -30,11 +31,19 @@ LIMITS = (
 
 
 def run(
-    con: Any, vault_id: int, *, strings: list[str], note: str | None, before: int | None, reindex: Any = None
+    con: Any,
+    vault_id: int,
+    *,
+    strings: list[str],
+    note: str | None,
+    before: int | None,
+    policy: Policy | None = None,
+    now: int | None = None,
+    reindex: Any = None,
 ) -> PurgeResult:
-    """Carry out one purge inside the caller's transaction (exactly one of the three kinds)."""
+    """Carry out one purge inside the caller's transaction (exactly one of the four kinds)."""
     started = time.perf_counter()
-    command = "text" if strings else "note" if note is not None else "before"
+    command = purging.kind_of(strings, note, before, policy)
     result = PurgeResult(command)
     con.raw.execute("SELECT set_config('vaultsync.purging', 'on', true)")
     if strings and purging.paths_containing(con, vault_id, strings):
@@ -52,18 +61,13 @@ def run(
         purging.purge_note(con, vault_id, note, result)
     elif before is not None:
         purging.purge_before(con, vault_id, before, result)
+    elif policy is not None:
+        before = purging.thin_by_policy(con, vault_id, policy, now, result, None)
     result.batches_removed = purging._collect_garbage(con, vault_id)
     if result.revisions_changed or result.revisions_removed:
         result.dictionary_retrained = purging._retrain_dictionary(con, writer, strings if strings else None)
         if reindex is not None:
             reindex(con)
-    detail = (
-        f"{len(strings)} string{'s' * (len(strings) != 1)}"
-        if strings
-        else f"before {format_time(before)}"
-        if before is not None
-        else "1 note"
-    )
     con.execute(
         """INSERT INTO purges (vault_id, at, command, detail, horizon, revisions_changed, revisions_removed, notes,
                batches_removed, scrubbed_at) VALUES (?,?,?,?,?,?,?,?,?,?)""",
@@ -71,7 +75,7 @@ def run(
             vault_id,
             now_micros(),
             command,
-            detail,
+            purging.detail_of(strings, before, policy),
             before,
             result.revisions_changed,
             result.revisions_removed,
