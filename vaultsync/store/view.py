@@ -13,8 +13,8 @@ import apsw
 from ..disk.digest import content_hash
 from ..errors import ConfigError
 from ..times import format_time
+from . import files, timeline
 from . import read as q
-from . import timeline
 from .codec import content_key, unpack
 from .provenance import PurgeRecord, locate, purge_records, revision_in_vault
 from .purge import horizon
@@ -108,6 +108,15 @@ class View:
     def content(self, revision: Revision) -> str:
         """A revision's exact text."""
         return q.content(self._con, revision.note_id)
+
+    def body(self, revision: Revision) -> Iterator[bytes] | None:
+        """An attachment revision's exact bytes, piece by piece (``store/files.py``); None when they were not kept
+        (over the size limit when recorded: its hash and size alone)."""
+        assert revision.content_hash is not None, "a tombstone has no bytes"
+        stored = files.info(self._con, revision.content_hash)
+        if stored is None or not stored.kept:
+            return None
+        return files.pieces(self._con, revision.content_hash)
 
     def applies(self, revision: Revision | None) -> Revision | None:
         """The revision that applies at ``valid_at`` when ``revision`` is the one visible (itself without
