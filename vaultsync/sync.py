@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .disk.attachments import Body, Changed, body_of, is_attachment, max_attachment_bytes, too_large
+from .disk.attachments import Body, Changed, body_of, is_attachment, max_attachment_bytes, text_of, too_large
 from .disk.digest import content_hash
 from .disk.folder import Absent, FileProblem, Observed, Present, Unreadable, decode, observe_file
 from .disk.paths import disk_path
@@ -278,6 +278,7 @@ class Plan:
                 if is_attachment(path):  # hashed in pieces, never read whole; stored as the batch writes it
                     body = body_of(obs)
                     data, digest, size = b"", body.hash, body.size
+                    text = text_of(path, body) if live_rev is None or live_rev[1] != digest else ""
                 else:
                     data = obs.read()
                     digest, size = content_hash(data), len(data)
@@ -294,9 +295,13 @@ class Plan:
                 ):
                     self.unsettled.append(path)
                     continue
-                text = "" if body is not None else decode(data)
+                if body is None:
+                    text = decode(data)
             except ParseError as exc:
                 self.refused.append(FileProblem(path, str(exc)))
+                continue
+            except Changed as exc:
+                self.refused.append(FileProblem(path, f"{exc}; recorded when it rests"))
                 continue
             except OSError as exc:
                 self.refused.append(FileProblem(path, f"cannot read: {exc.strerror}"))

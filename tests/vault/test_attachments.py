@@ -24,6 +24,8 @@ from vaultsync.errors import StoreError
 from vaultsync.store import files
 
 BATCHES = 50
+WORDS = ["zeppelin", "quokka", "marzipan", "obelisk", "tundra", "saffron", "gondola"]
+"""Words a canvas card holds at some batches: searched for as of every batch."""
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -111,7 +113,7 @@ def change(root: Path, rng: random.Random, step: int) -> None:
                 {
                     "png": lambda: image(rng, rng.randint(10, 3000)),
                     "pdf": lambda: pdf(f"page {step}"),
-                    "canvas": lambda: canvas([f"idea {step}", f"card {rng.randint(0, 9)}"]),
+                    "canvas": lambda: canvas([f"idea {WORDS[step % len(WORDS)]}", f"card {rng.randint(0, 9)}"]),
                     "base": lambda: base(f"view{step}"),
                     "md": lambda: f"# Note {step}\n\n![[png-{step % 7}.png]]\n".encode(),
                 }[kind]()
@@ -142,11 +144,35 @@ def recorded(db: str, tmp_path: Path) -> Iterator[tuple[Vault, Path, list[tuple[
         yield vault, root, seen
 
 
-def test_fifty_batches_read_back_exactly_are_stored_once_and_restore(recorded) -> None:
-    """One history (built once per engine), three checks: reads, storage, restores."""
+def test_fifty_batches_read_back_exactly_are_stored_once_and_restore(recorded, db: str, tmp_path: Path) -> None:
+    """One history (built once per engine), checked: reads, storage, search, a copy into the other engine, restores."""
     every_file_at_every_batch_reads_back_exactly(recorded)
+    vault, _, seen = recorded
+    assert vault.check() == [], "every stored content gives back its hash"
+    other = copied_to_the_other_engine(db, tmp_path)
+    with Vault.open(other, name="v", readonly=True) as copy:
+        every_file_at_every_batch_reads_back_exactly((copy, None, seen))
+        canvas_text_is_found_exactly_while_a_canvas_held_it((copy, None, seen))
+        assert copy.check() == []
     each_distinct_content_is_stored_once(recorded)
+    canvas_text_is_found_exactly_while_a_canvas_held_it(recorded)
     folder_restores_give_back_the_folder_as_it_was(recorded)
+
+
+def copied_to_the_other_engine(db: str, tmp_path: Path) -> str:
+    """``vaultsync copy`` of ``db`` into a database of the other engine: its connection string or file."""
+    from vaultsync.store.transfer import copy_databases
+
+    if db.startswith("postgresql"):
+        other = str(tmp_path / "copy.db")
+    else:
+        pgserver = pytest.importorskip("support.pgserver")
+        try:
+            other = pgserver.shared().fresh("attachcopy")
+        except pgserver.Unavailable as exc:
+            pytest.skip(str(exc))
+    copy_databases(db, other)
+    return other
 
 
 def every_file_at_every_batch_reads_back_exactly(recorded) -> None:
@@ -174,6 +200,18 @@ def each_distinct_content_is_stored_once(recorded) -> None:
     assert stored[0] == len(distinct)
     renamed = [r for r in vault.changes(since=seen[0][0]) if r.kind == "renamed" and r.path.startswith("Moved/")]
     assert renamed, "a moved attachment is a rename"
+
+
+def canvas_text_is_found_exactly_while_a_canvas_held_it(recorded) -> None:
+    vault, _, seen = recorded
+    found_any = 0
+    for known_at, files_then in seen:
+        for word in WORDS:
+            holding = {p for p, data in files_then.items() if p.endswith(".canvas") and word.encode() in data}
+            hits = vault.search(word, as_of=known_at, mode="keyword", limit=100).hits
+            assert {hit["path"] for hit in hits} == holding, (word, known_at)
+            found_any += bool(holding)
+    assert found_any > 10, "the words were held by canvases at many batches"
 
 
 def folder_restores_give_back_the_folder_as_it_was(recorded) -> None:

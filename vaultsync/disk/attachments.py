@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..errors import NotANote, ParseError
+from ..parsers.attachment import TEXT_SUFFIXES
 from . import vaultfs
-from .folder import Present
+from .folder import MAX_FILE_BYTES, Present
 from .paths import NOTE_SUFFIX, relative
 
 PIECE = 1 << 20
@@ -105,6 +106,18 @@ def body_of(obs: Present, limit: int | None = None) -> Body:
     return Body(content, size, pieces, keep=size <= (max_attachment_bytes() if limit is None else limit))
 
 
+def text_of(path: str, body: Body) -> str:
+    """The text a canvas or a base is parsed with (``parsers.attachment``): its bytes as UTF-8 when it is one, at
+    most ``MAX_FILE_BYTES`` (a note's limit) and valid UTF-8; else "" (no text). ``Changed`` when the bytes are no
+    longer those hashed."""
+    if not path.endswith(TEXT_SUFFIXES) or body.size > MAX_FILE_BYTES or not body.keep:
+        return ""
+    try:
+        return b"".join(checked(body)).decode("utf-8")
+    except UnicodeDecodeError:
+        return ""
+
+
 def digest(pieces: Iterator[bytes]) -> tuple[str, int]:
     """The SHA-256 (hex) and size of the bytes ``pieces`` yields."""
     hasher = hashlib.sha256()
@@ -141,5 +154,6 @@ __all__ = [
     "file_pieces",
     "is_attachment",
     "max_attachment_bytes",
+    "text_of",
     "too_large",
 ]

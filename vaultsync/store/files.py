@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..disk.attachments import Body, checked
+from ..disk.attachments import Body, checked, digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,4 +68,22 @@ def pieces(con: Any, content_hash: str) -> Iterator[bytes]:
         ord_ += 1
 
 
-__all__ = ["Stored", "info", "pieces", "store"]
+def problems(con: Any, vault_id: int) -> list[str]:
+    """What ``check`` finds wrong with the vault's attachments: a revision whose content is not stored, a stored
+    content whose pieces do not give back its hash and size (each read piece by piece)."""
+    found = []
+    for hash_, path, size, kept in con.execute(
+        "SELECT DISTINCT n.content_hash, min(n.path), n.size, b.kept FROM notes n "
+        "LEFT JOIN attachment_bodies b ON b.hash = n.content_hash "
+        "WHERE n.vault_id = ? AND n.kind != 'deleted' AND n.path NOT LIKE '%.md' "
+        "GROUP BY n.content_hash, n.size, b.kept ORDER BY 2",
+        (vault_id,),
+    ).fetchall():
+        if kept is None:
+            found.append(f"attachment {path}: its content {hash_} is not stored")
+        elif kept and digest(pieces(con, hash_)) != (hash_, size):
+            found.append(f"attachment {path}: its stored bytes do not match its content hash {hash_}")
+    return found
+
+
+__all__ = ["Stored", "info", "pieces", "problems", "store"]
