@@ -20,7 +20,7 @@ import pytest
 from vaultsync import Vault, restore
 from vaultsync.disk import attachments
 from vaultsync.disk.attachments import Body, Changed, bytes_pieces
-from vaultsync.errors import StoreError
+from vaultsync.errors import NoteNotFound, StoreError
 from vaultsync.store import files
 
 BATCHES = 50
@@ -351,3 +351,37 @@ def test_git_history_records_binary_blobs_streaming_the_large_ones(tmp_path: Pat
             assert b"".join(pieces) == expected
         assert [r.path for r in vault.ls(as_of="2024-01-15")] == ["doc.pdf", "n.md", "pic.png"]
         assert [r.path for r in vault.ls(as_of="2024-02-15")] == ["n.md", "pic.png"]
+
+
+def test_the_watcher_records_attachments_as_they_change(tmp_path: Path) -> None:
+    from support.watch_helpers import wait_until
+
+    from vaultsync.live.watcher import Watcher
+
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "note.md").write_text("# n\n\n![[pic.png]]\n", encoding="utf-8")
+    first, second = image(random.Random(4), 200_000), image(random.Random(5), 300_000)
+
+    def bytes_now(path: str) -> bytes | None:
+        pieces: list[bytes] = []
+        try:
+            vault.read_bytes(path, pieces.append)
+        except NoteNotFound:
+            return None
+        return b"".join(pieces)
+
+    with Vault.open(tmp_path / "db" / "v.db", root=root) as vault, Watcher(vault, step_ms=50, debounce_ms=500):
+        (root / "pic.png").write_bytes(first)
+        (root / "pic.png~").write_bytes(first)  # an editor's backup: never recorded
+        wait_until(lambda: bytes_now("pic.png") == first, what="the new image")
+        (root / "pic.png").write_bytes(second)
+        wait_until(lambda: bytes_now("pic.png") == second, what="the image saved again")
+        (root / "Media").mkdir()
+        (root / "pic.png").rename(root / "Media" / "pic.png")
+        wait_until(lambda: bytes_now("Media/pic.png") == second, what="the moved image")
+        assert vault.history("Media/pic.png")[-1].renamed_from == "pic.png"
+        (root / "Media" / "pic.png").unlink()
+        wait_until(lambda: [r.path for r in vault.ls()] == ["note.md"], what="the deleted image")
+        kinds = [r.kind for r in vault.history("Media/pic.png")]
+    assert kinds[0] == "created" and kinds[-2:] == ["renamed", "deleted"] and "modified" in kinds

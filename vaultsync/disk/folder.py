@@ -168,7 +168,7 @@ def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[st
             except OSError:
                 continue
             rel = nfc(prefix + entry.name)
-            if not rules(rel):
+            if not rules.listed(rel, entry.name):
                 continue
             obs = _observe_entry(real_root, entry, is_note_path(rel))
             if isinstance(obs, Unreadable):

@@ -2,7 +2,7 @@
 
 Notes (``.md``) and attachments (images, PDFs, canvases, bases, audio, anything else) are recorded alike;
 dot-files and dot-folders (``.obsidian/``, ``.trash/``, ``.git/``) never are (``paths.is_visible_folder``), nor
-editors' and browsers' temporary files (``TEMPORARY``). A vault may name more in ``.vaultsyncignore`` at its
+editors' and browsers' temporary files (``temporary``). A vault may name more in ``.vaultsyncignore`` at its
 top, in gitignore syntax (the syntax people already write, matched by ``pathspec``'s ``GitIgnoreSpec`` with git's
 own rules for ``**``, anchoring, folders and ``!`` negation). The file is itself a dot-file, so Obsidian does not
 show it and vaultsync does not record it.
@@ -24,22 +24,22 @@ from .paths import is_hidden
 IGNORE_FILE = ".vaultsyncignore"
 """The vault's own ignore file, at its top (gitignore syntax)."""
 
-TEMPORARY = (
-    "*~",
-    "*.swp",
-    "*.swx",
-    "*.swo",
-    "4913",  # vim's write test
-    "\\#*#",  # emacs's auto-saves
-    "*.tmp",
-    "*.part",
-    "*.crdownload",
-    "~$*",  # Office's lock files
-    "Thumbs.db",
-    "desktop.ini",
-)
-"""Names never recorded: files an editor, a browser or a file manager writes beside the vault's own (a Markdown-only
-vault's swap and backup files stayed out before attachments were recorded, and stay out)."""
+TEMPORARY_SUFFIXES = ("~", ".swp", ".swx", ".swo", ".tmp", ".part", ".crdownload")
+TEMPORARY_NAMES = frozenset({"4913", "Thumbs.db", "desktop.ini"})
+"""File names never recorded: files an editor, a browser or a file manager writes beside the vault's own (vim's
+swap files and write test ``4913``, backups ``name~``, downloads in progress, emacs's ``#name#`` auto-saves, Office's
+``~$name`` locks). A Markdown-only vault's swap and backup files stayed out before attachments were recorded, and
+stay out."""
+
+
+def temporary(name: str) -> bool:
+    """Whether a file name is a temporary one: ``TEMPORARY_SUFFIXES``, ``TEMPORARY_NAMES``, ``#name#``, ``~$name``."""
+    return (
+        name.endswith(TEMPORARY_SUFFIXES)
+        or name in TEMPORARY_NAMES
+        or name.startswith("~$")
+        or (len(name) > 1 and name[0] == "#" and name[-1] == "#")
+    )
 
 
 class Recorded:
@@ -49,13 +49,19 @@ class Recorded:
     __slots__ = ("_spec",)
 
     def __init__(self, patterns: Iterable[str] = ()) -> None:
-        self._spec = pathspec.GitIgnoreSpec.from_lines([*TEMPORARY, *patterns])
+        lines = [line for line in patterns if line.strip() and not line.lstrip().startswith("#")]
+        self._spec = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
 
     def __call__(self, rel: str) -> bool:
         parts = rel.split("/")
-        if any(part == "" or is_hidden(part) for part in parts):
+        if any(part == "" or is_hidden(part) for part in parts) or temporary(parts[-1]):
             return False
-        return not self._spec.match_file(rel)
+        return self._spec is None or not self._spec.match_file(rel)
+
+    def listed(self, rel: str, name: str) -> bool:
+        """``self(rel)`` for a scan's entry ``name`` at ``rel``: the scan skips dot-places itself, so only the name
+        and the ignore file are asked (the cost of a no-change scan is per file)."""
+        return not temporary(name) and (self._spec is None or not self._spec.match_file(rel))
 
 
 _cache: dict[str, tuple[tuple[int, int] | None, Recorded]] = {}
@@ -88,9 +94,4 @@ def recorded(root: str | os.PathLike[str]) -> Recorded:
     return rules
 
 
-def from_text(text: str | None) -> Recorded:
-    """The rules an ignore file's text gives (a git commit's ``.vaultsyncignore``; None: none)."""
-    return Recorded(text.splitlines() if text else ())
-
-
-__all__ = ["IGNORE_FILE", "TEMPORARY", "Recorded", "from_text", "recorded"]
+__all__ = ["IGNORE_FILE", "TEMPORARY_NAMES", "TEMPORARY_SUFFIXES", "Recorded", "recorded", "temporary"]
