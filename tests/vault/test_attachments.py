@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from vaultsync import Vault, restore
+from vaultsync import Vault, lookback, restore
 from vaultsync.disk import attachments
 from vaultsync.disk.attachments import Body, Changed, bytes_pieces
 from vaultsync.errors import NoteNotFound, StoreError
@@ -156,6 +156,9 @@ def test_fifty_batches_read_back_exactly_are_stored_once_and_restore(recorded, d
         assert copy.check() == []
     each_distinct_content_is_stored_once(recorded)
     canvas_text_is_found_exactly_while_a_canvas_held_it(recorded)
+    for index, (known_at, files_then) in enumerate(seen[:: len(seen) // 5]):  # checkouts of five moments
+        done = lookback.checkout(vault, tmp_path / f"checkout{index}", as_of=known_at)
+        assert state(tmp_path / f"checkout{index}") == files_then and done.notes == len(files_then)
     folder_restores_give_back_the_folder_as_it_was(recorded)
 
 
