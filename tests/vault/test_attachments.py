@@ -388,3 +388,30 @@ def test_the_watcher_records_attachments_as_they_change(tmp_path: Path) -> None:
         wait_until(lambda: [r.path for r in vault.ls()] == ["note.md"], what="the deleted image")
         kinds = [r.kind for r in vault.history("Media/pic.png")]
     assert kinds[0] == "created" and kinds[-2:] == ["renamed", "deleted"] and "modified" in kinds
+
+
+@pytest.mark.anyio
+async def test_an_assistant_reads_a_canvas_text_and_an_image_facts_never_its_bytes(tmp_path: Path) -> None:
+    from mcp import Client
+    from support.mcp_helpers import sc
+
+    from vaultsync.server import ServeConfig, build_server
+
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "board.canvas").write_bytes(canvas(["first idea", "second idea"]))
+    photo = image(random.Random(6), 400_000)
+    (root / "photo.jpg").write_bytes(photo)
+    with Vault.open(tmp_path / "db" / "v.db", root=root) as vault:
+        vault.sync()
+        async with Client(build_server(ServeConfig.of(vault))) as c:
+            board = sc(await c.call_tool("read_note", {"path": "board.canvas"}))
+            assert board["content"] == "first idea\n\nsecond idea\n\n![[Notes/plan.md]]\n\n"  # reading order
+            assert board["mime_type"] == "application/json"
+            assert board["size"] == len(canvas(["first idea", "second idea"]))
+            shown = await c.call_tool("read_note", {"path": "photo.jpg"})
+            facts = sc(shown)
+            assert facts["mime_type"] == "image/jpeg" and facts["size"] == len(photo) and facts["content"] == ""
+            assert len(json.dumps(facts)) < 2000, "an image's bytes are never sent"
+            listed = sc(await c.call_tool("list_notes", {}))
+            assert "photo.jpg" in json.dumps(listed) and "board.canvas" in json.dumps(listed)

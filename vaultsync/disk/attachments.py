@@ -10,6 +10,7 @@ renames and deletion are kept; its bytes are not), with a warning.
 from __future__ import annotations
 
 import hashlib
+import mimetypes
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -39,6 +40,16 @@ def max_attachment_bytes() -> int:
 def is_attachment(path: str) -> bool:
     """A recorded path that is not a Markdown note."""
     return not path.endswith(NOTE_SUFFIX)
+
+
+OWN_TYPES = {".canvas": "application/json", ".base": "application/yaml", ".md": "text/markdown"}
+"""Types ``mimetypes`` does not know: a canvas is JSON Canvas, a base YAML."""
+
+
+def mime_type(path: str) -> str:
+    """A file's MIME type by its name (``application/octet-stream`` when unknown)."""
+    suffix = os.path.splitext(path)[1].lower()
+    return OWN_TYPES.get(suffix) or mimetypes.guess_type(path, strict=False)[0] or "application/octet-stream"
 
 
 def too_large(size: int, limit: int) -> str:
@@ -154,6 +165,7 @@ __all__ = [
     "file_pieces",
     "is_attachment",
     "max_attachment_bytes",
+    "mime_type",
     "text_of",
     "too_large",
 ]
