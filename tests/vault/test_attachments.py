@@ -415,3 +415,34 @@ async def test_an_assistant_reads_a_canvas_text_and_an_image_facts_never_its_byt
             assert len(json.dumps(facts)) < 2000, "an image's bytes are never sent"
             listed = sc(await c.call_tool("list_notes", {}))
             assert "photo.jpg" in json.dumps(listed) and "board.canvas" in json.dumps(listed)
+
+
+def test_a_purged_image_leaves_no_bytes_but_its_twin_keeps_its_own(tmp_path: Path, db: str) -> None:
+    root = tmp_path / "vault"
+    root.mkdir()
+    secret, shared = image(random.Random(7), 100_000), image(random.Random(8), 100_000)
+    (root / "secret.png").write_bytes(secret)
+    (root / "a.png").write_bytes(shared)
+    (root / "b.png").write_bytes(shared)
+    (root / "board.canvas").write_bytes(canvas(["the launch code"]))
+    with Vault.open(db, root=root, name="v") as vault:
+        vault.sync()
+        (root / "secret.png").unlink()
+        (root / "a.png").unlink()
+        vault.sync()
+        vault.purge(note="secret.png")
+        vault.purge(note="a.png")
+        vault.purge(texts=["launch"])  # a text purge leaves attachments (a canvas's bytes) whole
+        with vault._view() as view:
+            stored = {row[0] for row in view._con.execute("SELECT hash FROM attachment_bodies").fetchall()}
+        digest_of = {
+            name: attachments.digest(iter([data]))[0] for name, data in (("secret", secret), ("shared", shared))
+        }
+        assert digest_of["secret"] not in stored and digest_of["shared"] in stored
+        assert vault.check() == []
+        pieces: list[bytes] = []
+        vault.read_bytes("b.png", pieces.append)
+        assert b"".join(pieces) == shared
+        pieces = []
+        vault.read_bytes("board.canvas", pieces.append)
+        assert b"".join(pieces) == canvas(["the launch code"])
