@@ -168,14 +168,20 @@ def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[st
             except OSError:
                 continue
             rel = nfc(prefix + entry.name)
-            if not rules.listed(rel, entry.name):
+            note = is_note_path(rel)
+            if not rules.listed(rel, entry.name) or (not note and _linked_folder(entry.path)):
                 continue
-            obs = _observe_entry(real_root, entry, is_note_path(rel))
+            obs = _observe_entry(real_root, entry, note)
             if isinstance(obs, Unreadable):
                 errors.append(FileProblem(rel, obs.reason))
             if keep is None or keep(rel, obs):
                 found[rel] = obs
     return found, errors
+
+
+def _linked_folder(fs_path: str) -> bool:
+    """A symlink to a folder: not entered, and not named either (a symlinked note file is named: ``SYMLINK``)."""
+    return os.path.islink(fs_path) and os.path.isdir(fs_path)
 
 
 def _observe_entry(root: str, entry: os.DirEntry[str], note: bool = True) -> Observed:
@@ -235,7 +241,7 @@ def observe_paths(
                 sub, sub_errors = scan(root, relative(root, fs_path))
                 observed.update(sub)
                 errors.extend(sub_errors)
-        elif rules(rel):
+        elif rules(rel) and (is_note_path(rel) or not _linked_folder(fs_path)):
             fs_path = _untwinned(fs_path, errors, rel)
             obs = observe_file(real_root, fs_path)
             observed[rel] = obs
