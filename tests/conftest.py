@@ -249,7 +249,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def vault_dir(tmp_path: Path) -> Path:
-    """A small vault of our own notes."""
+    """A small vault of our own notes (Markdown only: tests/vault/test_attachments.py has attachments)."""
     root = tmp_path / "vault"
     (root / "Projects").mkdir(parents=True)
     (root / ".obsidian").mkdir()
@@ -260,7 +260,6 @@ def vault_dir(tmp_path: Path) -> Path:
     )
     (root / "Inbox.md").write_text("# Inbox\n\n- call the plumber\n- read [[Atlas#Risks]]\n", encoding="utf-8")
     (root / ".obsidian" / "workspace.md").write_text("not a note\n", encoding="utf-8")
-    (root / "diagram.png").write_bytes(b"\x89PNG\r\n")
     return root
 
 

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .disk.attachments import PIECE, is_attachment
 from .disk.folder import Absent, Observed, Present
-from .disk.paths import is_note_path, nfc
+from .disk.ignore import recorded
+from .disk.paths import nfc
 from .errors import ConfigError
 from .sync import BatchSummary
 from .times import format_time
@@ -62,6 +64,10 @@ def _git(cwd: str, *args: str) -> bytes:
     return done.stdout
 
 
+INLINE_BYTES = 8 * 2**20
+"""An attachment blob up to this size is read into memory whole (as a note's is); a larger one is streamed."""
+
+
 class GitHistory:
     """The first-parent history of the repository holding ``vault`` (which may be a subfolder)."""
 
@@ -77,7 +83,10 @@ class GitHistory:
         self.top = top
         prefix = os.path.relpath(os.path.realpath(vault), os.path.realpath(top)).replace(os.sep, "/")
         self.prefix = "" if prefix == "." else prefix + "/"
+        self.recorded = recorded(vault)
+        """Which paths are recorded: the working tree's ``.vaultsyncignore`` (``disk.ignore``), as a scan applies it."""
         self._cat: subprocess.Popen[bytes] | None = None
+        self._check: subprocess.Popen[bytes] | None = None
         self._log: subprocess.Popen[bytes] | None = None
         self._diffs: Iterator[tuple[str, list[tuple[bytes, bytes]]]] | None = None
 
@@ -111,13 +120,12 @@ class GitHistory:
             if not path.startswith(self.prefix):
                 continue
             rel = nfc(path[len(self.prefix) :])
-            if not is_note_path(rel):
+            if not self.recorded(rel):
                 continue
             if status == "D" or new_mode not in ("100644", "100755"):
                 out[rel] = Absent()
             else:
-                data = self.blob(new_sha)
-                out[rel] = Present(size=len(data), data=data)
+                out[rel] = self._observe(rel, new_sha)
         return out
 
     def tree(self, commit: str) -> dict[str, Observed]:
@@ -133,10 +141,9 @@ class GitHistory:
             mode, kind, sha = meta.decode().split()
             path = raw_path.decode("utf-8", "surrogateescape")
             rel = nfc(path[len(self.prefix) :])
-            if kind != "blob" or mode not in ("100644", "100755") or not is_note_path(rel):
+            if kind != "blob" or mode not in ("100644", "100755") or not self.recorded(rel):
                 continue
-            data = self.blob(sha)
-            out[rel] = Present(size=len(data), data=data)
+            out[rel] = self._observe(rel, sha)
         return out
 
     def _streamed(self, commit: str) -> list[tuple[bytes, bytes]] | None:
@@ -174,6 +181,46 @@ class GitHistory:
         """What ``commit`` holds (``whole``: its whole tree) or changed since ``parent``, as observations."""
         return self.tree(commit.sha) if whole else self.changes(parent, commit.sha)
 
+    def _observe(self, rel: str, sha: str) -> Present:
+        """The blob ``sha`` at ``rel`` as an observation: its bytes, or for an attachment larger than ``INLINE_BYTES``
+        a stream of them read from git anew each time (a large file never held whole)."""
+        if is_attachment(rel):
+            size = self.blob_size(sha)
+            if size > INLINE_BYTES:
+                return Present(size=size, stream=lambda: self._pieces(sha))
+        data = self.blob(sha)
+        return Present(size=len(data), data=data)
+
+    def blob_size(self, sha: str) -> int:
+        if self._check is None:
+            self._check = subprocess.Popen(
+                ["git", "cat-file", "--batch-check"], cwd=self.top, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            )
+        assert self._check.stdin is not None and self._check.stdout is not None
+        self._check.stdin.write(sha.encode() + b"\n")
+        self._check.stdin.flush()
+        header = self._check.stdout.readline().split()
+        if len(header) < 3 or header[1] != b"blob":
+            raise ConfigError(f"git object {sha} is not a blob")
+        return int(header[2])
+
+    def _pieces(self, sha: str) -> Iterator[bytes]:
+        """The blob's bytes from its own ``git cat-file``, ``PIECE`` at a time."""
+        cat = subprocess.Popen(["git", "cat-file", "blob", sha], cwd=self.top, stdout=subprocess.PIPE)
+        assert cat.stdout is not None
+        done = False
+        try:
+            while piece := cat.stdout.read(PIECE):
+                yield piece
+            done = True
+        finally:  # left early (the store refused it): git is not left writing into a pipe nobody reads
+            if not done:
+                cat.kill()
+            cat.stdout.close()
+            cat.wait()
+        if cat.returncode != 0:
+            raise ConfigError(f"git could not read the blob {sha}")
+
     def blob(self, sha: str) -> bytes:
         if self._cat is None:
             self._cat = subprocess.Popen(
@@ -190,6 +237,11 @@ class GitHistory:
         return data
 
     def close(self) -> None:
+        if self._check is not None:
+            assert self._check.stdin is not None
+            self._check.stdin.close()
+            self._check.wait()
+            self._check = None
         if self._cat is not None:
             assert self._cat.stdin is not None
             self._cat.stdin.close()

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .disk import vaultfs
-from .errors import ConfigError, NoteNotFound
+from .errors import ConfigError, NoteNotFound, StoreError
 from .parsers import split_lines
 from .revisions import resolve_cutoff, revision_id
 from .times import TimeLike, as_micros, format_time
@@ -104,10 +104,19 @@ class CheckedOut:
     as_of: int
     """The moment written (microseconds)."""
     notes: int
+    """Files written: notes and attachments."""
     bytes: int
+    left_out: list[str] = field(default_factory=list)
+    """Attachments recorded by hash and size only (over the size limit then): not written."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"folder": self.folder, "as_of": format_time(self.as_of), "notes": self.notes, "bytes": self.bytes}
+        return {
+            "folder": self.folder,
+            "as_of": format_time(self.as_of),
+            "notes": self.notes,
+            "bytes": self.bytes,
+            "left_out": self.left_out,
+        }
 
 
 def _empty_folder(vault: Vault, to: str | os.PathLike[str]) -> Path:
@@ -131,9 +140,9 @@ def _empty_folder(vault: Vault, to: str | os.PathLike[str]) -> Path:
 
 
 def checkout(vault: Vault, to: str | os.PathLike[str], as_of: TimeLike = None) -> CheckedOut:
-    """Write every note that existed as of ``as_of`` (default now; a vault revision id ``r12`` too) into the
-    empty folder ``to``, each at its path then, byte for byte, as new files (``vaultfs.create``: folders made
-    without following a symlink, the mode a new note gets)."""
+    """Write every note and attachment that existed as of ``as_of`` (default now; a vault revision id ``r12`` too)
+    into the empty folder ``to``, each at its path then, byte for byte, as new files (``vaultfs.create``: folders made
+    without following a symlink, the mode a new note gets). An attachment whose bytes were not kept is left out."""
     cut = resolve_cutoff(vault, as_of)
     moment = cut.as_of if cut.as_of is not None else vault.last_known_at
     if moment is None:
@@ -146,11 +155,18 @@ def checkout(vault: Vault, to: str | os.PathLike[str], as_of: TimeLike = None) -
         )
     folder = _empty_folder(vault, to)
     notes = written = 0
+    left_out = []
     for rev in vault.ls(as_of=as_of if cut.batch is not None else moment):
-        data = vault.revision_text(rev).encode("utf-8")
+        pieces: list[bytes] = []
+        try:
+            vault.revision_bytes(rev, pieces.append)
+        except StoreError:  # recorded by hash and size only
+            left_out.append(rev.path)
+            continue
+        data = b"".join(pieces)
         vaultfs.create(folder, rev.path, data)
         notes, written = notes + 1, written + len(data)
-    return CheckedOut(str(folder), moment, notes, written)
+    return CheckedOut(str(folder), moment, notes, written, left_out)
 
 
 # ---------------------------------------------------------------- blame

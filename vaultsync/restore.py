@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import acting
 from .disk import vaultfs
+from .disk.attachments import digest, file_pieces, is_attachment, max_attachment_bytes
 from .disk.digest import content_hash
 from .disk.folder import MAX_FILE_BYTES
 from .disk.paths import nfc, note_candidates, note_path, writable_note_path
@@ -62,6 +63,8 @@ class Step:
     def diff(self) -> str:
         if self.moved:
             return ""
+        if is_attachment(self.path):  # bytes, not lines
+            return f"Binary files {self.path} (now) and {self.path} ({self.origin}) differ\n"
         lines = difflib.unified_diff(
             split_lines(self.current or ""),
             split_lines(self.text or ""),
@@ -185,7 +188,19 @@ def _now(vault: Vault, path: str) -> tuple[str | None, str | None]:
         note = vault.read(path)
     except NoteNotFound:
         return None, None
+    if is_attachment(path):
+        return _text(vault, note.revision), note.revision.content_hash
     return note.content, note.revision.content_hash
+
+
+def _text(vault: Vault, rev: Revision) -> str:
+    """A revision's content as a step carries it: a note's text; an attachment's bytes, each byte that is not UTF-8
+    as a lone surrogate (``surrogateescape``: ``_write`` gives back the exact bytes)."""
+    if not is_attachment(rev.path):
+        return vault.revision_text(rev)
+    pieces: list[bytes] = []
+    vault.revision_bytes(rev, pieces.append)
+    return b"".join(pieces).decode("utf-8", "surrogateescape")
 
 
 def plan_note(
@@ -209,12 +224,12 @@ def plan_note(
     origin = f"revision {revision_id(rev)} of {rev.path}, known at {format_time(rev.known_at)}"
     lives, alive = destination(vault, rev)
     if to is not None:
-        target = writable_note_path(to)
+        target = writable_note_path(to, attachment=is_attachment(rev.path))
     elif rev.path in note_candidates(note_path(path)) and not follow:
         target = rev.path
     else:
         target = lives
-    text = vault.revision_text(rev)
+    text = _text(vault, rev)
     current, digest = _now(vault, target)
     step = Step(target, text, current, digest, origin)
     step.note = _placement(target, lives, alive, current, text)
@@ -254,7 +269,7 @@ def plan_folder(
         return _plan_folder_to(vault, under, when, to, delete_newer=delete_newer, follow=follow)
     then = {r.path: r for r in vault.ls(as_of=when, prefix=under)}
     steps = []
-    texts = {p: vault.revision_text(r) for p, r in then.items()}
+    texts = {p: _text(vault, r) for p, r in then.items()}
     targets = set()
     for path, rev in sorted(then.items()):
         lives, alive = destination(vault, rev)
@@ -291,8 +306,8 @@ def _plan_folder_to(vault: Vault, under: str, when: int, to: str, *, delete_newe
         raise ConfigError("to names the folder to restore into: give a folder path such as Archive/", argument="to")
     steps = []
     for rev in vault.ls(as_of=when, prefix=under):
-        target = writable_note_path(f"{dest}/{rev.path[len(under) :]}")
-        text = vault.revision_text(rev)
+        target = writable_note_path(f"{dest}/{rev.path[len(under) :]}", attachment=is_attachment(rev.path))
+        text = _text(vault, rev)
         current, digest = _now(vault, target)
         origin = f"{rev.path} at revision {revision_id(rev)}, known at {format_time(rev.known_at)}"
         step = Step(target, text, current, digest, origin)
@@ -316,7 +331,7 @@ def plan_undo(vault: Vault, batch_id: int, *, force: bool = False) -> list[Step]
         current, digest = _now(vault, rev.path)
         text = None
         if before is not None and not before.deleted:
-            text = vault.revision_text(before)
+            text = _text(vault, before)
         step = Step(rev.path, text, current, digest, f"state before batch {batch_id}")
         if digest != rev.content_hash and not force:
             later = [r for r in vault.history(rev.path) if r.path == rev.path and r.batch_id > batch_id]
@@ -397,7 +412,7 @@ def _write(root: str, rel: str, text: str | None, expected: str | None) -> bool:
         return False
     if text is None:
         return _unlink(root, rel, expected)
-    data = text.encode("utf-8")
+    data = text.encode("utf-8", "surrogateescape")  # an attachment's exact bytes (``_text``); a note's UTF-8
     try:
         if exists:
 
@@ -406,7 +421,7 @@ def _write(root: str, rel: str, text: str | None, expected: str | None) -> bool:
                     raise NoteChanged(rel)
                 return data
 
-            vaultfs.edit(root, rel, MAX_FILE_BYTES, change)
+            vaultfs.edit(root, rel, _limit(rel), change)
         else:
             vaultfs.create(root, rel, data)
     except (NoteChanged, FileExistsError, FileNotFoundError):
@@ -418,10 +433,18 @@ def _unlink(root: str, rel: str, expected: str | None) -> bool:
     *parts, last = rel.split("/")
     try:
         with vaultfs.folder(root, parts) as where:
-            data, _ = vaultfs.read_note(root, rel, MAX_FILE_BYTES)
-            if content_hash(data) != expected:
+            if is_attachment(rel):
+                found = digest(file_pieces(root, rel))[0]
+            else:
+                found = content_hash(vaultfs.read_note(root, rel, MAX_FILE_BYTES)[0])
+            if found != expected:
                 return False
             os.unlink(where.at(vaultfs.disk_name(where, last)), dir_fd=where.fd)
     except FileNotFoundError:
         return False
     return True
+
+
+def _limit(rel: str) -> int:
+    """How much of the file at ``rel`` a restore reads to check it still holds what was recorded."""
+    return max(MAX_FILE_BYTES, max_attachment_bytes()) if is_attachment(rel) else MAX_FILE_BYTES

@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .disk.attachments import Body, Changed, body_of, is_attachment, max_attachment_bytes, text_of, too_large
 from .disk.digest import content_hash
 from .disk.folder import Absent, FileProblem, Observed, Present, Unreadable, decode, observe_file
 from .disk.paths import disk_path
 from .errors import ParseError
-from .parsers import ParsedNote, parse_note
+from .parsers import ParsedNote, parse_file
 from .store.contract import Batch, Change, Engine
 from .store.read import file_stamp
 from .times import format_time
@@ -272,25 +273,35 @@ class Plan:
             self._hold = None  # decided: this batch holds nothing back
         for path, obs in self.to_read:
             live_rev = self.live.get(path)
+            body: Body | None = None
             try:
-                data = obs.read()
-                digest = content_hash(data)
+                if is_attachment(path):  # hashed in pieces, never read whole; stored as the batch writes it
+                    body = body_of(obs)
+                    data, digest, size = b"", body.hash, body.size
+                    text = text_of(path, body) if live_rev is None or live_rev[1] != digest else ""
+                else:
+                    data = obs.read()
+                    digest, size = content_hash(data), len(data)
                 if live_rev is not None and live_rev[1] == digest:
                     self.unchanged += 1
                     if obs.mtime_ns is not None:
-                        self.state_updates.append((path, len(data), obs.mtime_ns, digest))
+                        self.state_updates.append((path, size, obs.mtime_ns, digest))
                     continue
                 if (
                     self._settle
-                    and not _settled(obs, len(data), self._now_ns)
+                    and not _settled(obs, size, self._now_ns)
                     and not self._moved_here(path, live_rev, digest)
                     and (self._may_wait is None or self._may_wait(path))
                 ):
                     self.unsettled.append(path)
                     continue
-                text = decode(data)
+                if body is None:
+                    text = decode(data)
             except ParseError as exc:
                 self.refused.append(FileProblem(path, str(exc)))
+                continue
+            except Changed as exc:
+                self.refused.append(FileProblem(path, f"{exc}; recorded when it rests"))
                 continue
             except OSError as exc:
                 self.refused.append(FileProblem(path, f"cannot read: {exc.strerror}"))
@@ -300,10 +311,11 @@ class Plan:
                 "modified" if live_rev else "created",
                 text,
                 digest,
-                len(data),
+                size,
                 obs.mtime_ns,
                 live_id=live_rev[0] if live_rev else None,
                 prev_id=live_rev[0] if live_rev else None,
+                body=body,
             )
             candidates = self._by_hash.get(digest)
             if live_rev is None and not candidates and self._twins is not None:
@@ -353,7 +365,7 @@ class Plan:
             if path in self.live:
                 continue
             try:
-                digest = content_hash(obs.read())
+                digest = body_of(obs).hash if is_attachment(path) else content_hash(obs.read())
             except (OSError, ParseError):
                 continue  # the batch names it
             if digest in self._by_hash:
@@ -495,6 +507,8 @@ def write_plan(
         pool = workers if isinstance(workers, ParsePool) else stack.enter_context(ParsePool(workers))
         parallel = pool.workers > 0 and len(plan.to_read) >= PARALLEL_MIN_NOTES
         for change, parsed in parse_stream(plan.changes(), writer, pool if parallel else None):
+            if change.body is not None and not _stored(writer, change, plan, summary):
+                continue
             summary.warnings.extend(
                 FileProblem(change.path, w, change.hash, renamed=change.kind == "renamed") for w in parsed.warnings
             )
@@ -517,6 +531,27 @@ def write_plan(
         if on_write is not None:
             on_write(writer)
     return _summary(summary, plan, writer, written, started)
+
+
+def _stored(writer: Batch, change: Change, plan: Plan, summary: BatchSummary) -> bool:
+    """Store an attachment's bytes before its revision: False (the file named in ``plan.refused``, a later batch
+    records it) when they changed while they were stored or can no longer be read. One over the size limit is
+    recorded by hash and size alone, with a warning."""
+    assert change.body is not None
+    try:
+        writer.store_body(change.body)
+    except Changed as exc:
+        plan.refused.append(FileProblem(change.path, f"{exc}; recorded when it rests"))
+        return False
+    except ParseError as exc:
+        plan.refused.append(FileProblem(change.path, str(exc)))
+        return False
+    except OSError as exc:
+        plan.refused.append(FileProblem(change.path, f"cannot read: {exc.strerror}"))
+        return False
+    if not change.body.keep:
+        summary.warnings.append(FileProblem(change.path, too_large(change.size, max_attachment_bytes()), change.hash))
+    return True
 
 
 def _summary(summary: BatchSummary, plan: Plan, writer: Batch, written: list[str], started: float) -> BatchSummary:
@@ -546,7 +581,7 @@ def parse_stream(
     """
     if workers is None or workers.workers < 1:
         for change in changes:
-            yield change, parse_note(change.text, change.path)
+            yield change, parse_file(change.text, change.path)
         return
     pool = workers.executor()
     work = writer.ahead()
@@ -601,7 +636,7 @@ def _parse(
 ) -> list[tuple[ParsedNote, list[Any]]]:
     out = []
     for text, path in notes:
-        parsed = parse_note(text, path)
+        parsed = parse_file(text, path)
         out.append((parsed, [work(parsed) for work in ahead]))
     return out
 

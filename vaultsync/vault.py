@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .disk import edit, vaultfs
+from .disk.attachments import is_attachment
 from .disk.folder import MAX_FILE_BYTES, FileProblem
 from .disk.paths import nfc, note_candidates, note_path
 from .errors import ConfigError, NoteNotFound, StoreError, UnknownRevision
@@ -273,13 +274,38 @@ class Vault:
             view.with_links([rev])
             return Note(rev, view.content(rev))
 
+    def read_bytes(
+        self, path: str, sink: Callable[[bytes], object], as_of: TimeLike = None, valid_at: TimeLike = None
+    ) -> Revision:
+        """Hand a file's exact bytes as of ``as_of`` to ``sink``, piece by piece (an attachment's in bounded memory;
+        a note's text as UTF-8), and return its revision. NoteNotFound if it did not exist then; StoreError when
+        its bytes were not kept (an attachment over the size limit when it was recorded)."""
+        pinned = self._pin(path, as_of, "as_of")
+        with self._view() if pinned is not None else self._view(as_of, valid_at) as view:
+            rev = pinned if pinned is not None else applying(view, path, self.name, self.history)
+            _send(view, rev, sink)
+        return rev
+
+    def revision_bytes(self, revision: Revision, sink: Callable[[bytes], object]) -> None:
+        """Hand the exact bytes of one stored revision to ``sink``, piece by piece (``read_bytes``)."""
+        with self._view() as view:
+            _send(view, revision, sink)
+
     def ls(
-        self, as_of: TimeLike = None, prefix: str = "", valid_at: TimeLike = None, *, tag: str | None = None
+        self,
+        as_of: TimeLike = None,
+        prefix: str = "",
+        valid_at: TimeLike = None,
+        *,
+        tag: str | None = None,
+        attachments: bool = True,
     ) -> list[Revision]:
-        """The notes that existed as of ``as_of`` (with ``valid_at``: the revisions applying then), by path
-        (with ``tag``: only those tagged so, see ``tagged``)."""
+        """The files that existed as of ``as_of`` (with ``valid_at``: the revisions applying then), by path
+        (with ``tag``: only notes tagged so, see ``tagged``; ``attachments`` False: notes only)."""
         with self._view(as_of, valid_at) as view:
             found = view.ls(nfc(prefix))
+        if not attachments:
+            found = [r for r in found if not is_attachment(r.path)]
         return tagged(found, tag) if tag else found
 
     def history(self, path: str, valid_at: TimeLike = None) -> list[Revision]:
@@ -627,3 +653,18 @@ class Vault:
 
 
 __all__ = ["BatchSummary", "FileProblem", "Note", "Vault", "StoreError", "as_micros"]
+
+
+def _send(view: View, rev: Revision, sink: Callable[[bytes], object]) -> None:
+    """``rev``'s bytes to ``sink``: a note's text as UTF-8, an attachment's stored pieces (StoreError: not kept)."""
+    if not is_attachment(rev.path):
+        sink(view.content(rev).encode("utf-8"))
+        return
+    pieces = view.body(rev)
+    if pieces is None:
+        raise StoreError(
+            f"{rev.path} was recorded by hash and size only ({rev.size} bytes, over the attachment size "
+            "limit then): its bytes were not kept"
+        )
+    for piece in pieces:
+        sink(piece)

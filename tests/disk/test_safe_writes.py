@@ -107,7 +107,7 @@ async def test_every_symlink_shape_is_refused_by_both_write_tools(setup: dict[st
                 new = path.rsplit("/", 1)[0] + "/new.md"
                 assert "is a symlink" in error_text(await c.call_tool("create_note", {"path": new, "content": "x"}))
         listed = [f + row[0] for f, rows in sc(await c.call_tool("list_notes", {}))["folders"].items() for row in rows]
-    assert listed == ["Real.md"]
+    assert listed == ["Real.md", "data.txt"]  # (data.txt: an attachment)
     assert snapshot(root, outside) == before, "nothing written anywhere"
     assert not (root / ".obsidian" / "plugins" / "evil").exists()
 
@@ -415,7 +415,7 @@ def test_import_and_the_watchers_path_sync_skip_symlinks_alike(setup: dict[str, 
         os.symlink(target, root / link)
     with Vault.open(db, root=root) as vault:
         full = vault.sync()
-        assert [r.path for r in vault.ls()] == ["Projects/Atlas.md", "Real.md"]
+        assert [r.path for r in vault.ls()] == ["Projects/Atlas.md", "Real.md", "data.txt"]  # (an attachment)
         named = ["cfg.md", "same.md", "text.md"]  # symlinked notes are named; symlinked folders are not entered
         assert sorted(e.path for e in full.errors) == named and full.renamed == 0
         assert all("a symlink, not followed" in e.reason for e in full.errors)
@@ -426,5 +426,5 @@ def test_import_and_the_watchers_path_sync_skip_symlinks_alike(setup: dict[str, 
         os.rename(root / "Projects", root / "Moved")
         os.symlink("Moved", root / "Projects")
         watched = vault.sync(["Projects", "Moved"])
-        assert watched.renamed == 1 and [r.path for r in vault.ls()] == ["Moved/Atlas.md", "Real.md"]
+        assert watched.renamed == 1 and [r.path for r in vault.ls()] == ["Moved/Atlas.md", "Real.md", "data.txt"]
         assert vault.sync().added == 0 and vault.sync().renamed == 0

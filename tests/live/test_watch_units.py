@@ -27,7 +27,8 @@ from watchdog.events import (
 )
 
 from vaultsync.disk.folder import observe_paths, scan
-from vaultsync.disk.paths import changed_path, is_note_path, nfc
+from vaultsync.disk.ignore import recorded
+from vaultsync.disk.paths import changed_path, nfc
 from vaultsync.gitimport import GitHistory
 from vaultsync.live import debounce
 from vaultsync.live.debounce import Debouncer, Pending, collapse
@@ -135,7 +136,7 @@ ROOT = "/vault"
         (FileCreatedEvent(f"{ROOT}/.a.md.swp"), []),
         (FileCreatedEvent(f"{ROOT}/a.md.swp"), []),
         (FileCreatedEvent(f"{ROOT}/4913"), []),
-        (FileCreatedEvent(f"{ROOT}/image.png"), []),
+        (FileCreatedEvent(f"{ROOT}/image.png"), ["image.png"]),  # an attachment
         (FileDeletedEvent("/elsewhere/a.md"), []),
         (FileOpenedEvent(f"{ROOT}/a.md"), []),
         (FileClosedNoWriteEvent(f"{ROOT}/a.md"), []),
@@ -159,7 +160,8 @@ def test_handler_marks_only_paths_that_can_matter(event: FileSystemEvent, dirty:
 
 NFD_FOLDER, NFD_NAME = unicodedata.normalize("NFD", "Café"), unicodedata.normalize("NFD", "Résumé.md")
 TRICKY = {
-    # file as named on disk: is it a note?  (its NFC path is the note's path)
+    # file as named on disk: is it recorded?  (its NFC path is the note's path; a name not ending in .md is an
+    # attachment, recorded as well)
     "a.md": True,
     "Sub/b.md": True,
     "a/b/c/d/deep.md": True,
@@ -168,8 +170,8 @@ TRICKY = {
     "a b/ü.md": True,
     f"{NFD_FOLDER}/{NFD_NAME}": True,  # as macOS writes names
     f"{NFD_NAME}": True,
-    "a.MD": False,  # the suffix is exactly .md
-    "Upper.Md": False,
+    "a.MD": True,  # the suffix is exactly .md: an attachment, not a note
+    "Upper.Md": True,
     ".a.md": False,
     ".md": False,
     "Sub/..md": False,
@@ -179,7 +181,7 @@ TRICKY = {
     "a.md.tmp": False,
     "a.md~": False,
     "a.md.swp": False,
-    "x.txt": False,
+    "x.txt": True,  # an attachment
 }
 FOLDERS = {
     # folder event path (trailing slash as some tools send it): the notes below it
@@ -217,15 +219,15 @@ def watched(root: Path, event: FileSystemEvent) -> list[str]:
 
 def test_every_door_applies_the_same_note_rules(tricky_vault: Path) -> None:
     """The scanner (import, reconcile), the watcher (its event filter, then the paths it marks as its batch
-    observes them), a targeted sync of given paths, the git backfill and ``is_note_path`` each decide
-    on the same files; each must find exactly the notes the table says, under their NFC paths."""
+    observes them), a targeted sync of given paths, the git backfill and ``ignore.recorded`` each decide
+    on the same files; each must find exactly the files the table says, under their NFC paths."""
     root = tricky_vault
     found = {
         "scanner": sorted(scan(root)[0]),
         "watcher": sorted(p for path in TRICKY for p in watched(root, FileCreatedEvent(str(root / path)))),
         "targeted sync": sorted(p for path in TRICKY for p in targeted(root, [path])),
-        "is_note_path": sorted(nfc(path) for path in TRICKY if is_note_path(nfc(path))),
-        "event filter": sorted(nfc(path) for path in TRICKY if NoteFilter()(nfc(path), False)),
+        "recorded": sorted(nfc(path) for path in TRICKY if recorded(root)(nfc(path))),
+        "event filter": sorted(nfc(path) for path in TRICKY if NoteFilter(root)(nfc(path), False)),
     }
     if shutil.which("git") is not None:
         git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.org"]

@@ -86,7 +86,9 @@ def checkout(obj: Context, as_of: int | str | None, to: Path, as_json: bool) -> 
     if as_json:
         echo_json(done.to_json())
         return
-    click.echo(f"{done.notes} notes ({done.bytes:,} bytes) as of {format_time(done.as_of)} written to {done.folder}")
+    click.echo(f"{done.notes} files ({done.bytes:,} bytes) as of {format_time(done.as_of)} written to {done.folder}")
+    if done.left_out:
+        click.echo(f"left out (recorded by hash and size only): {', '.join(done.left_out)}", err=True)
 
 
 @click.command()

@@ -9,12 +9,13 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import NotANote, ParseError
 from . import vaultfs
+from .ignore import recorded
 from .paths import disk_path, is_hidden, is_note_path, is_visible_folder, nfc, relative
 
 logger = logging.getLogger(__name__)
@@ -64,6 +65,8 @@ class Present:
     data: bytes | None = None
     root: str | None = None
     """The vault folder ``fs_path`` lies in: the file is read from it without following symlinks."""
+    stream: Callable[[], Iterator[bytes]] | None = None
+    """Given bytes too large to hold (a large git blob): read again, in pieces, each time it is called."""
 
     def read(self) -> bytes:
         """The file's bytes (ParseError when it grew past the limit since it was seen, or became a
@@ -127,15 +130,17 @@ def decode(data: bytes) -> str:
 
 
 def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[str, Observed], list[FileProblem]]:
-    """Every note file below ``root`` (or below the folder ``under``), by NFC vault-relative path.
+    """Every recorded file below ``root`` (or below the folder ``under``), notes and attachments, by NFC
+    vault-relative path.
 
-    Dot-folders and dot-files are skipped; symlinks are not notes (see ``paths``): a symlinked
-    folder is not entered, a symlinked ``.md`` file is named as a file that cannot be a note. ``keep`` sees every
-    note file found and
-    may leave it out (a full sync drops unchanged files as it goes, so they cost no memory).
+    Dot-folders and dot-files are skipped, and so are the files ``ignore.recorded`` leaves out; symlinks are
+    not recorded (see ``paths``): a symlinked folder is not entered, a symlinked file is named as a file that
+    cannot be recorded. ``keep`` sees every file found and may leave it out (a full sync drops unchanged files
+    as it goes, so they cost no memory).
     """
     found: dict[str, Observed] = {}
     errors: list[FileProblem] = []
+    rules = recorded(root)
     real_root = str(root)  # fs paths below are root + relative parts: vaultfs walks them from root
     start = os.path.join(root, under) if under else str(root)
     stack = [start]
@@ -162,10 +167,11 @@ def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[st
                     continue
             except OSError:
                 continue
-            if not is_note_path(entry.name):
-                continue
             rel = nfc(prefix + entry.name)
-            obs = _observe_entry(real_root, entry)
+            note = is_note_path(rel)
+            if not rules.listed(rel, entry.name) or (not note and _linked_folder(entry.path)):
+                continue
+            obs = _observe_entry(real_root, entry, note)
             if isinstance(obs, Unreadable):
                 errors.append(FileProblem(rel, obs.reason))
             if keep is None or keep(rel, obs):
@@ -173,7 +179,12 @@ def scan(root: Path, under: str = "", keep: Keep | None = None) -> tuple[dict[st
     return found, errors
 
 
-def _observe_entry(root: str, entry: os.DirEntry[str]) -> Observed:
+def _linked_folder(fs_path: str) -> bool:
+    """A symlink to a folder: not entered, and not named either (a symlinked note file is named: ``SYMLINK``)."""
+    return os.path.islink(fs_path) and os.path.isdir(fs_path)
+
+
+def _observe_entry(root: str, entry: os.DirEntry[str], note: bool = True) -> Observed:
     """``observe_file`` for a listed entry: a plain regular file costs one ``lstat``, not three calls;
     a symlink is named, not followed."""
     try:
@@ -185,7 +196,7 @@ def _observe_entry(root: str, entry: os.DirEntry[str]) -> Observed:
         plain, st = False, None
     if st is None or not plain:
         return observe_file(root, entry.path)
-    if st.st_size > MAX_FILE_BYTES:
+    if note and st.st_size > MAX_FILE_BYTES:
         return Unreadable(_too_large(st.st_size))
     return Present(size=st.st_size, mtime_ns=st.st_mtime_ns, fs_path=entry.path, root=root)
 
@@ -204,7 +215,7 @@ def observe_file(root: str, fs_path: str) -> Observed:
         return Unreadable(SYMLINK) if real_folder and os.path.islink(fs_path) else Absent()
     except OSError as exc:
         return Unreadable(f"cannot read: {exc.strerror}")
-    if st.st_size > MAX_FILE_BYTES:
+    if st.st_size > MAX_FILE_BYTES and is_note_path(rel):  # an attachment's limit is the store's (``attachments``)
         return Unreadable(_too_large(st.st_size))
     return Present(size=st.st_size, mtime_ns=st.st_mtime_ns, fs_path=fs_path, root=root)
 
@@ -219,6 +230,7 @@ def observe_paths(
     folder that vanished are observed too.
     """
     real_root = str(root)
+    rules = recorded(root)
     live_paths = sorted(live)
     observed: dict[str, Observed] = {}
     errors: list[FileProblem] = []
@@ -229,7 +241,7 @@ def observe_paths(
                 sub, sub_errors = scan(root, relative(root, fs_path))
                 observed.update(sub)
                 errors.extend(sub_errors)
-        elif is_note_path(rel):
+        elif rules(rel) and (is_note_path(rel) or not _linked_folder(fs_path)):
             fs_path = _untwinned(fs_path, errors, rel)
             obs = observe_file(real_root, fs_path)
             observed[rel] = obs
@@ -272,7 +284,7 @@ def files_containing(root: Path, strings: list[str]) -> list[str]:
     observed, _ = scan(root)
     found = []
     for path, seen in sorted(observed.items()):
-        if not isinstance(seen, Present):
+        if not isinstance(seen, Present) or not is_note_path(path):
             continue
         try:
             text = seen.read().decode("utf-8", "replace")

@@ -99,12 +99,12 @@ MAX_NAME_BYTES = 255
 """The longest file or folder name (UTF-8 bytes) a write creates: what Linux, macOS and Windows file systems allow."""
 
 
-def writable_note_path(path: str) -> str:
+def writable_note_path(path: str, *, attachment: bool = False) -> str:
     """A user-given path for a write as the vault-relative NFC note path, or PathError saying why not.
 
-    Absolute paths, ``..``, names not ending in ``.md``, dot-files and dot-folders are refused
-    (the write itself then refuses symlinks and non-regular files on the way: ``vaultfs``), and so
-    are names holding a control character (``printable.UNPRINTABLE``: a newline, an escape sequence)
+    Absolute paths, ``..``, names not ending in ``.md`` (unless ``attachment``: a restored file), dot-files and
+    dot-folders are refused (the write itself then refuses symlinks and non-regular files on the way: ``vaultfs``),
+    and so are names holding a control character (``printable.UNPRINTABLE``: a newline, an escape sequence)
     or a part longer than ``MAX_NAME_BYTES``.
     """
     rel = _given(path)
@@ -125,9 +125,9 @@ def writable_note_path(path: str) -> str:
     if ".." in rel.split("/"):
         raise PathError(f"{path!r} contains '..'; give a path inside the vault like Folder/Note.md")
     rel = posixpath.normpath(rel)
-    if not rel.endswith(NOTE_SUFFIX):
+    if not rel.endswith(NOTE_SUFFIX) and not attachment:
         raise PathError(f"{path!r} is not a Markdown note; the name must end in .md")
-    if not is_note_path(rel):
+    if not is_note_path(rel if not attachment else rel + NOTE_SUFFIX):
         raise PathError(f"{path!r} is inside a hidden folder or has an empty part; choose a visible folder")
     return rel
 

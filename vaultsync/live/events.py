@@ -23,6 +23,7 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserverVFS
 
 from ..disk.capabilities import inotify_limit
+from ..disk.ignore import recorded
 from ..disk.paths import is_hidden, is_note_path, is_visible_folder
 from . import overflow
 
@@ -48,17 +49,24 @@ _WATCH_ERRORS = (errno.ENOSPC, errno.EMFILE, errno.ENFILE, errno.ENOMEM)
 
 
 class NoteFilter:
-    """Which event paths can matter: notes and folders, never dot-places, exactly as ``import`` sees them.
+    """Which event paths can matter: recorded files (notes and attachments) and folders, never dot-places,
+    exactly as ``import`` sees them (``ignore.recorded``).
 
-    Dot-files and dot-folders (``.obsidian/``, ``.trash/``, ``.git/``, ``.a.md.tmp``, ``.a.md.swp``) and
-    every non-Markdown name (``a.md~``, ``a.md.swp``, ``4913``, ``x.png``) are ignored; an ignored name
-    here that ``import`` stores would make the watcher and a reconcile scan disagree.
+    Dot-files and dot-folders (``.obsidian/``, ``.trash/``, ``.git/``, ``.a.md.tmp``, ``.a.md.swp``), temporary
+    names (``a.md~``, ``a.md.swp``, ``4913``) and what the vault's ``.vaultsyncignore`` names are ignored; an
+    ignored name here that ``import`` stores would make the watcher and a reconcile scan disagree. Without a
+    ``root``, only Markdown notes.
     """
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = root
 
     def __call__(self, rel: str, is_directory: bool) -> bool:
         if not rel or rel == "." or rel.startswith("../"):
             return False
-        return is_visible_folder(rel) if is_directory else is_note_path(rel)
+        if is_directory:
+            return is_visible_folder(rel)
+        return is_note_path(rel) if self.root is None else recorded(self.root)(rel)
 
 
 class DirtyHandler(FileSystemEventHandler):
@@ -72,7 +80,7 @@ class DirtyHandler(FileSystemEventHandler):
     def __init__(self, root: str | os.PathLike[str], mark: MarkDirty, accept: NoteFilter | None = None) -> None:
         self.root = os.fspath(root).rstrip(os.sep) + os.sep
         self.mark = mark
-        self.accept = accept or NoteFilter()
+        self.accept = accept or NoteFilter(root)
 
     def rel(self, path: str | bytes) -> str | None:
         """The vault-relative path of an event's path, as named on disk (``Vault.sync`` normalises it)."""
@@ -198,13 +206,13 @@ def start_observer(root: Path, mark: MarkDirty, polling: bool = False) -> Watchd
 
 
 def _note_entries(path: str | None) -> Iterator[os.DirEntry[str]]:
-    """The polling observer's listdir: only non-dot folders (not symlinked) and ``.md`` files."""
+    """The polling observer's listdir: only non-dot folders (not symlinked) and files (the handler filters them)."""
     with os.scandir(path) as entries:
         for entry in entries:
             if is_hidden(entry.name):
                 continue
             try:
-                if entry.is_dir(follow_symlinks=False) or (is_note_path(entry.name) and not entry.is_dir()):
+                if entry.is_dir(follow_symlinks=False) or not entry.is_dir():
                     yield entry
             except OSError:
                 continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .attachment import parse_attachment, parse_file
 from .limits import DEFAULT_LIMITS, ParseLimits
 from .model import Callout, Chunk, Link, ParsedNote
 from .note import DEFAULT_MAX_CHUNK_CHARS, parse_note, split_lines
@@ -14,6 +15,8 @@ __all__ = [
     "Link",
     "ParseLimits",
     "ParsedNote",
+    "parse_attachment",
+    "parse_file",
     "parse_note",
     "split_lines",
 ]

@@ -97,6 +97,11 @@ class NoteResult(_Out):
     aliases: list[str] = Field(default_factory=list)
     links: list[dict[str, Any]] = Field(default_factory=list, description="Links in the note, from links_offset on")
     renamed_from: str | None = None
+    mime_type: str | None = Field(
+        default=None,
+        description="Only for an attachment (a file that is not a note): its type. A canvas or a base gives its "
+        "text (cards, views) as content; any other attachment's bytes are never sent: content is empty",
+    )
     offset: int = Field(description="Character offset of content within the note")
     total_chars: int = Field(description="Length of the whole note in characters")
     next_offset: int | None = Field(description="Pass as offset to read the rest; null when content reaches the end")

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from ..disk.attachments import is_attachment, mime_type
 from ..revisions import resolve_cutoff
 from ..times import ACCEPTED, RECENT_DAYS, format_time, recent
 from .answers import (
@@ -200,7 +201,9 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
         tags_offset: Annotated[int, Field(ge=0, description="First tag to return (for notes with many)")] = 0,
     ) -> NoteResult:
         """Read a note's exact Markdown text, now or as it was at a past time, with its title, tags,
-        links, known_at (when vaultsync learned that version) and content hash. A note renamed since is read
+        links, known_at (when vaultsync learned that version) and content hash. An attachment (list_notes lists
+        them: images, PDFs, canvases, bases) comes back with its mime_type and size; a canvas gives its cards' text in
+        reading order, a base its views and filters; no other attachment's bytes are sent. A note renamed since is read
         at a past time by the path it had then (note_history lists its names).
 
         Notes up to 256K characters come back whole; for longer ones, call again with
@@ -211,6 +214,8 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
             note = vault.read(path, as_of=moment(as_of, "as_of"), valid_at=valid_at)
         data = note.to_json()
         text = note.content
+        if is_attachment(note.revision.path):  # a canvas's or a base's text; never an image's bytes
+            data["mime_type"] = mime_type(note.revision.path)
         if offset > len(text):
             raise ToolError(f"offset {offset} is past the end of the note ({len(text)} characters); use offset=0")
         end = content_end(text, offset, min(len(text), offset + max_chars))

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..disk.attachments import Body
 from ..parsers import ParsedNote
 from ..retention import Policy
 from .read import BatchNews, Revision
@@ -67,6 +68,8 @@ class Change:
     prev_id: int | None
     """The revision this one follows (for a rename: the old path's)."""
     renamed_from: str | None = None
+    body: Body | None = None
+    """An attachment's bytes to store (``Batch.store_body``, before its revision); None for a note (its ``text``)."""
 
 
 # ---------------------------------------------------------------- batch
@@ -105,6 +108,12 @@ class Batch(Protocol):
 
     def add_revision(self, change: Change, parsed: ParsedNote) -> None:
         """Append a revision of ``change.path`` with its parsed facts (chunks, links, validity…)."""
+        ...
+
+    def store_body(self, body: Body) -> None:
+        """Store an attachment's bytes once by their hash, streamed in pieces (nothing when stored before, or when
+        ``body.keep`` is False: its hash and size alone); ``attachments.Changed`` (nothing stored) when they are not
+        the bytes hashed."""
         ...
 
     def add_tombstone(self, path: str, live_id: int, renamed_to: str | None = None) -> int:
@@ -151,6 +160,8 @@ class ReadView(Protocol):
     def revision(self, path: str) -> Revision | None: ...
 
     def content(self, revision: Revision) -> str: ...
+
+    def body(self, revision: Revision) -> Iterator[bytes] | None: ...
 
     def applies(self, revision: Revision | None) -> Revision | None: ...
 

@@ -42,6 +42,7 @@ from collections.abc import Iterable, Sequence
 
 import apsw
 
+from ..disk.attachments import is_attachment
 from ..disk.digest import content_hash
 from ..embed.tokenizer import TEXT_VERSION, TOKENIZE
 from ..errors import ConfigError, NoteNotFound
@@ -51,7 +52,7 @@ from ..retention import plan as plan_retention
 from ..times import format_time, now_micros
 from . import codec
 from .read import cutoff
-from .schema import APPEND_ONLY_TABLES, append_only_triggers, has_table
+from .schema import APPEND_ONLY_TABLES, ATTACHMENT_TABLES, append_only_triggers, has_table
 from .search.index import SearchIndexer, index_lag
 from .search.rebuild import rebuild_search
 from .search.repair import Repair
@@ -119,6 +120,8 @@ def revision_texts(con: apsw.Connection, vault_id: int) -> Iterable[tuple[int, s
            WHERE n.vault_id = ? ORDER BY n.id, c.ord""",
         (vault_id,),
     ):
+        if is_attachment(path):  # an attachment's bytes are not text: a note purge forgets one whole
+            continue
         if current is None or current[0] != note_id:
             if current is not None:
                 yield (*current, "".join(parts))  # type: ignore[misc]  # current holds the four columns of a row
@@ -363,6 +366,13 @@ def _collect_garbage(con: apsw.Connection, vault_id: int) -> int:
     """Delete texts, link lists and batches nothing uses any more; return how many batches went."""
     con.execute("DELETE FROM texts WHERE id NOT IN (SELECT text_id FROM chunks)")
     con.execute("DELETE FROM blobs WHERE id NOT IN (SELECT links_id FROM chunks WHERE links_id IS NOT NULL)")
+    # attachments' bytes no revision of any vault holds any more (``store/files.py``)
+    unused = (
+        "SELECT id FROM attachment_bodies "
+        "WHERE hash NOT IN (SELECT content_hash FROM notes WHERE content_hash IS NOT NULL)"
+    )
+    con.execute(f"DELETE FROM attachment_parts WHERE body_id IN ({unused})")
+    con.execute(f"DELETE FROM attachment_bodies WHERE id IN ({unused})")
     empty = json.dumps(
         [
             r[0]
@@ -441,7 +451,7 @@ def run(
     started = time.perf_counter()
     command = kind_of(strings, note, before, policy)
     result = PurgeResult(command)
-    for table in APPEND_ONLY_TABLES:
+    for table in APPEND_ONLY_TABLES + ATTACHMENT_TABLES:
         con.execute(f"DROP TRIGGER IF EXISTS {table}_no_update; DROP TRIGGER IF EXISTS {table}_no_delete;")
     for name, on in _FK_INDEXES.items():
         con.execute(f"CREATE INDEX {name} ON {on}")
@@ -471,7 +481,7 @@ def run(
             rebuild_search(con)
     for name in _FK_INDEXES:
         con.execute(f"DROP INDEX {name}")
-    for table in APPEND_ONLY_TABLES:
+    for table in APPEND_ONLY_TABLES + ATTACHMENT_TABLES:
         con.execute(append_only_triggers(table))
     con.execute(
         """INSERT INTO purges (vault_id, at, command, detail, horizon, revisions_changed, revisions_removed, notes,

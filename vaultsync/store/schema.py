@@ -311,10 +311,39 @@ def m011_request_ids(con: apsw.Connection) -> None:
     con.execute("CREATE INDEX IF NOT EXISTS write_requests_by_state ON write_requests(vault_id, state, id)")
 
 
+@migration
+def m012_attachments(con: apsw.Connection) -> None:
+    """Attachments' bytes (``store/files.py``): each distinct content once, by its SHA-256 (``notes.content_hash`` of
+    the revisions holding it), in parts of at most ``attachments.PIECE`` bytes; ``kept`` 0: over the size limit,
+    recorded by hash and size only. Append-only, as revisions are; safe to run twice."""
+    con.execute(
+        """
+        CREATE TABLE IF NOT EXISTS attachment_bodies (
+            id          INTEGER PRIMARY KEY,
+            hash        TEXT NOT NULL UNIQUE,      -- sha256 hex of the file bytes (notes.content_hash)
+            size        INTEGER NOT NULL,
+            kept        INTEGER NOT NULL           -- 1: the bytes are in attachment_parts; 0: hash and size only
+        );
+        CREATE TABLE IF NOT EXISTS attachment_parts (
+            body_id     INTEGER NOT NULL REFERENCES attachment_bodies(id),
+            ord         INTEGER NOT NULL,
+            data        BLOB NOT NULL,
+            PRIMARY KEY (body_id, ord)
+        );
+        """
+    )
+    for table in ATTACHMENT_TABLES:
+        con.execute(append_only_triggers(table))
+
+
+ATTACHMENT_TABLES = ["attachment_bodies", "attachment_parts"]
+"""Append-only too (``m012_attachments``)."""
+
 PROBES = {
     "moves": ["index notes_by_hash", "column vault_devices.inode"],
     "write_requests": ["table write_requests", "index write_requests_by_state"],
     "request_ids": ["autoincrement write_requests"],
+    "attachments": ["table attachment_bodies", "table attachment_parts"],
 }
 """How a database from before names shows each migration after the common prefix (``store/migrations.py``)."""
 
@@ -349,6 +378,7 @@ def readable(con: apsw.Connection, found: State) -> bool:
     Without ``moves`` no vault folder's inode is registered, no note is indexed by its hash: reads need neither.
     Without ``write_requests`` there are none: read-only, none is asked or answered.
     Without ``request_ids`` a write request's id may be given again: read-only, none is given.
+    Without ``attachments`` no attachment was recorded: read-only, none is read.
     """
     if not found.missing:
         return True

@@ -29,13 +29,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..disk.attachments import Body, is_attachment, text_of
 from ..errors import ConfigError
-from ..parsers import parse_note
+from ..parsers import parse_file
 from .contract import Change, Engine
+from .read import Revision
 
 if TYPE_CHECKING:
     from . import StoredVault
@@ -190,7 +192,11 @@ def _copy_vault(
                         prev,
                         r.renamed_from,
                     )
-                    batch.add_revision(change, parse_note(text, r.path))
+                    if is_attachment(r.path):  # its bytes first, streamed from the source (``_body``)
+                        body = _body(src, src_id, name, r)
+                        batch.store_body(body)
+                        change.text = text = text_of(r.path, body)
+                    batch.add_revision(change, parse_file(text, r.path))
                 sha = info["detail"] if info["detail"] in commits else None
                 if sha is not None:
                     batch.record_git_commit(sha, info["known_at"])
@@ -212,3 +218,18 @@ def _copy_vault(
         for sha in sorted(commits):
             batch.record_git_commit(sha, 0)
     return {"batches": batches, "revisions": revisions}
+
+
+def _body(src: Engine, src_id: int, name: str, r: Revision) -> Body:
+    """An attachment revision's bytes in the source, to store in the destination: read piece by piece from a view of
+    the source each time they are asked for (its hash and size as recorded; ``keep`` False when the source kept
+    none)."""
+    assert r.content_hash is not None and r.size is not None
+
+    def pieces() -> Iterator[bytes]:
+        with src.view(src_id, name) as view:
+            yield from view.body(r) or ()
+
+    with src.view(src_id, name) as view:
+        kept = view.body(r) is not None
+    return Body(r.content_hash, r.size, pieces, keep=kept)

@@ -10,11 +10,12 @@ from typing import Any, ClassVar
 
 import apsw
 
+from ..disk.attachments import is_attachment
 from ..disk.digest import content_hash
 from ..errors import ConfigError
 from ..times import format_time
+from . import files, timeline
 from . import read as q
-from . import timeline
 from .codec import content_key, unpack
 from .provenance import PurgeRecord, locate, purge_records, revision_in_vault
 from .purge import horizon
@@ -108,6 +109,15 @@ class View:
     def content(self, revision: Revision) -> str:
         """A revision's exact text."""
         return q.content(self._con, revision.note_id)
+
+    def body(self, revision: Revision) -> Iterator[bytes] | None:
+        """An attachment revision's exact bytes, piece by piece (``store/files.py``); None when they were not kept
+        (over the size limit when recorded: its hash and size alone)."""
+        assert revision.content_hash is not None, "a tombstone has no bytes"
+        stored = files.info(self._con, revision.content_hash)
+        if stored is None or not stored.kept:
+            return None
+        return files.pieces(self._con, revision.content_hash)
 
     def applies(self, revision: Revision | None) -> Revision | None:
         """The revision that applies at ``valid_at`` when ``revision`` is the one visible (itself without
@@ -389,11 +399,13 @@ class View:
             except (ValueError, zlib.error):  # a damaged text: find which revisions it is in, one by one
                 texts = {row[0]: self._content_or_none(row[0]) for row in page}
             for note_id, path, expected, size in page:
+                if is_attachment(path):  # its bytes are checked by their hash (``files.problems``)
+                    continue
                 text = texts[note_id]
                 data = b"\0unreadable" if text is None else text.encode("utf-8", "surrogatepass")
                 if content_hash(data) != expected or len(data) != size:
                     problems.append(f"revision {note_id} of {path} does not match its content hash")
-        return problems
+        return problems + files.problems(con, self.vault_id)
 
     def _content_or_none(self, note_id: int) -> str | None:
         try:

@@ -11,9 +11,10 @@ from typing import Any
 
 import apsw
 
+from ..disk.attachments import Body
 from ..parsers import ParsedNote
 from ..times import next_stamp, now_micros
-from . import codec
+from . import codec, files
 from .contract import AheadWork, Change, Indexer
 
 DICTIONARY_SAMPLE = 1024
@@ -343,6 +344,10 @@ class BatchWriter:
             )
             for row_id, chunk, text_id in zip(row_ids, parsed.chunks, text_ids)
         ]
+
+    def store_body(self, body: Body) -> None:
+        """Store an attachment's bytes once by their hash (``files.store``)."""
+        files.store(self.con, body)
 
     def add_tombstone(self, path: str, live_id: int, renamed_to: str | None = None) -> int:
         """Record that ``path`` stopped existing (or was renamed to ``renamed_to``)."""
