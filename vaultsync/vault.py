@@ -280,7 +280,8 @@ class Vault:
         """Hand a file's exact bytes as of ``as_of`` to ``sink``, piece by piece (an attachment's in bounded memory;
         a note's text as UTF-8), and return its revision. NoteNotFound if it did not exist then; StoreError when
         its bytes were not kept (an attachment over the size limit when it was recorded)."""
-        pinned = self._pin(path, as_of, "as_of")
+        cutoff = valid_at is not None and batch_named(as_of) is not None  # as ``read``: which applied, known then
+        pinned = None if cutoff else self._pin(path, as_of, "as_of")
         with self._view() if pinned is not None else self._view(as_of, valid_at) as view:
             rev = pinned if pinned is not None else applying(view, path, self.name, self.history)
             _send(view, rev, sink)
