@@ -157,13 +157,13 @@ def estimate(sizes: Sizes, share: dict[str, Share], live_touched: bool) -> int:
     revisions of the current state (so the vault's live index is merged too)."""
     total = sizes.slack
     for table, name, size in sizes.parts:
-        if name in sizes.fts and (name == "search_fts_data" or live_touched):
+        part, whole = share.get(table, (0.0, 0.0))
+        merged = part > 0 if name == "search_fts_data" else live_touched  # the FTS5 indexes the purge merges
+        if name in sizes.fts and merged:
             terms, postings = sizes.fts[name]
-            part, whole = share.get(table, (0.0, 0.0))
             left = postings * (1.0 - min(part / whole, 1.0)) if whole > 0 else postings
             kept = min(float(size), TERM_BYTES * terms + POSTING_BYTES * left)
         else:
-            part, whole = share.get(table, (0.0, 0.0))
             if not (whole > 0 and part > 0):
                 continue
             kept = size * (1.0 - min(part / whole, 1.0))
