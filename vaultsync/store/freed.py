@@ -4,14 +4,19 @@ Removing revisions shrinks far more than the compressed text only they used: the
 link lists and the search index's rows, docs, vectors and keyword postings (FTS5 on SQLite, posting tables on
 PostgreSQL) go too, with each table's indexes, and batches merged away take their rows and statistics. So the
 estimate counts, for each table, the share of its rows (or of its bytes or tokens, where rows differ much in size)
-that the thinning removes, and takes that share of the bytes the table and its indexes occupy now: on SQLite the
-pages ``dbstat`` counts for each b-tree (an FTS5 table's shadow tables, a table's indexes and overflow pages
-included), on PostgreSQL ``pg_total_relation_size`` (indexes and TOAST included). On SQLite the free pages and
-the WAL, which the purge's VACUUM and checkpoint give back too, are added.
+that the thinning removes, and takes that share of the bytes the table and each of its indexes occupy now, in
+whole pages: on SQLite the pages ``dbstat`` counts for each b-tree (overflow pages included; FTS5's shadow tables
+under their FTS5 table), on PostgreSQL ``pg_relation_size`` of each table, index and TOAST relation.
 
-Tables the thinning does not shrink (the current state's live index, the vault's own rows) count nothing.
-Measured against the real purge followed by VACUUM (SQLite) or VACUUM FULL (PostgreSQL) the estimate lies
-within ``BOUND`` of the bytes actually freed (benchmarks/bench_retention.py; tests/vault/test_retention_bytes.py).
+On SQLite the purge's compaction gives back more than what goes: VACUUM and the WAL checkpoint free the free
+pages and the WAL, and merging each FTS5 index it touches into one segment (``search.repair``) drops the space
+its older segments and deletion markers took. That holds for the vault's live index too, though no row of it
+goes, whenever the thinning rewrites current revisions. A merged FTS5 index's size is estimated from its distinct
+terms and postings (``TERM_BYTES``, ``POSTING_BYTES``, read through a temporary ``fts5vocab`` table).
+
+Measured against the real purge with its VACUUM (SQLite), or followed by VACUUM FULL (PostgreSQL, where the
+space is otherwise only made reusable), the estimate lies within ``BOUND`` of the bytes actually freed
+(benchmarks/bench_retention.py; tests/vault/test_retention_bytes.py).
 """
 
 from __future__ import annotations
