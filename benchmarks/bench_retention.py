@@ -6,8 +6,9 @@ The Help bundle (../shared/corpora/obsidian-help.bundle, read at run time, never
 its commit's time, its hash as the batch's detail). Then ``SAVES`` saves over the next three days, each a line
 appended to one of 5 notes and recorded as its own batch (what a watcher records of a person at work: git
 commits are much coarser). The database is vacuumed and its WAL truncated (the size "before"), a dry run says
-what ``POLICY`` would free, then ``Vault.purge(policy=POLICY, now=...)`` thins it as of the last save (the purge
-vacuums and truncates the WAL itself: the size "after"), and once more a day later (the steady state).
+what ``POLICY`` would free (its estimate is recorded beside the bytes the purge really frees), then
+``Vault.purge(policy=POLICY, now=...)`` thins it as of the last save (the purge vacuums and truncates the WAL
+itself: the size "after"), and once more a day later (the steady state).
 
 Checked afterwards: for every batch that remains, the vault as of its time (``ls`` and ``read`` of every note) is
 byte for byte the notes of ``git archive`` of its commit (for a save: of the last commit, with the saves up to
@@ -142,7 +143,9 @@ def measure(repo: Path, edits: int, work: Path) -> dict[str, Any]:
         before = _batches(vault)
         now = before[-1]["known_at"]
         revisions_before = vault.stats().revisions
+        started = time.perf_counter()
         preview = vault.retention_preview(policy, now=now)
+        preview_s = time.perf_counter() - started
         started = time.perf_counter()
         result = vault.purge(policy=policy, now=now)
         purge_s = time.perf_counter() - started
@@ -186,7 +189,10 @@ def measure(repo: Path, edits: int, work: Path) -> dict[str, Any]:
             "batches_removed": preview.batches_removed,
             "revisions_removed": preview.revisions_removed,
             "texts_freed": preview.texts_freed,
-            "mb_freed_at_least": round(preview.bytes_freed / MB, 2),
+            "mb_freed_predicted": round(preview.bytes_freed / MB, 2),
+            "mb_freed_actual": round((size_before - result.database_bytes_after) / MB, 2),
+            "predicted_over_actual": round(preview.bytes_freed / max(size_before - result.database_bytes_after, 1), 3),
+            "seconds": round(preview_s, 2),
         },
         "purge": {
             "revisions_removed": result.revisions_removed,

@@ -76,7 +76,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "retention": (
         "benchmarks.bench_retention",
         "a retention policy on a prefix of the Help history: database size before and after, what its dry run "
-        "said, and every kept moment byte-exact against git archive of its commit",
+        "said it would free beside what it freed, and every kept moment byte-exact against git archive of its commit",
     ),
     "quality": (
         "benchmarks.bench_quality",

@@ -131,11 +131,14 @@ def _print_preview(name: str, policy: Policy, preview: RetentionPreview, as_json
 
 def retention_line(preview: RetentionPreview) -> str:
     """What a retention policy would remove, in one line (``purge --dry-run``, ``stats``)."""
+    from ..store.freed import BOUND
+
     horizon = f", history before {format_time(preview.horizon)} forgotten" if preview.horizon is not None else ""
     return (
         f"would remove {preview.batches_removed} of {preview.batches} batches and {preview.revisions_removed} of "
-        f"{preview.revisions} revisions ({preview.notes} notes), freeing {preview.texts_freed} stored texts "
-        f"({_size(preview.bytes_freed)} compressed; the indexes shrink too){horizon}"
+        f"{preview.revisions} revisions ({preview.notes} notes) and {preview.texts_freed} stored texts, freeing "
+        f"about {_size(preview.bytes_freed)} of the database's {_size(preview.database_bytes)} (an estimate, "
+        f"within {BOUND:.0%} where measured){horizon}"
     )
 
 

@@ -21,7 +21,7 @@ from ..errors import ConfigError, SchemaError, VaultsyncError
 from ..retention import Policy
 from ..times import format_time, next_stamp, now_micros
 from . import audit as audit_heads
-from . import batches, codec, thin
+from . import batches, codec, freed, thin
 from . import purge as purging
 from . import read as q
 from .audit import AuditHead
@@ -457,7 +457,14 @@ class Store:
     def retention_preview(self, vault_id: int, policy: Policy, now: int | None = None) -> RetentionPreview:
         """What thinning the vault's history by ``policy`` at ``now`` would remove, without changing anything."""
         with self.db.atomic() as con:
-            return thin.preview(con, vault_id, purging.retention_plan(con, vault_id, policy, now))
+            return thin.preview(
+                con, vault_id, purging.retention_plan(con, vault_id, policy, now), self._sizes(con, vault_id)
+            )
+
+    def _sizes(self, con: Any, vault_id: int) -> freed.Sizes:
+        """The database's bytes b-tree by b-tree, free pages and WAL: what ``freed`` estimates a thinning from."""
+        wal = self.path + "-wal"
+        return freed.sqlite_sizes(con, vault_id, self.size(), os.path.getsize(wal) if os.path.exists(wal) else 0)
 
     def purge(
         self,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..retention import Plan
+from . import freed
 from .search.repair import Repair
 from .values import PurgeResult, RetentionPreview
 
@@ -157,10 +158,18 @@ def freed_bytes(con: Any, removed: set[int]) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-def preview(con: Any, vault_id: int, plan: Plan) -> RetentionPreview:
-    """What thinning to ``plan`` would remove, read without changing anything."""
+def preview(con: Any, vault_id: int, plan: Plan, sizes: freed.Sizes) -> RetentionPreview:
+    """What thinning to ``plan`` would remove, read without changing anything; ``table_bytes``: the engine's
+    bytes where a thinning can free some (``freed``)."""
     thinned = thin_plan(con, vault_id, plan.kept, plan.horizon is not None)
-    texts, size = freed_bytes(con, thinned.removed)
+    texts, _ = freed_bytes(con, thinned.removed)
+    share = freed.shares(con, thinned.removed, plan.thinned, {table for table, _, _ in sizes.parts})
+    live = con.execute(
+        """SELECT count(*) FROM notes n WHERE n.id IN (SELECT value FROM json_each(?)) AND n.kind != 'deleted'
+           AND NOT EXISTS (SELECT 1 FROM note_ends e WHERE e.note_id = n.id)""",
+        (_ids(thinned.touched() - thinned.removed),),
+    ).fetchone()[0]
+    size = freed.estimate(sizes, share, bool(live)) if thinned.removed or plan.thinned else 0
     revisions = con.execute("SELECT count(*) FROM notes WHERE vault_id = ?", (vault_id,)).fetchone()[0]
     return RetentionPreview(
         batches=plan.batches,
@@ -170,6 +179,7 @@ def preview(con: Any, vault_id: int, plan: Plan) -> RetentionPreview:
         notes=len(thinned.paths),
         texts_freed=texts,
         bytes_freed=size,
+        database_bytes=sizes.database,
         horizon=plan.horizon,
     )
 

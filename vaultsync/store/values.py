@@ -59,7 +59,11 @@ class RetentionPreview:
     texts_freed: int
     """Stored texts only those revisions use."""
     bytes_freed: int
-    """Their stored (compressed) bytes: what the database shrinks by at least, before its indexes."""
+    """About how many bytes the database shrinks by (every table and index the removal shrinks; within
+    ``store.freed.BOUND`` of the real figure where measured): after the purge's VACUUM on SQLite, after VACUUM
+    FULL on PostgreSQL (where plain VACUUM makes the space reusable)."""
+    database_bytes: int
+    """The database's size now (SQLite: file and WAL; PostgreSQL: the schema's tables with indexes and TOAST)."""
     horizon: int | None
     """History before this time would be forgotten (None: none is)."""
 
