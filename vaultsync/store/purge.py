@@ -335,7 +335,7 @@ def thin_by_policy(
 ) -> int | None:
     """Thin the vault's history as ``policy`` keeps it at ``now`` (``store/thin.py``); return its horizon."""
     plan = retention_plan(con, vault_id, policy, now)
-    purge_thin(con, vault_id, plan.kept, plan.horizon is not None, result, repair)
+    purge_thin(con, vault_id, plan.kept, plan.horizon is not None, result, (_remove, _merge_unchanged), repair)
     return plan.horizon
 
 

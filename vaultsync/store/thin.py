@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,11 +186,17 @@ def preview(con: Any, vault_id: int, plan: Plan, sizes: freed.Sizes) -> Retentio
 
 
 def purge_thin(
-    con: Any, vault_id: int, kept: list[int], horizon: bool, result: PurgeResult, repair: Repair | None = None
+    con: Any,
+    vault_id: int,
+    kept: list[int],
+    horizon: bool,
+    result: PurgeResult,
+    steps: tuple[Callable[[Any, set[int]], None], Callable[[Any, Iterable[int]], int]],
+    repair: Repair | None = None,
 ) -> None:
-    """Thin the vault's history to ``kept`` inside the caller's transaction (see the module's docstring)."""
-    from .purge import _merge_unchanged, _remove
-
+    """Thin the vault's history to ``kept`` inside the caller's transaction (see the module's docstring), with the
+    purge's own ``steps``: removing revisions, and merging a revision into an unchanged predecessor."""
+    _remove, _merge_unchanged = steps
     plan = thin_plan(con, vault_id, kept, horizon)
     touched = plan.touched()
     if not touched:
