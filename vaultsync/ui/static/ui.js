@@ -100,6 +100,10 @@ function ends() {
 
 function momentUs() { return state.at === null ? ends()[1] : state.at; }
 
+// A moment before the vault's first batch: nothing was recorded yet, which every pane says in these words.
+function beforeHistory(at) { return at !== null && state.batches.length > 0 && at < state.batches[0][0]; }
+function beforeText() { return `before the first recorded moment (${short(state.batches[0][0])})`; }
+
 function batchIndexAt(us) {  // the last batch at or before us (-1: before the first)
   let lo = 0, hi = state.batches.length;
   while (lo < hi) { const mid = (lo + hi) >> 1; if (state.batches[mid][0] <= us) lo = mid + 1; else hi = mid; }
@@ -143,7 +147,7 @@ function drawTimeline() {
   cursor.classList.toggle("now", state.at === null);
   cursor.style.left = `${Math.min(width - 1, ((at - start) / span) * width)}px`;
   $("axis-start").textContent = short(start);
-  $("axis-end").textContent = short(end) + (end >= ends()[1] - 1 ? " (now)" : "");
+  $("axis-end").textContent = short(end) + (end >= ends()[1] - Math.max(2e6, span / 100) ? " (now)" : "");  // (now moves on)
   strip.setAttribute("aria-valuemin", String(ends()[0]));
   strip.setAttribute("aria-valuemax", String(ends()[1]));
   strip.setAttribute("aria-valuenow", String(at));
@@ -189,16 +193,20 @@ function usAtX(x) {
 function setMoment(us, options) {
   if (!(options && options.keepDiff)) state.diff = null;
   const [lo, hi] = ends();
+  const follow = (options && options.follow) || (us !== null && us >= hi);  // asked for now, or a later date
   if (us !== null && us >= hi) us = null;
   if (us !== null && us < lo - (hi - lo)) us = lo - 1;
   state.at = us;
   const at = momentUs();
-  if (us !== null && (at < state.view[0] || at > state.view[1])) {
-    const span = state.view[1] - state.view[0];
+  const span = state.view[1] - state.view[0];
+  if (us === null && follow && state.view[1] < hi) {
+    state.view = [hi - span, hi];  // the timeline follows to now
+  } else if (us !== null && (at < state.view[0] || at > state.view[1])) {
     state.view = [at - span / 2, at + span / 2];
   }
   $("moment-input").value = state.at === null ? "" : iso(state.at);
-  $("moment-label").textContent = state.at === null ? "as of now" : `as of ${short(state.at)}`;
+  $("moment-label").textContent = state.at === null ? "as of now"
+    : beforeHistory(state.at) ? `as of ${short(state.at)}: ${beforeText()}` : `as of ${short(state.at)}`;
   drawTimeline();
   saveHash();
   if (!(options && options.quiet)) refresh();
@@ -222,7 +230,7 @@ function timelineKeys(event) {
     ArrowLeft: () => stepBatch(-1), ArrowDown: () => stepBatch(-1),
     ArrowRight: () => stepBatch(1), ArrowUp: () => stepBatch(1),
     PageUp: () => setMoment(momentUs() - span / 10), PageDown: () => setMoment(momentUs() + span / 10),
-    Home: () => state.batches.length && setMoment(state.batches[0][0]), End: () => setMoment(null),
+    Home: () => state.batches.length && setMoment(state.batches[0][0]), End: () => setMoment(null, {follow: true}),
     "+": () => zoom(0.5), "=": () => zoom(0.5), "-": () => zoom(2), "0": zoomBatches,
   };
   const action = keys[event.key];
@@ -251,7 +259,7 @@ function wireTimeline() {
   $("prev-batch").addEventListener("click", () => stepBatch(-1));
   $("next-batch").addEventListener("click", () => stepBatch(1));
   $("first").addEventListener("click", () => state.batches.length && setMoment(state.batches[0][0]));
-  $("now").addEventListener("click", () => setMoment(null));
+  $("now").addEventListener("click", () => setMoment(null, {follow: true}));
   const typed = () => {
     try { showError(""); setMoment(parseTime($("moment-input").value)); } catch (e) { showError(e.message); }
   };
@@ -306,7 +314,7 @@ function renderFolder(node, prefix, counts) {
 }
 
 function renderTree(data) {
-  $("tree-count").textContent = `${data.notes.length} at this moment`;
+  $("tree-count").textContent = `${data.notes.length} at this moment` + (beforeHistory(data.at.us) ? `: ${beforeText()}` : "");
   $("tree").replaceChildren(renderFolder(buildTree(data), "", data.folders));
   $("tree").dataset.at = data.at.us === null ? "now" : String(data.at.us);
 }
@@ -546,11 +554,16 @@ async function runSearch() {
   state.query = query;
   saveHash();
   const mine = ++searchSeq, at = state.at;  // the header says the moment this answer is for
-  if (!query) { $("search-results").replaceChildren(); $("search-info").textContent = ""; return; }
+  const results = $("search-results");
+  if (!query) { results.replaceChildren(); $("search-info").textContent = ""; results.dataset.state = "ready"; return; }
+  searching();
   try {
     const data = await api("search", {q: query, at: at ?? "now", valid: state.valid});
     if (mine !== searchSeq) return;  // a newer query or moment was asked for meanwhile
-    $("search-info").textContent = `${data.hits.length} hit${data.hits.length === 1 ? "" : "s"} as of ${short(at)} (${data.mode})`;
+    results.dataset.state = "ready";
+    $("search-info").textContent = data.hits.length
+      ? `${data.hits.length} hit${data.hits.length === 1 ? "" : "s"} as of ${short(at)} (${data.mode})`
+      : `no matches as of ${short(at)}`;
     $("search-results").replaceChildren(...data.hits.map((hit) => {
       const snippet = el("p", {class: "snippet"});
       String(hit.snippet || "").split("**").forEach((part, i) => snippet.append(i % 2 ? el("mark", {text: part}) : part));
@@ -558,7 +571,20 @@ async function runSearch() {
                 el("a", {href: noteHref(hit.path, at), class: "wikilink result", "data-path": hit.path, text: hit.path}),
                 (hit.heading_path || []).length ? el("span", {class: "muted small", text: ` ${hit.heading_path.join(" > ")}`}) : null, snippet);
     }));
-  } catch (e) { if (mine === searchSeq) showError(e.message); }
+  } catch (e) {
+    if (mine !== searchSeq) return;
+    results.dataset.state = "failed";
+    $("search-info").textContent = "search failed";
+    showError(e.message);
+  }
+}
+
+// From the first keystroke until its answer is drawn (a first search may load the semantic model): the
+// earlier results go, and the pane says it is searching. #search-results carries data-state like #changes.
+function searching() {
+  $("search-results").replaceChildren();
+  $("search-results").dataset.state = "searching";
+  $("search-info").textContent = "searching…";
 }
 
 // The list and its header are drawn together from one answer, and only from the answer to the newest
@@ -567,15 +593,33 @@ async function runSearch() {
 // "ready" once the list for the newest request is drawn, "failed").
 let changesSeq = 0;
 
+let sinceAuto = false;  // the window's start was filled in by the page (the batch before): it follows the moment
+
 async function runChanges() {
   let since;
+  const mine = ++changesSeq, list = $("changes"), until = state.at;
+  if (sinceAuto) $("since-input").value = "";
   try { since = parseTime($("since-input").value); } catch (e) { showError(e.message); return; }
+  if (beforeHistory(until)) {  // nothing was recorded yet: no window to ask about
+    $("changes-info").textContent = `${short(until)}: ${beforeText()}; nothing had changed yet`;
+    list.replaceChildren();
+    list.dataset.window = `${since ?? ""}|${until}`;
+    list.dataset.state = "ready";
+    return;
+  }
   if (since === null) {
     const i = batchIndexAt(momentUs());
     since = i >= 1 ? state.batches[i - 1][0] : (state.batches.length ? state.batches[0][0] - 1 : 0);
     $("since-input").value = iso(since);
+    sinceAuto = true;
   }
-  const mine = ++changesSeq, list = $("changes");
+  if (until !== null && since > until) {  // a start typed after the moment: said in the pane, not as an error
+    $("changes-info").textContent = `${short(since)} is after this moment (${short(until)}): choose an earlier start`;
+    list.replaceChildren();
+    list.dataset.window = `${since}|${until}`;
+    list.dataset.state = "ready";
+    return;
+  }
   list.dataset.state = "loading";
   try {
     const data = await api("changes", {since, until: state.at ?? "now", valid: state.valid});
@@ -709,11 +753,16 @@ async function start() {
     if (link.dataset.path) openNote(link.dataset.path);
   });
   $("show-later").addEventListener("change", () => { state.showLater = $("show-later").checked; refresh(); });
-  $("search-input").addEventListener("input", () => { clearTimeout(searchTimer); searchTimer = setTimeout(runSearch, 250); });
+  $("search-input").addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    if ($("search-input").value.trim()) searching();
+    searchTimer = setTimeout(runSearch, 250);
+  });
   $("search-input").addEventListener("keydown", (event) => { if (event.key === "Enter") { clearTimeout(searchTimer); runSearch(); } });
   $("tab-search").addEventListener("click", () => selectTab("search"));
   $("tab-changes").addEventListener("click", () => selectTab("changes"));
   $("tab-deleted").addEventListener("click", () => selectTab("deleted"));
+  $("since-input").addEventListener("input", () => { sinceAuto = false; });
   $("since-input").addEventListener("keydown", (event) => { if (event.key === "Enter") runChanges(); });
   $("since-prev").addEventListener("click", () => { $("since-input").value = ""; runChanges(); });
   $("show-rendered").addEventListener("click", () => showSource(false));
