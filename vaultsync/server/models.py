@@ -198,6 +198,10 @@ class WatcherStatus(_Out):
         "watching within seconds when the watching process stops",
     )
     lag_seconds: float | None = Field(default=None, description="How far the index may be behind the folder")
+    last_latency_ms: float | None = Field(
+        default=None,
+        description="The watcher's last batch: ms from its first change (the save) to its commit, in this process",
+    )
 
 
 class SemanticVectors(_Out):
