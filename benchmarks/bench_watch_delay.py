@@ -144,13 +144,13 @@ def phase(tree: Path | None, base_db: Path, vault: Path, work: Path, saves: int,
         watcher.stop()
     reported = sorted(watcher.reported().values())
     return {
-        "delays_ms": delays,
+        "delays_ms": " ".join(map(str, delays)),
         "max_ms": max(delays),
         "median_ms": sorted(delays)[len(delays) // 2],
-        "watcher_reported_ms": reported[-saves:],
+        "watcher_reported_ms": " ".join(map(str, reported[-saves:])),
         "vectors_filled_meanwhile": int(after.get("filled", 0)) - int(before.get("filled", 0)),
         "vectors_left": int(after.get("total", 0)) - int(after.get("filled", 0)),
-        "load_average": load_seen,
+        "load_average": " ".join(map(str, load_seen)),
     }
 
 
