@@ -105,6 +105,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "which embedding model: vector-only quality on the everyday questions, embedding speed, install size",
     ),
     "watch": ("benchmarks.bench_watch", "the watcher: start-up, one edit until readable, idle CPU and memory, a burst"),
+    "watch_delay": (
+        "benchmarks.bench_watch_delay",
+        "a save until readable while the semantic model fills a backlog, the watcher at nice 10, calm and under a "
+        "bounded CPU load, old code beside new",
+    ),
     "mcp": ("benchmarks.bench_mcp", "search_notes round trip through a real stdio MCP server, now and in the past"),
     "mcp_audit": (
         "benchmarks.bench_mcp:run_audit",

@@ -26,9 +26,9 @@ def blocks(text: str, kinds: tuple[str, ...]) -> list[str]:
     return re.findall(r"^```(?:" + "|".join(kinds) + r")\n(.*?)^```", text, flags=re.M | re.S)
 
 
-def readme_commands() -> list[list[str]]:
+def readme_commands(page: str = "README.md") -> list[list[str]]:
     found = []
-    for block in blocks((REPO / "README.md").read_text(encoding="utf-8"), ("sh", "console")):
+    for block in blocks((REPO / page).read_text(encoding="utf-8"), ("sh", "console")):
         for line in block.splitlines():
             line = line.removeprefix("$ ").strip()
             if not line.startswith("vaultsync "):
@@ -63,6 +63,22 @@ def test_readme_commands_work_as_typed_after_the_demo(demo_db: Path) -> None:
         if args[0] in ANSWERS and "--source" not in args:
             assert done.stdout.strip(), f"vaultsync {shlex.join(args)} printed nothing: {done.stderr}"
         assert "no matches" not in done.stderr, f"vaultsync {shlex.join(args)} found nothing"
+
+
+@pytest.mark.parametrize("page", ["docs/getting-started.md", "docs/index.md"])
+def test_the_docs_first_pages_commands_work_as_typed_after_the_demo(demo_db: Path, page: str) -> None:
+    """Getting started and the docs home: what a new reader types against the demo's history answers something."""
+    commands = readme_commands(page)
+    assert {"read", "search"} <= {args[0] for args in commands}
+    text = (REPO / page).read_text(encoding="utf-8")
+    shown_empty = [shlex.split(c)[1:] for c in re.findall(r"^\$ (vaultsync .*)\nno matches$", text, flags=re.M)]
+    for args in commands:
+        done = invoke(*args)
+        assert done.returncode == 0, f"{page}: vaultsync {shlex.join(args)}: {done.stderr}"
+        if args in shown_empty:  # the page shows it finding nothing
+            assert not done.stdout.strip() and "no matches" in done.stderr, done.stdout
+        elif args[0] in ANSWERS:
+            assert done.stdout.strip(), f"{page}: vaultsync {shlex.join(args)} printed nothing: {done.stderr}"
 
 
 def test_readme_python_example_works_after_the_demo(demo_db: Path) -> None:

@@ -126,6 +126,11 @@ class BatchSummary:
     """Paths left for a later batch (a watcher's flush holds an unpaired deletion one window: see ``Plan``)."""
     unsettled: list[str] = field(default_factory=list)
     """Files left out because they were being written when read (``Plan``'s ``settle``): due again soon."""
+    first_mtime_ns: int | None = None
+    """The earliest modification time of a file this batch recorded (information: never evidence of knowledge
+    time; the watcher's delay from a burst's first change starts here when it falls inside the burst)."""
+    delay_ms: float | None = None
+    """Set by the watcher: from the burst's first change to this batch's commit (its ``known_at``)."""
 
     @property
     def changed(self) -> int:
@@ -144,6 +149,7 @@ class BatchSummary:
             "errors": [{"path": e.path, "reason": e.reason} for e in self.errors],
             "warnings": [{"path": w.path, "reason": w.reason} for w in self.warnings],
             "seconds": round(self.seconds, 3),
+            **({} if self.delay_ms is None else {"delay_ms": round(self.delay_ms)}),
         }
 
     def merge(self, other: BatchSummary) -> None:
@@ -153,6 +159,8 @@ class BatchSummary:
         self.errors.extend(other.errors)
         self.warnings.extend(other.warnings)
         self.seconds += other.seconds
+        if other.first_mtime_ns is not None:
+            self.first_mtime_ns = min(self.first_mtime_ns or other.first_mtime_ns, other.first_mtime_ns)
         if other.batch_id is not None:
             self.batch_id, self.known_at = other.batch_id, other.known_at
             self.paths.extend(other.paths)
@@ -517,6 +525,7 @@ def write_plan(
             writer.add_revision(change, parsed)
             if change.mtime_ns is not None:
                 writer.set_file_state(change.path, change.size, change.mtime_ns, change.hash)
+                summary.first_mtime_ns = min(summary.first_mtime_ns or change.mtime_ns, change.mtime_ns)
             written.append(change.path)
             progress(len(written), plan.size)
         if strict and plan.refused:

@@ -576,13 +576,14 @@ class Vault:
                     return Reindexed(self.name, self._store.reindex(self.id, full=True), True, left)
         return Reindexed(self.name, done, full)
 
-    def fill_vectors(self, limit: int | None = None) -> int:
+    def fill_vectors(self, limit: int | None = None, *, pause: Callable[[], None] | None = None) -> int:
         """Give up to ``limit`` texts the vectors of a background embedder, newest notes first (the writer role's
-        work after its batches: ``vaultsync.store.search.backfill``); how many were filled, 0 when none is left."""
+        work after its batches: ``vaultsync.store.search.backfill``); how many were filled, 0 when none is left.
+        The writer lock is held for its short transactions only, never while the model embeds, so a batch never
+        waits for vectors; ``pause`` is called between small runs of texts (the watcher's filler yields there)."""
         if self._store.readonly:
             return 0
-        with self.lock.writing():
-            return self._store.fill_vectors(self.id, limit=limit)
+        return self._store.fill_vectors(self.id, limit=limit, writing=self.lock.writing, pause=pause)
 
     def vector_progress(self) -> dict[str, Any] | None:
         """How many current texts have the vectors of a background embedder (``embedder``, ``filled``, ``total``);

@@ -6,6 +6,7 @@ import plistlib
 import shlex
 import shutil
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -51,6 +52,34 @@ def test_systemd_user_unit(tmp_path: Path, vault_dir: Path, db_path: Path, cli) 
     command = shlex.split(exec_start.removeprefix("ExecStart="))
     assert command[1:] == ["watch", str(home / "notes"), "--wait"]
     assert "KillSignal=SIGTERM" in unit and "Restart=on-failure" in unit
+    run_until_stopped(command, db_path, home, cli)
+
+
+def readme_systemd_steps() -> str:
+    """The README's Linux lines (its "Keep it current" block, from ``# Linux`` to the next comment), as typed."""
+    readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    block = readme[readme.index("# Linux (systemd") :]
+    lines = block.splitlines()[1:]
+    return "\n".join(lines[: next(i for i, line in enumerate(lines) if not line.strip() or line.startswith("#"))])
+
+
+def test_the_readmes_systemd_steps_install_a_unit_that_runs_the_installed_command(
+    tmp_path: Path, vault_dir: Path, db_path: Path, cli
+) -> None:
+    """A fresh home (no ~/.config/systemd/user yet), the command installed where ``pipx``/``uv tool`` would not put
+    it: the README's steps, typed as they are, write a unit that runs this command on ~/notes."""
+    home = home_with_vault(tmp_path, vault_dir, Path("elsewhere/bin/vaultsync"))
+    steps = readme_systemd_steps()
+    assert "mkdir -p ~/.config/systemd/user" in steps
+    env = {"HOME": str(home), "PATH": f"{home / 'elsewhere' / 'bin'}:/usr/bin:/bin"}
+    script = "systemctl() { :; }\n" + steps  # no user manager here: the unit is checked and run below
+    done = subprocess.run(["bash", "-ec", script], cwd=EXAMPLES.parent, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    unit = (home / ".config" / "systemd" / "user" / "vaultsync-watch.service").read_text(encoding="utf-8")
+    systemd_verify(unit, tmp_path / "vaultsync-watch.service")
+    exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
+    command = shlex.split(exec_start.removeprefix("ExecStart="))
+    assert command == [str(home / "elsewhere" / "bin" / "vaultsync"), "watch", str(home / "notes"), "--wait"]
     run_until_stopped(command, db_path, home, cli)
 
 

@@ -75,6 +75,8 @@ async def test_stdio_watch_notifies_listeners_of_file_edits_and_writes(copy: dic
             await next_update(sub, "note://Inbox.md")
             note = sc(await c.call_tool("read_note", {"path": "Inbox.md"}))
             assert "edited in the editor" in note["content"]
+            told = sc(await c.call_tool("vault_status", {}))["watcher"]["last_latency_ms"]
+            assert told is not None and told > 0, "the save's delay until its batch, told to the assistant"
             sc(await c.call_tool("append_to_note", {"path": "Notes/Filler 03.md", "text": "appended"}))
             await next_update(sub, "note://Notes/Filler%2003.md")
         made = sc(await c.call_tool("create_note", {"path": "New/Idea.md", "content": "# Idea\n"}))

@@ -347,6 +347,8 @@ def test_the_timeline_by_keyboard_alone(page: Watched, server: Server, history: 
     tree_at(str(batches[-1]))
     tab.keyboard.press("End")
     tree_at("now")
+    assert tab.locator("#axis-end").text_content().endswith("(now)"), "the strip follows to now"
+    tab.keyboard.press("0")  # back to the batches
     before = tab.locator("#axis-start").text_content()
     tab.keyboard.press("+")
     assert tab.locator("#axis-start").text_content() != before  # zoomed in around the moment

@@ -119,18 +119,28 @@ class Watcher:
         self.failures = 0
         self.last_batch_at: int | None = None
         self.last_latency_ms: float | None = None
+        """The last batch's delay: from its burst's first change to its commit (``first_change``)."""
+        self._since: float | None = None
+        """Wall time of this watcher's last commit (at first: its start): a file modified before it is no change
+        of the burst a batch records (a copy that kept its modification time, a catch-up's changes)."""
         self._warned = Told()  # the parse warnings told this session (once a text)
         self.last_error: str | None = None
         self._next_reconcile = 0.0
         self._desk: Desk | None = None
         self._held = HeldPaths()
         """Held paths (see ``Plan.held``) and until when each may be held."""
-        self.filler = VectorFiller(vault)
+        self._flushing = False
+        """Whether a batch is being written (the vector filler waits meanwhile)."""
+        self.filler = VectorFiller(vault, busy=self._batch_due)
+        """The vectors of a background embedder, filled on a thread of their own while no batch is due."""
         self.retainer = Retainer(vault, retention, retention_every_s)
         """The retention policy, applied every ``retention_every_s`` while no batch is due (None: history is kept)."""
-        """The vectors of a background embedder, filled while no batch is due."""
         self._head: str | None = None
         """Where the vault's git work tree stood when the last burst was all recorded (``vanished.git_head``)."""
+
+    def _batch_due(self) -> bool:
+        """Whether a batch is due (paths wait for one, or held ones for their hold) or being written."""
+        return self._flushing or bool(self._held) or self._queued()
 
     @property
     def vectors_filled(self) -> int:
@@ -152,6 +162,7 @@ class Watcher:
             raise RuntimeError("this watcher is already running")
         self._debouncer = Debouncer(self.step_ms / 1000, self.debounce_ms / 1000)
         self._own_lock = self.role.take_for_watching()
+        self._since = time.time()
         self._head = vanished.git_head(self.vault.root)
         self.heartbeat = Heartbeat(self.vault.lock, self.beat_facts, self.heartbeat_s).start()
         try:
@@ -170,6 +181,7 @@ class Watcher:
         self._thread = threading.Thread(target=self._run, name="vaultsync-watcher", daemon=True)
         self._thread.start()
         self._desk = Desk(self.vault, on_batch=self._told).start()  # other processes' writes, carried out here
+        self.filler.start()
         logger.info(
             "watching %s (%s): quiet period %d ms, max wait %d ms, reconcile %s",
             self.vault.root,
@@ -186,6 +198,7 @@ class Watcher:
         if self._desk is not None:  # the request in hand is finished first: never half done
             self._desk.stop()
             self._desk = None
+        self.filler.stop()  # after the run of texts in hand: what it filled is kept, the next writer fills the rest
         self._stop.set()
         self._debouncer.close()
         self._thread.join()
@@ -282,9 +295,6 @@ class Watcher:
             retain_s = self.retainer.wait_s()
             if retain_s is not None and not self._held and not self._queued():  # a burst first, then retention
                 wait = min(wait, retain_s)
-            filling = self.filler.due and not self._held  # a held burst is due within its hold: not behind a step
-            if filling:  # vectors to fill: a step now unless a batch is due (a step is about a second)
-                wait = 0.0
             pending = self._debouncer.get(timeout=wait)
             if self._stop.is_set():
                 if pending is not None:
@@ -308,9 +318,6 @@ class Watcher:
                     self._next_reconcile = time.monotonic() + self.reconcile_s
             elif self.retainer.due and not self._held and not self._queued():  # idle: not during a burst
                 self.retainer.step()
-                continue
-            elif filling:
-                self.filler.step()
                 continue
             else:
                 continue
@@ -364,10 +371,12 @@ class Watcher:
     def _flush(self, pending: Pending | None, reason: str, raise_errors: bool = False) -> bool:
         """Write one batch (``pending`` paths, or a full scan); False if it failed and must be retried."""
         self._in_flight = pending.first if pending is not None else time.monotonic()
+        self._flushing = True  # the vector filler yields meanwhile
         try:
             ok = self._write(pending, reason, raise_errors)
         finally:
             self._in_flight = None
+            self._flushing = False
         failing = self._failed_since is not None
         if ok:
             self._failed_since = None
@@ -378,6 +387,7 @@ class Watcher:
         return ok
 
     def _write(self, pending: Pending | None, reason: str, raise_errors: bool) -> bool:
+        """``_flush``'s batch."""
         paths = None if pending is None or EVERYTHING in pending.paths else collapse(pending.paths)
         if pending is not None and paths is None:
             reason = "rescan"  # the observer lost events: a full scan, now
@@ -455,9 +465,27 @@ class Watcher:
             self.folder.rewatch(self._debouncer.add)
         if self.outage.end():
             logger.warning("the vault folder %s is back; recording again", self.vault.root)
-        latency_ms = None if first is None else (time.monotonic() - first) * 1000  # from the burst's first change
+        latency_ms = self._delay_ms(first, summary)
         self._report(summary, reason, paths is not None, latency_ms)
         return True
+
+    def _delay_ms(self, first: float | None, summary: BatchSummary) -> float | None:
+        """From the burst's first change to the batch's commit, in ms (None: a full scan with no event and no change
+        since the last commit). The first change is the earliest of the first event's arrival (``first``,
+        monotonic) and the earliest modification time of a file the batch recorded, when that falls after this
+        watcher's last commit: on a busy machine the events themselves can reach a low-priority process late, and
+        the delay a person sees counts from the save."""
+        now = time.time()
+        starts = [] if first is None else [now - (time.monotonic() - first)]
+        since = self._since
+        if summary.known_at is not None:
+            self._since = max(now, summary.known_at / 1e6)
+        if summary.first_mtime_ns is not None and since is not None and summary.first_mtime_ns / 1e9 >= since:
+            starts.append(summary.first_mtime_ns / 1e9)
+        if not starts:
+            return None
+        end = now if summary.known_at is None else max(now, summary.known_at / 1e6)
+        return max(0.0, (end - min(starts)) * 1000)
 
     def _vanished(self, exc: VaultsyncError, pending: Pending | None) -> bool:
         """Record nothing, keep the paths, say it once: the watcher retries until the vault is back."""
@@ -487,6 +515,7 @@ class Watcher:
         self.filler.written()  # its new texts may wait for vectors
         self.last_batch_at = summary.known_at
         self.last_latency_ms = latency_ms if latency_ms is not None else summary.seconds * 1000
+        summary.delay_ms = latency_ms
         after = f", {latency_ms:.0f} ms after the first change" if latency_ms is not None else ""
         logger.info(
             "%s %d: %d added, %d modified, %d renamed, %d deleted, %d errors (%s) in %d ms%s",

@@ -219,6 +219,10 @@ class WatcherStatus(_Out):
         default=None, description="The watcher's state: watching, failing, importing, stopped or stale (no heartbeat)"
     )
     heartbeat_age_seconds: float | None = Field(default=None, description="How long ago the watcher last said it runs")
+    last_latency_ms: float | None = Field(
+        default=None,
+        description="The watcher's last batch: ms from its first change (the save) to its commit, in this process",
+    )
 
 
 class SemanticVectors(_Out):

@@ -411,9 +411,18 @@ class Store:
             self._attach_search()
         return embedder.signature, count
 
-    def fill_vectors(self, vault_id: int, *, limit: int | None = None) -> int:
+    def fill_vectors(
+        self,
+        vault_id: int,
+        *,
+        limit: int | None = None,
+        writing: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+        pause: Callable[[], None] | None = None,
+    ) -> int:
         """Give up to ``limit`` of the vault's texts the vectors of a background embedder (``search.backfill``):
-        current ones first, newest first; how many were filled (0: none is left, or the embedder is not one)."""
+        current ones first, newest first; how many were filled (0: none is left, or the embedder is not one).
+        ``writing`` is held around its transactions only, never while the model embeds; ``pause`` is called
+        between runs of texts (``backfill.Filler.step``)."""
         from .search import backfill
 
         indexer = self._search_indexer()
@@ -421,7 +430,7 @@ class Store:
             return 0
         if self._filler is None:
             self._filler = backfill.Filler(self.db.atomic, backfill.store_sqlite, "INDEXED BY search_rows_live")
-        return self._filler.step(indexer.embedder, vault_id, limit or backfill.STEP)
+        return self._filler.step(indexer.embedder, vault_id, limit or backfill.STEP, writing=writing, pause=pause)
 
     def _search_indexer(self) -> Any:
         from .search.index import SearchIndexer

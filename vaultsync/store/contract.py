@@ -318,7 +318,14 @@ class Upkeep(Protocol):
 
     def reembed(self, embedder_name: str) -> tuple[str, int]: ...
 
-    def fill_vectors(self, vault_id: int, *, limit: int | None = None) -> int: ...
+    def fill_vectors(
+        self,
+        vault_id: int,
+        *,
+        limit: int | None = None,
+        writing: Callable[[], AbstractContextManager[Any]] | None = None,
+        pause: Callable[[], None] | None = None,
+    ) -> int: ...
 
     def purge(
         self,

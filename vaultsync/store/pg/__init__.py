@@ -342,7 +342,14 @@ class PgStore(Store):
             codec.refresh(con)
             yield PgView(con, self.db.path, vault_id, vault_name, as_of, valid_at)
 
-    def fill_vectors(self, vault_id: int, *, limit: int | None = None) -> int:
+    def fill_vectors(
+        self,
+        vault_id: int,
+        *,
+        limit: int | None = None,
+        writing: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+        pause: Callable[[], None] | None = None,
+    ) -> int:
         """``Store.fill_vectors`` on this engine: up to ``limit`` of the vault's texts given the vectors of a
         background embedder (``search.backfill``, ``pg/backfill.py``); how many were filled (0: none is left)."""
         from ..search import backfill as steps
@@ -354,7 +361,7 @@ class PgStore(Store):
             return 0
         if self._filler is None:
             self._filler = steps.Filler(self.db.atomic, backfill.store)
-        return int(self._filler.step(embedder, vault_id, limit or steps.STEP))
+        return int(self._filler.step(embedder, vault_id, limit or steps.STEP, writing=writing, pause=pause))
 
     # ------------------------------------------------------------ upkeep not built on this engine yet
 

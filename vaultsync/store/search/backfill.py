@@ -18,6 +18,7 @@ the fused default mode is the same pipeline over those. ``progress`` says how fa
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -27,7 +28,11 @@ from ...embed.provider import Embedder
 from .embedding import embed_quantized, stored_text
 
 STEP = 32
-"""Texts embedded per step: about a second of MiniLM on one core, so a batch waits at most that long behind it."""
+"""Texts looked up per step (about a second of MiniLM on one free core)."""
+
+RUN = 8
+"""Texts embedded between two calls of a step's ``pause``: a quarter of a step, so that a filler running beside the
+watcher (``vaultsync.live.filling``) gives the processor back to a batch within about that much embedding."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,25 +169,43 @@ class Filler:
     skip: set[int] | None = None
     """Docs whose vector came out empty (all zero, nothing to compare): not asked for again by this process."""
 
-    def step(self, embedder: Embedder, vault_id: int, limit: int = STEP) -> int:
-        """Fill up to ``limit`` texts; how many were filled (0: none is left)."""
+    def step(
+        self,
+        embedder: Embedder,
+        vault_id: int,
+        limit: int = STEP,
+        *,
+        writing: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+        pause: Callable[[], None] | None = None,
+    ) -> int:
+        """Fill up to ``limit`` texts; how many were filled (0: none is left). ``writing`` (the vault's batch and
+        writer lock) is held around each of the step's two short transactions only, never while the model embeds:
+        a batch waits for no embedding. ``pause`` is called between runs of ``RUN`` texts and before the vectors are
+        stored (the watcher's filler waits there while a batch is due)."""
         if getattr(embedder, "threads", 0) is None and not getattr(embedder, "_session", None):
             # one thread: background work leaves the other cores to the person, and on a busy machine one thread
             # embedded over twice the texts per CPU-second two did (each run waits for its slowest thread)
             embedder.threads = 1  # type: ignore[attr-defined]  # MiniLMEmbedder's, read when it loads
+        guard = writing or contextlib.nullcontext
         skip = self.skip if self.skip is not None else set()
         self.skip = skip
-        with self.atomic() as con:
+        with guard(), self.atomic() as con:
             found = wanted(con, vault_id, limit, skip, self.live_hint)
         todo = [w for w in found if not w.has_vector]
-        if todo:  # outside any transaction: the model takes its time, readers and the database do not wait
-            for item, blob in zip(todo, embed_quantized(embedder, [w.text for w in todo])):
+        # outside any transaction and lock: the model takes its time, batches, readers and the database do not wait
+        for start in range(0, len(todo), RUN):
+            if pause is not None and start:
+                pause()
+            run = todo[start : start + RUN]
+            for item, blob in zip(run, embed_quantized(embedder, [w.text for w in run])):
                 item.blob = blob
         empty = {w.doc_id for w in todo if not any(w.blob or b"")}
         skip |= empty
         kept = [w for w in found if w.doc_id not in empty]
         if kept:
-            with self.atomic() as con:
+            if pause is not None:
+                pause()
+            with guard(), self.atomic() as con:  # checked by hash: a batch written meanwhile is no harm
                 self.store(con, kept)
         return len(found)
 

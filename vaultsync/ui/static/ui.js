@@ -109,6 +109,10 @@ function ends() {
 
 function momentUs() { return state.at === null ? ends()[1] : state.at; }
 
+// A moment before the vault's first batch: nothing was recorded yet, which every pane says in these words.
+function beforeHistory(at) { return at !== null && state.batches.length > 0 && at < state.batches[0][0]; }
+function beforeText() { return `before the first recorded moment (${short(state.batches[0][0])})`; }
+
 function batchIndexAt(us) {  // the last batch at or before us (-1: before the first)
   let lo = 0, hi = state.batches.length;
   while (lo < hi) { const mid = (lo + hi) >> 1; if (state.batches[mid][0] <= us) lo = mid + 1; else hi = mid; }
@@ -152,7 +156,7 @@ function drawTimeline() {
   cursor.classList.toggle("now", state.at === null);
   cursor.style.left = `${Math.min(width - 1, ((at - start) / span) * width)}px`;
   $("axis-start").textContent = short(start);
-  $("axis-end").textContent = short(end) + (end >= ends()[1] - 1 ? " (now)" : "");
+  $("axis-end").textContent = short(end) + (end >= ends()[1] - Math.max(2e6, span / 100) ? " (now)" : "");  // (now moves on)
   strip.setAttribute("aria-valuemin", String(ends()[0]));
   strip.setAttribute("aria-valuemax", String(ends()[1]));
   strip.setAttribute("aria-valuenow", String(at));
@@ -198,16 +202,20 @@ function usAtX(x) {
 function setMoment(us, options) {
   if (!(options && options.keepDiff)) state.diff = null;
   const [lo, hi] = ends();
+  const follow = (options && options.follow) || (us !== null && us >= hi);  // asked for now, or a later date
   if (us !== null && us >= hi) us = null;
   if (us !== null && us < lo - (hi - lo)) us = lo - 1;
   state.at = us;
   const at = momentUs();
-  if (us !== null && (at < state.view[0] || at > state.view[1])) {
-    const span = state.view[1] - state.view[0];
+  const span = state.view[1] - state.view[0];
+  if (us === null && follow && state.view[1] < hi) {
+    state.view = [hi - span, hi];  // the timeline follows to now
+  } else if (us !== null && (at < state.view[0] || at > state.view[1])) {
     state.view = [at - span / 2, at + span / 2];
   }
   $("moment-input").value = state.at === null ? "" : iso(state.at);
-  $("moment-label").textContent = state.at === null ? "as of now" : `as of ${short(state.at)}`;
+  $("moment-label").textContent = state.at === null ? "as of now"
+    : beforeHistory(state.at) ? `as of ${short(state.at)}: ${beforeText()}` : `as of ${short(state.at)}`;
   drawTimeline();
   saveHash();
   if (!(options && options.quiet)) refresh();
@@ -231,7 +239,7 @@ function timelineKeys(event) {
     ArrowLeft: () => stepBatch(-1), ArrowDown: () => stepBatch(-1),
     ArrowRight: () => stepBatch(1), ArrowUp: () => stepBatch(1),
     PageUp: () => setMoment(momentUs() - span / 10), PageDown: () => setMoment(momentUs() + span / 10),
-    Home: () => state.batches.length && setMoment(state.batches[0][0]), End: () => setMoment(null),
+    Home: () => state.batches.length && setMoment(state.batches[0][0]), End: () => setMoment(null, {follow: true}),
     "+": () => zoom(0.5), "=": () => zoom(0.5), "-": () => zoom(2), "0": zoomBatches,
   };
   const action = keys[event.key];
@@ -260,7 +268,7 @@ function wireTimeline() {
   $("prev-batch").addEventListener("click", () => stepBatch(-1));
   $("next-batch").addEventListener("click", () => stepBatch(1));
   $("first").addEventListener("click", () => state.batches.length && setMoment(state.batches[0][0]));
-  $("now").addEventListener("click", () => setMoment(null));
+  $("now").addEventListener("click", () => setMoment(null, {follow: true}));
   const typed = async () => {
     try { showError(""); setMoment(await parseMoment($("moment-input").value)); } catch (e) { showError(e.message); }
   };
@@ -315,7 +323,7 @@ function renderFolder(node, prefix, counts) {
 }
 
 function renderTree(data) {
-  $("tree-count").textContent = `${data.notes.length} at this moment`;
+  $("tree-count").textContent = `${data.notes.length} at this moment` + (beforeHistory(data.at.us) ? `: ${beforeText()}` : "");
   $("tree").replaceChildren(renderFolder(buildTree(data), "", data.folders));
   $("tree").dataset.at = data.at.us === null ? "now" : String(data.at.us);
 }
@@ -556,11 +564,14 @@ async function runSearch() {
   state.query = query;
   saveHash();
   const mine = ++searchSeq, at = state.at;  // the header says the moment this answer is for
-  if (!typed) { $("search-results").replaceChildren(); $("search-info").textContent = ""; return; }
+  const results = $("search-results");
+  if (!typed) { results.replaceChildren(); $("search-info").textContent = ""; results.dataset.state = "ready"; return; }
+  searching();
   try {
     // spaces alone are asked too: the server says why such a query has nothing to search for
     const data = await api("search", {q: query || typed, at: at ?? "now", valid: state.valid});
     if (mine !== searchSeq) return;  // a newer query or moment was asked for meanwhile
+    results.dataset.state = "ready";
     if (searchError && $("error").textContent === searchError) showError("");
     searchError = "";
     const n = data.hits.length, when = `as of ${short(at)} (${data.mode})`;
@@ -576,10 +587,19 @@ async function runSearch() {
     }));
   } catch (e) {
     if (mine !== searchSeq) return;
-    $("search-results").replaceChildren(); $("search-info").textContent = e.message;
+    results.replaceChildren(); $("search-info").textContent = e.message;
+    results.dataset.state = "failed";
     searchError = e.message;
     showError(e.message);
   }
+}
+
+// From the first keystroke until its answer is drawn (a first search may load the semantic model): the
+// earlier results go, and the pane says it is searching. #search-results carries data-state like #changes.
+function searching() {
+  $("search-results").replaceChildren();
+  $("search-results").dataset.state = "searching";
+  $("search-info").textContent = "searching…";
 }
 
 // The list and its header are drawn together from one answer, and only from the answer to the newest
@@ -588,15 +608,33 @@ async function runSearch() {
 // "ready" once the list for the newest request is drawn, "failed").
 let changesSeq = 0;
 
+let sinceAuto = false;  // the window's start was filled in by the page (the batch before): it follows the moment
+
 async function runChanges() {
   let since;
+  const mine = ++changesSeq, list = $("changes"), until = state.at;
+  if (sinceAuto) $("since-input").value = "";
   try { since = await parseMoment($("since-input").value); } catch (e) { showError(e.message); return; }
+  if (beforeHistory(until)) {  // nothing was recorded yet: no window to ask about
+    $("changes-info").textContent = `${short(until)}: ${beforeText()}; nothing had changed yet`;
+    list.replaceChildren();
+    list.dataset.window = `${since ?? ""}|${until}`;
+    list.dataset.state = "ready";
+    return;
+  }
   if (since === null) {
     const i = batchIndexAt(momentUs());
     since = i >= 1 ? state.batches[i - 1][0] : (state.batches.length ? state.batches[0][0] - 1 : 0);
     $("since-input").value = iso(since);
+    sinceAuto = true;
   }
-  const mine = ++changesSeq, list = $("changes");
+  if (until !== null && since > until) {  // a start typed after the moment: said in the pane, not as an error
+    $("changes-info").textContent = `${short(since)} is after this moment (${short(until)}): choose an earlier start`;
+    list.replaceChildren();
+    list.dataset.window = `${since}|${until}`;
+    list.dataset.state = "ready";
+    return;
+  }
   list.dataset.state = "loading";
   try {
     const data = await api("changes", {since, until: state.at ?? "now", valid: state.valid});
@@ -730,11 +768,16 @@ async function start() {
     if (link.dataset.path) openNote(link.dataset.path);
   });
   $("show-later").addEventListener("change", () => { state.showLater = $("show-later").checked; refresh(); });
-  $("search-input").addEventListener("input", () => { clearTimeout(searchTimer); searchTimer = setTimeout(runSearch, 250); });
+  $("search-input").addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    if ($("search-input").value.trim()) searching();
+    searchTimer = setTimeout(runSearch, 250);
+  });
   $("search-input").addEventListener("keydown", (event) => { if (event.key === "Enter") { clearTimeout(searchTimer); runSearch(); } });
   $("tab-search").addEventListener("click", () => selectTab("search"));
   $("tab-changes").addEventListener("click", () => selectTab("changes"));
   $("tab-deleted").addEventListener("click", () => selectTab("deleted"));
+  $("since-input").addEventListener("input", () => { sinceAuto = false; });
   $("since-input").addEventListener("keydown", (event) => { if (event.key === "Enter") runChanges(); });
   $("since-prev").addEventListener("click", () => { $("since-input").value = ""; runChanges(); });
   $("show-rendered").addEventListener("click", () => showSource(false));
