@@ -126,7 +126,7 @@ def find_revision(vault: Vault, path: str, *, as_of: TimeLike = None, revision: 
     """The revision of the note at ``path`` at ``as_of`` (under the name it had then, found by its old
     or new name), or the one ``revision`` names (its id as history shows it: its content hash or a prefix)."""
     if (as_of is None) == (revision is None):
-        raise ConfigError("give exactly one of a time (as_of) and a revision", argument="as_of")
+        raise ConfigError("give exactly one of a time and a revision", argument="as_of")
     if revision is not None or looks_like_revision(as_of):  # as history shows it: r12, or its content's digits
         return vault.revision(path, str(revision or as_of), "revision" if revision is not None else "as_of")
     when = as_micros(as_of, "as_of")

@@ -106,6 +106,8 @@ def restore(
 
     if (note is None) == (prefix is None):
         raise click.UsageError("give a NOTE or --prefix FOLDER")
+    if note is not None and (as_of is None) == (revision is None):
+        raise click.UsageError("give exactly one of --as-of TIME and --revision R")
     vault = obj.vault(root=str(obj.vault().root), readonly=False)
     args = handoff.restore_args(
         note=note, prefix=prefix, as_of=as_of, revision=revision, to=to, delete_newer=delete_newer, follow=follow
