@@ -219,3 +219,12 @@ def test_an_id_with_a_validity_time_reads_what_applied_then_as_known_after_that_
 
 
 NEW_RULE = "---\nvalid_from: 2030-01-01\n---\n# Policy\n\nnew rule\n"
+
+
+def test_the_ids_changes_prints_are_the_ids_every_door_takes(vault, cli) -> None:
+    """`changes` prints each row's revision id as `r12`, the form `read`, `diff` and `restore` take."""
+    _, db, (r1, r2, r3, r4, r5) = vault
+    lines = cli("changes", "--since", "2024-12-31", db=db, check=True).stdout.splitlines()
+    printed = [line.split()[1] for line in lines]
+    assert printed[:5] == [r1, r2, r3, r4, r4], lines
+    assert cli("read", "Plan.md", "--as-of", printed[2], db=db, check=True).stdout == ONE

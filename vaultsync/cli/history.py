@@ -172,7 +172,7 @@ def changes(
     for r in revisions:
         extra = f" (from {r.renamed_from})" if r.renamed_from else ""
         revision = r.content_hash[:8] if r.content_hash else "-"
-        say(f"{format_time(r.known_at)}  batch {r.batch_id:<6}  {revision:<8}  {r.kind:<8}  {r.path}{extra}")
+        say(f"{format_time(r.known_at)}  r{r.batch_id:<6}  {revision:<8}  {r.kind:<8}  {r.path}{extra}")
 
 
 def window_note(vault: Vault, since: TimeLike, until: TimeLike = None) -> str | None:
