@@ -22,6 +22,7 @@ from mcp.types import (
 
 from ..errors import VaultsyncError
 from ..times import format_time
+from .attachments import register_attachment_resource
 from .feed import NOTE_TEMPLATE, note_uri
 from .sdk import lowlevel_server
 from .served import ServedVault
@@ -44,6 +45,8 @@ def register_resources(mcp: MCPServer, rt: ServedVault, *, page_size: int = 100)
                 return vault.read(path).content
         except VaultsyncError as exc:
             raise ResourceNotFoundError(exc.for_clients()) from None
+
+    register_attachment_resource(mcp, rt)
 
     lowlevel = lowlevel_server(mcp)  # MCPServer has no paginated resources/list and no resources/subscribe
 
