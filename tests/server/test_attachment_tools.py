@@ -84,3 +84,15 @@ async def test_the_resource_refuses_bytes_over_its_limit_and_links_it_never_made
             with pytest.raises(MCPError) as caught:
                 await c.read_resource(uri)
             assert "\n" not in str(caught.value), str(caught.value)
+
+
+async def test_an_embed_resolves_as_of_a_date_to_the_revision_read_attachment_reads(vault: Vault) -> None:
+    async with Client(build_server(ServeConfig.of(vault))) as c:
+        then = sc(await c.call_tool("get_links", {"path": "Note.md", "as_of": "2024-02-15"}))["outgoing"]
+        assert [(o["resolved"], o["mime_type"]) for o in then] == [("Assets/diagram.png", "image/png")]
+        read = sc(await c.call_tool("read_attachment", {"path": then[0]["resolved"], "as_of": then[0]["revision"]}))
+        assert read["size"] == len(png(2, 200_000))
+        blob = (await c.read_resource(read["uri"])).contents[0].blob
+        assert base64.b64decode(blob) == png(2, 200_000)
+        now = sc(await c.call_tool("get_links", {"path": "Note.md"}))["outgoing"]
+        assert [o.get("resolved") for o in now] == [None], "the image was deleted since"
