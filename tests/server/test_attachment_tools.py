@@ -96,3 +96,13 @@ async def test_an_embed_resolves_as_of_a_date_to_the_revision_read_attachment_re
         assert base64.b64decode(blob) == png(2, 200_000)
         now = sc(await c.call_tool("get_links", {"path": "Note.md"}))["outgoing"]
         assert [o.get("resolved") for o in now] == [None], "the image was deleted since"
+
+
+async def test_resources_list_names_an_attachment_by_its_bytes_and_type_never_as_a_markdown_note(vault: Vault) -> None:
+    async with Client(build_server(ServeConfig.of(vault))) as c:
+        listed = {r.name: r for r in (await c.list_resources()).resources}
+        board = listed["board.canvas"]
+        assert str(board.uri).startswith("attachment://r") and board.mime_type == "application/json"
+        assert listed["Note.md"].mime_type == "text/markdown" and str(listed["Note.md"].uri) == "note://Note.md"
+        read = (await c.read_resource(str(board.uri))).contents[0]
+        assert base64.b64decode(read.blob) == json.dumps(CANVAS_V1).encode()
