@@ -117,6 +117,8 @@ def test_tool_reference_shows_each_tool_as_listed() -> None:
         "list_changes",
         "list_deleted",
         "list_notes",
+        "list_attachments",
+        "read_attachment",
         "get_links",
         "vault_status",
         "create_note",
@@ -127,6 +129,7 @@ def test_tool_reference_shows_each_tool_as_listed() -> None:
     ):
         assert f"### `{tool}`" in page, tool
     assert "`note://{+path}`" in page
+    assert "`attachment://{revision}/{+path}`" in page
     # the session's answers are the tools' own: the January search finds nothing, today's finds the decision
     january, today = page.split('"tool": "search_notes"')[1:3]
     assert "Decision, February" not in january and "Decision, February" in today

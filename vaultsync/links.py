@@ -8,7 +8,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .disk.attachments import is_attachment, mime_type
 from .disk.paths import note_candidates
+from .revisions import revision_id
 from .store.read import Revision
 from .times import format_time
 
@@ -21,7 +23,7 @@ def _key(path: str) -> str:
 
 
 class Resolver:
-    """Resolves link targets against the notes that existed at one time.
+    """Resolves link targets against the files (notes and attachments) that existed at one time.
 
     Obsidian's rules, simplified: an exact vault path wins (``Folder/Note`` or ``Folder/Note.md``);
     otherwise a target naming a file (``Note``) or a path tail (``Sub/Note``) matches every note
@@ -38,7 +40,7 @@ class Resolver:
             self.by_name.setdefault(name, []).append(path)
 
     def resolve(self, link: dict[str, Any], source: str) -> str | None:
-        """The path the link points to, or None (dangling, external, or a non-note file)."""
+        """The path the link points to, or None (dangling, or external)."""
         target = str(link.get("target") or "").strip().replace("\\", "/")
         if not target:
             return source if (link.get("heading") or link.get("block")) else None
@@ -87,11 +89,18 @@ class LinkReport:
 
 
 def link_report(note: Revision, notes: list[Revision], as_of: int | None) -> LinkReport:
-    """Resolve ``note``'s links and find the notes in ``notes`` (all live then) linking to it."""
+    """Resolve ``note``'s links and find the notes in ``notes`` (every file live then) linking to it. A link
+    resolved to an attachment names what it was then: its MIME type and the revision id of the bytes it had
+    (``r12``, which ``read --as-of`` and the assistants' ``read_attachment`` take)."""
     resolver = Resolver(r.path for r in notes)
+    live = {r.path: r for r in notes}
     report = LinkReport(path=note.path, as_of=as_of)
     for link in note.links:
-        report.outgoing.append({**link, "resolved": resolver.resolve(link, note.path)})
+        resolved = resolver.resolve(link, note.path)
+        found = {**link, "resolved": resolved}
+        if resolved is not None and is_attachment(resolved) and resolved in live:
+            found["mime_type"], found["revision"] = mime_type(resolved), revision_id(live[resolved])
+        report.outgoing.append(found)
     for other in notes:
         for link in other.links:
             if other.path == note.path and not link.get("target"):

@@ -33,6 +33,7 @@ def dense(tmp_path_factory: pytest.TempPathFactory) -> Any:
     base = tmp_path_factory.mktemp("dense")
     root, db = base / "vault", base / "db" / "vaultsync.db"
     write(root, PATH, dense_note("first"))
+    (root / "Pasted.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(2 * MAX_ANSWER_BYTES))  # never inline
     with Vault.open(db, root=root) as vault:
         vault.sync(known_at="2024-01-01")
         write(root, PATH, dense_note("second"))
@@ -49,6 +50,8 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "list_changes": {"since": "2023-01-01"},
     "list_deleted": {},
     "list_notes": {},
+    "list_attachments": {},
+    "read_attachment": {"path": "Pasted.png"},
     "get_links": {"path": PATH},
     "vault_status": {},
     "create_note": {"path": "Made.md", "content": "# Made\n"},
@@ -60,7 +63,7 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
 
 def wire(result: Any) -> int:
     """Bytes of both copies of an answer as they go on the wire."""
-    text = "".join(block.text for block in result.content)
+    text = "".join(getattr(block, "text", "") for block in result.content)  # a resource link has none
     structured = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
     return len(json.dumps(text, ensure_ascii=False).encode()) + len(structured.encode())
 

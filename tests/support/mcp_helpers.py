@@ -180,6 +180,8 @@ READ_TOOLS = [
     "list_changes",
     "list_deleted",
     "list_notes",
+    "list_attachments",
+    "read_attachment",
     "get_links",
     "vault_status",
 ]
@@ -351,7 +353,7 @@ async def check_resources(c: Any, notes: int, page_size: int) -> None:
     text = (await c.read_resource("note://Notes/Filler%2000.md")).contents[0].text
     assert text.startswith("# Filler 0")
     templates = (await c.list_resource_templates()).resource_templates
-    assert [t.uri_template for t in templates] == ["note://{+path}"]
+    assert sorted(t.uri_template for t in templates) == ["attachment://{revision}/{+path}", "note://{+path}"]
 
 
 async def watching(c: Any, timeout: float = 30) -> dict[str, Any]:

@@ -186,7 +186,10 @@ class DeletedResult(Compact):
 class LinksResult(_Out):
     path: str
     as_of: str | None
-    outgoing: list[dict[str, Any]] = Field(description="Links in the note; resolved = the note path it points to")
+    outgoing: list[dict[str, Any]] = Field(
+        description="Links in the note; resolved = the path it points to (null: nothing by that name then); "
+        "a link to an attachment also gives its mime_type and revision (its id then, for read_attachment as_of)"
+    )
     backlinks: list[dict[str, Any]] = Field(description="Links in other notes that point to this note (source = from)")
     truncated: bool = False
 

@@ -20,8 +20,11 @@ from mcp.types import (
     UnsubscribeRequestParams,
 )
 
+from ..disk.attachments import is_attachment, mime_type
 from ..errors import VaultsyncError
+from ..revisions import revision_id
 from ..times import format_time
+from .attachments import attachment_uri, register_attachment_resource
 from .feed import NOTE_TEMPLATE, note_uri
 from .sdk import lowlevel_server
 from .served import ServedVault
@@ -45,6 +48,8 @@ def register_resources(mcp: MCPServer, rt: ServedVault, *, page_size: int = 100)
         except VaultsyncError as exc:
             raise ResourceNotFoundError(exc.for_clients()) from None
 
+    register_attachment_resource(mcp, rt)
+
     lowlevel = lowlevel_server(mcp)  # MCPServer has no paginated resources/list and no resources/subscribe
 
     async def list_resources(
@@ -59,10 +64,11 @@ def register_resources(mcp: MCPServer, rt: ServedVault, *, page_size: int = 100)
         chosen, nxt = page(revisions, after, page_size, key=lambda r: r.path)
         resources = [
             Resource(
-                uri=note_uri(r.path),
+                # an attachment: its current revision's bytes (a note: its text, subscribable)
+                uri=attachment_uri(revision_id(r), r.path) if is_attachment(r.path) else note_uri(r.path),
                 name=r.path,
                 title=r.title,
-                mime_type="text/markdown",
+                mime_type=mime_type(r.path),
                 size=r.size,
                 annotations=Annotations(last_modified=format_time(r.known_at)),
             )

@@ -21,6 +21,7 @@ from .answers import (
     note_list,
     search_answer,
 )
+from .attachments import add_attachment_tools
 from .budget import wire_bytes
 from .looking_back import add_list_deleted
 from .models import (
@@ -76,6 +77,7 @@ def add_read_tools(tools: ToolSet, rt: ServedVault) -> None:
         add_list_changes,
         add_list_deleted,
         add_list_notes,
+        add_attachment_tools,
         add_get_links,
         add_vault_status,
     ):

@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult, ContentBlock, TextContent
 from pydantic import BaseModel, ValidationError
 
 from .budget import fit
@@ -72,7 +72,11 @@ class CompactMetadata(FuncMetadata):
         if omitted:
             data["omitted"] = {**data.get("omitted", {}), **omitted}
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+        blocks: list[ContentBlock] = [TextContent(type="text", text=text)]
+        link = getattr(result, "resource_link", None)  # an answer naming bytes it does not carry (an attachment's)
+        if callable(link):
+            blocks.append(link())
+        return CallToolResult(content=blocks, structured_content=data)
 
 
 def compact(metadata: FuncMetadata) -> CompactMetadata:

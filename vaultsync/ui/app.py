@@ -16,15 +16,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ..disk.attachments import mime_type
 from ..errors import ConfigError, NoteNotFound, VaultNotFound, VaultsyncError
 from ..vault import Vault
 from .door import Guard
+from .render import RASTER_TYPES
 from .views import Explorer
 
 logger = logging.getLogger(__name__)
 
 ASSETS = {"ui.js": "text/javascript; charset=utf-8", "ui.css": "text/css; charset=utf-8", "icon.svg": "image/svg+xml"}
 """The page's only files besides itself, shipped in the package (no CDN, nothing from the network)."""
+
+FILE_CSP = "default-src 'none'; sandbox"
+"""A served file's policy: opened as a document by itself, it loads and runs nothing."""
 
 
 def _asset(name: str) -> str:
@@ -71,8 +76,22 @@ def build_app(vault: Vault, token: str, port: int) -> Guard:
             return JSONResponse({"error": "no such file"}, status_code=404)
         return Response(_asset(name), media_type=ASSETS[name])
 
+    async def file(request: Request) -> Response:
+        """An embedded image's bytes as of the page's moment: data of its own type, never a document."""
+        try:
+            path = _param(request, "path", True) or ""
+            if mime_type(path) not in RASTER_TYPES:
+                return JSONResponse({"error": f"{path} is not an image the page shows"}, status_code=415)
+            data = await run_in_threadpool(explorer.file, path, _time(request, "at"))
+        except (NoteNotFound, VaultNotFound) as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        except VaultsyncError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return Response(data, media_type=mime_type(path), headers={"content-security-policy": FILE_CSP})
+
     routes = [
         Route("/", index),
+        Route("/api/file", file),
         Route("/static/{name}", asset),
         Route("/api/timeline", api(lambda r: explorer.timeline())),
         Route("/api/moment", api(lambda r: explorer.moment(_param(r, "at", True) or ""))),

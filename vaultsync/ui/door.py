@@ -96,8 +96,9 @@ class Guard:
             return
 
         async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *HEADERS]
+            if message["type"] == "http.response.start":  # the app's own policy (a served file's) stands
+                own = {name.lower() for name, _ in message.get("headers", [])}
+                message["headers"] = [*message.get("headers", []), *(h for h in HEADERS if h[0] not in own)]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

@@ -3,7 +3,10 @@
 A note's text never reaches the page as markup: markdown-it-py runs with raw HTML off (``<script>``,
 ``<svg onload=…>`` and every other tag come out escaped), its link check drops ``javascript:``,
 ``vbscript:``, ``file:`` and ``data:`` URLs, and images are shown as their alt text (the page loads
-nothing a note names, from the network or elsewhere). Wikilinks become in-page links carrying the
+nothing a note names from the network or elsewhere), except an embed of the vault's own raster image
+(``![[diagram.png]]``, ``![alt](Files/diagram.png)``) that existed at the page's moment: an ``<img>`` with
+no ``src``, naming the file in ``data-file``, whose bytes as of that moment the page loads from its own
+``/api/file`` (served as data, never as a document: ``app.py``). Wikilinks become in-page links carrying the
 resolved note path in a ``data-path`` attribute, escaped like every attribute; the page opens them as of
 the same moment. The page's Content-Security-Policy (``guard.py``) forbids inline script on top of this.
 """
@@ -22,6 +25,7 @@ from markdown_it.token import Token
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
+from ..disk.attachments import mime_type
 from ..parsers.comments import comments_plugin
 from ..parsers.wikilinks import wikilinks_plugin
 from .obsidian import obsidian_plugin
@@ -31,6 +35,17 @@ Resolve = Callable[[dict[str, Any]], "str | None"]
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _SAFE_SCHEMES = ("http:", "https:", "mailto:")
+RASTER_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/avif", "image/bmp"})
+"""The image types the page shows inline (never SVG: a document that may carry script)."""
+
+
+def shown_image(path: str | None) -> bool:
+    """Whether ``path`` (a resolved link) is an image the page shows."""
+    return path is not None and mime_type(path) in RASTER_TYPES
+
+
+def _embedded(path: str, alt: str) -> str:
+    return f'<img class="embed" alt="{escapeHtml(alt)}" data-file="{escapeHtml(path)}">'
 
 
 def _wikilink(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
@@ -38,6 +53,8 @@ def _wikilink(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: d
     target, heading, alias = meta.get("target") or "", meta.get("heading"), meta.get("alias")
     label = alias or (target + (f" > {heading}" if heading else "")) or (heading or "")
     resolved = env["resolve"]({"kind": "wikilink", **meta})
+    if meta.get("embed") and shown_image(resolved):
+        return _embedded(str(resolved), alias or target)
     text = escapeHtml(("↳ " if meta.get("embed") else "") + label)
     if resolved is None:
         return f'<span class="wikilink dangling" title="no such note then">{text}</span>'
@@ -62,6 +79,11 @@ def _link_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: 
 def _image(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
     token = tokens[idx]
     alt = "".join(child.content for child in token.children or [])
+    src = str(token.attrGet("src") or "")
+    if not _SCHEME.match(src):
+        resolved = env["resolve"]({"kind": "markdown", "target": unquote(src.partition("#")[0])})
+        if shown_image(resolved):
+            return _embedded(str(resolved), alt)
     return (
         f'<span class="image" title="{escapeHtml(str(token.attrGet("src") or ""))}">[image: {escapeHtml(alt)}]</span>'
     )

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .. import lookback
-from ..errors import NoteNotFound
+from ..errors import NoteNotFound, StoreError
 from ..links import Resolver
 from ..revisions import resolve_cutoff, revision_id, short_revision
 from ..store import Revision
@@ -136,6 +136,21 @@ class Explorer:
         """A moment of the page's addresses as UTC microseconds: a time, or a revision id (its batch's time)."""
         with self.lock:
             return resolve_cutoff(self.vault, at, argument).as_of
+
+    def file(self, path: str, at: TimeLike = None, limit: int = 16 * 2**20) -> bytes:
+        """A file's exact bytes as of ``at`` (the page shows an embedded image as it was then); StoreError when
+        it is over ``limit`` bytes."""
+        when, data = self._moment(at, "as_of"), bytearray()
+
+        def take(piece: bytes) -> None:
+            if len(data) + len(piece) > limit:
+                raise StoreError(f"{path} is over {limit >> 20} MB: read it with `vaultsync read --output`")
+            data.extend(piece)
+
+        with self.lock:
+            self._fresh()
+            self.vault.read_bytes(path, take, as_of=when)
+        return bytes(data)
 
     def tree(self, at: TimeLike = None, valid: TimeLike = None) -> dict[str, Any]:
         """The notes that existed at ``at`` (``ls --as-of``), each marked relative to now: modified,

@@ -346,6 +346,11 @@ function renderNote(data) {
   }
   $("note-body").innerHTML = data.html;  // rendered by the server with raw HTML off; see render.py
   for (const link of $("note-body").querySelectorAll("a.wikilink[data-path]")) link.href = noteHref(link.dataset.path, state.at);
+  for (const img of $("note-body").querySelectorAll("img.embed[data-file]")) {  // the image as it was at the note's moment
+    const query = new URLSearchParams({path: img.dataset.file, token: TOKEN});
+    if (data.at.us !== null) query.set("at", String(data.at.us));
+    img.src = `/api/file?${query}`;
+  }
   $("note-source").textContent = data.content;  // the exact text, as `read --as-of` prints it
   $("note").dataset.path = data.path;
   $("note").dataset.at = data.at.us === null ? "now" : String(data.at.us);
