@@ -163,13 +163,15 @@ def run(quick: bool) -> Figures:
     with workdir("watch-delay") as work:
         vault = vault_for(quick, work, "obsidian-help.bundle")
         base = work / "base.db"
+        old_tree = unpack(OLD, work / "old")
+        # imported by the old code: both read it (the new one upgrades its copy; the old one refuses a newer schema)
         subprocess.run(
             [sys.executable, "-m", "vaultsync", "--db", str(base), "import", str(vault), "--vectors-wait", "0"],
             check=True,
             capture_output=True,
-            env={**os.environ, "VAULTSYNC_EMBEDDER": "minilm"},
+            env={**os.environ, "VAULTSYNC_EMBEDDER": "minilm", "PYTHONPATH": str(old_tree)},
+            cwd=old_tree,
         )
-        old_tree = unpack(OLD, work / "old")
         saves = 3 if quick else 4
         for load in (False, True):
             for code, tree in (("old", old_tree), ("new", None)):

@@ -121,7 +121,7 @@ def test_changes_without_a_window_shows_the_last_week_with_batch_ids(vault, cli)
     lines = said.stdout.splitlines()
     assert [line.split()[-1] for line in lines] == ["a.md", "gone.md"], said.stdout  # not the 2024 import
     assert "7 days" in said.stderr
-    batches = [int(re.search(r"batch (\d+)", line).group(1)) for line in lines]
+    batches = [int(re.search(r" r(\d+) ", line).group(1)) for line in lines]
     data = json.loads(cli("changes", "--json", db=db, check=True).stdout)
     assert [c["batch"] for c in data] == batches
     undone = cli("undo", str(batches[-1]), db=db)

@@ -20,7 +20,7 @@ from .codec import content_key, unpack
 from .provenance import PurgeRecord, locate, purge_records, revision_in_vault
 from .purge import horizon
 from .read import Revision
-from .schema import APPEND_ONLY_TABLES
+from .schema import APPEND_ONLY_TABLES, has_table
 from .search import backfill, engine
 
 
@@ -405,6 +405,8 @@ class View:
                 data = b"\0unreadable" if text is None else text.encode("utf-8", "surrogatepass")
                 if content_hash(data) != expected or len(data) != size:
                     problems.append(f"revision {note_id} of {path} does not match its content hash")
+        if not has_table(con, "attachment_bodies"):  # an older database read as it is: it holds notes only
+            return problems
         return problems + files.problems(con, self.vault_id)
 
     def _content_or_none(self, note_id: int) -> str | None:
