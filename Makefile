@@ -61,10 +61,11 @@ system:
 	  else echo "$(strip $(SYSTEM_PACKAGES)) not found: the browser and reverse-proxy tests will be skipped"; fi; fi
 browser proxy: system
 
-# Two pytest-xdist workers, module by module; the corpus modules share one (see tests/conftest.py).
+# Three pytest-xdist workers, module by module; the corpus modules share one (see tests/conftest.py). Three on
+# two cores: much of the suite waits on subprocesses, servers and watchers, so a third worker fills that time.
 # PYTEST_WORKERS=0 runs everything in one process.
 # The installs (the npm one beside the two venvs) and the browser check run side by side.
-PYTEST_WORKERS ?= 2
+PYTEST_WORKERS ?= 3
 test: deps
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
