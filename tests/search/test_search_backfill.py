@@ -37,10 +37,7 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return str(tmp_path / "db.sqlite")
     from support import pgserver
 
-    try:
-        return pgserver.shared().fresh("backfill")
-    except pgserver.Unavailable as exc:
-        pytest.skip(str(exc))
+    return pgserver.fresh_or_skip("backfill")
 
 
 def _key(text: str) -> bytes:

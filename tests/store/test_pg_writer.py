@@ -44,10 +44,7 @@ WRITER = textwrap.dedent("""
 
 @pytest.fixture
 def dsn(tmp_path: Path) -> str:
-    try:
-        return pgserver.shared().fresh("writer")
-    except pgserver.Unavailable as exc:
-        pytest.skip(str(exc))
+    return pgserver.fresh_or_skip("writer")
 
 
 def test_a_writer_killed_mid_batch_leaves_nothing_and_another_takes_over(dsn: str, tmp_path: Path) -> None:

@@ -31,10 +31,7 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "db" / "vaultsync.db")
     pgserver = pytest.importorskip("support.pgserver")
-    try:
-        return pgserver.shared().fresh("committime")
-    except pgserver.Unavailable as exc:
-        pytest.skip(str(exc))
+    return pgserver.fresh_or_skip("committime")
 
 
 @pytest.fixture
