@@ -307,13 +307,7 @@ LOW_LEVEL = {
     "vaultsync.ui",
     "vaultsync.hardened",
     "vaultsync.vault",
-    "vaultsync.vault_lock",
-    "vaultsync.opening",
-    "vaultsync.recording",
-    "vaultsync.reading",
-    "vaultsync.forgetting",
     "vaultsync.sync",
-    "vaultsync.restore",
     "vaultsync.gitimport",
 }
 FORBIDDEN: dict[str, set[str]] = {
@@ -401,7 +395,7 @@ HEAVY = (
     "mcp",
     "yaml",
     "numpy",
-    "vaultsync.vault",
+    "vaultsync.vault.api",
     "vaultsync.store",
     "vaultsync.parsers",
     "vaultsync.server",

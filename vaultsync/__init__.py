@@ -21,7 +21,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .vault import Note, Vault
+    from .vault.api import Note, Vault
 
 __all__ = [
     "BusyError",
@@ -46,7 +46,7 @@ def __getattr__(name: str) -> Any:
     # Vault and Note load the store and the parsers: import them on first use, so that
     # ``python -m vaultsync --help`` (which imports this package first) stays fast.
     if name in ("Note", "Vault"):
-        from . import vault
+        from .vault import api as vault
 
         return getattr(vault, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from vaultsync import Vault, acting
+from vaultsync import Vault, write_caller
 from vaultsync.errors import LockedError, RevisionMismatch
 from vaultsync.live import handoff
 from vaultsync.live.watcher import Watcher
@@ -67,7 +67,7 @@ def test_every_door_is_carried_out_by_the_watcher(two, monkeypatch: pytest.Monke
         undone = handoff.restored_of(handoff.perform(asking, "undo", {"batch": folder.summary.batch_id}))
         assert undone.summary is not None and undone.detail == f"undo of batch {folder.summary.batch_id}"
         assert (root / "F" / "a.md").read_text(encoding="utf-8") == "# a\n\nsecond\n"
-        with acting.acting_for("alice"):
+        with write_caller.acting_for("alice"):
             wrote = handoff.perform(
                 asking,
                 "write",
@@ -180,7 +180,7 @@ def test_no_answer_within_the_bound_is_one_line_and_nothing_written(two, monkeyp
 def _die_after(monkeypatch: pytest.MonkeyPatch, files: int, holder: Vault) -> None:
     """The writer "dies" after writing ``files`` files: its lock goes (as the OS or the server frees a dead
     process's), and the request stays taken."""
-    from vaultsync import restore
+    from vaultsync.vault import restore
 
     real, written = restore._write, []
 
@@ -407,7 +407,7 @@ def test_the_asker_prints_what_it_prints_when_it_writes_itself(
 def test_a_batch_for_a_request_put_right_elsewhere_never_lands(two) -> None:
     """A writer that lost its lock (a PostgreSQL session dropped) while carrying a request out, which another
     process meanwhile put right: its batch refuses to land, so the request's outcome and the history agree."""
-    from vaultsync import unfinished
+    from vaultsync.vault import pending as unfinished
 
     watching, asking, root, _ = two
     table = asking.requests()
@@ -546,8 +546,8 @@ async def test_serve_watch_holding_the_vault_carries_out_a_cli_undo(tmp_path: Pa
 def test_a_restore_whose_batch_is_refused_puts_its_files_back(two, monkeypatch: pytest.MonkeyPatch) -> None:
     """Not a crash: the watcher wrote the files, then the database refused the batch (away, or the lock lost
     with its session): the files go back as they were, and the asker gets the error, nothing half done."""
-    from vaultsync import recording
     from vaultsync.errors import StoreError
+    from vaultsync.vault import recorder as recording
 
     watching, asking, root, t0 = two
     before = asking.last_batch_id

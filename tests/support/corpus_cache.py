@@ -41,8 +41,8 @@ NEVER_WRITE = (
     "cli/restore.py",
     "cli/search.py",
     "cli/ui.py",
-    "lookback.py",
-    "restore.py",
+    "vault/lookback.py",
+    "vault/restore.py",
 )
 """Package paths (relative to vaultsync/) that take no part in building a corpus database."""
 LIBRARIES = ("apsw", "markdown-it-py", "mdit-py-plugins", "PyYAML", "sqlite-vec")

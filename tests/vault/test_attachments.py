@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from vaultsync import Vault, lookback, restore
+from vaultsync import Vault
 from vaultsync.disk import attachments
 from vaultsync.disk.attachments import Body, Changed, bytes_pieces
 from vaultsync.errors import NoteNotFound, StoreError
 from vaultsync.store import files
+from vaultsync.vault import lookback, restore
 
 BATCHES = 50
 WORDS = ["zeppelin", "quokka", "marzipan", "obelisk", "tundra", "saffron", "gondola"]

@@ -1,10 +1,10 @@
-"""``Vault`` is the only door (issue 18): outside the library facade (``vaultsync/vault.py`` and
+"""``Vault`` is the only door (issue 18): outside the library facade (``vaultsync/vault/api.py`` and
 ``vaultsync/live/writer_role.py``) no code of the package touches a vault's store or writer lock.
 
 An AST scan of every module: any attribute ``_store`` or ``_lock`` read or written on anything other than
 ``self`` of a class that is not ``Vault`` counts (``self._lock`` of another class, e.g. a server object's own
 threading lock, is that object's own business), as does ``getattr(x, "_store")``. The old public name
-``vault.store`` is gone, so it is not looked for; ``vault.lock`` is the ``VaultLock`` object (``vault_lock.py``),
+``vault.store`` is gone, so it is not looked for; ``vault.lock`` is the ``VaultLock`` object (``vault/lock.py``),
 which keeps the engine's lock to itself.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import vaultsync
 
 PACKAGE_DIR = Path(vaultsync.__file__).resolve().parent
-FACADE = {"vault.py", "live/writer_role.py"}
+FACADE = {"vault/api.py", "live/writer_role.py"}
 PRIVATE = {"_store", "_lock"}
 
 
@@ -69,16 +69,16 @@ def outside_the_facade(package: Path = PACKAGE_DIR) -> list[str]:
 def test_nothing_outside_the_facade_touches_a_vaults_store_or_lock() -> None:
     found = outside_the_facade()
     assert not found, (
-        "code outside vault.py / live/writer_role.py touches a vault's store or lock (add a Vault method):\n  "
+        "code outside vault/api.py / live/writer_role.py touches a vault's store or lock (add a Vault method):\n  "
         + "\n  ".join(found)
     )
 
 
 def test_the_facade_itself_is_scanned_and_uses_them() -> None:
-    """The scan is not blind: vault.py does touch its own store and vault_lock.py its own engine lock (as
+    """The scan is not blind: vault/api.py does touch its own store and vault/lock.py its own engine lock (as
     ``self``), and a function that takes a vault and reaches in is caught there too."""
-    source = (PACKAGE_DIR / "vault.py").read_text(encoding="utf-8")
-    lock = (PACKAGE_DIR / "vault_lock.py").read_text(encoding="utf-8")
+    source = (PACKAGE_DIR / "vault" / "api.py").read_text(encoding="utf-8")
+    lock = (PACKAGE_DIR / "vault" / "lock.py").read_text(encoding="utf-8")
     assert "self._store" in source and "self._lock" in lock
     assert not reach_ins(source) and not reach_ins(lock)  # all of their touches are their own
     assert reach_ins(source + "\n\ndef reach(vault):\n    return vault._store\n") == [

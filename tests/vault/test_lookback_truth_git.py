@@ -21,7 +21,7 @@ from support.history_truth import GIT_VAULTS, SEED, iso
 
 from vaultsync import Vault
 from vaultsync.disk.paths import is_note_path, nfc
-from vaultsync.lookback import blame, checkout, lineage
+from vaultsync.vault.lookback import blame, checkout, lineage
 
 pytestmark = [pytest.mark.corpus]
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from vaultsync import Vault, restore
+from vaultsync import Vault
 from vaultsync.disk import vaultfs
 from vaultsync.times import format_time, now_micros
+from vaultsync.vault import restore
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ import pytest
 from support.help_corpus import HelpCorpus, Replayed, copy_db, replayed_path
 from support.history_truth import SELECTION, Truth, iso
 
-from vaultsync import Vault, restore
+from vaultsync import Vault
+from vaultsync.vault import restore
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 

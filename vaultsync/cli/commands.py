@@ -17,7 +17,7 @@ from .. import dist
 from ..config import default_db_path
 from ..errors import VaultsyncError
 from ..times import ACCEPTED, format_time
-from ..told import Told
+from ..vault.parse_warnings import Told
 from . import audit, history, logs, migrate, purge, reading, receipt, restore, search, serving, ui, upkeep
 from .base import (
     VECTORS_WAIT,

@@ -1,4 +1,4 @@
-"""The commands that look back (deleted, checkout, blame): thin click commands over ``vaultsync.lookback``.
+"""The commands that look back (deleted, checkout, blame): thin click commands over ``vaultsync.vault.lookback``.
 
 ``history.py`` adds ``COMMANDS`` to its own (the commands over time); this module imports neither it nor
 ``commands.py``.
@@ -42,7 +42,7 @@ def deleted(obj: Context, since: int | None, until: int | None, as_json: bool) -
         vaultsync deleted
         vaultsync deleted --since 2025-03-01 --json
     """
-    from .. import lookback
+    from ..vault import lookback
 
     found = lookback.deleted(obj.vault(), since, until)
     if as_json:
@@ -80,7 +80,7 @@ def checkout(obj: Context, as_of: int | str | None, to: Path, as_json: bool) -> 
     Example:
         vaultsync checkout --as-of 2025-03-01 --to ~/vault-2025-03-01
     """
-    from .. import lookback
+    from ..vault import lookback
 
     done = lookback.checkout(obj.vault(), to, as_of)
     if as_json:
@@ -108,8 +108,8 @@ def blame(obj: Context, note: str, as_of: int | str | None, as_json: bool) -> No
         vaultsync blame "Projects/Atlas.md"
         vaultsync blame "Projects/Atlas.md" --as-of 2025-03-01
     """
-    from .. import lookback
     from ..revisions import revision_id
+    from ..vault import lookback
 
     lines = lookback.blame(obj.vault(), note, as_of)
     if as_json:

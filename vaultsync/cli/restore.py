@@ -1,4 +1,4 @@
-"""The ``restore`` and ``undo`` commands: bring notes back, thin doors over ``vaultsync.restore``.
+"""The ``restore`` and ``undo`` commands: bring notes back, thin doors over ``vaultsync.vault.restore``.
 
 ``commands.py`` adds ``COMMANDS`` to its group; this module does not import ``commands.py``.
 """
@@ -101,8 +101,8 @@ def restore(
         vaultsync restore --prefix Projects/ --as-of 2025-03-01 --delete-newer
         vaultsync restore --prefix Projects/ --as-of 2025-03-01 --to Archive/Projects/
     """
-    from .. import restore as r
     from ..live import handoff
+    from ..vault import restore as r
 
     if (note is None) == (prefix is None):
         raise click.UsageError("give a NOTE or --prefix FOLDER")
@@ -157,8 +157,8 @@ def undo(obj: Context, batch: int, force: bool, dry_run: bool, as_json: bool) ->
         vaultsync undo 1234
         vaultsync undo r1234
     """
-    from .. import restore as r
     from ..live import handoff
+    from ..vault import restore as r
 
     vault = obj.vault(root=str(obj.vault().root), readonly=False)
     if dry_run:

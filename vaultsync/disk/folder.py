@@ -108,7 +108,7 @@ class FileProblem:
     path: str
     reason: str
     content_hash: str | None = field(default=None, compare=False, repr=False)
-    """A warning's note text (its hash): the same text's warning is told once (``told.Told``)."""
+    """A warning's note text (its hash): the same text's warning is told once (``vault.parse_warnings.Told``)."""
     renamed: bool = field(default=False, compare=False, repr=False)
     """A warning of a note only renamed (its text was stored, and warned about, under its old name)."""
 

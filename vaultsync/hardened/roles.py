@@ -35,7 +35,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.types import INTERNAL_ERROR, METHOD_NOT_FOUND
 
-from .. import acting
+from .. import write_caller
 from ..errors import ConfigError, VaultsyncError
 from ..times import now_micros
 from .audit import AuditLog
@@ -150,7 +150,7 @@ class Guard:
             if reason is not None:
                 await self._deny(caller, name, reason)
                 raise MCPError(code=METHOD_NOT_FOUND, message=f"Unknown tool: {name}")
-        with acting.acting_for(caller.caller_id):  # a write tool's batch records whom it was done for
+        with write_caller.acting_for(caller.caller_id):  # a write tool's batch records whom it was done for
             return await self._audited(ctx, call_next, caller, str(name), params.get("arguments"))
 
     async def _resource(

@@ -10,8 +10,8 @@ import, a one-shot restore) is waited for ``WAIT_FOR_LOCK_S``, then the write is
 
 The watching process runs a ``Desk`` (started by its ``Watcher``): it claims each request (at most once) and
 carries it out (``requested``: the library calls a lock holder makes) for the asker's MCP caller, inside
-``unfinished.carrying``: its batch marks it done in the same transaction, and a writer that dies in the
-middle leaves nothing half done (``unfinished.recover``). The asker deletes its request once it has read
+``vault.pending.carrying``: its batch marks it done in the same transaction, and a writer that dies in the
+middle leaves nothing half done (``vault.pending.recover``). The asker deletes its request once it has read
 the outcome; the desk deletes what askers that died left (``RequestTable.tidy``).
 """
 
@@ -27,12 +27,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import acting, errors
+from .. import errors, write_caller
 from ..errors import LockedError, StoreError, VaultsyncError
 from ..store.requests import Request, RequestTable
 from ..sync import BatchSummary, FileProblem
 from ..times import now_micros
-from ..unfinished import SOURCES, carrying, error_answer, put_back
+from ..vault.pending import SOURCES, carrying, error_answer, put_back
 from .requested import edit_change, execute, plan_restore, restore_args
 
 if TYPE_CHECKING:
@@ -105,7 +105,9 @@ def ask(
     wait_s = WAIT_FOR_WRITER_S if wait_s is None else wait_s
     table = vault.requests()
     holder = vault.lock.holder_info() or {}
-    rid = table.ask(kind, args, asker=_me(vault), caller=acting.caller(), take_by=now_micros() + int(wait_s * 1e6))
+    rid = table.ask(
+        kind, args, asker=_me(vault), caller=write_caller.caller(), take_by=now_micros() + int(wait_s * 1e6)
+    )
     logger.info("asked %s (request %d) to carry out %s", _named(vault, holder, False), rid, kind)
     deadline, ran_until, answer_until = time.monotonic() + wait_s, None, None
     wakeup = vault.wakeup()
@@ -259,7 +261,7 @@ class ShownStep:
 
 def restored_of(outcome: Outcome) -> Any:
     """The ``restore.Restored`` of an outcome: the library's own when carried out here, else rebuilt."""
-    from ..restore import Restored
+    from ..vault.restore import Restored
 
     if outcome.here is not None:
         return outcome.here

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..vault import Vault
-    from ..vault_lock import VaultLock
+    from ..vault.lock import VaultLock
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..disk.paths import writable_note_path
 from ..errors import ConfigError, NoteNotFound, PathError, StoreError
 from ..times import TimeLike, as_micros, format_time
-from ..unfinished import summary_answer
+from ..vault.pending import summary_answer
 
 if TYPE_CHECKING:
     from ..vault import Vault
@@ -61,7 +61,7 @@ def restore_args(
 
 def plan_restore(vault: Vault, args: dict[str, Any]) -> tuple[list[Any], str]:
     """The steps and the batch detail of ``restore`` (a note, or a folder with ``prefix``)."""
-    from .. import restore as r
+    from ..vault import restore as r
 
     a = dict(args)
     note, prefix, as_of = a.pop("note"), a.pop("prefix"), a.pop("as_of")
@@ -76,7 +76,7 @@ def plan_restore(vault: Vault, args: dict[str, Any]) -> tuple[list[Any], str]:
 
 
 def _restore(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-    from .. import restore as r
+    from ..vault import restore as r
 
     steps, detail = plan_restore(vault, args)
     done = r.apply(vault, steps, source="restore", detail=detail)
@@ -84,7 +84,7 @@ def _restore(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
 
 
 def _undo(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-    from .. import restore as r
+    from ..vault import restore as r
 
     batch = int(args["batch"])
     steps = r.plan_undo(vault, batch, force=bool(args.get("force")))
@@ -138,8 +138,8 @@ def _edit(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
 
 
 def _restore_note(vault: Vault, args: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-    from .. import restore as r
     from ..revisions import expected_hash, mismatch, revision_of
+    from ..vault import restore as r
 
     step = r.plan_note(vault, args["path"], as_of=args.get("as_of"), revision=args.get("revision"), follow=True)
     if step.refused:

@@ -24,8 +24,8 @@ from ..errors import LockedError, MassDeletion, StoreError, VaultsyncError, Vaul
 from ..retention import Policy
 from ..sync import BatchSummary
 from ..times import format_time
-from ..told import Told
 from ..vault import Vault
+from ..vault.parse_warnings import Told
 from .debounce import Debouncer, Pending, collapse
 from .events import EVERYTHING, POLL_INTERVAL_S, ObserverFactory, start_observer
 from .filling import VectorFiller

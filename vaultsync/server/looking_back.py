@@ -6,8 +6,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from ..lookback import deleted
 from ..times import ACCEPTED
+from ..vault.lookback import deleted
 from .models import DeletedResult, DeletedRow
 from .served import ServedVault
 from .toolkit import READ_ONLY, ToolSet, friendly, when

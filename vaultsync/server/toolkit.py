@@ -14,7 +14,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from .. import acting
+from .. import write_caller
 from ..errors import ConfigError, NoteDeleted, NoteNotFound, UnknownRevision, VaultsyncError
 from ..times import ACCEPTED, parse_time
 from .budget import with_omitted
@@ -58,7 +58,7 @@ class ToolSet:
 
     def add(self, title: str, annotations: ToolAnnotations) -> Callable[[F], F]:
         """Decorator: register ``fn`` as a tool named after it. A tool that changes the vault records its
-        batches as done for the MCP caller (``vaultsync.acting``)."""
+        batches as done for the MCP caller (``vaultsync.write_caller``)."""
 
         def register(fn: F) -> F:
             served = fn if annotations.read_only_hint else _for_caller(fn)
@@ -79,7 +79,7 @@ def _for_caller(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with acting.acting_for(acting.caller() or acting.ANONYMOUS):
+        with write_caller.acting_for(write_caller.caller() or write_caller.ANONYMOUS):
             return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature of F

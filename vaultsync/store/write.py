@@ -112,7 +112,7 @@ class BatchWriter:
     source: str
     detail: str | None = None
     caller: str | None = None
-    """The MCP caller the batch is done for (``vaultsync.acting``), None for every other door."""
+    """The MCP caller the batch is done for (``vaultsync.write_caller``), None for every other door."""
     indexers: list[Indexer] = field(default_factory=list)
     batch_id: int | None = None
     text_dict: bytes | None = None

@@ -16,13 +16,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .. import lookback
 from ..errors import NoteNotFound, StoreError
 from ..links import Resolver
 from ..revisions import resolve_cutoff, revision_id, short_revision
 from ..store import Revision
 from ..times import TimeLike, as_micros, format_time
-from ..vault import Vault
+from ..vault import Vault, lookback
 from .render import render, word_diff
 
 T = TypeVar("T")

@@ -4,7 +4,7 @@
 the vault; ``vault:admin`` implies both (no tool needs more today). The HTTP gate (``gate``) answers a call of a
 tool the token may not use with 403 before the MCP handler runs; this middleware keeps such tools out of
 ``tools/list``, refuses them again as unknown (should a call get past the gate), and records writes for the
-token's subject (``acting``: the batch's caller, ``changes --caller``).
+token's subject (``write_caller``: the batch's caller, ``changes --caller``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.types import METHOD_NOT_FOUND
 
-from ... import acting
+from ... import write_caller
 from ...hardened.access import READ, WRITE
 
 WRITE_TOOLS = ("create_note", "append_to_note", "edit_note", "restore_note")
@@ -54,6 +54,6 @@ class ScopeGate:
             if isinstance(name, str) and not allowed(name, scopes):
                 raise MCPError(code=METHOD_NOT_FOUND, message=f"Unknown tool: {name}")
         if token.subject:
-            with acting.acting_for(token.subject):
+            with write_caller.acting_for(token.subject):
                 return await call_next(ctx)
         return await call_next(ctx)

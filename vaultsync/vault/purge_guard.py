@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .disk.folder import files_containing
-from .errors import ConfigError
-from .store.purge import check_strings as purge_strings_checked
-from .times import TimeLike, as_micros, now_micros
+from ..disk.folder import files_containing
+from ..errors import ConfigError
+from ..store.purge import check_strings as purge_strings_checked
+from ..times import TimeLike, as_micros, now_micros
 
 
 def purge_cutoff(before: TimeLike) -> int | None:

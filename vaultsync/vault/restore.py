@@ -15,22 +15,22 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import acting
-from .disk import vaultfs
-from .disk.attachments import digest, file_pieces, is_attachment, max_attachment_bytes
-from .disk.digest import content_hash
-from .disk.folder import MAX_FILE_BYTES
-from .disk.paths import nfc, note_candidates, note_path, writable_note_path
-from .errors import ConfigError, NoteChanged, NoteNotFound, PathError
-from .parsers import split_lines
-from .revisions import looks_like_revision, revision_id
-from .store.view import no_history
-from .sync import BatchSummary
-from .times import TimeLike, as_micros, format_time
+from .. import write_caller
+from ..disk import vaultfs
+from ..disk.attachments import digest, file_pieces, is_attachment, max_attachment_bytes
+from ..disk.digest import content_hash
+from ..disk.folder import MAX_FILE_BYTES
+from ..disk.paths import nfc, note_candidates, note_path, writable_note_path
+from ..errors import ConfigError, NoteChanged, NoteNotFound, PathError
+from ..parsers import split_lines
+from ..revisions import looks_like_revision, revision_id
+from ..store.view import no_history
+from ..sync import BatchSummary
+from ..times import TimeLike, as_micros, format_time
 
 if TYPE_CHECKING:
-    from .store import Revision
-    from .vault import Vault
+    from ..store import Revision
+    from .api import Vault
 
 WRITE_TRIES = 20
 """How many times one file is recorded and written again when another writer keeps changing it."""
@@ -376,7 +376,9 @@ def apply(vault: Vault, steps: list[Step], *, source: str, detail: str, dry_run:
         paths = [s.path for s in todo]
         if not todo:
             return done
-        carried = acting.carried()  # another process's request: what is about to be written, in case this one dies
+        carried = (
+            write_caller.carried()
+        )  # another process's request: what is about to be written, in case this one dies
         if carried is not None and carried.note_steps is not None:
             carried.note_steps(todo)
         for step in todo:

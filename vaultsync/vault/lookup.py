@@ -10,13 +10,13 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 
-from .disk.paths import note_candidates, note_path
-from .errors import NoteDeleted, NoteNotFound
-from .parsers import split_lines
-from .revisions import lived_then, revision_id, revisions_known
-from .store import Revision, View
-from .store.view import no_history
-from .times import format_time
+from ..disk.paths import note_candidates, note_path
+from ..errors import NoteDeleted, NoteNotFound
+from ..parsers import split_lines
+from ..revisions import lived_then, revision_id, revisions_known
+from ..store import Revision, View
+from ..store.view import no_history
+from ..times import format_time
 
 History = Callable[[str], list[Revision]]
 """A note path → every revision of the note, oldest first (``Vault.history``)."""

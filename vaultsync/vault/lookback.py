@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .disk import vaultfs
-from .errors import ConfigError, NoteNotFound, StoreError
-from .parsers import split_lines
-from .revisions import resolve_cutoff, revision_id
-from .times import TimeLike, as_micros, format_time
+from ..disk import vaultfs
+from ..errors import ConfigError, NoteNotFound, StoreError
+from ..parsers import split_lines
+from ..revisions import resolve_cutoff, revision_id
+from ..times import TimeLike, as_micros, format_time
 
 if TYPE_CHECKING:
-    from .store import Revision
-    from .vault import Vault
+    from ..store import Revision
+    from .api import Vault
 
 
 # ---------------------------------------------------------------- deleted

@@ -8,20 +8,16 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .disk import edit, vaultfs
-from .disk.attachments import is_attachment
-from .disk.folder import MAX_FILE_BYTES, FileProblem
-from .disk.paths import nfc, note_candidates, note_path
-from .errors import ConfigError, NoteNotFound, StoreError, UnknownRevision
-from .forgetting import check_current, purge_cutoff
-from .gitimport import GIT_HISTORY_NOT_REWRITTEN, GitImport, OnCommit, in_git
-from .links import LinkReport, link_report
-from .opening import open_vault
-from .reading import applying, diff_sides, existing, tagged, unified
-from .recording import Recorder
-from .results import Note, Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
-from .retention import Policy, parse_policy
-from .revisions import (
+from ..disk import edit, vaultfs
+from ..disk.attachments import is_attachment
+from ..disk.folder import MAX_FILE_BYTES, FileProblem
+from ..disk.paths import nfc, note_candidates, note_path
+from ..errors import ConfigError, NoteNotFound, StoreError, UnknownRevision
+from ..gitimport import GIT_HISTORY_NOT_REWRITTEN, GitImport, OnCommit, in_git
+from ..links import LinkReport, link_report
+from ..results import Note, Purged, Reembedded, Reindexed, RevisionFacts, SearchResult, Stats
+from ..retention import Policy, parse_policy
+from ..revisions import (
     Cutoff,
     batch_named,
     looks_like_revision,
@@ -30,14 +26,18 @@ from .revisions import (
     revision_id,
     revisions_known,
 )
-from .store import BatchNews, Engine, Revision, View
-from .store.requests import RequestTable
-from .store.values import RetentionPreview
-from .store.view import forgotten
-from .sync import BatchSummary, Progress
-from .times import TimeLike, as_micros, format_time
-from .unfinished import recover
-from .vault_lock import VaultLock
+from ..store import BatchNews, Engine, Revision, View
+from ..store.requests import RequestTable
+from ..store.values import RetentionPreview
+from ..store.view import forgotten
+from ..sync import BatchSummary, Progress
+from ..times import TimeLike, as_micros, format_time
+from .lock import VaultLock
+from .lookup import applying, diff_sides, existing, tagged, unified
+from .opener import open_vault
+from .pending import recover
+from .purge_guard import check_current, purge_cutoff
+from .recorder import Recorder
 
 
 class Vault:
@@ -220,7 +220,7 @@ class Vault:
         self, source: str | None, caller: str | None = None, limit: int = 100
     ) -> list[dict[str, Any]]:
         """The last ``limit`` batches written by ``source`` ("mcp": by any MCP tool) and/or done for the MCP
-        ``caller`` (``vaultsync.acting``), oldest first, with the paths each wrote."""
+        ``caller`` (``vaultsync.write_caller``), oldest first, with the paths each wrote."""
         return self._store.batches_by_source(self.id, source, caller, limit)
 
     def revision_before(self, path: str, batch_id: int) -> Revision | None:
@@ -515,7 +515,7 @@ class Vault:
     def rewrite_note(self, path: str, change: Callable[[bytes], bytes]) -> tuple[BatchSummary, Note]:
         """Replace a note file's bytes by ``change(old)`` through the safe write path (raising in
         ``change`` leaves it untouched), record it, and read it back (see ``revisions``)."""
-        from .revisions import rewrite_file
+        from ..revisions import rewrite_file
 
         with self.lock.writing():
             rel = rewrite_file(str(self.root), path, change)

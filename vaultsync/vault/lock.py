@@ -17,8 +17,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .errors import ConfigError
-from .store.contract import Lock
+from ..errors import ConfigError
+from ..store.contract import Lock
 
 
 class VaultLock:

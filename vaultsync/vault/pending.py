@@ -1,7 +1,7 @@
 """Write requests a writer left unfinished, and how a request is carried out so that it never is half done.
 
 A process carrying out another's write request (``vaultsync.live.handoff``) does it inside ``carrying``: the
-batch that carries it out marks it done in its own transaction (``Vault``, through ``acting.carried``), and a
+batch that carries it out marks it done in its own transaction (``Vault``, through ``write_caller.carried``), and a
 restore notes the files it is about to write before it writes them (``restore.apply``). A writer that dies
 in the middle leaves the request ``taken``; whoever takes the vault's writer lock next calls ``recover``
 (``Vault``) before writing anything else: the files a restore or undo had written are put back to their
@@ -18,14 +18,14 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from . import acting
-from .disk import vaultfs
-from .disk.digest import content_hash
-from .disk.folder import MAX_FILE_BYTES
-from .disk.paths import writable_note_path
-from .errors import LockedError, NoteChanged, NoteNotFound, VaultsyncError
-from .store.requests import Request, RequestTable
-from .sync import BatchSummary
+from .. import write_caller
+from ..disk import vaultfs
+from ..disk.digest import content_hash
+from ..disk.folder import MAX_FILE_BYTES
+from ..disk.paths import writable_note_path
+from ..errors import LockedError, NoteChanged, NoteNotFound, VaultsyncError
+from ..store.requests import Request, RequestTable
+from ..sync import BatchSummary
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +70,8 @@ def carrying(table: RequestTable, request: Request) -> Iterator[None]:
 
     with contextlib.ExitStack() as stack:
         if request.caller is not None:
-            stack.enter_context(acting.acting_for(request.caller))
-        stack.enter_context(acting.carrying(request.id, SOURCES[request.kind], note_steps))
+            stack.enter_context(write_caller.acting_for(request.caller))
+        stack.enter_context(write_caller.carrying(request.id, SOURCES[request.kind], note_steps))
         yield
 
 

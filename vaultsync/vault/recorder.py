@@ -13,19 +13,19 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import acting
-from .disk import vanished
-from .disk.digest import content_hash
-from .disk.folder import Present, observe_paths, scan
-from .disk.paths import changed_path
-from .errors import VaultsyncError
-from .gitimport import Commit, GitHistory, GitImport, OnCommit, to_import
-from .store import Engine
-from .store.requests import mark_done
-from .sync import BatchSummary, LiveIndex, ParsePool, Plan, Progress, Twins, twins_on_disk, write_plan
+from .. import write_caller
+from ..disk import vanished
+from ..disk.digest import content_hash
+from ..disk.folder import Present, observe_paths, scan
+from ..disk.paths import changed_path
+from ..errors import VaultsyncError
+from ..gitimport import Commit, GitHistory, GitImport, OnCommit, to_import
+from ..store import Engine
+from ..store.requests import mark_done
+from ..sync import BatchSummary, LiveIndex, ParsePool, Plan, Progress, Twins, twins_on_disk, write_plan
 
 if TYPE_CHECKING:
-    from .store.contract import Batch
+    from ..store.contract import Batch
 
 
 class Recorder:
@@ -188,8 +188,8 @@ class Recorder:
         workers: ParsePool | None = None,
     ) -> BatchSummary:
         """The one plan → batch path (import, watch, writes, git backfill); the caller holds ``lock.writing``. The batch
-        that carries out another process's write request (``acting.carrying``, its source) marks it done."""
-        carried = acting.carried()
+        that carries out another process's write request (``write_caller.carrying``, its source) marks it done."""
+        carried = write_caller.carried()
         if carried is not None and carried.source == source:
             on_write = _then(on_write, lambda batch: mark_done(batch, carried.request_id))
         return write_plan(
@@ -200,7 +200,7 @@ class Recorder:
             known_at=known_at,
             source=source,
             detail=detail,
-            caller=acting.caller(),
+            caller=write_caller.caller(),
             strict=strict,
             workers=self.parse_workers if workers is None else workers,
             progress=progress,

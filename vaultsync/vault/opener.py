@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .config import default_db_path
-from .disk import vaultfs
-from .errors import ConfigError, VaultNotFound
-from .store import Engine, is_dsn, open_store
+from ..config import default_db_path
+from ..disk import vaultfs
+from ..errors import ConfigError, VaultNotFound
+from ..store import Engine, is_dsn, open_store
 
 
 def open_vault(

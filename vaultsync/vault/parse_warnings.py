@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .disk.folder import FileProblem
+    from ..disk.folder import FileProblem
 
 MAX_TOLD = 100_000
 """Texts' warnings remembered at most (then forgotten all at once: a long session may repeat one, never grows)."""
