@@ -51,9 +51,9 @@ class IfMissing:
 
 
 class Model(BaseModel):
-    """A table of the manifest: unknown keys refused, frozen, each field's docstring its description."""
+    """A table of the manifest: unknown keys refused, frozen."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def _path_text(value: object) -> object:
