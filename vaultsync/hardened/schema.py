@@ -112,11 +112,6 @@ def describe(exc: ValidationError, model: type[BaseModel], data: Any) -> str:
     return f"{_key(loc)}: {problem}"
 
 
-def unknown_keys_known(model: type[BaseModel]) -> list[str]:
-    """The keys a table may hold: its fields but those excluded (the manifest's own location)."""
-    return sorted(name for name, field in model.model_fields.items() if not field.exclude)
-
-
 def _problem(error: ErrorDetails, model: type[BaseModel], data: Any) -> tuple[int, tuple[Any, ...], str]:
     """(0 for a mistake of form, 1 for one of content; the key's location; the problem) of one error."""
     loc, kind = tuple(error["loc"]), error["type"]
@@ -126,7 +121,8 @@ def _problem(error: ErrorDetails, model: type[BaseModel], data: Any) -> tuple[in
     if kind == "value_error":
         return 1, loc, str(error["ctx"]["error"])
     if kind == "extra_forbidden":
-        return 0, loc, f"unknown key (known here: {', '.join(unknown_keys_known(_model_at(model, loc[:-1])))})"
+        fields = _model_at(model, loc[:-1]).model_fields  # but the excluded: the manifest's own location
+        return 0, loc, f"unknown key (known here: {', '.join(sorted(k for k, f in fields.items() if not f.exclude))})"
     if kind == "missing":
         field = _model_at(model, loc[:-1]).model_fields[str(loc[-1])]
         said = next((m for m in _metadata(field) if isinstance(m, IfMissing)), None)
