@@ -5,7 +5,6 @@ starts a working hardened HTTP server."""
 
 from __future__ import annotations
 
-import dataclasses
 import getpass
 import hashlib
 import re
@@ -54,12 +53,14 @@ def test_the_example_manifest_loads_with_every_option(tmp_path: Path) -> None:
     assert manifest.keystore_path == tmp_path / "keys.toml" and manifest.vault_name == "notes"
     assert manifest.http is not None and manifest.http.bind == "127.0.0.1:8765"
     assert manifest.http.tls_cert == tmp_path / "cert.pem"
-    assert manifest.http.tokens == (TokenRule(hashlib.sha256(b"test").hexdigest(), "laptop-claude", ("reader",)),)
+    assert manifest.http.tokens == (
+        TokenRule(sha256=hashlib.sha256(b"test").hexdigest(), caller_id="laptop-claude", roles=("reader",)),
+    )
     assert manifest.role_filter == RoleFilter(
-        ("reader",),
-        "deny_all",
-        {"search_notes": ("reader",), "read_note": ("reader",)},
-        {"append_to_note": ("reader",)},
+        caller_roles=("reader",),
+        default="deny_all",
+        allow={"search_notes": ("reader",), "read_note": ("reader",)},
+        deny={"append_to_note": ("reader",)},
     )
 
 
@@ -87,7 +88,7 @@ def test_the_example_manifest_documents_every_key_with_its_default() -> None:
         if not comment:  # a second key of one group (tls_key after tls_cert): the group's comment
             continue
         assert any("default" in c.lower() or "required" in c.lower() for c in comment), f"{line!r}: say its default"
-    expected = {f"{table}.{f.name}".lstrip(".") for table, cls in schema.items() for f in dataclasses.fields(cls)}
+    expected = {f"{table}.{name}".lstrip(".") for table, cls in schema.items() for name in cls.model_fields}
     expected.discard("path")  # the manifest's own location, not a key
     assert expected <= found, f"not in examples/manifest.toml: {sorted(expected - found)}"
 

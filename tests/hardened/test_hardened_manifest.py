@@ -7,11 +7,13 @@ import os
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from vaultsync.errors import ConfigError
 from vaultsync.hardened import spawn
+from vaultsync.hardened.access import OAuthSettings
 from vaultsync.hardened.keystore import load_keystore
-from vaultsync.hardened.manifest import DEFAULT_SECRET_ENV, Manifest, load_manifest
+from vaultsync.hardened.manifest import DEFAULT_SECRET_ENV, Manifest, RoleFilter, TokenRule, load_manifest
 
 HASH = "ab" * 32
 
@@ -88,6 +90,44 @@ def test_reject_env_extends_the_secret_list_once(tmp_path: Path) -> None:
 )
 def test_nested_and_typed_mistakes_are_named(tmp_path: Path, text: str, named: str) -> None:
     assert named in refused(tmp_path, text)
+
+
+@pytest.mark.parametrize(
+    "text,said",
+    [
+        ("audit_log_path = 1\n", "audit_log_path: must be a path (string), not int 1"),
+        ('keystore_path = ["k"]\n', "keystore_path: must be a path (string), not list ['k']"),
+        ('allowed_tools = ["a", 1]\n', "allowed_tools: must be a list of strings, not list ['a', 1]"),
+        ('path = "elsewhere.toml"\n', "path: unknown key (known here: allow_writes, allowed_parents, allowed_tools,"),
+        ('[http]\nbind = "1"\ncolour = 1\n', "http.colour: unknown key (known here: bind, metrics, tls_cert,"),
+        ('[http]\nbind = "1"\ntokens = ["a"]\n', "http.tokens: must be an array of tables, not list ['a']"),
+        (
+            f'[http]\nbind = "1"\n[[http.tokens]]\nsha256 = "{HASH}"\ncaller_id = "a"\nwho = 1\n',
+            "http.tokens[0].who: unknown key (known here: caller_id, roles, sha256)",
+        ),
+        ('[http]\nbind = "1"\nmetrics = "yes"\n', "http.metrics: must be true or false, not str 'yes'"),
+        ("[role_filter]\ndefault = 1\n", "role_filter.default: must be a string, not int 1"),
+        ('[role_filter]\nallow = "x"\n', "role_filter.allow: must be a table, not str 'x'"),
+        # the first mistake in the file; in a table, its form before its content
+        ("zz = 1\nallow_writes = 2\n", "zz: unknown key"),
+        ("allow_writes = 2\nzz = 1\n", "allow_writes: must be true or false, not int 2"),
+        ('[http]\n[[http.tokens]]\nsha256 = "00"\n', "http.bind: missing"),
+        ('[role_filter]\nzz = 1\ndefault = "x"\n', "role_filter.zz: unknown key"),
+    ],
+)
+def test_each_mistake_is_said_as_before(tmp_path: Path, text: str, said: str) -> None:
+    assert f"m.toml: {said}" in refused(tmp_path, text)
+
+
+def test_a_setting_built_in_code_is_checked_like_one_read_from_a_file(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="must be https"):
+        OAuthSettings(issuer="http://id.example.com", public_url="https://n.example.com")
+    with pytest.raises(ValidationError, match="allow_all"):
+        RoleFilter(default="allow")
+    with pytest.raises(ValidationError, match="64 hex digits"):
+        TokenRule(sha256="abc", caller_id="laptop")
+    m = Manifest(path=tmp_path / "m.toml", db_path="v.db", keystore_path=Path("k.toml"))
+    assert (m.db_path, m.keystore_path) == ("v.db", Path("k.toml"))  # resolved only when read from a file
 
 
 def test_a_manifest_that_is_not_a_file_or_not_utf8_is_refused(tmp_path: Path) -> None:

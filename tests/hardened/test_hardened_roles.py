@@ -237,7 +237,9 @@ def test_the_refusal_reason_agrees_with_the_manifest_rule() -> None:
     from vaultsync.hardened.roles import refusal
 
     for default in ("allow_all", "deny_all"):
-        rules = RoleFilter(("a",), default, allow={"t": ("a", "b"), "u": ("c",)}, deny={"t": ("b",), "v": ("a",)})
+        rules = RoleFilter(
+            caller_roles=("a",), default=default, allow={"t": ("a", "b"), "u": ("c",)}, deny={"t": ("b",), "v": ("a",)}
+        )
         for tool, roles in product("tuvw", [(), ("a",), ("b",), ("a", "b"), ("c",), ("a", "c")]):
             assert (refusal(rules, tool, roles) is None) == rules.allows(tool, roles), (default, tool, roles)
     assert "deny.t" in (refusal(rules, "t", ("a", "b")) or "")

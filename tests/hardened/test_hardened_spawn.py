@@ -348,7 +348,8 @@ def test_a_privileged_option_beside_the_manifest_is_refused(
 
 
 def test_refusals_come_before_the_heavy_imports(s: Setup) -> None:
-    """No MCP SDK, no SQLite binding, no event loop is imported on a refusal path (``-X importtime``)."""
+    """No MCP SDK, no SQLite binding, no event loop is imported on a refusal path (``-X importtime``); pydantic is,
+    since the manifest's models are its schema."""
     for extra, env in (([], {"HF_TOKEN": LEAK}), ([], {"VAULTSYNC_PARENT_BASENAME": "evil"}), (["-c", "x"], {})):
         result = s.run([sys.executable, "-X", "importtime", *s.args(*extra)[1:]], env=env)
         assert result.returncode == 1
@@ -357,8 +358,7 @@ def test_refusals_come_before_the_heavy_imports(s: Setup) -> None:
         heavy = {
             name
             for name in imported
-            if name.split(".")[0]
-            in {"mcp", "apsw", "anyio", "pydantic", "starlette", "uvicorn", "watchdog", "markdown_it"}
+            if name.split(".")[0] in {"mcp", "apsw", "anyio", "starlette", "uvicorn", "watchdog", "markdown_it"}
         }
         assert not heavy, sorted(heavy)
 

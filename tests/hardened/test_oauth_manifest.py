@@ -14,8 +14,17 @@ import pytest
 from support.mcp_helpers import free_port, history_under
 
 from vaultsync.errors import ConfigError
-from vaultsync.hardened import access
-from vaultsync.hardened.access import ADMIN, READ, WRITE, Grant, from_flags, ladder, level_of
+from vaultsync.hardened.access import (
+    ADMIN,
+    READ,
+    WRITE,
+    Grant,
+    HostedVault,
+    OAuthSettings,
+    from_flags,
+    ladder,
+    level_of,
+)
 from vaultsync.hardened.manifest import Manifest, load_manifest
 
 HTTP = '[http]\nbind = "127.0.0.1:8765"\n'
@@ -113,6 +122,8 @@ def test_oauth_allow_names_who_may_use_the_vault() -> None:
     assert open_grant is not None and open_grant.grant.open
     with pytest.raises(ConfigError, match="--oauth-allow needs --oauth-issuer"):
         from_flags(None, None, None, ["alice"])
+    with pytest.raises(ConfigError, match=r"^--oauth-allow: give a subject, group:NAME or \*, not an empty name$"):
+        from_flags("https://id.example.com", "https://n.example.com", None, ["alice", ""])
 
 
 def test_the_options_go_together(cli: Any, tmp_path: Path) -> None:
@@ -157,4 +168,4 @@ def test_the_hosted_example_loads_and_names_every_oauth_key(tmp_path: Path, opti
     if optional:
         assert oauth.algorithms == ("RS256", "ES256") and oauth.introspection_file == tmp_path / "introspection.toml"
         keys = set(re.findall(r"(?m)^(\w+) = ", text))
-        assert set(access._OAUTH) - {"vaults"} <= keys and set(access._VAULT) <= keys
+        assert set(OAuthSettings.model_fields) - {"vaults"} <= keys and set(HostedVault.model_fields) <= keys

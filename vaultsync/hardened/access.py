@@ -1,5 +1,5 @@
 """Who may reach which vault over OAuth: the resource server's settings (``--oauth-issuer``/``--public-url``, or a
-manifest's ``[oauth]`` table) and the scopes, which are roles.
+manifest's ``[oauth]`` table, whose keys and checks the models here state) and the scopes, which are roles.
 
 Scopes form one ladder: ``vault:read`` < ``vault:write`` < ``vault:admin``; each implies those below it. A token's
 effective scopes on a vault are the ladder up to the lower of the token's highest scope and the subject's grant
@@ -13,14 +13,15 @@ Pure: no network, no server. The server side (``vaultsync.server.oauth``) verifi
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
+from pydantic import AfterValidator, ModelWrapValidatorHandler, model_validator
+
 from ..errors import ConfigError
-from .checking import check_table, fail
+from .schema import IfMissing, Model, Names, Number, PathText, Text, refuse
 
 READ, WRITE, ADMIN = "vault:read", "vault:write", "vault:admin"
 SCOPES = (READ, WRITE, ADMIN)
@@ -44,17 +45,21 @@ def ladder(level: int) -> tuple[str, ...]:
     return SCOPES[: max(0, min(level, len(SCOPES)))]
 
 
-@dataclass(frozen=True)
-class Grant:
+class Grant(Model):
     """Who may read, write or administer one vault. ``open``: no list given, any subject with a valid token."""
 
-    read: tuple[str, ...] = ()
-    write: tuple[str, ...] = ()
-    admin: tuple[str, ...] = ()
+    read: Names = ()
+    write: Names = ()
+    admin: Names = ()
 
     @property
     def open(self) -> bool:
         return not (self.read or self.write or self.admin)
+
+    @property
+    def grant(self) -> Grant:
+        """Just the grant (of a vault or of the settings' one vault)."""
+        return Grant(read=self.read, write=self.write, admin=self.admin)
 
     def level(self, subject: str | None, groups: Iterable[str]) -> int:
         """The highest rung granted to ``subject`` (a member of ``groups``): 0 when none."""
@@ -77,41 +82,88 @@ def _names(entry: str, subject: str | None, groups: set[str]) -> bool:
     return subject is not None and entry == subject
 
 
-@dataclass(frozen=True)
-class HostedVault:
-    """One vault of a hosted server: served at ``/vaults/<name>/mcp``, its own audience."""
+_NAME = "missing or not usable in a URL path (no / ? # % \\ space)"
+_ISSUER_AND_URL = "missing: an OAuth resource server names its issuer and public URL"
 
-    name: str
+
+def _url_name(name: str) -> str:
+    if any(c in name for c in '/?#%\\ "') or name in (".", ".."):
+        raise ValueError(_NAME)
+    return name
+
+
+def _public_key_only(algorithms: tuple[str, ...]) -> tuple[str, ...]:
+    if not algorithms or any(a not in ASYMMETRIC for a in algorithms):
+        raise ValueError(f"only public-key algorithms: some of {', '.join(ASYMMETRIC)}")
+    return algorithms
+
+
+def _seconds(top: int) -> AfterValidator:
+    def within(value: float) -> float:
+        if not 0 <= value <= top:
+            raise ValueError(f"must be between 0 and {top} seconds")
+        return value
+
+    return AfterValidator(within)
+
+
+class HostedVault(Grant):
+    """One vault of a hosted server (an ``[[oauth.vaults]]`` entry): served at ``/vaults/<name>/mcp``, its own
+    audience; ``read``, ``write`` and ``admin`` grant it (at least one)."""
+
+    name: Annotated[Text, AfterValidator(_url_name), IfMissing(_NAME)]
     """The vault's name in the database."""
-    grant: Grant
-    folder: Path | None = None
+    folder: PathText | None = None
     """The vault folder, where writes (and a watcher) need it."""
 
+    @model_validator(mode="after")
+    def _granted(self) -> HostedVault:
+        if self.open:
+            raise refuse("", f"vault {self.name!r} grants nobody: list read, write or admin")
+        return self
 
-@dataclass(frozen=True)
-class OAuthSettings:
-    """The resource server: which issuer's tokens, for which public URL, and who may use which vault."""
 
-    issuer: str
+class OAuthSettings(Grant):
+    """The resource server (a manifest's ``[oauth]`` table): which issuer's tokens, for which public URL, and who
+    may use which vault (``read``, ``write``, ``admin``: the one vault, served at ``/mcp``, when ``vaults`` is
+    empty)."""
+
+    issuer: Annotated[Text, IfMissing(_ISSUER_AND_URL)]
     """The authorization server's issuer identifier, exactly as its metadata states it."""
-    public_url: str
+    public_url: Annotated[Text, IfMissing(_ISSUER_AND_URL)]
     """The base URL clients reach this server at (no trailing slash): the MCP endpoint is ``{public_url}/mcp``."""
-    algorithms: tuple[str, ...] = ASYMMETRIC
-    leeway_s: float = 30.0
+    algorithms: Annotated[Names, AfterValidator(_public_key_only)] = ASYMMETRIC
+    leeway_s: Annotated[Number, _seconds(300)] = 30.0
     """Clock skew allowed on ``exp``, ``nbf`` and ``iat``."""
-    jwks_refresh_s: float = 5.0
+    jwks_refresh_s: Annotated[Number, _seconds(3600)] = 5.0
     """Least time between two fetches of the issuer's keys for a token signed with a key id not known yet."""
-    groups_claim: str = "groups"
-    subject_claim: str = "sub"
+    groups_claim: Text = "groups"
+    subject_claim: Text = "sub"
     """The claim naming the person in grants, the audit log and ``changes --caller`` (e.g. ``preferred_username``
     where ``sub`` is an opaque id); a token without it is refused."""
-    introspection_file: Path | None = None
+    introspection_file: PathText | None = None
     """A TOML file (mode 600) with ``client_id`` and ``client_secret`` for RFC 7662 introspection of opaque tokens."""
-    resource_name: str | None = None
-    grant: Grant = field(default_factory=Grant)
-    """Who may use the one vault (served at ``/mcp``) when ``vaults`` is empty."""
+    resource_name: Text | None = None
     vaults: tuple[HostedVault, ...] = ()
     """Several vaults, each at ``/vaults/<name>/mcp``."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _urls(cls, data: Any, handler: ModelWrapValidatorHandler[OAuthSettings]) -> OAuthSettings:
+        settings = handler(data)
+        try:
+            issuer = check_url(settings.issuer, "issuer", keep_slash=True)
+            public_url = _base(settings.public_url, "public_url")
+        except ConfigError as exc:
+            raise refuse("", str(exc)) from None
+        names = [v.name for v in settings.vaults]
+        if len(set(names)) != len(names):
+            raise refuse("vaults", "a vault is listed twice")
+        if settings.vaults and not settings.open:
+            raise refuse("read", "with [[oauth.vaults]] each vault lists its own read/write/admin")
+        if (issuer, public_url) == (settings.issuer, settings.public_url):
+            return settings
+        return settings.model_copy(update={"issuer": issuer, "public_url": public_url})
 
     def resource(self, vault: str | None = None) -> str:
         """The canonical URL (and token audience) of the one vault, or of ``vault`` on a hosted server."""
@@ -154,11 +206,13 @@ def from_flags(
         return None
     if issuer is None or public_url is None:
         raise ConfigError("an OAuth resource server needs both --oauth-issuer and --public-url")
+    if "" in allow:
+        raise ConfigError("--oauth-allow: give a subject, group:NAME or *, not an empty name")
     return OAuthSettings(
         issuer=check_url(issuer, "--oauth-issuer", keep_slash=True),
         public_url=_base(public_url, "--public-url"),
         introspection_file=introspection,
-        grant=Grant(admin=allow),
+        admin=allow,
     )
 
 
@@ -167,76 +221,3 @@ def _base(value: str, what: str) -> str:
     if url.endswith("/mcp"):
         raise ConfigError(f"{what} {value!r}: give the base URL, without /mcp (the endpoint is BASE/mcp)")
     return url
-
-
-_OAUTH = {
-    "issuer": "str",
-    "public_url": "str",
-    "algorithms": "names",
-    "leeway_s": "number",
-    "jwks_refresh_s": "number",
-    "groups_claim": "str",
-    "subject_claim": "str",
-    "introspection_file": "path",
-    "resource_name": "str",
-    "read": "names",
-    "write": "names",
-    "admin": "names",
-    "vaults": "tables",
-}
-_VAULT = {"name": "str", "folder": "path", "read": "names", "write": "names", "admin": "names"}
-
-
-def read_oauth(path: Path, table: dict[str, Any], where: Callable[[str], Path]) -> OAuthSettings:
-    """The manifest's ``[oauth]`` table (at ``path``) as settings; ``where`` resolves a relative path."""
-    check_table(path, table, _OAUTH, "oauth.")
-    for key in ("issuer", "public_url"):
-        if key not in table:
-            raise fail(path, f"oauth.{key}", "missing: an OAuth resource server names its issuer and public URL")
-    try:
-        issuer = check_url(table["issuer"], "issuer", keep_slash=True)
-        public = _base(table["public_url"], "public_url")
-    except ConfigError as exc:
-        raise fail(path, "oauth", str(exc)) from None
-    algorithms = tuple(table.get("algorithms", ASYMMETRIC))
-    wrong = [a for a in algorithms if a not in ASYMMETRIC]
-    if wrong or not algorithms:
-        raise fail(path, "oauth.algorithms", f"only public-key algorithms: some of {', '.join(ASYMMETRIC)}")
-    for key, top in (("leeway_s", 300), ("jwks_refresh_s", 3600)):
-        if not 0 <= table.get(key, 0) <= top:
-            raise fail(path, f"oauth.{key}", f"must be between 0 and {top} seconds")
-    vaults = tuple(_vault(path, i, entry, where) for i, entry in enumerate(table.get("vaults", [])))
-    names = [v.name for v in vaults]
-    if len(set(names)) != len(names):
-        raise fail(path, "oauth.vaults", "a vault is listed twice")
-    grant = _grant(table)
-    if vaults and not grant.open:
-        raise fail(path, "oauth.read", "with [[oauth.vaults]] each vault lists its own read/write/admin")
-    return OAuthSettings(
-        issuer=issuer,
-        public_url=public,
-        algorithms=algorithms,
-        leeway_s=float(table.get("leeway_s", 30)),
-        jwks_refresh_s=float(table.get("jwks_refresh_s", 5)),
-        groups_claim=table.get("groups_claim", "groups"),
-        subject_claim=table.get("subject_claim", "sub"),
-        introspection_file=where(table["introspection_file"]) if "introspection_file" in table else None,
-        resource_name=table.get("resource_name"),
-        grant=grant,
-        vaults=vaults,
-    )
-
-
-def _grant(table: dict[str, Any]) -> Grant:
-    return Grant(*(tuple(table.get(k, ())) for k in ("read", "write", "admin")))
-
-
-def _vault(path: Path, i: int, entry: dict[str, Any], where: Callable[[str], Path]) -> HostedVault:
-    check_table(path, entry, _VAULT, f"oauth.vaults[{i}].")
-    name = entry.get("name", "")
-    if not name or any(c in name for c in '/?#%\\ "') or name in (".", ".."):
-        raise fail(path, f"oauth.vaults[{i}].name", "missing or not usable in a URL path (no / ? # % \\ space)")
-    grant = _grant(entry)
-    if grant.open:
-        raise fail(path, f"oauth.vaults[{i}]", f"vault {name!r} grants nobody: list read, write or admin")
-    return HostedVault(name, grant, where(entry["folder"]) if "folder" in entry else None)

@@ -1,6 +1,7 @@
 """The operator's manifest for ``vaultsync serve VAULT --manifest PATH``: every privileged setting in
 one TOML file the operator controls, checked strictly before anything else happens.
 
+The models below are the manifest's schema (``schema.py`` has the kinds of value and the error formatter).
 Refused, each with the key named: a key the schema does not know, a value of the wrong type, a
 manifest writable by group or others (or owned by another user than the caller or root). Relative
 paths in the manifest are relative to the manifest's folder. See ``examples/manifest.toml``.
@@ -11,14 +12,15 @@ from __future__ import annotations
 import os
 import stat
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
-from ..dsn import is_dsn
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, model_validator
+from pydantic_core import PydanticCustomError
+
 from ..errors import ConfigError
-from .access import OAuthSettings, read_oauth
-from .checking import check_table as _check_table
-from .checking import fail as _fail
+from .access import OAuthSettings
+from .schema import DbPath, Flag, IfMissing, Model, Names, PathText, Text, refuse, validated
 
 DEFAULT_SECRET_ENV = (
     "ANTHROPIC_API_KEY",
@@ -31,40 +33,71 @@ DEFAULT_SECRET_ENV = (
 """Environment variables whose presence refuses a hardened start (``reject_env`` adds more)."""
 
 
-@dataclass(frozen=True)
-class TokenRule:
+_DIGEST = 'must be the 64 hex digits of the token\'s SHA-256 (printf %s "$TOKEN" | sha256sum)'
+_HEX = frozenset("0123456789abcdef")
+
+
+def _digest(value: str) -> str:
+    digest = value.lower()
+    if len(digest) != 64 or not set(digest) <= _HEX:
+        raise ValueError(_DIGEST)
+    return digest
+
+
+def _rule_default(value: str) -> str:
+    if value not in ("allow_all", "deny_all"):
+        raise ValueError(f'must be "allow_all" or "deny_all", not {value!r}')
+    return value
+
+
+def _role_names(value: object) -> object:
+    if isinstance(value, list | tuple) and all(isinstance(v, str) and v for v in value):
+        return value
+    raise ValueError("must be a list of role names")
+
+
+RoleNames = Annotated[tuple[str, ...], BeforeValidator(_role_names)]
+
+
+class TokenRule(Model):
     """One HTTP bearer token: only its SHA-256 is stored; the caller it stands for and its roles."""
 
-    sha256: str
-    caller_id: str
-    roles: tuple[str, ...] = ()
+    sha256: Annotated[Text, AfterValidator(_digest), IfMissing(_DIGEST)]
+    caller_id: Annotated[Text, IfMissing("missing: name the client this token is for")]
+    roles: Names = ()
 
 
-@dataclass(frozen=True)
-class HttpSettings:
-    bind: str
+class HttpSettings(Model):
+    bind: Annotated[Text, IfMissing("missing (HOST:PORT); leave out the [http] table to serve stdio")]
     """``HOST:PORT`` for streamable HTTP at ``/mcp`` (no ``[http]`` table: stdio)."""
-    tls_cert: Path | None = None
-    tls_key: Path | None = None
+    tls_cert: PathText | None = None
+    tls_key: PathText | None = None
     tokens: tuple[TokenRule, ...] = ()
-    trusted_proxies: tuple[str, ...] = ()
+    trusted_proxies: Names = ()
     """Addresses of the proxies in front (nginx): the access log takes a request's client address from the
     ``X-Forwarded-For`` header they set (for the log only: nothing is allowed or refused by it)."""
-    metrics: bool = False
+    metrics: Flag = False
     """Answer ``GET /metrics`` (Prometheus text format, no note text; without a token, like ``/ready``)."""
 
+    @model_validator(mode="after")
+    def _pairs(self) -> HttpSettings:
+        if len({t.sha256 for t in self.tokens}) != len(self.tokens):
+            raise refuse("tokens", "the same token is listed twice")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise refuse("tls_key" if self.tls_cert is not None else "tls_cert", "give both tls_cert and tls_key")
+        return self
 
-@dataclass(frozen=True)
-class RoleFilter:
+
+class RoleFilter(Model):
     """Which caller may use which tool. Deny always wins; then an allow naming one of the caller's
     roles; otherwise ``default``."""
 
-    caller_roles: tuple[str, ...] = ()
+    caller_roles: Names = ()
     """The roles of the stdio caller (over HTTP each token carries its own)."""
-    default: str = "allow_all"
+    default: Annotated[Text, AfterValidator(_rule_default)] = "allow_all"
     """``allow_all`` or ``deny_all``: for a tool no rule decides."""
-    allow: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    deny: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    allow: dict[str, RoleNames] = Field(default_factory=dict)
+    deny: dict[str, RoleNames] = Field(default_factory=dict)
 
     def allows(self, tool: str, roles: tuple[str, ...] | frozenset[str]) -> bool:
         held = set(roles)
@@ -75,30 +108,38 @@ class RoleFilter:
         return self.default == "allow_all"
 
 
-@dataclass(frozen=True)
-class Manifest:
-    path: Path
-    db_path: Path | str
+def _this_file(value: object, info: ValidationInfo) -> object:
+    """The manifest's own location comes from where it was read, never from a key of the file."""
+    context = info.context or {}
+    if "manifest" in context and value is not context["manifest"]:
+        raise PydanticCustomError("extra_forbidden", "unknown key")
+    return value
+
+
+class Manifest(Model):
+    path: Annotated[Path, BeforeValidator(_this_file)] = Field(exclude=True)
+    """Where the manifest was read (not a key of it)."""
+    db_path: Annotated[DbPath, IfMissing("missing: the hardened mode names its database (no default, no VAULTSYNC_DB)")]
     """The database (required: no default, no ``--db``, no ``VAULTSYNC_DB``): a file, relative to the manifest,
     or a ``postgresql://`` URI, kept as it is."""
-    vault_name: str | None = None
+    vault_name: Text | None = None
     """The vault's name in the database (default: the folder's name)."""
-    keystore_path: Path | None = None
+    keystore_path: PathText | None = None
     """Signing keys for audit HMACs and provenance receipts (mode 600)."""
-    audit_log_path: Path | None = None
+    audit_log_path: PathText | None = None
     """Where the audit log (JSON lines, hash-chained) goes; none: nothing is audited."""
-    audit_digest_key_path: Path | None = None
+    audit_digest_key_path: PathText | None = None
     """The secret the audit log digests arguments with (default ``audit-digest.key`` beside the log; made when
     missing, mode 600): servers sharing one log name one key."""
-    allowed_tools: tuple[str, ...] | None = None
+    allowed_tools: Names | None = None
     """Only these tools exist (none: every tool the other settings enable)."""
-    allowed_parents: tuple[str, ...] = ()
+    allowed_parents: Names = ()
     """Accepted values of ``VAULTSYNC_PARENT_BASENAME`` when stdin is not a terminal."""
-    allow_writes: bool = False
-    watch: bool = False
-    reject_env: tuple[str, ...] = ()
+    allow_writes: Flag = False
+    watch: Flag = False
+    reject_env: Names = ()
     """More environment variables that refuse a start, beside ``DEFAULT_SECRET_ENV``."""
-    pass_env: tuple[str, ...] = ()
+    pass_env: Names = ()
     """Environment variables kept for the server and its children beside ``spawn.KEEP_ENV`` (every
     other one is removed after the checks; a name of ``secret_env`` never is kept)."""
     http: HttpSettings | None = None
@@ -106,42 +147,17 @@ class Manifest:
     oauth: OAuthSettings | None = None
     """The OAuth resource server (``access``): tokens of one issuer, for one vault or several."""
 
+    @model_validator(mode="after")
+    def _together(self) -> Manifest:
+        if self.oauth is not None and self.http is None:
+            raise refuse("oauth", "an OAuth resource server serves HTTP: add an [http] table with bind")
+        if self.oauth is not None and self.oauth.vaults and self.vault_name is not None:
+            raise refuse("vault_name", "a hosted server names its vaults in [[oauth.vaults]]")
+        return self
+
     @property
     def secret_env(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((*DEFAULT_SECRET_ENV, *self.reject_env)))
-
-
-# ------------------------------------------------------------------ reading and checking
-
-_TOP = {
-    "db_path": "path",
-    "vault_name": "str",
-    "keystore_path": "path",
-    "audit_log_path": "path",
-    "audit_digest_key_path": "path",
-    "allowed_tools": "names",
-    "allowed_parents": "names",
-    "allow_writes": "bool",
-    "watch": "bool",
-    "reject_env": "names",
-    "pass_env": "names",
-    "http": "table",
-    "role_filter": "table",
-    "oauth": "table",
-}
-_HTTP = {
-    "bind": "str",
-    "tls_cert": "path",
-    "tls_key": "path",
-    "tokens": "tables",
-    "trusted_proxies": "names",
-    "metrics": "bool",
-}
-_TOKEN = {"sha256": "str", "caller_id": "str", "roles": "names"}
-_ROLES = {"caller_roles": "names", "default": "str", "allow": "table", "deny": "table"}
-
-
-_is_dsn = is_dsn
 
 
 def _check_mode(path: Path, info: os.stat_result, what: str, mask: int) -> None:
@@ -196,87 +212,5 @@ def load_manifest(path: Path) -> Manifest:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"manifest {path} is not valid TOML: {exc}") from None
-    _check_table(path, data, _TOP, "")
-    if "db_path" not in data:
-        raise _fail(path, "db_path", "missing: the hardened mode names its database (no default, no VAULTSYNC_DB)")
-    base = path.parent
-
-    def where(value: str | None) -> Path | None:
-        return None if value is None else (base / Path(value).expanduser()).absolute()
-
-    http = None
-    if "http" in data:
-        table = data["http"]
-        _check_table(path, table, _HTTP, "http.")
-        if "bind" not in table:
-            raise _fail(path, "http.bind", "missing (HOST:PORT); leave out the [http] table to serve stdio")
-        tokens = []
-        for i, entry in enumerate(table.get("tokens", [])):
-            _check_table(path, entry, _TOKEN, f"http.tokens[{i}].")
-            digest = entry.get("sha256", "").lower()
-            if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-                raise _fail(
-                    path,
-                    f"http.tokens[{i}].sha256",
-                    'must be the 64 hex digits of the token\'s SHA-256 (printf %s "$TOKEN" | sha256sum)',
-                )
-            if not entry.get("caller_id"):
-                raise _fail(path, f"http.tokens[{i}].caller_id", "missing: name the client this token is for")
-            tokens.append(TokenRule(digest, entry["caller_id"], tuple(entry.get("roles", ()))))
-        if len({t.sha256 for t in tokens}) != len(tokens):
-            raise _fail(path, "http.tokens", "the same token is listed twice")
-        if ("tls_cert" in table) != ("tls_key" in table):
-            raise _fail(
-                path, "http.tls_key" if "tls_cert" in table else "http.tls_cert", "give both tls_cert and tls_key"
-            )
-        http = HttpSettings(
-            table["bind"],
-            where(table.get("tls_cert")),
-            where(table.get("tls_key")),
-            tuple(tokens),
-            tuple(table.get("trusted_proxies", ())),
-            bool(table.get("metrics", False)),
-        )
-
-    roles = None
-    if "role_filter" in data:
-        table = data["role_filter"]
-        _check_table(path, table, _ROLES, "role_filter.")
-        default = table.get("default", "allow_all")
-        if default not in ("allow_all", "deny_all"):
-            raise _fail(path, "role_filter.default", f'must be "allow_all" or "deny_all", not {default!r}')
-        rules: dict[str, dict[str, tuple[str, ...]]] = {}
-        for kind in ("allow", "deny"):
-            rules[kind] = {}
-            for tool, names in table.get(kind, {}).items():
-                if not (isinstance(names, list) and all(isinstance(v, str) and v for v in names)):
-                    raise _fail(path, f"role_filter.{kind}.{tool}", "must be a list of role names")
-                rules[kind][tool] = tuple(names)
-        roles = RoleFilter(tuple(table.get("caller_roles", ())), default, rules["allow"], rules["deny"])
-
-    oauth = None
-    if "oauth" in data:
-        if http is None:
-            raise _fail(path, "oauth", "an OAuth resource server serves HTTP: add an [http] table with bind")
-        oauth = read_oauth(path, data["oauth"], lambda value: where(value) or base)
-        if oauth.vaults and "vault_name" in data:
-            raise _fail(path, "vault_name", "a hosted server names its vaults in [[oauth.vaults]]")
-
-    return Manifest(
-        path=path,
-        # (the ignore below) where() of a str is never None
-        db_path=data["db_path"] if _is_dsn(data["db_path"]) else where(data["db_path"]),  # type: ignore[arg-type]
-        vault_name=data.get("vault_name"),
-        keystore_path=where(data.get("keystore_path")),
-        audit_log_path=where(data.get("audit_log_path")),
-        audit_digest_key_path=where(data.get("audit_digest_key_path")),
-        allowed_tools=tuple(data["allowed_tools"]) if "allowed_tools" in data else None,
-        allowed_parents=tuple(data.get("allowed_parents", ())),
-        allow_writes=data.get("allow_writes", False),
-        watch=data.get("watch", False),
-        reject_env=tuple(data.get("reject_env", ())),
-        pass_env=tuple(data.get("pass_env", ())),
-        http=http,
-        role_filter=roles,
-        oauth=oauth,
-    )
+    context = {"base": path.parent, "manifest": path}
+    return validated(Manifest, {"path": path, **data}, source=f"manifest {path}", context=context)
