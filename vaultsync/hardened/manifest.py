@@ -264,8 +264,7 @@ def load_manifest(path: Path) -> Manifest:
 
     return Manifest(
         path=path,
-        # (the ignore below) where() of a str is never None
-        db_path=data["db_path"] if _is_dsn(data["db_path"]) else where(data["db_path"]),  # type: ignore[arg-type]
+        db_path=data["db_path"] if _is_dsn(data["db_path"]) else where(data["db_path"]),  # type: ignore[arg-type]  # where() of a str is never None
         vault_name=data.get("vault_name"),
         keystore_path=where(data.get("keystore_path")),
         audit_log_path=where(data.get("audit_log_path")),
