@@ -2,6 +2,9 @@
 
 - Every ``type: ignore`` names its error code (mypy's ``ignore-without-code``) and says why on its own line:
   ``# type: ignore[code]  # why``. mypy's ``warn_unused_ignores`` removes the ones no longer needed.
+- Only ``vaultsync/dsn.py`` tells a PostgreSQL connection URI from a SQLite path: nothing else in the package, the
+  scripts, the benchmarks or the tests tests a string for a ``postgres`` scheme by hand (``tests/store/
+  test_dsn_doors.py`` checks that the doors agree with it).
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import re
 import tokenize
 from collections.abc import Iterator
 from pathlib import Path
+
+from support.repo import REPO
 
 import vaultsync
 
@@ -56,3 +61,46 @@ def test_an_ignore_without_its_reason_is_found(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert [f.split(": ", 1)[0] for f in unexplained_ignores(package)] == ["pkg/a.py:2", "pkg/a.py:3", "pkg/a.py:5"]
+
+
+HAND_DSN = re.compile(
+    r"""startswith\(\s*\(?\s*["']postgres(?:ql)?:?(?://)?["']|["']postgres(?:ql)?://["']\s+(?:not\s+)?in\b"""
+)
+"""A scheme tested by hand: ``x.startswith("postgresql")``, ``"postgresql://" in x`` (not a test's assertion on a
+whole URI's start, ``dsn.startswith("postgresql://vaultsync@")``)."""
+OWN_DSN_RULES = {
+    "vaultsync/dsn.py",  # the one place
+    "tests/fixtures/old_schemas/make_old_db.py",  # runs on old commits' code, some from before dsn.py
+    "tests/test_source_rules.py",  # this rule's own planted example
+}
+
+
+def hand_dsn_checks(root: Path, folders: tuple[str, ...]) -> list[str]:
+    found = []
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*.py")):
+            name = path.relative_to(root).as_posix()
+            if name in OWN_DSN_RULES or "node_modules" in path.parts:
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if HAND_DSN.search(line):
+                    found.append(f"{name}:{number}: {line.strip()}")
+    return found
+
+
+def test_only_dsn_py_tells_postgresql_from_a_file() -> None:
+    found = hand_dsn_checks(REPO, ("vaultsync", "scripts", "benchmarks", "tests", "examples"))
+    assert not found, "a PostgreSQL URI told by hand (call vaultsync.dsn.is_dsn or dsn.database):\n" + "\n".join(found)
+
+
+def test_a_hand_written_check_is_found(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text(
+        'if db.startswith("postgresql"):\n    pass\n'
+        "if db.startswith(('postgres://', 'postgresql://')):\n    pass\n"
+        'if "postgresql://" in db:\n    pass\n'
+        "if is_dsn(db):  # a postgresql:// URI\n    pass\n",
+        encoding="utf-8",
+    )
+    found = [f.split(": ", 1)[0] for f in hand_dsn_checks(tmp_path, ("pkg",))]
+    assert found == ["pkg/a.py:1", "pkg/a.py:3", "pkg/a.py:5"]
