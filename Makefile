@@ -109,7 +109,8 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
 
 # Rewrite the generated pages: docs/reference/cli.md (the click commands), docs/reference/mcp-tools.md (tools/list)
-# and docs/performance.md (benchmarks/results/). tests/test_docs.py fails when they drift.
+# docs/performance.md (benchmarks/results/) and docs/architecture.md's package map (the modules' docstrings).
+# tests/test_docs.py and tests/test_docs_architecture.py fail when they drift.
 docs-gen: $(STAMP)
 	$(BIN)/python scripts/docgen.py
 

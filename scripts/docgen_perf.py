@@ -1,34 +1,28 @@
 """Write docs/performance.md from the benchmark results: every figure with its command, commit, date and machine.
 
-The input is the JSON lines under ``benchmarks/results/`` (``--results DIR`` points elsewhere), in two forms:
+The input is the JSON lines under ``benchmarks/results/`` (``--results DIR`` points elsewhere), as
+``python -m benchmarks`` records them: a run per line (``benchmark``, ``command``, ``commit``, ``date``,
+``machine``, ``figures`` and ``detail``, the benchmark's own JSON answer). The latest full run of each benchmark
+in ``LEGACY`` or ``FROM_FIGURES`` becomes tables (one adapter per benchmark, here, reads its ``detail`` or its
+``figures``); every other benchmark's latest run is listed. Lines of one figure each (``area``, ``figure``,
+``value``, ``unit``…) become tables too.
 
-- **A run per line**, as ``python -m benchmarks`` records it: ``benchmark``, ``command``, ``commit``, ``date``,
-  ``machine``, ``figures`` and ``detail`` (the benchmark's own JSON answer). The latest full run of each benchmark
-  in ``LEGACY`` becomes tables (its adapter reads ``detail``); every other benchmark's latest run is listed.
-
-- **A figure per line**::
-
-      {"area": "Search", "figure": "keyword search now, p50", "value": 2.09, "unit": "ms",
-       "command": ".venv/bin/python benchmarks/bench_search.py", "commit": "276a1ec",
-       "date": "2026-11-30T20:16:23Z", "machine": {"platform": "Linux-…-x86_64", "cpus": 2, "python": "3.11.7"},
-       "setting": "133,029 visible chunks, 200 queries"}
-
-  ``name`` or ``metric`` may stand for ``figure``, ``benchmark`` for ``area``, ``argv`` for ``command``;
-  ``machine`` may be a string. ``record()`` is the one place that reads a line: adapt it there if the
-  harness names a field otherwise.
-
-Figures are grouped by run (one command at one commit on one date on one machine) and runs by area. The
-page is never edited by hand: ``tests/test_docs.py`` regenerates it and compares.
+Reading the lines, writing the numbers and drawing the page are ``benchmarks/report.py``'s, the one renderer of the
+results (``python -m benchmarks report`` uses it too): this module holds what the page says and the adapters.
+Figures are grouped by run (one command at one commit on one date on one machine) and runs by area. The page is
+never edited by hand: ``tests/test_docs.py`` regenerates it and compares.
 """
 
 from __future__ import annotations
 
-import json
-import re
+import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the benchmarks package beside vaultsync/
+
+from benchmarks.report import Run, day, figure_runs, latest_full, machine_text, num, page  # noqa: E402
 
 PAGE = "docs/performance.md"
 RESULTS = "benchmarks/results"
@@ -50,93 +44,6 @@ Obsidian Help vault (about 1,500 notes) and the Obsidian Hub vault (about 6,600 
 Timings are from small machines (2 CPUs) that were sometimes busy with other work, so single figures
 can move by tens of percent between runs; compare figures of the same run with each other.
 """
-
-
-@dataclass
-class Run:
-    """Figures measured by one command at one commit on one date on one machine."""
-
-    area: str
-    title: str
-    command: str
-    commit: str
-    date: str
-    machine: str
-    source: str
-    setting: str = ""
-    figures: list[tuple[str, str]] = field(default_factory=list)
-
-
-def machine_text(m: Any) -> str:
-    """``Linux x86_64, 2 CPUs, Python 3.11.7`` from a machine record (a dict or a string)."""
-    if not m:
-        return "not recorded"
-    if isinstance(m, str):
-        return m
-    platform = str(m.get("platform", ""))
-    system = platform.split("-")[0] if platform else ""
-    arch = next((a for a in ("x86_64", "aarch64", "arm64", "AMD64") if a in platform), "")
-    parts = [" ".join(p for p in (system, arch) if p)]
-    if m.get("cpus"):
-        parts.append(f"{m['cpus']} CPUs")
-    if m.get("python"):
-        parts.append(f"Python {m['python']}")
-    return ", ".join(p for p in parts if p) or "not recorded"
-
-
-def num(value: Any, unit: str = "") -> str:
-    if isinstance(value, float):
-        text = f"{value:,.3f}".rstrip("0").rstrip(".") if abs(value) < 10 else f"{value:,.1f}".removesuffix(".0")
-    elif isinstance(value, int):
-        text = f"{value:,}"
-    else:
-        text = str(value)
-    return f"{text} {unit}".strip() if unit and unit != "%" else f"{text}{unit}"
-
-
-def day(text: str) -> str:
-    return text[:10]
-
-
-# ---------------------------------------------------------------- JSON lines (the harness)
-
-
-def record(line: dict[str, Any]) -> tuple[tuple[str, str, str, str, str, str, str], tuple[str, str]]:
-    """One harness line: its run key (area, title, command, commit, date, machine, setting) and its figure."""
-    command = line.get("command") or line.get("argv") or "not recorded"
-    if isinstance(command, list):
-        command = " ".join(command)
-    area = line.get("area") or line.get("benchmark") or "Other"
-    title = line.get("title") or line.get("benchmark") or str(command).split()[-1]
-    key = (
-        str(area),
-        str(title),
-        str(command),
-        str(line.get("commit") or "not recorded")[:10],
-        day(str(line.get("date") or "not recorded")),
-        machine_text(line.get("machine")),
-        str(line.get("setting", "")),
-    )
-    name = line.get("figure") or line.get("name") or line.get("metric") or "?"
-    return key, (str(name), num(line.get("value"), str(line.get("unit", ""))))
-
-
-def harness_runs(results: Path) -> list[Run]:
-    runs: dict[tuple[str, ...], Run] = {}
-    for path in sorted(results.glob("*.jsonl")):
-        for raw in path.read_text(encoding="utf-8").splitlines():
-            if not raw.strip():
-                continue
-            line = json.loads(raw)
-            if "figures" in line:  # a whole run (the harness's form): see results_runs
-                continue
-            key, figure = record(line)
-            run = runs.get(key)
-            if run is None:
-                area, title, command, commit, date, machine, setting = key
-                run = runs[key] = Run(area, title, command, commit, date, machine, path.name, setting)
-            run.figures.append(figure)
-    return list(runs.values())
 
 
 # ---------------------------------------------------------------- the earlier results files
@@ -497,15 +404,8 @@ adapter reads a run's ``detail`` (the benchmark's own JSON answer)."""
 
 def results_runs(results: Path) -> tuple[list[Run], list[dict[str, Any]]]:
     """Tables for the latest full run of each benchmark in ``LEGACY``, and the latest full run of every other."""
-    latest: dict[str, dict[str, Any]] = {}
-    for path in sorted(results.glob("*.jsonl")):
-        for raw in path.read_text(encoding="utf-8").splitlines():
-            if raw.strip():
-                line = json.loads(raw)
-                if "figures" in line and not line.get("quick"):
-                    latest[f"{path.stem}"] = {**line, "_file": path.name}
     runs, others = [], []
-    for stem, line in latest.items():
+    for stem, line in latest_full(results).items():
         name = line.get("benchmark", stem)
         adapter, data = LEGACY.get(name), line.get("detail")
         if name in FROM_FIGURES:
@@ -523,54 +423,6 @@ def results_runs(results: Path) -> tuple[list[Run], list[dict[str, Any]]]:
     return runs, others
 
 
-# ---------------------------------------------------------------- the page
-
-
-def cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", text).strip().lower())
-
-
 def render(results: Path) -> str:
     tabled, others = results_runs(results)
-    runs = tabled + harness_runs(results)
-    areas = AREAS + sorted({r.area for r in runs} - set(AREAS))
-    out = [INTRO]
-    for area in areas:
-        mine = [r for r in runs if r.area == area]
-        if not mine:
-            continue
-        out += [f"## {area}", ""]
-        for run in mine:
-            out += [f"### {run.title}", ""]
-            if run.setting:
-                out += [run.setting[0].upper() + run.setting[1:] + ".", ""]
-            out += ["| figure | value |", "|---|---|"]
-            out += [f"| {cell(name)} | {cell(value)} |" for name, value in run.figures]
-            out += [
-                "",
-                f"Command: `{run.command}`  ",
-                f"Commit: `{run.commit}` · date: {run.date} · "
-                f"machine: {run.machine} · results: `benchmarks/results/{run.source}`",
-                "",
-            ]
-    if others:
-        out += [
-            "## Other results",
-            "",
-            "These benchmarks' latest runs are recorded too; `python -m benchmarks report` shows their figures.",
-            "",
-            "| benchmark | command | commit | date | machine | figures |",
-            "|---|---|---|---|---|---|",
-        ]
-        for line in sorted(others, key=lambda o: o.get("benchmark", "")):
-            out.append(
-                f"| {line.get('benchmark', '?')} | `{str(line.get('command', '')).strip()}` | "
-                f"`{str(line.get('commit', ''))[:10]}` | {day(str(line.get('date', '')))} | "
-                f"{machine_text(line.get('machine'))} | {len(line.get('figures') or {})} |"
-            )
-        out += [""]
-    return "\n".join(out).rstrip() + "\n"
+    return page(INTRO, AREAS, tabled + figure_runs(results), others)

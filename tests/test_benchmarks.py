@@ -140,3 +140,26 @@ def test_the_numpy_mpnet_buckets_and_reads_safetensors(tmp_path: Path) -> None:
     path = tmp_path / "m.safetensors"
     path.write_bytes(struct.pack("<Q", len(header)) + header + tensor.tobytes())
     assert np.array_equal(safetensors(path)["t"], tensor)
+
+
+def test_the_report_and_the_performance_page_render_alike(tmp_path: Path) -> None:
+    """One renderer (``benchmarks/report.py``): the report and the docs' page write a machine and a number the same
+    way, and the page's script neither reads the results nor draws a table itself."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import docgen_perf
+
+    machine = {"platform": "Linux-6.1-x86_64-with-glibc2.36", "cpus": 2, "python": "3.11.7"}
+    run = {"benchmark": "planted", "command": "python -m benchmarks run planted", "quick": False}
+    run |= {"date": "2026-12-04T10:00:00Z", "commit": "abcdef1", "machine": machine, "figures": {"seconds": 23.087}}
+    (tmp_path / "planted.jsonl").write_text(json.dumps(run) + "\n", encoding="utf-8")
+    figure = {"area": "Search", "title": "A figure", "figure": "seconds", "value": 23.087, "unit": "s"}
+    figure |= {"command": "python x.py", "commit": "abcdef1", "date": "2026-12-04", "machine": machine}
+    (tmp_path / "figure.jsonl").write_text(json.dumps(figure) + "\n", encoding="utf-8")
+
+    report, page = render("planted", tmp_path), docgen_perf.render(tmp_path)
+    machine_seen = "Linux x86_64, 2 CPUs, Python 3.11.7"
+    assert f"| machine | {machine_seen} |" in report
+    assert "| planted | `python -m benchmarks run planted` | `abcdef1` | 2026-12-04 | " + machine_seen + " |" in page
+    assert "| seconds | 23.1 |" in report and "| seconds | 23.1 s |" in page
+    script = (REPO / "scripts" / "docgen_perf.py").read_text(encoding="utf-8")
+    assert "json.loads" not in script and "|---" not in script and "def num" not in script

@@ -95,9 +95,10 @@ def parse_policy(text: str) -> Policy:
         found[tier] = None if age == "forever" else int(age[:-1]) * _UNITS[age[-1]]
     given = [t for t in TIERS if t in found]
     for younger, older in zip(given, given[1:]):
-        if found[younger] is None:
+        young, old = found[younger], found[older]
+        if young is None:
             raise ConfigError(f"retention tier {older} follows {younger}=forever, so it applies to nothing")
-        if found[older] is not None and found[older] < found[younger]:  # type: ignore[operator]
+        if old is not None and old < young:
             raise ConfigError(f"retention ages grow tier by tier: {older} is shorter than {younger}")
     if all(v == 0 for v in found.values()):
         raise ConfigError("a retention policy that keeps nothing: give at least one tier a positive age")

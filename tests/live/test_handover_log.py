@@ -16,6 +16,7 @@ import pytest
 from support.watch_helpers import no_thread_leaks, wait_until  # noqa: F401  (fixtures)
 
 from vaultsync import Vault
+from vaultsync.dsn import is_dsn
 from vaultsync.live.watcher import Watcher
 from vaultsync.live.writer_role import WriterRole
 
@@ -61,7 +62,7 @@ def log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
 
 def execute(db: str, *statements: str) -> None:
     """Run SQL on the database as its owner (an independent connection)."""
-    if db.startswith("postgresql:"):
+    if is_dsn(db):
         import psycopg
 
         with psycopg.connect(db, autocommit=True) as con:
@@ -80,7 +81,7 @@ def execute(db: str, *statements: str) -> None:
 
 
 def refuse_batches(db: str, refuse: bool) -> None:
-    if db.startswith("postgresql:"):
+    if is_dsn(db):
         if refuse:
             execute(
                 db,

@@ -24,6 +24,7 @@ from support.mcp_helpers import free_port, start_http, stop
 from support.watch_helpers import WatchProcess
 
 from vaultsync import Vault
+from vaultsync.dsn import is_dsn
 
 BEAT = {"VAULTSYNC_HEARTBEAT_S": "0.3"}
 DEADLINE_S = 60.0
@@ -42,7 +43,7 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 def refuse_batches(db: str, refuse: bool) -> None:
     """Make the database refuse (or accept again) every new batch: a trigger on the batch table."""
-    if db.startswith("postgresql:"):
+    if is_dsn(db):
         import psycopg
 
         with psycopg.connect(db, autocommit=True) as con:

@@ -17,6 +17,7 @@ from support.engines import sqlite_file
 from support.search_truth import BruteVector, fresh_default, same_ranking, split_export
 from support.watch_helpers import wait_until
 
+from vaultsync.dsn import is_dsn
 from vaultsync.live.watcher import Watcher
 from vaultsync.vault import Vault
 
@@ -47,7 +48,7 @@ def _key(text: str) -> bytes:
 def _with_vectors(db: str) -> set[bytes]:
     """The hashes of the texts that have a vector, read from the database itself."""
     sql = "SELECT d.hash FROM search_docs d JOIN search_vectors v ON v.doc_id = d.id"
-    if db.startswith("postgresql://"):
+    if is_dsn(db):
         import psycopg
 
         with psycopg.connect(db) as con:

@@ -38,7 +38,8 @@ def _postgres(path: str | os.PathLike[str], **options: Any) -> Engine:
     import pytest
 
     from support import pgserver
-    from vaultsync.store.pg import PgStore, is_dsn
+    from vaultsync.dsn import is_dsn
+    from vaultsync.store.pg import PgStore
 
     if not is_dsn(str(path)):
         try:

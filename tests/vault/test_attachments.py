@@ -20,6 +20,7 @@ import pytest
 from vaultsync import Vault
 from vaultsync.disk import attachments
 from vaultsync.disk.attachments import Body, Changed, bytes_pieces
+from vaultsync.dsn import is_dsn
 from vaultsync.errors import NoteNotFound, StoreError
 from vaultsync.store import files
 from vaultsync.vault import lookback, restore
@@ -164,7 +165,7 @@ def copied_to_the_other_engine(db: str, tmp_path: Path) -> str:
     """``vaultsync copy`` of ``db`` into a database of the other engine: its connection string or file."""
     from vaultsync.store.transfer import copy_databases
 
-    if db.startswith("postgresql"):
+    if is_dsn(db):
         other = str(tmp_path / "copy.db")
     else:
         pgserver = pytest.importorskip("support.pgserver")

@@ -18,6 +18,7 @@ import pytest
 from support.engines import sqlite_file
 
 from vaultsync import NoteNotFound, Vault
+from vaultsync.dsn import is_dsn
 from vaultsync.errors import ConfigError
 from vaultsync.store import codec
 from vaultsync.times import from_micros, to_micros
@@ -202,7 +203,7 @@ def _stored_texts(vault: Vault, db: str, states: list[dict[str, str]]) -> set[st
             content = vault.revision_facts(rev.note_id).content
             if content is not None:
                 found.add(content)
-    if not db.startswith("postgresql"):  # below the facade: no stored text holds a token only gone texts had
+    if not is_dsn(db):  # below the facade: no stored text holds a token only gone texts had
         with sqlite_file(db) as con:
             chunks = set("\n".join(codec.unpack(r[0]) for r in con.execute("SELECT body FROM texts")).split())
         kept_tokens = {w for t in found for w in _tokens(t)}

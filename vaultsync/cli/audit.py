@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .base import Context, echo_json, friendly, json_option, pass_ctx
+from .base import Context, DatabaseParam, echo_json, friendly, json_option, pass_ctx
 
 
 @click.group()
@@ -27,7 +27,7 @@ def audit() -> None:
 @click.option(
     "--db",
     "db_path",
-    type=click.Path(dir_okay=False),
+    type=DatabaseParam(),
     help="The database the server used (the manifest's db_path: a file or a postgresql:// URI). "
     "Default: the global --db.",
 )
@@ -40,7 +40,7 @@ def audit() -> None:
 @json_option
 @pass_ctx
 @friendly
-def verify(obj: Context, log: Path, db_path: Path | None, keystore_path: Path | None, as_json: bool) -> None:
+def verify(obj: Context, log: Path, db_path: str | Path | None, keystore_path: Path | None, as_json: bool) -> None:
     """Check an audit log: its hash chain, its HMACs (with --keystore) and its end against the head the
     database keeps. Prints OK and the record count, or one line per finding (the first edited, removed,
     inserted or reordered record; a truncated or rewritten tail), and exits 1.
@@ -50,9 +50,8 @@ def verify(obj: Context, log: Path, db_path: Path | None, keystore_path: Path | 
         vaultsync audit verify /var/log/vaultsync/audit.jsonl --db /srv/vaultsync.db --keystore keys.toml
     """
     from ..hardened.verify import verify_log
-    from ..store import is_dsn
 
-    report = verify_log(log, (db_path if is_dsn(db_path) else Path(db_path)) if db_path else obj.db, keystore_path)
+    report = verify_log(log, db_path or obj.db, keystore_path)
     if as_json:
         echo_json(report.to_json())
     elif report.ok:

@@ -146,9 +146,9 @@ def _size(size: int) -> str:
     return _mb(size) if size >= 2**20 else f"{size / 2**10:.1f} KB"
 
 
-def _mb(size: object) -> str:
-    # (the ignore below) size is an int or a numeric str from the store
-    return f"{int(size) / 2**20:.1f} MB"  # type: ignore[call-overload]
+def _mb(size: int | str) -> str:
+    """``size`` bytes (an int, or a numeric str from the store) in MB."""
+    return f"{int(size) / 2**20:.1f} MB"
 
 
 COMMANDS = (purge,)

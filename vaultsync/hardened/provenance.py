@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ..errors import NoteNotFound
 from ..results import RevisionFacts
@@ -41,7 +41,9 @@ from ..vault import Vault
 from .keystore import Keystore
 from .receipts import V1, Receipt, ReceiptError, parse, sign
 
-STATUSES = ("valid", "bad_mac", "unknown_key", "purged", "content_differs", "not_in_store", "malformed")
+Status = Literal["valid", "bad_mac", "unknown_key", "purged", "content_differs", "not_in_store", "malformed"]
+"""What checking a receipt finds: valid, or why not."""
+STATUSES: tuple[str, ...] = get_args(Status)
 TRUNCATED = " …[truncated]"
 """What ``search_notes`` appends to a hit's text it cut (see ``server.tools._fit_hits``)."""
 

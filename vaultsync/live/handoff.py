@@ -268,8 +268,7 @@ def restored_of(outcome: Outcome) -> Any:
     a = outcome.answer
     summary = None if a.get("summary") is None else summary_of(a)
     return Restored(
-        # ShownStep has every field of restore.Step but its texts: what showing a step reads
-        [ShownStep(s) for s in a["steps"]],  # type: ignore[misc]
+        [ShownStep(s) for s in a["steps"]],  # type: ignore[misc]  # ShownStep reads as a restore.Step when shown
         False,
         summary=summary,
         detail=a.get("detail", ""),

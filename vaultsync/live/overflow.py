@@ -125,8 +125,7 @@ def _fsevents_observer() -> Any:  # pragma: no cover - macOS only
     from watchdog.observers.fsevents import DEFAULT_FSEVENTS_LATENCY, FSEventsEmitter, FSEventsObserver
 
     class DropAwareFSEventsEmitter(FSEventsEmitter):
-        # (the ignore below) macOS only; watchdog types it otherwise there
-        def queue_events(self, timeout: Any, events: Any) -> None:  # type: ignore[override]
+        def queue_events(self, timeout: Any, events: Any) -> None:  # type: ignore[override]  # macOS only; watchdog types it otherwise there
             if dropped(events):
                 lost_under(self.watch.path)
             super().queue_events(timeout, events)

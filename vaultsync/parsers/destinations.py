@@ -104,9 +104,8 @@ def install(md: MarkdownIt) -> None:
     """Make ``md`` read and normalize link destinations with the functions above."""
     # markdown-it types ``helpers`` as its helpers module; any object with these three functions serves
     md.helpers = SimpleNamespace(
-        parseLinkDestination=parse_link_destination,  # type: ignore[assignment]
+        parseLinkDestination=parse_link_destination,  # type: ignore[assignment]  # a namespace serves as the module
         parseLinkLabel=parseLinkLabel,
         parseLinkTitle=parseLinkTitle,
     )
-    # (the ignore below) replaced on this instance on purpose
-    md.normalizeLink = lambda url: normalize_link(md, url)  # type: ignore[method-assign]
+    md.normalizeLink = lambda url: normalize_link(md, url)  # type: ignore[method-assign]  # replaced on this instance on purpose

@@ -13,8 +13,7 @@ import yaml
 from ..errors import FrontmatterRefused
 
 
-# (the ignore below) the base (C or Python loader) is chosen at import
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # the base (C or Python loader) is chosen at import
     """The fastest safe loader available, keeping impossible dates (``2024-02-30``) as text."""
 
 

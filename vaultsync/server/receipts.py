@@ -11,13 +11,13 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from mcp.server.mcpserver.tools import Tool
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..hardened.keystore import Keystore
-from ..hardened.provenance import STATUSES, Presented, check, sign_answers
+from ..hardened.provenance import Presented, Status, check, sign_answers
 from ..times import format_time
 from .models import NoteResult, SearchHit, SearchResult
 from .served import ServedVault
@@ -62,8 +62,7 @@ class SignedSearchResult(SearchResult):
 
 class ReceiptCheck(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    # (the ignore below) a Literal of a constant tuple, valid for pydantic
-    status: Literal[STATUSES] = Field(description="valid, or why not")  # type: ignore[valid-type]
+    status: Status = Field(description="valid, or why not")
     valid: bool
     message: str = Field(description="One line saying what was checked or what failed")
 
@@ -140,8 +139,7 @@ def _wrap(
         return sign(inner(**kwargs), kwargs)
 
     signed.__name__ = name  # the tool keeps its name, whichever function gives the whole answer
-    # (the ignore below) the SDK builds the schema from the signature set here
-    signed.__signature__ = inspect.signature(inner, eval_str=True).replace(  # type: ignore[attr-defined]
+    signed.__signature__ = inspect.signature(inner, eval_str=True).replace(  # type: ignore[attr-defined]  # the SDK builds the schema from the signature set here
         return_annotation=model
     )
     signed.__doc__ = (inner.__doc__ and inspect.cleandoc(inner.__doc__) or "") + note

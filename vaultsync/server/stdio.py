@@ -197,8 +197,7 @@ async def serve_stdio(mcp: MCPServer, *, limit: int = MAX_MESSAGE_BYTES) -> None
     with _one_error():
         async with anyio.create_task_group() as tg:
             tg.start_soon(_cancel_on_signals, tg.cancel_scope)
-            # (the ignore below) GuardedLines stands in for the SDK's async stdin
-            async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+            async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]  # GuardedLines stands in for the SDK's async stdin
                 stdin.reply = write_stream
                 server_out, to_stdout = anyio.create_memory_object_stream[SessionMessage](0)
                 tg.start_soon(stdin.forward, to_stdout, write_stream)

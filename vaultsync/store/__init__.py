@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..dsn import SCHEMES, is_dsn  # noqa: F401 - is_dsn: the store names its engines by it
+from ..dsn import is_dsn
 from ..errors import ConfigError, SchemaError, VaultsyncError
 from ..retention import Policy
 from ..times import format_time, next_stamp, now_micros
@@ -56,8 +56,6 @@ __all__ = [
     "is_dsn",
     "open_store",
 ]
-
-DSN_SCHEMES = SCHEMES
 
 
 def upgrade(db: str | os.PathLike[str], *, dry_run: bool = False) -> tuple[list[str], list[str]]:

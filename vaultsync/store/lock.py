@@ -201,8 +201,7 @@ def _lock(kind: str, handle: IO[str], *, exclusive: bool) -> None:
         import msvcrt
 
         os.lseek(handle.fileno(), MSVCRT_OFFSET, os.SEEK_SET)
-        # (the ignore below) Windows only (typeshed hides msvcrt elsewhere)
-        msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+        msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]  # Windows only (typeshed hides msvcrt elsewhere)
         os.lseek(handle.fileno(), 0, os.SEEK_SET)
 
 
@@ -215,8 +214,7 @@ def _unlock(kind: str, handle: IO[str]) -> None:
         import msvcrt
 
         os.lseek(handle.fileno(), MSVCRT_OFFSET, os.SEEK_SET)
-        # (the ignore below) Windows only (typeshed hides msvcrt elsewhere)
-        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]  # Windows only (typeshed hides msvcrt elsewhere)
         os.lseek(handle.fileno(), 0, os.SEEK_SET)
 
 

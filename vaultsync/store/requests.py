@@ -1,6 +1,6 @@
 """Write requests: how a process that does not hold a vault's writer lock asks the one that does to write.
 
-One row of ``write_requests`` (migration m009 of both engines) per request, in SQL both engines speak. Its
+One row of ``write_requests`` (the migration of that name in both engines) per request, in SQL both engines speak. Its
 life: ``asked`` (the asker inserted it) → ``taken`` (the writer claimed it: a conditional update, so a
 request is carried out at most once) → ``done`` (set inside the transaction of the batch that carried it
 out, ``mark_done``) or ``failed``; or ``asked`` → ``dropped`` (the asker gave up before any writer took it,

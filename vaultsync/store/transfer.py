@@ -176,8 +176,7 @@ def _copy_vault(
             ) as batch:
                 for r in written:
                     if r.deleted:
-                        # (the ignore below) a tombstone always has a prev_id
-                        batch.add_tombstone(r.path, ids[r.prev_id], renamed_to=r.renamed_to)  # type: ignore[index]
+                        batch.add_tombstone(r.path, ids[r.prev_id], renamed_to=r.renamed_to)  # type: ignore[index]  # a tombstone always has a prev_id
                         continue
                     text = texts[r.note_id]
                     prev = None if r.prev_id is None else ids[r.prev_id]
@@ -201,9 +200,8 @@ def _copy_vault(
                 if sha is not None:
                     batch.record_git_commit(sha, info["known_at"])
                     commits.discard(sha)
-            # (batch_id None: the source batch held nothing, and neither does the copy)
             copied = sorted(
-                dst.written_by(dst_id, batch.batch_id),  # type: ignore[arg-type]
+                dst.written_by(dst_id, batch.batch_id),  # type: ignore[arg-type]  # None: the batch held nothing
                 key=lambda r: r.note_id,
             )
             if [(r.path, r.kind) for r in copied] != [(r.path, r.kind) for r in written]:

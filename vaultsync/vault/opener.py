@@ -13,6 +13,7 @@ from typing import Any
 
 from ..config import default_db_path
 from ..disk import vaultfs
+from ..dsn import database
 from ..errors import ConfigError, VaultNotFound
 from ..store import Engine, is_dsn, open_store
 
@@ -27,7 +28,7 @@ def open_vault(
 ) -> tuple[Engine, str, int, Path]:
     """The opened store, the vault's name, id and folder (see ``Vault.open`` for the arguments); the store is
     closed again when the vault cannot be opened."""
-    db: Any = default_db_path() if db_path is None else db_path if is_dsn(db_path) else Path(db_path)
+    db: Any = default_db_path() if db_path is None else database(db_path)
     vault_root: Path | None = None
     if root is not None:
         vaultfs.check_root(os.fspath(root))  # before anything touches it: a UNC path sends credentials

@@ -187,11 +187,9 @@ class PgStore(Store):
                     con.raw.execute("DELETE FROM search_meta WHERE key = 'vectors_pending'")
                 else:
                     vectors.catch_up(con, use)
-        # (the ignore below) it offers no parse-worker pre-work
-        self.indexers = [PgKeywordIndexer(use, mismatch)]  # type: ignore[list-item]
+        self.indexers = [PgKeywordIndexer(use, mismatch)]  # type: ignore[list-item]  # it offers no parse-worker pre-work
 
-    # (the ignore below) a contract Lock, not Store's WriterLock
-    def writer_lock(self, vault: str) -> PgWriterLock:  # type: ignore[override]
+    def writer_lock(self, vault: str) -> PgWriterLock:  # type: ignore[override]  # a contract Lock, not Store's WriterLock
         return PgWriterLock(self, vault)
 
     def vault_device(self, vault_id: int) -> int | None:
@@ -249,7 +247,7 @@ class PgStore(Store):
         where it is built in one pass (``pg/bulk.py``: the same tables, far fewer statements and dead rows); a vault
         already indexed is indexed batch by batch as always. Left by an error, the index is not built (the views of
         such a vault ask for ``reindex``)."""
-        if self._deferred is not None or not self.indexers or self.indexers[0].mismatch:  # type: ignore[attr-defined]
+        if self._deferred is not None or not self.indexers or self.indexers[0].mismatch:  # type: ignore[attr-defined]  # a PgKeywordIndexer
             yield
             return
         self._deferred = {}
