@@ -6,8 +6,9 @@
     .venv/bin/python scripts/docgen.py performance --results DIR   # the performance page from another folder
 
 Pages: ``cli`` (docs/reference/cli.md, from the click commands), ``mcp`` (docs/reference/mcp-tools.md, from
-tools/list), ``performance`` (docs/performance.md, from benchmarks/results/). ``tests/test_docs.py`` compares
-each page with what its generator writes now.
+tools/list), ``performance`` (docs/performance.md, from benchmarks/results/), ``bundle`` (bundle/manifest.json's tool
+list, from the tool registry). ``tests/test_docs.py`` (``tests/server/test_tool_registry.py`` for the bundle)
+compares each page with what its generator writes now.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import docgen_bundle  # noqa: E402
 import docgen_cli  # noqa: E402
 import docgen_mcp  # noqa: E402
 import docgen_perf  # noqa: E402
@@ -31,12 +33,13 @@ def pages(results: Path | None = None) -> dict[str, tuple[str, Callable[[], str]
         "cli": (docgen_cli.PAGE, docgen_cli.render),
         "mcp": (docgen_mcp.PAGE, docgen_mcp.render),
         "performance": (docgen_perf.PAGE, lambda: docgen_perf.render(results or REPO / docgen_perf.RESULTS)),
+        "bundle": (docgen_bundle.PAGE, docgen_bundle.render),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("which", nargs="*", help="cli, mcp or performance (default: all)")
+    parser.add_argument("which", nargs="*", help="cli, mcp, performance or bundle (default: all)")
     parser.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 on a difference")
     parser.add_argument("--results", type=Path, help="benchmark results folder (default benchmarks/results)")
     args = parser.parse_args(argv)
