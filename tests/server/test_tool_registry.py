@@ -87,12 +87,12 @@ def test_without_a_read_only_hint_a_tool_needs_the_write_scope() -> None:
 
 
 def test_a_function_the_registry_does_not_name_is_refused() -> None:
-    def echo_time() -> str:
+    def unregistered_tool() -> str:
         """Not a tool of the registry."""
         return "now"
 
-    with pytest.raises(LookupError, match="'echo_time' is not in vaultsync/server/registry.py's TOOLS"):
-        ToolSet().add(echo_time)
+    with pytest.raises(LookupError, match="'unregistered_tool' is not in vaultsync/server/registry.py's TOOLS"):
+        ToolSet().add(unregistered_tool)
 
 
 # ---------------------------------------------------------------- end to end behind OAuth
@@ -183,3 +183,5 @@ def test_the_example_manifest_names_only_known_tools() -> None:
     rules = settings["role_filter"]
     named = [*settings["allowed_tools"], *rules["allow"], *rules["deny"]]
     assert named and set(named) <= set(registry.names()) | set(registry.names(needs="keystore")), named
+    said = next(line for line in text.splitlines() if line.startswith("# Offer the write tools"))
+    assert re.findall(r"\b[a-z]+_[a-z_]+\b", said) == list(registry.names(writes=True)), said  # allow_writes' comment
