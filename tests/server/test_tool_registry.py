@@ -20,12 +20,13 @@ import pytest
 import uvicorn
 from mcp import Client
 from mcp.types import ToolAnnotations
-from support.hardened_helpers import authed
+from support.hardened_helpers import authed, write_keystore
 from support.mcp_helpers import free_port, history_under
 from support.oauth_rs import call, challenge, post, signing_issuer
 
 from vaultsync import Vault
 from vaultsync.hardened.access import READ, WRITE, OAuthSettings
+from vaultsync.hardened.manifest import Manifest
 from vaultsync.server import ServeConfig, build_server, registry
 from vaultsync.server.app import server_for
 from vaultsync.server.served import ServedVault
@@ -62,11 +63,16 @@ def scope_mismatches(tools: dict[str, Any]) -> list[str]:
 
 @pytest.mark.anyio
 async def test_each_listed_tools_scope_follows_its_annotations_and_writes_add_exactly_the_write_scoped(
-    history: dict[str, Any],
+    history: dict[str, Any], tmp_path: Path
 ) -> None:
+    keys = write_keystore(tmp_path / "keys.toml")
+    signing = Manifest(path=tmp_path / "m.toml", db_path=history["db"], keystore_path=keys)
     with Vault.open(history["db"], root=history["root"]) as vault:
         reads, everything = await listed(vault), await listed(vault, allow_writes=True)
-    assert not scope_mismatches(everything), "\n".join(scope_mismatches(everything))
+        signed = await listed(vault, manifest=signing)
+    assert "verify_receipt" in signed
+    for tools in (everything, signed):
+        assert not scope_mismatches(tools), "\n".join(scope_mismatches(tools))
     added = [name for name in everything if name not in reads]
     write_scoped = [name for name in everything if registry.required_scope(name) == WRITE]
     assert added == write_scoped, (
