@@ -7,8 +7,9 @@
 
 Pages: ``cli`` (docs/reference/cli.md, from the click commands), ``mcp`` (docs/reference/mcp-tools.md, from
 tools/list), ``performance`` (docs/performance.md, from benchmarks/results/), ``architecture`` (the package map
-of docs/architecture.md, from the modules' docstrings). ``tests/test_docs.py`` and
-``tests/test_docs_architecture.py`` compare each page with what its generator writes now.
+of docs/architecture.md, from the modules' docstrings), ``bundle`` (bundle/manifest.json's tool list, from the tool
+registry). ``tests/test_docs.py``, ``tests/test_docs_architecture.py`` and ``tests/server/test_tool_registry.py``
+compare each page with what its generator writes now.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import docgen_architecture  # noqa: E402
+import docgen_bundle  # noqa: E402
 import docgen_cli  # noqa: E402
 import docgen_mcp  # noqa: E402
 import docgen_perf  # noqa: E402
@@ -34,12 +36,13 @@ def pages(results: Path | None = None) -> dict[str, tuple[str, Callable[[], str]
         "mcp": (docgen_mcp.PAGE, docgen_mcp.render),
         "performance": (docgen_perf.PAGE, lambda: docgen_perf.render(results or REPO / docgen_perf.RESULTS)),
         "architecture": (docgen_architecture.PAGE, docgen_architecture.render),
+        "bundle": (docgen_bundle.PAGE, docgen_bundle.render),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("which", nargs="*", help="cli, mcp, performance or architecture (default: all)")
+    parser.add_argument("which", nargs="*", help="cli, mcp, performance, architecture or bundle (default: all)")
     parser.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 on a difference")
     parser.add_argument("--results", type=Path, help="benchmark results folder (default benchmarks/results)")
     args = parser.parse_args(argv)

@@ -16,6 +16,7 @@ import anyio
 import mcp_types as types
 
 from vaultsync import Vault
+from vaultsync.server import registry
 
 T1, T2, T3 = "2024-01-01", "2024-02-01", "2024-03-01"
 BIG_CHARS = 300_000
@@ -172,20 +173,10 @@ async def all_pages(fetch: Callable[[str | None], Any]) -> list[Any]:
 
 # ---------------------------------------------------------------- the same checks on every transport
 
-READ_TOOLS = [
-    "search_notes",
-    "read_note",
-    "note_history",
-    "diff_note",
-    "list_changes",
-    "list_deleted",
-    "list_notes",
-    "list_attachments",
-    "read_attachment",
-    "get_links",
-    "vault_status",
-]
-WRITE_TOOLS = ["create_note", "append_to_note", "edit_note", "restore_note"]
+READ_TOOLS = list(registry.names(writes=False))
+"""The read-only tools every server offers, in tools/list order (``vaultsync.server.registry``)."""
+WRITE_TOOLS = list(registry.names(writes=True))
+"""The tools ``--allow-writes`` adds."""
 SEARCH = hasattr(Vault, "search")
 
 

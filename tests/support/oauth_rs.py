@@ -10,6 +10,7 @@ from typing import Any
 import httpx2
 
 from support.oauth_issuer import Issuer
+from vaultsync.server import registry
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 INIT = {
@@ -18,7 +19,7 @@ INIT = {
     "method": "initialize",
     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
 }
-WRITES = {"create_note", "append_to_note", "edit_note", "restore_note"}
+WRITES = set(registry.names(writes=True))
 """The write tools: listed only for a token holding ``vault:write`` (where the grant allows it)."""
 
 

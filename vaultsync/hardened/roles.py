@@ -47,10 +47,6 @@ logger = logging.getLogger(__name__)
 READS = "read_note"
 """The tool whose permission the note:// resources follow."""
 
-OPTIONAL_TOOLS = ("verify_receipt",)
-"""Tools a manifest may name although this server's settings do not register them (with the write
-tools, which ``known`` adds)."""
-
 
 @dataclass(frozen=True)
 class Caller:
@@ -88,10 +84,11 @@ def check_tool_names(manifest: Manifest, known: Iterable[str]) -> None:
 
 
 def restrict(tools: list[Any], manifest: Manifest | None, known: Iterable[str]) -> list[Any]:
-    """``tools`` (SDK ``Tool`` objects) without those the manifest's ``allowed_tools`` leaves out; names checked."""
+    """``tools`` (SDK ``Tool`` objects) without those the manifest's ``allowed_tools`` leaves out; names checked
+    against ``known``, every tool a server may offer (though its settings may not register it)."""
     if manifest is None:
         return tools
-    check_tool_names(manifest, {*known, *(t.name for t in tools), *OPTIONAL_TOOLS})
+    check_tool_names(manifest, {*known, *(t.name for t in tools)})
     if manifest.allowed_tools is None:
         return tools
     allowed = set(manifest.allowed_tools)

@@ -14,6 +14,7 @@ from ..hardened.manifest import Manifest
 from ..hardened.roles import guard, refusal, restrict
 from .apps import attach_history_app
 from .apps.history import APP_TOOLS, SHOWN_ON, AppsForAppClients
+from .registry import in_order, names
 from .resources import register_resources
 from .served import ServeConfig, ServedVault
 from .toolkit import ToolSet
@@ -77,7 +78,8 @@ def server_for(served: ServedVault, *, app: bool = True, audit: Any = None, vaul
 
 
 def _tools(served: ServedVault, manifest: Manifest | None, keystore: Keystore | None) -> tuple[list[Tool], list[str]]:
-    """The tools to publish, and the names of the write tools (a hardened server runs them one at a time)."""
+    """The tools to publish, in the registry's order, and the names of the write tools (a hardened server runs them
+    one at a time)."""
     tools = ToolSet()
     add_read_tools(tools, served)
     if keystore is not None:  # hardened mode with keys: answers carry provenance receipts
@@ -86,12 +88,13 @@ def _tools(served: ServedVault, manifest: Manifest | None, keystore: Keystore | 
         add_receipts(tools, served, keystore)
     if served.allow_writes:
         add_write_tools(tools, served)
+    published = in_order(tools.tools)
     if manifest is None:
-        return tools.tools, []
-    scratch = ToolSet()  # hardened: only the allowed_tools, every tool name the manifest gives checked
-    add_write_tools(scratch, served)  # names a manifest may give though writes are off
-    writes = [t.name for t in scratch.tools]
-    return restrict(tools.tools, manifest, writes), writes
+        return published, []
+    # hardened: only the allowed_tools, every tool name the manifest gives checked against every tool a server
+    # may offer (the write tools though writes are off, verify_receipt without a keystore); not the view's own
+    nameable = [*names(), *names(needs="keystore")]
+    return restrict(published, manifest, nameable), list(names(writes=True))
 
 
 def _scope_gate(oauth: bool) -> list[Any]:

@@ -24,7 +24,7 @@ from ..revisions import resolve_cutoff, revision_id
 from ..times import format_time
 from .models import Compact
 from .served import ServedVault
-from .toolkit import READ_ONLY, CutoffArg, PathArg, ToolSet, decode_cursor, friendly, moment, page
+from .toolkit import CutoffArg, PathArg, ToolSet, decode_cursor, friendly, moment, page
 
 ATTACHMENT_TEMPLATE = "attachment://{revision}/{+path}"
 MAX_BLOB_BYTES = 8 * 2**20
@@ -73,7 +73,7 @@ class AttachmentResult(Compact):
 
 
 def add_attachment_tools(tools: ToolSet, rt: ServedVault) -> None:
-    @tools.add("List attachments (now or as of a date)", READ_ONLY)
+    @tools.add
     @friendly
     def list_attachments(
         prefix: Annotated[
@@ -107,7 +107,7 @@ def add_attachment_tools(tools: ToolSet, rt: ServedVault) -> None:
         ]
         return AttachmentList(attachments=rows, as_of=format_time(cut.as_of), next_cursor=nxt)
 
-    @tools.add("Read an attachment (now or as of a date)", READ_ONLY)
+    @tools.add
     @friendly
     def read_attachment(path: PathArg, as_of: CutoffArg = None) -> AttachmentResult:
         """Read an attachment as it was at a time (default now): its MIME type, size and revision id; a canvas's

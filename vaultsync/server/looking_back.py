@@ -10,11 +10,11 @@ from ..times import ACCEPTED
 from ..vault.lookback import deleted
 from .models import DeletedResult, DeletedRow
 from .served import ServedVault
-from .toolkit import READ_ONLY, ToolSet, friendly, when
+from .toolkit import ToolSet, friendly, when
 
 
 def add_list_deleted(tools: ToolSet, rt: ServedVault) -> None:
-    @tools.add("Notes deleted in a time window", READ_ONLY)
+    @tools.add
     @friendly
     def list_deleted(
         since: Annotated[

@@ -21,7 +21,7 @@ from ..hardened.provenance import Presented, Status, check, sign_answers
 from ..times import format_time
 from .models import NoteResult, SearchHit, SearchResult
 from .served import ServedVault
-from .toolkit import READ_ONLY, ToolSet, friendly, when
+from .toolkit import ToolSet, friendly, when
 
 
 class ReceiptOut(BaseModel):
@@ -96,7 +96,7 @@ def add_receipts(tools: ToolSet, rt: ServedVault, keystore: Keystore) -> None:
     _wrap(tools, "read_note", SignedNoteResult, sign_note, SIGNED_NOTE)
     _wrap(tools, "search_notes", SignedSearchResult, sign_hits, SIGNED_HITS)
 
-    @tools.add("Verify a provenance receipt", READ_ONLY)
+    @tools.add
     @friendly
     def verify_receipt(
         receipt: Annotated[
@@ -144,5 +144,5 @@ def _wrap(
     )
     signed.__doc__ = (inner.__doc__ and inspect.cleandoc(inner.__doc__) or "") + note
     one = ToolSet()
-    one.add(old.title or name, old.annotations or READ_ONLY)(signed)
+    one.add(signed)  # the title and annotations the registry gives the tool
     tools.tools[index] = one.tools[0]

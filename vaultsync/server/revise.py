@@ -18,7 +18,7 @@ from ..vault import Note, Vault
 from .feed import note_uri
 from .models import WriteResult
 from .served import ServedVault
-from .toolkit import REWRITE, PathArg, TimeArg, ToolSet, friendly
+from .toolkit import PathArg, TimeArg, ToolSet, friendly
 
 EXPECTED = (
     "The note's revision you last read: a revision id as note_history, list_changes and read_note show it (r12: "
@@ -33,7 +33,7 @@ Required = Annotated[str, Field(description=EXPECTED, min_length=1, max_length=6
 
 
 def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
-    @tools.add("Edit one section or one exact text of a note", REWRITE)
+    @tools.add
     @friendly
     def edit_note(
         path: PathArg,
@@ -84,7 +84,7 @@ def add_revision_tools(tools: ToolSet, served: ServedVault) -> None:
         served.on_batch(summary)
         return recorded(note)
 
-    @tools.add("Restore a note to a past revision", REWRITE)
+    @tools.add
     @friendly
     def restore_note(
         path: PathArg,

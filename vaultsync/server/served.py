@@ -52,7 +52,7 @@ class ServeConfig:
     vault: str | None = None
     """Vault name in the database (default: the folder's name, or the only vault)."""
     allow_writes: bool = False
-    """Offer create_note and append_to_note."""
+    """Offer the write tools (``registry.names(writes=True)``: create, append, edit, restore)."""
     watch: bool = False
     """Run the watcher in this process (or stand by to, while another process watches)."""
     lock_command: str | None = None

@@ -11,7 +11,6 @@ from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from .. import write_caller
@@ -19,15 +18,10 @@ from ..errors import ConfigError, NoteDeleted, NoteNotFound, UnknownRevision, Va
 from ..times import ACCEPTED, parse_time
 from .budget import with_omitted
 from .models import flat_schema
+from .registry import spec_of
 from .wire import compact
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
-WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
-"""A write that only adds: a new note, or text at a note's end."""
-REWRITE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
-"""A write that replaces a note's text (its earlier states stay in the history)."""
 
 TimeArg = Annotated[str | None, Field(description=f"Knowledge cutoff: {ACCEPTED}. Omit for now.", max_length=64)]
 CutoffArg = Annotated[
@@ -48,30 +42,32 @@ PathArg = Annotated[
 
 
 class ToolSet:
-    """Tools built before the server (``MCPServer(tools=...)``), each published with its docstring
-    tidied (``inspect.cleandoc``) and its output schema flattened (``flat_schema``)."""
+    """Tools built before the server (``MCPServer(tools=...)``), each published with the title and annotations
+    ``registry.TOOLS`` gives it, its docstring tidied (``inspect.cleandoc``) and its output schema flattened
+    (``flat_schema``)."""
 
     def __init__(self) -> None:
         self.tools: list[Tool] = []
         self.full: dict[str, Callable[..., Any]] = {}
         """For a tool whose answer is cut to size, the function giving the whole answer (a signing server's)."""
 
-    def add(self, title: str, annotations: ToolAnnotations) -> Callable[[F], F]:
-        """Decorator: register ``fn`` as a tool named after it. A tool that changes the vault records its
-        batches as done for the MCP caller (``vaultsync.write_caller``)."""
-
-        def register(fn: F) -> F:
-            served = fn if annotations.read_only_hint else _for_caller(fn)
-            tool = Tool.from_function(
-                served, title=title, description=inspect.cleandoc(fn.__doc__ or ""), annotations=annotations
-            )
-            if tool.fn_metadata.output_schema is not None:  # a public field, read on every tools/list
-                tool.fn_metadata.output_schema = with_omitted(flat_schema(tool.fn_metadata.output_schema))
-            tool.fn_metadata = compact(tool.fn_metadata)  # compact answers, readable argument errors
-            self.tools.append(tool)
-            return fn
-
-        return register
+    def add(self, fn: F) -> F:
+        """Decorator: register ``fn`` as the tool named after it, as ``registry.TOOLS`` declares it (LookupError
+        for a name the table lacks). A tool that changes the vault records its batches as done for the MCP caller
+        (``vaultsync.write_caller``)."""
+        spec = spec_of(fn.__name__)
+        served = _for_caller(fn) if spec.writes else fn
+        tool = Tool.from_function(
+            served,
+            title=spec.title,
+            description=inspect.cleandoc(fn.__doc__ or ""),
+            annotations=spec.annotations.model_copy(),
+        )
+        if tool.fn_metadata.output_schema is not None:  # a public field, read on every tools/list
+            tool.fn_metadata.output_schema = with_omitted(flat_schema(tool.fn_metadata.output_schema))
+        tool.fn_metadata = compact(tool.fn_metadata)  # compact answers, readable argument errors
+        self.tools.append(tool)
+        return fn
 
 
 def _for_caller(fn: F) -> F:

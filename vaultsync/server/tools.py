@@ -36,7 +36,6 @@ from .models import (
 )
 from .served import ServedVault
 from .toolkit import (
-    READ_ONLY,
     CutoffArg,
     PathArg,
     ToolSet,
@@ -144,7 +143,7 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
 
     tools.full["search_notes"] = search_hits  # the whole hits, for a server that signs them (receipts)
 
-    @tools.add("Search notes (now or as of a date)", READ_ONLY)
+    @tools.add
     @friendly
     def search_notes(
         query: QueryArg,
@@ -181,7 +180,7 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
 
 
 def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
-    @tools.add("Read a note (now or as of a date)", READ_ONLY)
+    @tools.add
     @friendly
     def read_note(
         path: PathArg,
@@ -251,7 +250,7 @@ def content_end(text: str, offset: int, end: int, limit: int = MAX_CONTENT_WIRE_
 
 
 def add_note_history(tools: ToolSet, rt: ServedVault) -> None:
-    @tools.add("History of a note", READ_ONLY)
+    @tools.add
     @friendly
     def note_history(
         path: PathArg,
@@ -281,7 +280,7 @@ def add_note_history(tools: ToolSet, rt: ServedVault) -> None:
 
 
 def add_diff_note(tools: ToolSet, rt: ServedVault) -> None:
-    @tools.add("Diff a note between two times", READ_ONLY)
+    @tools.add
     @wire_names({"from": "from_"})
     @friendly
     def diff_note(
@@ -311,7 +310,7 @@ def add_diff_note(tools: ToolSet, rt: ServedVault) -> None:
 
 
 def add_list_changes(tools: ToolSet, rt: ServedVault) -> None:
-    @tools.add("What changed in a time window", READ_ONLY)
+    @tools.add
     @friendly
     def list_changes(
         since: Annotated[
@@ -352,7 +351,7 @@ def add_list_changes(tools: ToolSet, rt: ServedVault) -> None:
 
 
 def add_list_notes(tools: ToolSet, rt: ServedVault) -> None:
-    @tools.add("List notes (now or as of a date)", READ_ONLY)
+    @tools.add
     @friendly
     def list_notes(
         prefix: Annotated[
@@ -384,7 +383,7 @@ def add_list_notes(tools: ToolSet, rt: ServedVault) -> None:
 
 
 def add_get_links(tools: ToolSet, rt: ServedVault) -> None:
-    @tools.add("Links and backlinks of a note", READ_ONLY)
+    @tools.add
     @friendly
     def get_links(path: PathArg, as_of: CutoffArg = None) -> LinksResult:
         """Show a note's outgoing links (and which note each resolves to) and its backlinks
@@ -402,7 +401,7 @@ def add_get_links(tools: ToolSet, rt: ServedVault) -> None:
 
 
 def add_vault_status(tools: ToolSet, rt: ServedVault) -> None:
-    @tools.add("Vault status", READ_ONLY)
+    @tools.add
     @friendly
     def vault_status() -> StatusResult:
         """How many notes and revisions the vault has, when it last changed, whether writes are

@@ -17,7 +17,7 @@ from ..disk.paths import writable_note_path
 from .models import WriteResult
 from .revise import Expected, add_revision_tools, recorded, refuse_create
 from .served import ServedVault
-from .toolkit import WRITE, ToolSet, friendly
+from .toolkit import ToolSet, friendly
 
 NewPath = Annotated[
     str, Field(description="Vault-relative path ending in .md, e.g. 'Inbox/Idea.md'", min_length=4, max_length=1024)
@@ -27,7 +27,7 @@ NewPath = Annotated[
 def add_write_tools(tools: ToolSet, served: ServedVault) -> None:
     """Add create_note, append_to_note, edit_note and restore_note (only when the server allows writes)."""
 
-    @tools.add("Create a note", WRITE)
+    @tools.add
     @friendly
     def create_note(
         path: NewPath,
@@ -39,7 +39,7 @@ def add_write_tools(tools: ToolSet, served: ServedVault) -> None:
         searchable when this returns."""
         return _write(served, path, content, append=False, expected=expected_revision)
 
-    @tools.add("Append to a note", WRITE)
+    @tools.add
     @friendly
     def append_to_note(
         path: Annotated[

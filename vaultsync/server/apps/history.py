@@ -25,15 +25,16 @@ from pydantic import Field
 from ...errors import NoteDeleted
 from ...times import as_micros
 from ...ui.views import Explorer
+from ..registry import names
 from ..served import ServedVault
-from ..toolkit import READ_ONLY, PathArg, ToolSet, friendly
+from ..toolkit import PathArg, ToolSet, friendly
 from .view import view_html
 
 APP_URI = "ui://vaultsync/note-history"
 SHOWN_ON = "note_history"
 """The model-facing tool whose answer opens the view."""
-APP_TOOLS = ("history_view_note", "history_view_diff")
-"""The tools only the view calls."""
+APP_TOOLS = names(needs="apps")
+"""The tools only the view calls (``history_view_note``, ``history_view_diff``)."""
 
 MomentArg = Annotated[
     int | str | None, Field(description="A revision's known_at (UTC microseconds) or a time; omit for now")
@@ -43,7 +44,7 @@ MomentArg = Annotated[
 def add_history_app_tools(tools: ToolSet, rt: ServedVault, may_restore: Callable[[], bool]) -> None:
     """The two app-only tools (read-only): a note as of a moment, and the word diff of two moments."""
 
-    @tools.add("Note history view: a note as of a revision", READ_ONLY)
+    @tools.add
     @friendly
     def history_view_note(path: PathArg, at: MomentArg = None) -> dict[str, Any]:
         """For the note-history view only: the note as of a moment (safe HTML), its revisions, and
@@ -60,7 +61,7 @@ def add_history_app_tools(tools: ToolSet, rt: ServedVault, may_restore: Callable
         keep = ("path", "title", "at", "revision", "html", "revisions")
         return {**{k: shown[k] for k in keep}, "can_restore": may_restore()}
 
-    @tools.add("Note history view: word diff of two revisions", READ_ONLY)
+    @tools.add
     @friendly
     def history_view_diff(path_a: PathArg, at_a: MomentArg, path_b: PathArg, at_b: MomentArg) -> dict[str, Any]:
         """For the note-history view only: the word diff between a note as of two moments."""

@@ -38,7 +38,8 @@ from starlette.authentication import AuthCredentials
 from ...errors import VaultsyncError
 from ...hardened.access import ADMIN, READ, Grant, ladder, level_of
 from .. import probes
-from .scopes import allowed, required_scope
+from ..registry import required_scope
+from .scopes import allowed
 from .verify import TokenVerifier, Unavailable
 
 RETRY_AFTER_S = 5

@@ -1,10 +1,11 @@
 """Scopes are roles: which scope each tool needs, and the server middleware that shows a token only its tools.
 
-``vault:read`` covers every tool that reads and the ``note://`` resources; ``vault:write`` the tools that change
-the vault; ``vault:admin`` implies both (no tool needs more today). The HTTP gate (``gate``) answers a call of a
-tool the token may not use with 403 before the MCP handler runs; this middleware keeps such tools out of
-``tools/list``, refuses them again as unknown (should a call get past the gate), and records writes for the
-token's subject (``write_caller``: the batch's caller, ``changes --caller``).
+``vault:read`` covers every tool declared read-only and the ``note://`` resources; ``vault:write`` every other
+tool (``registry.required_scope``: the scope follows from the tool's annotations, and a tool without them, or a
+name the registry does not know, needs ``vault:write``); ``vault:admin`` implies both (no tool needs more today).
+The HTTP gate (``gate``) answers a call of a tool the token may not use with 403 before the MCP handler runs; this
+middleware keeps such tools out of ``tools/list``, refuses them again as unknown (should a call get past the gate),
+and records writes for the token's subject (``write_caller``: the batch's caller, ``changes --caller``).
 """
 
 from __future__ import annotations
@@ -18,18 +19,11 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.types import METHOD_NOT_FOUND
 
 from ... import write_caller
-from ...hardened.access import READ, WRITE
-
-WRITE_TOOLS = ("create_note", "append_to_note", "edit_note", "restore_note")
-"""The tools that change the vault (``writes``, ``revise``)."""
-
-
-def required_scope(tool: str) -> str:
-    """The scope a token needs to call ``tool``."""
-    return WRITE if tool in WRITE_TOOLS else READ
+from ..registry import required_scope
 
 
 def allowed(tool: str, scopes: Iterable[str]) -> bool:
+    """Whether a token holding (effective) ``scopes`` may call ``tool``."""
     return required_scope(tool) in set(scopes)
 
 
