@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, InstanceOf
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf, SkipValidation
 
 from .revisions import revision_id
 from .store import PurgeRecord, PurgeResult, Revision
@@ -28,8 +28,9 @@ class Result(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     def to_json(self) -> dict[str, Any]:
-        """Exactly what the command's ``--json`` prints: every field (but those marked ``exclude``), in order."""
-        return self.model_dump()
+        """Exactly what the command's ``--json`` prints: every field (but those marked ``exclude``), in order
+        (the values themselves, as validated: plain JSON values, no copy)."""
+        return {name: getattr(self, name) for name, info in type(self).model_fields.items() if not info.exclude}
 
 
 class Note(Result):
@@ -74,7 +75,8 @@ class SearchResult(Result):
     mode: str
     match: str
     """The keyword expression the query became (FTS5 syntax)."""
-    hits: list[dict[str, Any]]
+    hits: SkipValidation[list[dict[str, Any]]]
+    """The engine's hits as it ranked them (not validated again: a search of 50 hits would copy each)."""
     before_history: bool = Field(
         default=False,
         description="True when as_of is before the vault's first batch: "

@@ -131,7 +131,7 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
                 query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit, prefix=prefix or None, tags=tags or None
             )
         hits, cut = fit_hits(result.hits)
-        return SearchResult.of(result, as_of=_stamp(result.as_of), hits=hits, truncated=cut)
+        return SearchResult.of(result, hits=hits, truncated=cut)
 
     tools.full["search_notes"] = search_hits  # the whole hits, for a server that signs them (receipts)
 
@@ -410,9 +410,3 @@ PRIVATE_STATUS = frozenset({"root", "vault"})
 def _public_watcher(rt: ServedVault) -> dict[str, Any]:
     """The watcher's status without absolute paths (another process appears only as what it does)."""
     return {k: v for k, v in rt.watcher_status().items() if k not in PRIVATE_STATUS}
-
-
-def _stamp(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return format_time(int(value))
