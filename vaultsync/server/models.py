@@ -1,5 +1,6 @@
 """Structured tool results: pydantic models (fields named as in the CLI's ``--json`` output wherever the CLI
-prints the same fact) and ``flat_schema``, the compact output schema each tool publishes."""
+prints the same fact; an answer made of a library result's facts takes them from it: ``Derived``) and
+``flat_schema``, the compact output schema each tool publishes."""
 
 from __future__ import annotations
 
