@@ -1,108 +1,97 @@
 """Typed answers of ``Vault.read`` (``Note``), ``search``, ``stats``, ``reindex``, ``reembed``, ``purge`` and
 ``revision_facts``.
 
-Each ``to_json()`` is exactly what the command's ``--json`` prints (and what the MCP tools build on),
-field for field and in the same order.
+The answers are the schema: each is a frozen pydantic model whose fields, in order, are what the command's
+``--json`` prints (``to_json``), and the MCP tools' answers take their fields from them
+(``vaultsync.server.models.Derived``): a fact is declared once, here, with its type, default and description.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf, SkipValidation
 
 from .revisions import revision_id
 from .store import PurgeRecord, PurgeResult, Revision
 from .times import format_time
 
+SIMILAR_ONLY = (
+    "True: similar, no word matches. No section holds the query's words; these hits are only close in meaning"
+)
 
-@dataclass(slots=True)
-class Note:
-    """A note's exact content at some time, with its revision's facts."""
 
-    revision: Revision
-    content: str
+class Result(BaseModel):
+    """A library answer: its fields are its JSON, in order (``to_json``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     def to_json(self) -> dict[str, Any]:
-        r = self.revision
-        return {
-            "path": r.path,
-            "content": self.content,
-            "known_at": format_time(r.known_at),
-            "content_hash": r.content_hash,
-            "size": r.size,
-            "title": r.title,
-            "frontmatter": r.frontmatter,
-            "tags": r.tags,
-            "aliases": r.aliases,
-            "links": r.links,
-            "warnings": r.warnings,
-            "kind": r.kind,
-            "renamed_from": r.renamed_from,
-            "id": revision_id(r),
-        }
+        """Exactly what the command's ``--json`` prints: every field (but those marked ``exclude``), in order
+        (the values themselves, as validated: plain JSON values, no copy)."""
+        return {name: getattr(self, name) for name, info in type(self).model_fields.items() if not info.exclude}
 
 
-@dataclass(slots=True)
-class SearchResult:
+class Note(Result):
+    """A note's exact content at some time, with its revision's facts (``Note.of``: named as the revision
+    names them, the time formatted and the revision's id added)."""
+
+    path: str
+    content: str
+    known_at: str | None = Field(description="When vaultsync learned this revision (UTC)")
+    content_hash: str | None = Field(description="SHA-256 of the whole revision's UTF-8 bytes")
+    size: int | None = Field(description="Size of the whole note in bytes")
+    title: str | None = None
+    frontmatter: dict[str, Any] | None = None
+    tags: list[str] = Field(default_factory=list)
+    aliases: list[str] = Field(default_factory=list)
+    links: list[dict[str, Any]] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    kind: str
+    renamed_from: str | None = None
+    id: str | None = Field(
+        default=None, description="This revision's id in note_history (r12); read_note and diff_note take it back"
+    )
+    revision: InstanceOf[Revision] = Field(exclude=True, repr=False)
+    """The stored revision these facts are of (not part of the JSON)."""
+
+    @classmethod
+    def of(cls, revision: Revision, content: str) -> Note:
+        facts = {name: getattr(revision, name) for name in cls.model_fields if hasattr(revision, name)}
+        facts.update(
+            content=content, known_at=format_time(revision.known_at), id=revision_id(revision), revision=revision
+        )
+        return cls.model_validate(facts)
+
+
+class SearchResult(Result):
     """The hits of one search, best first (each hit a JSON object: path, chunk, lines, snippet, scores…)."""
 
     query: str
-    as_of: str | None
-    """The knowledge cutoff searched (None: now)."""
+    as_of: str | None = Field(description="Knowledge cutoff used (null = now)")
     valid_at: str | None
     """The validity time the interval overlay applied (the cutoff's, unless asked)."""
     mode: str
     match: str
     """The keyword expression the query became (FTS5 syntax)."""
-    hits: list[dict[str, Any]]
-    before_history: bool = False
-    """True when the cutoff is before the vault's first batch: the vault had no history then, so nothing could
-    match (an empty ``hits`` that does not mean "no note held the words")."""
-    first_batch: str | None = None
-    """When the vault's history starts: the time of its first batch (None: it has none yet)."""
+    hits: SkipValidation[list[dict[str, Any]]]
+    """The engine's hits as it ranked them (not validated again: a search of 50 hits would copy each)."""
+    before_history: bool = Field(
+        default=False,
+        description="True when as_of is before the vault's first batch: "
+        "the vault had no history then, so nothing could match (ask about first_batch or later)",
+    )
+    first_batch: str | None = Field(default=None, description="When the vault's history starts (its first batch, UTC)")
     semantic: str | None = None
     """The embedder whose vectors the default mode fused with the keyword ranking (None: words alone)."""
     vectors: dict[str, Any] | None = None
     """While the semantic vectors are still being filled: how far (``embedder``, ``filled``, ``total`` current
     texts); the texts without one are found by their words alone meanwhile. None once complete (or unused)."""
-    similar_only: bool = False
-    """True when no searched chunk holds the query's words and the hits are chunks similar in meaning (the
-    default mode with a semantic model, above its similarity floor): "similar, no word matches"."""
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SearchResult:
-        return cls(
-            data["query"],
-            data["as_of"],
-            data["valid_at"],
-            data["mode"],
-            data["match"],
-            data["hits"],
-            bool(data.get("before_history", False)),
-            data.get("first_batch"),
-            data.get("semantic"),
-            data.get("vectors"),
-            bool(data.get("similar_only", False)),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "query": self.query,
-            "as_of": self.as_of,
-            "valid_at": self.valid_at,
-            "mode": self.mode,
-            "match": self.match,
-            "hits": self.hits,
-            "before_history": self.before_history,
-            "first_batch": self.first_batch,
-            "semantic": self.semantic,
-            "vectors": self.vectors,
-            "similar_only": self.similar_only,
-        }
+    similar_only: bool = Field(default=False, description=SIMILAR_ONLY)
 
 
-@dataclass(slots=True)
-class Stats:
+class Stats(Result):
     """Counts of a vault's notes, revisions, batches and stored texts, and its database's size."""
 
     vault: str
@@ -125,38 +114,22 @@ class Stats:
     """What thinning by a retention policy would remove now (``policy`` and the counts of ``RetentionPreview``);
     None when no policy was given."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
-
-@dataclass(slots=True)
-class Reindexed:
+class Reindexed(Result):
     """What ``reindex`` did: how many of the vault's batches it indexed (``full``: after a rebuild)."""
 
     vault: str
     batches_indexed: int
     full: bool
-    inconsistent: list[str] = field(default_factory=list)
+    inconsistent: list[str] = Field(default_factory=list)
     """What was still wrong once the batches it had not seen were indexed: the index was rebuilt for it."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "vault": self.vault,
-            "batches_indexed": self.batches_indexed,
-            "full": self.full,
-            "inconsistent": self.inconsistent,
-        }
 
-
-@dataclass(slots=True)
-class Reembedded:
+class Reembedded(Result):
     """What ``reembed`` did: the new embedder's signature and how many texts it embedded."""
 
     embedder: str
     docs_embedded: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"embedder": self.embedder, "docs_embedded": self.docs_embedded}
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ does not grow with the batch, and the whole batch is still one transaction.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import multiprocessing
 import os
@@ -21,6 +22,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import TypeAdapter
 
 from .disk.attachments import Body, Changed, body_of, is_attachment, max_attachment_bytes, text_of, too_large
 from .disk.digest import content_hash
@@ -152,6 +155,18 @@ class BatchSummary:
             **({} if self.delay_ms is None else {"delay_ms": round(self.delay_ms)}),
         }
 
+    def state(self) -> dict[str, Any]:
+        """Every field, as JSON: what a write request's answer carries back to the process that asked
+        (``from_state`` makes the same summary of it there)."""
+        state: dict[str, Any] = _summary_adapter().dump_python(self, mode="json")
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> BatchSummary:
+        """The summary whose ``state()`` this is."""
+        summary: BatchSummary = _summary_adapter().validate_python(state)
+        return summary
+
     def merge(self, other: BatchSummary) -> None:
         for name in ("added", "modified", "renamed", "deleted", "lifted"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
@@ -164,6 +179,12 @@ class BatchSummary:
         if other.batch_id is not None:
             self.batch_id, self.known_at = other.batch_id, other.known_at
             self.paths.extend(other.paths)
+
+
+@functools.cache
+def _summary_adapter() -> TypeAdapter[BatchSummary]:
+    """Dumps and loads a ``BatchSummary`` field by field (built on first use: most processes never hand one over)."""
+    return TypeAdapter(BatchSummary)
 
 
 # ---------------------------------------------------------------- planning (pure)

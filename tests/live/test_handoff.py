@@ -23,6 +23,7 @@ from vaultsync.live.watcher import Watcher
 from vaultsync.live.writer_role import WriterRole
 from vaultsync.store.requests import RequestTable
 from vaultsync.times import format_time, now_micros
+from vaultsync.vault.pending import summary_answer
 
 QUIET = {"step_ms": 20000, "debounce_ms": 60000, "reconcile_s": 0}
 """The watcher records a burst of edits only after 20 s: what a test sees recorded sooner, a request recorded."""
@@ -94,6 +95,24 @@ def test_every_door_is_carried_out_by_the_watcher(two, monkeypatch: pytest.Monke
         assert scanned.added == 1 and asking.batch_info(scanned.batch_id)["source"] == "import"
         assert told[-1] == scanned.batch_id, "the watcher's on_batch hears of the batches it carried out"
     assert asking.requests().waiting() == [] and asking.requests().interrupted() == []
+
+
+def test_a_handed_off_summary_is_the_writers_whole(two) -> None:
+    """The summary a request's answer carries back through the store is the writer's ``BatchSummary``, every
+    field of it: what a watcher's flush held back and left unsettled, its delay, warnings and paths."""
+    watching, asking, root, _ = two
+    (root / "Broken.md").write_text("---\ntitle: [\n---\n# Broken\n", encoding="utf-8")
+    (root / "F" / "a.md").unlink()
+    summary = watching.sync()
+    summary.held, summary.unsettled, summary.delay_ms = ["F/b.md"], ["Inbox.md"], 12.5
+    assert summary.warnings and summary.paths and summary.batch_id is not None
+    table = asking.requests()
+    rid = table.ask("scan", {}, asker={"pid": 1}, caller=None, take_by=now_micros() + 10_000_000)
+    assert watching.requests().take(rid, {"pid": 2}) is not None
+    watching.requests().finish(rid, "done", {"summary": summary_answer(summary)})
+    handed = handoff.summary_of(table.get(rid).answer)
+    assert handed == summary
+    assert handed.held == ["F/b.md"] and handed.unsettled == ["Inbox.md"] and handed.known_at == summary.known_at
 
 
 def test_a_request_is_taken_once_and_a_dropped_one_never(two) -> None:

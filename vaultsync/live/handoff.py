@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 from .. import errors, write_caller
 from ..errors import LockedError, StoreError, VaultsyncError
 from ..store.requests import Request, RequestTable
-from ..sync import BatchSummary, FileProblem
+from ..sync import BatchSummary
 from ..times import now_micros
-from ..vault.pending import SOURCES, carrying, error_answer, put_back
+from ..vault.pending import SOURCES, carrying, error_answer, put_back, summary_answer
 from .requested import edit_change, execute, plan_restore, restore_args
 
 if TYPE_CHECKING:
@@ -181,20 +181,23 @@ def _from_batch(vault: Vault, request: Request) -> dict[str, Any]:
     for r in written:
         step = {"path": r.path, "action": kinds.get(r.kind, "write"), "from": info.get("detail"), "refused": None}
         steps.append({**step, "origin": step["from"], "changes": True, "json": step})
-    counted = {"added": "created", "modified": "modified", "renamed": "renamed", "deleted": "deleted"}
-    summary = {
-        "vault": vault.name,
-        "batch_id": request.batch_id,
-        "known_at_us": info.get("known_at"),
-        "paths": sorted({r.path for r in written}),
-        **{name: sum(r.kind == kind for r in written) for name, kind in counted.items()},
-    }
+    kinds_written = [r.kind for r in written]
+    summary = BatchSummary(
+        vault=vault.name,
+        batch_id=request.batch_id,
+        known_at=info.get("known_at"),
+        added=kinds_written.count("created"),
+        modified=kinds_written.count("modified"),
+        renamed=kinds_written.count("renamed"),
+        deleted=kinds_written.count("deleted"),
+        paths=sorted({r.path for r in written}),
+    )
     return {
         "path": request.args.get("path"),
         "source": info.get("source"),
         "detail": info.get("detail") or "",
         "steps": steps,
-        "summary": summary,
+        "summary": summary_answer(summary),
     }
 
 
@@ -223,23 +226,8 @@ def _named(vault: Vault, holder: dict[str, Any] | None, public: bool) -> str:
 
 
 def summary_of(answer: dict[str, Any]) -> BatchSummary:
-    """The ``BatchSummary`` an answer carries (as the library returned it where it was carried out)."""
-    a = answer["summary"]
-    return BatchSummary(
-        vault=a["vault"],
-        batch_id=a.get("batch_id"),
-        known_at=a.get("known_at_us"),
-        added=a.get("added", 0),
-        modified=a.get("modified", 0),
-        renamed=a.get("renamed", 0),
-        deleted=a.get("deleted", 0),
-        unchanged=a.get("unchanged", 0),
-        errors=[FileProblem(e["path"], e["reason"]) for e in a.get("errors", [])],
-        warnings=[FileProblem(w["path"], w["reason"]) for w in a.get("warnings", [])],
-        lifted=a.get("lifted", 0),
-        seconds=a.get("seconds", 0.0),
-        paths=a.get("paths", []),
-    )
+    """The ``BatchSummary`` an answer carries, as the library returned it where it was carried out."""
+    return BatchSummary.from_state(answer["summary"])
 
 
 class ShownStep:

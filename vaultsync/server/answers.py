@@ -26,9 +26,10 @@ from typing import Any
 from pydantic import Field
 
 from ..excerpts import fit_excerpts
+from ..results import SIMILAR_ONLY
 from ..revisions import revision_id, short_revision, short_revisions
 from ..times import format_time
-from .models import SIMILAR_ONLY, Compact, RevisionRow
+from .models import Compact, RevisionRow
 
 ANSWER_CHARS_PER_HIT = 480
 """A search answer's excerpts are sized so that the whole answer is about this many characters a hit."""

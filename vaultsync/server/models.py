@@ -1,19 +1,65 @@
 """Structured tool results: pydantic models (fields named as in the CLI's ``--json`` output wherever the CLI
-prints the same fact) and ``flat_schema``, the compact output schema each tool publishes."""
+prints the same fact; an answer made of a library result's facts takes them from it: ``Derived``) and
+``flat_schema``, the compact output schema each tool publishes."""
 
 from __future__ import annotations
 
 import copy
 import json
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic._internal._model_construction import ModelMetaclass  # what a model's class is made by
 
+from ..results import Note, Stats
+from ..results import SearchResult as Found
 from .budget import OMITTED
 
 
 class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class _Deriving(ModelMetaclass):
+    """Builds a ``Derived`` model: the fields named in ``fields=(Result, names)`` come from the library's result
+    (type, default and description) unless the class declares its own, in the order named; then the class's own."""
+
+    def __new__(
+        mcs,
+        name: str,
+        bases: tuple[type[Any], ...],
+        namespace: dict[str, Any],
+        fields: tuple[type[BaseModel], tuple[str, ...]] | None = None,
+        **kwargs: Any,
+    ) -> type:
+        if fields is not None:
+            source, names = fields
+            own = namespace.get("__annotations__", {})
+            notes: dict[str, Any] = {}
+            for field in names:
+                if field in own:
+                    notes[field] = own[field]
+                else:
+                    info = source.model_fields[field]
+                    notes[field], namespace[field] = info.annotation, copy.copy(info)
+            namespace["__annotations__"] = {**notes, **{k: v for k, v in own.items() if k not in notes}}
+        return super().__new__(mcs, name, bases, namespace, **kwargs)
+
+
+class Derived(_Out, metaclass=_Deriving):
+    """An MCP answer made of a library result's fields (declared once, in ``vaultsync.results``) and the tool's
+    own: ``class X(Derived, fields=(Result, ("a", "b", ...)))`` takes each named field from ``Result`` unless the
+    class declares it (an MCP-only field, or one whose wire shape differs), in that order; ``X.of(result, ...)``
+    builds one from a result and the tool's values."""
+
+    def __init_subclass__(cls, fields: tuple[type[BaseModel], tuple[str, ...]] | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+
+    @classmethod
+    def of(cls, result: BaseModel, **own: Any) -> Self:
+        """The answer of ``result``: each field the two share, then ``own`` (the tool's values) over them."""
+        shared = {name: getattr(result, name) for name in cls.model_fields if name in type(result).model_fields}
+        return cls.model_validate({**shared, **own})
 
 
 class Compact(_Out):
@@ -49,26 +95,14 @@ class SearchHit(_Out):
     snippet: str | None = Field(default=None, description="The matching words in context")
 
 
-SIMILAR_ONLY = (
-    "True: similar, no word matches. No section holds the query's words; these hits are only close in meaning"
-)
-
-
-class SearchResult(_Out):
+class SearchResult(
+    Derived,
+    fields=(Found, ("query", "as_of", "mode", "hits", "truncated", "before_history", "first_batch", "similar_only")),
+):
     """Search hits, best first."""
 
-    query: str
-    as_of: str | None = Field(description="Knowledge cutoff used (null = now)")
-    mode: str
     hits: list[SearchHit]
     truncated: bool = Field(default=False, description="True when hit texts were cut to keep the result small")
-    before_history: bool = Field(
-        default=False,
-        description="True when as_of is before the vault's first batch: "
-        "the vault had no history then, so nothing could match (ask about first_batch or later)",
-    )
-    first_batch: str | None = Field(default=None, description="When the vault's history starts (its first batch, UTC)")
-    similar_only: bool = Field(default=False, description=SIMILAR_ONLY)
 
 
 class Link(_Out):
@@ -80,23 +114,18 @@ class Link(_Out):
     line: int = 0
 
 
-class NoteResult(_Out):
+NOTE_FIELDS = (
+    "path", "content", "known_at", "content_hash", "id", "size", "title", "frontmatter", "tags", "aliases", "links",
+    "renamed_from", "mime_type", "offset", "total_chars", "next_offset", "truncated", "omitted",
+)  # fmt: skip
+
+
+class NoteResult(Derived, fields=(Note, NOTE_FIELDS)):
     """A note's exact text as of a time, with its revision's facts (``vaultsync read --json``)."""
 
-    path: str
     content: str = Field(description="The note's exact text, or the slice [offset, offset+max_chars)")
-    known_at: str | None = Field(description="When vaultsync learned this revision (UTC)")
-    content_hash: str | None = Field(description="SHA-256 of the whole revision's UTF-8 bytes")
-    id: str | None = Field(
-        default=None, description="This revision's id in note_history (r12); read_note and diff_note take it back"
-    )
-    size: int | None = Field(description="Size of the whole note in bytes")
-    title: str | None = None
-    frontmatter: dict[str, Any] | None = None
     tags: list[str] = Field(default_factory=list, description="The note's tags, from tags_offset on")
-    aliases: list[str] = Field(default_factory=list)
     links: list[dict[str, Any]] = Field(default_factory=list, description="Links in the note, from links_offset on")
-    renamed_from: str | None = None
     mime_type: str | None = Field(
         default=None,
         description="Only for an attachment (a file that is not a note): its type. A canvas or a base gives its "
@@ -242,13 +271,14 @@ class SemanticVectors(_Out):
     )
 
 
-class StatusResult(_Out):
-    vault: str
-    notes: int
-    revisions: int
-    batches: int
-    first_batch: str | None
-    last_batch: str | None
+class StatusResult(
+    Derived,
+    fields=(
+        Stats,
+        ("vault", "notes", "revisions", "batches", "first_batch", "last_batch", "writes_enabled", "watcher",
+         "semantic_vectors"),
+    ),
+):  # fmt: skip
     writes_enabled: bool
     watcher: WatcherStatus
     semantic_vectors: SemanticVectors | None = Field(

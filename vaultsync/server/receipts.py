@@ -84,12 +84,12 @@ def add_receipts(tools: ToolSet, rt: ServedVault, keystore: Keystore) -> None:
         data = result.model_dump()
         with rt.reading() as vault:
             (receipt,) = sign_answers(vault, keystore, [data], format_time(when(args.get("as_of"), "as_of")))
-        return SignedNoteResult(**data, receipt=receipt)  # type: ignore[arg-type]  # a dict pydantic validates
+        return SignedNoteResult.model_validate({**data, "receipt": receipt})
 
     def sign_hits(result: SearchResult, args: dict[str, Any]) -> SignedSearchResult:
         data = result.model_dump()
         with rt.reading() as vault:
-            receipts = sign_answers(vault, keystore, data["hits"], result.as_of)
+            receipts = sign_answers(vault, keystore, data["hits"], data["as_of"])
         data["hits"] = [{**hit, "receipt": receipt} for hit, receipt in zip(data["hits"], receipts)]
         return SignedSearchResult.model_validate(data)
 

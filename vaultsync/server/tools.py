@@ -130,16 +130,7 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
                 query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit, prefix=prefix or None, tags=tags or None
             )
         hits, cut = fit_hits(result.hits)
-        return SearchResult(
-            query=result.query,
-            as_of=_stamp(result.as_of),
-            mode=result.mode,
-            hits=hits,  # type: ignore[arg-type]  # dicts: pydantic validates them into SearchHit
-            truncated=cut,
-            before_history=result.before_history,
-            first_batch=result.first_batch,
-            similar_only=result.similar_only,
-        )
+        return SearchResult.of(result, hits=hits, truncated=cut)
 
     tools.full["search_notes"] = search_hits  # the whole hits, for a server that signs them (receipts)
 
@@ -213,26 +204,21 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
         """
         with rt.reading() as vault:
             note = vault.read(path, as_of=moment(as_of, "as_of"), valid_at=valid_at)
-        data = note.to_json()
         text = note.content
-        if is_attachment(note.revision.path):  # a canvas's or a base's text; never an image's bytes
-            data["mime_type"] = mime_type(note.revision.path)
         if offset > len(text):
             raise ToolError(f"offset {offset} is past the end of the note ({len(text)} characters); use offset=0")
         end = content_end(text, offset, min(len(text), offset + max_chars))
-        data.pop("warnings", None)
-        data.pop("kind", None)
-        return NoteResult(
-            **{
-                **data,
-                "links": data.get("links", [])[links_offset:],
-                "tags": data.get("tags", [])[tags_offset:],
-                "content": text[offset:end],
-                "offset": offset,
-                "total_chars": len(text),
-                "next_offset": end if end < len(text) else None,
-                "truncated": end < len(text),
-            }
+        return NoteResult.of(
+            note,
+            links=note.links[links_offset:],
+            tags=note.tags[tags_offset:],
+            content=text[offset:end],
+            # a canvas's or a base's text; never an image's bytes
+            mime_type=mime_type(note.path) if is_attachment(note.path) else None,
+            offset=offset,
+            total_chars=len(text),
+            next_offset=end if end < len(text) else None,
+            truncated=end < len(text),
         )
 
 
@@ -408,13 +394,8 @@ def add_vault_status(tools: ToolSet, rt: ServedVault) -> None:
         enabled, and whether a watcher keeps the index current (and its lag)."""
         with rt.reading() as vault:
             stats = vault.stats()
-        return StatusResult(
-            vault=stats.vault,
-            notes=stats.notes,
-            revisions=stats.revisions,
-            batches=stats.batches,
-            first_batch=stats.first_batch,
-            last_batch=stats.last_batch,
+        return StatusResult.of(
+            stats,
             writes_enabled=rt.allow_writes,
             watcher=WatcherStatus(**_public_watcher(rt)),
             semantic_vectors=SemanticVectors(**stats.semantic_vectors) if stats.semantic_vectors else None,
@@ -428,9 +409,3 @@ PRIVATE_STATUS = frozenset({"root", "vault"})
 def _public_watcher(rt: ServedVault) -> dict[str, Any]:
     """The watcher's status without absolute paths (another process appears only as what it does)."""
     return {k: v for k, v in rt.watcher_status().items() if k not in PRIVATE_STATUS}
-
-
-def _stamp(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return format_time(int(value))

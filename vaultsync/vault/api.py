@@ -268,11 +268,11 @@ class Vault:
         if pinned is not None:  # one revision of its history, as history names it
             with self._view() as view:
                 view.with_links([pinned])
-                return Note(pinned, view.content(pinned))
+                return Note.of(pinned, view.content(pinned))
         with self._view(as_of, valid_at) as view:
             rev = applying(view, path, self.name, self.history)
             view.with_links([rev])
-            return Note(rev, view.content(rev))
+            return Note.of(rev, view.content(rev))
 
     def read_bytes(
         self, path: str, sink: Callable[[bytes], object], as_of: TimeLike = None, valid_at: TimeLike = None
@@ -538,11 +538,10 @@ class Vault:
         Its ``to_json()`` is exactly what ``search --json`` prints.
         """
         with self._view(as_of, valid_at) as view:
-            found = SearchResult.from_json(
-                view.search(query, mode=mode, limit=limit, prefix=prefix, tags=tags, where=where)
+            found = view.search(query, mode=mode, limit=limit, prefix=prefix, tags=tags, where=where)
+            return SearchResult.model_validate(
+                {**found, "before_history": view.before_history, "first_batch": format_time(view.first_known_at())}
             )
-            found.before_history, found.first_batch = view.before_history, format_time(view.first_known_at())
-            return found
 
     def locate(self, keys: list[tuple[str, str, int]]) -> list[int | None]:
         """The revision id of each (path, content hash, known_at), None for one the store does not hold."""
@@ -573,8 +572,13 @@ class Vault:
                 with self._view() as view:
                     left = view.index_problems()
                 if left:
-                    return Reindexed(self.name, self._store.reindex(self.id, full=True), True, left)
-        return Reindexed(self.name, done, full)
+                    return Reindexed(
+                        vault=self.name,
+                        batches_indexed=self._store.reindex(self.id, full=True),
+                        full=True,
+                        inconsistent=left,
+                    )
+        return Reindexed(vault=self.name, batches_indexed=done, full=full)
 
     def fill_vectors(self, limit: int | None = None, *, pause: Callable[[], None] | None = None) -> int:
         """Give up to ``limit`` texts the vectors of a background embedder, newest notes first (the writer role's
@@ -595,7 +599,7 @@ class Vault:
         """Re-embed every chunk text with another embedder (the store never mixes embedders)."""
         with self.lock.writing():
             signature, count = self._store.reembed(embedder)
-        return Reembedded(signature, count)
+        return Reembedded(embedder=signature, docs_embedded=count)
 
     # ------------------------------------------------------------ forgetting
 

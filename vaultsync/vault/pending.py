@@ -41,9 +41,8 @@ SOURCES = {
 
 
 def summary_answer(summary: BatchSummary) -> dict[str, Any]:
-    out = summary.to_json()
-    out.update(known_at_us=summary.known_at, paths=summary.paths, lifted=summary.lifted)
-    return out
+    """The summary as a request's answer carries it (``handoff.summary_of`` makes the same summary of it)."""
+    return summary.state()
 
 
 def error_answer(exc: VaultsyncError, public: str | None = None) -> dict[str, Any]:
