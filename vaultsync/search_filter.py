@@ -106,9 +106,9 @@ class SearchFilter:
         pairs = where.items() if isinstance(where, Mapping) else (where or ())
         return cls(
             prefix or None,
-            tuple(tags or ()),
+            _names(tags),
             tuple((str(key), _text(value)) for key, value in pairs),
-            tuple(dict.fromkeys(kinds or ())),
+            tuple(dict.fromkeys(_names(kinds))),
         )
 
     def __bool__(self) -> bool:
@@ -147,6 +147,11 @@ FILTER_NAMES = tuple(f.name for f in fields(SearchFilter))
 
 def _refuse(argument: str, message: str) -> None:
     raise ConfigError(message, argument=argument)
+
+
+def _names(given: Iterable[str] | None) -> tuple[str, ...]:
+    """Names given as a list, or one name alone (``tags="project"`` is one tag, not seven letters)."""
+    return (given,) if isinstance(given, str) else tuple(given or ())
 
 
 def _text(value: Scalar) -> str:

@@ -289,6 +289,7 @@ def test_the_filter_value_checks_once_and_names_the_argument() -> None:
     assert not SearchFilter.of() and not SearchFilter.of(prefix="", tags=[], where={}, kinds=[])
     assert SearchFilter.of(where={"done": True, "n": 3}).where == (("done", "true"), ("n", "3"))
     assert SearchFilter.of(kinds=["note", "note"]).kinds == ("note",)
+    assert SearchFilter.of(tags="project", kinds="note") == SearchFilter(tags=("project",), kinds=("note",))
     for args, argument in (
         ({"kinds": ["pdf"]}, "kinds"),
         ({"tags": ["x"] * 21}, "tags"),
