@@ -286,6 +286,10 @@ OPTIONS = {
     "revision": "--revision",
     "since": "--since",
     "until": "--until",
+    "prefix": "--prefix",
+    "tags": "--tag",
+    "where": "--where",
+    "kinds": "--kind",
 }
 """The command line's option for a library argument named in an error."""
 

@@ -6,15 +6,18 @@ the embedders are imported only when a command here runs or shows its help (``La
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import click
 
-from ..errors import ConfigError
 from ..printable import printable
+from ..search_filter import FILTER_NAMES, KIND_NAMES, SearchFilter, condition
 from ..times import ACCEPTED
 from .base import (
     Context,
@@ -49,14 +52,35 @@ def valid_at_option(fn):
     )(fn)
 
 
-def _where(pairs: tuple[str, ...]) -> dict[str, str] | None:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--where takes key=value, not {pair!r}")
-        out[key.strip()] = value
-    return out or None
+def filter_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The search filters as options, handed to the command as one ``filters`` (a ``SearchFilter``)."""
+    options = [
+        click.option("--prefix", help="Only notes whose path starts with this (a folder: Projects/)."),
+        click.option("--tag", "tags", multiple=True, help="Only notes with this tag (nested tags count); repeatable."),
+        click.option(
+            "--where", multiple=True, metavar="KEY=VALUE", help="Only notes whose frontmatter KEY is VALUE; repeatable."
+        ),
+        click.option(
+            "--kind",
+            "kinds",
+            multiple=True,
+            type=click.Choice(KIND_NAMES),
+            help="Only files of this kind (attachment: a PDF, an image, any other file); repeatable.",
+        ),
+    ]
+
+    @functools.wraps(fn)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        given = {name: kwargs.pop(name) for name in FILTER_NAMES}  # each option is named as its filter
+        return fn(*args, filters=friendly(_filter)(**given), **kwargs)
+
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _filter(where: tuple[str, ...], **given: Any) -> SearchFilter:
+    return SearchFilter.of(where=[condition(text) for text in where], **given)
 
 
 def _bold(snippet: str) -> str:
@@ -79,15 +103,7 @@ def _bold(snippet: str) -> str:
     "keyword: BM25 alone; vector: similarity alone.",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="How many chunks.")
-@click.option("--prefix", help="Only notes whose path starts with this (a folder: Projects/).")
-@click.option("--tag", "tags", multiple=True, help="Only notes with this tag (nested tags count); repeatable.")
-@click.option(
-    "--where",
-    "where",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Only notes whose frontmatter KEY is VALUE; repeatable.",
-)
+@filter_options
 @json_option
 @pass_ctx
 @friendly
@@ -98,9 +114,7 @@ def search(
     valid_at: int | None,
     mode: str,
     limit: int,
-    prefix: str | None,
-    tags: tuple[str, ...],
-    where: tuple[str, ...],
+    filters: SearchFilter,
     as_json: bool,
 ) -> None:
     """Search the vault's chunks as they were at a time (words, "a phrase", prefix*, or a question).
@@ -110,19 +124,11 @@ def search(
         vaultsync search "project kickoff"
         vaultsync search "how do I get back a note I deleted"
         vaultsync search budget --as-of 2025-03-01 --mode keyword --prefix Projects/ --json
+        vaultsync search budget --tag project --where status=active --kind note
         vaultsync search budget --as-of r12   # the vault right after batch 12
     """
     vault = obj.vault()
-    result = vault.search(
-        query,
-        as_of=as_of,
-        valid_at=valid_at,
-        mode=mode,
-        limit=limit,
-        prefix=prefix,
-        tags=list(tags) or None,
-        where=_where(where),
-    )
+    result = vault.search(query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit, filters=filters)
     if as_json:
         echo_json(result.to_json())
         return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
@@ -34,6 +34,7 @@ from .models import (
     StatusResult,
     WatcherStatus,
 )
+from .search_args import searching, taking
 from .served import ServedVault
 from .toolkit import (
     CutoffArg,
@@ -83,52 +84,19 @@ def add_read_tools(tools: ToolSet, rt: ServedVault) -> None:
         add(tools, rt)
 
 
-# The arguments both search tools take (search_notes, and its full-hits twin for a server that signs answers).
-QueryArg = Annotated[str, Field(description="Words or a phrase to look for", min_length=1, max_length=1000)]
-ValidAtArg = Annotated[
-    str | None,
-    Field(
-        description="Only notes valid at this time (frontmatter valid_from/valid_to); default: the cutoff",
-        max_length=64,
-    ),
-]
-ModeArg = Annotated[
-    Literal["hybrid", "keyword", "vector"],
-    Field(
-        description="hybrid (default) ranks "
-        "keyword matches by phrase, proximity and headings (and meaning, with a semantic model); "
-        "keyword is plain BM25; vector is similarity only"
-    ),
-]
-LimitArg = Annotated[int, Field(ge=1, le=50, description="Most hits to return")]
-PrefixArg = Annotated[str | None, Field(description="Only paths starting with this, e.g. 'Projects/'", max_length=1024)]
-TagsArg = Annotated[
-    list[Annotated[str, Field(max_length=200)]] | None,
-    Field(description="Only notes with all these tags (without #)", max_length=20),
-]
-
-
 def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
+    search = searching(rt)
+
     @friendly
-    def search_hits(
-        query: QueryArg,
-        as_of: CutoffArg = None,
-        valid_at: ValidAtArg = None,
-        mode: ModeArg = "hybrid",
-        limit: LimitArg = 10,
-        prefix: PrefixArg = None,
-        tags: TagsArg = None,
-    ) -> SearchResult:
+    @taking(search)
+    def search_hits(**args: Any) -> SearchResult:
         """Search the vault's notes by meaning and keywords, as they are now or as they were at a past time.
 
         Returns the best-matching chunks (sections), each with its note path, heading path, line range and
         exact text. Pass as_of (e.g. '2025-03-01') to search only what the vault contained then. Read a
         whole note with read_note(path, as_of).
         """
-        with rt.reading() as vault:
-            result = vault.search(
-                query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit, prefix=prefix or None, tags=tags or None
-            )
+        result = search(**args)
         hits, cut = fit_hits(result.hits)
         return SearchResult.of(result, hits=hits, truncated=cut)
 
@@ -136,14 +104,8 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
 
     @tools.add
     @friendly
+    @taking(search)
     def search_notes(
-        query: QueryArg,
-        as_of: CutoffArg = None,
-        valid_at: ValidAtArg = None,
-        mode: ModeArg = "hybrid",
-        limit: LimitArg = 10,
-        prefix: PrefixArg = None,
-        tags: TagsArg = None,
         full_text: Annotated[
             bool, Field(description="Give each hit's exact text instead of an excerpt around its match")
         ] = False,
@@ -154,6 +116,7 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
                 "(keyword and vector ranks, ranking signals)"
             ),
         ] = False,
+        **args: Any,
     ) -> SearchAnswer:
         """Search the vault's notes by meaning and keywords, as they are now or as they were at a past time.
 
@@ -163,11 +126,7 @@ def add_search_notes(tools: ToolSet, rt: ServedVault) -> None:
         Pass as_of (e.g. '2025-03-01') to search only what the vault contained then; full_text=true for
         the sections' exact text. Read a whole note with read_note(path, as_of).
         """
-        with rt.reading() as vault:
-            result = vault.search(
-                query, as_of=as_of, valid_at=valid_at, mode=mode, limit=limit, prefix=prefix or None, tags=tags or None
-            )
-        return search_answer(result, full_text=full_text, explain=explain)
+        return search_answer(search(**args), full_text=full_text, explain=explain)
 
 
 def add_read_note(tools: ToolSet, rt: ServedVault) -> None:

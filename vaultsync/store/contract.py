@@ -45,6 +45,7 @@ from typing import Any, Protocol
 from ..disk.attachments import Body
 from ..parsers import ParsedNote
 from ..retention import Policy
+from ..search_filter import SearchFilter
 from .read import BatchNews, Revision
 from .values import AuditHead, PurgeRecord, PurgeResult, RetentionPreview
 
@@ -189,9 +190,7 @@ class ReadView(Protocol):
         *,
         mode: str = ...,
         limit: int = 10,
-        prefix: str | None = None,
-        tags: Sequence[str] | None = None,
-        where: dict[str, str] | None = None,
+        filters: SearchFilter | None = None,
     ) -> dict[str, Any]: ...
 
     def export(self) -> Iterator[dict[str, Any]]: ...

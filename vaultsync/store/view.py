@@ -13,6 +13,7 @@ import apsw
 from ..disk.attachments import is_attachment
 from ..disk.digest import content_hash
 from ..errors import ConfigError
+from ..search_filter import SearchFilter
 from ..times import format_time
 from . import files, timeline
 from . import read as q
@@ -251,11 +252,10 @@ class View:
         *,
         mode: str = engine.DEFAULT_MODE,
         limit: int = 10,
-        prefix: str | None = None,
-        tags: Sequence[str] | None = None,
-        where: dict[str, str] | None = None,
+        filters: SearchFilter | None = None,
     ) -> dict[str, Any]:
-        """Hybrid search of the chunks visible at the cutoff (see ``vaultsync.store.search.engine``)."""
+        """Hybrid search of the chunks visible at the cutoff of the notes ``filters`` admit (see
+        ``vaultsync.store.search.engine``)."""
         return engine.search(
             self._con,
             self.vault_id,
@@ -266,9 +266,7 @@ class View:
             valid_at=self.valid_at,
             mode=mode,
             limit=limit,
-            prefix=prefix,
-            tags=tags,
-            where=where,
+            filters=filters,
             rankers=self.rankers,
         )
 

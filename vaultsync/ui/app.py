@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from ..disk.attachments import mime_type
 from ..errors import ConfigError, NoteNotFound, VaultNotFound, VaultsyncError
+from ..search_filter import SearchFilter, condition
 from ..vault import Vault
 from .door import Guard
 from .render import RASTER_TYPES
@@ -49,6 +50,14 @@ def _time(request: Request, name: str) -> int | str | None:
     if value is None or value == "now":
         return None
     return int(value) if value.lstrip("-").isdigit() else value
+
+
+def _filter(request: Request) -> SearchFilter:
+    """The search filters of the query string: ``prefix``, and ``tag``, ``where`` (key=value), ``kind``, each
+    repeatable, as the command line's options."""
+    values = request.query_params.getlist
+    where = [condition(text) for text in values("where")]
+    return SearchFilter.of(_param(request, "prefix"), values("tag"), where, values("kind"))
 
 
 def build_app(vault: Vault, token: str, port: int) -> Guard:
@@ -109,7 +118,10 @@ def build_app(vault: Vault, token: str, port: int) -> Guard:
             ),
         ),
         Route(
-            "/api/search", api(lambda r: explorer.search(_param(r, "q", True) or "", _time(r, "at"), _time(r, "valid")))
+            "/api/search",
+            api(
+                lambda r: explorer.search(_param(r, "q", True) or "", _time(r, "at"), _time(r, "valid"), 20, _filter(r))
+            ),
         ),
         Route("/api/changes", api(lambda r: explorer.changes(_time(r, "since"), _time(r, "until"), _time(r, "valid")))),
         Route("/api/deleted", api(lambda r: explorer.deleted(_time(r, "until")))),

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from ..errors import NoteNotFound, StoreError
 from ..links import Resolver
 from ..revisions import resolve_cutoff, revision_id, short_revision
+from ..search_filter import SearchFilter
 from ..store import Revision
 from ..times import TimeLike, as_micros, format_time
 from ..vault import Vault, lookback
@@ -247,11 +248,23 @@ class Explorer:
         """Whether the (empty) note existed then: only asked for an empty text, which is rare."""
         return any(p == path for p, _, _ in self._ls(when))
 
-    def search(self, query: str, at: TimeLike = None, valid: TimeLike = None, limit: int = 20) -> dict[str, Any]:
-        """The default search mode as of ``at`` (exactly ``search --as-of``); snippets mark matches ``**so**``."""
+    def search(
+        self,
+        query: str,
+        at: TimeLike = None,
+        valid: TimeLike = None,
+        limit: int = 20,
+        filters: SearchFilter | None = None,
+    ) -> dict[str, Any]:
+        """The default search mode as of ``at`` (exactly ``search --as-of``) in the notes ``filters`` admit;
+        snippets mark matches ``**so**``."""
         with self.lock:
             return self.vault.search(
-                query, as_of=self._moment(at, "as_of"), valid_at=as_micros(valid, "valid_at"), limit=limit
+                query,
+                as_of=self._moment(at, "as_of"),
+                valid_at=as_micros(valid, "valid_at"),
+                limit=limit,
+                filters=filters,
             ).to_json()
 
     def changes(

@@ -6,7 +6,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from ..disk import edit, vaultfs
 from ..disk.attachments import is_attachment
@@ -26,6 +26,7 @@ from ..revisions import (
     revision_id,
     revisions_known,
 )
+from ..search_filter import FilterArgs, SearchFilter
 from ..store import BatchNews, Engine, Revision, View
 from ..store.requests import RequestTable
 from ..store.values import RetentionPreview
@@ -529,16 +530,20 @@ class Vault:
         valid_at: TimeLike = None,
         mode: str = "hybrid",
         limit: int = 10,
-        prefix: str | None = None,
-        tags: list[str] | None = None,
-        where: dict[str, str] | None = None,
+        filters: SearchFilter | None = None,
+        **by: Unpack[FilterArgs],
     ) -> SearchResult:
         """Hybrid search of the chunks visible at ``as_of`` (default now); see ``vaultsync.store.search``.
 
+        Narrow it with ``filters`` (a ``SearchFilter``) or with its fields as keywords: ``prefix="Projects/"``,
+        ``tags=["project"]``, ``where={"status": "active"}``, ``kinds=["note"]`` (``vaultsync.search_filter``).
         Its ``to_json()`` is exactly what ``search --json`` prints.
         """
+        if filters is not None and by:
+            raise ConfigError("give the filters as one SearchFilter or as keywords, not both", argument="filters")
+        filters = filters if filters is not None else SearchFilter.of(**by)
         with self._view(as_of, valid_at) as view:
-            found = view.search(query, mode=mode, limit=limit, prefix=prefix, tags=tags, where=where)
+            found = view.search(query, mode=mode, limit=limit, filters=filters)
             return SearchResult.model_validate(
                 {**found, "before_history": view.before_history, "first_batch": format_time(view.first_known_at())}
             )

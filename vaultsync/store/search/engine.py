@@ -25,6 +25,7 @@ from ...disk.paths import note_name
 from ...embed.embedders import Embedder
 from ...embed.tokenizer import TOKENIZE, KeywordQuery, indexable, parse_query
 from ...errors import ConfigError, StoreError
+from ...search_filter import SearchFilter
 from ...times import format_time
 from . import backfill, everyday, keyword, signals, vector
 from .embedding import query_embedder
@@ -175,14 +176,12 @@ def search(
     valid_at: int | None = None,
     mode: str = DEFAULT_MODE,
     limit: int = 10,
-    prefix: str | None = None,
-    tags: Sequence[str] | None = None,
-    where: dict[str, str] | None = None,
+    filters: SearchFilter | None = None,
     embedder: Embedder | None = None,
     rankers: Rankers = SQLITE,
 ) -> dict[str, Any]:
-    """Search the chunks visible at ``as_of`` (see ``Vault.search``) with an engine's ``rankers``. Run inside one
-    read transaction."""
+    """Search the chunks visible at ``as_of`` (see ``Vault.search``) of the notes ``filters`` admit with an engine's
+    ``rankers``. Run inside one read transaction."""
     if mode not in MODES:
         raise ConfigError(f"unknown search mode {mode!r}: use one of {', '.join(MODES)}")
     if limit < 1:
@@ -191,7 +190,7 @@ def search(
     refuse_wordless(parsed)
     rankers.check(con, vault_id, vault_name)
     snap = take(con, vault_id, as_of, valid_at, batch=batch)
-    allowed = allowed_notes(con, snap, prefix, tags, where)
+    allowed = allowed_notes(con, snap, filters)
     parts: dict[int, dict[str, Any]] = {}
     worded = True
     if mode == "keyword":

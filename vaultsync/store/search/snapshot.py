@@ -10,6 +10,7 @@ from typing import Any
 import apsw
 
 from ...embed.tokenizer import indexed_text
+from ...search_filter import SearchFilter
 from ...times import format_time, now_micros
 from ..codec import unpack
 from ..read import VISIBLE, cutoff
@@ -125,38 +126,13 @@ def visible_notes(con: apsw.Connection, snap: Snapshot, prefix: str = "") -> lis
     ).fetchall()
 
 
-def _tag_match(wanted: str, tags: list[str]) -> bool:
-    want = wanted.lstrip("#").lower()
-    return any(t.lower() == want or t.lower().startswith(want + "/") for t in tags)
-
-
-def _field_match(frontmatter: dict[str, Any] | None, key: str, value: str) -> bool:
-    if not isinstance(frontmatter, dict) or key not in frontmatter:
-        return False
-    found = frontmatter[key]
-    values = found if isinstance(found, list) else [found]
-    return any(str(v).lower() == value.lower() if isinstance(v, bool) else str(v) == value for v in values)
-
-
-def allowed_notes(
-    con: apsw.Connection, snap: Snapshot, prefix: str | None, tags: Sequence[str] | None, where: dict[str, str] | None
-) -> set[int] | None:
-    """Revisions passing the filters (None: no filter). Tags match nested tags too (``a`` matches ``a/b``),
-    case-insensitively; every given tag and every ``key=value`` must hold."""
-    if not prefix and not tags and not where:
+def allowed_notes(con: apsw.Connection, snap: Snapshot, filters: SearchFilter | None) -> set[int] | None:
+    """The visible revisions ``filters`` admit (None: no filter, every one). Each condition is read from the
+    revision visible in the snapshot (its path, tags and frontmatter then), never from a later one."""
+    if not filters:
         return None
-    out: set[int] = set()
-    for note_id, _path, tags_json, fm_json in visible_notes(con, snap, prefix or ""):
-        if tags:
-            note_tags = json.loads(tags_json or "[]")
-            if not all(_tag_match(t, note_tags) for t in tags):
-                continue
-        if where:
-            fm = json.loads(fm_json) if fm_json else None
-            if not all(_field_match(fm, k, v) for k, v in where.items()):
-                continue
-        out.add(note_id)
-    return out
+    rows = visible_notes(con, snap, filters.prefix or "")
+    return {note_id for note_id, path, tags_json, fm_json in rows if filters.admits(path, tags_json, fm_json)}
 
 
 DOCS_PARAM = "SELECT value FROM json_each(:docs)"
