@@ -1,14 +1,16 @@
 """A PDF's text and any attachment's name are searched exactly as of each batch, on both engines; a PDF that cannot be
-read is recorded all the same, its bytes kept, with a warning."""
+read is recorded all the same, its bytes kept, with a warning; a binary file's diff says how its bytes changed."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from support.pdfs import pdf
 
 from vaultsync import Vault
+from vaultsync.disk import attachments
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -71,3 +73,40 @@ def test_a_pdf_that_cannot_be_read_is_recorded_with_its_bytes_and_a_warning(tmp_
         vault.read_bytes("broken.pdf", pieces.append)
         assert b"".join(pieces) == broken
         assert found(vault, "broken") == {"broken.pdf"}, "found by its name"
+
+
+def test_diff_of_a_binary_file_says_how_its_bytes_changed(tmp_path: Path, cli) -> None:
+    db = str(tmp_path / "db" / "vaultsync.db")
+    root = tmp_path / "vault"
+    root.mkdir()
+    png, scan = root / "photo.png", root / "scan.pdf"
+    old_png, new_png = b"\x89PNG\r\n\x1a\n" + b"a" * 1500, b"\x89PNG\r\n\x1a\n" + b"b" * 2500
+    old_pdf, new_pdf = pdf(["total due: 10"]), pdf(["total due: 12"])
+    with Vault.open(db, root=root, name="v") as vault:
+        png.write_bytes(old_png)
+        scan.write_bytes(old_pdf)
+        vault.sync()
+        png.write_bytes(new_png)
+        scan.write_bytes(new_pdf)
+        vault.sync()
+        png.unlink()
+        vault.sync()
+    hashes = [attachments.digest(iter([data]))[0][:12] for data in (old_png, new_png, old_pdf, new_pdf)]
+
+    done = cli("diff", "photo.png", "--from", "r1", "--to", "r2", db=db)
+    assert done.returncode == 0 and done.stdout == (
+        f"Binary file photo.png changed (1,508 → 2,508 bytes, sha256 {hashes[0]} → {hashes[1]})\n"
+    ), done.stdout + done.stderr
+    done = cli("diff", "photo.png", "--from", "r2", "--to", "r3", db=db)
+    assert done.stdout == f"Binary file photo.png changed (2,508 → absent bytes, sha256 {hashes[1]})\n"
+    done = cli("diff", "photo.png", "--from", "r1", "--to", "r1", db=db)
+    assert done.stdout == "" and "no change" in done.stderr
+
+    done = cli("diff", "scan.pdf", "--from", "r1", "--to", "r2", "--json", db=db)
+    text = json.loads(done.stdout)["diff"]
+    first, _, rest = text.partition("\n")
+    assert (
+        first
+        == f"Binary file scan.pdf changed ({len(old_pdf):,} → {len(new_pdf):,} bytes, sha256 {hashes[2]} → {hashes[3]})"
+    )
+    assert "-total due: 10\n+total due: 12\n" in rest, "a PDF's text follows, as a diff"
