@@ -110,3 +110,19 @@ def test_diff_of_a_binary_file_says_how_its_bytes_changed(tmp_path: Path, cli) -
         == f"Binary file scan.pdf changed ({len(old_pdf):,} → {len(new_pdf):,} bytes, sha256 {hashes[2]} → {hashes[3]})"
     )
     assert "-total due: 10\n+total due: 12\n" in rest, "a PDF's text follows, as a diff"
+
+
+def test_the_text_dictionary_is_never_trained_on_a_pdf_bytes(tmp_path: Path) -> None:
+    """The first batch's texts train the database's compression dictionary: a PDF is handed to the parser as its
+    bytes, which are not text the store keeps."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    for i in range(40):
+        (root / f"a-report{i}.pdf").write_bytes(pdf([f"quarterly report {i} " * 200]))
+        (root / f"note{i}.md").write_text(f"# Note {i}\n\n" + "the harbour lantern keeper " * 120, encoding="utf-8")
+    with Vault.open(tmp_path / "db" / "v.db", root=root, name="v") as vault:
+        vault.sync()
+        with vault._view() as view:
+            trained = view._con.execute("SELECT body FROM dictionaries").fetchall()
+    assert len(trained) == 1 and b"harbour" in trained[0][0]
+    assert b"%PDF" not in trained[0][0] and b"endobj" not in trained[0][0]
