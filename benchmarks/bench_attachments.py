@@ -15,6 +15,13 @@ before attachments (``OLD``: a git worktree, e.g. ``git worktree add /tmp/old-at
 checkout, in one run: the wall of each, and whether both databases answer ``ls --json`` and a few searches alike.
 
     .venv/bin/python -m benchmarks run attachments          # VAULTSYNC_BENCH_OLD=/tmp/old-attach for the comparison
+
+PDFs (``run_pdfs``, its own entry ``attachments_pdf``): ``PDFS`` PDFs of ``PDF_PAGES`` pages of words (made at run
+time, seed 51), imported by this checkout and, with ``VAULTSYNC_BENCH_OLD`` (code before PDF text), by the old code
+in the same run: wall, CPU and peak RSS of each import, database size, and whether a word of a PDF's last page is
+found (with the new code only).
+
+    VAULTSYNC_BENCH_OLD=/tmp/old-pdf .venv/bin/python -m benchmarks run attachments_pdf
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ from benchmarks.harness import Figures
 from benchmarks.inputs import child, db_bytes, vault_for, workdir
 
 IMAGES = 2000
+PDFS = 200
+PDF_PAGES = 10
 ROUNDS = 5
 LARGE_MB = 1024
 MB = 1e6
@@ -159,6 +168,44 @@ def run(quick: bool) -> Figures:
         old = os.environ.get("VAULTSYNC_BENCH_OLD")
         if old:
             figures.update(_markdown_only(work, quick, old))
+    return flat(figures)
+
+
+def _pdf_load(root: Path, count: int, pages: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from support.pdfs import pdf  # a test helper: a valid PDF of pages of text, written by hand
+
+    rng = random.Random(51)
+    words = ["ledger", "quarter", "invoice", "harbour", "lantern", "meeting", "budget", "tundra", "quokka"]
+    for i in range(count):
+        texts = ["\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(40)) for _ in range(pages - 1)]
+        path = root / f"folder{i % 10}" / f"report{i:04d}.pdf"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(pdf([*texts, f"closing page marker{i:04d}"]))
+
+
+def run_pdfs(quick: bool) -> Figures:
+    count, pages = (20, 3) if quick else (PDFS, PDF_PAGES)
+    figures: Figures = {"pdfs": count, "pdf_pages": pages}
+    with workdir("attachments-pdf") as work:
+        root = work / "pdfs"
+        _pdf_load(root, count, pages)
+        figures["disk_mb"] = round(_disk_bytes(root) / MB, 2)
+        old = os.environ.get("VAULTSYNC_BENCH_OLD")
+        sides = [("new", str(Path(__file__).resolve().parents[1]))] + ([("old", old)] if old else [])
+        for label, path in sides:
+            env = {"PYTHONPATH": path, "VAULTSYNC_HOME": str(work / f"home-{label}"), "VAULTSYNC_EMBEDDER": "hash"}
+            db = work / f"pdf-{label}.db"
+            ran = child(_vaultsync("--db", str(db), "import", str(root), env=env), cwd=work)  # not this checkout's
+            figures[f"import_{label}"] = {
+                "wall_s": round(ran["seconds"], 2),
+                "cpu_s": round(ran["cpu_seconds"], 2),
+                "peak_rss_mb": ran["peak_rss_mb"],
+            }
+            figures[f"db_mb_{label}"] = round(db_bytes(db) / MB, 2)
+            query = _vaultsync("--db", str(db), "search", f"marker{count - 1:04d}", "--json", env=env)
+            found = child(query, cwd=work)
+            figures[f"last_page_found_{label}"] = bool(json.loads(found["stdout"])["hits"])
     return flat(figures)
 
 

@@ -127,6 +127,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "attachments: database growth against bytes on disk under 2,000 images re-saved over 5 batches, import time "
         "and peak memory; a 1 GiB file recorded in bounded memory; a Markdown-only vault before and after",
     ),
+    "attachments_pdf": (
+        "benchmarks.bench_attachments:run_pdfs",
+        "PDFs' text: 200 PDFs of 10 pages imported by the code before PDF text and by this checkout in one run: "
+        "wall, CPU, peak memory, database size, a last page's word found",
+    ),
     "stress_import_kill": (
         "benchmarks.stress_import_kill",
         "a 2,500-note import batch killed by SIGKILL inside its write, 22 notes read one by one after it: "

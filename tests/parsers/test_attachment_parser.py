@@ -1,4 +1,4 @@
-"""Canvases and bases give chunks from their reading text; other attachments give a title and nothing to search."""
+"""Canvases and bases give chunks from their reading text; other attachments give a title and their path to search."""
 
 from __future__ import annotations
 
@@ -65,10 +65,13 @@ def test_base_views_and_filters_are_headed_chunks() -> None:
 def test_broken_canvas_and_base_keep_no_text_and_say_why() -> None:
     for path, text in (("a.canvas", "{not json"), ("b.base", "views: [unclosed"), ("c.canvas", "[1, 2]")):
         parsed = parse_file(text, path)
-        assert parsed.chunks == () and len(parsed.warnings) == 1 and "its text is not searched" in parsed.warnings[0]
+        assert [c.text for c in parsed.chunks] == [path], "only its name is searched"
+        assert len(parsed.warnings) == 1 and "its text is not searched" in parsed.warnings[0]
 
 
-def test_other_attachments_have_a_title_and_no_chunks() -> None:
-    for path in ("img/photo.png", "scan.pdf", "notes.txt", "a.canvas", "b.base"):
+def test_other_attachments_have_a_title_and_their_path_as_their_one_chunk() -> None:
+    for path in ("img/photo.png", "scan.pdf", "notes.txt", "a.canvas", "b.base", "Files/#draft [[x]].png"):
         parsed = parse_file("", path)
-        assert parsed.title == path.rpartition("/")[2] and parsed.chunks == () and not parsed.warnings
+        assert parsed.title == path.rpartition("/")[2] and not parsed.warnings
+        assert [(c.text, c.heading_path, c.kind) for c in parsed.chunks] == [(path, (), "name")]
+        assert not parsed.links and not parsed.tags

@@ -401,6 +401,7 @@ async def test_an_assistant_reads_a_canvas_text_and_an_image_facts_never_its_byt
     (root / "board.canvas").write_bytes(canvas(["first idea", "second idea"]))
     photo = image(random.Random(6), 400_000)
     (root / "photo.jpg").write_bytes(photo)
+    (root / "scan.pdf").write_bytes(pdf("the scanned words"))
     with Vault.open(tmp_path / "db" / "v.db", root=root) as vault:
         vault.sync()
         async with Client(build_server(ServeConfig.of(vault))) as c:
@@ -414,6 +415,11 @@ async def test_an_assistant_reads_a_canvas_text_and_an_image_facts_never_its_byt
             assert len(json.dumps(facts)) < 2000, "an image's bytes are never sent"
             listed = sc(await c.call_tool("list_notes", {}))
             assert "photo.jpg" in json.dumps(listed) and "board.canvas" in json.dumps(listed)
+            scan = sc(await c.call_tool("read_note", {"path": "scan.pdf"}))
+            assert scan["mime_type"] == "application/pdf" and scan["content"] == "# Page 1\n\nthe scanned words\n\n"
+            scan = sc(await c.call_tool("read_attachment", {"path": "scan.pdf"}))
+            assert scan["text"] == "# Page 1\n\nthe scanned words\n\n" and scan["uri"].endswith("/scan.pdf")
+            assert sc(await c.call_tool("read_attachment", {"path": "photo.jpg"})).get("text") is None
 
 
 def test_a_purged_image_leaves_no_bytes_but_its_twin_keeps_its_own(tmp_path: Path, db: str) -> None:

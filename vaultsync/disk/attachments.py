@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..errors import NotANote, ParseError
-from ..parsers.attachment import TEXT_SUFFIXES
+from ..parsers.attachment import TEXT_SUFFIXES, is_pdf
+from ..parsers.pdf import MAX_PDF_BYTES
 from . import vaultfs
 from .folder import MAX_FILE_BYTES, Present
 from .paths import NOTE_SUFFIX, relative
@@ -118,9 +119,12 @@ def body_of(obs: Present, limit: int | None = None) -> Body:
 
 
 def text_of(path: str, body: Body) -> str:
-    """The text a canvas or a base is parsed with (``parsers.attachment``): its bytes as UTF-8 when it is one, at
-    most ``MAX_FILE_BYTES`` (a note's limit) and valid UTF-8; else "" (no text). ``Changed`` when the bytes are no
-    longer those hashed."""
+    """The text an attachment is parsed with (``parsers.attachment``): a canvas's or a base's bytes as UTF-8, at
+    most ``MAX_FILE_BYTES`` (a note's limit) and valid UTF-8; a PDF's bytes as Latin-1 (each byte one character,
+    its text taken by the parser), at most ``MAX_PDF_BYTES``; else "" (no text). ``Changed`` when the bytes are
+    no longer those hashed."""
+    if is_pdf(path) and body.keep and 0 < body.size <= MAX_PDF_BYTES:
+        return b"".join(checked(body)).decode("latin-1")
     if not path.endswith(TEXT_SUFFIXES) or body.size > MAX_FILE_BYTES or not body.keep:
         return ""
     try:

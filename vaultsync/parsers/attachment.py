@@ -14,36 +14,63 @@ note's do, and the chunks joined give back the reading text):
 
 A file of either kind that is not what it should be (invalid JSON or YAML) keeps its bytes and gets no chunks,
 with a warning.
+
+A PDF's text is taken from its bytes (``pdf.pdf_text``: its pages' text, each page under ``# Page N``, bounded),
+handed here as Latin-1 text (one character a byte, so the bytes come back exactly); its reading text gives its
+chunks, but never links or tags (a PDF's ``[[`` or ``#word`` is text, not Obsidian's syntax). A PDF that cannot
+be read gets no chunks of its text, with a warning.
+
+Any other attachment, or one without text, gets one chunk of kind ``name``: its path, so that a file is found by
+its name and folder (``Files/diagram.png``) as of any date, as a note is by its title. It is not the file's text
+(``store/read.content`` leaves it out).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 import yaml
 
-from .model import ParsedNote
+from .model import Chunk, ParsedNote
 from .note import parse_note
+from .pdf import pdf_text
 
 TEXT_SUFFIXES = (".canvas", ".base")
-"""Attachments whose text is searched."""
+"""Attachments whose text (UTF-8) is searched."""
+
+PDF_SUFFIX = ".pdf"
+"""Attachments whose text is taken from their bytes (``pdf.pdf_text``), handed to the parser as Latin-1."""
+
+
+def is_pdf(path: str) -> bool:
+    return path.lower().endswith(PDF_SUFFIX)
 
 
 def parse_attachment(path: str, text: str = "") -> ParsedNote:
-    """The record of the attachment at ``path`` (``text``: its content, for a canvas or a base)."""
+    """The record of the attachment at ``path`` (``text``: its content, for a canvas or a base; its bytes as
+    Latin-1, for a PDF)."""
     name = path.rpartition("/")[2]
+    if text and is_pdf(path):
+        reading, warnings = pdf_text(text.encode("latin-1"))
+        parsed = parse_note(reading, path) if reading.strip() else None
+        if parsed is None or not parsed.chunks:
+            return ParsedNote(title=name, chunks=(name_chunk(path),), warnings=warnings)
+        return ParsedNote(title=name, chunks=parsed.chunks, warnings=(*warnings, *parsed.warnings))
     if not text or not path.endswith(TEXT_SUFFIXES):
-        return ParsedNote(title=name, chunks=())
+        return ParsedNote(title=name, chunks=(name_chunk(path),))
     try:
         reading = canvas_text(text) if path.endswith(".canvas") else base_text(text)
     except (ValueError, TypeError, AttributeError, yaml.YAMLError) as exc:
         kind = "JSON Canvas" if path.endswith(".canvas") else "base (YAML)"
         return ParsedNote(
-            title=name, chunks=(), warnings=(f"not a valid {kind} file, its text is not searched: {exc}",)
+            title=name,
+            chunks=(name_chunk(path),),
+            warnings=(f"not a valid {kind} file, its text is not searched: {exc}",),
         )
     if not reading.strip():
-        return ParsedNote(title=name, chunks=())
+        return ParsedNote(title=name, chunks=(name_chunk(path),))
     parsed = parse_note(reading, path)
     return ParsedNote(
         title=name,
@@ -54,6 +81,15 @@ def parse_attachment(path: str, text: str = "") -> ParsedNote:
         callouts=parsed.callouts,
         warnings=parsed.warnings,
     )
+
+
+def name_chunk(path: str) -> Chunk:
+    """The one chunk of an attachment without text: its vault path, so that its name and folder are searched."""
+    return Chunk(_NAME_ID, path, (), 1, 1, "name")
+
+
+_NAME_ID = hashlib.blake2b(json.dumps(["vaultsync-chunk/1", "name"]).encode(), digest_size=8).hexdigest()
+"""The name chunk's ID (as ``chunks.py`` derives a chunk's: a hash of its key)."""
 
 
 def parse_file(text: str, path: str) -> ParsedNote:
@@ -157,4 +193,13 @@ def _conditions(value: Any) -> list[str]:
     return [str(value)]
 
 
-__all__ = ["TEXT_SUFFIXES", "base_text", "canvas_text", "parse_attachment", "parse_file"]
+__all__ = [
+    "PDF_SUFFIX",
+    "TEXT_SUFFIXES",
+    "base_text",
+    "canvas_text",
+    "is_pdf",
+    "name_chunk",
+    "parse_attachment",
+    "parse_file",
+]

@@ -24,7 +24,8 @@ class Chunk:
     """Last line, 1-based, inclusive."""
     kind: str
     """``frontmatter``, ``heading`` (a section starting at its heading), ``text`` (any other
-    run of blocks), ``code`` (a fence alone), ``table`` or ``callout``."""
+    run of blocks), ``code`` (a fence alone), ``table``, ``callout``, or ``name`` (an attachment's path, searched
+    but not part of its text)."""
 
     def __reduce__(self) -> tuple[Any, ...]:
         return _reduce(self)

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from ..disk.attachments import is_attachment, mime_type
 from ..errors import VaultsyncError
-from ..parsers.attachment import TEXT_SUFFIXES
+from ..parsers.attachment import TEXT_SUFFIXES, is_pdf
 from ..revisions import resolve_cutoff, revision_id
 from ..times import format_time
 from .models import Compact
@@ -61,7 +61,9 @@ class AttachmentResult(Compact):
     id: str = Field(description="The revision id (r12: the one batch 12 made)")
     known_at: str | None = None
     text: str | None = Field(
-        default=None, description="The reading text of a canvas (its cards in reading order) or a base; absent else"
+        default=None,
+        description="The reading text of a canvas (its cards in reading order), a base, or a PDF (its pages'); "
+        "absent else",
     )
     uri: str = Field(description="The resource with this revision's exact bytes (resources/read: a base64 blob)")
     readable: bool = Field(description=f"False when the resource will refuse it: over {MAX_BLOB_BYTES >> 20} MB")
@@ -111,14 +113,15 @@ def add_attachment_tools(tools: ToolSet, rt: ServedVault) -> None:
     @friendly
     def read_attachment(path: PathArg, as_of: CutoffArg = None) -> AttachmentResult:
         """Read an attachment as it was at a time (default now): its MIME type, size and revision id; a canvas's
-        or a base's reading text; and for every file a resource link (attachment://r12/path) whose resources/read
-        gives that revision's exact bytes as a base64 blob. The bytes are never inline in this answer."""
+        or a base's reading text, or a PDF's pages' text (each page under "# Page N"); and for every file a resource
+        link (attachment://r12/path) whose resources/read gives that revision's exact bytes as a base64 blob. The
+        bytes are never inline in this answer."""
         if not is_attachment(path):
             raise ToolError(f"{path!r} is a Markdown note: read it with read_note")
         with rt.reading() as vault:
             note = vault.read(path, as_of=moment(as_of, "as_of"))
         rev = note.revision
-        text = note.content if rev.path.lower().endswith(TEXT_SUFFIXES) else None
+        text = note.content if rev.path.lower().endswith(TEXT_SUFFIXES) or is_pdf(rev.path) else None
         return AttachmentResult(
             path=rev.path,
             mime_type=mime_type(rev.path),

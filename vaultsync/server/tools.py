@@ -154,8 +154,8 @@ def add_read_note(tools: ToolSet, rt: ServedVault) -> None:
         """Read a note's exact Markdown text, now or as it was at a past time, with its title, tags,
         links, known_at (when vaultsync learned that version) and content hash. An attachment (list_notes lists
         them: images, PDFs, canvases, bases) comes back with its mime_type and size; a canvas gives its cards' text in
-        reading order, a base its views and filters; no other attachment's bytes are sent. A note renamed since is read
-        at a past time by the path it had then (note_history lists its names).
+        reading order, a base its views and filters, a PDF its pages' text; no attachment's bytes are sent. A note
+        renamed since is read at a past time by the path it had then (note_history lists its names).
 
         Notes up to 256K characters come back whole; for longer ones, call again with
         offset=next_offset until next_offset is null. Every answer fits one size budget: when links or

@@ -267,9 +267,11 @@ def text(con: apsw.Connection, text_id: int) -> str:
 
 
 def content(con: apsw.Connection, note_id: int) -> str:
-    """A revision's exact text: its chunks joined in order."""
+    """A revision's exact text: its chunks joined in order (an attachment's name chunk is not its text: a file
+    without text has none)."""
     rows = con.execute(
-        "SELECT t.body FROM chunks c JOIN texts t ON t.id = c.text_id WHERE c.note_id = ? ORDER BY c.ord",
+        "SELECT t.body FROM chunks c JOIN texts t ON t.id = c.text_id WHERE c.note_id = ? AND c.kind != 'name' "
+        "ORDER BY c.ord",
         (note_id,),
     ).fetchall()
     return "".join(unpack(r[0]) for r in rows)
@@ -281,7 +283,7 @@ def contents(con: apsw.Connection, note_ids: list[int]) -> dict[int, str]:
     parts: dict[int, list[str]] = {note_id: [] for note_id in note_ids}
     rows = con.execute(
         """SELECT c.note_id, t.body FROM chunks c JOIN texts t ON t.id = c.text_id
-           WHERE c.note_id IN (SELECT value FROM json_each(?)) ORDER BY c.note_id, c.ord""",
+           WHERE c.note_id IN (SELECT value FROM json_each(?)) AND c.kind != 'name' ORDER BY c.note_id, c.ord""",
         (json.dumps(note_ids),),
     ).fetchall()
     for note_id, body in rows:
@@ -298,7 +300,7 @@ def attach_links(con: apsw.Connection, revisions: list[Revision]) -> list[Revisi
         r.links = []
     rows = con.execute(
         """SELECT c.note_id, c.line_start, b.body FROM chunks c JOIN blobs b ON b.id = c.links_id
-           WHERE c.note_id IN (SELECT value FROM json_each(?)) ORDER BY c.note_id, c.ord""",
+           WHERE c.note_id IN (SELECT value FROM json_each(?)) AND c.kind != 'name' ORDER BY c.note_id, c.ord""",
         (json.dumps(list(by_id)),),
     ).fetchall()
     for note_id, line_start, body in rows:

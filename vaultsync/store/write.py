@@ -13,6 +13,7 @@ import apsw
 
 from ..disk.attachments import Body
 from ..parsers import ParsedNote
+from ..parsers.attachment import is_pdf
 from ..times import next_stamp, now_micros
 from . import codec, files
 from .contract import AheadWork, Change, Indexer
@@ -201,7 +202,7 @@ class BatchWriter:
         """Train the database's dictionary from the held revisions' texts (none when they are too few to
         train on), then write them."""
         held, self._held = self._held or [], None
-        trained = codec.train([change.text for change, _ in held])
+        trained = codec.train([change.text for change, _ in held if not is_pdf(change.path)])  # a PDF's: its bytes
         if trained is not None:
             self.con.execute("INSERT INTO dictionaries (hash, body) VALUES (?, ?)", (codec.key_of(trained), trained))
             self.text_dict = codec.register(trained)

@@ -6,7 +6,9 @@ A note's text never reaches the page as markup: markdown-it-py runs with raw HTM
 nothing a note names from the network or elsewhere), except an embed of the vault's own raster image
 (``![[diagram.png]]``, ``![alt](Files/diagram.png)``) that existed at the page's moment: an ``<img>`` with
 no ``src``, naming the file in ``data-file``, whose bytes as of that moment the page loads from its own
-``/api/file`` (served as data, never as a document: ``app.py``). Wikilinks become in-page links carrying the
+``/api/file`` (served as data, never as a document: ``app.py``). An embedded PDF shows as a box with its name and
+its first page's text as of that moment (the stored text, set as text by ``ui.js``; the PDF itself is never
+framed or run). Wikilinks become in-page links carrying the
 resolved note path in a ``data-path`` attribute, escaped like every attribute; the page opens them as of
 the same moment. The page's Content-Security-Policy (``guard.py``) forbids inline script on top of this.
 """
@@ -44,6 +46,20 @@ def shown_image(path: str | None) -> bool:
     return path is not None and mime_type(path) in RASTER_TYPES
 
 
+def shown_pdf(path: str | None) -> bool:
+    """Whether ``path`` (a resolved link) is a PDF, whose first page's text the page shows."""
+    return path is not None and mime_type(path) == "application/pdf"
+
+
+def _pdf_embedded(path: str, label: str) -> str:
+    """A PDF's box: its name, and its first page's text as it was at the page's moment (filled in by ``ui.js`` from
+    the PDF's stored text: text only, never the PDF itself run or framed)."""
+    return (
+        f'<span class="embed pdf" data-pdf="{escapeHtml(path)}"><span class="pdf-name">{escapeHtml(label)}</span>'
+        '<span class="pdf-page"></span></span>'
+    )
+
+
 def _embedded(path: str, alt: str) -> str:
     return f'<img class="embed" alt="{escapeHtml(alt)}" data-file="{escapeHtml(path)}">'
 
@@ -55,6 +71,8 @@ def _wikilink(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: d
     resolved = env["resolve"]({"kind": "wikilink", **meta})
     if meta.get("embed") and shown_image(resolved):
         return _embedded(str(resolved), alias or target)
+    if meta.get("embed") and shown_pdf(resolved):
+        return _pdf_embedded(str(resolved), alias or target)
     text = escapeHtml(("↳ " if meta.get("embed") else "") + label)
     if resolved is None:
         return f'<span class="wikilink dangling" title="no such note then">{text}</span>'
@@ -84,6 +102,8 @@ def _image(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: dict
         resolved = env["resolve"]({"kind": "markdown", "target": unquote(src.partition("#")[0])})
         if shown_image(resolved):
             return _embedded(str(resolved), alt)
+        if shown_pdf(resolved):
+            return _pdf_embedded(str(resolved), alt or src)
     return (
         f'<span class="image" title="{escapeHtml(str(token.attrGet("src") or ""))}">[image: {escapeHtml(alt)}]</span>'
     )

@@ -34,7 +34,7 @@ from ..store.view import forgotten
 from ..sync import BatchSummary, Progress
 from ..times import TimeLike, as_micros, format_time
 from .lock import VaultLock
-from .lookup import applying, diff_sides, existing, tagged, unified
+from .lookup import applying, binary_change, diff_sides, existing, tagged, unified
 from .opener import open_vault
 from .pending import recover
 from .purge_guard import check_current, purge_cutoff
@@ -371,7 +371,8 @@ class Vault:
     def diff(self, path: str, since: TimeLike, until: TimeLike = None, valid_at: TimeLike = None) -> str:
         """Unified diff of the note between two times ('' when identical); with ``valid_at``, of the
         revisions applying at that validity time as known at each. Either end may be a revision of the
-        note's history instead, as ``revision`` takes it (``r12``): exactly that one."""
+        note's history instead, as ``revision`` takes it (``r12``): exactly that one. A binary attachment's diff
+        starts with a line saying how its bytes changed (a PDF's text follows as a diff)."""
         pins = [self._side(path, value, name) for value, name in ((since, "from"), (until, "to"))]
         start = None if pins[0] is not None else as_micros(since, "since")
         end = None if pins[1] is not None else as_micros(until, "until")
@@ -380,8 +381,8 @@ class Vault:
         except NoteNotFound:
             lineage = []
         with self._view(start, as_micros(valid_at, "valid_at")) as before:
-            texts, labels = diff_sides(before, end, path, pins, lineage, self.name)
-        return unified(texts, labels)
+            texts, labels, revs = diff_sides(before, end, path, pins, lineage, self.name)
+        return binary_change(revs) + unified(texts, labels)
 
     def _side(self, path: str, value: TimeLike, argument: str) -> Revision | str | None:
         """One end of ``diff`` written as a revision (``revision``), or, for a revision id ``r12`` of a batch after

@@ -10,9 +10,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 
+from ..disk.attachments import is_attachment
 from ..disk.paths import note_candidates, note_path
 from ..errors import NoteDeleted, NoteNotFound
 from ..parsers import split_lines
+from ..parsers.attachment import TEXT_SUFFIXES
 from ..revisions import lived_then, revision_id, revisions_known
 from ..store import Revision, View
 from ..store.view import no_history
@@ -81,19 +83,23 @@ def diff_sides(
     pins: list[Revision | str | None],
     lineage: list[Revision],
     vault_name: str,
-) -> tuple[list[str], list[str]]:
-    """The texts and labels of the two ends of ``Vault.diff``: ``before`` and ``before`` at ``end``, each unless
-    ``pins`` names a revision for it (exactly that one), or says (the label of an empty end) that the note did not
-    exist at the revision id given for it. NoteNotFound when the note existed at neither."""
-    texts, labels = [], []
+) -> tuple[list[str], list[str], list[Revision | None]]:
+    """The texts, labels and revisions (None: absent) of the two ends of ``Vault.diff``: ``before`` and ``before``
+    at ``end``, each unless ``pins`` names a revision for it (exactly that one), or says (the label of an empty end)
+    that the note did not exist at the revision id given for it. NoteNotFound when the note existed at neither."""
+    texts: list[str] = []
+    labels: list[str] = []
+    revs: list[Revision | None] = []
     for view, pin in ((before, pins[0]), (before.at(end), pins[1])):
         if isinstance(pin, str):  # not there after the batch a revision id names
             texts.append("")
             labels.append(pin)
+            revs.append(None)
             continue
         if pin is not None:  # a revision named by its id: exactly that one
             texts.append(view.content(pin))
             labels.append(f"{pin.path} @ {revision_id(pin)} ({format_time(pin.known_at)})")
+            revs.append(pin)
             continue
         rev = lookup(view, path)
         if rev is None or rev.deleted:
@@ -103,9 +109,11 @@ def diff_sides(
         if rev is None or rev.deleted:
             texts.append("")
             labels.append(f"{path} (absent {stamp})")
+            revs.append(None)
         else:
             texts.append(view.content(rev))
             labels.append(f"{rev.path} @ {stamp}")
+            revs.append(rev)
     if "(absent" in labels[0] and "(absent" in labels[1]:
         if lineage:  # the path is right, the times are not
             raise NoteNotFound(
@@ -113,7 +121,22 @@ def diff_sides(
                 argument="from",
             )
         raise NoteNotFound(f"note {path!r} existed at neither time in vault '{vault_name}'")
-    return texts, labels
+    return texts, labels, revs
+
+
+def binary_change(revs: list[Revision | None]) -> str:
+    """For a binary attachment (any but a note, a canvas or a base), the line saying its bytes changed between the
+    two ends of a diff (sizes, and each content's first SHA-256 digits): a diff of lines says nothing of them; ""
+    for a text file or the same bytes at both ends."""
+    there = [r for r in revs if r is not None]
+    if not there or not all(is_attachment(r.path) and not r.path.endswith(TEXT_SUFFIXES) for r in there):
+        return ""
+    facts = [None if r is None else (r.size or 0, r.content_hash or "") for r in revs]
+    if facts[0] == facts[1]:
+        return ""
+    sizes = " → ".join("absent" if f is None else f"{f[0]:,}" for f in facts)
+    hashes = " → ".join(f[1][:12] for f in facts if f is not None)
+    return f"Binary file {there[-1].path} changed ({sizes} bytes, sha256 {hashes})\n"
 
 
 def unified(texts: list[str], labels: list[str]) -> str:

@@ -351,10 +351,22 @@ function renderNote(data) {
     if (data.at.us !== null) query.set("at", String(data.at.us));
     img.src = `/api/file?${query}`;
   }
+  for (const box of $("note-body").querySelectorAll(".embed.pdf[data-pdf]")) showPdfPage(box, data.at.us);
   $("note-source").textContent = data.content;  // the exact text, as `read --as-of` prints it
   $("note").dataset.path = data.path;
   $("note").dataset.at = data.at.us === null ? "now" : String(data.at.us);
   renderRevisions(data);
+}
+
+async function showPdfPage(box, us) {  // an embedded PDF's first page, its text as it was at the note's moment
+  const page = box.querySelector(".pdf-page");
+  try {
+    const pdf = await api("note", {path: box.dataset.pdf, at: us === null ? null : String(us)});
+    const first = /^# Page \d+\n\n([\s\S]*?)\n*(?=^# Page \d+\n|(?![\s\S]))/m.exec(pdf.content || "");
+    page.textContent = first ? first[1] : "(no text on its pages)";
+  } catch (error) {
+    page.textContent = `(${error.message})`;
+  }
 }
 
 function renderRevisions(data) {
