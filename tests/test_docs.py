@@ -207,6 +207,7 @@ def served(site: Path) -> Iterator[str]:
     httpd.server_close()
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize(
     ("page", "heading", "shot"),
     [

@@ -55,6 +55,7 @@ print(json.dumps(["#", len(names)]))
 """
 
 
+@pytest.mark.slow
 def test_every_module_imports_first_in_a_fresh_state() -> None:
     done = subprocess.run([sys.executable, "-c", _IMPORT_EACH], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

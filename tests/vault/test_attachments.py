@@ -28,7 +28,7 @@ WORDS = ["zeppelin", "quokka", "marzipan", "obelisk", "tundra", "saffron", "gond
 """Words a canvas card holds at some batches: searched for as of every batch."""
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "db" / "vaultsync.db")
