@@ -88,4 +88,3 @@ def test_a_test_not_marked_pg_that_asks_for_postgresql_fails_and_never_starts_it
     for name in ("test_unmarked", "test_unmarked_start"):
         assert f"NotMarked: test_it.py::{name} uses PostgreSQL but is not marked pg" in done.stdout
     assert "vaultsync-pg-" not in done.stdout + done.stderr
-
