@@ -136,6 +136,7 @@ def _everything(vault: Vault, times: list[int]) -> list:
     return [vault.stats().to_json() | {"database_bytes": 0}] + [(_state(vault, t), _searches(vault, t)) for t in times]
 
 
+@pytest.mark.slow
 def test_thinning_keeps_every_kept_moment_exact_and_forgets_the_rest(recorded) -> None:
     db, root, times, states = recorded
     kept = _kept(times)
