@@ -6,11 +6,11 @@ drives a small vault through the shared paths (import, edits, a rename and a del
 diffs at past times, links, changes, a purge, reindex, check); ``on_sqlite`` and ``on_postgres`` record what it ran:
 
 - on SQLite, every statement apsw prepares on any connection opened meanwhile (``apsw.connection_hooks`` and
-  ``exec_trace``), with the vaultsync module that ran it;
-- on PostgreSQL, every statement handed to ``compat.translate``, with the module that handed it.
+  ``exec_trace``), with the vaultsync function that ran it;
+- on PostgreSQL, every statement handed to ``compat.translate``, with the function that handed it.
 
-``FORMS`` (tests/store/sql_forms.json) holds the statements the PostgreSQL run handed to compat, each with its
-PostgreSQL text, and the modules they came from: tests/store/test_pg_sql_forms.py writes it from a run on a real
+``FORMS`` (tests/store/sql_forms.json) holds the functions outside ``store/pg/`` that handed statements to compat,
+each such statement with its PostgreSQL text, and what those functions ran on SQLite only: tests/store/test_pg_sql_forms.py writes it from a run on a real
 server (``VAULTSYNC_WRITE_SQL_FORMS=1``) and fails when it differs; tests/store/test_sql_forms.py checks, without a
 server, that every statement those modules run on SQLite is there with the same translation.
 """
