@@ -10,9 +10,14 @@ diffs at past times, links, changes, a purge, reindex, check); ``on_sqlite`` and
 - on PostgreSQL, every statement handed to ``compat.translate``, with the function that handed it.
 
 ``FORMS`` (tests/store/sql_forms.json) holds the functions outside ``store/pg/`` that handed statements to compat,
-each such statement with its PostgreSQL text, and what those functions ran on SQLite only: tests/store/test_pg_sql_forms.py writes it from a run on a real
-server (``VAULTSYNC_WRITE_SQL_FORMS=1``) and fails when it differs; tests/store/test_sql_forms.py checks, without a
-server, that every statement those modules run on SQLite is there with the same translation.
+each such statement with its PostgreSQL text, and what those functions ran on SQLite only (an engine's own branch).
+tests/store/test_pg_sql_forms.py writes it from a run on a real server (``VAULTSYNC_WRITE_SQL_FORMS=1``) and fails
+when it differs; tests/store/test_sql_forms.py checks, without a server, that every statement those functions run
+on SQLite is there, and that compat still gives each the same text.
+
+Its limit: a statement only the run does not reach (a branch of a shared function that this small vault never
+takes) is not checked, and a statement of a shared function that PostgreSQL did not run is listed as SQLite's own:
+the diff of the file says which.
 """
 
 from __future__ import annotations
