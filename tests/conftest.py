@@ -58,7 +58,7 @@ SHARED_FIXTURES = {
     "planted": ("planted_history", {"tests/store/test_purge.py", "tests/store/test_purge_safety.py"}),
 }
 """Session fixtures too costly to build twice (the Help replay, its --from-git backfill, a Help slice with planted
-secrets), each with the modules that read it: pytest-xdist runs those modules on one worker, as one group."""
+secrets), each with the modules that read it: pytest-xdist builds each once (see ``pytest_xdist_make_scheduler``)."""
 GROUP_OF = {module: group for group, (_, modules) in SHARED_FIXTURES.items() for module in modules}
 FIRST_GROUPS = ("corpus", "corpus-git")
 """Started before anything else, one per worker: together they are the longest path through the suite."""
@@ -80,24 +80,63 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """``make test`` runs two pytest-xdist workers with ``--dist loadscope``: tests go to them module by module
-    (module-scoped fixtures are built once), the modules of each SHARED_FIXTURES group to one worker (the
-    session fixture is built once), and the two corpus groups first, one on each worker (the replay and the
+    """``make test`` runs pytest-xdist workers with ``--dist loadscope``: tests go to them module by module
+    (module-scoped fixtures are built once), the two corpus groups first, one on each worker (the replay and the
     backfill are built at once, while nothing else waits behind them). xdist's ``xdist_group`` marks cannot
-    do it with pytest 9 (xdist 3.8 renames node ids through an attribute pytest 9 no longer reads)."""
+    do it with pytest 9 (xdist 3.8 renames node ids through an attribute pytest 9 no longer reads).
+
+    With the corpus cache on (``support.corpus_cache``: an entry is built once, under a lock every process takes),
+    the modules of a SHARED_FIXTURES group are units of their own: the group's first module builds the entry, its
+    other modules stay at the back of the queue until a test of the first has finished (the entry is built: they
+    would only wait on its lock), then go before anything else to the workers as they free up, so that a group's
+    modules run side by side rather than one after another on one worker. With the cache off, each worker would
+    build its own: a group stays one unit, on one worker."""
     if config.getvalue("dist") != "loadscope":
         return None
+    from support.corpus_cache import cache_folder
     from xdist.scheduler import LoadScopeScheduling
 
+    whole_groups = cache_folder() is None
+
     class CorpusAwareScheduling(LoadScopeScheduling):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.builder: dict[str, str] = {}
+            """Each group's module that went first (its tests build the group's entry)."""
+            self.built: set[str] = set()
+            """The groups a test of whose builder has finished."""
+
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return GROUP_OF.get(module, module)
+            return GROUP_OF.get(module, module) if whole_groups else module
+
+        def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+            module = self.registered_collections[node][item_index].split("::", 1)[0]
+            group = GROUP_OF.get(module)
+            if group is not None and self.builder.get(group) == module:
+                self.built.add(group)
+            super().mark_test_complete(node, item_index, duration)
 
         def _assign_work_unit(self, node: Any) -> None:
+            if whole_groups:
+                for group in reversed(FIRST_GROUPS):
+                    if group in self.workqueue:
+                        self.workqueue.move_to_end(group, last=False)
+                super()._assign_work_unit(node)
+                return
+            for scope in list(self.workqueue):
+                group = GROUP_OF.get(scope)
+                if group in self.built:
+                    self.workqueue.move_to_end(scope, last=False)
+                elif group in self.builder:
+                    self.workqueue.move_to_end(scope)  # its entry is being built: it would only wait
             for group in reversed(FIRST_GROUPS):
-                if group in self.workqueue:
-                    self.workqueue.move_to_end(group, last=False)
+                first = next((s for s in self.workqueue if GROUP_OF.get(s) == group), None)
+                if group not in self.builder and first is not None:
+                    self.workqueue.move_to_end(first, last=False)
+            scope = next(iter(self.workqueue))
+            if scope in GROUP_OF:
+                self.builder.setdefault(GROUP_OF[scope], scope)
             super()._assign_work_unit(node)
 
     return CorpusAwareScheduling(config, log)
