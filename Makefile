@@ -76,8 +76,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# The fast tier: everything but the corpus replays, PostgreSQL, the browser, the other MCP clients and the slow
-# tests (markers: pyproject.toml, given by fixture in tests/conftest.py). `make test` runs everything.
+# The fast tier, SQLite only: every test without a tier mark (the corpus replays, PostgreSQL, the browser, the
+# other MCP clients, the slow tests; pyproject.toml declares them, each test carries its own: CONTRIBUTING.md).
+# `make test` runs everything.
 CHECK_MARKERS := not corpus and not pg and not browser and not client and not slow
 check: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from support.help_corpus import (
     _cache_key,
     copy_db,
 )
+from support.tiers import check_marked, pytest_runtest_protocol  # noqa: F401 - a hook
 
 # New databases get the hashed embedder unless a test asks for another: with the semantic extra installed (as in
 # the dev environment) the default would be the semantic model, slow and not what the tests measure. Set here, at
@@ -58,87 +58,17 @@ SHARED_FIXTURES = {
     "planted": ("planted_history", {"tests/store/test_purge.py", "tests/store/test_purge_safety.py"}),
 }
 """Session fixtures too costly to build twice (the Help replay, its --from-git backfill, a Help slice with planted
-secrets), each with the modules that read it: pytest-xdist runs those modules on one worker, as one group."""
+secrets), each with the modules that read it: pytest-xdist builds each once (see ``pytest_xdist_make_scheduler``)."""
 GROUP_OF = {module: group for group, (_, modules) in SHARED_FIXTURES.items() for module in modules}
 FIRST_GROUPS = ("corpus", "corpus-git")
 """Started before anything else, one per worker: together they are the longest path through the suite."""
 
 
-TIER_FIXTURES = {
-    "corpus": {"help_corpus", "help_clone", "help_replayed", "help_backfilled", "planted_history", "planted_db"},
-    "browser": {"browser"},  # Debian's chromium through Playwright (test_ui.py)
-    "client": {"matrix", "unpacked"},  # other MCP SDKs (Node.js, mcp 1.x in .venv-sdk1) and the bundle's official CLI
-}
-"""The markers ``make check`` leaves out, given by the fixtures a test takes (``pg`` also by its engine, an
-``open_engine``, ``db`` or ``database`` parameter "postgres", or its module, test_pg_*.py)."""
-SLOW_TESTS = {
-    # each of these takes several CPU-seconds on its own (a real load, a big vault, a model, many processes)
-    "test_search_exact.py::test_keyword_default_and_vector_exact_at_every_cutoff",
-    "test_search_exact.py::test_default_exact_with_a_small_candidate_window",
-    "test_parser_properties.py::test_editing_one_section_keeps_other_ids",
-    "test_parser_properties.py::test_renaming_a_heading_changes_only_its_subtree",
-    "test_cli.py::test_the_demo_runs",
-    "test_scale.py::test_import_mappings_and_peak_memory_do_not_grow_with_the_number_of_files",
-    "test_scale.py::test_a_one_note_batch_does_the_same_work_in_a_vault_ten_times_larger",
-    "test_semantic.py::test_import_with_minilm_searches_by_meaning_and_never_mixes_vectors",
-    "test_mcp_hardening.py::test_pipelined_calls_are_bounded_in_flight",
-    "test_mcp_hardening.py::test_http_load_slow_clients_and_concurrent_calls_then_a_fresh_client",
-    "test_mcp_hardening.py::test_protocol_fuzz_over_stdio_then_tools_list",
-    "test_mcp_hardening.py::test_https_with_a_certificate_and_a_private_token_file",
-    "test_many_servers.py::test_many_servers_one_watcher_and_a_takeover",
-    "test_watch_process.py::test_kill_9_in_the_middle_of_a_batch_then_restart",
-    "test_overflow.py::test_a_real_inotify_overflow_rescans_at_once",
-    "test_mcp_stdio.py::test_stdio_a_second_watch_serves_as_a_reader",
-    "test_stdio_end_of_input.py::test_a_vault_that_cannot_be_opened_is_one_line_on_either_transport",
-    "test_hardened_roles.py::test_without_the_block_the_server_is_unchanged_and_audits_nothing",
-    # make check's longest (measured with CPU-seconds and wall time): a model, fifty real moves, a thousand notes
-    "test_everyday.py::test_minilm_fuses_into_the_default_mode_exactly_at_every_cutoff",
-    "test_search_exact.py::test_fused_default_mode_exact_at_every_cutoff",
-    "test_watch_moves.py::test_fifty_random_moves_are_all_renames",
-    "test_vanished_vault.py::test_watch_records_30_of_1000_deleted_in_one_batch",
-    "test_imports.py::test_every_module_imports_first_in_a_fresh_state",
-    # the semantic model's similarity floor: words found nowhere in the sample vault (loads the model)
-    "test_nothing.py::test_minilm_says_no_matches_for_words_found_nowhere_and_marks_what_is_close",
-    # the semantic model filling vectors through real CLI processes (each loads the model)
-    "test_semantic.py::test_search_and_stats_say_how_far_the_vectors_are_while_they_are_filled",
-    "test_semantic.py::test_ctrl_c_while_an_import_fills_its_vectors_keeps_the_batch_and_what_is_filled",
-    # every search at every cutoff against a fresh index and a brute force, three times over (CPU-bound)
-    "test_search_backfill.py::test_batches_leave_vectors_to_the_writer_and_search_is_exact_for_what_is_filled",
-    "test_search_backfill.py::test_reembedding_with_a_background_embedder_keeps_no_old_vector",
-    # a real watch process recording four git checkouts of the Help vault (hash and semantic embedders)
-    "test_checkout_bursts.py::test_git_checkouts_of_the_help_vault_record_only_states_that_existed",
-    # a watch process left waiting 2.5 s for a vanished vault folder (several retries, still one line)
-    "test_watch_process.py::test_vault_folder_removed_keeps_watching_with_one_clear_line",
-    # two watch processes waiting out a refused mass deletion (its cause: test_index_holding.py, in make check)
-    "test_recording_resumes.py::test_notes_moved_out_and_back_then_edits_are_recorded_and_found",
-}
-"""Tests marked ``slow`` here rather than in their files ("module.py::function", every parametrization)."""
-
-
-def _tier_marks(item: pytest.Item) -> set[str]:
-    fixtures = set(getattr(item, "fixturenames", ()))
-    marks = {mark for mark, names in TIER_FIXTURES.items() if fixtures & names}
-    callspec = getattr(item, "callspec", None)
-    if f"{Path(str(item.fspath)).name}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
-        marks.add("slow")
-    if Path(str(item.fspath)).name.startswith("test_pg_") or (
-        callspec is not None and "postgres" in (callspec.params.get(name) for name in ("open_engine", "db", "database"))
-    ):
-        marks.add("pg")
-    return marks - {m.name for m in item.iter_markers()}
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Marks each test with the tiers it needs (``TIER_FIXTURES``: ``make check`` leaves them out); a test reading a
-    shared fixture must sit in one of its modules (else pytest-xdist builds it twice)."""
-    modules = {Path(str(item.fspath)).name for item in items}
-    named = {f"{Path(str(item.fspath)).name}::{getattr(item, 'originalname', item.name)}" for item in items}
-    stale = sorted(t for t in SLOW_TESTS if t.split("::")[0] in modules and t not in named)
-    if stale and not any(arg.count("::") for arg in sys.argv):  # a run of whole modules: every name must be found
-        raise pytest.UsageError(f"SLOW_TESTS in tests/conftest.py names tests that do not exist: {stale}")
+    """Fails the collection when a test lacks the tier mark its fixtures or parameters call for
+    (``support.tiers``), or reads a shared fixture outside its modules (else pytest-xdist builds it twice)."""
+    check_marked(items)
     for item in items:
-        for mark in sorted(_tier_marks(item)):
-            item.add_marker(mark)
         module = item.nodeid.split("::")[0]
         for group, (fixture, modules) in SHARED_FIXTURES.items():
             if fixture in set(getattr(item, "fixturenames", ())) and module not in modules:
@@ -150,24 +80,63 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """``make test`` runs two pytest-xdist workers with ``--dist loadscope``: tests go to them module by module
-    (module-scoped fixtures are built once), the modules of each SHARED_FIXTURES group to one worker (the
-    session fixture is built once), and the two corpus groups first, one on each worker (the replay and the
+    """``make test`` runs pytest-xdist workers with ``--dist loadscope``: tests go to them module by module
+    (module-scoped fixtures are built once), the two corpus groups first, one on each worker (the replay and the
     backfill are built at once, while nothing else waits behind them). xdist's ``xdist_group`` marks cannot
-    do it with pytest 9 (xdist 3.8 renames node ids through an attribute pytest 9 no longer reads)."""
+    do it with pytest 9 (xdist 3.8 renames node ids through an attribute pytest 9 no longer reads).
+
+    With the corpus cache on (``support.corpus_cache``: an entry is built once, under a lock every process takes),
+    the modules of a SHARED_FIXTURES group are units of their own: the group's first module builds the entry, its
+    other modules stay at the back of the queue until a test of the first has finished (the entry is built: they
+    would only wait on its lock), then go before anything else to the workers as they free up, so that a group's
+    modules run side by side rather than one after another on one worker. With the cache off, each worker would
+    build its own: a group stays one unit, on one worker."""
     if config.getvalue("dist") != "loadscope":
         return None
+    from support.corpus_cache import cache_folder
     from xdist.scheduler import LoadScopeScheduling
 
+    whole_groups = cache_folder() is None
+
     class CorpusAwareScheduling(LoadScopeScheduling):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.builder: dict[str, str] = {}
+            """Each group's module that went first (its tests build the group's entry)."""
+            self.built: set[str] = set()
+            """The groups a test of whose builder has finished."""
+
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return GROUP_OF.get(module, module)
+            return GROUP_OF.get(module, module) if whole_groups else module
+
+        def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+            module = self.registered_collections[node][item_index].split("::", 1)[0]
+            group = GROUP_OF.get(module)
+            if group is not None and self.builder.get(group) == module:
+                self.built.add(group)
+            super().mark_test_complete(node, item_index, duration)
 
         def _assign_work_unit(self, node: Any) -> None:
+            if whole_groups:
+                for group in reversed(FIRST_GROUPS):
+                    if group in self.workqueue:
+                        self.workqueue.move_to_end(group, last=False)
+                super()._assign_work_unit(node)
+                return
+            for scope in list(self.workqueue):
+                group = GROUP_OF.get(scope)
+                if group in self.built:
+                    self.workqueue.move_to_end(scope, last=False)
+                elif group in self.builder:
+                    self.workqueue.move_to_end(scope)  # its entry is being built: it would only wait
             for group in reversed(FIRST_GROUPS):
-                if group in self.workqueue:
-                    self.workqueue.move_to_end(group, last=False)
+                first = next((s for s in self.workqueue if GROUP_OF.get(s) == group), None)
+                if group not in self.builder and first is not None:
+                    self.workqueue.move_to_end(first, last=False)
+            scope = next(iter(self.workqueue))
+            if scope in GROUP_OF:
+                self.builder.setdefault(GROUP_OF[scope], scope)
             super()._assign_work_unit(node)
 
     return CorpusAwareScheduling(config, log)
@@ -372,7 +341,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     pgserver.stop_shared()
 
 
-@pytest.fixture(params=sorted(ENGINES))
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
 def open_engine(request: pytest.FixtureRequest) -> Callable[..., object]:
     """Opens a store of each engine (tests/support/engines.py): the store's behaviour tests take this."""
     return ENGINES[request.param]

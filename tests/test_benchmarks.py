@@ -43,8 +43,14 @@ def _figure_ok(value: object) -> bool:
     return value is None or isinstance(value, (int, str, bool))
 
 
+ON_POSTGRES = {"postgres", "copy", "hosted"}
+"""The benchmarks whose quick run starts a PostgreSQL server (tests/support/pgserver.py)."""
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", registry.names())
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.pg) if n in ON_POSTGRES else n for n in registry.names()]
+)
 def test_quick_run_returns_its_figures(name: str, tmp_path: Path) -> None:
     entry = measure(name, registry.load(name), quick=True)
     assert set(entry) == ENTRY_KEYS

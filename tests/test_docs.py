@@ -192,6 +192,7 @@ def served(site: Path) -> Iterator[str]:
     httpd.server_close()
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize(
     ("page", "heading", "shot"),
     [

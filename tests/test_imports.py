@@ -55,6 +55,7 @@ print(json.dumps(["#", len(names)]))
 """
 
 
+@pytest.mark.slow
 def test_every_module_imports_first_in_a_fresh_state() -> None:
     done = subprocess.run([sys.executable, "-c", _IMPORT_EACH], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -366,6 +367,7 @@ def test_the_layering_check_sees_a_wrong_way_import() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_a_planted_wrong_way_import_fails_the_layering(tmp_path: Path) -> None:
     """A copy of the package with one module planted in ``disk/`` that imports the store lazily (inside a
     function): the scan of the real files finds it and names it."""
@@ -471,6 +473,7 @@ def test_no_test_file_imports_another_or_conftest() -> None:
     assert not found, "move what these share into tests/support/ and import it from there:\n  " + "\n  ".join(found)
 
 
+@pytest.mark.slow
 def test_a_planted_import_of_a_test_file_or_conftest_is_named(tmp_path: Path) -> None:
     """The checker itself, on a copy of the tests' Python files: each kind of planted reach-in is named, and nothing
     else (a test module at the top, conftest inside a function, a test module by ``importorskip``, a test module by

@@ -30,10 +30,13 @@ JS = REPO / "tests" / "js"
 MCPB = JS / "node_modules" / ".bin" / "mcpb"
 UV = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("node") is None or not MCPB.exists(),
-    reason="needs Node.js and tests/js's npm packages (make test runs npm ci)",
-)
+pytestmark = [
+    pytest.mark.client,
+    pytest.mark.skipif(
+        shutil.which("node") is None or not MCPB.exists(),
+        reason="needs Node.js and tests/js's npm packages (make test runs npm ci)",
+    ),
+]
 
 
 @pytest.fixture(scope="module")

@@ -414,6 +414,7 @@ def test_check_detects_tampering(history: tuple[Path, Path]) -> None:
     assert report["ok"] is False and len(report["problems"]) >= 4
 
 
+@pytest.mark.slow
 def test_the_demo_runs(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(REPO / "examples" / "demo.py")],

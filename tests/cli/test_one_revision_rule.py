@@ -192,6 +192,7 @@ async def test_list_changes_and_note_history_take_ids(vault) -> None:
         assert [r["id"] for r in revisions] == [r4]
 
 
+@pytest.mark.pg
 def test_the_same_rule_on_postgresql(tmp_path: Path, cli) -> None:
     pgserver = pytest.importorskip("support.pgserver")
     dsn = pgserver.fresh_or_skip("revision_rule")

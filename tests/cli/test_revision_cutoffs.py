@@ -74,6 +74,7 @@ def test_ls_and_search_as_of_an_id_see_exactly_that_batch(vault, cli) -> None:
     assert {row["path"] for row in exported} == {"Plan.md"}
 
 
+@pytest.mark.pg
 def test_an_id_is_the_same_cutoff_on_postgresql(tmp_path: Path, cli) -> None:
     pgserver = pytest.importorskip("support.pgserver")
     dsn = pgserver.fresh_or_skip("cutoffs")

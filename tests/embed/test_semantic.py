@@ -94,6 +94,7 @@ def test_a_model_file_that_does_not_match_its_pin_is_refused(monkeypatch: pytest
         semantic.MiniLMEmbedder().load()
 
 
+@pytest.mark.slow
 def test_import_with_minilm_searches_by_meaning_and_never_mixes_vectors(tmp_path: Path, cli) -> None:
     """Through the installed command (its parse workers embed in their own processes)."""
     root = tmp_path / "notes"
@@ -157,6 +158,7 @@ def test_a_new_database_takes_the_semantic_model_when_the_extra_is_installed(
         assert vault.vector_progress() is None and vault.search("budget").semantic is None
 
 
+@pytest.mark.slow
 def test_search_and_stats_say_how_far_the_vectors_are_while_they_are_filled(tmp_path: Path, cli) -> None:
     root = tmp_path / "notes"
     shutil.copytree(REPO / "notes", root)
@@ -176,6 +178,7 @@ def test_search_and_stats_say_how_far_the_vectors_are_while_they_are_filled(tmp_
     assert "semantic vectors" not in cli("search", "budget review", db=db, check=True).stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_an_import_fills_its_vectors_keeps_the_batch_and_what_is_filled(tmp_path: Path) -> None:
     """The batch is recorded before the vectors are filled: interrupted then, the command says what happens to the
     rest and exits 130; the store checks clean, searchable by words, and the next writer fills the rest."""

@@ -208,6 +208,7 @@ def test_an_unknown_tool_name_is_refused_naming_it(
     assert len(lines) == 1 and f"{key}: unknown tool 'serch_notes'" in lines[0] and "search_notes" in lines[0]
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_without_the_block_the_server_is_unchanged_and_audits_nothing(

@@ -17,6 +17,8 @@ import pytest
 from support.hardened_helpers import unit_directives
 from support.mcp_helpers import free_port, listening
 
+pytestmark = pytest.mark.pg
+
 pgserver = pytest.importorskip("support.pgserver")
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "postgres"

@@ -15,6 +15,8 @@ from support.mcp_helpers import free_port, listening
 from support.units import Machine, unavailable
 from support.watch_helpers import wait_until
 
+pytestmark = pytest.mark.pg
+
 pgserver = pytest.importorskip("support.pgserver")
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "postgres"

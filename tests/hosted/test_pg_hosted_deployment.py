@@ -23,7 +23,7 @@ from support.tls_proxy import nginx_binary
 from support.units import Machine, unavailable
 
 pgserver = pytest.importorskip("support.pgserver")
-pytestmark = [pytest.mark.client, pytest.mark.anyio]
+pytestmark = [pytest.mark.pg, pytest.mark.client, pytest.mark.anyio]
 
 GRANTS = {"team": {"read": ["group:staff"], "write": ["alice"]}, "alice": {"read": ["alice"], "write": ["alice"]}}
 GROUPS = '{"bob": ["staff"]}'

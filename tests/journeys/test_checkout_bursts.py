@@ -32,6 +32,8 @@ from vaultsync import Vault
 from vaultsync.disk.digest import content_hash
 from vaultsync.times import now_micros
 
+pytestmark = [pytest.mark.corpus, pytest.mark.slow]
+
 FOLDERS = {"hash": ("en", "pl"), "minilm": ("pl",)}
 """The folders of the sparse checkout (with the top-level notes), by embedder: the semantic model's vectors of each
 note cost CPU, so its vault is the Polish folder alone (80 commits back: 18 notes deleted, 20 added, 110 modified)."""

@@ -29,7 +29,7 @@ QUIET = {"step_ms": 20000, "debounce_ms": 60000, "reconcile_s": 0}
 """The watcher records a burst of edits only after 20 s: what a test sees recorded sooner, a request recorded."""
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "db" / "vaultsync.db")

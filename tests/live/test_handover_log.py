@@ -24,7 +24,7 @@ FAST = {"step_ms": 50, "debounce_ms": 300, "reconcile_s": 0}
 RECOVERED = "recording again after"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "vaultsync.db")

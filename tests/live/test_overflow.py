@@ -85,6 +85,7 @@ def test_fsevents_rescan_flags_are_dropped_events() -> None:
         assert overflow.dropped([event(), event(**{flag: True})])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/sys/fs/inotify/max_queued_events").exists(), reason="needs inotify")
 def test_a_real_inotify_overflow_rescans_at_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     queued = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())

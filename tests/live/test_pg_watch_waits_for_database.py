@@ -15,6 +15,8 @@ from urllib.parse import quote
 import pytest
 from support.watch_helpers import wait_until
 
+pytestmark = pytest.mark.pg
+
 pgserver = pytest.importorskip("support.pgserver")
 
 

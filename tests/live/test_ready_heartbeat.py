@@ -30,7 +30,7 @@ BEAT = {"VAULTSYNC_HEARTBEAT_S": "0.3"}
 DEADLINE_S = 60.0
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "db" / "vaultsync.db")

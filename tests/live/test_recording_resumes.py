@@ -59,6 +59,7 @@ def stop(proc: WatchProcess, sig: int = signal.SIGTERM) -> int:
     return proc.finish(timeout=60)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("embedder", EMBEDDERS)
 def test_notes_moved_out_and_back_then_edits_are_recorded_and_found(
     embedder: str, tmp_path: Path, db_path: Path, cli

@@ -235,6 +235,7 @@ def test_watch_bind_mount_unmounted_and_mounted_again(mounted: tuple[Path, Path]
     assert len(live(db)) == 31 and deletions(db) == 0
 
 
+@pytest.mark.slow
 def test_watch_records_30_of_1000_deleted_in_one_batch(tmp_path: Path, cli) -> None:
     root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"
     make_vault(root, 1000, folders=40)

@@ -108,6 +108,7 @@ def vault(tmp_path: Path) -> Iterator[tuple[Vault, Path, Path]]:
         yield opened, root, db
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("polling", [False, True], ids=["native", "polling"])
 def test_fifty_random_moves_are_all_renames(vault: tuple[Vault, Path, Path], polling: bool) -> None:
     opened, root, db = vault

@@ -58,6 +58,7 @@ def test_signal_flushes_pending_batch_and_second_writer_is_refused(
     assert cli("import", str(vault_dir), db=db_path).returncode == 0, "the lock was released"
 
 
+@pytest.mark.slow
 def test_vault_folder_removed_keeps_watching_with_one_clear_line(
     db_path: Path, vault_dir: Path, tmp_path: Path
 ) -> None:
@@ -88,6 +89,7 @@ def note_text(i: int) -> str:
     return f"# Burst note {i}\n\n{sections}"
 
 
+@pytest.mark.slow
 def test_kill_9_in_the_middle_of_a_batch_then_restart(db_path: Path, vault_dir: Path, tmp_path: Path, cli) -> None:
     count, attempts = 800, 3
 

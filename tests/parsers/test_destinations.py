@@ -126,6 +126,7 @@ def _notes(clone: Path) -> list[tuple[str, str]]:
     ]
 
 
+@pytest.mark.corpus
 def test_a_real_vaults_links_parse_as_with_markdown_it_alone(help_clone: Path) -> None:
     notes = _notes(help_clone)
     found = [(text, m.start(1)) for text, _ in notes for m in _DESTINATION.finditer(text)]

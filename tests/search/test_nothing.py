@@ -165,6 +165,7 @@ def test_every_empty_answer_says_so_in_one_line(tmp_path: Path, cli) -> None:
         assert (found["hits"] if args[0] == "search" else found["diff"] if args[0] == "diff" else found) in ([], "")
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_minilm_says_no_matches_for_words_found_nowhere_and_marks_what_is_close(tmp_path: Path, cli) -> None:
     """With the semantic model (its measured floor): 20 words found nowhere in the sample vault show nothing, in

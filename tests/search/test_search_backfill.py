@@ -32,7 +32,7 @@ def _background(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(embedders.EMBEDDERS, "hash-background", BackgroundHash)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "db.sqlite")
@@ -96,6 +96,7 @@ def _exact(vault: Vault, db: str, times: list[str]) -> int:
     return seen
 
 
+@pytest.mark.slow
 def test_batches_leave_vectors_to_the_writer_and_search_is_exact_for_what_is_filled(
     database: str, tmp_path: Path
 ) -> None:
@@ -226,6 +227,7 @@ def test_the_watcher_fills_the_vectors_and_keeps_them_current(tmp_path: Path) ->
             assert watcher.vectors_filled == vault.vector_progress()["total"]
 
 
+@pytest.mark.slow
 def test_reembedding_with_a_background_embedder_keeps_no_old_vector(database: str, tmp_path: Path) -> None:
     """``reembed`` to an embedder whose vectors are filled after: every old vector goes at once (now and at every
     past cutoff), the writer fills the new ones, and search is exact for what is filled all along."""

@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.embedders import FusedHash
@@ -164,6 +165,7 @@ def check_query(
     )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )
@@ -175,6 +177,7 @@ def test_keyword_default_and_vector_exact_at_every_cutoff(tmp_path_factory, step
     replay_and_check(tmp_path_factory, steps, valid_day)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )
@@ -226,6 +229,7 @@ def test_one_word_query_is_the_plain_fts5_phrase() -> None:
         assert parse_query(word).expression == f'"{phrase}"', word
 
 
+@pytest.mark.slow
 def test_fused_default_mode_exact_at_every_cutoff(tmp_path: Path, monkeypatch) -> None:
     from vaultsync.embed import embedders
 

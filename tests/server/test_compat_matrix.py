@@ -25,6 +25,8 @@ from mcp.client.streamable_http import streamable_http_client
 from support import compat_matrix as cm
 from support.mcp_helpers import free_port, history_under, start_http, stop
 
+pytestmark = pytest.mark.client
+
 REPO = Path(__file__).resolve().parents[2]
 JS = REPO / "tests" / "js"
 SDK1_PYTHON = REPO / ".venv-sdk1" / "bin" / "python"

@@ -29,6 +29,8 @@ from vaultsync import Vault
 from vaultsync.server import ServeConfig, build_server
 from vaultsync.server.apps import APP_URI
 
+pytestmark = pytest.mark.browser
+
 HOST_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>test host</title>
 <style>body{margin:0;font:13px system-ui} iframe{border:0;width:100%;height:640px;display:block}</style></head>
 <body><iframe id="app" sandbox="allow-scripts" title="note history"></iframe>

@@ -119,6 +119,7 @@ def check_store_matches_folder(facts: dict[str, Any]) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("watcher", ["serve", "watch"])
 async def test_many_servers_one_watcher_and_a_takeover(facts: dict[str, Any], watcher: str) -> None:

@@ -120,6 +120,7 @@ def test_deep_nesting_and_object_ids_are_answered(history: dict) -> None:
     assert "Traceback" not in stderr and "RecursionError" not in stderr
 
 
+@pytest.mark.slow
 def test_pipelined_calls_are_bounded_in_flight(history: dict) -> None:
     """3,000 pipelined read_note calls of a 300 kB note: every one is answered (a result, or an error
     saying too many are in flight) and the server's peak memory stays bounded."""
@@ -204,6 +205,7 @@ raw_lines = st.one_of(
 )
 
 
+@pytest.mark.slow
 def test_protocol_fuzz_over_stdio_then_tools_list(history: dict) -> None:
     """Hypothesis-made JSON-RPC (random nesting, types, sizes, ids, methods), bounded in count and
     time, sent to one server: afterwards it still answers tools/list, and never wrote a traceback."""
@@ -257,6 +259,7 @@ async def tools_list(url: str) -> int:
         return len((await c.list_tools()).tools)
 
 
+@pytest.mark.slow
 def test_http_load_slow_clients_and_concurrent_calls_then_a_fresh_client(history: dict) -> None:
     port = free_port()
     proc = start_http(history["db"], history["root"], port)
@@ -326,6 +329,7 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
     return cert, key
 
 
+@pytest.mark.slow
 def test_https_with_a_certificate_and_a_private_token_file(history: dict, tmp_path: Path) -> None:
     cert, key = _self_signed(tmp_path)
     token = tmp_path / "token"

@@ -100,6 +100,7 @@ async def test_stdio_watch_notifies_legacy_subscribers(copy: dict) -> None:
         assert "Now leads Atlas" in sc(await c.call_tool("read_note", {"path": "People/Ana.md"}))["content"]
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_stdio_a_second_watch_serves_as_a_reader(copy: dict) -> None:
     """A second server with --watch on the same vault serves at once as a reader and says who watches."""

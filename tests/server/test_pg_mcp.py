@@ -14,6 +14,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from support.mcp_helpers import READ_TOOLS, make_history_vault, sc, watching
 
+pytestmark = pytest.mark.pg
+
 pgserver = pytest.importorskip("support.pgserver")
 
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from support.mcp_helpers import make_history_vault
 
 INITIALIZE = {
@@ -40,6 +41,7 @@ def test_requests_read_before_stdin_closes_are_answered(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_a_vault_that_cannot_be_opened_is_one_line_on_either_transport(tmp_path: Path) -> None:
     """The vault is opened in the server's lifespan, not when the server is built: a vault the database
     does not hold is still one ``Error:`` line and exit status 1, over stdio and over HTTP, before

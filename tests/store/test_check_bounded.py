@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from vaultsync import Vault
 from vaultsync.store import Store
 
@@ -12,6 +14,7 @@ REVISIONS = 1300
 """More than one page of ``store.view.CHECK_PAGE`` (1000)."""
 
 
+@pytest.mark.slow
 def test_check_reads_thousands_of_revisions_in_a_few_statements(tmp_path: Path) -> None:
     root = tmp_path / "notes"
     root.mkdir()

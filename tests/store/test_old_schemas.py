@@ -20,6 +20,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from support.engines import sqlite_file
@@ -97,6 +98,7 @@ def test_an_old_sqlite_file_gets_exactly_the_migrations_it_lacks(
     write_and_read_everything(db, tmp_path)
 
 
+@pytest.mark.pg
 @pytest.mark.parametrize(
     ("commit", "lacking"),
     [
@@ -134,6 +136,7 @@ def test_check_fails_on_a_sqlite_schema_missing_a_column(tmp_path: Path, cli) ->
         assert "lacks column notes.mtime_ns" in said.stderr and len(said.stderr.strip().splitlines()) == 1, said.stderr
 
 
+@pytest.mark.pg
 def test_check_fails_on_a_postgresql_schema_missing_a_column(tmp_path: Path, cli) -> None:
     pgserver = pytest.importorskip("support.pgserver")
     dsn = pgserver.fresh_or_skip("shape")
@@ -155,22 +158,35 @@ def test_check_fails_on_a_postgresql_schema_missing_a_column(tmp_path: Path, cli
     assert cli("check", db=dsn).returncode == 0
 
 
-def test_the_expected_shape_is_a_fresh_databases(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``store/expected_shape.py`` is what a fresh database of each engine holds (regenerate it with
-    ``scripts/schema_shape.py`` after adding a migration); every migration after the common prefix has a probe."""
+def _schema_shape() -> ModuleType:
+    """scripts/schema_shape.py, loaded as a module."""
     import importlib.util
 
+    spec = importlib.util.spec_from_file_location("schema_shape", Path(__file__).parents[2] / "scripts/schema_shape.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def test_the_expected_shape_is_a_fresh_databases() -> None:
+    """``store/expected_shape.py`` is what a fresh database of each engine holds (regenerate it with
+    ``scripts/schema_shape.py`` after adding a migration); every migration after the common prefix has a probe.
+    SQLite here, PostgreSQL in the next test."""
     from vaultsync.store import expected_shape, migrations
     from vaultsync.store import schema as sqlite_schema
     from vaultsync.store.pg import schema as pg_schema
 
     migrations.check_probes(sqlite_schema.NAMES, sqlite_schema.PROBES)
     migrations.check_probes(pg_schema.NAMES, pg_schema.PROBES)
-    spec = importlib.util.spec_from_file_location("schema_shape", Path(__file__).parents[2] / "scripts/schema_shape.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    assert script.fresh_sqlite() == expected_shape.SQLITE, "run scripts/schema_shape.py"
+    assert _schema_shape().fresh_sqlite() == expected_shape.SQLITE, "run scripts/schema_shape.py"
+
+
+@pytest.mark.pg
+def test_the_expected_shape_is_a_fresh_postgresql_databases(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vaultsync.store import expected_shape
+
+    script = _schema_shape()
     pgserver = pytest.importorskip("support.pgserver")
     with_pgvector = script.fresh_postgres(pgserver.fresh_or_skip("shape"))
     assert with_pgvector >= expected_shape.POSTGRES

@@ -13,6 +13,8 @@ import pytest
 
 from vaultsync import Vault
 
+pytestmark = pytest.mark.pg
+
 pgserver = pytest.importorskip("support.pgserver")
 
 T = [1_000_000_000_000 * k for k in (1_700, 1_710, 1_720)]

@@ -16,6 +16,8 @@ from support.pg_live import SHARED, STATES, T0, _history, _same_searches, _write
 from vaultsync import Vault
 from vaultsync.store.transfer import copy_databases
 
+pytestmark = pytest.mark.pg
+
 pgserver = pytest.importorskip("support.pgserver")
 
 BOUNDED = "---\nvalid_from: 2020-01-01\nvalid_to: 2030-01-01\n---\n# Bounded\n\nA tide report valid for a decade.\n"

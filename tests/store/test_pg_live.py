@@ -18,6 +18,8 @@ from support.pg_live import STATES, _history, _same_searches
 
 from vaultsync import Vault
 
+pytestmark = pytest.mark.pg
+
 pgserver = pytest.importorskip("support.pgserver")
 
 

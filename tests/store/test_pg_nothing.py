@@ -12,6 +12,8 @@ from support.embedders import FusedHash
 from vaultsync import Vault
 from vaultsync.errors import ConfigError
 
+pytestmark = pytest.mark.pg
+
 pgserver = pytest.importorskip("support.pgserver")
 NOTES = Path(__file__).resolve().parents[2] / "notes"
 

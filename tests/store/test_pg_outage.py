@@ -22,6 +22,8 @@ from support.watch_helpers import WatchProcess, no_thread_leaks, wait_until  # n
 from vaultsync import Vault
 from vaultsync.errors import LockLost
 
+pytestmark = pytest.mark.pg
+
 pgserver = pytest.importorskip("support.pgserver")
 
 SIGNALS = {"fast": signal.SIGINT, "immediate": signal.SIGQUIT}

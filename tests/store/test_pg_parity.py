@@ -29,6 +29,8 @@ from vaultsync.embed.embedders import HashEmbedder
 from vaultsync.errors import NoteNotFound
 from vaultsync.store.read import HISTORY_FIELDS, LISTED_FIELDS
 
+pytestmark = pytest.mark.pg
+
 pgserver = pytest.importorskip("support.pgserver")
 
 

@@ -17,6 +17,8 @@ from vaultsync import Vault
 pgserver = pytest.importorskip("support.pgserver")
 from support.pg_live import T0, _history, _same_searches  # noqa: E402
 
+pytestmark = pytest.mark.pg
+
 PURGED_PARENTS = ("batches", "notes", "texts", "blobs", "search_docs")
 """The tables a purge deletes rows from that other tables point at (``store/purge.py``, ``pg/keyword.reindex``)."""
 

@@ -9,6 +9,8 @@ import pytest
 
 from vaultsync.store.pg.session import Reach
 
+pytestmark = pytest.mark.pg
+
 
 def _said(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage().split(" (")[0] for r in caplog.records if r.name == "vaultsync.store.pg"]

@@ -28,6 +28,7 @@ from vaultsync.store.read import LISTED_FIELDS
 pgserver = pytest.importorskip("support.pgserver")
 
 pytestmark = [
+    pytest.mark.pg,
     pytest.mark.corpus,
     pytest.mark.slow,
     pytest.mark.skipif(

@@ -21,6 +21,8 @@ from vaultsync import Vault
 pgserver = pytest.importorskip("support.pgserver")
 from support.pg_history import DAY, QUERIES, T0, _import_all  # noqa: E402
 
+pytestmark = pytest.mark.pg
+
 
 def _stats_rows(dsn: str) -> list[tuple[int, int, int, int]]:
     import psycopg

@@ -19,6 +19,8 @@ from support.mcp_helpers import error_text
 
 from vaultsync.server import ServeConfig, build_server
 
+pytestmark = pytest.mark.pg
+
 pgserver = pytest.importorskip("support.pgserver")
 
 PLANTED = "Planted-pw-7f3e9c"

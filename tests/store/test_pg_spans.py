@@ -29,6 +29,8 @@ from support.pg_live import _history as _live_history  # noqa: E402
 from vaultsync.store.pg import spans  # noqa: E402
 from vaultsync.store.search.schema import OPEN  # noqa: E402
 
+pytestmark = pytest.mark.pg
+
 AWAY = {**STATES[-1], "Home.md": "# Home\n\nThe keeper is away.\n\n## More\n\nMorning watch.\n"}
 HISTORY = [*STATES, AWAY, STATES[-1]]
 """The live set's history, then the first section of ``Home.md`` edited away and back: a text whose rows all

@@ -11,6 +11,8 @@ import pytest
 
 from vaultsync import Vault
 
+pytestmark = pytest.mark.pg
+
 pgserver = pytest.importorskip("support.pgserver")
 
 

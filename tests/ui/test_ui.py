@@ -137,6 +137,7 @@ def screenshot(tab: Any, name: str, tmp_path: Path, **kwargs: Any) -> None:
 # ---------------------------------------------------------------------------------------------- the browser
 
 
+@pytest.mark.browser
 def test_three_moments_tree_note_links_and_search_equal_the_cli(
     page: Watched, server: Server, history: History, tmp_path: Path
 ) -> None:
@@ -190,6 +191,7 @@ def test_three_moments_tree_note_links_and_search_equal_the_cli(
     assert not page.dialogs and not page.errors and not page.foreign
 
 
+@pytest.mark.browser
 def test_a_diff_between_two_revisions_marks_exactly_the_changed_words(
     page: Watched, server: Server, history: History, tmp_path: Path
 ) -> None:
@@ -260,6 +262,7 @@ def changes_shown(tab: Any) -> list[list[str]]:
     )
 
 
+@pytest.mark.browser
 def test_changes_between_two_moments_equal_the_cli_and_open_their_diff(
     page: Watched, server: Server, history: History
 ) -> None:
@@ -289,6 +292,7 @@ def test_changes_between_two_moments_equal_the_cli_and_open_their_diff(
     assert not page.dialogs and not page.errors and not page.foreign
 
 
+@pytest.mark.browser
 def test_a_late_answer_for_an_older_window_never_replaces_the_changes_list(
     page: Watched, server: Server, history: History
 ) -> None:
@@ -317,6 +321,7 @@ def test_a_late_answer_for_an_older_window_never_replaces_the_changes_list(
     assert not page.dialogs and not page.errors and not page.foreign
 
 
+@pytest.mark.browser
 def test_the_timeline_by_keyboard_alone(page: Watched, server: Server, history: History, tmp_path: Path) -> None:
     tab = open_page(page, server)
     batches = [parse_time(c[0]) for c in load_demo().COMMITS] + [parse_time("2025-04-07T09:00:00Z")]
@@ -368,6 +373,7 @@ def test_the_timeline_by_keyboard_alone(page: Watched, server: Server, history: 
     assert not page.dialogs and not page.foreign
 
 
+@pytest.mark.browser
 def test_a_hostile_note_runs_nothing(page: Watched, server: Server, history: History) -> None:
     tab = open_page(page, server)
     tab.evaluate("window.pwned = 0")
@@ -532,6 +538,7 @@ def test_the_server_listens_on_loopback_only(server: Server) -> None:
     assert listening == ["0100007F"]  # 127.0.0.1, and nothing else (no 0.0.0.0, no IPv6 any)
 
 
+@pytest.mark.browser
 def test_deleted_lists_what_the_command_lists_and_opens_each_as_it_was(
     page: Watched, server: Server, history: History
 ) -> None:
@@ -565,6 +572,7 @@ def test_deleted_lists_what_the_command_lists_and_opens_each_as_it_was(
     assert not page.dialogs and not page.errors and not page.foreign
 
 
+@pytest.mark.browser
 def test_a_revision_id_or_a_time_to_the_nanosecond_typed_as_the_moment(
     page: Watched, server: Server, history: History
 ) -> None:

@@ -18,7 +18,7 @@ from support.ui_page import Server, Watched, open_page, ui_process, wait_note, w
 from vaultsync import Vault
 from vaultsync.times import parse_time
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SVG = '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(2)</script></svg>'
 

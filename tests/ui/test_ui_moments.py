@@ -21,7 +21,7 @@ from support.ui_page import (  # noqa: F401 (fixtures)
     wait_until,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 FIRST = "2025-01-06 09:00:00 UTC"
 """The demo history's first commit (``examples/demo.py``), as the page writes a moment."""

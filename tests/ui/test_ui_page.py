@@ -34,7 +34,7 @@ TASKS_TEXT = (
 SECOND = ["2025-05-01T10:00:00.25Z", "2025-05-01T10:00:00.75Z"]
 ATLAS = "Projects/Atlas/Atlas Overview.md"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

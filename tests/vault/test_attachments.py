@@ -30,7 +30,7 @@ WORDS = ["zeppelin", "quokka", "marzipan", "obelisk", "tundra", "saffron", "gond
 """Words a canvas card holds at some batches: searched for as of every batch."""
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "db" / "vaultsync.db")
@@ -143,6 +143,7 @@ def recorded(db: str, tmp_path: Path) -> Iterator[tuple[Vault, Path, list[tuple[
         yield vault, root, seen
 
 
+@pytest.mark.slow
 def test_fifty_batches_read_back_exactly_are_stored_once_and_restore(recorded, db: str, tmp_path: Path) -> None:
     """One history (built once per engine), checked: reads, storage, search, a copy into the other engine, restores."""
     every_file_at_every_batch_reads_back_exactly(recorded)

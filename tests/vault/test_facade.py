@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import vaultsync
 
 PACKAGE_DIR = Path(vaultsync.__file__).resolve().parent
@@ -104,6 +106,7 @@ def backfill(vault):
     assert [expr for _, expr in reach_ins(planted)] == ["self.vault._lock", "vault._store", "getattr(vault, '_lock')"]
 
 
+@pytest.mark.slow
 def test_a_planted_reach_in_fails_the_package_scan(tmp_path: Path) -> None:
     """A copy of the package with one reach-in added to a module outside the facade is caught, by file and line."""
     copy = tmp_path / "vaultsync"

@@ -86,7 +86,7 @@ def _kept(times: list[int]) -> list[int]:
     return sorted({*last.values(), len(times) - 1})
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "db" / "vaultsync.db")
@@ -137,6 +137,7 @@ def _everything(vault: Vault, times: list[int]) -> list:
     return [vault.stats().to_json() | {"database_bytes": 0}] + [(_state(vault, t), _searches(vault, t)) for t in times]
 
 
+@pytest.mark.slow
 def test_thinning_keeps_every_kept_moment_exact_and_forgets_the_rest(recorded) -> None:
     db, root, times, states = recorded
     kept = _kept(times)

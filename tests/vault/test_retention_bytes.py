@@ -26,7 +26,7 @@ NOW = to_micros(dt.datetime(2024, 3, 20, 12, 0, tzinfo=dt.UTC))
 POLICY = "keep_all=1d hourly=2d daily=7d weekly=forever"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "db" / "vaultsync.db")

@@ -94,6 +94,7 @@ def import_in_child(tmp_path: Path, count: int) -> dict[str, int]:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_import_mappings_and_peak_memory_do_not_grow_with_the_number_of_files(tmp_path: Path) -> None:
     small, large = import_in_child(tmp_path, 500), import_in_child(tmp_path, 5000)
     assert (small["added"], large["added"]) == (500, 5000)
@@ -150,6 +151,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[Path, 
     return made
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit", ["modify", "create", "delete", "folder"])
 def test_a_one_note_batch_does_the_same_work_in_a_vault_ten_times_larger(
     tmp_path: Path, edit: str, imported: dict[int, tuple[Path, Path]]
