@@ -16,7 +16,7 @@ from vaultsync.live.watcher import Watcher
 
 pgserver = pytest.importorskip("support.pgserver")
 
-pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
+pytestmark = [pytest.mark.pg, pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")]
 
 
 def test_the_watcher_records_attachments_on_postgresql(tmp_path: Path) -> None:

@@ -113,7 +113,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base / "vaultsync.db"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "vaultsync.db")

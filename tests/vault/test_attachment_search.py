@@ -13,7 +13,7 @@ from vaultsync import Vault
 from vaultsync.disk import attachments
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "db" / "vaultsync.db")

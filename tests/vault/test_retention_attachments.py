@@ -22,7 +22,7 @@ POLICY = "keep_all=1d daily=forever"
 """Keeps the last batch of each day before the last day."""
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "db" / "vaultsync.db")
