@@ -57,6 +57,7 @@ def test_command_reference_is_generated_from_the_commands() -> None:
     same_page(docgen_cli.PAGE, docgen_cli.render())
 
 
+@pytest.mark.slow
 def test_command_reference_matches_help_in_subprocesses() -> None:
     """Every ``--help`` on the page is what the installed program prints (real processes, 80 columns)."""
     page = (REPO / docgen_cli.PAGE).read_text(encoding="utf-8")

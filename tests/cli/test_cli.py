@@ -301,6 +301,7 @@ def test_import_json(db_path: Path, vault_dir: Path) -> None:
     assert human.startswith(f"{vault_dir.name}: no change") and "2 unchanged" in human
 
 
+@pytest.mark.slow
 def test_read_json_and_bytes(history: tuple[Path, Path]) -> None:
     db, vault = history
     old = json.loads(invoke("read", "Projects/Atlas.md", "--as-of", T1, "--json", db=db, check=True).stdout)

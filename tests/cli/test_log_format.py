@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import httpx2
+import pytest
 from support.mcp_helpers import free_port, listening, stop, write
 
 
@@ -43,6 +44,7 @@ def serve_and_ask(tmp_path: Path, log_format: str) -> str:
     return err
 
 
+@pytest.mark.slow
 def test_the_access_log_in_json_has_its_fields(tmp_path: Path) -> None:
     err = serve_and_ask(tmp_path, "json")
     assert not re.search(r"^\d{4}-\d\d-\d\d ", err, re.M), err  # no log line in the text format

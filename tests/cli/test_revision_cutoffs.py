@@ -110,6 +110,7 @@ def test_undo_takes_the_id_history_prints(vault, cli) -> None:
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "r12" in bad.stderr, bad.stderr
 
 
+@pytest.mark.slow
 def test_read_by_time_at_a_name_the_note_had_then(vault, cli) -> None:
     _, db, _ = vault
     assert cli("read", "Plan.md", "--as-of", "2025-01-02", db=db).stdout == SECOND  # its old name, renamed later

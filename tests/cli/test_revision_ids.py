@@ -61,6 +61,7 @@ def test_history_ids_name_one_revision_even_when_the_text_comes_back(vault, cli)
     assert [line.split()[2] for line in shown] == [r["revision"] for r in revs]
 
 
+@pytest.mark.slow
 def test_diff_between_two_ids_from_history(vault) -> None:
     _, db = vault
     first, second, again, moved = (r["id"] for r in history(db, "Archive/Plan.md"))
@@ -79,6 +80,7 @@ def test_diff_between_two_ids_from_history(vault) -> None:
     assert (as_json["from"], as_json["to"]) == (first, second) and "+second" in as_json["diff"]
 
 
+@pytest.mark.slow
 def test_read_and_restore_take_the_id(vault) -> None:
     root, db = vault
     first, second, _, _ = (r["id"] for r in history(db, "Archive/Plan.md"))
@@ -90,6 +92,7 @@ def test_read_and_restore_take_the_id(vault) -> None:
     assert (root / "Archive" / "Plan.md").read_text(encoding="utf-8") == ONE
 
 
+@pytest.mark.slow
 def test_unknown_ambiguous_and_deleted_ids_are_one_clear_line(vault) -> None:
     _, db = vault
     ids = [r["id"] for r in history(db, "Twin.md")]
@@ -178,6 +181,7 @@ def test_a_folder_moved_away_edited_and_moved_back_keeps_its_whole_history(tmp_p
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_restore_as_of_an_id_on_the_command_line_and_over_mcp(vault) -> None:
     root, db = vault
     first, second, _, _ = (r["id"] for r in history(db, "Archive/Plan.md"))

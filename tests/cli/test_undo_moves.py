@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from support.cli import run_cli
 
 
+@pytest.mark.slow
 def test_undo_of_a_folder_move_plans_renames_without_whole_file_diffs(tmp_path: Path) -> None:
     root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"
     (root / "Projects").mkdir(parents=True)

@@ -173,6 +173,7 @@ async def test_a_folder_swapped_for_a_symlink_mid_write_never_leads_outside(
 
 @pytest.mark.anyio
 @pytest.mark.capabilities_off("no-dir-fd", "no-exchange")
+@pytest.mark.slow
 async def test_forty_concurrent_appends_all_land_on_disk_and_in_the_store(setup: dict[str, Path]) -> None:
     root = setup["root"]
     (root / "Log.md").write_text("# Log\n", encoding="utf-8")
@@ -363,6 +364,7 @@ def test_an_editor_saving_between_the_last_check_and_the_swap_is_kept(
 
 
 @pytest.mark.capabilities_off("no-fcntl")
+@pytest.mark.slow
 def test_a_write_into_a_held_vault_waits_for_its_watcher(setup: dict[str, Path]) -> None:
     """Another process watches the vault (holds the writer lock): the write tool writes the file and
     returns once that watcher has recorded it, as a success with the recorded revision."""

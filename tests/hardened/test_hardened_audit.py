@@ -98,6 +98,7 @@ def calls_with_results(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return merged
 
 
+@pytest.mark.slow
 def test_every_call_and_refusal_is_recorded_without_its_arguments(served: dict[str, Any]) -> None:
     records = served["records"]
     assert len(records) == 2 * (3 + PARALLEL + 1) + 1  # a call and a result per call, one denial
@@ -299,6 +300,7 @@ def test_a_log_the_store_does_not_know_fails(served: dict[str, Any], tmp_path: P
     assert ran.returncode == 1 and "has no head for this log" in ran.stdout
 
 
+@pytest.mark.slow
 def test_a_server_refuses_a_log_that_does_not_end_at_the_head(served: dict[str, Any], tmp_path: Path) -> None:
     folder = tmp_path / "audit"
     folder.mkdir(mode=0o700)

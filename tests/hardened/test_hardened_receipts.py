@@ -93,6 +93,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {**facts, "keys_a": keys_a, "manifest": manifest, "answers": anyio.run(ask)}
 
 
+@pytest.mark.slow
 def test_read_note_answers_carry_receipts(served: dict[str, Any]) -> None:
     now, then = served["answers"]["atlas_now"], served["answers"]["atlas_then"]
     for answer, as_of in ((now, None), (then, "2024-01-15T00:00:00Z")):

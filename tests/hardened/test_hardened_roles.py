@@ -65,6 +65,7 @@ async def tool_names(c: Client) -> list[str]:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.slow
 async def test_stdio_caller_roles_deny_wins_and_default_deny_all(
     history: dict[str, Any], tmp_path: Path, mode: str
 ) -> None:

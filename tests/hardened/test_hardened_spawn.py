@@ -143,6 +143,7 @@ def serves(s: Setup, env: dict[str, str] | None = None) -> str:
 
 
 @pytest.mark.parametrize("name", [*DEFAULT_SECRET_ENV, "SLACK_TOKEN"])
+@pytest.mark.slow
 def test_each_secret_in_the_environment_is_refused(s: Setup, name: str) -> None:
     line = s.refused(s.run(env={name: LEAK}), name)
     assert "VAULTSYNC_REJECT_INHERITED_SECRETS=0" in line
@@ -153,6 +154,7 @@ def test_a_secret_set_empty_is_refused_and_several_are_all_named(s: Setup) -> No
     s.refused(s.run(env={"GITHUB_TOKEN": LEAK, "OPENAI_API_KEY": LEAK}), "OPENAI_API_KEY", "GITHUB_TOKEN")
 
 
+@pytest.mark.slow
 def test_a_secret_not_listed_in_this_manifest_is_not_refused_by_name(s: Setup) -> None:
     s.write(BASE.replace('reject_env = ["SLACK_TOKEN"]\n', ""))
     assert "SLACK_TOKEN" not in serves(s, env={"SLACK_TOKEN": LEAK})  # started; scrubbed (see below)
@@ -163,6 +165,7 @@ def test_only_zero_turns_the_secret_check_off(s: Setup, value: str) -> None:
     s.refused(s.run(env={"ANTHROPIC_API_KEY": LEAK, "VAULTSYNC_REJECT_INHERITED_SECRETS": value}), "ANTHROPIC_API_KEY")
 
 
+@pytest.mark.slow
 def test_the_override_starts_with_one_warning_line(s: Setup) -> None:
     stderr = serves(s, env={"ANTHROPIC_API_KEY": LEAK, "VAULTSYNC_REJECT_INHERITED_SECRETS": "0"})
     warnings = [line for line in stderr.splitlines() if "warning" in line]
@@ -191,6 +194,7 @@ ARGV_FORMS = [
 
 
 @pytest.mark.parametrize("extra,name", ARGV_FORMS, ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+@pytest.mark.slow
 def test_each_argv_form_is_refused_naming_the_option_not_its_value(s: Setup, extra: list[str], name: str) -> None:
     args = s.args(*extra)
     token = extra[1] if extra[0] == "--" else extra[0]
@@ -241,6 +245,7 @@ def test_no_allowed_parents_refuses_any_parent(s: Setup) -> None:
 
 
 @pytest.mark.parametrize("parent", ["claude", None])
+@pytest.mark.slow
 def test_an_allowed_or_unset_parent_starts(s: Setup, parent: str | None) -> None:
     serves(s, env={"VAULTSYNC_PARENT_BASENAME": parent} if parent else None)
 
@@ -286,6 +291,7 @@ def test_a_terminal_on_stdin_lifts_the_parent_check(s: Setup) -> None:
         (BASE + "watch = false\n", "not valid TOML"),
     ],
 )
+@pytest.mark.slow
 def test_a_bad_manifest_is_refused_naming_the_key(s: Setup, text: str, named: str) -> None:
     s.write(text)
     s.refused(s.run(), named)
@@ -329,6 +335,7 @@ def test_a_private_keystore_starts(s: Setup) -> None:
         ([], ["--tls-cert", "c.pem", "--tls-key", "k.pem"], {}, "--tls-cert"),
     ],
 )
+@pytest.mark.slow
 def test_a_privileged_option_beside_the_manifest_is_refused(
     s: Setup, global_args: list[str], args: list[str], env: dict[str, str], named: str
 ) -> None:

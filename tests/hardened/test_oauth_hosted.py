@@ -88,6 +88,7 @@ def hosted(tmp_path_factory: pytest.TempPathFactory, issuer: Issuer) -> Iterator
     assert "Traceback" not in stderr, stderr
 
 
+@pytest.mark.slow
 def test_each_vault_has_its_own_metadata_document(hosted: dict[str, Any], issuer: Issuer) -> None:
     for name, scopes in (("team", ["vault:read", "vault:write"]), ("private", ["vault:read"])):
         where = f"{hosted['origin']}/.well-known/oauth-protected-resource/notes/vaults/{name}/mcp"

@@ -22,6 +22,7 @@ from vaultsync.vault import Vault
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 async def test_a_vault_not_recorded_yet_is_waited_for_while_the_others_are_served(tmp_path: Path) -> None:
     db = tmp_path / "db" / "vaultsync.db"
     write(tmp_path / "team", "Plan.md", "# Plan\n\nThe team kickoff is on Monday.\n")

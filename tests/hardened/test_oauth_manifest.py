@@ -135,6 +135,7 @@ def test_the_options_go_together(cli: Any, tmp_path: Path) -> None:
     assert ran.returncode == 1 and "add --http HOST:PORT" in ran.stderr
 
 
+@pytest.mark.slow
 def test_an_unreachable_issuer_stops_the_start_in_one_line(tmp_path: Path) -> None:
     history = history_under(tmp_path)
     port, dead = free_port(), free_port()

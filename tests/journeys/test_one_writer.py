@@ -131,6 +131,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Any:
         w.watcher.finish()
 
 
+@pytest.mark.slow
 def test_restore_a_note_while_the_watcher_runs(world: World) -> None:
     world.write("Projects/Atlas.md", "# Atlas\n\nscrapped\n")
     done = world.cli("restore", "Projects/Atlas.md", "--as-of", world.t0)
@@ -198,6 +199,7 @@ def stdio_server(world: World) -> StdioServerParameters:
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_a_second_serve_watch_edits_restores_and_appends_through_the_watcher(world: World) -> None:
     async with Client(stdio_server(world)) as c:
         status = sc(await c.call_tool("vault_status", {}))
@@ -252,6 +254,7 @@ async def test_a_second_serve_watch_edits_restores_and_appends_through_the_watch
         assert (world.batch(world.mcp_batch)["source"], world.batch(world.mcp_batch)["caller"]) == ("write", "mcp")
 
 
+@pytest.mark.slow
 def test_undo_an_assistants_batch(world: World) -> None:
     batch = getattr(world, "mcp_batch", None)
     if batch is None:
@@ -355,6 +358,7 @@ def test_a_stopped_watcher_is_named_and_nothing_is_written(world: World, monkeyp
     assert [world.recorded_batch(b)["source"] for b in range(before + 1, world.last_batch() + 1)] == ["import"]
 
 
+@pytest.mark.slow
 def test_the_watcher_killed_in_the_middle_of_a_folder_restore(world: World) -> None:
     """SIGKILL while the watcher writes a 300-note folder restore; restarted, the request landed whole as one
     batch, or failed with its line and every file is as it was: never some notes restored."""

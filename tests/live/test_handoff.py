@@ -528,6 +528,7 @@ def test_a_watcher_on_postgresql_killed_mid_restore_leaves_it_whole_or_not_at_al
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_serve_watch_holding_the_vault_carries_out_a_cli_undo(tmp_path: Path) -> None:
     """The writer role held by ``serve --watch`` (the MCP server watches): ``undo`` from the command line is
     carried out by it, and its own client reads the result at once."""

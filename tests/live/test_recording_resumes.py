@@ -171,6 +171,7 @@ def poisoned(tmp_path: Path, cli) -> tuple[Path, Path]:
     return root, db
 
 
+@pytest.mark.slow
 def test_batches_failing_past_the_bound_stop_the_watcher_with_the_cause(tmp_path: Path, cli) -> None:
     root, db = poisoned(tmp_path, cli)
     watcher = WatchProcess(db, root, "--step-ms", "50", "--max-failing-s", "1")
@@ -202,6 +203,7 @@ def test_batches_failing_past_the_bound_stop_the_watcher_with_the_cause(tmp_path
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.slow
 def test_a_signal_with_a_final_batch_that_cannot_be_written_exits_non_zero(sig: int, tmp_path: Path, cli) -> None:
     root, db = poisoned(tmp_path, cli)
     watcher = WatchProcess(db, root, "--step-ms", "20000", "--debounce-ms", "60000")

@@ -130,6 +130,7 @@ def test_library_sync_names_the_reason(big_vault, tmp_path: Path) -> None:
 # ---------------------------------------------------------------- a real watcher
 
 
+@pytest.mark.slow
 def test_watch_vault_renamed_away_and_back(big_vault, tmp_path: Path) -> None:
     root, db = big_vault
     with watching(db, root, "--step-ms", "50") as proc:
@@ -145,6 +146,7 @@ def test_watch_vault_renamed_away_and_back(big_vault, tmp_path: Path) -> None:
     assert len(live(db)) == 40 and deletions(db) == 1
 
 
+@pytest.mark.slow
 def test_watch_vault_replaced_by_an_empty_folder(big_vault, tmp_path: Path) -> None:
     root, db = big_vault
     with watching(db, root, "--step-ms", "50") as proc:
@@ -220,6 +222,7 @@ def mounted(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
         subprocess.run(["umount", str(store)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_watch_bind_mount_unmounted_and_mounted_again(mounted: tuple[Path, Path], tmp_path: Path, cli) -> None:
     source, root = mounted
     make_vault(source, 30)
@@ -253,6 +256,7 @@ def test_watch_records_30_of_1000_deleted_in_one_batch(tmp_path: Path, cli) -> N
     assert len(live(db)) == 970 and "refusing" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_watcher_status_says_the_vault_is_unavailable(big_vault, tmp_path: Path) -> None:
     """What ``vault_status`` shows (its watcher fields are the watcher's status)."""
     from vaultsync.live.watcher import Watcher

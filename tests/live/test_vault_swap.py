@@ -55,6 +55,7 @@ def test_library_sync_of_a_swapped_vault_raises(small_vault, tmp_path: Path) -> 
         vault.sync()
 
 
+@pytest.mark.slow
 def test_watch_of_a_swapped_small_vault_records_nothing(small_vault, tmp_path: Path) -> None:
     root, db = small_vault
     with watching(db, root, "--step-ms", "50") as proc:

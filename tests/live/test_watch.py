@@ -85,6 +85,7 @@ def test_atomic_save_and_ignored_places(vault: Vault, vault_dir: Path) -> None:
 
 
 @pytest.mark.capabilities_off("no-dir-fd", "no-nofollow")
+@pytest.mark.slow
 def test_folder_rename_move_out_and_new_nested_folders(vault: Vault, vault_dir: Path, tmp_path: Path) -> None:
     (vault_dir / "Projects" / "Deep").mkdir()
     (vault_dir / "Projects" / "Deep" / "Plan.md").write_text("# Plan\n\nsteps\n", encoding="utf-8")
@@ -105,6 +106,7 @@ def test_folder_rename_move_out_and_new_nested_folders(vault: Vault, vault_dir: 
     assert [r.kind for r in vault.history("Inbox.md")] == ["created"]
 
 
+@pytest.mark.slow
 def test_burst_of_1000_new_files_is_a_few_batches(vault: Vault, vault_dir: Path, debounce_clock: HeldClock) -> None:  # noqa: F811
     """Events that come faster than the quiet period coalesce: the debouncer's clock is held while the
     files are written (a slow machine cannot split the burst by taking longer than the maximum wait)."""
@@ -141,6 +143,7 @@ def test_changes_while_stopped_are_caught_up_on_start(vault: Vault, vault_dir: P
         assert content(vault, "Inbox.md") == "# Inbox\n\nedited offline\n"
 
 
+@pytest.mark.slow
 def test_concurrent_readers_never_see_a_partial_batch(vault: Vault, vault_dir: Path, db_path: Path) -> None:
     """Groups of notes appear by renaming a staged folder in; every state a reader sees holds whole groups.
 

@@ -107,6 +107,7 @@ def git(root: Path, *args: str) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_checkout_deleting_most_notes_is_recorded_and_a_vanished_folder_is_not(tmp_path: Path) -> None:
     """More deletions than the mass-deletion guard allows: recorded when git's HEAD moved (a checkout), as one state
     that existed; refused when the same files vanish with HEAD where it was."""

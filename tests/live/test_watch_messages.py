@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from support.watch_helpers import WatchProcess, no_thread_leaks, wait_until  # noqa: F401  (autouse fixture)
 
 READY = "watching "
 
 
+@pytest.mark.slow
 def test_a_mass_deletion_is_said_once_with_its_option_and_its_end_once(tmp_path: Path, cli) -> None:
     root, db, aside = tmp_path / "vault", tmp_path / "db" / "vaultsync.db", tmp_path / "aside"
     root.mkdir()

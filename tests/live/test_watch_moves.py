@@ -213,6 +213,7 @@ def test_import_and_git_history_record_folder_moves_as_renames(tmp_path: Path, c
     assert recorded_as_renames(git_db, moved) is None
 
 
+@pytest.mark.slow
 def test_the_reported_folder_move_with_a_real_watch_process(tmp_path: Path) -> None:
     """``echo x >> Inbox.md; sleep 2; mkdir A1 && mv Travel A1/`` with ``vaultsync watch`` at its defaults (a
     300 ms quiet period: shorter than watchdog's half second wait for the move's other half), three times."""

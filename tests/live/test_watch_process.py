@@ -27,6 +27,7 @@ def readonly(db: Path) -> Vault:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 @pytest.mark.capabilities_off("no-fcntl")
+@pytest.mark.slow
 def test_signal_flushes_pending_batch_and_second_writer_is_refused(
     sig: int, db_path: Path, vault_dir: Path, cli
 ) -> None:
@@ -188,6 +189,7 @@ def unshare_available() -> bool:
 
 @pytest.mark.skipif(not unshare_available(), reason="needs Linux user namespaces (unshare -Ur)")
 @pytest.mark.parametrize("case", ["limit below folder count", "watches used elsewhere"])
+@pytest.mark.slow
 def test_inotify_watch_limit_falls_back_to_polling(case: str, db_path: Path, vault_dir: Path, tmp_path: Path) -> None:
     """In a private user namespace with a small inotify watch limit, the watcher warns and polls.
 

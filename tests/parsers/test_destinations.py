@@ -104,6 +104,7 @@ def test_normalized_as_markdown_it_normalizes(url: str) -> None:
     assert normalize_link(MARKDOWN_IT, url) == normalizeLink(url)
 
 
+@pytest.mark.slow
 def test_generated_addresses_normalized_as_markdown_it_normalizes() -> None:
     rnd = random.Random(1202)
     body = "abcXYZ019-._~/?#@&=+$,;!*'():%2Fé[] "

@@ -143,6 +143,7 @@ def test_control_heavy_text_round_trips(text: str, bound: int) -> None:
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(text=markdownish(), bound=st.sampled_from(BOUNDS))
+@pytest.mark.slow
 def test_markdownish_round_trips_within_bound(text: str, bound: int) -> None:
     note = parse_note(text, "n.md", bound)
     check_chunks(text, note, bound)

@@ -69,6 +69,7 @@ def wire(result: Any) -> int:
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_every_tool_answer_on_a_dense_note_stays_under_the_budget(dense: Vault) -> None:
     async with Client(build_server(ServeConfig.of(dense, allow_writes=True))) as c:
         tools = [t.name for t in (await c.list_tools()).tools]

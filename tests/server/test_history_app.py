@@ -110,6 +110,7 @@ restore_note = ["writer"]
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("roles", [["reader"], ["reader", "writer"]])
+@pytest.mark.slow
 async def test_the_restore_is_offered_only_to_a_role_that_may_restore(tmp_path: Path, roles: list[str]) -> None:
     make_four_revisions(tmp_path / "vault", tmp_path / "db" / "v.db")
     manifest = write_manifest(

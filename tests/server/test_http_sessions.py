@@ -122,6 +122,7 @@ async def test_the_sessions_of_all_callers_are_bounded_in_all(tmp_path: Path) ->
             assert statuses == [404, 404, 200, 200, 200] and len(bound.sessions) == 3
 
 
+@pytest.mark.slow
 def test_behind_oauth_the_sessions_of_one_subject_are_bounded_whatever_its_clients(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:

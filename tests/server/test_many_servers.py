@@ -225,6 +225,7 @@ async def _close_all(exits: list[contextlib.AsyncExitStack]) -> None:
     exits.clear()
 
 
+@pytest.mark.slow
 def test_watch_wait_stands_by_and_takes_over(facts: dict[str, Any]) -> None:
     """``vaultsync watch --wait`` (the service's command) waits while another process watches, then takes over."""
     first = WatchProcess(facts["db"], facts["root"])

@@ -103,6 +103,7 @@ async def test_http_every_tool(server: str, history: dict, mode: str) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_http_watch_and_writes_notify_listeners(live: dict) -> None:
     async with Client(authed(live["url"])) as c:
         await check_tool_listing(c, writes=True)

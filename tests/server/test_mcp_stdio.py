@@ -52,6 +52,7 @@ def stdio(facts: dict, *flags: str) -> StdioServerParameters:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.slow
 async def test_stdio_every_tool(history: dict, mode: str) -> None:
     async with Client(stdio(history), mode=mode) as c:
         assert c.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
@@ -65,6 +66,7 @@ async def test_stdio_every_tool(history: dict, mode: str) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_stdio_watch_notifies_listeners_of_file_edits_and_writes(copy: dict) -> None:
     async with Client(stdio(copy, "--watch", "--allow-writes")) as c:
         status = await watching(c)
@@ -218,6 +220,7 @@ def test_stdio_protocol_abuse(history: dict) -> None:
     assert "Traceback" not in stderr
 
 
+@pytest.mark.slow
 def test_stdio_sigterm_flushes_the_watcher_and_exits_cleanly(copy: dict) -> None:
     import signal
 

@@ -25,6 +25,7 @@ def metric(text: str, name: str, **labels: str) -> float:
     return float(found.group(1))
 
 
+@pytest.mark.slow
 async def test_metrics_count_requests_and_batches_and_show_no_note(tmp_path: Path) -> None:
     vault = tmp_path / "notes"
     write(vault, "Projects/Zanzibar.md", "# Zanzibar\n\nThe quokka plan.\n")
@@ -58,6 +59,7 @@ async def test_metrics_count_requests_and_batches_and_show_no_note(tmp_path: Pat
         stop(proc)
 
 
+@pytest.mark.slow
 async def test_no_metrics_unless_asked(tmp_path: Path) -> None:
     vault = tmp_path / "notes"
     write(vault, "A.md", "# A\n")

@@ -59,6 +59,7 @@ async def until_accepted(verifier: TokenVerifier, token: str) -> int:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["trickle", "hang"])
+@pytest.mark.slow
 async def test_a_key_set_that_trickles_or_hangs_is_given_up_on_then_tried_again(issuer: Issuer, mode: str) -> None:
     issuer.jwks_mode = mode
     verifier = verifier_of(issuer)
@@ -183,6 +184,7 @@ async def test_a_token_of_a_withdrawn_key_is_refused_from_the_next_fetch_of_the_
         ({"client_id": 12}, "the token's client_id claim is not a string"),
     ],
 )
+@pytest.mark.slow
 async def test_a_claim_of_the_wrong_type_refuses_the_token(issuer: Issuer, claims: dict, reason: str) -> None:
     verifier = verifier_of(issuer)
     try:

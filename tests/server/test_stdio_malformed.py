@@ -34,6 +34,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return history_under(tmp_path_factory.mktemp("stdio-malformed"))
 
 
+@pytest.mark.slow
 def test_every_malformed_message_is_answered_and_none_stays_in_flight(history: dict) -> None:
     lone = [call(i, "\\ud800.md") for i in range(1, limits.MAX_IN_FLIGHT + 11)]  # more than may be in flight
     bad_utf8 = [

@@ -87,6 +87,7 @@ def test_what_decides_is_the_lock_not_a_pid_in_a_file(tmp_path: Path, capability
 
 
 @pytest.mark.capabilities_off("no-fcntl")
+@pytest.mark.slow
 def test_many_processes_racing_for_a_stale_lock_leave_one_holder(tmp_path: Path, capability_profile: str) -> None:
     db = str(tmp_path / "vaultsync.db")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -136,6 +136,7 @@ async def test_serve_without_writes_on_a_database_nobody_may_write(place: Path, 
     assert not found.is_error and "A.md" in str(found.content)
 
 
+@pytest.mark.slow
 def test_a_database_folder_that_cannot_be_made_is_one_line(place: Path, cli) -> None:
     root, db = vault_db(place, cli)
     no_write_access(db)
