@@ -20,13 +20,12 @@ m006: the highest doc so far), and m006 the live set (``pg/live.py``), kept here
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from typing import Any
 
 from ...embed.tokenizer import indexable, indexed_text
 from ..codec import content_key
 from ..write import ChunkRow
-from . import live
+from . import live, postings
 from .ranking import rank, rank_default, tokens, whole_phrase
 from .vectors import pgvector_schema
 
@@ -63,9 +62,10 @@ class PgKeywordIndexer:
             if keep
         ]
         new: list[tuple[int, str]] = []
-        fresh: dict[int, dict[str, int]] = {}
+        fresh: list[tuple[int, dict[str, list[int]]]] = []
         found = [self._doc(con, text, new, fresh) for _, text in rows]
         docs = [doc for doc, _ in found]
+        postings.Writer(con.raw).write(fresh)
         if new and self.embedder is not None and not self.embedder.background:  # else filled after (``backfill``)
             write_vectors(con, self.embedder, new)
         with con.raw.cursor() as cur:
@@ -75,16 +75,7 @@ class PgKeywordIndexer:
             )
         if self.pgvector is live.UNKNOWN:
             self.pgvector = pgvector_schema(con.raw)
-        live.add(
-            con,
-            vault_id,
-            batch_id,
-            docs,
-            {doc: text for (_, text), doc in zip(rows, docs)},
-            dict(found),
-            self.pgvector,
-            fresh,
-        )
+        live.add(con, vault_id, batch_id, docs, dict(found), self.pgvector)
         _count(con, vault_id, batch_id, len(found), sum(length for _, length in found), max(docs, default=None))
         if valid_from is not None or valid_to is not None:
             con.raw.execute(
@@ -113,10 +104,10 @@ class PgKeywordIndexer:
         )
 
     def _doc(
-        self, con: Any, text: str, new: list[tuple[int, str]], fresh: dict[int, dict[str, int]]
+        self, con: Any, text: str, new: list[tuple[int, str]], fresh: list[tuple[int, dict[str, list[int]]]]
     ) -> tuple[int, int]:
-        """The doc of ``text`` (made, with its postings, when new: then added to ``new``, and its term counts to
-        ``fresh``) and its length."""
+        """The doc of ``text`` (made when new: then added to ``new``, and its terms' positions to ``fresh``, the
+        postings the caller writes) and its length."""
         key = content_key(text)
         row = con.raw.execute("SELECT id, length FROM search_docs WHERE hash = %s", (key,)).fetchone()
         if row is not None:
@@ -128,14 +119,7 @@ class PgKeywordIndexer:
             ).fetchone()[0]
         )
         new.append((doc, text))
-        positions: dict[str, list[int]] = defaultdict(list)
-        for i, term in enumerate(terms):
-            positions[term].append(i)
-        # COPY rather than one INSERT per term: a text's postings are most of what an import writes
-        with con.raw.cursor() as cur, cur.copy("COPY search_postings (term, doc, tf, positions) FROM STDIN") as copy:
-            for term, p in positions.items():
-                copy.write_row((term, doc, len(p), p))
-        fresh[doc] = {term: len(p) for term, p in positions.items()}
+        fresh.append((doc, postings.by_term(terms)))
         return doc, len(terms)
 
 
@@ -163,7 +147,8 @@ def reindex(con: Any, embedder: Any = None) -> None:
     live.clear(con)
     for table in (
         "search_vectors",
-        "search_postings",
+        "search_doc_terms",
+        "search_terms",
         "search_rows",
         "search_bounded",
         "search_state",

@@ -422,6 +422,18 @@ def m012_attachments(con: Any) -> None:
         con.execute(guard(table))
 
 
+@migration
+def m013_compact_postings(con: Any) -> None:
+    """The keyword index's postings one row per doc (``pg/postings.py``): a dictionary of terms, each doc's term ids,
+    frequencies and packed positions, and a GIN index of the term ids, filled from the old postings; those (one row
+    per term and doc, indexed twice by term, and copied again for the live docs) are dropped."""
+    from . import postings
+
+    postings.create(con)
+    for table in ("search_terms", "search_doc_terms"):
+        con.execute(guard(table))
+
+
 READABLE_FROM = 8
 """Readers need the first ``READABLE_FROM`` migrations (opened read-only): the later ones change nothing a reader
 reads, so readers may be upgraded before the database is (``vaultsync migrate``)."""
@@ -431,6 +443,7 @@ PROBES = {
     "moves": ["index notes_by_hash", "column vault_devices.inode"],
     "write_requests": ["table write_requests", "index write_requests_by_state"],
     "attachments": ["table attachment_bodies", "table attachment_parts"],
+    "compact_postings": ["table search_doc_terms", "index search_doc_terms_by_term", "table search_terms"],
 }
 """How a database from before names shows each migration after the common prefix (``store/migrations.py``)."""
 
