@@ -407,7 +407,6 @@ POSTGRES: frozenset[str] = frozenset(
         "index search_state_pkey",
         "index search_stats_pkey",
         "index search_terms_by_term",
-        "index search_terms_pkey",
         "index search_vectors_pkey",
         "index texts_hash_key",
         "index texts_pkey",

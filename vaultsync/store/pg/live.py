@@ -157,7 +157,6 @@ def create(con: Any) -> None:
         PRIMARY KEY (vault_id, doc_id)
     );
     CREATE INDEX search_live_by_doc ON search_live (doc_id);
-    CREATE TABLE search_live_postings (term text COLLATE "C" NOT NULL, doc bigint NOT NULL, tf integer NOT NULL);
     CREATE TABLE search_live_vectors (
         vault_id  bigint NOT NULL,
         doc_id    bigint NOT NULL,
@@ -166,15 +165,15 @@ def create(con: Any) -> None:
     );
     """)
     rebuild(con)
-    con.execute(  # (the live postings, as m006 made them: m012 drops them)
-        "INSERT INTO search_live_postings (term, doc, tf) SELECT p.term, p.doc, p.tf FROM search_postings p "
-        "WHERE p.doc IN (SELECT doc_id FROM search_live)"
-    )
-    con.execute(f"""
-    CREATE INDEX search_live_postings_by_term_doc ON search_live_postings (term, doc) INCLUDE (tf)
-        WHERE octet_length(term) <= {SHORT_BYTES};
-    CREATE INDEX search_live_postings_long ON search_live_postings (left(term, 256), doc)
-        WHERE octet_length(term) > {SHORT_BYTES};
-    CREATE INDEX search_live_postings_by_doc ON search_live_postings (doc);
-    ANALYZE search_live, search_live_postings, search_live_vectors, search_stats;
-    """)
+    if con.execute("SELECT to_regclass('search_postings')").fetchone()[0] is not None:  # (none once m012 ran)
+        con.execute(f"""
+        CREATE TABLE search_live_postings (term text COLLATE "C" NOT NULL, doc bigint NOT NULL, tf integer NOT NULL);
+        INSERT INTO search_live_postings (term, doc, tf) SELECT p.term, p.doc, p.tf FROM search_postings p
+            WHERE p.doc IN (SELECT doc_id FROM search_live);
+        CREATE INDEX search_live_postings_by_term_doc ON search_live_postings (term, doc) INCLUDE (tf)
+            WHERE octet_length(term) <= {SHORT_BYTES};
+        CREATE INDEX search_live_postings_long ON search_live_postings (left(term, 256), doc)
+            WHERE octet_length(term) > {SHORT_BYTES};
+        CREATE INDEX search_live_postings_by_doc ON search_live_postings (doc);
+        """)
+    con.execute("ANALYZE search_live, search_live_vectors, search_stats")

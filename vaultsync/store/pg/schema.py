@@ -348,7 +348,7 @@ def m008_purge_keys(con: Any) -> None:
     for name, target in FK_INDEXES.items():
         con.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {target}")
     for (name,) in con.execute(
-        "SELECT conname FROM pg_constraint WHERE conrelid = 'search_postings'::regclass AND contype = 'f'"
+        "SELECT conname FROM pg_constraint WHERE conrelid = to_regclass('search_postings') AND contype = 'f'"
     ).fetchall():
         con.execute(f'ALTER TABLE search_postings DROP CONSTRAINT "{name}"')
 
@@ -423,13 +423,16 @@ def m012_attachments(con: Any) -> None:
 
 
 @migration
-def m013_compact_postings(con: Any) -> None:
-    """The keyword index's postings one row per doc (``pg/postings.py``): a dictionary of terms, each doc's term ids,
-    frequencies and packed positions, and a GIN index of the term ids, filled from the old postings; those (one row
-    per term and doc, indexed twice by term, and copied again for the live docs) are dropped."""
+def m013_compact_index(con: Any) -> None:
+    """The search index in fewer bytes. The keyword postings one row per doc (``pg/postings.py``): a dictionary of
+    terms, each doc's term ids, frequencies and packed positions, and a GIN index of the term ids, filled from the old
+    postings; those (one row per term and doc, indexed twice by term, and copied again for the live docs) are dropped.
+    And each doc's pgvector column a ``halfvec`` (``vectors.halve``)."""
     from . import postings
+    from .vectors import halve
 
     postings.create(con)
+    halve(con)
     for table in ("search_terms", "search_doc_terms"):
         con.execute(guard(table))
 
@@ -443,7 +446,7 @@ PROBES = {
     "moves": ["index notes_by_hash", "column vault_devices.inode"],
     "write_requests": ["table write_requests", "index write_requests_by_state"],
     "attachments": ["table attachment_bodies", "table attachment_parts"],
-    "compact_postings": ["table search_doc_terms", "index search_doc_terms_by_term", "table search_terms"],
+    "compact_index": ["table search_doc_terms", "index search_doc_terms_by_term", "table search_terms"],
 }
 """How a database from before names shows each migration after the common prefix (``store/migrations.py``)."""
 
