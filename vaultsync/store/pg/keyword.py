@@ -6,8 +6,9 @@ PostgreSQL's own text search is neither FTS5's tokenizer nor BM25, so none of it
 and document lengths are the SQLite engine's by construction. Tables (``pg/schema.py`` m002):
 
 - ``search_docs``: every distinct indexed text (id, hash, length in tokens);
-- ``search_postings``: (term ``COLLATE "C"``, doc, tf, positions) — what a phrase or a prefix needs,
-  indexed by the term's first 256 characters (a token may be longer than a btree entry);
+- the postings (``pg/postings.py``, m012): each doc's term ids, frequencies and packed positions in one
+  row, under a GIN index of the ids, with a dictionary of terms (m002's ``search_postings``, one row per
+  term and doc, before it);
 - ``search_rows``: one row per indexed chunk revision with the batches it was born and died in, and
   ``search_bounded`` (revisions declaring validity), as in the SQLite engine, so ``search.snapshot``'s
   visibility rules (the cutoff and the validity overlay) run unchanged on them.

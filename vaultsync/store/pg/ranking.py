@@ -12,13 +12,12 @@ What a query reads, made cheap (migrations m005, m006) without changing an answe
 
 - N and the total tokens of the visible rows are one row of ``search_stats`` (kept by the indexer per batch),
   corrected by the validity overlay, not a scan of every visible row;
-- a term's postings (doc, tf) come from the covering index ``search_postings_by_term_doc`` (an index-only
-  scan; a common word's postings lie on thousands of heap pages); positions are read only for a phrase of
-  several terms, and only for the docs holding all of them (one ``INTERSECT`` of doc ids first);
-- what a query reads is bounded by the vault, not by its whole history (m006): "now" reads the postings of
-  the live docs (``search_live_postings``) and each live doc's current rows and length (``search_live``,
-  ``pg/live.py``); a past cutoff reads only the postings of docs up to the highest doc any row visible then
-  uses (``search_stats.max_doc``: doc ids grow with time);
+- a term's postings (doc, tf) come from the doc rows the GIN index of term ids finds (``pg/postings.py``,
+  m012; before it, the covering index ``search_postings_by_term_doc``); positions are decoded only for a
+  phrase of several terms, and only for the docs holding all of them (found from the index first);
+- "now" reads each live doc's current rows and length (``search_live``, ``pg/live.py``, m006), the docs of a
+  term found among every doc's; a past cutoff reads only the postings of docs up to the highest doc any row
+  visible then uses (``search_stats.max_doc``: doc ids grow with time);
 - one statement (``_SCORE``) joins each phrase's docs to the visible rows, counts each phrase's document
   frequency, scores every doc approximately (float8, any summation order) and returns only the docs that
   can be among the best ``limit`` allowed rows (within a relative 1e-9 of the ``limit``-th, far wider than
