@@ -66,6 +66,8 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
     raw = con.raw
     schema = pgvector_schema(raw)
     known = _Docs(raw)
+    if not known.others:  # the first vault of the database: its postings' index made at once after them
+        raw.execute("DROP INDEX search_doc_terms_by_term")
     writer = postings.Writer(raw)
     count = 0
     for part in _revisions(raw, vault_id):
@@ -91,8 +93,8 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
         _copy(raw, "search_rows (id, vault_id, note_id, doc_id, born, died)", rows)
         count += len(rows)
     known.close()
-    if not known.others:  # the first vault of the database: its postings' index built at once, in half the bytes
-        raw.execute("REINDEX INDEX search_doc_terms_by_term")
+    if not known.others:
+        raw.execute(postings.INDEX)
     params = {"v": vault_id}
     raw.execute(
         "INSERT INTO search_bounded (note_id, vault_id) SELECT id, vault_id FROM notes WHERE vault_id = %(v)s "

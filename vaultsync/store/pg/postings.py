@@ -38,10 +38,13 @@ CREATE TABLE search_doc_terms (
 );
 """
 
-INDEX = "CREATE INDEX search_doc_terms_by_term ON search_doc_terms USING gin (terms) WITH (fastupdate = off)"
-"""The GIN index of the term ids, without GIN's pending list (``fastupdate``: its pages, up to 4MB, stay in the index's
-file once merged, several times the index of a small vault). Built over a whole table at once it takes less than one
-grown row by row (``bulk.build`` rebuilds it after copying the first vault into a database)."""
+INDEX = (
+    "CREATE INDEX search_doc_terms_by_term ON search_doc_terms USING gin (terms) WITH (gin_pending_list_limit = 256)"
+)
+"""The GIN index of the term ids. A batch's new docs go to GIN's pending list (a few pages written, not a page of the
+tree per term), merged into the tree when it holds 256kB: the default 4MB of pending pages would stay in the index's
+file once merged, several times the index of a small vault. Built over a whole table at once it takes less than one
+grown row by row (``bulk.build`` makes it after copying the first vault into a database)."""
 
 
 def pack(positions: Iterable[list[int]]) -> bytes:
