@@ -37,7 +37,7 @@ EXPECTED = {
 }
 KEPT = {
     "live": "SELECT vault_id, doc_id, rows, length FROM search_live ORDER BY 1, 2",
-    "postings": LIVE_POSTINGS,  # (no copy of the live docs' postings is kept since m012)
+    "postings": LIVE_POSTINGS,  # (no copy of the live docs' postings is kept since m013)
     "vectors": "SELECT vault_id, doc_id, embedding, {vec} FROM search_live_vectors ORDER BY 1, 2",
     "max_doc": "SELECT vault_id, batch_id, max_doc FROM search_stats ORDER BY 1, 2",
 }

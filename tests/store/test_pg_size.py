@@ -1,9 +1,9 @@
-"""The PostgreSQL keyword index in few bytes (migration m012, ``pg/postings.py``): postings one row per text, not one
+"""The PostgreSQL keyword index in few bytes (migration m013, ``pg/postings.py``): postings one row per text, not one
 per term and text indexed twice by term and copied again for the live notes.
 
 A vault of generated notes (a Zipf-like vocabulary, as prose has) is recorded; after ``VACUUM`` (what autovacuum does:
 GIN's pending list merged) the postings' relations, heap, TOAST and indexes, take few bytes per token position
-indexed. Before m012 they took about 150 bytes a position on the Help vault's history, 17 since; the bound here sits
+indexed. Before m013 they took about 150 bytes a position on the Help vault's history, 17 since; the bound here sits
 between (``benchmarks/pg_size.py`` measures whole histories).
 """
 

@@ -6,7 +6,7 @@ PostgreSQL's own text search is neither FTS5's tokenizer nor BM25, so none of it
 and document lengths are the SQLite engine's by construction. Tables (``pg/schema.py`` m002):
 
 - ``search_docs``: every distinct indexed text (id, hash, length in tokens);
-- the postings (``pg/postings.py``, m012): each doc's term ids, frequencies and packed positions in one
+- the postings (``pg/postings.py``, m013): each doc's term ids, frequencies and packed positions in one
   row, under a GIN index of the ids, with a dictionary of terms (m002's ``search_postings``, one row per
   term and doc, before it);
 - ``search_rows``: one row per indexed chunk revision with the batches it was born and died in, and

@@ -6,7 +6,7 @@ here, inside each batch's transaction, with the rows the indexer writes (``pg/ke
 
 - ``search_live``: each vault's docs used by at least one current chunk row (``search_rows.died IS NULL``),
   how many such rows use each, and its length (what BM25 reads per doc, in one place);
-- (until m012, ``search_live_postings``: the postings of every doc in ``search_live``, a second copy of theirs;
+- (until m013, ``search_live_postings``: the postings of every doc in ``search_live``, a second copy of theirs;
   since, a query "now" reads the docs holding its terms from ``pg/postings.py``'s index and keeps the live ones);
 - ``search_live_vectors``: per vault, the vector of each live doc that has one (with a pgvector ``halfvec``
   column where the store's vectors use pgvector: int8 components are exact in half precision, so distances
@@ -165,7 +165,7 @@ def create(con: Any) -> None:
     );
     """)
     rebuild(con)
-    if con.execute("SELECT to_regclass('search_postings')").fetchone()[0] is not None:  # (none once m012 ran)
+    if con.execute("SELECT to_regclass('search_postings')").fetchone()[0] is not None:  # (none once m013 ran)
         con.execute(f"""
         CREATE TABLE search_live_postings (term text COLLATE "C" NOT NULL, doc bigint NOT NULL, tf integer NOT NULL);
         INSERT INTO search_live_postings (term, doc, tf) SELECT p.term, p.doc, p.tf FROM search_postings p

@@ -1,4 +1,4 @@
-"""The keyword index's postings on PostgreSQL, one row per doc (migration m012): what BM25 and phrases read, compact.
+"""The keyword index's postings on PostgreSQL, one row per doc (migration m013): what BM25 and phrases read, compact.
 
 Each distinct term has an id in ``search_terms`` (``term COLLATE "C"``; one unique index on its first 256 characters,
 and the md5 of a longer one, which also serves lookups and prefix ranges: a token may be longer than a btree entry
@@ -9,7 +9,7 @@ unsigned varints). A GIN index on the term ids finds the docs holding a term (Po
 list of rows), and a term's frequency in a doc is read from the row (``tfs[array_position(terms, id)]``); positions
 are decoded here, only for the docs holding every term of a phrase.
 
-Before m012 the postings were one row per (term, doc) with an ``integer[]`` of positions, indexed twice by term,
+Before m013 the postings were one row per (term, doc) with an ``integer[]`` of positions, indexed twice by term,
 and again for the live docs: over ten times the bytes of SQLite's FTS5 index for the same history. The answers are
 the same by construction: the same terms, frequencies and positions, read by id instead of by text.
 """
@@ -176,7 +176,7 @@ def positions(raw: Any, docs: list[int], each: list[list[int]]) -> list[dict[int
 
 
 def create(raw: Any) -> None:
-    """m012: the two tables, filled from the old postings when they are there, indexed; the old postings dropped."""
+    """m013: the two tables, filled from the old postings when they are there, indexed; the old postings dropped."""
     raw.execute(TABLES)
     if raw.execute("SELECT to_regclass('search_postings')").fetchone()[0] is not None:
         _from_old(raw)
@@ -200,7 +200,7 @@ def _from_old(raw: Any) -> None:
             rows.append((doc, [ids[t] for t, _ in at], [len(p) for _, p in at], pack(p for _, p in at)))
         at.clear()
 
-    with raw.cursor(name="vaultsync_m012") as cur:
+    with raw.cursor(name="vaultsync_m013") as cur:
         cur.itersize = 20000
         cur.execute("SELECT doc, term, positions FROM search_postings ORDER BY doc")
         for d, term, ps in cur:

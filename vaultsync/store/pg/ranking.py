@@ -13,7 +13,7 @@ What a query reads, made cheap (migrations m005, m006) without changing an answe
 - N and the total tokens of the visible rows are one row of ``search_stats`` (kept by the indexer per batch),
   corrected by the validity overlay, not a scan of every visible row;
 - a term's postings (doc, tf) come from the doc rows the GIN index of term ids finds (``pg/postings.py``,
-  m012; before it, the covering index ``search_postings_by_term_doc``); positions are decoded only for a
+  m013; before it, the covering index ``search_postings_by_term_doc``); positions are decoded only for a
   phrase of several terms, and only for the docs holding all of them (found from the index first);
 - "now" reads each live doc's current rows and length (``search_live``, ``pg/live.py``, m006), the docs of a
   term found among every doc's; a past cutoff reads only the postings of docs up to the highest doc any row
@@ -150,7 +150,7 @@ def _phrase_freqs(
 
 
 def _compact_phrase_freqs(con: Any, wanted: list[str], prefixes: list[bool], max_doc: int | None) -> dict[int, int]:
-    """``_phrase_freqs`` on the postings of m012 (``pg/postings.py``): each term's ids, the docs holding one of each
+    """``_phrase_freqs`` on the postings of m013 (``pg/postings.py``): each term's ids, the docs holding one of each
     from the index, and positions decoded for those docs alone."""
     each = [postings.term_ids(con.raw, term, prefix) for term, prefix in zip(wanted, prefixes)]
     if not all(each):
@@ -172,7 +172,7 @@ def _compact_phrase_freqs(con: Any, wanted: list[str], prefixes: list[bool], max
 
 
 def compact(con: Any) -> bool:
-    """Whether the database keeps its postings one row per doc (m012, ``pg/postings.py``); before it, the
+    """Whether the database keeps its postings one row per doc (m013, ``pg/postings.py``); before it, the
     one-row-per-(term, doc) tables are read (a newer vaultsync reads an older schema until it is migrated)."""
     return bool(con.raw.execute("SELECT to_regclass('search_doc_terms') IS NOT NULL").fetchone()[0])
 
@@ -241,7 +241,7 @@ def rank_default(
     by_id = compact(con)
     for i, phrase in enumerate(query.phrases):
         wanted, prefixes = _query_phrase(phrase.text, phrase.prefix)
-        if len(wanted) == 1 and by_id:  # its docs and occurrences from the doc rows holding its ids (m012)
+        if len(wanted) == 1 and by_id:  # its docs and occurrences from the doc rows holding its ids (m013)
             ids = postings.term_ids(con.raw, wanted[0], prefixes[0])
             params[f"t{i}"], params[f"t{i}_max"] = ids, where["max_doc"]
             sql = postings.frequencies(ids, f"t{i}", where["max_doc"]) if ids else "SELECT 0::bigint AS doc, 0 AS f"

@@ -7,7 +7,7 @@ the SQLite engine makes it (``search.embedding.write_vectors``), kept in ``searc
 Ranking at a cutoff, over the docs of exactly the visible chunk rows (of the allowed notes):
 
 - **with pgvector** (the extension could be created when m004 ran): ``search_vectors.vec`` is a pgvector
-  ``halfvec`` generated from ``embedding`` (m004 made it a ``vector``, twice the bytes; m012 halved it), and
+  ``halfvec`` generated from ``embedding`` (m004 made it a ``vector``, twice the bytes; m013 halved it), and
   pgvector's exact ``cosine_distance`` (a sequential scan of the visible docs, no approximate index) picks the
   candidates: the ``limit`` nearest and every doc within ``MARGIN`` of the last of them;
 - **without pgvector** (``VAULTSYNC_PG_VECTORS=python`` when the migration ran, or no extension to create):
@@ -84,7 +84,7 @@ def add_pgvector(con: Any) -> bool:
 
 
 def halve(con: Any) -> None:
-    """Inside migration m012: ``search_vectors.vec`` generated as a ``halfvec`` (int8 components are exact in half
+    """Inside migration m013: ``search_vectors.vec`` generated as a ``halfvec`` (int8 components are exact in half
     precision: the same distances from half the bytes of m004's ``vector``), where the store's vectors use pgvector."""
     schema = pgvector_schema(con)
     if schema is None:
@@ -151,7 +151,7 @@ def _visible(con: Any, snap: Snapshot, allowed: set[int] | None, schema: str | N
             visible, params = visible + " AND v.doc_id <= :maxdoc", {**params, "maxdoc": bound}
     if schema is None:
         return f"SELECT v.doc_id, v.embedding {visible}", params
-    # halfvec: m006 keeps the live ones so, and m012 every doc's (m004's ``vector`` read as one before it)
+    # halfvec: m006 keeps the live ones so, and m013 every doc's (m004's ``vector`` read as one before it)
     distance = _distance(schema, f'v.vec::"{schema}".halfvec', "halfvec")
     if not snap.live and allowed is None:  # the visible docs up to the cutoff's highest, nearest first (in this
         # form PostgreSQL hashes the visible docs and sorts only their distances, top-N; as one flat query it
