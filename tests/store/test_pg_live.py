@@ -1,7 +1,8 @@
 """The PostgreSQL live set (migration m006, ``pg/live.py``) never drifts, and searches through it answer as SQLite.
 
 After every batch of a history with edits, renames, deletions, a text that comes back, and a second vault
-sharing texts with the first, the kept tables (``search_live``, ``search_live_vectors``, ``search_stats.max_doc``)
+sharing texts with the first, the kept tables (``search_live``, ``search_live_terms``, ``search_live_vectors``,
+``search_stats.max_doc``)
 equal a recomputation from ``search_rows`` and ``search_vectors``; so they do after a purge, a full reindex, a reembed
 and a copy, and m006 run on a database built before it fills them the same way. Keyword, default and vector search at
 every batch time, now and between batches, equal the SQLite engine's (chunks and order; scores within 1e-9,
@@ -26,6 +27,10 @@ LIVE_POSTINGS = (
     "SELECT t.term, d.doc, u.tf FROM search_doc_terms d, unnest(d.terms, d.tfs) AS u(id, tf), search_terms t "
     "WHERE t.id = u.id AND d.doc IN (SELECT doc_id FROM search_rows WHERE died IS NULL) ORDER BY d.doc, t.term"
 )
+KEPT_POSTINGS = (
+    "SELECT t.term, d.doc, u.tf FROM search_live_terms d, unnest(d.terms, d.tfs) AS u(id, tf), search_terms t "
+    "WHERE t.id = u.id ORDER BY d.doc, t.term"
+)
 EXPECTED = {
     "live": "SELECT r.vault_id, r.doc_id, count(*), min(d.length) FROM search_rows r JOIN search_docs d "
     "ON d.id = r.doc_id WHERE r.died IS NULL GROUP BY 1, 2 ORDER BY 1, 2",
@@ -37,7 +42,7 @@ EXPECTED = {
 }
 KEPT = {
     "live": "SELECT vault_id, doc_id, rows, length FROM search_live ORDER BY 1, 2",
-    "postings": LIVE_POSTINGS,  # (no copy of the live docs' postings is kept since m013)
+    "postings": KEPT_POSTINGS,
     "vectors": "SELECT vault_id, doc_id, embedding, {vec} FROM search_live_vectors ORDER BY 1, 2",
     "max_doc": "SELECT vault_id, batch_id, max_doc FROM search_stats ORDER BY 1, 2",
 }

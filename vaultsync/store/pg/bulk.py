@@ -66,8 +66,8 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
     raw = con.raw
     schema = pgvector_schema(raw)
     known = _Docs(raw)
-    if not known.others:  # the first vault of the database: its postings' index made at once after them
-        raw.execute("DROP INDEX search_doc_terms_by_term")
+    if not known.others:  # the first vault of the database: its postings' indexes made at once after them
+        raw.execute("DROP INDEX search_doc_terms_by_term; DROP INDEX search_live_terms_by_term")
     writer = postings.Writer(raw)
     count = 0
     for part in _revisions(raw, vault_id):
@@ -93,8 +93,6 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
         _copy(raw, "search_rows (id, vault_id, note_id, doc_id, born, died)", rows)
         count += len(rows)
     known.close()
-    if not known.others:
-        raw.execute(postings.INDEX)
     params = {"v": vault_id}
     raw.execute(
         "INSERT INTO search_bounded (note_id, vault_id) SELECT id, vault_id FROM notes WHERE vault_id = %(v)s "
@@ -103,6 +101,9 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
     )
     raw.execute(STATS, params)
     raw.execute(LIVE, params)
+    raw.execute(postings.LIVE_FROM_DOCS.format(where="WHERE vault_id = %(v)s"), params)
+    if not known.others:
+        raw.execute(f"{postings.INDEX}; {postings.LIVE_INDEX}")
     vec, value = ("", "") if schema is None else (", vec", f', v.vec::"{schema}".halfvec')
     raw.execute(
         f"INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec}) SELECT l.vault_id, l.doc_id, "
@@ -119,8 +120,8 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
             (vault_id, last),
         )
     raw.execute(
-        "ANALYZE search_docs, search_terms, search_doc_terms, search_rows, search_stats, search_live, "
-        f"search_live_vectors, search_vectors, {spans.TABLE}"
+        "ANALYZE search_docs, search_terms, search_doc_terms, search_live_terms, search_rows, search_stats, "
+        f"search_live, search_live_vectors, search_vectors, {spans.TABLE}"
     )
     return count
 

@@ -6,8 +6,9 @@ here, inside each batch's transaction, with the rows the indexer writes (``pg/ke
 
 - ``search_live``: each vault's docs used by at least one current chunk row (``search_rows.died IS NULL``),
   how many such rows use each, and its length (what BM25 reads per doc, in one place);
-- (until m013, ``search_live_postings``: the postings of every doc in ``search_live``, a second copy of theirs;
-  since, a query "now" reads the docs holding its terms from ``pg/postings.py``'s index and keeps the live ones);
+- ``search_live_terms`` (m013, ``pg/postings.py``): the term ids and frequencies of every doc in ``search_live``
+  (for any vault), a copy of their ``search_doc_terms`` rows without positions, under a GIN index of its own:
+  what a keyword search "now" reads (m006 to m013 kept ``search_live_postings``, one row per term and doc);
 - ``search_live_vectors``: per vault, the vector of each live doc that has one (with a pgvector ``halfvec``
   column where the store's vectors use pgvector: int8 components are exact in half precision, so distances
   are those of ``search_vectors.vec``, from half the bytes).
@@ -69,7 +70,8 @@ def add(
 ) -> None:
     """Rows using ``docs`` (one entry per row) became current in the vault at batch ``batch_id``; ``lengths``: each
     doc's length in tokens; ``schema``: pgvector's (``pgvector_schema``, None: none), when the caller knows it. One
-    statement: the counts, with the new docs' vectors and spans (``pg/spans.py``)."""
+    statement: the counts, with the new docs' vectors, terms (when live in no other vault) and spans
+    (``pg/spans.py``)."""
     if not docs:
         return
     counts = Counter(docs)
@@ -84,7 +86,9 @@ def add(
                 RETURNING doc_id, (xmax = 0) AS inserted),
             vv AS (INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec})
                 SELECT %(v)s, v.doc_id, v.embedding{value} FROM search_vectors v
-                WHERE v.doc_id IN (SELECT doc_id FROM k WHERE inserted)){spans.enter(schema)}
+                WHERE v.doc_id IN (SELECT doc_id FROM k WHERE inserted)),
+            lt AS (INSERT INTO search_live_terms (doc, terms, tfs) SELECT t.doc, t.terms, t.tfs FROM search_doc_terms t
+                WHERE t.doc IN (SELECT doc_id FROM k WHERE inserted) ON CONFLICT DO NOTHING){spans.enter(schema)}
             SELECT count(*) FROM k""",
         {"v": vault_id, "b": batch_id, "d": ids, "n": list(counts.values()), "k": [lengths[d] for d in ids]},
     )
@@ -92,7 +96,8 @@ def add(
 
 def remove(con: Any, vault_id: int, batch_id: int, docs: list[int]) -> None:
     """Rows using ``docs`` (one entry per row) stopped being current in the vault at batch ``batch_id``: one
-    statement (a doc whose last row it was leaves, with its vector, and its span ends)."""
+    statement (a doc whose last row it was leaves, with its vector and, when live in no other vault, its terms, and
+    its span ends)."""
     if not docs:
         return
     counts = Counter(docs)
@@ -103,7 +108,9 @@ def remove(con: Any, vault_id: int, batch_id: int, docs: list[int]) -> None:
                 less AS (UPDATE search_live l SET rows = l.rows - u.n FROM u WHERE l.vault_id = %(v)s
                          AND l.doc_id = u.d AND l.rows > u.n),
                 gv AS (DELETE FROM search_live_vectors WHERE vault_id = %(v)s
-                       AND doc_id IN (SELECT doc_id FROM gone)){spans.LEAVE}
+                       AND doc_id IN (SELECT doc_id FROM gone)),
+                gt AS (DELETE FROM search_live_terms t WHERE t.doc IN (SELECT doc_id FROM gone) AND NOT EXISTS
+                       (SELECT 1 FROM search_live o WHERE o.doc_id = t.doc AND o.vault_id <> %(v)s)){spans.LEAVE}
            SELECT count(*) FROM gone""",
         {"d": list(counts), "n": list(counts.values()), "v": vault_id, "b": batch_id},
     )
@@ -122,6 +129,8 @@ def clear(con: Any) -> None:
     raw = _raw(con)
     for table in ("search_live_vectors", "search_live"):
         raw.execute(f"DELETE FROM {table}")
+    if _has_terms(raw):
+        raw.execute("DELETE FROM search_live_terms")
     if raw.execute("SELECT to_regclass(%s)", (spans.TABLE,)).fetchone()[0] is not None:  # m007's
         raw.execute(f"DELETE FROM {spans.TABLE}")
 
@@ -134,12 +143,21 @@ INSERT INTO search_live (vault_id, doc_id, rows, length)
 """The live docs computed from ``search_rows`` alone."""
 
 
+def _has_terms(raw: Any) -> bool:
+    """Whether the database has m013's ``search_live_terms`` (m006 runs before it)."""
+    return raw.execute("SELECT to_regclass('search_live_terms') IS NOT NULL").fetchone()[0]
+
+
 def rebuild(con: Any) -> None:
-    """Both tables computed from the rest of the index (m006 fills them so; the tests compare with it)."""
+    """The tables computed from the rest of the index (m006 fills them so; the tests compare with it)."""
+    from .postings import LIVE_FROM_DOCS
+
     raw = _raw(con)
     clear(raw)
     raw.execute(LIVE_FROM_ROWS)
     _copy_vectors(raw, "true", ())
+    if _has_terms(raw):
+        raw.execute(LIVE_FROM_DOCS.format(where=""))
 
 
 def create(con: Any) -> None:

@@ -9,6 +9,11 @@ unsigned varints). A GIN index on the term ids finds the docs holding a term (Po
 list of rows), and a term's frequency in a doc is read from the row (``tfs[array_position(terms, id)]``); positions
 are decoded here, only for the docs holding every term of a phrase.
 
+The docs live now in some vault (``search_live``, ``pg/live.py``) have their term ids and frequencies again in
+``search_live_terms``, under a GIN index of its own: what a search "now" reads, so that it visits the rows of the
+current docs alone, not those of every doc in the history that holds its terms (``live.add`` and ``live.remove``
+keep it with the live set). Its positions are read from ``search_doc_terms``.
+
 Before m013 the postings were one row per (term, doc) with an ``integer[]`` of positions, indexed twice by term,
 and again for the live docs: over ten times the bytes of SQLite's FTS5 index for the same history. The answers are
 the same by construction: the same terms, frequencies and positions, read by id instead of by text.
@@ -36,11 +41,28 @@ CREATE TABLE search_doc_terms (
     tfs       integer[] NOT NULL,               -- each one's occurrences
     positions bytea NOT NULL                    -- each one's positions: the first, then the gaps, as varints
 );
+CREATE TABLE search_live_terms (
+    doc       bigint PRIMARY KEY,               -- a doc of search_live (of any vault)
+    terms     integer[] NOT NULL,               -- its search_doc_terms row's
+    tfs       integer[] NOT NULL
+);
 """
+
+LIVE = "search_live_terms"
+"""The live docs' term ids and frequencies (what "now" reads)."""
 
 INDEX = (
     "CREATE INDEX search_doc_terms_by_term ON search_doc_terms USING gin (terms) WITH (gin_pending_list_limit = 256)"
 )
+LIVE_INDEX = (
+    "CREATE INDEX search_live_terms_by_term ON search_live_terms USING gin (terms) WITH (gin_pending_list_limit = 256)"
+)
+LIVE_FROM_DOCS = """
+INSERT INTO search_live_terms (doc, terms, tfs)
+    SELECT d.doc, d.terms, d.tfs FROM search_doc_terms d WHERE d.doc IN (SELECT doc_id FROM search_live {where})
+    ON CONFLICT DO NOTHING
+"""
+"""The live docs' rows (of the vaults ``where`` selects from ``search_live``) copied from ``search_doc_terms``."""
 """The GIN index of the term ids. A batch's new docs go to GIN's pending list (a few pages written, not a page of the
 tree per term), merged into the tree when it holds 256kB: the default 4MB of pending pages would stay in the index's
 file once merged, several times the index of a small vault. Built over a whole table at once it takes less than one
@@ -139,26 +161,30 @@ def term_ids(raw: Any, term: str, prefix: bool) -> list[int]:
     return [int(r[0]) for r in raw.execute(sql, params)]
 
 
-def frequencies(ids: list[int], param: str, max_doc: int | None) -> str:
+def frequencies(ids: list[int], param: str, max_doc: int | None, *, live: bool = False) -> str:
     """SQL (``%(name)s`` parameters: ``param`` holds ``ids``, ``param``_max the bound) selecting ``(doc, f)``: the
-    occurrences of the terms ``ids`` in each doc holding one (of the docs up to the bound when given)."""
+    occurrences of the terms ``ids`` in each doc holding one (of the live docs with ``live``, of the docs up to the
+    bound when given)."""
     bound = "" if max_doc is None else f" AND d.doc <= %({param}_max)s"
+    table = LIVE if live else "search_doc_terms"
     if len(ids) == 1:
         return (
-            f"SELECT d.doc, d.tfs[array_position(d.terms, (%({param})s::integer[])[1])] AS f FROM search_doc_terms d "
+            f"SELECT d.doc, d.tfs[array_position(d.terms, (%({param})s::integer[])[1])] AS f FROM {table} d "
             f"WHERE d.terms && %({param})s::integer[]{bound}"
         )
     return (
-        f"SELECT d.doc, sum(u.tf)::integer AS f FROM search_doc_terms d, unnest(d.terms, d.tfs) AS u(t, tf) "
+        f"SELECT d.doc, sum(u.tf)::integer AS f FROM {table} d, unnest(d.terms, d.tfs) AS u(t, tf) "
         f"WHERE d.terms && %({param})s::integer[]{bound} AND u.t = ANY(%({param})s::integer[]) GROUP BY d.doc"
     )
 
 
-def holding(raw: Any, each: list[list[int]], max_doc: int | None) -> list[int]:
-    """The docs holding one of the ids of every list of ``each`` (up to ``max_doc`` when given), from the index."""
+def holding(raw: Any, each: list[list[int]], max_doc: int | None, *, live: bool = False) -> list[int]:
+    """The docs holding one of the ids of every list of ``each`` (the live ones with ``live``, up to ``max_doc``
+    when given), from the index."""
     where = " AND ".join(["terms && %s::integer[]"] * len(each)) + ("" if max_doc is None else " AND doc <= %s")
     params: list[Any] = [*each, *([] if max_doc is None else [max_doc])]
-    return [int(r[0]) for r in raw.execute(f"SELECT doc FROM search_doc_terms WHERE {where}", params)]
+    table = LIVE if live else "search_doc_terms"
+    return [int(r[0]) for r in raw.execute(f"SELECT doc FROM {table} WHERE {where}", params)]
 
 
 def positions(raw: Any, docs: list[int], each: list[list[int]]) -> list[dict[int, list[int]]]:
@@ -176,14 +202,17 @@ def positions(raw: Any, docs: list[int], each: list[list[int]]) -> list[dict[int
 
 
 def create(raw: Any) -> None:
-    """m013: the two tables, filled from the old postings when they are there, indexed; the old postings dropped."""
+    """m013: the tables, filled from the old postings when they are there (the live docs' from those), indexed; the
+    old postings dropped."""
     raw.execute(TABLES)
     if raw.execute("SELECT to_regclass('search_postings')").fetchone()[0] is not None:
         _from_old(raw)
         raw.execute("DROP TABLE search_postings")
     raw.execute("DROP TABLE IF EXISTS search_live_postings")
+    raw.execute(LIVE_FROM_DOCS.format(where=""))
     raw.execute(INDEX)
-    raw.execute("ANALYZE search_terms, search_doc_terms")
+    raw.execute(LIVE_INDEX)
+    raw.execute("ANALYZE search_terms, search_doc_terms, search_live_terms")
 
 
 def _from_old(raw: Any) -> None:

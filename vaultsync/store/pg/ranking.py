@@ -15,8 +15,9 @@ What a query reads, made cheap (migrations m005, m006) without changing an answe
 - a term's postings (doc, tf) come from the doc rows the GIN index of term ids finds (``pg/postings.py``,
   m013; before it, the covering index ``search_postings_by_term_doc``); positions are decoded only for a
   phrase of several terms, and only for the docs holding all of them (found from the index first);
-- "now" reads each live doc's current rows and length (``search_live``, ``pg/live.py``, m006), the docs of a
-  term found among every doc's; a past cutoff reads only the postings of docs up to the highest doc any row
+- "now" reads the term ids and frequencies of the live docs alone (``search_live_terms``, m013; m006's
+  ``search_live_postings`` before it) and each live doc's current rows and length (``search_live``,
+  ``pg/live.py``, m006); a past cutoff reads only the postings of docs up to the highest doc any row
   visible then uses (``search_stats.max_doc``: doc ids grow with time);
 - one statement (``_SCORE``) joins each phrase's docs to the visible rows, counts each phrase's document
   frequency, scores every doc approximately (float8, any summation order) and returns only the docs that
@@ -114,7 +115,7 @@ def _phrase_freqs(
     if not wanted:
         return {}
     if compact(con):
-        return _compact_phrase_freqs(con, wanted, prefixes, max_doc)
+        return _compact_phrase_freqs(con, wanted, prefixes, live, max_doc)
     where: dict[str, Any] = {"live": live, "max_doc": max_doc}
     if len(wanted) == 1:  # one term: its occurrences are its term frequency
         sql, params = _postings(wanted[0], prefixes[0], "doc, tf", **where)
@@ -149,16 +150,18 @@ def _phrase_freqs(
     return freqs
 
 
-def _compact_phrase_freqs(con: Any, wanted: list[str], prefixes: list[bool], max_doc: int | None) -> dict[int, int]:
+def _compact_phrase_freqs(
+    con: Any, wanted: list[str], prefixes: list[bool], live: bool, max_doc: int | None
+) -> dict[int, int]:
     """``_phrase_freqs`` on the postings of m013 (``pg/postings.py``): each term's ids, the docs holding one of each
-    from the index, and positions decoded for those docs alone."""
+    from the index (the live docs' with ``live``), and positions decoded for those docs alone."""
     each = [postings.term_ids(con.raw, term, prefix) for term, prefix in zip(wanted, prefixes)]
     if not all(each):
         return {}
     if len(each) == 1:
-        sql = postings.frequencies(each[0], "t", max_doc)
+        sql = postings.frequencies(each[0], "t", max_doc, live=live)
         return {int(doc): int(f) for doc, f in con.raw.execute(sql, {"t": each[0], "t_max": max_doc})}
-    docs = postings.holding(con.raw, each, max_doc)
+    docs = postings.holding(con.raw, each, max_doc, live=live)
     if not docs:
         return {}
     per_token = postings.positions(con.raw, docs, each)
@@ -244,7 +247,11 @@ def rank_default(
         if len(wanted) == 1 and by_id:  # its docs and occurrences from the doc rows holding its ids (m013)
             ids = postings.term_ids(con.raw, wanted[0], prefixes[0])
             params[f"t{i}"], params[f"t{i}_max"] = ids, where["max_doc"]
-            sql = postings.frequencies(ids, f"t{i}", where["max_doc"]) if ids else "SELECT 0::bigint AS doc, 0 AS f"
+            sql = (
+                postings.frequencies(ids, f"t{i}", where["max_doc"], live=live)
+                if ids
+                else "SELECT 0::bigint AS doc, 0 AS f"
+            )
             sources.append(f"SELECT {i} AS i, doc, f FROM ({sql}) AS s{i}{'' if ids else ' WHERE false'}")
         elif len(wanted) == 1:
             sql, values = _postings(wanted[0], prefixes[0], "doc, tf", **where)

@@ -427,12 +427,15 @@ def m013_compact_index(con: Any) -> None:
     """The search index in fewer bytes. The keyword postings one row per doc (``pg/postings.py``): a dictionary of
     terms, each doc's term ids, frequencies and packed positions, and a GIN index of the term ids, filled from the old
     postings; those (one row per term and doc, indexed twice by term, and copied again for the live docs) are dropped.
-    And each doc's pgvector column a ``halfvec`` (``vectors.halve``)."""
-    from . import postings
+    And each doc's pgvector column a ``halfvec`` (``vectors.halve``), the live docs' term ids and frequencies for a
+    search "now" (``search_live_terms``), and the spans' index without a second copy of their vectors
+    (``spans.slim_index``)."""
+    from . import postings, spans
     from .vectors import halve
 
     postings.create(con)
     halve(con)
+    spans.slim_index(con)
     for table in ("search_terms", "search_doc_terms"):
         con.execute(guard(table))
 
@@ -446,7 +449,7 @@ PROBES = {
     "moves": ["index notes_by_hash", "column vault_devices.inode"],
     "write_requests": ["table write_requests", "index write_requests_by_state"],
     "attachments": ["table attachment_bodies", "table attachment_parts"],
-    "compact_index": ["table search_doc_terms", "index search_doc_terms_by_term", "table search_terms"],
+    "compact_index": ["table search_doc_terms", "index search_doc_terms_by_term", "table search_live_terms"],
 }
 """How a database from before names shows each migration after the common prefix (``store/migrations.py``)."""
 
