@@ -24,7 +24,8 @@ pgserver = pytest.importorskip("support.pgserver")
 
 
 LIVE_POSTINGS = (
-    "SELECT t.term, d.doc, u.tf FROM search_doc_terms d, unnest(d.terms, d.tfs) AS u(id, tf), search_terms t "
+    "SELECT t.term, d.doc, u.tf FROM (SELECT * FROM search_doc_terms UNION ALL SELECT * FROM search_live_terms) d, "
+    "unnest(d.terms, d.tfs) AS u(id, tf), search_terms t "
     "WHERE t.id = u.id AND d.doc IN (SELECT doc_id FROM search_rows WHERE died IS NULL) ORDER BY d.doc, t.term"
 )
 KEPT_POSTINGS = (
@@ -35,6 +36,7 @@ EXPECTED = {
     "live": "SELECT r.vault_id, r.doc_id, count(*), min(d.length) FROM search_rows r JOIN search_docs d "
     "ON d.id = r.doc_id WHERE r.died IS NULL GROUP BY 1, 2 ORDER BY 1, 2",
     "postings": LIVE_POSTINGS,
+    "docs": "SELECT id, 1 FROM search_docs ORDER BY 1",
     "vectors": "SELECT r.vault_id, v.doc_id, v.embedding, {halfvec} FROM (SELECT DISTINCT vault_id, doc_id FROM "
     "search_rows WHERE died IS NULL) r JOIN search_vectors v ON v.doc_id = r.doc_id ORDER BY 1, 2",
     "max_doc": "SELECT s.vault_id, s.batch_id, (SELECT max(doc_id) FROM search_rows r WHERE r.vault_id = s.vault_id "
@@ -43,6 +45,9 @@ EXPECTED = {
 KEPT = {
     "live": "SELECT vault_id, doc_id, rows, length FROM search_live ORDER BY 1, 2",
     "postings": KEPT_POSTINGS,
+    # each doc's postings row once, in the live docs' table or the other
+    "docs": "SELECT doc, count(*) FROM (SELECT doc FROM search_doc_terms UNION ALL SELECT doc FROM search_live_terms) "
+    "AS b GROUP BY doc ORDER BY 1",
     "vectors": "SELECT vault_id, doc_id, embedding, {vec} FROM search_live_vectors ORDER BY 1, 2",
     "max_doc": "SELECT vault_id, batch_id, max_doc FROM search_stats ORDER BY 1, 2",
 }

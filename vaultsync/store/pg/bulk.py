@@ -67,7 +67,7 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
     schema = pgvector_schema(raw)
     known = _Docs(raw)
     if not known.others:  # the first vault of the database: its postings' indexes made at once after them
-        raw.execute("DROP INDEX search_doc_terms_by_term; DROP INDEX search_live_terms_by_term")
+        raw.execute("; ".join(f"DROP INDEX {table}_by_term" for table in postings.BOTH))
     writer = postings.Writer(raw)
     count = 0
     for part in _revisions(raw, vault_id):
@@ -86,7 +86,9 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
                 texts.append((doc, text))
             rows.append((chunk_id, vault_id, note_id, doc, born, died))
         _copy(raw, "search_docs (id, hash, length)", docs)
-        writer.write(fresh)
+        current = {doc for *_, doc, _, died in rows if died is None}  # (written where ``live.add`` would move them)
+        writer.write([d for d in fresh if d[0] not in current])
+        writer.write([d for d in fresh if d[0] in current], live=True)
         if texts and embedder is not None and not embedder.background:  # else filled after (``backfill``)
             blobs = embed_quantized(embedder, [text for _, text in texts])
             _copy(raw, "search_vectors (doc_id, embedding)", [(d, b) for (d, _), b in zip(texts, blobs) if any(b)])
@@ -101,9 +103,9 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
     )
     raw.execute(STATS, params)
     raw.execute(LIVE, params)
-    raw.execute(postings.LIVE_FROM_DOCS.format(where="WHERE vault_id = %(v)s"), params)
+    raw.execute(postings.enter("SELECT doc_id FROM search_live WHERE vault_id = %(v)s"), params)
     if not known.others:
-        raw.execute(f"{postings.INDEX}; {postings.LIVE_INDEX}")
+        raw.execute(postings.INDEX)
     vec, value = ("", "") if schema is None else (", vec", f', v.vec::"{schema}".halfvec')
     raw.execute(
         f"INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec}) SELECT l.vault_id, l.doc_id, "

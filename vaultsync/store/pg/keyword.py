@@ -66,7 +66,7 @@ class PgKeywordIndexer:
         fresh: list[tuple[int, dict[str, list[int]]]] = []
         found = [self._doc(con, text, new, fresh) for _, text in rows]
         docs = [doc for doc, _ in found]
-        postings.Writer(con.raw).write(fresh)
+        postings.Writer(con.raw).write(fresh, live=True)  # (the rows using them are current)
         if new and self.embedder is not None and not self.embedder.background:  # else filled after (``backfill``)
             write_vectors(con, self.embedder, new)
         with con.raw.cursor() as cur:
@@ -149,6 +149,7 @@ def reindex(con: Any, embedder: Any = None) -> None:
     for table in (
         "search_vectors",
         "search_doc_terms",
+        "search_live_terms",
         "search_terms",
         "search_rows",
         "search_bounded",

@@ -6,9 +6,10 @@ here, inside each batch's transaction, with the rows the indexer writes (``pg/ke
 
 - ``search_live``: each vault's docs used by at least one current chunk row (``search_rows.died IS NULL``),
   how many such rows use each, and its length (what BM25 reads per doc, in one place);
-- ``search_live_terms`` (m013, ``pg/postings.py``): the term ids and frequencies of every doc in ``search_live``
-  (for any vault), a copy of their ``search_doc_terms`` rows without positions, under a GIN index of its own:
-  what a keyword search "now" reads (m006 to m013 kept ``search_live_postings``, one row per term and doc);
+- ``search_live_terms`` (m013, ``pg/postings.py``): the postings row of every doc in ``search_live`` (for any
+  vault), moved there from ``search_doc_terms`` as the doc enters the live set and back as it leaves it, under a
+  GIN index of its own: what a keyword search "now" reads (m006 to m013 kept ``search_live_postings``, a second
+  copy of the live docs' postings);
 - ``search_live_vectors``: per vault, the vector of each live doc that has one (with a pgvector ``halfvec``
   column where the store's vectors use pgvector: int8 components are exact in half precision, so distances
   are those of ``search_vectors.vec``, from half the bytes).
@@ -25,6 +26,7 @@ from collections import Counter
 from typing import Any
 
 from . import spans
+from .postings import COLUMNS, LEAVE_ALL, enter
 
 
 def pgvector_schema(con: Any) -> str | None:
@@ -70,8 +72,8 @@ def add(
 ) -> None:
     """Rows using ``docs`` (one entry per row) became current in the vault at batch ``batch_id``; ``lengths``: each
     doc's length in tokens; ``schema``: pgvector's (``pgvector_schema``, None: none), when the caller knows it. One
-    statement: the counts, with the new docs' vectors, terms (when live in no other vault) and spans
-    (``pg/spans.py``)."""
+    statement: the counts, with the new docs' vectors, postings rows (moved to ``search_live_terms`` when live in no
+    other vault) and spans (``pg/spans.py``)."""
     if not docs:
         return
     counts = Counter(docs)
@@ -87,8 +89,9 @@ def add(
             vv AS (INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec})
                 SELECT %(v)s, v.doc_id, v.embedding{value} FROM search_vectors v
                 WHERE v.doc_id IN (SELECT doc_id FROM k WHERE inserted)),
-            lt AS (INSERT INTO search_live_terms (doc, terms, tfs) SELECT t.doc, t.terms, t.tfs FROM search_doc_terms t
-                WHERE t.doc IN (SELECT doc_id FROM k WHERE inserted) ON CONFLICT DO NOTHING){spans.enter(schema)}
+            lt AS (DELETE FROM search_doc_terms t WHERE t.doc IN (SELECT doc_id FROM k WHERE inserted)
+                RETURNING {COLUMNS}),
+            li AS (INSERT INTO search_live_terms ({COLUMNS}) SELECT {COLUMNS} FROM lt){spans.enter(schema)}
             SELECT count(*) FROM k""",
         {"v": vault_id, "b": batch_id, "d": ids, "n": list(counts.values()), "k": [lengths[d] for d in ids]},
     )
@@ -96,8 +99,8 @@ def add(
 
 def remove(con: Any, vault_id: int, batch_id: int, docs: list[int]) -> None:
     """Rows using ``docs`` (one entry per row) stopped being current in the vault at batch ``batch_id``: one
-    statement (a doc whose last row it was leaves, with its vector and, when live in no other vault, its terms, and
-    its span ends)."""
+    statement (a doc whose last row it was leaves, with its vector, its postings row moved back to
+    ``search_doc_terms`` when it is live in no other vault, and its span ends)."""
     if not docs:
         return
     counts = Counter(docs)
@@ -110,7 +113,9 @@ def remove(con: Any, vault_id: int, batch_id: int, docs: list[int]) -> None:
                 gv AS (DELETE FROM search_live_vectors WHERE vault_id = %(v)s
                        AND doc_id IN (SELECT doc_id FROM gone)),
                 gt AS (DELETE FROM search_live_terms t WHERE t.doc IN (SELECT doc_id FROM gone) AND NOT EXISTS
-                       (SELECT 1 FROM search_live o WHERE o.doc_id = t.doc AND o.vault_id <> %(v)s)){spans.LEAVE}
+                       (SELECT 1 FROM search_live o WHERE o.doc_id = t.doc AND o.vault_id <> %(v)s)
+                       RETURNING {COLUMNS}),
+                gi AS (INSERT INTO search_doc_terms ({COLUMNS}) SELECT {COLUMNS} FROM gt){spans.LEAVE}
            SELECT count(*) FROM gone""",
         {"d": list(counts), "n": list(counts.values()), "v": vault_id, "b": batch_id},
     )
@@ -129,8 +134,8 @@ def clear(con: Any) -> None:
     raw = _raw(con)
     for table in ("search_live_vectors", "search_live"):
         raw.execute(f"DELETE FROM {table}")
-    if _has_terms(raw):
-        raw.execute("DELETE FROM search_live_terms")
+    if _has_terms(raw):  # (its rows are the live docs' postings: moved back, never dropped)
+        raw.execute(LEAVE_ALL)
     if raw.execute("SELECT to_regclass(%s)", (spans.TABLE,)).fetchone()[0] is not None:  # m007's
         raw.execute(f"DELETE FROM {spans.TABLE}")
 
@@ -150,14 +155,12 @@ def _has_terms(raw: Any) -> bool:
 
 def rebuild(con: Any) -> None:
     """The tables computed from the rest of the index (m006 fills them so; the tests compare with it)."""
-    from .postings import LIVE_FROM_DOCS
-
     raw = _raw(con)
     clear(raw)
     raw.execute(LIVE_FROM_ROWS)
     _copy_vectors(raw, "true", ())
     if _has_terms(raw):
-        raw.execute(LIVE_FROM_DOCS.format(where=""))
+        raw.execute(enter("SELECT doc_id FROM search_live"))
 
 
 def create(con: Any) -> None:

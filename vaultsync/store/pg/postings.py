@@ -9,10 +9,11 @@ unsigned varints). A GIN index on the term ids finds the docs holding a term (Po
 list of rows), and a term's frequency in a doc is read from the row (``tfs[array_position(terms, id)]``); positions
 are decoded here, only for the docs holding every term of a phrase.
 
-The docs live now in some vault (``search_live``, ``pg/live.py``) have their term ids and frequencies again in
-``search_live_terms``, under a GIN index of its own: what a search "now" reads, so that it visits the rows of the
-current docs alone, not those of every doc in the history that holds its terms (``live.add`` and ``live.remove``
-keep it with the live set). Its positions are read from ``search_doc_terms``.
+Each doc's row is in one of two tables of that shape, each under a GIN index of its own: ``search_live_terms`` while
+the doc is live in some vault (``search_live``, ``pg/live.py``: ``live.add`` and ``live.remove`` move a doc's row
+there and back as it enters and leaves the live set), ``search_doc_terms`` otherwise. A search "now" reads the
+first alone, so it visits the rows of the current docs, not those of every doc in the history that holds its terms;
+a past cutoff reads both. Each doc's postings are kept once.
 
 Before m013 the postings were one row per (term, doc) with an ``integer[]`` of positions, indexed twice by term,
 and again for the live docs: over ten times the bytes of SQLite's FTS5 index for the same history. The answers are
@@ -41,32 +42,32 @@ CREATE TABLE search_doc_terms (
     tfs       integer[] NOT NULL,               -- each one's occurrences
     positions bytea NOT NULL                    -- each one's positions: the first, then the gaps, as varints
 );
-CREATE TABLE search_live_terms (
-    doc       bigint PRIMARY KEY,               -- a doc of search_live (of any vault)
-    terms     integer[] NOT NULL,               -- its search_doc_terms row's
-    tfs       integer[] NOT NULL
-);
+CREATE TABLE search_live_terms (LIKE search_doc_terms INCLUDING ALL);  -- the rows of the docs live in a vault
 """
 
 LIVE = "search_live_terms"
-"""The live docs' term ids and frequencies (what "now" reads)."""
+"""The live docs' rows (what a search "now" reads)."""
+BOTH = ("search_doc_terms", LIVE)
+COLUMNS = "doc, terms, tfs, positions"
 
-INDEX = (
-    "CREATE INDEX search_doc_terms_by_term ON search_doc_terms USING gin (terms) WITH (gin_pending_list_limit = 256)"
+INDEX = "; ".join(
+    f"CREATE INDEX {table}_by_term ON {table} USING gin (terms) WITH (gin_pending_list_limit = 256)" for table in BOTH
 )
-LIVE_INDEX = (
-    "CREATE INDEX search_live_terms_by_term ON search_live_terms USING gin (terms) WITH (gin_pending_list_limit = 256)"
-)
-LIVE_FROM_DOCS = """
-INSERT INTO search_live_terms (doc, terms, tfs)
-    SELECT d.doc, d.terms, d.tfs FROM search_doc_terms d WHERE d.doc IN (SELECT doc_id FROM search_live {where})
-    ON CONFLICT DO NOTHING
-"""
-"""The live docs' rows (of the vaults ``where`` selects from ``search_live``) copied from ``search_doc_terms``."""
-"""The GIN index of the term ids. A batch's new docs go to GIN's pending list (a few pages written, not a page of the
+"""The GIN indexes of the term ids. A batch's new docs go to GIN's pending list (a few pages written, not a page of the
 tree per term), merged into the tree when it holds 256kB: the default 4MB of pending pages would stay in the index's
 file once merged, several times the index of a small vault. Built over a whole table at once it takes less than one
-grown row by row (``bulk.build`` makes it after copying the first vault into a database)."""
+grown row by row (``bulk.build`` makes them after copying the first vault into a database)."""
+
+
+def enter(docs: str) -> str:
+    """SQL moving the rows of the docs ``docs`` selects (those not live already) into ``search_live_terms``."""
+    return f"""WITH m AS (DELETE FROM search_doc_terms WHERE doc IN ({docs}) RETURNING {COLUMNS})
+    INSERT INTO {LIVE} ({COLUMNS}) SELECT {COLUMNS} FROM m"""
+
+
+LEAVE_ALL = f"""WITH m AS (DELETE FROM {LIVE} RETURNING {COLUMNS})
+    INSERT INTO search_doc_terms ({COLUMNS}) SELECT {COLUMNS} FROM m"""
+"""Every live doc's row moved back to ``search_doc_terms``."""
 
 
 def pack(positions: Iterable[list[int]]) -> bytes:
@@ -119,13 +120,15 @@ class Writer:
         self.raw = raw
         self.ids: dict[str, int] = {}
 
-    def write(self, docs: list[tuple[int, dict[str, list[int]]]]) -> None:
-        """Each doc's row from its terms' positions (``by_term``), new terms added to the dictionary first."""
+    def write(self, docs: list[tuple[int, dict[str, list[int]]]], *, live: bool = False) -> None:
+        """Each doc's row from its terms' positions (``by_term``), new terms added to the dictionary first; in the live
+        docs' table with ``live`` (docs of rows current now: written where ``live.add`` would move them)."""
         if not docs:
             return
         self.learn({term for _, at in docs for term in at})
         ids = self.ids
-        with self.raw.cursor() as cur, cur.copy("COPY search_doc_terms (doc, terms, tfs, positions) FROM STDIN") as cp:
+        table = LIVE if live else "search_doc_terms"
+        with self.raw.cursor() as cur, cur.copy(f"COPY {table} ({COLUMNS}) FROM STDIN") as cp:
             for doc, at in docs:
                 cp.write_row((doc, [ids[t] for t in at], [len(p) for p in at.values()], pack(at.values())))
 
@@ -166,32 +169,34 @@ def frequencies(ids: list[int], param: str, max_doc: int | None, *, live: bool =
     occurrences of the terms ``ids`` in each doc holding one (of the live docs with ``live``, of the docs up to the
     bound when given)."""
     bound = "" if max_doc is None else f" AND d.doc <= %({param}_max)s"
-    table = LIVE if live else "search_doc_terms"
     if len(ids) == 1:
-        return (
-            f"SELECT d.doc, d.tfs[array_position(d.terms, (%({param})s::integer[])[1])] AS f FROM {table} d "
-            f"WHERE d.terms && %({param})s::integer[]{bound}"
-        )
-    return (
-        f"SELECT d.doc, sum(u.tf)::integer AS f FROM {table} d, unnest(d.terms, d.tfs) AS u(t, tf) "
-        f"WHERE d.terms && %({param})s::integer[]{bound} AND u.t = ANY(%({param})s::integer[]) GROUP BY d.doc"
-    )
+        f = f"d.tfs[array_position(d.terms, (%({param})s::integer[])[1])]"
+    else:
+        f = f"(SELECT sum(u.tf) FROM unnest(d.terms, d.tfs) AS u(t, tf) WHERE u.t = ANY(%({param})s::integer[]))"
+    one = f"SELECT d.doc, {f}::integer AS f FROM {{}} d "
+    one += f"WHERE d.terms && %({param})s::integer[]{bound}"
+    return " UNION ALL ".join(one.format(table) for table in _tables(live))
+
+
+def _tables(live: bool) -> tuple[str, ...]:
+    return (LIVE,) if live else BOTH
 
 
 def holding(raw: Any, each: list[list[int]], max_doc: int | None, *, live: bool = False) -> list[int]:
     """The docs holding one of the ids of every list of ``each`` (the live ones with ``live``, up to ``max_doc``
-    when given), from the index."""
+    when given), from the indexes."""
     where = " AND ".join(["terms && %s::integer[]"] * len(each)) + ("" if max_doc is None else " AND doc <= %s")
     params: list[Any] = [*each, *([] if max_doc is None else [max_doc])]
-    table = LIVE if live else "search_doc_terms"
-    return [int(r[0]) for r in raw.execute(f"SELECT doc FROM {table} WHERE {where}", params)]
+    tables = _tables(live)
+    sql = " UNION ALL ".join(f"SELECT doc FROM {table} WHERE {where}" for table in tables)
+    return [int(r[0]) for r in raw.execute(sql, params * len(tables))]
 
 
 def positions(raw: Any, docs: list[int], each: list[list[int]]) -> list[dict[int, list[int]]]:
     """For each list of term ids of ``each``: doc → the positions of those terms in it, for each of ``docs``."""
     out: list[dict[int, list[int]]] = [{} for _ in each]
     for doc, terms, tfs, blob in raw.execute(
-        "SELECT doc, terms, tfs, positions FROM search_doc_terms WHERE doc = ANY(%s)", (docs,)
+        " UNION ALL ".join(f"SELECT {COLUMNS} FROM {table} WHERE doc = ANY(%(d)s)" for table in BOTH), {"d": docs}
     ):
         at = dict(zip(terms, unpack(bytes(blob), tfs)))
         for found, ids in zip(out, each):
@@ -202,16 +207,15 @@ def positions(raw: Any, docs: list[int], each: list[list[int]]) -> list[dict[int
 
 
 def create(raw: Any) -> None:
-    """m013: the tables, filled from the old postings when they are there (the live docs' from those), indexed; the
-    old postings dropped."""
+    """m013: the tables, filled from the old postings when they are there (the live docs' rows moved to theirs),
+    indexed; the old postings dropped."""
     raw.execute(TABLES)
     if raw.execute("SELECT to_regclass('search_postings')").fetchone()[0] is not None:
         _from_old(raw)
         raw.execute("DROP TABLE search_postings")
     raw.execute("DROP TABLE IF EXISTS search_live_postings")
-    raw.execute(LIVE_FROM_DOCS.format(where=""))
+    raw.execute(enter("SELECT doc_id FROM search_live"))
     raw.execute(INDEX)
-    raw.execute(LIVE_INDEX)
     raw.execute("ANALYZE search_terms, search_doc_terms, search_live_terms")
 
 

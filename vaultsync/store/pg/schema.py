@@ -427,17 +427,16 @@ def m013_compact_index(con: Any) -> None:
     """The search index in fewer bytes. The keyword postings one row per doc (``pg/postings.py``): a dictionary of
     terms, each doc's term ids, frequencies and packed positions, and a GIN index of the term ids, filled from the old
     postings; those (one row per term and doc, indexed twice by term, and copied again for the live docs) are dropped.
-    And each doc's pgvector column a ``halfvec`` (``vectors.halve``), the live docs' term ids and frequencies for a
-    search "now" (``search_live_terms``), and the spans' index without a second copy of their vectors
-    (``spans.slim_index``)."""
+    The live docs' rows in a table of their own (``search_live_terms``: what a search "now" reads), each doc's in one
+    of the two. And each doc's pgvector column a ``halfvec`` (``vectors.halve``), and the spans' index without a
+    second copy of their vectors (``spans.slim_index``)."""
     from . import postings, spans
     from .vectors import halve
 
     postings.create(con)
     halve(con)
     spans.slim_index(con)
-    for table in ("search_terms", "search_doc_terms"):
-        con.execute(guard(table))
+    con.execute(guard("search_terms"))  # (a doc's postings row moves between two tables: neither is append-only)
 
 
 READABLE_FROM = 8
