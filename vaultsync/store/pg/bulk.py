@@ -60,14 +60,21 @@ INSERT INTO search_live (vault_id, doc_id, rows, length)
 """The vault's live docs (``live.LIVE_FROM_ROWS`` for one vault)."""
 
 
+ROWS_INDEXES = ["search_rows_by_doc", "search_rows_at"]
+"""The chunk rows' indexes ``build`` drops and makes again after copying a database's first vault (as the postings'
+GIN indexes: built over a whole table, an index takes less than one grown row by row)."""
+
+
 def build(con: Any, vault_id: int, embedder: Any) -> int:
     """Build the search index of vault ``vault_id``, which has none, from its revisions (see the module's text), in
     the caller's transaction; ``embedder``: whose vectors new docs get (None: none). Returns the chunk rows indexed."""
     raw = con.raw
     schema = pgvector_schema(raw)
     known = _Docs(raw)
-    if not known.others:  # the first vault of the database: its postings' indexes made at once after them
-        raw.execute("; ".join(f"DROP INDEX {table}_by_term" for table in postings.BOTH))
+    remade: list[str] = []  # the first vault of the database: the indexes of its rows made at once after them
+    if not known.others:
+        remade = _dropped(raw, ROWS_INDEXES)
+        _dropped(raw, [f"{table}_by_term" for table in postings.BOTH])  # (``postings.INDEX`` makes them again)
     writer = postings.Writer(raw)
     count = 0
     for part in _revisions(raw, vault_id):
@@ -87,6 +94,7 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
             rows.append((chunk_id, vault_id, note_id, doc, born, died))
         _copy(raw, "search_docs (id, hash, length)", docs)
         current = {doc for *_, doc, _, died in rows if died is None}  # (written where ``live.add`` would move them)
+        writer.learn({term for _, at in fresh for term in at})  # (the new terms in one sorted run)
         writer.write([d for d in fresh if d[0] not in current])
         writer.write([d for d in fresh if d[0] in current], live=True)
         if texts and embedder is not None and not embedder.background:  # else filled after (``backfill``)
@@ -95,6 +103,8 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
         _copy(raw, "search_rows (id, vault_id, note_id, doc_id, born, died)", rows)
         count += len(rows)
     known.close()
+    for definition in remade:
+        raw.execute(definition)
     params = {"v": vault_id}
     raw.execute(
         "INSERT INTO search_bounded (note_id, vault_id) SELECT id, vault_id FROM notes WHERE vault_id = %(v)s "
@@ -196,6 +206,13 @@ class _Docs:
         """The sequence set past the last doc made (as if each had been inserted with it)."""
         if self.last is not None:
             self.raw.execute("SELECT setval(%s, %s)", (self.sequence, self.last))
+
+
+def _dropped(raw: Any, names: list[str]) -> list[str]:
+    """The definitions of the indexes ``names``, dropped."""
+    found = [r[0] for r in raw.execute("SELECT pg_get_indexdef(i::regclass) FROM unnest(%s::text[]) AS i", (names,))]
+    raw.execute("; ".join(f"DROP INDEX {name}" for name in names))
+    return found
 
 
 def _copy(raw: Any, target: str, rows: list[tuple]) -> None:

@@ -3,10 +3,12 @@
 Each distinct term has an id in ``search_terms`` (``term COLLATE "C"``; one unique index on its first 256 characters,
 and the md5 of a longer one, which also serves lookups and prefix ranges: a token may be longer than a btree entry
 allows). Each doc
-(``search_docs``) has one row in ``search_doc_terms``: its term ids in the order of their first occurrence, each
-one's term frequency, and all their positions packed (per term in that order: the first position, then the gaps, as
+(``search_docs``) has one row in ``search_doc_terms``: its term ids, the most frequent first (then in the order of
+their first occurrence), their term frequencies up to the last one above 1 (most of a text's terms occur once: those
+ones are left out), and all their positions packed (per term in that order: the first position, then the gaps, as
 unsigned varints). A GIN index on the term ids finds the docs holding a term (PostgreSQL compresses a GIN entry's
-list of rows), and a term's frequency in a doc is read from the row (``tfs[array_position(terms, id)]``); positions
+list of rows), and a term's frequency in a doc is read from the row (``coalesce(tfs[array_position(terms, id)],
+1)``); positions
 are decoded here, only for the docs holding every term of a phrase.
 
 Each doc's row is in one of two tables of that shape, each under a GIN index of its own: ``search_live_terms`` while
@@ -39,7 +41,7 @@ CREATE UNIQUE INDEX search_terms_by_term
 CREATE TABLE search_doc_terms (
     doc       bigint PRIMARY KEY,               -- = search_docs.id
     terms     integer[] NOT NULL,               -- search_terms ids, in order of first occurrence
-    tfs       integer[] NOT NULL,               -- each one's occurrences
+    tfs       integer[] NOT NULL,               -- each one's occurrences, up to the last above 1 (the rest: 1)
     positions bytea NOT NULL                    -- each one's positions: the first, then the gaps, as varints
 );
 CREATE TABLE search_live_terms (LIKE search_doc_terms INCLUDING ALL);  -- the rows of the docs live in a vault
@@ -112,6 +114,19 @@ def by_term(terms: list[str]) -> dict[str, list[int]]:
     return at
 
 
+def row(doc: int, at: list[tuple[int, list[int]]]) -> tuple[int, list[int], list[int], bytes]:
+    """A doc's row from its term ids and their positions (in order of first occurrence): the most frequent first
+    (a stable sort), the frequencies of 1 that end the list left out."""
+    ordered = sorted(at, key=lambda item: -len(item[1]))
+    tfs = [len(ps) for _, ps in ordered if len(ps) > 1]
+    return doc, [t for t, _ in ordered], tfs, pack(ps for _, ps in ordered)
+
+
+def frequencies_of(terms: list[int], tfs: list[int]) -> list[int]:
+    """Each term's frequency in a row (``row``: the ones left out of ``tfs`` are 1)."""
+    return [*tfs, *[1] * (len(terms) - len(tfs))]
+
+
 class Writer:
     """Writes docs' postings (``write``) inside the caller's transaction, remembering the term ids it has seen
     (drop it with the transaction: ids of a rolled-back transaction are gone)."""
@@ -130,7 +145,7 @@ class Writer:
         table = LIVE if live else "search_doc_terms"
         with self.raw.cursor() as cur, cur.copy(f"COPY {table} ({COLUMNS}) FROM STDIN") as cp:
             for doc, at in docs:
-                cp.write_row((doc, [ids[t] for t in at], [len(p) for p in at.values()], pack(at.values())))
+                cp.write_row(row(doc, [(ids[t], ps) for t, ps in at.items()]))
 
     def learn(self, terms: set[str]) -> None:
         """The ids of ``terms``, added to the dictionary when new (another writer may add the same at once: one wins,
@@ -170,9 +185,12 @@ def frequencies(ids: list[int], param: str, max_doc: int | None, *, live: bool =
     bound when given)."""
     bound = "" if max_doc is None else f" AND d.doc <= %({param}_max)s"
     if len(ids) == 1:
-        f = f"d.tfs[array_position(d.terms, (%({param})s::integer[])[1])]"
+        f = f"coalesce(d.tfs[array_position(d.terms, (%({param})s::integer[])[1])], 1)"
     else:
-        f = f"(SELECT sum(u.tf) FROM unnest(d.terms, d.tfs) AS u(t, tf) WHERE u.t = ANY(%({param})s::integer[]))"
+        f = (
+            f"(SELECT sum(coalesce(u.tf, 1)) FROM unnest(d.terms, d.tfs) AS u(t, tf) "
+            f"WHERE u.t = ANY(%({param})s::integer[]))"
+        )
     one = f"SELECT d.doc, {f}::integer AS f FROM {{}} d "
     one += f"WHERE d.terms && %({param})s::integer[]{bound}"
     return " UNION ALL ".join(one.format(table) for table in _tables(live))
@@ -198,7 +216,7 @@ def positions(raw: Any, docs: list[int], each: list[list[int]]) -> list[dict[int
     for doc, terms, tfs, blob in raw.execute(
         " UNION ALL ".join(f"SELECT {COLUMNS} FROM {table} WHERE doc = ANY(%(d)s)" for table in BOTH), {"d": docs}
     ):
-        at = dict(zip(terms, unpack(bytes(blob), tfs)))
+        at = dict(zip(terms, unpack(bytes(blob), frequencies_of(terms, tfs))))
         for found, ids in zip(out, each):
             ps = [p for t in ids for p in at.get(t, ())]
             if ps:
@@ -230,7 +248,7 @@ def _from_old(raw: Any) -> None:
     def flush() -> None:
         if doc is not None and at:
             at.sort(key=lambda item: item[1][0])
-            rows.append((doc, [ids[t] for t, _ in at], [len(p) for _, p in at], pack(p for _, p in at)))
+            rows.append(row(doc, [(ids[t], ps) for t, ps in at]))
         at.clear()
 
     with raw.cursor(name="vaultsync_m013") as cur:
