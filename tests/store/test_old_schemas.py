@@ -216,6 +216,7 @@ def _answers(dsn: str) -> dict[str, list[tuple[str, str, float]]]:
     return out
 
 
+@pytest.mark.pg
 @pytest.mark.parametrize("commit", ["6f934c5", "6cb7b79"])
 def test_the_compact_index_keeps_every_answer_of_a_database_written_before_it(tmp_path: Path, cli, commit: str) -> None:
     """The database of the commit before ``compact_index``: today's reader answers from its old index, and after

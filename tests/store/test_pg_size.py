@@ -17,6 +17,7 @@ import pytest
 from vaultsync import Vault
 
 pgserver = pytest.importorskip("support.pgserver")
+pytestmark = pytest.mark.pg
 
 BYTES_PER_POSITION = 40
 
