@@ -6,7 +6,10 @@ The fixtures (``tests/fixtures/old_schemas``, made by ``make_old_db.py`` with ea
 
 - 7e76d09: ``m009`` was ``write_requests`` on both engines (no ``moves``; on PostgreSQL no ``writer_epoch``);
 - 4010f30: SQLite ``m009`` was ``write_requests``, PostgreSQL ``m009_writer_epoch``, ``m010_write_requests``;
-- 28d6c77 (PostgreSQL only): ``m009`` was ``moves`` (no ``writer_epoch``, no ``write_requests``).
+- 28d6c77 (PostgreSQL only): ``m009`` was ``moves`` (no ``writer_epoch``, no ``write_requests``);
+- 6f934c5 (PostgreSQL only): every migration but ``attachments`` and ``compact_index`` (postings one row per term
+  and doc, vectors as ``vector``);
+- 6cb7b79 (PostgreSQL only): every migration but ``compact_index``.
 
 Each upgrades in the suite: ``migrate``, then a batch written, then every note at every past state read back
 against the truth the fixture's script wrote (the files, not the database).
@@ -102,9 +105,11 @@ def test_an_old_sqlite_file_gets_exactly_the_migrations_it_lacks(
 @pytest.mark.parametrize(
     ("commit", "lacking"),
     [
-        ("7e76d09", "writer_epoch, moves, attachments"),
-        ("4010f30", "moves, attachments"),
-        ("28d6c77", "writer_epoch, write_requests, attachments"),
+        ("7e76d09", "writer_epoch, moves, attachments, compact_index"),
+        ("4010f30", "moves, attachments, compact_index"),
+        ("28d6c77", "writer_epoch, write_requests, attachments, compact_index"),
+        ("6f934c5", "attachments, compact_index"),
+        ("6cb7b79", "compact_index"),
     ],
 )
 def test_an_old_postgresql_database_gets_exactly_the_migrations_it_lacks(
@@ -194,3 +199,54 @@ def test_the_expected_shape_is_a_fresh_postgresql_databases(monkeypatch: pytest.
     assert script.fresh_postgres(pgserver.fresh_or_skip("shape")) == expected_shape.POSTGRES, (
         "run scripts/schema_shape.py"
     )
+
+
+QUERIES = ["ferry", "ferry timetable", '"ferry timetable"', "harb*", '"a map" OR cumin', "passport", "nine"]
+
+
+def _answers(dsn: str) -> dict[str, list[tuple[str, str, float]]]:
+    """Every mode's search of ``QUERIES`` now and at every cutoff of the truth: (path, chunk, score) each."""
+    out = {}
+    with Vault.open(dsn, name="notes", readonly=True) as vault:
+        for when in [None, *TRUTH]:
+            for mode in ("keyword", "hybrid", "vector"):
+                for query in QUERIES:
+                    hits = vault.search(query, mode=mode, as_of=when, limit=10).hits
+                    out[f"{mode} {when} {query}"] = [(h["path"], h["chunk_id"], h["score"]) for h in hits]
+    return out
+
+
+@pytest.mark.pg
+@pytest.mark.parametrize("commit", ["6f934c5", "6cb7b79"])
+def test_the_compact_index_keeps_every_answer_of_a_database_written_before_it(tmp_path: Path, cli, commit: str) -> None:
+    """The database of the commit before ``compact_index``: today's reader answers from its old index, and after
+    ``migrate`` from the new one, exactly the same (keyword, default and vector search, phrases and prefixes, now and
+    at every cutoff); the old postings are gone and every note at every state reads back as written."""
+    import psycopg
+
+    from vaultsync.store.pg import postings
+
+    dsn = replay_pg(tmp_path, commit)
+    before = _answers(dsn)
+    assert sum(map(len, before.values())) > 40  # something to compare
+    dry = cli("migrate", "--dry-run", db=dsn)
+    assert dry.returncode == 0 and "compact_index" in dry.stdout, dry.stdout
+    with psycopg.connect(dsn) as con:  # (a dry run changes nothing)
+        assert con.execute("SELECT to_regclass('search_postings') IS NOT NULL").fetchone()[0]
+    assert cli("migrate", db=dsn).returncode == 0
+    with psycopg.connect(dsn) as con:
+        live, rest = ({r[0] for r in con.execute(f"SELECT doc FROM {t}")} for t in postings.BOTH[::-1])
+        current = {r[0] for r in con.execute("SELECT doc_id FROM search_rows WHERE died IS NULL")}
+        assert live == current and not live & rest  # each doc's row once, the live docs' in their table
+        left = con.execute(
+            "SELECT array_agg(relname ORDER BY relname) FROM pg_class WHERE relname LIKE 'search%postings%'"
+        ).fetchone()[0]
+        assert left is None, left
+        assert con.execute("SELECT count(*) FROM search_doc_terms").fetchone()[0] > 0
+        vec = "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'search_vectors'::regclass "
+        assert con.execute(vec + "AND attname = 'vec' AND NOT attisdropped").fetchone()[0].startswith("halfvec")
+    after = _answers(dsn)
+    for key in before:
+        assert [h[:2] for h in after[key]] == [h[:2] for h in before[key]], key
+        assert all(abs(a[2] - b[2]) <= 1e-9 for a, b in zip(after[key], before[key])), key
+    write_and_read_everything(dsn, tmp_path)

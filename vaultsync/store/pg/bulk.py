@@ -12,7 +12,7 @@ the batches wrote:
   ``search.embedding.write_vectors`` makes them; none for a background embedder: filled after, as always) and the
   chunk rows (born: the revision's batch, died: the batch that ended it) streamed in with ``COPY``;
 - then the rest computed in SQL from those rows, by the definitions the tests compare the kept tables with (the
-  statistics, the live set and its postings and vectors, the spans), for this vault alone.
+  statistics, the live set and its vectors, the spans), for this vault alone.
 
 The tables are then those the indexer would have left (``tests/store/test_pg_bulk.py`` compares them, row for row),
 so every answer is too. Only a vault with no index at all is built so (``PgStore.deferred_index`` decides).
@@ -20,14 +20,13 @@ so every answer is too. Only a vault with no index at all is built so (``PgStore
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
 from ...embed.tokenizer import indexable, indexed_text
 from ..codec import content_key, unpack
 from ..search.embedding import embed_quantized
-from . import spans
+from . import postings, spans
 from .live import pgvector_schema
 from .ranking import tokens
 
@@ -53,20 +52,17 @@ INSERT INTO search_stats (vault_id, batch_id, rows, tokens, max_doc)
 """
 """The vault's ``search_stats`` from its rows (``schema.STATS_FROM_ROWS`` and ``MAX_DOC_FROM_ROWS`` for one vault)."""
 
-LIVE = (
-    """
+LIVE = """
 INSERT INTO search_live (vault_id, doc_id, rows, length)
     SELECT r.vault_id, r.doc_id, count(*), min(d.length) FROM search_rows r JOIN search_docs d ON d.id = r.doc_id
     WHERE r.vault_id = %(v)s AND r.died IS NULL GROUP BY r.vault_id, r.doc_id
-""",
-    """
-INSERT INTO search_live_postings (term, doc, tf)
-    SELECT p.term, p.doc, p.tf FROM search_postings p
-    WHERE p.doc IN (SELECT doc_id FROM search_live l WHERE l.vault_id = %(v)s AND NOT EXISTS (
-        SELECT 1 FROM search_live o WHERE o.doc_id = l.doc_id AND o.vault_id <> %(v)s))
-""",
-)
-"""The vault's live docs, and the postings of those live in no other vault (``live.LIVE_FROM_ROWS`` for one vault)."""
+"""
+"""The vault's live docs (``live.LIVE_FROM_ROWS`` for one vault)."""
+
+
+ROWS_INDEXES = ["search_rows_by_doc", "search_rows_at"]
+"""The chunk rows' indexes ``build`` drops and makes again after copying a database's first vault (as the postings'
+GIN indexes: built over a whole table, an index takes less than one grown row by row)."""
 
 
 def build(con: Any, vault_id: int, embedder: Any) -> int:
@@ -75,10 +71,15 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
     raw = con.raw
     schema = pgvector_schema(raw)
     known = _Docs(raw)
+    remade: list[str] = []  # the first vault of the database: the indexes of its rows made at once after them
+    if not known.others:
+        remade = _dropped(raw, ROWS_INDEXES)
+        _dropped(raw, [f"{table}_by_term" for table in postings.BOTH])  # (``postings.INDEX`` makes them again)
+    writer = postings.Writer(raw)
     count = 0
     for part in _revisions(raw, vault_id):
         docs: list[tuple[int, bytes, int]] = []
-        postings: list[str] = []  # COPY's text lines: most of what is written (arrays made here, not by the driver)
+        fresh: list[tuple[int, dict[str, list[int]]]] = []
         texts: list[tuple[int, str]] = []
         rows = []
         for note_id, born, died, chunk_id, text in part:
@@ -88,24 +89,22 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
                 terms = tokens(text)
                 doc = known.add(key, len(terms))
                 docs.append((doc, key, len(terms)))
-                at: dict[str, list[int]] = defaultdict(list)
-                for i, term in enumerate(terms):
-                    at[term].append(i)
-                postings.extend(
-                    f"{_text(term)}\t{doc}\t{len(p)}\t{{{','.join(map(str, p))}}}\n" for term, p in at.items()
-                )
+                fresh.append((doc, postings.by_term(terms)))
                 texts.append((doc, text))
             rows.append((chunk_id, vault_id, note_id, doc, born, died))
         _copy(raw, "search_docs (id, hash, length)", docs)
-        if postings:
-            with raw.cursor() as cur, cur.copy("COPY search_postings (term, doc, tf, positions) FROM STDIN") as copy:
-                copy.write("".join(postings))
+        current = {doc for *_, doc, _, died in rows if died is None}  # (written where ``live.add`` would move them)
+        writer.learn({term for _, at in fresh for term in at})  # (the new terms in one sorted run)
+        writer.write([d for d in fresh if d[0] not in current])
+        writer.write([d for d in fresh if d[0] in current], live=True)
         if texts and embedder is not None and not embedder.background:  # else filled after (``backfill``)
             blobs = embed_quantized(embedder, [text for _, text in texts])
             _copy(raw, "search_vectors (doc_id, embedding)", [(d, b) for (d, _), b in zip(texts, blobs) if any(b)])
         _copy(raw, "search_rows (id, vault_id, note_id, doc_id, born, died)", rows)
         count += len(rows)
     known.close()
+    for definition in remade:
+        raw.execute(definition)
     params = {"v": vault_id}
     raw.execute(
         "INSERT INTO search_bounded (note_id, vault_id) SELECT id, vault_id FROM notes WHERE vault_id = %(v)s "
@@ -113,8 +112,10 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
         params,
     )
     raw.execute(STATS, params)
-    for statement in LIVE:
-        raw.execute(statement, params)
+    raw.execute(LIVE, params)
+    raw.execute(postings.enter("SELECT doc_id FROM search_live WHERE vault_id = %(v)s"), params)
+    if not known.others:
+        raw.execute(postings.INDEX)
     vec, value = ("", "") if schema is None else (", vec", f', v.vec::"{schema}".halfvec')
     raw.execute(
         f"INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec}) SELECT l.vault_id, l.doc_id, "
@@ -131,8 +132,8 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
             (vault_id, last),
         )
     raw.execute(
-        "ANALYZE search_docs, search_postings, search_rows, search_stats, search_live, search_live_postings, "
-        f"search_live_vectors, search_vectors, {spans.TABLE}"
+        "ANALYZE search_docs, search_terms, search_doc_terms, search_live_terms, search_rows, search_stats, "
+        f"search_live, search_live_vectors, search_vectors, {spans.TABLE}"
     )
     return count
 
@@ -207,12 +208,11 @@ class _Docs:
             self.raw.execute("SELECT setval(%s, %s)", (self.sequence, self.last))
 
 
-_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
-
-
-def _text(value: str) -> str:
-    """A text value as COPY's text format writes it."""
-    return value.translate(_ESCAPES)
+def _dropped(raw: Any, names: list[str]) -> list[str]:
+    """The definitions of the indexes ``names``, dropped."""
+    found = [r[0] for r in raw.execute("SELECT pg_get_indexdef(i::regclass) FROM unnest(%s::text[]) AS i", (names,))]
+    raw.execute("; ".join(f"DROP INDEX {name}" for name in names))
+    return found
 
 
 def _copy(raw: Any, target: str, rows: list[tuple]) -> None:

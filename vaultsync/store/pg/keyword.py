@@ -6,8 +6,9 @@ PostgreSQL's own text search is neither FTS5's tokenizer nor BM25, so none of it
 and document lengths are the SQLite engine's by construction. Tables (``pg/schema.py`` m002):
 
 - ``search_docs``: every distinct indexed text (id, hash, length in tokens);
-- ``search_postings``: (term ``COLLATE "C"``, doc, tf, positions) — what a phrase or a prefix needs,
-  indexed by the term's first 256 characters (a token may be longer than a btree entry);
+- the postings (``pg/postings.py``, m013): each doc's term ids, frequencies and packed positions in one
+  row, under a GIN index of the ids, with a dictionary of terms (m002's ``search_postings``, one row per
+  term and doc, before it);
 - ``search_rows``: one row per indexed chunk revision with the batches it was born and died in, and
   ``search_bounded`` (revisions declaring validity), as in the SQLite engine, so ``search.snapshot``'s
   visibility rules (the cutoff and the validity overlay) run unchanged on them.
@@ -20,13 +21,12 @@ m006: the highest doc so far), and m006 the live set (``pg/live.py``), kept here
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from typing import Any
 
 from ...embed.tokenizer import indexable, indexed_text
 from ..codec import content_key
 from ..write import ChunkRow
-from . import live
+from . import live, postings
 from .ranking import rank, rank_default, tokens, whole_phrase
 from .vectors import pgvector_schema
 
@@ -63,9 +63,10 @@ class PgKeywordIndexer:
             if keep
         ]
         new: list[tuple[int, str]] = []
-        fresh: dict[int, dict[str, int]] = {}
+        fresh: list[tuple[int, dict[str, list[int]]]] = []
         found = [self._doc(con, text, new, fresh) for _, text in rows]
         docs = [doc for doc, _ in found]
+        postings.Writer(con.raw).write(fresh, live=True)  # (the rows using them are current)
         if new and self.embedder is not None and not self.embedder.background:  # else filled after (``backfill``)
             write_vectors(con, self.embedder, new)
         with con.raw.cursor() as cur:
@@ -75,16 +76,7 @@ class PgKeywordIndexer:
             )
         if self.pgvector is live.UNKNOWN:
             self.pgvector = pgvector_schema(con.raw)
-        live.add(
-            con,
-            vault_id,
-            batch_id,
-            docs,
-            {doc: text for (_, text), doc in zip(rows, docs)},
-            dict(found),
-            self.pgvector,
-            fresh,
-        )
+        live.add(con, vault_id, batch_id, docs, dict(found), self.pgvector)
         _count(con, vault_id, batch_id, len(found), sum(length for _, length in found), max(docs, default=None))
         if valid_from is not None or valid_to is not None:
             con.raw.execute(
@@ -113,10 +105,10 @@ class PgKeywordIndexer:
         )
 
     def _doc(
-        self, con: Any, text: str, new: list[tuple[int, str]], fresh: dict[int, dict[str, int]]
+        self, con: Any, text: str, new: list[tuple[int, str]], fresh: list[tuple[int, dict[str, list[int]]]]
     ) -> tuple[int, int]:
-        """The doc of ``text`` (made, with its postings, when new: then added to ``new``, and its term counts to
-        ``fresh``) and its length."""
+        """The doc of ``text`` (made when new: then added to ``new``, and its terms' positions to ``fresh``, the
+        postings the caller writes) and its length."""
         key = content_key(text)
         row = con.raw.execute("SELECT id, length FROM search_docs WHERE hash = %s", (key,)).fetchone()
         if row is not None:
@@ -128,14 +120,7 @@ class PgKeywordIndexer:
             ).fetchone()[0]
         )
         new.append((doc, text))
-        positions: dict[str, list[int]] = defaultdict(list)
-        for i, term in enumerate(terms):
-            positions[term].append(i)
-        # COPY rather than one INSERT per term: a text's postings are most of what an import writes
-        with con.raw.cursor() as cur, cur.copy("COPY search_postings (term, doc, tf, positions) FROM STDIN") as copy:
-            for term, p in positions.items():
-                copy.write_row((term, doc, len(p), p))
-        fresh[doc] = {term: len(p) for term, p in positions.items()}
+        fresh.append((doc, postings.by_term(terms)))
         return doc, len(terms)
 
 
@@ -163,7 +148,9 @@ def reindex(con: Any, embedder: Any = None) -> None:
     live.clear(con)
     for table in (
         "search_vectors",
-        "search_postings",
+        "search_doc_terms",
+        "search_live_terms",
+        "search_terms",
         "search_rows",
         "search_bounded",
         "search_state",

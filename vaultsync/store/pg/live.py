@@ -6,8 +6,10 @@ here, inside each batch's transaction, with the rows the indexer writes (``pg/ke
 
 - ``search_live``: each vault's docs used by at least one current chunk row (``search_rows.died IS NULL``),
   how many such rows use each, and its length (what BM25 reads per doc, in one place);
-- ``search_live_postings``: (term, doc, tf) of every doc in ``search_live`` (for any vault), indexed by term
-  as ``search_postings`` is (covering for short terms, ``left(term, 256)`` for the rest);
+- ``search_live_terms`` (m013, ``pg/postings.py``): the postings row of every doc in ``search_live`` (for any
+  vault), moved there from ``search_doc_terms`` as the doc enters the live set and back as it leaves it, under a
+  GIN index of its own: what a keyword search "now" reads (m006 to m013 kept ``search_live_postings``, a second
+  copy of the live docs' postings);
 - ``search_live_vectors``: per vault, the vector of each live doc that has one (with a pgvector ``halfvec``
   column where the store's vectors use pgvector: int8 components are exact in half precision, so distances
   are those of ``search_vectors.vec``, from half the bytes).
@@ -24,6 +26,7 @@ from collections import Counter
 from typing import Any
 
 from . import spans
+from .postings import COLUMNS, LEAVE_ALL, enter
 
 
 def pgvector_schema(con: Any) -> str | None:
@@ -65,22 +68,12 @@ def _copy_vectors(con: Any, where: str, params: tuple) -> None:
 
 
 def add(
-    con: Any,
-    vault_id: int,
-    batch_id: int,
-    docs: list[int],
-    texts: dict[int, str],
-    lengths: dict[int, int],
-    schema: Any = UNKNOWN,
-    counted: dict[int, dict[str, int]] | None = None,
+    con: Any, vault_id: int, batch_id: int, docs: list[int], lengths: dict[int, int], schema: Any = UNKNOWN
 ) -> None:
-    """Rows using ``docs`` (one entry per row) became current in the vault at batch ``batch_id``; ``texts``: each
-    doc's indexed text (its postings are written again when the doc was live in no vault), ``lengths``: its length
-    in tokens; ``schema``: pgvector's (``pgvector_schema``, None: none), when the caller knows it; ``counted``: the
-    term counts of docs the caller has just tokenized (not tokenized again). Two statements: the counts (with the
-    new docs' vectors and spans, ``pg/spans.py``), then the new docs' postings."""
-    from .ranking import tokens
-
+    """Rows using ``docs`` (one entry per row) became current in the vault at batch ``batch_id``; ``lengths``: each
+    doc's length in tokens; ``schema``: pgvector's (``pgvector_schema``, None: none), when the caller knows it. One
+    statement: the counts, with the new docs' vectors, postings rows (moved to ``search_live_terms`` when live in no
+    other vault) and spans (``pg/spans.py``)."""
     if not docs:
         return
     counts = Counter(docs)
@@ -88,32 +81,26 @@ def add(
     if schema is UNKNOWN:
         schema = pgvector_schema(_raw(con))
     vec, value = _halfvec(con, schema)
-    new = con.raw.execute(
+    con.raw.execute(
         f"""WITH k AS (INSERT INTO search_live (vault_id, doc_id, rows, length)
                 SELECT %(v)s, d, n, k FROM unnest(%(d)s::bigint[], %(n)s::bigint[], %(k)s::integer[]) AS u(d, n, k)
                 ON CONFLICT (vault_id, doc_id) DO UPDATE SET rows = search_live.rows + excluded.rows
                 RETURNING doc_id, (xmax = 0) AS inserted),
             vv AS (INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec})
                 SELECT %(v)s, v.doc_id, v.embedding{value} FROM search_vectors v
-                WHERE v.doc_id IN (SELECT doc_id FROM k WHERE inserted)){spans.enter(schema)}
-            SELECT k.doc_id, EXISTS (SELECT 1 FROM search_live o WHERE o.doc_id = k.doc_id AND o.vault_id <> %(v)s)
-            FROM k WHERE k.inserted""",
+                WHERE v.doc_id IN (SELECT doc_id FROM k WHERE inserted)),
+            lt AS (DELETE FROM search_doc_terms t WHERE t.doc IN (SELECT doc_id FROM k WHERE inserted)
+                RETURNING {COLUMNS}),
+            li AS (INSERT INTO search_live_terms ({COLUMNS}) SELECT {COLUMNS} FROM lt){spans.enter(schema)}
+            SELECT count(*) FROM k""",
         {"v": vault_id, "b": batch_id, "d": ids, "n": list(counts.values()), "k": [lengths[d] for d in ids]},
-    ).fetchall()
-    if not any(not elsewhere for _, elsewhere in new):
-        return
-    with con.raw.cursor() as cur, cur.copy("COPY search_live_postings (term, doc, tf) FROM STDIN") as copy:
-        for doc, elsewhere in new:
-            if not elsewhere:
-                tfs = (counted or {}).get(int(doc)) or Counter(tokens(texts[int(doc)]))
-                for term, tf in tfs.items():
-                    copy.write_row((term, int(doc), tf))
+    )
 
 
 def remove(con: Any, vault_id: int, batch_id: int, docs: list[int]) -> None:
     """Rows using ``docs`` (one entry per row) stopped being current in the vault at batch ``batch_id``: one
-    statement (a doc whose last row it was leaves, with its vector, its span ends, and its postings go when no
-    other vault has it live)."""
+    statement (a doc whose last row it was leaves, with its vector, its postings row moved back to
+    ``search_doc_terms`` when it is live in no other vault, and its span ends)."""
     if not docs:
         return
     counts = Counter(docs)
@@ -124,9 +111,12 @@ def remove(con: Any, vault_id: int, batch_id: int, docs: list[int]) -> None:
                 less AS (UPDATE search_live l SET rows = l.rows - u.n FROM u WHERE l.vault_id = %(v)s
                          AND l.doc_id = u.d AND l.rows > u.n),
                 gv AS (DELETE FROM search_live_vectors WHERE vault_id = %(v)s
-                       AND doc_id IN (SELECT doc_id FROM gone)){spans.LEAVE}
-           DELETE FROM search_live_postings p WHERE p.doc IN (SELECT doc_id FROM gone)
-               AND NOT EXISTS (SELECT 1 FROM search_live o WHERE o.doc_id = p.doc AND o.vault_id <> %(v)s)""",
+                       AND doc_id IN (SELECT doc_id FROM gone)),
+                gt AS (DELETE FROM search_live_terms t WHERE t.doc IN (SELECT doc_id FROM gone) AND NOT EXISTS
+                       (SELECT 1 FROM search_live o WHERE o.doc_id = t.doc AND o.vault_id <> %(v)s)
+                       RETURNING {COLUMNS}),
+                gi AS (INSERT INTO search_doc_terms ({COLUMNS}) SELECT {COLUMNS} FROM gt){spans.LEAVE}
+           SELECT count(*) FROM gone""",
         {"d": list(counts), "n": list(counts.values()), "v": vault_id, "b": batch_id},
     )
 
@@ -142,8 +132,10 @@ def refill_vectors(con: Any) -> None:
 
 def clear(con: Any) -> None:
     raw = _raw(con)
-    for table in ("search_live_vectors", "search_live_postings", "search_live"):
+    for table in ("search_live_vectors", "search_live"):
         raw.execute(f"DELETE FROM {table}")
+    if _has_terms(raw):  # (its rows are the live docs' postings: moved back, never dropped)
+        raw.execute(LEAVE_ALL)
     if raw.execute("SELECT to_regclass(%s)", (spans.TABLE,)).fetchone()[0] is not None:  # m007's
         raw.execute(f"DELETE FROM {spans.TABLE}")
 
@@ -152,18 +144,23 @@ LIVE_FROM_ROWS = """
 INSERT INTO search_live (vault_id, doc_id, rows, length)
     SELECT r.vault_id, r.doc_id, count(*), min(d.length) FROM search_rows r JOIN search_docs d ON d.id = r.doc_id
     WHERE r.died IS NULL GROUP BY r.vault_id, r.doc_id;
-INSERT INTO search_live_postings (term, doc, tf)
-    SELECT p.term, p.doc, p.tf FROM search_postings p WHERE p.doc IN (SELECT doc_id FROM search_live);
 """
-"""The live docs and their postings computed from ``search_rows`` and ``search_postings`` alone (m006's fill)."""
+"""The live docs computed from ``search_rows`` alone."""
+
+
+def _has_terms(raw: Any) -> bool:
+    """Whether the database has m013's ``search_live_terms`` (m006 runs before it)."""
+    return raw.execute("SELECT to_regclass('search_live_terms') IS NOT NULL").fetchone()[0]
 
 
 def rebuild(con: Any) -> None:
-    """All three tables computed from the rest of the index (m006 fills them so; the tests compare with it)."""
+    """The tables computed from the rest of the index (m006 fills them so; the tests compare with it)."""
     raw = _raw(con)
     clear(raw)
     raw.execute(LIVE_FROM_ROWS)
     _copy_vectors(raw, "true", ())
+    if _has_terms(raw):
+        raw.execute(enter("SELECT doc_id FROM search_live"))
 
 
 def create(con: Any) -> None:
@@ -181,7 +178,6 @@ def create(con: Any) -> None:
         PRIMARY KEY (vault_id, doc_id)
     );
     CREATE INDEX search_live_by_doc ON search_live (doc_id);
-    CREATE TABLE search_live_postings (term text COLLATE "C" NOT NULL, doc bigint NOT NULL, tf integer NOT NULL);
     CREATE TABLE search_live_vectors (
         vault_id  bigint NOT NULL,
         doc_id    bigint NOT NULL,
@@ -190,11 +186,15 @@ def create(con: Any) -> None:
     );
     """)
     rebuild(con)
-    con.execute(f"""
-    CREATE INDEX search_live_postings_by_term_doc ON search_live_postings (term, doc) INCLUDE (tf)
-        WHERE octet_length(term) <= {SHORT_BYTES};
-    CREATE INDEX search_live_postings_long ON search_live_postings (left(term, 256), doc)
-        WHERE octet_length(term) > {SHORT_BYTES};
-    CREATE INDEX search_live_postings_by_doc ON search_live_postings (doc);
-    ANALYZE search_live, search_live_postings, search_live_vectors, search_stats;
-    """)
+    if con.execute("SELECT to_regclass('search_postings')").fetchone()[0] is not None:  # (none once m013 ran)
+        con.execute(f"""
+        CREATE TABLE search_live_postings (term text COLLATE "C" NOT NULL, doc bigint NOT NULL, tf integer NOT NULL);
+        INSERT INTO search_live_postings (term, doc, tf) SELECT p.term, p.doc, p.tf FROM search_postings p
+            WHERE p.doc IN (SELECT doc_id FROM search_live);
+        CREATE INDEX search_live_postings_by_term_doc ON search_live_postings (term, doc) INCLUDE (tf)
+            WHERE octet_length(term) <= {SHORT_BYTES};
+        CREATE INDEX search_live_postings_long ON search_live_postings (left(term, 256), doc)
+            WHERE octet_length(term) > {SHORT_BYTES};
+        CREATE INDEX search_live_postings_by_doc ON search_live_postings (doc);
+        """)
+    con.execute("ANALYZE search_live, search_live_vectors, search_stats")

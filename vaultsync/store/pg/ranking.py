@@ -12,13 +12,13 @@ What a query reads, made cheap (migrations m005, m006) without changing an answe
 
 - N and the total tokens of the visible rows are one row of ``search_stats`` (kept by the indexer per batch),
   corrected by the validity overlay, not a scan of every visible row;
-- a term's postings (doc, tf) come from the covering index ``search_postings_by_term_doc`` (an index-only
-  scan; a common word's postings lie on thousands of heap pages); positions are read only for a phrase of
-  several terms, and only for the docs holding all of them (one ``INTERSECT`` of doc ids first);
-- what a query reads is bounded by the vault, not by its whole history (m006): "now" reads the postings of
-  the live docs (``search_live_postings``) and each live doc's current rows and length (``search_live``,
-  ``pg/live.py``); a past cutoff reads only the postings of docs up to the highest doc any row visible then
-  uses (``search_stats.max_doc``: doc ids grow with time);
+- a term's postings (doc, tf) come from the doc rows the GIN index of term ids finds (``pg/postings.py``,
+  m013; before it, the covering index ``search_postings_by_term_doc``); positions are decoded only for a
+  phrase of several terms, and only for the docs holding all of them (found from the index first);
+- "now" reads the term ids and frequencies of the live docs alone (``search_live_terms``, m013; m006's
+  ``search_live_postings`` before it) and each live doc's current rows and length (``search_live``,
+  ``pg/live.py``, m006); a past cutoff reads only the postings of docs up to the highest doc any row
+  visible then uses (``search_stats.max_doc``: doc ids grow with time);
 - one statement (``_SCORE``) joins each phrase's docs to the visible rows, counts each phrase's document
   frequency, scores every doc approximately (float8, any summation order) and returns only the docs that
   can be among the best ``limit`` allowed rows (within a relative 1e-9 of the ``limit``-th, far wider than
@@ -38,6 +38,7 @@ from ...embed.tokenizer import TOKENIZE, KeywordQuery
 from ..search.cutoff import K1, B
 from ..search.keyword import Scored, _top, bm25, idf
 from ..search.snapshot import DOCS_PARAM, Snapshot, rows_source
+from . import postings
 from .compat import translate
 
 KEY_CHARS = 256
@@ -113,6 +114,8 @@ def _phrase_freqs(
     found first (doc ids only, from the index); positions are read for them alone."""
     if not wanted:
         return {}
+    if compact(con):
+        return _compact_phrase_freqs(con, wanted, prefixes, live, max_doc)
     where: dict[str, Any] = {"live": live, "max_doc": max_doc}
     if len(wanted) == 1:  # one term: its occurrences are its term frequency
         sql, params = _postings(wanted[0], prefixes[0], "doc, tf", **where)
@@ -145,6 +148,36 @@ def _phrase_freqs(
         if count:
             freqs[doc] = count
     return freqs
+
+
+def _compact_phrase_freqs(
+    con: Any, wanted: list[str], prefixes: list[bool], live: bool, max_doc: int | None
+) -> dict[int, int]:
+    """``_phrase_freqs`` on the postings of m013 (``pg/postings.py``): each term's ids, the docs holding one of each
+    from the index (the live docs' with ``live``), and positions decoded for those docs alone."""
+    each = [postings.term_ids(con.raw, term, prefix) for term, prefix in zip(wanted, prefixes)]
+    if not all(each):
+        return {}
+    if len(each) == 1:
+        sql = postings.frequencies(each[0], "t", max_doc, live=live)
+        return {int(doc): int(f) for doc, f in con.raw.execute(sql, {"t": each[0], "t_max": max_doc})}
+    docs = postings.holding(con.raw, each, max_doc, live=live)
+    if not docs:
+        return {}
+    per_token = postings.positions(con.raw, docs, each)
+    freqs: dict[int, int] = {}
+    for doc in set(per_token[0]).intersection(*per_token[1:]):
+        sets = [set(found[doc]) for found in per_token]
+        count = sum(1 for start in sets[0] if all(start + k in sets[k] for k in range(1, len(sets))))
+        if count:
+            freqs[doc] = count
+    return freqs
+
+
+def compact(con: Any) -> bool:
+    """Whether the database keeps its postings one row per doc (m013, ``pg/postings.py``); before it, the
+    one-row-per-(term, doc) tables are read (a newer vaultsync reads an older schema until it is migrated)."""
+    return bool(con.raw.execute("SELECT to_regclass('search_doc_terms') IS NOT NULL").fetchone()[0])
 
 
 def _query_phrase(text: str, prefix: bool) -> tuple[list[str], list[bool]]:
@@ -208,9 +241,19 @@ def rank_default(
         "komb": 1 - B,
     }
     sources = []
+    by_id = compact(con)
     for i, phrase in enumerate(query.phrases):
         wanted, prefixes = _query_phrase(phrase.text, phrase.prefix)
-        if len(wanted) == 1:
+        if len(wanted) == 1 and by_id:  # its docs and occurrences from the doc rows holding its ids (m013)
+            ids = postings.term_ids(con.raw, wanted[0], prefixes[0])
+            params[f"t{i}"], params[f"t{i}_max"] = ids, where["max_doc"]
+            sql = (
+                postings.frequencies(ids, f"t{i}", where["max_doc"], live=live)
+                if ids
+                else "SELECT 0::bigint AS doc, 0 AS f"
+            )
+            sources.append(f"SELECT {i} AS i, doc, f FROM ({sql}) AS s{i}{'' if ids else ' WHERE false'}")
+        elif len(wanted) == 1:
             sql, values = _postings(wanted[0], prefixes[0], "doc, tf", **where)
             params.update({f"p{i}_{k}": v for k, v in enumerate(values)})
             sql = sql.replace("%s", "{}").format(*(f"%(p{i}_{k})s" for k in range(len(values))))

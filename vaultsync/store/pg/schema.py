@@ -348,7 +348,7 @@ def m008_purge_keys(con: Any) -> None:
     for name, target in FK_INDEXES.items():
         con.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {target}")
     for (name,) in con.execute(
-        "SELECT conname FROM pg_constraint WHERE conrelid = 'search_postings'::regclass AND contype = 'f'"
+        "SELECT conname FROM pg_constraint WHERE conrelid = to_regclass('search_postings') AND contype = 'f'"
     ).fetchall():
         con.execute(f'ALTER TABLE search_postings DROP CONSTRAINT "{name}"')
 
@@ -422,6 +422,23 @@ def m012_attachments(con: Any) -> None:
         con.execute(guard(table))
 
 
+@migration
+def m013_compact_index(con: Any) -> None:
+    """The search index in fewer bytes. The keyword postings one row per doc (``pg/postings.py``): a dictionary of
+    terms, each doc's term ids, frequencies and packed positions, and a GIN index of the term ids, filled from the old
+    postings; those (one row per term and doc, indexed twice by term, and copied again for the live docs) are dropped.
+    The live docs' rows in a table of their own (``search_live_terms``: what a search "now" reads), each doc's in one
+    of the two. And each doc's pgvector column a ``halfvec`` (``vectors.halve``), and the spans' index without a
+    second copy of their vectors (``spans.slim_index``)."""
+    from . import postings, spans
+    from .vectors import halve
+
+    postings.create(con)
+    halve(con)
+    spans.slim_index(con)
+    con.execute(guard("search_terms"))  # (a doc's postings row moves between two tables: neither is append-only)
+
+
 READABLE_FROM = 8
 """Readers need the first ``READABLE_FROM`` migrations (opened read-only): the later ones change nothing a reader
 reads, so readers may be upgraded before the database is (``vaultsync migrate``)."""
@@ -431,6 +448,7 @@ PROBES = {
     "moves": ["index notes_by_hash", "column vault_devices.inode"],
     "write_requests": ["table write_requests", "index write_requests_by_state"],
     "attachments": ["table attachment_bodies", "table attachment_parts"],
+    "compact_index": ["table search_doc_terms", "index search_doc_terms_by_term", "table search_live_terms"],
 }
 """How a database from before names shows each migration after the common prefix (``store/migrations.py``)."""
 

@@ -8,9 +8,10 @@ the doc: ``born``, the batch its first row appeared, and ``died``, the batch aft
 (``OPEN`` while one is), with the doc's vector (pgvector's ``halfvec``, where the store's vectors use pgvector:
 int8 components are exact in half precision). A row's lifetime and the next row's that starts as it ends (a
 chunk unchanged by an edit, a rename) make one span, so there are about as many spans as docs (99,845 for
-99,143 docs there); the docs visible at batch ``b`` are the spans with ``born <= b < died``, read with their
-vectors by one index-only scan of ``(vault_id, born, died) INCLUDE (doc_id, vec)`` (``by_index``: never a scan
-of the whole table).
+99,143 docs there); the docs visible at batch ``b`` are the spans with ``born <= b < died``, found by a scan of
+the index ``(vault_id, born, died) INCLUDE (doc_id)`` (``by_index``: never a scan of the whole table) and read
+with their vectors from the table. (m007 put the vectors in the index too, for an index-only scan: a second
+copy of every span's vector, the largest part of the index; m013 made it again without them, ``INDEX``.)
 
 The spans follow the live set (``pg/live.py``): a doc entering a vault's live set at batch ``b`` opens a span
 (or reopens the one that ended at ``b``, when its rows changed within the batch), and leaving it closes the
@@ -115,10 +116,18 @@ def create(raw: Any, schema: str | None) -> None:
         PRIMARY KEY (vault_id, doc_id, born)
     )""")
     rebuild(raw, schema)
-    # the vectors in the index too: read by an index-only scan, a past cutoff's docs and vectors do not depend on
-    # where updates left the rows in the table (nor on the planner weighing a bitmap scan against a whole scan)
-    raw.execute(f"CREATE INDEX {TABLE}_at ON {TABLE} (vault_id, born, died) INCLUDE (doc_id{', vec' if vec else ''})")
+    raw.execute(INDEX)
     raw.execute(f"ANALYZE {TABLE}")
+
+
+INDEX = f"CREATE INDEX {TABLE}_at ON {TABLE} (vault_id, born, died) INCLUDE (doc_id)"
+"""The spans by batch (the doc in the index: which docs were visible is read without the table)."""
+
+
+def slim_index(raw: Any) -> None:
+    """Inside m013: the index made again without the vectors m007 put in it (``INDEX``)."""
+    raw.execute(f"DROP INDEX IF EXISTS {TABLE}_at")
+    raw.execute(INDEX)
 
 
 @contextlib.contextmanager

@@ -7,9 +7,9 @@ the SQLite engine makes it (``search.embedding.write_vectors``), kept in ``searc
 Ranking at a cutoff, over the docs of exactly the visible chunk rows (of the allowed notes):
 
 - **with pgvector** (the extension could be created when m004 ran): ``search_vectors.vec`` is a pgvector
-  ``vector`` generated from ``embedding``, and pgvector's exact ``cosine_distance`` (a sequential scan of
-  the visible docs, no approximate index) picks the candidates: the ``limit`` nearest and every doc within
-  ``MARGIN`` of the last of them;
+  ``halfvec`` generated from ``embedding`` (m004 made it a ``vector``, twice the bytes; m013 halved it), and
+  pgvector's exact ``cosine_distance`` (a sequential scan of the visible docs, no approximate index) picks the
+  candidates: the ``limit`` nearest and every doc within ``MARGIN`` of the last of them;
 - **without pgvector** (``VAULTSYNC_PG_VECTORS=python`` when the migration ran, or no extension to create):
   every visible doc is a candidate, its ``embedding`` read and compared in Python.
 
@@ -83,6 +83,21 @@ def add_pgvector(con: Any) -> bool:
     return True
 
 
+def halve(con: Any) -> None:
+    """Inside migration m013: ``search_vectors.vec`` generated as a ``halfvec`` (int8 components are exact in half
+    precision: the same distances from half the bytes of m004's ``vector``), where the store's vectors use pgvector."""
+    schema = pgvector_schema(con)
+    if schema is None:
+        return
+    half = f'"{schema}".halfvec'
+    con.execute(f"""
+    CREATE OR REPLACE FUNCTION vaultsync_int8_halfvec(b bytea) RETURNS {half} LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+    $$ SELECT vaultsync_int8_vector(b)::{half} $$;
+    ALTER TABLE search_vectors DROP COLUMN vec;
+    ALTER TABLE search_vectors ADD COLUMN vec {half} GENERATED ALWAYS AS (vaultsync_int8_halfvec(embedding)) STORED;
+    """)
+
+
 def _ints(blob: bytes) -> list[int]:
     return [b - 256 if b > 127 else b for b in blob]
 
@@ -136,8 +151,8 @@ def _visible(con: Any, snap: Snapshot, allowed: set[int] | None, schema: str | N
             visible, params = visible + " AND v.doc_id <= :maxdoc", {**params, "maxdoc": bound}
     if schema is None:
         return f"SELECT v.doc_id, v.embedding {visible}", params
-    kind = "halfvec" if "search_live_vectors" in visible else "vector"  # m006 keeps the live ones as halfvec
-    distance = _distance(schema, "v.vec", kind)
+    # halfvec: m006 keeps the live ones so, and m013 every doc's (m004's ``vector`` read as one before it)
+    distance = _distance(schema, f'v.vec::"{schema}".halfvec', "halfvec")
     if not snap.live and allowed is None:  # the visible docs up to the cutoff's highest, nearest first (in this
         # form PostgreSQL hashes the visible docs and sorts only their distances, top-N; as one flat query it
         # sorted every vector with its distance, on disk)

@@ -117,6 +117,7 @@ class PgView(View):
         from ..expected_shape import POSTGRES
         from ..migrations import problems as schema_problems
         from ..shape import pg_shape
+        from .ranking import compact
         from .schema import PROBES, state
 
         problems = [
@@ -125,9 +126,13 @@ class PgView(View):
             if f"{table}_append_only" not in triggers
         ]
         problems += schema_problems(state(self._con.raw), pg_shape(self._con.raw), POSTGRES, PROBES, on_write=False)
-        orphans = self._con.raw.execute(
-            "SELECT count(*) FROM search_postings p WHERE NOT EXISTS (SELECT 1 FROM search_docs d WHERE d.id = p.doc)"
-        ).fetchone()[0]
-        if orphans:  # no foreign key keeps them together (schema m008)
+        tables = ("search_doc_terms", "search_live_terms") if compact(self._con) else ("search_postings",)  # (m013)
+        orphans = sum(
+            self._con.raw.execute(
+                f"SELECT count(*) FROM {table} p WHERE NOT EXISTS (SELECT 1 FROM search_docs d WHERE d.id = p.doc)"
+            ).fetchone()[0]
+            for table in tables
+        )
+        if orphans:  # no foreign key keeps them together (schema m008, m013)
             problems.append(f"{orphans} keyword postings belong to no indexed text: rebuild the search index")
         return problems
