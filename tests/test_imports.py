@@ -468,6 +468,7 @@ def imports_of_test_files(tests_dir: Path = TESTS_DIR) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_no_test_file_imports_another_or_conftest() -> None:
     found = imports_of_test_files()
     assert not found, "move what these share into tests/support/ and import it from there:\n  " + "\n  ".join(found)

@@ -55,6 +55,7 @@ def test_make_check_leaves_out_exactly_the_tiers_pyproject_declares() -> None:
     assert {line.split(":")[0] for line in declared["markers"]} >= set(TIERS)
 
 
+@pytest.mark.slow
 def test_a_test_taking_a_tiers_fixture_or_parameter_without_its_mark_fails_collection(tmp_path: Path) -> None:
     unmarked = (
         "def test_page(browser):\n    pass\n\n\n"

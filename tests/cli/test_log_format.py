@@ -55,6 +55,7 @@ def test_the_access_log_in_json_has_its_fields(tmp_path: Path) -> None:
     ), err
 
 
+@pytest.mark.slow
 def test_the_default_stays_text(tmp_path: Path) -> None:
     err = serve_and_ask(tmp_path, "text")
     assert re.search(r'INFO vaultsync.access: 127\.0\.0\.1 - "GET /health" 200 \d+ ms$', err, re.M), err

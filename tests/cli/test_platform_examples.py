@@ -53,6 +53,7 @@ def test_the_windows_claude_desktop_config_has_whole_paths_with_spaces() -> None
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_the_windows_config_starts_a_server_with_its_paths_mapped_here(tmp_path: Path) -> None:
     entry = windows_config()["mcpServers"]["vaultsync"]
     profile = tmp_path / "Users" / "YOU"

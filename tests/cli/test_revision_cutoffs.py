@@ -84,6 +84,7 @@ def test_an_id_is_the_same_cutoff_on_postgresql(tmp_path: Path, cli) -> None:
     assert hits(cli, dsn, "charlie", "--as-of", r2) == [] and hits(cli, dsn, "charlie", "--as-of", r3) == ["Late.md"]
 
 
+@pytest.mark.slow
 def test_an_unknown_id_or_a_bad_cutoff_is_one_clear_line(vault) -> None:
     _, db, ids = vault
     for args, said in (

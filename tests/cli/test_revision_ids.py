@@ -152,6 +152,7 @@ def test_an_undo_refused_names_revisions_by_their_ids_and_the_flag(vault) -> Non
     assert "absent now" in plan and "--force" in plan, plan
 
 
+@pytest.mark.slow
 def test_a_folder_moved_away_edited_and_moved_back_keeps_its_whole_history(tmp_path: Path, cli) -> None:
     root, db = tmp_path / "vault", tmp_path / "db" / "vaultsync.db"
     (root / "Projects").mkdir(parents=True)

@@ -261,6 +261,7 @@ FIXED = [
 ] + [f"note {n}: " + "lorem ipsum dolor " * n for n in range(1, 40, 3)]
 
 
+@pytest.mark.slow
 def test_vectors_equal_the_padded_runs_of_before_with_no_padding_and_each_token_sequence_once() -> None:
     """Existing databases stay valid: every vector equals the one the padded runs made (within float tolerance, and
     the same int8 bytes the store keeps); no run is padded and token-identical texts are embedded once."""

@@ -122,6 +122,7 @@ def test_the_hardened_unit_is_sandboxed_with_a_clean_environment() -> None:
     assert settings["ReadWritePaths"].split() == writable
 
 
+@pytest.mark.slow
 def test_the_hardened_unit_starts_a_working_server(tmp_path: Path) -> None:
     """The unit's command, in the unit's environment only, with the example manifest (HTTP block on,
     paths into a temporary home): systemd-analyze accepts the unit, the server answers an MCP client

@@ -248,6 +248,7 @@ def test_the_refusal_reason_agrees_with_the_manifest_rule() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_each_callers_writes_are_listed_by_changes_caller(tmp_path: Path, cli: Any) -> None:
     """Hardened HTTP with two tokens that may write: each batch records whom it was done for, so
     ``changes --caller ID`` lists one assistant's writes, ``--source mcp`` both, and undo takes one back."""

@@ -250,6 +250,7 @@ def test_an_allowed_or_unset_parent_starts(s: Setup, parent: str | None) -> None
     serves(s, env={"VAULTSYNC_PARENT_BASENAME": parent} if parent else None)
 
 
+@pytest.mark.slow
 def test_a_terminal_on_stdin_lifts_the_parent_check(s: Setup) -> None:
     master, slave = pty.openpty()
     proc = subprocess.Popen(

@@ -232,6 +232,7 @@ async def test_the_shared_audit_log_is_one_intact_chain(hosted: dict[str, Any], 
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_one_vault_by_manifest_with_its_own_grant(tmp_path: Path, issuer: Issuer, cli: Any) -> None:
     """``serve VAULT --manifest M`` with ``[oauth]`` and no ``[[oauth.vaults]]``: the vault at ``/mcp``, the grant in
     ``[oauth]`` itself, calls and refusals in the audit log."""

@@ -45,6 +45,7 @@ def test_a_mass_deletion_is_said_once_with_its_option_and_its_end_once(tmp_path:
 BROKEN = "---\ntags: [unclosed\n---\n# Broken\n"
 
 
+@pytest.mark.slow
 def test_a_broken_frontmatter_is_warned_about_once_a_text_not_for_a_rename(tmp_path: Path, cli) -> None:
     """In a watch session: renaming a note whose YAML is broken says nothing (its text was warned about when the
     import stored it); changing it, still broken, warns once; the same text back after a deletion does not."""

@@ -12,6 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -115,6 +116,7 @@ def note(draw: st.DrawFn) -> str:
 )
 @given(notes=st.lists(note(), min_size=1, max_size=4))
 @example(notes=["---\n# Title\n---\nSome words here.\n", "---\n#tag-only\n---\n## Plan\n"])
+@pytest.mark.slow
 def test_no_generated_chunk_in_the_index_is_blank_or_heading_only(tmp_path_factory, notes: list[str]) -> None:
     base = tmp_path_factory.mktemp("c")
     root = base / "vault"

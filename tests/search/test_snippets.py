@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import apsw
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -63,6 +64,7 @@ def highlighted(text: str, query: str) -> str:
 
 @settings(max_examples=300, deadline=None)
 @given(text=text_st, query=query_st)
+@pytest.mark.slow
 def test_marks_are_fts5s_matches_whole_tokens(text: str, query: str) -> None:
     got = snippet(text, parse_query(query), width=10_000)  # the whole text: compare every mark
     assert got == highlighted(text, query)

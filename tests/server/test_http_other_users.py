@@ -70,6 +70,7 @@ def shared_place() -> Iterator[Path]:
         shutil.rmtree(place)
 
 
+@pytest.mark.slow
 def test_another_local_user_is_refused_on_loopback(shared_place: Path) -> None:
     """The owner's server on 127.0.0.1 with writes on, started without a token option: nobody gets 401 for
     every request, cannot read the token file, and writes nothing; the owner's token (from that file) works."""

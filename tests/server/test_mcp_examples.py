@@ -62,6 +62,7 @@ def test_each_config_is_one_of_the_started_command_lines() -> None:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("line", DISTINCT, ids=lambda line: " ".join(json.loads(line)["args"][len(UVX) :]))
+@pytest.mark.slow
 async def test_example_config_starts_a_server(line: str, tmp_path: Path) -> None:
     """Run as its client would: the command line of one or more configs, with their ``env`` (the installed
     package's command stands for what uvx would install: the tests run offline)."""

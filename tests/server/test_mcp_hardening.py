@@ -90,6 +90,7 @@ class Stdio:
         return self.proc.stderr.read().decode()
 
 
+@pytest.mark.slow
 def test_deep_nesting_and_object_ids_are_answered(history: dict) -> None:
     server = Stdio(history)
     try:

@@ -88,6 +88,7 @@ async def test_stdio_watch_notifies_listeners_of_file_edits_and_writes(copy: dic
 
 @pytest.mark.anyio
 @pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")
+@pytest.mark.slow
 async def test_stdio_watch_notifies_legacy_subscribers(copy: dict) -> None:
     updates = Updates()
     async with Client(stdio(copy, "--watch", "--allow-writes"), mode="legacy", message_handler=updates) as c:
@@ -170,6 +171,7 @@ class RawServer:
         return self.proc.stderr.read().decode()
 
 
+@pytest.mark.slow
 def test_stdio_protocol_abuse(history: dict) -> None:
     server = RawServer(history)
     try:

@@ -20,6 +20,7 @@ INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
 
+@pytest.mark.slow
 def test_requests_read_before_stdin_closes_are_answered(tmp_path: Path) -> None:
     """As ``printf '<initialize>\\n<initialized>\\n<tools/list>\\n' | vaultsync serve VAULT``: stdin is
     closed right after the three lines; both requests get their answer before the process exits 0."""

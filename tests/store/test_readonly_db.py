@@ -123,6 +123,7 @@ def test_a_log_without_its_index_is_one_line(place: Path, cli) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_serve_without_writes_on_a_database_nobody_may_write(place: Path, cli) -> None:
     root, db = vault_db(place, cli)
     no_write_access(db)

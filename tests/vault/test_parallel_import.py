@@ -43,6 +43,7 @@ def test_parallel_parsing_gives_the_same_store(tmp_path: Path, monkeypatch: pyte
     assert not __import__("vaultsync.store.search.embedding", fromlist=["AHEAD"]).AHEAD  # nothing left behind
 
 
+@pytest.mark.slow
 def test_a_second_parallel_batch_gives_the_same_store_as_inline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
