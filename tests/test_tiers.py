@@ -10,6 +10,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 from support.tiers import TIERS
 
 REPO = Path(__file__).resolve().parents[1]
