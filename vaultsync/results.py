@@ -33,6 +33,22 @@ class Result(BaseModel):
         return {name: getattr(self, name) for name, info in type(self).model_fields.items() if not info.exclude}
 
 
+class DeletedNote(Result):
+    """A note deleted in a window and still absent at its end, as ``vaultsync deleted --json`` prints it
+    (``vault.lookback.Deleted.to_json``)."""
+
+    path: str
+    deleted_at: str = Field(description="When vaultsync learned of the deletion (UTC)")
+    batch: int = Field(description="The batch that recorded it")
+    size: int | None = Field(default=None, description="Bytes of its last text")
+    last_revision: str | None = Field(
+        default=None, description="Its last revision (r12); read_note as_of and restore_note revision take it"
+    )
+    last_known_at: str | None = Field(default=None, description="When that revision was learned (UTC)")
+    content_hash: str | None = Field(default=None, description="SHA-256 of its last text")
+    restore: str = Field(description="The command line that writes it back as it was just before its deletion")
+
+
 class Note(Result):
     """A note's exact content at some time, with its revision's facts (``Note.of``: named as the revision
     names them, the time formatted and the revision's id added)."""

@@ -12,9 +12,9 @@ from pydantic import Field
 from support.mcp_helpers import sc
 
 from vaultsync import Vault
-from vaultsync.results import Note, Stats
+from vaultsync.results import DeletedNote, Note, Stats
 from vaultsync.server import ServeConfig, build_server
-from vaultsync.server.models import Derived, NoteResult, StatusResult
+from vaultsync.server.models import DeletedRow, Derived, NoteResult, StatusResult
 
 
 @pytest.fixture
@@ -67,9 +67,11 @@ def test_the_mcp_answers_share_the_library_facts_they_do_not_redeclare() -> None
     for answer, result, own in (
         (NoteResult, Note, {"content", "tags", "links", "mime_type", "offset", "total_chars", "next_offset"}),
         (StatusResult, Stats, {"writes_enabled", "watcher", "semantic_vectors"}),
+        (DeletedRow, DeletedNote, set()),
     ):
         shared = set(answer.model_fields) & set(result.model_fields)
         assert shared - own, answer
+        assert list(answer.model_fields)[: len(result.model_fields)] == list(result.model_fields) or own, answer
         for name in shared - own:
             mine, theirs = answer.model_fields[name], result.model_fields[name]
             assert (mine.annotation, mine.description, mine.default) == (

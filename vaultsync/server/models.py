@@ -11,7 +11,7 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic._internal._model_construction import ModelMetaclass  # what a model's class is made by
 
-from ..results import Note, Stats
+from ..results import DeletedNote, Note, Stats
 from ..results import SearchResult as Found
 from .budget import OMITTED
 
@@ -190,19 +190,8 @@ class ChangesResult(Compact):
     first_batch: str | None = Field(default=None, description="When the vault's history starts (its first batch, UTC)")
 
 
-class DeletedRow(Compact):
+class DeletedRow(Compact, Derived, fields=(DeletedNote, tuple(DeletedNote.model_fields))):
     """A note deleted in the window, as ``vaultsync deleted --json`` prints it."""
-
-    path: str
-    deleted_at: str = Field(description="When vaultsync learned of the deletion (UTC)")
-    batch: int = Field(description="The batch that recorded it")
-    size: int | None = Field(default=None, description="Bytes of its last text")
-    last_revision: str | None = Field(
-        default=None, description="Its last revision (r12); read_note as_of and restore_note revision take it"
-    )
-    last_known_at: str | None = Field(default=None, description="When that revision was learned (UTC)")
-    content_hash: str | None = Field(default=None, description="SHA-256 of its last text")
-    restore: str = Field(description="The command line that writes it back as it was just before its deletion")
 
 
 class DeletedResult(Compact):

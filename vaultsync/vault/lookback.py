@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..disk import vaultfs
 from ..errors import ConfigError, NoteNotFound, StoreError
 from ..parsers import split_lines
+from ..results import DeletedNote
 from ..revisions import resolve_cutoff, revision_id
 from ..times import TimeLike, as_micros, format_time
 
@@ -56,16 +57,16 @@ class Deleted:
 
     def to_json(self) -> dict[str, Any]:
         last = self.last
-        return {
-            "path": self.path,
-            "deleted_at": format_time(self.deleted_at),
-            "batch": self.deletion.batch_id,
-            "size": None if last is None else last.size,
-            "last_revision": None if last is None else revision_id(last),
-            "last_known_at": None if last is None else format_time(last.known_at),
-            "content_hash": None if last is None else last.content_hash,
-            "restore": self.restore_command,
-        }
+        return DeletedNote(
+            path=self.path,
+            deleted_at=format_time(self.deleted_at),
+            batch=self.deletion.batch_id,
+            size=None if last is None else last.size,
+            last_revision=None if last is None else revision_id(last),
+            last_known_at=None if last is None else format_time(last.known_at),
+            content_hash=None if last is None else last.content_hash,
+            restore=self.restore_command,
+        ).to_json()
 
 
 def _quoted(path: str) -> str:
