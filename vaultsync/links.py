@@ -10,6 +10,7 @@ from typing import Any
 
 from .disk.attachments import is_attachment, mime_type
 from .disk.paths import note_candidates
+from .results import Links
 from .revisions import revision_id
 from .store.read import Revision
 from .times import format_time
@@ -80,12 +81,9 @@ class LinkReport:
     backlinks: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "as_of": format_time(self.as_of),
-            "outgoing": self.outgoing,
-            "backlinks": self.backlinks,
-        }
+        return Links(
+            path=self.path, as_of=format_time(self.as_of), outgoing=self.outgoing, backlinks=self.backlinks
+        ).to_json()
 
 
 def link_report(note: Revision, notes: list[Revision], as_of: int | None) -> LinkReport:

@@ -49,6 +49,19 @@ class DeletedNote(Result):
     restore: str = Field(description="The command line that writes it back as it was just before its deletion")
 
 
+class Links(Result):
+    """A note's outgoing links and backlinks as of one time, as ``vaultsync links --json`` prints them
+    (``links.LinkReport.to_json``)."""
+
+    path: str
+    as_of: str | None
+    outgoing: list[dict[str, Any]] = Field(
+        description="Links in the note; resolved = the path it points to (null: nothing by that name then); "
+        "a link to an attachment also gives its mime_type and revision (its id then, for read_attachment as_of)"
+    )
+    backlinks: list[dict[str, Any]] = Field(description="Links in other notes that point to this note (source = from)")
+
+
 class Note(Result):
     """A note's exact content at some time, with its revision's facts (``Note.of``: named as the revision
     names them, the time formatted and the revision's id added)."""

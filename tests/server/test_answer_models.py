@@ -12,9 +12,9 @@ from pydantic import Field
 from support.mcp_helpers import sc
 
 from vaultsync import Vault
-from vaultsync.results import DeletedNote, Note, Stats
+from vaultsync.results import DeletedNote, Links, Note, Stats
 from vaultsync.server import ServeConfig, build_server
-from vaultsync.server.models import DeletedRow, Derived, NoteResult, StatusResult
+from vaultsync.server.models import DeletedRow, Derived, LinksResult, NoteResult, StatusResult
 
 
 @pytest.fixture
@@ -68,6 +68,7 @@ def test_the_mcp_answers_share_the_library_facts_they_do_not_redeclare() -> None
         (NoteResult, Note, {"content", "tags", "links", "mime_type", "offset", "total_chars", "next_offset"}),
         (StatusResult, Stats, {"writes_enabled", "watcher", "semantic_vectors"}),
         (DeletedRow, DeletedNote, set()),
+        (LinksResult, Links, set()),
     ):
         shared = set(answer.model_fields) & set(result.model_fields)
         assert shared - own, answer

@@ -11,7 +11,7 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic._internal._model_construction import ModelMetaclass  # what a model's class is made by
 
-from ..results import DeletedNote, Note, Stats
+from ..results import DeletedNote, Links, Note, Stats
 from ..results import SearchResult as Found
 from .budget import OMITTED
 
@@ -201,14 +201,7 @@ class DeletedResult(Compact):
     truncated: bool = Field(default=False, description="True when only the latest `limit` deletions are listed")
 
 
-class LinksResult(_Out):
-    path: str
-    as_of: str | None
-    outgoing: list[dict[str, Any]] = Field(
-        description="Links in the note; resolved = the path it points to (null: nothing by that name then); "
-        "a link to an attachment also gives its mime_type and revision (its id then, for read_attachment as_of)"
-    )
-    backlinks: list[dict[str, Any]] = Field(description="Links in other notes that point to this note (source = from)")
+class LinksResult(Derived, fields=(Links, tuple(Links.model_fields))):
     truncated: bool = False
 
 

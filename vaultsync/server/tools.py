@@ -336,12 +336,13 @@ def add_get_links(tools: ToolSet, rt: ServedVault) -> None:
         with rt.reading() as vault:
             report = vault.links(path, as_of=as_of).to_json()
         cut = len(report["outgoing"]) > MAX_LINKS or len(report["backlinks"]) > MAX_LINKS
-        return LinksResult(
-            path=report["path"],
-            as_of=report["as_of"],
-            outgoing=report["outgoing"][:MAX_LINKS],
-            backlinks=report["backlinks"][:MAX_LINKS],
-            truncated=cut,
+        return LinksResult.model_validate(
+            {
+                **report,
+                "outgoing": report["outgoing"][:MAX_LINKS],
+                "backlinks": report["backlinks"][:MAX_LINKS],
+                "truncated": cut,
+            }
         )
 
 
