@@ -63,6 +63,7 @@ def copy(*args: str) -> subprocess.Popen[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.pg
 def test_an_interrupted_copy_leaves_nothing_and_a_rerun_copies_the_whole_vault(server, tmp_path: Path) -> None:
     import psycopg
 

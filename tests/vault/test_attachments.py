@@ -144,6 +144,7 @@ def recorded(db: str, tmp_path: Path) -> Iterator[tuple[Vault, Path, list[tuple[
 
 
 @pytest.mark.slow
+@pytest.mark.pg
 def test_fifty_batches_read_back_exactly_are_stored_once_and_restore(recorded, db: str, tmp_path: Path) -> None:
     """One history (built once per engine), checked: reads, storage, search, a copy into the other engine, restores."""
     every_file_at_every_batch_reads_back_exactly(recorded)

@@ -98,7 +98,8 @@ def shares(con: Any, removed: set[int], batches_removed: int, tables: set[str]) 
             "search_docs": by_count,
             "search_vectors": by_count,
             "search_fts": by_tokens,  # the FTS5 index (SQLite): its size follows the tokens it holds
-            "search_postings": by_tokens,  # the keyword index's postings (PostgreSQL)
+            "search_postings": by_tokens,  # the keyword index's postings (PostgreSQL before compact_index)
+            "search_doc_terms": by_tokens,  # a doc's postings row (PostgreSQL): its size follows its tokens
         }
     return out
 

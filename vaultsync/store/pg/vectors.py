@@ -85,14 +85,17 @@ def add_pgvector(con: Any) -> bool:
 
 def halve(con: Any) -> None:
     """Inside migration m013: ``search_vectors.vec`` generated as a ``halfvec`` (int8 components are exact in half
-    precision: the same distances from half the bytes of m004's ``vector``), where the store's vectors use pgvector."""
+    precision: the same distances from half the bytes of m004's ``vector``), where the store's vectors use pgvector.
+    The function names nothing outside ``pg_catalog`` unqualified: ``pg_restore`` runs it with an empty
+    ``search_path`` while it fills the generated column."""
     schema = pgvector_schema(con)
     if schema is None:
         return
     half = f'"{schema}".halfvec'
     con.execute(f"""
     CREATE OR REPLACE FUNCTION vaultsync_int8_halfvec(b bytea) RETURNS {half} LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
-    $$ SELECT vaultsync_int8_vector(b)::{half} $$;
+    $$ SELECT (array_agg(((get_byte(b, i) + 128) % 256) - 128 ORDER BY i))::integer[]::"{schema}".vector::{half}
+       FROM generate_series(0, length(b) - 1) AS i $$;
     ALTER TABLE search_vectors DROP COLUMN vec;
     ALTER TABLE search_vectors ADD COLUMN vec {half} GENERATED ALWAYS AS (vaultsync_int8_halfvec(embedding)) STORED;
     """)
