@@ -342,6 +342,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The database a test records into, once of each engine: a SQLite file under ``tmp_path``, or a fresh
+    PostgreSQL database named for the test's module (the test is skipped where no server can start)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "db" / "vaultsync.db")
+    pgserver = pytest.importorskip("support.pgserver")
+    return pgserver.fresh_or_skip(Path(str(request.node.fspath)).stem.removeprefix("test_"))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
 def open_engine(request: pytest.FixtureRequest) -> Callable[..., object]:
     """Opens a store of each engine (tests/support/engines.py): the store's behaviour tests take this."""
     return ENGINES[request.param]

@@ -29,14 +29,6 @@ QUIET = {"step_ms": 20000, "debounce_ms": 60000, "reconcile_s": 0}
 """The watcher records a burst of edits only after 20 s: what a test sees recorded sooner, a request recorded."""
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "db" / "vaultsync.db")
-    pgserver = pytest.importorskip("support.pgserver")
-    return pgserver.fresh_or_skip("handoff")
-
-
 @pytest.fixture
 def two(db: str, tmp_path: Path) -> Iterator[tuple[Vault, Vault, Path, str]]:
     """The watching process's vault, the asking process's vault, the folder, and T0 (after the first import)."""

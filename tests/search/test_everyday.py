@@ -92,6 +92,18 @@ def test_the_cli_says_once_what_the_semantic_model_would_add(tmp_path: Path, cli
     assert data["semantic"] is None  # the hashed embedder's vectors are never fused
 
 
+def test_a_data_directory_that_cannot_be_read_leaves_the_answer_whole(tmp_path: Path, cli, monkeypatch) -> None:
+    """The once-only note's mark cannot even be looked for (another user's home, here a name too long to stat):
+    the search is answered, its exit status 0, and no traceback follows the hits."""
+    root = _vault(tmp_path)
+    db = tmp_path / "db.sqlite"
+    cli("import", str(root), db=db, check=True)
+    monkeypatch.setenv("VAULTSYNC_HOME", str(tmp_path / ("x" * 300)))
+    done = cli("search", "how do I get back a note I deleted by accident", db=db)
+    assert (done.returncode, done.stdout.startswith(" 1. Trash.md")) == (0, True), done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_without_the_extra_the_note_says_how_to_get_it(tmp_path: Path, cli, monkeypatch) -> None:
     from vaultsync.cli.search import SEMANTIC_NOTE
     from vaultsync.embed import semantic

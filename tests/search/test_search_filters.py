@@ -11,32 +11,26 @@ cutoff a filter must not see what the files were given later.
 
 from __future__ import annotations
 
-import http.client
 import json
 import secrets
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import pytest
-import uvicorn
 from mcp import Client
 from support.mcp_helpers import error_text, sc
+from support.ui_page import PageApi, in_process
 
 from vaultsync import Vault
 from vaultsync.errors import ConfigError
 from vaultsync.hardened.manifest import Manifest
 from vaultsync.search_filter import KIND_NAMES, KINDS, SearchFilter, kind_of
 from vaultsync.server import ServeConfig, build_server
-from vaultsync.ui.app import build_app
 
 EARLY, LATE = "2024-01-01", "2024-02-01"
 BETWEEN = "2024-01-15"
 QUERY = "beacon"
-TOKEN = "t" * 32
 
 # path -> (status in frontmatter or None, tags): what each file says at each batch; every file holds QUERY
 STATES: dict[str, dict[str, tuple[str | None, tuple[str, ...]]]] = {
@@ -111,14 +105,6 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("filters")
     record(base / "vaultsync.db", base / "vault")
     return base / "vaultsync.db"
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "vaultsync.db")
-    pgserver = pytest.importorskip("support.pgserver")
-    return pgserver.fresh_or_skip("filters")
 
 
 CUTOFFS = [BETWEEN, None]
@@ -236,40 +222,13 @@ async def test_both_search_tools_take_the_same_arguments(history: Path, tmp_path
     assert whole["kinds"]["anyOf"][0]["items"]["enum"] == list(KIND_NAMES)
 
 
-class Page:
-    def __init__(self, port: int) -> None:
-        self.port = port
-
-    def get(self, route: str, params: list[tuple[str, str]]) -> tuple[int, dict[str, Any]]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        try:
-            conn.request("GET", f"{route}?{urlencode(params)}", headers={"X-Vaultsync-Token": TOKEN})
-            response = conn.getresponse()
-            return response.status, json.loads(response.read())
-        finally:
-            conn.close()
-
-
 @pytest.fixture
-def page(history: Path) -> Iterator[Page]:
-    vault = Vault.open(history, readonly=True)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(build_app(vault, TOKEN, port), log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="ui-server")
-    thread.start()
-    try:
-        yield Page(port)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
-        vault.close()
+def page(history: Path) -> Iterator[PageApi]:
+    with in_process(Vault.open(history, readonly=True)) as port:
+        yield PageApi(port)
 
 
-def test_the_page_applies_every_filter(page: Page) -> None:
+def test_the_page_applies_every_filter(page: PageApi) -> None:
     for filters in FILTERS:
         params = [("prefix", filters["prefix"])] if "prefix" in filters else []
         params += [("tag", tag) for tag in filters.get("tags", [])]

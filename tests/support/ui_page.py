@@ -142,3 +142,64 @@ def wait_note(tab: Any, path: str, micros: int | str) -> None:
         "return !n.hidden && n.dataset.path === p && n.dataset.at === at; }",
         [path, str(micros)],
     )
+
+
+# ---------------------------------------------------------------- the page's server in this process, and its API
+
+UI_TOKEN = "t" * 32
+"""The token the in-process page's server is built with (``in_process``), sent by ``fetch``."""
+
+
+@contextlib.contextmanager
+def in_process(vault: Any, token: str = UI_TOKEN) -> Iterator[int]:
+    """The page's server for ``vault`` (opened read-only; closed after) on a free loopback port of this process,
+    uvicorn on a thread: yields the port."""
+    import socket
+
+    import uvicorn
+
+    from vaultsync.ui.app import build_app
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(build_app(vault, token, port), log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="ui-server")
+    thread.start()
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+        vault.close()
+
+
+def fetch(port: int, route: str, params: Any = (), token: str = UI_TOKEN) -> tuple[int, list[tuple[str, str]], bytes]:
+    """GET ``route`` with ``params`` (a dict or (name, value) pairs) and the page's token: the status, the headers
+    as sent (names in lower case, repeats kept) and the body."""
+    import http.client
+    from urllib.parse import urlencode
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.request("GET", f"{route}?{urlencode(params)}", headers={"X-Vaultsync-Token": token})
+        response = conn.getresponse()
+        return response.status, [(k.lower(), v) for k, v in response.getheaders()], response.read()
+    finally:
+        conn.close()
+
+
+@dataclass(frozen=True)
+class PageApi:
+    """The page's JSON API on ``port`` (``in_process``)."""
+
+    port: int
+
+    def get(self, route: str, params: Any = ()) -> tuple[int, dict[str, Any]]:
+        """The status and the decoded JSON answer of ``route``."""
+        import json
+
+        status, _, body = fetch(self.port, route, params)
+        return status, json.loads(body)

@@ -9,46 +9,26 @@ request of the page is answered.
 from __future__ import annotations
 
 import difflib
-import http.client
-import json
 import random
-import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import pytest
-import uvicorn
+from support.ui_page import PageApi, in_process
 
 from vaultsync import Vault
 from vaultsync.ui import render, views
-from vaultsync.ui.app import build_app
 from vaultsync.ui.render import word_diff
 
-TOKEN = "t" * 32
 MOST_PAIRS = 1_000_000
 """The most line or word pairs one diff may compare (the page's ``render.DIFF_BUDGET``): about 0.1 s of work."""
 WORDS = [f"w{i}" for i in range(50)]
 
 
-class Page:
-    def __init__(self, port: int) -> None:
-        self.port = port
-
-    def get(self, route: str, params: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        try:
-            conn.request("GET", f"{route}?{urlencode(params or {})}", headers={"X-Vaultsync-Token": TOKEN})
-            response = conn.getresponse()
-            return response.status, json.loads(response.read())
-        finally:
-            conn.close()
-
-
 @pytest.fixture
-def page(tmp_path: Path) -> Iterator[tuple[Page, Path, Vault]]:
+def page(tmp_path: Path) -> Iterator[tuple[PageApi, Path, Vault]]:
     root, db = tmp_path / "vault", tmp_path / "vaultsync.db"
     root.mkdir()
     random.seed(47)
@@ -59,24 +39,12 @@ def page(tmp_path: Path) -> Iterator[tuple[Page, Path, Vault]]:
         (root / "Long.md").write_text(" ".join(random.choice(WORDS) for _ in range(8000)) + "\n", encoding="utf-8")
         writer.sync(known_at="2025-02-01")
     vault = Vault.open(db, readonly=True)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(build_app(vault, TOKEN, port), log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="ui-server")
-    thread.start()
-    try:
-        yield Page(port), root, vault
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
-        vault.close()
+    with in_process(vault) as port:
+        yield PageApi(port), root, vault
 
 
 @pytest.mark.parametrize("at", ["1" * 26, "-" + "9" * 20, "99999-01-01"])
-def test_an_impossible_time_is_a_400_naming_it(page: tuple[Page, Path, Vault], at: str) -> None:
+def test_an_impossible_time_is_a_400_naming_it(page: tuple[PageApi, Path, Vault], at: str) -> None:
     client, _, _ = page
     for path, params in (
         ("/api/tree", {"at": at}),
@@ -116,7 +84,7 @@ def test_a_diff_of_large_different_texts_does_bounded_work(monkeypatch: pytest.M
 
 
 def test_other_requests_are_answered_while_a_diff_is_worked_out(
-    page: tuple[Page, Path, Vault], monkeypatch: pytest.MonkeyPatch
+    page: tuple[PageApi, Path, Vault], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client, _, _ = page
     entered, release = threading.Event(), threading.Event()
@@ -144,7 +112,7 @@ def test_other_requests_are_answered_while_a_diff_is_worked_out(
     assert answers[0][0] == 200 and answers[0][1]["removed_words"] > 0
 
 
-def test_the_page_takes_revision_ids_and_nanoseconds_as_every_door_does(page: tuple[Page, Path, Vault]) -> None:
+def test_the_page_takes_revision_ids_and_nanoseconds_as_every_door_does(page: tuple[PageApi, Path, Vault]) -> None:
     client, _, vault = page
     first, second = (r.batch_id for r in vault.history("Long.md"))
     status, moment = client.get("/api/moment", {"at": f"r{second}"})

@@ -3,37 +3,25 @@ src from the note), and ``/api/file`` serves its bytes then as data of its own t
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import pytest
-import uvicorn
+from support.ui_page import fetch, in_process
 
 from vaultsync import Vault
 from vaultsync.times import parse_time
-from vaultsync.ui.app import build_app
 
-TOKEN = "t" * 32
 FIRST, SECOND = b"\x89PNG\r\n\x1a\nfirst", b"\x89PNG\r\n\x1a\nsecond"
 SVG = b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(2)</script></svg>'
 
 
 def get(port: int, route: str, params: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
-        conn.request("GET", f"{route}?{urlencode(params)}", headers={"X-Vaultsync-Token": TOKEN})
-        response = conn.getresponse()
-        headers = {k.lower(): v for k, v in response.getheaders()}
-        assert list(k.lower() for k, _ in response.getheaders()).count("content-security-policy") == 1
-        return response.status, headers, response.read()
-    finally:
-        conn.close()
+    status, headers, body = fetch(port, route, params)
+    assert [name for name, _ in headers].count("content-security-policy") == 1
+    return status, dict(headers), body
 
 
 @pytest.fixture
@@ -49,21 +37,8 @@ def port(tmp_path: Path) -> Iterator[int]:
         writer.sync(known_at="2025-02-01")
         (root / "Files" / "diagram.png").unlink()
         writer.sync(known_at="2025-03-01")
-    vault = Vault.open(db, readonly=True)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    number = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(build_app(vault, TOKEN, number), log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="ui-server")
-    thread.start()
-    try:
+    with in_process(Vault.open(db, readonly=True)) as number:
         yield number
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
-        vault.close()
 
 
 def test_an_embedded_image_is_served_as_it_was_then_as_sandboxed_data(port: int) -> None:

@@ -6,19 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from support.pdfs import pdf
 
 from vaultsync import Vault
 from vaultsync.disk import attachments
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "db" / "vaultsync.db")
-    pgserver = pytest.importorskip("support.pgserver")
-    return pgserver.fresh_or_skip("attachment_search")
 
 
 def found(vault: Vault, words: str, when: int | None = None) -> set[str]:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.pdfs import pdf
 
 from vaultsync import Vault
 from vaultsync.disk import attachments
@@ -28,37 +29,6 @@ from vaultsync.vault import lookback, restore
 BATCHES = 50
 WORDS = ["zeppelin", "quokka", "marzipan", "obelisk", "tundra", "saffron", "gondola"]
 """Words a canvas card holds at some batches: searched for as of every batch."""
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "db" / "vaultsync.db")
-    pgserver = pytest.importorskip("support.pgserver")
-    return pgserver.fresh_or_skip("attachments")
-
-
-def pdf(text: str) -> bytes:
-    """A minimal valid one-page PDF showing ``text`` (cross-reference offsets computed)."""
-    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode("latin-1")
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % at for at in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
 
 
 def canvas(cards: list[str]) -> bytes:
@@ -111,7 +81,7 @@ def change(root: Path, rng: random.Random, step: int) -> None:
             (root / name).write_bytes(
                 {
                     "png": lambda: image(rng, rng.randint(10, 3000)),
-                    "pdf": lambda: pdf(f"page {step}"),
+                    "pdf": lambda: pdf([f"page {step}"]),
                     "canvas": lambda: canvas([f"idea {WORDS[step % len(WORDS)]}", f"card {rng.randint(0, 9)}"]),
                     "base": lambda: base(f"view{step}"),
                     "md": lambda: f"# Note {step}\n\n![[png-{step % 7}.png]]\n".encode(),
@@ -127,7 +97,7 @@ def recorded(db: str, tmp_path: Path) -> Iterator[tuple[Vault, Path, list[tuple[
     (root / ".obsidian" / "app.json").write_text("{}")
     rng = random.Random(51)
     (root / "Files" / "cover.png").write_bytes(image(rng, 2_500_000))  # more than two stored pieces
-    (root / "Files" / "scan.pdf").write_bytes(pdf("first scan"))
+    (root / "Files" / "scan.pdf").write_bytes(pdf(["first scan"]))
     (root / "Files" / "board.canvas").write_bytes(canvas(["first idea"]))
     (root / "Files" / "tasks.base").write_bytes(base("tasks"))
     (root / "plan.md").write_text("# Plan\n\n![[cover.png]]\n", encoding="utf-8")
@@ -257,7 +227,7 @@ def test_a_deleted_image_is_restored_and_history_covers_it(tmp_path: Path, db: s
 def test_the_same_bytes_at_a_new_path_after_a_deletion_are_a_rename(tmp_path: Path, db: str) -> None:
     root = tmp_path / "vault"
     (root / "a").mkdir(parents=True)
-    (root / "a" / "x.pdf").write_bytes(pdf("moved"))
+    (root / "a" / "x.pdf").write_bytes(pdf(["moved"]))
     with Vault.open(db, root=root, name="v") as vault:
         vault.sync()
         (root / "b").mkdir()
@@ -339,7 +309,7 @@ def test_git_history_records_binary_blobs_streaming_the_large_ones(tmp_path: Pat
     rng = random.Random(3)
     versions = [image(rng, 300_000), image(rng, 500)]
     (root / "pic.png").write_bytes(versions[0])
-    (root / "doc.pdf").write_bytes(pdf("one"))
+    (root / "doc.pdf").write_bytes(pdf(["one"]))
     (root / "n.md").write_text("# n\n", encoding="utf-8")
     git("add", "-A")
     git("commit", "-q", "-m", "one", when="2024-01-01T00:00:00Z")
@@ -403,7 +373,7 @@ async def test_an_assistant_reads_a_canvas_text_and_an_image_facts_never_its_byt
     (root / "board.canvas").write_bytes(canvas(["first idea", "second idea"]))
     photo = image(random.Random(6), 400_000)
     (root / "photo.jpg").write_bytes(photo)
-    (root / "scan.pdf").write_bytes(pdf("the scanned words"))
+    (root / "scan.pdf").write_bytes(pdf(["the scanned words"]))
     with Vault.open(tmp_path / "db" / "v.db", root=root) as vault:
         vault.sync()
         async with Client(build_server(ServeConfig.of(vault))) as c:

@@ -26,14 +26,6 @@ SLOW_S = 0.05
 """How long the writer waits after each note it writes, inside the batch's transaction."""
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "db" / "vaultsync.db")
-    pgserver = pytest.importorskip("support.pgserver")
-    return pgserver.fresh_or_skip("committime")
-
-
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     folder = tmp_path / "vault"

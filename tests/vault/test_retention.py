@@ -86,14 +86,6 @@ def _kept(times: list[int]) -> list[int]:
     return sorted({*last.values(), len(times) - 1})
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "db" / "vaultsync.db")
-    pgserver = pytest.importorskip("support.pgserver")
-    return pgserver.fresh_or_skip("retention")
-
-
 def _write(root: Path, files: dict[str, str]) -> None:
     for child in root.iterdir() if root.exists() else ():
         shutil.rmtree(child) if child.is_dir() else child.unlink()

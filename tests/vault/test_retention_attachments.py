@@ -8,7 +8,6 @@ import datetime as dt
 import random
 from pathlib import Path
 
-import pytest
 from support.pdfs import pdf
 
 from vaultsync import Vault
@@ -20,14 +19,6 @@ DAY = 24 * HOUR
 NOW = to_micros(dt.datetime(2024, 3, 20, 12, 0, tzinfo=dt.UTC))
 POLICY = "keep_all=1d daily=forever"
 """Keeps the last batch of each day before the last day."""
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "db" / "vaultsync.db")
-    pgserver = pytest.importorskip("support.pgserver")
-    return pgserver.fresh_or_skip("retention_attachments")
 
 
 def image(seed: int, size: int) -> bytes:

@@ -12,7 +12,6 @@ import datetime as dt
 import random
 from pathlib import Path
 
-import pytest
 from support.engines import sqlite_file
 
 from vaultsync import Vault
@@ -24,14 +23,6 @@ HOUR = 3_600_000_000
 DAY = 24 * HOUR
 NOW = to_micros(dt.datetime(2024, 3, 20, 12, 0, tzinfo=dt.UTC))
 POLICY = "keep_all=1d hourly=2d daily=7d weekly=forever"
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.pg)])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "db" / "vaultsync.db")
-    pgserver = pytest.importorskip("support.pgserver")
-    return pgserver.fresh_or_skip("retention_bytes")
 
 
 def _record(vault: Vault, root: Path, batches: int = 70, notes: int = 12) -> None:

@@ -176,8 +176,13 @@ def _semantic_note(mode: str, query: str, semantic: str | None) -> None:
     from ..embed.tokenizer import parse_query
     from ..store.search.everyday import everyday
 
+    if mode != "hybrid" or semantic is not None or not everyday(parse_query(query)):
+        return
     mark = data_dir() / "notes-shown" / "semantic"
-    if mode != "hybrid" or semantic is not None or mark.exists() or not everyday(parse_query(query)):
+    try:
+        if mark.exists():
+            return
+    except OSError:  # a data directory this user may not read: no note (it could not be marked shown either)
         return
     click.echo(SEMANTIC_REEMBED if extra.installed() else SEMANTIC_NOTE, err=True)
     try:
