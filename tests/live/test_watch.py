@@ -57,7 +57,8 @@ def test_edit_new_and_deleted_notes_become_readable(vault: Vault, vault_dir: Pat
         (vault_dir / "Projects" / "Atlas.md").unlink()
         wait_until(lambda: paths(vault) == ["Ideas.md", "Inbox.md"], what="the new and deleted notes")
         assert any("Inbox.md" in s.paths for s in seen[1:]), "on_batch is told which paths each batch wrote"
-        assert watcher.status()["batches"] == len(seen)
+        # (a reader can see a batch's commit before the watcher has told on_batch of it)
+        wait_until(lambda: watcher.status()["batches"] == len(seen), what="on_batch told of every batch")
     assert not watcher.running and not vault.lock.held
     assert [r.kind for r in vault.history("Inbox.md")] == ["created", "modified"]
 
