@@ -16,7 +16,7 @@ For each of the old code (the worktree) and this checkout's, on one new PostgreS
 - with ``--vault NAME``: search latency on both copies before anything else changes them, each side in a child of its
   own code, the queries alternating between the two: each of ``QUERIES`` in keyword, default (hybrid) and vector mode,
   now and at the middle batch's time, the median of 5 runs after one warm-up; per moment, the median over the queries
-  of each side (and whether both gave the same hits);
+  of each side, in all modes and in each (and whether both gave the same hits);
 - the old code's database then migrated by this checkout's ``vaultsync migrate`` (``--dry-run`` first): what it says,
   its wall seconds and WAL, and the sizes after.
 
@@ -119,6 +119,7 @@ def searches(codes: dict[str, str], dsns: dict[str, str], vault: str) -> dict[st
             ms: dict[str, list[float]] = {name: [] for name in procs}
             same = True
             for mode in ("keyword", "hybrid", "vector"):
+                by_mode: dict[str, list[float]] = {name: [] for name in procs}
                 for q in QUERIES:
                     got = {}
                     for name, proc in procs.items():
@@ -127,7 +128,10 @@ def searches(codes: dict[str, str], dsns: dict[str, str], vault: str) -> dict[st
                         proc.stdin.flush()
                         got[name] = json.loads(proc.stdout.readline())
                         ms[name].append(got[name][0])
+                        by_mode[name].append(got[name][0])
                     same = same and len({json.dumps(hits) for _, hits in got.values()}) == 1
+                for name, values in by_mode.items():
+                    out[f"{name}.{when}_{mode}_median_ms"] = round(statistics.median(values), 1)
             for name, values in ms.items():
                 out[f"{name}.{when}_median_ms"] = round(statistics.median(values), 1)
             out[f"{when}_same_hits"] = same
