@@ -8,14 +8,15 @@ For each of the old code (the worktree) and this checkout's, on one new PostgreS
 
 - ``vaultsync copy SQLITE_DB`` into a new database: wall seconds, WAL written (``pg_current_wal_lsn`` before and after),
   then the database's size (``pg_database_size``, which counts the few megabytes of an empty database's catalogs) and
-  its vaultsync tables' (``pg_total_relation_size``: heap, TOAST and indexes), after ``VACUUM``;
+  its vaultsync tables' (``pg_total_relation_size``: heap, TOAST and indexes), after ``VACUUM``, the largest and those
+  of the vectors (``VECTOR_TABLES``);
 - with ``--edits N``: a day of watcher batches in a new vault ``day`` whose folder is a copy of ``--folder``: after its
   first import, N small edits (a line appended to one of 50 notes), each recorded as its own batch (``sync`` of that
   one path, as the watcher records a change): wall seconds and WAL of the N batches, and the sizes after;
 - with ``--vault NAME``: search latency on both copies before anything else changes them, each side in a child of its
   own code, the queries alternating between the two: each of ``QUERIES`` in keyword, default (hybrid) and vector mode,
   now and at the middle batch's time, the median of 5 runs after one warm-up; per moment, the median over the queries
-  of each side (and whether both gave the same hits);
+  of each side, in all modes and in each (and whether both gave the same hits);
 - the old code's database then migrated by this checkout's ``vaultsync migrate`` (``--dry-run`` first): what it says,
   its wall seconds and WAL, and the sizes after.
 
@@ -118,6 +119,7 @@ def searches(codes: dict[str, str], dsns: dict[str, str], vault: str) -> dict[st
             ms: dict[str, list[float]] = {name: [] for name in procs}
             same = True
             for mode in ("keyword", "hybrid", "vector"):
+                by_mode: dict[str, list[float]] = {name: [] for name in procs}
                 for q in QUERIES:
                     got = {}
                     for name, proc in procs.items():
@@ -126,7 +128,10 @@ def searches(codes: dict[str, str], dsns: dict[str, str], vault: str) -> dict[st
                         proc.stdin.flush()
                         got[name] = json.loads(proc.stdout.readline())
                         ms[name].append(got[name][0])
+                        by_mode[name].append(got[name][0])
                     same = same and len({json.dumps(hits) for _, hits in got.values()}) == 1
+                for name, values in by_mode.items():
+                    out[f"{name}.{when}_{mode}_median_ms"] = round(statistics.median(values), 1)
             for name, values in ms.items():
                 out[f"{name}.{when}_median_ms"] = round(statistics.median(values), 1)
             out[f"{when}_same_hits"] = same
@@ -148,7 +153,13 @@ def sizes(dsn: str) -> dict[str, Any]:
             "ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r' ORDER BY 2 DESC"
         ).fetchall()
         db = con.execute("SELECT pg_database_size(current_database())").fetchone()[0]
-    return {"database_bytes": db, "tables_bytes": sum(r[1] for r in rows), "largest": dict(rows[:8])}
+    every = dict(rows)
+    vectors = {name: every[name] for name in VECTOR_TABLES if name in every}
+    return {"database_bytes": db, "tables_bytes": sum(every.values()), "largest": dict(rows[:8]), "vectors": vectors}
+
+
+VECTOR_TABLES = ("search_vectors", "search_live_vectors", "search_doc_spans", "search_live")
+"""The relations that hold vectors or find the visible ones (each reported, whether or not among the largest)."""
 
 
 class Wal:

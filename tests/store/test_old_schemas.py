@@ -9,7 +9,9 @@ The fixtures (``tests/fixtures/old_schemas``, made by ``make_old_db.py`` with ea
 - 28d6c77 (PostgreSQL only): ``m009`` was ``moves`` (no ``writer_epoch``, no ``write_requests``);
 - 6f934c5 (PostgreSQL only): every migration but ``attachments`` and ``compact_index`` (postings one row per term
   and doc, vectors as ``vector``);
-- 6cb7b79 (PostgreSQL only): every migration but ``compact_index``.
+- 6cb7b79 (PostgreSQL only): every migration but ``compact_index``;
+- 45d3e09 (PostgreSQL only): every migration up to ``compact_index``, not ``lean_vectors`` (vectors copied for the
+  live docs and into every span).
 
 Each upgrades in the suite: ``migrate``, then a batch written, then every note at every past state read back
 against the truth the fixture's script wrote (the files, not the database).
@@ -105,11 +107,12 @@ def test_an_old_sqlite_file_gets_exactly_the_migrations_it_lacks(
 @pytest.mark.parametrize(
     ("commit", "lacking"),
     [
-        ("7e76d09", "writer_epoch, moves, attachments, compact_index"),
-        ("4010f30", "moves, attachments, compact_index"),
-        ("28d6c77", "writer_epoch, write_requests, attachments, compact_index"),
-        ("6f934c5", "attachments, compact_index"),
-        ("6cb7b79", "compact_index"),
+        ("7e76d09", "writer_epoch, moves, attachments, compact_index, lean_vectors"),
+        ("4010f30", "moves, attachments, compact_index, lean_vectors"),
+        ("28d6c77", "writer_epoch, write_requests, attachments, compact_index, lean_vectors"),
+        ("6f934c5", "attachments, compact_index, lean_vectors"),
+        ("6cb7b79", "compact_index, lean_vectors"),
+        ("45d3e09", "lean_vectors"),
     ],
 )
 def test_an_old_postgresql_database_gets_exactly_the_migrations_it_lacks(
@@ -249,4 +252,34 @@ def test_the_compact_index_keeps_every_answer_of_a_database_written_before_it(tm
     for key in before:
         assert [h[:2] for h in after[key]] == [h[:2] for h in before[key]], key
         assert all(abs(a[2] - b[2]) <= 1e-9 for a, b in zip(after[key], before[key])), key
+    write_and_read_everything(dsn, tmp_path)
+
+
+@pytest.mark.pg
+def test_lean_vectors_keeps_every_answer_of_a_database_written_before_it(tmp_path: Path, cli) -> None:
+    """The database of the commit before ``lean_vectors``: today's reader answers from it, and after ``migrate``
+    exactly the same, bit for bit (keyword, default and vector search, now and at every cutoff); each vector is then
+    kept once (in ``search_vectors``), the spans' table written anew without its copies, and every note at every state
+    reads back as written."""
+    import psycopg
+    from support.pg_live import VECTOR_COLUMNS
+
+    dsn = replay_pg(tmp_path, "45d3e09")
+    with psycopg.connect(dsn) as con:
+        copies = con.execute(VECTOR_COLUMNS).fetchone()[0]
+        spans_file = con.execute("SELECT pg_relation_filenode('search_doc_spans')").fetchone()[0]
+    assert {"search_live_vectors.embedding", "search_doc_spans.vec"} <= set(copies)  # the fixture has the copies
+    before = _answers(dsn)
+    assert sum(map(len, before.values())) > 40 and any(k.startswith("vector") and v for k, v in before.items())
+    dry = cli("migrate", "--dry-run", db=dsn)
+    assert dry.returncode == 0 and dry.stdout.strip() == "would apply 1 migration: lean_vectors", dry.stdout
+    said = cli("check", db=dsn)  # (a reader's check names what it lacks, by what it still has)
+    assert "lean_vectors (table search_live_vectors still there)" in said.stderr + said.stdout, said
+    assert cli("migrate", db=dsn).returncode == 0
+    with psycopg.connect(dsn) as con:
+        assert con.execute(VECTOR_COLUMNS).fetchone()[0] == ["search_vectors.embedding", "search_vectors.vec"]
+        # written anew (a dropped column's bytes stay in every row until then)
+        assert con.execute("SELECT pg_relation_filenode('search_doc_spans')").fetchone()[0] != spans_file
+    assert cli("migrate", db=dsn).stdout.startswith("up to date")
+    assert _answers(dsn) == before
     write_and_read_everything(dsn, tmp_path)

@@ -1,12 +1,11 @@
 """The PostgreSQL live set (migration m006, ``pg/live.py``) never drifts, and searches through it answer as SQLite.
 
-After every batch of a history with edits, renames, deletions, a text that comes back, and a second vault
-sharing texts with the first, the kept tables (``search_live``, ``search_live_terms``, ``search_live_vectors``,
-``search_stats.max_doc``)
-equal a recomputation from ``search_rows`` and ``search_vectors``; so they do after a purge, a full reindex, a reembed
-and a copy, and m006 run on a database built before it fills them the same way. Keyword, default and vector search at
-every batch time, now and between batches, equal the SQLite engine's (chunks and order; scores within 1e-9,
-vectors bit for bit), with a filter as well.
+After every batch of a history with edits, renames, deletions, a text that comes back, and a second vault sharing
+texts with the first, the kept tables (``search_live``, ``search_live_terms``, ``search_stats.max_doc``), and the
+vectors a search "now" reads through the live set, equal a recomputation from ``search_rows`` and
+``search_vectors``; so they do after a purge, a full reindex, a reembed and a copy, and m006 run on a database built
+before it fills them the same way. Keyword, default and vector search at every batch time, now and between batches,
+equal the SQLite engine's (chunks and order; scores within 1e-9, vectors bit for bit), with a filter as well.
 """
 
 from __future__ import annotations
@@ -49,7 +48,9 @@ KEPT = {
     # each doc's postings row once, in the live docs' table or the other
     "docs": "SELECT doc, count(*) FROM (SELECT doc FROM search_doc_terms UNION ALL SELECT doc FROM search_live_terms) "
     "AS b GROUP BY doc ORDER BY 1",
-    "vectors": "SELECT vault_id, doc_id, embedding, {vec} FROM search_live_vectors ORDER BY 1, 2",
+    # what a vector search "now" reads (``vectors.live_docs``): the live docs' vectors, by their key
+    "vectors": "SELECT l.vault_id, l.doc_id, v.embedding, {vec} FROM search_live l JOIN search_vectors v "
+    "ON v.doc_id = l.doc_id ORDER BY 1, 2",
     "max_doc": "SELECT vault_id, batch_id, max_doc FROM search_stats ORDER BY 1, 2",
 }
 
@@ -61,7 +62,7 @@ def _tables(dsn: str, queries: dict[str, str]) -> dict[str, list[tuple]]:
 
     with psycopg.connect(dsn) as con:
         schema = pgvector_schema(con)
-        vec = "vec::text" if schema is not None else "NULL"
+        vec = "v.vec::text" if schema is not None else "NULL"
         halfvec = f'vec::"{schema}".halfvec::text' if schema is not None else "NULL"
         return {k: [tuple(r) for r in con.execute(q.format(vec=vec, halfvec=halfvec))] for k, q in queries.items()}
 
@@ -152,7 +153,7 @@ def test_m006_fills_the_live_set_of_a_database_built_before_it(tmp_path: Path) -
     times = _history(dsn, tmp_path)
     kept = assert_live_exact(dsn)
     with psycopg.connect(dsn) as con:
-        con.execute("DROP TABLE search_live, search_live_vectors, search_doc_spans")  # m007's too
+        con.execute("DROP TABLE search_live, search_doc_spans")  # m007's too
         con.execute("ALTER TABLE search_stats DROP COLUMN max_doc")
         con.execute("DELETE FROM vaultsync_schema WHERE version >= 6 AND name <> 'compact_index'")
     upgrade(dsn)  # `vaultsync migrate`: runs m006 (and those after it)

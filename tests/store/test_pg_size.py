@@ -1,5 +1,6 @@
-"""The PostgreSQL keyword index in few bytes (migration m013, ``pg/postings.py``): postings one row per text, not one
-per term and text indexed twice by term and copied again for the live notes.
+"""The PostgreSQL search index in few bytes. The keyword index (migration m013, ``pg/postings.py``): postings one row
+per text, not one per term and text indexed twice by term and copied again for the live notes. The vectors (m014): each
+text's once, in ``search_vectors``, with or without pgvector, not copied again for the live notes and every span.
 
 A vault of generated notes (a Zipf-like vocabulary, as prose has) is recorded; after ``VACUUM`` (what autovacuum does:
 GIN's pending list merged) the postings' relations, heap, TOAST and indexes, take few bytes per token position
@@ -56,3 +57,26 @@ def test_the_keyword_postings_take_few_bytes_per_position(tmp_path: Path) -> Non
         size = sum(int(con.execute("SELECT pg_total_relation_size(%s::regclass)", (t,)).fetchone()[0]) for t in tables)
     assert positions > 30_000 and tables  # something measured
     assert size / positions < BYTES_PER_POSITION, (tables, size, positions)
+
+
+@pytest.mark.parametrize("vectors", ["pgvector", "python"])
+def test_each_vector_is_kept_once(tmp_path: Path, vectors: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import psycopg
+    from support.pg_live import VECTOR_COLUMNS
+
+    from vaultsync.store.pg.vectors import ENV
+
+    if vectors == "python":
+        monkeypatch.setenv(ENV, "python")
+    dsn = pgserver.fresh_or_skip(f"pgsizevec{vectors}")
+    root = tmp_path / "notes"
+    root.mkdir()
+    _notes(root, 3)
+    with Vault.open(dsn, root=root, name="notes") as vault:
+        vault.sync()
+        (root / "note 1.md").write_text("# Note 1\n\nEdited.\n", encoding="utf-8")
+        vault.sync()
+        assert vault.search("edited", mode="vector").hits
+    with psycopg.connect(dsn) as con:
+        found = con.execute(VECTOR_COLUMNS).fetchone()[0]
+    assert found == ["search_vectors.embedding"] + (["search_vectors.vec"] if vectors == "pgvector" else [])

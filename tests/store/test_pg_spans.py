@@ -3,8 +3,8 @@ at a past cutoff through them answers as SQLite.
 
 After every batch of a history with edits, renames, deletions, a text that goes and comes back, and a second
 vault sharing texts with the first, ``search_doc_spans`` equals the row lifetimes of ``search_rows`` merged per
-doc and vault by a computation in Python here (with each doc's vector as ``halfvec``, or no column without
-pgvector), and the docs it shows at every batch are exactly the docs of the rows visible then; so after a
+doc and vault by a computation in Python here (no copy of any vector: search reads them from ``search_vectors``),
+and the docs it shows at every batch are exactly the docs of the rows visible then; so after a
 purge, a full reindex, a reembed and a copy; m007 run on a database built before it fills the same table, as
 ``spans.FROM_ROWS`` does. The check itself fails on a table kept without closing spans, or with one span moved.
 The live set's transitions (enter and leave in one batch, leave and come back in one batch or later, another
@@ -61,31 +61,14 @@ def _merged(rows: list[tuple[int, int, int, int | None]]) -> list[tuple[int, int
     return sorted(out)
 
 
-def _columns(con: Any) -> tuple[str, str]:
-    """The kept vector's text, and the expected one from ``search_vectors`` (NULL without pgvector)."""
-    from vaultsync.store.pg.vectors import pgvector_schema
-
-    schema = pgvector_schema(con)
-    if schema is None:
-        return "NULL", "NULL"
-    return "vec::text", f'vec::"{schema}".halfvec::text'
-
-
 def assert_spans_exact(dsn: str) -> list[tuple]:
-    """The kept spans against the merged row lifetimes (and vectors), and the docs visible at every batch."""
+    """The kept spans against the merged row lifetimes, and the docs visible at every batch."""
     import psycopg
 
     with psycopg.connect(dsn) as con:
-        kept_vec, want_vec = _columns(con)
-        kept = [
-            tuple(r)
-            for r in con.execute(
-                f"SELECT vault_id, doc_id, born, died, {kept_vec} FROM search_doc_spans ORDER BY 1, 2, 3"
-            )
-        ]
-        vectors = dict(con.execute(f"SELECT doc_id, {want_vec} FROM search_vectors").fetchall())
+        kept = [tuple(r) for r in con.execute("SELECT * FROM search_doc_spans ORDER BY 1, 2, 3")]
         rows = con.execute("SELECT vault_id, doc_id, born, died FROM search_rows").fetchall()
-        assert kept == [(*s, vectors.get(s[1])) for s in _merged(rows)]
+        assert kept == _merged(rows)
         for vault, batch in con.execute("SELECT vault_id, id FROM batches ORDER BY id").fetchall():
             shown = con.execute(
                 "SELECT doc_id FROM search_doc_spans WHERE vault_id = %s AND born <= %s AND died > %s ORDER BY doc_id",
@@ -108,19 +91,18 @@ def test_the_spans_equal_the_merged_row_lifetimes_after_every_batch(
     from vaultsync.store.pg.vectors import ENV
 
     if vectors == "python":
-        monkeypatch.setenv(ENV, "python")  # the fallback's schema: no vec column anywhere
+        monkeypatch.setenv(ENV, "python")  # the fallback's schema: no vec column
     dsn = pgserver.fresh_or_skip(f"spans{vectors}")
     checked: list[list[tuple]] = []
     times = _history(dsn, tmp_path, lambda db: checked.append(assert_spans_exact(db)))
     last = checked[-1]
     assert len({tuple(c) for c in checked}) == len(checked)  # every batch changed them
-    assert any(died != OPEN for _, _, _, died, _ in last)  # closed spans,
+    assert any(died != OPEN for _, _, _, died in last)  # closed spans,
     by_doc = defaultdict(int)
     for vault, doc, *_ in last:
         by_doc[(vault, doc)] += 1
     assert max(by_doc.values()) >= 2  # and a text that went and came back has two
     assert len({vault for vault, *_ in last}) == 2
-    assert all(v is not None for *_, v in last) == (vectors == "pgvector")
     assert _history(tmp_path / "lite.db", tmp_path) == times
     assert _same_searches(tmp_path / "lite.db", dsn, times) > 300
 
@@ -150,7 +132,7 @@ def test_purge_reindex_reembed_and_copy_keep_the_spans_exact(tmp_path: Path, mon
         assert len(reindexed) == len(purged)
         vault.reembed("hash-pairs")
         embedded = assert_spans_exact(dsn)
-        assert [s[:4] for s in embedded] == [s[:4] for s in reindexed] and embedded != reindexed  # new vectors
+        assert embedded == reindexed  # (the new vectors are in ``search_vectors`` alone)
     with Vault.open(tmp_path / "lite.db", root=tmp_path / "v", name="v") as lite:
         lite.purge(texts=["lighthouse"], also_current=True)
         lite.reembed("hash-pairs")
@@ -278,3 +260,38 @@ def test_the_spans_are_read_by_index_and_the_setting_is_given_back(tmp_path: Pat
             assert raw.execute("SHOW enable_seqscan").fetchone()[0] == before
     with Vault.open(dsn, name="v", readonly=True) as vault:  # a past vector search goes through it
         assert vault.search("tide", mode="vector", as_of=times[1]).hits
+
+
+@pytest.mark.parametrize("moment", ["now", "past"])
+def test_vector_search_reads_each_visible_docs_vector_by_its_key(tmp_path: Path, moment: str) -> None:
+    """The statements of a vector search now (the live set) and at a past cutoff (the spans) read the visible docs
+    from the vault's own table and each one's vector from ``search_vectors`` by its key: a nested loop with the vault's
+    docs outside, never a scan, hash or merge of every vector of the history (what a plain join was planned as)."""
+    import types
+
+    import psycopg
+
+    from vaultsync.store.pg.compat import translate
+    from vaultsync.store.pg.vectors import _distance, live_docs, pgvector_schema
+
+    dsn = pgserver.fresh_or_skip(f"spanskey{moment}")
+    _history(dsn, tmp_path)
+    with psycopg.connect(dsn) as raw:
+        raw.execute("ANALYZE")
+        schema = pgvector_schema(raw)
+        assert schema is not None
+        vault, batch = raw.execute("SELECT vault_id, id FROM batches ORDER BY id LIMIT 1 OFFSET 1").fetchone()
+        (dims,) = raw.execute("SELECT octet_length(embedding) FROM search_vectors LIMIT 1").fetchone()
+        snap = types.SimpleNamespace(vault_id=vault, batch=batch)
+        distance = _distance(schema, f'v.vec::"{schema}".halfvec', "halfvec")
+        sql, params = live_docs(snap, distance) if moment == "now" else spans.visible(snap, distance)
+        text, _ = translate(f"{sql} ORDER BY d LIMIT :n")
+        with spans.by_index(raw):
+            plan = [r[0] for r in raw.execute(f"EXPLAIN {text}", {**params, "q": [1] * dims, "n": 5})]
+    joins = [line for line in plan if "Join" in line or "Nested Loop" in line]
+    assert len(joins) == 1 and "Nested Loop" in joins[0], plan
+    outer = "search_live" if moment == "now" else "search_doc_spans"
+    scans = [line.split(" on ")[-1].split()[0] for line in plan if " on " in line and "Scan" in line]
+    assert scans[0] == outer and scans[-1] == "search_vectors", plan
+    assert not any("Seq Scan on search_vectors" in line for line in plan), plan
+    assert any("search_vectors_pkey" in line for line in plan), plan

@@ -41,6 +41,16 @@ STATES: list[dict[str, str]] = [
 ]
 
 
+VECTOR_COLUMNS = (
+    "SELECT array_agg(c.relname || '.' || a.attname ORDER BY 1) FROM pg_attribute a "
+    "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = current_schema() AND c.relkind = 'r' "
+    "AND a.attnum > 0 AND NOT a.attisdropped AND (a.attname IN ('vec', 'embedding') "
+    "OR format_type(a.atttypid, NULL) IN ('vector', 'halfvec'))"
+)
+"""Every column of the schema's tables that holds a vector (a copy of one doc's)."""
+
+
 OTHER = {"Shared.md": SHARED, "Note.md": "# Note\n\nThe tide tables of the other vault.\n"}
 
 

@@ -9,9 +9,9 @@ list: what it lacks is applied, in list order, whatever number it had elsewhere.
 A database written before names were recorded has only a count (SQLite's ``user_version``, PostgreSQL's
 ``vaultsync_schema`` rows without a name). Every schema this repository produced began with the same
 ``COMMON_PREFIX`` migrations on both engines; the ones after it were numbered differently on different commits,
-so each of those is found by its shape (``PROBES``: the items it adds). Those migrations are safe to run again,
-so one whose items are missing is applied again even where it is recorded (a repair). What remains missing after
-that is refused in one line (``shape.refuse_unless_whole``).
+so each of those is found by its shape (``PROBES``: the items it adds, or ``no X`` for one it drops). Those
+migrations are safe to run again, so one whose items are missing is applied again even where it is recorded (a
+repair). What remains missing after that is refused in one line (``shape.refuse_unless_whole``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def state(
     from before names); ``probes`` the items of each migration after ``COMMON_PREFIX`` (found in ``shape``)."""
 
     def present(name: str) -> bool:
-        return name not in probes or set(probes[name]) <= shape
+        return name not in probes or not unmet(probes[name], shape)
 
     legacy = recorded is None
     if recorded is None:
@@ -81,6 +81,16 @@ def refuse_newer(where: str, found: State, *, count: int = 0, known: int = 0) ->
         raise SchemaError(f"{where} was written by a newer vaultsync (schema {count}); upgrade vaultsync")
 
 
+def unmet(probe: Iterable[str], shape: Shape) -> list[str]:
+    """What a migration's probe finds not so in ``shape``, sorted: each item it adds that is missing, and each one it
+    drops (``no X``) that is still there (``X still there``)."""
+    return sorted(
+        f"{item[3:]} still there" if item.startswith("no ") else item
+        for item in probe
+        if (item[3:] in shape if item.startswith("no ") else item not in shape)
+    )
+
+
 def check_probes(names: list[str], probes: Mapping[str, Iterable[str]]) -> None:
     """Every migration after the common prefix is found by its shape (a test calls this for both engines)."""
     unprobed = [name for name in names[COMMON_PREFIX:] if name not in probes]
@@ -99,7 +109,7 @@ def problems(
             return []
         return [
             f"the schema lacks the migration {name}"
-            + (f" ({', '.join(sorted(set(probes[name]) - actual))})" if name in probes else "")
+            + (f" ({', '.join(unmet(probes[name], actual))})" if name in probes else "")
             + ": writers refuse it until it is migrated"
             for name in found.missing
         ]

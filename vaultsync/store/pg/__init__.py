@@ -358,7 +358,7 @@ class PgStore(Store):
         if embedder is None or getattr(indexer, "mismatch", None) is not None or not embedder.background:
             return 0
         if self._filler is None:
-            self._filler = steps.Filler(self.db.atomic, backfill.store)
+            self._filler = steps.Filler(self.db.atomic, backfill.store, vector=backfill.HAS_VECTOR)
         return int(self._filler.step(embedder, vault_id, limit or steps.STEP, writing=writing, pause=pause))
 
     # ------------------------------------------------------------ upkeep not built on this engine yet

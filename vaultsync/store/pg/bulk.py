@@ -12,7 +12,7 @@ the batches wrote:
   ``search.embedding.write_vectors`` makes them; none for a background embedder: filled after, as always) and the
   chunk rows (born: the revision's batch, died: the batch that ended it) streamed in with ``COPY``;
 - then the rest computed in SQL from those rows, by the definitions the tests compare the kept tables with (the
-  statistics, the live set and its vectors, the spans), for this vault alone.
+  statistics, the live set, the spans), for this vault alone.
 
 The tables are then those the indexer would have left (``tests/store/test_pg_bulk.py`` compares them, row for row),
 so every answer is too. Only a vault with no index at all is built so (``PgStore.deferred_index`` decides).
@@ -27,7 +27,6 @@ from ...embed.tokenizer import indexable, indexed_text
 from ..codec import content_key, unpack
 from ..search.embedding import embed_quantized
 from . import postings, spans
-from .live import pgvector_schema
 from .ranking import tokens
 
 STEP = 4000
@@ -69,7 +68,6 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
     """Build the search index of vault ``vault_id``, which has none, from its revisions (see the module's text), in
     the caller's transaction; ``embedder``: whose vectors new docs get (None: none). Returns the chunk rows indexed."""
     raw = con.raw
-    schema = pgvector_schema(raw)
     known = _Docs(raw)
     remade: list[str] = []  # the first vault of the database: the indexes of its rows made at once after them
     if not known.others:
@@ -116,14 +114,8 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
     raw.execute(postings.enter("SELECT doc_id FROM search_live WHERE vault_id = %(v)s"), params)
     if not known.others:
         raw.execute(postings.INDEX)
-    vec, value = ("", "") if schema is None else (", vec", f', v.vec::"{schema}".halfvec')
-    raw.execute(
-        f"INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec}) SELECT l.vault_id, l.doc_id, "
-        f"v.embedding{value} FROM search_live l JOIN search_vectors v ON v.doc_id = l.doc_id WHERE l.vault_id = %(v)s",
-        params,
-    )
     if raw.execute("SELECT to_regclass(%s)", (spans.TABLE,)).fetchone()[0] is not None:
-        spans.insert(raw, schema, "vault_id = %(v)s", params)
+        spans.insert(raw, "vault_id = %(v)s", params)
     last = raw.execute("SELECT max(id) FROM batches WHERE vault_id = %s", (vault_id,)).fetchone()[0]
     if last is not None:  # (every batch holds a revision or a tombstone: the indexer saw the last one)
         raw.execute(
@@ -133,7 +125,7 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
         )
     raw.execute(
         "ANALYZE search_docs, search_terms, search_doc_terms, search_live_terms, search_rows, search_stats, "
-        f"search_live, search_live_vectors, search_vectors, {spans.TABLE}"
+        f"search_live, search_vectors, {spans.TABLE}"
     )
     return count
 

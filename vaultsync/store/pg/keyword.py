@@ -28,7 +28,6 @@ from ..codec import content_key
 from ..write import ChunkRow
 from . import live, postings
 from .ranking import rank, rank_default, tokens, whole_phrase
-from .vectors import pgvector_schema
 
 __all__ = ["PgKeywordIndexer", "lag", "rank", "rank_default", "reindex", "whole_phrase"]
 
@@ -43,7 +42,6 @@ class PgKeywordIndexer:
     def __init__(self, embedder: Any = None, mismatch: Exception | None = None) -> None:
         self.embedder = embedder
         self.mismatch = mismatch
-        self.pgvector: Any = live.UNKNOWN  # pgvector's schema (None: the fallback), looked up once
 
     def take_ahead(self, payload: Any) -> None: ...
 
@@ -74,9 +72,7 @@ class PgKeywordIndexer:
                 "INSERT INTO search_rows (id, vault_id, note_id, doc_id, born) VALUES (%s,%s,%s,%s,%s)",
                 [(row_id, vault_id, note_id, doc, batch_id) for (row_id, _), doc in zip(rows, docs)],
             )
-        if self.pgvector is live.UNKNOWN:
-            self.pgvector = pgvector_schema(con.raw)
-        live.add(con, vault_id, batch_id, docs, dict(found), self.pgvector)
+        live.add(con, vault_id, batch_id, docs, dict(found))
         _count(con, vault_id, batch_id, len(found), sum(length for _, length in found), max(docs, default=None))
         if valid_from is not None or valid_to is not None:
             con.raw.execute(

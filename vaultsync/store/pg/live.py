@@ -5,19 +5,18 @@ text any revision ever had. The SQLite engine keeps a live FTS5 table and ``sear
 here, inside each batch's transaction, with the rows the indexer writes (``pg/keyword.py``):
 
 - ``search_live``: each vault's docs used by at least one current chunk row (``search_rows.died IS NULL``),
-  how many such rows use each, and its length (what BM25 reads per doc, in one place);
+  how many such rows use each, and its length (what BM25 reads per doc, in one place); a vector search "now"
+  reads the vectors of these docs from ``search_vectors``, one index lookup each (``pg/vectors.py``);
 - ``search_live_terms`` (m013, ``pg/postings.py``): the postings row of every doc in ``search_live`` (for any
   vault), moved there from ``search_doc_terms`` as the doc enters the live set and back as it leaves it, under a
   GIN index of its own: what a keyword search "now" reads (m006 to m013 kept ``search_live_postings``, a second
-  copy of the live docs' postings);
-- ``search_live_vectors``: per vault, the vector of each live doc that has one (with a pgvector ``halfvec``
-  column where the store's vectors use pgvector: int8 components are exact in half precision, so distances
-  are those of ``search_vectors.vec``, from half the bytes).
+  copy of the live docs' postings).
+
+(m006 to m013 also kept ``search_live_vectors``, a second copy of the live docs' vectors; m014 dropped it.)
 
 A doc enters when its first current row is written and leaves when its last one dies (a later revision, a
-deletion, a rename); a purge or reindex rebuilds them with the rest of the index, ``reembed`` and the
-vectors' catch-up refill the live vectors, and m006 computes all three from an existing index
-(``rebuild``, which is also the definition the tests compare the kept tables with).
+deletion, a rename); a purge or reindex rebuilds them with the rest of the index, and m006 computes them from an
+existing index (``rebuild``, which is also the definition the tests compare the kept tables with).
 """
 
 from __future__ import annotations
@@ -44,54 +43,22 @@ def _raw(con: Any) -> Any:
     return con.raw if hasattr(con, "raw") else con
 
 
-UNKNOWN = object()
-"""``add``'s ``schema`` before the caller looked it up."""
-
-
-def _halfvec(con: Any, schema: Any = UNKNOWN) -> tuple[str, str]:
-    """The live vectors' ``vec`` column and its value from ``search_vectors v`` ("" without pgvector)."""
-    if schema is UNKNOWN:
-        schema = pgvector_schema(_raw(con))
-    return ("", "") if schema is None else (", vec", f', v.vec::"{schema}".halfvec')
-
-
-def _copy_vectors(con: Any, where: str, params: tuple) -> None:
-    """Live vectors of the ``search_live`` rows selected by ``where`` (aliased ``l``), from ``search_vectors``."""
-    raw = _raw(con)
-    vec, value = _halfvec(raw)
-    raw.execute(
-        f"INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec}) "
-        f"SELECT l.vault_id, l.doc_id, v.embedding{value} FROM search_live l "
-        f"JOIN search_vectors v ON v.doc_id = l.doc_id WHERE {where} ON CONFLICT DO NOTHING",
-        params,
-    )
-
-
-def add(
-    con: Any, vault_id: int, batch_id: int, docs: list[int], lengths: dict[int, int], schema: Any = UNKNOWN
-) -> None:
+def add(con: Any, vault_id: int, batch_id: int, docs: list[int], lengths: dict[int, int]) -> None:
     """Rows using ``docs`` (one entry per row) became current in the vault at batch ``batch_id``; ``lengths``: each
-    doc's length in tokens; ``schema``: pgvector's (``pgvector_schema``, None: none), when the caller knows it. One
-    statement: the counts, with the new docs' vectors, postings rows (moved to ``search_live_terms`` when live in no
-    other vault) and spans (``pg/spans.py``)."""
+    doc's length in tokens. One statement: the counts, with the new docs' postings rows (moved to
+    ``search_live_terms`` when live in no other vault) and spans (``pg/spans.py``)."""
     if not docs:
         return
     counts = Counter(docs)
     ids = list(counts)
-    if schema is UNKNOWN:
-        schema = pgvector_schema(_raw(con))
-    vec, value = _halfvec(con, schema)
     con.raw.execute(
         f"""WITH k AS (INSERT INTO search_live (vault_id, doc_id, rows, length)
                 SELECT %(v)s, d, n, k FROM unnest(%(d)s::bigint[], %(n)s::bigint[], %(k)s::integer[]) AS u(d, n, k)
                 ON CONFLICT (vault_id, doc_id) DO UPDATE SET rows = search_live.rows + excluded.rows
                 RETURNING doc_id, (xmax = 0) AS inserted),
-            vv AS (INSERT INTO search_live_vectors (vault_id, doc_id, embedding{vec})
-                SELECT %(v)s, v.doc_id, v.embedding{value} FROM search_vectors v
-                WHERE v.doc_id IN (SELECT doc_id FROM k WHERE inserted)),
             lt AS (DELETE FROM search_doc_terms t WHERE t.doc IN (SELECT doc_id FROM k WHERE inserted)
                 RETURNING {COLUMNS}),
-            li AS (INSERT INTO search_live_terms ({COLUMNS}) SELECT {COLUMNS} FROM lt){spans.enter(schema)}
+            li AS (INSERT INTO search_live_terms ({COLUMNS}) SELECT {COLUMNS} FROM lt){spans.ENTER}
             SELECT count(*) FROM k""",
         {"v": vault_id, "b": batch_id, "d": ids, "n": list(counts.values()), "k": [lengths[d] for d in ids]},
     )
@@ -99,8 +66,8 @@ def add(
 
 def remove(con: Any, vault_id: int, batch_id: int, docs: list[int]) -> None:
     """Rows using ``docs`` (one entry per row) stopped being current in the vault at batch ``batch_id``: one
-    statement (a doc whose last row it was leaves, with its vector, its postings row moved back to
-    ``search_doc_terms`` when it is live in no other vault, and its span ends)."""
+    statement (a doc whose last row it was leaves, its postings row moved back to ``search_doc_terms`` when it is
+    live in no other vault, and its span ends)."""
     if not docs:
         return
     counts = Counter(docs)
@@ -110,8 +77,6 @@ def remove(con: Any, vault_id: int, batch_id: int, docs: list[int]) -> None:
                          AND l.rows <= u.n RETURNING l.doc_id),
                 less AS (UPDATE search_live l SET rows = l.rows - u.n FROM u WHERE l.vault_id = %(v)s
                          AND l.doc_id = u.d AND l.rows > u.n),
-                gv AS (DELETE FROM search_live_vectors WHERE vault_id = %(v)s
-                       AND doc_id IN (SELECT doc_id FROM gone)),
                 gt AS (DELETE FROM search_live_terms t WHERE t.doc IN (SELECT doc_id FROM gone) AND NOT EXISTS
                        (SELECT 1 FROM search_live o WHERE o.doc_id = t.doc AND o.vault_id <> %(v)s)
                        RETURNING {COLUMNS}),
@@ -121,19 +86,9 @@ def remove(con: Any, vault_id: int, batch_id: int, docs: list[int]) -> None:
     )
 
 
-def refill_vectors(con: Any) -> None:
-    """Every live doc's vector, after the vectors were written anew (``vectors.catch_up``, ``reembed``)."""
-    raw = _raw(con)
-    raw.execute("DELETE FROM search_live_vectors")
-    _copy_vectors(raw, "true", ())
-    if raw.execute("SELECT to_regclass(%s)", (spans.TABLE,)).fetchone()[0] is not None:
-        spans.refill_vectors(raw, pgvector_schema(raw))
-
-
 def clear(con: Any) -> None:
     raw = _raw(con)
-    for table in ("search_live_vectors", "search_live"):
-        raw.execute(f"DELETE FROM {table}")
+    raw.execute("DELETE FROM search_live")
     if _has_terms(raw):  # (its rows are the live docs' postings: moved back, never dropped)
         raw.execute(LEAVE_ALL)
     if raw.execute("SELECT to_regclass(%s)", (spans.TABLE,)).fetchone()[0] is not None:  # m007's
@@ -158,18 +113,16 @@ def rebuild(con: Any) -> None:
     raw = _raw(con)
     clear(raw)
     raw.execute(LIVE_FROM_ROWS)
-    _copy_vectors(raw, "true", ())
     if _has_terms(raw):
         raw.execute(enter("SELECT doc_id FROM search_live"))
 
 
 def create(con: Any) -> None:
-    """m006's tables (``vec`` only where the store's vectors use pgvector), filled from the existing index."""
+    """m006's table, filled from the existing index. (m006 made ``search_live_vectors`` too, which m014 drops: it
+    is not made now, as m014 runs right after it on any database that lacks m006.)"""
     from .ranking import SHORT_BYTES
 
-    schema = pgvector_schema(con)
-    vec = f', vec "{schema}".halfvec' if schema is not None else ""  # int8 values are exact in half precision
-    con.execute(f"""
+    con.execute("""
     CREATE TABLE search_live (
         vault_id bigint NOT NULL,
         doc_id   bigint NOT NULL,
@@ -178,12 +131,6 @@ def create(con: Any) -> None:
         PRIMARY KEY (vault_id, doc_id)
     );
     CREATE INDEX search_live_by_doc ON search_live (doc_id);
-    CREATE TABLE search_live_vectors (
-        vault_id  bigint NOT NULL,
-        doc_id    bigint NOT NULL,
-        embedding bytea NOT NULL{vec},
-        PRIMARY KEY (vault_id, doc_id)
-    );
     """)
     rebuild(con)
     if con.execute("SELECT to_regclass('search_postings')").fetchone()[0] is not None:  # (none once m013 ran)
@@ -197,4 +144,4 @@ def create(con: Any) -> None:
             WHERE octet_length(term) > {SHORT_BYTES};
         CREATE INDEX search_live_postings_by_doc ON search_live_postings (doc);
         """)
-    con.execute("ANALYZE search_live, search_live_vectors, search_stats")
+    con.execute("ANALYZE search_live, search_stats")

@@ -309,12 +309,11 @@ def m006_live(con: Any) -> None:
 @migration
 def m007_doc_spans(con: Any) -> None:
     """Vector search at a past cutoff without reading every chunk row born by then (``pg/spans.py``): each doc's
-    spans of visibility per vault, with its vector as ``halfvec`` where the store's vectors use pgvector, filled
-    here from the existing index."""
+    spans of visibility per vault, filled here from the existing index (with each doc's vector as ``halfvec`` too,
+    where the store's vectors use pgvector, until m014)."""
     from . import spans
-    from .live import pgvector_schema
 
-    spans.create(con, pgvector_schema(con))
+    spans.create(con)
 
 
 FK_INDEXES = {
@@ -439,6 +438,17 @@ def m013_compact_index(con: Any) -> None:
     con.execute(guard("search_terms"))  # (a doc's postings row moves between two tables: neither is append-only)
 
 
+@migration
+def m014_lean_vectors(con: Any) -> None:
+    """Each vector kept once (``vectors.drop_copies``): the live docs' copy (``search_live_vectors``, m006) and the
+    spans' (``search_doc_spans.vec``, m007, the table written anew without it) dropped; search reads the vectors of
+    the live docs and of the spans visible at a cutoff from ``search_vectors`` by its key. Readers of before it read
+    only tables it keeps; safe to run again."""
+    from .vectors import drop_copies
+
+    drop_copies(con)
+
+
 READABLE_FROM = 8
 """Readers need the first ``READABLE_FROM`` migrations (opened read-only): the later ones change nothing a reader
 reads, so readers may be upgraded before the database is (``vaultsync migrate``)."""
@@ -449,8 +459,10 @@ PROBES = {
     "write_requests": ["table write_requests", "index write_requests_by_state"],
     "attachments": ["table attachment_bodies", "table attachment_parts"],
     "compact_index": ["table search_doc_terms", "index search_doc_terms_by_term", "table search_live_terms"],
+    "lean_vectors": ["no table search_live_vectors"],
 }
-"""How a database from before names shows each migration after the common prefix (``store/migrations.py``)."""
+"""How a database from before names shows each migration after the common prefix (``store/migrations.py``; ``no X``:
+a migration that drops X)."""
 
 NAMES = [name_of(step) for step in MIGRATIONS]
 

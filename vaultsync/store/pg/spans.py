@@ -5,20 +5,19 @@ the few still alive then (on the Hub's whole history, at its middle commit, 63,7
 ones, using 8,941 docs), then hashed against the vectors of every doc written by then. ``search_doc_spans``
 holds one entry per doc, vault and stretch of batches during which at least one chunk row of the vault used
 the doc: ``born``, the batch its first row appeared, and ``died``, the batch after which none is left
-(``OPEN`` while one is), with the doc's vector (pgvector's ``halfvec``, where the store's vectors use pgvector:
-int8 components are exact in half precision). A row's lifetime and the next row's that starts as it ends (a
-chunk unchanged by an edit, a rename) make one span, so there are about as many spans as docs (99,845 for
-99,143 docs there); the docs visible at batch ``b`` are the spans with ``born <= b < died``, found by a scan of
-the index ``(vault_id, born, died) INCLUDE (doc_id)`` (``by_index``: never a scan of the whole table) and read
-with their vectors from the table. (m007 put the vectors in the index too, for an index-only scan: a second
-copy of every span's vector, the largest part of the index; m013 made it again without them, ``INDEX``.)
+(``OPEN`` while one is). A row's lifetime and the next row's that starts as it ends (a chunk unchanged by an
+edit, a rename) make one span, so there are about as many spans as docs (99,845 for 99,143 docs there); the
+docs visible at batch ``b`` are the spans with ``born <= b < died``, found by a scan of the index
+``(vault_id, born, died) INCLUDE (doc_id)`` (``by_index``: never a scan of the whole table), and their vectors
+are read from ``search_vectors`` by its key, one lookup per visible doc (``visible``). (m007 to m013 kept a copy
+of each doc's vector in every span, as a ``halfvec``, and m007 another in the index; m013 made the index again
+without them, ``INDEX``, and m014 dropped the column: the vectors are kept once, in ``search_vectors``.)
 
 The spans follow the live set (``pg/live.py``): a doc entering a vault's live set at batch ``b`` opens a span
 (or reopens the one that ended at ``b``, when its rows changed within the batch), and leaving it closes the
 open span at ``b`` (or removes a span opened in the same batch: it was never visible at a cutoff), in the
-statements that keep ``search_live``. A purge or reindex rebuilds them with the rest of the index, the
-vectors' catch-up and ``reembed`` refill their vectors, and m007 computes them from an existing index
-(``FROM_ROWS``: the definition the tests compare the kept table with).
+statements that keep ``search_live``. A purge or reindex rebuilds them with the rest of the index, and m007
+computes them from an existing index (``FROM_ROWS``: the definition the tests compare the kept table with).
 """
 
 from __future__ import annotations
@@ -50,23 +49,15 @@ FROM_ROWS = from_rows()
 each doc and vault, merged where one starts before or as the ones before it end."""
 
 
-def _vec(schema: str | None) -> tuple[str, str]:
-    """The spans' ``vec`` column in an INSERT and its value from ``search_vectors v`` ("" without pgvector)."""
-    return ("", "") if schema is None else (", vec", f', v.vec::"{schema}".halfvec')
-
-
-def enter(schema: str | None) -> str:
-    """More CTEs for ``live.add``'s statement (a comma first): a span opened at batch ``%(b)s`` for each doc of ``k``
-    just inserted into ``search_live`` (``inserted``) in vault ``%(v)s``, or the one that ended at that batch
-    reopened; ``schema``: pgvector's (None: none)."""
-    vec, value = _vec(schema)
-    return f""",
+ENTER = f""",
             so AS (UPDATE {TABLE} s SET died = {OPEN} WHERE s.vault_id = %(v)s AND s.died = %(b)s
                    AND s.doc_id IN (SELECT doc_id FROM k WHERE inserted) RETURNING s.doc_id),
-            sn AS (INSERT INTO {TABLE} (vault_id, doc_id, born, died{vec})
-                   SELECT %(v)s, k.doc_id, %(b)s, {OPEN}{value} FROM k
-                   LEFT JOIN search_vectors v ON v.doc_id = k.doc_id
+            sn AS (INSERT INTO {TABLE} (vault_id, doc_id, born, died)
+                   SELECT %(v)s, k.doc_id, %(b)s, {OPEN} FROM k
                    WHERE k.inserted AND k.doc_id NOT IN (SELECT doc_id FROM so))"""
+"""More CTEs for ``live.add``'s statement (a comma first): a span opened at batch ``%(b)s`` for each doc of ``k``
+just inserted into ``search_live`` (``inserted``) in vault ``%(v)s``, or the one that ended at that batch
+reopened."""
 
 
 LEAVE = f""",
@@ -78,44 +69,33 @@ LEAVE = f""",
 just left the vault's ``search_live``) closed at batch ``%(b)s``, or removed when it opened in that batch."""
 
 
-def rebuild(raw: Any, schema: str | None) -> None:
-    """The whole table computed from ``search_rows`` (and the vectors), in (vault, born) order."""
+def rebuild(raw: Any) -> None:
+    """The whole table computed from ``search_rows``, in (vault, born) order."""
     raw.execute(f"DELETE FROM {TABLE}")
-    insert(raw, schema)
+    insert(raw)
 
 
-def insert(raw: Any, schema: str | None, where: str = "true", params: Any = None) -> None:
+def insert(raw: Any, where: str = "true", params: Any = None) -> None:
     """The spans of the rows ``where`` selects (with ``params``) computed and added, in (vault, born) order."""
-    vec, value = _vec(schema)
     raw.execute(
-        f"INSERT INTO {TABLE} (vault_id, doc_id, born, died{vec}) SELECT s.vault_id, s.doc_id, s.born, "
-        f"s.died{value} FROM ({from_rows(where)}) s LEFT JOIN search_vectors v ON v.doc_id = s.doc_id "
-        "ORDER BY s.vault_id, s.born, s.doc_id",
+        f"INSERT INTO {TABLE} (vault_id, doc_id, born, died) SELECT s.vault_id, s.doc_id, s.born, s.died "
+        f"FROM ({from_rows(where)}) s ORDER BY s.vault_id, s.born, s.doc_id",
         params,
     )
 
 
-def refill_vectors(raw: Any, schema: str | None) -> None:
-    """Every span's vector, after the vectors were written anew (``vectors.catch_up``, ``reembed``)."""
-    if schema is not None:
-        raw.execute(
-            f'UPDATE {TABLE} s SET vec = v.vec::"{schema}".halfvec FROM search_vectors v WHERE v.doc_id = s.doc_id'
-        )
-
-
-def create(raw: Any, schema: str | None) -> None:
-    """m007's table (``vec`` only where the store's vectors use pgvector), filled from the existing index."""
-    vec = f'vec "{schema}".halfvec,' if schema is not None else ""
+def create(raw: Any) -> None:
+    """m007's table, filled from the existing index. (m007 gave it each doc's vector too, which m014 drops: it is not
+    made now, as m014 runs right after it on any database that lacks m007.)"""
     raw.execute(f"""
     CREATE TABLE {TABLE} (
         vault_id bigint NOT NULL,
         doc_id   bigint NOT NULL,
         born     bigint NOT NULL,                 -- the batch the first of the span's rows was born in
         died     bigint NOT NULL,                 -- the batch the last one died in ({OPEN}: still visible)
-        {vec}
         PRIMARY KEY (vault_id, doc_id, born)
     )""")
-    rebuild(raw, schema)
+    rebuild(raw)
     raw.execute(INDEX)
     raw.execute(f"ANALYZE {TABLE}")
 
@@ -128,6 +108,15 @@ def slim_index(raw: Any) -> None:
     """Inside m013: the index made again without the vectors m007 put in it (``INDEX``)."""
     raw.execute(f"DROP INDEX IF EXISTS {TABLE}_at")
     raw.execute(INDEX)
+
+
+def drop_vectors(raw: Any) -> None:
+    """Inside m014: the spans without their copy of each doc's vector (m007's ``vec``, where the store's vectors use
+    pgvector), the table written anew in the order of its index (a dropped column's bytes stay in every row until it
+    is: ``CLUSTER`` writes each row again without them, with its indexes)."""
+    raw.execute(f"ALTER TABLE {TABLE} DROP COLUMN IF EXISTS vec")
+    raw.execute(f"CLUSTER {TABLE} USING {TABLE}_at")
+    raw.execute(f"ALTER TABLE {TABLE} SET WITHOUT CLUSTER")
 
 
 @contextlib.contextmanager
@@ -146,13 +135,21 @@ def by_index(raw: Any) -> Iterator[None]:
 
 
 def visible(snap: Any, distance: str | None) -> tuple[str, dict[str, Any]]:
-    """SQL (the store's ``:name`` parameters) selecting ``(doc_id, d)``, ``distance`` (of ``s.vec``) of each doc
-    visible at the snapshot's batch that has a vector, or without pgvector (``distance`` None) ``(doc_id,
-    embedding)``; and its parameters. The batch alone: not for a validity overlay or a filter."""
+    """SQL (the store's ``:name`` parameters) selecting ``(doc_id, d)``, ``distance`` (of ``v.vec``, the doc's row of
+    ``search_vectors``) of each doc visible at the snapshot's batch that has a vector, or without pgvector
+    (``distance`` None) ``(doc_id, embedding)``; and its parameters. The batch alone: not for a validity overlay or a
+    filter. The docs come from the spans' index (``by_index``), their vectors from ``search_vectors`` by its key
+    (``BY_KEY``)."""
     params = {"vault": snap.vault_id, "b": snap.batch}
-    where = "s.vault_id = :vault AND s.born <= :b AND s.died > :b"
-    if distance is None:
-        return (
-            f"SELECT s.doc_id, v.embedding FROM {TABLE} s JOIN search_vectors v ON v.doc_id = s.doc_id WHERE {where}"
-        ), params
-    return f"SELECT s.doc_id, {distance} AS d FROM {TABLE} s WHERE {where} AND s.vec IS NOT NULL", params
+    column = "v.embedding" if distance is None else f"{distance} AS d"
+    return (
+        f"SELECT s.doc_id, {column} FROM {TABLE} s CROSS JOIN LATERAL {BY_KEY.format(doc='s.doc_id')} "
+        "WHERE s.vault_id = :vault AND s.born <= :b AND s.died > :b"
+    ), params
+
+
+BY_KEY = "(SELECT * FROM search_vectors WHERE doc_id = {doc} LIMIT 1) v"
+"""One doc's vector read by the key of ``search_vectors``, for each doc of a table bounded by the vault (the visible
+spans, the live set): ``LIMIT`` keeps PostgreSQL from flattening it into a join, whose plan may read every vector of
+the history (a hash or merge join, or a nested loop with ``search_vectors`` outside, as where half the docs ever
+written are live)."""

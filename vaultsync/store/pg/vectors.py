@@ -13,10 +13,12 @@ Ranking at a cutoff, over the docs of exactly the visible chunk rows (of the all
 - **without pgvector** (``VAULTSYNC_PG_VECTORS=python`` when the migration ran, or no extension to create):
   every visible doc is a candidate, its ``embedding`` read and compared in Python.
 
-What is scanned is bounded by the vault (m006): "now" (unfiltered) scans ``search_live_vectors``, the
-current docs' vectors kept apart (``pg/live.py``); a past cutoff (unfiltered, no validity overlay) the docs
-visible then, found with their vectors through their spans of visibility (``pg/spans.py``, m007); with a
-filter or an overlay, the docs of the visible rows up to ``search_stats.max_doc``.
+Each vector is kept once, in ``search_vectors`` (m014 dropped the copies m006 and m007 kept beside the live docs
+and in the spans), and what is read is bounded by the vault, not the history: "now" (unfiltered) the current
+docs (``search_live``, ``pg/live.py``, m006), a past cutoff (unfiltered, no validity overlay) the docs visible
+then (their spans of visibility, ``pg/spans.py``, m007), each doc's vector then read from ``search_vectors`` by
+its key (``spans.BY_KEY``); with a filter or an overlay, the docs of the visible rows up
+to ``search_stats.max_doc``.
 
 Either way the candidates' scores are then computed by ``search.vector.similarity``, sqlite-vec's own
 arithmetic in Python (pgvector sums and divides in another order, so its distances can differ from
@@ -36,7 +38,7 @@ from ...embed.embedders import Embedder
 from ..search.keyword import Scored
 from ..search.snapshot import Snapshot, rows_source
 from ..search.vector import best_rows, query_vector, searchable, similarity
-from . import live, spans
+from . import spans
 from .live import pgvector_schema
 from .ranking import max_doc
 
@@ -113,12 +115,13 @@ def rank(
     if q is None:
         return []
     schema = pgvector_schema(con.raw)
-    by_spans = allowed is None and not snap.live and not snap.removed and not snap.added
-    if by_spans:  # a past cutoff: the docs visible then, with their vectors, from their spans (m007)
-        distances, params = spans.visible(snap, None if schema is None else _distance(schema, "s.vec", "halfvec"))
+    by_key = allowed is None and not snap.removed and not snap.added  # the docs from a table bounded by the vault
+    if by_key:  # now: the live docs (m006); a past cutoff: the docs visible then, from their spans (m007)
+        distance = None if schema is None else _distance(schema, f'v.vec::"{schema}".halfvec', "halfvec")
+        distances, params = live_docs(snap, distance) if snap.live else spans.visible(snap, distance)
     else:
         distances, params = _visible(con, snap, allowed, schema)
-    with spans.by_index(con.raw) if by_spans else contextlib.nullcontext():
+    with spans.by_index(con.raw) if by_key else contextlib.nullcontext():
         if schema is None:
             docs = con.execute(distances, params).fetchall()
         else:  # distances of every visible doc; the int8 vectors of the few candidates alone leave the database
@@ -141,20 +144,29 @@ def _distance(schema: str, column: str, kind: str) -> str:
     return f'"{schema}".cosine_distance({column}, (SELECT :q::integer[]::"{schema}".vector::"{schema}".{kind}))'
 
 
+def live_docs(snap: Snapshot, distance: str | None) -> tuple[str, dict[str, Any]]:
+    """SQL selecting ``(doc_id, d)``, ``distance`` (of ``v.vec``) of each current doc of the vault that has a vector,
+    or without pgvector (``distance`` None) ``(doc_id, embedding)``; and its parameters. The docs come from the live
+    set (``search_live``, m006), their vectors from ``search_vectors`` by its key, one lookup each (``spans.BY_KEY``:
+    a scan of every vector of the history would cost what the history holds)."""
+    column = "v.embedding" if distance is None else f"{distance} AS d"
+    return (
+        f"SELECT l.doc_id, {column} FROM search_live l CROSS JOIN LATERAL {spans.BY_KEY.format(doc='l.doc_id')} "
+        "WHERE l.vault_id = :vault"
+    ), {"vault": snap.vault_id}
+
+
 def _visible(con: Any, snap: Snapshot, allowed: set[int] | None, schema: str | None) -> tuple[str, dict[str, Any]]:
-    """SQL selecting ``(doc_id, d)`` (the distance) of the visible docs (of the allowed notes) now, or with a filter
-    or a validity overlay (from their rows); without pgvector (``schema`` None) ``(doc_id, embedding)``."""
+    """SQL selecting ``(doc_id, d)`` (the distance) of the visible docs of the allowed notes, or with a validity
+    overlay (from their rows); without pgvector (``schema`` None) ``(doc_id, embedding)``."""
     source, params = rows_source(snap, allowed)
-    if snap.live and allowed is None:  # the current docs' vectors, kept apart (m006): scan only those
-        visible, params = "FROM search_live_vectors v WHERE v.vault_id = :vault", {"vault": snap.vault_id}
-    else:  # docs written after the cutoff cannot be visible at it (doc ids grow with time)
-        bound = max_doc(con, snap)
-        visible = f"FROM search_vectors v WHERE v.doc_id IN (SELECT doc_id FROM ({source}) s)"
-        if bound is not None:
-            visible, params = visible + " AND v.doc_id <= :maxdoc", {**params, "maxdoc": bound}
+    bound = max_doc(con, snap)  # docs written after the cutoff cannot be visible at it (doc ids grow with time)
+    visible = f"FROM search_vectors v WHERE v.doc_id IN (SELECT doc_id FROM ({source}) s)"
+    if bound is not None:
+        visible, params = visible + " AND v.doc_id <= :maxdoc", {**params, "maxdoc": bound}
     if schema is None:
         return f"SELECT v.doc_id, v.embedding {visible}", params
-    # halfvec: m006 keeps the live ones so, and m013 every doc's (m004's ``vector`` read as one before it)
+    # halfvec: m013 made every doc's so (m004's ``vector`` read as one before it)
     distance = _distance(schema, f'v.vec::"{schema}".halfvec', "halfvec")
     if not snap.live and allowed is None:  # the visible docs up to the cutoff's highest, nearest first (in this
         # form PostgreSQL hashes the visible docs and sorts only their distances, top-N; as one flat query it
@@ -216,8 +228,6 @@ def catch_up(con: Any, embedder: Embedder) -> int:
     for start in range(0, len(docs), 512):
         write_vectors(con, embedder, docs[start : start + 512])
     con.raw.execute("DELETE FROM search_meta WHERE key = 'vectors_pending'")
-    if docs and con.raw.execute("SELECT to_regclass('search_live_vectors')").fetchone()[0] is not None:
-        live.refill_vectors(con)
     return len(docs)
 
 
@@ -225,17 +235,17 @@ def reembed(con: Any, embedder: Embedder) -> int:
     """Replace every vector with ``embedder``'s and record it as the store's embedder (the caller's transaction)."""
     con.raw.execute("SELECT set_config('vaultsync.purging', 'on', true)")
     con.raw.execute("DELETE FROM search_vectors")
-    if embedder.background:  # the writer fills them after (``backfill``): none of the old ones is left anywhere
-        count = 0
-        live.refill_vectors(con)
-        if (
-            pgvector_schema(con.raw) is not None
-            and con.raw.execute("SELECT to_regclass('search_doc_spans')").fetchone()[0] is not None
-        ):
-            con.raw.execute("UPDATE search_doc_spans SET vec = NULL WHERE vec IS NOT NULL")
-    else:
-        count = catch_up(con, embedder)
+    # a background embedder's are filled after (``backfill``): none of the old ones is left anywhere
+    count = 0 if embedder.background else catch_up(con, embedder)
     set_meta(con, "embedder", embedder.embedder_id)
     set_meta(con, "embedder_signature", embedder.signature)
     con.raw.execute("SELECT set_config('vaultsync.purging', 'off', true)")
     return count
+
+
+def drop_copies(con: Any) -> None:
+    """Inside migration m014: the second copies of the vectors dropped (``search_live_vectors``, m006's, and the
+    spans' ``vec``, m007's): search reads each doc's vector from ``search_vectors`` alone."""
+    con.execute("DROP TABLE IF EXISTS search_live_vectors")
+    if con.execute("SELECT to_regclass(%s)", (spans.TABLE,)).fetchone()[0] is not None:
+        spans.drop_vectors(con)

@@ -4,12 +4,12 @@ whichever process holds the vault's writer role, a few at a time, newest notes f
 A batch written with such an embedder indexes its texts for keyword search only, as fast as words alone; each
 ``fill`` step then gives up to ``STEP`` of the vault's texts their vectors, in its own short transaction:
 
-1. the texts of current chunks without a current vector (``search_live_vectors``), the vault's newest batch
+1. the texts of current chunks without a current vector (SQLite's ``search_live_vectors``), the vault's newest batch
    first and, within a batch (a first import), the most recently modified files first;
 2. once every current text has one, the texts only past cutoffs see, newest first.
 
 A text written meanwhile, or taken out by a purge, is checked by its hash when its vector is stored; the current
-vectors of every vault using it are written with it (and, on PostgreSQL, its spans' vectors: ``pg/spans.py``).
+vectors of every vault using it are written with it (SQLite's; PostgreSQL keeps each vector once: ``pg/backfill.py``).
 
 What search promises holds for what is filled: at any cutoff the vector ranking is that of a fresh comparison
 with the vectors of exactly the visible chunks whose text has one (``tests/search/test_search_backfill.py``), and
@@ -109,9 +109,13 @@ def progress_at(con: Any, snap: Any, embedder: str, as_of: str | None) -> Progre
 CURRENT = """
     SELECT r.doc_id FROM search_rows r {live} JOIN notes n ON n.id = r.note_id
     WHERE r.vault_id = :v AND r.died IS NULL AND r.doc_id NOT IN (SELECT value FROM json_each(:skip))
-      AND NOT EXISTS (SELECT 1 FROM search_live_vectors l WHERE l.vault_id = :v AND l.doc_id = r.doc_id)
+      AND NOT EXISTS ({vector})
     GROUP BY r.doc_id ORDER BY max(r.born) DESC, max(coalesce(n.mtime_ns, 0)) DESC, r.doc_id DESC LIMIT :n"""
-"""Current texts without a current vector, newest first (``{live}``: SQLite's index hint for current rows)."""
+"""Current texts without a current vector, newest first (``{live}``: SQLite's index hint for current rows;
+``{vector}``: the engine's test of a current row's vector, ``LIVE_VECTOR`` on SQLite)."""
+
+LIVE_VECTOR = "SELECT 1 FROM search_live_vectors l WHERE l.vault_id = :v AND l.doc_id = r.doc_id"
+"""SQLite's current vectors (``search_live_vectors``); PostgreSQL keeps each vector once (``pg/backfill.py``)."""
 
 PAST = """
     SELECT r.doc_id FROM search_rows r
@@ -141,11 +145,13 @@ class Wanted:
     has_vector: bool = False
 
 
-def wanted(con: Any, vault_id: int, limit: int, skip: set[int], live_hint: str = "") -> list[Wanted]:
+def wanted(
+    con: Any, vault_id: int, limit: int, skip: set[int], live_hint: str = "", vector: str = LIVE_VECTOR
+) -> list[Wanted]:
     """Up to ``limit`` texts of the vault waiting for vectors (current ones first, newest first); ``skip``: docs
     left out (this process found their vectors empty: nothing to store, see ``Filler``)."""
     params = {"v": vault_id, "n": limit, "skip": json.dumps(sorted(skip))}
-    docs = [int(r[0]) for r in con.execute(CURRENT.format(live=live_hint), params).fetchall()]
+    docs = [int(r[0]) for r in con.execute(CURRENT.format(live=live_hint, vector=vector), params).fetchall()]
     if not docs:
         docs = [int(r[0]) for r in con.execute(PAST, params).fetchall()]
     if not docs:
@@ -166,6 +172,8 @@ class Filler:
     store: Callable[[Any, list[Wanted]], None]
     """Inside that transaction: store the step's vectors (checked by hash) and the current vectors of its docs."""
     live_hint: str = ""
+    vector: str = LIVE_VECTOR
+    """``CURRENT``'s test of a current text's vector on this engine."""
     skip: set[int] | None = None
     """Docs whose vector came out empty (all zero, nothing to compare): not asked for again by this process."""
 
@@ -190,7 +198,7 @@ class Filler:
         skip = self.skip if self.skip is not None else set()
         self.skip = skip
         with guard(), self.atomic() as con:
-            found = wanted(con, vault_id, limit, skip, self.live_hint)
+            found = wanted(con, vault_id, limit, skip, self.live_hint, self.vector)
         todo = [w for w in found if not w.has_vector]
         # outside any transaction and lock: the model takes its time, batches, readers and the database do not wait
         for start in range(0, len(todo), RUN):
