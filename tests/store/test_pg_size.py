@@ -56,3 +56,40 @@ def test_the_keyword_postings_take_few_bytes_per_position(tmp_path: Path) -> Non
         size = sum(int(con.execute("SELECT pg_total_relation_size(%s::regclass)", (t,)).fetchone()[0]) for t in tables)
     assert positions > 30_000 and tables  # something measured
     assert size / positions < BYTES_PER_POSITION, (tables, size, positions)
+
+
+def test_the_postings_indexes_are_smaller_than_indexes_of_the_term_ids(tmp_path: Path) -> None:
+    """The postings' GIN indexes (m015) hold each doc's buckets of term ids, not the ids: a few thousand keys with long
+    compressed lists of rows instead of one key per distinct term, most of them in a handful of docs. Beside GIN
+    indexes of the ids on the same rows (m013's), each built whole, they take a good part less."""
+    import psycopg
+
+    from vaultsync.store.pg import postings
+
+    dsn = pgserver.fresh_or_skip("pgbuckets")
+    root = tmp_path / "notes"
+    root.mkdir()
+    _notes(root, count=300)
+    with Vault.open(dsn, root=root, name="notes") as vault:
+        vault.sync()
+    with psycopg.connect(dsn, autocommit=True) as con:
+        con.execute("VACUUM ANALYZE")
+        indexes = [
+            r[0]
+            for r in con.execute(
+                "SELECT indexrelid::regclass::text FROM pg_index i JOIN pg_am a ON a.oid = "
+                "(SELECT relam FROM pg_class WHERE oid = i.indexrelid) "
+                "WHERE a.amname = 'gin' AND indrelid = ANY(%s::regclass[])",
+                (list(postings.BOTH),),
+            )
+        ]
+        for table in postings.BOTH:
+            con.execute(f"REINDEX TABLE {table}")  # (grown batch by batch, a GIN index holds more)
+            con.execute(f"CREATE INDEX {table}_ids ON {table} USING gin (terms)")
+
+        def size(names: list[str]) -> int:
+            return sum(int(con.execute("SELECT pg_relation_size(%s::regclass)", (n,)).fetchone()[0]) for n in names)
+
+        kept, ids = size(indexes), size([f"{table}_ids" for table in postings.BOTH])
+    assert len(indexes) == 2 and ids > 100_000, (indexes, ids)  # something measured
+    assert kept < ids * 0.75, (indexes, kept, ids)

@@ -28,6 +28,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from .catalog import has
+
 KEY_CHARS = 256
 """How much of a term the terms' index holds (a btree entry has a size limit; the query compares the whole term)."""
 
@@ -52,13 +54,50 @@ LIVE = "search_live_terms"
 BOTH = ("search_doc_terms", LIVE)
 COLUMNS = "doc, terms, tfs, positions"
 
+BUCKETS = 2048
+"""How many buckets ``vaultsync_term_buckets`` folds the term ids into (``id % BUCKETS``). Part of the index's
+definition: changing it needs a new function (and new indexes), never ``CREATE OR REPLACE`` of this one."""
+
+BUCKET_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION vaultsync_term_buckets(ids integer[]) RETURNS integer[]
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$ SELECT array(SELECT DISTINCT t % {BUCKETS} FROM unnest(ids) AS u(t) ORDER BY 1) $$
+"""
+"""m015's function: the distinct buckets of a list of term ids. It names nothing outside ``pg_catalog`` unqualified:
+``pg_restore`` evaluates index expressions with an empty ``search_path``."""
+
+INDEXES = [f"{table}_by_bucket" for table in BOTH]
+"""The postings' GIN indexes (m015), one per table."""
+
 INDEX = "; ".join(
+    f"CREATE INDEX IF NOT EXISTS {table}_by_bucket ON {table} USING gin (vaultsync_term_buckets(terms)) "
+    "WITH (gin_pending_list_limit = 256)"
+    for table in BOTH
+)
+"""The GIN indexes of the term ids' buckets (m015). A batch's new docs go to GIN's pending list (a few pages written,
+not a page of the tree per bucket), merged into the tree when it holds 256kB: the default 4MB of pending pages would
+stay in the index's file once merged, several times the index of a small vault. Built over a whole table at once it
+takes less than one grown row by row (``bulk.build`` makes them after copying the first vault into a database)."""
+
+EXACT_INDEX = "; ".join(
     f"CREATE INDEX {table}_by_term ON {table} USING gin (terms) WITH (gin_pending_list_limit = 256)" for table in BOTH
 )
-"""The GIN indexes of the term ids. A batch's new docs go to GIN's pending list (a few pages written, not a page of the
-tree per term), merged into the tree when it holds 256kB: the default 4MB of pending pages would stay in the index's
-file once merged, several times the index of a small vault. Built over a whole table at once it takes less than one
-grown row by row (``bulk.build`` makes them after copying the first vault into a database)."""
+"""m013's GIN indexes of the term ids themselves (m015 replaces them with ``INDEX``)."""
+
+
+def held(column: str, ids: str, buckets: bool) -> str:
+    """SQL true where the ``integer[]`` ``column`` holds one of the term ids ``ids`` (an SQL array expression): with
+    ``buckets`` (the database has m015's indexes) first by the buckets, which the index answers (a superset), then
+    exactly."""
+    exact = f"{column} && {ids}"
+    if not buckets:
+        return exact
+    return f"vaultsync_term_buckets({column}) && vaultsync_term_buckets({ids}) AND {exact}"
+
+
+def bucketed(raw: Any) -> bool:
+    """Whether the postings are indexed by bucket (m015; before it, by the term ids themselves)."""
+    return has(raw, INDEXES[1])
 
 
 def enter(docs: str) -> str:
@@ -179,10 +218,10 @@ def term_ids(raw: Any, term: str, prefix: bool) -> list[int]:
     return [int(r[0]) for r in raw.execute(sql, params)]
 
 
-def frequencies(ids: list[int], param: str, max_doc: int | None, *, live: bool = False) -> str:
+def frequencies(ids: list[int], param: str, max_doc: int | None, *, live: bool = False, buckets: bool = True) -> str:
     """SQL (``%(name)s`` parameters: ``param`` holds ``ids``, ``param``_max the bound) selecting ``(doc, f)``: the
     occurrences of the terms ``ids`` in each doc holding one (of the live docs with ``live``, of the docs up to the
-    bound when given)."""
+    bound when given), found by the buckets' index with ``buckets`` (``bucketed``)."""
     bound = "" if max_doc is None else f" AND d.doc <= %({param}_max)s"
     if len(ids) == 1:
         f = f"coalesce(d.tfs[array_position(d.terms, (%({param})s::integer[])[1])], 1)"
@@ -192,7 +231,7 @@ def frequencies(ids: list[int], param: str, max_doc: int | None, *, live: bool =
             f"WHERE u.t = ANY(%({param})s::integer[]))"
         )
     one = f"SELECT d.doc, {f}::integer AS f FROM {{}} d "
-    one += f"WHERE d.terms && %({param})s::integer[]{bound}"
+    one += f"WHERE {held('d.terms', f'%({param})s::integer[]', buckets)}{bound}"
     return " UNION ALL ".join(one.format(table) for table in _tables(live))
 
 
@@ -203,8 +242,10 @@ def _tables(live: bool) -> tuple[str, ...]:
 def holding(raw: Any, each: list[list[int]], max_doc: int | None, *, live: bool = False) -> list[int]:
     """The docs holding one of the ids of every list of ``each`` (the live ones with ``live``, up to ``max_doc``
     when given), from the indexes."""
-    where = " AND ".join(["terms && %s::integer[]"] * len(each)) + ("" if max_doc is None else " AND doc <= %s")
-    params: list[Any] = [*each, *([] if max_doc is None else [max_doc])]
+    one = held("terms", "%s::integer[]", bucketed(raw))
+    where = " AND ".join([one] * len(each)) + ("" if max_doc is None else " AND doc <= %s")
+    params: list[Any] = [p for ids in each for p in [ids] * one.count("%s")]
+    params += [] if max_doc is None else [max_doc]
     tables = _tables(live)
     sql = " UNION ALL ".join(f"SELECT doc FROM {table} WHERE {where}" for table in tables)
     return [int(r[0]) for r in raw.execute(sql, params * len(tables))]
@@ -233,8 +274,16 @@ def create(raw: Any) -> None:
         raw.execute("DROP TABLE search_postings")
     raw.execute("DROP TABLE IF EXISTS search_live_postings")
     raw.execute(enter("SELECT doc_id FROM search_live"))
-    raw.execute(INDEX)
+    raw.execute(EXACT_INDEX)
     raw.execute("ANALYZE search_terms, search_doc_terms, search_live_terms")
+
+
+def bucket(raw: Any) -> None:
+    """m015: the bucket function, and its GIN indexes in place of the term ids' (m013's); safe to run again."""
+    raw.execute(BUCKET_FUNCTION)
+    raw.execute("; ".join(f"DROP INDEX IF EXISTS {table}_by_term" for table in BOTH))
+    raw.execute(INDEX)
+    raw.execute("ANALYZE search_doc_terms, search_live_terms")
 
 
 def _from_old(raw: Any) -> None:

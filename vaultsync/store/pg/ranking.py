@@ -39,6 +39,7 @@ from ..search.cutoff import K1, B
 from ..search.keyword import Scored, _top, bm25, idf
 from ..search.snapshot import DOCS_PARAM, Snapshot, rows_source
 from . import postings
+from .catalog import has
 from .compat import translate
 
 KEY_CHARS = 256
@@ -159,7 +160,7 @@ def _compact_phrase_freqs(
     if not all(each):
         return {}
     if len(each) == 1:
-        sql = postings.frequencies(each[0], "t", max_doc, live=live)
+        sql = postings.frequencies(each[0], "t", max_doc, live=live, buckets=postings.bucketed(con.raw))
         return {int(doc): int(f) for doc, f in con.raw.execute(sql, {"t": each[0], "t_max": max_doc})}
     docs = postings.holding(con.raw, each, max_doc, live=live)
     if not docs:
@@ -177,7 +178,7 @@ def _compact_phrase_freqs(
 def compact(con: Any) -> bool:
     """Whether the database keeps its postings one row per doc (m013, ``pg/postings.py``); before it, the
     one-row-per-(term, doc) tables are read (a newer vaultsync reads an older schema until it is migrated)."""
-    return bool(con.raw.execute("SELECT to_regclass('search_doc_terms') IS NOT NULL").fetchone()[0])
+    return has(con.raw, "search_doc_terms")
 
 
 def _query_phrase(text: str, prefix: bool) -> tuple[list[str], list[bool]]:
@@ -242,13 +243,14 @@ def rank_default(
     }
     sources = []
     by_id = compact(con)
+    buckets = by_id and postings.bucketed(con.raw)
     for i, phrase in enumerate(query.phrases):
         wanted, prefixes = _query_phrase(phrase.text, phrase.prefix)
         if len(wanted) == 1 and by_id:  # its docs and occurrences from the doc rows holding its ids (m013)
             ids = postings.term_ids(con.raw, wanted[0], prefixes[0])
             params[f"t{i}"], params[f"t{i}_max"] = ids, where["max_doc"]
             sql = (
-                postings.frequencies(ids, f"t{i}", where["max_doc"], live=live)
+                postings.frequencies(ids, f"t{i}", where["max_doc"], live=live, buckets=buckets)
                 if ids
                 else "SELECT 0::bigint AS doc, 0 AS f"
             )

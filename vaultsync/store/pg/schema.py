@@ -439,6 +439,16 @@ def m013_compact_index(con: Any) -> None:
     con.execute(guard("search_terms"))  # (a doc's postings row moves between two tables: neither is append-only)
 
 
+@migration
+def m015_term_buckets(con: Any) -> None:
+    """The postings' GIN indexes in fewer bytes (``pg/postings.py``): on the buckets of each doc's term ids
+    (``vaultsync_term_buckets``) rather than on the ids, each query testing the ids themselves after the index. Readers
+    of before it still read the tables (by the ids, without an index: ``postings.bucketed``)."""
+    from . import postings
+
+    postings.bucket(con)
+
+
 READABLE_FROM = 8
 """Readers need the first ``READABLE_FROM`` migrations (opened read-only): the later ones change nothing a reader
 reads, so readers may be upgraded before the database is (``vaultsync migrate``)."""
@@ -448,7 +458,8 @@ PROBES = {
     "moves": ["index notes_by_hash", "column vault_devices.inode"],
     "write_requests": ["table write_requests", "index write_requests_by_state"],
     "attachments": ["table attachment_bodies", "table attachment_parts"],
-    "compact_index": ["table search_doc_terms", "index search_doc_terms_by_term", "table search_live_terms"],
+    "compact_index": ["table search_doc_terms", "table search_live_terms"],
+    "term_buckets": ["index search_doc_terms_by_bucket", "index search_live_terms_by_bucket"],
 }
 """How a database from before names shows each migration after the common prefix (``store/migrations.py``)."""
 
