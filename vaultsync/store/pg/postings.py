@@ -6,10 +6,21 @@ allows). Each doc
 (``search_docs``) has one row in ``search_doc_terms``: its term ids, the most frequent first (then in the order of
 their first occurrence), their term frequencies up to the last one above 1 (most of a text's terms occur once: those
 ones are left out), and all their positions packed (per term in that order: the first position, then the gaps, as
-unsigned varints). A GIN index on the term ids finds the docs holding a term (PostgreSQL compresses a GIN entry's
-list of rows), and a term's frequency in a doc is read from the row (``coalesce(tfs[array_position(terms, id)],
-1)``); positions
-are decoded here, only for the docs holding every term of a phrase.
+unsigned varints). A GIN index finds the docs that may hold a term (below), the ids themselves tell which do, and a
+term's frequency in a doc is read from the row (``coalesce(tfs[array_position(terms, id)], 1)``); positions are
+decoded here, only for the docs holding every term of a phrase.
+
+The GIN indexes (m015) hold each doc's term ids folded into ``BUCKETS`` buckets (``vaultsync_term_buckets``: each
+id's last ``BUCKET_BITS`` bits, ``id % BUCKETS``), not the ids: a history has tens of thousands of distinct terms,
+most of them in a handful of docs, and a GIN entry per term (m013's indexes) costs a key and its short list on pages
+left about half full; a few thousand buckets with long lists, which GIN compresses, take from a third (the Help
+vault's history) to two thirds (the Hub's, whose docs are shorter) of the bytes. Every query finding docs by term
+(``held``) asks the index for the docs holding one of the terms' buckets, then tests the ids themselves: the answers
+are the exact ones, and the index's false candidates (the docs holding only another term of the same buckets) are
+read and dropped. Their share is about the share of docs holding a bucket: a doc of ``k`` distinct terms holds
+``1 - (1 - 1/BUCKETS)**k`` of them. Fewer buckets, a smaller index and more docs read per term; the cost of those
+grows with the table (a past cutoff reads every doc of the history up to it). The count is fixed; its choice, measured,
+is in ``BUCKET_BITS``' docstring.
 
 Each doc's row is in one of two tables of that shape, each under a GIN index of its own: ``search_live_terms`` while
 the doc is live in some vault (``search_live``, ``pg/live.py``: ``live.add`` and ``live.remove`` move a doc's row
@@ -54,17 +65,30 @@ LIVE = "search_live_terms"
 BOTH = ("search_doc_terms", LIVE)
 COLUMNS = "doc, terms, tfs, positions"
 
-BUCKETS = 2048
-"""How many buckets ``vaultsync_term_buckets`` folds the term ids into (``id % BUCKETS``). Part of the index's
-definition: changing it needs a new function (and new indexes), never ``CREATE OR REPLACE`` of this one."""
+BUCKET_BITS = 11
+"""Each term id's bucket is its last ``BUCKET_BITS`` bits: ``BUCKETS`` buckets (``id % BUCKETS``). Measured on the Help
+vault's first 200 commits (3.2k docs of ~110 distinct terms) and the Hub's whole history (99k docs of ~37): the two
+indexes of the ids take 3.45 and 11.8 MB; of 1024, 2048, 4096 and 8192 buckets 0.92, 1.14, 1.47 and 1.99 MB on the
+Help, 7.6, 8.1, 8.8 and 9.4 MB on the Hub, where a term finds 2,450, 1,390, 860 and 560 docs of 63.6k in
+``search_doc_terms`` (50 of them its own), and a term's statement (median of 20 words, a past cutoff) takes 5.3, 3.5 and
+3.3 ms for 1024, 2048 and 4096 against 3.1 ms by the ids. The false candidates grow with the history (about
+``docs * k / BUCKETS`` for docs of ``k`` distinct terms): a history ten times the Hub's would want more buckets; 2048
+keeps the Hub's searches as they were. Part of the indexes' definition: a change needs a new function and new
+indexes (a migration), never ``CREATE OR REPLACE`` of this one."""
+BUCKETS = 1 << BUCKET_BITS
 
 BUCKET_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION vaultsync_term_buckets(ids integer[]) RETURNS integer[]
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    AS $$ SELECT array(SELECT DISTINCT t % {BUCKETS} FROM unnest(ids) AS u(t) ORDER BY 1) $$
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT ids::bit({BUCKET_BITS})[]::integer[] $$
 """
-"""m015's function: the distinct buckets of a list of term ids. It names nothing outside ``pg_catalog`` unqualified:
-``pg_restore`` evaluates index expressions with an empty ``search_path``."""
+"""m015's function: each term id's bucket, its last ``BUCKET_BITS`` bits, by casts of the whole array (``bit(n)`` keeps
+an integer's last n bits). The planner inlines the function, in the indexes' expression and in the queries alike, so a
+plan that tests it row by row costs little more than one testing the ids (a function looping over the ids cost ten
+times as much: 10 µs a row, which made a common word's statement at a past cutoff eight times slower); as
+``integer[]``, ``ANALYZE`` keeps statistics of its elements, which the planner's row counts need. Repeated buckets are
+left in: GIN keeps each key once. It names nothing outside ``pg_catalog`` unqualified: ``pg_restore`` evaluates index
+expressions with an empty ``search_path``."""
 
 INDEXES = [f"{table}_by_bucket" for table in BOTH]
 """The postings' GIN indexes (m015), one per table."""
@@ -279,11 +303,13 @@ def create(raw: Any) -> None:
 
 
 def bucket(raw: Any) -> None:
-    """m015: the bucket function, and its GIN indexes in place of the term ids' (m013's); safe to run again."""
+    """m015: the bucket function, and its GIN indexes in place of the term ids' (m013's); safe to run again. The new
+    indexes are built first (their lock lets searches read on), the old ones dropped last (theirs makes searches of
+    the tables wait until the migration commits)."""
     raw.execute(BUCKET_FUNCTION)
-    raw.execute("; ".join(f"DROP INDEX IF EXISTS {table}_by_term" for table in BOTH))
     raw.execute(INDEX)
     raw.execute("ANALYZE search_doc_terms, search_live_terms")
+    raw.execute("; ".join(f"DROP INDEX IF EXISTS {table}_by_term" for table in BOTH))
 
 
 def _from_old(raw: Any) -> None:
