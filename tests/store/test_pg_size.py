@@ -22,9 +22,9 @@ pytestmark = pytest.mark.pg
 BYTES_PER_POSITION = 40
 
 
-def _notes(root: Path, count: int = 150) -> None:
+def _notes(root: Path, count: int = 150, words: int = 4000) -> None:
     rng = random.Random(52)
-    vocabulary = ["".join(rng.choice("abcdefghijklmnoprstuvw") for _ in range(rng.randint(3, 9))) for _ in range(4000)]
+    vocabulary = ["".join(rng.choice("abcdefghijklmnoprstuvw") for _ in range(rng.randint(3, 9))) for _ in range(words)]
     weights = [1 / (rank + 1) for rank in range(len(vocabulary))]
     for i in range(count):
         paragraphs = [" ".join(rng.choices(vocabulary, weights, k=rng.randint(40, 120))) for _ in range(3)]
@@ -69,7 +69,7 @@ def test_the_postings_indexes_are_smaller_than_indexes_of_the_term_ids(tmp_path:
     dsn = pgserver.fresh_or_skip("pgbuckets")
     root = tmp_path / "notes"
     root.mkdir()
-    _notes(root, count=300)
+    _notes(root, count=300, words=30_000)  # (a history's tens of thousands of terms, most of them rare)
     with Vault.open(dsn, root=root, name="notes") as vault:
         vault.sync()
     with psycopg.connect(dsn, autocommit=True) as con:

@@ -65,16 +65,17 @@ LIVE = "search_live_terms"
 BOTH = ("search_doc_terms", LIVE)
 COLUMNS = "doc, terms, tfs, positions"
 
-BUCKET_BITS = 11
-"""Each term id's bucket is its last ``BUCKET_BITS`` bits: ``BUCKETS`` buckets (``id % BUCKETS``). Measured on the Help
-vault's first 200 commits (3.2k docs of ~110 distinct terms) and the Hub's whole history (99k docs of ~37): the two
-indexes of the ids take 3.45 and 11.8 MB; of 1024, 2048, 4096 and 8192 buckets 0.92, 1.14, 1.47 and 1.99 MB on the
-Help, 7.6, 8.1, 8.8 and 9.4 MB on the Hub, where a term finds 2,450, 1,390, 860 and 560 docs of 63.6k in
-``search_doc_terms`` (50 of them its own), and a term's statement (median of 20 words, a past cutoff) takes 5.3, 3.5 and
-3.3 ms for 1024, 2048 and 4096 against 3.1 ms by the ids. The false candidates grow with the history (about
-``docs * k / BUCKETS`` for docs of ``k`` distinct terms): a history ten times the Hub's would want more buckets; 2048
-keeps the Hub's searches as they were. Part of the indexes' definition: a change needs a new function and new
-indexes (a migration), never ``CREATE OR REPLACE`` of this one."""
+BUCKET_BITS = 12
+"""Each term id's bucket is its last ``BUCKET_BITS`` bits: ``BUCKETS`` buckets (``id % BUCKETS``), chosen by measurement
+on the Help vault's first 200 commits (3.2k docs of ~110 distinct terms) and the Hub's whole history (99k docs of
+~37). The two indexes of the ids take 3.45 and 11.8 MB; of 1024, 2048, 4096 and 8192 buckets 0.92, 1.14, 1.47 and
+1.99 MB on the Help, 7.6, 8.1, 8.8 and 9.4 MB on the Hub, where a random term finds 2,450, 1,390, 860 and 560 docs of
+63.6k in ``search_doc_terms`` (50 of them its own). A rare term whose bucket holds a common one reads thousands: on the
+Hub, default (hybrid) searches at a past cutoff took a median 30% longer with 2048 buckets than by the ids, 16% with
+4096, searches now no longer. The false candidates grow with the history (about ``docs * k / BUCKETS`` for docs of
+``k`` distinct terms): 4096 keeps a history of the Hub's size close to the ids' speed for a fifth more index than 2048.
+Part of the indexes' definition: a change needs a new function and new indexes (a migration), never
+``CREATE OR REPLACE`` of this one."""
 BUCKETS = 1 << BUCKET_BITS
 
 BUCKET_FUNCTION = f"""
