@@ -12,9 +12,11 @@ What a query reads, made cheap (migrations m005, m006) without changing an answe
 
 - N and the total tokens of the visible rows are one row of ``search_stats`` (kept by the indexer per batch),
   corrected by the validity overlay, not a scan of every visible row;
-- a term's postings (doc, tf) come from the doc rows the GIN index of term ids finds (``pg/postings.py``,
-  m013; before it, the covering index ``search_postings_by_term_doc``); positions are decoded only for a
-  phrase of several terms, and only for the docs holding all of them (found from the index first);
+- a term's postings (doc, tf) come from the doc rows holding its ids, found by the GIN index of the ids'
+  buckets (``pg/postings.py``, m013, m015; by the ids' own GIN index before m015, by the covering index
+  ``search_postings_by_term_doc`` before m013); which of them the database has is asked once per connection
+  (``pg/catalog.py``); positions are decoded only for a phrase of several terms, and only for the docs holding
+  all of them (found from the index first);
 - "now" reads the term ids and frequencies of the live docs alone (``search_live_terms``, m013; m006's
   ``search_live_postings`` before it) and each live doc's current rows and length (``search_live``,
   ``pg/live.py``, m006); a past cutoff reads only the postings of docs up to the highest doc any row
