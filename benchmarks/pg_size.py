@@ -8,8 +8,8 @@ For each of the old code (the worktree) and this checkout's, on one new PostgreS
 
 - ``vaultsync copy SQLITE_DB`` into a new database: wall seconds, WAL written (``pg_current_wal_lsn`` before and after),
   then the database's size (``pg_database_size``, which counts the few megabytes of an empty database's catalogs) and
-  its vaultsync tables' (``pg_total_relation_size``: heap, TOAST and indexes), after ``VACUUM``, the largest and those
-  of the vectors (``VECTOR_TABLES``);
+  its vaultsync tables' (``pg_total_relation_size``: heap, TOAST and indexes), after ``VACUUM``, the largest, those
+  of the vectors (``VECTOR_TABLES``) and the keyword postings' tables one by one (heap and each index);
 - with ``--edits N``: a day of watcher batches in a new vault ``day`` whose folder is a copy of ``--folder``: after its
   first import, N small edits (a line appended to one of 50 notes), each recorded as its own batch (``sync`` of that
   one path, as the watcher records a change): wall seconds and WAL of the N batches, and the sizes after;
@@ -153,13 +153,32 @@ def sizes(dsn: str) -> dict[str, Any]:
             "ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r' ORDER BY 2 DESC"
         ).fetchall()
         db = con.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+        keyword = {  # the keyword postings' relations: each table's heap (with TOAST), each index
+            table: dict(
+                con.execute(
+                    "SELECT 'heap', pg_table_size(%s::regclass) UNION ALL SELECT indexrelid::regclass::text, "
+                    "pg_relation_size(indexrelid) FROM pg_index WHERE indrelid = %s::regclass",
+                    (table, table),
+                ).fetchall()
+            )
+            for table in POSTINGS
+            if con.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None
+        }
     every = dict(rows)
     vectors = {name: every[name] for name in VECTOR_TABLES if name in every}
-    return {"database_bytes": db, "tables_bytes": sum(every.values()), "largest": dict(rows[:8]), "vectors": vectors}
+    return {
+        "database_bytes": db,
+        "tables_bytes": sum(every.values()),
+        "largest": dict(rows[:8]),
+        "vectors": vectors,
+        "keyword": keyword,
+    }
 
 
 VECTOR_TABLES = ("search_vectors", "search_live_vectors", "search_doc_spans", "search_live")
 """The relations that hold vectors or find the visible ones (each reported, whether or not among the largest)."""
+POSTINGS = ["search_terms", "search_doc_terms", "search_live_terms"]
+"""The keyword postings' tables whose heap and indexes ``sizes`` lists."""
 
 
 class Wal:

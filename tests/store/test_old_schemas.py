@@ -10,8 +10,8 @@ The fixtures (``tests/fixtures/old_schemas``, made by ``make_old_db.py`` with ea
 - 6f934c5 (PostgreSQL only): every migration but ``attachments`` and ``compact_index`` (postings one row per term
   and doc, vectors as ``vector``);
 - 6cb7b79 (PostgreSQL only): every migration but ``compact_index``;
-- 45d3e09 (PostgreSQL only): every migration up to ``compact_index``, not ``lean_vectors`` (vectors copied for the
-  live docs and into every span).
+- 45d3e09 (PostgreSQL only): every migration up to ``compact_index``: vectors copied for the live docs and into every
+  span (not ``lean_vectors``), the postings' GIN indexes on the term ids (not on their buckets, ``term_buckets``).
 
 Each upgrades in the suite: ``migrate``, then a batch written, then every note at every past state read back
 against the truth the fixture's script wrote (the files, not the database).
@@ -107,12 +107,12 @@ def test_an_old_sqlite_file_gets_exactly_the_migrations_it_lacks(
 @pytest.mark.parametrize(
     ("commit", "lacking"),
     [
-        ("7e76d09", "writer_epoch, moves, attachments, compact_index, lean_vectors"),
-        ("4010f30", "moves, attachments, compact_index, lean_vectors"),
-        ("28d6c77", "writer_epoch, write_requests, attachments, compact_index, lean_vectors"),
-        ("6f934c5", "attachments, compact_index, lean_vectors"),
-        ("6cb7b79", "compact_index, lean_vectors"),
-        ("45d3e09", "lean_vectors"),
+        ("7e76d09", "writer_epoch, moves, attachments, compact_index, lean_vectors, term_buckets"),
+        ("4010f30", "moves, attachments, compact_index, lean_vectors, term_buckets"),
+        ("28d6c77", "writer_epoch, write_requests, attachments, compact_index, lean_vectors, term_buckets"),
+        ("6f934c5", "attachments, compact_index, lean_vectors, term_buckets"),
+        ("6cb7b79", "compact_index, lean_vectors, term_buckets"),
+        ("45d3e09", "lean_vectors, term_buckets"),
     ],
 )
 def test_an_old_postgresql_database_gets_exactly_the_migrations_it_lacks(
@@ -281,5 +281,55 @@ def test_lean_vectors_keeps_every_answer_of_a_database_written_before_it(tmp_pat
         # written anew (a dropped column's bytes stay in every row until then)
         assert con.execute("SELECT pg_relation_filenode('search_doc_spans')").fetchone()[0] != spans_file
     assert cli("migrate", db=dsn).stdout.startswith("up to date")
+
+
+def _plans(dsn: str) -> dict[str, str]:
+    """The plans of the statements that find docs by term (``pg/postings.py``), now and at a past cutoff, with
+    sequential scans made dear (the fixture is small: the planner would scan it whole otherwise)."""
+    import psycopg
+
+    from vaultsync.store.pg import postings
+
+    with psycopg.connect(dsn) as con:
+        con.execute("SET enable_seqscan = off")
+        ids = [r[0] for r in con.execute("SELECT id FROM search_terms WHERE term IN ('ferry', 'timetable')")]
+        assert len(ids) == 2
+        buckets = postings.bucketed(con)
+        out = {}
+        for name, live in (("now", True), ("past", False)):  # (past: both tables; the docs' bound left out, or the
+            sql = postings.frequencies(ids, "t", None, live=live, buckets=buckets)  # planner reads the few by doc)
+            rows = con.execute(f"EXPLAIN {sql}", {"t": ids}).fetchall()
+            out[name] = "\n".join(r[0] for r in rows)
+        where = postings.held("terms", "%s::integer[]", buckets)
+        rows = con.execute(f"EXPLAIN SELECT doc FROM search_doc_terms WHERE {where}", [ids] * where.count("%s"))
+        out["holding"] = "\n".join(r[0] for r in rows)
+    return out
+
+
+@pytest.mark.pg
+def test_the_term_buckets_keep_every_answer_of_a_database_written_before_them(tmp_path: Path, cli) -> None:
+    """The database of the commit before ``term_buckets``: today's reader answers from it as it is (by the term ids,
+    its GIN indexes on them), and after ``migrate`` from the buckets' indexes, exactly the same (keyword, default and
+    vector search, phrases and prefixes, now and at every cutoff), a reader left open across the migration too; the
+    term ids' indexes are gone and every statement finding docs by term can use the buckets' (now and in the past)."""
+    import psycopg
+
+    dsn = replay_pg(tmp_path, "45d3e09")
+    before = _answers(dsn)
+    assert sum(map(len, before.values())) > 40  # something to compare
+    with Vault.open(dsn, name="notes", readonly=True) as open_reader:
+        first = open_reader.search("harb*", mode="keyword").hits
+        assert first
+        dry = cli("migrate", "--dry-run", db=dsn)
+        assert dry.returncode == 0 and dry.stdout.strip() == "would apply 1 migration: term_buckets", dry.stdout
+        done = cli("migrate", db=dsn)
+        assert done.returncode == 0 and "applied 1 migration: term_buckets" in done.stdout, done.stderr
+        assert open_reader.search("harb*", mode="keyword").hits == first
+    with psycopg.connect(dsn) as con:
+        found = con.execute("SELECT relname FROM pg_class WHERE relname ~ '^search_(doc|live)_terms_by_'")
+        indexes = {r[0] for r in found}
+        assert indexes == {"search_doc_terms_by_bucket", "search_live_terms_by_bucket"}, indexes
+    for name, plan in _plans(dsn).items():
+        assert "terms_by_bucket" in plan and "Seq Scan" not in plan, (name, plan)
     assert _answers(dsn) == before
     write_and_read_everything(dsn, tmp_path)

@@ -23,9 +23,9 @@ pytestmark = pytest.mark.pg
 BYTES_PER_POSITION = 40
 
 
-def _notes(root: Path, count: int = 150) -> None:
+def _notes(root: Path, count: int = 150, words: int = 4000) -> None:
     rng = random.Random(52)
-    vocabulary = ["".join(rng.choice("abcdefghijklmnoprstuvw") for _ in range(rng.randint(3, 9))) for _ in range(4000)]
+    vocabulary = ["".join(rng.choice("abcdefghijklmnoprstuvw") for _ in range(rng.randint(3, 9))) for _ in range(words)]
     weights = [1 / (rank + 1) for rank in range(len(vocabulary))]
     for i in range(count):
         paragraphs = [" ".join(rng.choices(vocabulary, weights, k=rng.randint(40, 120))) for _ in range(3)]
@@ -80,3 +80,38 @@ def test_each_vector_is_kept_once(tmp_path: Path, vectors: str, monkeypatch: pyt
     with psycopg.connect(dsn) as con:
         found = con.execute(VECTOR_COLUMNS).fetchone()[0]
     assert found == ["search_vectors.embedding"] + (["search_vectors.vec"] if vectors == "pgvector" else [])
+def test_the_postings_indexes_are_smaller_than_indexes_of_the_term_ids(tmp_path: Path) -> None:
+    """The postings' GIN indexes (m015) hold each doc's buckets of term ids, not the ids: a few thousand keys with long
+    compressed lists of rows instead of one key per distinct term, most of them in a handful of docs. Beside GIN
+    indexes of the ids on the same rows (m013's), each built whole, they take a good part less."""
+    import psycopg
+
+    from vaultsync.store.pg import postings
+
+    dsn = pgserver.fresh_or_skip("pgbuckets")
+    root = tmp_path / "notes"
+    root.mkdir()
+    _notes(root, count=300, words=30_000)  # (a history's tens of thousands of terms, most of them rare)
+    with Vault.open(dsn, root=root, name="notes") as vault:
+        vault.sync()
+    with psycopg.connect(dsn, autocommit=True) as con:
+        con.execute("VACUUM ANALYZE")
+        indexes = [
+            r[0]
+            for r in con.execute(
+                "SELECT indexrelid::regclass::text FROM pg_index i JOIN pg_am a ON a.oid = "
+                "(SELECT relam FROM pg_class WHERE oid = i.indexrelid) "
+                "WHERE a.amname = 'gin' AND indrelid = ANY(%s::regclass[])",
+                (list(postings.BOTH),),
+            )
+        ]
+        for table in postings.BOTH:
+            con.execute(f"REINDEX TABLE {table}")  # (grown batch by batch, a GIN index holds more)
+            con.execute(f"CREATE INDEX {table}_ids ON {table} USING gin (terms)")
+
+        def size(names: list[str]) -> int:
+            return sum(int(con.execute("SELECT pg_relation_size(%s::regclass)", (n,)).fetchone()[0]) for n in names)
+
+        kept, ids = size(indexes), size([f"{table}_ids" for table in postings.BOTH])
+    assert len(indexes) == 2 and ids > 100_000, (indexes, ids)  # something measured
+    assert kept < ids * 0.75, (indexes, kept, ids)

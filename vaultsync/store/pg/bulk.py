@@ -72,7 +72,7 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
     remade: list[str] = []  # the first vault of the database: the indexes of its rows made at once after them
     if not known.others:
         remade = _dropped(raw, ROWS_INDEXES)
-        _dropped(raw, [f"{table}_by_term" for table in postings.BOTH])  # (``postings.INDEX`` makes them again)
+        _dropped(raw, postings.INDEXES)  # (``postings.INDEX`` makes them again)
     writer = postings.Writer(raw)
     count = 0
     for part in _revisions(raw, vault_id):

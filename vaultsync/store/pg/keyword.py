@@ -7,8 +7,8 @@ and document lengths are the SQLite engine's by construction. Tables (``pg/schem
 
 - ``search_docs``: every distinct indexed text (id, hash, length in tokens);
 - the postings (``pg/postings.py``, m013): each doc's term ids, frequencies and packed positions in one
-  row, under a GIN index of the ids, with a dictionary of terms (m002's ``search_postings``, one row per
-  term and doc, before it);
+  row, under a GIN index of the ids' buckets (m015), with a dictionary of terms (m002's ``search_postings``,
+  one row per term and doc, before it);
 - ``search_rows``: one row per indexed chunk revision with the batches it was born and died in, and
   ``search_bounded`` (revisions declaring validity), as in the SQLite engine, so ``search.snapshot``'s
   visibility rules (the cutoff and the validity overlay) run unchanged on them.

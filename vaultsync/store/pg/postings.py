@@ -6,10 +6,21 @@ allows). Each doc
 (``search_docs``) has one row in ``search_doc_terms``: its term ids, the most frequent first (then in the order of
 their first occurrence), their term frequencies up to the last one above 1 (most of a text's terms occur once: those
 ones are left out), and all their positions packed (per term in that order: the first position, then the gaps, as
-unsigned varints). A GIN index on the term ids finds the docs holding a term (PostgreSQL compresses a GIN entry's
-list of rows), and a term's frequency in a doc is read from the row (``coalesce(tfs[array_position(terms, id)],
-1)``); positions
-are decoded here, only for the docs holding every term of a phrase.
+unsigned varints). A GIN index finds the docs that may hold a term (below), the ids themselves tell which do, and a
+term's frequency in a doc is read from the row (``coalesce(tfs[array_position(terms, id)], 1)``); positions are
+decoded here, only for the docs holding every term of a phrase.
+
+The GIN indexes (m015) hold each doc's term ids folded into ``BUCKETS`` buckets (``vaultsync_term_buckets``: each
+id's last ``BUCKET_BITS`` bits, ``id % BUCKETS``), not the ids: a history has tens of thousands of distinct terms,
+most of them in a handful of docs, and a GIN entry per term (m013's indexes) costs a key and its short list on pages
+left about half full; a few thousand buckets with long lists, which GIN compresses, take from a third (the Help
+vault's history) to two thirds (the Hub's, whose docs are shorter) of the bytes. Every query finding docs by term
+(``held``) asks the index for the docs holding one of the terms' buckets, then tests the ids themselves: the answers
+are the exact ones, and the index's false candidates (the docs holding only another term of the same buckets) are
+read and dropped. Their share is about the share of docs holding a bucket: a doc of ``k`` distinct terms holds
+``1 - (1 - 1/BUCKETS)**k`` of them. Fewer buckets, a smaller index and more docs read per term; the cost of those
+grows with the table (a past cutoff reads every doc of the history up to it). The count is fixed; its choice, measured,
+is in ``BUCKET_BITS``' docstring.
 
 Each doc's row is in one of two tables of that shape, each under a GIN index of its own: ``search_live_terms`` while
 the doc is live in some vault (``search_live``, ``pg/live.py``: ``live.add`` and ``live.remove`` move a doc's row
@@ -27,6 +38,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
+
+from .catalog import has
 
 KEY_CHARS = 256
 """How much of a term the terms' index holds (a btree entry has a size limit; the query compares the whole term)."""
@@ -52,13 +65,64 @@ LIVE = "search_live_terms"
 BOTH = ("search_doc_terms", LIVE)
 COLUMNS = "doc, terms, tfs, positions"
 
+BUCKET_BITS = 12
+"""Each term id's bucket is its last ``BUCKET_BITS`` bits: ``BUCKETS`` buckets (``id % BUCKETS``), chosen by measurement
+on the Help vault's first 200 commits (3.2k docs of ~110 distinct terms) and the Hub's whole history (99k docs of
+~37). The two indexes of the ids take 3.45 and 11.8 MB; of 1024, 2048, 4096 and 8192 buckets 0.92, 1.14, 1.47 and
+1.99 MB on the Help, 7.6, 8.1, 8.8 and 9.4 MB on the Hub, where a random term finds 2,450, 1,390, 860 and 560 docs of
+63.6k in ``search_doc_terms`` (50 of them its own). A rare term whose bucket holds a common one reads thousands: on the
+Hub, default (hybrid) searches at a past cutoff took a median 30% longer with 2048 buckets than by the ids, 16% with
+4096, searches now no longer. The false candidates grow with the history (about ``docs * k / BUCKETS`` for docs of
+``k`` distinct terms): 4096 keeps a history of the Hub's size close to the ids' speed for a fifth more index than 2048.
+Part of the indexes' definition: a change needs a new function and new indexes (a migration), never
+``CREATE OR REPLACE`` of this one."""
+BUCKETS = 1 << BUCKET_BITS
+
+BUCKET_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION vaultsync_term_buckets(ids integer[]) RETURNS integer[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT ids::bit({BUCKET_BITS})[]::integer[] $$
+"""
+"""m015's function: each term id's bucket, its last ``BUCKET_BITS`` bits, by casts of the whole array (``bit(n)`` keeps
+an integer's last n bits). The planner inlines the function, in the indexes' expression and in the queries alike, so a
+plan that tests it row by row costs little more than one testing the ids (a function looping over the ids cost ten
+times as much: 10 µs a row, which made a common word's statement at a past cutoff eight times slower); as
+``integer[]``, ``ANALYZE`` keeps statistics of its elements, which the planner's row counts need. Repeated buckets are
+left in: GIN keeps each key once. It names nothing outside ``pg_catalog`` unqualified: ``pg_restore`` evaluates index
+expressions with an empty ``search_path``."""
+
+INDEXES = [f"{table}_by_bucket" for table in BOTH]
+"""The postings' GIN indexes (m015), one per table."""
+
 INDEX = "; ".join(
+    f"CREATE INDEX IF NOT EXISTS {table}_by_bucket ON {table} USING gin (vaultsync_term_buckets(terms)) "
+    "WITH (gin_pending_list_limit = 256)"
+    for table in BOTH
+)
+"""The GIN indexes of the term ids' buckets (m015). A batch's new docs go to GIN's pending list (a few pages written,
+not a page of the tree per bucket), merged into the tree when it holds 256kB: the default 4MB of pending pages would
+stay in the index's file once merged, several times the index of a small vault. Built over a whole table at once it
+takes less than one grown row by row (``bulk.build`` makes them after copying the first vault into a database)."""
+
+EXACT_INDEX = "; ".join(
     f"CREATE INDEX {table}_by_term ON {table} USING gin (terms) WITH (gin_pending_list_limit = 256)" for table in BOTH
 )
-"""The GIN indexes of the term ids. A batch's new docs go to GIN's pending list (a few pages written, not a page of the
-tree per term), merged into the tree when it holds 256kB: the default 4MB of pending pages would stay in the index's
-file once merged, several times the index of a small vault. Built over a whole table at once it takes less than one
-grown row by row (``bulk.build`` makes them after copying the first vault into a database)."""
+"""m013's GIN indexes of the term ids themselves (m015 replaces them with ``INDEX``)."""
+
+
+def held(column: str, ids: str, buckets: bool) -> str:
+    """SQL true where the ``integer[]`` ``column`` holds one of the term ids ``ids`` (an SQL array expression): with
+    ``buckets`` (the database has m015's indexes) first by the buckets, which the index answers (a superset), then
+    exactly."""
+    exact = f"{column} && {ids}"
+    if not buckets:
+        return exact
+    return f"vaultsync_term_buckets({column}) && vaultsync_term_buckets({ids}) AND {exact}"
+
+
+def bucketed(raw: Any) -> bool:
+    """Whether the postings are indexed by bucket (m015; before it, by the term ids themselves)."""
+    return has(raw, INDEXES[1])
 
 
 def enter(docs: str) -> str:
@@ -179,10 +243,10 @@ def term_ids(raw: Any, term: str, prefix: bool) -> list[int]:
     return [int(r[0]) for r in raw.execute(sql, params)]
 
 
-def frequencies(ids: list[int], param: str, max_doc: int | None, *, live: bool = False) -> str:
+def frequencies(ids: list[int], param: str, max_doc: int | None, *, live: bool = False, buckets: bool = True) -> str:
     """SQL (``%(name)s`` parameters: ``param`` holds ``ids``, ``param``_max the bound) selecting ``(doc, f)``: the
     occurrences of the terms ``ids`` in each doc holding one (of the live docs with ``live``, of the docs up to the
-    bound when given)."""
+    bound when given), found by the buckets' index with ``buckets`` (``bucketed``)."""
     bound = "" if max_doc is None else f" AND d.doc <= %({param}_max)s"
     if len(ids) == 1:
         f = f"coalesce(d.tfs[array_position(d.terms, (%({param})s::integer[])[1])], 1)"
@@ -192,7 +256,7 @@ def frequencies(ids: list[int], param: str, max_doc: int | None, *, live: bool =
             f"WHERE u.t = ANY(%({param})s::integer[]))"
         )
     one = f"SELECT d.doc, {f}::integer AS f FROM {{}} d "
-    one += f"WHERE d.terms && %({param})s::integer[]{bound}"
+    one += f"WHERE {held('d.terms', f'%({param})s::integer[]', buckets)}{bound}"
     return " UNION ALL ".join(one.format(table) for table in _tables(live))
 
 
@@ -203,8 +267,10 @@ def _tables(live: bool) -> tuple[str, ...]:
 def holding(raw: Any, each: list[list[int]], max_doc: int | None, *, live: bool = False) -> list[int]:
     """The docs holding one of the ids of every list of ``each`` (the live ones with ``live``, up to ``max_doc``
     when given), from the indexes."""
-    where = " AND ".join(["terms && %s::integer[]"] * len(each)) + ("" if max_doc is None else " AND doc <= %s")
-    params: list[Any] = [*each, *([] if max_doc is None else [max_doc])]
+    one = held("terms", "%s::integer[]", bucketed(raw))
+    where = " AND ".join([one] * len(each)) + ("" if max_doc is None else " AND doc <= %s")
+    params: list[Any] = [p for ids in each for p in [ids] * one.count("%s")]
+    params += [] if max_doc is None else [max_doc]
     tables = _tables(live)
     sql = " UNION ALL ".join(f"SELECT doc FROM {table} WHERE {where}" for table in tables)
     return [int(r[0]) for r in raw.execute(sql, params * len(tables))]
@@ -233,8 +299,18 @@ def create(raw: Any) -> None:
         raw.execute("DROP TABLE search_postings")
     raw.execute("DROP TABLE IF EXISTS search_live_postings")
     raw.execute(enter("SELECT doc_id FROM search_live"))
-    raw.execute(INDEX)
+    raw.execute(EXACT_INDEX)
     raw.execute("ANALYZE search_terms, search_doc_terms, search_live_terms")
+
+
+def bucket(raw: Any) -> None:
+    """m015: the bucket function, and its GIN indexes in place of the term ids' (m013's); safe to run again. The new
+    indexes are built first (their lock lets searches read on), the old ones dropped last (theirs makes searches of
+    the tables wait until the migration commits)."""
+    raw.execute(BUCKET_FUNCTION)
+    raw.execute(INDEX)
+    raw.execute("ANALYZE search_doc_terms, search_live_terms")
+    raw.execute("; ".join(f"DROP INDEX IF EXISTS {table}_by_term" for table in BOTH))
 
 
 def _from_old(raw: Any) -> None:

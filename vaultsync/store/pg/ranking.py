@@ -12,9 +12,11 @@ What a query reads, made cheap (migrations m005, m006) without changing an answe
 
 - N and the total tokens of the visible rows are one row of ``search_stats`` (kept by the indexer per batch),
   corrected by the validity overlay, not a scan of every visible row;
-- a term's postings (doc, tf) come from the doc rows the GIN index of term ids finds (``pg/postings.py``,
-  m013; before it, the covering index ``search_postings_by_term_doc``); positions are decoded only for a
-  phrase of several terms, and only for the docs holding all of them (found from the index first);
+- a term's postings (doc, tf) come from the doc rows holding its ids, found by the GIN index of the ids'
+  buckets (``pg/postings.py``, m013, m015; by the ids' own GIN index before m015, by the covering index
+  ``search_postings_by_term_doc`` before m013); which of them the database has is asked once per connection
+  (``pg/catalog.py``); positions are decoded only for a phrase of several terms, and only for the docs holding
+  all of them (found from the index first);
 - "now" reads the term ids and frequencies of the live docs alone (``search_live_terms``, m013; m006's
   ``search_live_postings`` before it) and each live doc's current rows and length (``search_live``,
   ``pg/live.py``, m006); a past cutoff reads only the postings of docs up to the highest doc any row
@@ -39,6 +41,7 @@ from ..search.cutoff import K1, B
 from ..search.keyword import Scored, _top, bm25, idf
 from ..search.snapshot import DOCS_PARAM, Snapshot, rows_source
 from . import postings
+from .catalog import has
 from .compat import translate
 
 KEY_CHARS = 256
@@ -159,7 +162,7 @@ def _compact_phrase_freqs(
     if not all(each):
         return {}
     if len(each) == 1:
-        sql = postings.frequencies(each[0], "t", max_doc, live=live)
+        sql = postings.frequencies(each[0], "t", max_doc, live=live, buckets=postings.bucketed(con.raw))
         return {int(doc): int(f) for doc, f in con.raw.execute(sql, {"t": each[0], "t_max": max_doc})}
     docs = postings.holding(con.raw, each, max_doc, live=live)
     if not docs:
@@ -177,7 +180,7 @@ def _compact_phrase_freqs(
 def compact(con: Any) -> bool:
     """Whether the database keeps its postings one row per doc (m013, ``pg/postings.py``); before it, the
     one-row-per-(term, doc) tables are read (a newer vaultsync reads an older schema until it is migrated)."""
-    return bool(con.raw.execute("SELECT to_regclass('search_doc_terms') IS NOT NULL").fetchone()[0])
+    return has(con.raw, "search_doc_terms")
 
 
 def _query_phrase(text: str, prefix: bool) -> tuple[list[str], list[bool]]:
@@ -242,13 +245,14 @@ def rank_default(
     }
     sources = []
     by_id = compact(con)
+    buckets = by_id and postings.bucketed(con.raw)
     for i, phrase in enumerate(query.phrases):
         wanted, prefixes = _query_phrase(phrase.text, phrase.prefix)
         if len(wanted) == 1 and by_id:  # its docs and occurrences from the doc rows holding its ids (m013)
             ids = postings.term_ids(con.raw, wanted[0], prefixes[0])
             params[f"t{i}"], params[f"t{i}_max"] = ids, where["max_doc"]
             sql = (
-                postings.frequencies(ids, f"t{i}", where["max_doc"], live=live)
+                postings.frequencies(ids, f"t{i}", where["max_doc"], live=live, buckets=buckets)
                 if ids
                 else "SELECT 0::bigint AS doc, 0 AS f"
             )

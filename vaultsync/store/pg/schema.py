@@ -449,6 +449,16 @@ def m014_lean_vectors(con: Any) -> None:
     drop_copies(con)
 
 
+@migration
+def m015_term_buckets(con: Any) -> None:
+    """The postings' GIN indexes in fewer bytes (``pg/postings.py``): on the buckets of each doc's term ids
+    (``vaultsync_term_buckets``) rather than on the ids, each query testing the ids themselves after the index. Readers
+    of before it still read the tables (by the ids, without an index: ``postings.bucketed``)."""
+    from . import postings
+
+    postings.bucket(con)
+
+
 READABLE_FROM = 8
 """Readers need the first ``READABLE_FROM`` migrations (opened read-only): the later ones change nothing a reader
 reads, so readers may be upgraded before the database is (``vaultsync migrate``)."""
@@ -458,8 +468,9 @@ PROBES = {
     "moves": ["index notes_by_hash", "column vault_devices.inode"],
     "write_requests": ["table write_requests", "index write_requests_by_state"],
     "attachments": ["table attachment_bodies", "table attachment_parts"],
-    "compact_index": ["table search_doc_terms", "index search_doc_terms_by_term", "table search_live_terms"],
+    "compact_index": ["table search_doc_terms", "table search_live_terms"],
     "lean_vectors": ["no table search_live_vectors"],
+    "term_buckets": ["index search_doc_terms_by_bucket", "index search_live_terms_by_bucket"],
 }
 """How a database from before names shows each migration after the common prefix (``store/migrations.py``; ``no X``:
 a migration that drops X)."""
