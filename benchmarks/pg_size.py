@@ -168,7 +168,7 @@ def sizes(dsn: str) -> dict[str, Any]:
     }
 
 
-POSTINGS = ["search_terms", "search_doc_terms", "search_live_terms"]
+POSTINGS = ["search_terms", "search_term_blocks", "search_doc_terms", "search_live_terms"]
 """The keyword postings' tables whose heap and indexes ``sizes`` lists."""
 
 
