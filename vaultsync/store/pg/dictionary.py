@@ -10,11 +10,14 @@ first block's is ''): 0.34 MB for the same terms. Nothing maps an id back to its
 - A term's id: the block with the greatest ``first <= term``, its arrays unnested.
 - A prefix's ids: the blocks from the one covering the prefix up to those whose ``first`` is below the prefix's upper
   bound (the prefix with its last character incremented), their terms filtered by ``starts_with``, in byte order.
-- Learning new terms (``learn``): the blocks covering them locked (``FOR UPDATE``, in ``first`` order, so two writers
-  never wait on each other in a cycle) and read again, the terms still missing added with new ids, a block grown past
-  ``2 * BLOCK`` terms split in blocks of ``BLOCK``. Another writer adding the same term at once waits for the lock
-  and then finds it: each term gets one id. A split committed between the lookup and the lock may move a term to a
-  block not locked: then the locks are let go (a savepoint) and taken again.
+- Learning new terms (``Learner``): the blocks covering them locked (``FOR UPDATE``, in ``first`` order) and read
+  again, the terms still missing given new ids; each block changed is written once, before the transaction commits
+  (``Learner.flush``), split in blocks of ``BLOCK`` when it grew past ``2 * BLOCK`` terms. Another writer adding the
+  same term at once waits for the lock and then finds it: each term gets one id. A split committed between the
+  lookup and the lock may move a term to a block not locked: then the locks just taken are let go (a savepoint) and
+  taken again. The locks last until the commit: a batch learning note by note may lock a lower block after a higher
+  one, so two writers adding terms at once can still deadlock (PostgreSQL fails one of the two batches), as two
+  writers inserting the same new terms into one unique index could before.
 
 Block boundaries fall only at terms of at most ``KEY_CHARS`` characters (a btree entry has a size limit): a longer term
 stays inside a block. Blocks are updated in place (readers see the version of their snapshot): the table is not
