@@ -80,6 +80,16 @@ def find(raw: Any, terms: list[str]) -> dict[str, int]:
     return {term: int(term_id) for term, term_id in raw.execute(sql, {"t": terms})}
 
 
+def one(raw: Any, term: str) -> int | None:
+    """The id of ``term`` (None: the dictionary lacks it), from its block alone."""
+    found = raw.execute(
+        f'SELECT u.id FROM (SELECT terms, ids FROM {TABLE} WHERE first <= %(t)s COLLATE "C" ORDER BY first DESC '
+        "LIMIT 1) AS b, unnest(b.terms, b.ids) AS u(term, id) WHERE u.term = %(t)s",
+        {"t": term},
+    ).fetchone()
+    return None if found is None else int(found[0])
+
+
 def prefixed(raw: Any, prefix: str) -> list[int]:
     """The ids of every term starting with ``prefix`` (not empty), in the terms' byte order."""
     sql = (

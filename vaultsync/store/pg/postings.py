@@ -227,8 +227,8 @@ def term_ids(raw: Any, term: str, prefix: bool) -> list[int]:
     if dictionary.present(raw):
         if prefix:
             return dictionary.prefixed(raw, term)
-        found = dictionary.find(raw, [term])
-        return [found[term]] if term in found else []
+        found = dictionary.one(raw, term)
+        return [] if found is None else [found]
     key = term[:KEY_CHARS]
     params: list[str | None]
     if not prefix:
