@@ -177,7 +177,7 @@ def sizes(dsn: str) -> dict[str, Any]:
 
 VECTOR_TABLES = ("search_vectors", "search_live_vectors", "search_doc_spans", "search_live")
 """The relations that hold vectors or find the visible ones (each reported, whether or not among the largest)."""
-POSTINGS = ["search_terms", "search_doc_terms", "search_live_terms"]
+POSTINGS = ["search_terms", "search_term_blocks", "search_doc_terms", "search_live_terms"]
 """The keyword postings' tables whose heap and indexes ``sizes`` lists."""
 
 

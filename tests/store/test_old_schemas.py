@@ -11,7 +11,8 @@ The fixtures (``tests/fixtures/old_schemas``, made by ``make_old_db.py`` with ea
   and doc, vectors as ``vector``);
 - 6cb7b79 (PostgreSQL only): every migration but ``compact_index``;
 - 45d3e09 (PostgreSQL only): every migration up to ``compact_index``: vectors copied for the live docs and into every
-  span (not ``lean_vectors``), the postings' GIN indexes on the term ids (not on their buckets, ``term_buckets``).
+  span (not ``lean_vectors``), the postings' GIN indexes on the term ids (not on their buckets, ``term_buckets``), the
+  term dictionary one row per term (not in blocks, ``term_blocks``).
 
 Each upgrades in the suite: ``migrate``, then a batch written, then every note at every past state read back
 against the truth the fixture's script wrote (the files, not the database).
@@ -33,6 +34,8 @@ from support.engines import sqlite_file
 from vaultsync import NoteNotFound, Vault
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "old_schemas"
+SINCE_45D3E09 = "lean_vectors, term_buckets, term_blocks"
+"""The migrations after the newest fixture's (each one's test upgrades it, taking them all)."""
 TRUTH: dict[str, dict[str, str]] = json.loads((FIXTURES / "truth.json").read_text(encoding="utf-8"))
 
 
@@ -107,12 +110,12 @@ def test_an_old_sqlite_file_gets_exactly_the_migrations_it_lacks(
 @pytest.mark.parametrize(
     ("commit", "lacking"),
     [
-        ("7e76d09", "writer_epoch, moves, attachments, compact_index, lean_vectors, term_buckets"),
-        ("4010f30", "moves, attachments, compact_index, lean_vectors, term_buckets"),
-        ("28d6c77", "writer_epoch, write_requests, attachments, compact_index, lean_vectors, term_buckets"),
-        ("6f934c5", "attachments, compact_index, lean_vectors, term_buckets"),
-        ("6cb7b79", "compact_index, lean_vectors, term_buckets"),
-        ("45d3e09", "lean_vectors, term_buckets"),
+        ("7e76d09", f"writer_epoch, moves, attachments, compact_index, {SINCE_45D3E09}"),
+        ("4010f30", f"moves, attachments, compact_index, {SINCE_45D3E09}"),
+        ("28d6c77", f"writer_epoch, write_requests, attachments, compact_index, {SINCE_45D3E09}"),
+        ("6f934c5", f"attachments, compact_index, {SINCE_45D3E09}"),
+        ("6cb7b79", f"compact_index, {SINCE_45D3E09}"),
+        ("45d3e09", SINCE_45D3E09),
     ],
 )
 def test_an_old_postgresql_database_gets_exactly_the_migrations_it_lacks(
@@ -204,7 +207,7 @@ def test_the_expected_shape_is_a_fresh_postgresql_databases(monkeypatch: pytest.
     )
 
 
-QUERIES = ["ferry", "ferry timetable", '"ferry timetable"', "harb*", '"a map" OR cumin', "passport", "nine"]
+QUERIES = ["ferry", "ferry timetable", '"ferry timetable"', "harb*", '"a map" OR cumin', "passport", "nine", "t*", "c*"]
 
 
 def _answers(dsn: str) -> dict[str, list[tuple[str, str, float]]]:
@@ -272,7 +275,7 @@ def test_lean_vectors_keeps_every_answer_of_a_database_written_before_it(tmp_pat
     before = _answers(dsn)
     assert sum(map(len, before.values())) > 40 and any(k.startswith("vector") and v for k, v in before.items())
     dry = cli("migrate", "--dry-run", db=dsn)
-    assert dry.returncode == 0 and dry.stdout.strip() == "would apply 1 migration: lean_vectors", dry.stdout
+    assert dry.returncode == 0 and dry.stdout.strip() == f"would apply 3 migrations: {SINCE_45D3E09}", dry.stdout
     said = cli("check", db=dsn)  # (a reader's check names what it lacks, by what it still has)
     assert "lean_vectors (table search_live_vectors still there)" in said.stderr + said.stdout, said
     assert cli("migrate", db=dsn).returncode == 0
@@ -292,7 +295,7 @@ def _plans(dsn: str) -> dict[str, str]:
 
     with psycopg.connect(dsn) as con:
         con.execute("SET enable_seqscan = off")
-        ids = [r[0] for r in con.execute("SELECT id FROM search_terms WHERE term IN ('ferry', 'timetable')")]
+        ids = [i for term in ("ferry", "timetable") for i in postings.term_ids(con, term, False)]
         assert len(ids) == 2
         buckets = postings.bucketed(con)
         out = {}
@@ -321,9 +324,9 @@ def test_the_term_buckets_keep_every_answer_of_a_database_written_before_them(tm
         first = open_reader.search("harb*", mode="keyword").hits
         assert first
         dry = cli("migrate", "--dry-run", db=dsn)
-        assert dry.returncode == 0 and dry.stdout.strip() == "would apply 1 migration: term_buckets", dry.stdout
+        assert dry.returncode == 0 and dry.stdout.strip() == f"would apply 3 migrations: {SINCE_45D3E09}", dry.stdout
         done = cli("migrate", db=dsn)
-        assert done.returncode == 0 and "applied 1 migration: term_buckets" in done.stdout, done.stderr
+        assert done.returncode == 0 and f"applied 3 migrations: {SINCE_45D3E09}" in done.stdout, done.stderr
         assert open_reader.search("harb*", mode="keyword").hits == first
     with psycopg.connect(dsn) as con:
         found = con.execute("SELECT relname FROM pg_class WHERE relname ~ '^search_(doc|live)_terms_by_'")
@@ -331,5 +334,44 @@ def test_the_term_buckets_keep_every_answer_of_a_database_written_before_them(tm
         assert indexes == {"search_doc_terms_by_bucket", "search_live_terms_by_bucket"}, indexes
     for name, plan in _plans(dsn).items():
         assert "terms_by_bucket" in plan and "Seq Scan" not in plan, (name, plan)
+    assert _answers(dsn) == before
+    write_and_read_everything(dsn, tmp_path)
+
+
+@pytest.mark.pg
+def test_the_term_blocks_keep_every_term_id_and_answer_of_a_database_written_before_them(
+    tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database of the commit before ``term_blocks``: today's reader answers from its one-row-per-term dictionary,
+    and after ``migrate`` from the blocks exactly the same (phrases and prefixes, now and at every cutoff), a reader
+    left open across the migration too; every term keeps its id, ``search_terms`` (and its append-only guard) is gone,
+    and the next new term gets an id above every old one. Blocks of 4 terms here (the fixture has a few dozen), so that
+    prefixes cross blocks and the batch written after splits some."""
+    import psycopg
+
+    from vaultsync.store.pg import dictionary, postings
+
+    monkeypatch.setattr(dictionary, "BLOCK", 4)
+    dsn = replay_pg(tmp_path, "45d3e09")
+    with psycopg.connect(dsn) as con:
+        old = dict(con.execute("SELECT term, id FROM search_terms").fetchall())
+    assert len(old) > 20
+    before = _answers(dsn)
+    with Vault.open(dsn, name="notes", readonly=True) as open_reader:
+        first = open_reader.search("t*", mode="keyword").hits
+        assert first
+        assert cli("migrate", db=dsn).returncode == 0
+        assert open_reader.search("t*", mode="keyword").hits == first
+    with psycopg.connect(dsn) as con:
+        assert con.execute("SELECT to_regclass('search_terms')").fetchone()[0] is None
+        pairs = con.execute(f"SELECT term, id FROM {dictionary.PAIRS} p").fetchall()
+        assert len(pairs) == len(old) and dict(pairs) == old
+        blocks = con.execute(f"SELECT first, terms FROM {dictionary.TABLE} ORDER BY first").fetchall()
+        assert len(blocks) == -(-len(old) // 4) and blocks[0][0] == ""
+        assert all(terms[0] == first for first, terms in blocks[1:])
+        assert postings.term_ids(con, "ferry", False) == [old["ferry"]]
+        prefix = sorted(t for t in old if t.startswith("t"))
+        assert postings.term_ids(con, "t", True) == [old[t] for t in prefix]
+        assert dictionary.learn(con, ["zzz-a-new-term"])["zzz-a-new-term"] > max(old.values())
     assert _answers(dsn) == before
     write_and_read_everything(dsn, tmp_path)

@@ -14,6 +14,7 @@ import pytest
 from support.pg_live import SHARED, STATES, T0, _history, _same_searches, _write
 
 from vaultsync import Vault
+from vaultsync.store.pg.dictionary import PAIRS
 from vaultsync.store.transfer import copy_databases
 
 pytestmark = pytest.mark.pg
@@ -31,9 +32,9 @@ STATES_PLUS = [
 TABLES = {
     "search_docs": "SELECT id, hash, length FROM search_docs ORDER BY id",
     "search_doc_terms": "SELECT d.doc, array(SELECT t.term FROM unnest(d.terms) WITH ORDINALITY AS u(id, o) "
-    "JOIN search_terms t ON t.id = u.id ORDER BY u.o), d.tfs, d.positions FROM search_doc_terms d ORDER BY d.doc",
+    f"JOIN {PAIRS} t ON t.id = u.id ORDER BY u.o), d.tfs, d.positions FROM search_doc_terms d ORDER BY d.doc",
     "search_live_terms": "SELECT d.doc, array(SELECT t.term FROM unnest(d.terms) WITH ORDINALITY AS u(id, o) "
-    "JOIN search_terms t ON t.id = u.id ORDER BY u.o), d.tfs, d.positions FROM search_live_terms d ORDER BY d.doc",
+    f"JOIN {PAIRS} t ON t.id = u.id ORDER BY u.o), d.tfs, d.positions FROM search_live_terms d ORDER BY d.doc",
     "search_rows": "SELECT id, vault_id, note_id, doc_id, born, died FROM search_rows ORDER BY id",
     "search_vectors": "SELECT doc_id, embedding, {vec} FROM search_vectors ORDER BY doc_id",
     "search_stats": "SELECT vault_id, batch_id, rows, tokens, max_doc FROM search_stats ORDER BY 1, 2",

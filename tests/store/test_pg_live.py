@@ -16,6 +16,7 @@ import pytest
 from support.pg_live import STATES, _history, _same_searches
 
 from vaultsync import Vault
+from vaultsync.store.pg.dictionary import PAIRS
 
 pytestmark = pytest.mark.pg
 
@@ -25,12 +26,12 @@ pgserver = pytest.importorskip("support.pgserver")
 LIVE_POSTINGS = (
     "SELECT t.term, d.doc, coalesce(u.tf, 1) FROM "
     "(SELECT * FROM search_doc_terms UNION ALL SELECT * FROM search_live_terms) d, "
-    "unnest(d.terms, d.tfs) AS u(id, tf), search_terms t WHERE t.id = u.id "
+    f"unnest(d.terms, d.tfs) AS u(id, tf), {PAIRS} t WHERE t.id = u.id "
     "AND d.doc IN (SELECT doc_id FROM search_rows WHERE died IS NULL) ORDER BY d.doc, t.term"
 )
 KEPT_POSTINGS = (
     "SELECT t.term, d.doc, coalesce(u.tf, 1) FROM search_live_terms d, unnest(d.terms, d.tfs) AS u(id, tf), "
-    "search_terms t WHERE t.id = u.id ORDER BY d.doc, t.term"
+    f"{PAIRS} t WHERE t.id = u.id ORDER BY d.doc, t.term"
 )
 EXPECTED = {
     "live": "SELECT r.vault_id, r.doc_id, count(*), min(d.length) FROM search_rows r JOIN search_docs d "

@@ -51,7 +51,7 @@ def test_the_keyword_postings_take_few_bytes_per_position(tmp_path: Path) -> Non
                 "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = current_schema() AND c.relkind = 'r' "
                 "AND (c.relname LIKE 'search%postings' "
-                "OR c.relname IN ('search_doc_terms', 'search_live_terms', 'search_terms'))"
+                "OR c.relname IN ('search_doc_terms', 'search_live_terms', 'search_terms', 'search_term_blocks'))"
             )
         ]
         size = sum(int(con.execute("SELECT pg_total_relation_size(%s::regclass)", (t,)).fetchone()[0]) for t in tables)

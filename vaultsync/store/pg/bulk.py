@@ -100,6 +100,7 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
             _copy(raw, "search_vectors (doc_id, embedding)", [(d, b) for (d, _), b in zip(texts, blobs) if any(b)])
         _copy(raw, "search_rows (id, vault_id, note_id, doc_id, born, died)", rows)
         count += len(rows)
+    writer.flush()
     known.close()
     for definition in remade:
         raw.execute(definition)
@@ -124,7 +125,7 @@ def build(con: Any, vault_id: int, embedder: Any) -> int:
             (vault_id, last),
         )
     raw.execute(
-        "ANALYZE search_docs, search_terms, search_doc_terms, search_live_terms, search_rows, search_stats, "
+        "ANALYZE search_docs, search_term_blocks, search_doc_terms, search_live_terms, search_rows, search_stats, "
         f"search_live, search_vectors, {spans.TABLE}"
     )
     return count

@@ -26,7 +26,7 @@ from typing import Any
 from ...embed.tokenizer import indexable, indexed_text
 from ..codec import content_key
 from ..write import ChunkRow
-from . import live, postings
+from . import dictionary, live, postings
 from .ranking import rank, rank_default, tokens, whole_phrase
 
 __all__ = ["PgKeywordIndexer", "lag", "rank", "rank_default", "reindex", "whole_phrase"]
@@ -42,10 +42,17 @@ class PgKeywordIndexer:
     def __init__(self, embedder: Any = None, mismatch: Exception | None = None) -> None:
         self.embedder = embedder
         self.mismatch = mismatch
+        self.writer: postings.Writer | None = None  # the batch's postings (its new terms written by ``flush``)
 
     def take_ahead(self, payload: Any) -> None: ...
 
-    def forget_ahead(self) -> None: ...
+    def forget_ahead(self) -> None:
+        self.writer = None
+
+    def flush(self, con: Any) -> None:
+        """The batch's new terms written to the dictionary (before it commits)."""
+        if self.writer is not None:
+            self.writer.flush()
 
     def on_revision(self, con: Any, batch_id: int, note_id: int, chunks: list[ChunkRow]) -> None:
         from ..search.embedding import write_vectors
@@ -64,7 +71,9 @@ class PgKeywordIndexer:
         fresh: list[tuple[int, dict[str, list[int]]]] = []
         found = [self._doc(con, text, new, fresh) for _, text in rows]
         docs = [doc for doc, _ in found]
-        postings.Writer(con.raw).write(fresh, live=True)  # (the rows using them are current)
+        if self.writer is None or self.writer.raw is not con.raw:
+            self.writer = postings.Writer(con.raw)
+        self.writer.write(fresh, live=True)  # (the rows using them are current)
         if new and self.embedder is not None and not self.embedder.background:  # else filled after (``backfill``)
             write_vectors(con, self.embedder, new)
         with con.raw.cursor() as cur:
@@ -146,7 +155,6 @@ def reindex(con: Any, embedder: Any = None) -> None:
         "search_vectors",
         "search_doc_terms",
         "search_live_terms",
-        "search_terms",
         "search_rows",
         "search_bounded",
         "search_state",
@@ -154,6 +162,7 @@ def reindex(con: Any, embedder: Any = None) -> None:
         "search_docs",
     ):
         con.raw.execute(f"DELETE FROM {table}")
+    dictionary.clear(con.raw)
     con.raw.execute("DELETE FROM search_meta WHERE key = 'vectors_pending'")
     indexer = PgKeywordIndexer(embedder)
     for batch_id, vault_id in con.raw.execute("SELECT id, vault_id FROM batches ORDER BY id").fetchall():
@@ -170,6 +179,7 @@ def reindex(con: Any, embedder: Any = None) -> None:
             "DO UPDATE SET last_batch = excluded.last_batch",
             (vault_id, batch_id),
         )
+    indexer.flush(con)
 
 
 def _chunk_rows(con: Any, note_id: int) -> list[ChunkRow]:

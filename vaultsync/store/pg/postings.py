@@ -1,8 +1,7 @@
 """The keyword index's postings on PostgreSQL, one row per doc (migration m013): what BM25 and phrases read, compact.
 
-Each distinct term has an id in ``search_terms`` (``term COLLATE "C"``; one unique index on its first 256 characters,
-and the md5 of a longer one, which also serves lookups and prefix ranges: a token may be longer than a btree entry
-allows). Each doc
+Each distinct term has an id in the term dictionary (``pg/dictionary.py``: blocks of terms in byte order, m016; before
+it one row per term in ``search_terms``, which ``term_ids`` still reads in a database not migrated yet). Each doc
 (``search_docs``) has one row in ``search_doc_terms``: its term ids, the most frequent first (then in the order of
 their first occurrence), their term frequencies up to the last one above 1 (most of a text's terms occur once: those
 ones are left out), and all their positions packed (per term in that order: the first position, then the gaps, as
@@ -39,6 +38,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from . import dictionary
 from .catalog import has
 
 KEY_CHARS = 256
@@ -193,15 +193,17 @@ def frequencies_of(terms: list[int], tfs: list[int]) -> list[int]:
 
 class Writer:
     """Writes docs' postings (``write``) inside the caller's transaction, remembering the term ids it has seen
-    (drop it with the transaction: ids of a rolled-back transaction are gone)."""
+    (drop it with the transaction: ids of a rolled-back transaction are gone); ``flush`` before the transaction
+    commits writes the dictionary's new terms (``dictionary.Learner``)."""
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
-        self.ids: dict[str, int] = {}
+        self.learner = dictionary.Learner(raw)
+        self.ids = self.learner.ids
 
     def write(self, docs: list[tuple[int, dict[str, list[int]]]], *, live: bool = False) -> None:
-        """Each doc's row from its terms' positions (``by_term``), new terms added to the dictionary first; in the live
-        docs' table with ``live`` (docs of rows current now: written where ``live.add`` would move them)."""
+        """Each doc's row from its terms' positions (``by_term``), new terms given ids first; in the live docs' table
+        with ``live`` (docs of rows current now: written where ``live.add`` would move them)."""
         if not docs:
             return
         self.learn({term for _, at in docs for term in at})
@@ -212,23 +214,22 @@ class Writer:
                 cp.write_row(row(doc, [(ids[t], ps) for t, ps in at.items()]))
 
     def learn(self, terms: set[str]) -> None:
-        """The ids of ``terms``, added to the dictionary when new (another writer may add the same at once: one wins,
-        both read its id)."""
-        unknown = sorted(terms.difference(self.ids))
-        if not unknown:
-            return
-        self.raw.execute(
-            "INSERT INTO search_terms (term) SELECT t FROM unnest(%s::text[]) AS t ON CONFLICT DO NOTHING", (unknown,)
-        )
-        for term_id, term in self.raw.execute(
-            "SELECT id, term FROM search_terms WHERE left(term, 256) = ANY(%s) AND term = ANY(%s)",
-            ([t[:KEY_CHARS] for t in unknown], unknown),
-        ):
-            self.ids[term] = int(term_id)
+        """The ids of ``terms``, new ones given ids (another writer may add the same at once: both get one id)."""
+        self.learner.learn(terms)
+
+    def flush(self) -> None:
+        """Write the dictionary's new terms (before the transaction commits)."""
+        self.learner.flush()
 
 
 def term_ids(raw: Any, term: str, prefix: bool) -> list[int]:
-    """The ids of ``term`` (a prefix: of every term starting with it, in byte order as FTS5 compares)."""
+    """The ids of ``term`` (a prefix: of every term starting with it, in byte order as FTS5 compares); from m013's
+    ``search_terms`` in a database without the blocks (m016) yet."""
+    if dictionary.present(raw):
+        if prefix:
+            return dictionary.prefixed(raw, term)
+        found = dictionary.one(raw, term)
+        return [] if found is None else [found]
     key = term[:KEY_CHARS]
     params: list[str | None]
     if not prefix:

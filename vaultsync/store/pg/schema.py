@@ -459,6 +459,16 @@ def m015_term_buckets(con: Any) -> None:
     postings.bucket(con)
 
 
+@migration
+def m016_term_blocks(con: Any) -> None:
+    """The term dictionary in fewer bytes (``pg/dictionary.py``): the terms and their ids in blocks of terms in byte
+    order, one row each, built from ``search_terms`` (one row per term; dropped, with its append-only guard: blocks
+    are updated in place). Every id stays what it was. Readers of before it still read ``search_terms``."""
+    from . import dictionary
+
+    dictionary.create(con)
+
+
 READABLE_FROM = 8
 """Readers need the first ``READABLE_FROM`` migrations (opened read-only): the later ones change nothing a reader
 reads, so readers may be upgraded before the database is (``vaultsync migrate``)."""
@@ -471,6 +481,7 @@ PROBES = {
     "compact_index": ["table search_doc_terms", "table search_live_terms"],
     "lean_vectors": ["no table search_live_vectors"],
     "term_buckets": ["index search_doc_terms_by_bucket", "index search_live_terms_by_bucket"],
+    "term_blocks": ["table search_term_blocks", "index search_term_blocks_by_first"],
 }
 """How a database from before names shows each migration after the common prefix (``store/migrations.py``; ``no X``:
 a migration that drops X)."""
