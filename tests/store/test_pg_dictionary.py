@@ -95,8 +95,8 @@ def test_long_terms_stay_inside_blocks_and_prefixes_cross_block_boundaries(
 
 def test_two_writers_adding_the_same_terms_at_once_get_one_id_each(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Writer A adds terms (splitting the first block) and holds its transaction; writer B, adding overlapping terms,
-    waits on A's lock; when A commits, B finds A's terms (the split moved some to blocks B had not locked: it locks
-    again) and adds only its own. Each term has one id, the one both writers were given."""
+    waits for A's turn; when A commits, B finds A's terms in the blocks it locks (A's split is committed before B
+    locks any: nothing to lock again) and adds only its own. Each term has one id, the one both writers were given."""
     import psycopg
 
     a_terms = sorted(_terms(600, "w")[::2] + ["shared1", "shared2"])
@@ -126,7 +126,7 @@ def test_two_writers_adding_the_same_terms_at_once_get_one_id_each(dsn: str, mon
 
         thread = threading.Thread(target=writer_b, name="b")
         thread.start()
-        for _ in range(200):  # B waits on A's row lock
+        for _ in range(200):  # B waits for A's turn
             waiting = watch.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
             if waiting and waiting[0] == "Lock":
                 break
@@ -137,7 +137,7 @@ def test_two_writers_adding_the_same_terms_at_once_get_one_id_each(dsn: str, mon
         a.commit()
         thread.join(timeout=30)
         assert not thread.is_alive() and "error" not in got, got.get("error")
-        assert moved == ["b"]  # (A's split moved B's terms once: B locked again)
+        assert moved == []  # (B took its turn after A's split was committed)
         both = {**got["a"], **got["b"]}
         for term in set(a_terms) & set(b_terms):
             assert got["a"][term] == got["b"][term], term
@@ -162,3 +162,48 @@ def test_a_transaction_learning_many_times_writes_each_block_once(dsn: str) -> N
         assert writes == len(_blocks(con))  # (the first block updated once, the others inserted)
         _check(con, dict(learner.ids))
         assert len(learner.ids) == 600
+
+
+def test_two_writers_learning_note_by_note_in_opposite_orders_take_turns(
+    dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch learns note by note, its block locks held to its commit: writer A adds a high term then a low one, writer
+    B a low term then a high one. Without turns each would hold the block the other wants next (PostgreSQL fails one:
+    a deadlock); with them B waits for A's commit before its first lock, and both batches commit."""
+    import psycopg
+
+    monkeypatch.setattr(dictionary, "BLOCK", 4)
+    with psycopg.connect(dsn) as con:
+        dictionary.learn(con, _terms(40, "m"))  # (blocks of a few terms: "a…" and "z…" terms fall in different ones)
+        con.commit()
+    errors: list[BaseException] = []
+    with psycopg.connect(dsn) as a, psycopg.connect(dsn) as b, psycopg.connect(dsn, autocommit=True) as watch:
+        b.execute("SET lock_timeout = '15s'")  # (without turns: B fails after A's deadlock error, not hangs)
+        b.commit()
+        learn_a, learn_b = dictionary.Learner(a), dictionary.Learner(b)
+        learn_a.learn(["zz-a"])
+
+        def writer_b() -> None:
+            try:
+                learn_b.learn(["aa-b"])
+                learn_b.learn(["zz-b"])
+                learn_b.flush()
+                b.commit()
+            except BaseException as exc:  # (reported below)
+                errors.append(exc)
+
+        thread = threading.Thread(target=writer_b)
+        thread.start()
+        pid = b.info.backend_pid
+        for _ in range(200):  # B waits (for A's turn, or without turns for nothing: it locks its low block)
+            waiting = watch.execute("SELECT wait_event FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+            if (waiting and waiting[0] == "advisory") or not thread.is_alive():
+                break
+            time.sleep(0.05)
+        learn_a.learn(["aa-a"])  # (the low block: B's, without turns)
+        learn_a.flush()
+        a.commit()
+        thread.join(timeout=30)
+        assert not thread.is_alive() and not errors, errors
+        ids = dictionary.find(watch, ["aa-a", "aa-b", "zz-a", "zz-b"])
+        assert len(set(ids.values())) == 4, ids

@@ -80,6 +80,8 @@ def test_each_vector_is_kept_once(tmp_path: Path, vectors: str, monkeypatch: pyt
     with psycopg.connect(dsn) as con:
         found = con.execute(VECTOR_COLUMNS).fetchone()[0]
     assert found == ["search_vectors.embedding"] + (["search_vectors.vec"] if vectors == "pgvector" else [])
+
+
 def test_the_postings_indexes_are_smaller_than_indexes_of_the_term_ids(tmp_path: Path) -> None:
     """The postings' GIN indexes (m015) hold each doc's buckets of term ids, not the ids: a few thousand keys with long
     compressed lists of rows instead of one key per distinct term, most of them in a handful of docs. Beside GIN

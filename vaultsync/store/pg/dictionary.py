@@ -12,12 +12,11 @@ first block's is ''): 0.34 MB for the same terms. Nothing maps an id back to its
   bound (the prefix with its last character incremented), their terms filtered by ``starts_with``, in byte order.
 - Learning new terms (``Learner``): the blocks covering them locked (``FOR UPDATE``, in ``first`` order) and read
   again, the terms still missing given new ids; each block changed is written once, before the transaction commits
-  (``Learner.flush``), split in blocks of ``BLOCK`` when it grew past ``2 * BLOCK`` terms. Another writer adding the
-  same term at once waits for the lock and then finds it: each term gets one id. A split committed between the
-  lookup and the lock may move a term to a block not locked: then the locks just taken are let go (a savepoint) and
-  taken again. The locks last until the commit: a batch learning note by note may lock a lower block after a higher
-  one, so two writers adding terms at once can still deadlock (PostgreSQL fails one of the two batches), as two
-  writers inserting the same new terms into one unique index could before.
+  (``Learner.flush``), split in blocks of ``BLOCK`` when it grew past ``2 * BLOCK`` terms. Writers adding terms take
+  turns (``TURN``, an advisory lock held to the commit): the second finds the first's terms once it may go on, each
+  term gets one id, and a batch learning note by note, locking a lower block after a higher one, cannot deadlock with
+  another. A split committed between the lookup and the lock may still move a term to a block not locked: then the
+  locks just taken are let go (a savepoint) and taken again.
 
 Block boundaries fall only at terms of at most ``KEY_CHARS`` characters (a btree entry has a size limit): a longer term
 stays inside a block. Blocks are updated in place (readers see the version of their snapshot): the table is not
@@ -40,6 +39,12 @@ first 200 commits (25k terms, after ``VACUUM``): blocks of 64, 128, 256 and 512 
 compressed, which saves less than the smaller heap of 128."""
 KEY_CHARS = 256
 """The longest term a block may begin with (the btree of ``first`` holds it whole)."""
+TURN = "SELECT pg_advisory_xact_lock(hashtextextended('vaultsync/' || current_schema() || '/term_blocks', 0))"
+"""Writers adding terms take turns: a transaction-level advisory lock of the schema's dictionary, taken before the first
+block lock and held to the commit. Without it a batch that learns note by note can lock a lower block after a higher
+one, and two writers (two vaults of one database) adding terms at once deadlock: PostgreSQL fails one batch. With it the
+second waits for the first's commit (a long import keeps the other vaults' batches with new terms waiting until then);
+a batch whose terms are all known takes no turn."""
 ATTEMPTS = 64
 """How many times ``learn`` takes its locks again after splits by other writers moved its terms (each retry follows
 another writer's commit)."""
@@ -123,7 +128,8 @@ class Learner:
     """One transaction's terms: their ids (``ids``), the new ones given ids at once and their blocks written at the end
     (``flush``, before the transaction commits), so that a block is rewritten once a transaction, not once per
     ``learn`` (each rewrite leaves a dead copy of the block behind until the next ``VACUUM``). The blocks that get new
-    terms stay locked from ``learn`` to the commit."""
+    terms stay locked from ``learn`` to the commit, and so does the dictionary's turn (``TURN``), taken before the
+    first of them."""
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
@@ -133,6 +139,8 @@ class Learner:
         """The blocks locked (by ``first``): their terms and ids, with the additions not yet written."""
         self.changed: set[str] = set()
         """The held blocks with additions (``flush`` writes them)."""
+        self.turn = False
+        """Whether this transaction holds the dictionary's turn (``TURN``)."""
 
     def learn(self, terms: list[str] | set[str]) -> None:
         """Add the ids of ``terms`` to ``ids``, giving the unknown ones new ids (written by ``flush``)."""
@@ -141,6 +149,9 @@ class Learner:
             return
         self.ids.update(find(self.raw, unknown))
         missing = [t for t in unknown if t not in self.ids]
+        if missing and not self.turn:  # (outside the savepoint below: its rollback would let the lock go)
+            self.raw.execute(TURN)
+            self.turn = True
         for _ in range(ATTEMPTS):
             if not missing:
                 return
