@@ -22,3 +22,23 @@ def test_a_relation_is_asked_for_until_found_then_remembered_per_connection() ->
         other.execute("DROP TABLE added_later")
         assert has(con, "added_later")  # a yes is remembered: not asked again on this connection
         assert not has(other, "added_later")  # each connection finds for itself
+
+
+def test_the_vectors_pgvector_schema_is_asked_once_per_connection_when_found() -> None:
+    """Every vector search needs pgvector's schema (``live.pgvector_schema``): found once, a connection remembers it."""
+    import psycopg
+
+    from vaultsync.store.pg.live import pgvector_schema
+    from vaultsync.store.pg.schema import migrate
+
+    dsn = pgserver.fresh_or_skip("catalogvec")
+    with psycopg.connect(dsn) as con:
+        migrate(con)
+        con.commit()
+    with psycopg.connect(dsn, autocommit=True) as con, psycopg.connect(dsn, autocommit=True) as other:
+        schema = pgvector_schema(con)
+        if schema is None:
+            pytest.skip("no pgvector in this server")
+        other.execute("ALTER TABLE search_vectors DROP COLUMN vec")  # (no migration does: here, to see it not asked)
+        assert pgvector_schema(con) == schema  # remembered: not asked again on this connection
+        assert pgvector_schema(other) is None  # asked on another

@@ -33,7 +33,8 @@ from ...errors import StoreError
 
 TABLE = "search_term_blocks"
 BLOCK = 128
-"""Terms a block gets when built or split (a block is split when it passes twice as many). Measured on the Help vault's
+"""Terms a block gets when built or split (a block is split when it passes twice as many). Measured once, by hand
+(``benchmarks/pg_size.py`` gives this size's bytes), on the Help vault's
 first 200 commits (25k terms, after ``VACUUM``): blocks of 64, 128, 256 and 512 terms take 0.57, 0.34, 0.37 and
 0.39 MB, against 1.89 MB for one row per term (heap 1.15 MB, index 0.70 MB); past 2 kB a row's arrays go to TOAST,
 compressed, which saves less than the smaller heap of 128."""

@@ -25,17 +25,23 @@ from collections import Counter
 from typing import Any
 
 from . import spans
+from .catalog import remembered
 from .postings import COLUMNS, LEAVE_ALL, enter
 
 
 def pgvector_schema(con: Any) -> str | None:
-    """The schema of the pgvector extension when this vaultsync schema's vectors use it (None: the fallback)."""
-    row = con.execute(
-        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector' "
-        "AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('search_vectors') AND attname = 'vec' "
-        "AND NOT attisdropped)"
-    ).fetchone()
-    return None if row is None else row[0]
+    """The schema of the pgvector extension when this vaultsync schema's vectors use it (None: the fallback); asked
+    once per connection when found (``catalog.remembered``: every vector search needs it)."""
+
+    def ask() -> str | None:
+        row = con.execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+            "WHERE e.extname = 'vector' AND EXISTS (SELECT 1 FROM pg_attribute "
+            "WHERE attrelid = to_regclass('search_vectors') AND attname = 'vec' AND NOT attisdropped)"
+        ).fetchone()
+        return None if row is None else row[0]
+
+    return remembered(con, "pgvector schema", ask)
 
 
 def _raw(con: Any) -> Any:

@@ -66,16 +66,17 @@ BOTH = ("search_doc_terms", LIVE)
 COLUMNS = "doc, terms, tfs, positions"
 
 BUCKET_BITS = 12
-"""Each term id's bucket is its last ``BUCKET_BITS`` bits: ``BUCKETS`` buckets (``id % BUCKETS``), chosen by measurement
-on the Help vault's first 200 commits (3.2k docs of ~110 distinct terms) and the Hub's whole history (99k docs of
-~37). The two indexes of the ids take 3.45 and 11.8 MB; of 1024, 2048, 4096 and 8192 buckets 0.92, 1.14, 1.47 and
-1.99 MB on the Help, 7.6, 8.1, 8.8 and 9.4 MB on the Hub, where a random term finds 2,450, 1,390, 860 and 560 docs of
-63.6k in ``search_doc_terms`` (50 of them its own). A rare term whose bucket holds a common one reads thousands: on the
-Hub, default (hybrid) searches at a past cutoff took a median 30% longer with 2048 buckets than by the ids, 16% with
-4096, searches now no longer. The false candidates grow with the history (about ``docs * k / BUCKETS`` for docs of
-``k`` distinct terms): 4096 keeps a history of the Hub's size close to the ids' speed for a fifth more index than 2048.
-Part of the indexes' definition: a change needs a new function and new indexes (a migration), never
-``CREATE OR REPLACE`` of this one."""
+"""Each term id's bucket is its last ``BUCKET_BITS`` bits: ``BUCKETS`` buckets (``id % BUCKETS``), chosen by a
+measurement made once by hand (no benchmark in the repository repeats the comparison; ``benchmarks/pg_size.py`` gives
+this count's sizes) on the Help vault's first 200 commits (3.2k docs of ~110 distinct terms) and the Hub's whole
+history (99k docs of ~37). The two indexes of the ids take 3.45 and 11.8 MB; of 1024, 2048, 4096 and 8192 buckets
+0.92, 1.14, 1.47 and 1.99 MB on the Help, 7.6, 8.1, 8.8 and 9.4 MB on the Hub, where a random term finds 2,450,
+1,390, 860 and 560 docs of 63.6k in ``search_doc_terms`` (50 of them its own). A rare term whose bucket holds a
+common one reads thousands: on the Hub, default (hybrid) searches at a past cutoff took a median 30% longer with 2048
+buckets than by the ids, 16% with 4096, searches now no longer. The false candidates grow with the history (about
+``docs * k / BUCKETS`` for docs of ``k`` distinct terms): 4096 keeps a history of the Hub's size close to the ids'
+speed for a fifth more index than 2048. Part of the indexes' definition: a change needs a new function and new
+indexes (a migration), never ``CREATE OR REPLACE`` of this one."""
 BUCKETS = 1 << BUCKET_BITS
 
 BUCKET_FUNCTION = f"""
@@ -244,7 +245,7 @@ def term_ids(raw: Any, term: str, prefix: bool) -> list[int]:
     return [int(r[0]) for r in raw.execute(sql, params)]
 
 
-def frequencies(ids: list[int], param: str, max_doc: int | None, *, live: bool = False, buckets: bool = True) -> str:
+def frequencies(ids: list[int], param: str, max_doc: int | None, *, live: bool = False, buckets: bool) -> str:
     """SQL (``%(name)s`` parameters: ``param`` holds ``ids``, ``param``_max the bound) selecting ``(doc, f)``: the
     occurrences of the terms ``ids`` in each doc holding one (of the live docs with ``live``, of the docs up to the
     bound when given), found by the buckets' index with ``buckets`` (``bucketed``)."""
