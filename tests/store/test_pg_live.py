@@ -93,7 +93,8 @@ def _shape(kept: dict[str, list[tuple]]) -> dict[str, list[tuple]]:
     return {
         "live": sorted((v, n, k) for v, _, n, k in kept["live"]),
         "postings": sorted((t, f) for t, _, f in kept["postings"]),
-        "vectors": sorted((v, bytes(e), x) for v, _, e, x in kept["vectors"]),
+        # (the bytes without pgvector; with it ``vec`` alone holds the vector, m017)
+        "vectors": sorted((v, None if e is None else bytes(e), x) for v, _, e, x in kept["vectors"]),
     }
 
 

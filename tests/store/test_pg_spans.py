@@ -281,7 +281,7 @@ def test_vector_search_reads_each_visible_docs_vector_by_its_key(tmp_path: Path,
         schema = pgvector_schema(raw)
         assert schema is not None
         vault, batch = raw.execute("SELECT vault_id, id FROM batches ORDER BY id LIMIT 1 OFFSET 1").fetchone()
-        (dims,) = raw.execute("SELECT octet_length(embedding) FROM search_vectors LIMIT 1").fetchone()
+        (dims,) = raw.execute(f'SELECT "{schema}".vector_dims(vec) FROM search_vectors LIMIT 1').fetchone()
         snap = types.SimpleNamespace(vault_id=vault, batch=batch)
         distance = _distance(schema, f'v.vec::"{schema}".halfvec', "halfvec")
         sql, params = live_docs(snap, distance) if moment == "now" else spans.visible(snap, distance)

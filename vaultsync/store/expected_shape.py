@@ -465,6 +465,7 @@ POSTGRES: frozenset[str] = frozenset(
         "trigger notes_append_only",
         "trigger search_docs_append_only",
         "trigger search_vectors_append_only",
+        "trigger search_vectors_one_form",
         "trigger texts_append_only",
     }
 )

@@ -469,6 +469,17 @@ def m016_term_blocks(con: Any) -> None:
     dictionary.create(con)
 
 
+@migration
+def m017_one_vector(con: Any) -> None:
+    """Each vector in one form (``vectors.one_form``): where pgvector holds them, the ``halfvec`` alone (m013 generated
+    it from the int8 bytes, kept beside it), each written vector's bytes made into it by a trigger; without pgvector
+    the bytes, as before. This vaultsync reads ``vec`` wherever there is one, so it answers the same before the
+    migration and after."""
+    from .vectors import one_form
+
+    one_form(con)
+
+
 READABLE_FROM = 8
 """Readers need the first ``READABLE_FROM`` migrations (opened read-only): the later ones change nothing a reader
 reads, so readers may be upgraded before the database is (``vaultsync migrate``)."""
@@ -482,6 +493,7 @@ PROBES = {
     "lean_vectors": ["no table search_live_vectors"],
     "term_buckets": ["index search_doc_terms_by_bucket", "index search_live_terms_by_bucket"],
     "term_blocks": ["table search_term_blocks", "index search_term_blocks_by_first"],
+    "one_vector": ["trigger search_vectors_one_form"],
 }
 """How a database from before names shows each migration after the common prefix (``store/migrations.py``; ``no X``:
 a migration that drops X)."""

@@ -1,8 +1,10 @@
 """Vector search on PostgreSQL: the SQLite engine's vectors, ranked to the same answers at any cutoff.
 
 Each distinct indexed text (``search_docs``) has one int8 vector, made by the store's embedder exactly as
-the SQLite engine makes it (``search.embedding.write_vectors``), kept in ``search_vectors.embedding``
-(``bytea``, migration m004); ``search_meta`` names the embedder, as in SQLite.
+the SQLite engine makes it (``search.embedding.write_vectors``) and written to ``search_vectors.embedding``
+(``bytea``, migration m004); ``search_meta`` names the embedder, as in SQLite. It is kept in one form: with pgvector,
+a ``halfvec`` in ``vec`` (m017: a trigger turns each written ``embedding`` into it and leaves ``embedding`` empty;
+before m017 ``vec`` was generated beside the bytes), without pgvector the bytes.
 
 Ranking at a cutoff, over the docs of exactly the visible chunk rows (of the allowed notes):
 
@@ -32,6 +34,7 @@ import contextlib
 import json
 import logging
 import os
+from array import array
 from typing import Any
 
 from ...embed.embedders import Embedder
@@ -103,6 +106,47 @@ def halve(con: Any) -> None:
     """)
 
 
+HELD = "v.vec::real[]"
+"""A doc's vector as pgvector holds it (``v``: its row of ``search_vectors``), its int8 components as reals (exact in
+half precision), read where the store's vectors use pgvector: m017 left no bytes beside it."""
+
+
+def int8(held: Any) -> bytes:
+    """A vector's int8 bytes, from the bytes (without pgvector) or from the reals of ``HELD``."""
+    return array("b", map(int, held)).tobytes() if isinstance(held, list) else bytes(held)
+
+
+def one_form(con: Any) -> None:
+    """Inside migration m017: each vector kept in one form. Where the store's vectors use pgvector, ``vec`` (a
+    ``halfvec``, m013) becomes a plain column and the bytes it was generated from are dropped (the table written
+    anew: a dropped column keeps its bytes in every row until then), and a trigger makes each written ``embedding``
+    into ``vec`` and leaves ``embedding`` empty: writers write the int8 bytes as before, with or without pgvector.
+    Without pgvector the bytes are the one form, and the trigger lets them through. Its function names its schema's
+    function in full (the trigger runs under any ``search_path``)."""
+    schema = pgvector_schema(con)
+    here = con.execute("SELECT current_schema()").fetchone()[0]
+    into = f'NEW.vec := "{here}".vaultsync_int8_halfvec(NEW.embedding); NEW.embedding := NULL;' if schema else ""
+    con.execute(f"""
+    CREATE OR REPLACE FUNCTION vaultsync_one_vector() RETURNS trigger LANGUAGE plpgsql AS
+    $$ BEGIN {into} RETURN NEW; END $$;
+    DROP TRIGGER IF EXISTS search_vectors_one_form ON search_vectors;
+    CREATE TRIGGER search_vectors_one_form BEFORE INSERT ON search_vectors
+        FOR EACH ROW EXECUTE FUNCTION vaultsync_one_vector();
+    """)
+    generated = (
+        "SELECT attgenerated <> '' FROM pg_attribute WHERE attrelid = 'search_vectors'::regclass AND attname = 'vec'"
+    )
+    if schema is None or not con.execute(generated).fetchone()[0]:  # (safe to run again)
+        return
+    con.execute("""
+    ALTER TABLE search_vectors ALTER COLUMN vec DROP EXPRESSION;
+    ALTER TABLE search_vectors ALTER COLUMN vec SET NOT NULL;
+    ALTER TABLE search_vectors DROP COLUMN embedding;
+    ALTER TABLE search_vectors ADD COLUMN embedding bytea;
+    CLUSTER search_vectors USING search_vectors_pkey;
+    """)
+
+
 def _ints(blob: bytes) -> list[int]:
     return [b - 256 if b > 127 else b for b in blob]
 
@@ -128,9 +172,9 @@ def rank(
             near = _nearest(con, distances, {**params, "q": _ints(q)}, limit)
     if schema is not None:
         docs = con.raw.execute(
-            "SELECT doc_id, embedding FROM search_vectors WHERE doc_id = ANY(%s)", (near,)
+            f"SELECT doc_id, {HELD} FROM search_vectors v WHERE doc_id = ANY(%s)", (near,)
         ).fetchall()
-    scores = sorted(((similarity(bytes(blob), q), int(doc)) for doc, blob in docs), reverse=True)
+    scores = sorted(((similarity(int8(blob), q), int(doc)) for doc, blob in docs), reverse=True)
     if len(scores) > limit:  # every doc tied with the ``limit``-th stays until rows are ordered
         edge = scores[limit - 1][0]
         scores = [s for s in scores if s[0] >= edge]
@@ -203,12 +247,13 @@ def similarities(con: Any, embedder: Embedder, query: str, row_ids: list[int]) -
     q = query_vector(embedder, query)
     if not any(q) or not row_ids:
         return {}
+    held = "v.embedding" if pgvector_schema(con.raw) is None else HELD
     rows = con.execute(
-        """SELECT r.id, v.embedding FROM search_rows r JOIN search_vectors v ON v.doc_id = r.doc_id
+        f"""SELECT r.id, {held} FROM search_rows r JOIN search_vectors v ON v.doc_id = r.doc_id
                           WHERE r.id IN (SELECT value FROM json_each(:ids))""",
         {"ids": json.dumps(row_ids)},
     )
-    return {int(row_id): similarity(bytes(blob), q) for row_id, blob in rows}
+    return {int(row_id): similarity(int8(blob), q) for row_id, blob in rows}
 
 
 def set_meta(con: Any, key: str, value: str) -> None:
