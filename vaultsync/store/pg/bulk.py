@@ -8,14 +8,17 @@ indexer (``PgStore.deferred_index``) and then builds each copied vault's index h
 the batches wrote:
 
 - the docs, in the order the indexer would have met them (revision by revision, each revision's indexable chunks in
-  order), so each gets the id it would have had; their postings, vectors (made by the store's embedder, as
-  ``search.embedding.write_vectors`` makes them; none for a background embedder: filled after, as always) and the
-  chunk rows (born: the revision's batch, died: the batch that ended it) streamed in with ``COPY``;
+  order), so each gets the id it would have had; their postings (each doc's once, in the table where it ends:
+  ``search_live_terms`` for the docs of the vault's current revisions, found first, ``_final``), vectors (made by
+  the store's embedder, as ``search.embedding.write_vectors`` makes them; none for a background embedder: filled
+  after, as always) and the chunk rows (born: the revision's batch, died: the batch that ended it) streamed in
+  with ``COPY``;
 - then the rest computed in SQL from those rows, by the definitions the tests compare the kept tables with (the
   statistics, the live set, the spans), for this vault alone.
 
 The tables are then those the indexer would have left (``tests/store/test_pg_bulk.py`` compares them, row for row),
-so every answer is too. Only a vault with no index at all is built so (``PgStore.deferred_index`` decides).
+so every answer is too. Only a vault with no index at all is built so (``PgStore.deferred_index`` decides). Copied
+into a database that held no other vault, the indexes its batches grew row by row are then built again (``compact``).
 """
 
 from __future__ import annotations
