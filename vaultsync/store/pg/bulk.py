@@ -39,6 +39,8 @@ _ROWS = """SELECT n.id, n.batch_id, e.batch_id, n.title, n.aliases, c.id, c.head
     FROM notes n JOIN chunks c ON c.note_id = n.id JOIN texts t ON t.id = c.text_id
     LEFT JOIN note_ends e ON e.note_id = n.id
     WHERE n.vault_id = %s AND n.kind <> 'deleted' ORDER BY n.id, c.ord"""
+_CURRENT_ROWS = _ROWS.replace(" ORDER BY", " AND e.batch_id IS NULL ORDER BY")
+"""``_ROWS`` of the revisions current at the end of the history (none ended them)."""
 
 STATS = """
 INSERT INTO search_stats (vault_id, batch_id, rows, tokens, max_doc)
@@ -187,7 +189,7 @@ def _revisions(
 
     with raw.cursor(name="vaultsync_bulk_index") as cur:
         cur.itersize = STEP
-        cur.execute(_ROWS.replace("ORDER BY", "AND e.batch_id IS NULL ORDER BY") if current else _ROWS, (vault_id,))
+        cur.execute(_CURRENT_ROWS if current else _ROWS, (vault_id,))
         for note_id, born, died, title, aliases, chunk_id, heading, body in cur:
             if note and note[0][0] != note_id:
                 flush()
