@@ -102,3 +102,89 @@ def test_a_bulk_copy_leaves_the_tables_the_batch_by_batch_indexer_leaves(tmp_pat
     with Vault.open(bulk, name="v", readonly=True) as vault:
         assert vault.check() == []
     assert _same_searches(lite, bulk, times) > 300
+
+
+def _stats(dsn: str, table: str) -> tuple[int, int, int]:
+    """The table's rows inserted, deleted and dead, as the statistics count them once the copy's sessions reported
+    (a session reports as it ends: waited for, a bounded while)."""
+    import time
+
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as con:
+        for _ in range(100):
+            con.execute("SELECT pg_stat_clear_snapshot()")
+            found = con.execute(
+                "SELECT n_tup_ins, n_tup_del, n_dead_tup FROM pg_stat_user_tables WHERE relid = to_regclass(%s)",
+                (table,),
+            ).fetchone()
+            if found[0]:
+                return tuple(found)
+            time.sleep(0.1)
+    raise AssertionError(f"no statistics of {table}")
+
+
+def test_a_bulk_copy_writes_each_docs_postings_once_where_they_end(tmp_path: Path, monkeypatch) -> None:
+    """A text first met in a revision that ended and current again at the end: its postings go straight to the live
+    docs' table, though the two revisions are read in different rounds (``STEP``): none moved after."""
+    from vaultsync.store.pg import bulk
+
+    monkeypatch.setattr(bulk, "STEP", 1)  # (each note revision a round of its own)
+    lite = tmp_path / "lite.db"
+    first, second = "# Tide\n\nThe tide gauge at dawn.\n", "# Tide\n\nThe tide gauge at dusk, moved.\n"
+    for i, text in enumerate([first, second, first]):
+        _write(tmp_path / "v", {"Tide.md": text, "Keep.md": f"# Keep\n\nA keeper's log, entry {i}.\n"})
+        with Vault.open(lite, root=tmp_path / "v", name="v") as vault:
+            vault.sync(known_at=T0 + i * 1000)
+    bulk_dsn, slow = pgserver.fresh_or_skip("oncecopy"), pgserver.fresh_or_skip("onceslow")
+    copy_databases(lite, bulk_dsn)
+    copy_databases(lite, slow, bulk=False)
+    postings = {name: TABLES[name] for name in ("search_docs", "search_doc_terms", "search_live_terms")}
+    built = _tables(bulk_dsn, postings)
+    assert built == _tables(slow, postings)
+    assert len(built["search_live_terms"]) == 2 and len(built["search_doc_terms"]) == 3
+    for table in ("search_doc_terms", "search_live_terms"):
+        inserted, deleted, dead = _stats(bulk_dsn, table)
+        assert (inserted, deleted, dead) == (len(built[table]), 0, 0), table
+
+
+def _index_pages(dsn: str, column: str = "pg_relation_size(c.oid) / current_setting('block_size')::int") -> dict:
+    """Each btree index of the schema's pages (or another ``column`` of it)."""
+    import psycopg
+
+    with psycopg.connect(dsn) as con:
+        return dict(
+            con.execute(
+                f"SELECT c.relname, {column} FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.relkind = 'i' "
+                "AND a.amname = 'btree' AND c.relnamespace = current_schema()::regnamespace"
+            ).fetchall()
+        )
+
+
+def test_a_copy_into_an_empty_database_leaves_its_indexes_compact(tmp_path: Path) -> None:
+    """Copied into a database that held no vault, no index is any smaller built again; into one holding another
+    vault, none is built again (readers may be using them)."""
+    import psycopg
+
+    lite = tmp_path / "lite.db"
+    section = "## Part {j}\n\nGauge {i} reads {k} at watch {j}.\n\n"
+    notes = {  # (paths and hashes in no order)
+        f"{i * 7919 % 1009:04d} note.md": "".join(section.format(i=i, j=j, k=i * j) for j in range(4))
+        for i in range(400)
+    }
+    _write(tmp_path / "v", notes)
+    with Vault.open(lite, root=tmp_path / "v", name="v") as vault:
+        vault.sync(known_at=T0)
+    empty, occupied = pgserver.fresh_or_skip("compact"), pgserver.fresh_or_skip("occupied")
+    _other_vault(occupied, tmp_path)
+    files = _index_pages(occupied, "c.relfilenode")
+    copy_databases(lite, empty)
+    copy_databases(lite, occupied)
+    grown = _index_pages(empty)
+    with psycopg.connect(empty, autocommit=True) as con:
+        con.execute("REINDEX SCHEMA " + con.execute("SELECT current_schema()").fetchone()[0])
+    built = _index_pages(empty)
+    assert {name: pages for name, pages in grown.items() if pages > built[name]} == {}
+    assert sum(grown.values()) > 3 * len(grown)  # (indexes of several pages)
+    kept = _index_pages(occupied, "c.relfilenode")
+    assert [name for name in files if kept[name] != files[name]] == []

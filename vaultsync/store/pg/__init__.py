@@ -246,7 +246,8 @@ class PgStore(Store):
         """Batches written inside leave the search index of a vault that has none (a vault being copied) to the end,
         where it is built in one pass (``pg/bulk.py``: the same tables, far fewer statements and dead rows); a vault
         already indexed is indexed batch by batch as always. Left by an error, the index is not built (the views of
-        such a vault ask for ``reindex``)."""
+        such a vault ask for ``reindex``). Into a database that held no other vault, the indexes the batches grew row
+        by row are then built again compact (``bulk.compact``)."""
         if self._deferred is not None or not self.indexers or self.indexers[0].mismatch:  # type: ignore[attr-defined]  # a PgKeywordIndexer
             yield
             return
@@ -256,6 +257,8 @@ class PgStore(Store):
             for vault_id, waits in self._deferred.items():
                 if waits:
                     self._build_index(vault_id)
+            if self._deferred and all(self._deferred.values()):
+                self._compact(list(self._deferred))
         finally:
             self._deferred = None
 
@@ -291,6 +294,16 @@ class PgStore(Store):
         with self.db.atomic() as con:
             self._hold_head(con, vault_id)
             bulk.build(con, vault_id, self.indexers[0].embedder)  # type: ignore[attr-defined]  # a PgKeywordIndexer
+
+    def _compact(self, vault_ids: list[int]) -> None:
+        """The indexes the copy of ``vault_ids`` grew row by row built again compact (``bulk.compact``), when the
+        database holds no other vault (none that readers may be using)."""
+        from . import bulk
+
+        with self.db.atomic() as con:
+            others = "SELECT EXISTS (SELECT 1 FROM vaults WHERE id <> ALL(%s))"
+            if not con.raw.execute(others, (vault_ids,)).fetchone()[0]:
+                bulk.compact(con.raw)
 
     def _hold_head(self, con: Con, vault_id: int) -> None:
         """Lock the vault's head row in this transaction and check this process's fence (``pg/fence.py``): a refused
