@@ -34,7 +34,7 @@ from support.engines import sqlite_file
 from vaultsync import NoteNotFound, Vault
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "old_schemas"
-SINCE_45D3E09 = "lean_vectors, term_buckets, term_blocks, one_vector"
+SINCE_45D3E09 = "lean_vectors, term_buckets, term_blocks, one_vector, compact_indexes"
 """The migrations after the newest fixture's (each one's test upgrades it, taking them all)."""
 AFTER_45D3E09 = f"{SINCE_45D3E09.count(',') + 1} migrations: {SINCE_45D3E09}"
 TRUTH: dict[str, dict[str, str]] = json.loads((FIXTURES / "truth.json").read_text(encoding="utf-8"))

@@ -188,3 +188,37 @@ def test_a_copy_into_an_empty_database_leaves_its_indexes_compact(tmp_path: Path
     assert sum(grown.values()) > 3 * len(grown)  # (indexes of several pages)
     kept = _index_pages(occupied, "c.relfilenode")
     assert [name for name in files if kept[name] != files[name]] == []
+
+
+def test_migrate_builds_again_the_indexes_an_earlier_copy_grew(tmp_path: Path) -> None:
+    """A copy into a database holding another vault (as every copy and batch of earlier versions) leaves indexes
+    grown row by row; migration m018 (``vaultsync migrate``) builds them again: none is then any smaller built anew,
+    and the past docs' postings are written anew."""
+    import psycopg
+
+    from vaultsync.store.pg import upgrade
+
+    lite = tmp_path / "lite.db"
+    section = "## Part {j}\n\nGauge {i} reads {k} at watch {j}.\n\n"
+    notes = {
+        f"{i * 7919 % 1009:04d} note.md": "".join(section.format(i=i, j=j, k=i * j) for j in range(4))
+        for i in range(400)
+    }
+    _write(tmp_path / "v", notes)
+    with Vault.open(lite, root=tmp_path / "v", name="v") as vault:
+        vault.sync(known_at=T0)
+    dsn = pgserver.fresh_or_skip("compactmigrate")
+    _other_vault(dsn, tmp_path)
+    copy_databases(lite, dsn)
+    grown = _index_pages(dsn)
+    with psycopg.connect(dsn) as con:
+        assert con.execute("DELETE FROM vaultsync_schema WHERE name = 'compact_indexes'").rowcount == 1
+        postings = con.execute("SELECT pg_relation_filenode('search_doc_terms')").fetchone()[0]
+    upgrade(dsn)
+    migrated = _index_pages(dsn)
+    assert {name for name, pages in grown.items() if pages > migrated[name]}  # (the copy left some grown)
+    with psycopg.connect(dsn, autocommit=True) as con:
+        assert con.execute("SELECT pg_relation_filenode('search_doc_terms')").fetchone()[0] != postings
+        con.execute("REINDEX SCHEMA " + con.execute("SELECT current_schema()").fetchone()[0])
+    built = _index_pages(dsn)
+    assert {name: pages for name, pages in migrated.items() if pages > built[name]} == {}

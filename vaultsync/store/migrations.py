@@ -50,7 +50,8 @@ def state(
     names: list[str], probes: Mapping[str, Iterable[str]], shape: Shape, recorded: list[str] | None, count: int
 ) -> State:
     """Compare a database with this vaultsync's ``names``: ``recorded`` names, or None with ``count`` (a database
-    from before names); ``probes`` the items of each migration after ``COMMON_PREFIX`` (found in ``shape``)."""
+    from before names); ``probes`` the items of each migration after ``COMMON_PREFIX`` (found in ``shape``; none: a
+    migration no shape shows, which a database from before names lacks)."""
 
     def present(name: str) -> bool:
         return name not in probes or not unmet(probes[name], shape)
@@ -59,7 +60,7 @@ def state(
     if recorded is None:
         recorded = names[: min(count, COMMON_PREFIX)]
         if count > COMMON_PREFIX:
-            recorded += [name for name in names[COMMON_PREFIX:] if present(name)]
+            recorded += [name for name in names[COMMON_PREFIX:] if probes.get(name) and present(name)]
     has = set(recorded)
     applied = [name for name in names if name in has and present(name)]
     return State(
@@ -107,9 +108,10 @@ def problems(
     if found.missing:
         if on_write:
             return []
+        shown = {name: ", ".join(unmet(probes.get(name, ()), actual)) for name in found.missing}
         return [
             f"the schema lacks the migration {name}"
-            + (f" ({', '.join(unmet(probes[name], actual))})" if name in probes else "")
+            + (f" ({shown[name]})" if shown[name] else "")
             + ": writers refuse it until it is migrated"
             for name in found.missing
         ]

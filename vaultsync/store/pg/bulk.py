@@ -89,8 +89,9 @@ grown as built."""
 
 
 def compact(raw: Any) -> None:
-    """Build ``COMPACTED`` again, in the caller's transaction: only after copying into a database that held no other
-    vault (``REINDEX`` locks each index's table against writes and the index against readers until the commit)."""
+    """Build ``COMPACTED`` again, in the caller's transaction: after copying into a database that held no other
+    vault, and in migration m018 (``REINDEX`` locks each index's table against writes and the index against readers
+    until the commit)."""
     raw.execute("; ".join(f"REINDEX INDEX {name}" for name in COMPACTED))
 
 
