@@ -6,7 +6,7 @@ here, inside each batch's transaction, with the rows the indexer writes (``pg/ke
 
 - ``search_live``: each vault's docs used by at least one current chunk row (``search_rows.died IS NULL``),
   how many such rows use each, and its length (what BM25 reads per doc, in one place); a vector search "now"
-  reads the vectors of these docs from ``search_vectors``, one index lookup each (``pg/vectors.py``);
+  reads the vectors of these docs from ``search_vectors`` by its key (``pg/vectors.py``);
 - ``search_live_terms`` (m013, ``pg/postings.py``): the postings row of every doc in ``search_live`` (for any
   vault), moved there from ``search_doc_terms`` as the doc enters the live set and back as it leaves it, under a
   GIN index of its own: what a keyword search "now" reads (m006 to m013 kept ``search_live_postings``, a second

@@ -9,7 +9,7 @@ the doc: ``born``, the batch its first row appeared, and ``died``, the batch aft
 edit, a rename) make one span, so there are about as many spans as docs (99,845 for 99,143 docs there); the
 docs visible at batch ``b`` are the spans with ``born <= b < died``, found by a scan of the index
 ``(vault_id, born, died) INCLUDE (doc_id)`` (``by_index``: never a scan of the whole table), and their vectors
-are read from ``search_vectors`` by its key, one lookup per visible doc (``visible``). (m007 to m013 kept a copy
+are read from ``search_vectors`` by its key (``visible``). (m007 to m013 kept a copy
 of each doc's vector in every span, as a ``halfvec``, and m007 another in the index; m013 made the index again
 without them, ``INDEX``, and m014 dropped the column: the vectors are kept once, in ``search_vectors``.)
 
@@ -139,17 +139,17 @@ def visible(snap: Any, distance: str | None) -> tuple[str, dict[str, Any]]:
     ``search_vectors``) of each doc visible at the snapshot's batch that has a vector, or without pgvector
     (``distance`` None) ``(doc_id, embedding)``; and its parameters. The batch alone: not for a validity overlay or a
     filter. The docs come from the spans' index (``by_index``), their vectors from ``search_vectors`` by its key
-    (``BY_KEY``)."""
+    (``by_key``)."""
     params = {"vault": snap.vault_id, "b": snap.batch}
     column = "v.embedding" if distance is None else f"{distance} AS d"
-    return (
-        f"SELECT s.doc_id, {column} FROM {TABLE} s CROSS JOIN LATERAL {BY_KEY.format(doc='s.doc_id')} "
-        "WHERE s.vault_id = :vault AND s.born <= :b AND s.died > :b"
-    ), params
+    docs = f"SELECT s.doc_id FROM {TABLE} s WHERE s.vault_id = :vault AND s.born <= :b AND s.died > :b"
+    return f"SELECT v.doc_id, {column} {by_key(docs)}", params
 
 
-BY_KEY = "(SELECT * FROM search_vectors WHERE doc_id = {doc} LIMIT 1) v"
-"""One doc's vector read by the key of ``search_vectors``, for each doc of a table bounded by the vault (the visible
-spans, the live set): ``LIMIT`` keeps PostgreSQL from flattening it into a join, whose plan may read every vector of
-the history (a hash or merge join, or a nested loop with ``search_vectors`` outside, as where half the docs ever
-written are live)."""
+def by_key(docs: str) -> str:
+    """The rows of ``search_vectors`` (``v``) of the docs ``docs`` selects, from a table bounded by the vault (the
+    visible spans, the live set), read by the table's key: the docs made an array first (an ``InitPlan``), whose
+    size the planner does not guess, so it reads their vectors through the key in the key's order, never every
+    vector of the history. (Joined instead, PostgreSQL may hash or merge every vector of the history with them; one
+    lookup per doc in a nested loop took three times as long on a history of 600 commits.)"""
+    return f"FROM search_vectors v WHERE v.doc_id = ANY(ARRAY({docs}))"

@@ -19,7 +19,7 @@ Each vector is kept once, in ``search_vectors`` (m014 dropped the copies m006 an
 and in the spans), and what is read is bounded by the vault, not the history: "now" (unfiltered) the current
 docs (``search_live``, ``pg/live.py``, m006), a past cutoff (unfiltered, no validity overlay) the docs visible
 then (their spans of visibility, ``pg/spans.py``, m007), each doc's vector then read from ``search_vectors`` by
-its key (``spans.BY_KEY``); with a filter or an overlay, the docs of the visible rows up
+its key (``spans.by_key``); with a filter or an overlay, the docs of the visible rows up
 to ``search_stats.max_doc``.
 
 Either way the candidates' scores are then computed by ``search.vector.similarity``, sqlite-vec's own
@@ -191,13 +191,11 @@ def _distance(schema: str, column: str, kind: str) -> str:
 def live_docs(snap: Snapshot, distance: str | None) -> tuple[str, dict[str, Any]]:
     """SQL selecting ``(doc_id, d)``, ``distance`` (of ``v.vec``) of each current doc of the vault that has a vector,
     or without pgvector (``distance`` None) ``(doc_id, embedding)``; and its parameters. The docs come from the live
-    set (``search_live``, m006), their vectors from ``search_vectors`` by its key, one lookup each (``spans.BY_KEY``:
+    set (``search_live``, m006), their vectors from ``search_vectors`` by its key (``spans.by_key``:
     a scan of every vector of the history would cost what the history holds)."""
     column = "v.embedding" if distance is None else f"{distance} AS d"
-    return (
-        f"SELECT l.doc_id, {column} FROM search_live l CROSS JOIN LATERAL {spans.BY_KEY.format(doc='l.doc_id')} "
-        "WHERE l.vault_id = :vault"
-    ), {"vault": snap.vault_id}
+    docs = "SELECT l.doc_id FROM search_live l WHERE l.vault_id = :vault"
+    return f"SELECT v.doc_id, {column} {spans.by_key(docs)}", {"vault": snap.vault_id}
 
 
 def _visible(con: Any, snap: Snapshot, allowed: set[int] | None, schema: str | None) -> tuple[str, dict[str, Any]]:
