@@ -144,26 +144,38 @@ def test_a_note_rewritten_continuously_is_recorded_only_as_states_it_rested_in(
     vault: tuple[Vault, Path, Path],
 ) -> None:
     """Hundreds of saves a second (each empties the file, then writes it whole) past several maximum waits: no
-    revision is a state the note only passed through (empty, or part of a save); the last save is recorded."""
+    revision is a state the note only passed through (empty, or part of a save); the last save is recorded. A state
+    the file rested in for ``SETTLE_NS`` is one the watcher may record: on a loaded machine this test's own writer
+    may be paused that long with the file empty, and then the empty state is one the note was in."""
+    from vaultsync.sync import SETTLE_NS
+
     opened, root, db = vault
     note = root / "Kept" / "Kept 5.md"
     versions = [f"# Kept 5\n\nsave {n}\n" + "text " * 40 + "\n" for n in range(100_000)]
+    longest_empty = 0
     with Watcher(opened, step_ms=50, debounce_ms=150, reconcile_s=0):
         deadline, n = time.monotonic() + 1.5, 0
         while time.monotonic() < deadline:
+            emptied = time.monotonic_ns()
             with note.open("w", encoding="utf-8") as f:
                 f.flush()
                 time.sleep(0.001)  # emptied: the state a save passes through
                 f.write(versions[n])
+            longest_empty = max(longest_empty, time.monotonic_ns() - emptied)
             n += 1
         last = versions[n - 1]
         wait_until(lambda: read_now(db, "Kept/Kept 5.md") == last, what="the last save recorded")
-    saved = set(versions[:n]) | {"# Kept 5\n"}
+    rested_empty = longest_empty >= SETTLE_NS - TICK_NS  # (a time stamp may lag the write by a clock tick)
+    saved = set(versions[:n]) | {"# Kept 5\n"} | ({""} if rested_empty else set())
     with Vault.open(db, name="vault", readonly=True) as reader:
         recorded = [
             reader.read("Kept/Kept 5.md", as_of=f"r{r.batch_id}").content for r in reader.history("Kept/Kept 5.md")
         ]
     assert n > 50 and all(text in saved for text in recorded), [t[:30] for t in recorded if t not in saved]
+
+
+TICK_NS = 10_000_000
+"""The longest a file's time stamp may lag a write (the kernel's coarse clock: a tick at 100 Hz)."""
 
 
 def read_now(db: Path, path: str) -> str | None:
