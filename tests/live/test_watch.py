@@ -163,12 +163,12 @@ def test_concurrent_readers_never_see_a_partial_batch(vault: Vault, vault_dir: P
             mine = vault if shared else own  # the watcher's own Vault, or a connection of its own
             while not done.is_set():
                 try:
-                    check(mine)
+                    check(mine, "shared" if shared else "own")
                 except Exception as exc:  # noqa: BLE001 - reported by the test
                     failures.append(f"{'shared' if shared else 'own'} reader: {exc!r}")
                     return
 
-    def check(mine: Vault) -> None:
+    def check(mine: Vault, who: str) -> None:
         revs = mine.ls(prefix="groups/")
         found: dict[str, int] = {}
         for rev in revs:
@@ -176,12 +176,12 @@ def test_concurrent_readers_never_see_a_partial_batch(vault: Vault, vault_dir: P
             found[group] = found.get(group, 0) + 1
         partial = {g: n for g, n in found.items() if n != group_size}
         if partial:
-            failures.append(f"partial groups {partial}")
+            failures.append(f"{who} reader: partial groups {partial}")
         observed.add(len(revs))
         if revs:
             group = revs[-1].path.split("/")[1][1:]
             if f"group {group}" not in mine.read(revs[-1].path).content:
-                failures.append(f"{revs[-1].path} has the wrong content")
+                failures.append(f"{who} reader: {revs[-1].path} has the wrong content")
 
     threads = [threading.Thread(target=reader, args=(shared,), name=f"reader-{shared}") for shared in (False, True)]
     with Watcher(vault, step_ms=20, debounce_ms=200):
